@@ -1,0 +1,169 @@
+"""The suite file as a pytest collector and its gate / query items.
+
+Tree: ``suite.retrieval.yaml`` > system > scope > metric, so node ids read
+``lineage.retrieval.yaml::minilm::suite::P@5``, ``...::minilm::category[join]::P@5``,
+``...::minilm::latency_p95_ms`` and ``...::minilm::query[join_001]``. Every item of a suite x
+system reads the same shared run; a failing item shows value, floor, n and the worst queries.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from retrieval_gate.config import SystemConfig
+from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.gate import Outcome, check_gate, check_query
+from retrieval_gate.plugin import SESSION_KEY
+from retrieval_gate.suite import Gate, Query, Suite, load_suite
+
+if TYPE_CHECKING:
+    from _pytest._code.code import ExceptionInfo, TerminalRepr
+
+    from retrieval_gate.session import GateSession
+
+
+class GateFailed(Exception):
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(outcome.headline())
+        self.outcome = outcome
+
+
+def _marker(config: pytest.Config, name: str, what: str) -> pytest.MarkDecorator:
+    # Registered on the fly so --strict-markers accepts the suite's own labels.
+    config.addinivalue_line("markers", f"{name}: retrieval suite {what}")
+    return getattr(pytest.mark, name)  # type: ignore[no-any-return]
+
+
+class SuiteFile(pytest.File):
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
+        gate_session = self.config.stash[SESSION_KEY]
+        try:
+            suite = load_suite(self.path)
+            gate_session.check_suite(suite)
+        except RetrievalGateError as exc:
+            raise self.CollectError(exc.format()) from None
+        for system in gate_session.systems:
+            yield SystemNode.from_parent(self, name=system.name, suite=suite, system=system)
+
+
+class SystemNode(pytest.Collector):
+    def __init__(self, *, suite: Suite, system: SystemConfig, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.suite = suite
+        self.system = system
+
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
+        suite, system = self.suite, self.system
+        by_scope: dict[str, list[Gate]] = {}
+        latency = []
+        for gate in suite.gates:
+            if gate.metric.is_latency:
+                latency.append(gate)
+            else:
+                by_scope.setdefault(gate.scope, []).append(gate)
+        for scope, gates in by_scope.items():
+            yield ScopeNode.from_parent(self, name=scope, suite=suite, system=system, gates=gates)
+        for gate in latency:
+            yield GateItem.from_parent(
+                self, name=gate.metric.name, suite=suite, system=system, gate=gate
+            )
+        for query in suite.queries:
+            if query.expect:
+                yield QueryItem.from_parent(
+                    self, name=f"query[{query.id}]", suite=suite, system=system, query=query
+                )
+        if not suite.gates and not any(q.expect for q in suite.queries):
+            # A suite without floors still runs, so its numbers reach the report.
+            yield RunItem.from_parent(self, name="run", suite=suite, system=system)
+
+
+class ScopeNode(pytest.Collector):
+    def __init__(self, *, suite: Suite, system: SystemConfig, gates: list[Gate], **kwargs: Any):
+        super().__init__(**kwargs)
+        self.suite = suite
+        self.system = system
+        self.gates = gates
+        group = gates[0].group
+        if group is not None:
+            kind, label = group
+            self.add_marker(_marker(self.config, label, kind))
+
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
+        for gate in self.gates:
+            yield GateItem.from_parent(
+                self, name=gate.metric.name, suite=self.suite, system=self.system, gate=gate
+            )
+
+
+class _SuiteItem(pytest.Item):
+    def __init__(self, *, suite: Suite, system: SystemConfig, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.suite = suite
+        self.system = system
+        self.rg_payload: list[tuple[str, str]] = []
+        self.add_marker(pytest.mark.retrieval_gate)
+
+    @property
+    def gate_session(self) -> GateSession:
+        return self.config.stash[SESSION_KEY]
+
+    def check(self) -> Outcome | None:
+        raise NotImplementedError
+
+    def runtest(self) -> None:
+        gs = self.gate_session
+        try:
+            outcome = self.check()
+        finally:
+            # Attached whether the run passed, failed its gate or errored: the report needs it.
+            self.rg_payload.extend(gs.payload_for(self.suite, self.system))
+        if outcome is None:
+            return
+        self.rg_payload.append(("gate", json.dumps(outcome.to_json(self.nodeid))))
+        if not outcome.passed:
+            raise GateFailed(outcome)
+
+    def repr_failure(
+        self, excinfo: ExceptionInfo[BaseException], style: Any = None
+    ) -> str | TerminalRepr:
+        if isinstance(excinfo.value, GateFailed):
+            return "\n".join(excinfo.value.outcome.lines())
+        if isinstance(excinfo.value, RetrievalGateError):
+            return excinfo.value.format()
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"{self.suite.name} x {self.system.name}: {self.name}"
+
+
+class GateItem(_SuiteItem):
+    def __init__(self, *, gate: Gate, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.gate = gate
+
+    def check(self) -> Outcome:
+        evaluation = self.gate_session.evaluation(self.suite, self.system)
+        return check_gate(self.gate, evaluation)
+
+
+class QueryItem(_SuiteItem):
+    def __init__(self, *, query: Query, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.query = query
+        for kind in ("category", "difficulty"):
+            label = getattr(query, kind)
+            if label is not None:
+                self.add_marker(_marker(self.config, label, kind))
+
+    def check(self) -> Outcome:
+        evaluation = self.gate_session.evaluation(self.suite, self.system)
+        return check_query(self.query, evaluation)
+
+
+class RunItem(_SuiteItem):
+    def check(self) -> None:
+        self.gate_session.evaluation(self.suite, self.system)

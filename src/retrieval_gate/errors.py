@@ -1,0 +1,54 @@
+"""Exceptions for problems in the user's data or settings.
+
+Each carries a one-line message a user can act on: the file, the entry and what is wrong.
+The plugin turns them into collection errors, usage errors or failed items, never tracebacks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class RetrievalGateError(Exception):
+    """Base class: a problem the user can fix in their data, settings or retriever."""
+
+    def __init__(self, message: str, *, path: str | Path | None = None, entry: str | None = None):
+        self.message = message
+        self.path = None if path is None else str(path)
+        self.entry = entry
+        super().__init__(self.format())
+
+    def format(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = self.path
+            if self.entry is not None:
+                where += f" [{self.entry}]"
+            where += ": "
+        elif self.entry is not None:
+            where = f"[{self.entry}]: "
+        return where + self.message
+
+
+class SuiteError(RetrievalGateError):
+    """A ground-truth suite cannot be loaded: bad syntax, schema, ids or values."""
+
+
+class CorpusError(RetrievalGateError):
+    """A corpus is missing, unreadable or malformed."""
+
+
+class ConfigError(RetrievalGateError):
+    """The [tool.retrieval_gate] / retrieval-gate.yaml settings are invalid."""
+
+
+class UnknownMetricError(RetrievalGateError, ValueError):
+    """A metric name that the registry does not know, or a bad cutoff."""
+
+
+class RunError(RetrievalGateError):
+    """Running a system failed: the retriever raised or returned something unusable."""
+
+
+class MissingExtraError(RetrievalGateError, ImportError):
+    """An optional dependency is not installed; the message says what to install."""

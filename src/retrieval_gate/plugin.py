@@ -1,0 +1,155 @@
+"""pytest11 entry point: options, configure, file collection.
+
+Loaded in every pytest session, with or without ``--retrieval-gate``: it imports nothing but pytest
+and the standard library. Everything else (numpy, yaml, the suite and run machinery) is imported
+in ``pytest_configure`` only when the flag is on.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from retrieval_gate.session import GateSession
+
+DEFAULT_FILES = ("*.retrieval.yaml", "*.retrieval.yml", "*.retrieval.json")
+SUITE_SUFFIXES = (".yaml", ".yml", ".json")
+SESSION_KEY = pytest.StashKey["GateSession"]()
+
+
+def _system_name(value: str) -> str:
+    if not value or not value.replace("-", "").replace("_", "").replace(".", "").isalnum():
+        raise argparse.ArgumentTypeError(
+            f"invalid system name {value!r}: use letters, digits, '-', '_' or '.'"
+        )
+    return value
+
+
+def _path_value(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError(f"invalid path {value!r}: must not be empty")
+    return value
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("retrieval gate", "retrieval quality gates (pytest-retrieval-gate)")
+    group.addoption(
+        "--retrieval-gate",
+        action="store_true",
+        dest="retrieval_gate",
+        default=False,
+        help="collect retrieval suites and gate on their metrics (default: off)",
+    )
+    group.addoption(
+        "--rg-system",
+        action="append",
+        dest="rg_system",
+        metavar="NAME",
+        type=_system_name,
+        default=None,
+        help="run this configured system; repeatable (default: the 'systems' setting, else all)",
+    )
+    group.addoption(
+        "--rg-baseline",
+        dest="rg_baseline",
+        metavar="PATH",
+        type=_path_value,
+        default=None,
+        help="baseline file to compare against (default: 'baseline' setting, "
+        "else retrieval-baseline.json)",
+    )
+    group.addoption(
+        "--rg-save-baseline",
+        action="store_true",
+        dest="rg_save_baseline",
+        default=False,
+        help="write this run's results as the accepted baseline (default: off)",
+    )
+    group.addoption(
+        "--rg-report",
+        dest="rg_report",
+        metavar="PATH",
+        type=_path_value,
+        default=None,
+        help="markdown report path (default: retrieval-gate-report.md in the rootdir)",
+    )
+    group.addoption(
+        "--rg-json",
+        dest="rg_json",
+        metavar="PATH",
+        type=_path_value,
+        default=None,
+        help="JSON report path (default: the markdown report's path with .json)",
+    )
+    group.addoption(
+        "--rg-no-cache",
+        action="store_true",
+        dest="rg_no_cache",
+        default=False,
+        help="embed and index from scratch, ignoring and not writing the cache (default: off)",
+    )
+    group.addoption(
+        "--rg-cache-dir",
+        dest="rg_cache_dir",
+        metavar="PATH",
+        type=_path_value,
+        default=None,
+        help="embedding and index cache folder (default: .retrieval-gate-cache in the rootdir)",
+    )
+    parser.addini(
+        "retrieval_gate_files",
+        type="args",
+        default=list(DEFAULT_FILES),
+        help="glob patterns of retrieval suite files (default: " + " ".join(DEFAULT_FILES) + ")",
+    )
+    parser.addini("retrieval_gate_report", type="string", default="", help="markdown report path")
+    parser.addini("retrieval_gate_json", type="string", default="", help="JSON report path")
+    parser.addini("retrieval_gate_baseline", type="string", default="", help="baseline path")
+    parser.addini("retrieval_gate_cache_dir", type="string", default="", help="cache folder")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.getoption("retrieval_gate", False):
+        return
+    config.addinivalue_line(
+        "markers", "retrieval_gate: an item generated from a retrieval suite (pytest-retrieval-gate)"
+    )
+    from retrieval_gate.errors import RetrievalGateError
+    from retrieval_gate.session import GateSession
+
+    try:
+        session = GateSession(config)
+    except RetrievalGateError as exc:
+        raise pytest.UsageError(exc.format()) from None
+    config.stash[SESSION_KEY] = session
+    config.pluginmanager.register(session, "retrieval_gate_session")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(SESSION_KEY, None)
+    if session is not None:
+        config.pluginmanager.unregister(session)
+        del config.stash[SESSION_KEY]
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if SESSION_KEY not in parent.config.stash:
+        return None
+    if not _is_suite(file_path, parent):
+        return None
+    from retrieval_gate.collect import SuiteFile
+
+    return SuiteFile.from_parent(parent, path=file_path)
+
+
+def _is_suite(file_path: Path, parent: pytest.Collector) -> bool:
+    if file_path.suffix.lower() not in SUITE_SUFFIXES:
+        return False
+    if parent.session.isinitpath(file_path):
+        return True  # named on the command line: a suite whatever its name
+    patterns: list[str] = parent.config.getini("retrieval_gate_files")
+    return any(file_path.match(pattern) for pattern in patterns)

@@ -1,0 +1,73 @@
+"""Pure renderers of a session's results: markdown, the JSON twin and the terminal summary.
+
+Everything here works on :class:`ReportData`, built from the JSON records the items attach to
+their test reports, so the report is the same with or without xdist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from retrieval_gate.atomic import write_text_atomic
+
+
+@dataclass(frozen=True)
+class ReportData:
+    runs: tuple[dict[str, Any], ...]  # the JSON run records, sorted by suite then system
+    gates: tuple[dict[str, Any], ...]  # failing first, then by node id
+    errors: tuple[dict[str, str], ...]  # runs that could not complete
+
+    @classmethod
+    def build(
+        cls,
+        runs: Mapping[tuple[str, str], dict[str, Any]],
+        gates: list[dict[str, Any]],
+        errors: Mapping[tuple[str, str], str],
+    ) -> ReportData:
+        return cls(
+            runs=tuple(runs[key] for key in sorted(runs)),
+            gates=tuple(sorted(gates, key=lambda g: (g["passed"], g["nodeid"]))),
+            errors=tuple(
+                {"suite": suite, "system": system, "error": message}
+                for (suite, system), message in sorted(errors.items())
+            ),
+        )
+
+    @property
+    def failed(self) -> list[dict[str, Any]]:
+        return [g for g in self.gates if not g["passed"]]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failed and not self.errors
+
+    def suites(self) -> list[str]:
+        return list(dict.fromkeys(run["suite"] for run in self.runs))
+
+    def runs_of(self, suite: str) -> list[dict[str, Any]]:
+        return [run for run in self.runs if run["suite"] == suite]
+
+
+def write_reports(
+    data: ReportData,
+    *,
+    markdown_path: Path,
+    json_path: Path,
+    step_summary: str | None = None,
+) -> list[Path]:
+    """Write the markdown report and its JSON twin atomically; append to a GitHub step summary."""
+    import json
+
+    from retrieval_gate.report import json as json_report
+    from retrieval_gate.report import markdown
+
+    text = markdown.render(data)
+    write_text_atomic(markdown_path, text)
+    write_text_atomic(json_path, json.dumps(json_report.render(data), indent=2) + "\n")
+    if step_summary:
+        with open(step_summary, "a", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+    return [markdown_path, json_path]

@@ -1,0 +1,31 @@
+"""The compact terminal summary: one block per suite, systems side by side."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from retrieval_gate.report import ReportData
+from retrieval_gate.report.markdown import headline_metrics
+
+
+def render(data: ReportData) -> Iterator[str]:
+    for suite in data.suites():
+        runs = data.runs_of(suite)
+        gates = [g for g in data.gates if g["suite"] == suite]
+        metrics = headline_metrics(runs, gates)
+        width = max(len("system"), *(len(run["system"]) for run in runs))
+        header = f"{'system':<{width}}  " + "  ".join(f"{m:>9}" for m in metrics) + "  p95 ms"
+        yield f"{suite} ({runs[0]['n']} queries)"
+        yield "  " + header
+        for run in runs:
+            cells = "  ".join(f"{run['metrics'][m]:>9.4f}" for m in metrics)
+            yield f"  {run['system']:<{width}}  {cells}  {run['latency_ms']['p95']:>6.1f}"
+        failed = [g for g in gates if not g["passed"]]
+        yield f"  gates: {len(gates) - len(failed)} passed, {len(failed)} failed"
+        for g in failed:
+            yield (
+                f"  FAILED {g['nodeid']}: {g['value']:.4f} "
+                f"(needs {g['comparison']} {g['threshold']:.4f}, n={g['n']})"
+            )
+    for error in data.errors:
+        yield f"run failed: {error['suite']} x {error['system']}: {error['error']}"

@@ -1,0 +1,223 @@
+"""Per-session state of an active gate, registered as a plugin object while ``--retrieval-gate``.
+
+It owns the settings, the selected systems, the shared runs (one per suite x system, however
+many items read it) and the records the report is built from. Records travel on test reports
+(``report.retrieval_gate``), so the report is complete under xdist too: workers only attach, the
+controller gathers and writes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Generator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from retrieval_gate.config import Settings, SystemConfig, load_settings
+from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.evaluation import Evaluation, evaluate_run
+from retrieval_gate.run import RunOptions, corpus_path, run_suite
+from retrieval_gate.suite import Suite
+
+if TYPE_CHECKING:
+    from retrieval_gate.corpus import Corpus
+
+DEFAULT_REPORT = "retrieval-gate-report.md"
+DEFAULT_BASELINE = "retrieval-baseline.json"
+
+
+class GateSession:
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.rootpath = config.rootpath
+        self.settings: Settings = load_settings(self.rootpath)
+        self.systems: tuple[SystemConfig, ...] = self._select_systems()
+        self.cache_dir = self._path_option("rg_cache_dir", "retrieval_gate_cache_dir") or (
+            self.settings.cache_dir or self.rootpath / ".retrieval-gate-cache"
+        )
+        self.use_cache = not config.getoption("rg_no_cache")
+        self.report_path = self._path_option("rg_report", "retrieval_gate_report") or (
+            self.settings.report or self.rootpath / DEFAULT_REPORT
+        )
+        self.json_path = self._path_option("rg_json", "retrieval_gate_json") or (
+            self.settings.json or self.report_path.with_suffix(".json")
+        )
+        self.baseline_path = self._path_option("rg_baseline", "retrieval_gate_baseline") or (
+            self.settings.baseline or self.rootpath / DEFAULT_BASELINE
+        )
+        self._corpora: dict[Path, Corpus | RetrievalGateError] = {}
+        self._evaluations: dict[tuple[Path, str], Evaluation | RetrievalGateError] = {}
+        self._attached: set[tuple[Path, str]] = set()
+        # Gathered from test reports (this process's, or the workers' under xdist).
+        self.runs: dict[tuple[str, str], dict[str, Any]] = {}
+        self.gates: list[dict[str, Any]] = []
+        self.errors: dict[tuple[str, str], str] = {}
+        self.written: list[Path] = []
+
+    # -- options and settings ----------------------------------------------------------------
+
+    def _path_option(self, option: str, ini: str) -> Path | None:
+        value = self.config.getoption(option) or self.config.getini(ini)
+        if not value:
+            return None
+        path = Path(value).expanduser()
+        # Command-line paths are relative to where pytest was started, ini paths to the rootdir.
+        base = Path.cwd() if self.config.getoption(option) else self.rootpath
+        return path if path.is_absolute() else base / path
+
+    def _select_systems(self) -> tuple[SystemConfig, ...]:
+        wanted: list[str] | None = self.config.getoption("rg_system")
+        settings = self.settings
+        if not settings.systems:
+            where = settings.source or self.rootpath / "pyproject.toml"
+            raise RetrievalGateError(
+                "no retrieval systems configured: add [tool.retrieval_gate.system.NAME] to "
+                f"pyproject.toml or a 'system' table to retrieval-gate.yaml (looked in {where})"
+            )
+        names = wanted if wanted else list(settings.default_systems)
+        out = []
+        for name in dict.fromkeys(names):
+            if name not in settings.systems:
+                known = ", ".join(sorted(settings.systems))
+                raise RetrievalGateError(
+                    f"--rg-system {name!r}: unknown system; known systems: {known}"
+                )
+            out.append(settings.systems[name])
+        return tuple(out)
+
+    @property
+    def is_worker(self) -> bool:
+        return hasattr(self.config, "workerinput")
+
+    # -- corpora and runs ----------------------------------------------------------------------
+
+    def corpus_for(self, suite: Suite, system: SystemConfig) -> Corpus | None:
+        path = corpus_path(suite, system, self.settings)
+        if path is None:
+            return None
+        path = path.resolve()
+        cached = self._corpora.get(path)
+        if cached is None:
+            from retrieval_gate.corpus import load_corpus
+
+            try:
+                cached = load_corpus(path)
+            except RetrievalGateError as exc:
+                cached = exc
+            self._corpora[path] = cached
+        if isinstance(cached, RetrievalGateError):
+            raise cached
+        return cached
+
+    def check_suite(self, suite: Suite) -> None:
+        """Collection-time checks that need the corpus: every relevant id must exist in it."""
+        for system in self.systems:
+            corpus = self.corpus_for(suite, system)
+            if corpus is None:
+                continue
+            for query in suite.queries:
+                missing = sorted(doc for doc in query.relevant if doc not in corpus)
+                if missing:
+                    shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+                    raise RetrievalGateError(
+                        f"relevant ids not in corpus {corpus.source}: {shown}",
+                        path=suite.path,
+                        entry=f"queries[{query.position}] (id {query.id})",
+                    )
+
+    def evaluation(self, suite: Suite, system: SystemConfig) -> Evaluation:
+        key = (suite.path, system.name)
+        found = self._evaluations.get(key)
+        if found is None:
+            try:
+                options = RunOptions(
+                    cache_dir=self.cache_dir,
+                    use_cache=self.use_cache,
+                    progress=sys.stderr.isatty() and not self.is_worker,
+                )
+                run = run_suite(suite, system, self.settings, options, self.corpus_for(suite, system))
+                found = evaluate_run(run)
+            except RetrievalGateError as exc:
+                found = exc
+            self._evaluations[key] = found
+        if isinstance(found, RetrievalGateError):
+            raise found
+        return found
+
+    def payload_for(self, suite: Suite, system: SystemConfig) -> list[tuple[str, str]]:
+        """The run's record, attached to the first report of this process that reads the run."""
+        key = (suite.path, system.name)
+        if key in self._attached:
+            return []
+        self._attached.add(key)
+        found = self._evaluations.get(key)
+        if isinstance(found, RetrievalGateError):
+            return [("run_error", json.dumps([suite.name, system.name, found.format()]))]
+        if found is None:
+            return []
+        from retrieval_gate.report.json import run_record
+
+        return [("run", json.dumps(run_record(found, self._relpath(suite.path))))]
+
+    def _relpath(self, path: Path) -> str:
+        try:
+            return path.resolve().relative_to(self.rootpath.resolve()).as_posix()
+        except ValueError:
+            return str(path)
+
+    # -- hooks ---------------------------------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        payload = getattr(item, "rg_payload", None)
+        if payload and report.when == "call":
+            report.retrieval_gate = payload  # type: ignore[attr-defined]
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for kind, blob in getattr(report, "retrieval_gate", None) or ():
+            data = json.loads(blob)
+            if kind == "run":
+                self.runs.setdefault((data["suite"], data["system"]), data)
+            elif kind == "gate":
+                self.gates.append(data)
+            elif kind == "run_error":
+                self.errors[(data[0], data[1])] = data[2]
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.is_worker or not (self.runs or self.gates or self.errors):
+            return
+        from retrieval_gate.report import ReportData, write_reports
+
+        data = ReportData.build(self.runs, self.gates, self.errors)
+        try:
+            self.written = write_reports(
+                data,
+                markdown_path=self.report_path,
+                json_path=self.json_path,
+                step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
+            )
+        except OSError as exc:
+            tr = self.config.pluginmanager.get_plugin("terminalreporter")
+            if tr is not None:
+                tr.write_line(f"retrieval gate: could not write the report: {exc}", red=True)
+        self._data = data
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        data = getattr(self, "_data", None)
+        if data is None or self.is_worker:
+            return
+        from retrieval_gate.report.terminal import render
+
+        terminalreporter.write_sep("=", "retrieval gate")
+        for line in render(data):
+            terminalreporter.write_line(line)
+        for path in self.written:
+            terminalreporter.write_sep("-", f"generated retrieval gate report: {path}")

@@ -1,0 +1,533 @@
+"""Loading and validating ground-truth suites into plain data.
+
+A suite is the file a team keeps next to its code: queries with the documents that should come
+back, the cutoffs to report and the floors to gate on. Four shapes load into the same
+:class:`Suite`: the native schema (YAML or JSON), the legacy shapes people already have (a bare
+list of queries, ``{"queries": [...]}``, ``text`` for ``query``, ``relevant_docs`` and friends for
+``relevant``), and suites that point at an existing BEIR or TREC collection.
+
+Every problem is a :class:`~retrieval_gate.errors.SuiteError` naming the file and the entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from retrieval_gate.errors import CorpusError, SuiteError, UnknownMetricError
+from retrieval_gate.metrics import Metric, parse_metric
+
+DEFAULT_K: tuple[int, ...] = (1, 3, 5, 10)
+GAINS = ("linear", "exponential")
+
+_QUERY_TEXT_KEYS = ("query", "text", "question")
+_RELEVANT_KEYS = (
+    "relevant",
+    "relevant_chunks",
+    "relevant_docs",
+    "relevant_ids",
+    "expected_ids",
+    "expected_hpo_ids",
+    "hpo_ids",
+)
+_ID_KEYS = ("id", "query_id", "qid", "_id")
+_TOP_LEVEL_KEYS = frozenset(
+    {
+        "name",
+        "description",
+        "corpus",
+        "k",
+        "gates",
+        "categories",
+        "difficulties",
+        "queries",
+        "tolerance",
+        "gain",
+        "format",
+        "path",
+        "split",
+        "topics",
+        "qrels",
+        "topic_field",
+    }
+)
+_EXPECT_KEYS = ("found_within", "all_found_within")
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One per-query assertion from ``expect:``.
+
+    ``found_within: N``: some relevant document ranks at N or better.
+    ``all_found_within: N``: every relevant document ranks at N or better.
+    ``<metric>: floor``: the query's own value of the metric is at least ``floor``.
+    """
+
+    kind: str  # "found_within" | "all_found_within" | "metric"
+    value: float
+    metric: Metric | None = None
+
+    @property
+    def label(self) -> str:
+        return self.metric.name if self.metric is not None else self.kind
+
+
+@dataclass(frozen=True)
+class Query:
+    id: str
+    text: str
+    relevant: Mapping[str, int]
+    category: str | None = None
+    difficulty: str | None = None
+    expect: tuple[Expectation, ...] = ()
+    position: int = 0  # index in the file's query list, for messages
+
+    @property
+    def n_relevant(self) -> int:
+        return sum(1 for grade in self.relevant.values() if grade >= 1)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A floor (or, for latency, a ceiling) on a metric's mean over a scope of queries."""
+
+    scope: str  # "suite" | "category[<name>]" | "difficulty[<name>]"
+    metric: Metric
+    threshold: float
+
+    @property
+    def group(self) -> tuple[str, str] | None:
+        """("category", name) / ("difficulty", name) for a scoped gate, None for the suite."""
+        if self.scope == "suite":
+            return None
+        kind, _, rest = self.scope.partition("[")
+        return kind, rest[:-1]
+
+
+@dataclass(frozen=True)
+class Suite:
+    path: Path
+    name: str
+    k: tuple[int, ...]
+    queries: tuple[Query, ...]
+    gates: tuple[Gate, ...] = ()
+    corpus: Path | None = None
+    gain: str = "linear"
+    tolerance: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def qrels(self) -> dict[str, dict[str, int]]:
+        return {q.id: dict(q.relevant) for q in self.queries}
+
+    @property
+    def categories(self) -> tuple[str, ...]:
+        return tuple(sorted({q.category for q in self.queries if q.category is not None}))
+
+    @property
+    def difficulties(self) -> tuple[str, ...]:
+        return tuple(sorted({q.difficulty for q in self.queries if q.difficulty is not None}))
+
+    @property
+    def depth_needed(self) -> int:
+        """Results a system must return so every reported cutoff and R-Prec are exact."""
+        cutoffs = [*self.k, *(g.metric.k or 0 for g in self.gates)]
+        for query in self.queries:
+            cutoffs.append(query.n_relevant)
+            for exp in query.expect:
+                cutoffs.append(int(exp.value) if exp.metric is None else exp.metric.k or 0)
+        return max(cutoffs)
+
+    @property
+    def digest(self) -> str:
+        """sha256 of what the metrics depend on: queries, judgments, cutoffs and gain."""
+        payload = {
+            "k": list(self.k),
+            "gain": self.gain,
+            "queries": [[q.id, q.text, sorted(q.relevant.items())] for q in self.queries],
+        }
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Read and validate a suite file (``.yaml``/``.yml``/``.json``) into a :class:`Suite`."""
+    path = Path(path)
+    data = _read_structured(path)
+    return parse_suite(data, path)
+
+
+def _read_structured(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SuiteError("suite file not found", path=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SuiteError(f"cannot read suite: {exc}", path=path) from None
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SuiteError(
+                f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=path
+            ) from None
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        where = "" if mark is None else f" at line {mark.line + 1}, column {mark.column + 1}"
+        raise SuiteError(f"invalid YAML{where}: {problem}", path=path) from None
+
+
+def parse_suite(data: Any, path: Path) -> Suite:
+    """Validate already-parsed suite data (native, legacy or collection-backed)."""
+    if isinstance(data, list):
+        data = {"queries": data}
+    if data is None:
+        raise SuiteError("suite is empty", path=path)
+    if not isinstance(data, Mapping):
+        raise SuiteError(
+            f"a suite is a mapping with 'queries' or a list of queries, got {_kind(data)}",
+            path=path,
+        )
+    unknown = sorted(str(key) for key in data if key not in _TOP_LEVEL_KEYS)
+    if unknown:
+        raise SuiteError(
+            f"unknown key {unknown[0]!r}; known keys: {', '.join(sorted(_TOP_LEVEL_KEYS))}",
+            path=path,
+            entry=unknown[0],
+        )
+
+    name = data.get("name", path.name.split(".")[0])
+    if not isinstance(name, str) or not name.strip():
+        raise SuiteError("'name' must be a non-empty string", path=path, entry="name")
+    gain = data.get("gain", "linear")
+    if gain not in GAINS:
+        raise SuiteError(f"'gain' must be one of {', '.join(GAINS)}, got {gain!r}", path=path, entry="gain")
+
+    base = path.parent
+    fmt = data.get("format", "native")
+    corpus: Path | None = None
+    if data.get("corpus") is not None:
+        if not isinstance(data["corpus"], str):
+            raise SuiteError("'corpus' must be a path", path=path, entry="corpus")
+        corpus = (base / data["corpus"]).resolve()
+
+    if fmt == "native":
+        raw_queries = data.get("queries")
+        if raw_queries is None:
+            raise SuiteError("no 'queries' in suite", path=path, entry="queries")
+        if not isinstance(raw_queries, list):
+            raise SuiteError("'queries' must be a list", path=path, entry="queries")
+        queries = _parse_queries(raw_queries, path)
+    elif fmt in ("beir", "trec"):
+        queries, collection_corpus = _collection_queries(data, fmt, path)
+        corpus = corpus or collection_corpus
+    else:
+        raise SuiteError(
+            f"unknown format {fmt!r}; known formats: native, beir, trec", path=path, entry="format"
+        )
+    if not queries:
+        raise SuiteError("suite has no queries", path=path, entry="queries")
+
+    k = _parse_k(data.get("k"), path)
+    gates = list(_parse_gates(data.get("gates"), "suite", path, "gates"))
+    gates += _parse_group_gates(data.get("categories"), "category", queries, path)
+    gates += _parse_group_gates(data.get("difficulties"), "difficulty", queries, path)
+    tolerance = _parse_tolerance(data.get("tolerance"), path)
+    return Suite(
+        path=path,
+        name=name,
+        k=k,
+        queries=tuple(queries),
+        gates=tuple(gates),
+        corpus=corpus,
+        gain=gain,
+        tolerance=tolerance,
+    )
+
+
+def _kind(value: object) -> str:
+    return type(value).__name__
+
+
+def _parse_k(raw: Any, path: Path) -> tuple[int, ...]:
+    if raw is None:
+        return DEFAULT_K
+    values = raw if isinstance(raw, list) else [raw]
+    if not values:
+        raise SuiteError("'k' must list at least one cutoff", path=path, entry="k")
+    out = []
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise SuiteError(f"cutoff k must be an integer >= 1, got {value!r}", path=path, entry="k")
+        out.append(value)
+    return tuple(sorted(set(out)))
+
+
+def _metric(text: Any, path: Path, entry: str) -> Metric:
+    if not isinstance(text, str):
+        raise SuiteError(f"metric name must be a string, got {text!r}", path=path, entry=entry)
+    try:
+        return parse_metric(text)
+    except UnknownMetricError as exc:
+        raise SuiteError(exc.message, path=path, entry=entry) from None
+
+
+def _threshold(value: Any, metric: Metric, path: Path, entry: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise SuiteError(f"threshold must be a number, got {value!r}", path=path, entry=entry)
+    if not metric.is_latency and not 0.0 <= value <= 1.0:
+        raise SuiteError(f"{metric.name} floor must be within [0, 1], got {value}", path=path, entry=entry)
+    if metric.is_latency and value <= 0:
+        raise SuiteError(f"{metric.name} ceiling must be > 0 ms, got {value}", path=path, entry=entry)
+    return float(value)
+
+
+def _parse_gates(raw: Any, scope: str, path: Path, entry: str) -> list[Gate]:
+    if raw is None:
+        return []
+    if not isinstance(raw, Mapping):
+        raise SuiteError("gates must be a mapping of 'metric: threshold'", path=path, entry=entry)
+    gates = []
+    for name, value in raw.items():
+        where = f"{entry}.{name}"
+        metric = _metric(name, path, where)
+        if metric.is_latency and scope != "suite":
+            raise SuiteError("latency gates apply to the whole suite only", path=path, entry=where)
+        gates.append(Gate(scope, metric, _threshold(value, metric, path, where)))
+    return gates
+
+
+def _parse_group_gates(raw: Any, kind: str, queries: Sequence[Query], path: Path) -> list[Gate]:
+    key = "categories" if kind == "category" else "difficulties"
+    if raw is None:
+        return []
+    if not isinstance(raw, Mapping):
+        raise SuiteError(f"'{key}' must map each {kind} to its gates", path=path, entry=key)
+    present = {getattr(q, kind) for q in queries}
+    gates = []
+    for group, group_gates in raw.items():
+        if group not in present:
+            raise SuiteError(f"no query has {kind} {group!r}", path=path, entry=f"{key}.{group}")
+        gates += _parse_gates(group_gates, f"{kind}[{group}]", path, f"{key}.{group}")
+    return gates
+
+
+def _parse_tolerance(raw: Any, path: Path) -> dict[str, float]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise SuiteError("'tolerance' must be a mapping of 'metric: amount'", path=path, entry="tolerance")
+    out = {}
+    for name, value in raw.items():
+        where = f"tolerance.{name}"
+        metric = _metric(name, path, where)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+            raise SuiteError(f"tolerance must be a number >= 0, got {value!r}", path=path, entry=where)
+        out[metric.name] = float(value)
+    return out
+
+
+def _parse_queries(raw: Sequence[Any], path: Path) -> list[Query]:
+    queries: list[Query] = []
+    seen: dict[str, int] = {}
+    for position, item in enumerate(raw):
+        entry = f"queries[{position}]"
+        if not isinstance(item, Mapping):
+            raise SuiteError(f"a query must be a mapping, got {_kind(item)}", path=path, entry=entry)
+        text = _first(item, _QUERY_TEXT_KEYS)
+        if not isinstance(text, str) or not text.strip():
+            raise SuiteError(
+                "query needs non-empty text ('query' or 'text')", path=path, entry=_entry(item, entry)
+            )
+        qid = _first(item, _ID_KEYS)
+        if qid is None:
+            qid = _generated_id(text, seen)
+        elif isinstance(qid, bool) or not isinstance(qid, (str, int)) or str(qid).strip() == "":
+            raise SuiteError(f"query id must be a string, got {qid!r}", path=path, entry=entry)
+        qid = str(qid)
+        entry = f"queries[{position}] (id {qid})"
+        if qid in seen:
+            raise SuiteError(
+                f"duplicate query id {qid!r} (first at queries[{seen[qid]}])", path=path, entry=entry
+            )
+        seen[qid] = position
+        relevant = _parse_relevant(item, path, entry)
+        category = _optional_label(item, "category", path, entry)
+        difficulty = _optional_label(item, "difficulty", path, entry)
+        expect = _parse_expect(item.get("expect"), path, entry)
+        queries.append(
+            Query(
+                id=qid,
+                text=text,
+                relevant=relevant,
+                category=category,
+                difficulty=difficulty,
+                expect=expect,
+                position=position,
+            )
+        )
+    return queries
+
+
+def _entry(item: Mapping[str, Any], fallback: str) -> str:
+    qid = _first(item, _ID_KEYS)
+    return fallback if qid is None else f"{fallback} (id {qid})"
+
+
+def _first(item: Mapping[str, Any], keys: Sequence[str]) -> Any:
+    for key in keys:
+        if key in item:
+            return item[key]
+    return None
+
+
+def _generated_id(text: str, seen: Mapping[str, int]) -> str:
+    # Derived from the text, not the position, so inserting a query doesn't rename the others
+    # (a baseline compares by id).
+    base = "q-" + hashlib.sha1(text.strip().encode()).hexdigest()[:10]
+    qid, n = base, 2
+    while qid in seen:
+        qid, n = f"{base}-{n}", n + 1
+    return qid
+
+
+def _parse_relevant(item: Mapping[str, Any], path: Path, entry: str) -> dict[str, int]:
+    key = next((k for k in _RELEVANT_KEYS if k in item), None)
+    if key is None:
+        raise SuiteError(
+            f"query has no relevant documents (expected one of: {', '.join(_RELEVANT_KEYS)})",
+            path=path,
+            entry=entry,
+        )
+    raw = item[key]
+    grades: dict[str, int] = {}
+    if isinstance(raw, (str, int)) and not isinstance(raw, bool):
+        raw = [raw]
+    if isinstance(raw, Mapping):
+        for doc, grade in raw.items():
+            if isinstance(grade, bool) or not isinstance(grade, int):
+                raise SuiteError(
+                    f"grade of {doc!r} must be an integer, got {grade!r}", path=path, entry=entry
+                )
+            grades[str(doc)] = grade
+    elif isinstance(raw, list):
+        for doc in raw:
+            if isinstance(doc, Mapping) and "id" in doc:
+                grade = doc.get("grade", doc.get("relevance", 1))
+                if isinstance(grade, bool) or not isinstance(grade, int):
+                    raise SuiteError(
+                        f"grade of {doc['id']!r} must be an integer, got {grade!r}",
+                        path=path,
+                        entry=entry,
+                    )
+                grades[str(doc["id"])] = grade
+            elif isinstance(doc, (str, int)) and not isinstance(doc, bool):
+                grades[str(doc)] = 1
+            else:
+                raise SuiteError(f"relevant id must be a string, got {doc!r}", path=path, entry=entry)
+    else:
+        raise SuiteError(
+            f"'{key}' must be a list of ids or a mapping of id to grade", path=path, entry=entry
+        )
+    if not any(grade >= 1 for grade in grades.values()):
+        raise SuiteError("empty relevant set (no document with grade >= 1)", path=path, entry=entry)
+    return grades
+
+
+def _optional_label(item: Mapping[str, Any], key: str, path: Path, entry: str) -> str | None:
+    value = item.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise SuiteError(f"'{key}' must be a non-empty string, got {value!r}", path=path, entry=entry)
+    if any(ch in value for ch in "[]: \t"):
+        raise SuiteError(
+            f"'{key}' {value!r} may not contain spaces, brackets or colons (it names a test item)",
+            path=path,
+            entry=entry,
+        )
+    return value
+
+
+def _parse_expect(raw: Any, path: Path, entry: str) -> tuple[Expectation, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping) or not raw:
+        raise SuiteError(
+            "'expect' must be a mapping such as {found_within: 3} or {nDCG@5: 0.5}",
+            path=path,
+            entry=entry,
+        )
+    out = []
+    for key, value in raw.items():
+        where = f"{entry} expect.{key}"
+        if key in _EXPECT_KEYS:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise SuiteError(f"{key} must be an integer >= 1, got {value!r}", path=path, entry=where)
+            out.append(Expectation(key, float(value)))
+            continue
+        try:
+            metric = parse_metric(str(key))
+        except UnknownMetricError as exc:
+            raise SuiteError(
+                f"{exc.message}; or one of: {', '.join(_EXPECT_KEYS)}", path=path, entry=where
+            ) from None
+        if metric.is_latency:
+            raise SuiteError("latency is gated per suite, not per query", path=path, entry=where)
+        out.append(Expectation("metric", _threshold(value, metric, path, where), metric))
+    return tuple(out)
+
+
+def _collection_queries(
+    data: Mapping[str, Any], fmt: str, path: Path
+) -> tuple[list[Query], Path | None]:
+    """Queries and judgments from an existing BEIR or TREC collection the suite points at."""
+    from retrieval_gate import corpus as corpus_mod
+
+    base = path.parent
+
+    def resolve(key: str, default: str | None = None) -> Path:
+        value = data.get(key, default)
+        if not isinstance(value, str):
+            raise SuiteError(f"format: {fmt} needs '{key}' (a path)", path=path, entry=key)
+        return (base / value).resolve()
+
+    try:
+        if fmt == "beir":
+            folder = resolve("path", ".")
+            split = data.get("split", "test")
+            texts = corpus_mod.read_beir_queries(folder / "queries.jsonl")
+            qrels = corpus_mod.read_beir_qrels(folder / "qrels" / f"{split}.tsv")
+            corpus_path: Path | None = folder / "corpus.jsonl"
+        else:
+            texts = corpus_mod.read_trec_topics(
+                resolve("topics"), field=str(data.get("topic_field", "title"))
+            )
+            qrels = corpus_mod.read_trec_qrels(resolve("qrels"))
+            corpus_path = resolve("corpus") if data.get("corpus") is not None else None
+    except CorpusError as exc:
+        raise SuiteError(exc.format(), path=path, entry=f"format: {fmt}") from None
+
+    queries = []
+    # Judged topics without a topic text, or topics without a relevant document, can't be
+    # evaluated; trec_eval skips topics absent from the qrels the same way.
+    for position, (qid, judgments) in enumerate(sorted(qrels.items(), key=lambda kv: _natural(kv[0]))):
+        if qid not in texts:
+            raise SuiteError(f"judged topic {qid!r} has no text", path=path, entry=f"format: {fmt}")
+        if not any(g >= 1 for g in judgments.values()):
+            continue
+        queries.append(Query(id=qid, text=texts[qid], relevant=judgments, position=position))
+    return queries, corpus_path
+
+
+def _natural(qid: str) -> tuple[int, int | str]:
+    return (0, int(qid)) if qid.isdigit() else (1, qid)

@@ -1,0 +1,103 @@
+"""A small project the way a user has one: settings, their own retriever, suites."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+# pytester's in-process runs restore sys.modules afterwards; numpy refuses to be imported twice in
+# one process, so it (and the plugin's modules that import it) are loaded once, up front.
+import numpy  # noqa: F401
+import pytest
+
+import retrieval_gate.collect  # noqa: F401
+import retrieval_gate.session  # noqa: F401
+
+SETTINGS = """
+[tool.pytest.ini_options]
+addopts = "-p no:cacheprovider"
+
+[tool.retrieval_gate]
+systems = ["keyword"]
+
+[tool.retrieval_gate.system.keyword]
+retriever = "search_app:retrieve"
+
+[tool.retrieval_gate.system.reverse]
+retriever = "search_app:retrieve_reversed"
+"""
+
+# Word-overlap search over a fixed corpus: deterministic, and its rankings are easy to work out
+# by hand, so the tests can state expected metric values as arithmetic.
+RETRIEVER = '''
+DOCS = {
+    "sql/orders.sql": "orders table join customers on customer id",
+    "sql/customers.sql": "customers table with customer id and name",
+    "sql/payments.sql": "payments join orders on order id",
+    "docs/lineage.md": "lineage of the orders pipeline",
+    "docs/faq.md": "frequently asked questions about refunds",
+}
+
+
+def _score(query):
+    words = set(query.lower().split())
+    return {doc: float(len(words & set(text.split()))) for doc, text in DOCS.items()}
+
+
+def retrieve(query, k):
+    scores = _score(query)
+    return sorted(scores.items(), key=lambda kv: -kv[1])[:k]
+
+
+def retrieve_reversed(query, k):
+    scores = _score(query)
+    return [(doc, -score) for doc, score in scores.items()][:k]
+'''
+
+SUITE = """
+name: lineage
+k: [1, 3]
+gates:
+  P@1: 0.5
+  R@3: 0.5
+categories:
+  joins: {MRR@3: 0.5}
+difficulties:
+  hard: {Hit@3: 0.5}
+queries:
+  - id: join_orders
+    query: which tables join orders
+    relevant: [sql/orders.sql, sql/payments.sql]
+    category: joins
+    difficulty: easy
+  - id: customer_names
+    query: customer name
+    relevant: {sql/customers.sql: 2, sql/orders.sql: 1}
+    category: lookup
+    difficulty: hard
+    expect: {found_within: 1}
+  - id: refunds
+    query: refunds questions
+    relevant: [docs/faq.md]
+    category: lookup
+    difficulty: easy
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makefile(".toml", pyproject=SETTINGS)
+    pytester.makepyfile(search_app=RETRIEVER)
+    pytester.syspathinsert()
+    return pytester
+
+
+def write_suite(pytester: pytest.Pytester, text: str, name: str = "lineage.retrieval.yaml") -> None:
+    path = pytester.path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+def lit(text: str) -> str:
+    """``text`` as an fnmatch pattern that matches it literally (item names contain brackets)."""
+    return re.sub(r"([\[\]?])", r"[\1]", text)
