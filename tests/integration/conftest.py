@@ -29,7 +29,7 @@ retriever = "search_app:retrieve_reversed"
 
 # Word-overlap search over a fixed corpus: deterministic, and its rankings are easy to work out
 # by hand, so the tests can state expected metric values as arithmetic.
-RETRIEVER = '''
+RETRIEVER = """
 DOCS = {
     "sql/orders.sql": "orders table join customers on customer id",
     "sql/customers.sql": "customers table with customer id and name",
@@ -52,7 +52,7 @@ def retrieve(query, k):
 def retrieve_reversed(query, k):
     scores = _score(query)
     return [(doc, -score) for doc, score in scores.items()][:k]
-'''
+"""
 
 SUITE = """
 name: lineage

@@ -51,7 +51,9 @@ def test_category_floor_fails_alone(project: pytest.Pytester) -> None:
     result.assert_outcomes(passed=4, failed=1)
     result.stdout.fnmatch_lines(
         [
-            lit("P@3 over category[lookup] (lineage x keyword): FAILED: 0.5 (needs >= 0.6 floor, n=2)"),
+            lit(
+                "P@3 over category[lookup] (lineage x keyword): FAILED: 0.5 (needs >= 0.6 floor, n=2)"
+            ),
             lit("FAILED lineage.retrieval.yaml::keyword::category[lookup]::P@3 - ") + "*",
         ]
     )
@@ -60,8 +62,7 @@ def test_category_floor_fails_alone(project: pytest.Pytester) -> None:
 def test_query_expectation_failure_names_ranks(project: pytest.Pytester) -> None:
     write_suite(
         project,
-        SUITE.replace("expect: {found_within: 1}", "expect: {found_within: 1}")
-        .replace(
+        SUITE.replace("expect: {found_within: 1}", "expect: {found_within: 1}").replace(
             "relevant: [docs/faq.md]",
             "relevant: [docs/lineage.md]\n    expect: {found_within: 2, nDCG@3: 0.1}",
         ),

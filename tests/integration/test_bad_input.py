@@ -1,0 +1,203 @@
+"""Every bad input is one line naming the file and the entry, never a traceback (SPEC 8)."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import SUITE, lit, write_suite
+
+
+def _collect_error(project: pytest.Pytester, line: str) -> None:
+    result = project.runpytest("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines([lit(line)])
+    assert "Traceback" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("suite", "line"),
+    [
+        (
+            "queries: [\n  {query: a, relevant: [x]\n",
+            "*lineage.retrieval.yaml: invalid YAML at line 3, column 1: "
+            "expected ',' or '}', but got '<stream end>'",
+        ),
+        (
+            SUITE.replace("P@1: 0.5", "nDGC@10: 0.5"),
+            "*lineage.retrieval.yaml [gates.nDGC@10]: unknown metric 'nDGC@10'; known: P@k, *",
+        ),
+        (SUITE.replace("P@1: 0.5", "P@0: 0.5"), "*lineage.retrieval.yaml [gates.P@0]: *"),
+        (SUITE.replace("k: [1, 3]", "k: [0, 3]"), "*[k]: cutoff k must be an integer >= 1, got 0"),
+        (
+            SUITE.replace("id: refunds", "id: join_orders"),
+            "*[queries[2] (id join_orders)]: duplicate query id 'join_orders' (first at queries[0])",
+        ),
+        (
+            SUITE.replace("relevant: [docs/faq.md]", "relevant: []"),
+            "*[queries[2] (id refunds)]: empty relevant set (no document with grade >= 1)",
+        ),
+        (
+            SUITE.replace("relevant: [docs/faq.md]", "relevant: {docs/faq.md: 0}"),
+            "*[queries[2] (id refunds)]: empty relevant set (no document with grade >= 1)",
+        ),
+        (
+            SUITE.replace("P@1: 0.5", "P@1: 1.5"),
+            "*[gates.P@1]: P@1 floor must be within [0, 1], got 1.5",
+        ),
+        (
+            SUITE.replace("joins: {MRR@3: 0.5}", "join: {MRR@3: 0.5}"),
+            "*[categories.join]: no query has category 'join'",
+        ),
+        (
+            SUITE.replace("gates:", "gate:"),
+            "*[gate]: unknown key 'gate'; known keys: *",
+        ),
+        (
+            SUITE.replace("    query: customer name\n", ""),
+            "*[queries[1] (id customer_names)]: query needs non-empty text ('query' or 'text')",
+        ),
+    ],
+    ids=[
+        "malformed-yaml",
+        "unknown-metric",
+        "k-zero-in-metric",
+        "k-zero",
+        "duplicate-id",
+        "empty-relevant",
+        "only-grade-zero",
+        "floor-out-of-range",
+        "unknown-category",
+        "unknown-key",
+        "missing-text",
+    ],
+)
+def test_bad_suite_is_a_one_line_collection_error(
+    project: pytest.Pytester, suite: str, line: str
+) -> None:
+    write_suite(project, suite)
+    _collect_error(project, line)
+
+
+def test_malformed_json(project: pytest.Pytester) -> None:
+    write_suite(project, '{"queries": [{"query": "a",}]}', name="lineage.retrieval.json")
+    _collect_error(
+        project,
+        "*lineage.retrieval.json: invalid JSON at line 1, column 28: Expecting property name "
+        "enclosed in double quotes",
+    )
+
+
+def test_relevant_ids_not_in_corpus(project: pytest.Pytester) -> None:
+    corpus = project.mkdir("corpus")
+    (corpus / "sql").mkdir()
+    for doc in ("sql/orders.sql", "sql/payments.sql", "sql/customers.sql"):
+        (corpus / doc).write_text("select 1")
+    write_suite(project, "corpus: corpus\n" + SUITE)
+    _collect_error(
+        project,
+        "*lineage.retrieval.yaml [queries[2] (id refunds)]: relevant ids not in corpus *corpus: "
+        "docs/faq.md",
+    )
+
+
+def test_missing_corpus(project: pytest.Pytester) -> None:
+    write_suite(project, "corpus: no-such-folder\n" + SUITE)
+    _collect_error(project, "*no-such-folder: corpus not found")
+
+
+def test_unknown_system_is_a_usage_error_quoting_it(project: pytest.Pytester) -> None:
+    write_suite(project, SUITE)
+    result = project.runpytest("--retrieval-gate", "--rg-system", "bm25")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: --rg-system 'bm25': unknown system; known systems: keyword, reverse"]
+    )
+
+
+def test_malformed_system_name_is_a_usage_error(project: pytest.Pytester) -> None:
+    result = project.runpytest("--retrieval-gate", "--rg-system", "a b")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*argument --rg-system: invalid system name 'a b'*"])
+
+
+def test_bad_setting_is_a_usage_error(project: pytest.Pytester) -> None:
+    project.makefile(
+        ".toml",
+        pyproject="""
+        [tool.retrieval_gate.system.keyword]
+        retriever = "search_app"
+        """,
+    )
+    result = project.runpytest("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [lit("ERROR: *pyproject.toml [system.keyword]: 'retriever' must be 'module:function', got 'search_app'")]
+    )
+
+
+def test_no_systems_configured(pytester: pytest.Pytester) -> None:
+    write_suite(pytester, SUITE)
+    result = pytester.runpytest("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: no retrieval systems configured: *"])
+
+
+def test_retriever_that_cannot_be_imported(project: pytest.Pytester) -> None:
+    project.makefile(
+        ".toml",
+        pyproject="""
+        [tool.retrieval_gate.system.keyword]
+        retriever = "search_app:no_such_function"
+        """,
+    )
+    write_suite(project, SUITE)
+    result = project.runpytest("--retrieval-gate")
+    result.assert_outcomes(failed=5)
+    result.stdout.fnmatch_lines(
+        [
+            lit("*pyproject.toml [system.keyword]: cannot import retriever "
+                "'search_app:no_such_function': AttributeError: *")
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "line"),
+    [
+        ("return None", "retriever bad:retrieve returned NoneType, expected a list of (doc_id, score)"),
+        (
+            "return [('sql/orders.sql', 1.0, 'extra')]",
+            "retriever bad:retrieve returned ('sql/orders.sql', 1.0, 'extra') at position 0; "
+            "expected (doc_id, score)",
+        ),
+        (
+            "return [('sql/orders.sql', float('nan'))]",
+            "retriever bad:retrieve returned score nan for 'sql/orders.sql'; scores must be finite numbers",
+        ),
+        (
+            "return [(None, 1.0)]",
+            "retriever bad:retrieve returned doc id None at position 0; ids are strings",
+        ),
+        (
+            "return [('sql/orders.sql', 'high')]",
+            "retriever bad:retrieve returned score 'high' for 'sql/orders.sql'; scores must be finite numbers",
+        ),
+    ],
+    ids=["none", "triple", "nan", "id-none", "score-str"],
+)
+def test_retriever_returning_garbage_fails_with_one_line(
+    project: pytest.Pytester, body: str, line: str
+) -> None:
+    project.makepyfile(bad=f"def retrieve(query, k):\n    {body}\n")
+    project.makefile(
+        ".toml",
+        pyproject="""
+        [tool.retrieval_gate.system.bad]
+        retriever = "bad:retrieve"
+        """,
+    )
+    write_suite(project, SUITE)
+    result = project.runpytest("--retrieval-gate")
+    result.assert_outcomes(failed=5)
+    result.stdout.fnmatch_lines([lit(f"*lineage.retrieval.yaml [query join_orders]: {line}")])
+    assert "Traceback" not in result.stdout.str()
