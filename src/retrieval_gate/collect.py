@@ -16,7 +16,7 @@ import pytest
 
 from retrieval_gate.config import SystemConfig
 from retrieval_gate.errors import RetrievalGateError
-from retrieval_gate.gate import Outcome, check_gate, check_query
+from retrieval_gate.gate import Outcome, RegressionCheck, check_gate, check_query, regression_checks
 from retrieval_gate.plugin import SESSION_KEY
 from retrieval_gate.suite import Gate, Query, Suite, load_suite
 
@@ -76,6 +76,8 @@ class SystemNode(pytest.Collector):
                 yield QueryItem.from_parent(
                     self, name=f"query[{query.id}]", suite=suite, system=system, query=query
                 )
+        if self.config.stash[SESSION_KEY].has_baseline(suite, system):
+            yield RegressionNode.from_parent(self, name="regression", suite=suite, system=system)
         if not suite.gates and not any(q.expect for q in suite.queries):
             # A suite without floors still runs, so its numbers reach the report.
             yield RunItem.from_parent(self, name="run", suite=suite, system=system)
@@ -167,3 +169,60 @@ class QueryItem(_SuiteItem):
 class RunItem(_SuiteItem):
     def check(self) -> None:
         self.gate_session.evaluation(self.suite, self.system)
+
+
+class RegressionNode(pytest.Collector):
+    """``...::<system>::regression``: one item per gated metric and scope against the baseline."""
+
+    def __init__(self, *, suite: Suite, system: SystemConfig, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.suite = suite
+        self.system = system
+
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
+        settings = self.config.stash[SESSION_KEY].settings
+        checks = regression_checks(
+            list(self.suite.gates), dict(self.suite.tolerance), dict(settings.tolerance)
+        )
+        scoped: dict[str, list[RegressionCheck]] = {}
+        for check in checks:
+            if check.scope == "suite":
+                yield RegressionItem.from_parent(
+                    self, name=check.metric, suite=self.suite, system=self.system, check=check
+                )
+            else:
+                scoped.setdefault(check.scope, []).append(check)
+        for scope, group in scoped.items():
+            yield RegressionScope.from_parent(
+                self, name=scope, suite=self.suite, system=self.system, checks=group
+            )
+
+
+class RegressionScope(pytest.Collector):
+    def __init__(
+        self, *, suite: Suite, system: SystemConfig, checks: list[RegressionCheck], **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.suite = suite
+        self.system = system
+        self.checks = checks
+        kind, _, rest = checks[0].scope.partition("[")
+        self.add_marker(_marker(self.config, rest[:-1], kind))
+
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
+        for check in self.checks:
+            yield RegressionItem.from_parent(
+                self, name=check.metric, suite=self.suite, system=self.system, check=check
+            )
+
+
+class RegressionItem(_SuiteItem):
+    def __init__(self, *, check: RegressionCheck, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.check_spec = check
+
+    def check(self) -> Outcome:
+        found = self.gate_session.regressions(self.suite, self.system)
+        if isinstance(found, str):
+            pytest.skip(f"baseline not comparable: {found}")
+        return found[(self.check_spec.scope, self.check_spec.metric)]

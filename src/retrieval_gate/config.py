@@ -22,7 +22,18 @@ DEFAULT_DEPTH = 100
 DEFAULT_CACHE_DIR = ".retrieval-gate-cache"
 
 _SETTINGS_KEYS = frozenset(
-    {"corpus", "baseline", "report", "json", "systems", "system", "cache_dir", "alpha", "seed", "tolerance"}
+    {
+        "corpus",
+        "baseline",
+        "report",
+        "json",
+        "systems",
+        "system",
+        "cache_dir",
+        "alpha",
+        "seed",
+        "tolerance",
+    }
 )
 _SYSTEM_KEYS = frozenset(
     {
@@ -153,7 +164,9 @@ def _read_yaml(path: Path) -> Mapping[str, Any]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = "" if mark is None else f" at line {mark.line + 1}"
-        raise ConfigError(f"invalid YAML{where}: {getattr(exc, 'problem', exc)}", path=path) from None
+        raise ConfigError(
+            f"invalid YAML{where}: {getattr(exc, 'problem', exc)}", path=path
+        ) from None
     if data is None:
         return {}
     if not isinstance(data, Mapping):
@@ -191,7 +204,9 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
         if isinstance(default, str):
             default = [default]
         if not isinstance(default, list) or not all(isinstance(s, str) for s in default):
-            raise ConfigError("'systems' must be a list of system names", path=source, entry="systems")
+            raise ConfigError(
+                "'systems' must be a list of system names", path=source, entry="systems"
+            )
         for name in default:
             if name not in systems:
                 known = ", ".join(sorted(systems)) or "none configured"
@@ -202,7 +217,9 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
 
     alpha = table.get("alpha", 0.05)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        raise ConfigError(f"'alpha' must be within (0, 1), got {alpha!r}", path=source, entry="alpha")
+        raise ConfigError(
+            f"'alpha' must be within (0, 1), got {alpha!r}", path=source, entry="alpha"
+        )
     seed = table.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ConfigError(f"'seed' must be an integer, got {seed!r}", path=source, entry="seed")
@@ -252,7 +269,9 @@ def parse_system(name: str, spec: Any, source: Path, base: Path) -> SystemConfig
     retriever = values.get("retriever")
     embedder = values.get("embedder")
     if retriever is not None and embedder is not None:
-        raise ConfigError("give either 'retriever' or 'embedder', not both", path=source, entry=entry)
+        raise ConfigError(
+            "give either 'retriever' or 'embedder', not both", path=source, entry=entry
+        )
     if retriever is None and embedder is None:
         raise ConfigError(
             "a system needs 'retriever = \"module:function\"' or 'embedder' and 'model'",
@@ -260,9 +279,15 @@ def parse_system(name: str, spec: Any, source: Path, base: Path) -> SystemConfig
             entry=entry,
         )
     if retriever is not None:
-        if not isinstance(retriever, str) or retriever.count(":") != 1 or not all(retriever.split(":")):
+        if (
+            not isinstance(retriever, str)
+            or retriever.count(":") != 1
+            or not all(retriever.split(":"))
+        ):
             raise ConfigError(
-                f"'retriever' must be 'module:function', got {retriever!r}", path=source, entry=entry
+                f"'retriever' must be 'module:function', got {retriever!r}",
+                path=source,
+                entry=entry,
             )
     else:
         if embedder not in EMBEDDERS:
@@ -271,7 +296,9 @@ def parse_system(name: str, spec: Any, source: Path, base: Path) -> SystemConfig
                 path=source,
                 entry=entry,
             )
-        if not isinstance(values.get("model"), str) and not isinstance(values.get("distill_from"), str):
+        if not isinstance(values.get("model"), str) and not isinstance(
+            values.get("distill_from"), str
+        ):
             raise ConfigError("an embedding system needs 'model'", path=source, entry=entry)
         index = values.get("index", "chroma")
         if index not in INDEXES:

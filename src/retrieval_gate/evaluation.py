@@ -56,7 +56,9 @@ class Evaluation:
     def n(self, scope: str = "suite") -> int:
         return int(self.scopes[scope].size)
 
-    def worst(self, metric: Metric, scope: str = "suite", limit: int = 5) -> list[tuple[str, float]]:
+    def worst(
+        self, metric: Metric, scope: str = "suite", limit: int = 5
+    ) -> list[tuple[str, float]]:
         """The scope's lowest-scoring queries for a metric (ties by query order), worst first."""
         if metric.is_latency:
             order = np.argsort(-np.asarray(self.run.latencies_ms), kind="stable")[:limit]
@@ -94,4 +96,6 @@ def evaluate_run(run: RunResult, extra: tuple[Metric, ...] = ()) -> Evaluation:
     metrics = tuple(wanted.values())
     judged = judge(suite.qrels, run.qids, run.rankings)
     values = compute(judged, metrics, gain=suite.gain)
-    return Evaluation(run=run, metrics=metrics, values=values, latency=latency_stats(run.latencies_ms))
+    return Evaluation(
+        run=run, metrics=metrics, values=values, latency=latency_stats(run.latencies_ms)
+    )

@@ -31,6 +31,7 @@ class Outcome:
     ceiling: bool = False
     worst: tuple[tuple[str, float], ...] = ()
     detail: tuple[str, ...] = field(default_factory=tuple)
+    extra: dict[str, Any] = field(default_factory=dict)  # kind-specific figures for the report
 
     @property
     def comparison(self) -> str:
@@ -40,6 +41,13 @@ class Outcome:
         verdict = "ok" if self.passed else "FAILED"
         if self.scope.startswith("query["):
             return f"expect on {self.scope} ({self.suite} x {self.system}): {verdict}"
+        if self.scope.startswith("regression"):
+            where = self.scope.removeprefix("regression").strip() or "suite"
+            return (
+                f"{self.metric} regression over {where} ({self.suite} x {self.system}): {verdict}: "
+                f"{_fmt(self.value)} vs baseline {_fmt(self.extra['baseline'])} "
+                f"(needs >= {_fmt(self.threshold)} or no significant drop, n={self.n})"
+            )
         what = "ceiling" if self.ceiling else "floor"
         return (
             f"{self.metric} over {self.scope} ({self.suite} x {self.system}): {verdict}: "
@@ -48,7 +56,9 @@ class Outcome:
 
     def lines(self) -> list[str]:
         out = [self.headline()]
-        if self.worst:
+        if self.worst and self.scope.startswith("regression"):
+            out.append("most dropped: " + ", ".join(f"{q} ({v:+.4f})" for q, v in self.worst))
+        elif self.worst:
             label = "slowest queries" if self.ceiling else "worst queries"
             out.append(f"{label}: " + ", ".join(f"{qid} ({_fmt(v)})" for qid, v in self.worst))
         out.extend(self.detail)
@@ -67,6 +77,8 @@ class Outcome:
             "passed": self.passed,
             "n": self.n,
             "worst": [{"id": qid, "value": v} for qid, v in self.worst],
+            "detail": list(self.detail),
+            **self.extra,
         }
 
 
@@ -144,4 +156,143 @@ def _check_expectation(
     worst_rank = max(present) if len(present) == len(ranks) else None
     ok = not missing
     shown = f"{len(missing)} relevant not within {limit}: {', '.join(sorted(missing))}"
-    return ok, float(worst_rank if worst_rank is not None else -1), f"all_found_within {limit}: {shown}"
+    return (
+        ok,
+        float(worst_rank if worst_rank is not None else -1),
+        f"all_found_within {limit}: {shown}",
+    )
+
+
+# -- regressions against the accepted baseline ---------------------------------------------------
+
+DEFAULT_TOLERANCE = 0.01
+EXPLAIN = 5
+
+
+@dataclass(frozen=True)
+class RegressionCheck:
+    scope: str  # "suite" | "category[x]" | "difficulty[x]"
+    metric: str
+    tolerance: float
+
+
+def regression_checks(
+    suite_gates: list[Gate], tolerance: dict[str, float], default: dict[str, float]
+) -> list[RegressionCheck]:
+    """One check per gated metric and scope, plus every metric given a tolerance."""
+    wanted: dict[tuple[str, str], None] = {}
+    for gate in suite_gates:
+        if not gate.metric.is_latency:
+            wanted[(gate.scope, gate.metric.name)] = None
+    for name in (*tolerance, *default):
+        wanted[("suite", name)] = None
+
+    def tol(name: str) -> float:
+        return tolerance.get(name, default.get(name, DEFAULT_TOLERANCE))
+
+    return [RegressionCheck(scope, metric, tol(metric)) for scope, metric in wanted]
+
+
+def _scope_ids(record: dict[str, Any], scope: str, shared: tuple[str, ...]) -> list[str]:
+    if scope == "suite":
+        return list(shared)
+    kind, _, rest = scope.partition("[")
+    label = rest[:-1]
+    labels = {q["id"]: q.get(kind) for q in record["queries"]}
+    return [qid for qid in shared if labels.get(qid) == label]
+
+
+def check_regressions(
+    record: dict[str, Any],
+    base: dict[str, Any],
+    shared: tuple[str, ...],
+    checks: list[RegressionCheck],
+    *,
+    alpha: float,
+    seed: int,
+) -> list[Outcome]:
+    """Each check fails when the mean over shared queries drops by more than its tolerance and
+    the drop is significant (one-sided paired randomisation test, Holm-adjusted across the checks
+    of this run at level ``alpha``)."""
+    from retrieval_gate.stats import holm, paired_randomisation
+
+    current = {q["id"]: q for q in record["queries"]}
+    before = base["queries"]
+    tests = []
+    for check in checks:
+        ids = [
+            qid
+            for qid in _scope_ids(record, check.scope, shared)
+            if check.metric in current[qid]["metrics"] and check.metric in before[qid]["metrics"]
+        ]
+        now = [current[qid]["metrics"][check.metric] for qid in ids]
+        then = [before[qid]["metrics"][check.metric] for qid in ids]
+        tests.append((check, ids, now, then, paired_randomisation(now, then, seed=seed)))
+    adjusted = holm([t[4].p_value for t in tests])
+    outcomes = []
+    for (check, ids, now, then, test), p_adj in zip(tests, adjusted, strict=True):
+        mean_now = sum(now) / len(now) if now else 0.0
+        mean_then = sum(then) / len(then) if then else 0.0
+        drop = mean_then - mean_now
+        significant = p_adj <= alpha
+        passed = not (drop > check.tolerance + EPSILON and significant)
+        deltas = sorted(
+            ((qid, a - b) for qid, a, b in zip(ids, now, then, strict=True) if a < b),
+            key=lambda x: x[1],
+        )
+        detail = [
+            f"baseline {_fmt(mean_then)} -> now {_fmt(mean_now)} (drop {_fmt(drop)}, "
+            f"tolerance {_fmt(check.tolerance)}) over {len(ids)} shared queries; "
+            f"{test.degraded} worse, {test.improved} better",
+            f"paired randomisation test: p = {test.p_value:.4g}, Holm-adjusted {p_adj:.4g} "
+            f"(alpha {alpha:g}): {'significant' if significant else 'not significant'}",
+        ]
+        if not passed:
+            detail += [
+                explain(qid, current[qid], before[qid], check.metric) for qid, _ in deltas[:EXPLAIN]
+            ]
+        outcomes.append(
+            Outcome(
+                suite=record["suite"],
+                system=record["system"],
+                scope="regression" if check.scope == "suite" else f"regression {check.scope}",
+                metric=check.metric,
+                value=mean_now,
+                threshold=mean_then - check.tolerance,
+                passed=passed,
+                n=len(ids),
+                worst=tuple(deltas[:EXPLAIN]),
+                detail=tuple(detail),
+                extra={
+                    "baseline": mean_then,
+                    "tolerance": check.tolerance,
+                    "p_value": test.p_value,
+                    "p_adjusted": p_adj,
+                    "improved": test.improved,
+                    "degraded": test.degraded,
+                },
+            )
+        )
+    return outcomes
+
+
+def explain(qid: str, now: dict[str, Any], then: dict[str, Any], metric: str) -> str:
+    """A regressed query: its relevant documents' ranks before and after, and who took them."""
+    moves = []
+    ranking_now = now["ranking"]
+    for doc, before_rank in sorted(then["relevant_ranks"].items()):
+        after_rank = now["relevant_ranks"].get(doc)
+        if before_rank == after_rank:
+            continue
+        text = f"{doc} {before_rank or '-'} -> {after_rank or '-'}"
+        if before_rank is not None and (after_rank is None or after_rank > before_rank):
+            taken = [
+                d
+                for d in ranking_now[:before_rank]
+                if d not in then["ranking"][:before_rank] and d != doc
+            ]
+            if taken:
+                text += f" (displaced by {', '.join(taken[:3])})"
+        moves.append(text)
+    values = f"{_fmt(then['metrics'][metric])} -> {_fmt(now['metrics'][metric])}"
+    return f"{qid}: {metric} {values}; " + ("; ".join(moves) or "relevant ranks unchanged")

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 DEFAULT_FILES = ("*.retrieval.yaml", "*.retrieval.yml", "*.retrieval.json")
 SUITE_SUFFIXES = (".yaml", ".yml", ".json")
-SESSION_KEY = pytest.StashKey["GateSession"]()
+SESSION_KEY: pytest.StashKey[GateSession] = pytest.StashKey()
 
 
 def _system_name(value: str) -> str:
@@ -116,7 +116,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("retrieval_gate", False):
         return
     config.addinivalue_line(
-        "markers", "retrieval_gate: an item generated from a retrieval suite (pytest-retrieval-gate)"
+        "markers",
+        "retrieval_gate: an item generated from a retrieval suite (pytest-retrieval-gate)",
     )
     from retrieval_gate.errors import RetrievalGateError
     from retrieval_gate.session import GateSession

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
 
 Retriever = Callable[[str, int], Any]
+# Bumped whenever a metric's definition changes, so old baselines are reported not comparable.
+METRIC_DEFINITIONS = "trec_eval-10/1"
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,7 @@ def run_suite(
 def fingerprint(suite: Suite, system: SystemConfig, **extra: Any) -> dict[str, Any]:
     return {
         "plugin_version": __version__,
+        "metric_definitions": METRIC_DEFINITIONS,
         "suite_digest": suite.digest,
         "system": system.identity,
         "k": list(suite.k),
@@ -278,7 +281,11 @@ def run_embedding(
     digests = [EmbeddingCache.digest(text) for text in unit_texts]
     vectors = np.zeros((len(unit_texts), embedder.dim), dtype=np.float32)
     todo = list(range(len(unit_texts)))
-    cache = EmbeddingCache(options.cache_dir / "embeddings", embedder.identity) if options.use_cache else None
+    cache = (
+        EmbeddingCache(options.cache_dir / "embeddings", embedder.identity)
+        if options.use_cache
+        else None
+    )
     if cache is not None:
         found, todo = cache.lookup(digests)
         missing = set(todo)
@@ -292,8 +299,15 @@ def run_embedding(
             cache.store([digests[i] for i in todo], fresh)
 
     corpus_key = hashlib.sha256(
-        json.dumps([embedder.identity, corpus.digest, system.chunk_size, system.chunk_overlap,
-                    system.chunk_unit]).encode()
+        json.dumps(
+            [
+                embedder.identity,
+                corpus.digest,
+                system.chunk_size,
+                system.chunk_overlap,
+                system.chunk_unit,
+            ]
+        ).encode()
     ).hexdigest()
     index = make_index(
         system.index,

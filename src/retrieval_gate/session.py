@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from retrieval_gate.baseline import Baseline, align, load_baseline, save_baseline
 from retrieval_gate.config import Settings, SystemConfig, load_settings
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.evaluation import Evaluation, evaluate_run
+from retrieval_gate.gate import Outcome, check_regressions, regression_checks
 from retrieval_gate.run import RunOptions, corpus_path, run_suite
 from retrieval_gate.suite import Suite
 
@@ -49,7 +51,11 @@ class GateSession:
         self.baseline_path = self._path_option("rg_baseline", "retrieval_gate_baseline") or (
             self.settings.baseline or self.rootpath / DEFAULT_BASELINE
         )
+        self.save_baseline = bool(config.getoption("rg_save_baseline"))
+        self.baseline: Baseline | None = load_baseline(self.baseline_path)
         self._corpora: dict[Path, Corpus | RetrievalGateError] = {}
+        self._records: dict[tuple[Path, str], dict[str, Any]] = {}
+        self._regressions: dict[tuple[Path, str], dict[tuple[str, str], Outcome] | str] = {}
         self._evaluations: dict[tuple[Path, str], Evaluation | RetrievalGateError] = {}
         self._attached: set[tuple[Path, str]] = set()
         # Gathered from test reports (this process's, or the workers' under xdist).
@@ -57,6 +63,8 @@ class GateSession:
         self.gates: list[dict[str, Any]] = []
         self.errors: dict[tuple[str, str], str] = {}
         self.written: list[Path] = []
+        self.saved_baseline: Path | None = None
+        self._data: Any = None
 
     # -- options and settings ----------------------------------------------------------------
 
@@ -139,7 +147,9 @@ class GateSession:
                     use_cache=self.use_cache,
                     progress=sys.stderr.isatty() and not self.is_worker,
                 )
-                run = run_suite(suite, system, self.settings, options, self.corpus_for(suite, system))
+                run = run_suite(
+                    suite, system, self.settings, options, self.corpus_for(suite, system)
+                )
                 found = evaluate_run(run)
             except RetrievalGateError as exc:
                 found = exc
@@ -159,9 +169,76 @@ class GateSession:
             return [("run_error", json.dumps([suite.name, system.name, found.format()]))]
         if found is None:
             return []
-        from retrieval_gate.report.json import run_record
+        return [("run", json.dumps(self.record(suite, system)))]
 
-        return [("run", json.dumps(run_record(found, self._relpath(suite.path))))]
+    def record(self, suite: Suite, system: SystemConfig) -> dict[str, Any]:
+        """The run's JSON record (report and baseline share it), with its baseline comparison."""
+        key = (suite.path, system.name)
+        if key not in self._records:
+            from retrieval_gate.report.json import run_record
+
+            record = run_record(self.evaluation(suite, system), self._relpath(suite.path))
+            self._records[key] = record
+            self._compare(suite, system, record)
+        return self._records[key]
+
+    def has_baseline(self, suite: Suite, system: SystemConfig) -> bool:
+        return self.baseline is not None and self.baseline.get(suite.name, system.name) is not None
+
+    def regressions(
+        self, suite: Suite, system: SystemConfig
+    ) -> dict[tuple[str, str], Outcome] | str:
+        """Outcome per (scope, metric), or the reason the baseline is not comparable."""
+        self.record(suite, system)
+        return self._regressions[(suite.path, system.name)]
+
+    def _compare(self, suite: Suite, system: SystemConfig, record: dict[str, Any]) -> None:
+        key = (suite.path, system.name)
+        base = None if self.baseline is None else self.baseline.get(suite.name, system.name)
+        if base is None:
+            self._regressions[key] = "no baseline for this suite and system"
+            return
+        alignment = align(record, base)
+        summary: dict[str, Any] = {
+            "path": self._relpath(self.baseline_path),
+            "comparable": alignment.not_comparable is None,
+            "reason": alignment.not_comparable,
+            "shared": len(alignment.shared),
+            "added": list(alignment.added),
+            "removed": list(alignment.removed),
+            "edited": list(alignment.edited),
+            "notes": list(alignment.notes),
+        }
+        record["baseline"] = summary
+        if alignment.not_comparable is not None:
+            self._regressions[key] = alignment.not_comparable
+            return
+        checks = regression_checks(
+            list(suite.gates), dict(suite.tolerance), dict(self.settings.tolerance)
+        )
+        outcomes = check_regressions(
+            record,
+            dict(base),
+            alignment.shared,
+            checks,
+            alpha=self.settings.alpha,
+            seed=self.settings.seed,
+        )
+        self._regressions[key] = {
+            (c.scope, c.metric): o for c, o in zip(checks, outcomes, strict=True)
+        }
+        summary["metrics"] = {
+            o.metric if c.scope == "suite" else f"{c.scope}::{o.metric}": {
+                "baseline": o.extra["baseline"],
+                "current": o.value,
+                "p_value": o.extra["p_value"],
+                "p_adjusted": o.extra["p_adjusted"],
+                "improved": o.extra["improved"],
+                "degraded": o.extra["degraded"],
+                "passed": o.passed,
+            }
+            for c, o in zip(checks, outcomes, strict=True)
+        }
 
     def _relpath(self, path: Path) -> str:
         try:
@@ -191,9 +268,13 @@ class GateSession:
             elif kind == "run_error":
                 self.errors[(data[0], data[1])] = data[2]
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.is_worker or not (self.runs or self.gates or self.errors):
             return
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        if self.save_baseline and self.runs and not interrupted:
+            save_baseline(self.baseline_path, self.runs.values(), self.baseline)
+            self.saved_baseline = self.baseline_path
         from retrieval_gate.report import ReportData, write_reports
 
         data = ReportData.build(self.runs, self.gates, self.errors)
@@ -211,7 +292,7 @@ class GateSession:
         self._data = data
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        data = getattr(self, "_data", None)
+        data = self._data
         if data is None or self.is_worker:
             return
         from retrieval_gate.report.terminal import render
@@ -221,3 +302,5 @@ class GateSession:
             terminalreporter.write_line(line)
         for path in self.written:
             terminalreporter.write_sep("-", f"generated retrieval gate report: {path}")
+        if self.saved_baseline is not None:
+            terminalreporter.write_sep("-", f"saved retrieval gate baseline: {self.saved_baseline}")

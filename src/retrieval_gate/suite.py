@@ -210,7 +210,9 @@ def parse_suite(data: Any, path: Path) -> Suite:
         raise SuiteError("'name' must be a non-empty string", path=path, entry="name")
     gain = data.get("gain", "linear")
     if gain not in GAINS:
-        raise SuiteError(f"'gain' must be one of {', '.join(GAINS)}, got {gain!r}", path=path, entry="gain")
+        raise SuiteError(
+            f"'gain' must be one of {', '.join(GAINS)}, got {gain!r}", path=path, entry="gain"
+        )
 
     base = path.parent
     fmt = data.get("format", "native")
@@ -267,7 +269,9 @@ def _parse_k(raw: Any, path: Path) -> tuple[int, ...]:
     out = []
     for value in values:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise SuiteError(f"cutoff k must be an integer >= 1, got {value!r}", path=path, entry="k")
+            raise SuiteError(
+                f"cutoff k must be an integer >= 1, got {value!r}", path=path, entry="k"
+            )
         out.append(value)
     return tuple(sorted(set(out)))
 
@@ -285,9 +289,13 @@ def _threshold(value: Any, metric: Metric, path: Path, entry: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         raise SuiteError(f"threshold must be a number, got {value!r}", path=path, entry=entry)
     if not metric.is_latency and not 0.0 <= value <= 1.0:
-        raise SuiteError(f"{metric.name} floor must be within [0, 1], got {value}", path=path, entry=entry)
+        raise SuiteError(
+            f"{metric.name} floor must be within [0, 1], got {value}", path=path, entry=entry
+        )
     if metric.is_latency and value <= 0:
-        raise SuiteError(f"{metric.name} ceiling must be > 0 ms, got {value}", path=path, entry=entry)
+        raise SuiteError(
+            f"{metric.name} ceiling must be > 0 ms, got {value}", path=path, entry=entry
+        )
     return float(value)
 
 
@@ -325,13 +333,17 @@ def _parse_tolerance(raw: Any, path: Path) -> dict[str, float]:
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        raise SuiteError("'tolerance' must be a mapping of 'metric: amount'", path=path, entry="tolerance")
+        raise SuiteError(
+            "'tolerance' must be a mapping of 'metric: amount'", path=path, entry="tolerance"
+        )
     out = {}
     for name, value in raw.items():
         where = f"tolerance.{name}"
         metric = _metric(name, path, where)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-            raise SuiteError(f"tolerance must be a number >= 0, got {value!r}", path=path, entry=where)
+            raise SuiteError(
+                f"tolerance must be a number >= 0, got {value!r}", path=path, entry=where
+            )
         out[metric.name] = float(value)
     return out
 
@@ -342,11 +354,15 @@ def _parse_queries(raw: Sequence[Any], path: Path) -> list[Query]:
     for position, item in enumerate(raw):
         entry = f"queries[{position}]"
         if not isinstance(item, Mapping):
-            raise SuiteError(f"a query must be a mapping, got {_kind(item)}", path=path, entry=entry)
+            raise SuiteError(
+                f"a query must be a mapping, got {_kind(item)}", path=path, entry=entry
+            )
         text = _first(item, _QUERY_TEXT_KEYS)
         if not isinstance(text, str) or not text.strip():
             raise SuiteError(
-                "query needs non-empty text ('query' or 'text')", path=path, entry=_entry(item, entry)
+                "query needs non-empty text ('query' or 'text')",
+                path=path,
+                entry=_entry(item, entry),
             )
         qid = _first(item, _ID_KEYS)
         if qid is None:
@@ -357,7 +373,9 @@ def _parse_queries(raw: Sequence[Any], path: Path) -> list[Query]:
         entry = f"queries[{position}] (id {qid})"
         if qid in seen:
             raise SuiteError(
-                f"duplicate query id {qid!r} (first at queries[{seen[qid]}])", path=path, entry=entry
+                f"duplicate query id {qid!r} (first at queries[{seen[qid]}])",
+                path=path,
+                entry=entry,
             )
         seen[qid] = position
         relevant = _parse_relevant(item, path, entry)
@@ -433,7 +451,9 @@ def _parse_relevant(item: Mapping[str, Any], path: Path, entry: str) -> dict[str
             elif isinstance(doc, (str, int)) and not isinstance(doc, bool):
                 grades[str(doc)] = 1
             else:
-                raise SuiteError(f"relevant id must be a string, got {doc!r}", path=path, entry=entry)
+                raise SuiteError(
+                    f"relevant id must be a string, got {doc!r}", path=path, entry=entry
+                )
     else:
         raise SuiteError(
             f"'{key}' must be a list of ids or a mapping of id to grade", path=path, entry=entry
@@ -448,7 +468,9 @@ def _optional_label(item: Mapping[str, Any], key: str, path: Path, entry: str) -
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
-        raise SuiteError(f"'{key}' must be a non-empty string, got {value!r}", path=path, entry=entry)
+        raise SuiteError(
+            f"'{key}' must be a non-empty string, got {value!r}", path=path, entry=entry
+        )
     if any(ch in value for ch in "[]: \t"):
         raise SuiteError(
             f"'{key}' {value!r} may not contain spaces, brackets or colons (it names a test item)",
@@ -472,7 +494,9 @@ def _parse_expect(raw: Any, path: Path, entry: str) -> tuple[Expectation, ...]:
         where = f"{entry} expect.{key}"
         if key in _EXPECT_KEYS:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise SuiteError(f"{key} must be an integer >= 1, got {value!r}", path=path, entry=where)
+                raise SuiteError(
+                    f"{key} must be an integer >= 1, got {value!r}", path=path, entry=where
+                )
             out.append(Expectation(key, float(value)))
             continue
         try:
@@ -520,7 +544,9 @@ def _collection_queries(
     queries = []
     # Judged topics without a topic text, or topics without a relevant document, can't be
     # evaluated; trec_eval skips topics absent from the qrels the same way.
-    for position, (qid, judgments) in enumerate(sorted(qrels.items(), key=lambda kv: _natural(kv[0]))):
+    for position, (qid, judgments) in enumerate(
+        sorted(qrels.items(), key=lambda kv: _natural(kv[0]))
+    ):
         if qid not in texts:
             raise SuiteError(f"judged topic {qid!r} has no text", path=path, entry=f"format: {fmt}")
         if not any(g >= 1 for g in judgments.values()):

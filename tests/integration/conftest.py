@@ -10,7 +10,7 @@ import textwrap
 import numpy  # noqa: F401
 import pytest
 
-import retrieval_gate.collect  # noqa: F401
+import retrieval_gate.collect
 import retrieval_gate.session  # noqa: F401
 
 SETTINGS = """

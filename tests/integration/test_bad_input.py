@@ -131,7 +131,11 @@ def test_bad_setting_is_a_usage_error(project: pytest.Pytester) -> None:
     result = project.runpytest("--retrieval-gate")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        [lit("ERROR: *pyproject.toml [system.keyword]: 'retriever' must be 'module:function', got 'search_app'")]
+        [
+            lit(
+                "ERROR: *pyproject.toml [system.keyword]: 'retriever' must be 'module:function', got 'search_app'"
+            )
+        ]
     )
 
 
@@ -155,8 +159,10 @@ def test_retriever_that_cannot_be_imported(project: pytest.Pytester) -> None:
     result.assert_outcomes(failed=5)
     result.stdout.fnmatch_lines(
         [
-            lit("*pyproject.toml [system.keyword]: cannot import retriever "
-                "'search_app:no_such_function': AttributeError: *")
+            lit(
+                "*pyproject.toml [system.keyword]: cannot import retriever "
+                "'search_app:no_such_function': AttributeError: *"
+            )
         ]
     )
 
@@ -164,7 +170,10 @@ def test_retriever_that_cannot_be_imported(project: pytest.Pytester) -> None:
 @pytest.mark.parametrize(
     ("body", "line"),
     [
-        ("return None", "retriever bad:retrieve returned NoneType, expected a list of (doc_id, score)"),
+        (
+            "return None",
+            "retriever bad:retrieve returned NoneType, expected a list of (doc_id, score)",
+        ),
         (
             "return [('sql/orders.sql', 1.0, 'extra')]",
             "retriever bad:retrieve returned ('sql/orders.sql', 1.0, 'extra') at position 0; "

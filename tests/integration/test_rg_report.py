@@ -31,9 +31,19 @@ def test_report_and_json_written_with_the_documented_layout(project: pytest.Pyte
         "metrics": pytest.approx(
             {
                 # customer_names and refunds, by hand: P@3 (2/3 + 1/3) / 2, R@1 (1/2 + 1) / 2, ...
-                "P@1": 1.0, "P@3": 0.5, "R@1": 0.75, "R@3": 1.0, "MRR@1": 1.0, "MRR@3": 1.0,
-                "nDCG@1": 1.0, "nDCG@3": 1.0, "MAP@1": 0.75, "MAP@3": 1.0, "Hit@1": 1.0,
-                "Hit@3": 1.0, "R-Prec": 1.0,
+                "P@1": 1.0,
+                "P@3": 0.5,
+                "R@1": 0.75,
+                "R@3": 1.0,
+                "MRR@1": 1.0,
+                "MRR@3": 1.0,
+                "nDCG@1": 1.0,
+                "nDCG@3": 1.0,
+                "MAP@1": 0.75,
+                "MAP@3": 1.0,
+                "Hit@1": 1.0,
+                "Hit@3": 1.0,
+                "R-Prec": 1.0,
             }
         ),
     }
@@ -45,7 +55,11 @@ def test_report_and_json_written_with_the_documented_layout(project: pytest.Pyte
         "Hit@1", "Hit@3", "R-Prec",
     ]  # fmt: skip
     # Tied scores (2 and 2) ordered by doc id descending, as trec_eval does.
-    assert queries["join_orders"]["ranking"] == ["sql/payments.sql", "sql/orders.sql", "docs/lineage.md"]
+    assert queries["join_orders"]["ranking"] == [
+        "sql/payments.sql",
+        "sql/orders.sql",
+        "docs/lineage.md",
+    ]
     assert queries["join_orders"]["relevant_ranks"] == {"sql/orders.sql": 2, "sql/payments.sql": 1}
     assert queries["customer_names"]["category"] == "lookup"
     failing = [g for g in report["gates"] if not g["passed"]]
@@ -66,6 +80,7 @@ def test_report_and_json_written_with_the_documented_layout(project: pytest.Pyte
                 {"id": "join_orders", "value": pytest.approx(2 / 3)},
                 {"id": "customer_names", "value": pytest.approx(2 / 3)},
             ],
+            "detail": [],
         }
     ]
     markdown = (project.path / "retrieval-gate-report.md").read_text()

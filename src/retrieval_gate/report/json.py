@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate import __version__
+from retrieval_gate.baseline import query_digest
 
 if TYPE_CHECKING:
     from retrieval_gate.evaluation import Evaluation
@@ -46,6 +47,7 @@ def run_record(evaluation: Evaluation, suite_path: str) -> dict[str, Any]:
         queries.append(
             {
                 "id": query.id,
+                "digest": query_digest(query.text, query.relevant),
                 "category": query.category,
                 "difficulty": query.difficulty,
                 "metrics": {name: float(evaluation.values[name][i]) for name in names},

@@ -1,0 +1,151 @@
+"""The accepted baseline: fingerprinted per-query results, read and written atomically.
+
+A baseline file holds, per suite x system, the run record the report also carries (per-query
+metric values, rankings, relevant ranks) plus each query's content digest, so a later run can
+compare on the queries both runs share and report added, removed and edited queries apart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from retrieval_gate import __version__
+from retrieval_gate.atomic import write_text_atomic
+from retrieval_gate.errors import RetrievalGateError
+
+VERSION = 1
+# Parts of the fingerprint that change what a metric value means: values measured under
+# different ones cannot be compared at all.
+DEFINING = ("metric_definitions", "gain")
+# Parts that name what changed between runs: still compared (judging such a change is the gate's
+# job), and reported as the likely cause.
+DESCRIPTIVE = ("system", "model_identity", "corpus_digest", "plugin_version")
+
+
+class BaselineError(RetrievalGateError):
+    """The baseline file is unreadable, corrupt or of an unknown version."""
+
+
+def run_key(suite: str, system: str) -> str:
+    return f"{suite}::{system}"
+
+
+def query_digest(text: str, relevant: Mapping[str, int]) -> str:
+    blob = json.dumps([text, sorted(relevant.items())], ensure_ascii=False).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Baseline:
+    path: Path
+    runs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def get(self, suite: str, system: str) -> Mapping[str, Any] | None:
+        return self.runs.get(run_key(suite, system))
+
+
+def load_baseline(path: Path) -> Baseline | None:
+    """The baseline at ``path``, None when there is none yet; a corrupt file is an error."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"cannot read baseline: {exc}", path=path) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(
+            f"corrupt baseline (invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            "restore it from version control or save a new one with --rg-save-baseline",
+            path=path,
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("runs"), dict):
+        raise BaselineError("corrupt baseline: expected an object with 'runs'", path=path)
+    if data.get("version") != VERSION:
+        raise BaselineError(
+            f"baseline version {data.get('version')!r} is not supported (expected {VERSION}); "
+            "save a new one with --rg-save-baseline",
+            path=path,
+        )
+    for key, run in data["runs"].items():
+        if not isinstance(run, dict) or not isinstance(run.get("queries"), dict):
+            raise BaselineError("corrupt baseline: run has no 'queries'", path=path, entry=key)
+    return Baseline(path=path, runs=data["runs"])
+
+
+def baseline_run(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a report run record a baseline keeps, queries keyed by id."""
+    return {
+        "suite": record["suite"],
+        "system": record["system"],
+        "fingerprint": record["fingerprint"],
+        "k": record["k"],
+        "metrics": record["metrics"],
+        "queries": {
+            q["id"]: {
+                "digest": q["digest"],
+                "category": q.get("category"),
+                "difficulty": q.get("difficulty"),
+                "metrics": q["metrics"],
+                "ranking": q["ranking"],
+                "relevant_ranks": q["relevant_ranks"],
+            }
+            for q in record["queries"]
+        },
+    }
+
+
+def save_baseline(
+    path: Path, records: Iterable[Mapping[str, Any]], previous: Baseline | None
+) -> None:
+    """Write this session's runs, keeping the previous baseline's runs this session didn't run."""
+    runs: dict[str, Any] = dict(previous.runs) if previous is not None else {}
+    for record in records:
+        runs[run_key(record["suite"], record["system"])] = baseline_run(record)
+    payload = {
+        "version": VERSION,
+        "generator": f"pytest-retrieval-gate {__version__}",
+        "runs": {key: runs[key] for key in sorted(runs)},
+    }
+    write_text_atomic(path, json.dumps(payload, indent=1, sort_keys=False) + "\n")
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """How a run's queries line up with its baseline's."""
+
+    shared: tuple[str, ...]  # same id, same text and judgments: compared
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    edited: tuple[str, ...]  # same id, different text or judgments: not compared
+    not_comparable: str | None  # the reason, when nothing can be compared
+    notes: tuple[str, ...]  # what changed that is still compared (model, corpus, ...)
+
+
+def align(record: Mapping[str, Any], base: Mapping[str, Any]) -> Alignment:
+    fp, base_fp = record["fingerprint"], base.get("fingerprint", {})
+    current = {q["id"]: q["digest"] for q in record["queries"]}
+    before = {qid: q.get("digest", "") for qid, q in base["queries"].items()}
+    shared = tuple(q for q in current if q in before and current[q] == before[q])
+    edited = tuple(q for q in current if q in before and current[q] != before[q])
+    added = tuple(q for q in current if q not in before)
+    removed = tuple(q for q in before if q not in current)
+    reason = None
+    for key in DEFINING:
+        if fp.get(key) != base_fp.get(key):
+            reason = f"{key} changed from {base_fp.get(key)!r} to {fp.get(key)!r}"
+            break
+    if reason is None and not shared:
+        reason = "no query is unchanged since the baseline"
+    notes = tuple(
+        f"{key} changed since the baseline"
+        for key in DESCRIPTIVE
+        if key in base_fp and fp.get(key) != base_fp.get(key)
+    )
+    return Alignment(shared, added, removed, edited, reason, notes)

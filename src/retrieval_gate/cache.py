@@ -1,0 +1,275 @@
+"""Embedding cache: vectors keyed by the digest of the exact text embedded, per model identity.
+
+Layout: ``root / sha256(identity)[:16] /`` holds ``identity.txt`` (the full identity, for
+people) and append-only shards ``shard-<uuid>.npz`` (arrays ``digests``: str, ``vectors``:
+float32 ``[n, dim]``). Shards are written under a temporary name in the same folder and renamed
+into place, so readers never see a partial file and concurrent writers (xdist workers, parallel
+CI jobs) never touch each other's files. When more than `MAX_SHARDS` pile up, `store` merges
+them into one the same way and then removes the merged ones. A shard that cannot be read is
+reported with `CacheWarning`, deleted, and its entries count as missing (they are re-embedded).
+No pickle anywhere: ``np.load(allow_pickle=False)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import time
+import uuid
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["MAX_SHARDS", "CacheWarning", "EmbeddingCache"]
+
+#: More shards than this and `store` compacts them into one.
+MAX_SHARDS = 32
+
+_SHARD_GLOB = "shard-*.npz"
+_TMP_PREFIX = ".tmp-"
+# A temporary file older than this was left by a crashed writer, not one still writing.
+_STALE_TMP_SECONDS = 3600.0
+# Listing then loading races with another process's compaction; a few rescans settle it.
+_SCAN_ATTEMPTS = 3
+
+
+class CacheWarning(UserWarning):
+    """The embedding cache found a damaged shard and dropped it (its entries get re-embedded)."""
+
+
+class _Unreadable(Exception):
+    pass
+
+
+def _load_shard(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Read one shard; FileNotFoundError passes through, any damage is `_Unreadable`."""
+    try:
+        # Our own file handle: np.load(path) leaks its handle when the zip is truncated.
+        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as data:
+            digests = np.asarray(data["digests"])
+            vectors = np.asarray(data["vectors"])
+    except FileNotFoundError:
+        raise
+    except Exception as exc:
+        raise _Unreadable(str(exc) or type(exc).__name__) from exc
+    if digests.ndim != 1 or digests.dtype.kind != "U":
+        raise _Unreadable(f"digests have dtype {digests.dtype} and shape {digests.shape}")
+    if vectors.ndim != 2 or vectors.dtype != np.float32 or vectors.shape[0] != digests.shape[0]:
+        raise _Unreadable(
+            f"vectors have dtype {vectors.dtype} and shape {vectors.shape} "
+            f"for {digests.shape[0]} digests"
+        )
+    return digests, vectors
+
+
+class EmbeddingCache:
+    """Cached vectors for one embedder identity.
+
+    `lookup(digests)` returns ``(found_vectors, missing_positions)``: the cached vectors, as
+    float32 ``[n_found, dim]``, in the order their digests appear in `digests`, and the positions
+    in `digests` that are not cached. The found rows belong to the positions *not* listed in
+    `missing_positions`, in increasing order. With nothing found the array is ``[0, dim]``
+    (``[0, 0]`` while the cache is empty).
+    """
+
+    def __init__(self, root: Path, identity: str) -> None:
+        self.identity = identity
+        self.directory = Path(root) / hashlib.sha256(identity.encode()).hexdigest()[:16]
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._loaded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._index: dict[str, tuple[str, int]] | None = None
+        self._dim: int | None = None
+        self._write_identity()
+
+    def __repr__(self) -> str:
+        return f"EmbeddingCache({self.directory})"
+
+    @staticmethod
+    def digest(text: str) -> str:
+        """sha256 hex digest of the exact text that is embedded."""
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    # -- files ---------------------------------------------------------------------------
+
+    def _write_identity(self) -> None:
+        target = self.directory / "identity.txt"
+        if target.exists():
+            return
+        self._atomic_write(target, (self.identity + "\n").encode("utf-8"))
+
+    def _tmp_path(self, suffix: str) -> Path:
+        return self.directory / f"{_TMP_PREFIX}{uuid.uuid4().hex}{suffix}"
+
+    def _atomic_write(self, target: Path, payload: bytes) -> None:
+        tmp = self._tmp_path(target.suffix)
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(payload)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def _write_shard(self, digests: np.ndarray, vectors: np.ndarray) -> Path:
+        final = self.directory / f"shard-{uuid.uuid4().hex}.npz"
+        tmp = self._tmp_path(".npz")
+        try:
+            # A file object, so numpy does not append its own ".npz" to the temporary name.
+            with open(tmp, "wb") as fh:
+                np.savez(fh, digests=digests, vectors=vectors)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, final)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return final
+
+    def shard_paths(self) -> list[Path]:
+        """The complete shards now on disk (temporary files are never listed)."""
+        return sorted(self.directory.glob(_SHARD_GLOB))
+
+    def _drop_damaged(self, path: Path, reason: str) -> None:
+        warnings.warn(
+            f"embedding cache shard {path} is unreadable ({reason}); deleted it, its "
+            "entries will be re-embedded",
+            CacheWarning,
+            stacklevel=4,
+        )
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+    def _refresh(self) -> dict[str, tuple[str, int]]:
+        """Load shards not seen yet, forget vanished ones, and rebuild the digest index."""
+        index = self._index
+        for _ in range(_SCAN_ATTEMPTS):
+            paths = self.shard_paths()
+            names = {p.name for p in paths}
+            changed = False
+            for gone in set(self._loaded) - names:
+                del self._loaded[gone]
+                changed = True
+            raced = False
+            for path in paths:
+                if path.name in self._loaded:
+                    continue
+                try:
+                    digests, vectors = _load_shard(path)
+                except FileNotFoundError:
+                    # Compacted away by another process after we listed it; its entries now
+                    # live in a newer shard that a rescan finds.
+                    raced = True
+                    continue
+                except _Unreadable as exc:
+                    self._drop_damaged(path, str(exc))
+                    continue
+                if self._dim is None and vectors.shape[0]:
+                    self._dim = int(vectors.shape[1])
+                if vectors.shape[0] and vectors.shape[1] != self._dim:
+                    self._drop_damaged(
+                        path, f"dimension {vectors.shape[1]}, the cache holds {self._dim}"
+                    )
+                    continue
+                self._loaded[path.name] = (digests, vectors)
+                changed = True
+            if changed or index is None:
+                index = {}
+                for name, (digests, _) in self._loaded.items():
+                    for row, digest in enumerate(digests.tolist()):
+                        index[digest] = (name, row)
+                self._index = index
+            if not raced:
+                break
+        return index if index is not None else {}
+
+    # -- public --------------------------------------------------------------------------
+
+    def lookup(self, digests: Sequence[str]) -> tuple[np.ndarray, list[int]]:
+        """Cached vectors for `digests` and the positions that are missing (see class doc)."""
+        index = self._refresh()
+        found: list[np.ndarray] = []
+        missing: list[int] = []
+        for position, digest in enumerate(digests):
+            hit = index.get(digest)
+            if hit is None:
+                missing.append(position)
+                continue
+            name, row = hit
+            found.append(self._loaded[name][1][row])
+        dim = self._dim or 0
+        if not found:
+            return np.zeros((0, dim), dtype=np.float32), missing
+        return np.stack(found).astype(np.float32, copy=False), missing
+
+    def store(self, digests: Sequence[str], vectors: np.ndarray) -> None:
+        """Add vectors for `digests` as one new shard; compacts when shards pile up."""
+        digest_list = [str(d) for d in digests]
+        array = np.asarray(vectors, dtype=np.float32)
+        if array.ndim != 2 or array.shape[0] != len(digest_list):
+            raise ValueError(
+                f"store() got {len(digest_list)} digests and vectors of shape {array.shape}"
+            )
+        if not digest_list:
+            return
+        if not np.isfinite(array).all():
+            raise ValueError("store() got NaN or infinite vectors; they are never cached")
+        self._refresh()
+        if self._dim is not None and array.shape[1] != self._dim:
+            raise ValueError(
+                f"vectors have dimension {array.shape[1]}, the cache holds {self._dim}"
+            )
+        self._write_shard(np.array(digest_list, dtype=str), np.ascontiguousarray(array))
+        if len(self.shard_paths()) > MAX_SHARDS:
+            self.compact()
+
+    def compact(self) -> None:
+        """Merge every shard into one new shard, then delete the merged ones.
+
+        Safe against a concurrent compaction: only shards this call read are deleted, and only
+        after the merged shard is in place, so every entry stays on disk in some shard
+        (at worst twice, until the next compaction).
+        """
+        merged_digests: list[str] = []
+        merged_vectors: list[np.ndarray] = []
+        seen: set[str] = set()
+        read: list[Path] = []
+        dim = self._dim
+        for path in self.shard_paths():
+            try:
+                digests, vectors = _load_shard(path)
+            except FileNotFoundError:
+                continue
+            except _Unreadable as exc:
+                self._drop_damaged(path, str(exc))
+                continue
+            if vectors.shape[0] and dim is not None and vectors.shape[1] != dim:
+                self._drop_damaged(path, f"dimension {vectors.shape[1]}, the cache holds {dim}")
+                continue
+            if dim is None and vectors.shape[0]:
+                dim = int(vectors.shape[1])
+            read.append(path)
+            for row, digest in enumerate(digests.tolist()):
+                if digest not in seen:
+                    seen.add(digest)
+                    merged_digests.append(digest)
+                    merged_vectors.append(vectors[row])
+        if len(read) > 1 and merged_vectors:
+            self._write_shard(
+                np.array(merged_digests, dtype=str), np.stack(merged_vectors).astype(np.float32)
+            )
+            for path in read:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+        self._remove_stale_tmp()
+        self._loaded.clear()
+        self._index = None
+
+    def _remove_stale_tmp(self) -> None:
+        cutoff = time.time() - _STALE_TMP_SECONDS
+        for tmp in self.directory.glob(_TMP_PREFIX + "*"):
+            with contextlib.suppress(OSError):
+                if tmp.stat().st_mtime < cutoff:
+                    tmp.unlink()

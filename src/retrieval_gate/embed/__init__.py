@@ -1,0 +1,313 @@
+"""Embedders: turn documents and queries into unit vectors.
+
+`load_embedder(spec, cache_dir=...)` picks a backend by `spec.kind` and imports it lazily, so this
+module (and the plugin entry point) loads without torch. A model reference may be a local folder,
+an installed package that ships a model (`get_model_path()`), or a Hugging Face hub id; see
+`resolve_model_ref`.
+
+Every embedder carries an `identity`: a string naming the model files and the settings that shape
+its vectors. It keys the embedding cache and the chroma collections, so it is built only from
+things that are the same on every machine with the same install (never absolute paths or times).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from retrieval_gate.errors import ConfigError, MissingExtraError, RunError
+
+__all__ = [
+    "EMBEDDER_KINDS",
+    "Embedder",
+    "EmbedderSpec",
+    "ResolvedModel",
+    "encode_in_chunks",
+    "folder_digest",
+    "import_optional",
+    "load_embedder",
+    "make_identity",
+    "resolve_model_ref",
+]
+
+#: Embedder kinds and the pip extra that installs each backend.
+EMBEDDER_KINDS: dict[str, str] = {
+    "sentence-transformers": "sentence-transformers",
+    "model2vec": "model2vec",
+}
+
+IDENTITY_VERSION = "retrieval-gate-embedder/1"
+
+# Files at most this big are hashed whole; bigger ones (weights) are sampled, see _file_fingerprint.
+_SMALL_FILE = 1 << 20
+_SAMPLE_BLOCK = 1 << 16
+_SAMPLE_COUNT = 16
+
+
+@dataclass(frozen=True)
+class EmbedderSpec:
+    """What to load: backend kind, model reference and the settings that change the vectors."""
+
+    kind: str
+    model: str
+    query_prompt: str = ""
+    document_prompt: str = ""
+    normalize: bool = True
+    batch_size: int = 64
+    distill_from: str | None = None
+    pca_dims: int | None = 256
+    device: str = "cpu"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """A loaded model. Outputs are float32 `[n, dim]`, L2-normalised when the spec asks for it."""
+
+    identity: str
+    dim: int
+
+    def encode_documents(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray: ...
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """Where a model reference points.
+
+    `name` is a stable label (package name, hub id or folder name) that goes into identities;
+    `path` is the local folder, or None for a hub id the backend library has to fetch or find
+    in its own cache.
+    """
+
+    ref: str
+    name: str
+    path: Path | None
+
+
+def import_optional(module: str, *, package: str, extra: str) -> ModuleType:
+    """Import an optional dependency or raise `MissingExtraError` saying what to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        hint = f"pip install 'pytest-retrieval-gate[{extra}]'"
+        top = module.split(".")[0]
+        if exc.name in (None, module, top):
+            raise MissingExtraError(f"{package} is not installed; {hint}") from exc
+        # The package is there but one of its own dependencies is broken or missing.
+        raise MissingExtraError(f"{package} could not be imported ({exc}); {hint}") from exc
+
+
+def _looks_like_path(ref: str) -> bool:
+    # Hub ids are "name" or "org/name"; anything else that is not an existing folder is a
+    # path the user expected to exist, and deserves "not found" rather than a hub lookup.
+    return (
+        ref.startswith((".", "/", "~")) or "\\" in ref or os.path.isabs(ref) or ref.count("/") > 1
+    )
+
+
+def resolve_model_ref(ref: str, *, entry: str | None = None) -> ResolvedModel:
+    """Resolve a model reference: local folder, installed model package, or hub id.
+
+    Order: an existing path wins; then an importable package (``-`` read as ``_``) that has a
+    ``get_model_path()``; then anything shaped like ``name`` or ``org/name`` is a hub id. A
+    reference that looks like a path but does not exist is a `ConfigError`.
+    """
+    ref = ref.strip()
+    if not ref:
+        raise ConfigError("no model given", entry=entry)
+    path = Path(ref).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise ConfigError(f"model path '{ref}' is a file; give the model's folder", entry=entry)
+        resolved = path.resolve()
+        return ResolvedModel(ref=ref, name=resolved.name, path=resolved)
+
+    module_name = ref.replace("-", "_")
+    if all(part.isidentifier() for part in module_name.split(".")):
+        try:
+            found = importlib.util.find_spec(module_name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if found:
+            try:
+                module = importlib.import_module(module_name)
+            except Exception as exc:
+                raise ConfigError(
+                    f"model package '{module_name}' failed to import: {exc}", entry=entry
+                ) from exc
+            getter = getattr(module, "get_model_path", None)
+            if callable(getter):
+                model_path = Path(getter())
+                if not model_path.is_dir():
+                    raise ConfigError(
+                        f"model package '{module_name}' points at '{model_path}', "
+                        "which is not a folder",
+                        entry=entry,
+                    )
+                return ResolvedModel(ref=ref, name=module_name, path=model_path.resolve())
+
+    if _looks_like_path(ref):
+        raise ConfigError(
+            f"model '{ref}' not found: no such folder and no installed package of that name",
+            entry=entry,
+        )
+    return ResolvedModel(ref=ref, name=ref, path=None)
+
+
+def hub_offline() -> bool:
+    """True when the user asked the Hugging Face libraries never to touch the network."""
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        if os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on"):
+            return True
+    return False
+
+
+def cached_hub_folder(repo_ids: Sequence[str]) -> Path | None:
+    """The local snapshot of the first hub id already in the Hugging Face cache, or None.
+
+    Never touches the network (``local_files_only``), so a cached model loads offline and its
+    files can be digested for the identity.
+    """
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        return None
+    for repo_id in repo_ids:
+        try:
+            return Path(snapshot_download(repo_id, local_files_only=True))
+        except Exception:
+            continue
+    return None
+
+
+def _file_fingerprint(path: Path, size: int) -> bytes:
+    # Whole-file hashing of multi-GB weights would cost seconds per load; a fine-tune changes
+    # nearly every byte, so evenly spaced samples catch it while reading ~1 MiB.
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        if size <= _SMALL_FILE:
+            digest.update(fh.read())
+        else:
+            span = size - _SAMPLE_BLOCK
+            for i in range(_SAMPLE_COUNT):
+                fh.seek(span * i // (_SAMPLE_COUNT - 1))
+                digest.update(fh.read(_SAMPLE_BLOCK))
+    return digest.digest()
+
+
+def _model_files(folder: Path) -> Iterator[tuple[str, Path]]:
+    for root, dirs, files in os.walk(folder):
+        # Hidden folders (.git, .cache) and byte code vary between installs of the same model.
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+        for name in files:
+            if name.startswith(".") or name.endswith((".md", ".pyc", ".lock")):
+                continue
+            full = Path(root) / name
+            if full.is_file():
+                yield full.relative_to(folder).as_posix(), full
+
+
+def folder_digest(folder: Path) -> str:
+    """Digest of a model folder: relative file names, sizes and (sampled) contents.
+
+    Independent of where the folder lives and of file times, so two machines with the same
+    install agree. READMEs and hidden files are left out: they do not change the vectors and
+    differ between a hub download and a packaged copy.
+    """
+    digest = hashlib.sha256()
+    for rel, full in sorted(_model_files(folder)):
+        size = full.stat().st_size
+        digest.update(f"{rel}\0{size}\0".encode())
+        digest.update(_file_fingerprint(full, size))
+    return digest.hexdigest()[:20]
+
+
+def make_identity(**fields: Any) -> str:
+    """Identity string: a version tag and the fields as sorted JSON (readable, unambiguous)."""
+    return f"{IDENTITY_VERSION} {json.dumps(fields, sort_keys=True, separators=(',', ':'))}"
+
+
+def _progress_bar(total: int, desc: str) -> Any:
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=desc, unit="text", leave=False)
+
+
+def encode_in_chunks(
+    encode: Callable[[list[str]], np.ndarray],
+    texts: Sequence[str],
+    *,
+    dim: int,
+    normalize: bool,
+    chunk_size: int,
+    progress: bool = False,
+    desc: str = "embedding",
+) -> np.ndarray:
+    """Run `encode` over `texts` in chunks and return checked float32 `[n, dim]` rows.
+
+    Rows are L2-normalised here when asked (zero rows stay zero) so both backends behave the
+    same; non-finite values are a `RunError`, never silently indexed.
+    """
+    if len(texts) == 0:
+        return np.zeros((0, dim), dtype=np.float32)
+    bar = _progress_bar(len(texts), desc) if progress else None
+    parts: list[np.ndarray] = []
+    try:
+        for start in range(0, len(texts), chunk_size):
+            chunk = [str(t) for t in texts[start : start + chunk_size]]
+            parts.append(np.asarray(encode(chunk), dtype=np.float32))
+            if bar is not None:
+                bar.update(len(chunk))
+    finally:
+        if bar is not None:
+            bar.close()
+    out = np.ascontiguousarray(np.concatenate(parts, axis=0), dtype=np.float32)
+    if out.ndim != 2 or out.shape != (len(texts), dim):
+        raise RunError(
+            f"embedder returned shape {out.shape} for {len(texts)} texts, expected "
+            f"({len(texts)}, {dim})"
+        )
+    if not np.isfinite(out).all():
+        bad = int(np.flatnonzero(~np.isfinite(out).all(axis=1))[0])
+        raise RunError(f"embedder produced NaN or infinite values (first for text #{bad})")
+    if normalize:
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        np.divide(out, norms, out=out, where=norms > 0)
+    return out
+
+
+def load_embedder(spec: EmbedderSpec, *, cache_dir: Path, entry: str | None = None) -> Embedder:
+    """Load the embedder `spec` describes, importing its backend only now.
+
+    `cache_dir` holds models this plugin builds itself (distilled model2vec models, under
+    ``cache_dir / "models"``). `entry` (e.g. ``"system.minilm"``) is named in `ConfigError`s.
+    """
+    if spec.kind not in EMBEDDER_KINDS:
+        known = ", ".join(sorted(EMBEDDER_KINDS))
+        raise ConfigError(f"unknown embedder '{spec.kind}'; known: {known}", entry=entry)
+    if spec.batch_size < 1:
+        raise ConfigError(f"batch_size must be >= 1, got {spec.batch_size}", entry=entry)
+    if spec.pca_dims is not None and spec.pca_dims < 1:
+        raise ConfigError(f"pca_dims must be >= 1, got {spec.pca_dims}", entry=entry)
+    if spec.kind == "sentence-transformers":
+        if spec.distill_from is not None:
+            raise ConfigError("distill_from only applies to the model2vec embedder", entry=entry)
+        from retrieval_gate.embed.sentence_transformers import load_sentence_transformer
+
+        return load_sentence_transformer(spec, entry=entry)
+    from retrieval_gate.embed.model2vec import load_model2vec
+
+    return load_model2vec(spec, cache_dir=Path(cache_dir), entry=entry)

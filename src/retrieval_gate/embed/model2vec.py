@@ -1,0 +1,259 @@
+"""model2vec backend: static embeddings, loaded from a model or distilled once and cached.
+
+Imported only by `load_embedder`. Loading a static model needs numpy only; distillation needs
+``model2vec[distill]`` (torch, transformers).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retrieval_gate.embed import (
+    EmbedderSpec,
+    ResolvedModel,
+    cached_hub_folder,
+    encode_in_chunks,
+    folder_digest,
+    hub_offline,
+    import_optional,
+    make_identity,
+    resolve_model_ref,
+)
+from retrieval_gate.embed.sentence_transformers import hub_candidates, source_identity
+from retrieval_gate.errors import ConfigError
+
+KIND = "model2vec"
+
+#: Written last into a distilled model's folder; its presence marks the folder complete.
+MARKER = "retrieval-gate-distill.json"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+def _model2vec_version() -> str:
+    try:
+        return version("model2vec")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+class Model2VecEmbedder:
+    """A loaded `StaticModel` with the spec's prompts and normalisation."""
+
+    def __init__(self, model: Any, spec: EmbedderSpec, *, identity: str, path: Path) -> None:
+        self._model = model
+        self._spec = spec
+        self.identity = identity
+        self.dim = int(model.dim)
+        #: Local folder the static model was loaded from (the distilled copy, when distilled).
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"Model2VecEmbedder({self.identity})"
+
+    def _encode(self, texts: list[str], prompt: str) -> np.ndarray:
+        if prompt:
+            texts = [prompt + text for text in texts]
+        out = self._model.encode(
+            texts,
+            show_progress_bar=False,
+            normalize=False,
+            batch_size=self._spec.batch_size,
+            # Worker processes under pytest (and xdist) cost more than they save at CI sizes.
+            use_multiprocessing=False,
+        )
+        return np.asarray(out, dtype=np.float32)
+
+    def _run(self, texts: Sequence[str], prompt: str, *, progress: bool, desc: str) -> np.ndarray:
+        chunk = self._spec.batch_size * 64 if progress else max(len(texts), 1)
+        return encode_in_chunks(
+            lambda batch: self._encode(batch, prompt),
+            texts,
+            dim=self.dim,
+            normalize=self._spec.normalize,
+            chunk_size=chunk,
+            progress=progress,
+            desc=desc,
+        )
+
+    def encode_documents(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+        return self._run(
+            texts, self._spec.document_prompt, progress=progress, desc="embedding documents"
+        )
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._run(texts, self._spec.query_prompt, progress=False, desc="embedding queries")
+
+
+def _load_static(static_model: Any, where: str, ref: str, entry: str | None) -> Any:
+    try:
+        # force_download=False: a hub id already in the local cache loads without the network.
+        return static_model.from_pretrained(where, force_download=False)
+    except Exception as exc:
+        raise ConfigError(
+            f"model '{ref}' could not be loaded: {_first_line(exc)}; "
+            "give a local path or an installed model package",
+            entry=entry,
+        ) from exc
+
+
+def _load_plain(
+    static_model: Any, spec: EmbedderSpec, entry: str | None
+) -> tuple[Any, ResolvedModel, Path | None]:
+    resolved = resolve_model_ref(spec.model, entry=entry)
+    if resolved.path is not None:
+        model = _load_static(static_model, str(resolved.path), resolved.ref, entry)
+        return model, resolved, resolved.path
+    folder = cached_hub_folder([resolved.ref])
+    if folder is not None:
+        return _load_static(static_model, str(folder), resolved.ref, entry), resolved, folder
+    if hub_offline():
+        raise ConfigError(
+            f"model '{resolved.ref}' could not be loaded: not in the Hugging Face cache and "
+            "HF_HUB_OFFLINE is set; give a local path or an installed model package",
+            entry=entry,
+        )
+    model = _load_static(static_model, resolved.ref, resolved.ref, entry)
+    return model, resolved, cached_hub_folder([resolved.ref])
+
+
+def distilled_key(source: dict[str, str], pca_dims: int | None) -> str:
+    """Folder name of a distilled model: a hash of the source identity and distill settings.
+
+    The model2vec version is part of it because a new release may distil differently.
+    """
+    payload = json.dumps(
+        {"source": source, "pca_dims": pca_dims, "model2vec": _model2vec_version()},
+        sort_keys=True,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def _complete(folder: Path) -> bool:
+    return (folder / MARKER).is_file()
+
+
+def _distill(
+    distill: Any, sources: Sequence[str], spec: EmbedderSpec, ref: str, entry: str | None
+) -> Any:
+    error: BaseException | None = None
+    for source in sources:
+        try:
+            return distill(model_name=source, pca_dims=spec.pca_dims, device=spec.device)
+        except Exception as exc:
+            error = exc
+    reason = _first_line(error) if error is not None else "nothing to distil from"
+    raise ConfigError(
+        f"could not distil a model2vec model from '{ref}': {reason}; "
+        "give a local path or an installed model package",
+        entry=entry,
+    ) from error
+
+
+def _save_atomically(model: Any, final: Path, info: dict[str, Any]) -> None:
+    final.parent.mkdir(parents=True, exist_ok=True)
+    # Save into a private temporary folder and rename it into place, so a reader (or a second
+    # process distilling the same model) sees either nothing or a complete model.
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
+    try:
+        model.save_pretrained(str(tmp))
+        (tmp / MARKER).write_text(json.dumps(info, sort_keys=True, indent=1) + "\n")
+        if final.exists() and not _complete(final):
+            # Left half-built by hand or by a tool that bypassed the rename: replace it.
+            shutil.rmtree(final, ignore_errors=True)
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            # Another process won the race; its copy is as good as ours.
+            if not _complete(final):
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _distilled_folder(
+    spec: EmbedderSpec, cache_dir: Path, entry: str | None
+) -> tuple[Path, dict[str, Any]]:
+    ref = spec.distill_from or ""
+    src = resolve_model_ref(ref, entry=entry)
+    candidates = hub_candidates(src.ref)
+    src_folder = src.path if src.path is not None else cached_hub_folder(candidates)
+    models = cache_dir / "models"
+
+    if src_folder is not None:
+        source = source_identity(src, src_folder)
+        final = models / distilled_key(source, spec.pca_dims)
+        if _complete(final):
+            return final, source
+        sources: Sequence[str] = [str(src_folder)]
+    else:
+        if hub_offline():
+            raise ConfigError(
+                f"cannot distil from '{src.ref}': not in the Hugging Face cache and "
+                "HF_HUB_OFFLINE is set; give a local path or an installed model package",
+                entry=entry,
+            )
+        sources = candidates
+
+    distill_module = import_optional(
+        "model2vec.distill", package="model2vec[distill]", extra="model2vec"
+    )
+    static = _distill(distill_module.distill, sources, spec, src.ref, entry)
+    if src_folder is None:
+        # Downloaded just now: key the copy by the files now in the cache, as later runs will.
+        src_folder = cached_hub_folder(candidates)
+    source = source_identity(src, src_folder)
+    final = models / distilled_key(source, spec.pca_dims)
+    info = {
+        "distilled_from": source,
+        "pca_dims": spec.pca_dims,
+        "model2vec": _model2vec_version(),
+    }
+    _save_atomically(static, final, info)
+    return final, source
+
+
+def load_model2vec(
+    spec: EmbedderSpec, *, cache_dir: Path, entry: str | None = None
+) -> Model2VecEmbedder:
+    m2v = import_optional("model2vec", package="model2vec", extra="model2vec")
+    static_model = m2v.StaticModel
+    fields: dict[str, Any]
+    if spec.distill_from is not None:
+        folder, source = _distilled_folder(spec, cache_dir, entry)
+        model = _load_static(static_model, str(folder), str(folder), entry)
+        # Keyed by the source and settings, not the distilled bytes: PCA output may differ in
+        # the last bits between machines, yet it is the same model for caching purposes.
+        fields = {
+            "distilled_from": source,
+            "pca_dims": spec.pca_dims,
+            "model2vec": _model2vec_version(),
+        }
+    else:
+        model, resolved, found = _load_plain(static_model, spec, entry)
+        folder = found if found is not None else Path(resolved.ref)
+        fields = {
+            "model": resolved.name,
+            "files": folder_digest(found) if found is not None else "unresolved",
+        }
+    identity = make_identity(
+        kind=KIND,
+        **fields,
+        query_prompt=spec.query_prompt,
+        document_prompt=spec.document_prompt,
+        normalize=spec.normalize,
+    )
+    return Model2VecEmbedder(model, spec, identity=identity, path=folder)

@@ -1,0 +1,164 @@
+"""sentence-transformers backend. Imported only by `load_embedder`; imports torch on load."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retrieval_gate.embed import (
+    EmbedderSpec,
+    ResolvedModel,
+    cached_hub_folder,
+    encode_in_chunks,
+    folder_digest,
+    hub_offline,
+    import_optional,
+    make_identity,
+    resolve_model_ref,
+)
+from retrieval_gate.errors import ConfigError
+
+KIND = "sentence-transformers"
+
+# Rows handed to one encode() call when a progress bar is wanted; without a bar everything goes
+# in one call so the library can sort all texts by length for tight padding.
+_PROGRESS_CHUNK_BATCHES = 16
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+def hub_candidates(ref: str) -> list[str]:
+    """Hub ids the library would try for `ref`: bare names live under sentence-transformers/."""
+    return [ref] if "/" in ref else [ref, f"sentence-transformers/{ref}"]
+
+
+def _construct(st: Any, where: str, spec: EmbedderSpec, *, local_only: bool) -> Any:
+    return st.SentenceTransformer(where, device=spec.device, local_files_only=local_only)
+
+
+def _load_model(
+    st: Any, resolved: ResolvedModel, spec: EmbedderSpec, entry: str | None
+) -> tuple[Any, Path | None]:
+    if resolved.path is not None:
+        try:
+            return _construct(st, str(resolved.path), spec, local_only=True), resolved.path
+        except Exception as exc:
+            raise ConfigError(
+                f"model '{resolved.ref}' ({resolved.path}) could not be loaded: {_first_line(exc)}",
+                entry=entry,
+            ) from exc
+
+    candidates = hub_candidates(resolved.ref)
+    folder = cached_hub_folder(candidates)
+    try:
+        if folder is not None:
+            return _construct(st, str(folder), spec, local_only=True), folder
+        if hub_offline():
+            raise ConfigError(
+                f"model '{resolved.ref}' could not be loaded: not in the Hugging Face cache and "
+                "HF_HUB_OFFLINE is set; give a local path or an installed model package",
+                entry=entry,
+            )
+        model = _construct(st, resolved.ref, spec, local_only=False)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        raise ConfigError(
+            f"model '{resolved.ref}' could not be loaded: {_first_line(exc)}; "
+            "give a local path or an installed model package",
+            entry=entry,
+        ) from exc
+    return model, cached_hub_folder(candidates)
+
+
+def _dimension(model: Any) -> int:
+    # get_embedding_dimension is the 5.x+ name; the older one is deprecated (and warns) there.
+    for name in ("get_embedding_dimension", "get_sentence_embedding_dimension"):
+        method = getattr(model, name, None)
+        if callable(method):
+            dim = method()
+            if dim:
+                return int(dim)
+    probe = model.encode(["dimension probe"], convert_to_numpy=True)
+    return int(np.asarray(probe).shape[-1])
+
+
+class SentenceTransformerEmbedder:
+    """A loaded `SentenceTransformer` with the spec's prompts and normalisation."""
+
+    def __init__(self, model: Any, spec: EmbedderSpec, *, identity: str, dim: int) -> None:
+        self._model = model
+        self._spec = spec
+        self.identity = identity
+        self.dim = dim
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEmbedder({self.identity})"
+
+    def _encode(self, texts: list[str], prompt: str) -> np.ndarray:
+        out = self._model.encode(
+            texts,
+            # The library's own prompt argument, not string concatenation: models whose pooling
+            # excludes the prompt tokens (include_prompt=False) then pool correctly.
+            prompt=prompt or None,
+            batch_size=self._spec.batch_size,
+            show_progress_bar=False,
+            convert_to_numpy=True,
+            normalize_embeddings=False,
+        )
+        return np.asarray(out, dtype=np.float32)
+
+    def encode_documents(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+        prompt = self._spec.document_prompt
+        chunk = self._spec.batch_size * _PROGRESS_CHUNK_BATCHES if progress else max(len(texts), 1)
+        return encode_in_chunks(
+            lambda batch: self._encode(batch, prompt),
+            texts,
+            dim=self.dim,
+            normalize=self._spec.normalize,
+            chunk_size=chunk,
+            progress=progress,
+            desc="embedding documents",
+        )
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        prompt = self._spec.query_prompt
+        return encode_in_chunks(
+            lambda batch: self._encode(batch, prompt),
+            texts,
+            dim=self.dim,
+            normalize=self._spec.normalize,
+            chunk_size=max(len(texts), 1),
+        )
+
+
+def source_identity(resolved: ResolvedModel, folder: Path | None) -> dict[str, str]:
+    """The model part of an identity: stable name plus a digest of its files."""
+    return {
+        "model": resolved.name,
+        "files": folder_digest(folder) if folder is not None else "unresolved",
+    }
+
+
+def load_sentence_transformer(
+    spec: EmbedderSpec, *, entry: str | None = None
+) -> SentenceTransformerEmbedder:
+    st = import_optional(
+        "sentence_transformers", package="sentence-transformers", extra="sentence-transformers"
+    )
+    resolved = resolve_model_ref(spec.model, entry=entry)
+    model, folder = _load_model(st, resolved, spec, entry)
+    identity = make_identity(
+        kind=KIND,
+        **source_identity(resolved, folder),
+        query_prompt=spec.query_prompt,
+        document_prompt=spec.document_prompt,
+        normalize=spec.normalize,
+    )
+    return SentenceTransformerEmbedder(model, spec, identity=identity, dim=_dimension(model))

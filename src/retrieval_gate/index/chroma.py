@@ -1,0 +1,179 @@
+"""chroma indexes: embedded (`PersistentClient`, a persistent cache) or a running server.
+
+Imported only when a chroma index is asked for. Collections use the cosine space and no
+embedding function (vectors come from our embedders), and are named from the caller's key, so
+a warm run finds the collection it built last time and adds nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retrieval_gate.embed import import_optional
+from retrieval_gate.errors import ConfigError
+from retrieval_gate.index import check_ids, check_vectors
+
+# Used when the client cannot say; chroma 1.x reports ~5000 for the embedded sqlite backend.
+_FALLBACK_BATCH = 1000
+_NAME_PREFIX = "rg-"
+_MAX_PLAIN_KEY = 60
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+def collection_name(key: str) -> str:
+    """A chroma collection name for `key`.
+
+    chroma allows 3-512 characters from ``[a-zA-Z0-9._-]``, starting and ending with a letter or
+    digit. A short clean key is used as is (readable in chroma's tools); anything else keeps a
+    readable head and gets a hash of the full key, so distinct keys never share a collection.
+    """
+    clean = re.sub(r"[^A-Za-z0-9_-]+", "-", key).strip("-_")
+    if clean == key and 0 < len(key) <= _MAX_PLAIN_KEY:
+        return _NAME_PREFIX + key
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    head = clean[:40].strip("-_")
+    return f"{_NAME_PREFIX}{head}-{digest}" if head else f"{_NAME_PREFIX}{digest}"
+
+
+def _chunks(n: int, size: int) -> Iterator[slice]:
+    for start in range(0, n, size):
+        yield slice(start, min(start + size, n))
+
+
+def _best_first(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    # Score descending, ties by id descending: trec_eval's order, and the exact index's.
+    pairs.sort(key=lambda pair: pair[0], reverse=True)
+    pairs.sort(key=lambda pair: -pair[1])
+    return pairs
+
+
+class ChromaIndex:
+    """One chroma collection in cosine space; scores are ``1 - cosine distance``.
+
+    `add` skips ids the collection already holds, so reopening a built collection (same key)
+    and adding the same corpus again writes nothing.
+    """
+
+    def __init__(self, client: Any, key: str, *, where: str) -> None:
+        self._client = client
+        self.key = key
+        self.name = collection_name(key)
+        self.where = where
+        try:
+            self._collection = client.get_or_create_collection(
+                name=self.name,
+                configuration={"hnsw": {"space": "cosine"}},
+                embedding_function=None,
+            )
+        except Exception as exc:
+            raise ConfigError(
+                f"chroma collection '{self.name}' at {where} could not be opened: "
+                f"{_first_line(exc)}"
+            ) from exc
+        try:
+            self._batch = int(client.get_max_batch_size()) or _FALLBACK_BATCH
+        except Exception:
+            self._batch = _FALLBACK_BATCH
+
+    def __len__(self) -> int:
+        return int(self._collection.count())
+
+    def __repr__(self) -> str:
+        return f"ChromaIndex({self.name!r} at {self.where})"
+
+    def _present(self, ids: list[str]) -> set[str]:
+        if self._collection.count() == 0:
+            return set()
+        present: set[str] = set()
+        for part in _chunks(len(ids), self._batch):
+            got = self._collection.get(ids=ids[part], include=[])
+            present.update(got["ids"])
+        return present
+
+    def add(self, ids: Sequence[str], vectors: np.ndarray) -> None:
+        id_list = check_ids(ids)
+        array = check_vectors(vectors, rows=len(id_list))
+        if not id_list:
+            return
+        present = self._present(id_list)
+        new = [i for i, doc_id in enumerate(id_list) if doc_id not in present]
+        for part in _chunks(len(new), self._batch):
+            rows = new[part]
+            try:
+                self._collection.add(ids=[id_list[i] for i in rows], embeddings=array[rows])
+            except Exception as exc:
+                raise ValueError(
+                    f"chroma collection '{self.name}' rejected vectors: {_first_line(exc)}"
+                ) from exc
+
+    def search(self, queries: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        q = check_vectors(queries, what="queries")
+        count = self._collection.count()
+        if count == 0 or q.shape[0] == 0:
+            return [[] for _ in range(q.shape[0])]
+        n_results = min(k, count)
+        results: list[list[tuple[str, float]]] = []
+        for part in _chunks(q.shape[0], self._batch):
+            try:
+                found = self._collection.query(
+                    query_embeddings=q[part], n_results=n_results, include=["distances"]
+                )
+            except Exception as exc:
+                raise ValueError(
+                    f"chroma collection '{self.name}' query failed: {_first_line(exc)}"
+                ) from exc
+            for ids_row, dist_row in zip(found["ids"], found["distances"] or [], strict=True):
+                # Cosine distance is 1 - cosine similarity; chroma computes it in float32.
+                pairs = [
+                    (str(doc_id), 1.0 - float(dist))
+                    for doc_id, dist in zip(ids_row, dist_row, strict=True)
+                ]
+                results.append(_best_first(pairs))
+        return results
+
+
+def _settings() -> Any:
+    from chromadb.config import Settings
+
+    return Settings(anonymized_telemetry=False)
+
+
+def open_embedded(path: Path, key: str) -> ChromaIndex:
+    """An embedded, persistent chroma store at `path` (created if missing)."""
+    chromadb = import_optional("chromadb", package="chromadb", extra="chroma")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        client = chromadb.PersistentClient(path=str(path), settings=_settings())
+    except Exception as exc:
+        raise ConfigError(
+            f"chroma store at {path} could not be opened: {_first_line(exc)}; "
+            "delete that folder to rebuild it"
+        ) from exc
+    return ChromaIndex(client, key, where=str(path))
+
+
+def open_server(host: str, port: int, key: str) -> ChromaIndex:
+    """A collection on a running chroma server (``chroma run``)."""
+    chromadb = import_optional("chromadb", package="chromadb", extra="chroma")
+    where = f"http://{host}:{port}"
+    try:
+        client = chromadb.HttpClient(host=host, port=port, settings=_settings())
+        client.heartbeat()
+    except Exception as exc:
+        raise ConfigError(
+            f"chroma server at {where} is not reachable: {_first_line(exc)}; "
+            'start one with `chroma run` or use index = "chroma"'
+        ) from exc
+    return ChromaIndex(client, key, where=where)

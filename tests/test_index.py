@@ -1,0 +1,293 @@
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retrieval_gate.errors import ConfigError, MissingExtraError
+from retrieval_gate.index import INDEX_KINDS, Index, index_recall, make_index
+
+IDS = ["a", "b", "c", "d", "e"]
+# b is deliberately not unit length: (3, 4, 0) has norm 5, so its cosine with x is 3/5.
+VECTORS = np.array(
+    [
+        [1.0, 0.0, 0.0],
+        [3.0, 4.0, 0.0],
+        [0.0, 1.0, 0.0],
+        [0.0, 0.0, 1.0],
+        [-1.0, 0.0, 0.0],
+    ],
+    dtype=np.float32,
+)
+# q1 = x; q2 = (0, 1, 1), norm sqrt(2).
+QUERIES = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]], dtype=np.float32)
+R2 = 1 / math.sqrt(2)
+
+EXPECTED_FULL = [
+    # q1: a 1, b 3/5, then c and d tie at 0 (id descending: d before c), e -1.
+    [("a", 1.0), ("b", 0.6), ("d", 0.0), ("c", 0.0), ("e", -1.0)],
+    # q2: c and d tie at 1/sqrt2 (d first), b 4/5/sqrt2, then a and e tie at 0 (e first).
+    [("d", R2), ("c", R2), ("b", 0.8 * R2), ("e", 0.0), ("a", 0.0)],
+]
+
+
+def _check(
+    got: list[list[tuple[str, float]]], want: list[list[tuple[str, float]]], tol: float
+) -> None:
+    assert [[doc for doc, _ in row] for row in got] == [[doc for doc, _ in row] for row in want]
+    for got_row, want_row in zip(got, want, strict=True):
+        for (_, score), (_, expected) in zip(got_row, want_row, strict=True):
+            assert type(score) is float
+            assert score == pytest.approx(expected, abs=tol)
+
+
+def _random(n: int, dim: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
+
+
+# -- exact ---------------------------------------------------------------------------------
+
+
+def test_exact_orders_by_cosine_with_trec_eval_tie_order(tmp_path: Path) -> None:
+    index = make_index("exact", cache_dir=tmp_path, key="k")
+    assert isinstance(index, Index)
+    index.add(IDS, VECTORS)
+    assert len(index) == 5
+    _check(index.search(QUERIES, k=5), EXPECTED_FULL, 1e-12)
+
+
+def test_exact_cut_at_k_keeps_the_tie_winner(tmp_path: Path) -> None:
+    index = make_index("exact", cache_dir=tmp_path, key="k")
+    index.add(IDS, VECTORS)
+    # c and d tie for third place on q1; trec_eval ranks d first, so d makes the cut.
+    _check(index.search(QUERIES, k=3), [row[:3] for row in EXPECTED_FULL], 1e-12)
+    assert [len(row) for row in index.search(QUERIES, k=50)] == [5, 5]
+
+
+def test_exact_add_skips_known_ids_and_checks_input(tmp_path: Path) -> None:
+    index = make_index("exact", cache_dir=tmp_path, key="k")
+    index.add(IDS, VECTORS)
+    index.add(["a", "f"], np.array([[0.0, 1.0, 0.0], [0.0, -1.0, 0.0]], dtype=np.float32))
+    assert len(index) == 6
+    # "a" kept its first vector: it still scores 1.0 against x.
+    assert index.search(QUERIES[:1], k=1) == [[("a", 1.0)]]
+    with pytest.raises(ValueError, match="duplicate id 'g'"):
+        index.add(["g", "g"], VECTORS[:2])
+    with pytest.raises(ValueError, match="2 rows for 3 ids"):
+        index.add(["x", "y", "z"], VECTORS[:2])
+    with pytest.raises(ValueError, match="dimension 2"):
+        index.add(["x"], np.ones((1, 2), dtype=np.float32))
+    with pytest.raises(ValueError, match="NaN"):
+        index.add(["x"], np.array([[np.nan, 0.0, 0.0]], dtype=np.float32))
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        index.search(QUERIES, k=0)
+
+
+def test_exact_empty_index_returns_empty_rankings(tmp_path: Path) -> None:
+    index = make_index("exact", cache_dir=tmp_path, key="k")
+    assert index.search(QUERIES, k=3) == [[], []]
+
+
+def test_unknown_index_kind_lists_known_kinds(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        make_index("faiss", cache_dir=tmp_path, key="k", entry="system.x")
+    assert str(info.value) == (
+        "[system.x]: unknown index 'faiss'; known: " + ", ".join(sorted(INDEX_KINDS))
+    )
+
+
+# -- index recall ------------------------------------------------------------------------
+
+
+def test_index_recall_by_hand() -> None:
+    approx = [["a", "b", "x", "c"], ["c", "y", "d"]]
+    exact = [["a", "b", "c"], ["c", "d"]]
+    # k = 3: q1 approx {a, b, x} holds {a, b} of {a, b, c} = 2/3 (c is 4th, cut off);
+    # q2 approx {c, y, d} holds {c, d} of {c, d} = 1.
+    assert index_recall(approx, exact, k=3) == pytest.approx((2 / 3 + 1) / 2)
+    # k = 1: q1 a vs a = 1, q2 c vs c = 1.
+    assert index_recall(approx, exact, k=1) == 1.0
+    # k = 2: q1 {a, b} vs {a, b} = 1; q2 {c, y} vs {c, d} = 1/2.
+    assert index_recall(approx, exact, k=2) == pytest.approx(0.75)
+
+
+def test_index_recall_edge_cases() -> None:
+    assert index_recall([["a"]], [[]], k=5) == 1.0
+    assert index_recall([], [], k=5) == 1.0
+    assert index_recall([[]], [["a"]], k=5) == 0.0
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        index_recall([["a"]], [["a"]], k=0)
+    with pytest.raises(ValueError, match="1 approximate rankings for 2"):
+        index_recall([["a"]], [["a"], ["b"]], k=1)
+
+
+# -- chroma (embedded) ---------------------------------------------------------------------
+
+
+def test_chroma_matches_exact_on_hand_made_vectors(tmp_path: Path) -> None:
+    index = make_index("chroma", cache_dir=tmp_path, key="hand")
+    index.add(IDS, VECTORS)
+    assert len(index) == 5
+    _check(index.search(QUERIES, k=5), EXPECTED_FULL, 1e-5)
+    assert (tmp_path / "chroma").is_dir()
+
+
+def test_chroma_matches_exact_on_random_vectors(tmp_path: Path) -> None:
+    docs = _random(300, 24, seed=1)
+    queries = _random(30, 24, seed=2)
+    ids = [f"doc{i:03d}" for i in range(300)]
+    exact = make_index("exact", cache_dir=tmp_path, key="r")
+    chroma = make_index("chroma", cache_dir=tmp_path, key="r")
+    exact.add(ids, docs)
+    chroma.add(ids, docs)
+    want = exact.search(queries, k=10)
+    got = chroma.search(queries, k=10)
+    assert (
+        index_recall([[d for d, _ in r] for r in got], [[d for d, _ in r] for r in want], 10) == 1.0
+    )
+    _check(got, want, 1e-5)
+
+
+def test_chroma_reopen_reuses_collection_without_re_adding(tmp_path: Path) -> None:
+    first = make_index("chroma", cache_dir=tmp_path, key="warm")
+    first.add(IDS, VECTORS)
+    reopened = make_index("chroma", cache_dir=tmp_path, key="warm")
+    assert len(reopened) == 5
+    # Same ids with other vectors: a real add would change the results, a no-op keeps them.
+    reopened.add(IDS, VECTORS[::-1].copy())
+    assert len(reopened) == 5
+    _check(reopened.search(QUERIES, k=5), EXPECTED_FULL, 1e-5)
+    other = make_index("chroma", cache_dir=tmp_path, key="cold")
+    assert len(other) == 0
+    assert other.search(QUERIES, k=3) == [[], []]
+
+
+def test_chroma_adds_in_batches_under_the_client_limit(tmp_path: Path) -> None:
+    from retrieval_gate.index.chroma import ChromaIndex
+
+    index = make_index("chroma", cache_dir=tmp_path, key="batched")
+    assert isinstance(index, ChromaIndex)
+    index._batch = 7  # force several add() and get() round trips with 20 vectors
+    ids = [f"d{i:02d}" for i in range(20)]
+    index.add(ids[:9], _random(9, 4, seed=3))
+    index.add(ids, _random(20, 4, seed=3))
+    assert len(index) == 20
+
+
+def test_collection_names_follow_chroma_rules() -> None:
+    from retrieval_gate.index.chroma import collection_name
+
+    rule = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]$")
+    hexkey = "0123456789abcdef" * 2
+    assert collection_name(hexkey) == "rg-" + hexkey
+    long_key = "f" * 200
+    odd_key = "model id/with spaces:and..dots"
+    for key in (long_key, odd_key, "-", "é"):
+        name = collection_name(key)
+        assert rule.match(name), name
+        assert len(name) <= 63
+    assert collection_name(odd_key) != collection_name(odd_key + "!")
+
+
+def test_missing_chromadb_is_a_missing_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "chromadb", None)
+    with pytest.raises(MissingExtraError) as info:
+        make_index("chroma", cache_dir=tmp_path, key="k")
+    assert info.value.message == (
+        "chromadb is not installed; pip install 'pytest-retrieval-gate[chroma]'"
+    )
+
+
+# -- chroma server -------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _drop_chroma_clients() -> None:
+    # chroma caches one client per server for the life of the process and has no close(); its
+    # HTTP connections would otherwise be reported as unclosed sockets at interpreter exit.
+    import gc
+    import warnings
+
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    SharedSystemClient.clear_system_cache()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+
+
+@pytest.fixture(scope="module")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    exe = shutil.which("chroma")
+    if exe is None:
+        pytest.skip("the `chroma` CLI is not installed (pip install chromadb)")
+    port = _free_port()
+    data = tmp_path_factory.mktemp("chroma-server")
+    log = open(data / "server.log", "wb")  # noqa: SIM115 - closed in teardown
+    proc = subprocess.Popen(
+        [exe, "run", "--path", str(data / "db"), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"chroma server exited: {(data / 'server.log').read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(
+                    f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1
+                ) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("chroma server did not answer its heartbeat within 30 s")
+            time.sleep(0.2)
+        yield "127.0.0.1", port
+    finally:
+        _drop_chroma_clients()
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def test_chroma_server_matches_exact_and_reuses(
+    chroma_server: tuple[str, int], tmp_path: Path
+) -> None:
+    host, port = chroma_server
+    index = make_index("chroma-server", cache_dir=tmp_path, key="srv", host=host, port=port)
+    index.add(IDS, VECTORS)
+    _check(index.search(QUERIES, k=5), EXPECTED_FULL, 1e-5)
+    again = make_index("chroma-server", cache_dir=tmp_path, key="srv", host=host, port=port)
+    again.add(IDS, VECTORS[::-1].copy())
+    assert len(again) == 5
+    _check(again.search(QUERIES, k=5), EXPECTED_FULL, 1e-5)
+
+
+def test_chroma_server_unreachable_is_a_config_error(tmp_path: Path) -> None:
+    port = _free_port()
+    with pytest.raises(ConfigError, match=rf"chroma server at http://127.0.0.1:{port} is not"):
+        make_index("chroma-server", cache_dir=tmp_path, key="k", port=port, entry="system.s")
