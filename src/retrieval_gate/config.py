@@ -119,6 +119,7 @@ class Settings:
     alpha: float = 0.05
     seed: int = 0
     tolerance: Mapping[str, float] = field(default_factory=dict)
+    reference: str | None = None  # the system others are compared against in the report
 
     @property
     def where(self) -> str:
@@ -226,6 +227,21 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
     tolerance = table.get("tolerance", {})
     if not isinstance(tolerance, Mapping):
         raise ConfigError("'tolerance' must map metric to amount", path=source, entry="tolerance")
+    parsed_tolerance = {}
+    for name, amount in tolerance.items():
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not amount >= 0:
+            raise ConfigError(
+                f"tolerance must be a number >= 0, got {amount!r}",
+                path=source,
+                entry=f"tolerance.{name}",
+            )
+        parsed_tolerance[_metric_name(str(name), source, f"tolerance.{name}")] = float(amount)
+    reference = table.get("reference")
+    if reference is not None and reference not in systems:
+        known = ", ".join(sorted(systems)) or "none configured"
+        raise ConfigError(
+            f"unknown system {reference!r}; known systems: {known}", path=source, entry="reference"
+        )
     return Settings(
         root=base,
         source=source,
@@ -238,8 +254,19 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
         default_systems=default_systems,
         alpha=float(alpha),
         seed=seed,
-        tolerance={str(k): float(v) for k, v in tolerance.items()},
+        tolerance=parsed_tolerance,
+        reference=reference,
     )
+
+
+def _metric_name(text: str, source: Path, entry: str) -> str:
+    from retrieval_gate.errors import UnknownMetricError
+    from retrieval_gate.metrics import parse_metric
+
+    try:
+        return parse_metric(text).name
+    except UnknownMetricError as exc:
+        raise ConfigError(exc.message, path=source, entry=entry) from None
 
 
 def _path(table: Mapping[str, Any], key: str, source: Path, base: Path) -> Path | None:

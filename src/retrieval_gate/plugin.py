@@ -54,6 +54,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run this configured system; repeatable (default: the 'systems' setting, else all)",
     )
     group.addoption(
+        "--rg-reference",
+        dest="rg_reference",
+        metavar="NAME",
+        type=_system_name,
+        default=None,
+        help="system the report compares the others against "
+        "(default: 'reference' setting, else the first system)",
+    )
+    group.addoption(
         "--rg-baseline",
         dest="rg_baseline",
         metavar="PATH",

@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -227,9 +229,8 @@ def run_embedding(
     corpus: Corpus | None = None,
 ) -> RunResult:
     from retrieval_gate.cache import EmbeddingCache
-    from retrieval_gate.corpus import chunk_documents, load_corpus, map_chunk_hits
+    from retrieval_gate.corpus import chunk_documents, load_corpus
     from retrieval_gate.embed import EmbedderSpec, load_embedder
-    from retrieval_gate.index import index_recall, make_index
 
     if corpus is None:
         path = corpus_path(suite, system, settings)
@@ -309,10 +310,54 @@ def run_embedding(
             ]
         ).encode()
     ).hexdigest()
+    # Without the cache an embedded index lives in a throwaway folder, so nothing accumulates.
+    scratch = None if options.use_cache else Path(tempfile.mkdtemp(prefix="retrieval-gate-"))
+    try:
+        return _search_all(
+            suite,
+            system,
+            corpus,
+            embedder,
+            unit_ids,
+            vectors,
+            parent_of,
+            corpus_key,
+            scratch or options.cache_dir,
+            stats_base={
+                "corpus_documents": len(corpus),
+                "indexed_units": len(unit_ids),
+                "embedded_documents": len(todo),
+                "cached_documents": len(unit_ids) - len(todo),
+                "embedder": embedder.identity,
+            },
+        )
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _search_all(
+    suite: Suite,
+    system: SystemConfig,
+    corpus: Corpus,
+    embedder: Any,
+    unit_ids: list[str],
+    vectors: Any,
+    parent_of: dict[str, str] | None,
+    corpus_key: str,
+    index_dir: Path,
+    stats_base: dict[str, Any],
+) -> RunResult:
+    """Index the vectors, then time each query's embedding + search after one warm-up query."""
+    import numpy as np
+
+    from retrieval_gate.corpus import map_chunk_hits
+    from retrieval_gate.index import index_recall, make_index
+
     index = make_index(
         system.index,
-        cache_dir=options.cache_dir,
-        key=corpus_key if options.use_cache else corpus_key[:24] + f"-{time.time_ns():x}",
+        cache_dir=index_dir,
+        key=corpus_key,
         host=system.host,
         port=system.port,
     )
@@ -340,15 +385,9 @@ def run_embedding(
             hits = map_chunk_hits(hits, parent_of)
         results.append(dict(hits))
 
-    stats: dict[str, Any] = {
-        "corpus_documents": len(corpus),
-        "indexed_units": len(unit_ids),
-        "embedded_documents": len(todo),
-        "cached_documents": len(unit_ids) - len(todo),
-        "embedder": embedder.identity,
-    }
+    stats = dict(stats_base)
     if system.index != "exact":
-        exact = make_index("exact", cache_dir=options.cache_dir, key=corpus_key)
+        exact = make_index("exact", cache_dir=index_dir, key=corpus_key)
         exact.add(unit_ids, vectors)
         recall_k = min(max(suite.k), fetch)
         qmat = np.stack(query_vectors)

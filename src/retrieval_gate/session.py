@@ -38,6 +38,7 @@ class GateSession:
         self.rootpath = config.rootpath
         self.settings: Settings = load_settings(self.rootpath)
         self.systems: tuple[SystemConfig, ...] = self._select_systems()
+        self.reference = self._select_reference()
         self.cache_dir = self._path_option("rg_cache_dir", "retrieval_gate_cache_dir") or (
             self.settings.cache_dir or self.rootpath / ".retrieval-gate-cache"
         )
@@ -96,6 +97,18 @@ class GateSession:
                 )
             out.append(settings.systems[name])
         return tuple(out)
+
+    def _select_reference(self) -> str:
+        """The system the report compares the others against: option, setting, else the first."""
+        name = self.config.getoption("rg_reference") or self.settings.reference
+        if name is None:
+            return self.systems[0].name
+        if name not in {s.name for s in self.systems}:
+            running = ", ".join(s.name for s in self.systems)
+            raise RetrievalGateError(
+                f"reference system {name!r} is not among the systems this session runs ({running})"
+            )
+        return str(name)
 
     @property
     def is_worker(self) -> bool:
@@ -208,6 +221,7 @@ class GateSession:
             "removed": list(alignment.removed),
             "edited": list(alignment.edited),
             "notes": list(alignment.notes),
+            "means": dict(base.get("metrics", {})),
         }
         record["baseline"] = summary
         if alignment.not_comparable is not None:
@@ -277,7 +291,14 @@ class GateSession:
             self.saved_baseline = self.baseline_path
         from retrieval_gate.report import ReportData, write_reports
 
-        data = ReportData.build(self.runs, self.gates, self.errors)
+        data = ReportData.build(
+            self.runs,
+            self.gates,
+            self.errors,
+            reference=self.reference,
+            alpha=self.settings.alpha,
+            seed=self.settings.seed,
+        )
         try:
             self.written = write_reports(
                 data,

@@ -19,6 +19,9 @@ class ReportData:
     runs: tuple[dict[str, Any], ...]  # the JSON run records, sorted by suite then system
     gates: tuple[dict[str, Any], ...]  # failing first, then by node id
     errors: tuple[dict[str, str], ...]  # runs that could not complete
+    reference: str | None = None  # the system the others are compared against
+    alpha: float = 0.05
+    seed: int = 0
 
     @classmethod
     def build(
@@ -26,6 +29,10 @@ class ReportData:
         runs: Mapping[tuple[str, str], dict[str, Any]],
         gates: list[dict[str, Any]],
         errors: Mapping[tuple[str, str], str],
+        *,
+        reference: str | None = None,
+        alpha: float = 0.05,
+        seed: int = 0,
     ) -> ReportData:
         return cls(
             runs=tuple(runs[key] for key in sorted(runs)),
@@ -34,6 +41,9 @@ class ReportData:
                 {"suite": suite, "system": system, "error": message}
                 for (suite, system), message in sorted(errors.items())
             ),
+            reference=reference,
+            alpha=alpha,
+            seed=seed,
         )
 
     @property

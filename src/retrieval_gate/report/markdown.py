@@ -28,7 +28,7 @@ def headline_metrics(runs: list[dict[str, Any]], gates: list[dict[str, Any]]) ->
 
 
 def _numeric(cell: str) -> bool:
-    return cell.strip("*").replace(".", "", 1).lstrip("-").isdigit() or cell == "-"
+    return cell.strip("*").rstrip(" *").replace(".", "", 1).lstrip("+-").isdigit() or cell == "-"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> Iterator[str]:
@@ -93,7 +93,6 @@ def lines(data: ReportData) -> Iterator[str]:
 def _suite(data: ReportData, suite: str) -> Iterator[str]:
     runs = data.runs_of(suite)
     gates = [g for g in data.gates if g["suite"] == suite]
-    systems = [run["system"] for run in runs]
     yield f"## Suite `{suite}`"
     yield ""
     first = runs[0]
@@ -102,20 +101,31 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
 
     yield "### Metrics"
     yield ""
+    header = ["metric"]
+    for run in runs:
+        header.append(run["system"])
+        if _baseline_means(run):
+            header.append(f"{run['system']} (baseline)")
     rows = []
     for metric in first["metrics"]:
         values = [run["metrics"].get(metric) for run in runs]
         best = max((v for v in values if v is not None), default=None)
-        cells = [
-            f"**{fmt(v)}**" if len(runs) > 1 and v is not None and v == best else fmt(v)
-            for v in values
-        ]
-        rows.append([metric, *cells])
-    yield from _table(["metric", *systems], rows)
+        row = [metric]
+        for run, v in zip(runs, values, strict=True):
+            row.append(f"**{fmt(v)}**" if len(runs) > 1 and v is not None and v == best else fmt(v))
+            if _baseline_means(run):
+                row.append(fmt(_baseline_means(run).get(metric)))
+        rows.append(row)
+    yield from _table(header, rows)
     yield ""
 
     shown = headline_metrics(runs, gates)
     yield from _chart(suite, runs, shown)
+    if len(runs) > 1 and data.reference is not None:
+        yield from _reference(data, runs, shown)
+    for run in runs:
+        if "baseline" in run:
+            yield from _baseline(run, [g for g in gates if g["system"] == run["system"]])
 
     for kind, key in (("category", "categories"), ("difficulty", "difficulties")):
         labels = list(dict.fromkeys(label for run in runs for label in run[key]))
@@ -186,6 +196,93 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
             yield ""
             yield from _table(["query", metric, "first relevant at", "top 3"], rows)
             yield ""
+
+
+def _baseline_means(run: dict[str, Any]) -> dict[str, float]:
+    return dict(run.get("baseline", {}).get("means") or {})
+
+
+def _reference(data: ReportData, runs: list[dict[str, Any]], metrics: list[str]) -> Iterator[str]:
+    from retrieval_gate.report.compare import against_reference
+
+    comparisons = against_reference(runs, data.reference or "", metrics, seed=data.seed)
+    if not comparisons:
+        return
+    yield f"### Against the reference system `{data.reference}`"
+    yield ""
+    yield (
+        f"Paired two-sided randomisation test per metric over the same queries; "
+        f"* marks p < {data.alpha:g}. Better/worse count queries."
+    )
+    yield ""
+    rows = [
+        [
+            f"`{c.system}`",
+            c.metric,
+            fmt(c.reference_value),
+            fmt(c.value),
+            f"{c.delta:+.4f}",
+            f"{c.p_value:.4f}" + (" *" if c.p_value < data.alpha else ""),
+            str(c.improved),
+            str(c.degraded),
+        ]
+        for c in comparisons
+    ]
+    yield from _table(
+        ["system", "metric", str(data.reference), "system value", "delta", "p", "better", "worse"],
+        rows,
+    )
+    yield ""
+
+
+def _ids(ids: list[str], limit: int = 10) -> str:
+    shown = ", ".join(f"`{q}`" for q in ids[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
+def _baseline(run: dict[str, Any], gates: list[dict[str, Any]]) -> Iterator[str]:
+    base = run["baseline"]
+    yield f"### `{run['system']}` against the baseline"
+    yield ""
+    if not base["comparable"]:
+        yield f"**Baseline not comparable**: {base['reason']} (`{base['path']}`)."
+        yield ""
+        return
+    yield f"Compared on {base['shared']} queries shared with `{base['path']}`."
+    for label in ("added", "removed", "edited"):
+        if base[label]:
+            yield f"- {len(base[label])} {label} (not compared): {_ids(base[label])}"
+    for note in base["notes"]:
+        yield f"- note: {note}"
+    yield ""
+    rows = []
+    for name, m in base.get("metrics", {}).items():
+        rows.append(
+            [
+                name,
+                fmt(m["baseline"]),
+                fmt(m["current"]),
+                f"{m['current'] - m['baseline']:+.4f}",
+                f"{m['p_value']:.4f}",
+                f"{m['p_adjusted']:.4f}",
+                str(m["improved"]),
+                str(m["degraded"]),
+                "ok" if m["passed"] else "**REGRESSED**",
+            ]
+        )
+    if rows:
+        yield from _table(
+            ["metric", "baseline", "now", "delta", "p", "p (Holm)", "better", "worse", "verdict"],
+            rows,
+        )
+        yield ""
+    regressed = [g for g in gates if g["scope"].startswith("regression") and not g["passed"]]
+    for gate in regressed:
+        yield f"Regressed queries for {gate['metric']} ({gate['scope']}):"
+        yield ""
+        for line in gate["detail"][2:]:
+            yield f"- {line}"
+        yield ""
 
 
 def _chart(suite: str, runs: list[dict[str, Any]], metrics: list[str]) -> Iterator[str]:

@@ -20,6 +20,18 @@ def render(data: ReportData) -> Iterator[str]:
         for run in runs:
             cells = "  ".join(f"{run['metrics'][m]:>9.4f}" for m in metrics)
             yield f"  {run['system']:<{width}}  {cells}  {run['latency_ms']['p95']:>6.1f}"
+        for run in runs:
+            base = run.get("baseline")
+            if base is None:
+                continue
+            if not base["comparable"]:
+                yield f"  {run['system']} vs baseline: not comparable: {base['reason']}"
+            else:
+                extra = [f"{len(base[k])} {k}" for k in ("added", "removed", "edited") if base[k]]
+                yield (
+                    f"  {run['system']} vs baseline: {base['shared']} shared queries"
+                    + (f" ({', '.join(extra)})" if extra else "")
+                )
         failed = [g for g in gates if not g["passed"]]
         yield f"  gates: {len(gates) - len(failed)} passed, {len(failed)} failed"
         for g in failed:
