@@ -24,7 +24,7 @@ VERSION = 1
 DEFINING = ("metric_definitions", "gain")
 # Parts that name what changed between runs: still compared (judging such a change is the gate's
 # job), and reported as the likely cause.
-DESCRIPTIVE = ("system", "model_identity", "corpus_digest", "plugin_version")
+DESCRIPTIVE = ("system", "model_identity", "corpus_digest", "k", "plugin_version")
 
 
 class BaselineError(RetrievalGateError):
@@ -74,9 +74,39 @@ def load_baseline(path: Path) -> Baseline | None:
             path=path,
         )
     for key, run in data["runs"].items():
-        if not isinstance(run, dict) or not isinstance(run.get("queries"), dict):
-            raise BaselineError("corrupt baseline: run has no 'queries'", path=path, entry=key)
+        _check_run(run, path, key)
     return Baseline(path=path, runs=data["runs"])
+
+
+# What the comparison reads from each query of a baseline run, and the JSON type it must have.
+_QUERY_FIELDS = (("digest", str), ("metrics", dict), ("ranking", list), ("relevant_ranks", dict))
+
+
+def _check_run(run: Any, path: Path, key: str) -> None:
+    """A hand-edited or truncated baseline is an error naming the entry, never a KeyError later."""
+    if not isinstance(run, dict) or not isinstance(run.get("queries"), dict):
+        raise BaselineError("corrupt baseline: run has no 'queries'", path=path, entry=key)
+    for name in ("fingerprint", "metrics"):
+        if not isinstance(run.get(name, {}), dict):
+            raise BaselineError(
+                f"corrupt baseline: run {name!r} is not an object", path=path, entry=key
+            )
+    for qid, query in run["queries"].items():
+        where = f"{key} query {qid}"
+        if not isinstance(query, dict):
+            raise BaselineError("corrupt baseline: query is not an object", path=path, entry=where)
+        for name, kind in _QUERY_FIELDS:
+            if not isinstance(query.get(name), kind):
+                raise BaselineError(
+                    f"corrupt baseline: query has no {name!r} {kind.__name__}",
+                    path=path,
+                    entry=where,
+                )
+        values = query["metrics"].values()
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            raise BaselineError(
+                "corrupt baseline: query metric values must be numbers", path=path, entry=where
+            )
 
 
 def baseline_run(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -144,8 +174,15 @@ def align(record: Mapping[str, Any], base: Mapping[str, Any]) -> Alignment:
     if reason is None and not shared:
         reason = "no query is unchanged since the baseline"
     notes = tuple(
-        f"{key} changed since the baseline"
+        _note(key, base_fp[key], fp.get(key))
         for key in DESCRIPTIVE
         if key in base_fp and fp.get(key) != base_fp.get(key)
     )
     return Alignment(shared, added, removed, edited, reason, notes)
+
+
+def _note(key: str, before: Any, now: Any) -> str:
+    # Identities (a system's settings, a model's revision) are long; short values are shown.
+    if isinstance(before, (str, int, float, list)) and len(repr(before)) + len(repr(now)) <= 80:
+        return f"{key} changed since the baseline: {before!r} -> {now!r}"
+    return f"{key} changed since the baseline"

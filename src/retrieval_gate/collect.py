@@ -139,7 +139,7 @@ class _SuiteItem(pytest.Item):
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, f"{self.suite.name} x {self.system.name}: {self.name}"
+        return self.path, 0, f"{self.suite.name} x {self.system.name}: {self.name}"
 
 
 class GateItem(_SuiteItem):
@@ -224,5 +224,12 @@ class RegressionItem(_SuiteItem):
     def check(self) -> Outcome:
         found = self.gate_session.regressions(self.suite, self.system)
         if isinstance(found, str):
-            pytest.skip(f"baseline not comparable: {found}")
-        return found[(self.check_spec.scope, self.check_spec.metric)]
+            reason = f"baseline not comparable: {found}"
+        else:
+            outcome = found[(self.check_spec.scope, self.check_spec.metric)]
+            missing = outcome.extra.get("not_compared")
+            if missing is None:
+                return outcome
+            reason = f"not compared with the baseline: {missing}"
+        # Reported at the suite item, not at this line of the plugin.
+        raise pytest.skip.Exception(reason, _use_item_location=True)

@@ -220,17 +220,21 @@ def check_regressions(
     before = base["queries"]
     tests = []
     for check in checks:
-        ids = [
-            qid
-            for qid in _scope_ids(record, check.scope, shared)
-            if check.metric in current[qid]["metrics"] and check.metric in before[qid]["metrics"]
-        ]
+        in_scope = _scope_ids(record, check.scope, shared)
+        missing = _not_compared(check.metric, in_scope, current, before, record, base)
+        ids = [] if missing else in_scope
         now = [current[qid]["metrics"][check.metric] for qid in ids]
         then = [before[qid]["metrics"][check.metric] for qid in ids]
-        tests.append((check, ids, now, then, paired_randomisation(now, then, seed=seed)))
-    adjusted = holm([t[4].p_value for t in tests])
+        test = paired_randomisation(now, then, seed=seed)
+        tests.append((check, ids, now, then, test, missing))
+    # A check that compared no query (an empty scope, a metric one side lacks) tests nothing:
+    # it is left out of the family Holm corrects over, so it cannot dilute the others.
+    compared = [i for i, t in enumerate(tests) if t[1]]
+    adjusted = [1.0] * len(tests)
+    for i, p_adj in zip(compared, holm([tests[i][4].p_value for i in compared]), strict=True):
+        adjusted[i] = p_adj
     outcomes = []
-    for (check, ids, now, then, test), p_adj in zip(tests, adjusted, strict=True):
+    for (check, ids, now, then, test, missing), p_adj in zip(tests, adjusted, strict=True):
         mean_now = sum(now) / len(now) if now else 0.0
         mean_then = sum(then) / len(then) if then else 0.0
         drop = mean_then - mean_now
@@ -247,6 +251,8 @@ def check_regressions(
             f"paired randomisation test: p = {test.p_value:.4g}, Holm-adjusted {p_adj:.4g} "
             f"(alpha {alpha:g}): {'significant' if significant else 'not significant'}",
         ]
+        if missing is not None:
+            detail = [f"not compared: {missing}"]
         if not passed:
             detail += [
                 explain(qid, current[qid], before[qid], check.metric) for qid, _ in deltas[:EXPLAIN]
@@ -270,10 +276,36 @@ def check_regressions(
                     "p_adjusted": p_adj,
                     "improved": test.improved,
                     "degraded": test.degraded,
+                    **({} if missing is None else {"not_compared": missing}),
                 },
             )
         )
     return outcomes
+
+
+def _not_compared(
+    metric: str,
+    ids: list[str],
+    current: dict[str, Any],
+    before: dict[str, Any],
+    record: dict[str, Any],
+    base: dict[str, Any],
+) -> str | None:
+    """Why a metric cannot be compared over these queries, None when it can.
+
+    A metric absent on either side (the baseline was saved with other cutoffs, or a tolerance names
+    a metric this run does not compute) would otherwise compare zero queries and pass unseen.
+    """
+    if not ids:
+        return None
+    if any(metric not in current[qid]["metrics"] for qid in ids):
+        return f"this run does not compute {metric} (cutoffs {record.get('k')})"
+    if any(metric not in before[qid]["metrics"] for qid in ids):
+        return (
+            f"the baseline has no {metric} (saved with cutoffs {base.get('k')}, now "
+            f"{record.get('k')}); save a new baseline with --rg-save-baseline"
+        )
+    return None
 
 
 def explain(qid: str, now: dict[str, Any], then: dict[str, Any], metric: str) -> str:
@@ -286,13 +318,14 @@ def explain(qid: str, now: dict[str, Any], then: dict[str, Any], metric: str) ->
             continue
         text = f"{doc} {before_rank or '-'} -> {after_rank or '-'}"
         if before_rank is not None and (after_rank is None or after_rank > before_rank):
-            taken = [
-                d
-                for d in ranking_now[:before_rank]
-                if d not in then["ranking"][:before_rank] and d != doc
-            ]
+            # Who pushed it down: documents ranked ahead of it now that were not ahead of it
+            # before. One that fell out entirely was pushed by whoever now holds its old place.
+            ahead_now = ranking_now[: before_rank if after_rank is None else after_rank - 1]
+            ahead_then = set(then["ranking"][: before_rank - 1])
+            taken = [d for d in ahead_now if d not in ahead_then and d != doc]
             if taken:
-                text += f" (displaced by {', '.join(taken[:3])})"
+                more = f" and {len(taken) - 3} more" if len(taken) > 3 else ""
+                text += f" (displaced by {', '.join(taken[:3])}{more})"
         moves.append(text)
     values = f"{_fmt(then['metrics'][metric])} -> {_fmt(now['metrics'][metric])}"
     return f"{qid}: {metric} {values}; " + ("; ".join(moves) or "relevant ranks unchanged")

@@ -22,6 +22,7 @@ from retrieval_gate.config import Settings, SystemConfig, load_settings
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.evaluation import Evaluation, evaluate_run
 from retrieval_gate.gate import Outcome, check_regressions, regression_checks
+from retrieval_gate.metrics import Metric, parse_metric
 from retrieval_gate.run import RunOptions, corpus_path, run_suite
 from retrieval_gate.suite import Suite
 
@@ -56,6 +57,7 @@ class GateSession:
         self.baseline: Baseline | None = load_baseline(self.baseline_path)
         self._corpora: dict[Path, Corpus | RetrievalGateError] = {}
         self._records: dict[tuple[Path, str], dict[str, Any]] = {}
+        self._suite_names: dict[str, Path] = {}
         self._regressions: dict[tuple[Path, str], dict[tuple[str, str], Outcome] | str] = {}
         self._evaluations: dict[tuple[Path, str], Evaluation | RetrievalGateError] = {}
         self._attached: set[tuple[Path, str]] = set()
@@ -134,8 +136,22 @@ class GateSession:
             raise cached
         return cached
 
+    def _tolerance_metrics(self, suite: Suite) -> tuple[Metric, ...]:
+        """Metrics named only by a tolerance still need per-query values to be compared."""
+        names = dict.fromkeys([*suite.tolerance, *self.settings.tolerance])
+        return tuple(parse_metric(name) for name in names)
+
     def check_suite(self, suite: Suite) -> None:
-        """Collection-time checks that need the corpus: every relevant id must exist in it."""
+        """Collection-time checks: a suite name is one suite (the report and the baseline are
+        keyed by it), and every relevant id exists in the corpus."""
+        owner = self._suite_names.setdefault(suite.name, suite.path)
+        if owner != suite.path:
+            raise RetrievalGateError(
+                f"suite name {suite.name!r} is already used by {self._relpath(owner)}; "
+                "give each suite a distinct 'name'",
+                path=suite.path,
+                entry="name",
+            )
         for system in self.systems:
             corpus = self.corpus_for(suite, system)
             if corpus is None:
@@ -163,7 +179,7 @@ class GateSession:
                 run = run_suite(
                     suite, system, self.settings, options, self.corpus_for(suite, system)
                 )
-                found = evaluate_run(run)
+                found = evaluate_run(run, self._tolerance_metrics(suite))
             except RetrievalGateError as exc:
                 found = exc
             self._evaluations[key] = found

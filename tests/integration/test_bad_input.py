@@ -210,3 +210,17 @@ def test_retriever_returning_garbage_fails_with_one_line(
     result.assert_outcomes(failed=5)
     result.stdout.fnmatch_lines([lit(f"*lineage.retrieval.yaml [query join_orders]: {line}")])
     assert "Traceback" not in result.stdout.str()
+
+
+def test_two_suites_with_one_name(project: pytest.Pytester) -> None:
+    # The report and the baseline are keyed by suite name: two files must not share one.
+    write_suite(project, SUITE)
+    write_suite(project, SUITE, name="copy.retrieval.yaml")
+    result = project.runpytest("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        [
+            lit("*lineage.retrieval.yaml [name]: suite name 'lineage' is already used by ")
+            + "*.retrieval.yaml; give each suite a distinct 'name'"
+        ]
+    )

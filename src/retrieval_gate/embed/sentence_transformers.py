@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,28 @@ def _dimension(model: Any) -> int:
     return int(np.asarray(probe).shape[-1])
 
 
+@contextlib.contextmanager
+def _one_torch_thread() -> Iterator[None]:
+    """Run torch on one intra-op thread for the duration, then restore the setting.
+
+    A single short query gains next to nothing from intra-op parallelism, but its threads
+    spin-wait on each other: when the cores are busy (an xdist sibling embedding, a loaded CI
+    runner) every operator waits for a descheduled thread, and one MiniLM query measured
+    ~700 ms on two threads against ~15 ms on one. Query latency is gated, so it runs on one.
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    if before == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 class SentenceTransformerEmbedder:
     """A loaded `SentenceTransformer` with the spec's prompts and normalisation."""
 
@@ -129,13 +152,14 @@ class SentenceTransformerEmbedder:
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         prompt = self._spec.query_prompt
-        return encode_in_chunks(
-            lambda batch: self._encode(batch, prompt),
-            texts,
-            dim=self.dim,
-            normalize=self._spec.normalize,
-            chunk_size=max(len(texts), 1),
-        )
+        with _one_torch_thread():
+            return encode_in_chunks(
+                lambda batch: self._encode(batch, prompt),
+                texts,
+                dim=self.dim,
+                normalize=self._spec.normalize,
+                chunk_size=max(len(texts), 1),
+            )
 
 
 def source_identity(resolved: ResolvedModel, folder: Path | None) -> dict[str, str]:

@@ -1,0 +1,471 @@
+"""Baseline files (read, write, version, corruption), query alignment and regression explanations."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from retrieval_gate import __version__
+from retrieval_gate.baseline import (
+    VERSION,
+    Baseline,
+    BaselineError,
+    align,
+    load_baseline,
+    query_digest,
+    save_baseline,
+)
+from retrieval_gate.gate import RegressionCheck, check_regressions, explain
+
+FINGERPRINT = {
+    "plugin_version": "0.1.0",
+    "metric_definitions": 1,
+    "suite_digest": "abc",
+    "system": {"retriever": "app:search"},
+    "k": [1, 3],
+    "gain": "linear",
+}
+
+
+def query(
+    qid: str,
+    text: str = "",
+    *,
+    metrics: dict[str, float] | None = None,
+    ranking: list[str] | None = None,
+    relevant: dict[str, int] | None = None,
+    category: str | None = None,
+) -> dict[str, Any]:
+    relevant = relevant if relevant is not None else {f"{qid}-doc": 1}
+    ranking = ranking if ranking is not None else [f"{qid}-doc"]
+    position = {doc: r for r, doc in enumerate(ranking, start=1)}
+    return {
+        "id": qid,
+        "digest": query_digest(text or f"text of {qid}", relevant),
+        "category": category,
+        "difficulty": None,
+        "metrics": metrics if metrics is not None else {"P@1": 1.0},
+        "ranking": ranking,
+        "relevant_ranks": {doc: position.get(doc) for doc in relevant},
+        "latency_ms": 1.5,
+    }
+
+
+def record(
+    queries: list[dict[str, Any]], suite: str = "s", system: str = "sys", **fp: Any
+) -> dict[str, Any]:
+    return {
+        "suite": suite,
+        "suite_path": f"{suite}.retrieval.yaml",
+        "system": system,
+        "n": len(queries),
+        "k": [1, 3],
+        "fingerprint": {**FINGERPRINT, **fp},
+        "metrics": {"P@1": 1.0},
+        "latency_ms": {"p50": 1.0},
+        "queries": queries,
+    }
+
+
+def base_of(rec: dict[str, Any]) -> dict[str, Any]:
+    """``rec`` as the baseline file keeps it, read back."""
+    return dict(_round_trip(rec).runs["s::sys"])
+
+
+def _round_trip(rec: dict[str, Any]) -> Baseline:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "b.json"
+        save_baseline(path, [rec], None)
+        loaded = load_baseline(path)
+    assert loaded is not None
+    return loaded
+
+
+# -- load_baseline ------------------------------------------------------------------------------
+
+
+def test_missing_baseline_is_none(tmp_path: Path) -> None:
+    assert load_baseline(tmp_path / "nope.json") is None
+
+
+def test_corrupt_json_names_the_file_on_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "retrieval-baseline.json"
+    path.write_text('{"version": 1, "runs": {', encoding="utf-8")
+    with pytest.raises(BaselineError) as info:
+        load_baseline(path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(
+        f"{path}: corrupt baseline (invalid JSON at line 1, column 25: Expecting property name enclosed in double quotes)"
+    )
+    assert "--rg-save-baseline" in message
+
+
+def test_not_utf8_is_a_baseline_error(tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(BaselineError, match=r"b\.json: cannot read baseline"):
+        load_baseline(path)
+
+
+def test_wrong_version_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps({"version": 99, "runs": {}}), encoding="utf-8")
+    with pytest.raises(BaselineError, match=r"baseline version 99 is not supported \(expected 1\)"):
+        load_baseline(path)
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ([], r"expected an object with 'runs'"),
+        ({"version": 1}, r"expected an object with 'runs'"),
+        ({"version": 1, "runs": {"s::sys": {}}}, r"\[s::sys\]: corrupt baseline: run has no"),
+        (
+            {"version": 1, "runs": {"s::sys": {"queries": {"q1": {"digest": "x"}}}}},
+            r"\[s::sys query q1\]: corrupt baseline: query has no 'metrics' dict",
+        ),
+        (
+            {
+                "version": 1,
+                "runs": {
+                    "s::sys": {
+                        "queries": {
+                            "q1": {
+                                "digest": "x",
+                                "metrics": {"P@1": "high"},
+                                "ranking": [],
+                                "relevant_ranks": {},
+                            }
+                        }
+                    }
+                },
+            },
+            r"\[s::sys query q1\]: corrupt baseline: query metric values must be numbers",
+        ),
+        (
+            {"version": 1, "runs": {"s::sys": {"queries": {}, "fingerprint": []}}},
+            r"\[s::sys\]: corrupt baseline: run 'fingerprint' is not an object",
+        ),
+    ],
+)
+def test_malformed_content_names_the_entry(tmp_path: Path, payload: Any, message: str) -> None:
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    with pytest.raises(BaselineError, match=message):
+        load_baseline(path)
+
+
+# -- save_baseline ------------------------------------------------------------------------------
+
+
+def test_save_keeps_what_the_comparison_needs_and_drops_latency(tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    rec = record([query("q1", metrics={"P@1": 0.5}, ranking=["a", "q1-doc"])])
+    save_baseline(path, [rec], None)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["version"] == VERSION
+    assert data["generator"] == f"pytest-retrieval-gate {__version__}"
+    assert list(data["runs"]) == ["s::sys"]
+    run = data["runs"]["s::sys"]
+    assert run["fingerprint"] == FINGERPRINT
+    assert run["k"] == [1, 3]
+    assert run["queries"] == {
+        "q1": {
+            "digest": query_digest("text of q1", {"q1-doc": 1}),
+            "category": None,
+            "difficulty": None,
+            "metrics": {"P@1": 0.5},
+            "ranking": ["a", "q1-doc"],
+            "relevant_ranks": {"q1-doc": 2},
+        }
+    }
+    assert "latency_ms" not in run
+    # Nothing left behind by the atomic write.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.json"]
+
+
+def test_save_keeps_runs_this_session_did_not_run(tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    save_baseline(path, [record([query("q1")], suite="a"), record([query("q1")], suite="c")], None)
+    previous = load_baseline(path)
+    assert previous is not None
+    # This session ran only suite "c" (now with a second query) and a new suite "b".
+    now = [record([query("q1"), query("q2")], suite="c"), record([query("x")], suite="b")]
+    save_baseline(path, now, previous)
+    runs = json.loads(path.read_text(encoding="utf-8"))["runs"]
+    assert list(runs) == ["a::sys", "b::sys", "c::sys"]  # sorted, whatever the session's order
+    assert list(runs["a::sys"]["queries"]) == ["q1"]
+    assert list(runs["c::sys"]["queries"]) == ["q1", "q2"]
+
+
+def test_saved_output_is_deterministic(tmp_path: Path) -> None:
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    a = record([query("q1"), query("q2")], suite="a")
+    b = record([query("q3")], suite="b")
+    save_baseline(one, [a, b], None)
+    save_baseline(two, [b, a], None)
+    assert one.read_bytes() == two.read_bytes()
+    assert one.read_bytes().endswith(b"}\n")
+
+
+def test_failed_write_leaves_the_old_baseline(tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    save_baseline(path, [record([query("q1")])], None)
+    before = path.read_bytes()
+    unserialisable = record([query("q1", metrics={"P@1": object()})])  # type: ignore[dict-item]
+    with pytest.raises(TypeError):
+        save_baseline(path, [unserialisable], None)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.json"]
+
+
+# -- align ----------------------------------------------------------------------------------------
+
+
+def test_align_sorts_queries_into_shared_added_removed_edited() -> None:
+    base = base_of(record([query("q1"), query("q2"), query("q3"), query("q4")]))
+    now = record(
+        [
+            query("q1"),
+            query("q2", "a reworded q2"),  # text edited
+            query("q3", relevant={"q3-doc": 1, "other": 1}),  # judgments edited
+            query("q5"),
+        ]
+    )
+    got = align(now, base)
+    assert got.shared == ("q1",)
+    assert got.edited == ("q2", "q3")
+    assert got.added == ("q5",)
+    assert got.removed == ("q4",)
+    assert got.not_comparable is None
+    assert got.notes == ()
+
+
+def test_a_grade_change_is_an_edit() -> None:
+    base = base_of(record([query("q1", relevant={"d": 1})]))
+    assert align(record([query("q1", relevant={"d": 2})]), base).edited == ("q1",)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "reason"),
+    [
+        ("metric_definitions", 2, "metric_definitions changed from 1 to 2"),
+        ("gain", "exponential", "gain changed from 'linear' to 'exponential'"),
+    ],
+)
+def test_defining_fingerprint_change_is_not_comparable(key: str, value: Any, reason: str) -> None:
+    base = base_of(record([query("q1")]))
+    got = align(record([query("q1")], **{key: value}), base)
+    assert got.not_comparable == reason
+    assert got.shared == ("q1",)  # still reported, just not compared
+
+
+def test_no_unchanged_query_is_not_comparable() -> None:
+    base = base_of(record([query("q1"), query("q2")]))
+    got = align(record([query("q1", "new"), query("q3")]), base)
+    assert got.not_comparable == "no query is unchanged since the baseline"
+    assert (got.edited, got.added, got.removed) == (("q1",), ("q3",), ("q2",))
+
+
+def test_model_corpus_and_cutoff_changes_are_notes_not_blockers() -> None:
+    base = base_of(record([query("q1")], model_identity="minilm@1", corpus_digest="c1"))
+    now = record(
+        [query("q1")],
+        model_identity="minilm@2",
+        corpus_digest="c2",
+        k=[1, 3, 10],
+        plugin_version="0.2.0",
+    )
+    now["fingerprint"]["system"] = {"retriever": "app:search2"}
+    got = align(now, base)
+    assert got.not_comparable is None
+    assert got.notes == (
+        "system changed since the baseline",
+        "model_identity changed since the baseline: 'minilm@1' -> 'minilm@2'",
+        "corpus_digest changed since the baseline: 'c1' -> 'c2'",
+        "k changed since the baseline: [1, 3] -> [1, 3, 10]",
+        "plugin_version changed since the baseline: '0.1.0' -> '0.2.0'",
+    )
+
+
+def test_suite_digest_change_alone_is_neither_note_nor_blocker() -> None:
+    # Editing one query changes the suite digest; the per-query digests already say which.
+    base = base_of(record([query("q1"), query("q2")]))
+    got = align(record([query("q1"), query("q2", "edited")], suite_digest="other"), base)
+    assert (got.not_comparable, got.notes, got.shared) == (None, (), ("q1",))
+
+
+# -- explain ----------------------------------------------------------------------------------------
+
+
+def test_explain_gives_ranks_before_after_and_who_took_the_places() -> None:
+    # "Displaced by": ranked ahead of the document now, and not ahead of it before.
+    then = query(
+        "q1",
+        metrics={"P@3": 1 / 3},
+        ranking=["a", "r1", "b", "r2", "c"],
+        relevant={"r1": 1, "r2": 1},
+    )
+    now = query(
+        "q1",
+        metrics={"P@3": 0.0},
+        ranking=["x", "y", "a", "r1", "b"],
+        relevant={"r1": 1, "r2": 1},
+    )
+    # r1 2 -> 4: ahead of it now x, y, a; before only a.
+    # r2 4 -> gone: its old top 4 now holds x, y, a, r1; before a, r1, b were ahead of it.
+    assert explain("q1", now, then, "P@3") == (
+        "q1: P@3 0.3333 -> 0; r1 2 -> 4 (displaced by x, y); r2 4 -> - (displaced by x, y)"
+    )
+
+
+def test_explain_shows_gains_and_skips_unmoved_documents() -> None:
+    then = query("q1", metrics={"R@3": 0.5}, ranking=["r1", "z", "y"], relevant={"r1": 1, "r2": 1})
+    now = query("q1", metrics={"R@3": 0.5}, ranking=["r1", "r2", "y"], relevant={"r1": 1, "r2": 1})
+    assert explain("q1", now, then, "R@3") == "q1: R@3 0.5 -> 0.5; r2 - -> 2"
+
+
+def test_explain_lists_at_most_three_intruders() -> None:
+    # r fell out of the top 5; its old place and those ahead of it are now p, q, s, t, u.
+    then = query("q1", metrics={"MRR@5": 0.2}, ranking=["a", "b", "c", "d", "r"], relevant={"r": 1})
+    now = query("q1", metrics={"MRR@5": 0.0}, ranking=["p", "q", "s", "t", "u"], relevant={"r": 1})
+    assert explain("q1", now, then, "MRR@5") == (
+        "q1: MRR@5 0.2 -> 0; r 5 -> - (displaced by p, q, s and 2 more)"
+    )
+
+
+def test_explain_with_unchanged_ranks() -> None:
+    same = query("q1", metrics={"P@1": 1.0}, ranking=["q1-doc"])
+    assert explain("q1", same, same, "P@1") == "q1: P@1 1 -> 1; relevant ranks unchanged"
+
+
+# -- check_regressions over a baseline read back from disk ---------------------------------------
+
+
+def test_regression_needs_both_tolerance_and_significance() -> None:
+    # Five queries drop P@1 from 1 to 0, five stay: mean 1 -> 0.5, p = 2^-5 = 0.03125.
+    then = record([query(f"q{i}") for i in range(10)])
+    now = record(
+        [query(f"q{i}", metrics={"P@1": 0.0}, ranking=["spam"]) for i in range(5)]
+        + [query(f"q{i}") for i in range(5, 10)]
+    )
+    base = base_of(then)
+    shared = align(now, base).shared
+    checks = [RegressionCheck("suite", "P@1", 0.01)]
+    [out] = check_regressions(now, base, shared, checks, alpha=0.05, seed=0)
+    assert not out.passed
+    assert (out.value, out.extra["baseline"], out.threshold, out.n) == (0.5, 1.0, 0.99, 10)
+    assert out.extra["p_value"] == 1 / 32
+    assert out.worst == tuple((f"q{i}", -1.0) for i in range(5))
+    assert out.detail[0] == (
+        "baseline 1 -> now 0.5 (drop 0.5, tolerance 0.01) over 10 shared queries; 5 worse, 0 better"
+    )
+    assert out.detail[1] == (
+        "paired randomisation test: p = 0.03125, Holm-adjusted 0.03125 (alpha 0.05): significant"
+    )
+    assert out.detail[2] == "q0: P@1 1 -> 0; q0-doc 1 -> - (displaced by spam)"
+    # Same drop, tolerance 0.5: within it, passes although significant.
+    [lenient] = check_regressions(
+        now, base, shared, [RegressionCheck("suite", "P@1", 0.5)], alpha=0.05, seed=0
+    )
+    assert lenient.passed
+    # Alpha 0.01: not significant, passes although far over tolerance.
+    [strict] = check_regressions(now, base, shared, checks, alpha=0.01, seed=0)
+    assert strict.passed
+
+
+def test_holm_runs_over_the_checks_of_one_run() -> None:
+    # Category a: 5 of 5 drop (p = 1/32); b unchanged (p = 1); suite: 5 of 10 drop (p = 1/32).
+    # Holm over [1/32, 1/32, 1]: 3/32 = 0.09375 for both -> not significant at 0.05.
+    then = record([query(f"q{i}", category="a" if i < 5 else "b") for i in range(10)])
+    now = record(
+        [query(f"q{i}", metrics={"P@1": 0.0}, category="a") for i in range(5)]
+        + [query(f"q{i}", category="b") for i in range(5, 10)]
+    )
+    base = base_of(then)
+    checks = [
+        RegressionCheck("suite", "P@1", 0.01),
+        RegressionCheck("category[a]", "P@1", 0.01),
+        RegressionCheck("category[b]", "P@1", 0.01),
+    ]
+    outs = check_regressions(now, base, align(now, base).shared, checks, alpha=0.05, seed=0)
+    assert [o.extra["p_value"] for o in outs] == [1 / 32, 1 / 32, 1.0]
+    assert [o.extra["p_adjusted"] for o in outs] == [3 / 32, 3 / 32, 1.0]
+    assert [o.passed for o in outs] == [True, True, True]
+    assert [o.n for o in outs] == [10, 5, 5]
+    assert [o.scope for o in outs] == [
+        "regression",
+        "regression category[a]",
+        "regression category[b]",
+    ]
+    # Alone (p = 1/32 <= 0.05), category a fails.
+    [alone] = check_regressions(now, base, align(now, base).shared, checks[1:2], alpha=0.05, seed=0)
+    assert not alone.passed
+
+
+def test_only_shared_queries_are_compared() -> None:
+    # q1 edited (and worse), q2 unchanged, q3 added with 0: only q2 counts.
+    then = record([query("q1"), query("q2")])
+    now = record(
+        [
+            query("q1", "edited", metrics={"P@1": 0.0}),
+            query("q2"),
+            query("q3", metrics={"P@1": 0.0}),
+        ]
+    )
+    base = base_of(then)
+    shared = align(now, base).shared
+    [out] = check_regressions(
+        now, base, shared, [RegressionCheck("suite", "P@1", 0.01)], alpha=0.05, seed=0
+    )
+    assert (out.passed, out.n, out.value, out.extra["baseline"]) == (True, 1, 1.0, 1.0)
+
+
+def test_metric_missing_from_the_baseline_is_said_not_passed_silently() -> None:
+    then = record([query("q1"), query("q2")])
+    now = record(
+        [query("q1", metrics={"P@1": 1.0, "P@10": 0.1}), query("q2", metrics={"P@1": 1.0})]
+    )
+    now["k"] = [1, 10]
+    base = base_of(then)
+    checks = [RegressionCheck("suite", "P@10", 0.01), RegressionCheck("suite", "P@1", 0.01)]
+    missing, p1 = check_regressions(now, base, ("q1", "q2"), checks, alpha=0.05, seed=0)
+    assert missing.detail == ("not compared: this run does not compute P@10 (cutoffs [1, 10])",)
+    assert missing.extra["not_compared"].startswith("this run does not compute P@10")
+    assert missing.n == 0
+    assert "not_compared" not in p1.extra
+    now["queries"][1]["metrics"]["P@10"] = 0.1
+    missing, _ = check_regressions(now, base, ("q1", "q2"), checks, alpha=0.05, seed=0)
+    assert missing.extra["not_compared"] == (
+        "the baseline has no P@10 (saved with cutoffs [1, 3], now [1, 10]); "
+        "save a new baseline with --rg-save-baseline"
+    )
+
+
+def test_explain_names_everyone_who_moved_ahead() -> None:
+    # r 1 -> 3: both new documents ahead of it pushed it down, not only the one at rank 1.
+    then = query("q1", metrics={"MRR@5": 1.0}, ranking=["r", "a", "b"], relevant={"r": 1})
+    now = query("q1", metrics={"MRR@5": 1 / 3}, ranking=["x", "y", "r"], relevant={"r": 1})
+    assert explain("q1", now, then, "MRR@5") == (
+        "q1: MRR@5 1 -> 0.3333; r 1 -> 3 (displaced by x, y)"
+    )
+
+
+def test_checks_that_compare_nothing_stay_out_of_the_holm_family() -> None:
+    # Category c has no query: its check compares nothing and must not multiply the suite's p.
+    then = record([query(f"q{i}") for i in range(5)])
+    now = record([query(f"q{i}", metrics={"P@1": 0.0}) for i in range(5)])
+    base = base_of(then)
+    checks = [RegressionCheck("suite", "P@1", 0.01), RegressionCheck("category[c]", "P@1", 0.01)]
+    suite, empty = check_regressions(now, base, align(now, base).shared, checks, alpha=0.05, seed=0)
+    assert (suite.extra["p_value"], suite.extra["p_adjusted"], suite.passed) == (
+        1 / 32,
+        1 / 32,
+        False,
+    )
+    assert (empty.n, empty.extra["p_adjusted"], empty.passed) == (0, 1.0, True)
