@@ -141,6 +141,34 @@ def test_progress_bar_gives_the_same_vectors(minilm: Embedder) -> None:
     )
 
 
+def test_queries_encode_on_one_torch_thread(
+    minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Timed query encoding must not spin-wait on sibling threads when the cores are busy.
+    import torch
+
+    model = minilm._model  # type: ignore[attr-defined]
+    seen: list[int] = []
+    encode = model.encode
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(torch.get_num_threads())
+        return encode(*args, **kwargs)
+
+    monkeypatch.setattr(model, "encode", spy)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        (query,) = minilm.encode_queries([QUERY])
+        assert torch.get_num_threads() == 2
+        (as_document,) = minilm.encode_documents([QUERY])
+    finally:
+        torch.set_num_threads(previous)
+    assert seen == [1, 2]
+    # Same vector either way (no prompts here): only the thread count differs.
+    np.testing.assert_allclose(query, as_document, atol=1e-5)
+
+
 def test_query_prompt_changes_queries_only(minilm: Embedder, minilm_prompted: Embedder) -> None:
     plain = minilm.encode_queries([QUERY])
     prompted = minilm_prompted.encode_queries([QUERY])

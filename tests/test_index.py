@@ -184,6 +184,55 @@ def test_chroma_adds_in_batches_under_the_client_limit(tmp_path: Path) -> None:
     assert len(index) == 20
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="advisory store lock is POSIX only")
+def test_chroma_fills_a_collection_only_under_the_store_lock(tmp_path: Path) -> None:
+    # Another process holding the lock (filling the collection) makes add() wait, so nobody
+    # reads a collection whose HNSW files are still being written.
+    import fcntl
+    import threading
+
+    from retrieval_gate.index.chroma import LOCK_FILE
+
+    index = make_index("chroma", cache_dir=tmp_path, key="locked")
+    adding = threading.Thread(target=index.add, args=(IDS, VECTORS))
+    with open(tmp_path / "chroma" / LOCK_FILE, "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        adding.start()
+        adding.join(timeout=0.5)
+        assert adding.is_alive()
+        assert len(index) == 0
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    adding.join(timeout=30)
+    assert not adding.is_alive()
+    _check(index.search(QUERIES, k=5), EXPECTED_FULL, 1e-5)
+
+
+def test_chroma_failures_are_one_line_run_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retrieval_gate.errors import RunError
+    from retrieval_gate.index.chroma import ChromaIndex
+
+    index = make_index("chroma", cache_dir=tmp_path, key="broken")
+    assert isinstance(index, ChromaIndex)
+    index.add(IDS, VECTORS)
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("Error executing plan: Nothing found on disk\nstack trace ...")
+
+    monkeypatch.setattr(index._collection, "query", fail)
+    with pytest.raises(RunError) as info:
+        index.search(QUERIES, k=3)
+    assert isinstance(info.value, ValueError)  # the Index protocol's error for callers
+    assert info.value.format() == (
+        f"chroma collection 'rg-broken' at {tmp_path / 'chroma'} query failed: "
+        "Error executing plan: Nothing found on disk"
+    )
+    monkeypatch.setattr(index._collection, "count", fail)
+    with pytest.raises(RunError, match="could not be counted: Error executing plan"):
+        index.add(["f"], VECTORS[:1])
+
+
 def test_collection_names_follow_chroma_rules() -> None:
     from retrieval_gate.index.chroma import collection_name
 

