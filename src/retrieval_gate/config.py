@@ -348,9 +348,14 @@ def parse_system(name: str, spec: Any, source: Path, base: Path) -> SystemConfig
     def positive(v: int) -> bool:
         return v >= 1
 
-    model = values.get("model")
-    if isinstance(model, str) and (model.startswith(("./", "../")) or model.startswith("~")):
-        model = str((base / Path(model).expanduser()).resolve())
+    def local(ref: Any) -> Any:
+        # A model written as a relative path means a folder beside the settings file.
+        if isinstance(ref, str) and ref.startswith(("./", "../", "~")):
+            return str((base / Path(ref).expanduser()).resolve())
+        return ref
+
+    model = local(values.get("model"))
+    values["distill_from"] = local(values.get("distill_from"))
     corpus = typed("corpus", str, None)
     chunk_unit = typed("chunk_unit", str, "words", lambda v: v in ("words", "chars"))
     return SystemConfig(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -137,6 +137,37 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(exc.format()) from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "retrieval_gate_session")
+
+
+@pytest.fixture(scope="session")
+def retrieval_system(request: pytest.FixtureRequest) -> Any:
+    """The configured retrieval system, opened once per session: ``search(query, k)`` returns
+    ``[(doc_id, score), ...]`` best first, exactly as the gate retrieves.
+
+    Which system: the first ``--rg-system``, else the first of the ``systems`` setting. Works
+    with or without ``--retrieval-gate``; its corpus embeddings come from the same cache.
+    """
+    from retrieval_gate.errors import RetrievalGateError
+    from retrieval_gate.system import RetrievalSystem, open_system
+
+    config = request.config
+    session = config.stash.get(SESSION_KEY, None)
+    try:
+        if session is not None:
+            opened = RetrievalSystem(session.systems[0], session.settings, session.run_options)
+        else:
+            names = config.getoption("rg_system") or [None]
+            cache = config.getoption("rg_cache_dir") or config.getini("retrieval_gate_cache_dir")
+            opened = open_system(
+                config.rootpath,
+                name=names[0],
+                cache_dir=Path(cache) if cache else None,
+                use_cache=not config.getoption("rg_no_cache"),
+            )
+    except RetrievalGateError as exc:
+        pytest.fail(f"retrieval_system: {exc.format()}", pytrace=False)
+    request.addfinalizer(opened.close)
+    return opened
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

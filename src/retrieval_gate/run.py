@@ -37,6 +37,8 @@ class RunOptions:
     cache_dir: Path
     use_cache: bool = True
     progress: bool = False
+    # Loaded embedders by spec, shared by every run of a session (one model load each).
+    embedders: dict[Any, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
 @dataclass(frozen=True)
@@ -221,6 +223,174 @@ def _result(
 # -- embedding systems --------------------------------------------------------------------------
 
 
+class EmbeddingIndex:
+    """A corpus embedded (through the cache) and indexed for one embedding system.
+
+    What a run and the ``retrieval_system`` fixture share: ``search(query, k)`` embeds the query
+    and returns the top documents (chunk hits mapped back to their documents) best first.
+    """
+
+    def __init__(
+        self,
+        system: SystemConfig,
+        settings: Settings,
+        options: RunOptions,
+        corpus: Corpus,
+    ) -> None:
+        from retrieval_gate.cache import EmbeddingCache
+        from retrieval_gate.corpus import chunk_documents
+        from retrieval_gate.embed import EmbedderSpec, load_embedder
+        from retrieval_gate.index import make_index
+
+        self.system = system
+        self.corpus = corpus
+        if system.chunk_size is not None:
+            chunks = chunk_documents(
+                corpus.documents,
+                size=system.chunk_size,
+                overlap=system.chunk_overlap,
+                unit=system.chunk_unit,
+            )
+            self.unit_ids = [c.id for c in chunks]
+            unit_texts = [c.text for c in chunks]
+            self.parent_of: dict[str, str] | None = {c.id: c.parent for c in chunks}
+        else:
+            self.unit_ids = list(corpus.ids)
+            unit_texts = [d.content for d in corpus.documents]
+            self.parent_of = None
+
+        spec = EmbedderSpec(
+            kind=system.embedder or "",
+            model=system.model or system.distill_from or "",
+            query_prompt=system.query_prompt,
+            document_prompt=system.document_prompt,
+            normalize=system.normalize,
+            batch_size=system.batch_size,
+            distill_from=system.distill_from,
+            pca_dims=system.pca_dims,
+        )
+        try:
+            # One model load per session and spec, however many suites use it.
+            embedder = options.embedders.get(spec)
+            if embedder is None:
+                embedder = options.embedders[spec] = load_embedder(
+                    spec, cache_dir=options.cache_dir
+                )
+        except RetrievalGateError as exc:
+            if exc.entry is None:
+                exc.entry = f"system.{system.name}"
+                exc.path = exc.path or (None if settings.source is None else str(settings.source))
+                exc.args = (exc.format(),)
+            raise
+        self.embedder = embedder
+
+        # Documents: the cache answers what it has; only new or edited texts are embedded.
+        import numpy as np
+
+        digests = [EmbeddingCache.digest(text) for text in unit_texts]
+        vectors = np.zeros((len(unit_texts), embedder.dim), dtype=np.float32)
+        todo = list(range(len(unit_texts)))
+        cache = (
+            EmbeddingCache(options.cache_dir / "embeddings", embedder.identity)
+            if options.use_cache
+            else None
+        )
+        if cache is not None:
+            found, todo = cache.lookup(digests)
+            missing = set(todo)
+            hit_rows = [i for i in range(len(digests)) if i not in missing]
+            if hit_rows:
+                vectors[hit_rows] = found
+        if todo:
+            fresh = embedder.encode_documents(
+                [unit_texts[i] for i in todo], progress=options.progress
+            )
+            vectors[todo] = fresh
+            if cache is not None:
+                cache.store([digests[i] for i in todo], fresh)
+        self.vectors = vectors
+
+        self.key = hashlib.sha256(
+            json.dumps(
+                [
+                    embedder.identity,
+                    corpus.digest,
+                    system.chunk_size,
+                    system.chunk_overlap,
+                    system.chunk_unit,
+                ]
+            ).encode()
+        ).hexdigest()
+        # Without the cache an embedded index lives in a throwaway folder: nothing accumulates.
+        self._scratch = None if options.use_cache else Path(tempfile.mkdtemp(prefix="rg-index-"))
+        self.index_dir = self._scratch or options.cache_dir
+        try:
+            self.index = make_index(
+                system.index,
+                cache_dir=self.index_dir,
+                key=self.key,
+                host=system.host,
+                port=system.port,
+            )
+            self.index.add(self.unit_ids, vectors)
+        except BaseException:
+            self.close()
+            raise
+        self.stats: dict[str, Any] = {
+            "corpus_documents": len(corpus),
+            "indexed_units": len(self.unit_ids),
+            "embedded_documents": len(todo),
+            "cached_documents": len(self.unit_ids) - len(todo),
+            "embedder": embedder.identity,
+        }
+
+    def fetch_depth(self, depth: int) -> int:
+        """Index hits to fetch so that ``depth`` documents come back after chunk mapping."""
+        n_units = len(self.unit_ids)
+        if self.parent_of is not None:
+            # Several chunks of one document can fill the top: fetch enough for depth parents.
+            per_doc = math.ceil(n_units / max(1, len(self.corpus)))
+            return min(n_units, depth * max(1, per_doc))
+        return min(depth, n_units)
+
+    def search_vector(self, vector: Any, fetch: int) -> list[tuple[str, float]]:
+        from retrieval_gate.corpus import map_chunk_hits
+
+        hits = self.index.search(vector, fetch)[0]
+        if self.parent_of is not None:
+            hits = map_chunk_hits(hits, self.parent_of)
+        return hits
+
+    def search(self, query: str, k: int = 10) -> list[tuple[str, float]]:
+        """The top ``k`` documents for ``query``, best first, as ``(doc_id, cosine score)``."""
+        vector = self.embedder.encode_queries([query])
+        return self.search_vector(vector, self.fetch_depth(k))[:k]
+
+    def close(self) -> None:
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+
+
+def require_corpus(
+    suite: Suite | None, system: SystemConfig, settings: Settings, corpus: Corpus | None
+) -> Corpus:
+    from retrieval_gate.corpus import load_corpus
+
+    if corpus is not None:
+        return corpus
+    path = (
+        system.corpus or settings.corpus if suite is None else corpus_path(suite, system, settings)
+    )
+    if path is None:
+        raise ConfigError(
+            "an embedding system needs a corpus: set 'corpus' in the suite or the settings",
+            path=suite.path if suite is not None else settings.source,
+            entry=f"system.{system.name}",
+        )
+    return load_corpus(path)
+
+
 def run_embedding(
     suite: Suite,
     system: SystemConfig,
@@ -228,173 +398,46 @@ def run_embedding(
     options: RunOptions,
     corpus: Corpus | None = None,
 ) -> RunResult:
-    from retrieval_gate.cache import EmbeddingCache
-    from retrieval_gate.corpus import chunk_documents, load_corpus
-    from retrieval_gate.embed import EmbedderSpec, load_embedder
-
-    if corpus is None:
-        path = corpus_path(suite, system, settings)
-        if path is None:
-            raise ConfigError(
-                "an embedding system needs a corpus: set 'corpus' in the suite or the settings",
-                path=suite.path,
-                entry=f"system {system.name}",
-            )
-        corpus = load_corpus(path)
-
-    if system.chunk_size is not None:
-        chunks = chunk_documents(
-            corpus.documents,
-            size=system.chunk_size,
-            overlap=system.chunk_overlap,
-            unit=system.chunk_unit,
-        )
-        unit_ids = [c.id for c in chunks]
-        unit_texts = [c.text for c in chunks]
-        parent_of: dict[str, str] | None = {c.id: c.parent for c in chunks}
-    else:
-        unit_ids = list(corpus.ids)
-        unit_texts = [d.content for d in corpus.documents]
-        parent_of = None
-
-    spec = EmbedderSpec(
-        kind=system.embedder or "",
-        model=system.model or system.distill_from or "",
-        query_prompt=system.query_prompt,
-        document_prompt=system.document_prompt,
-        normalize=system.normalize,
-        batch_size=system.batch_size,
-        distill_from=system.distill_from,
-        pca_dims=system.pca_dims,
-    )
-    try:
-        embedder = load_embedder(spec, cache_dir=options.cache_dir)
-    except RetrievalGateError as exc:
-        if exc.entry is None:
-            exc.entry = f"system.{system.name}"
-            exc.path = exc.path or (None if settings.source is None else str(settings.source))
-            exc.args = (exc.format(),)
-        raise
-
-    # Documents: the cache answers what it has; only new or edited texts are embedded.
     import numpy as np
 
-    digests = [EmbeddingCache.digest(text) for text in unit_texts]
-    vectors = np.zeros((len(unit_texts), embedder.dim), dtype=np.float32)
-    todo = list(range(len(unit_texts)))
-    cache = (
-        EmbeddingCache(options.cache_dir / "embeddings", embedder.identity)
-        if options.use_cache
-        else None
-    )
-    if cache is not None:
-        found, todo = cache.lookup(digests)
-        missing = set(todo)
-        hit_rows = [i for i in range(len(digests)) if i not in missing]
-        if hit_rows:
-            vectors[hit_rows] = found
-    if todo:
-        fresh = embedder.encode_documents([unit_texts[i] for i in todo], progress=options.progress)
-        vectors[todo] = fresh
-        if cache is not None:
-            cache.store([digests[i] for i in todo], fresh)
-
-    corpus_key = hashlib.sha256(
-        json.dumps(
-            [
-                embedder.identity,
-                corpus.digest,
-                system.chunk_size,
-                system.chunk_overlap,
-                system.chunk_unit,
-            ]
-        ).encode()
-    ).hexdigest()
-    # Without the cache an embedded index lives in a throwaway folder, so nothing accumulates.
-    scratch = None if options.use_cache else Path(tempfile.mkdtemp(prefix="retrieval-gate-"))
-    try:
-        return _search_all(
-            suite,
-            system,
-            corpus,
-            embedder,
-            unit_ids,
-            vectors,
-            parent_of,
-            corpus_key,
-            scratch or options.cache_dir,
-            stats_base={
-                "corpus_documents": len(corpus),
-                "indexed_units": len(unit_ids),
-                "embedded_documents": len(todo),
-                "cached_documents": len(unit_ids) - len(todo),
-                "embedder": embedder.identity,
-            },
-        )
-    finally:
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _search_all(
-    suite: Suite,
-    system: SystemConfig,
-    corpus: Corpus,
-    embedder: Any,
-    unit_ids: list[str],
-    vectors: Any,
-    parent_of: dict[str, str] | None,
-    corpus_key: str,
-    index_dir: Path,
-    stats_base: dict[str, Any],
-) -> RunResult:
-    """Index the vectors, then time each query's embedding + search after one warm-up query."""
-    import numpy as np
-
-    from retrieval_gate.corpus import map_chunk_hits
     from retrieval_gate.index import index_recall, make_index
 
-    index = make_index(
-        system.index,
-        cache_dir=index_dir,
-        key=corpus_key,
-        host=system.host,
-        port=system.port,
+    index = EmbeddingIndex(
+        system, settings, options, require_corpus(suite, system, settings, corpus)
     )
-    index.add(unit_ids, vectors)
+    try:
+        depth = max(system.depth, suite.depth_needed)
+        fetch = index.fetch_depth(depth)
+        embedder = index.embedder
+        first = suite.queries[0]
+        index.search_vector(embedder.encode_queries([first.text]), fetch)  # warm-up, not timed
+        results: list[dict[str, float]] = []
+        latencies: list[float] = []
+        query_vectors = []
+        for query in suite.queries:
+            start = time.perf_counter()
+            vector = embedder.encode_queries([query.text])
+            hits = index.search_vector(vector, fetch)
+            latencies.append((time.perf_counter() - start) * 1000.0)
+            query_vectors.append(vector[0])
+            results.append(dict(hits))
 
-    depth = max(system.depth, suite.depth_needed)
-    fetch = depth
-    if parent_of is not None:
-        # Several chunks of one document can fill the top: fetch enough chunks for depth parents.
-        fetch = min(len(unit_ids), depth * max(1, math.ceil(len(unit_ids) / max(1, len(corpus)))))
-    fetch = min(fetch, len(unit_ids))
+        stats = dict(index.stats)
+        if system.index != "exact":
+            # How much of exact search's top k the approximate index finds, on the same vectors:
+            # tells a drop caused by the index apart from one caused by the model.
+            exact = make_index("exact", cache_dir=index.index_dir, key=index.key)
+            exact.add(index.unit_ids, index.vectors)
+            recall_k = min(max(suite.k), len(index.unit_ids))
+            qmat = np.stack(query_vectors)
+            exact_hits = [[d for d, _ in row] for row in exact.search(qmat, recall_k)]
+            approx_hits = [[d for d, _ in row] for row in index.index.search(qmat, recall_k)]
+            stats["index_recall"] = index_recall(approx_hits, exact_hits, recall_k)
+            stats["index_recall_k"] = recall_k
+    finally:
+        index.close()
 
-    first = suite.queries[0]
-    index.search(embedder.encode_queries([first.text]), fetch)  # warm-up, not timed
-    results: list[dict[str, float]] = []
-    latencies: list[float] = []
-    query_vectors = []
-    for query in suite.queries:
-        start = time.perf_counter()
-        qv = embedder.encode_queries([query.text])
-        hits = index.search(qv, fetch)[0]
-        latencies.append((time.perf_counter() - start) * 1000.0)
-        query_vectors.append(qv[0])
-        if parent_of is not None:
-            hits = map_chunk_hits(hits, parent_of)
-        results.append(dict(hits))
-
-    stats = dict(stats_base)
-    if system.index != "exact":
-        exact = make_index("exact", cache_dir=index_dir, key=corpus_key)
-        exact.add(unit_ids, vectors)
-        recall_k = min(max(suite.k), fetch)
-        qmat = np.stack(query_vectors)
-        exact_hits = [[d for d, _ in row] for row in exact.search(qmat, recall_k)]
-        approx_hits = [[d for d, _ in row] for row in index.search(qmat, recall_k)]
-        stats["index_recall"] = index_recall(approx_hits, exact_hits, recall_k)
-        stats["index_recall_k"] = recall_k
-
-    fp = fingerprint(suite, system, corpus_digest=corpus.digest, model_identity=embedder.identity)
+    fp = fingerprint(
+        suite, system, corpus_digest=index.corpus.digest, model_identity=embedder.identity
+    )
     return _result(suite, system, results, latencies, fp, stats, depth)

@@ -44,6 +44,11 @@ class GateSession:
             self.settings.cache_dir or self.rootpath / ".retrieval-gate-cache"
         )
         self.use_cache = not config.getoption("rg_no_cache")
+        self.run_options = RunOptions(
+            cache_dir=self.cache_dir,
+            use_cache=self.use_cache,
+            progress=sys.stderr.isatty() and not self.is_worker,
+        )
         self.report_path = self._path_option("rg_report", "retrieval_gate_report") or (
             self.settings.report or self.rootpath / DEFAULT_REPORT
         )
@@ -171,13 +176,8 @@ class GateSession:
         found = self._evaluations.get(key)
         if found is None:
             try:
-                options = RunOptions(
-                    cache_dir=self.cache_dir,
-                    use_cache=self.use_cache,
-                    progress=sys.stderr.isatty() and not self.is_worker,
-                )
                 run = run_suite(
-                    suite, system, self.settings, options, self.corpus_for(suite, system)
+                    suite, system, self.settings, self.run_options, self.corpus_for(suite, system)
                 )
                 found = evaluate_run(run, self._tolerance_metrics(suite))
             except RetrievalGateError as exc:

@@ -410,7 +410,7 @@ def test_embedding_system_without_a_corpus_is_one_line_per_item(
     result = pytester.runpytest("--retrieval-gate", f"--rg-cache-dir={pytester.path / 'c'}")
     result.assert_outcomes(failed=2)
     line = (
-        "*handbook.retrieval.yaml [[]system minilm[]]: an embedding system needs a corpus: "
+        "*handbook.retrieval.yaml [[]system.minilm[]]: an embedding system needs a corpus: "
         "set 'corpus' in the suite or the settings"
     )
     result.stdout.fnmatch_lines([line, line])
@@ -443,3 +443,77 @@ def test_xdist_workers_share_one_cache_and_agree(pytester: pytest.Pytester, tmp_
     )
     assert per_query(in_serial) == per_query(in_parallel)
     assert in_serial["stats"]["index_recall"] == in_parallel["stats"]["index_recall"] == 1.0
+
+
+# -- the retrieval_system fixture ----------------------------------------------------------------
+
+USER_TESTS = """
+import pytest
+
+def test_refund_question_finds_the_refund_page(retrieval_system):
+    hits = retrieval_system.search("How long until my money comes back after returning an item?", 3)
+    assert [doc for doc, _ in hits][0] == "billing/refunds.md"
+    assert len(hits) == 3
+    scores = [score for _, score in hits]
+    assert scores == sorted(scores, reverse=True)
+    print("SYSTEM", retrieval_system.name, "EMBEDDED", retrieval_system.stats["embedded_documents"])
+
+def test_search_latency(retrieval_system, benchmark):
+    hits = benchmark(retrieval_system.search, "Who gets alerted when the site goes down?", 1)
+    assert hits[0][0] == "ops/oncall.md"
+"""
+
+
+def test_retrieval_system_fixture_with_pytest_benchmark(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("pytest_benchmark")
+    make_project(pytester, {"minilm": MINILM + 'index = "exact"'})
+    write(pytester.path / "test_search.py", USER_TESTS)
+    # A plain pytest run: the user's own tests, no --retrieval-gate needed.
+    result = pytester.runpytest(
+        "test_search.py", "-s", "--benchmark-min-rounds=3", "--benchmark-max-time=0.05"
+    )
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*SYSTEM minilm EMBEDDED 6*", "*test_search_latency*"])
+    # The corpus embeddings went into the same cache the gate reads: a gate run embeds nothing.
+    # (Its 2 gate items run beside the user's 2 tests, which now share the gate's session.)
+    pytester.runpytest("--retrieval-gate", "--benchmark-disable").assert_outcomes(passed=4)
+    assert report(pytester.path)["runs"][0]["stats"]["embedded_documents"] == 0
+
+
+def test_retrieval_system_fixture_follows_rg_system(pytester: pytest.Pytester) -> None:
+    make_project(
+        pytester,
+        {"minilm": MINILM + 'index = "exact"', "keyword": 'retriever = "kw:search"'},
+    )
+    write(
+        pytester.path / "kw.py",
+        """
+        def search(query, k):
+            # Every document ties; the gate's order breaks ties by doc id descending.
+            return [("billing/refunds.md", 1.0), ("people/holidays.md", 1.0), ("ops/backups.md", 2.0)]
+        """,
+    )
+    write(
+        pytester.path / "test_kw.py",
+        """
+        def test_ranked_like_the_gate(retrieval_system):
+            assert retrieval_system.name == "keyword"
+            assert retrieval_system.search("anything", 2) == [
+                ("ops/backups.md", 2.0), ("people/holidays.md", 1.0)
+            ]
+        """,
+    )
+    pytester.syspathinsert()
+    result = pytester.runpytest("test_kw.py", "--rg-system", "keyword")
+    result.assert_outcomes(passed=1)
+
+
+def test_retrieval_system_fixture_reports_a_bad_setting_in_one_line(
+    pytester: pytest.Pytester,
+) -> None:
+    make_project(pytester, {"broken": 'embedder = "sentence-transformers"\nmodel = "./no-model"'})
+    write(pytester.path / "test_x.py", "def test_x(retrieval_system):\n    pass\n")
+    result = pytester.runpytest("test_x.py")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([lit("*retrieval_system: *pyproject.toml [system.broken]: *")])
+    assert "Traceback" not in result.stdout.str()
