@@ -135,7 +135,7 @@ def test_terminal_summary_is_compact(project: pytest.Pytester) -> None:
         [
             "*= retrieval gate =*",
             "lineage (3 queries)",
-            "  system       MRR@3      Hit@3        P@1        R@3     nDCG@3  p95 ms",
+            "  system         P@1        R@3      MRR@3      Hit@3     nDCG@3  p95 ms",
             "  keyword     1.0000     1.0000     1.0000     1.0000     1.0000  *",
             "  gates: 5 passed, 0 failed",
         ]

@@ -22,7 +22,9 @@ def headline_metrics(runs: list[dict[str, Any]], gates: list[dict[str, Any]]) ->
     """The metrics a suite's summary shows: what its gates name, then nDCG, R and MRR at max k."""
     available = list(runs[0]["metrics"])
     top = max(runs[0]["k"])
-    wanted = [g["metric"] for g in gates if g["metric"] in available]
+    # Whole-suite gates first, then the category / difficulty / regression ones.
+    ordered = sorted(gates, key=lambda g: g["scope"] != "suite")
+    wanted = [g["metric"] for g in ordered if g["metric"] in available]
     wanted += [f"nDCG@{top}", f"R@{top}", f"MRR@{top}", f"P@{min(runs[0]['k'])}"]
     return [m for m in dict.fromkeys(wanted) if m in available]
 
