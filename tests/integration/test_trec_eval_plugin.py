@@ -78,3 +78,68 @@ def test_plugin_matches_trec_eval_per_query(pytester: pytest.Pytester, shared_da
             assert values[ours] == pytest.approx(expected[qid][theirs], abs=5e-5), (qid, ours)
             compared += 1
     assert compared == 3 * len(names)
+
+
+def test_plugin_matches_pytrec_eval_on_a_run_with_ties_and_grades(
+    pytester: pytest.Pytester,
+) -> None:
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    docs = [f"d{i:03d}" for i in range(60)]
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for q in range(40):
+        qid = f"q{q:02d}"
+        judged = rng.choice(docs, size=12, replace=False)
+        grades = rng.integers(0, 4, size=12)
+        grades[0] = max(1, int(grades[0]))  # every suite query needs a relevant document
+        qrels[qid] = {str(d): int(g) for d, g in zip(judged, grades, strict=True)}
+        retrieved = rng.choice(docs, size=30, replace=False)
+        # Scores on a coarse grid: many ties, broken by doc id as trec_eval does.
+        run[qid] = {
+            str(d): float(s) for d, s in zip(retrieved, rng.integers(0, 8, 30) / 4, strict=True)
+        }
+    suite = {
+        "name": "generated",
+        "k": [1, 3, 5, 10, 20],
+        "queries": [{"id": q, "query": q, "relevant": qrels[q]} for q in qrels],
+    }
+    (pytester.path / "generated.retrieval.json").write_text(json.dumps(suite))
+    (pytester.path / "run.json").write_text(json.dumps(run))
+    pytester.makepyfile(
+        gen_run="""
+        import json, pathlib
+        RUN = json.loads((pathlib.Path(__file__).parent / "run.json").read_text())
+        def retrieve(query, k):
+            return list(RUN[query].items())
+        """
+    )
+    pytester.makefile(
+        ".toml", pyproject='[tool.retrieval_gate.system.gen]\nretriever = "gen_run:retrieve"\n'
+    )
+    pytester.syspathinsert()
+    pytester.runpytest("--retrieval-gate").assert_outcomes(passed=1)
+    report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+    got = {q["id"]: q["metrics"] for q in report["runs"][0]["queries"]}
+
+    cut = "1,3,5,10,20"
+    measures = {
+        f"P.{cut}",
+        f"recall.{cut}",
+        f"ndcg_cut.{cut}",
+        f"map_cut.{cut}",
+        "success.1,3,5,10",
+        "Rprec",
+    }
+    expected = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+    names = {"R-Prec": "Rprec"}
+    for k in (1, 3, 5, 10, 20):
+        names |= {f"P@{k}": f"P_{k}", f"R@{k}": f"recall_{k}", f"nDCG@{k}": f"ndcg_cut_{k}"}
+        names |= {f"MAP@{k}": f"map_cut_{k}"}
+    names |= {f"Hit@{k}": f"success_{k}" for k in (1, 3, 5, 10)}
+    assert sorted(got) == sorted(expected)
+    for qid, values in got.items():
+        for ours, theirs in names.items():
+            assert values[ours] == pytest.approx(expected[qid][theirs], abs=1e-9), (qid, ours)
