@@ -438,7 +438,11 @@ def test_metric_missing_from_the_baseline_is_said_not_passed_silently() -> None:
     assert missing.detail == ("not compared: this run does not compute P@10 (cutoffs [1, 10])",)
     assert missing.extra["not_compared"].startswith("this run does not compute P@10")
     assert missing.n == 0
-    assert "not_compared" not in p1.extra
+    # Two queries are compared for P@1, but no pair of two can ever be significant (p >= 1/4).
+    assert p1.n == 2
+    assert p1.extra["not_compared"] == (
+        "too few queries (2) to detect a regression at alpha 0.05: the smallest possible p is 0.25"
+    )
     now["queries"][1]["metrics"]["P@10"] = 0.1
     missing, _ = check_regressions(now, base, ("q1", "q2"), checks, alpha=0.05, seed=0)
     assert missing.extra["not_compared"] == (

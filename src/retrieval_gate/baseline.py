@@ -7,7 +7,6 @@ compare on the queries both runs share and report added, removed and edited quer
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import Any
 from retrieval_gate import __version__
 from retrieval_gate.atomic import write_text_atomic
 from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.record import query_digest as query_digest  # re-exported for callers
 
 VERSION = 1
 # Parts of the fingerprint that change what a metric value means: values measured under
@@ -33,11 +33,6 @@ class BaselineError(RetrievalGateError):
 
 def run_key(suite: str, system: str) -> str:
     return f"{suite}::{system}"
-
-
-def query_digest(text: str, relevant: Mapping[str, int]) -> str:
-    blob = json.dumps([text, sorted(relevant.items())], ensure_ascii=False).encode()
-    return hashlib.sha256(blob).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

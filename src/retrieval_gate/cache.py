@@ -133,14 +133,16 @@ class EmbeddingCache:
         return sorted(self.directory.glob(_SHARD_GLOB))
 
     def _drop_damaged(self, path: Path, reason: str) -> None:
+        # Deleted before warning: under filterwarnings=error the warning raises, and the damaged
+        # shard must still be gone so the next run rebuilds it.
+        with contextlib.suppress(OSError):
+            path.unlink()
         warnings.warn(
             f"embedding cache shard {path} is unreadable ({reason}); deleted it, its "
             "entries will be re-embedded",
             CacheWarning,
             stacklevel=4,
         )
-        with contextlib.suppress(OSError):
-            path.unlink()
 
     def _refresh(self) -> dict[str, tuple[str, int]]:
         """Load shards not seen yet, forget vanished ones, and rebuild the digest index."""

@@ -108,6 +108,9 @@ class _SuiteItem(pytest.Item):
         self.system = system
         self.rg_payload: list[tuple[str, str]] = []
         self.add_marker(pytest.mark.retrieval_gate)
+        # With xdist's --dist loadgroup, all items of a suite x system share one worker and so
+        # one retrieval run.
+        self.add_marker(pytest.mark.xdist_group(f"{suite.name}::{system.name}"))
 
     @property
     def gate_session(self) -> GateSession:

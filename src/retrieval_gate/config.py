@@ -33,6 +33,7 @@ _SETTINGS_KEYS = frozenset(
         "alpha",
         "seed",
         "tolerance",
+        "reference",
     }
 )
 _SYSTEM_KEYS = frozenset(
@@ -204,9 +205,15 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
     else:
         if isinstance(default, str):
             default = [default]
-        if not isinstance(default, list) or not all(isinstance(s, str) for s in default):
+        if (
+            not isinstance(default, list)
+            or not default
+            or not all(isinstance(s, str) for s in default)
+        ):
             raise ConfigError(
-                "'systems' must be a list of system names", path=source, entry="systems"
+                "'systems' must be a non-empty list of system names",
+                path=source,
+                entry="systems",
             )
         for name in default:
             if name not in systems:
@@ -264,9 +271,14 @@ def _metric_name(text: str, source: Path, entry: str) -> str:
     from retrieval_gate.metrics import parse_metric
 
     try:
-        return parse_metric(text).name
+        metric = parse_metric(text)
     except UnknownMetricError as exc:
         raise ConfigError(exc.message, path=source, entry=entry) from None
+    if metric.is_latency:
+        raise ConfigError(
+            "latency is gated by ceilings, not baseline tolerances", path=source, entry=entry
+        )
+    return metric.name
 
 
 def _path(table: Mapping[str, Any], key: str, source: Path, base: Path) -> Path | None:

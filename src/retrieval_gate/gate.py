@@ -227,14 +227,24 @@ def check_regressions(
         then = [before[qid]["metrics"][check.metric] for qid in ids]
         test = paired_randomisation(now, then, seed=seed)
         tests.append((check, ids, now, then, test, missing))
-    # A check that compared no query (an empty scope, a metric one side lacks) tests nothing:
-    # it is left out of the family Holm corrects over, so it cannot dilute the others.
-    compared = [i for i, t in enumerate(tests) if t[1]]
+    # A check that compared no query (an empty scope, a metric one side lacks) tests nothing, and
+    # one over too few queries can never reach significance (its smallest possible p is 2^-n):
+    # both are left out of the family Holm corrects over, so they cannot dilute the others.
+    too_few = {
+        i: f"too few queries ({len(t[1])}) to detect a regression at alpha {alpha:g}: the "
+        f"smallest possible p is {smallest_p(len(t[1])):.4g}"
+        for i, t in enumerate(tests)
+        if t[1] and smallest_p(len(t[1])) > alpha
+    }
+    compared = [i for i, t in enumerate(tests) if t[1] and i not in too_few]
     adjusted = [1.0] * len(tests)
     for i, p_adj in zip(compared, holm([tests[i][4].p_value for i in compared]), strict=True):
         adjusted[i] = p_adj
     outcomes = []
-    for (check, ids, now, then, test, missing), p_adj in zip(tests, adjusted, strict=True):
+    for i, ((check, ids, now, then, test, missing), p_adj) in enumerate(
+        zip(tests, adjusted, strict=True)
+    ):
+        missing = missing or too_few.get(i)
         mean_now = sum(now) / len(now) if now else 0.0
         mean_then = sum(then) / len(then) if then else 0.0
         drop = mean_then - mean_now
@@ -281,6 +291,13 @@ def check_regressions(
             )
         )
     return outcomes
+
+
+def smallest_p(n: int) -> float:
+    """The smallest p-value the paired test can give over ``n`` queries (all differences one way)."""
+    from retrieval_gate.stats import DEFAULT_PERMUTATIONS, EXACT_LIMIT
+
+    return 2.0**-n if n <= EXACT_LIMIT else 1.0 / (DEFAULT_PERMUTATIONS + 1)
 
 
 def _not_compared(

@@ -128,6 +128,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "retrieval_gate: an item generated from a retrieval suite (pytest-retrieval-gate)",
     )
+    config.addinivalue_line("markers", "xdist_group(name): run items of one group on one worker")
     from retrieval_gate.errors import RetrievalGateError
     from retrieval_gate.session import GateSession
 
@@ -157,11 +158,16 @@ def retrieval_system(request: pytest.FixtureRequest) -> Any:
             opened = RetrievalSystem(session.systems[0], session.settings, session.run_options)
         else:
             names = config.getoption("rg_system") or [None]
-            cache = config.getoption("rg_cache_dir") or config.getini("retrieval_gate_cache_dir")
+            # As the gate resolves them: options from the current folder, ini from the rootdir.
+            option, ini = (
+                config.getoption("rg_cache_dir"),
+                config.getini("retrieval_gate_cache_dir"),
+            )
+            cache = Path(option).absolute() if option else config.rootpath / ini if ini else None
             opened = open_system(
                 config.rootpath,
                 name=names[0],
-                cache_dir=Path(cache) if cache else None,
+                cache_dir=cache,
                 use_cache=not config.getoption("rg_no_cache"),
             )
     except RetrievalGateError as exc:

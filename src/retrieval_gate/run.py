@@ -89,7 +89,7 @@ def load_retriever(system: SystemConfig, settings: Settings) -> Retriever:
     ref = system.retriever or ""
     try:
         obj = import_object(ref, settings.root)
-    except (ImportError, AttributeError) as exc:
+    except Exception as exc:  # the user's module may fail at import in any way
         raise ConfigError(
             f"cannot import retriever {ref!r}: {type(exc).__name__}: {exc}",
             path=settings.source,
@@ -136,11 +136,15 @@ def run_retriever(
     stats: dict[str, Any] = {}
     if corpus is not None:
         stats["corpus_documents"] = len(corpus)
-    return _result(suite, system, results, latencies, fingerprint(suite, system), stats, depth)
+    extra = {} if corpus is None else {"corpus_digest": corpus.digest}
+    return _result(
+        suite, system, results, latencies, fingerprint(suite, system, **extra), stats, depth
+    )
 
 
 def normalise_hits(raw: Any, *, where: tuple[Path, str], source: str) -> dict[str, float]:
-    """Accept ``[(id, score)]``, ``[{"id", "score"}]`` or ``[id, ...]`` (best first) as results.
+    """Accept ``[(id, score)]``, ``{id: score}``, ``[{"id", "score"}]`` or ``[id, ...]`` (best
+    first) as results.
 
     A document returned twice keeps its best score. Anything else, or a score that is not a finite
     number, is a :class:`RunError` naming the suite and query.
@@ -152,7 +156,8 @@ def normalise_hits(raw: Any, *, where: tuple[Path, str], source: str) -> dict[st
             path=path,
             entry=entry,
         )
-    items = list(raw)
+    # {doc_id: score}, the run shape of pytrec_eval and evaluate(), is pairs too.
+    items = list(raw.items()) if isinstance(raw, Mapping) else list(raw)
     hits: dict[str, float] = {}
     n = len(items)
     for position, item in enumerate(items):
@@ -353,18 +358,26 @@ class EmbeddingIndex:
             return min(n_units, depth * max(1, per_doc))
         return min(depth, n_units)
 
-    def search_vector(self, vector: Any, fetch: int) -> list[tuple[str, float]]:
+    def search_vector(self, vector: Any, depth: int) -> list[tuple[str, float]]:
+        """The top ``depth`` documents for an embedded query (fewer only if the corpus is)."""
         from retrieval_gate.corpus import map_chunk_hits
 
-        hits = self.index.search(vector, fetch)[0]
-        if self.parent_of is not None:
-            hits = map_chunk_hits(hits, self.parent_of)
-        return hits
+        n_units = len(self.unit_ids)
+        fetch = self.fetch_depth(depth)
+        while True:
+            hits = self.index.search(vector, fetch)[0]
+            if self.parent_of is None:
+                return hits
+            parents = map_chunk_hits(hits, self.parent_of)
+            # One long document's chunks can crowd the others out: widen until depth documents.
+            if len(parents) >= depth or fetch >= n_units:
+                return parents[:depth]
+            fetch = min(n_units, fetch * 2)
 
     def search(self, query: str, k: int = 10) -> list[tuple[str, float]]:
         """The top ``k`` documents for ``query``, best first, as ``(doc_id, cosine score)``."""
         vector = self.embedder.encode_queries([query])
-        return self.search_vector(vector, self.fetch_depth(k))[:k]
+        return self.search_vector(vector, k)
 
     def close(self) -> None:
         if self._scratch is not None:
@@ -407,17 +420,16 @@ def run_embedding(
     )
     try:
         depth = max(system.depth, suite.depth_needed)
-        fetch = index.fetch_depth(depth)
         embedder = index.embedder
         first = suite.queries[0]
-        index.search_vector(embedder.encode_queries([first.text]), fetch)  # warm-up, not timed
+        index.search_vector(embedder.encode_queries([first.text]), depth)  # warm-up, not timed
         results: list[dict[str, float]] = []
         latencies: list[float] = []
         query_vectors = []
         for query in suite.queries:
             start = time.perf_counter()
             vector = embedder.encode_queries([query.text])
-            hits = index.search_vector(vector, fetch)
+            hits = index.search_vector(vector, depth)
             latencies.append((time.perf_counter() - start) * 1000.0)
             query_vectors.append(vector[0])
             results.append(dict(hits))

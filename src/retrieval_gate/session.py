@@ -19,7 +19,7 @@ import pytest
 
 from retrieval_gate.baseline import Baseline, align, load_baseline, save_baseline
 from retrieval_gate.config import Settings, SystemConfig, load_settings
-from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.errors import RetrievalGateError, RunError
 from retrieval_gate.evaluation import Evaluation, evaluate_run
 from retrieval_gate.gate import Outcome, check_regressions, regression_checks
 from retrieval_gate.metrics import Metric, parse_metric
@@ -58,11 +58,25 @@ class GateSession:
         self.baseline_path = self._path_option("rg_baseline", "retrieval_gate_baseline") or (
             self.settings.baseline or self.rootpath / DEFAULT_BASELINE
         )
+        if self.json_path.resolve() == self.report_path.resolve():
+            raise RetrievalGateError(
+                f"--rg-json and the markdown report are both {self.report_path}; give the JSON "
+                "twin its own path"
+            )
         self.save_baseline = bool(config.getoption("rg_save_baseline"))
-        self.baseline: Baseline | None = load_baseline(self.baseline_path)
+        self.baseline_problem: str | None = None
+        try:
+            self.baseline: Baseline | None = load_baseline(self.baseline_path)
+        except RetrievalGateError as exc:
+            if not self.save_baseline:
+                raise
+            # Asked to save: the unreadable file is what is being replaced.
+            self.baseline = None
+            self.baseline_problem = exc.format()
         self._corpora: dict[Path, Corpus | RetrievalGateError] = {}
         self._records: dict[tuple[Path, str], dict[str, Any]] = {}
         self._suite_names: dict[str, Path] = {}
+        self._labels: set[str] = set()  # categories and difficulties registered as markers
         self._regressions: dict[tuple[Path, str], dict[tuple[str, str], Outcome] | str] = {}
         self._evaluations: dict[tuple[Path, str], Evaluation | RetrievalGateError] = {}
         self._attached: set[tuple[Path, str]] = set()
@@ -133,13 +147,22 @@ class GateSession:
             from retrieval_gate.corpus import load_corpus
 
             try:
-                cached = load_corpus(path)
+                # The suite's own corpus may name its format (a folder of TREC files).
+                own = suite.corpus is not None and path == suite.corpus.resolve()
+                cached = load_corpus(path, format=suite.corpus_format if own else None)
             except RetrievalGateError as exc:
                 cached = exc
             self._corpora[path] = cached
         if isinstance(cached, RetrievalGateError):
             raise cached
         return cached
+
+    def _foreign_markers(self) -> set[str]:
+        """Markers pytest and other plugins registered: labels must not collide with them."""
+        names = set()
+        for line in self.config.getini("markers"):
+            names.add(line.split(":")[0].split("(")[0].strip())
+        return names - self._labels
 
     def _tolerance_metrics(self, suite: Suite) -> tuple[Metric, ...]:
         """Metrics named only by a tolerance still need per-query values to be compared."""
@@ -149,6 +172,17 @@ class GateSession:
     def check_suite(self, suite: Suite) -> None:
         """Collection-time checks: a suite name is one suite (the report and the baseline are
         keyed by it), and every relevant id exists in the corpus."""
+        taken = self._foreign_markers()
+        for kind, labels in (("category", suite.categories), ("difficulty", suite.difficulties)):
+            for label in labels:
+                if label in taken:
+                    raise RetrievalGateError(
+                        f"{kind} {label!r} is also a pytest marker ('{label}' would change how "
+                        "its items run); rename the label",
+                        path=suite.path,
+                        entry=kind,
+                    )
+            self._labels.update(labels)
         owner = self._suite_names.setdefault(suite.name, suite.path)
         if owner != suite.path:
             raise RetrievalGateError(
@@ -182,6 +216,12 @@ class GateSession:
                 found = evaluate_run(run, self._tolerance_metrics(suite))
             except RetrievalGateError as exc:
                 found = exc
+            except Exception as exc:  # a library failing underneath: still one line, once
+                found = RunError(
+                    f"{system.name} failed: {type(exc).__name__}: {exc}",
+                    path=suite.path,
+                    entry=f"system.{system.name}",
+                )
             self._evaluations[key] = found
         if isinstance(found, RetrievalGateError):
             raise found
@@ -190,21 +230,19 @@ class GateSession:
     def payload_for(self, suite: Suite, system: SystemConfig) -> list[tuple[str, str]]:
         """The run's record, attached to the first report of this process that reads the run."""
         key = (suite.path, system.name)
-        if key in self._attached:
+        found = self._evaluations.get(key)
+        if key in self._attached or found is None:
             return []
         self._attached.add(key)
-        found = self._evaluations.get(key)
         if isinstance(found, RetrievalGateError):
             return [("run_error", json.dumps([suite.name, system.name, found.format()]))]
-        if found is None:
-            return []
         return [("run", json.dumps(self.record(suite, system)))]
 
     def record(self, suite: Suite, system: SystemConfig) -> dict[str, Any]:
         """The run's JSON record (report and baseline share it), with its baseline comparison."""
         key = (suite.path, system.name)
         if key not in self._records:
-            from retrieval_gate.report.json import run_record
+            from retrieval_gate.record import run_record
 
             record = run_record(self.evaluation(suite, system), self._relpath(suite.path))
             self._records[key] = record
@@ -266,8 +304,11 @@ class GateSession:
                 "improved": o.extra["improved"],
                 "degraded": o.extra["degraded"],
                 "passed": o.passed,
+                "n": o.n,
+                "not_compared": o.extra.get("not_compared"),
             }
             for c, o in zip(checks, outcomes, strict=True)
+            if o.n > 0  # a metric one side lacks has no values to show
         }
 
     def _relpath(self, path: Path) -> str:
@@ -302,9 +343,15 @@ class GateSession:
         if self.is_worker or not (self.runs or self.gates or self.errors):
             return
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
         if self.save_baseline and self.runs and not interrupted:
-            save_baseline(self.baseline_path, self.runs.values(), self.baseline)
-            self.saved_baseline = self.baseline_path
+            try:
+                save_baseline(self.baseline_path, self.runs.values(), self.baseline)
+                self.saved_baseline = self.baseline_path
+            except OSError as exc:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+                if tr is not None:
+                    tr.write_line(f"retrieval gate: could not save the baseline: {exc}", red=True)
         from retrieval_gate.report import ReportData, write_reports
 
         data = ReportData.build(
@@ -323,7 +370,6 @@ class GateSession:
                 step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
             )
         except OSError as exc:
-            tr = self.config.pluginmanager.get_plugin("terminalreporter")
             if tr is not None:
                 tr.write_line(f"retrieval gate: could not write the report: {exc}", red=True)
         self._data = data
@@ -339,5 +385,7 @@ class GateSession:
             terminalreporter.write_line(line)
         for path in self.written:
             terminalreporter.write_sep("-", f"generated retrieval gate report: {path}")
+        if self.baseline_problem is not None:
+            terminalreporter.write_line(f"replaced an unreadable baseline: {self.baseline_problem}")
         if self.saved_baseline is not None:
             terminalreporter.write_sep("-", f"saved retrieval gate baseline: {self.saved_baseline}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,9 +55,11 @@ _TOP_LEVEL_KEYS = frozenset(
         "topics",
         "qrels",
         "topic_field",
+        "corpus_format",
     }
 )
 _EXPECT_KEYS = ("found_within", "all_found_within")
+_LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,7 @@ class Suite:
     queries: tuple[Query, ...]
     gates: tuple[Gate, ...] = ()
     corpus: Path | None = None
+    corpus_format: str | None = None  # None: detected from the corpus path
     gain: str = "linear"
     tolerance: Mapping[str, float] = field(default_factory=dict)
 
@@ -244,6 +248,13 @@ def parse_suite(data: Any, path: Path) -> Suite:
     gates += _parse_group_gates(data.get("categories"), "category", queries, path)
     gates += _parse_group_gates(data.get("difficulties"), "difficulty", queries, path)
     tolerance = _parse_tolerance(data.get("tolerance"), path)
+    corpus_format = data.get("corpus_format", "trec" if fmt == "trec" else None)
+    if corpus_format not in (None, "folder", "jsonl", "beir", "trec"):
+        raise SuiteError(
+            f"'corpus_format' must be one of folder, jsonl, beir, trec, got {corpus_format!r}",
+            path=path,
+            entry="corpus_format",
+        )
     return Suite(
         path=path,
         name=name,
@@ -251,6 +262,7 @@ def parse_suite(data: Any, path: Path) -> Suite:
         queries=tuple(queries),
         gates=tuple(gates),
         corpus=corpus,
+        corpus_format=corpus_format if corpus is not None else None,
         gain=gain,
         tolerance=tolerance,
     )
@@ -304,10 +316,12 @@ def _parse_gates(raw: Any, scope: str, path: Path, entry: str) -> list[Gate]:
         return []
     if not isinstance(raw, Mapping):
         raise SuiteError("gates must be a mapping of 'metric: threshold'", path=path, entry=entry)
-    gates = []
+    gates: list[Gate] = []
     for name, value in raw.items():
         where = f"{entry}.{name}"
         metric = _metric(name, path, where)
+        if any(g.metric.name == metric.name for g in gates):
+            raise SuiteError(f"{metric.name} is given twice", path=path, entry=where)
         if metric.is_latency and scope != "suite":
             raise SuiteError("latency gates apply to the whole suite only", path=path, entry=where)
         gates.append(Gate(scope, metric, _threshold(value, metric, path, where)))
@@ -340,6 +354,12 @@ def _parse_tolerance(raw: Any, path: Path) -> dict[str, float]:
     for name, value in raw.items():
         where = f"tolerance.{name}"
         metric = _metric(name, path, where)
+        if metric.is_latency:
+            raise SuiteError(
+                "latency is gated by ceilings, not baseline tolerances", path=path, entry=where
+            )
+        if metric.name in out:
+            raise SuiteError(f"{metric.name} is given twice", path=path, entry=where)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
             raise SuiteError(
                 f"tolerance must be a number >= 0, got {value!r}", path=path, entry=where
@@ -471,9 +491,10 @@ def _optional_label(item: Mapping[str, Any], key: str, path: Path, entry: str) -
         raise SuiteError(
             f"'{key}' must be a non-empty string, got {value!r}", path=path, entry=entry
         )
-    if any(ch in value for ch in "[]: \t"):
+    if not _LABEL.fullmatch(value):
         raise SuiteError(
-            f"'{key}' {value!r} may not contain spaces, brackets or colons (it names a test item)",
+            f"'{key}' {value!r} must start with a letter and hold only letters, digits, '_' and "
+            "'-' (it names test items and a marker)",
             path=path,
             entry=entry,
         )
@@ -507,6 +528,8 @@ def _parse_expect(raw: Any, path: Path, entry: str) -> tuple[Expectation, ...]:
             ) from None
         if metric.is_latency:
             raise SuiteError("latency is gated per suite, not per query", path=path, entry=where)
+        if any(e.metric is not None and e.metric.name == metric.name for e in out):
+            raise SuiteError(f"{metric.name} is given twice", path=path, entry=where)
         out.append(Expectation("metric", _threshold(value, metric, path, where), metric))
     return tuple(out)
 

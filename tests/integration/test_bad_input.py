@@ -224,3 +224,85 @@ def test_two_suites_with_one_name(project: pytest.Pytester) -> None:
             + "*.retrieval.yaml; give each suite a distinct 'name'"
         ]
     )
+
+
+@pytest.mark.parametrize(
+    ("suite", "line"),
+    [
+        (
+            SUITE.replace("difficulty: hard", "difficulty: xfail").replace(
+                "  hard: {Hit@3: 0.5}", "  xfail: {Hit@3: 0.5}"
+            ),
+            "*[difficulty]: difficulty 'xfail' is also a pytest marker ('xfail' would change how "
+            "its items run); rename the label",
+        ),
+        (
+            SUITE.replace("category: lookup", "category: _lookup"),
+            "*[queries[1] (id customer_names)]: 'category' '_lookup' must start with a letter *",
+        ),
+        (
+            SUITE.replace("  P@1: 0.5", "  P@1: 0.5\n  precision@1: 0.2"),
+            "*[gates.precision@1]: P@1 is given twice",
+        ),
+        (
+            "tolerance: {latency_p95_ms: 5}\n" + SUITE,
+            "*[tolerance.latency_p95_ms]: latency is gated by ceilings, not baseline tolerances",
+        ),
+    ],
+    ids=["label-is-a-marker", "label-underscore", "metric-twice", "latency-tolerance"],
+)
+def test_more_bad_suites(project: pytest.Pytester, suite: str, line: str) -> None:
+    write_suite(project, suite)
+    _collect_error(project, line)
+
+
+def test_empty_systems_list_is_a_usage_error(project: pytest.Pytester) -> None:
+    project.makefile(
+        ".toml",
+        pyproject="""
+        [tool.retrieval_gate]
+        systems = []
+        [tool.retrieval_gate.system.keyword]
+        retriever = "search_app:retrieve"
+        """,
+    )
+    result = project.runpytest("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            lit(
+                "ERROR: *pyproject.toml [systems]: 'systems' must be a non-empty list of system names"
+            )
+        ]
+    )
+
+
+def test_json_path_equal_to_report_path_is_a_usage_error(project: pytest.Pytester) -> None:
+    result = project.runpytest("--retrieval-gate", "--rg-report=out.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --rg-json and the markdown report are both *out.json*"])
+
+
+def test_retriever_module_failing_at_import_is_one_line(project: pytest.Pytester) -> None:
+    project.makepyfile(exploding="raise RuntimeError('no credentials in this environment')\n")
+    project.makefile(
+        ".toml",
+        pyproject="""
+        [tool.retrieval_gate.system.exploding]
+        retriever = "exploding:search"
+        """,
+    )
+    write_suite(project, SUITE)
+    result = project.runpytest("--retrieval-gate")
+    result.assert_outcomes(failed=5)
+    result.stdout.fnmatch_lines(
+        [
+            lit("*pyproject.toml [system.exploding]: cannot import retriever 'exploding:search': ")
+            + "RuntimeError: no credentials in this environment"
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+    import json
+
+    report = json.loads((project.path / "retrieval-gate-report.json").read_text())
+    assert report["errors"][0]["system"] == "exploding"

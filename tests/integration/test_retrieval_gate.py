@@ -195,3 +195,45 @@ def test_retriever_that_raises_fails_its_items_with_one_line(project: pytest.Pyt
         ]
     )
     assert "Traceback" not in result.stdout.str()
+
+
+def test_retriever_returning_a_score_mapping_is_ranked_by_score(project: pytest.Pytester) -> None:
+    # {doc_id: score}, the run shape of pytrec_eval: ranked by score, not by the dict's order.
+    project.makepyfile(
+        mapping="""
+        import search_app
+        def retrieve(query, k):
+            return dict(reversed(search_app.retrieve(query, k)))
+        """
+    )
+    project.makefile(
+        ".toml",
+        pyproject="""
+        [tool.retrieval_gate.system.mapping]
+        retriever = "mapping:retrieve"
+        """,
+    )
+    write_suite(project, SUITE)
+    project.runpytest("--retrieval-gate").assert_outcomes(passed=5)
+
+
+def test_reference_setting_names_the_system_compared_against(project: pytest.Pytester) -> None:
+    project.makefile(
+        ".toml",
+        pyproject="""
+        [tool.retrieval_gate]
+        systems = ["keyword", "reverse"]
+        reference = "reverse"
+        [tool.retrieval_gate.system.keyword]
+        retriever = "search_app:retrieve"
+        [tool.retrieval_gate.system.reverse]
+        retriever = "search_app:retrieve_reversed"
+        """,
+    )
+    write_suite(project, SUITE)
+    project.runpytest("--retrieval-gate")
+    markdown = (project.path / "retrieval-gate-report.md").read_text()
+    assert "### Against the reference system `reverse`" in markdown
+    # keyword finds every relevant document first on all 3 queries, reverse on none: the exact
+    # two-sided sign-flip p over 3 queries that all moved one way is 2/8.
+    assert "| `keyword` | P@1 | 0.0000 | 1.0000 | +1.0000 | 0.2500 | 3 | 0 |" in markdown

@@ -430,6 +430,22 @@ def test_corrupt_baseline_is_a_usage_error_naming_the_file(gen: pytest.Pytester)
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
 
 
+def test_corrupt_baseline_is_replaced_when_saving(gen: pytest.Pytester) -> None:
+    # The corrupt-baseline error says to save a new one: that must work.
+    write(gen, suite_text(10))
+    (gen.path / BASELINE).write_text("{broken", encoding="utf-8")
+    result = gen.runpytest("--retrieval-gate", "--rg-save-baseline")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            f"replaced an unreadable baseline: {gen.path / BASELINE}: corrupt baseline *",
+            "*saved retrieval gate baseline*",
+        ]
+    )
+    data = json.loads((gen.path / BASELINE).read_text(encoding="utf-8"))
+    assert list(data["runs"]) == ["topics::gen"]
+
+
 def test_baseline_with_a_mangled_query_is_a_usage_error(gen: pytest.Pytester) -> None:
     write(gen, suite_text(10))
     save(gen)

@@ -269,7 +269,9 @@ def _baseline(run: dict[str, Any], gates: list[dict[str, Any]]) -> Iterator[str]
                 f"{m['p_adjusted']:.4f}",
                 str(m["improved"]),
                 str(m["degraded"]),
-                "ok" if m["passed"] else "**REGRESSED**",
+                "not gated (too few queries)"
+                if m.get("not_compared")
+                else ("ok" if m["passed"] else "**REGRESSED**"),
             ]
         )
     if rows:
