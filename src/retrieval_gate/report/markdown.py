@@ -111,10 +111,12 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
     rows = []
     for metric in first["metrics"]:
         values = [run["metrics"].get(metric) for run in runs]
-        best = max((v for v in values if v is not None), default=None)
+        present = [v for v in values if v is not None]
+        # Bold marks the best system, so only where the systems differ.
+        best = max(present) if present and max(present) != min(present) else None
         row = [metric]
         for run, v in zip(runs, values, strict=True):
-            row.append(f"**{fmt(v)}**" if len(runs) > 1 and v is not None and v == best else fmt(v))
+            row.append(f"**{fmt(v)}**" if v is not None and v == best else fmt(v))
             if _baseline_means(run):
                 row.append(fmt(_baseline_means(run).get(metric)))
         rows.append(row)
