@@ -16,9 +16,9 @@ import pytest
 
 from retrieval_gate.config import SystemConfig
 from retrieval_gate.errors import RetrievalGateError
-from retrieval_gate.gate import Outcome, RegressionCheck, check_gate, check_query, regression_checks
+from retrieval_gate.gate import Outcome, RegressionCheck, check_gate, check_query
 from retrieval_gate.plugin import SESSION_KEY
-from retrieval_gate.suite import Gate, Query, Suite, load_suite
+from retrieval_gate.suite import Gate, Query, Suite, load_suite, parse_scope
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
@@ -66,7 +66,7 @@ class SystemNode(pytest.Collector):
             else:
                 by_scope.setdefault(gate.scope, []).append(gate)
         for scope, gates in by_scope.items():
-            yield ScopeNode.from_parent(self, name=scope, suite=suite, system=system, gates=gates)
+            yield ScopeNode.from_parent(self, name=scope, suite=suite, system=system, specs=gates)
         for gate in latency:
             yield GateItem.from_parent(
                 self, name=gate.metric.name, suite=suite, system=system, gate=gate
@@ -84,21 +84,41 @@ class SystemNode(pytest.Collector):
 
 
 class ScopeNode(pytest.Collector):
-    def __init__(self, *, suite: Suite, system: SystemConfig, gates: list[Gate], **kwargs: Any):
+    """``suite``, ``category[x]`` or ``difficulty[x]``: one item per gate or regression check of
+    that scope; a category or difficulty is a marker of everything below it."""
+
+    def __init__(
+        self,
+        *,
+        suite: Suite,
+        system: SystemConfig,
+        specs: list[Gate] | list[RegressionCheck],
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.suite = suite
         self.system = system
-        self.gates = gates
-        group = gates[0].group
+        self.specs = specs
+        group = parse_scope(specs[0].scope)
         if group is not None:
             kind, label = group
             self.add_marker(_marker(self.config, label, kind))
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
-        for gate in self.gates:
-            yield GateItem.from_parent(
-                self, name=gate.metric.name, suite=self.suite, system=self.system, gate=gate
-            )
+        for spec in self.specs:
+            yield _item_for(self, spec, self.suite, self.system)
+
+
+def _item_for(
+    parent: pytest.Collector, spec: Gate | RegressionCheck, suite: Suite, system: SystemConfig
+) -> pytest.Item:
+    if isinstance(spec, Gate):
+        return GateItem.from_parent(
+            parent, name=spec.metric.name, suite=suite, system=system, gate=spec
+        )
+    return RegressionItem.from_parent(
+        parent, name=spec.metric, suite=suite, system=system, check=spec
+    )
 
 
 class _SuiteItem(pytest.Item):
@@ -183,39 +203,16 @@ class RegressionNode(pytest.Collector):
         self.system = system
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
-        settings = self.config.stash[SESSION_KEY].settings
-        checks = regression_checks(
-            list(self.suite.gates), dict(self.suite.tolerance), dict(settings.tolerance)
-        )
+        checks = self.config.stash[SESSION_KEY].regression_checks(self.suite)
         scoped: dict[str, list[RegressionCheck]] = {}
         for check in checks:
             if check.scope == "suite":
-                yield RegressionItem.from_parent(
-                    self, name=check.metric, suite=self.suite, system=self.system, check=check
-                )
+                yield _item_for(self, check, self.suite, self.system)
             else:
                 scoped.setdefault(check.scope, []).append(check)
         for scope, group in scoped.items():
-            yield RegressionScope.from_parent(
-                self, name=scope, suite=self.suite, system=self.system, checks=group
-            )
-
-
-class RegressionScope(pytest.Collector):
-    def __init__(
-        self, *, suite: Suite, system: SystemConfig, checks: list[RegressionCheck], **kwargs: Any
-    ) -> None:
-        super().__init__(**kwargs)
-        self.suite = suite
-        self.system = system
-        self.checks = checks
-        kind, _, rest = checks[0].scope.partition("[")
-        self.add_marker(_marker(self.config, rest[:-1], kind))
-
-    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
-        for check in self.checks:
-            yield RegressionItem.from_parent(
-                self, name=check.metric, suite=self.suite, system=self.system, check=check
+            yield ScopeNode.from_parent(
+                self, name=scope, suite=self.suite, system=self.system, specs=group
             )
 
 

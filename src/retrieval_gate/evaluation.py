@@ -15,6 +15,7 @@ import numpy as np
 
 from retrieval_gate.metrics import Metric, compute, cutoff_metrics, judge, latency_stats
 from retrieval_gate.run import RunResult
+from retrieval_gate.suite import scope_name
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class Evaluation:
         for kind in ("category", "difficulty"):
             labels = [getattr(q, kind) for q in queries]
             for label in sorted({x for x in labels if x is not None}):
-                scopes[f"{kind}[{label}]"] = np.array(
+                scopes[scope_name(kind, label)] = np.array(
                     [i for i, x in enumerate(labels) if x == label], dtype=np.int64
                 )
         return scopes
@@ -68,8 +69,13 @@ class Evaluation:
         order = np.argsort(vals, kind="stable")[:limit]
         return [(self.run.qids[rows[i]], float(vals[i])) for i in order]
 
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        return {qid: i for i, qid in enumerate(self.run.qids)}
+
     def query_index(self, qid: str) -> int:
-        return self.run.qids.index(qid)
+        # A dict, not qids.index: the report asks for every query, which would be quadratic.
+        return self._positions[qid]
 
     def relevant_ranks(self, qid: str) -> dict[str, int | None]:
         """Each relevant (grade >= 1) document of the query and its 1-based rank, None if absent."""

@@ -6,11 +6,12 @@ failure and the report turns into a table row.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from retrieval_gate.evaluation import Evaluation
-from retrieval_gate.suite import Expectation, Gate, Query
+from retrieval_gate.suite import Expectation, Gate, Query, Suite, parse_scope
 
 # Means of per-query fractions are not exact in binary: 3 of 5 queries at P@5 = 0.6 can average to
 # 0.5999999999999999. A floor is met when the value is within this of it, so a suite that sits
@@ -176,28 +177,27 @@ class RegressionCheck:
     tolerance: float
 
 
-def regression_checks(
-    suite_gates: list[Gate], tolerance: dict[str, float], default: dict[str, float]
-) -> list[RegressionCheck]:
-    """One check per gated metric and scope, plus every metric given a tolerance."""
+def regression_checks(suite: Suite, default: Mapping[str, float]) -> list[RegressionCheck]:
+    """One check per gated metric and scope, plus every metric given a tolerance (the suite's
+    own, else the settings' ``default``, else DEFAULT_TOLERANCE)."""
     wanted: dict[tuple[str, str], None] = {}
-    for gate in suite_gates:
+    for gate in suite.gates:
         if not gate.metric.is_latency:
             wanted[(gate.scope, gate.metric.name)] = None
-    for name in (*tolerance, *default):
+    for name in (*suite.tolerance, *default):
         wanted[("suite", name)] = None
 
     def tol(name: str) -> float:
-        return tolerance.get(name, default.get(name, DEFAULT_TOLERANCE))
+        return suite.tolerance.get(name, default.get(name, DEFAULT_TOLERANCE))
 
     return [RegressionCheck(scope, metric, tol(metric)) for scope, metric in wanted]
 
 
 def _scope_ids(record: dict[str, Any], scope: str, shared: tuple[str, ...]) -> list[str]:
-    if scope == "suite":
+    group = parse_scope(scope)
+    if group is None:
         return list(shared)
-    kind, _, rest = scope.partition("[")
-    label = rest[:-1]
+    kind, label = group
     labels = {q["id"]: q.get(kind) for q in record["queries"]}
     return [qid for qid in shared if labels.get(qid) == label]
 

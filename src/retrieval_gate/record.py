@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from retrieval_gate.evaluation import Evaluation
+from retrieval_gate.suite import scope_name
 
 
 def query_digest(text: str, relevant: Mapping[str, int]) -> str:
@@ -33,7 +34,10 @@ def run_record(evaluation: Evaluation, suite_path: str) -> dict[str, Any]:
     def groups(kind: str) -> dict[str, Any]:
         labels = suite.categories if kind == "category" else suite.difficulties
         return {
-            label: {"n": evaluation.n(f"{kind}[{label}]"), "metrics": means(f"{kind}[{label}]")}
+            label: {
+                "n": evaluation.n(scope_name(kind, label)),
+                "metrics": means(scope_name(kind, label)),
+            }
             for label in labels
         }
 

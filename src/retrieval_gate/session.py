@@ -21,8 +21,8 @@ from retrieval_gate.baseline import Baseline, align, load_baseline, save_baselin
 from retrieval_gate.config import Settings, SystemConfig, load_settings
 from retrieval_gate.errors import RetrievalGateError, RunError
 from retrieval_gate.evaluation import Evaluation, evaluate_run
-from retrieval_gate.gate import Outcome, check_regressions, regression_checks
-from retrieval_gate.metrics import Metric, parse_metric
+from retrieval_gate.gate import Outcome, RegressionCheck, check_regressions, regression_checks
+from retrieval_gate.metrics import parse_metric
 from retrieval_gate.run import RunOptions, corpus_path, run_suite
 from retrieval_gate.suite import Suite
 
@@ -164,10 +164,9 @@ class GateSession:
             names.add(line.split(":")[0].split("(")[0].strip())
         return names - self._labels
 
-    def _tolerance_metrics(self, suite: Suite) -> tuple[Metric, ...]:
-        """Metrics named only by a tolerance still need per-query values to be compared."""
-        names = dict.fromkeys([*suite.tolerance, *self.settings.tolerance])
-        return tuple(parse_metric(name) for name in names)
+    def regression_checks(self, suite: Suite) -> list[RegressionCheck]:
+        """The suite's regression checks: what its items are and what its runs must compute."""
+        return regression_checks(suite, self.settings.tolerance)
 
     def check_suite(self, suite: Suite) -> None:
         """Collection-time checks: a suite name is one suite (the report and the baseline are
@@ -213,7 +212,9 @@ class GateSession:
                 run = run_suite(
                     suite, system, self.settings, self.run_options, self.corpus_for(suite, system)
                 )
-                found = evaluate_run(run, self._tolerance_metrics(suite))
+                # A metric named only by a tolerance still needs per-query values to compare.
+                extra = tuple(parse_metric(c.metric) for c in self.regression_checks(suite))
+                found = evaluate_run(run, extra)
             except RetrievalGateError as exc:
                 found = exc
             except Exception as exc:  # a library failing underneath: still one line, once
@@ -281,9 +282,7 @@ class GateSession:
         if alignment.not_comparable is not None:
             self._regressions[key] = alignment.not_comparable
             return
-        checks = regression_checks(
-            list(suite.gates), dict(suite.tolerance), dict(self.settings.tolerance)
-        )
+        checks = self.regression_checks(suite)
         outcomes = check_regressions(
             record,
             dict(base),

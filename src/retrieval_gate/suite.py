@@ -106,10 +106,20 @@ class Gate:
     @property
     def group(self) -> tuple[str, str] | None:
         """("category", name) / ("difficulty", name) for a scoped gate, None for the suite."""
-        if self.scope == "suite":
-            return None
-        kind, _, rest = self.scope.partition("[")
-        return kind, rest[:-1]
+        return parse_scope(self.scope)
+
+
+def scope_name(kind: str, label: str) -> str:
+    """The name of a group of queries: ``category[joins]``, ``difficulty[hard]``."""
+    return f"{kind}[{label}]"
+
+
+def parse_scope(scope: str) -> tuple[str, str] | None:
+    """(kind, label) of a ``category[x]`` / ``difficulty[x]`` scope, None for ``suite``."""
+    if scope == "suite":
+        return None
+    kind, _, rest = scope.partition("[")
+    return kind, rest.removesuffix("]")
 
 
 @dataclass(frozen=True)
@@ -339,7 +349,7 @@ def _parse_group_gates(raw: Any, kind: str, queries: Sequence[Query], path: Path
     for group, group_gates in raw.items():
         if group not in present:
             raise SuiteError(f"no query has {kind} {group!r}", path=path, entry=f"{key}.{group}")
-        gates += _parse_gates(group_gates, f"{kind}[{group}]", path, f"{key}.{group}")
+        gates += _parse_gates(group_gates, scope_name(kind, group), path, f"{key}.{group}")
     return gates
 
 

@@ -101,3 +101,12 @@ def write_suite(pytester: pytest.Pytester, text: str, name: str = "lineage.retri
 def lit(text: str) -> str:
     """``text`` as an fnmatch pattern that matches it literally (item names contain brackets)."""
     return re.sub(r"([\[\]?])", r"[\1]", text)
+
+
+def only_system(pytester: pytest.Pytester, name: str, retriever: str, **modules: str) -> None:
+    """Replace the settings with a single retriever system, writing the modules it imports."""
+    if modules:
+        pytester.makepyfile(**modules)
+    pytester.makefile(
+        ".toml", pyproject=f'[tool.retrieval_gate.system.{name}]\nretriever = "{retriever}"\n'
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import SUITE, lit, write_suite
+from .conftest import SUITE, lit, only_system, write_suite
 
 
 def _collect_error(project: pytest.Pytester, line: str) -> None:
@@ -56,6 +56,25 @@ def _collect_error(project: pytest.Pytester, line: str) -> None:
             SUITE.replace("    query: customer name\n", ""),
             "*[queries[1] (id customer_names)]: query needs non-empty text ('query' or 'text')",
         ),
+        (
+            SUITE.replace("difficulty: hard", "difficulty: xfail").replace(
+                "  hard: {Hit@3: 0.5}", "  xfail: {Hit@3: 0.5}"
+            ),
+            "*[difficulty]: difficulty 'xfail' is also a pytest marker ('xfail' would change how "
+            "its items run); rename the label",
+        ),
+        (
+            SUITE.replace("category: lookup", "category: _lookup"),
+            "*[queries[1] (id customer_names)]: 'category' '_lookup' must start with a letter *",
+        ),
+        (
+            SUITE.replace("  P@1: 0.5", "  P@1: 0.5\n  precision@1: 0.2"),
+            "*[gates.precision@1]: P@1 is given twice",
+        ),
+        (
+            "tolerance: {latency_p95_ms: 5}\n" + SUITE,
+            "*[tolerance.latency_p95_ms]: latency is gated by ceilings, not baseline tolerances",
+        ),
     ],
     ids=[
         "malformed-yaml",
@@ -69,6 +88,10 @@ def _collect_error(project: pytest.Pytester, line: str) -> None:
         "unknown-category",
         "unknown-key",
         "missing-text",
+        "label-is-a-marker",
+        "label-underscore",
+        "metric-twice",
+        "latency-tolerance",
     ],
 )
 def test_bad_suite_is_a_one_line_collection_error(
@@ -121,13 +144,7 @@ def test_malformed_system_name_is_a_usage_error(project: pytest.Pytester) -> Non
 
 
 def test_bad_setting_is_a_usage_error(project: pytest.Pytester) -> None:
-    project.makefile(
-        ".toml",
-        pyproject="""
-        [tool.retrieval_gate.system.keyword]
-        retriever = "search_app"
-        """,
-    )
+    only_system(project, "keyword", "search_app")
     result = project.runpytest("--retrieval-gate")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
@@ -147,13 +164,7 @@ def test_no_systems_configured(pytester: pytest.Pytester) -> None:
 
 
 def test_retriever_that_cannot_be_imported(project: pytest.Pytester) -> None:
-    project.makefile(
-        ".toml",
-        pyproject="""
-        [tool.retrieval_gate.system.keyword]
-        retriever = "search_app:no_such_function"
-        """,
-    )
+    only_system(project, "keyword", "search_app:no_such_function")
     write_suite(project, SUITE)
     result = project.runpytest("--retrieval-gate")
     result.assert_outcomes(failed=5)
@@ -197,14 +208,7 @@ def test_retriever_that_cannot_be_imported(project: pytest.Pytester) -> None:
 def test_retriever_returning_garbage_fails_with_one_line(
     project: pytest.Pytester, body: str, line: str
 ) -> None:
-    project.makepyfile(bad=f"def retrieve(query, k):\n    {body}\n")
-    project.makefile(
-        ".toml",
-        pyproject="""
-        [tool.retrieval_gate.system.bad]
-        retriever = "bad:retrieve"
-        """,
-    )
+    only_system(project, "bad", "bad:retrieve", bad=f"def retrieve(query, k):\n    {body}\n")
     write_suite(project, SUITE)
     result = project.runpytest("--retrieval-gate")
     result.assert_outcomes(failed=5)
@@ -224,36 +228,6 @@ def test_two_suites_with_one_name(project: pytest.Pytester) -> None:
             + "*.retrieval.yaml; give each suite a distinct 'name'"
         ]
     )
-
-
-@pytest.mark.parametrize(
-    ("suite", "line"),
-    [
-        (
-            SUITE.replace("difficulty: hard", "difficulty: xfail").replace(
-                "  hard: {Hit@3: 0.5}", "  xfail: {Hit@3: 0.5}"
-            ),
-            "*[difficulty]: difficulty 'xfail' is also a pytest marker ('xfail' would change how "
-            "its items run); rename the label",
-        ),
-        (
-            SUITE.replace("category: lookup", "category: _lookup"),
-            "*[queries[1] (id customer_names)]: 'category' '_lookup' must start with a letter *",
-        ),
-        (
-            SUITE.replace("  P@1: 0.5", "  P@1: 0.5\n  precision@1: 0.2"),
-            "*[gates.precision@1]: P@1 is given twice",
-        ),
-        (
-            "tolerance: {latency_p95_ms: 5}\n" + SUITE,
-            "*[tolerance.latency_p95_ms]: latency is gated by ceilings, not baseline tolerances",
-        ),
-    ],
-    ids=["label-is-a-marker", "label-underscore", "metric-twice", "latency-tolerance"],
-)
-def test_more_bad_suites(project: pytest.Pytester, suite: str, line: str) -> None:
-    write_suite(project, suite)
-    _collect_error(project, line)
 
 
 def test_empty_systems_list_is_a_usage_error(project: pytest.Pytester) -> None:
@@ -284,13 +258,11 @@ def test_json_path_equal_to_report_path_is_a_usage_error(project: pytest.Pyteste
 
 
 def test_retriever_module_failing_at_import_is_one_line(project: pytest.Pytester) -> None:
-    project.makepyfile(exploding="raise RuntimeError('no credentials in this environment')\n")
-    project.makefile(
-        ".toml",
-        pyproject="""
-        [tool.retrieval_gate.system.exploding]
-        retriever = "exploding:search"
-        """,
+    only_system(
+        project,
+        "exploding",
+        "exploding:search",
+        exploding="raise RuntimeError('no credentials in this environment')\n",
     )
     write_suite(project, SUITE)
     result = project.runpytest("--retrieval-gate")

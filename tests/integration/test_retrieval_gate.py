@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import SUITE, lit, write_suite
+from .conftest import SUITE, lit, only_system, write_suite
 
 
 def test_passing_suite_yields_one_item_per_gate(project: pytest.Pytester) -> None:
@@ -95,14 +95,17 @@ def test_m_selects_by_difficulty_marker(project: pytest.Pytester) -> None:
 
 
 def test_run_is_shared_by_the_items_of_a_suite_x_system(project: pytest.Pytester) -> None:
-    project.makepyfile(
+    only_system(
+        project,
+        "counting",
+        "counting:retrieve",
         counting="""
         import search_app
         CALLS = []
         def retrieve(query, k):
             CALLS.append(query)
             return search_app.retrieve(query, k)
-        """
+        """,
     )
     project.makeconftest(
         """
@@ -110,13 +113,6 @@ def test_run_is_shared_by_the_items_of_a_suite_x_system(project: pytest.Pytester
             import counting
             print("CALLS", len(counting.CALLS))
         """
-    )
-    project.makefile(
-        ".toml",
-        pyproject="""
-        [tool.retrieval_gate.system.counting]
-        retriever = "counting:retrieve"
-        """,
     )
     write_suite(project, SUITE)
     result = project.runpytest("--retrieval-gate", "-s")
@@ -172,17 +168,13 @@ def test_xdist_gives_the_same_outcomes_and_report(project: pytest.Pytester) -> N
 
 
 def test_retriever_that_raises_fails_its_items_with_one_line(project: pytest.Pytester) -> None:
-    project.makepyfile(
+    only_system(
+        project,
+        "broken",
+        "broken:retrieve",
         broken="""
         def retrieve(query, k):
             raise ConnectionError("search backend down")
-        """
-    )
-    project.makefile(
-        ".toml",
-        pyproject="""
-        [tool.retrieval_gate.system.broken]
-        retriever = "broken:retrieve"
         """,
     )
     write_suite(project, SUITE)
@@ -199,18 +191,14 @@ def test_retriever_that_raises_fails_its_items_with_one_line(project: pytest.Pyt
 
 def test_retriever_returning_a_score_mapping_is_ranked_by_score(project: pytest.Pytester) -> None:
     # {doc_id: score}, the run shape of pytrec_eval: ranked by score, not by the dict's order.
-    project.makepyfile(
+    only_system(
+        project,
+        "mapping",
+        "mapping:retrieve",
         mapping="""
         import search_app
         def retrieve(query, k):
             return dict(reversed(search_app.retrieve(query, k)))
-        """
-    )
-    project.makefile(
-        ".toml",
-        pyproject="""
-        [tool.retrieval_gate.system.mapping]
-        retriever = "mapping:retrieve"
         """,
     )
     write_suite(project, SUITE)

@@ -29,24 +29,27 @@ def _expected(path: Path) -> dict[str, dict[str, float]]:
     return out
 
 
-def test_plugin_matches_trec_eval_per_query(pytester: pytest.Pytester, shared_data: Path) -> None:
-    folder = shared_data / "trec_eval"
-    qrels = read_trec_qrels(folder / "qrels.test")
-    run: dict[str, dict[str, float]] = {}
-    for line in (folder / "results.test").read_text().splitlines():
-        qid, _, doc, _rank, score, _ = line.split()
-        run.setdefault(qid, {})[doc] = float(score)
+def _per_query_through_the_gate(
+    pytester: pytest.Pytester,
+    qrels: dict[str, dict[str, int]],
+    run: dict[str, dict[str, float]],
+    k: list[int],
+) -> dict[str, dict[str, float]]:
+    """Each query's metrics as `pytest --retrieval-gate` reports them, for a fixed run.
+
+    The retriever hands back each query's results in the run's own order (results.test's order,
+    its rank column ignored as trec_eval ignores it): the plugin must rank by score with
+    trec_eval's tie order.
+    """
     suite = {
-        "name": "trec-eval-conformance",
-        "k": CUTOFFS,
+        "name": "conformance",
+        "k": k,
         "queries": [{"id": q, "query": q, "relevant": qrels[q]} for q in sorted(qrels)],
     }
     (pytester.path / "conformance.retrieval.json").write_text(json.dumps(suite))
     (pytester.path / "run.json").write_text(json.dumps(run))
-    # The retriever hands back results.test in its file order (the rank column is ignored, as
-    # trec_eval ignores it): the plugin must rank by score with trec_eval's tie order.
     pytester.makepyfile(
-        trec_run="""
+        fixed_run="""
         import json, pathlib
         RUN = json.loads((pathlib.Path(__file__).parent / "run.json").read_text())
         def retrieve(query, k):
@@ -55,16 +58,22 @@ def test_plugin_matches_trec_eval_per_query(pytester: pytest.Pytester, shared_da
     )
     pytester.makefile(
         ".toml",
-        pyproject="""
-        [tool.retrieval_gate.system.trec]
-        retriever = "trec_run:retrieve"
-        depth = 1000
-        """,
+        pyproject='[tool.retrieval_gate.system.fixed]\nretriever = "fixed_run:retrieve"\n',
     )
     pytester.syspathinsert()
     pytester.runpytest("--retrieval-gate").assert_outcomes(passed=1)
     report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
-    got = {q["id"]: q["metrics"] for q in report["runs"][0]["queries"]}
+    return {q["id"]: q["metrics"] for q in report["runs"][0]["queries"]}
+
+
+def test_plugin_matches_trec_eval_per_query(pytester: pytest.Pytester, shared_data: Path) -> None:
+    folder = shared_data / "trec_eval"
+    qrels = read_trec_qrels(folder / "qrels.test")
+    run: dict[str, dict[str, float]] = {}
+    for line in (folder / "results.test").read_text().splitlines():
+        qid, _, doc, _rank, score, _ = line.split()
+        run.setdefault(qid, {})[doc] = float(score)
+    got = _per_query_through_the_gate(pytester, qrels, run, CUTOFFS)
     expected = _expected(folder / "out.test.aq")
     assert sorted(got) == sorted(expected) == ["301", "302", "303"]
     names = {"R-Prec": "Rprec", "MRR@1000": "recip_rank"}
@@ -101,28 +110,7 @@ def test_plugin_matches_pytrec_eval_on_a_run_with_ties_and_grades(
         run[qid] = {
             str(d): float(s) for d, s in zip(retrieved, rng.integers(0, 8, 30) / 4, strict=True)
         }
-    suite = {
-        "name": "generated",
-        "k": [1, 3, 5, 10, 20],
-        "queries": [{"id": q, "query": q, "relevant": qrels[q]} for q in qrels],
-    }
-    (pytester.path / "generated.retrieval.json").write_text(json.dumps(suite))
-    (pytester.path / "run.json").write_text(json.dumps(run))
-    pytester.makepyfile(
-        gen_run="""
-        import json, pathlib
-        RUN = json.loads((pathlib.Path(__file__).parent / "run.json").read_text())
-        def retrieve(query, k):
-            return list(RUN[query].items())
-        """
-    )
-    pytester.makefile(
-        ".toml", pyproject='[tool.retrieval_gate.system.gen]\nretriever = "gen_run:retrieve"\n'
-    )
-    pytester.syspathinsert()
-    pytester.runpytest("--retrieval-gate").assert_outcomes(passed=1)
-    report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
-    got = {q["id"]: q["metrics"] for q in report["runs"][0]["queries"]}
+    got = _per_query_through_the_gate(pytester, qrels, run, [1, 3, 5, 10, 20])
 
     cut = "1,3,5,10,20"
     measures = {
