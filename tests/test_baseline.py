@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 from pathlib import Path
@@ -19,7 +20,8 @@ from retrieval_gate.baseline import (
     query_digest,
     save_baseline,
 )
-from retrieval_gate.gate import RegressionCheck, check_regressions, explain
+from retrieval_gate.gate import RegressionCheck, check_regressions, compare_with_baseline, explain
+from retrieval_gate.records import QueryRecord, RegressionFigures, RunRecord
 
 FINGERPRINT = {
     "plugin_version": "0.1.0",
@@ -39,44 +41,56 @@ def query(
     ranking: list[str] | None = None,
     relevant: dict[str, int] | None = None,
     category: str | None = None,
-) -> dict[str, Any]:
+) -> QueryRecord:
     relevant = relevant if relevant is not None else {f"{qid}-doc": 1}
     ranking = ranking if ranking is not None else [f"{qid}-doc"]
     position = {doc: r for r, doc in enumerate(ranking, start=1)}
-    return {
-        "id": qid,
-        "digest": query_digest(text or f"text of {qid}", relevant),
-        "category": category,
-        "difficulty": None,
-        "metrics": metrics if metrics is not None else {"P@1": 1.0},
-        "ranking": ranking,
-        "relevant_ranks": {doc: position.get(doc) for doc in relevant},
-        "latency_ms": 1.5,
-    }
+    return QueryRecord(
+        id=qid,
+        digest=query_digest(text or f"text of {qid}", relevant),
+        category=category,
+        difficulty=None,
+        metrics=metrics if metrics is not None else {"P@1": 1.0},
+        ranking=tuple(ranking),
+        relevant_ranks={doc: position.get(doc) for doc in relevant},
+        latency_ms=1.5,
+    )
 
 
 def record(
-    queries: list[dict[str, Any]], suite: str = "s", system: str = "sys", **fp: Any
-) -> dict[str, Any]:
-    return {
-        "suite": suite,
-        "suite_path": f"{suite}.retrieval.yaml",
-        "system": system,
-        "n": len(queries),
-        "k": [1, 3],
-        "fingerprint": {**FINGERPRINT, **fp},
-        "metrics": {"P@1": 1.0},
-        "latency_ms": {"p50": 1.0},
-        "queries": queries,
-    }
+    queries: list[QueryRecord],
+    suite: str = "s",
+    cutoffs: tuple[int, ...] = (1, 3),
+    **fp: Any,
+) -> RunRecord:
+    """A run record of system "sys"; ``fp`` overrides fingerprint entries."""
+    return RunRecord(
+        suite=suite,
+        suite_path=f"{suite}.retrieval.yaml",
+        system="sys",
+        n=len(queries),
+        k=cutoffs,
+        fingerprint={**FINGERPRINT, **fp},
+        metrics={"P@1": 1.0},
+        categories={},
+        difficulties={},
+        latency_ms={"p50": 1.0},
+        stats={},
+        queries=tuple(queries),
+    )
 
 
-def base_of(rec: dict[str, Any]) -> dict[str, Any]:
+def figures(outcome: Any) -> RegressionFigures:
+    assert outcome.regression is not None
+    return outcome.regression  # type: ignore[no-any-return]
+
+
+def base_of(rec: RunRecord) -> RunRecord:
     """``rec`` as the baseline file keeps it, read back."""
-    return dict(_round_trip(rec).runs["s::sys"])
+    return _round_trip(rec).runs["s::sys"]
 
 
-def _round_trip(rec: dict[str, Any]) -> Baseline:
+def _round_trip(rec: RunRecord) -> Baseline:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "b.json"
         save_baseline(path, [rec], None)
@@ -280,8 +294,8 @@ def test_model_corpus_and_cutoff_changes_are_notes_not_blockers() -> None:
         corpus_digest="c2",
         k=[1, 3, 10],
         plugin_version="0.2.0",
+        system={"retriever": "app:search2"},
     )
-    now["fingerprint"]["system"] = {"retriever": "app:search2"}
     got = align(now, base)
     assert got.not_comparable is None
     assert got.notes == (
@@ -359,8 +373,8 @@ def test_regression_needs_both_tolerance_and_significance() -> None:
     checks = [RegressionCheck("suite", "P@1", 0.01)]
     [out] = check_regressions(now, base, shared, checks, alpha=0.05, seed=0)
     assert not out.passed
-    assert (out.value, out.extra["baseline"], out.threshold, out.n) == (0.5, 1.0, 0.99, 10)
-    assert out.extra["p_value"] == 1 / 32
+    assert (out.value, figures(out).baseline, out.threshold, out.n) == (0.5, 1.0, 0.99, 10)
+    assert figures(out).p_value == 1 / 32
     assert out.worst == tuple((f"q{i}", -1.0) for i in range(5))
     assert out.detail[0] == (
         "baseline 1 -> now 0.5 (drop 0.5, tolerance 0.01) over 10 shared queries; 5 worse, 0 better"
@@ -394,8 +408,8 @@ def test_holm_runs_over_the_checks_of_one_run() -> None:
         RegressionCheck("category[b]", "P@1", 0.01),
     ]
     outs = check_regressions(now, base, align(now, base).shared, checks, alpha=0.05, seed=0)
-    assert [o.extra["p_value"] for o in outs] == [1 / 32, 1 / 32, 1.0]
-    assert [o.extra["p_adjusted"] for o in outs] == [3 / 32, 3 / 32, 1.0]
+    assert [figures(o).p_value for o in outs] == [1 / 32, 1 / 32, 1.0]
+    assert [figures(o).p_adjusted for o in outs] == [3 / 32, 3 / 32, 1.0]
     assert [o.passed for o in outs] == [True, True, True]
     assert [o.n for o in outs] == [10, 5, 5]
     assert [o.scope for o in outs] == [
@@ -423,29 +437,30 @@ def test_only_shared_queries_are_compared() -> None:
     [out] = check_regressions(
         now, base, shared, [RegressionCheck("suite", "P@1", 0.01)], alpha=0.05, seed=0
     )
-    assert (out.passed, out.n, out.value, out.extra["baseline"]) == (True, 1, 1.0, 1.0)
+    assert (out.passed, out.n, out.value, figures(out).baseline) == (True, 1, 1.0, 1.0)
 
 
 def test_metric_missing_from_the_baseline_is_said_not_passed_silently() -> None:
     then = record([query("q1"), query("q2")])
     now = record(
-        [query("q1", metrics={"P@1": 1.0, "P@10": 0.1}), query("q2", metrics={"P@1": 1.0})]
+        [query("q1", metrics={"P@1": 1.0, "P@10": 0.1}), query("q2", metrics={"P@1": 1.0})],
+        cutoffs=(1, 10),
     )
-    now["k"] = [1, 10]
     base = base_of(then)
     checks = [RegressionCheck("suite", "P@10", 0.01), RegressionCheck("suite", "P@1", 0.01)]
     missing, p1 = check_regressions(now, base, ("q1", "q2"), checks, alpha=0.05, seed=0)
     assert missing.detail == ("not compared: this run does not compute P@10 (cutoffs [1, 10])",)
-    assert missing.extra["not_compared"].startswith("this run does not compute P@10")
+    assert str(figures(missing).not_compared).startswith("this run does not compute P@10")
     assert missing.n == 0
     # Two queries are compared for P@1, but no pair of two can ever be significant (p >= 1/4).
     assert p1.n == 2
-    assert p1.extra["not_compared"] == (
+    assert figures(p1).not_compared == (
         "too few queries (2) to detect a regression at alpha 0.05: the smallest possible p is 0.25"
     )
-    now["queries"][1]["metrics"]["P@10"] = 0.1
+    second = dataclasses.replace(now.queries[1], metrics={"P@1": 1.0, "P@10": 0.1})
+    now = dataclasses.replace(now, queries=(now.queries[0], second))
     missing, _ = check_regressions(now, base, ("q1", "q2"), checks, alpha=0.05, seed=0)
-    assert missing.extra["not_compared"] == (
+    assert figures(missing).not_compared == (
         "the baseline has no P@10 (saved with cutoffs [1, 3], now [1, 10]); "
         "save a new baseline with --rg-save-baseline"
     )
@@ -467,9 +482,62 @@ def test_checks_that_compare_nothing_stay_out_of_the_holm_family() -> None:
     base = base_of(then)
     checks = [RegressionCheck("suite", "P@1", 0.01), RegressionCheck("category[c]", "P@1", 0.01)]
     suite, empty = check_regressions(now, base, align(now, base).shared, checks, alpha=0.05, seed=0)
-    assert (suite.extra["p_value"], suite.extra["p_adjusted"], suite.passed) == (
+    assert (figures(suite).p_value, figures(suite).p_adjusted, suite.passed) == (
         1 / 32,
         1 / 32,
         False,
     )
-    assert (empty.n, empty.extra["p_adjusted"], empty.passed) == (0, 1.0, True)
+    assert (empty.n, figures(empty).p_adjusted, empty.passed) == (0, 1.0, True)
+
+
+# -- compare_with_baseline: the comparison the report shows and the outcomes items read ------------
+
+
+def test_comparison_without_a_baseline_run_has_no_outcomes() -> None:
+    got = compare_with_baseline(record([query("q1")]), None, [], path="b.json", alpha=0.05, seed=0)
+    assert (got.comparison, dict(got.outcomes), got.reason) == (
+        None,
+        {},
+        "no baseline for this suite and system",
+    )
+
+
+def test_not_comparable_keeps_the_reason_and_decides_nothing() -> None:
+    base = base_of(record([query("q1")]))
+    now = record([query("q1")], gain="exponential")
+    got = compare_with_baseline(
+        now, base, [RegressionCheck("suite", "P@1", 0.01)], path="b.json", alpha=0.05, seed=0
+    )
+    assert got.reason == "gain changed from 'linear' to 'exponential'"
+    assert dict(got.outcomes) == {}
+    assert got.comparison is not None
+    assert (got.comparison.comparable, got.comparison.rows, got.comparison.path) == (
+        False,
+        None,
+        "b.json",
+    )
+
+
+def test_comparison_rows_are_keyed_by_scope_and_skip_what_compared_nothing() -> None:
+    then = record([query(f"q{i}", category="a") for i in range(5)])
+    now = record([query(f"q{i}", metrics={"P@1": 0.0}, category="a") for i in range(5)])
+    checks = [
+        RegressionCheck("suite", "P@1", 0.01),
+        RegressionCheck("category[a]", "P@1", 0.01),
+        RegressionCheck("category[b]", "P@1", 0.01),  # no query: nothing to show
+    ]
+    got = compare_with_baseline(now, base_of(then), checks, path="b.json", alpha=0.05, seed=0)
+    assert got.comparison is not None and got.comparison.rows is not None
+    assert list(got.comparison.rows) == ["P@1", "category[a]::P@1"]
+    row = got.comparison.rows["P@1"]
+    # Five of five drop: p = 2^-5 for both; Holm over the two that can reach significance.
+    assert (row.baseline, row.current, row.p_value, row.p_adjusted, row.degraded) == (
+        1.0,
+        0.0,
+        1 / 32,
+        1 / 16,
+        5,
+    )
+    assert row.passed is True  # 1/16 > 0.05 once the category joins the Holm family
+    assert got.comparison.means == {"P@1": 1.0}
+    assert set(got.outcomes) == {("suite", "P@1"), ("category[a]", "P@1"), ("category[b]", "P@1")}

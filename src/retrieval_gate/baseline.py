@@ -1,8 +1,10 @@
 """The accepted baseline: fingerprinted per-query results, read and written atomically.
 
-A baseline file holds, per suite x system, the run record the report also carries (per-query
-metric values, rankings, relevant ranks) plus each query's content digest, so a later run can
-compare on the queries both runs share and report added, removed and edited queries apart.
+A baseline file holds, per suite x system, the :class:`~retrieval_gate.records.RunRecord` of the
+accepted run in its compact form (per-query metric values, rankings, relevant ranks and each
+query's content digest), so a later run can compare on the queries both runs share and report
+added, removed and edited queries apart. Files written by 0.1.0 have the same form and load as
+they are.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from typing import Any
 from retrieval_gate import __version__
 from retrieval_gate.atomic import write_text_atomic
 from retrieval_gate.errors import RetrievalGateError
-from retrieval_gate.record import query_digest as query_digest  # re-exported for callers
+from retrieval_gate.records import RunRecord
+from retrieval_gate.records import query_digest as query_digest  # re-exported for callers
 
 VERSION = 1
 # Parts of the fingerprint that change what a metric value means: values measured under
@@ -38,9 +41,9 @@ def run_key(suite: str, system: str) -> str:
 @dataclass(frozen=True)
 class Baseline:
     path: Path
-    runs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    runs: Mapping[str, RunRecord] = field(default_factory=dict)
 
-    def get(self, suite: str, system: str) -> Mapping[str, Any] | None:
+    def get(self, suite: str, system: str) -> RunRecord | None:
         return self.runs.get(run_key(suite, system))
 
 
@@ -68,9 +71,12 @@ def load_baseline(path: Path) -> Baseline | None:
             "save a new one with --rg-save-baseline",
             path=path,
         )
+    runs = {}
     for key, run in data["runs"].items():
         _check_run(run, path, key)
-    return Baseline(path=path, runs=data["runs"])
+        suite, _, system = str(key).rpartition("::")
+        runs[key] = RunRecord.from_baseline_json({"suite": suite, "system": system, **run})
+    return Baseline(path=path, runs=runs)
 
 
 # What the comparison reads from each query of a baseline run, and the JSON type it must have.
@@ -104,39 +110,15 @@ def _check_run(run: Any, path: Path, key: str) -> None:
             )
 
 
-def baseline_run(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of a report run record a baseline keeps, queries keyed by id."""
-    return {
-        "suite": record["suite"],
-        "system": record["system"],
-        "fingerprint": record["fingerprint"],
-        "k": record["k"],
-        "metrics": record["metrics"],
-        "queries": {
-            q["id"]: {
-                "digest": q["digest"],
-                "category": q.get("category"),
-                "difficulty": q.get("difficulty"),
-                "metrics": q["metrics"],
-                "ranking": q["ranking"],
-                "relevant_ranks": q["relevant_ranks"],
-            }
-            for q in record["queries"]
-        },
-    }
-
-
-def save_baseline(
-    path: Path, records: Iterable[Mapping[str, Any]], previous: Baseline | None
-) -> None:
+def save_baseline(path: Path, records: Iterable[RunRecord], previous: Baseline | None) -> None:
     """Write this session's runs, keeping the previous baseline's runs this session didn't run."""
-    runs: dict[str, Any] = dict(previous.runs) if previous is not None else {}
+    runs: dict[str, RunRecord] = dict(previous.runs) if previous is not None else {}
     for record in records:
-        runs[run_key(record["suite"], record["system"])] = baseline_run(record)
+        runs[run_key(record.suite, record.system)] = record
     payload = {
         "version": VERSION,
         "generator": f"pytest-retrieval-gate {__version__}",
-        "runs": {key: runs[key] for key in sorted(runs)},
+        "runs": {key: runs[key].to_baseline_json() for key in sorted(runs)},
     }
     write_text_atomic(path, json.dumps(payload, indent=1, sort_keys=False) + "\n")
 
@@ -153,10 +135,10 @@ class Alignment:
     notes: tuple[str, ...]  # what changed that is still compared (model, corpus, ...)
 
 
-def align(record: Mapping[str, Any], base: Mapping[str, Any]) -> Alignment:
-    fp, base_fp = record["fingerprint"], base.get("fingerprint", {})
-    current = {q["id"]: q["digest"] for q in record["queries"]}
-    before = {qid: q.get("digest", "") for qid, q in base["queries"].items()}
+def align(record: RunRecord, base: RunRecord) -> Alignment:
+    fp, base_fp = record.fingerprint, base.fingerprint
+    current = {q.id: q.digest for q in record.queries}
+    before = {q.id: q.digest for q in base.queries}
     shared = tuple(q for q in current if q in before and current[q] == before[q])
     edited = tuple(q for q in current if q in before and current[q] != before[q])
     added = tuple(q for q in current if q not in before)

@@ -8,6 +8,7 @@ system reads the same shared run; a failing item shows value, floor, n and the w
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -16,9 +17,10 @@ import pytest
 
 from retrieval_gate.config import SystemConfig
 from retrieval_gate.errors import RetrievalGateError
-from retrieval_gate.gate import Outcome, RegressionCheck, check_gate, check_query
-from retrieval_gate.plugin import SESSION_KEY
-from retrieval_gate.suite import Gate, Query, Suite, load_suite, parse_scope
+from retrieval_gate.gate import RegressionCheck, check_gate, check_query
+from retrieval_gate.keys import SESSION_KEY
+from retrieval_gate.records import Outcome, parse_scope
+from retrieval_gate.suite import Gate, Query, Suite, load_suite
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
@@ -148,7 +150,8 @@ class _SuiteItem(pytest.Item):
             self.rg_payload.extend(gs.payload_for(self.suite, self.system))
         if outcome is None:
             return
-        self.rg_payload.append(("gate", json.dumps(outcome.to_json(self.nodeid))))
+        decided = dataclasses.replace(outcome, nodeid=self.nodeid)
+        self.rg_payload.append(("gate", json.dumps(decided.to_json())))
         if not outcome.passed:
             raise GateFailed(outcome)
 
@@ -171,8 +174,7 @@ class GateItem(_SuiteItem):
         self.gate = gate
 
     def check(self) -> Outcome:
-        evaluation = self.gate_session.evaluation(self.suite, self.system)
-        return check_gate(self.gate, evaluation)
+        return check_gate(self.gate, self.gate_session.record(self.suite, self.system))
 
 
 class QueryItem(_SuiteItem):
@@ -185,13 +187,12 @@ class QueryItem(_SuiteItem):
                 self.add_marker(_marker(self.config, label, kind))
 
     def check(self) -> Outcome:
-        evaluation = self.gate_session.evaluation(self.suite, self.system)
-        return check_query(self.query, evaluation)
+        return check_query(self.query, self.gate_session.record(self.suite, self.system))
 
 
 class RunItem(_SuiteItem):
     def check(self) -> None:
-        self.gate_session.evaluation(self.suite, self.system)
+        self.gate_session.record(self.suite, self.system)
 
 
 class RegressionNode(pytest.Collector):
@@ -223,11 +224,11 @@ class RegressionItem(_SuiteItem):
 
     def check(self) -> Outcome:
         found = self.gate_session.regressions(self.suite, self.system)
-        if isinstance(found, str):
-            reason = f"baseline not comparable: {found}"
+        if found.reason is not None:
+            reason = f"baseline not comparable: {found.reason}"
         else:
-            outcome = found[(self.check_spec.scope, self.check_spec.metric)]
-            missing = outcome.extra.get("not_compared")
+            outcome = found.outcomes[(self.check_spec.scope, self.check_spec.metric)]
+            missing = None if outcome.regression is None else outcome.regression.not_compared
             if missing is None:
                 return outcome
             reason = f"not compared with the baseline: {missing}"

@@ -2,7 +2,8 @@
 
 The step between the run and the gates: it turns a :class:`~retrieval_gate.run.RunResult` into an
 :class:`Evaluation` (plain arrays plus the run) through the same ``judge``/``compute`` code path as
-the public :func:`retrieval_gate.evaluate`.
+the public :func:`retrieval_gate.evaluate`, and the evaluation into the typed
+:class:`~retrieval_gate.records.RunRecord` every later stage (gates, baseline, report) reads.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ from functools import cached_property
 import numpy as np
 
 from retrieval_gate.metrics import Metric, compute, cutoff_metrics, judge, latency_stats
+from retrieval_gate.records import GroupRecord, QueryRecord, RunRecord, query_digest, scope_name
 from retrieval_gate.run import RunResult
-from retrieval_gate.suite import scope_name
+
+#: How many top results a failing expectation shows.
+SHOWN_RESULTS = 5
 
 
 @dataclass(frozen=True)
@@ -57,18 +61,6 @@ class Evaluation:
     def n(self, scope: str = "suite") -> int:
         return int(self.scopes[scope].size)
 
-    def worst(
-        self, metric: Metric, scope: str = "suite", limit: int = 5
-    ) -> list[tuple[str, float]]:
-        """The scope's lowest-scoring queries for a metric (ties by query order), worst first."""
-        if metric.is_latency:
-            order = np.argsort(-np.asarray(self.run.latencies_ms), kind="stable")[:limit]
-            return [(self.run.qids[i], float(self.run.latencies_ms[i])) for i in order]
-        rows = self.scopes[scope]
-        vals = self.values[metric.name][rows]
-        order = np.argsort(vals, kind="stable")[:limit]
-        return [(self.run.qids[rows[i]], float(vals[i])) for i in order]
-
     @cached_property
     def _positions(self) -> dict[str, int]:
         return {qid: i for i, qid in enumerate(self.run.qids)}
@@ -104,4 +96,57 @@ def evaluate_run(run: RunResult, extra: tuple[Metric, ...] = ()) -> Evaluation:
     values = compute(judged, metrics, gain=suite.gain)
     return Evaluation(
         run=run, metrics=metrics, values=values, latency=latency_stats(run.latencies_ms)
+    )
+
+
+def record_run(evaluation: Evaluation, suite_path: str) -> RunRecord:
+    """The run as the typed record the gates, the baseline and the report read: means per scope,
+    latency, stats and every query's values, ranking and relevant ranks."""
+    run = evaluation.run
+    suite = run.suite
+    metrics = evaluation.metrics
+    # Rankings are kept to the largest cutoff (the JSON contract); a query with expectations
+    # keeps at least the top results its failure message shows.
+    cut = max(suite.k)
+
+    def means(scope: str) -> dict[str, float]:
+        return {m.name: evaluation.value(m, scope) for m in metrics}
+
+    def groups(kind: str) -> dict[str, GroupRecord]:
+        labels = suite.categories if kind == "category" else suite.difficulties
+        return {
+            label: GroupRecord(
+                n=evaluation.n(scope_name(kind, label)), metrics=means(scope_name(kind, label))
+            )
+            for label in labels
+        }
+
+    # One tolist() per metric is far cheaper than a float() per value.
+    columns = {m.name: evaluation.values[m.name].tolist() for m in metrics}
+    queries = tuple(
+        QueryRecord(
+            id=query.id,
+            digest=query_digest(query.text, query.relevant),
+            category=query.category,
+            difficulty=query.difficulty,
+            metrics={name: column[i] for name, column in columns.items()},
+            ranking=tuple(run.rankings[i][: max(cut, SHOWN_RESULTS) if query.expect else cut]),
+            relevant_ranks=evaluation.relevant_ranks(query.id),
+            latency_ms=run.latencies_ms[i],
+        )
+        for i, query in enumerate(suite.queries)
+    )
+    return RunRecord(
+        suite=suite.name,
+        suite_path=suite_path,
+        system=run.system.name,
+        n=len(suite.queries),
+        k=tuple(suite.k),
+        fingerprint=dict(run.fingerprint),
+        metrics=means("suite"),
+        categories=groups("category"),
+        difficulties=groups("difficulty"),
+        latency_ms=dict(evaluation.latency),
+        stats=dict(run.stats),
+        queries=queries,
     )

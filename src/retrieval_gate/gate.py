@@ -1,128 +1,83 @@
-"""Floors, ceilings and per-query expectations checked against an evaluation. Pure.
+"""Floors, ceilings, per-query expectations and regression checks, decided on typed records. Pure.
 
-Each check returns an :class:`Outcome`: plain data the items turn into a pass or a readable
-failure and the report turns into a table row.
+Each check reads a :class:`~retrieval_gate.records.RunRecord` (and, for regressions, the baseline's)
+and returns an :class:`~retrieval_gate.records.Outcome`: the items turn it into a pass or a readable
+failure and the report into a table row.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from retrieval_gate.evaluation import Evaluation
-from retrieval_gate.suite import Expectation, Gate, Query, Suite, parse_scope
+from retrieval_gate.records import (
+    BaselineComparison,
+    Outcome,
+    QueryRecord,
+    RegressionFigures,
+    RegressionRow,
+    RunRecord,
+    format_value,
+)
+from retrieval_gate.suite import Expectation, Gate, Query, Suite
 
 # Means of per-query fractions are not exact in binary: 3 of 5 queries at P@5 = 0.6 can average to
 # 0.5999999999999999. A floor is met when the value is within this of it, so a suite that sits
 # exactly on its floor passes on every machine.
 EPSILON = 1e-9
 
-
-@dataclass(frozen=True)
-class Outcome:
-    suite: str
-    system: str
-    scope: str  # "suite", "category[x]", "difficulty[x]", "latency", "query[id]"
-    metric: str
-    value: float
-    threshold: float
-    passed: bool
-    n: int
-    ceiling: bool = False
-    worst: tuple[tuple[str, float], ...] = ()
-    detail: tuple[str, ...] = field(default_factory=tuple)
-    extra: dict[str, Any] = field(default_factory=dict)  # kind-specific figures for the report
-
-    @property
-    def comparison(self) -> str:
-        return "<=" if self.ceiling else ">="
-
-    def headline(self) -> str:
-        verdict = "ok" if self.passed else "FAILED"
-        if self.scope.startswith("query["):
-            return f"expect on {self.scope} ({self.suite} x {self.system}): {verdict}"
-        if self.scope.startswith("regression"):
-            where = self.scope.removeprefix("regression").strip() or "suite"
-            return (
-                f"{self.metric} regression over {where} ({self.suite} x {self.system}): {verdict}: "
-                f"{_fmt(self.value)} vs baseline {_fmt(self.extra['baseline'])} "
-                f"(needs >= {_fmt(self.threshold)} or no significant drop, n={self.n})"
-            )
-        what = "ceiling" if self.ceiling else "floor"
-        return (
-            f"{self.metric} over {self.scope} ({self.suite} x {self.system}): {verdict}: "
-            f"{_fmt(self.value)} (needs {self.comparison} {_fmt(self.threshold)} {what}, n={self.n})"
-        )
-
-    def lines(self) -> list[str]:
-        out = [self.headline()]
-        if self.worst and self.scope.startswith("regression"):
-            out.append("most dropped: " + ", ".join(f"{q} ({v:+.4f})" for q, v in self.worst))
-        elif self.worst:
-            label = "slowest queries" if self.ceiling else "worst queries"
-            out.append(f"{label}: " + ", ".join(f"{qid} ({_fmt(v)})" for qid, v in self.worst))
-        out.extend(self.detail)
-        return out
-
-    def to_json(self, nodeid: str) -> dict[str, Any]:
-        return {
-            "nodeid": nodeid,
-            "suite": self.suite,
-            "system": self.system,
-            "scope": self.scope,
-            "metric": self.metric,
-            "value": self.value,
-            "threshold": self.threshold,
-            "comparison": self.comparison,
-            "passed": self.passed,
-            "n": self.n,
-            "worst": [{"id": qid, "value": v} for qid, v in self.worst],
-            "detail": list(self.detail),
-            **self.extra,
-        }
+_fmt = format_value
 
 
-def _fmt(value: float) -> str:
-    return f"{value:.4f}".rstrip("0").rstrip(".") if value == value else "nan"
-
-
-def check_gate(gate: Gate, evaluation: Evaluation, worst: int = 5) -> Outcome:
+def check_gate(gate: Gate, record: RunRecord, worst: int = 5) -> Outcome:
+    """A floor on a metric over a scope of queries, or a ceiling on a latency figure."""
     metric = gate.metric
-    value = evaluation.value(metric, gate.scope)
+    value = record.value(metric.name, gate.scope)
     if metric.is_latency:
         passed = value <= gate.threshold + EPSILON
     else:
         passed = value >= gate.threshold - EPSILON
     return Outcome(
-        suite=evaluation.suite_name,
-        system=evaluation.system_name,
+        suite=record.suite,
+        system=record.system,
         scope="latency" if metric.is_latency else gate.scope,
         metric=metric.name,
         value=value,
         threshold=gate.threshold,
         passed=passed,
-        n=evaluation.n(gate.scope),
+        n=record.n_in(gate.scope),
         ceiling=metric.is_latency,
-        worst=tuple(evaluation.worst(metric, gate.scope, worst)),
+        worst=_worst(record, metric.name, gate.scope, worst, latency=metric.is_latency),
     )
 
 
-def check_query(query: Query, evaluation: Evaluation) -> Outcome:
+def _worst(
+    record: RunRecord, metric: str, scope: str, limit: int, *, latency: bool
+) -> tuple[tuple[str, float], ...]:
+    """The scope's lowest-scoring (for latency: slowest) queries, ties in query order."""
+    if latency:
+        timed = [(q.id, q.latency_ms or 0.0) for q in record.queries]
+        return tuple(sorted(timed, key=lambda item: -item[1])[:limit])
+    values = [(qid, record.query(qid).metrics[metric]) for qid in record.scope_ids(scope)]
+    return tuple(sorted(values, key=lambda item: item[1])[:limit])
+
+
+def check_query(query: Query, record: RunRecord) -> Outcome:
     """All of a query's ``expect`` assertions; the outcome fails if any of them does."""
-    ranks = evaluation.relevant_ranks(query.id)
-    ranking = evaluation.run.rankings[evaluation.query_index(query.id)]
-    checks = [(exp, *_check_expectation(exp, query, ranks, evaluation)) for exp in query.expect]
+    measured = record.query(query.id)
+    ranks = measured.relevant_ranks
+    checks = [(exp, *_check_expectation(exp, measured)) for exp in query.expect]
     failures = [text for _, ok, _, text in checks if not ok]
     # The outcome's value and threshold are those of the first failing assertion (else the first).
     shown_exp, _, value, _ = next((c for c in checks if not c[1]), checks[0])
     found = ", ".join(
         f"{doc} at {'-' if rank is None else rank}" for doc, rank in sorted(ranks.items())
     )
-    detail = [*failures, f"relevant: {found}", f"top results: {', '.join(ranking[:5]) or '(none)'}"]
+    top = ", ".join(measured.ranking[:5]) or "(none)"
+    detail = [*failures, f"relevant: {found}", f"top results: {top}"]
     return Outcome(
-        suite=evaluation.suite_name,
-        system=evaluation.system_name,
+        suite=record.suite,
+        system=record.system,
         scope=f"query[{query.id}]",
         metric=shown_exp.label,
         value=value,
@@ -134,17 +89,16 @@ def check_query(query: Query, evaluation: Evaluation) -> Outcome:
     )
 
 
-def _check_expectation(
-    exp: Expectation, query: Query, ranks: dict[str, int | None], evaluation: Evaluation
-) -> tuple[bool, float, str]:
+def _check_expectation(exp: Expectation, measured: QueryRecord) -> tuple[bool, float, str]:
     """(passed, measured value, failure line)."""
     if exp.metric is not None:
-        value = float(evaluation.values[exp.metric.name][evaluation.query_index(query.id)])
+        value = measured.metrics[exp.metric.name]
         return (
             value >= exp.value - EPSILON,
             value,
             f"{exp.metric.name} = {_fmt(value)}, expected >= {_fmt(exp.value)}",
         )
+    ranks = measured.relevant_ranks
     present = [r for r in ranks.values() if r is not None]
     limit = int(exp.value)
     if exp.kind == "found_within":
@@ -193,18 +147,9 @@ def regression_checks(suite: Suite, default: Mapping[str, float]) -> list[Regres
     return [RegressionCheck(scope, metric, tol(metric)) for scope, metric in wanted]
 
 
-def _scope_ids(record: dict[str, Any], scope: str, shared: tuple[str, ...]) -> list[str]:
-    group = parse_scope(scope)
-    if group is None:
-        return list(shared)
-    kind, label = group
-    labels = {q["id"]: q.get(kind) for q in record["queries"]}
-    return [qid for qid in shared if labels.get(qid) == label]
-
-
 def check_regressions(
-    record: dict[str, Any],
-    base: dict[str, Any],
+    record: RunRecord,
+    base: RunRecord,
     shared: tuple[str, ...],
     checks: list[RegressionCheck],
     *,
@@ -216,15 +161,14 @@ def check_regressions(
     of this run at level ``alpha``)."""
     from retrieval_gate.stats import holm, paired_randomisation
 
-    current = {q["id"]: q for q in record["queries"]}
-    before = base["queries"]
     tests = []
+    shared_set = set(shared)
     for check in checks:
-        in_scope = _scope_ids(record, check.scope, shared)
-        missing = _not_compared(check.metric, in_scope, current, before, record, base)
+        in_scope = [qid for qid in record.scope_ids(check.scope) if qid in shared_set]
+        missing = _not_compared(check.metric, in_scope, record, base)
         ids = [] if missing else in_scope
-        now = [current[qid]["metrics"][check.metric] for qid in ids]
-        then = [before[qid]["metrics"][check.metric] for qid in ids]
+        now = [record.query(qid).metrics[check.metric] for qid in ids]
+        then = [base.query(qid).metrics[check.metric] for qid in ids]
         test = paired_randomisation(now, then, seed=seed)
         tests.append((check, ids, now, then, test, missing))
     # A check that compared no query (an empty scope, a metric one side lacks) tests nothing, and
@@ -265,12 +209,13 @@ def check_regressions(
             detail = [f"not compared: {missing}"]
         if not passed:
             detail += [
-                explain(qid, current[qid], before[qid], check.metric) for qid, _ in deltas[:EXPLAIN]
+                explain(qid, record.query(qid), base.query(qid), check.metric)
+                for qid, _ in deltas[:EXPLAIN]
             ]
         outcomes.append(
             Outcome(
-                suite=record["suite"],
-                system=record["system"],
+                suite=record.suite,
+                system=record.system,
                 scope="regression" if check.scope == "suite" else f"regression {check.scope}",
                 metric=check.metric,
                 value=mean_now,
@@ -279,18 +224,87 @@ def check_regressions(
                 n=len(ids),
                 worst=tuple(deltas[:EXPLAIN]),
                 detail=tuple(detail),
-                extra={
-                    "baseline": mean_then,
-                    "tolerance": check.tolerance,
-                    "p_value": test.p_value,
-                    "p_adjusted": p_adj,
-                    "improved": test.improved,
-                    "degraded": test.degraded,
-                    **({} if missing is None else {"not_compared": missing}),
-                },
+                regression=RegressionFigures(
+                    baseline=mean_then,
+                    tolerance=check.tolerance,
+                    p_value=test.p_value,
+                    p_adjusted=p_adj,
+                    improved=test.improved,
+                    degraded=test.degraded,
+                    not_compared=missing,
+                ),
             )
         )
     return outcomes
+
+
+@dataclass(frozen=True)
+class Regressions:
+    """A run compared with its baseline run: the comparison the report shows and each regression
+    check's outcome by (scope, metric); ``reason`` says why there are no outcomes."""
+
+    comparison: BaselineComparison | None  # None: the baseline has no run for this suite x system
+    outcomes: Mapping[tuple[str, str], Outcome]
+    reason: str | None = None
+
+
+def compare_with_baseline(
+    record: RunRecord,
+    base: RunRecord | None,
+    checks: list[RegressionCheck],
+    *,
+    path: str,
+    alpha: float,
+    seed: int,
+) -> Regressions:
+    """Align a run with its baseline run and decide every regression check (see
+    :func:`check_regressions`); ``path`` names the baseline file in the report."""
+    from retrieval_gate.baseline import align
+
+    if base is None:
+        return Regressions(None, {}, "no baseline for this suite and system")
+    alignment = align(record, base)
+
+    def comparison(rows: Mapping[str, RegressionRow] | None) -> BaselineComparison:
+        return BaselineComparison(
+            suite=record.suite,
+            system=record.system,
+            path=path,
+            comparable=alignment.not_comparable is None,
+            reason=alignment.not_comparable,
+            shared=len(alignment.shared),
+            added=alignment.added,
+            removed=alignment.removed,
+            edited=alignment.edited,
+            notes=alignment.notes,
+            means=dict(base.metrics),
+            rows=rows,
+        )
+
+    if alignment.not_comparable is not None:
+        return Regressions(comparison(None), {}, alignment.not_comparable)
+    outcomes = check_regressions(record, base, alignment.shared, checks, alpha=alpha, seed=seed)
+    rows = {}
+    for check, outcome in zip(checks, outcomes, strict=True):
+        figures = outcome.regression
+        if outcome.n == 0 or figures is None:
+            continue  # a metric one side lacks has no values to show
+        name = outcome.metric if check.scope == "suite" else f"{check.scope}::{outcome.metric}"
+        rows[name] = RegressionRow(
+            baseline=figures.baseline,
+            current=outcome.value,
+            p_value=figures.p_value,
+            p_adjusted=figures.p_adjusted,
+            improved=figures.improved,
+            degraded=figures.degraded,
+            passed=outcome.passed,
+            n=outcome.n,
+            not_compared=figures.not_compared,
+        )
+    return Regressions(
+        comparison(rows),
+        {(c.scope, c.metric): o for c, o in zip(checks, outcomes, strict=True)},
+    )
 
 
 def smallest_p(n: int) -> float:
@@ -300,14 +314,7 @@ def smallest_p(n: int) -> float:
     return 2.0**-n if n <= EXACT_LIMIT else 1.0 / (DEFAULT_PERMUTATIONS + 1)
 
 
-def _not_compared(
-    metric: str,
-    ids: list[str],
-    current: dict[str, Any],
-    before: dict[str, Any],
-    record: dict[str, Any],
-    base: dict[str, Any],
-) -> str | None:
+def _not_compared(metric: str, ids: list[str], record: RunRecord, base: RunRecord) -> str | None:
     """Why a metric cannot be compared over these queries, None when it can.
 
     A metric absent on either side (the baseline was saved with other cutoffs, or a tolerance names
@@ -315,22 +322,22 @@ def _not_compared(
     """
     if not ids:
         return None
-    if any(metric not in current[qid]["metrics"] for qid in ids):
-        return f"this run does not compute {metric} (cutoffs {record.get('k')})"
-    if any(metric not in before[qid]["metrics"] for qid in ids):
+    if any(metric not in record.query(qid).metrics for qid in ids):
+        return f"this run does not compute {metric} (cutoffs {list(record.k)})"
+    if any(metric not in base.query(qid).metrics for qid in ids):
         return (
-            f"the baseline has no {metric} (saved with cutoffs {base.get('k')}, now "
-            f"{record.get('k')}); save a new baseline with --rg-save-baseline"
+            f"the baseline has no {metric} (saved with cutoffs {list(base.k)}, now "
+            f"{list(record.k)}); save a new baseline with --rg-save-baseline"
         )
     return None
 
 
-def explain(qid: str, now: dict[str, Any], then: dict[str, Any], metric: str) -> str:
+def explain(qid: str, now: QueryRecord, then: QueryRecord, metric: str) -> str:
     """A regressed query: its relevant documents' ranks before and after, and who took them."""
     moves = []
-    ranking_now = now["ranking"]
-    for doc, before_rank in sorted(then["relevant_ranks"].items()):
-        after_rank = now["relevant_ranks"].get(doc)
+    ranking_now = now.ranking
+    for doc, before_rank in sorted(then.relevant_ranks.items()):
+        after_rank = now.relevant_ranks.get(doc)
         if before_rank == after_rank:
             continue
         text = f"{doc} {before_rank or '-'} -> {after_rank or '-'}"
@@ -338,11 +345,11 @@ def explain(qid: str, now: dict[str, Any], then: dict[str, Any], metric: str) ->
             # Who pushed it down: documents ranked ahead of it now that were not ahead of it
             # before. One that fell out entirely was pushed by whoever now holds its old place.
             ahead_now = ranking_now[: before_rank if after_rank is None else after_rank - 1]
-            ahead_then = set(then["ranking"][: before_rank - 1])
+            ahead_then = set(then.ranking[: before_rank - 1])
             taken = [d for d in ahead_now if d not in ahead_then and d != doc]
             if taken:
                 more = f" and {len(taken) - 3} more" if len(taken) > 3 else ""
                 text += f" (displaced by {', '.join(taken[:3])}{more})"
         moves.append(text)
-    values = f"{_fmt(then['metrics'][metric])} -> {_fmt(now['metrics'][metric])}"
+    values = f"{_fmt(then.metrics[metric])} -> {_fmt(now.metrics[metric])}"
     return f"{qid}: {metric} {values}; " + ("; ".join(moves) or "relevant ranks unchanged")

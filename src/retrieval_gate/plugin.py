@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
-if TYPE_CHECKING:
-    from retrieval_gate.session import GateSession
+from retrieval_gate.keys import SESSION_KEY
 
 DEFAULT_FILES = ("*.retrieval.yaml", "*.retrieval.yml", "*.retrieval.json")
 SUITE_SUFFIXES = (".yaml", ".yml", ".json")
-SESSION_KEY: pytest.StashKey[GateSession] = pytest.StashKey()
 
 
 def _system_name(value: str) -> str:
@@ -123,6 +121,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("retrieval_gate", False):
+        from retrieval_gate.options import GATE_ONLY_OPTIONS, gate_only_given
+
+        given = gate_only_given({dest: config.getoption(dest, None) for dest in GATE_ONLY_OPTIONS})
+        if given:
+            raise pytest.UsageError(
+                f"{', '.join(given)} only take effect with --retrieval-gate; add --retrieval-gate "
+                "or drop them"
+            )
         return
     config.addinivalue_line(
         "markers",
@@ -157,18 +163,19 @@ def retrieval_system(request: pytest.FixtureRequest) -> Any:
         if session is not None:
             opened = RetrievalSystem(session.systems[0], session.settings, session.run_options)
         else:
-            names = config.getoption("rg_system") or [None]
-            # As the gate resolves them: options from the current folder, ini from the rootdir.
-            option, ini = (
-                config.getoption("rg_cache_dir"),
-                config.getini("retrieval_gate_cache_dir"),
-            )
-            cache = Path(option).absolute() if option else config.rootpath / ini if ini else None
+            from retrieval_gate.config import load_settings
+            from retrieval_gate.options import resolve_cache_dir, select_systems
+            from retrieval_gate.session import option_values
+
+            # Resolved exactly as the gate resolves them (options.py).
+            values = option_values(config)
+            settings = load_settings(config.rootpath)
+            chosen = select_systems(settings, values.systems[:1], config.rootpath)[0]
             opened = open_system(
                 config.rootpath,
-                name=names[0],
-                cache_dir=cache,
-                use_cache=not config.getoption("rg_no_cache"),
+                name=chosen.name,
+                cache_dir=resolve_cache_dir(values, settings),
+                use_cache=not values.no_cache,
             )
     except RetrievalGateError as exc:
         pytest.fail(f"retrieval_system: {exc.format()}", pytrace=False)

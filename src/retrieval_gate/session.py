@@ -1,9 +1,11 @@
 """Per-session state of an active gate, registered as a plugin object while ``--retrieval-gate``.
 
-It owns the settings, the selected systems, the shared runs (one per suite x system, however
-many items read it) and the records the report is built from. Records travel on test reports
-(``report.retrieval_gate``), so the report is complete under xdist too: workers only attach, the
-controller gathers and writes.
+Thin: it wires the pure parts (options.py resolves options and paths, run.py retrieves,
+evaluation.py measures, gate.py decides, report/ renders) to pytest's hooks, and keeps what a
+session shares: one run per suite x system however many items read it, and the records the
+report is built from. Records travel on test reports (``report.retrieval_gate``) through their
+JSON codecs, so the report is complete under xdist too: workers only attach, the controller
+gathers and writes.
 """
 
 from __future__ import annotations
@@ -17,53 +19,81 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from retrieval_gate.baseline import Baseline, align, load_baseline, save_baseline
+from retrieval_gate.baseline import Baseline, load_baseline, save_baseline
 from retrieval_gate.config import Settings, SystemConfig, load_settings
-from retrieval_gate.errors import RetrievalGateError, RunError
-from retrieval_gate.evaluation import Evaluation, evaluate_run
-from retrieval_gate.gate import Outcome, RegressionCheck, check_regressions, regression_checks
-from retrieval_gate.metrics import parse_metric
-from retrieval_gate.run import RunOptions, corpus_path, run_suite
+from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.gate import (
+    RegressionCheck,
+    Regressions,
+    compare_with_baseline,
+    regression_checks,
+)
+from retrieval_gate.options import (
+    OptionValues,
+    resolve_outputs,
+    select_reference,
+    select_systems,
+)
+from retrieval_gate.records import BaselineComparison, Outcome, RunFailure, RunRecord
+from retrieval_gate.run import RunOptions, corpus_path
 from retrieval_gate.suite import Suite
 
 if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
+    from retrieval_gate.report import ReportData
 
-DEFAULT_REPORT = "retrieval-gate-report.md"
-DEFAULT_BASELINE = "retrieval-baseline.json"
+INI_NAMES = {
+    "report": "retrieval_gate_report",
+    "json": "retrieval_gate_json",
+    "baseline": "retrieval_gate_baseline",
+    "cache_dir": "retrieval_gate_cache_dir",
+}
+
+
+def option_values(config: pytest.Config) -> OptionValues:
+    """What pytest parsed, for the pure resolution in options.py."""
+    return OptionValues(
+        rootpath=config.rootpath,
+        cwd=Path.cwd(),
+        systems=tuple(config.getoption("rg_system") or ()),
+        reference=config.getoption("rg_reference"),
+        report=config.getoption("rg_report"),
+        json=config.getoption("rg_json"),
+        baseline=config.getoption("rg_baseline"),
+        cache_dir=config.getoption("rg_cache_dir"),
+        save_baseline=bool(config.getoption("rg_save_baseline")),
+        no_cache=bool(config.getoption("rg_no_cache")),
+        ini={short: str(config.getini(name) or "") for short, name in INI_NAMES.items()},
+    )
+
+
+class InternalRunError(Exception):
+    """A run failed inside the plugin itself (a bug, not the user's data): shown with its
+    traceback, and in the report as an internal error."""
 
 
 class GateSession:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.rootpath = config.rootpath
+        values = option_values(config)
         self.settings: Settings = load_settings(self.rootpath)
-        self.systems: tuple[SystemConfig, ...] = self._select_systems()
-        self.reference = self._select_reference()
-        self.cache_dir = self._path_option("rg_cache_dir", "retrieval_gate_cache_dir") or (
-            self.settings.cache_dir or self.rootpath / ".retrieval-gate-cache"
+        self.systems: tuple[SystemConfig, ...] = select_systems(
+            self.settings, values.systems, self.rootpath
         )
-        self.use_cache = not config.getoption("rg_no_cache")
+        self.reference = select_reference(self.systems, values.reference, self.settings.reference)
+        outputs = resolve_outputs(values, self.settings)
+        self.report_path = outputs.report
+        self.json_path = outputs.json
+        self.baseline_path = outputs.baseline
+        self.cache_dir = outputs.cache_dir
+        self.use_cache = not values.no_cache
         self.run_options = RunOptions(
             cache_dir=self.cache_dir,
             use_cache=self.use_cache,
             progress=sys.stderr.isatty() and not self.is_worker,
         )
-        self.report_path = self._path_option("rg_report", "retrieval_gate_report") or (
-            self.settings.report or self.rootpath / DEFAULT_REPORT
-        )
-        self.json_path = self._path_option("rg_json", "retrieval_gate_json") or (
-            self.settings.json or self.report_path.with_suffix(".json")
-        )
-        self.baseline_path = self._path_option("rg_baseline", "retrieval_gate_baseline") or (
-            self.settings.baseline or self.rootpath / DEFAULT_BASELINE
-        )
-        if self.json_path.resolve() == self.report_path.resolve():
-            raise RetrievalGateError(
-                f"--rg-json and the markdown report are both {self.report_path}; give the JSON "
-                "twin its own path"
-            )
-        self.save_baseline = bool(config.getoption("rg_save_baseline"))
+        self.save_baseline = values.save_baseline
         self.baseline_problem: str | None = None
         try:
             self.baseline: Baseline | None = load_baseline(self.baseline_path)
@@ -74,62 +104,19 @@ class GateSession:
             self.baseline = None
             self.baseline_problem = exc.format()
         self._corpora: dict[Path, Corpus | RetrievalGateError] = {}
-        self._records: dict[tuple[Path, str], dict[str, Any]] = {}
         self._suite_names: dict[str, Path] = {}
         self._labels: set[str] = set()  # categories and difficulties registered as markers
-        self._regressions: dict[tuple[Path, str], dict[tuple[str, str], Outcome] | str] = {}
-        self._evaluations: dict[tuple[Path, str], Evaluation | RetrievalGateError] = {}
+        self._records: dict[tuple[Path, str], RunRecord | BaseException] = {}
+        self._comparisons: dict[tuple[Path, str], Regressions] = {}
         self._attached: set[tuple[Path, str]] = set()
         # Gathered from test reports (this process's, or the workers' under xdist).
-        self.runs: dict[tuple[str, str], dict[str, Any]] = {}
-        self.gates: list[dict[str, Any]] = []
+        self.runs: dict[tuple[str, str], RunRecord] = {}
+        self.comparisons: dict[tuple[str, str], BaselineComparison] = {}
+        self.gates: list[Outcome] = []
         self.errors: dict[tuple[str, str], str] = {}
         self.written: list[Path] = []
         self.saved_baseline: Path | None = None
-        self._data: Any = None
-
-    # -- options and settings ----------------------------------------------------------------
-
-    def _path_option(self, option: str, ini: str) -> Path | None:
-        value = self.config.getoption(option) or self.config.getini(ini)
-        if not value:
-            return None
-        path = Path(value).expanduser()
-        # Command-line paths are relative to where pytest was started, ini paths to the rootdir.
-        base = Path.cwd() if self.config.getoption(option) else self.rootpath
-        return path if path.is_absolute() else base / path
-
-    def _select_systems(self) -> tuple[SystemConfig, ...]:
-        wanted: list[str] | None = self.config.getoption("rg_system")
-        settings = self.settings
-        if not settings.systems:
-            where = settings.source or self.rootpath / "pyproject.toml"
-            raise RetrievalGateError(
-                "no retrieval systems configured: add [tool.retrieval_gate.system.NAME] to "
-                f"pyproject.toml or a 'system' table to retrieval-gate.yaml (looked in {where})"
-            )
-        names = wanted if wanted else list(settings.default_systems)
-        out = []
-        for name in dict.fromkeys(names):
-            if name not in settings.systems:
-                known = ", ".join(sorted(settings.systems))
-                raise RetrievalGateError(
-                    f"--rg-system {name!r}: unknown system; known systems: {known}"
-                )
-            out.append(settings.systems[name])
-        return tuple(out)
-
-    def _select_reference(self) -> str:
-        """The system the report compares the others against: option, setting, else the first."""
-        name = self.config.getoption("rg_reference") or self.settings.reference
-        if name is None:
-            return self.systems[0].name
-        if name not in {s.name for s in self.systems}:
-            running = ", ".join(s.name for s in self.systems)
-            raise RetrievalGateError(
-                f"reference system {name!r} is not among the systems this session runs ({running})"
-            )
-        return str(name)
+        self._data: ReportData | None = None
 
     @property
     def is_worker(self) -> bool:
@@ -204,111 +191,78 @@ class GateSession:
                         entry=f"queries[{query.position}] (id {query.id})",
                     )
 
-    def evaluation(self, suite: Suite, system: SystemConfig) -> Evaluation:
+    def record(self, suite: Suite, system: SystemConfig) -> RunRecord:
+        """The suite x system's run, measured: run once, shared by every item that reads it.
+
+        A failure is kept and raised again for each item: the user's (a RetrievalGateError) as
+        its one-line message, the plugin's own as an :class:`InternalRunError` with the original
+        traceback chained.
+        """
         key = (suite.path, system.name)
-        found = self._evaluations.get(key)
+        found = self._records.get(key)
         if found is None:
+            from retrieval_gate.evaluation import evaluate_run, record_run
+            from retrieval_gate.metrics import parse_metric
+            from retrieval_gate.run import run_suite
+
             try:
                 run = run_suite(
                     suite, system, self.settings, self.run_options, self.corpus_for(suite, system)
                 )
                 # A metric named only by a tolerance still needs per-query values to compare.
                 extra = tuple(parse_metric(c.metric) for c in self.regression_checks(suite))
-                found = evaluate_run(run, extra)
+                found = record_run(evaluate_run(run, extra), self._relpath(suite.path))
             except RetrievalGateError as exc:
                 found = exc
-            except Exception as exc:  # a library failing underneath: still one line, once
-                found = RunError(
-                    f"{system.name} failed: {type(exc).__name__}: {exc}",
-                    path=suite.path,
-                    entry=f"system.{system.name}",
+            except Exception as exc:
+                found = InternalRunError(
+                    f"internal error in pytest-retrieval-gate while running {suite.name} x "
+                    f"{system.name}: {type(exc).__name__}: {exc}"
                 )
-            self._evaluations[key] = found
-        if isinstance(found, RetrievalGateError):
+                found.__cause__ = exc
+            self._records[key] = found
+        if isinstance(found, BaseException):
             raise found
         return found
-
-    def payload_for(self, suite: Suite, system: SystemConfig) -> list[tuple[str, str]]:
-        """The run's record, attached to the first report of this process that reads the run."""
-        key = (suite.path, system.name)
-        found = self._evaluations.get(key)
-        if key in self._attached or found is None:
-            return []
-        self._attached.add(key)
-        if isinstance(found, RetrievalGateError):
-            return [("run_error", json.dumps([suite.name, system.name, found.format()]))]
-        return [("run", json.dumps(self.record(suite, system)))]
-
-    def record(self, suite: Suite, system: SystemConfig) -> dict[str, Any]:
-        """The run's JSON record (report and baseline share it), with its baseline comparison."""
-        key = (suite.path, system.name)
-        if key not in self._records:
-            from retrieval_gate.record import run_record
-
-            record = run_record(self.evaluation(suite, system), self._relpath(suite.path))
-            self._records[key] = record
-            self._compare(suite, system, record)
-        return self._records[key]
 
     def has_baseline(self, suite: Suite, system: SystemConfig) -> bool:
         return self.baseline is not None and self.baseline.get(suite.name, system.name) is not None
 
-    def regressions(
-        self, suite: Suite, system: SystemConfig
-    ) -> dict[tuple[str, str], Outcome] | str:
-        """Outcome per (scope, metric), or the reason the baseline is not comparable."""
-        self.record(suite, system)
-        return self._regressions[(suite.path, system.name)]
-
-    def _compare(self, suite: Suite, system: SystemConfig, record: dict[str, Any]) -> None:
+    def regressions(self, suite: Suite, system: SystemConfig) -> Regressions:
+        """The run compared with its baseline run (computed once)."""
         key = (suite.path, system.name)
-        base = None if self.baseline is None else self.baseline.get(suite.name, system.name)
-        if base is None:
-            self._regressions[key] = "no baseline for this suite and system"
-            return
-        alignment = align(record, base)
-        summary: dict[str, Any] = {
-            "path": self._relpath(self.baseline_path),
-            "comparable": alignment.not_comparable is None,
-            "reason": alignment.not_comparable,
-            "shared": len(alignment.shared),
-            "added": list(alignment.added),
-            "removed": list(alignment.removed),
-            "edited": list(alignment.edited),
-            "notes": list(alignment.notes),
-            "means": dict(base.get("metrics", {})),
-        }
-        record["baseline"] = summary
-        if alignment.not_comparable is not None:
-            self._regressions[key] = alignment.not_comparable
-            return
-        checks = self.regression_checks(suite)
-        outcomes = check_regressions(
-            record,
-            dict(base),
-            alignment.shared,
-            checks,
-            alpha=self.settings.alpha,
-            seed=self.settings.seed,
-        )
-        self._regressions[key] = {
-            (c.scope, c.metric): o for c, o in zip(checks, outcomes, strict=True)
-        }
-        summary["metrics"] = {
-            o.metric if c.scope == "suite" else f"{c.scope}::{o.metric}": {
-                "baseline": o.extra["baseline"],
-                "current": o.value,
-                "p_value": o.extra["p_value"],
-                "p_adjusted": o.extra["p_adjusted"],
-                "improved": o.extra["improved"],
-                "degraded": o.extra["degraded"],
-                "passed": o.passed,
-                "n": o.n,
-                "not_compared": o.extra.get("not_compared"),
-            }
-            for c, o in zip(checks, outcomes, strict=True)
-            if o.n > 0  # a metric one side lacks has no values to show
-        }
+        found = self._comparisons.get(key)
+        if found is None:
+            record = self.record(suite, system)
+            base = None if self.baseline is None else self.baseline.get(suite.name, system.name)
+            found = compare_with_baseline(
+                record,
+                base,
+                self.regression_checks(suite),
+                path=self._relpath(self.baseline_path),
+                alpha=self.settings.alpha,
+                seed=self.settings.seed,
+            )
+            self._comparisons[key] = found
+        return found
+
+    def payload_for(self, suite: Suite, system: SystemConfig) -> list[tuple[str, str]]:
+        """The run's records, attached to the first report of this process that reads the run."""
+        key = (suite.path, system.name)
+        found = self._records.get(key)
+        if key in self._attached or found is None:
+            return []
+        self._attached.add(key)
+        if isinstance(found, BaseException):
+            message = found.format() if isinstance(found, RetrievalGateError) else str(found)
+            failure = RunFailure(suite=suite.name, system=system.name, error=message)
+            return [("run_error", json.dumps(failure.to_json()))]
+        payload = [("run", json.dumps(found.to_json()))]
+        if self.has_baseline(suite, system):
+            comparison = self.regressions(suite, system).comparison
+            if comparison is not None:
+                payload.append(("comparison", json.dumps(comparison.to_transport())))
+        return payload
 
     def _relpath(self, path: Path) -> str:
         try:
@@ -332,11 +286,16 @@ class GateSession:
         for kind, blob in getattr(report, "retrieval_gate", None) or ():
             data = json.loads(blob)
             if kind == "run":
-                self.runs.setdefault((data["suite"], data["system"]), data)
+                run = RunRecord.from_json(data)
+                self.runs.setdefault(run.key, run)
+            elif kind == "comparison":
+                comparison = BaselineComparison.from_transport(data)
+                self.comparisons.setdefault(comparison.key, comparison)
             elif kind == "gate":
-                self.gates.append(data)
+                self.gates.append(Outcome.from_json(data))
             elif kind == "run_error":
-                self.errors[(data[0], data[1])] = data[2]
+                failure = RunFailure.from_json(data)
+                self.errors[(failure.suite, failure.system)] = failure.error
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.is_worker or not (self.runs or self.gates or self.errors):
@@ -355,6 +314,7 @@ class GateSession:
 
         data = ReportData.build(
             self.runs,
+            self.comparisons,
             self.gates,
             self.errors,
             reference=self.reference,

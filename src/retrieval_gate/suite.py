@@ -22,6 +22,7 @@ from typing import Any
 
 from retrieval_gate.errors import CorpusError, SuiteError, UnknownMetricError
 from retrieval_gate.metrics import Metric, parse_metric
+from retrieval_gate.records import parse_scope, scope_name
 
 DEFAULT_K: tuple[int, ...] = (1, 3, 5, 10)
 GAINS = ("linear", "exponential")
@@ -107,19 +108,6 @@ class Gate:
     def group(self) -> tuple[str, str] | None:
         """("category", name) / ("difficulty", name) for a scoped gate, None for the suite."""
         return parse_scope(self.scope)
-
-
-def scope_name(kind: str, label: str) -> str:
-    """The name of a group of queries: ``category[joins]``, ``difficulty[hard]``."""
-    return f"{kind}[{label}]"
-
-
-def parse_scope(scope: str) -> tuple[str, str] | None:
-    """(kind, label) of a ``category[x]`` / ``difficulty[x]`` scope, None for ``suite``."""
-    if scope == "suite":
-        return None
-    kind, _, rest = scope.partition("[")
-    return kind, rest.removesuffix("]")
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Pure renderers of a session's results: markdown, the JSON twin and the terminal summary.
 
-Everything here works on :class:`ReportData`, built from the JSON records the items attach to
+Everything here works on :class:`ReportData`, built from the typed records the items attach to
 their test reports, so the report is the same with or without xdist.
 """
 
@@ -9,16 +9,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from retrieval_gate.atomic import write_text_atomic
+from retrieval_gate.records import BaselineComparison, Outcome, RunFailure, RunRecord
 
 
 @dataclass(frozen=True)
 class ReportData:
-    runs: tuple[dict[str, Any], ...]  # the JSON run records, sorted by suite then system
-    gates: tuple[dict[str, Any], ...]  # failing first, then by node id
-    errors: tuple[dict[str, str], ...]  # runs that could not complete
+    runs: tuple[RunRecord, ...]  # sorted by suite then system
+    gates: tuple[Outcome, ...]  # failing first, then by node id
+    errors: tuple[RunFailure, ...]  # runs that could not complete
+    comparisons: Mapping[tuple[str, str], BaselineComparison]  # by (suite, system)
     reference: str | None = None  # the system the others are compared against
     alpha: float = 0.05
     seed: int = 0
@@ -26,8 +27,9 @@ class ReportData:
     @classmethod
     def build(
         cls,
-        runs: Mapping[tuple[str, str], dict[str, Any]],
-        gates: list[dict[str, Any]],
+        runs: Mapping[tuple[str, str], RunRecord],
+        comparisons: Mapping[tuple[str, str], BaselineComparison],
+        gates: list[Outcome],
         errors: Mapping[tuple[str, str], str],
         *,
         reference: str | None = None,
@@ -36,29 +38,34 @@ class ReportData:
     ) -> ReportData:
         return cls(
             runs=tuple(runs[key] for key in sorted(runs)),
-            gates=tuple(sorted(gates, key=lambda g: (g["passed"], g["nodeid"]))),
+            gates=tuple(sorted(gates, key=lambda g: (g.passed, g.nodeid))),
             errors=tuple(
-                {"suite": suite, "system": system, "error": message}
+                RunFailure(suite=suite, system=system, error=message)
                 for (suite, system), message in sorted(errors.items())
             ),
+            comparisons=dict(comparisons),
             reference=reference,
             alpha=alpha,
             seed=seed,
         )
 
     @property
-    def failed(self) -> list[dict[str, Any]]:
-        return [g for g in self.gates if not g["passed"]]
+    def failed(self) -> list[Outcome]:
+        return [g for g in self.gates if not g.passed]
 
     @property
     def passed(self) -> bool:
         return not self.failed and not self.errors
 
     def suites(self) -> list[str]:
-        return list(dict.fromkeys(run["suite"] for run in self.runs))
+        return list(dict.fromkeys(run.suite for run in self.runs))
 
-    def runs_of(self, suite: str) -> list[dict[str, Any]]:
-        return [run for run in self.runs if run["suite"] == suite]
+    def runs_of(self, suite: str) -> list[RunRecord]:
+        return [run for run in self.runs if run.suite == suite]
+
+    def comparison(self, run: RunRecord) -> BaselineComparison | None:
+        """The run's comparison with its baseline run, None when the baseline has none."""
+        return self.comparisons.get(run.key)
 
 
 def write_reports(

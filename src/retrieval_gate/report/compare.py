@@ -2,14 +2,14 @@
 
 For each suite run by several systems: per metric, the mean difference from the reference, a
 two-sided paired randomisation test and how many queries improved or degraded. Derived from the
-JSON run records alone, so it is the same with or without xdist.
+run records alone, so it is the same with or without xdist.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from retrieval_gate.records import RunRecord
 from retrieval_gate.stats import paired_randomisation
 
 
@@ -29,20 +29,17 @@ class Comparison:
 
 
 def against_reference(
-    runs: list[dict[str, Any]], reference: str, metrics: list[str], *, seed: int = 0
+    runs: list[RunRecord], reference: str, metrics: list[str], *, seed: int = 0
 ) -> list[Comparison]:
     """Every non-reference run of one suite against the reference run, metric by metric."""
-    base = next((r for r in runs if r["system"] == reference), None)
+    base = next((r for r in runs if r.system == reference), None)
     if base is None:
         return []
-    base_queries = {q["id"]: q["metrics"] for q in base["queries"]}
     out = []
     for run in runs:
         if run is base:
             continue
-        pairs = [
-            (q["metrics"], base_queries[q["id"]]) for q in run["queries"] if q["id"] in base_queries
-        ]
+        pairs = [(q.metrics, base.query(q.id).metrics) for q in run.queries if base.has_query(q.id)]
         for metric in metrics:
             now = [a[metric] for a, b in pairs if metric in a and metric in b]
             then = [b[metric] for a, b in pairs if metric in a and metric in b]
@@ -51,7 +48,7 @@ def against_reference(
             test = paired_randomisation(now, then, alternative="two-sided", seed=seed)
             out.append(
                 Comparison(
-                    system=run["system"],
+                    system=run.system,
                     metric=metric,
                     reference_value=sum(then) / len(then),
                     value=sum(now) / len(now),

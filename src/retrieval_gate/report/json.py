@@ -13,11 +13,18 @@ VERSION = 1
 
 
 def render(data: ReportData) -> dict[str, Any]:
+    runs = []
+    for run in data.runs:
+        entry = run.to_json()
+        comparison = data.comparison(run)
+        if comparison is not None:
+            entry["baseline"] = comparison.to_json()
+        runs.append(entry)
     return {
         "version": VERSION,
         "generator": f"pytest-retrieval-gate {__version__}",
         "passed": data.passed,
-        "runs": list(data.runs),
-        "gates": list(data.gates),
-        "errors": list(data.errors),
+        "runs": runs,
+        "gates": [g.to_json() for g in data.gates],
+        "errors": [e.to_json() for e in data.errors],
     }

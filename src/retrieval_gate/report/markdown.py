@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
+from retrieval_gate.records import BaselineComparison, Outcome, RunRecord
 from retrieval_gate.report import ReportData
 
 WORST = 5
@@ -18,14 +18,14 @@ def fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
-def headline_metrics(runs: list[dict[str, Any]], gates: list[dict[str, Any]]) -> list[str]:
+def headline_metrics(runs: list[RunRecord], gates: list[Outcome]) -> list[str]:
     """The metrics a suite's summary shows: what its gates name, then nDCG, R and MRR at max k."""
-    available = list(runs[0]["metrics"])
-    top = max(runs[0]["k"])
+    available = list(runs[0].metrics)
+    top = max(runs[0].k)
     # Whole-suite gates first, then the category / difficulty / regression ones.
-    ordered = sorted(gates, key=lambda g: g["scope"] != "suite")
-    wanted = [g["metric"] for g in ordered if g["metric"] in available]
-    wanted += [f"nDCG@{top}", f"R@{top}", f"MRR@{top}", f"P@{min(runs[0]['k'])}"]
+    ordered = sorted(gates, key=lambda g: g.scope != "suite")
+    wanted = [g.metric for g in ordered if g.metric in available]
+    wanted += [f"nDCG@{top}", f"R@{top}", f"MRR@{top}", f"P@{min(runs[0].k)}"]
     return [m for m in dict.fromkeys(wanted) if m in available]
 
 
@@ -49,25 +49,25 @@ def lines(data: ReportData) -> Iterator[str]:
     verdict = "PASSED" if data.passed else "FAILED"
     yield (
         f"**{verdict}**: {len(data.gates) - n_failed} of {len(data.gates)} gates passed"
-        f" over {len(data.suites())} suite(s) and {len({r['system'] for r in data.runs})} system(s)."
+        f" over {len(data.suites())} suite(s) and {len({r.system for r in data.runs})} system(s)."
     )
     yield ""
     if data.errors:
         yield "## Runs that failed"
         yield ""
         for error in data.errors:
-            yield f"- `{error['suite']}` x `{error['system']}`: {error['error']}"
+            yield f"- `{error.suite}` x `{error.system}`: {error.error}"
         yield ""
     if data.failed:
         yield "## Failing gates"
         yield ""
         rows = [
             [
-                f"`{g['nodeid']}`",
-                fmt(g["value"]),
-                f"{g['comparison']} {fmt(g['threshold'])}",
-                str(g["n"]),
-                ", ".join(f"{w['id']} ({fmt(w['value'])})" for w in g["worst"]) or "-",
+                f"`{g.nodeid}`",
+                fmt(g.value),
+                f"{g.comparison} {fmt(g.threshold)}",
+                str(g.n),
+                ", ".join(f"{qid} ({fmt(value)})" for qid, value in g.worst) or "-",
             ]
             for g in data.failed
         ]
@@ -80,11 +80,11 @@ def lines(data: ReportData) -> Iterator[str]:
         yield ""
         rows = [
             [
-                "pass" if g["passed"] else "**FAIL**",
-                f"`{g['nodeid']}`",
-                fmt(g["value"]),
-                f"{g['comparison']} {fmt(g['threshold'])}",
-                str(g["n"]),
+                "pass" if g.passed else "**FAIL**",
+                f"`{g.nodeid}`",
+                fmt(g.value),
+                f"{g.comparison} {fmt(g.threshold)}",
+                str(g.n),
             ]
             for g in data.gates
         ]
@@ -94,31 +94,32 @@ def lines(data: ReportData) -> Iterator[str]:
 
 def _suite(data: ReportData, suite: str) -> Iterator[str]:
     runs = data.runs_of(suite)
-    gates = [g for g in data.gates if g["suite"] == suite]
+    gates = [g for g in data.gates if g.suite == suite]
     yield f"## Suite `{suite}`"
     yield ""
     first = runs[0]
-    yield f"{first['n']} queries from `{first['suite_path']}`, cutoffs {first['k']}."
+    yield f"{first.n} queries from `{first.suite_path}`, cutoffs {list(first.k)}."
     yield ""
 
     yield "### Metrics"
     yield ""
     header = ["metric"]
+    baseline_means = {run.system: _baseline_means(data.comparison(run)) for run in runs}
     for run in runs:
-        header.append(run["system"])
-        if _baseline_means(run):
-            header.append(f"{run['system']} (baseline)")
+        header.append(run.system)
+        if baseline_means[run.system]:
+            header.append(f"{run.system} (baseline)")
     rows = []
-    for metric in first["metrics"]:
-        values = [run["metrics"].get(metric) for run in runs]
+    for metric in first.metrics:
+        values = [run.metrics.get(metric) for run in runs]
         present = [v for v in values if v is not None]
         # Bold marks the best system, so only where the systems differ.
         best = max(present) if present and max(present) != min(present) else None
         row = [metric]
         for run, v in zip(runs, values, strict=True):
             row.append(f"**{fmt(v)}**" if v is not None and v == best else fmt(v))
-            if _baseline_means(run):
-                row.append(fmt(_baseline_means(run).get(metric)))
+            if baseline_means[run.system]:
+                row.append(fmt(baseline_means[run.system].get(metric)))
         rows.append(row)
     yield from _table(header, rows)
     yield ""
@@ -128,11 +129,12 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
     if len(runs) > 1 and data.reference is not None:
         yield from _reference(data, runs, shown)
     for run in runs:
-        if "baseline" in run:
-            yield from _baseline(run, [g for g in gates if g["system"] == run["system"]])
+        comparison = data.comparison(run)
+        if comparison is not None:
+            yield from _baseline(run, comparison, [g for g in gates if g.system == run.system])
 
-    for kind, key in (("category", "categories"), ("difficulty", "difficulties")):
-        labels = list(dict.fromkeys(label for run in runs for label in run[key]))
+    for kind in ("category", "difficulty"):
+        labels = list(dict.fromkeys(label for run in runs for label in run.groups(kind)))
         if not labels:
             continue
         yield f"### By {kind}"
@@ -140,12 +142,11 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
         rows = []
         for label in labels:
             for run in runs:
-                group = run[key].get(label)
+                group = run.groups(kind).get(label)
                 if group is None:
                     continue
                 rows.append(
-                    [label, run["system"], str(group["n"])]
-                    + [fmt(group["metrics"].get(m)) for m in shown]
+                    [label, run.system, str(group.n)] + [fmt(group.metrics.get(m)) for m in shown]
                 )
         yield from _table([kind, "system", "n", *shown], rows)
         yield ""
@@ -153,14 +154,14 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
     yield "### Latency (ms per query)"
     yield ""
     rows = [
-        [run["system"]] + [f"{run['latency_ms'][s]:.2f}" for s in ("p50", "p95", "p99", "mean")]
+        [run.system] + [f"{run.latency_ms[s]:.2f}" for s in ("p50", "p95", "p99", "mean")]
         for run in runs
     ]
     yield from _table(["system", "p50", "p95", "p99", "mean"], rows)
     yield ""
     stats_rows = []
     for run in runs:
-        stats = run.get("stats", {})
+        stats = run.stats
         parts = []
         if "embedded_documents" in stats:
             parts.append(
@@ -171,7 +172,7 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
                 f"index recall@{stats['index_recall_k']} vs exact search {stats['index_recall']:.4f}"
             )
         if parts:
-            stats_rows.append(f"- `{run['system']}`: " + "; ".join(parts))
+            stats_rows.append(f"- `{run.system}`: " + "; ".join(parts))
     if stats_rows:
         yield "### Indexing"
         yield ""
@@ -183,30 +184,29 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
         yield f"### Worst queries by {metric}"
         yield ""
         for run in runs:
-            ordered = sorted(run["queries"], key=lambda q: q["metrics"].get(metric, 0.0))[:WORST]
+            ordered = sorted(run.queries, key=lambda q: q.metrics.get(metric, 0.0))[:WORST]
             rows = []
             for q in ordered:
-                ranks = q.get("relevant_ranks", {})
-                found = sorted(r for r in ranks.values() if r is not None)
+                found = sorted(r for r in q.relevant_ranks.values() if r is not None)
                 rows.append(
                     [
-                        f"`{q['id']}`",
-                        fmt(q["metrics"].get(metric)),
+                        f"`{q.id}`",
+                        fmt(q.metrics.get(metric)),
                         str(found[0]) if found else "not retrieved",
-                        ", ".join(f"`{d}`" for d in q["ranking"][:3]) or "-",
+                        ", ".join(f"`{d}`" for d in q.ranking[:3]) or "-",
                     ]
                 )
-            yield f"`{run['system']}`:"
+            yield f"`{run.system}`:"
             yield ""
             yield from _table(["query", metric, "first relevant at", "top 3"], rows)
             yield ""
 
 
-def _baseline_means(run: dict[str, Any]) -> dict[str, float]:
-    return dict(run.get("baseline", {}).get("means") or {})
+def _baseline_means(comparison: BaselineComparison | None) -> dict[str, float]:
+    return {} if comparison is None else dict(comparison.means)
 
 
-def _reference(data: ReportData, runs: list[dict[str, Any]], metrics: list[str]) -> Iterator[str]:
+def _reference(data: ReportData, runs: list[RunRecord], metrics: list[str]) -> Iterator[str]:
     from retrieval_gate.report.compare import against_reference
 
     comparisons = against_reference(runs, data.reference or "", metrics, seed=data.seed)
@@ -239,41 +239,40 @@ def _reference(data: ReportData, runs: list[dict[str, Any]], metrics: list[str])
     yield ""
 
 
-def _ids(ids: list[str], limit: int = 10) -> str:
+def _ids(ids: tuple[str, ...], limit: int = 10) -> str:
     shown = ", ".join(f"`{q}`" for q in ids[:limit])
     return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
 
 
-def _baseline(run: dict[str, Any], gates: list[dict[str, Any]]) -> Iterator[str]:
-    base = run["baseline"]
-    yield f"### `{run['system']}` against the baseline"
+def _baseline(run: RunRecord, base: BaselineComparison, gates: list[Outcome]) -> Iterator[str]:
+    yield f"### `{run.system}` against the baseline"
     yield ""
-    if not base["comparable"]:
-        yield f"**Baseline not comparable**: {base['reason']} (`{base['path']}`)."
+    if not base.comparable:
+        yield f"**Baseline not comparable**: {base.reason} (`{base.path}`)."
         yield ""
         return
-    yield f"Compared on {base['shared']} queries shared with `{base['path']}`."
-    for label in ("added", "removed", "edited"):
-        if base[label]:
-            yield f"- {len(base[label])} {label} (not compared): {_ids(base[label])}"
-    for note in base["notes"]:
+    yield f"Compared on {base.shared} queries shared with `{base.path}`."
+    for label, ids in (("added", base.added), ("removed", base.removed), ("edited", base.edited)):
+        if ids:
+            yield f"- {len(ids)} {label} (not compared): {_ids(ids)}"
+    for note in base.notes:
         yield f"- note: {note}"
     yield ""
     rows = []
-    for name, m in base.get("metrics", {}).items():
+    for name, m in (base.rows or {}).items():
         rows.append(
             [
                 name,
-                fmt(m["baseline"]),
-                fmt(m["current"]),
-                f"{m['current'] - m['baseline']:+.4f}",
-                f"{m['p_value']:.4f}",
-                f"{m['p_adjusted']:.4f}",
-                str(m["improved"]),
-                str(m["degraded"]),
+                fmt(m.baseline),
+                fmt(m.current),
+                f"{m.current - m.baseline:+.4f}",
+                f"{m.p_value:.4f}",
+                f"{m.p_adjusted:.4f}",
+                str(m.improved),
+                str(m.degraded),
                 "not gated (too few queries)"
-                if m.get("not_compared")
-                else ("ok" if m["passed"] else "**REGRESSED**"),
+                if m.not_compared
+                else ("ok" if m.passed else "**REGRESSED**"),
             ]
         )
     if rows:
@@ -282,16 +281,16 @@ def _baseline(run: dict[str, Any], gates: list[dict[str, Any]]) -> Iterator[str]
             rows,
         )
         yield ""
-    regressed = [g for g in gates if g["scope"].startswith("regression") and not g["passed"]]
+    regressed = [g for g in gates if g.regression is not None and not g.passed]
     for gate in regressed:
-        yield f"Regressed queries for {gate['metric']} ({gate['scope']}):"
+        yield f"Regressed queries for {gate.metric} ({gate.scope}):"
         yield ""
-        for line in gate["detail"][2:]:
+        for line in gate.detail[2:]:
             yield f"- {line}"
         yield ""
 
 
-def _chart(suite: str, runs: list[dict[str, Any]], metrics: list[str]) -> Iterator[str]:
+def _chart(suite: str, runs: list[RunRecord], metrics: list[str]) -> Iterator[str]:
     """A mermaid bar chart (GitHub renders it): metrics on x, one bar series per system."""
     if not metrics:
         return
@@ -302,10 +301,10 @@ def _chart(suite: str, runs: list[dict[str, Any]], metrics: list[str]) -> Iterat
     yield f"    x-axis [{labels}]"
     yield '    y-axis "value" 0 --> 1'
     for run in runs:
-        values = ", ".join(f"{run['metrics'].get(m, 0.0):.4f}" for m in metrics)
+        values = ", ".join(f"{run.metrics.get(m, 0.0):.4f}" for m in metrics)
         yield f"    bar [{values}]"
     yield "```"
     yield ""
     if len(runs) > 1:
-        yield "Bars left to right: " + ", ".join(f"`{run['system']}`" for run in runs) + "."
+        yield "Bars left to right: " + ", ".join(f"`{run.system}`" for run in runs) + "."
         yield ""

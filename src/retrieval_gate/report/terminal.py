@@ -11,33 +11,34 @@ from retrieval_gate.report.markdown import headline_metrics
 def render(data: ReportData) -> Iterator[str]:
     for suite in data.suites():
         runs = data.runs_of(suite)
-        gates = [g for g in data.gates if g["suite"] == suite]
+        gates = [g for g in data.gates if g.suite == suite]
         metrics = headline_metrics(runs, gates)
-        width = max(len("system"), *(len(run["system"]) for run in runs))
+        width = max(len("system"), *(len(run.system) for run in runs))
         header = f"{'system':<{width}}  " + "  ".join(f"{m:>9}" for m in metrics) + "  p95 ms"
-        yield f"{suite} ({runs[0]['n']} queries)"
+        yield f"{suite} ({runs[0].n} queries)"
         yield "  " + header
         for run in runs:
-            cells = "  ".join(f"{run['metrics'][m]:>9.4f}" for m in metrics)
-            yield f"  {run['system']:<{width}}  {cells}  {run['latency_ms']['p95']:>6.1f}"
+            cells = "  ".join(f"{run.metrics[m]:>9.4f}" for m in metrics)
+            yield f"  {run.system:<{width}}  {cells}  {run.latency_ms['p95']:>6.1f}"
         for run in runs:
-            base = run.get("baseline")
+            base = data.comparison(run)
             if base is None:
                 continue
-            if not base["comparable"]:
-                yield f"  {run['system']} vs baseline: not comparable: {base['reason']}"
+            if not base.comparable:
+                yield f"  {run.system} vs baseline: not comparable: {base.reason}"
             else:
-                extra = [f"{len(base[k])} {k}" for k in ("added", "removed", "edited") if base[k]]
+                changed = {"added": base.added, "removed": base.removed, "edited": base.edited}
+                extra = [f"{len(ids)} {label}" for label, ids in changed.items() if ids]
                 yield (
-                    f"  {run['system']} vs baseline: {base['shared']} shared queries"
+                    f"  {run.system} vs baseline: {base.shared} shared queries"
                     + (f" ({', '.join(extra)})" if extra else "")
                 )
-        failed = [g for g in gates if not g["passed"]]
+        failed = [g for g in gates if not g.passed]
         yield f"  gates: {len(gates) - len(failed)} passed, {len(failed)} failed"
         for g in failed:
             yield (
-                f"  FAILED {g['nodeid']}: {g['value']:.4f} "
-                f"(needs {g['comparison']} {g['threshold']:.4f}, n={g['n']})"
+                f"  FAILED {g.nodeid}: {g.value:.4f} "
+                f"(needs {g.comparison} {g.threshold:.4f}, n={g.n})"
             )
     for error in data.errors:
-        yield f"run failed: {error['suite']} x {error['system']}: {error['error']}"
+        yield f"run failed: {error.suite} x {error.system}: {error.error}"

@@ -1,0 +1,164 @@
+"""Pure resolution of command-line options, ini values and settings into paths and selections.
+
+The session and the ``retrieval_system`` fixture both resolve through here, so they cannot
+disagree. Nothing in this module touches pytest: :class:`OptionValues` holds what pytest parsed,
+and every function is a plain computation over it (unit-tested in tests/test_options.py).
+
+Path rules, for every output and the cache folder:
+
+* a command-line path is relative to the folder pytest was started in (as with every pytest path);
+* an ini path (``retrieval_gate_report`` ...) is relative to the rootdir;
+* a ``[tool.retrieval_gate]`` path is relative to the settings file (already resolved in
+  :class:`~retrieval_gate.config.Settings`);
+* else the default, in the rootdir. ``~`` expands in the first two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from retrieval_gate.config import Settings, SystemConfig
+from retrieval_gate.errors import RetrievalGateError
+
+DEFAULT_REPORT = "retrieval-gate-report.md"
+DEFAULT_BASELINE = "retrieval-baseline.json"
+DEFAULT_CACHE_DIR = ".retrieval-gate-cache"
+
+#: Options only the gate reads: given without ``--retrieval-gate`` they would be silently ignored.
+#: (``--rg-system``, ``--rg-cache-dir`` and ``--rg-no-cache`` also steer the ``retrieval_system``
+#: fixture, which works without the gate.)
+GATE_ONLY_OPTIONS: Mapping[str, str] = {
+    "rg_reference": "--rg-reference",
+    "rg_baseline": "--rg-baseline",
+    "rg_save_baseline": "--rg-save-baseline",
+    "rg_report": "--rg-report",
+    "rg_json": "--rg-json",
+}
+
+
+@dataclass(frozen=True)
+class OptionValues:
+    """What pytest parsed: the ``--rg-*`` values (None when not given) and the ini values
+    (empty when not set), plus where pytest runs."""
+
+    rootpath: Path
+    cwd: Path
+    systems: tuple[str, ...] = ()
+    reference: str | None = None
+    report: str | None = None
+    json: str | None = None
+    baseline: str | None = None
+    cache_dir: str | None = None
+    save_baseline: bool = False
+    no_cache: bool = False
+    ini: Mapping[str, str] = field(default_factory=dict)  # short name -> value: report, json, ...
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where the session writes and reads its files."""
+
+    report: Path
+    json: Path
+    baseline: Path
+    cache_dir: Path
+
+
+def _resolve(
+    cli: str | None, ini: str | None, setting: Path | None, default: Path, values: OptionValues
+) -> Path:
+    if cli:
+        path = Path(cli).expanduser()
+        return path if path.is_absolute() else values.cwd / path
+    if ini:
+        path = Path(ini).expanduser()
+        return path if path.is_absolute() else values.rootpath / path
+    return setting if setting is not None else default
+
+
+def resolve_cache_dir(values: OptionValues, settings: Settings) -> Path:
+    return _resolve(
+        values.cache_dir,
+        values.ini.get("cache_dir"),
+        settings.cache_dir,
+        values.rootpath / DEFAULT_CACHE_DIR,
+        values,
+    )
+
+
+def resolve_outputs(values: OptionValues, settings: Settings) -> Outputs:
+    """The report, its JSON twin (default: the report's path with ``.json``), the baseline and
+    the cache folder. The JSON twin and the report must differ."""
+    report = _resolve(
+        values.report,
+        values.ini.get("report"),
+        settings.report,
+        values.rootpath / DEFAULT_REPORT,
+        values,
+    )
+    json_path = _resolve(
+        values.json, values.ini.get("json"), settings.json, report.with_suffix(".json"), values
+    )
+    if json_path.resolve() == report.resolve():
+        raise RetrievalGateError(
+            f"--rg-json and the markdown report are both {report}; give the JSON twin its own path"
+        )
+    baseline = _resolve(
+        values.baseline,
+        values.ini.get("baseline"),
+        settings.baseline,
+        values.rootpath / DEFAULT_BASELINE,
+        values,
+    )
+    return Outputs(
+        report=report,
+        json=json_path,
+        baseline=baseline,
+        cache_dir=resolve_cache_dir(values, settings),
+    )
+
+
+def select_systems(
+    settings: Settings, wanted: Sequence[str], rootpath: Path
+) -> tuple[SystemConfig, ...]:
+    """The systems to run: those named by ``--rg-system`` (in order, once each), else the
+    ``systems`` setting, else every configured system."""
+    if not settings.systems:
+        where = settings.source or rootpath / "pyproject.toml"
+        raise RetrievalGateError(
+            "no retrieval systems configured: add [tool.retrieval_gate.system.NAME] to "
+            f"pyproject.toml or a 'system' table to retrieval-gate.yaml (looked in {where})"
+        )
+    names = list(wanted) if wanted else list(settings.default_systems)
+    out = []
+    for name in dict.fromkeys(names):
+        if name not in settings.systems:
+            known = ", ".join(sorted(settings.systems))
+            raise RetrievalGateError(
+                f"--rg-system {name!r}: unknown system; known systems: {known}"
+            )
+        out.append(settings.systems[name])
+    return tuple(out)
+
+
+def select_reference(
+    systems: Sequence[SystemConfig], option: str | None, setting: str | None
+) -> str:
+    """The system the report compares the others against: option, setting, else the first."""
+    name = option or setting
+    if name is None:
+        return systems[0].name
+    if name not in {s.name for s in systems}:
+        running = ", ".join(s.name for s in systems)
+        raise RetrievalGateError(
+            f"reference system {name!r} is not among the systems this session runs ({running})"
+        )
+    return name
+
+
+def gate_only_given(given: Mapping[str, object]) -> list[str]:
+    """The gate-only options set in ``given`` (dest -> parsed value), as spelled on the command
+    line; a usage error when ``--retrieval-gate`` is off."""
+    return [flag for dest, flag in GATE_ONLY_OPTIONS.items() if given.get(dest)]

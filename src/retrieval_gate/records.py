@@ -1,0 +1,521 @@
+"""The typed records that flow from a run to the report: what was measured and what was decided.
+
+Each stage builds its record once and never changes it afterwards:
+
+* :class:`RunRecord` (with its :class:`QueryRecord`\\ s and :class:`GroupRecord`\\ s): one suite x
+  system as measured, built by the evaluation stage;
+* :class:`Outcome`: one gate's decision (a floor, a ceiling, a query's expectation or a regression
+  check, the last with its :class:`RegressionFigures`);
+* :class:`BaselineComparison`: how a run lines up with the accepted baseline and what each
+  regression check found.
+
+JSON exists only at the edges (the report's JSON twin, the baseline file, the xdist transport),
+and each type has one serializer pair here (``to_json`` / ``from_json``). The baseline file keeps
+a run in its own compact form (queries keyed by id, no latency): :meth:`RunRecord.to_baseline_json`
+and :meth:`RunRecord.from_baseline_json` are that form's one codec.
+
+This module imports nothing heavy: the xdist controller builds the report from these records
+without numpy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+__all__ = [
+    "BaselineComparison",
+    "GroupRecord",
+    "Outcome",
+    "QueryRecord",
+    "RegressionFigures",
+    "RegressionRow",
+    "RunFailure",
+    "RunRecord",
+    "format_value",
+    "parse_scope",
+    "query_digest",
+    "scope_name",
+]
+
+LATENCY_STATS = ("p50", "p95", "p99", "mean")
+
+
+def scope_name(kind: str, label: str) -> str:
+    """The name of a group of queries: ``category[joins]``, ``difficulty[hard]``."""
+    return f"{kind}[{label}]"
+
+
+def parse_scope(scope: str) -> tuple[str, str] | None:
+    """(kind, label) of a ``category[x]`` / ``difficulty[x]`` scope, None for ``suite``."""
+    if scope == "suite":
+        return None
+    kind, _, rest = scope.partition("[")
+    return kind, rest.removesuffix("]")
+
+
+def query_digest(text: str, relevant: Mapping[str, int]) -> str:
+    """A query's content digest: a baseline compares a query only while text and judgments match."""
+    blob = json.dumps([text, sorted(relevant.items())], ensure_ascii=False).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def format_value(value: float) -> str:
+    """A metric value as messages show it: 4 decimals, trailing zeros dropped, ``nan`` for NaN."""
+    return f"{value:.4f}".rstrip("0").rstrip(".") if value == value else "nan"
+
+
+# -- the run -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueryRecord:
+    """One query of a run: its values, its ranking (cut at the suite's largest k) and where each
+    relevant (grade >= 1) document ranked in the full ranking (None: not retrieved)."""
+
+    id: str
+    digest: str
+    category: str | None
+    difficulty: str | None
+    metrics: Mapping[str, float]
+    ranking: tuple[str, ...]
+    relevant_ranks: Mapping[str, int | None]
+    latency_ms: float | None = None  # None for a query read back from a baseline file
+
+    def label(self, kind: str) -> str | None:
+        """The query's ``category`` or ``difficulty``."""
+        return self.category if kind == "category" else self.difficulty
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "digest": self.digest,
+            "category": self.category,
+            "difficulty": self.difficulty,
+            "metrics": dict(self.metrics),
+            "ranking": list(self.ranking),
+            "relevant_ranks": dict(self.relevant_ranks),
+            "latency_ms": self.latency_ms,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> QueryRecord:
+        return cls(
+            id=data["id"],
+            digest=data["digest"],
+            category=data.get("category"),
+            difficulty=data.get("difficulty"),
+            metrics=dict(data["metrics"]),
+            ranking=tuple(data["ranking"]),
+            relevant_ranks=dict(data["relevant_ranks"]),
+            latency_ms=data.get("latency_ms"),
+        )
+
+
+@dataclass(frozen=True)
+class GroupRecord:
+    """A category's or difficulty's query count and metric values."""
+
+    n: int
+    metrics: Mapping[str, float]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"n": self.n, "metrics": dict(self.metrics)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GroupRecord:
+        return cls(n=data["n"], metrics=dict(data["metrics"]))
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One suite x system as measured: values per scope, latency, and every query."""
+
+    suite: str
+    suite_path: str
+    system: str
+    n: int
+    k: tuple[int, ...]
+    fingerprint: Mapping[str, Any]
+    metrics: Mapping[str, float]  # over the whole suite
+    categories: Mapping[str, GroupRecord]
+    difficulties: Mapping[str, GroupRecord]
+    latency_ms: Mapping[str, float]  # p50 / p95 / p99 / mean
+    stats: Mapping[str, Any]  # corpus, cache and index figures of the system
+    queries: tuple[QueryRecord, ...]
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.suite, self.system)
+
+    @cached_property
+    def _by_id(self) -> dict[str, QueryRecord]:
+        return {q.id: q for q in self.queries}
+
+    def query(self, qid: str) -> QueryRecord:
+        return self._by_id[qid]
+
+    def has_query(self, qid: str) -> bool:
+        return qid in self._by_id
+
+    def groups(self, kind: str) -> Mapping[str, GroupRecord]:
+        """Categories (``kind="category"``) or difficulties, by label."""
+        return self.categories if kind == "category" else self.difficulties
+
+    def scope_ids(self, scope: str) -> list[str]:
+        """Ids of the queries in a scope (``suite``, ``category[x]``, ``difficulty[x]``)."""
+        group = parse_scope(scope)
+        if group is None:
+            return [q.id for q in self.queries]
+        kind, label = group
+        return [q.id for q in self.queries if q.label(kind) == label]
+
+    def value(self, metric: str, scope: str = "suite") -> float:
+        """A metric's value over a scope; latency names (``latency_p95_ms``) read the latency."""
+        if metric.startswith("latency_") and metric.endswith("_ms"):
+            return self.latency_ms[metric.removeprefix("latency_").removesuffix("_ms")]
+        group = parse_scope(scope)
+        if group is None:
+            return self.metrics[metric]
+        kind, label = group
+        found = self.groups(kind).get(label)
+        return 0.0 if found is None else found.metrics[metric]
+
+    def n_in(self, scope: str = "suite") -> int:
+        group = parse_scope(scope)
+        if group is None:
+            return self.n
+        kind, label = group
+        found = self.groups(kind).get(label)
+        return 0 if found is None else found.n
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "suite": self.suite,
+            "suite_path": self.suite_path,
+            "system": self.system,
+            "n": self.n,
+            "k": list(self.k),
+            "fingerprint": dict(self.fingerprint),
+            "metrics": dict(self.metrics),
+            "categories": {label: g.to_json() for label, g in self.categories.items()},
+            "difficulties": {label: g.to_json() for label, g in self.difficulties.items()},
+            "latency_ms": dict(self.latency_ms),
+            "stats": dict(self.stats),
+            "queries": [q.to_json() for q in self.queries],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunRecord:
+        return cls(
+            suite=data["suite"],
+            suite_path=data["suite_path"],
+            system=data["system"],
+            n=data["n"],
+            k=tuple(data["k"]),
+            fingerprint=dict(data["fingerprint"]),
+            metrics=dict(data["metrics"]),
+            categories={label: GroupRecord.from_json(g) for label, g in data["categories"].items()},
+            difficulties={
+                label: GroupRecord.from_json(g) for label, g in data["difficulties"].items()
+            },
+            latency_ms=dict(data["latency_ms"]),
+            stats=dict(data["stats"]),
+            queries=tuple(QueryRecord.from_json(q) for q in data["queries"]),
+        )
+
+    def to_baseline_json(self) -> dict[str, Any]:
+        """The compact form a baseline file keeps: what a later comparison reads, queries by id."""
+        return {
+            "suite": self.suite,
+            "system": self.system,
+            "fingerprint": dict(self.fingerprint),
+            "k": list(self.k),
+            "metrics": dict(self.metrics),
+            "queries": {
+                q.id: {
+                    "digest": q.digest,
+                    "category": q.category,
+                    "difficulty": q.difficulty,
+                    "metrics": dict(q.metrics),
+                    "ranking": list(q.ranking),
+                    "relevant_ranks": dict(q.relevant_ranks),
+                }
+                for q in self.queries
+            },
+        }
+
+    @classmethod
+    def from_baseline_json(cls, data: Mapping[str, Any], *, suite_path: str = "") -> RunRecord:
+        """A run read back from a baseline file (validated by the baseline loader first).
+
+        What the compact form does not keep is empty: groups, latency and stats; each query's
+        latency is None.
+        """
+        queries = tuple(
+            QueryRecord.from_json({"id": qid, **query}) for qid, query in data["queries"].items()
+        )
+        return cls(
+            suite=data.get("suite", ""),
+            suite_path=suite_path,
+            system=data.get("system", ""),
+            n=len(queries),
+            k=tuple(data.get("k", ())),
+            fingerprint=dict(data.get("fingerprint", {})),
+            metrics=dict(data.get("metrics", {})),
+            categories={},
+            difficulties={},
+            latency_ms={},
+            stats={},
+            queries=queries,
+        )
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    """A suite x system whose run could not complete, with the one-line reason."""
+
+    suite: str
+    system: str
+    error: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"suite": self.suite, "system": self.system, "error": self.error}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunFailure:
+        return cls(suite=data["suite"], system=data["system"], error=data["error"])
+
+
+# -- gate outcomes -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RegressionFigures:
+    """What a regression check measured against the baseline."""
+
+    baseline: float  # the baseline's mean over the compared queries
+    tolerance: float
+    p_value: float
+    p_adjusted: float
+    improved: int
+    degraded: int
+    not_compared: str | None = None  # why the check could not be decided, when it could not
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "baseline": self.baseline,
+            "tolerance": self.tolerance,
+            "p_value": self.p_value,
+            "p_adjusted": self.p_adjusted,
+            "improved": self.improved,
+            "degraded": self.degraded,
+        }
+        if self.not_compared is not None:
+            out["not_compared"] = self.not_compared
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RegressionFigures:
+        return cls(
+            baseline=data["baseline"],
+            tolerance=data["tolerance"],
+            p_value=data["p_value"],
+            p_adjusted=data["p_adjusted"],
+            improved=data["improved"],
+            degraded=data["degraded"],
+            not_compared=data.get("not_compared"),
+        )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One gate's decision: a floor or ceiling over a scope, a query's expectations, or a
+    regression check against the baseline (then ``regression`` holds its figures)."""
+
+    suite: str
+    system: str
+    scope: str  # "suite", "category[x]", "difficulty[x]", "latency", "query[id]", "regression ..."
+    metric: str
+    value: float
+    threshold: float
+    passed: bool
+    n: int
+    ceiling: bool = False
+    worst: tuple[tuple[str, float], ...] = ()
+    detail: tuple[str, ...] = field(default_factory=tuple)
+    regression: RegressionFigures | None = None
+    nodeid: str = ""  # the pytest item that decided it; set where the item is known
+
+    @property
+    def comparison(self) -> str:
+        return "<=" if self.ceiling else ">="
+
+    def headline(self) -> str:
+        verdict = "ok" if self.passed else "FAILED"
+        if self.scope.startswith("query["):
+            return f"expect on {self.scope} ({self.suite} x {self.system}): {verdict}"
+        if self.regression is not None:
+            where = self.scope.removeprefix("regression").strip() or "suite"
+            return (
+                f"{self.metric} regression over {where} ({self.suite} x {self.system}): {verdict}: "
+                f"{format_value(self.value)} vs baseline {format_value(self.regression.baseline)} "
+                f"(needs >= {format_value(self.threshold)} or no significant drop, n={self.n})"
+            )
+        what = "ceiling" if self.ceiling else "floor"
+        return (
+            f"{self.metric} over {self.scope} ({self.suite} x {self.system}): {verdict}: "
+            f"{format_value(self.value)} (needs {self.comparison} "
+            f"{format_value(self.threshold)} {what}, n={self.n})"
+        )
+
+    def lines(self) -> list[str]:
+        out = [self.headline()]
+        if self.worst and self.regression is not None:
+            out.append("most dropped: " + ", ".join(f"{q} ({v:+.4f})" for q, v in self.worst))
+        elif self.worst:
+            label = "slowest queries" if self.ceiling else "worst queries"
+            out.append(
+                f"{label}: " + ", ".join(f"{qid} ({format_value(v)})" for qid, v in self.worst)
+            )
+        out.extend(self.detail)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "nodeid": self.nodeid,
+            "suite": self.suite,
+            "system": self.system,
+            "scope": self.scope,
+            "metric": self.metric,
+            "value": self.value,
+            "threshold": self.threshold,
+            "comparison": self.comparison,
+            "passed": self.passed,
+            "n": self.n,
+            "worst": [{"id": qid, "value": v} for qid, v in self.worst],
+            "detail": list(self.detail),
+        }
+        if self.regression is not None:
+            out.update(self.regression.to_json())
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Outcome:
+        return cls(
+            suite=data["suite"],
+            system=data["system"],
+            scope=data["scope"],
+            metric=data["metric"],
+            value=data["value"],
+            threshold=data["threshold"],
+            passed=data["passed"],
+            n=data["n"],
+            ceiling=data["comparison"] == "<=",
+            worst=tuple((w["id"], w["value"]) for w in data["worst"]),
+            detail=tuple(data["detail"]),
+            regression=RegressionFigures.from_json(data) if "p_value" in data else None,
+            nodeid=data["nodeid"],
+        )
+
+
+# -- the comparison with the baseline ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RegressionRow:
+    """One regression check as the report's baseline table shows it."""
+
+    baseline: float
+    current: float
+    p_value: float
+    p_adjusted: float
+    improved: int
+    degraded: int
+    passed: bool
+    n: int
+    not_compared: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "baseline": self.baseline,
+            "current": self.current,
+            "p_value": self.p_value,
+            "p_adjusted": self.p_adjusted,
+            "improved": self.improved,
+            "degraded": self.degraded,
+            "passed": self.passed,
+            "n": self.n,
+            "not_compared": self.not_compared,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RegressionRow:
+        return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class BaselineComparison:
+    """How one suite x system lines up with its baseline run, and what each regression check
+    found (keyed ``metric`` for the suite, ``scope::metric`` for a category or difficulty)."""
+
+    suite: str
+    system: str
+    path: str  # the baseline file, relative to the rootdir where possible
+    comparable: bool
+    reason: str | None  # why not, when not comparable
+    shared: int
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    edited: tuple[str, ...]
+    notes: tuple[str, ...]
+    means: Mapping[str, float]  # the baseline run's own suite means
+    rows: Mapping[str, RegressionRow] | None = None  # None when not comparable
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.suite, self.system)
+
+    def to_json(self) -> dict[str, Any]:
+        """The report's ``baseline`` object of a run (docs/report.md)."""
+        out: dict[str, Any] = {
+            "path": self.path,
+            "comparable": self.comparable,
+            "reason": self.reason,
+            "shared": self.shared,
+            "added": list(self.added),
+            "removed": list(self.removed),
+            "edited": list(self.edited),
+            "notes": list(self.notes),
+            "means": dict(self.means),
+        }
+        if self.rows is not None:
+            out["metrics"] = {name: row.to_json() for name, row in self.rows.items()}
+        return out
+
+    def to_transport(self) -> dict[str, Any]:
+        return {"suite": self.suite, "system": self.system, **self.to_json()}
+
+    @classmethod
+    def from_transport(cls, data: Mapping[str, Any]) -> BaselineComparison:
+        rows = data.get("metrics")
+        return cls(
+            suite=data["suite"],
+            system=data["system"],
+            path=data["path"],
+            comparable=data["comparable"],
+            reason=data["reason"],
+            shared=data["shared"],
+            added=tuple(data["added"]),
+            removed=tuple(data["removed"]),
+            edited=tuple(data["edited"]),
+            notes=tuple(data["notes"]),
+            means=dict(data["means"]),
+            rows=None
+            if rows is None
+            else {name: RegressionRow.from_json(row) for name, row in rows.items()},
+        )

@@ -1,0 +1,90 @@
+"""What the session does around the runs: options without the gate, the plugin's own bugs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import SUITE, lit, write_suite
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        "--rg-report=r.md",
+        "--rg-json=r.json",
+        "--rg-baseline=b.json",
+        "--rg-save-baseline",
+        "--rg-reference=keyword",
+    ],
+)
+def test_gate_only_option_without_the_gate_is_a_usage_error(
+    project: pytest.Pytester, option: str
+) -> None:
+    write_suite(project, SUITE)
+    result = project.runpytest(option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    flag = option.split("=")[0]
+    result.stderr.fnmatch_lines(
+        [f"*{flag} only take effect with --retrieval-gate; add --retrieval-gate or drop them*"]
+    )
+
+
+def test_options_the_fixture_reads_are_accepted_without_the_gate(project: pytest.Pytester) -> None:
+    write_suite(project, SUITE)
+    project.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = project.runpytest("--rg-system=keyword", "--rg-no-cache", "--rg-cache-dir=c")
+    result.assert_outcomes(passed=1)
+
+
+def test_a_bug_in_the_plugin_is_an_internal_error_with_its_traceback(
+    project: pytest.Pytester,
+) -> None:
+    # A KeyError inside the plugin's own evaluation must not read as the user's retriever failing.
+    project.makeconftest(
+        """
+        import retrieval_gate.evaluation as evaluation
+
+        def broken(*args, **kwargs):
+            return {}["P@1"]
+
+        evaluation.record_run = broken
+        """
+    )
+    write_suite(project, SUITE)
+    result = project.runpytest_subprocess("--retrieval-gate")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == 5 and "passed" not in outcomes
+    result.stdout.fnmatch_lines(
+        [
+            "*InternalRunError: internal error in pytest-retrieval-gate while running lineage x "
+            "keyword: KeyError: 'P@1'",
+            "*return {}*",  # the traceback reaches the line that failed
+        ]
+    )
+    assert "keyword failed" not in result.stdout.str()
+    report = json.loads((project.path / "retrieval-gate-report.json").read_text())
+    assert report["passed"] is False
+    (error,) = report["errors"]
+    assert error["error"].startswith("internal error in pytest-retrieval-gate while running")
+
+
+def test_the_user_s_retriever_failing_stays_one_line(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        search_app="""
+        def retrieve(query, k):
+            raise ValueError("index offline")
+        """
+    )
+    write_suite(project, SUITE)
+    result = project.runpytest("--retrieval-gate")
+    result.stdout.fnmatch_lines(
+        [
+            "*"
+            + lit(
+                "lineage.retrieval.yaml [query join_orders]: retriever search_app:retrieve raised ValueError: index offline"
+            )
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()

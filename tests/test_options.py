@@ -1,0 +1,118 @@
+"""Pure resolution of options, ini values and settings (options.py), which the session and the
+``retrieval_system`` fixture share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from retrieval_gate.config import Settings, SystemConfig
+from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.options import (
+    GATE_ONLY_OPTIONS,
+    OptionValues,
+    gate_only_given,
+    resolve_cache_dir,
+    resolve_outputs,
+    select_reference,
+    select_systems,
+)
+
+ROOT = Path("/project")
+CWD = Path("/project/sub")
+A, B, C = (SystemConfig(name=n, retriever=f"app:{n}") for n in ("a", "b", "c"))
+
+
+def settings(**kwargs: object) -> Settings:
+    return Settings(root=ROOT, **kwargs)  # type: ignore[arg-type]
+
+
+def values(**kwargs: object) -> OptionValues:
+    return OptionValues(rootpath=ROOT, cwd=CWD, **kwargs)  # type: ignore[arg-type]
+
+
+def test_defaults_live_in_the_rootdir() -> None:
+    got = resolve_outputs(values(), settings())
+    assert got.report == ROOT / "retrieval-gate-report.md"
+    assert got.json == ROOT / "retrieval-gate-report.json"
+    assert got.baseline == ROOT / "retrieval-baseline.json"
+    assert got.cache_dir == ROOT / ".retrieval-gate-cache"
+
+
+def test_command_line_paths_are_relative_to_where_pytest_started() -> None:
+    got = resolve_outputs(
+        values(report="out/r.md", baseline="b.json", cache_dir="cache"), settings()
+    )
+    assert got.report == CWD / "out/r.md"
+    assert got.json == CWD / "out/r.json"  # the twin follows the report
+    assert got.baseline == CWD / "b.json"
+    assert got.cache_dir == CWD / "cache"
+
+
+def test_ini_paths_are_relative_to_the_rootdir_and_lose_to_the_command_line() -> None:
+    ini = {"report": "ini.md", "json": "ini.json", "baseline": "ini-b.json", "cache_dir": "c"}
+    got = resolve_outputs(values(ini=ini), settings())
+    assert (got.report, got.json, got.baseline, got.cache_dir) == (
+        ROOT / "ini.md",
+        ROOT / "ini.json",
+        ROOT / "ini-b.json",
+        ROOT / "c",
+    )
+    assert resolve_outputs(values(ini=ini, report="cli.md"), settings()).report == CWD / "cli.md"
+
+
+def test_settings_paths_come_after_ini_and_before_defaults() -> None:
+    configured = settings(report=Path("/elsewhere/r.md"), cache_dir=Path("/elsewhere/cache"))
+    got = resolve_outputs(values(), configured)
+    assert got.report == Path("/elsewhere/r.md")
+    assert got.json == Path("/elsewhere/r.json")
+    assert resolve_cache_dir(values(), configured) == Path("/elsewhere/cache")
+    assert resolve_cache_dir(values(ini={"cache_dir": "x"}), configured) == ROOT / "x"
+
+
+def test_absolute_and_home_paths() -> None:
+    got = resolve_outputs(values(report="/tmp/r.md", json="~/r.json"), settings())
+    assert got.report == Path("/tmp/r.md")
+    assert got.json == Path.home() / "r.json"
+
+
+def test_json_twin_equal_to_the_report_is_refused() -> None:
+    with pytest.raises(RetrievalGateError, match="give the JSON twin its own path"):
+        resolve_outputs(values(report="r.md", json="r.md"), settings())
+
+
+def test_systems_from_the_option_in_order_once_each() -> None:
+    configured = settings(systems={"a": A, "b": B, "c": C}, default_systems=("a",))
+    assert select_systems(configured, ("c", "a", "c"), ROOT) == (C, A)
+    assert select_systems(configured, (), ROOT) == (A,)
+
+
+def test_unknown_system_lists_the_known_ones() -> None:
+    configured = settings(systems={"a": A, "b": B}, default_systems=("a", "b"))
+    with pytest.raises(
+        RetrievalGateError, match=r"--rg-system 'x': unknown system; known systems: a, b"
+    ):
+        select_systems(configured, ("x",), ROOT)
+
+
+def test_no_systems_says_where_it_looked() -> None:
+    with pytest.raises(RetrievalGateError, match=r"looked in /project/pyproject.toml"):
+        select_systems(settings(), (), ROOT)
+
+
+def test_reference_option_setting_or_first() -> None:
+    assert select_reference((A, B), None, None) == "a"
+    assert select_reference((A, B), None, "b") == "b"
+    assert select_reference((A, B), "a", "b") == "a"
+    with pytest.raises(RetrievalGateError, match=r"reference system 'c' is not among .* \(a, b\)"):
+        select_reference((A, B), "c", None)
+
+
+def test_gate_only_options_are_named_as_typed() -> None:
+    assert gate_only_given(
+        {"rg_report": "r.md", "rg_system": ["a"], "rg_save_baseline": False}
+    ) == ["--rg-report"]
+    assert gate_only_given({dest: True for dest in GATE_ONLY_OPTIONS}) == list(
+        GATE_ONLY_OPTIONS.values()
+    )

@@ -1,0 +1,257 @@
+"""The typed records' JSON codecs: each type's one serializer pair round-trips, and the forms other
+tools and files read keep their documented shape."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from retrieval_gate.records import (
+    BaselineComparison,
+    GroupRecord,
+    Outcome,
+    QueryRecord,
+    RegressionFigures,
+    RegressionRow,
+    RunFailure,
+    RunRecord,
+    format_value,
+    parse_scope,
+    query_digest,
+    scope_name,
+)
+
+QUERY = QueryRecord(
+    id="q1",
+    digest=query_digest("text", {"d1": 1}),
+    category="joins",
+    difficulty=None,
+    metrics={"P@1": 1.0, "R@3": 0.5},
+    ranking=("d1", "d2"),
+    relevant_ranks={"d1": 1, "d9": None},
+    latency_ms=2.5,
+)
+RUN = RunRecord(
+    suite="s",
+    suite_path="s.retrieval.yaml",
+    system="sys",
+    n=2,
+    k=(1, 3),
+    fingerprint={"suite_digest": "abc", "system": {"retriever": "app:f"}},
+    metrics={"P@1": 0.5, "R@3": 0.25},
+    categories={"joins": GroupRecord(n=1, metrics={"P@1": 1.0, "R@3": 0.5})},
+    difficulties={},
+    latency_ms={"p50": 2.0, "p95": 2.9, "p99": 2.98, "mean": 2.0},
+    stats={"corpus_documents": 3},
+    queries=(
+        QUERY,
+        QueryRecord(
+            id="q2",
+            digest="x",
+            category=None,
+            difficulty="hard",
+            metrics={"P@1": 0.0, "R@3": 0.0},
+            ranking=(),
+            relevant_ranks={"d3": None},
+            latency_ms=1.5,
+        ),
+    ),
+)
+
+
+def _through_json(data: dict[str, Any]) -> Any:
+    """As the xdist transport carries it: text and back."""
+    return json.loads(json.dumps(data))
+
+
+def test_run_record_round_trips_through_json() -> None:
+    assert RunRecord.from_json(_through_json(RUN.to_json())) == RUN
+
+
+def test_run_record_json_keeps_the_documented_layout() -> None:
+    data = RUN.to_json()
+    assert list(data) == [
+        "suite", "suite_path", "system", "n", "k", "fingerprint", "metrics", "categories",
+        "difficulties", "latency_ms", "stats", "queries",
+    ]  # fmt: skip
+    assert data["k"] == [1, 3]
+    assert data["categories"] == {"joins": {"n": 1, "metrics": {"P@1": 1.0, "R@3": 0.5}}}
+    assert data["queries"][0] == {
+        "id": "q1",
+        "digest": QUERY.digest,
+        "category": "joins",
+        "difficulty": None,
+        "metrics": {"P@1": 1.0, "R@3": 0.5},
+        "ranking": ["d1", "d2"],
+        "relevant_ranks": {"d1": 1, "d9": None},
+        "latency_ms": 2.5,
+    }
+
+
+def test_baseline_form_keeps_what_a_comparison_reads_and_round_trips() -> None:
+    data = _through_json(RUN.to_baseline_json())
+    assert list(data) == ["suite", "system", "fingerprint", "k", "metrics", "queries"]
+    assert data["queries"]["q1"] == {
+        "digest": QUERY.digest,
+        "category": "joins",
+        "difficulty": None,
+        "metrics": {"P@1": 1.0, "R@3": 0.5},
+        "ranking": ["d1", "d2"],
+        "relevant_ranks": {"d1": 1, "d9": None},
+    }
+    back = RunRecord.from_baseline_json(data)
+    # What the compact form does not keep comes back empty; the rest is the same.
+    assert back.to_baseline_json() == data
+    assert (back.n, back.latency_ms, back.stats, back.categories) == (2, {}, {}, {})
+    assert back.query("q1").latency_ms is None
+
+
+def test_values_by_scope_and_latency_names() -> None:
+    assert RUN.value("P@1") == 0.5
+    assert RUN.value("R@3", "category[joins]") == 0.5
+    assert RUN.value("latency_p95_ms") == 2.9
+    assert (RUN.n_in("suite"), RUN.n_in("category[joins]"), RUN.n_in("category[none]")) == (2, 1, 0)
+    assert RUN.scope_ids("difficulty[hard]") == ["q2"]
+    assert RUN.scope_ids("suite") == ["q1", "q2"]
+
+
+def test_scope_names_parse_back() -> None:
+    assert scope_name("category", "joins") == "category[joins]"
+    assert parse_scope("category[joins]") == ("category", "joins")
+    assert parse_scope("suite") is None
+
+
+def test_query_digest_changes_with_text_and_grades() -> None:
+    base = query_digest("text", {"d": 1})
+    assert base == query_digest("text", {"d": 1})
+    assert len({base, query_digest("text.", {"d": 1}), query_digest("text", {"d": 2})}) == 3
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"), [(0.5, "0.5"), (1 / 3, "0.3333"), (1.0, "1"), (float("nan"), "nan")]
+)
+def test_format_value(value: float, shown: str) -> None:
+    assert format_value(value) == shown
+
+
+FLOOR = Outcome(
+    suite="s",
+    system="sys",
+    scope="category[joins]",
+    metric="P@1",
+    value=0.5,
+    threshold=0.6,
+    passed=False,
+    n=2,
+    worst=(("q2", 0.0), ("q1", 1.0)),
+    nodeid="s.retrieval.yaml::sys::category[joins]::P@1",
+)
+REGRESSION = Outcome(
+    suite="s",
+    system="sys",
+    scope="regression",
+    metric="P@1",
+    value=0.5,
+    threshold=0.99,
+    passed=True,
+    n=10,
+    worst=(("q1", -1.0),),
+    detail=("a", "b"),
+    regression=RegressionFigures(
+        baseline=1.0,
+        tolerance=0.01,
+        p_value=0.25,
+        p_adjusted=0.5,
+        improved=0,
+        degraded=2,
+        not_compared="too few queries",
+    ),
+    nodeid="s.retrieval.yaml::sys::regression::P@1",
+)
+
+
+@pytest.mark.parametrize("outcome", [FLOOR, REGRESSION], ids=["floor", "regression"])
+def test_outcome_round_trips_through_json(outcome: Outcome) -> None:
+    assert Outcome.from_json(_through_json(outcome.to_json())) == outcome
+
+
+def test_outcome_json_flattens_the_regression_figures_as_documented() -> None:
+    data = REGRESSION.to_json()
+    assert data["comparison"] == ">="
+    assert {k: data[k] for k in ("baseline", "tolerance", "p_value", "p_adjusted")} == {
+        "baseline": 1.0,
+        "tolerance": 0.01,
+        "p_value": 0.25,
+        "p_adjusted": 0.5,
+    }
+    assert data["not_compared"] == "too few queries"
+    assert "p_value" not in FLOOR.to_json()
+
+
+def test_outcome_lines_read_as_a_failure_message() -> None:
+    assert FLOOR.lines() == [
+        "P@1 over category[joins] (s x sys): FAILED: 0.5 (needs >= 0.6 floor, n=2)",
+        "worst queries: q2 (0), q1 (1)",
+    ]
+    assert REGRESSION.lines()[0] == (
+        "P@1 regression over suite (s x sys): ok: 0.5 vs baseline 1 "
+        "(needs >= 0.99 or no significant drop, n=10)"
+    )
+    assert REGRESSION.lines()[1] == "most dropped: q1 (-1.0000)"
+
+
+def test_comparison_round_trips_and_keeps_the_report_shape() -> None:
+    row = RegressionRow(
+        baseline=1.0,
+        current=0.5,
+        p_value=0.03,
+        p_adjusted=0.06,
+        improved=0,
+        degraded=5,
+        passed=True,
+        n=10,
+        not_compared=None,
+    )
+    comparison = BaselineComparison(
+        suite="s",
+        system="sys",
+        path="retrieval-baseline.json",
+        comparable=True,
+        reason=None,
+        shared=10,
+        added=("q11",),
+        removed=(),
+        edited=("q3",),
+        notes=("model changed",),
+        means={"P@1": 1.0},
+        rows={"P@1": row},
+    )
+    assert BaselineComparison.from_transport(_through_json(comparison.to_transport())) == comparison
+    shown = comparison.to_json()
+    assert list(shown) == [
+        "path", "comparable", "reason", "shared", "added", "removed", "edited", "notes", "means",
+        "metrics",
+    ]  # fmt: skip
+    assert shown["metrics"]["P@1"]["not_compared"] is None
+    not_comparable = BaselineComparison(
+        suite="s",
+        system="sys",
+        path="b.json",
+        comparable=False,
+        reason="gain changed",
+        shared=0,
+        added=(),
+        removed=(),
+        edited=(),
+        notes=(),
+        means={},
+    )
+    assert "metrics" not in not_comparable.to_json()
+    assert BaselineComparison.from_transport(not_comparable.to_transport()) == not_comparable
+
+
+def test_run_failure_round_trips() -> None:
+    failure = RunFailure(suite="s", system="sys", error="s.yaml [query q1]: retriever raised")
+    assert RunFailure.from_json(_through_json(failure.to_json())) == failure
