@@ -98,7 +98,7 @@ def test_zeros_do_not_push_a_suite_into_the_sampled_path() -> None:
 
 
 def _binomial_tail(n: int, at_most: int) -> float:
-    return sum(comb(n, i) for i in range(at_most + 1)) / 2**n
+    return float(sum(comb(n, i) for i in range(at_most + 1))) / float(2**n)
 
 
 def test_sampled_path_is_seeded_and_close_to_the_exact_value() -> None:
