@@ -541,3 +541,22 @@ def test_comparison_rows_are_keyed_by_scope_and_skip_what_compared_nothing() -> 
     assert row.passed is True  # 1/16 > 0.05 once the category joins the Holm family
     assert got.comparison.means == {"P@1": 1.0}
     assert set(got.outcomes) == {("suite", "P@1"), ("category[a]", "P@1"), ("category[b]", "P@1")}
+
+
+# -- files written by 0.1.0 -------------------------------------------------------------------------
+
+BASELINE_0_1_0 = Path(__file__).parent / "data" / "baseline-0.1.0.json"
+
+
+def test_a_baseline_written_by_0_1_0_loads_and_saves_back_byte_for_byte(tmp_path: Path) -> None:
+    # Saved by pytest-retrieval-gate 0.1.0 from examples/quickstart (MiniLM in chroma).
+    loaded = load_baseline(BASELINE_0_1_0)
+    assert loaded is not None
+    run = loaded.get("sql-lineage", "minilm")
+    assert run is not None
+    assert (run.n, run.k, run.metrics["MRR@5"]) == (12, (1, 3, 5), 0.875)
+    assert run.fingerprint["metric_definitions"] == "trec_eval-10/1"
+    assert run.queries[0].id == "join_001"
+    again = tmp_path / "b.json"
+    save_baseline(again, [], loaded)
+    assert again.read_bytes() == BASELINE_0_1_0.read_bytes()
