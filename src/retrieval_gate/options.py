@@ -15,9 +15,9 @@ Path rules, for every output and the cache folder:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from retrieval_gate.config import Settings, SystemConfig
 from retrieval_gate.errors import RetrievalGateError
@@ -118,6 +118,61 @@ def resolve_outputs(values: OptionValues, settings: Settings) -> Outputs:
         baseline=baseline,
         cache_dir=resolve_cache_dir(values, settings),
     )
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def check_outputs(
+    outputs: Outputs,
+    *,
+    suite_patterns: Sequence[str] = (),
+    suite_files: Iterable[Path] = (),
+    corpora: Iterable[Path] = (),
+) -> None:
+    """Refuse outputs that would destroy or pollute what the user has, before anything runs.
+
+    An output (report, JSON twin, baseline) must not be another output or the cache folder, a
+    suite file (given on the command line, or named so the suite patterns would collect it on the
+    next run), or lie inside a corpus (the next run would read it as a document). Paths compare
+    resolved; ``corpora`` may name files or folders.
+    """
+    files = {
+        "--rg-report": outputs.report.resolve(),
+        "--rg-json": outputs.json.resolve(),
+        "--rg-baseline": outputs.baseline.resolve(),
+    }
+    cache = outputs.cache_dir.resolve()
+    seen: dict[Path, str] = {}
+    for flag, path in files.items():
+        if path in seen:
+            raise RetrievalGateError(
+                f"{seen[path]} and {flag} are both {path}; each output needs its own path"
+            )
+        seen[path] = flag
+        if _inside(path, cache) or _inside(cache, path):
+            raise RetrievalGateError(
+                f"{flag} {path} and the cache folder (--rg-cache-dir) {cache} overlap; the cache "
+                "is rebuilt at will, so keep outputs out of it"
+            )
+    suites = {p.resolve() for p in suite_files}
+    for flag, path in files.items():
+        matched = next((pat for pat in suite_patterns if PurePath(path.name).match(pat)), None)
+        if path in suites or matched is not None:
+            why = "is a suite file" if path in suites else f"matches the suite pattern {matched!r}"
+            raise RetrievalGateError(
+                f"{flag} {path} {why}: writing there would overwrite or add a suite; choose "
+                "another path"
+            )
+    for corpus in corpora:
+        folder = corpus.resolve()
+        for flag, path in files.items():
+            if _inside(path, folder):
+                raise RetrievalGateError(
+                    f"{flag} {path} lies inside the corpus {folder}: the next run would read it "
+                    "as a document; write it outside the corpus"
+                )
 
 
 def select_systems(

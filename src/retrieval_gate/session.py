@@ -30,6 +30,7 @@ from retrieval_gate.gate import (
 )
 from retrieval_gate.options import (
     OptionValues,
+    check_outputs,
     resolve_outputs,
     select_reference,
     select_systems,
@@ -67,6 +68,17 @@ def option_values(config: pytest.Config) -> OptionValues:
     )
 
 
+def _named_files(config: pytest.Config) -> list[Path]:
+    """Files named on the command line (``path::node`` ids included), as pytest resolves them."""
+    base = config.invocation_params.dir
+    out = []
+    for arg in config.args:
+        path = base / arg.split("::")[0]
+        if path.is_file():
+            out.append(path)
+    return out
+
+
 class InternalRunError(Exception):
     """A run failed inside the plugin itself (a bug, not the user's data): shown with its
     traceback, and in the report as an internal error."""
@@ -83,6 +95,13 @@ class GateSession:
         )
         self.reference = select_reference(self.systems, values.reference, self.settings.reference)
         outputs = resolve_outputs(values, self.settings)
+        check_outputs(
+            outputs,
+            suite_patterns=config.getini("retrieval_gate_files"),
+            suite_files=_named_files(config),
+            corpora=[c for c in (self.settings.corpus, *(s.corpus for s in self.systems)) if c],
+        )
+        self.outputs = outputs
         self.report_path = outputs.report
         self.json_path = outputs.json
         self.baseline_path = outputs.baseline
@@ -177,6 +196,11 @@ class GateSession:
                 path=suite.path,
                 entry="name",
             )
+        if suite.corpus is not None:
+            try:
+                check_outputs(self.outputs, corpora=[suite.corpus])
+            except RetrievalGateError as exc:
+                raise RetrievalGateError(exc.message, path=suite.path, entry="corpus") from None
         for system in self.systems:
             corpus = self.corpus_for(suite, system)
             if corpus is None:
