@@ -222,7 +222,7 @@ def test_metric_versions() -> None:
         metric_versions(["bogus"])
 
 
-def test_metric_pickles_by_name() -> None:
+def test_metric_pickles_as_family_and_cutoff() -> None:
     import pickle
 
     metric = Metric("nDCG", 10)

@@ -40,7 +40,7 @@ import importlib
 import pkgutil
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Literal
 
@@ -290,7 +290,6 @@ class Metric:
 
     family: str
     k: int | None = None
-    _spec: MetricFamily = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         _load()
@@ -310,8 +309,6 @@ class Metric:
                 f"bad cutoff {self.k!r} for {self.family!r}: k must be an integer >= 1; "
                 f"known: {_known()}"
             )
-        # Cached: compute() and the gates ask for the spec of every metric many times.
-        object.__setattr__(self, "_spec", spec)
 
     @property
     def name(self) -> str:
@@ -319,25 +316,26 @@ class Metric:
 
     @property
     def spec(self) -> MetricFamily:
-        return self._spec
+        """The family's declaration (looked up by name: a Metric holds only family and k)."""
+        return REGISTRY[self.family]
 
     @property
     def is_latency(self) -> bool:
-        return self._spec.is_latency
+        return self.spec.is_latency
 
     @property
     def higher_is_better(self) -> bool:
-        return self._spec.higher_is_better
+        return self.spec.higher_is_better
 
     @property
     def bounds(self) -> tuple[float | None, float | None]:
         """``(lo, hi)`` of any value of this metric; ``None`` is unbounded."""
-        return self._spec.bounds
+        return self.spec.bounds
 
     @property
     def version(self) -> str:
         """``"<family>/<version>"``, e.g. ``"nDCG/trec_eval-10/1"`` (see :func:`metric_versions`)."""
-        return f"{self._spec.name}/{self._spec.version}"
+        return f"{self.spec.name}/{self.spec.version}"
 
     def aggregate(
         self, values: FloatArray, components: Mapping[str, FloatArray] | None = None
@@ -347,7 +345,7 @@ class Metric:
         ``components`` maps the family names the aggregation reads (``spec.aggregation
         .components``) to their per-query series over the same queries. No queries: 0.0.
         """
-        aggregation = self._spec.aggregation
+        aggregation = self.spec.aggregation
         series = []
         for name in aggregation.components:
             if components is None or name not in components:
@@ -357,10 +355,6 @@ class Metric:
 
     def __str__(self) -> str:
         return self.name
-
-    def __reduce__(self) -> tuple[type[Metric], tuple[str, int | None]]:
-        # Pickled by name (xdist, caches): the family's functions stay out of the payload.
-        return (Metric, (self.family, self.k))
 
 
 def parse_metric(text: str) -> Metric:
