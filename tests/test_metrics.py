@@ -302,8 +302,12 @@ def test_registry_documents_every_family() -> None:
     for name, family in REGISTRY.items():
         assert family.name == name
         assert family.description
+        assert family.title
+        assert family.version
+        # A ranking family either names the trec_eval measure it reproduces or says it has none.
         if not family.is_latency:
-            assert family.trec_name
+            assert family.trec_name or "Not in trec_eval" in family.description
+    assert all(REGISTRY[f].trec_name for f in ("P", "R", "MRR", "nDCG", "MAP", "Hit", "R-Prec"))
 
 
 def test_latency_stats() -> None:

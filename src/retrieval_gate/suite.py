@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_gate.errors import CorpusError, SuiteError, UnknownMetricError
-from retrieval_gate.metrics import Metric, parse_metric
+from retrieval_gate.metrics import Metric, format_bounds, parse_metric
 from retrieval_gate.records import parse_scope, scope_name
 
 DEFAULT_K: tuple[int, ...] = (1, 3, 5, 10)
@@ -298,9 +298,13 @@ def _metric(text: Any, path: Path, entry: str) -> Metric:
 def _threshold(value: Any, metric: Metric, path: Path, entry: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         raise SuiteError(f"threshold must be a number, got {value!r}", path=path, entry=entry)
-    if not metric.is_latency and not 0.0 <= value <= 1.0:
+    lo, hi = metric.bounds
+    inside = (lo is None or value >= lo) and (hi is None or value <= hi)
+    if not metric.is_latency and not inside:
         raise SuiteError(
-            f"{metric.name} floor must be within [0, 1], got {value}", path=path, entry=entry
+            f"{metric.name} floor must be within {format_bounds(metric.bounds)}, got {value}",
+            path=path,
+            entry=entry,
         )
     if metric.is_latency and value <= 0:
         raise SuiteError(
