@@ -17,10 +17,12 @@ from retrieval_gate.baseline import (
     BaselineError,
     align,
     load_baseline,
+    metric_definitions,
     query_digest,
     save_baseline,
 )
 from retrieval_gate.gate import RegressionCheck, check_regressions, compare_with_baseline, explain
+from retrieval_gate.metrics import metric_versions
 from retrieval_gate.records import QueryRecord, RegressionFigures, RunRecord
 
 FINGERPRINT = {
@@ -268,7 +270,6 @@ def test_a_grade_change_is_an_edit() -> None:
 @pytest.mark.parametrize(
     ("key", "value", "reason"),
     [
-        ("metric_definitions", 2, "metric_definitions changed from 1 to 2"),
         ("gain", "exponential", "gain changed from 'linear' to 'exponential'"),
     ],
 )
@@ -277,6 +278,44 @@ def test_defining_fingerprint_change_is_not_comparable(key: str, value: Any, rea
     got = align(record([query("q1")], **{key: value}), base)
     assert got.not_comparable == reason
     assert got.shared == ("q1",)  # still reported, just not compared
+
+
+def test_a_redefined_metric_alone_is_not_compared() -> None:
+    # P@1's definition moved on; R@3's did not: only P@1 is left out, with the reason.
+    versions = {"P@1": "P/trec_eval-10/1", "R@3": "R/trec_eval-10/1"}
+    metrics = {"P@1": 1.0, "R@3": 1.0}
+    then = record([query(f"q{i}", metrics=metrics) for i in range(6)], metric_definitions=versions)
+    now = record(
+        [query(f"q{i}", metrics={"P@1": 0.0, "R@3": 0.0}) for i in range(6)],
+        metric_definitions={**versions, "P@1": "P/trec_eval-10/2"},
+    )
+    now = dataclasses.replace(now, metrics=metrics)
+    then = dataclasses.replace(then, metrics=metrics)
+    base = base_of(then)
+    got = align(now, base)
+    assert got.not_comparable is None
+    assert list(got.redefined) == ["P@1"]
+    checks = [RegressionCheck("suite", "P@1", 0.01), RegressionCheck("suite", "R@3", 0.01)]
+    p1, r3 = compare_with_baseline(
+        now, base, checks, path="b.json", alpha=0.05, seed=0
+    ).outcomes.values()
+    assert figures(p1).not_compared == (
+        "the definition of P@1 changed since the baseline (P/trec_eval-10/1 -> "
+        "P/trec_eval-10/2); save a new baseline with --rg-save-baseline"
+    )
+    assert (r3.passed, r3.n, figures(r3).p_value) == (False, 6, 1 / 64)
+
+
+def test_a_0_1_0_fingerprint_reads_as_version_1_of_every_metric() -> None:
+    # 0.1.0 kept one string for all metrics; its trec families are still that definition.
+    old = {"metric_definitions": "trec_eval-10/1"}
+    assert metric_definitions(old, ["P@5", "R-Prec", "nDCG@10"]) == {
+        "P@5": "P/trec_eval-10/1",
+        "R-Prec": "R-Prec/trec_eval-10/1",
+        "nDCG@10": "nDCG/trec_eval-10/1",
+    }
+    assert metric_definitions(old, ["P@5"]) == metric_versions(["P@5"])
+    assert metric_definitions({}, ["P@5"]) == {}
 
 
 def test_no_unchanged_query_is_not_comparable() -> None:

@@ -22,9 +22,10 @@ from retrieval_gate.records import RunRecord
 from retrieval_gate.records import query_digest as query_digest  # re-exported for callers
 
 VERSION = 1
-# Parts of the fingerprint that change what a metric value means: values measured under
-# different ones cannot be compared at all.
-DEFINING = ("metric_definitions", "gain")
+# Parts of the fingerprint that change what every metric value means: values measured under
+# different ones cannot be compared at all. (Each metric's own definition version is compared
+# metric by metric: see metric_definitions.)
+DEFINING = ("gain",)
 # Parts that name what changed between runs: still compared (judging such a change is the gate's
 # job), and reported as the likely cause.
 DESCRIPTIVE = ("system", "model_identity", "corpus_digest", "k", "plugin_version")
@@ -133,6 +134,21 @@ class Alignment:
     edited: tuple[str, ...]  # same id, different text or judgments: not compared
     not_comparable: str | None  # the reason, when nothing can be compared
     notes: tuple[str, ...]  # what changed that is still compared (model, corpus, ...)
+    redefined: Mapping[str, str] = field(default_factory=dict)  # metric -> why not comparable
+
+
+def metric_definitions(fingerprint: Mapping[str, Any], metrics: Iterable[str]) -> dict[str, str]:
+    """Each metric's definition version in a run's fingerprint: ``{"nDCG@10": "nDCG/trec_eval-10/1"}``.
+
+    A fingerprint written by 0.1.0 holds one string for every metric (``"trec_eval-10/1"``); it
+    reads as that version of each metric's family, which is what those metrics still are.
+    """
+    value = fingerprint.get("metric_definitions")
+    if isinstance(value, Mapping):
+        return {str(name): str(version) for name, version in value.items()}
+    if value is None:
+        return {}
+    return {name: f"{name.partition('@')[0]}/{value}" for name in metrics}
 
 
 def align(record: RunRecord, base: RunRecord) -> Alignment:
@@ -150,12 +166,21 @@ def align(record: RunRecord, base: RunRecord) -> Alignment:
             break
     if reason is None and not shared:
         reason = "no query is unchanged since the baseline"
-    notes = tuple(
+    notes = [
         _note(key, base_fp[key], fp.get(key))
         for key in DESCRIPTIVE
         if key in base_fp and fp.get(key) != base_fp.get(key)
-    )
-    return Alignment(shared, added, removed, edited, reason, notes)
+    ]
+    now_defs = metric_definitions(fp, record.metrics)
+    then_defs = metric_definitions(base_fp, base.metrics)
+    redefined = {
+        name: f"the definition of {name} changed since the baseline "
+        f"({then_defs[name]} -> {now_defs[name]}); save a new baseline with --rg-save-baseline"
+        for name in now_defs
+        if name in then_defs and now_defs[name] != then_defs[name]
+    }
+    notes += [f"{name}: not compared, {why}" for name, why in redefined.items()]
+    return Alignment(shared, added, removed, edited, reason, tuple(notes), redefined)
 
 
 def _note(key: str, before: Any, now: Any) -> str:

@@ -14,7 +14,14 @@ from functools import cached_property
 
 import numpy as np
 
-from retrieval_gate.metrics import Metric, compute, cutoff_metrics, judge, latency_stats
+from retrieval_gate.metrics import (
+    Metric,
+    compute,
+    cutoff_metrics,
+    judge,
+    latency_stats,
+    metric_versions,
+)
 from retrieval_gate.records import GroupRecord, QueryRecord, RunRecord, query_digest, scope_name
 from retrieval_gate.run import RunResult
 
@@ -53,10 +60,8 @@ class Evaluation:
     def value(self, metric: Metric, scope: str = "suite") -> float:
         if metric.is_latency:
             return self.latency[metric.family.removeprefix("latency_").removesuffix("_ms")]
-        rows = self.scopes[scope]
-        if rows.size == 0:
-            return 0.0
-        return float(self.values[metric.name][rows].mean())
+        # The metric's own aggregation over the scope's queries (a mean for the ranking metrics).
+        return metric.aggregate(self.values[metric.name][self.scopes[scope]])
 
     def n(self, scope: str = "suite") -> int:
         return int(self.scopes[scope].size)
@@ -142,7 +147,8 @@ def record_run(evaluation: Evaluation, suite_path: str) -> RunRecord:
         system=run.system.name,
         n=len(suite.queries),
         k=tuple(suite.k),
-        fingerprint=dict(run.fingerprint),
+        # Each metric's own definition version: a baseline compares only what still means the same.
+        fingerprint={**run.fingerprint, "metric_definitions": metric_versions(metrics)},
         metrics=means("suite"),
         categories=groups("category"),
         difficulties=groups("difficulty"),

@@ -155,17 +155,20 @@ def check_regressions(
     *,
     alpha: float,
     seed: int,
+    redefined: Mapping[str, str] | None = None,
 ) -> list[Outcome]:
     """Each check fails when the mean over shared queries drops by more than its tolerance and
     the drop is significant (one-sided paired randomisation test, Holm-adjusted across the checks
-    of this run at level ``alpha``)."""
+    of this run at level ``alpha``). A metric in ``redefined`` (metric -> reason) is not
+    compared: its definition changed since the baseline."""
     from retrieval_gate.stats import holm, paired_randomisation
 
     tests = []
     shared_set = set(shared)
     for check in checks:
         in_scope = [qid for qid in record.scope_ids(check.scope) if qid in shared_set]
-        missing = _not_compared(check.metric, in_scope, record, base)
+        missing = (redefined or {}).get(check.metric) if in_scope else None
+        missing = missing or _not_compared(check.metric, in_scope, record, base)
         ids = [] if missing else in_scope
         now = [record.query(qid).metrics[check.metric] for qid in ids]
         then = [base.query(qid).metrics[check.metric] for qid in ids]
@@ -283,7 +286,15 @@ def compare_with_baseline(
 
     if alignment.not_comparable is not None:
         return Regressions(comparison(None), {}, alignment.not_comparable)
-    outcomes = check_regressions(record, base, alignment.shared, checks, alpha=alpha, seed=seed)
+    outcomes = check_regressions(
+        record,
+        base,
+        alignment.shared,
+        checks,
+        alpha=alpha,
+        seed=seed,
+        redefined=alignment.redefined,
+    )
     rows = {}
     for check, outcome in zip(checks, outcomes, strict=True):
         figures = outcome.regression
