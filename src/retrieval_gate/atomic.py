@@ -2,15 +2,57 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import tempfile
 from pathlib import Path
 
 
+def _temp_prefix(path: Path, pid: int) -> str:
+    return f".{path.name}.{pid}."
+
+
+def sweep_stale_temps(path: Path) -> list[Path]:
+    """Remove temporary files a killed writer of ``path`` left behind; returns what was removed.
+
+    A temporary file names its writer's process id; one whose process is gone can only be
+    garbage. A live writer's (another process saving the same file right now) is left alone.
+    """
+    removed = []
+    for candidate in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        pid_text = candidate.name[len(path.name) + 2 :].split(".", 1)[0]
+        if not pid_text.isdigit() or _alive(int(pid_text)):
+            continue
+        try:
+            candidate.unlink()
+        except OSError:
+            continue  # another sweeper got there first, or it is not ours to remove
+        removed.append(candidate)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path`` and rename it into place."""
+    """Write ``text`` to a temporary file beside ``path`` and rename it into place.
+
+    Leftovers of earlier writers that were killed mid-write are removed first.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    sweep_stale_temps(path)
+    fd, tmp = tempfile.mkstemp(
+        prefix=_temp_prefix(path, os.getpid()), suffix=".tmp", dir=path.parent
+    )
     try:
         # mkstemp creates 0600; a report or baseline is read by others, so keep the file's mode,
         # or give a new one the usual umask-based mode.

@@ -10,6 +10,7 @@ they are.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,11 +105,19 @@ def _check_run(run: Any, path: Path, key: str) -> None:
                     path=path,
                     entry=where,
                 )
-        values = query["metrics"].values()
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-            raise BaselineError(
-                "corrupt baseline: query metric values must be numbers", path=path, entry=where
-            )
+        for name, value in query["metrics"].items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise BaselineError(
+                    "corrupt baseline: query metric values must be numbers",
+                    path=path,
+                    entry=where,
+                )
+            if not math.isfinite(value):
+                raise BaselineError(
+                    f"corrupt baseline: {name} is {value!r}; metric values must be finite",
+                    path=path,
+                    entry=where,
+                )
 
 
 def save_baseline(path: Path, records: Iterable[RunRecord], previous: Baseline | None) -> None:

@@ -152,6 +152,8 @@ class _SuiteItem(pytest.Item):
             return
         decided = dataclasses.replace(outcome, nodeid=self.nodeid)
         self.rg_payload.append(("gate", json.dumps(decided.to_json())))
+        # JUnit XML carries these as <property> elements, so CI dashboards can chart the values.
+        self.user_properties.extend(decided.properties())
         if not outcome.passed:
             raise GateFailed(outcome)
 

@@ -385,6 +385,28 @@ class Outcome:
         out.extend(self.detail)
         return out
 
+    @property
+    def verdict(self) -> str:
+        return "ok" if self.passed else ("regressed" if self.regression is not None else "failed")
+
+    def properties(self) -> list[tuple[str, object]]:
+        """The figures a CI dashboard charts, as JUnit XML ``<property>`` pairs."""
+        out: list[tuple[str, object]] = [
+            ("scope", self.scope),
+            ("metric", self.metric),
+            ("value", self.value),
+            ("threshold", self.threshold),
+            ("comparison", self.comparison),
+            ("n", self.n),
+            ("verdict", self.verdict),
+        ]
+        if self.regression is not None:
+            out += [
+                ("baseline", self.regression.baseline),
+                ("p_adjusted", self.regression.p_adjusted),
+            ]
+        return out
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "nodeid": self.nodeid,

@@ -113,6 +113,11 @@ class GateSession:
             progress=sys.stderr.isatty() and not self.is_worker,
         )
         self.save_baseline = values.save_baseline
+        if values.baseline and not self.save_baseline and not self.baseline_path.exists():
+            raise RetrievalGateError(
+                f"--rg-baseline {self.baseline_path}: no such file; save one with "
+                "--rg-save-baseline, or drop the option to run without a baseline"
+            )
         self.baseline_problem: str | None = None
         try:
             self.baseline: Baseline | None = load_baseline(self.baseline_path)
@@ -344,6 +349,7 @@ class GateSession:
             reference=self.reference,
             alpha=self.settings.alpha,
             seed=self.settings.seed,
+            baseline=None if self.baseline is None else self._relpath(self.baseline_path),
         )
         try:
             self.written = write_reports(
@@ -353,6 +359,8 @@ class GateSession:
                 step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
             )
         except OSError as exc:
+            # A gate whose report is lost has not done its job: the session fails.
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
             if tr is not None:
                 tr.write_line(f"retrieval gate: could not write the report: {exc}", red=True)
         self._data = data

@@ -25,6 +25,8 @@ from retrieval_gate.metrics import Metric, format_bounds, parse_metric
 from retrieval_gate.records import parse_scope, scope_name
 
 DEFAULT_K: tuple[int, ...] = (1, 3, 5, 10)
+# A system retrieves max(k) results per query; a typo such as 10**30 must not ask it for that.
+MAX_K = 100_000
 GAINS = ("linear", "exponential")
 
 _QUERY_TEXT_KEYS = ("query", "text", "question")
@@ -170,17 +172,23 @@ def _read_structured(path: Path) -> Any:
         raise SuiteError("suite file not found", path=path) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SuiteError(f"cannot read suite: {exc}", path=path) from None
+    from retrieval_gate.structured import DuplicateKeyError, load_json, load_yaml
+
     if path.suffix.lower() == ".json":
         try:
-            return json.loads(text)
+            return load_json(text)
         except json.JSONDecodeError as exc:
             raise SuiteError(
                 f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=path
             ) from None
+        except DuplicateKeyError as exc:
+            raise SuiteError(str(exc), path=path) from None
     import yaml
 
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text)
+    except DuplicateKeyError as exc:
+        raise SuiteError(str(exc), path=path) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
@@ -281,6 +289,13 @@ def _parse_k(raw: Any, path: Path) -> tuple[int, ...]:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise SuiteError(
                 f"cutoff k must be an integer >= 1, got {value!r}", path=path, entry="k"
+            )
+        if value > MAX_K:
+            raise SuiteError(
+                f"cutoff k must be at most {MAX_K} (every system retrieves that many results per "
+                f"query), got {value}",
+                path=path,
+                entry="k",
             )
         out.append(value)
     return tuple(sorted(set(out)))

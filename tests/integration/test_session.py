@@ -88,3 +88,25 @@ def test_the_user_s_retriever_failing_stays_one_line(project: pytest.Pytester) -
         ]
     )
     assert "Traceback" not in result.stdout.str()
+
+
+def test_junit_xml_carries_each_gate_s_numbers(project: pytest.Pytester) -> None:
+    import xml.etree.ElementTree as ET
+
+    write_suite(project, SUITE)
+    result = project.runpytest("--retrieval-gate", "--junitxml=junit.xml")
+    result.assert_outcomes(passed=5)
+    tree = ET.parse(project.path / "junit.xml")
+    cases = {(c.get("classname"), c.get("name")): c for c in tree.iter("testcase")}
+    case = cases[("lineage.retrieval.yaml.keyword.suite", "P@1")]
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    # P@1 over the three queries: join_orders and customer_names hit at rank 1, refunds too: 3/3.
+    assert props == {
+        "scope": "suite",
+        "metric": "P@1",
+        "value": "1.0",
+        "threshold": "0.5",
+        "comparison": ">=",
+        "n": "3",
+        "verdict": "ok",
+    }

@@ -23,6 +23,7 @@ class ReportData:
     reference: str | None = None  # the system the others are compared against
     alpha: float = 0.05
     seed: int = 0
+    baseline: str | None = None  # the baseline file read, when there was one
 
     @classmethod
     def build(
@@ -35,6 +36,7 @@ class ReportData:
         reference: str | None = None,
         alpha: float = 0.05,
         seed: int = 0,
+        baseline: str | None = None,
     ) -> ReportData:
         return cls(
             runs=tuple(runs[key] for key in sorted(runs)),
@@ -47,6 +49,7 @@ class ReportData:
             reference=reference,
             alpha=alpha,
             seed=seed,
+            baseline=baseline,
         )
 
     @property
@@ -66,6 +69,15 @@ class ReportData:
     def comparison(self, run: RunRecord) -> BaselineComparison | None:
         """The run's comparison with its baseline run, None when the baseline has none."""
         return self.comparisons.get(run.key)
+
+    def without_baseline_run(self, run: RunRecord) -> str | None:
+        """A note when a baseline was read but holds no run for this suite x system."""
+        if self.baseline is None or run.key in self.comparisons:
+            return None
+        return (
+            f"{self.baseline} has no run for {run.suite} x {run.system}: nothing to compare; "
+            "save one with --rg-save-baseline"
+        )
 
 
 def write_reports(

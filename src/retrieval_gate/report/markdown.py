@@ -129,6 +129,12 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
     if len(runs) > 1 and data.reference is not None:
         yield from _reference(data, runs, shown)
     for run in runs:
+        missing = data.without_baseline_run(run)
+        if missing is not None:
+            yield f"### `{run.system}` against the baseline"
+            yield ""
+            yield f"No baseline run: {missing}."
+            yield ""
         comparison = data.comparison(run)
         if comparison is not None:
             yield from _baseline(run, comparison, [g for g in gates if g.system == run.system])

@@ -22,6 +22,9 @@ def render(data: ReportData) -> Iterator[str]:
             yield f"  {run.system:<{width}}  {cells}  {run.latency_ms['p95']:>6.1f}"
         for run in runs:
             base = data.comparison(run)
+            missing = data.without_baseline_run(run)
+            if missing is not None:
+                yield f"  {run.system} vs baseline: {missing}"
             if base is None:
                 continue
             if not base.comparable:
