@@ -479,3 +479,13 @@ def test_an_encoder_failing_is_a_run_error() -> None:
     assert str(info.value) == (
         "model2vec model 'static' failed to encode: IndexError: token id 70000 out of range"
     )
+
+
+def test_option_reference_in_the_docs_is_current() -> None:
+    from retrieval_gate.systems.reference import BEGIN, END, option_reference
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
+    start, end = docs.index(BEGIN), docs.index(END) + len(END)
+    assert docs[start:end] + "\n" == option_reference(), (
+        "docs/configuration.md is stale: paste `python -m retrieval_gate.systems.reference`"
+    )

@@ -7,6 +7,7 @@ Standard library only: settings are parsed while collecting.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,8 +108,8 @@ def table_markdown(table: OptionTable) -> list[str]:
     """The rows of a markdown table of ``table``: key, type, default, meaning (for the docs)."""
     lines = ["| key | type | default | meaning |", "|---|---|---|---|"]
     for key, option in table.items():
-        default = "(none)" if option.default is None else f"`{option.default!r}`"
-        default = default.replace("'", '"')
+        # Written as in TOML (true, "words", []), the way a user types it.
+        default = "(none)" if option.default is None else f"`{json.dumps(option.default)}`"
         rule = f" ({option.rule})" if option.rule else ""
         lines.append(f"| `{key}` | {option.type_name}{rule} | {default} | {option.doc} |")
     return lines

@@ -40,7 +40,7 @@ def _check(options: Mapping[str, Any], where: Any) -> None:
 
 OPTIONS = {
     "retriever": Option(
-        object,
+        str,
         None,
         "`module:function` called as `f(query, k)`; the settings folder is importable",
     ),
