@@ -167,6 +167,14 @@ def test_identities_are_those_of_0_1() -> None:
         "distill_from": "mini",
     }
     assert parsed.system("bm25").identity == {"run": "runs/bm25.trec"}
+    # Configs travel (xdist, copies) and stay equal.
+    import copy
+    import pickle
+
+    for name in ("kw", "st", "m2v", "bm25"):
+        config = parsed.system(name)
+        assert pickle.loads(pickle.dumps(config)) == config
+        assert copy.deepcopy(config).identity == config.identity
 
 
 # -- a project with a retriever, a run file and a suite ------------------------------------------

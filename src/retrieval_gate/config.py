@@ -100,6 +100,17 @@ class SystemConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
 
+    # mappingproxy cannot be pickled or deep-copied: the state holds a plain dict, re-wrapped.
+    def __getstate__(self) -> dict[str, Any]:
+        state = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        state["options"] = dict(self.options)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "options", MappingProxyType(dict(state["options"])))
+
     def option(self, key: str) -> Any:
         """The value of one of the kind's options (its default when the table left it out)."""
         return self.options[key]

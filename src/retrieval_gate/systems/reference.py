@@ -29,7 +29,12 @@ def option_reference() -> str:
 
     lines = [BEGIN, "", "### Every system", "", *table_markdown(COMMON_SYSTEM_OPTIONS)]
     for kind in kinds().values():
-        lines += ["", f"### Kind `{kind.name}` (selected by `{kind.key}`)", "", _sentence(kind.summary)]
+        lines += [
+            "",
+            f"### Kind `{kind.name}` (selected by `{kind.key}`)",
+            "",
+            _sentence(kind.summary),
+        ]
         lines += ["", *table_markdown(kind.options)]
         if kind.name == "embedding":
             for title, registry in (("Embedder", EMBEDDERS), ("Index", INDEXES)):
