@@ -115,7 +115,13 @@ def test_invalid_values_and_kind_selection() -> None:
         config_error({"retriever": "m:f", "run": "r.trec"})
         == where + "give one of 'retriever', 'embedder' or 'run', not 'retriever' and 'run'"
     )
-    assert config_error({"depth": 3}).startswith(where + "a system needs 'retriever = ")
+    assert config_error({"depth": 3}) == (
+        where + "a system needs one of 'retriever', 'embedder' or 'run' ('retriever = "
+        "\"module:function\"', 'embedder' with 'model', 'run = \"path/to/run.trec\"')"
+    )
+    assert config_error({"depth": 3, "modle": "m"}).startswith(
+        where + "unknown key 'modle'; known: batch_size, "
+    )
     assert config_error({"embedder": "openai", "model": "m"}) == (
         where + "unknown embedder 'openai'; known: model2vec, sentence-transformers"
     )

@@ -334,27 +334,24 @@ def parse_system(name: str, spec: Any, source: Path, base: Path) -> SystemConfig
     if not isinstance(spec, Mapping):
         raise ConfigError("a system must be a table", path=source, entry=where.entry)
     registry = kinds()
+    keys = [kind.key for kind in registry.values()]
+    listed = ", ".join(f"'{key}'" for key in keys[:-1]) + f" or '{keys[-1]}'"
     chosen = [kind for kind in registry.values() if kind.key in spec]
     if len(chosen) > 1:
-        given = " and ".join(f"'{kind.key}'" for kind in chosen)
-        if {kind.key for kind in chosen} == {"retriever", "embedder"}:
-            message = "give either 'retriever' or 'embedder', not both"
+        given = {kind.key for kind in chosen}
+        if given == {"retriever", "embedder"}:
+            message = "give either 'retriever' or 'embedder', not both"  # the 0.1 message
         else:
-            message = f"give one of 'retriever', 'embedder' or 'run', not {given}"
+            message = f"give one of {listed}, not " + " and ".join(f"'{k}'" for k in sorted(given))
         raise ConfigError(message, path=source, entry=where.entry)
     if not chosen:
-        unknown = sorted(
-            str(k)
-            for k in spec
-            if not any(str(k) in kind.options for kind in registry.values())
-            and str(k) not in COMMON_SYSTEM_OPTIONS
-        )
+        anywhere = set(COMMON_SYSTEM_OPTIONS).union(*(kind.options for kind in registry.values()))
+        unknown = sorted(str(k) for k in spec if k not in anywhere)
         if unknown:
-            known = set(COMMON_SYSTEM_OPTIONS).union(*(k.options for k in registry.values()))
-            raise unknown_key(unknown[0], known, where)
+            raise unknown_key(unknown[0], anywhere, where)
         raise ConfigError(
-            "a system needs 'retriever = \"module:function\"', 'embedder' and 'model', "
-            "or 'run = \"path/to/run.trec\"'",
+            f"a system needs one of {listed} ('retriever = \"module:function\"', 'embedder' "
+            "with 'model', 'run = \"path/to/run.trec\"')",
             path=source,
             entry=where.entry,
         )

@@ -26,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from retrieval_gate.errors import ConfigError, MissingExtraError, RunError
-from retrieval_gate.systems.options import Option, OptionTable, at_least
+from retrieval_gate.systems.options import Option, OptionTable, at_least, beside_settings
 
 __all__ = [
     "EMBEDDERS",
@@ -313,14 +313,6 @@ def register_embedder(backend: EmbedderBackend) -> EmbedderBackend:
     return backend
 
 
-def _local(ref: Any, base: Path) -> Any:
-    # A model written as a relative path means a folder beside the settings file. (The resolved
-    # absolute path is what identities have always held for such models.)
-    if isinstance(ref, str) and ref.startswith(("./", "../", "~")):
-        return str((base / Path(ref).expanduser()).resolve())
-    return ref
-
-
 def _load_sentence_transformer(spec: EmbedderSpec, cache_dir: Path, entry: str | None) -> Embedder:
     from retrieval_gate.embed.sentence_transformers import load_sentence_transformer
 
@@ -352,7 +344,7 @@ register_embedder(
                 None,
                 "a sentence-transformers model to distil a static model from (once, cached); "
                 "replaces `model`",
-                resolve=_local,
+                resolve=beside_settings,
             ),
             "pca_dims": Option(
                 int, 256, "dimensions a distilled model keeps", check=at_least(1), rule=">= 1"

@@ -20,19 +20,20 @@ from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import ConfigError, RetrievalGateError
 from retrieval_gate.systems.base import OpenContext, Query, Retrieved, RunOptions, SystemKind
-from retrieval_gate.systems.options import Option, OptionTable, Where, at_least, one_of
+from retrieval_gate.systems.options import (
+    Option,
+    OptionTable,
+    Where,
+    at_least,
+    beside_settings,
+    one_of,
+)
 
 if TYPE_CHECKING:
     from retrieval_gate.config import Settings, SystemConfig
     from retrieval_gate.corpus import Corpus
     from retrieval_gate.embed import Embedder
     from retrieval_gate.suite import Suite
-
-
-def _local(ref: Any, base: Path) -> Any:
-    from retrieval_gate.embed import _local as local
-
-    return local(ref, base)
 
 
 OPTIONS: OptionTable = {
@@ -42,7 +43,7 @@ OPTIONS: OptionTable = {
         None,
         "model: a local folder (relative to the settings file), an installed model package "
         "or a Hugging Face hub id",
-        resolve=_local,
+        resolve=beside_settings,
     ),
     "index": Option(str, "chroma", "index backend by name (see the index table)"),
     "query_prompt": Option(str, "", "text put before each query"),

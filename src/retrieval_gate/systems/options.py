@@ -15,7 +15,17 @@ from typing import Any
 
 from retrieval_gate.errors import ConfigError
 
-__all__ = ["Option", "OptionTable", "Where", "at_least", "one_of", "parse_options"]
+__all__ = [
+    "Option",
+    "OptionTable",
+    "Where",
+    "at_least",
+    "beside_settings",
+    "one_of",
+    "parse_options",
+    "table_markdown",
+    "unknown_key",
+]
 
 
 @dataclass(frozen=True)
@@ -52,6 +62,14 @@ class Where:
     source: Path | None
     entry: str
     base: Path
+
+
+def beside_settings(ref: Any, base: Path) -> Any:
+    """A model written as a relative path (``./``, ``../``, ``~``) as the folder it names beside
+    the settings file, absolute; anything else (a hub id, a package name) unchanged."""
+    if isinstance(ref, str) and ref.startswith(("./", "../", "~")):
+        return str((base / Path(ref).expanduser()).resolve())
+    return ref
 
 
 def at_least(low: int) -> Callable[[Any], bool]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import ConfigError, RunError
 from retrieval_gate.systems.base import OpenContext, Query, Retrieved, SystemKind
-from retrieval_gate.systems.options import Option
+from retrieval_gate.systems.options import Option, Where
 
 if TYPE_CHECKING:
     from retrieval_gate.config import Settings, SystemConfig
@@ -27,7 +27,7 @@ def _module_function(value: Any) -> bool:
     return value.count(":") == 1 and all(value.split(":"))
 
 
-def _check(options: Mapping[str, Any], where: Any) -> None:
+def _check(options: Mapping[str, Any], where: Where) -> None:
     # The exact message users have seen since 0.1.0 (the generic "invalid" would do too).
     ref = options["retriever"]
     if not isinstance(ref, str) or not _module_function(ref):
