@@ -16,8 +16,8 @@ ranking (every metric 0 for it, as ``trec_eval -c`` counts it) and the number of
 reported as ``run_file_missing_queries``. Latency is not measured: it is 0.0 for every query and
 ``latency_measured`` is false in the run's stats, so a latency gate on a run file means nothing.
 
-The identity is the path as written and the file's SHA-256, so a baseline compares only with a
-run of the same bytes.
+The identity is the path as written and the file's SHA-256, so a baseline comparison notes when
+the run's bytes changed since the baseline was taken.
 """
 
 from __future__ import annotations
