@@ -129,6 +129,9 @@ def test_invalid_values_and_kind_selection() -> None:
         where + "unknown index 'faiss'; known: chroma, chroma-server, exact"
     )
     assert config_error({"embedder": "model2vec"}) == where + "an embedding system needs 'model'"
+    assert config_error(
+        {"embedder": "model2vec", "model": "m", "chunk_size": 10, "chunk_overlap": 10}
+    ) == (where + "'chunk_overlap' (10) must be smaller than 'chunk_size' (10)")
     assert config_error({"retriever": "search"}) == (
         where + "'retriever' must be 'module:function', got 'search'"
     )

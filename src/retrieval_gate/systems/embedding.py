@@ -90,6 +90,14 @@ def _backend_options(spec: Mapping[str, Any], where: Where) -> OptionTable:
 def _check(options: Mapping[str, Any], where: Where) -> None:
     if not isinstance(options["model"], str) and not isinstance(options.get("distill_from"), str):
         raise ConfigError("an embedding system needs 'model'", path=where.source, entry=where.entry)
+    size, overlap = options["chunk_size"], options["chunk_overlap"]
+    if size is not None and overlap >= size:
+        # Said here, naming the system, rather than by the chunker when the run starts.
+        raise ConfigError(
+            f"'chunk_overlap' ({overlap}) must be smaller than 'chunk_size' ({size})",
+            path=where.source,
+            entry=where.entry,
+        )
 
 
 def _identity(options: Mapping[str, Any]) -> dict[str, Any]:
