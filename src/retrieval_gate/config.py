@@ -12,12 +12,19 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from retrieval_gate.errors import ConfigError
+from retrieval_gate.systems.options import (
+    Option,
+    OptionTable,
+    Where,
+    at_least,
+    parse_options,
+    unknown_key,
+)
 
-EMBEDDERS = ("sentence-transformers", "model2vec")
-INDEXES = ("chroma", "exact", "chroma-server")
 DEFAULT_DEPTH = 100
 DEFAULT_CACHE_DIR = ".retrieval-gate-cache"
 
@@ -36,74 +43,98 @@ _SETTINGS_KEYS = frozenset(
         "reference",
     }
 )
-_SYSTEM_KEYS = frozenset(
-    {
-        "retriever",
-        "embedder",
-        "model",
-        "index",
-        "query_prompt",
-        "document_prompt",
-        "normalize",
-        "batch_size",
-        "depth",
-        "chunk_size",
-        "chunk_overlap",
-        "chunk_unit",
-        "distill_from",
-        "pca_dims",
-        "host",
-        "port",
-        "corpus",
-        "description",
-    }
-)
+
+#: Keys every system takes, whatever its kind (each kind adds its own, see retrieval_gate.systems).
+COMMON_SYSTEM_OPTIONS: OptionTable = {
+    "depth": Option(
+        int,
+        DEFAULT_DEPTH,
+        "documents kept per query (at least the deepest cutoff the suite measures)",
+        check=at_least(1),
+        rule=">= 1",
+    ),
+    "corpus": Option(
+        str,
+        None,
+        "corpus of this system, when the suite names none (path relative to the settings file)",
+        resolve=lambda value, base: base / value,
+    ),
+    "description": Option(str, "", "free text shown in the report"),
+    "stages": Option(
+        list,
+        [],
+        'stages applied to the hits in order, each a table `{stage = "NAME", ...}`',
+    ),
+}
+
+
+@dataclass(frozen=True)
+class StageConfig:
+    """One stage of a system: its registered name and its parsed options."""
+
+    name: str
+    options: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {"stage": self.name, **self.options}
 
 
 @dataclass(frozen=True)
 class SystemConfig:
-    """One way to retrieve: an embedder plus an index, or the user's own retriever."""
+    """One way to retrieve: a system kind (retriever, embedding, run file) and its options.
+
+    ``options`` holds the kind's own keys (and its backends'), parsed and defaulted; the keys
+    every kind shares are fields. Read a kind's option with :meth:`option`.
+    """
 
     name: str
-    retriever: str | None = None  # "module:function"
-    embedder: str | None = None
-    model: str | None = None
-    index: str = "chroma"
-    query_prompt: str = ""
-    document_prompt: str = ""
-    normalize: bool = True
-    batch_size: int = 64
+    kind: str
+    options: Mapping[str, Any] = field(default_factory=dict, hash=False)
     depth: int = DEFAULT_DEPTH
-    chunk_size: int | None = None
-    chunk_overlap: int = 0
-    chunk_unit: str = "words"
-    distill_from: str | None = None
-    pca_dims: int | None = 256
-    host: str = "127.0.0.1"
-    port: int = 8000
     corpus: Path | None = None
     description: str = ""
+    stages: tuple[StageConfig, ...] = ()
+    source: Path | None = None  # the settings file it was written in
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
+
+    # mappingproxy cannot be pickled or deep-copied: the state holds a plain dict, re-wrapped.
+    def __getstate__(self) -> dict[str, Any]:
+        state = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        state["options"] = dict(self.options)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "options", MappingProxyType(dict(state["options"])))
+
+    def option(self, key: str) -> Any:
+        """The value of one of the kind's options (its default when the table left it out)."""
+        return self.options[key]
 
     @property
-    def kind(self) -> str:
-        return "retriever" if self.retriever is not None else "embedding"
+    def where(self) -> Where:
+        base = self.source.parent if self.source is not None else Path.cwd()
+        return Where(source=self.source, entry=f"system.{self.name}", base=base)
 
     @property
     def identity(self) -> dict[str, Any]:
-        """What names this system in a fingerprint (not machine-specific paths)."""
-        if self.retriever is not None:
-            return {"retriever": self.retriever}
-        return {
-            "embedder": self.embedder,
-            "model": self.model,
-            "index": self.index,
-            "query_prompt": self.query_prompt,
-            "document_prompt": self.document_prompt,
-            "normalize": self.normalize,
-            "chunk_size": self.chunk_size,
-            "chunk_overlap": self.chunk_overlap,
-            "distill_from": self.distill_from,
-        }
+        """What names this system in a fingerprint (not machine-specific paths).
+
+        The kind's identity from its options, plus the stages when there are any (so a system
+        without stages keeps the identity it had before stages existed). A kind may add content
+        digests when opened (a run file's digest): the opened system's ``identity()`` is what a
+        fingerprint records.
+        """
+        from retrieval_gate.systems import kind_of
+
+        identity = kind_of(self).identity(self.options)
+        if self.stages:
+            identity["stages"] = [stage.identity for stage in self.stages]
+        return identity
 
 
 @dataclass(frozen=True)
@@ -291,106 +322,91 @@ def _path(table: Mapping[str, Any], key: str, source: Path, base: Path) -> Path 
 
 
 def parse_system(name: str, spec: Any, source: Path, base: Path) -> SystemConfig:
-    entry = f"system.{name}"
+    """Parse ``[tool.retrieval_gate.system.NAME]``: its kind, the kind's options, its stages.
+
+    The kind is the one whose key (``retriever``, ``embedder``, ``run``) the table gives; exactly
+    one must be given. A key that neither the shared table, the kind nor its chosen backends
+    know is a one-line ``ConfigError`` listing the keys that would be known.
+    """
+    from retrieval_gate.systems import kinds
+
+    where = Where(source=source, entry=f"system.{name}", base=base)
     if not isinstance(spec, Mapping):
-        raise ConfigError("a system must be a table", path=source, entry=entry)
-    unknown = sorted(str(k) for k in spec if k not in _SYSTEM_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"unknown key {unknown[0]!r}; known: {', '.join(sorted(_SYSTEM_KEYS))}",
-            path=source,
-            entry=entry,
-        )
-    values: dict[str, Any] = {}
-    for key, value in spec.items():
-        values[key] = value
-
-    retriever = values.get("retriever")
-    embedder = values.get("embedder")
-    if retriever is not None and embedder is not None:
-        raise ConfigError(
-            "give either 'retriever' or 'embedder', not both", path=source, entry=entry
-        )
-    if retriever is None and embedder is None:
-        raise ConfigError(
-            "a system needs 'retriever = \"module:function\"' or 'embedder' and 'model'",
-            path=source,
-            entry=entry,
-        )
-    if retriever is not None:
-        if (
-            not isinstance(retriever, str)
-            or retriever.count(":") != 1
-            or not all(retriever.split(":"))
-        ):
-            raise ConfigError(
-                f"'retriever' must be 'module:function', got {retriever!r}",
-                path=source,
-                entry=entry,
-            )
-    else:
-        if embedder not in EMBEDDERS:
-            raise ConfigError(
-                f"unknown embedder {embedder!r}; known: {', '.join(EMBEDDERS)}",
-                path=source,
-                entry=entry,
-            )
-        if not isinstance(values.get("model"), str) and not isinstance(
-            values.get("distill_from"), str
-        ):
-            raise ConfigError("an embedding system needs 'model'", path=source, entry=entry)
-        index = values.get("index", "chroma")
-        if index not in INDEXES:
-            raise ConfigError(
-                f"unknown index {index!r}; known: {', '.join(INDEXES)}", path=source, entry=entry
-            )
-
-    def typed(key: str, kind: type | tuple[type, ...], default: Any, check: Any = None) -> Any:
-        value = values.get(key, default)
-        if value is default:
-            return default
-        if isinstance(value, bool) and kind is not bool:
-            ok = False
+        raise ConfigError("a system must be a table", path=source, entry=where.entry)
+    registry = kinds()
+    keys = [kind.key for kind in registry.values()]
+    listed = ", ".join(f"'{key}'" for key in keys[:-1]) + f" or '{keys[-1]}'"
+    chosen = [kind for kind in registry.values() if kind.key in spec]
+    if len(chosen) > 1:
+        given = {kind.key for kind in chosen}
+        if given == {"retriever", "embedder"}:
+            message = "give either 'retriever' or 'embedder', not both"  # the 0.1 message
         else:
-            ok = isinstance(value, kind) and (check is None or check(value))
-        if not ok:
-            raise ConfigError(f"invalid {key!r}: {value!r}", path=source, entry=entry)
-        return value
-
-    def positive(v: int) -> bool:
-        return v >= 1
-
-    def local(ref: Any) -> Any:
-        # A model written as a relative path means a folder beside the settings file.
-        if isinstance(ref, str) and ref.startswith(("./", "../", "~")):
-            return str((base / Path(ref).expanduser()).resolve())
-        return ref
-
-    model = local(values.get("model"))
-    values["distill_from"] = local(values.get("distill_from"))
-    corpus = typed("corpus", str, None)
-    chunk_unit = typed("chunk_unit", str, "words", lambda v: v in ("words", "chars"))
+            message = f"give one of {listed}, not " + " and ".join(f"'{k}'" for k in sorted(given))
+        raise ConfigError(message, path=source, entry=where.entry)
+    if not chosen:
+        anywhere = set(COMMON_SYSTEM_OPTIONS).union(*(kind.options for kind in registry.values()))
+        unknown = sorted(str(k) for k in spec if k not in anywhere)
+        if unknown:
+            raise unknown_key(unknown[0], anywhere, where)
+        raise ConfigError(
+            f"a system needs one of {listed} ('retriever = \"module:function\"', 'embedder' "
+            "with 'model', 'run = \"path/to/run.trec\"')",
+            path=source,
+            entry=where.entry,
+        )
+    (kind,) = chosen
+    tables: list[OptionTable] = [COMMON_SYSTEM_OPTIONS, kind.options]
+    if kind.backend_options is not None:
+        tables.append(kind.backend_options(spec, where))
+    known = set().union(*tables)
+    unknown = sorted(str(k) for k in spec if k not in known)
+    if unknown:
+        raise unknown_key(unknown[0], known, where)
+    common = parse_options(COMMON_SYSTEM_OPTIONS, spec, where)
+    options: dict[str, Any] = {}
+    for table in tables[1:]:
+        options.update(parse_options(table, spec, where))
+    if kind.check is not None:
+        kind.check(options, where)
     return SystemConfig(
         name=name,
-        retriever=retriever,
-        embedder=embedder,
-        model=model,
-        index=typed("index", str, "chroma"),
-        query_prompt=typed("query_prompt", str, ""),
-        document_prompt=typed("document_prompt", str, ""),
-        normalize=typed("normalize", bool, True),
-        batch_size=typed("batch_size", int, 64, positive),
-        depth=typed("depth", int, DEFAULT_DEPTH, positive),
-        chunk_size=typed("chunk_size", int, None, positive),
-        chunk_overlap=typed("chunk_overlap", int, 0, lambda v: v >= 0),
-        chunk_unit=chunk_unit,
-        distill_from=typed("distill_from", str, None),
-        pca_dims=typed("pca_dims", int, 256, positive),
-        host=typed("host", str, "127.0.0.1"),
-        port=typed("port", int, 8000, lambda v: 0 < v < 65536),
-        corpus=None if corpus is None else base / corpus,
-        description=typed("description", str, ""),
+        kind=kind.name,
+        options=options,
+        depth=common["depth"],
+        corpus=common["corpus"],
+        description=common["description"],
+        stages=_parse_stages(common["stages"], where),
+        source=source,
     )
+
+
+def _parse_stages(raw: list[Any], where: Where) -> tuple[StageConfig, ...]:
+    from retrieval_gate.systems import stages
+
+    registry = stages()
+    parsed = []
+    for position, item in enumerate(raw):
+        at = Where(source=where.source, entry=f"{where.entry}.stages[{position}]", base=where.base)
+        if not isinstance(item, Mapping) or not isinstance(item.get("stage"), str):
+            raise ConfigError(
+                'a stage must be a table naming its kind: {stage = "NAME", ...}',
+                path=where.source,
+                entry=at.entry,
+            )
+        stage = registry.get(item["stage"])
+        if stage is None:
+            known = ", ".join(sorted(registry)) or "none registered"
+            raise ConfigError(
+                f"unknown stage {item['stage']!r}; known: {known}",
+                path=where.source,
+                entry=at.entry,
+            )
+        unknown = sorted(str(k) for k in item if k != "stage" and k not in stage.options)
+        if unknown:
+            raise unknown_key(unknown[0], ["stage", *stage.options], at)
+        parsed.append(StageConfig(name=stage.name, options=parse_options(stage.options, item, at)))
+    return tuple(parsed)
 
 
 def import_object(ref: str, root: Path) -> Any:

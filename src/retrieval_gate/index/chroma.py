@@ -92,10 +92,11 @@ def _chunks(n: int, size: int) -> Iterator[slice]:
 
 
 def _best_first(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    # Score descending, ties by id descending: trec_eval's order, and the exact index's.
-    pairs.sort(key=lambda pair: pair[0], reverse=True)
-    pairs.sort(key=lambda pair: -pair[1])
-    return pairs
+    # The one tie policy (score descending, ties by id descending), as the exact index orders.
+    from retrieval_gate.metrics import rank_scored
+
+    scores = dict(pairs)
+    return [(doc_id, scores[doc_id]) for doc_id in rank_scored(scores)]
 
 
 class ChromaIndex:

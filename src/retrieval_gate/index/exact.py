@@ -25,7 +25,10 @@ class ExactIndex:
 
     Vectors are normalised on the way in, so unnormalised input still gives cosine scores.
     Ties at equal score are ordered by document id descending, as trec_eval orders them, so the
-    cut at k keeps the documents trec_eval would rank first. Adding an id that is already
+    cut at k keeps the documents trec_eval would rank first. This is the tie policy of
+    :func:`retrieval_gate.metrics.rank_scored`, vectorised (a lexsort on score and the ids' sort
+    rank) because sorting Python tuples per query would dominate exact search; a test checks the
+    two agree on tied scores. Adding an id that is already
     stored is a no-op (the same contract as the chroma index).
     """
 

@@ -1,0 +1,207 @@
+"""The system protocol: what every kind of system (and every stage wrapped around one) provides.
+
+A system is opened from its :class:`~retrieval_gate.config.SystemConfig`; then
+``retrieve(queries, depth)`` returns, per ``(qid, text)`` query, the scored hits and the wall
+time of that query's retrieval. It names itself for the fingerprint (:meth:`System.identity`,
+never a machine-specific path), reports corpus and cache figures (:attr:`System.stats`) and is
+closed when the run is done. The ranking of the hits (score descending, ties by document id
+descending: :func:`retrieval_gate.metrics.rank_scored`) is done once, by the caller.
+
+Kinds and stages plug in by name (:func:`register_kind`, :func:`register_stage`); each declares
+its own option table. Standard library only at import: settings are parsed while collecting.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from retrieval_gate.systems.options import OptionTable, Where
+
+if TYPE_CHECKING:
+    from retrieval_gate.config import Settings, StageConfig, SystemConfig
+    from retrieval_gate.corpus import Corpus
+    from retrieval_gate.suite import Suite
+
+__all__ = [
+    "OpenContext",
+    "Retrieved",
+    "RunOptions",
+    "Stage",
+    "StageKind",
+    "System",
+    "SystemKind",
+]
+
+Query = tuple[str, str]  # (qid, text)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    cache_dir: Path
+    use_cache: bool = True
+    progress: bool = False
+    # Loaded embedders by spec, shared by every run of a session (one model load each).
+    embedders: dict[Any, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class OpenContext:
+    """What opening a system may need besides its own config.
+
+    ``corpus`` is the corpus already loaded for this run (None when none is configured, or when
+    the caller leaves loading to the system); ``suite`` is the suite being run, None for the
+    ``retrieval_system`` fixture. Both only feed corpus resolution and error messages.
+    """
+
+    settings: Settings
+    options: RunOptions
+    corpus: Corpus | None = None
+    suite: Suite | None = None
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """One query's result: its hits (document id -> score, in no particular order) and the wall
+    time of its retrieval in milliseconds (0.0 where the system does not measure it)."""
+
+    hits: Mapping[str, float]
+    latency_ms: float
+
+
+@runtime_checkable
+class System(Protocol):
+    """An opened system (or a stage wrapped around one)."""
+
+    config: SystemConfig
+
+    #: False for systems whose latency is not a retrieval's (a stored run): latency is reported
+    #: as 0.0 and a latency gate on such a system means nothing.
+    measures_latency: bool
+
+    def retrieve(
+        self,
+        queries: Sequence[Query],
+        depth: int,
+        *,
+        cutoff: int | None = None,
+        where: Path | None = None,
+    ) -> list[Retrieved]:
+        """Hits for each query, at least the top ``depth`` of them where the system has as many.
+
+        ``cutoff`` is the deepest cutoff the caller measures (an approximate index reports how
+        much of exact search's top ``cutoff`` it finds); ``where`` is the file named in errors
+        about one query (the suite).
+        """
+        ...
+
+    def identity(self) -> Mapping[str, Any]:
+        """What names this system in a baseline fingerprint: settings and content digests."""
+        ...
+
+    @property
+    def stats(self) -> Mapping[str, Any]:
+        """Corpus, cache and index figures of the last ``retrieve`` (shown in the report)."""
+        ...
+
+    @property
+    def fingerprint_fields(self) -> Mapping[str, Any]:
+        """Further fingerprint entries: the corpus digest, the model identity."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class SystemKind:
+    """A kind of system, selected by which of the kinds' ``key`` a system table gives.
+
+    ``options`` holds the kind's own keys (``key`` included); ``backend_options`` returns the
+    tables of the backends a given table chooses (the embedder's and the index's), so a key is
+    known only where it means something. ``check`` validates across keys once parsed;
+    ``identity`` builds the fingerprint identity from the parsed options, and ``open`` opens it.
+    """
+
+    name: str
+    key: str
+    options: OptionTable
+    open: Callable[[SystemConfig, OpenContext], System]
+    identity: Callable[[Mapping[str, Any]], dict[str, Any]]
+    summary: str
+    backend_options: Callable[[Mapping[str, Any], Where], OptionTable] | None = None
+    check: Callable[[Mapping[str, Any], Where], None] | None = None
+
+
+@dataclass(frozen=True)
+class StageKind:
+    """A stage: wraps an opened system and re-scores or filters its hits.
+
+    Listed in a system's ``stages`` as tables ``{stage = "NAME", ...options}``, applied in order,
+    each to the system the previous one returned. ``wrap`` builds the wrapper.
+    """
+
+    name: str
+    options: OptionTable
+    wrap: Callable[[System, StageConfig, OpenContext], System]
+    summary: str
+
+
+class Stage:
+    """Base of a stage: delegates everything to the wrapped system and re-scores its hits.
+
+    A subclass implements :meth:`apply` (and :meth:`inner_depth` when it needs more candidates
+    than it returns, as a reranker does). The time :meth:`apply` takes is added to each query's
+    latency; the stage's name and options are added to the identity, so a baseline taken
+    without the stage does not compare with a run through it.
+    """
+
+    def __init__(self, inner: System, stage: StageConfig, context: OpenContext) -> None:
+        self.inner = inner
+        self.stage = stage
+        self.context = context
+        self.config = inner.config
+        self.measures_latency = inner.measures_latency
+
+    def inner_depth(self, depth: int) -> int:
+        """How many hits to ask the wrapped system for, to return ``depth``."""
+        return depth
+
+    def apply(self, qid: str, text: str, hits: Mapping[str, float]) -> Mapping[str, float]:
+        """The query's hits after this stage (re-scored, filtered)."""
+        raise NotImplementedError
+
+    def retrieve(
+        self,
+        queries: Sequence[Query],
+        depth: int,
+        *,
+        cutoff: int | None = None,
+        where: Path | None = None,
+    ) -> list[Retrieved]:
+        found = self.inner.retrieve(queries, self.inner_depth(depth), cutoff=cutoff, where=where)
+        out = []
+        for (qid, text), result in zip(queries, found, strict=True):
+            start = time.perf_counter()
+            hits = self.apply(qid, text, result.hits)
+            spent = (time.perf_counter() - start) * 1000.0 if self.measures_latency else 0.0
+            out.append(Retrieved(hits=dict(hits), latency_ms=result.latency_ms + spent))
+        return out
+
+    def identity(self) -> Mapping[str, Any]:
+        inner = dict(self.inner.identity())
+        stages = [*inner.pop("stages", []), self.stage.identity]
+        return {**inner, "stages": stages}
+
+    @property
+    def stats(self) -> Mapping[str, Any]:
+        return self.inner.stats
+
+    @property
+    def fingerprint_fields(self) -> Mapping[str, Any]:
+        return self.inner.fingerprint_fields
+
+    def close(self) -> None:
+        self.inner.close()

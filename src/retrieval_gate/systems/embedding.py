@@ -1,0 +1,392 @@
+"""An embedding system: an embedder (``embed/``) and an index (``index/``) over a corpus.
+
+Documents (or their chunks) are embedded through the embedding cache and indexed; a query is
+embedded and searched, and chunk hits are mapped back to their documents. The embedder and the
+index are looked up by name in their registries, each bringing its own keys (model2vec's
+``distill_from`` and ``pca_dims``, chroma-server's ``host`` and ``port``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from retrieval_gate.errors import ConfigError, RetrievalGateError
+from retrieval_gate.systems.base import OpenContext, Query, Retrieved, RunOptions, SystemKind
+from retrieval_gate.systems.options import (
+    Option,
+    OptionTable,
+    Where,
+    at_least,
+    beside_settings,
+    one_of,
+)
+
+if TYPE_CHECKING:
+    from retrieval_gate.config import Settings, SystemConfig
+    from retrieval_gate.corpus import Corpus
+    from retrieval_gate.embed import Embedder
+    from retrieval_gate.suite import Suite
+
+
+OPTIONS: OptionTable = {
+    "embedder": Option(str, None, "embedder backend by name (see the embedder table)"),
+    "model": Option(
+        str,
+        None,
+        "model: a local folder (relative to the settings file), an installed model package "
+        "or a Hugging Face hub id",
+        resolve=beside_settings,
+    ),
+    "index": Option(str, "chroma", "index backend by name (see the index table)"),
+    "query_prompt": Option(str, "", "text put before each query"),
+    "document_prompt": Option(str, "", "text put before each document"),
+    "normalize": Option(bool, True, "L2-normalise the vectors"),
+    "batch_size": Option(int, 64, "texts per encoder call", check=at_least(1), rule=">= 1"),
+    "chunk_size": Option(
+        int,
+        None,
+        "split documents into windows of this many units; a document ranks by its best chunk",
+        check=at_least(1),
+        rule=">= 1",
+    ),
+    "chunk_overlap": Option(
+        int, 0, "units shared by neighbouring chunks", check=at_least(0), rule=">= 0"
+    ),
+    "chunk_unit": Option(
+        str, "words", "what a chunk counts", check=one_of("words", "chars"), rule="words, chars"
+    ),
+}
+
+
+def _backend_options(spec: Mapping[str, Any], where: Where) -> OptionTable:
+    from retrieval_gate.embed import EMBEDDERS
+    from retrieval_gate.index import INDEXES
+
+    embedder = spec.get("embedder")
+    if not isinstance(embedder, str) or embedder not in EMBEDDERS:
+        raise ConfigError(
+            f"unknown embedder {embedder!r}; known: {', '.join(sorted(EMBEDDERS))}",
+            path=where.source,
+            entry=where.entry,
+        )
+    index = spec.get("index", "chroma")
+    if not isinstance(index, str) or index not in INDEXES:
+        raise ConfigError(
+            f"unknown index {index!r}; known: {', '.join(sorted(INDEXES))}",
+            path=where.source,
+            entry=where.entry,
+        )
+    return {**EMBEDDERS[embedder].options, **INDEXES[index].options}
+
+
+def _check(options: Mapping[str, Any], where: Where) -> None:
+    if not isinstance(options["model"], str) and not isinstance(options.get("distill_from"), str):
+        raise ConfigError("an embedding system needs 'model'", path=where.source, entry=where.entry)
+    size, overlap = options["chunk_size"], options["chunk_overlap"]
+    if size is not None and overlap >= size:
+        # Said here, naming the system, rather than by the chunker when the run starts.
+        raise ConfigError(
+            f"'chunk_overlap' ({overlap}) must be smaller than 'chunk_size' ({size})",
+            path=where.source,
+            entry=where.entry,
+        )
+
+
+def _identity(options: Mapping[str, Any]) -> dict[str, Any]:
+    # The 0.1 identity, key for key: baselines taken before backends had option tables compare.
+    return {
+        "embedder": options["embedder"],
+        "model": options["model"],
+        "index": options["index"],
+        "query_prompt": options["query_prompt"],
+        "document_prompt": options["document_prompt"],
+        "normalize": options["normalize"],
+        "chunk_size": options["chunk_size"],
+        "chunk_overlap": options["chunk_overlap"],
+        "distill_from": options.get("distill_from"),
+    }
+
+
+def index_options(config: SystemConfig) -> dict[str, Any]:
+    """The options of the system's index backend (e.g. chroma-server's host and port)."""
+    from retrieval_gate.index import INDEXES
+
+    table = INDEXES[config.option("index")].options
+    return {key: config.options[key] for key in table}
+
+
+def require_corpus(
+    suite: Suite | None, system: SystemConfig, settings: Settings, corpus: Corpus | None
+) -> Corpus:
+    """The corpus the system indexes: the one given, else the suite's, the system's or the
+    project's (loaded now); none at all is a ``ConfigError``."""
+    from retrieval_gate.corpus import load_corpus
+
+    if corpus is not None:
+        return corpus
+    if suite is None:
+        path = system.corpus or settings.corpus
+    else:
+        path = suite.corpus or system.corpus or settings.corpus
+    if path is None:
+        raise ConfigError(
+            "an embedding system needs a corpus: set 'corpus' in the suite or the settings",
+            path=suite.path if suite is not None else settings.source,
+            entry=f"system.{system.name}",
+        )
+    return load_corpus(path)
+
+
+class EmbeddingIndex:
+    """A corpus embedded (through the cache) and indexed for one embedding system.
+
+    What a run and the ``retrieval_system`` fixture share: ``search(query, k)`` embeds the query
+    and returns the top documents (chunk hits mapped back to their documents) best first.
+    """
+
+    def __init__(
+        self,
+        system: SystemConfig,
+        settings: Settings,
+        options: RunOptions,
+        corpus: Corpus,
+    ) -> None:
+        from retrieval_gate.cache import EmbeddingCache
+        from retrieval_gate.corpus import chunk_documents
+        from retrieval_gate.embed import EmbedderSpec, load_embedder
+        from retrieval_gate.index import make_index
+
+        self.system = system
+        self.corpus = corpus
+        opt = system.options
+        if opt["chunk_size"] is not None:
+            chunks = chunk_documents(
+                corpus.documents,
+                size=opt["chunk_size"],
+                overlap=opt["chunk_overlap"],
+                unit=opt["chunk_unit"],
+            )
+            self.unit_ids = [c.id for c in chunks]
+            unit_texts = [c.text for c in chunks]
+            self.parent_of: dict[str, str] | None = {c.id: c.parent for c in chunks}
+        else:
+            self.unit_ids = list(corpus.ids)
+            unit_texts = [d.content for d in corpus.documents]
+            self.parent_of = None
+
+        distill_from = opt.get("distill_from")
+        spec = EmbedderSpec(
+            kind=opt["embedder"],
+            model=opt["model"] or distill_from or "",
+            query_prompt=opt["query_prompt"],
+            document_prompt=opt["document_prompt"],
+            normalize=opt["normalize"],
+            batch_size=opt["batch_size"],
+            distill_from=distill_from,
+            pca_dims=opt.get("pca_dims", 256),
+        )
+        try:
+            # One model load per session and spec, however many suites use it.
+            embedder = options.embedders.get(spec)
+            if embedder is None:
+                embedder = options.embedders[spec] = load_embedder(
+                    spec, cache_dir=options.cache_dir
+                )
+        except RetrievalGateError as exc:
+            if exc.entry is None:
+                exc.entry = f"system.{system.name}"
+                exc.path = exc.path or (None if settings.source is None else str(settings.source))
+                exc.args = (exc.format(),)
+            raise
+        self.embedder: Embedder = embedder
+
+        # Documents: the cache answers what it has; only new or edited texts are embedded.
+        import numpy as np
+
+        digests = [EmbeddingCache.digest(text) for text in unit_texts]
+        vectors = np.zeros((len(unit_texts), embedder.dim), dtype=np.float32)
+        todo = list(range(len(unit_texts)))
+        cache = (
+            EmbeddingCache(options.cache_dir / "embeddings", embedder.identity)
+            if options.use_cache
+            else None
+        )
+        if cache is not None:
+            found, todo = cache.lookup(digests)
+            missing = set(todo)
+            hit_rows = [i for i in range(len(digests)) if i not in missing]
+            if hit_rows:
+                vectors[hit_rows] = found
+        if todo:
+            fresh = embedder.encode_documents(
+                [unit_texts[i] for i in todo], progress=options.progress
+            )
+            vectors[todo] = fresh
+            if cache is not None:
+                cache.store([digests[i] for i in todo], fresh)
+        self.vectors = vectors
+
+        self.key = hashlib.sha256(
+            json.dumps(
+                [
+                    embedder.identity,
+                    corpus.digest,
+                    opt["chunk_size"],
+                    opt["chunk_overlap"],
+                    opt["chunk_unit"],
+                ]
+            ).encode()
+        ).hexdigest()
+        # Without the cache an embedded index lives in a throwaway folder: nothing accumulates.
+        self._scratch = None if options.use_cache else Path(tempfile.mkdtemp(prefix="rg-index-"))
+        self.index_dir = self._scratch or options.cache_dir
+        try:
+            self.index = make_index(
+                opt["index"],
+                cache_dir=self.index_dir,
+                key=self.key,
+                entry=f"system.{system.name}",
+                **index_options(system),
+            )
+            self.index.add(self.unit_ids, vectors)
+        except BaseException:
+            self.close()
+            raise
+        self.stats: dict[str, Any] = {
+            "corpus_documents": len(corpus),
+            "indexed_units": len(self.unit_ids),
+            "embedded_documents": len(todo),
+            "cached_documents": len(self.unit_ids) - len(todo),
+            "embedder": embedder.identity,
+        }
+
+    def fetch_depth(self, depth: int) -> int:
+        """Index hits to fetch so that ``depth`` documents come back after chunk mapping."""
+        n_units = len(self.unit_ids)
+        if self.parent_of is not None:
+            # Several chunks of one document can fill the top: fetch enough for depth parents.
+            per_doc = math.ceil(n_units / max(1, len(self.corpus)))
+            return min(n_units, depth * max(1, per_doc))
+        return min(depth, n_units)
+
+    def search_vector(self, vector: Any, depth: int) -> list[tuple[str, float]]:
+        """The top ``depth`` documents for an embedded query (fewer only if the corpus is).
+
+        Best first in the one tie policy (:func:`retrieval_gate.metrics.rank_scored`): the
+        index returns chunks in it, and the documents they map to are ranked by it again, so a
+        tie between two documents at the cut keeps the one trec_eval ranks first.
+        """
+        from retrieval_gate.corpus import map_chunk_hits
+        from retrieval_gate.metrics import rank_scored
+
+        n_units = len(self.unit_ids)
+        fetch = self.fetch_depth(depth)
+        while True:
+            hits = self.index.search(vector, fetch)[0]
+            if self.parent_of is None:
+                return hits
+            parents = dict(map_chunk_hits(hits, self.parent_of))
+            # One long document's chunks can crowd the others out: widen until depth documents.
+            if len(parents) >= depth or fetch >= n_units:
+                return [(doc, parents[doc]) for doc in rank_scored(parents)[:depth]]
+            fetch = min(n_units, fetch * 2)
+
+    def search(self, query: str, k: int = 10) -> list[tuple[str, float]]:
+        """The top ``k`` documents for ``query``, best first, as ``(doc_id, cosine score)``."""
+        vector = self.embedder.encode_queries([query])
+        return self.search_vector(vector, k)
+
+    def close(self) -> None:
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+
+
+class EmbeddingSystem:
+    """An :class:`EmbeddingIndex` behind the system protocol: each query embedded and searched,
+    timed; with an approximate index, its recall against exact search on the same vectors."""
+
+    measures_latency = True
+
+    def __init__(self, config: SystemConfig, context: OpenContext) -> None:
+        self.config = config
+        corpus = require_corpus(context.suite, config, context.settings, context.corpus)
+        self.index = EmbeddingIndex(config, context.settings, context.options, corpus)
+        self._stats: dict[str, Any] = dict(self.index.stats)
+
+    def retrieve(
+        self,
+        queries: Sequence[Query],
+        depth: int,
+        *,
+        cutoff: int | None = None,
+        where: Path | None = None,
+    ) -> list[Retrieved]:
+        embedder = self.index.embedder
+        out = []
+        vectors = []
+        for _qid, text in queries:
+            start = time.perf_counter()
+            vector = embedder.encode_queries([text])
+            hits = self.index.search_vector(vector, depth)
+            out.append(Retrieved(dict(hits), (time.perf_counter() - start) * 1000.0))
+            vectors.append(vector[0])
+        if cutoff is not None and vectors:
+            self._measure_recall(vectors, cutoff)
+        return out
+
+    def _measure_recall(self, vectors: list[Any], cutoff: int) -> None:
+        # How much of exact search's top k the approximate index finds, on the same vectors:
+        # tells a drop caused by the index apart from one caused by the model.
+        import numpy as np
+
+        from retrieval_gate.index import INDEXES, index_recall, make_index
+
+        if not INDEXES[self.config.option("index")].approximate:
+            return
+        index = self.index
+        exact = make_index("exact", cache_dir=index.index_dir, key=index.key)
+        exact.add(index.unit_ids, index.vectors)
+        recall_k = min(cutoff, len(index.unit_ids))
+        qmat = np.stack(vectors)
+        exact_hits = [[d for d, _ in row] for row in exact.search(qmat, recall_k)]
+        approx_hits = [[d for d, _ in row] for row in index.index.search(qmat, recall_k)]
+        self._stats["index_recall"] = index_recall(approx_hits, exact_hits, recall_k)
+        self._stats["index_recall_k"] = recall_k
+
+    def identity(self) -> Mapping[str, Any]:
+        return _identity(self.config.options)
+
+    @property
+    def stats(self) -> Mapping[str, Any]:
+        return self._stats
+
+    @property
+    def fingerprint_fields(self) -> Mapping[str, Any]:
+        return {
+            "corpus_digest": self.index.corpus.digest,
+            "model_identity": self.index.embedder.identity,
+        }
+
+    def close(self) -> None:
+        self.index.close()
+
+
+KIND = SystemKind(
+    name="embedding",
+    key="embedder",
+    options=OPTIONS,
+    open=EmbeddingSystem,
+    identity=_identity,
+    summary="an embedder and an index over the corpus, with the embedding cache",
+    backend_options=_backend_options,
+    check=_check,
+)

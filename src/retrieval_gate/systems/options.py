@@ -1,0 +1,133 @@
+"""Option tables: each system kind, embedder, index backend and stage declares its own keys.
+
+An :class:`Option` says what a key holds (type, check, default) and what it means (``doc``), so
+the parser, the "unknown key" message and the docs' option tables all read the same declaration.
+Standard library only: settings are parsed while collecting.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from retrieval_gate.errors import ConfigError
+
+__all__ = [
+    "Option",
+    "OptionTable",
+    "Where",
+    "at_least",
+    "beside_settings",
+    "one_of",
+    "parse_options",
+    "table_markdown",
+    "unknown_key",
+]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One key of an option table.
+
+    ``kind`` is the accepted Python type(s) after TOML/YAML parsing (a bool is never accepted as
+    an int); ``check`` further restricts the value and ``rule`` says the restriction in words for
+    the docs. ``resolve`` turns the written value into the stored one (e.g. a relative model path
+    into a folder beside the settings file); it gets the value and the settings folder.
+    """
+
+    kind: type | tuple[type, ...]
+    default: Any
+    doc: str
+    check: Callable[[Any], bool] | None = None
+    rule: str = ""
+    resolve: Callable[[Any, Path], Any] | None = None
+
+    @property
+    def type_name(self) -> str:
+        kinds = self.kind if isinstance(self.kind, tuple) else (self.kind,)
+        names = {str: "string", int: "integer", bool: "boolean", float: "number", list: "list"}
+        return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+OptionTable = Mapping[str, Option]
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a table was written, for error messages: the settings file and ``system.NAME``."""
+
+    source: Path | None
+    entry: str
+    base: Path
+
+
+def beside_settings(ref: Any, base: Path) -> Any:
+    """A model written as a relative path (``./``, ``../``, ``~``) as the folder it names beside
+    the settings file, absolute; anything else (a hub id, a package name) unchanged."""
+    if isinstance(ref, str) and ref.startswith(("./", "../", "~")):
+        return str((base / Path(ref).expanduser()).resolve())
+    return ref
+
+
+def at_least(low: int) -> Callable[[Any], bool]:
+    def check(value: Any) -> bool:
+        return bool(value >= low)
+
+    return check
+
+
+def one_of(*choices: str) -> Callable[[Any], bool]:
+    def check(value: Any) -> bool:
+        return value in choices
+
+    return check
+
+
+def unknown_key(key: str, known: Iterable[str], where: Where) -> ConfigError:
+    return ConfigError(
+        f"unknown key {key!r}; known: {', '.join(sorted(known))}",
+        path=where.source,
+        entry=where.entry,
+    )
+
+
+def parse_options(
+    table: OptionTable, spec: Mapping[str, Any], where: Where, *, only: Iterable[str] | None = None
+) -> dict[str, Any]:
+    """The values of ``table``'s keys in ``spec``, checked, with defaults for the missing ones.
+
+    Keys of ``spec`` outside ``table`` are not looked at here (the caller decides which tables
+    together make a system's known keys); ``only`` restricts the result to those keys.
+    An invalid value is a ``ConfigError`` "invalid 'key': value" naming the file and entry.
+    """
+    keys = table if only is None else [k for k in table if k in set(only)]
+    values: dict[str, Any] = {}
+    for key in keys:
+        option = table[key]
+        if key not in spec or spec[key] is None:
+            values[key] = option.default
+            continue
+        value = spec[key]
+        kinds = option.kind if isinstance(option.kind, tuple) else (option.kind,)
+        # TOML's true is an int to Python: a boolean never passes for a number.
+        ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+        if ok and option.check is not None:
+            ok = option.check(value)
+        if not ok:
+            raise ConfigError(f"invalid {key!r}: {value!r}", path=where.source, entry=where.entry)
+        values[key] = option.resolve(value, where.base) if option.resolve is not None else value
+    return values
+
+
+def table_markdown(table: OptionTable) -> list[str]:
+    """The rows of a markdown table of ``table``: key, type, default, meaning (for the docs)."""
+    lines = ["| key | type | default | meaning |", "|---|---|---|---|"]
+    for key, option in table.items():
+        # Written as in TOML (true, "words", []), the way a user types it.
+        default = "(none)" if option.default is None else f"`{json.dumps(option.default)}`"
+        rule = f" ({option.rule})" if option.rule else ""
+        lines.append(f"| `{key}` | {option.type_name}{rule} | {default} | {option.doc} |")
+    return lines

@@ -1,0 +1,197 @@
+"""The user's own retriever: ``retriever = "module:function"``, called as ``f(query, k)``.
+
+The function (or an object with a ``search`` method) returns the query's results in any of the
+shapes :func:`normalise_hits` accepts. Anything it raises is the user's error to see: a one-line
+:class:`~retrieval_gate.errors.RunError` naming the suite and query.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.systems.base import OpenContext, Query, Retrieved, SystemKind
+from retrieval_gate.systems.options import Option, Where
+
+if TYPE_CHECKING:
+    from retrieval_gate.config import Settings, SystemConfig
+
+Retriever = Callable[[str, int], Any]
+
+
+def _module_function(value: Any) -> bool:
+    return value.count(":") == 1 and all(value.split(":"))
+
+
+def _check(options: Mapping[str, Any], where: Where) -> None:
+    # The exact message users have seen since 0.1.0 (the generic "invalid" would do too).
+    ref = options["retriever"]
+    if not isinstance(ref, str) or not _module_function(ref):
+        raise ConfigError(
+            f"'retriever' must be 'module:function', got {ref!r}",
+            path=where.source,
+            entry=where.entry,
+        )
+
+
+OPTIONS = {
+    "retriever": Option(
+        str,
+        None,
+        "`module:function` called as `f(query, k)`; the settings folder is importable",
+    ),
+}
+
+
+def load_retriever(system: SystemConfig, settings: Settings) -> Retriever:
+    ref = system.option("retriever")
+    try:
+        obj = _import(ref, settings.root)
+    except Exception as exc:  # the user's module may fail at import in any way
+        raise ConfigError(
+            f"cannot import retriever {ref!r}: {type(exc).__name__}: {exc}",
+            path=settings.source,
+            entry=f"system.{system.name}",
+        ) from None
+    if not callable(obj) and callable(getattr(obj, "search", None)):
+        obj = obj.search
+    if not callable(obj):
+        raise ConfigError(
+            f"retriever {ref!r} is not callable (expected f(query, k) -> [(doc_id, score), ...])",
+            path=settings.source,
+            entry=f"system.{system.name}",
+        )
+    return obj  # type: ignore[no-any-return]
+
+
+def _import(ref: str, root: Path) -> Any:
+    from retrieval_gate.config import import_object
+
+    return import_object(ref, root)
+
+
+def normalise_hits(raw: Any, *, where: tuple[Path, str], source: str) -> dict[str, float]:
+    """Accept ``[(id, score)]``, ``{id: score}``, ``[{"id", "score"}]`` or ``[id, ...]`` (best
+    first) as results.
+
+    A document returned twice keeps its best score. Anything else, or a score that is not a finite
+    number, is a :class:`RunError` naming the suite and query. Ids given without scores score
+    ``n - position``, so their order is the ranking.
+    """
+    path, entry = where
+    if isinstance(raw, (str, bytes)) or not isinstance(raw, Iterable):
+        raise RunError(
+            f"{source} returned {type(raw).__name__}, expected a list of (doc_id, score)",
+            path=path,
+            entry=entry,
+        )
+    # {doc_id: score}, the run shape of pytrec_eval and evaluate(), is pairs too.
+    items = list(raw.items()) if isinstance(raw, Mapping) else list(raw)
+    hits: dict[str, float] = {}
+    n = len(items)
+    for position, item in enumerate(items):
+        if isinstance(item, str):
+            doc, score = item, float(n - position)  # ids only: their order is the ranking
+        elif isinstance(item, Mapping) and "id" in item:
+            doc, score = item["id"], item.get("score", float(n - position))
+        elif isinstance(item, Sequence) and len(item) == 2:
+            doc, score = item
+        else:
+            raise RunError(
+                f"{source} returned {item!r} at position {position}; expected (doc_id, score)",
+                path=path,
+                entry=entry,
+            )
+        if isinstance(doc, int) and not isinstance(doc, bool):
+            doc = str(doc)
+        if not isinstance(doc, str):
+            raise RunError(
+                f"{source} returned doc id {doc!r} at position {position}; ids are strings",
+                path=path,
+                entry=entry,
+            )
+        try:
+            value = float(score)
+        except (TypeError, ValueError):
+            value = math.nan
+        if isinstance(score, bool) or not math.isfinite(value):
+            raise RunError(
+                f"{source} returned score {score!r} for {doc!r}; scores must be finite numbers",
+                path=path,
+                entry=entry,
+            )
+        if doc not in hits or value > hits[doc]:
+            hits[doc] = value
+    return hits
+
+
+class RetrieverSystem:
+    """The user's function, imported once; each query is one timed call."""
+
+    measures_latency = True
+
+    def __init__(self, config: SystemConfig, context: OpenContext) -> None:
+        self.config = config
+        self.ref: str = config.option("retriever")
+        self._retrieve = load_retriever(config, context.settings)
+        self._corpus = context.corpus
+
+    def _call(self, qid: str, text: str, depth: int, where: Path | None) -> dict[str, float]:
+        path = where if where is not None else Path(self.ref)
+        try:
+            raw = self._retrieve(text, depth)
+        except Exception as exc:  # the user's code: any exception is their error to see
+            raise RunError(
+                f"retriever {self.ref} raised {type(exc).__name__}: {exc}",
+                path=path,
+                entry=f"query {qid}",
+            ) from None
+        return normalise_hits(raw, where=(path, f"query {qid}"), source=f"retriever {self.ref}")
+
+    def retrieve(
+        self,
+        queries: Sequence[Query],
+        depth: int,
+        *,
+        cutoff: int | None = None,
+        where: Path | None = None,
+    ) -> list[Retrieved]:
+        out = []
+        for qid, text in queries:
+            start = time.perf_counter()
+            hits = self._call(qid, text, depth, where)
+            out.append(Retrieved(hits, (time.perf_counter() - start) * 1000.0))
+        return out
+
+    def identity(self) -> Mapping[str, Any]:
+        return _identity(self.config.options)
+
+    @property
+    def stats(self) -> Mapping[str, Any]:
+        return {} if self._corpus is None else {"corpus_documents": len(self._corpus)}
+
+    @property
+    def fingerprint_fields(self) -> Mapping[str, Any]:
+        return {} if self._corpus is None else {"corpus_digest": self._corpus.digest}
+
+    def close(self) -> None:
+        pass
+
+
+def _identity(options: Mapping[str, Any]) -> dict[str, Any]:
+    return {"retriever": options["retriever"]}
+
+
+KIND = SystemKind(
+    name="retriever",
+    key="retriever",
+    options=OPTIONS,
+    open=RetrieverSystem,
+    identity=_identity,
+    summary="the project's own function `f(query, k) -> [(doc_id, score), ...]`",
+    check=_check,
+)

@@ -1,0 +1,508 @@
+"""The system protocol: option tables per kind and backend, identities, stages, run files, the
+one tie policy, and failures of libraries turned into one-line errors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import textwrap
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import retrieval_gate.systems as systems
+from retrieval_gate.config import Settings, StageConfig, parse_settings
+from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.metrics import rank_scored
+from retrieval_gate.run import RunOptions, run_suite
+from retrieval_gate.suite import parse_suite
+from retrieval_gate.system import open_system
+from retrieval_gate.systems import (
+    OpenContext,
+    Option,
+    Retrieved,
+    Stage,
+    StageKind,
+    SystemKind,
+    register_kind,
+    register_stage,
+)
+from retrieval_gate.systems.runfile import read_json_run, read_trec_run
+
+SOURCE = Path("/project/pyproject.toml")
+
+
+def settings(systems_table: Mapping[str, Any], source: Path = SOURCE) -> Settings:
+    return parse_settings({"system": systems_table}, source)
+
+
+def config_error(spec: Mapping[str, Any]) -> str:
+    with pytest.raises(ConfigError) as info:
+        settings({"s": spec})
+    return str(info.value)
+
+
+# -- option tables ------------------------------------------------------------------------------
+
+
+def test_unknown_key_lists_the_kinds_own_keys() -> None:
+    assert config_error({"retriever": "m:f", "model": "x"}) == (
+        "/project/pyproject.toml [system.s]: unknown key 'model'; "
+        "known: corpus, depth, description, retriever, stages"
+    )
+    assert config_error({"run": "r.trec", "index": "exact"}) == (
+        "/project/pyproject.toml [system.s]: unknown key 'index'; "
+        "known: corpus, depth, description, run, stages"
+    )
+
+
+def test_backend_keys_are_known_only_with_their_backend() -> None:
+    embedding = (
+        "batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, description, "
+        "document_prompt, embedder, index, model, normalize, query_prompt, stages"
+    )
+    # pca_dims belongs to model2vec, host to chroma-server.
+    assert config_error({"embedder": "sentence-transformers", "model": "m", "pca_dims": 64}) == (
+        f"/project/pyproject.toml [system.s]: unknown key 'pca_dims'; known: {embedding}"
+    )
+    assert config_error({"embedder": "model2vec", "model": "m", "host": "h"}) == (
+        "/project/pyproject.toml [system.s]: unknown key 'host'; known: batch_size, "
+        "chunk_overlap, chunk_size, chunk_unit, corpus, depth, description, distill_from, "
+        "document_prompt, embedder, index, model, normalize, pca_dims, query_prompt, stages"
+    )
+    parsed = settings(
+        {
+            "srv": {
+                "embedder": "model2vec",
+                "distill_from": "m",
+                "pca_dims": 32,
+                "index": "chroma-server",
+                "host": "chroma.local",
+                "port": 9000,
+            }
+        }
+    ).system("srv")
+    assert parsed.kind == "embedding"
+    assert (parsed.option("pca_dims"), parsed.option("host"), parsed.option("port")) == (
+        32,
+        "chroma.local",
+        9000,
+    )
+
+
+def test_invalid_values_and_kind_selection() -> None:
+    where = "/project/pyproject.toml [system.s]: "
+    assert config_error({"retriever": "m:f", "depth": True}) == where + "invalid 'depth': True"
+    assert config_error({"retriever": "m:f", "depth": 0}) == where + "invalid 'depth': 0"
+    assert (
+        config_error({"embedder": "sentence-transformers", "model": "m", "chunk_unit": "lines"})
+        == where + "invalid 'chunk_unit': 'lines'"
+    )
+    assert (
+        config_error(
+            {"embedder": "model2vec", "model": "m", "index": "chroma-server", "port": 70000}
+        )
+        == where + "invalid 'port': 70000"
+    )
+    assert (
+        config_error({"retriever": "m:f", "embedder": "model2vec"})
+        == where + "give either 'retriever' or 'embedder', not both"
+    )
+    assert (
+        config_error({"retriever": "m:f", "run": "r.trec"})
+        == where + "give one of 'retriever', 'embedder' or 'run', not 'retriever' and 'run'"
+    )
+    assert config_error({"depth": 3}) == (
+        where + "a system needs one of 'retriever', 'embedder' or 'run' ('retriever = "
+        "\"module:function\"', 'embedder' with 'model', 'run = \"path/to/run.trec\"')"
+    )
+    assert config_error({"depth": 3, "modle": "m"}).startswith(
+        where + "unknown key 'modle'; known: batch_size, "
+    )
+    assert config_error({"embedder": "openai", "model": "m"}) == (
+        where + "unknown embedder 'openai'; known: model2vec, sentence-transformers"
+    )
+    assert config_error({"embedder": "model2vec", "model": "m", "index": "faiss"}) == (
+        where + "unknown index 'faiss'; known: chroma, chroma-server, exact"
+    )
+    assert config_error({"embedder": "model2vec"}) == where + "an embedding system needs 'model'"
+    assert config_error(
+        {"embedder": "model2vec", "model": "m", "chunk_size": 10, "chunk_overlap": 10}
+    ) == (where + "'chunk_overlap' (10) must be smaller than 'chunk_size' (10)")
+    assert config_error({"retriever": "search"}) == (
+        where + "'retriever' must be 'module:function', got 'search'"
+    )
+
+
+def test_identities_are_those_of_0_1() -> None:
+    parsed = settings(
+        {
+            "kw": {"retriever": "app:search", "depth": 5},
+            "st": {
+                "embedder": "sentence-transformers",
+                "model": "./models/mini",
+                "index": "chroma-server",
+                "port": 9000,
+                "chunk_size": 50,
+            },
+            "m2v": {"embedder": "model2vec", "distill_from": "mini", "pca_dims": 32},
+            "bm25": {"run": "runs/bm25.trec"},
+        }
+    )
+    assert parsed.system("kw").identity == {"retriever": "app:search"}
+    assert parsed.system("st").identity == {
+        "embedder": "sentence-transformers",
+        "model": "/project/models/mini",
+        "index": "chroma-server",
+        "query_prompt": "",
+        "document_prompt": "",
+        "normalize": True,
+        "chunk_size": 50,
+        "chunk_overlap": 0,
+        "distill_from": None,
+    }
+    assert parsed.system("m2v").identity == {
+        "embedder": "model2vec",
+        "model": None,
+        "index": "chroma",
+        "query_prompt": "",
+        "document_prompt": "",
+        "normalize": True,
+        "chunk_size": None,
+        "chunk_overlap": 0,
+        "distill_from": "mini",
+    }
+    assert parsed.system("bm25").identity == {"run": "runs/bm25.trec"}
+    # Configs travel (xdist, copies) and stay equal.
+    import copy
+    import pickle
+
+    for name in ("kw", "st", "m2v", "bm25"):
+        config = parsed.system(name)
+        assert pickle.loads(pickle.dumps(config)) == config
+        assert copy.deepcopy(config).identity == config.identity
+
+
+# -- a project with a retriever, a run file and a suite ------------------------------------------
+
+RETRIEVER = """
+DOCS = {"a": 3.0, "b": 2.0, "c": 2.0, "d": 1.0}
+
+
+def search(query, k):
+    return list(DOCS.items())[:k]
+"""
+
+SUITE = {
+    "name": "tiny",
+    "k": [1, 2],
+    "gates": {"P@1": 0.5},
+    "queries": [
+        {"id": "q1", "query": "one", "relevant": ["c"]},
+        {"id": "q2", "query": "two", "relevant": ["a"]},
+    ],
+}
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    module = f"systems_app_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{module}.py").write_text(RETRIEVER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "r.trec").write_text("q1 Q0 b 1 0.5 t\nq1 Q0 a 2 0.5 t\n")
+    (tmp_path / "pyproject.toml").write_text(
+        textwrap.dedent(
+            f"""
+            [tool.retrieval_gate.system.kw]
+            retriever = "{module}:search"
+
+            [tool.retrieval_gate.system.stored]
+            run = "runs/r.trec"
+            """
+        )
+    )
+    return tmp_path
+
+
+def _settings(root: Path, extra: Mapping[str, Any] | None = None) -> Settings:
+    import tomllib
+
+    table = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["retrieval_gate"]
+    for name, spec in (extra or {}).items():
+        table["system"][name] = spec
+    return parse_settings(table, root / "pyproject.toml")
+
+
+def _run(root: Path, name: str, extra: Mapping[str, Any] | None = None) -> Any:
+    suite = parse_suite(SUITE, root / "tiny.retrieval.yaml")
+    found = _settings(root, extra)
+    return run_suite(suite, found.system(name), found, RunOptions(cache_dir=root / "cache"))
+
+
+def test_run_file_system_through_run_suite(project: Path) -> None:
+    run = _run(project, "stored")
+    # a and b tie at 0.5: doc id descending puts b first; q2 is not in the run.
+    assert run.rankings == (("b", "a"), ())
+    assert run.scores == ((0.5, 0.5), ())
+    assert run.latencies_ms == (0.0, 0.0)
+    digest = hashlib.sha256((project / "runs" / "r.trec").read_bytes()).hexdigest()
+    assert run.fingerprint["system"] == {"run": "runs/r.trec", "run_digest": digest}
+    assert run.stats == {
+        "run_file_queries": 1,
+        "run_file_missing_queries": 1,
+        "latency_measured": False,
+    }
+
+
+def test_retriever_system_through_run_suite_ranks_by_the_tie_policy(project: Path) -> None:
+    run = _run(project, "kw")
+    # b and c tie at 2.0: c (greater id) first.
+    assert run.rankings == (("a", "c", "b", "d"), ("a", "c", "b", "d"))
+    assert run.fingerprint["system"] == {"retriever": run.system.option("retriever")}
+    assert len(run.latencies_ms) == 2 and all(ms >= 0.0 for ms in run.latencies_ms)
+
+
+def test_fixture_system_opens_a_run_file(project: Path) -> None:
+    opened = open_system(project, name="stored", cache_dir=project / "cache")
+    try:
+        assert opened.search("anything", 5) == []
+    finally:
+        opened.close()
+    kw = open_system(project, name="kw", cache_dir=project / "cache")
+    # The retriever returns a, b, c for k = 3; b and c tie at 2.0: c first.
+    assert kw.search("x", 3) == [("a", 3.0), ("c", 2.0), ("b", 2.0)]
+    assert kw.stats == {}
+
+
+# -- stages --------------------------------------------------------------------------------------
+
+
+class Drop(Stage):
+    """Test-only stage: removes the documents named in its ``drop`` option."""
+
+    def apply(self, qid: str, text: str, hits: Mapping[str, float]) -> Mapping[str, float]:
+        gone = set(self.stage.options["drop"])
+        return {doc: score for doc, score in hits.items() if doc not in gone}
+
+
+class Invert(Stage):
+    """Test-only stage: scores become their negation (the ranking turns around)."""
+
+    def apply(self, qid: str, text: str, hits: Mapping[str, float]) -> Mapping[str, float]:
+        return {doc: -score for doc, score in hits.items()}
+
+
+@pytest.fixture
+def test_stages(monkeypatch: pytest.MonkeyPatch) -> None:
+    systems.stages()  # built-ins and entry points first, so the patch below is undone cleanly
+    for stage in (
+        StageKind("drop", {"drop": Option(list, [], "ids to drop")}, Drop, "drops ids"),
+        StageKind("invert", {}, Invert, "negates scores"),
+    ):
+        monkeypatch.setitem(systems._STAGES, stage.name, stage)
+        register_stage(stage)
+
+
+@pytest.mark.usefixtures("test_stages")
+def test_stages_compose_in_order_without_run_py_knowing(project: Path) -> None:
+    module = _settings(project).system("kw").option("retriever")
+    extra = {
+        "staged": {
+            "retriever": module,
+            "stages": [{"stage": "drop", "drop": ["a"]}, {"stage": "invert"}],
+        }
+    }
+    run = _run(project, "staged", extra)
+    # Without a: b 2, c 2, d 1; inverted: d -1, b -2, c -2 (tie: c before b).
+    assert run.rankings[0] == ("d", "c", "b")
+    assert run.scores[0] == (-1.0, -2.0, -2.0)
+    stage_list = [{"stage": "drop", "drop": ["a"]}, {"stage": "invert"}]
+    assert run.fingerprint["system"] == {"retriever": module, "stages": stage_list}
+    assert _settings(project, extra).system("staged").identity == run.fingerprint["system"]
+    assert _settings(project, extra).system("staged").stages == (
+        StageConfig("drop", {"drop": ["a"]}),
+        StageConfig("invert", {}),
+    )
+
+
+@pytest.mark.usefixtures("test_stages")
+def test_stage_errors_name_the_system_and_position() -> None:
+    where = "/project/pyproject.toml [system.s.stages[0]]: "
+    assert config_error({"retriever": "m:f", "stages": [{"stage": "rerank"}]}) == (
+        where + "unknown stage 'rerank'; known: drop, invert"
+    )
+    assert config_error({"retriever": "m:f", "stages": [{"stage": "drop", "keep": 1}]}) == (
+        where + "unknown key 'keep'; known: drop, stage"
+    )
+    assert config_error({"retriever": "m:f", "stages": ["drop"]}) == (
+        where + 'a stage must be a table naming its kind: {stage = "NAME", ...}'
+    )
+
+
+# -- a kind registered from outside ------------------------------------------------------------
+
+
+class Constant:
+    """Test-only kind: every query gets the same hits."""
+
+    measures_latency = False
+
+    def __init__(self, config: Any, context: OpenContext) -> None:
+        self.config = config
+
+    def retrieve(
+        self, queries: Any, depth: int, *, cutoff: int | None = None, where: Path | None = None
+    ) -> list[Retrieved]:
+        return [Retrieved({"a": 1.0, "b": 1.0}, 0.0) for _ in queries]
+
+    def identity(self) -> Mapping[str, Any]:
+        return {"constant": self.config.option("constant")}
+
+    @property
+    def stats(self) -> Mapping[str, Any]:
+        return {}
+
+    @property
+    def fingerprint_fields(self) -> Mapping[str, Any]:
+        return {}
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_registered_kind_is_selected_by_its_key(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    systems.kinds()
+    kind = SystemKind(
+        name="constant",
+        key="constant",
+        options={"constant": Option(str, None, "a label")},
+        open=Constant,
+        identity=lambda options: {"constant": options["constant"]},
+        summary="the same hits for every query",
+    )
+    monkeypatch.setitem(systems._KINDS, "constant", kind)
+    register_kind(kind)
+    run = _run(project, "c", {"c": {"constant": "x"}})
+    assert run.rankings == (("b", "a"), ("b", "a"))
+    assert run.fingerprint["system"] == {"constant": "x"}
+    with pytest.raises(ValueError, match="selects by 'run', as 'run' does"):
+        register_kind(
+            SystemKind("other", "run", {"run": Option(str, None, "")}, Constant, dict, "")
+        )
+
+
+# -- run files --------------------------------------------------------------------------------
+
+
+def test_trec_run_reading(tmp_path: Path) -> None:
+    path = tmp_path / "r.trec"
+    path.write_text("q1 Q0 d1 1 2.5 t\n\n  q1\tQ0 d2 9 -1e-3 t  \nq2 Q0 d1 1 7 t\n")
+    assert read_trec_run(path) == {"q1": {"d1": 2.5, "d2": -0.001}, "q2": {"d1": 7.0}}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("q1 Q0 d1 1 2.5\n", "[line 1]: expected 6 columns 'qid Q0 docno rank score tag', got 5"),
+        ("q1 Q0 d1 1 1 t\nq1 Q0 d2 2 nan t\n", "[line 2]: score 'nan' is not a finite number"),
+        ("q1 Q0 d1 1 1 t\nq1 Q0 d1 2 0 t\n", "[line 2]: document 'd1' is listed twice for query"),
+    ],
+)
+def test_malformed_trec_runs(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "r.trec"
+    path.write_text(text)
+    with pytest.raises(RunError) as info:
+        read_trec_run(path)
+    assert str(info.value).startswith(f"{path} {message}")
+
+
+def test_json_run_reading(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"q1": {"d1": 1, "d2": 0.5}, "7": {}}))
+    assert read_json_run(path) == {"q1": {"d1": 1.0, "d2": 0.5}, "7": {}}
+    path.write_text(json.dumps({"q1": {"d1": "x"}}))
+    with pytest.raises(RunError, match=r"\[query q1\]: score 'x' for 'd1' is not a finite"):
+        read_json_run(path)
+    with pytest.raises(RunError, match=r"r.trec: run file not found"):
+        read_trec_run(tmp_path / "r.trec")
+
+
+# -- the one tie policy ---------------------------------------------------------------------------
+
+
+def test_exact_index_orders_ties_as_rank_scored() -> None:
+    from retrieval_gate.index.exact import ExactIndex
+
+    # Six documents on three directions: scores tie in pairs for every query.
+    ids = ["b", "e", "a", "f", "c", "d"]
+    directions = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.6, 0.8], [0.0, 1.0], [0.6, 0.8]])
+    index = ExactIndex()
+    index.add(ids, directions)
+    queries = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    for k in (1, 3, 6):
+        for row, query in zip(index.search(queries, k), queries, strict=True):
+            scores = {doc: float(directions[i] @ query) for i, doc in enumerate(ids)}
+            assert [doc for doc, _ in row] == rank_scored(scores)[:k]
+
+
+def test_chroma_order_is_rank_scored() -> None:
+    from retrieval_gate.index.chroma import _best_first
+
+    pairs = [("a", 0.5), ("c", 0.75), ("b", 0.5), ("d", 0.5)]
+    assert _best_first(list(pairs)) == [("c", 0.75), ("d", 0.5), ("b", 0.5), ("a", 0.5)]
+
+
+def test_chunk_hits_tied_at_the_cut_keep_the_document_trec_eval_ranks_first() -> None:
+    from retrieval_gate.systems.embedding import EmbeddingIndex
+
+    class Fixed:
+        def search(self, vectors: Any, k: int) -> list[list[tuple[str, float]]]:
+            # Chunks best first; documents x and y tie at 0.5 through their best chunks.
+            return [[("z#0", 0.9), ("x#0", 0.5), ("y#1", 0.5), ("y#0", 0.1)][:k]]
+
+    index = EmbeddingIndex.__new__(EmbeddingIndex)
+    index.index = Fixed()  # type: ignore[assignment]
+    index.unit_ids = ["x#0", "y#0", "y#1", "z#0"]
+    index.parent_of = {"x#0": "x", "y#0": "y", "y#1": "y", "z#0": "z"}
+    index.corpus = ["x", "y", "z"]  # type: ignore[assignment]
+    # y before x at equal score (id descending), so the cut at 2 keeps y.
+    assert index.search_vector(None, 2) == [("z", 0.9), ("y", 0.5)]
+
+
+# -- libraries failing underneath ---------------------------------------------------------------
+
+
+def test_an_encoder_failing_is_a_run_error() -> None:
+    from retrieval_gate.embed import EmbedderSpec
+    from retrieval_gate.embed.model2vec import Model2VecEmbedder
+
+    class Broken:
+        dim = 4
+
+        def encode(self, texts: Any, **kwargs: Any) -> Any:
+            raise IndexError("token id 70000 out of range")
+
+    embedder = Model2VecEmbedder(
+        Broken(), EmbedderSpec("model2vec", "static"), identity="i", path=Path("static")
+    )
+    with pytest.raises(RunError) as info:
+        embedder.encode_queries(["q"])
+    assert str(info.value) == (
+        "model2vec model 'static' failed to encode: IndexError: token id 70000 out of range"
+    )
+
+
+def test_option_reference_in_the_docs_is_current() -> None:
+    from retrieval_gate.systems.reference import BEGIN, END, option_reference
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
+    start, end = docs.index(BEGIN), docs.index(END) + len(END)
+    assert docs[start:end] + "\n" == option_reference(), (
+        "docs/configuration.md is stale: paste `python -m retrieval_gate.systems.reference`"
+    )
