@@ -21,7 +21,9 @@ from retrieval_gate.options import (
 
 ROOT = Path("/project")
 CWD = Path("/project/sub")
-A, B, C = (SystemConfig(name=n, retriever=f"app:{n}") for n in ("a", "b", "c"))
+A, B, C = (
+    SystemConfig(name=n, kind="retriever", options={"retriever": f"app:{n}"}) for n in "abc"
+)
 
 
 def settings(**kwargs: object) -> Settings:
