@@ -21,9 +21,7 @@ from retrieval_gate.options import (
 
 ROOT = Path("/project")
 CWD = Path("/project/sub")
-A, B, C = (
-    SystemConfig(name=n, kind="retriever", options={"retriever": f"app:{n}"}) for n in "abc"
-)
+A, B, C = (SystemConfig(name=n, kind="retriever", options={"retriever": f"app:{n}"}) for n in "abc")
 
 
 def settings(**kwargs: object) -> Settings:

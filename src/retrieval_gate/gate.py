@@ -33,7 +33,15 @@ def check_gate(gate: Gate, record: RunRecord, worst: int = 5) -> Outcome:
     """A floor on a metric over a scope of queries, or a ceiling on a latency figure."""
     metric = gate.metric
     value = record.value(metric.name, gate.scope)
-    if metric.is_latency:
+    detail: tuple[str, ...] = ()
+    if metric.is_latency and record.stats.get("latency_measured") is False:
+        # Fails rather than passing on the 0 ms a stored run reports, and says why.
+        passed = False
+        detail = (
+            f"{metric.name} cannot be gated on {record.system}: it does not measure latency "
+            "(a stored run file); gate latency on a system that retrieves",
+        )
+    elif metric.is_latency:
         passed = value <= gate.threshold + EPSILON
     else:
         passed = value >= gate.threshold - EPSILON
@@ -47,12 +55,13 @@ def check_gate(gate: Gate, record: RunRecord, worst: int = 5) -> Outcome:
         passed=passed,
         n=record.n_in(gate.scope),
         ceiling=metric.is_latency,
-        worst=_worst(record, metric.name, gate.scope, worst, latency=metric.is_latency),
+        worst=() if detail else _worst(record, metric.name, gate.scope, worst, metric.is_latency),
+        detail=detail,
     )
 
 
 def _worst(
-    record: RunRecord, metric: str, scope: str, limit: int, *, latency: bool
+    record: RunRecord, metric: str, scope: str, limit: int, latency: bool
 ) -> tuple[tuple[str, float], ...]:
     """The scope's lowest-scoring (for latency: slowest) queries, ties in query order."""
     if latency:

@@ -137,3 +137,27 @@ def test_unknown_key_of_a_run_file_system_lists_its_keys(pytester: pytest.Pytest
             )
         ]
     )
+
+
+def test_a_latency_gate_on_a_run_file_is_a_one_line_failure(pytester: pytest.Pytester) -> None:
+    _project(pytester)
+    suite = pytester.path / "stored.retrieval.yaml"
+    suite.write_text(
+        suite.read_text(encoding="utf-8").replace(
+            "  MRR@3: 0.4\n", "  MRR@3: 0.4\n  latency_p95_ms: 50\n"
+        ),
+        encoding="utf-8",
+    )
+    result = pytester.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*latency_p95_ms cannot be gated on bm25: it does not measure latency (a stored run "
+            "file); gate latency on a system that retrieves"
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+    report = _report(pytester.path)
+    assert report["passed"] is False
+    (failed,) = [g for g in report["gates"] if not g["passed"]]
+    assert failed["metric"] == "latency_p95_ms"
