@@ -1,0 +1,39 @@
+"""The GitHub Actions workflow users copy (examples/github-actions) keeps the steps that make it
+work: CPU torch before the plugin, a cache with restore-keys, the gate on both events."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+WORKFLOW = Path(__file__).parents[1] / "examples" / "github-actions" / "retrieval-gate.yml"
+
+
+def _steps() -> list[dict[str, Any]]:
+    data = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    steps: list[dict[str, Any]] = data["jobs"]["gate"]["steps"]
+    return steps
+
+
+def test_cpu_torch_is_installed_before_the_plugin() -> None:
+    runs = [step.get("run", "") for step in _steps()]
+    torch = next(
+        i for i, r in enumerate(runs) if "torch" in r and "download.pytorch.org/whl/cpu" in r
+    )
+    plugin = next(i for i, r in enumerate(runs) if "pytest-retrieval-gate[all]" in r)
+    assert torch < plugin
+
+
+def test_the_cache_restores_older_entries() -> None:
+    (cache,) = [s for s in _steps() if str(s.get("uses", "")).startswith("actions/cache")]
+    assert cache["with"]["path"] == ".retrieval-gate-cache"
+    assert cache["with"]["restore-keys"].strip() == "rg-${{ runner.os }}-"
+    assert cache["with"]["key"].startswith("rg-${{ runner.os }}-")
+
+
+def test_the_gate_runs_on_pull_requests_and_saves_on_main() -> None:
+    gated = {s.get("if"): s["run"] for s in _steps() if "--retrieval-gate" in s.get("run", "")}
+    assert "pytest --retrieval-gate -n 2" in gated["github.event_name == 'pull_request'"]
+    assert "--rg-save-baseline" in gated["github.event_name == 'push'"]
