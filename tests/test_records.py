@@ -87,6 +87,7 @@ def test_run_record_json_keeps_the_documented_layout() -> None:
         "ranking": ["d1", "d2"],
         "relevant_ranks": {"d1": 1, "d9": None},
         "latency_ms": 2.5,
+        "text": "",
     }
 
 

@@ -138,6 +138,7 @@ def record_run(evaluation: Evaluation, suite_path: str) -> RunRecord:
             ranking=tuple(run.rankings[i][: max(cut, SHOWN_RESULTS) if query.expect else cut]),
             relevant_ranks=evaluation.relevant_ranks(query.id),
             latency_ms=run.latencies_ms[i],
+            text=query.text,
         )
         for i, query in enumerate(suite.queries)
     )

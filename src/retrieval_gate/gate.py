@@ -34,6 +34,7 @@ def check_gate(gate: Gate, record: RunRecord, worst: int = 5) -> Outcome:
     metric = gate.metric
     value = record.value(metric.name, gate.scope)
     detail: tuple[str, ...] = ()
+    shown = _worst(record, metric.name, gate.scope, worst, metric.is_latency)
     if metric.is_latency and record.stats.get("latency_measured") is False:
         # Fails rather than passing on the 0 ms a stored run reports, and says why.
         passed = False
@@ -41,6 +42,7 @@ def check_gate(gate: Gate, record: RunRecord, worst: int = 5) -> Outcome:
             f"{metric.name} cannot be gated on {record.system}: it does not measure latency "
             "(a stored run file); gate latency on a system that retrieves",
         )
+        shown = ()
     elif metric.is_latency:
         passed = value <= gate.threshold + EPSILON
     else:
@@ -55,7 +57,8 @@ def check_gate(gate: Gate, record: RunRecord, worst: int = 5) -> Outcome:
         passed=passed,
         n=record.n_in(gate.scope),
         ceiling=metric.is_latency,
-        worst=() if detail else _worst(record, metric.name, gate.scope, worst, metric.is_latency),
+        worst=shown,
+        texts=_texts(record, shown),
         detail=detail,
     )
 
@@ -63,12 +66,25 @@ def check_gate(gate: Gate, record: RunRecord, worst: int = 5) -> Outcome:
 def _worst(
     record: RunRecord, metric: str, scope: str, limit: int, latency: bool
 ) -> tuple[tuple[str, float], ...]:
-    """The scope's lowest-scoring (for latency: slowest) queries, ties in query order."""
+    """The scope's lowest-scoring (for latency: slowest) queries, ties in query order.
+
+    Only queries below the metric's best value are listed: a perfect query is not among the worst
+    however few imperfect ones there are.
+    """
     if latency:
         timed = [(q.id, q.latency_ms or 0.0) for q in record.queries]
         return tuple(sorted(timed, key=lambda item: -item[1])[:limit])
+    from retrieval_gate.metrics import parse_metric
+
+    metric_spec = parse_metric(metric)
+    best = metric_spec.bounds[1] if metric_spec.higher_is_better else metric_spec.bounds[0]
     values = [(qid, record.query(qid).metrics[metric]) for qid in record.scope_ids(scope)]
-    return tuple(sorted(values, key=lambda item: item[1])[:limit])
+    imperfect = [item for item in values if best is None or item[1] != best]
+    return tuple(sorted(imperfect, key=lambda item: item[1])[:limit])
+
+
+def _texts(record: RunRecord, shown: tuple[tuple[str, float], ...]) -> dict[str, str]:
+    return {qid: record.query(qid).text for qid, _ in shown if record.query(qid).text}
 
 
 def check_query(query: Query, record: RunRecord) -> Outcome:
@@ -95,6 +111,7 @@ def check_query(query: Query, record: RunRecord) -> Outcome:
         n=1,
         ceiling=shown_exp.metric is None,
         detail=tuple(detail),
+        texts={query.id: query.text},
     )
 
 

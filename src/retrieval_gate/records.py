@@ -40,6 +40,7 @@ __all__ = [
     "parse_scope",
     "query_digest",
     "scope_name",
+    "shorten",
 ]
 
 LATENCY_STATS = ("p50", "p95", "p99", "mean")
@@ -64,6 +65,12 @@ def query_digest(text: str, relevant: Mapping[str, int]) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
+def shorten(text: str, width: int = 60) -> str:
+    """Query text as messages and tables show it: one line, at most ``width`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
+
+
 def format_value(value: float) -> str:
     """A metric value as messages show it: 4 decimals, trailing zeros dropped, ``nan`` for NaN."""
     return f"{value:.4f}".rstrip("0").rstrip(".") if value == value else "nan"
@@ -85,6 +92,7 @@ class QueryRecord:
     ranking: tuple[str, ...]
     relevant_ranks: Mapping[str, int | None]
     latency_ms: float | None = None  # None for a query read back from a baseline file
+    text: str = ""  # the query's text ("" for a query read back from a baseline file)
 
     def label(self, kind: str) -> str | None:
         """The query's ``category`` or ``difficulty``."""
@@ -100,6 +108,7 @@ class QueryRecord:
             "ranking": list(self.ranking),
             "relevant_ranks": dict(self.relevant_ranks),
             "latency_ms": self.latency_ms,
+            "text": self.text,
         }
 
     @classmethod
@@ -113,6 +122,7 @@ class QueryRecord:
             ranking=tuple(data["ranking"]),
             relevant_ranks=dict(data["relevant_ranks"]),
             latency_ms=data.get("latency_ms"),
+            text=data.get("text", ""),
         )
 
 
@@ -347,6 +357,7 @@ class Outcome:
     n: int
     ceiling: bool = False
     worst: tuple[tuple[str, float], ...] = ()
+    texts: Mapping[str, str] = field(default_factory=dict)  # query id -> its text, for messages
     detail: tuple[str, ...] = field(default_factory=tuple)
     regression: RegressionFigures | None = None
     nodeid: str = ""  # the pytest item that decided it; set where the item is known
@@ -358,7 +369,9 @@ class Outcome:
     def headline(self) -> str:
         verdict = "ok" if self.passed else "FAILED"
         if self.scope.startswith("query["):
-            return f"expect on {self.scope} ({self.suite} x {self.system}): {verdict}"
+            qid = self.scope.removeprefix("query[").removesuffix("]")
+            text = f' "{shorten(self.texts[qid])}"' if self.texts.get(qid) else ""
+            return f"expect on {self.scope}{text} ({self.suite} x {self.system}): {verdict}"
         if self.regression is not None:
             where = self.scope.removeprefix("regression").strip() or "suite"
             return (
@@ -376,11 +389,15 @@ class Outcome:
     def lines(self) -> list[str]:
         out = [self.headline()]
         if self.worst and self.regression is not None:
-            out.append("most dropped: " + ", ".join(f"{q} ({v:+.4f})" for q, v in self.worst))
+            out.append(
+                "most dropped: " + ", ".join(f"{self._named(q)} ({v:+.4f})" for q, v in self.worst)
+            )
         elif self.worst:
             label = "slowest queries" if self.ceiling else "worst queries"
+            unit = " ms" if self.ceiling and self.scope == "latency" else ""
             out.append(
-                f"{label}: " + ", ".join(f"{qid} ({format_value(v)})" for qid, v in self.worst)
+                f"{label}: "
+                + ", ".join(f"{self._named(q)} ({format_value(v)}{unit})" for q, v in self.worst)
             )
         out.extend(self.detail)
         return out
@@ -407,6 +424,10 @@ class Outcome:
             ]
         return out
 
+    def _named(self, qid: str) -> str:
+        text = self.texts.get(qid)
+        return f'{qid} "{shorten(text)}"' if text else qid
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "nodeid": self.nodeid,
@@ -419,7 +440,10 @@ class Outcome:
             "comparison": self.comparison,
             "passed": self.passed,
             "n": self.n,
-            "worst": [{"id": qid, "value": v} for qid, v in self.worst],
+            "worst": [
+                {"id": qid, "value": v, **({"text": self.texts[qid]} if qid in self.texts else {})}
+                for qid, v in self.worst
+            ],
             "detail": list(self.detail),
         }
         if self.regression is not None:
@@ -439,6 +463,7 @@ class Outcome:
             n=data["n"],
             ceiling=data["comparison"] == "<=",
             worst=tuple((w["id"], w["value"]) for w in data["worst"]),
+            texts={w["id"]: w["text"] for w in data["worst"] if "text" in w},
             detail=tuple(data["detail"]),
             regression=RegressionFigures.from_json(data) if "p_value" in data else None,
             nodeid=data["nodeid"],

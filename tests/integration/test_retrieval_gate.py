@@ -30,7 +30,8 @@ def test_failing_floor_shows_value_floor_n_and_worst_queries(project: pytest.Pyt
     result.stdout.fnmatch_lines(
         [
             "*P@3 over suite (lineage x keyword): FAILED: 0.5556 (needs >= 0.9 floor, n=3)",
-            "worst queries: refunds (0.3333), join_orders (0.6667), customer_names (0.6667)",
+            'worst queries: refunds "refunds questions" (0.3333), join_orders "which tables join '
+            'orders" (0.6667), customer_names "customer name" (0.6667)',
         ]
     )
     assert "Traceback" not in result.stdout.str()
@@ -71,7 +72,7 @@ def test_query_expectation_failure_names_ranks(project: pytest.Pytester) -> None
     result.assert_outcomes(passed=5, failed=1)
     result.stdout.fnmatch_lines(
         [
-            lit("expect on query[refunds] (lineage x keyword): FAILED"),
+            lit('expect on query[refunds] "refunds questions" (lineage x keyword): FAILED'),
             "found_within 2: first relevant at rank 5",
             "nDCG@3 = 0, expected >= 0.1",
             "relevant: docs/lineage.md at 5",

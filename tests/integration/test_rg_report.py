@@ -62,6 +62,7 @@ def test_report_and_json_written_with_the_documented_layout(project: pytest.Pyte
     ]
     assert queries["join_orders"]["relevant_ranks"] == {"sql/orders.sql": 2, "sql/payments.sql": 1}
     assert queries["customer_names"]["category"] == "lookup"
+    assert queries["customer_names"]["text"] == "customer name"
     failing = [g for g in report["gates"] if not g["passed"]]
     assert failing == [
         {
@@ -76,9 +77,13 @@ def test_report_and_json_written_with_the_documented_layout(project: pytest.Pyte
             "passed": False,
             "n": 3,
             "worst": [
-                {"id": "refunds", "value": pytest.approx(1 / 3)},
-                {"id": "join_orders", "value": pytest.approx(2 / 3)},
-                {"id": "customer_names", "value": pytest.approx(2 / 3)},
+                {"id": "refunds", "value": pytest.approx(1 / 3), "text": "refunds questions"},
+                {
+                    "id": "join_orders",
+                    "value": pytest.approx(2 / 3),
+                    "text": "which tables join orders",
+                },
+                {"id": "customer_names", "value": pytest.approx(2 / 3), "text": "customer name"},
             ],
             "detail": [],
         }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from retrieval_gate.records import BaselineComparison, Outcome, RunRecord
+from retrieval_gate.records import BaselineComparison, Outcome, RunRecord, shorten
 from retrieval_gate.report import ReportData
 
 WORST = 5
@@ -197,6 +197,7 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
                 rows.append(
                     [
                         f"`{q.id}`",
+                        shorten(q.text).replace("|", "\\|") or "-",
                         fmt(q.metrics.get(metric)),
                         str(found[0]) if found else "not retrieved",
                         ", ".join(f"`{d}`" for d in q.ranking[:3]) or "-",
@@ -204,7 +205,7 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
                 )
             yield f"`{run.system}`:"
             yield ""
-            yield from _table(["query", metric, "first relevant at", "top 3"], rows)
+            yield from _table(["query", "text", metric, "first relevant at", "top 3"], rows)
             yield ""
 
 
