@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from retrieval_gate.gate import check_gate, check_query
 from retrieval_gate.metrics import parse_metric
 from retrieval_gate.records import GroupRecord, QueryRecord, RunRecord
@@ -71,3 +73,17 @@ def test_expectation_names_the_query_and_its_text() -> None:
         'expect on query[q2] "text of q2" (s x sys): FAILED',
         "found_within 1: first relevant at rank 2",
     ]
+
+
+def test_measured_and_needed_read_in_their_own_units() -> None:
+    floor = check_gate(Gate("suite", parse_metric("P@1"), 0.9), RECORD)
+    assert (floor.measured, floor.needed) == ("0.6667", ">= 0.9")
+    ceiling = check_gate(Gate("suite", parse_metric("latency_p95_ms"), 2.5), RECORD)
+    assert (ceiling.measured, ceiling.needed) == ("2.9 ms", "<= 2.5 ms")
+    query = Query(id="q2", text="t", relevant={"d2": 1}, expect=(Expectation("found_within", 1.0),))
+    found = check_query(query, RECORD)
+    assert (found.measured, found.needed) == ("rank 2", "<= rank 1")
+    lost = dataclasses.replace(RECORD.queries[1], relevant_ranks={"zz": None})
+    record = dataclasses.replace(RECORD, queries=(RECORD.queries[0], lost, RECORD.queries[2]))
+    missing = check_query(query, record)
+    assert (missing.value, missing.measured) == (-1.0, "not retrieved")

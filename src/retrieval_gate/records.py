@@ -424,6 +424,24 @@ class Outcome:
             ]
         return out
 
+    @property
+    def measured(self) -> str:
+        """The measured value in its own unit: a rank, milliseconds, or a metric value."""
+        if self.scope.startswith("query[") and self.ceiling:
+            return "not retrieved" if self.value < 0 else f"rank {self.value:.0f}"
+        if self.scope == "latency":
+            return f"{self.value:.1f} ms"
+        return format_value(self.value)
+
+    @property
+    def needed(self) -> str:
+        """The threshold in the same unit, with its direction: ``>= 0.8``, ``<= rank 3``."""
+        if self.scope.startswith("query[") and self.ceiling:
+            return f"<= rank {self.threshold:.0f}"
+        if self.scope == "latency":
+            return f"<= {self.threshold:g} ms"
+        return f"{self.comparison} {format_value(self.threshold)}"
+
     def _named(self, qid: str) -> str:
         text = self.texts.get(qid)
         return f'{qid} "{shorten(text)}"' if text else qid

@@ -64,8 +64,8 @@ def lines(data: ReportData) -> Iterator[str]:
         rows = [
             [
                 f"`{g.nodeid}`",
-                fmt(g.value),
-                f"{g.comparison} {fmt(g.threshold)}",
+                g.measured,
+                g.needed,
                 str(g.n),
                 ", ".join(f"{qid} ({fmt(value)})" for qid, value in g.worst) or "-",
             ]

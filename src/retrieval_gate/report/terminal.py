@@ -39,9 +39,6 @@ def render(data: ReportData) -> Iterator[str]:
         failed = [g for g in gates if not g.passed]
         yield f"  gates: {len(gates) - len(failed)} passed, {len(failed)} failed"
         for g in failed:
-            yield (
-                f"  FAILED {g.nodeid}: {g.value:.4f} "
-                f"(needs {g.comparison} {g.threshold:.4f}, n={g.n})"
-            )
+            yield f"  FAILED {g.nodeid}: {g.measured} (needs {g.needed}, n={g.n})"
     for error in data.errors:
         yield f"run failed: {error.suite} x {error.system}: {error.error}"
