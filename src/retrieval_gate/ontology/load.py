@@ -89,7 +89,7 @@ def load_ontology(ref: str | Path, *, base: Path, cache_dir: Path | None) -> Ont
     if cached is not None:
         try:
             return _read_cache(cached, path, digest)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             pass
         except _Unusable as exc:
             warnings.warn(
@@ -209,7 +209,8 @@ def _row_term(term_id: str, row: Any) -> Term:
 
 
 def _read_cache(cached: Path, source: Path, digest: str) -> Ontology:
-    """The cached ontology; FileNotFoundError passes through, anything wrong is `_Unusable`."""
+    """The cached ontology; an absent file's OSError passes through, anything wrong is
+    `_Unusable`."""
     try:
         # Our own handle: np.load(path) leaks it when the zip is truncated.
         with open(cached, "rb") as fh, np.load(fh, allow_pickle=False) as npz:
@@ -227,7 +228,7 @@ def _read_cache(cached: Path, source: Path, digest: str) -> Ontology:
         terms = {term_id: _row_term(term_id, row) for term_id, row in zip(ids, rows, strict=True)}
         tables = tables_from_arrays(tuple(ids), arrays)
         return Ontology(source=source, digest=digest, terms=terms, tables=tables)
-    except (FileNotFoundError, _Unusable):
+    except (FileNotFoundError, NotADirectoryError, _Unusable):
         raise
     except Exception as exc:
         raise _Unusable(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__) from exc

@@ -56,8 +56,8 @@ class Ontology:
 
     source: Path
     digest: str
-    terms: Mapping[str, Term]
-    tables: OntologyTables
+    terms: Mapping[str, Term] = field(repr=False)
+    tables: OntologyTables = field(repr=False)
     _index: Mapping[str, int] = field(init=False, repr=False)
     _alt: Mapping[str, str] = field(init=False, repr=False)
 

@@ -86,6 +86,9 @@ class OntologyTables:
     anc_ptr: IntArray
     anc_rank: IntArray
 
+    def __repr__(self) -> str:
+        return f"OntologyTables({len(self.ids)} terms, N={self.n_terms}, D={self.max_depth})"
+
     @property
     def n_terms(self) -> int:
         """``N``: the number of non-obsolete terms."""
