@@ -44,7 +44,7 @@ class SuiteFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         gate_session = self.config.stash[SESSION_KEY]
         try:
-            suite = load_suite(self.path)
+            suite = gate_session.prepare_suite(load_suite(self.path))
             gate_session.check_suite(suite)
         except RetrievalGateError as exc:
             raise self.CollectError(exc.format()) from None

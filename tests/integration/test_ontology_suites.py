@@ -1,0 +1,155 @@
+"""Ontology suites end to end (SPEC section 10): the corpus is the ontology, expected ids are
+checked and mapped at collection, MaxOntSim@k is reported and gated, by hand arithmetic on the
+tiny OBO fixture (tests/data/ontology/tiny.obo: root T:1 at depth 0, T:2 and T:3 at depth 1,
+T:4, T:5, T:6 at depth 2, T:7 ... T:12 at depth 3; D = 3)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import lit, write_suite
+
+pytest.importorskip("pronto")
+
+TINY = Path(__file__).parents[1] / "data" / "ontology" / "tiny.obo"
+
+SETTINGS = """
+[tool.pytest.ini_options]
+addopts = "-p no:cacheprovider"
+
+[tool.retrieval_gate.system.terms]
+retriever = "term_app:retrieve"
+"""
+
+# A fixed term finder: what each clinical phrase returns, best first.
+RETRIEVER = """
+ANSWERS = {
+    "short arm": ["T:0000008", "T:0000007"],
+    "tiny arm": ["T:0000007"],
+    "microcephaly": ["T:0000009"],
+    "arm shortening": ["T:0000007", "T:0000003"],
+}
+
+
+def retrieve(query, k):
+    ranking = ANSWERS[query]
+    return [(term, float(len(ranking) - i)) for i, term in enumerate(ranking)][:k]
+"""
+
+SUITE = """
+name: tiny-terms
+ontology: tiny.obo
+k: [1, 2]
+gates:
+  MaxOntSim@1: 0.6
+  Hit@1: 0.5
+queries:
+  - text: short arm
+    expected_hpo_ids: [T:0000007]
+  - text: tiny arm
+    expected_hpo_ids: [T:0000013]
+  - text: microcephaly
+    expected_hpo_ids: [T:0000010]
+  - text: arm shortening
+    expected_hpo_ids: [T:0000014]
+"""
+
+
+@pytest.fixture
+def terms(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makefile(".toml", pyproject=SETTINGS)
+    pytester.makepyfile(term_app=RETRIEVER)
+    pytester.syspathinsert()
+    shutil.copy(TINY, pytester.path / "tiny.obo")
+    return pytester
+
+
+def _report(pytester: pytest.Pytester) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+    return data
+
+
+def test_max_ont_sim_and_ranking_metrics_by_hand(terms: pytest.Pytester) -> None:
+    write_suite(terms, SUITE, name="terms.retrieval.yaml")
+    result = terms.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=2)
+    (run,) = _report(terms)["runs"]
+    by_text = {q["text"]: q for q in run["queries"]}
+    # short arm: top 1 is T:8 (Long arm); expected T:7; lca T:4 at depth 2, both at depth 3:
+    # hybrid = 0.7 * 2/3 + 0.3 * (1 - (3 + 3 - 2*2) / (3 + 3)) = 2/3. At 2 the exact term: 1.
+    short = by_text["short arm"]["metrics"]
+    assert short["MaxOntSim@1"] == pytest.approx(0.7 * 2 / 3 + 0.3 * (1 - 2 / 6), abs=1e-12)
+    assert short["MaxOntSim@2"] == 1.0
+    assert short["MRR@2"] == 0.5
+    # tiny arm's T:13 is obsolete, replaced by T:7, which the finder returns first: 1.
+    assert by_text["tiny arm"]["metrics"]["MaxOntSim@1"] == 1.0
+    assert by_text["tiny arm"]["metrics"]["Hit@1"] == 1.0
+    # microcephaly: T:10 (head branch) against T:9 (limb branch): lca is the root, depth 0:
+    # 0.7 * 0 + 0.3 * (1 - (3 + 3 - 0) / 6) = 0.
+    assert by_text["microcephaly"]["metrics"]["MaxOntSim@2"] == 0.0
+    # arm shortening's T:14 is an alt id of T:7: found at rank 1.
+    assert by_text["arm shortening"]["metrics"]["MaxOntSim@1"] == 1.0
+    assert run["metrics"]["MaxOntSim@1"] == pytest.approx((2 / 3 + 1 + 0 + 1) / 4, abs=1e-12)
+    assert run["metrics"]["MaxOntSim@2"] == pytest.approx((1 + 1 + 0 + 1) / 4, abs=1e-12)
+    assert run["metrics"]["Hit@1"] == pytest.approx(2 / 4)
+    # The mapped ids are noted in the report.
+    notes = run["stats"]["suite_notes"]
+    assert len(notes) == 2 and any("T:0000013" in n for n in notes)
+    assert any("T:0000014" in n for n in notes)
+    markdown = (terms.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert "T:0000013" in markdown
+
+
+def test_other_similarities_by_name(terms: pytest.Pytester) -> None:
+    write_suite(
+        terms,
+        SUITE.replace("ontology: tiny.obo", "ontology: tiny.obo\nsimilarity: depth"),
+        name="terms.retrieval.yaml",
+    )
+    terms.runpytest("--retrieval-gate")
+    (run,) = _report(terms)["runs"]
+    short = next(q for q in run["queries"] if q["text"] == "short arm")
+    # depth = depth(lca) / D = 2 / 3.
+    assert short["metrics"]["MaxOntSim@1"] == pytest.approx(2 / 3, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            ("expected_hpo_ids: [T:0000010]", "expected_hpo_ids: [T:0099999]"),
+            "terms.retrieval.yaml [queries[2] (id *)]: *T:0099999*",
+        ),
+        (
+            ("ontology: tiny.obo", "ontology: tiny.obo\nsimilarity: cosine"),
+            "terms.retrieval.yaml [similarity]: unknown similarity 'cosine'; known: hybrid, "
+            "depth, resnik, lin, jc",
+        ),
+        (
+            ("ontology: tiny.obo", "ontology: missing.obo"),
+            "terms.retrieval.yaml [ontology]: *missing.obo*",
+        ),
+        (
+            ("ontology: tiny.obo", "ontology: tiny.obo\nroot: T:0000002"),
+            "terms.retrieval.yaml [queries[2] (id *)]: relevant ids not in corpus *: T:0000010",
+        ),
+        (
+            ("ontology: tiny.obo\n", ""),
+            "terms.retrieval.yaml [gates.MaxOntSim@1]: MaxOntSim@1 needs an ontology suite: *",
+        ),
+    ],
+    ids=["unknown-id", "unknown-similarity", "missing-obo", "outside-root", "not-ontology"],
+)
+def test_ontology_suite_mistakes_are_one_line(
+    terms: pytest.Pytester, change: tuple[str, str], message: str
+) -> None:
+    write_suite(terms, SUITE.replace(*change), name="terms.retrieval.yaml")
+    result = terms.runpytest("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*" + lit(message).replace("[*]", "*")])
+    assert "Traceback" not in result.stdout.str()
