@@ -13,9 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import ConfigError
+
+if TYPE_CHECKING:
+    from retrieval_gate.decision import DecisionSettings
 from retrieval_gate.systems.options import (
     Option,
     OptionTable,
@@ -30,6 +33,7 @@ DEFAULT_CACHE_DIR = ".retrieval-gate-cache"
 
 _SETTINGS_KEYS = frozenset(
     {
+        "decision",
         "corpus",
         "baseline",
         "report",
@@ -152,6 +156,7 @@ class Settings:
     seed: int = 0
     tolerance: Mapping[str, float] = field(default_factory=dict)
     reference: str | None = None  # the system others are compared against in the report
+    decision: DecisionSettings | None = None  # [tool.retrieval_gate.decision], SPEC section 13
 
     @property
     def where(self) -> str:
@@ -280,7 +285,13 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
         raise ConfigError(
             f"unknown system {reference!r}; known systems: {known}", path=source, entry="reference"
         )
+    decision = None
+    if "decision" in table:
+        from retrieval_gate.decision import parse_decision
+
+        decision = parse_decision(table["decision"], source)
     return Settings(
+        decision=decision,
         root=base,
         source=source,
         corpus=_path(table, "corpus", source, base),

@@ -438,6 +438,7 @@ class GateSession:
             alpha=self.settings.alpha,
             seed=self.settings.seed,
             baseline=None if self.baseline is None else self._relpath(self.baseline_path),
+            decision=self.settings.decision,
         )
         try:
             self.written = write_reports(

@@ -145,3 +145,26 @@ def test_terminal_summary_is_compact(project: pytest.Pytester) -> None:
             "  gates: 5 passed, 0 failed",
         ]
     )
+
+
+def test_decision_score_ranks_the_systems(project: pytest.Pytester) -> None:
+    settings = (project.path / "pyproject.toml").read_text(encoding="utf-8")
+    settings = settings.replace(
+        'systems = ["keyword"]',
+        'systems = ["keyword", "reverse"]\n\n[tool.retrieval_gate.decision]\n'
+        'weights = {"P@1" = 0.5, "R@3" = 0.5, dims = 0.2}',
+    )
+    (project.path / "pyproject.toml").write_text(settings, encoding="utf-8")
+    write_suite(project, SUITE)
+    result = project.runpytest("--retrieval-gate")
+    result.stdout.fnmatch_lines(["*recommended: keyword (decision score 1.0000)"])
+    decisions = json.loads((project.path / "retrieval-gate-report.json").read_text())["decisions"]
+    (lineage,) = decisions
+    assert [d["system"] for d in lineage["ranking"]] == ["keyword", "reverse"]
+    keyword = lineage["ranking"][0]
+    # keyword: P@1 = 1 and R@3 = 1 over the three queries; a retriever has no dims (n/a).
+    assert keyword["score"] == pytest.approx(0.5 * 1 + 0.5 * 1, abs=1e-12)
+    assert keyword["terms"]["dims"]["value"] is None
+    markdown = (project.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert "### Choosing a system" in markdown
+    assert "| 1 | `keyword` | 1.0000 | 0.5 x 1.0000 = 0.5000 | 0.5 x 1.0000 = 0.5000 | n/a |" in markdown

@@ -9,9 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from retrieval_gate.atomic import write_text_atomic
 from retrieval_gate.records import BaselineComparison, Outcome, RunFailure, RunRecord
+
+if TYPE_CHECKING:
+    from retrieval_gate.decision import Decision, DecisionSettings
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,7 @@ class ReportData:
     alpha: float = 0.05
     seed: int = 0
     baseline: str | None = None  # the baseline file read, when there was one
+    decision: DecisionSettings | None = None  # how to rank systems (SPEC section 13)
 
     @classmethod
     def build(
@@ -37,6 +42,7 @@ class ReportData:
         alpha: float = 0.05,
         seed: int = 0,
         baseline: str | None = None,
+        decision: DecisionSettings | None = None,
     ) -> ReportData:
         return cls(
             runs=tuple(runs[key] for key in sorted(runs)),
@@ -50,6 +56,7 @@ class ReportData:
             alpha=alpha,
             seed=seed,
             baseline=baseline,
+            decision=decision,
         )
 
     @property
@@ -69,6 +76,19 @@ class ReportData:
     def comparison(self, run: RunRecord) -> BaselineComparison | None:
         """The run's comparison with its baseline run, None when the baseline has none."""
         return self.comparisons.get(run.key)
+
+    def decisions(self, suite: str) -> list[Decision] | str | None:
+        """The suite's systems ranked by the decision score, the reason it cannot be computed,
+        or None when no decision is configured."""
+        if self.decision is None:
+            return None
+        from retrieval_gate.decision import decide
+        from retrieval_gate.errors import ConfigError
+
+        try:
+            return decide(self.runs_of(suite), self.decision)
+        except ConfigError as exc:
+            return exc.message
 
     def without_baseline_run(self, run: RunRecord) -> str | None:
         """A note when a baseline was read but holds no run for this suite x system."""

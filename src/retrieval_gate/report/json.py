@@ -27,4 +27,19 @@ def render(data: ReportData) -> dict[str, Any]:
         "runs": runs,
         "gates": [g.to_json() for g in data.gates],
         "errors": [e.to_json() for e in data.errors],
+        **_decisions(data),
     }
+
+
+def _decisions(data: ReportData) -> dict[str, Any]:
+    """``decisions``: per suite, the systems ranked by the decision score with each term."""
+    if data.decision is None:
+        return {}
+    out: list[dict[str, Any]] = []
+    for suite in data.suites():
+        found = data.decisions(suite)
+        if isinstance(found, str):
+            out.append({"suite": suite, "error": found})
+        elif found is not None:
+            out.append({"suite": suite, "ranking": [d.to_json() for d in found]})
+    return {"decisions": out}

@@ -126,6 +126,7 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
 
     shown = headline_metrics(runs, gates)
     yield from _chart(suite, runs, shown)
+    yield from _decision(data, suite)
     if len(runs) > 1 and data.reference is not None:
         yield from _reference(data, runs, shown)
     for run in runs:
@@ -208,6 +209,35 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
             yield ""
             yield from _table(["query", "text", metric, "first relevant at", "top 3"], rows)
             yield ""
+
+
+def _decision(data: ReportData, suite: str) -> Iterator[str]:
+    settings = data.decision
+    found = data.decisions(suite)
+    if found is None or settings is None:
+        return
+    yield "### Choosing a system"
+    yield ""
+    if isinstance(found, str):
+        yield f"No decision score: {found}."
+        yield ""
+        return
+    names = [term.name for term in found[0].terms] if found else []
+    yield (
+        "Decision score = sum of weight x value, each value clamped to [0, 1]; latency as "
+        f"1 - p50 / {settings.latency_budget_ms:g} ms, dims as 1 - dims / "
+        f"{settings.dims_budget:g}; n/a: the system has no such figure (counts 0)."
+    )
+    yield ""
+    rows = []
+    for rank, decision in enumerate(found, start=1):
+        cells = [
+            "n/a" if t.value is None else f"{t.weight:g} x {t.value:.4f} = {t.contribution:.4f}"
+            for t in decision.terms
+        ]
+        rows.append([str(rank), f"`{decision.system}`", f"{decision.score:.4f}", *cells])
+    yield from _table(["rank", "system", "score", *names], rows)
+    yield ""
 
 
 def _baseline_means(comparison: BaselineComparison | None) -> dict[str, float]:

@@ -20,6 +20,12 @@ def render(data: ReportData) -> Iterator[str]:
         for run in runs:
             cells = "  ".join(f"{run.metrics[m]:>9.4f}" for m in metrics)
             yield f"  {run.system:<{width}}  {cells}  {run.latency_ms['p95']:>6.1f}"
+        decisions = data.decisions(suite)
+        if isinstance(decisions, str):
+            yield f"  decision score: not computed: {decisions}"
+        elif decisions:
+            best = decisions[0]
+            yield f"  recommended: {best.system} (decision score {best.score:.4f})"
         for run in runs:
             base = data.comparison(run)
             missing = data.without_baseline_run(run)

@@ -266,6 +266,7 @@ class EmbeddingIndex:
             "embedded_documents": len(todo),
             "cached_documents": len(self.unit_ids) - len(todo),
             "embedder": embedder.identity,
+            "dims": embedder.dim,
         }
 
     def fetch_depth(self, depth: int) -> int:
