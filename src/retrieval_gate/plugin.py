@@ -186,6 +186,7 @@ def retrieval_system(request: pytest.FixtureRequest) -> Any:
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
+        session.close()
         config.pluginmanager.unregister(session)
         del config.stash[SESSION_KEY]
 

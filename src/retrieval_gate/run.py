@@ -8,6 +8,7 @@ everything downstream sees one ranking.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from retrieval_gate import __version__
 from retrieval_gate.config import Settings, SystemConfig
 from retrieval_gate.suite import Suite
-from retrieval_gate.systems import OpenContext, Retrieved, RunOptions, open_configured
+from retrieval_gate.systems import OpenContext, Retrieved, RunOptions, System, open_configured
 from retrieval_gate.systems.embedding import EmbeddingIndex, require_corpus
 from retrieval_gate.systems.retriever import Retriever, load_retriever, normalise_hits
 
@@ -68,7 +69,7 @@ def run_suite(
     opened = open_configured(system, OpenContext(settings, options, corpus, suite))
     try:
         opened.retrieve(queries[:1], depth, where=suite.path)
-        results = opened.retrieve(queries, depth, cutoff=max(suite.k), where=suite.path)
+        results = _retrieve_with_progress(opened, queries, depth, suite)
         identity = dict(opened.identity())
         stats = dict(opened.stats)
         extra = dict(opened.fingerprint_fields)
@@ -77,6 +78,26 @@ def run_suite(
     # The opened system's identity: it may name content only opening reads (a run file's digest).
     fp = {**fingerprint(suite, system, **extra), "system": identity}
     return _result(suite, system, results, fp, stats, depth)
+
+
+def _retrieve_with_progress(
+    opened: System, queries: Sequence[tuple[str, str]], depth: int, suite: Suite
+) -> list[Retrieved]:
+    """Every query, in twentieths so a long run reports progress between them (a system's
+    stats, index recall included, cover every call of the run)."""
+    from retrieval_gate.progress import task
+
+    step = max(1, math.ceil(len(queries) / 20))
+    progress = task(f"{suite.name}: querying {opened.config.name}", len(queries))
+    results: list[Retrieved] = []
+    try:
+        for start in range(0, len(queries), step):
+            batch = queries[start : start + step]
+            results += opened.retrieve(batch, depth, cutoff=max(suite.k), where=suite.path)
+            progress.update(len(batch))
+    finally:
+        progress.close()
+    return results
 
 
 def fingerprint(suite: Suite, system: SystemConfig, **extra: Any) -> dict[str, Any]:

@@ -112,8 +112,14 @@ class GateSession:
         self.run_options = RunOptions(
             cache_dir=self.cache_dir,
             use_cache=self.use_cache,
-            progress=sys.stderr.isatty() and not self.is_worker,
+            progress=not self.is_worker,
         )
+        if not self.is_worker:
+            from retrieval_gate import progress
+
+            progress.install(
+                progress.ProgressSink(write=self._progress_line, interactive=sys.stdout.isatty())
+            )
         self.save_baseline = values.save_baseline
         if values.baseline and not self.save_baseline and not self.baseline_path.exists():
             raise RetrievalGateError(
@@ -380,6 +386,30 @@ class GateSession:
             if comparison is not None:
                 payload.append(("comparison", json.dumps(comparison.to_transport())))
         return payload
+
+    def _progress_line(self, line: str, final: bool) -> None:
+        """A progress line written around pytest's capture (the run happens inside an item)."""
+        from contextlib import nullcontext
+
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is None:
+            return
+        capman = self.config.pluginmanager.get_plugin("capturemanager")
+        with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
+            if tr.isatty:
+                tr.rewrite(line, erase=True)
+                if final:
+                    tr.write("\n")
+            else:
+                tr.ensure_newline()
+                tr.write_line(line)
+
+    def close(self) -> None:
+        """Undo what the session installed process-wide."""
+        if not self.is_worker:
+            from retrieval_gate import progress
+
+            progress.install(None)
 
     def _relpath(self, path: Path) -> str:
         try:

@@ -167,4 +167,7 @@ def test_decision_score_ranks_the_systems(project: pytest.Pytester) -> None:
     assert keyword["terms"]["dims"]["value"] is None
     markdown = (project.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
     assert "### Choosing a system" in markdown
-    assert "| 1 | `keyword` | 1.0000 | 0.5 x 1.0000 = 0.5000 | 0.5 x 1.0000 = 0.5000 | n/a |" in markdown
+    assert (
+        "| 1 | `keyword` | 1.0000 | 0.5 x 1.0000 = 0.5000 | 0.5 x 1.0000 = 0.5000 | n/a |"
+        in markdown
+    )

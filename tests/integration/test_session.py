@@ -110,3 +110,16 @@ def test_junit_xml_carries_each_gate_s_numbers(project: pytest.Pytester) -> None
         "n": "3",
         "verdict": "ok",
     }
+
+
+def test_progress_reaches_the_log_around_capture(project: pytest.Pytester) -> None:
+    write_suite(project, SUITE)
+    result = project.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=5)
+    # Not a terminal: a line per tenth crossed; three queries, one per step.
+    result.stdout.fnmatch_lines(
+        [
+            "retrieval gate: lineage: querying keyword 1/3 (33%), * s*",
+            "retrieval gate: lineage: querying keyword 3/3 (100%), * s",
+        ]
+    )

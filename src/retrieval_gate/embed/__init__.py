@@ -237,11 +237,10 @@ def make_identity(**fields: Any) -> str:
 
 
 def _progress_bar(total: int, desc: str) -> Any:
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc=desc, unit="text", leave=False)
+    # Through the session's sink, which writes around pytest's capture (retrieval_gate.progress).
+    from retrieval_gate.progress import task
+
+    return task(desc, total)
 
 
 def encode_in_chunks(

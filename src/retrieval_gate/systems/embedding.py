@@ -322,6 +322,9 @@ class EmbeddingSystem:
         corpus = require_corpus(context.suite, config, context.settings, context.corpus)
         self.index = EmbeddingIndex(config, context.settings, context.options, corpus)
         self._stats: dict[str, Any] = dict(self.index.stats)
+        self._recall_vectors: list[Any] = []
+        self._recall_cutoff = 0
+        self._recall_measured = 0
 
     def retrieve(
         self,
@@ -341,7 +344,10 @@ class EmbeddingSystem:
             out.append(Retrieved(dict(hits), (time.perf_counter() - start) * 1000.0))
             vectors.append(vector[0])
         if cutoff is not None and vectors:
-            self._measure_recall(vectors, cutoff)
+            # Measured once over every query of the run, when the stats are read: a run may
+            # retrieve in several calls (to report progress between them).
+            self._recall_vectors += vectors
+            self._recall_cutoff = cutoff
         return out
 
     def _measure_recall(self, vectors: list[Any], cutoff: int) -> None:
@@ -368,6 +374,9 @@ class EmbeddingSystem:
 
     @property
     def stats(self) -> Mapping[str, Any]:
+        if self._recall_vectors and self._recall_measured != len(self._recall_vectors):
+            self._measure_recall(self._recall_vectors, self._recall_cutoff)
+            self._recall_measured = len(self._recall_vectors)
         return self._stats
 
     @property

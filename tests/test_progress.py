@@ -1,0 +1,65 @@
+"""Progress lines: every tenth or every interval in a log, in place in a terminal."""
+
+from __future__ import annotations
+
+from retrieval_gate.progress import ProgressSink, Task
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _sink(interactive: bool, clock: Clock) -> tuple[ProgressSink, list[tuple[str, bool]]]:
+    lines: list[tuple[str, bool]] = []
+    sink = ProgressSink(
+        write=lambda line, final: lines.append((line, final)),
+        interactive=interactive,
+        interval=5.0,
+        clock=clock,
+    )
+    return sink, lines
+
+
+def test_a_log_gets_a_line_per_tenth_and_per_interval() -> None:
+    clock = Clock()
+    sink, lines = _sink(False, clock)
+    task = Task("embedding documents", 1000, sink)
+    clock.now += 2
+    task.update(50)  # 5 %: neither a new tenth nor 5 s since the last line
+    assert lines == []
+    clock.now += 4
+    task.update(10)  # 6 %, 6 s since the start: the interval
+    clock.now += 1
+    task.update(40)  # 10 %: a new tenth; 7 s elapsed, 900 left at 100 per 7 s = 63 s
+    clock.now += 63
+    task.update(900)
+    task.close()  # the 100 % line is already there
+    assert [line for line, _ in lines] == [
+        "retrieval gate: embedding documents 60/1000 (6%), 6 s, about 94 s left",
+        "retrieval gate: embedding documents 100/1000 (10%), 7 s, about 63 s left",
+        "retrieval gate: embedding documents 1000/1000 (100%), 70 s",
+    ]
+    assert all(final for _, final in lines)
+
+
+def test_a_terminal_rewrites_one_line_and_keeps_the_last() -> None:
+    clock = Clock()
+    sink, lines = _sink(True, clock)
+    task = Task("querying", 4, sink)
+    for _ in range(4):
+        clock.now += 1
+        task.update(1)
+    task.close()
+    assert [final for _, final in lines] == [False, False, False, False, True]
+    assert lines[-1][0] == "retrieval gate: querying 4/4 (100%), 4 s"
+
+
+def test_without_a_sink_nothing_is_reported() -> None:
+    task = Task("querying", 3, None)
+    task.update(3)
+    task.close()
+    assert task.done == 3
