@@ -20,12 +20,17 @@ from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.gate import RegressionCheck, check_gate, check_query
 from retrieval_gate.keys import SESSION_KEY
 from retrieval_gate.records import Outcome, parse_scope
+from retrieval_gate.session import InternalRunError
 from retrieval_gate.suite import Gate, Query, Suite, load_suite
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
 
     from retrieval_gate.session import GateSession
+
+
+class RunNotDecided(RetrievalGateError):
+    """An item whose suite x system run failed, after the first item that showed why."""
 
 
 class GateFailed(Exception):
@@ -145,6 +150,22 @@ class _SuiteItem(pytest.Item):
         gs = self.gate_session
         try:
             outcome = self.check()
+        except (RetrievalGateError, InternalRunError):
+            # The run could not complete: this gate is not decided. The first item of the run
+            # shows why; the others point there instead of repeating it.
+            undecided = {
+                "nodeid": self.nodeid,
+                "suite": self.suite.name,
+                "system": self.system.name,
+            }
+            self.rg_payload.append(("undecided", json.dumps(undecided)))
+            first = gs.first_failed_item(self.suite, self.system, self.nodeid)
+            if first != self.nodeid:
+                raise RunNotDecided(
+                    f"not decided: the run of {self.suite.name} x {self.system.name} failed "
+                    f"(see {first})"
+                ) from None
+            raise
         finally:
             # Attached whether the run passed, failed its gate or errored: the report needs it.
             self.rg_payload.extend(gs.payload_for(self.suite, self.system))

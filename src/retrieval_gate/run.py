@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from retrieval_gate import __version__
 from retrieval_gate.config import Settings, SystemConfig
+from retrieval_gate.progress import task
 from retrieval_gate.suite import Suite
 from retrieval_gate.systems import OpenContext, Retrieved, RunOptions, System, open_configured
 from retrieval_gate.systems.embedding import EmbeddingIndex, require_corpus
@@ -85,8 +86,6 @@ def _retrieve_with_progress(
 ) -> list[Retrieved]:
     """Every query, in twentieths so a long run reports progress between them (a system's
     stats, index recall included, cover every call of the run)."""
-    from retrieval_gate.progress import task
-
     step = max(1, math.ceil(len(queries) / 20))
     progress = task(f"{suite.name}: querying {opened.config.name}", len(queries))
     results: list[Retrieved] = []

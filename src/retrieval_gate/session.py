@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from retrieval_gate import progress
 from retrieval_gate.baseline import Baseline, load_baseline, save_baseline
 from retrieval_gate.config import Settings, SystemConfig, load_settings
 from retrieval_gate.errors import RetrievalGateError
@@ -115,8 +116,6 @@ class GateSession:
             progress=not self.is_worker,
         )
         if not self.is_worker:
-            from retrieval_gate import progress
-
             progress.install(
                 progress.ProgressSink(write=self._progress_line, interactive=sys.stdout.isatty())
             )
@@ -143,11 +142,13 @@ class GateSession:
         self._records: dict[tuple[Path, str], RunRecord | BaseException] = {}
         self._comparisons: dict[tuple[Path, str], Regressions] = {}
         self._attached: set[tuple[Path, str]] = set()
+        self._first_failures: dict[tuple[Path, str], str] = {}
         # Gathered from test reports (this process's, or the workers' under xdist).
         self.runs: dict[tuple[str, str], RunRecord] = {}
         self.comparisons: dict[tuple[str, str], BaselineComparison] = {}
         self.gates: list[Outcome] = []
         self.errors: dict[tuple[str, str], str] = {}
+        self.undecided: list[tuple[str, str, str]] = []  # (suite, system, nodeid) of run failures
         self.written: list[Path] = []
         self.saved_baseline: Path | None = None
         self._data: ReportData | None = None
@@ -348,6 +349,10 @@ class GateSession:
             raise found
         return found
 
+    def first_failed_item(self, suite: Suite, system: SystemConfig, nodeid: str) -> str:
+        """The node id of the first item that reported this suite x system's failed run."""
+        return self._first_failures.setdefault((suite.path, system.name), nodeid)
+
     def has_baseline(self, suite: Suite, system: SystemConfig) -> bool:
         return self.baseline is not None and self.baseline.get(suite.name, system.name) is not None
 
@@ -407,8 +412,6 @@ class GateSession:
     def close(self) -> None:
         """Undo what the session installed process-wide."""
         if not self.is_worker:
-            from retrieval_gate import progress
-
             progress.install(None)
 
     def _relpath(self, path: Path) -> str:
@@ -440,12 +443,14 @@ class GateSession:
                 self.comparisons.setdefault(comparison.key, comparison)
             elif kind == "gate":
                 self.gates.append(Outcome.from_json(data))
+            elif kind == "undecided":
+                self.undecided.append((data["suite"], data["system"], data["nodeid"]))
             elif kind == "run_error":
                 failure = RunFailure.from_json(data)
                 self.errors[(failure.suite, failure.system)] = failure.error
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.is_worker or not (self.runs or self.gates or self.errors):
+        if self.is_worker or not (self.runs or self.gates or self.errors or self.undecided):
             return
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -464,6 +469,7 @@ class GateSession:
             self.comparisons,
             self.gates,
             self.errors,
+            undecided=self.undecided,
             reference=self.reference,
             alpha=self.settings.alpha,
             seed=self.settings.seed,

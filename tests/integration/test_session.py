@@ -58,12 +58,18 @@ def test_a_bug_in_the_plugin_is_an_internal_error_with_its_traceback(
     assert outcomes.get("failed", 0) == 5 and "passed" not in outcomes
     result.stdout.fnmatch_lines(
         [
+            "*return {}*",  # the traceback reaches the line that failed
             "*InternalRunError: internal error in pytest-retrieval-gate while running lineage x "
             "keyword: KeyError: 'P@1'",
-            "*return {}*",  # the traceback reaches the line that failed
+            # The other items point at the first instead of repeating it.
+            "not decided: the run of lineage x keyword failed "
+            "(see lineage.retrieval.yaml::keyword::suite::P@1)",
         ]
     )
-    assert "keyword failed" not in result.stdout.str()
+    result.stdout.fnmatch_lines(
+        ["run failed: lineage x keyword: internal error * (5 gates not decided)"]
+    )
+    assert "keyword failed: KeyError" not in result.stdout.str()  # the old disguise
     report = json.loads((project.path / "retrieval-gate-report.json").read_text())
     assert report["passed"] is False
     (error,) = report["errors"]
@@ -88,6 +94,12 @@ def test_the_user_s_retriever_failing_stays_one_line(project: pytest.Pytester) -
         ]
     )
     assert "Traceback" not in result.stdout.str()
+    # pytest and the report count the same: every gate of the run failed, none passed, and the
+    # error is shown once, the other items pointing at it.
+    result.assert_outcomes(failed=5)
+    assert result.stdout.str().count("index offline") == 2  # the first item and the summary
+    markdown = (project.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert "**FAILED**: 0 of 5 gates passed; 5 not decided because their run failed" in markdown
 
 
 def test_junit_xml_carries_each_gate_s_numbers(project: pytest.Pytester) -> None:

@@ -26,6 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from retrieval_gate.errors import ConfigError, MissingExtraError, RunError
+from retrieval_gate.progress import task
 from retrieval_gate.systems.options import Option, OptionTable, at_least, beside_settings
 
 __all__ = [
@@ -238,8 +239,6 @@ def make_identity(**fields: Any) -> str:
 
 def _progress_bar(total: int, desc: str) -> Any:
     # Through the session's sink, which writes around pytest's capture (retrieval_gate.progress).
-    from retrieval_gate.progress import task
-
     return task(desc, total)
 
 

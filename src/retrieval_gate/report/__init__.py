@@ -6,7 +6,7 @@ their test reports, so the report is the same with or without xdist.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +29,8 @@ class ReportData:
     seed: int = 0
     baseline: str | None = None  # the baseline file read, when there was one
     decision: DecisionSettings | None = None  # how to rank systems (SPEC section 13)
+    # (suite, system, nodeid) of gates not decided because their run failed
+    undecided: tuple[tuple[str, str, str], ...] = ()
 
     @classmethod
     def build(
@@ -38,6 +40,7 @@ class ReportData:
         gates: list[Outcome],
         errors: Mapping[tuple[str, str], str],
         *,
+        undecided: Sequence[tuple[str, str, str]] = (),
         reference: str | None = None,
         alpha: float = 0.05,
         seed: int = 0,
@@ -57,6 +60,7 @@ class ReportData:
             seed=seed,
             baseline=baseline,
             decision=decision,
+            undecided=tuple(sorted(undecided)),
         )
 
     @property
@@ -65,7 +69,12 @@ class ReportData:
 
     @property
     def passed(self) -> bool:
-        return not self.failed and not self.errors
+        return not self.failed and not self.errors and not self.undecided
+
+    @property
+    def total(self) -> int:
+        """Every gate item of the session: decided (passed or failed) and not decided."""
+        return len(self.gates) + len(self.undecided)
 
     def suites(self) -> list[str]:
         return list(dict.fromkeys(run.suite for run in self.runs))

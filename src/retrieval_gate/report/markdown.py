@@ -47,8 +47,11 @@ def lines(data: ReportData) -> Iterator[str]:
     yield ""
     n_failed = len(data.failed)
     verdict = "PASSED" if data.passed else "FAILED"
+    undecided = (
+        f"; {len(data.undecided)} not decided because their run failed" if data.undecided else ""
+    )
     yield (
-        f"**{verdict}**: {len(data.gates) - n_failed} of {len(data.gates)} gates passed"
+        f"**{verdict}**: {len(data.gates) - n_failed} of {data.total} gates passed{undecided}"
         f" over {len(data.suites())} suite(s) and {len({r.system for r in data.runs})} system(s)."
     )
     yield ""

@@ -47,4 +47,8 @@ def render(data: ReportData) -> Iterator[str]:
         for g in failed:
             yield f"  FAILED {g.nodeid}: {g.measured} (needs {g.needed}, n={g.n})"
     for error in data.errors:
-        yield f"run failed: {error.suite} x {error.system}: {error.error}"
+        not_decided = sum(1 for u in data.undecided if u[:2] == (error.suite, error.system))
+        yield (
+            f"run failed: {error.suite} x {error.system}: {error.error}"
+            + (f" ({not_decided} gates not decided)" if not_decided else "")
+        )
