@@ -10,7 +10,6 @@ gathers and writes.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
@@ -180,36 +179,12 @@ class GateSession:
         return cached
 
     def prepare_suite(self, suite: Suite) -> Suite:
-        """An ontology suite with its expected ids checked against the ontology: an alt id or
-        an obsolete id with a replacement is mapped to the current term (noted in the report),
-        an unknown id is an error naming the query."""
+        """An ontology suite with its expected ids checked and mapped (ontology/suites.py)."""
         if suite.ontology is None:
             return suite
-        ontology = self.ontology_for(suite)
-        if suite.ontology.root is not None and suite.ontology.root not in ontology:
-            raise RetrievalGateError(
-                f"root {suite.ontology.root} is not a term of {ontology.source.name}",
-                path=suite.path,
-                entry="root",
-            )
-        notes: list[str] = []
-        queries = []
-        for query in suite.queries:
-            relevant: dict[str, int] = {}
-            for term, grade in query.relevant.items():
-                try:
-                    current, note = ontology.resolve(term)
-                except RetrievalGateError as exc:
-                    raise RetrievalGateError(
-                        exc.message,
-                        path=suite.path,
-                        entry=f"queries[{query.position}] (id {query.id})",
-                    ) from None
-                if note is not None:
-                    notes.append(f"{query.id}: {note}")
-                relevant[current] = max(grade, relevant.get(current, grade))
-            queries.append(dataclasses.replace(query, relevant=relevant))
-        return dataclasses.replace(suite, queries=tuple(queries), notes=tuple(notes))
+        from retrieval_gate.ontology.suites import map_expected_ids
+
+        return map_expected_ids(suite, self.ontology_for(suite))
 
     def corpus_for(self, suite: Suite, system: SystemConfig) -> Corpus | None:
         if suite.ontology is not None and suite.corpus is None:
@@ -234,31 +209,14 @@ class GateSession:
         return cached
 
     def _ontology_corpus(self, suite: Suite, spec: OntologySpec) -> Corpus:
-        """One document per non-obsolete term (under ``root``): its label, each synonym and its
-        definition as fields, joined for single-vector systems."""
-        from retrieval_gate.corpus import Corpus, Document
+        """The suite's ontology as a corpus of term documents, built once per file and root."""
+        from retrieval_gate.ontology.suites import term_corpus
 
         ontology = self.ontology_for(suite)
         key = (ontology.source, ontology.digest, spec.root)
         cached = self._ontology_corpora.get(key)
         if cached is None:
-            documents = []
-            for term, fields in ontology.documents(spec.root):
-                parts = [fields["label"], *fields["synonyms"], fields["definition"]]
-                documents.append(
-                    Document(
-                        id=term,
-                        text="\n".join(part for part in parts if part),
-                        metadata={
-                            "label": fields["label"],
-                            "synonyms": list(fields["synonyms"]),
-                            "definition": fields["definition"],
-                        },
-                    )
-                )
-            cached = self._ontology_corpora[key] = Corpus(
-                source=ontology.source, documents=tuple(documents)
-            )
+            cached = self._ontology_corpora[key] = term_corpus(ontology, spec.root)
         return cached
 
     def _foreign_markers(self) -> set[str]:

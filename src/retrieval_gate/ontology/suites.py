@@ -1,0 +1,69 @@
+"""What an ontology suite needs from its ontology, as pure functions the session caches:
+expected ids mapped to current terms, and the ontology as a corpus of term documents."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from retrieval_gate.errors import RetrievalGateError
+
+if TYPE_CHECKING:
+    from retrieval_gate.corpus import Corpus
+    from retrieval_gate.ontology.model import Ontology
+    from retrieval_gate.suite import Suite
+
+__all__ = ["map_expected_ids", "term_corpus"]
+
+
+def map_expected_ids(suite: Suite, ontology: Ontology) -> Suite:
+    """The suite with every expected id checked against the ontology: an alt id or an obsolete id
+    with a replacement becomes the current term (a note for the report says so), an unknown id or
+    an unknown ``root`` is an error naming the suite's entry. Grades of two ids that map to one
+    term keep the higher."""
+    spec = suite.ontology
+    if spec is not None and spec.root is not None and spec.root not in ontology:
+        raise RetrievalGateError(
+            f"root {spec.root} is not a term of {ontology.source.name}",
+            path=suite.path,
+            entry="root",
+        )
+    notes: list[str] = []
+    queries = []
+    for query in suite.queries:
+        relevant: dict[str, int] = {}
+        for term, grade in query.relevant.items():
+            try:
+                current, note = ontology.resolve(term)
+            except RetrievalGateError as exc:
+                raise RetrievalGateError(
+                    exc.message, path=suite.path, entry=f"queries[{query.position}] (id {query.id})"
+                ) from None
+            if note is not None:
+                notes.append(f"{query.id}: {note}")
+            relevant[current] = max(grade, relevant.get(current, grade))
+        queries.append(dataclasses.replace(query, relevant=relevant))
+    return dataclasses.replace(suite, queries=tuple(queries), notes=tuple(notes))
+
+
+def term_corpus(ontology: Ontology, root: str | None) -> Corpus:
+    """One document per non-obsolete term (under ``root``): its label, synonyms and definition
+    as metadata fields (for multi-vector systems), joined by newlines as its text (for
+    single-vector ones)."""
+    from retrieval_gate.corpus import Corpus, Document
+
+    documents = []
+    for term, fields in ontology.documents(root):
+        parts = [fields["label"], *fields["synonyms"], fields["definition"]]
+        documents.append(
+            Document(
+                id=term,
+                text="\n".join(part for part in parts if part),
+                metadata={
+                    "label": fields["label"],
+                    "synonyms": list(fields["synonyms"]),
+                    "definition": fields["definition"],
+                },
+            )
+        )
+    return Corpus(source=ontology.source, documents=tuple(documents))
