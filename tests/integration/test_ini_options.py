@@ -164,13 +164,13 @@ def static_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     np = pytest.importorskip("numpy")
     model2vec = pytest.importorskip("model2vec")
     tokenizers = pytest.importorskip("tokenizers")
-    from tokenizers.models import WordLevel
-    from tokenizers.pre_tokenizers import Whitespace
+    models = pytest.importorskip("tokenizers.models")
+    pre_tokenizers = pytest.importorskip("tokenizers.pre_tokenizers")
 
     words = dict.fromkeys(w for text in CORPUS.values() for w in text.split())
     vocab = {"[UNK]": 0, "[PAD]": 1, **{w: i + 2 for i, w in enumerate(words)}}
-    tokenizer = tokenizers.Tokenizer(WordLevel(vocab, unk_token="[UNK]"))
-    tokenizer.pre_tokenizer = Whitespace()
+    tokenizer = tokenizers.Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     vectors = np.random.default_rng(0).random((len(vocab), 8)).astype(np.float32)
     folder = tmp_path_factory.mktemp("static-model")
     model2vec.StaticModel(vectors=vectors, tokenizer=tokenizer, normalize=True).save_pretrained(
