@@ -15,6 +15,8 @@ import pytest
 from retrieval_gate.corpus import read_trec_qrels
 
 CUTOFFS = [5, 10, 15, 20, 30, 100, 200, 500, 1000]
+# Vendored with the tests (public domain, NIST; see its README.md).
+TREC_EVAL = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 
 
 def _expected(path: Path) -> dict[str, dict[str, float]]:
@@ -66,8 +68,8 @@ def _per_query_through_the_gate(
     return {q["id"]: q["metrics"] for q in report["runs"][0]["queries"]}
 
 
-def test_plugin_matches_trec_eval_per_query(pytester: pytest.Pytester, shared_data: Path) -> None:
-    folder = shared_data / "trec_eval"
+def test_plugin_matches_trec_eval_per_query(pytester: pytest.Pytester) -> None:
+    folder = TREC_EVAL
     qrels = read_trec_qrels(folder / "qrels.test")
     run: dict[str, dict[str, float]] = {}
     for line in (folder / "results.test").read_text().splitlines():
