@@ -27,7 +27,7 @@ from retrieval_gate.errors import CorpusError
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 VASWANI = SHARED_DATA / "vaswani"
-TREC_EVAL = SHARED_DATA / "trec_eval"
+TREC_EVAL = Path(__file__).resolve().parent / "data" / "trec_eval"
 
 
 def write(path: Path, text: str) -> Path:
