@@ -20,6 +20,7 @@ def _sink(interactive: bool, clock: Clock) -> tuple[ProgressSink, list[tuple[str
         interactive=interactive,
         interval=5.0,
         clock=clock,
+        quiet=0.0,
     )
     return sink, lines
 
@@ -29,19 +30,21 @@ def test_a_log_gets_a_line_per_tenth_and_per_interval() -> None:
     sink, lines = _sink(False, clock)
     task = Task("embedding documents", 1000, sink)
     clock.now += 2
-    task.update(50)  # 5 %: neither a new tenth nor 5 s since the last line
-    assert lines == []
+    task.update(50)  # the first update speaks (no quiet time here): 5 %, 2 s, 38 s left
+    clock.now += 2
+    task.update(10)  # 6 %: neither a new tenth nor 5 s since the last line
     clock.now += 4
-    task.update(10)  # 6 %, 6 s since the start: the interval
+    task.update(30)  # 9 %, 8 s: 6 s since the last line, past the 5 s interval
     clock.now += 1
-    task.update(40)  # 10 %: a new tenth; 7 s elapsed, 900 left at 100 per 7 s = 63 s
-    clock.now += 63
+    task.update(10)  # 10 %: a new tenth; 9 s elapsed, 900 left at 100 per 9 s = 81 s
+    clock.now += 81
     task.update(900)
     task.close()  # the 100 % line is already there
     assert [line for line, _ in lines] == [
-        "retrieval gate: embedding documents 60/1000 (6%), 6 s, about 94 s left",
-        "retrieval gate: embedding documents 100/1000 (10%), 7 s, about 63 s left",
-        "retrieval gate: embedding documents 1000/1000 (100%), 70 s",
+        "retrieval gate: embedding documents 50/1000 (5%), 2 s, about 38 s left",
+        "retrieval gate: embedding documents 90/1000 (9%), 8 s, about 81 s left",
+        "retrieval gate: embedding documents 100/1000 (10%), 9 s, about 81 s left",
+        "retrieval gate: embedding documents 1000/1000 (100%), 90 s",
     ]
     assert all(final for _, final in lines)
 
@@ -63,3 +66,27 @@ def test_without_a_sink_nothing_is_reported() -> None:
     task.update(3)
     task.close()
     assert task.done == 3
+
+
+def test_a_quick_step_says_nothing_and_a_long_one_speaks_after_the_quiet_time() -> None:
+    clock = Clock()
+    lines: list[tuple[str, bool]] = []
+    sink = ProgressSink(
+        write=lambda line, final: lines.append((line, final)),
+        interactive=False,
+        clock=clock,
+        quiet=2.0,
+    )
+    quick = Task("querying", 10, sink)
+    clock.now += 1
+    quick.update(10)
+    quick.close()
+    assert lines == []
+    slow = Task("embedding", 10, sink)
+    clock.now += 1
+    slow.update(5)  # 1 s: still quiet, though half done
+    clock.now += 2
+    slow.update(1)  # 3 s: the first line, whatever the tenth
+    assert [line for line, _ in lines] == [
+        "retrieval gate: embedding 6/10 (60%), 3 s, about 2 s left"
+    ]

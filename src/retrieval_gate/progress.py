@@ -5,7 +5,8 @@ first item of each suite x system, so a plain progress bar on stderr is swallowe
 installs a :class:`ProgressSink` whose ``write`` goes around capture (through pytest's terminal
 reporter); the steps report to :func:`task`. In a terminal one line is rewritten in place; in a
 log (not a terminal) a line is written at every 10 % or every ``interval`` seconds, whichever
-comes first, so a CI log shows steady signs of life without flooding.
+comes first, so a CI log shows steady signs of life without flooding. A step that finishes within
+``QUIET_SECONDS`` prints nothing at all: a small suite's output stays as it was.
 
 Without a sink (the Python API, the ``retrieval_system`` fixture outside a gate session, xdist
 workers whose output the controller does not show live) tasks report nothing.
@@ -17,7 +18,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["ProgressSink", "Task", "install", "task"]
+__all__ = ["QUIET_SECONDS", "ProgressSink", "Task", "install", "task"]
+
+#: Steps shorter than this stay silent; longer ones report from then on.
+QUIET_SECONDS = 2.0
 
 
 @dataclass
@@ -29,6 +33,7 @@ class ProgressSink:
     interactive: bool
     interval: float = 5.0
     clock: Callable[[], float] = time.monotonic
+    quiet: float | None = None  # seconds before the first line; None: QUIET_SECONDS
 
 
 @dataclass
@@ -42,6 +47,7 @@ class Task:
     _started: float = field(default=0.0)
     _last_line: float = field(default=0.0)
     _last_tenth: int = field(default=0)
+    _spoke: bool = field(default=False)
 
     def __post_init__(self) -> None:
         if self.sink is not None:
@@ -54,17 +60,24 @@ class Task:
             return
         now = sink.clock()
         tenth = self.done * 10 // self.total
-        if sink.interactive:
+        quiet = QUIET_SECONDS if sink.quiet is None else sink.quiet
+        if now - self._started < quiet:
+            pass
+        elif sink.interactive:
             sink.write(self._line(now), False)
-        elif tenth > self._last_tenth or now - self._last_line >= sink.interval:
+            self._spoke = True
+        elif tenth > self._last_tenth or now - self._last_line >= sink.interval or not self._spoke:
             sink.write(self._line(now), True)
             self._last_line = now
+            self._spoke = True
         self._last_tenth = tenth
 
     def close(self) -> None:
         sink = self.sink
         if sink is None or self.total <= 0:
             return
+        if not self._spoke:
+            return  # a quick step: nothing was said, nothing to finish
         now = sink.clock()
         # A log already has the 100 % line when the last update crossed it.
         if sink.interactive or self._last_tenth < 10 or self.done < self.total:

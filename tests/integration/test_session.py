@@ -124,7 +124,13 @@ def test_junit_xml_carries_each_gate_s_numbers(project: pytest.Pytester) -> None
     }
 
 
-def test_progress_reaches_the_log_around_capture(project: pytest.Pytester) -> None:
+def test_progress_reaches_the_log_around_capture(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import retrieval_gate.progress
+
+    # A three-query suite is quick; without the quiet time every step reports.
+    monkeypatch.setattr(retrieval_gate.progress, "QUIET_SECONDS", 0.0)
     write_suite(project, SUITE)
     result = project.runpytest("--retrieval-gate")
     result.assert_outcomes(passed=5)
