@@ -334,8 +334,8 @@ def test_stages_compose_in_order_without_run_py_knowing(project: Path) -> None:
 @pytest.mark.usefixtures("test_stages")
 def test_stage_errors_name_the_system_and_position() -> None:
     where = "/project/pyproject.toml [system.s.stages[0]]: "
-    assert config_error({"retriever": "m:f", "stages": [{"stage": "rerank"}]}) == (
-        where + "unknown stage 'rerank'; known: drop, invert"
+    assert config_error({"retriever": "m:f", "stages": [{"stage": "boost"}]}) == (
+        where + "unknown stage 'boost'; known: drop, invert, rerank"
     )
     assert config_error({"retriever": "m:f", "stages": [{"stage": "drop", "keep": 1}]}) == (
         where + "unknown key 'keep'; known: drop, stage"
