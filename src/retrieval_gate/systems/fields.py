@@ -264,6 +264,8 @@ class FieldLayout:
         unit_doc = self._unit_doc_of
         while True:
             hits = index.search(query, fetch)[0]
+            if not hits:
+                return []
             candidates = sorted({unit_doc[unit] for unit, _ in hits})
             scores = self.scores(vectors, query[0], candidates)
             ranked = rank_scored(scores)
