@@ -61,17 +61,19 @@ def test_unknown_key_lists_the_kinds_own_keys() -> None:
 
 def test_backend_keys_are_known_only_with_their_backend() -> None:
     embedding = (
-        "batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, description, "
-        "document_prompt, embedder, index, model, normalize, query_prompt, stages"
+        "aggregation, batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, "
+        "description, document_prompt, embedder, fields, index, model, multi_vector, normalize, "
+        "query_prompt, stages, weights"
     )
     # pca_dims belongs to model2vec, host to chroma-server.
     assert config_error({"embedder": "sentence-transformers", "model": "m", "pca_dims": 64}) == (
         f"/project/pyproject.toml [system.s]: unknown key 'pca_dims'; known: {embedding}"
     )
     assert config_error({"embedder": "model2vec", "model": "m", "host": "h"}) == (
-        "/project/pyproject.toml [system.s]: unknown key 'host'; known: batch_size, "
-        "chunk_overlap, chunk_size, chunk_unit, corpus, depth, description, distill_from, "
-        "document_prompt, embedder, index, model, normalize, pca_dims, query_prompt, stages"
+        "/project/pyproject.toml [system.s]: unknown key 'host'; known: aggregation, "
+        "batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, description, "
+        "distill_from, document_prompt, embedder, fields, index, model, multi_vector, "
+        "normalize, pca_dims, query_prompt, stages, weights"
     )
     parsed = settings(
         {
@@ -120,7 +122,7 @@ def test_invalid_values_and_kind_selection() -> None:
         "\"module:function\"', 'embedder' with 'model', 'run = \"path/to/run.trec\"')"
     )
     assert config_error({"depth": 3, "modle": "m"}).startswith(
-        where + "unknown key 'modle'; known: batch_size, "
+        where + "unknown key 'modle'; known: aggregation, batch_size, "
     )
     assert config_error({"embedder": "openai", "model": "m"}) == (
         where + "unknown embedder 'openai'; known: model2vec, sentence-transformers"
@@ -332,8 +334,8 @@ def test_stages_compose_in_order_without_run_py_knowing(project: Path) -> None:
 @pytest.mark.usefixtures("test_stages")
 def test_stage_errors_name_the_system_and_position() -> None:
     where = "/project/pyproject.toml [system.s.stages[0]]: "
-    assert config_error({"retriever": "m:f", "stages": [{"stage": "rerank"}]}) == (
-        where + "unknown stage 'rerank'; known: drop, invert"
+    assert config_error({"retriever": "m:f", "stages": [{"stage": "boost"}]}) == (
+        where + "unknown stage 'boost'; known: drop, invert, rerank"
     )
     assert config_error({"retriever": "m:f", "stages": [{"stage": "drop", "keep": 1}]}) == (
         where + "unknown key 'keep'; known: drop, stage"

@@ -134,3 +134,6 @@ def _register_builtins() -> None:
 
     for module in (retriever, embedding, runfile):
         register_kind(module.KIND)
+    from retrieval_gate.systems import rerank
+
+    register_stage(rerank.STAGE)

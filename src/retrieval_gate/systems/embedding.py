@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import ConfigError, RetrievalGateError
 from retrieval_gate.systems.base import OpenContext, Query, Retrieved, RunOptions, SystemKind
+from retrieval_gate.systems.fields import FIELD_OPTIONS, check_fields, field_identity
 from retrieval_gate.systems.options import (
     Option,
     OptionTable,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
     from retrieval_gate.embed import Embedder
     from retrieval_gate.suite import Suite
+    from retrieval_gate.systems.fields import FieldLayout
 
 
 OPTIONS: OptionTable = {
@@ -63,6 +65,7 @@ OPTIONS: OptionTable = {
     "chunk_unit": Option(
         str, "words", "what a chunk counts", check=one_of("words", "chars"), rule="words, chars"
     ),
+    **FIELD_OPTIONS,  # fields, multi_vector, aggregation, weights: systems/fields.py
 }
 
 
@@ -98,11 +101,12 @@ def _check(options: Mapping[str, Any], where: Where) -> None:
             path=where.source,
             entry=where.entry,
         )
+    check_fields(options, where)  # systems/fields.py
 
 
 def _identity(options: Mapping[str, Any]) -> dict[str, Any]:
     # The 0.1 identity, key for key: baselines taken before backends had option tables compare.
-    return {
+    identity = {
         "embedder": options["embedder"],
         "model": options["model"],
         "index": options["index"],
@@ -113,6 +117,7 @@ def _identity(options: Mapping[str, Any]) -> dict[str, Any]:
         "chunk_overlap": options["chunk_overlap"],
         "distill_from": options.get("distill_from"),
     }
+    return identity | field_identity(options)  # empty without 'fields': systems/fields.py
 
 
 def index_options(config: SystemConfig) -> dict[str, Any]:
@@ -152,6 +157,8 @@ class EmbeddingIndex:
     and returns the top documents (chunk hits mapped back to their documents) best first.
     """
 
+    fields: FieldLayout | None = None  # set with 'fields': systems/fields.py
+
     def __init__(
         self,
         system: SystemConfig,
@@ -163,11 +170,17 @@ class EmbeddingIndex:
         from retrieval_gate.corpus import chunk_documents
         from retrieval_gate.embed import EmbedderSpec, load_embedder
         from retrieval_gate.index import make_index
+        from retrieval_gate.systems.fields import field_layout, index_key
 
         self.system = system
         self.corpus = corpus
         opt = system.options
-        if opt["chunk_size"] is not None:
+        # Hook (systems/fields.py): with 'fields', the units are field texts (or fields joined).
+        self.fields = field_layout(corpus, opt)
+        if self.fields is not None:
+            self.unit_ids, unit_texts = list(self.fields.unit_ids), list(self.fields.texts)
+            self.parent_of: dict[str, str] | None = self.fields.parent_of
+        elif opt["chunk_size"] is not None:
             chunks = chunk_documents(
                 corpus.documents,
                 size=opt["chunk_size"],
@@ -176,7 +189,7 @@ class EmbeddingIndex:
             )
             self.unit_ids = [c.id for c in chunks]
             unit_texts = [c.text for c in chunks]
-            self.parent_of: dict[str, str] | None = {c.id: c.parent for c in chunks}
+            self.parent_of = {c.id: c.parent for c in chunks}
         else:
             self.unit_ids = list(corpus.ids)
             unit_texts = [d.content for d in corpus.documents]
@@ -245,6 +258,7 @@ class EmbeddingIndex:
                 ]
             ).encode()
         ).hexdigest()
+        self.key = index_key(self.key, self.fields)  # the field layout: systems/fields.py
         # Without the cache an embedded index lives in a throwaway folder: nothing accumulates.
         self._scratch = None if options.use_cache else Path(tempfile.mkdtemp(prefix="rg-index-"))
         self.index_dir = self._scratch or options.cache_dir
@@ -288,6 +302,8 @@ class EmbeddingIndex:
         from retrieval_gate.corpus import map_chunk_hits
         from retrieval_gate.metrics import rank_scored
 
+        if self.fields is not None and self.fields.multi_vector:  # aggregated: systems/fields.py
+            return self.fields.search(self.vectors, self.index, vector, depth)
         n_units = len(self.unit_ids)
         fetch = self.fetch_depth(depth)
         while True:

@@ -49,6 +49,7 @@ class Option:
     def type_name(self) -> str:
         kinds = self.kind if isinstance(self.kind, tuple) else (self.kind,)
         names = {str: "string", int: "integer", bool: "boolean", float: "number", list: "list"}
+        names[dict] = "table"  # a TOML table (e.g. the weights of all_weighted)
         return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
