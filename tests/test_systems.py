@@ -137,6 +137,26 @@ def test_invalid_values_and_kind_selection() -> None:
     )
 
 
+def test_a_system_name_rg_system_would_refuse_is_refused_at_settings_load() -> None:
+    with pytest.raises(ConfigError) as info:
+        settings({"my search": {"retriever": "m:f"}})
+    assert str(info.value) == (
+        "/project/pyproject.toml [system.my search]: invalid system name 'my search': use "
+        "letters, digits, '-', '_' or '.' (the names --rg-system accepts)"
+    )
+    assert set(settings({"bm25-v1.2_x": {"retriever": "m:f"}}).systems) == {"bm25-v1.2_x"}
+
+
+def test_a_key_given_twice_in_the_settings_yaml_is_refused(tmp_path: Path) -> None:
+    from retrieval_gate.config import load_settings
+
+    path = tmp_path / "retrieval-gate.yaml"
+    path.write_text("system:\n  s:\n    retriever: m:f\n    depth: 10\n    depth: 5\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(tmp_path)
+    assert str(info.value) == f"{path}: key 'depth' is given twice at line 5; keep one"
+
+
 def test_identities_are_those_of_0_1() -> None:
     parsed = settings(
         {
