@@ -199,9 +199,7 @@ def _read_yaml(path: Path) -> Mapping[str, Any]:
         data = load_yaml(path.read_text(encoding="utf-8"))
     except DuplicateKeyError as exc:
         where = "" if exc.line is None else f" at line {exc.line}"
-        raise ConfigError(
-            f"key {exc.key!r} is given twice{where}; keep one", path=path
-        ) from None
+        raise ConfigError(f"key {exc.key!r} is given twice{where}; keep one", path=path) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = "" if mark is None else f" at line {mark.line + 1}"
