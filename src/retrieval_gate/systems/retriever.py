@@ -2,12 +2,15 @@
 
 The function (or an object with a ``search`` method) returns the query's results in any of the
 shapes :func:`normalise_hits` accepts. Anything it raises is the user's error to see: a one-line
-:class:`~retrieval_gate.errors.RunError` naming the suite and query.
+:class:`~retrieval_gate.errors.RunError` naming the suite and query. So are a call that does not
+return within the system's ``timeout`` (seconds) and a call to ``sys.exit``; a
+``KeyboardInterrupt`` still stops the session.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -38,13 +41,62 @@ def _check(options: Mapping[str, Any], where: Where) -> None:
         )
 
 
+DEFAULT_TIMEOUT_S = 60
+
+
+def _positive(value: Any) -> bool:
+    return bool(value > 0) and math.isfinite(value)
+
+
+#: The per-query time limit every kind that calls out per query takes (not part of the identity:
+#: it changes which runs finish, never the hits of one that does).
+TIMEOUT_OPTION = Option(
+    (int, float),
+    DEFAULT_TIMEOUT_S,
+    "seconds one query may take before the run stops with an error naming the query",
+    check=_positive,
+    rule="> 0",
+)
+
 OPTIONS = {
     "retriever": Option(
         str,
         None,
         "`module:function` called as `f(query, k)`; the settings folder is importable",
     ),
+    "timeout": TIMEOUT_OPTION,
 }
+
+
+class CallTimeout(Exception):
+    """A bounded call did not return in time (its thread is left running, as a daemon)."""
+
+
+def call_bounded(function: Callable[[], Any], timeout: float) -> Any:
+    """``function()``'s result, or :class:`CallTimeout` after ``timeout`` seconds.
+
+    The call runs in a daemon thread, so one that never returns cannot keep the process alive
+    (Python cannot stop a thread; the stuck one is abandoned). Whatever the call raises,
+    ``SystemExit`` and ``KeyboardInterrupt`` included, is raised here, in the caller's thread.
+    An interrupt (Ctrl-C) arrives in the main thread and ends the wait at once.
+    """
+    outcome: list[tuple[bool, Any]] = []
+
+    def target() -> None:
+        try:
+            outcome.append((True, function()))
+        except BaseException as exc:  # handed to the caller's thread, which decides
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=target, name="retrieval-gate-call", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not outcome:
+        raise CallTimeout
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
 
 
 def load_retriever(system: SystemConfig, settings: Settings) -> Retriever:
@@ -137,13 +189,28 @@ class RetrieverSystem:
     def __init__(self, config: SystemConfig, context: OpenContext) -> None:
         self.config = config
         self.ref: str = config.option("retriever")
+        self.timeout = float(config.option("timeout"))
         self._retrieve = load_retriever(config, context.settings)
         self._corpus = context.corpus
 
     def _call(self, qid: str, text: str, depth: int, where: Path | None) -> dict[str, float]:
         path = where if where is not None else Path(self.ref)
         try:
-            raw = self._retrieve(text, depth)
+            raw = call_bounded(lambda: self._retrieve(text, depth), self.timeout)
+        except CallTimeout:
+            raise RunError(
+                f"retriever {self.ref} did not return within {self.timeout:g} s for query {qid} "
+                f"(the 'timeout' setting of system.{self.config.name})",
+                path=path,
+                entry=f"query {qid}",
+            ) from None
+        except SystemExit as exc:
+            # Left alone it unwinds through pytest as a crash of every remaining item.
+            raise RunError(
+                f"retriever {self.ref} called sys.exit({exc.code!r})",
+                path=path,
+                entry=f"query {qid}",
+            ) from None
         except Exception as exc:  # the user's code: any exception is their error to see
             raise RunError(
                 f"retriever {self.ref} raised {type(exc).__name__}: {exc}",
