@@ -526,3 +526,61 @@ def test_option_reference_in_the_docs_is_current() -> None:
     assert docs[start:end] + "\n" == option_reference(), (
         "docs/configuration.md is stale: paste `python -m retrieval_gate.systems.reference`"
     )
+
+
+# -- retriever ids against the corpus -------------------------------------------------------------
+
+
+def _corpus(tmp_path: Path, *ids: str) -> Any:
+    from retrieval_gate.corpus import load_corpus
+
+    for doc in ids:
+        (tmp_path / "c" / doc).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "c" / doc).write_text(f"text of {doc}")
+    return load_corpus(tmp_path / "c")
+
+
+def test_ids_ending_with_one_corpus_id_as_a_path_are_mapped_once(tmp_path: Path) -> None:
+    from retrieval_gate.systems.retriever import check_ids
+
+    corpus = _corpus(tmp_path, "sql/x.sql", "sql/y.sql", "b/c.sql", "c.sql")
+    checked = check_ids(
+        [
+            {"/repo/sql/x.sql": 2.0, "sql/y.sql": 1.0, "other.md": 0.5},
+            # Both b/c.sql and c.sql end a/b/c.sql: ambiguous, kept as it is.
+            {"/repo/sql/x.sql": 1.0, "/srv/sql/x.sql": 3.0, "a/b/c.sql": 0.1},
+        ],
+        corpus,
+        source="retriever app:search",
+        where=Path("s.retrieval.yaml"),
+    )
+    # Two returned ids reach sql/x.sql in the second query: it keeps the best score, 3.0.
+    assert checked.hits == [
+        {"sql/x.sql": 2.0, "sql/y.sql": 1.0, "other.md": 0.5},
+        {"sql/x.sql": 3.0, "a/b/c.sql": 0.1},
+    ]
+    assert checked.notes == (
+        "mapped 2 ids by path suffix onto corpus ids, e.g. /repo/sql/x.sql -> sql/x.sql",
+        "2 returned ids are not in the corpus and count as non-relevant, "
+        "e.g. 'other.md', 'a/b/c.sql'",
+    )
+
+
+def test_ids_none_of_which_is_in_the_corpus_are_a_run_error_with_a_hint(tmp_path: Path) -> None:
+    from retrieval_gate.systems.retriever import check_ids
+
+    corpus = _corpus(tmp_path, "a.txt", "b.txt", "c.txt", "d.txt")
+    with pytest.raises(RunError) as info:
+        check_ids(
+            [{"a": 1.0, "b": 0.5}, {"c": 1.0, "d": 0.9}],
+            corpus,
+            source="retriever app:search",
+            where=Path("s.retrieval.yaml"),
+        )
+    assert str(info.value) == (
+        "s.retrieval.yaml: none of the 4 document ids retriever app:search returned is in the "
+        f"corpus {tmp_path / 'c'} (4 documents), e.g. 'a', 'b', 'c', ...; the corpus has 'a.txt' "
+        "for 'a': return the corpus ids, file extension included"
+    )
+    # Nothing returned at all is not an id mismatch.
+    assert check_ids([{}], corpus, source="r", where=Path("s")).notes == ()
