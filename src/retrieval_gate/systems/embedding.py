@@ -267,6 +267,8 @@ class EmbeddingIndex:
             "cached_documents": len(self.unit_ids) - len(todo),
             "embedder": embedder.identity,
         }
+        if corpus.notes:
+            self.stats["notes"] = list(corpus.notes)
 
     def fetch_depth(self, depth: int) -> int:
         """Index hits to fetch so that ``depth`` documents come back after chunk mapping."""

@@ -256,7 +256,8 @@ class RetrieverSystem:
     def stats(self) -> Mapping[str, Any]:
         if self._corpus is None:
             return {}
-        notes = {"notes": list(self._notes)} if self._notes else {}
+        found = [*self._corpus.notes, *self._notes]
+        notes = {"notes": found} if found else {}
         return {"corpus_documents": len(self._corpus), **notes}
 
     @property
