@@ -215,7 +215,7 @@ class EmbeddingIndex:
         vectors = np.zeros((len(unit_texts), embedder.dim), dtype=np.float32)
         todo = list(range(len(unit_texts)))
         cache = (
-            EmbeddingCache(options.cache_dir / "embeddings", embedder.identity)
+            EmbeddingCache(options.cache_dir / "embeddings", embedder.identity, embedder.dim)
             if options.use_cache
             else None
         )
