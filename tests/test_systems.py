@@ -62,7 +62,7 @@ def test_unknown_key_lists_the_kinds_own_keys() -> None:
 def test_backend_keys_are_known_only_with_their_backend() -> None:
     embedding = (
         "batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, description, "
-        "document_prompt, embedder, index, model, normalize, query_prompt, stages"
+        "device, document_prompt, embedder, index, model, normalize, query_prompt, stages"
     )
     # pca_dims belongs to model2vec, host to chroma-server.
     assert config_error({"embedder": "sentence-transformers", "model": "m", "pca_dims": 64}) == (
@@ -70,8 +70,8 @@ def test_backend_keys_are_known_only_with_their_backend() -> None:
     )
     assert config_error({"embedder": "model2vec", "model": "m", "host": "h"}) == (
         "/project/pyproject.toml [system.s]: unknown key 'host'; known: batch_size, "
-        "chunk_overlap, chunk_size, chunk_unit, corpus, depth, description, distill_from, "
-        "document_prompt, embedder, index, model, normalize, pca_dims, query_prompt, stages"
+        "chunk_overlap, chunk_size, chunk_unit, corpus, depth, description, device, "
+        "distill_from, document_prompt, embedder, index, model, normalize, pca_dims, query_prompt, stages"
     )
     parsed = settings(
         {
@@ -584,3 +584,49 @@ def test_ids_none_of_which_is_in_the_corpus_are_a_run_error_with_a_hint(tmp_path
     )
     # Nothing returned at all is not an id mismatch.
     assert check_ids([{}], corpus, source="r", where=Path("s")).notes == ()
+
+
+# -- device ---------------------------------------------------------------------------------------
+
+
+def test_device_is_a_setting_passed_to_the_library_and_not_in_the_identity(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import torch
+
+    from retrieval_gate.embed import EmbedderSpec
+    from retrieval_gate.embed.sentence_transformers import _construct
+
+    base = {"embedder": "sentence-transformers", "model": "m"}
+    plain = settings({"s": base}).system("s")
+    on_gpu = settings({"s": {**base, "device": "cuda:1"}}).system("s")
+    assert plain.option("device") == "cpu"
+    assert on_gpu.option("device") == "cuda:1"
+    # The same vectors (up to float noise) on any device: baselines compare across machines.
+    assert on_gpu.identity == plain.identity
+    for bad in ("gpu", "cuda:", "cuda:x", 1):
+        assert config_error({**base, "device": bad}) == (
+            f"/project/pyproject.toml [system.s]: invalid 'device': {bad!r}"
+        )
+
+    seen: list[Any] = []
+
+    class FakeLibrary:
+        @staticmethod
+        def SentenceTransformer(where: str, *, device: str, local_files_only: bool) -> str:
+            seen.append(device)
+            return where
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    _construct(
+        FakeLibrary, "m", EmbedderSpec("sentence-transformers", "m", device="auto"), local_only=True
+    )
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    _construct(
+        FakeLibrary, "m", EmbedderSpec("sentence-transformers", "m", device="auto"), local_only=True
+    )
+    _construct(
+        FakeLibrary, "m", EmbedderSpec("sentence-transformers", "m", device="mps"), local_only=True
+    )
+    assert seen == ["cuda", "cpu", "mps"]

@@ -42,6 +42,7 @@ __all__ = [
     "make_identity",
     "register_embedder",
     "resolve_model_ref",
+    "torch_device",
 ]
 
 IDENTITY_VERSION = "retrieval-gate-embedder/1"
@@ -161,6 +162,22 @@ def resolve_model_ref(ref: str, *, entry: str | None = None) -> ResolvedModel:
             entry=entry,
         )
     return ResolvedModel(ref=ref, name=ref, path=None)
+
+
+def torch_device(device: str) -> str:
+    """The torch device for a ``device`` setting: ``auto`` is CUDA when torch sees a GPU, else
+    Apple's MPS when available, else the CPU; anything else as given. Imports torch only for
+    ``auto``."""
+    if device != "auto":
+        return device
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
 
 
 def hub_offline() -> bool:

@@ -28,6 +28,7 @@ from retrieval_gate.embed import (
     import_optional,
     make_identity,
     resolve_model_ref,
+    torch_device,
 )
 from retrieval_gate.embed.sentence_transformers import hub_candidates, source_identity
 from retrieval_gate.errors import ConfigError, RunError
@@ -158,7 +159,9 @@ def _distill(
     error: BaseException | None = None
     for source in sources:
         try:
-            return distill(model_name=source, pca_dims=spec.pca_dims, device=spec.device)
+            return distill(
+                model_name=source, pca_dims=spec.pca_dims, device=torch_device(spec.device)
+            )
         except Exception as exc:
             error = exc
     reason = _first_line(error) if error is not None else "nothing to distil from"

@@ -19,6 +19,7 @@ from retrieval_gate.embed import (
     import_optional,
     make_identity,
     resolve_model_ref,
+    torch_device,
 )
 from retrieval_gate.errors import ConfigError, RunError
 
@@ -40,7 +41,8 @@ def hub_candidates(ref: str) -> list[str]:
 
 
 def _construct(st: Any, where: str, spec: EmbedderSpec, *, local_only: bool) -> Any:
-    return st.SentenceTransformer(where, device=spec.device, local_files_only=local_only)
+    device = torch_device(spec.device)
+    return st.SentenceTransformer(where, device=device, local_files_only=local_only)
 
 
 def _load_model(

@@ -36,6 +36,15 @@ if TYPE_CHECKING:
     from retrieval_gate.suite import Suite
 
 
+#: Devices the ``device`` setting names; ``cuda:N`` picks one GPU.
+DEVICES: tuple[str, ...] = ("cpu", "cuda", "mps", "auto")
+
+
+def _valid_device(value: Any) -> bool:
+    head, colon, number = value.partition(":")
+    return value in DEVICES or (head == "cuda" and bool(colon) and number.isdigit())
+
+
 OPTIONS: OptionTable = {
     "embedder": Option(str, None, "embedder backend by name (see the embedder table)"),
     "model": Option(
@@ -50,6 +59,14 @@ OPTIONS: OptionTable = {
     "document_prompt": Option(str, "", "text put before each document"),
     "normalize": Option(bool, True, "L2-normalise the vectors"),
     "batch_size": Option(int, 64, "texts per encoder call", check=at_least(1), rule=">= 1"),
+    "device": Option(
+        str,
+        "cpu",
+        "torch device for sentence-transformers and for distillation (not in the identity: "
+        "it does not change the vectors beyond float noise)",
+        check=_valid_device,
+        rule="cpu, cuda, cuda:N, mps, auto",
+    ),
     "chunk_size": Option(
         int,
         None,
@@ -192,6 +209,7 @@ class EmbeddingIndex:
             batch_size=opt["batch_size"],
             distill_from=distill_from,
             pca_dims=opt.get("pca_dims", 256),
+            device=opt["device"],
         )
         try:
             # One model load per session and spec, however many suites use it.
