@@ -27,6 +27,7 @@ from retrieval_gate.embed import (
     hub_offline,
     import_optional,
     make_identity,
+    probe_hub,
     resolve_model_ref,
     torch_device,
 )
@@ -133,6 +134,7 @@ def _load_plain(
             "HF_HUB_OFFLINE is set; give a local path or an installed model package",
             entry=entry,
         )
+    probe_hub([resolved.ref], what=f"model '{resolved.ref}' could not be loaded", entry=entry)
     model = _load_static(static_model, resolved.ref, resolved.ref, entry)
     return model, resolved, cached_hub_folder([resolved.ref])
 
@@ -215,7 +217,7 @@ def _distilled_folder(
                 "HF_HUB_OFFLINE is set; give a local path or an installed model package",
                 entry=entry,
             )
-        sources = candidates
+        sources = probe_hub(candidates, what=f"cannot distil from '{src.ref}'", entry=entry)
 
     distill_module = import_optional(
         "model2vec.distill", package="model2vec[distill]", extra="model2vec"

@@ -18,6 +18,7 @@ from retrieval_gate.embed import (
     hub_offline,
     import_optional,
     make_identity,
+    probe_hub,
     resolve_model_ref,
     torch_device,
 )
@@ -68,7 +69,10 @@ def _load_model(
                 "HF_HUB_OFFLINE is set; give a local path or an installed model package",
                 entry=entry,
             )
-        model = _construct(st, resolved.ref, spec, local_only=False)
+        ref = probe_hub(
+            candidates, what=f"model '{resolved.ref}' could not be loaded", entry=entry
+        )[0]
+        model = _construct(st, ref, spec, local_only=False)
     except ConfigError:
         raise
     except Exception as exc:
