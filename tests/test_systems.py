@@ -630,3 +630,78 @@ def test_device_is_a_setting_passed_to_the_library_and_not_in_the_identity(
         FakeLibrary, "m", EmbedderSpec("sentence-transformers", "m", device="mps"), local_only=True
     )
     assert seen == ["cuda", "cpu", "mps"]
+
+
+# -- a read-only chroma store ---------------------------------------------------------------------
+
+
+class TwoWordEmbedder:
+    """Test-only embedder: [1, 0] for a text that mentions "a.txt" (or is "a"), else [0, 1]."""
+
+    identity = "test-two-words"
+    dim = 2
+
+    def _rows(self, texts: Any) -> np.ndarray:
+        return np.array(
+            [[1.0, 0.0] if "a.txt" in t or t == "a" else [0.0, 1.0] for t in texts],
+            dtype=np.float32,
+        )
+
+    def encode_documents(self, texts: Any, *, progress: bool = False) -> np.ndarray:
+        return self._rows(texts)
+
+    def encode_queries(self, texts: Any) -> np.ndarray:
+        return self._rows(texts)
+
+
+def test_a_read_only_chroma_store_falls_back_to_exact_search_with_a_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    import chromadb
+
+    from retrieval_gate.embed import EmbedderSpec
+    from retrieval_gate.systems.embedding import EmbeddingIndex
+
+    def read_only(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(chromadb, "PersistentClient", read_only)
+    corpus = _corpus(tmp_path, "a.txt", "b.txt")
+    found = settings({"s": {"embedder": "model2vec", "model": "m"}})
+    spec = EmbedderSpec(kind="model2vec", model="m", pca_dims=256)
+    options = RunOptions(cache_dir=tmp_path / "cache", embedders={spec: TwoWordEmbedder()})
+    index = EmbeddingIndex(found.system("s"), found, options, corpus)
+    try:
+        # Cosine against [1, 0]: a.txt 1.0, b.txt 0.0.
+        assert index.search("a", 2) == [("a.txt", 1.0), ("b.txt", 0.0)]
+        assert index.stats["notes"] == [
+            f"chroma store at {tmp_path / 'cache' / 'chroma'} cannot be written (read-only or "
+            "not permitted: [Errno 30] Read-only file system); give a writable cache folder "
+            'with --rg-cache-dir, or use index = "exact"; searched with the exact index instead'
+        ]
+    finally:
+        index.close()
+
+
+def test_an_embedding_cache_that_cannot_be_written_costs_a_warning_not_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from retrieval_gate.cache import CacheWarning, EmbeddingCache
+    from retrieval_gate.embed import EmbedderSpec
+    from retrieval_gate.systems.embedding import EmbeddingIndex
+
+    def full(self: EmbeddingCache, digests: Any, vectors: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(EmbeddingCache, "store", full)
+    corpus = _corpus(tmp_path, "a.txt", "b.txt")
+    found = settings({"s": {"embedder": "model2vec", "model": "m", "index": "exact"}})
+    spec = EmbedderSpec(kind="model2vec", model="m", pca_dims=256)
+    options = RunOptions(cache_dir=tmp_path / "cache", embedders={spec: TwoWordEmbedder()})
+    with pytest.warns(CacheWarning, match=r"could not store 2 vectors \(no space left on the "):
+        index = EmbeddingIndex(found.system("s"), found, options, corpus)
+    assert index.search("a", 1) == [("a.txt", 1.0)]

@@ -162,6 +162,29 @@ def require_corpus(
     return load_corpus(path)
 
 
+def _store_or_warn(cache: Any, digests: list[str], vectors: Any) -> None:
+    """Store fresh vectors; a cache folder that cannot be written costs re-embedding next
+    time, not this run (a ``CacheWarning`` says why and what to do)."""
+    import errno
+    import warnings
+
+    from retrieval_gate.cache import CacheWarning
+
+    try:
+        cache.store(digests, vectors)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            advice = "no space left on the device; free space, or give --rg-cache-dir elsewhere"
+        else:
+            advice = f"{exc.strerror or exc}; give a writable cache folder with --rg-cache-dir"
+        warnings.warn(
+            f"embedding cache {cache.directory} could not store {len(digests)} vectors "
+            f"({advice}); they will be embedded again next run",
+            CacheWarning,
+            stacklevel=2,
+        )
+
+
 class EmbeddingIndex:
     """A corpus embedded (through the cache) and indexed for one embedding system.
 
@@ -249,7 +272,7 @@ class EmbeddingIndex:
             )
             vectors[todo] = fresh
             if cache is not None:
-                cache.store([digests[i] for i in todo], fresh)
+                _store_or_warn(cache, [digests[i] for i in todo], fresh)
         self.vectors = vectors
 
         self.key = hashlib.sha256(
@@ -266,15 +289,27 @@ class EmbeddingIndex:
         # Without the cache an embedded index lives in a throwaway folder: nothing accumulates.
         self._scratch = None if options.use_cache else Path(tempfile.mkdtemp(prefix="rg-index-"))
         self.index_dir = self._scratch or options.cache_dir
+        self.notes: list[str] = list(corpus.notes)
+        self.index_kind: str = opt["index"]
         try:
-            self.index = make_index(
-                opt["index"],
-                cache_dir=self.index_dir,
-                key=self.key,
-                entry=f"system.{system.name}",
-                **index_options(system),
-            )
-            self.index.add(self.unit_ids, vectors)
+            try:
+                self.index = make_index(
+                    opt["index"],
+                    cache_dir=self.index_dir,
+                    key=self.key,
+                    entry=f"system.{system.name}",
+                    **index_options(system),
+                )
+                self.index.add(self.unit_ids, vectors)
+            except RetrievalGateError as exc:
+                # A warm cache on a read-only mount: the vectors are all here, exact search
+                # over them is the reference the approximate index is measured against.
+                if getattr(exc, "problem", None) != "read-only":
+                    raise
+                self.index = make_index("exact", cache_dir=self.index_dir, key=self.key)
+                self.index_kind = "exact"
+                self.index.add(self.unit_ids, vectors)
+                self.notes.append(f"{exc.message}; searched with the exact index instead")
         except BaseException:
             self.close()
             raise
@@ -285,8 +320,8 @@ class EmbeddingIndex:
             "cached_documents": len(self.unit_ids) - len(todo),
             "embedder": embedder.identity,
         }
-        if corpus.notes:
-            self.stats["notes"] = list(corpus.notes)
+        if self.notes:
+            self.stats["notes"] = list(self.notes)
 
     def fetch_depth(self, depth: int) -> int:
         """Index hits to fetch so that ``depth`` documents come back after chunk mapping."""
@@ -370,9 +405,9 @@ class EmbeddingSystem:
 
         from retrieval_gate.index import INDEXES, index_recall, make_index
 
-        if not INDEXES[self.config.option("index")].approximate:
-            return
         index = self.index
+        if not INDEXES[index.index_kind].approximate:
+            return
         exact = make_index("exact", cache_dir=index.index_dir, key=index.key)
         exact.add(index.unit_ids, index.vectors)
         recall_k = min(cutoff, len(index.unit_ids))
