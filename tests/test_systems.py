@@ -62,7 +62,8 @@ def test_unknown_key_lists_the_kinds_own_keys() -> None:
 def test_backend_keys_are_known_only_with_their_backend() -> None:
     embedding = (
         "batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, description, "
-        "device, document_prompt, embedder, index, model, normalize, query_prompt, stages"
+        "device, document_prompt, embedder, index, model, normalize, query_prompt, stages, "
+        "timeout"
     )
     # pca_dims belongs to model2vec, host to chroma-server.
     assert config_error({"embedder": "sentence-transformers", "model": "m", "pca_dims": 64}) == (
@@ -71,7 +72,8 @@ def test_backend_keys_are_known_only_with_their_backend() -> None:
     assert config_error({"embedder": "model2vec", "model": "m", "host": "h"}) == (
         "/project/pyproject.toml [system.s]: unknown key 'host'; known: batch_size, "
         "chunk_overlap, chunk_size, chunk_unit, corpus, depth, description, device, "
-        "distill_from, document_prompt, embedder, index, model, normalize, pca_dims, query_prompt, stages"
+        "distill_from, document_prompt, embedder, index, model, normalize, pca_dims, "
+        "query_prompt, stages, timeout"
     )
     parsed = settings(
         {
@@ -705,3 +707,37 @@ def test_an_embedding_cache_that_cannot_be_written_costs_a_warning_not_the_run(
     with pytest.warns(CacheWarning, match=r"could not store 2 vectors \(no space left on the "):
         index = EmbeddingIndex(found.system("s"), found, options, corpus)
     assert index.search("a", 1) == [("a.txt", 1.0)]
+
+
+def test_an_embedding_query_that_never_returns_is_one_line_after_its_timeout(
+    tmp_path: Path,
+) -> None:
+    import threading
+
+    from retrieval_gate.embed import EmbedderSpec
+    from retrieval_gate.systems import OpenContext, open_configured
+
+    release = threading.Event()
+
+    class Stuck(TwoWordEmbedder):
+        def encode_queries(self, texts: Any) -> np.ndarray:
+            release.wait(60)  # a server that stopped answering
+            return self._rows(texts)
+
+    corpus = _corpus(tmp_path, "a.txt", "b.txt")
+    found = settings(
+        {"s": {"embedder": "model2vec", "model": "m", "index": "exact", "timeout": 0.2}}
+    )
+    spec = EmbedderSpec(kind="model2vec", model="m", pca_dims=256)
+    options = RunOptions(cache_dir=tmp_path / "cache", embedders={spec: Stuck()})
+    opened = open_configured(found.system("s"), OpenContext(found, options, corpus))
+    try:
+        with pytest.raises(RunError) as info:
+            opened.retrieve([("q7", "a")], 2, where=Path("s.retrieval.yaml"))
+    finally:
+        release.set()
+        opened.close()
+    assert str(info.value) == (
+        "s.retrieval.yaml [query q7]: system s did not return within 0.2 s for query q7 "
+        "(its 'timeout' setting)"
+    )

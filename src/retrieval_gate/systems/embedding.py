@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from retrieval_gate.errors import ConfigError, RetrievalGateError
+from retrieval_gate.errors import ConfigError, RetrievalGateError, RunError
 from retrieval_gate.systems.base import OpenContext, Query, Retrieved, RunOptions, SystemKind
 from retrieval_gate.systems.options import (
     Option,
@@ -28,6 +28,7 @@ from retrieval_gate.systems.options import (
     beside_settings,
     one_of,
 )
+from retrieval_gate.systems.retriever import TIMEOUT_OPTION, CallTimeout, call_bounded
 
 if TYPE_CHECKING:
     from retrieval_gate.config import Settings, SystemConfig
@@ -80,6 +81,7 @@ OPTIONS: OptionTable = {
     "chunk_unit": Option(
         str, "words", "what a chunk counts", check=one_of("words", "chars"), rule="words, chars"
     ),
+    "timeout": TIMEOUT_OPTION,
 }
 
 
@@ -386,12 +388,26 @@ class EmbeddingSystem:
         where: Path | None = None,
     ) -> list[Retrieved]:
         embedder = self.index.embedder
+        timeout = float(self.config.option("timeout"))
         out = []
         vectors = []
-        for _qid, text in queries:
+        for qid, text in queries:
             start = time.perf_counter()
-            vector = embedder.encode_queries([text])
-            hits = self.index.search_vector(vector, depth)
+
+            def one(text: str = text) -> tuple[Any, list[tuple[str, float]]]:
+                vector = embedder.encode_queries([text])
+                return vector, self.index.search_vector(vector, depth)
+
+            try:
+                # A chroma server that stops answering must not hang the session.
+                vector, hits = call_bounded(one, timeout)
+            except CallTimeout:
+                raise RunError(
+                    f"system {self.config.name} did not return within {timeout:g} s for query "
+                    f"{qid} (its 'timeout' setting)",
+                    path=where,
+                    entry=f"query {qid}",
+                ) from None
             out.append(Retrieved(dict(hits), (time.perf_counter() - start) * 1000.0))
             vectors.append(vector[0])
         if cutoff is not None and vectors:
