@@ -110,6 +110,28 @@ def test_damaged_shard_warns_is_deleted_and_rebuilt(tmp_path: Path, damage: str)
     np.testing.assert_array_equal(found, vectors)
 
 
+def test_shard_of_another_size_than_the_embedder_is_damaged_and_re_embedded(
+    tmp_path: Path,
+) -> None:
+    # A shard of 3-wide vectors under an identity whose embedder now gives 8 (a model file
+    # replaced in place): re-embedded, never a numpy shape error in the caller.
+    digests = _digests(["a", "b"])
+    EmbeddingCache(tmp_path, IDENTITY).store(digests, _vectors(2, dim=3))
+    cache = EmbeddingCache(tmp_path, IDENTITY, dim=8)
+    (shard,) = cache.shard_paths()
+    with pytest.warns(
+        CacheWarning, match=rf"{shard.name} is unreadable \(dimension 3, the embedder gives 8\)"
+    ):
+        found, missing = cache.lookup(digests)
+    assert missing == [0, 1]
+    assert found.shape == (0, 8)
+    assert not shard.exists()
+    cache.store(digests, _vectors(2))
+    found, missing = EmbeddingCache(tmp_path, IDENTITY, dim=8).lookup(digests)
+    assert missing == []
+    np.testing.assert_array_equal(found, _vectors(2))
+
+
 def test_temporary_files_are_ignored(tmp_path: Path) -> None:
     cache = EmbeddingCache(tmp_path, IDENTITY)
     cache.store(_digests(["a"]), _vectors(1))

@@ -125,6 +125,53 @@ def test_folder_recursive_sorted_hidden_skipped(tmp_path: Path) -> None:
     assert load_corpus(str(root), format="folder") == corpus
 
 
+def test_special_files_are_skipped_with_a_note_never_opened(tmp_path: Path) -> None:
+    import os
+    import socket
+
+    root = tmp_path / "corpus"
+    write(root / "a.md", "alpha")
+    # Opening a FIFO with no writer blocks forever: the loader must not open it.
+    os.mkfifo(root / "pipe")
+    (root / "sub").mkdir()
+    os.mkfifo(root / "sub" / "queue")
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(root / "sock"))
+        corpus = load_corpus(root)
+    finally:
+        server.close()
+    assert corpus.ids == ("a.md",)
+    assert corpus.notes == (
+        "skipped 3 special files (pipes, sockets, devices): pipe (named pipe), sock (socket), "
+        "sub/queue (named pipe)",
+    )
+    # Notes are not content: the digest is that of the same documents without them.
+    write(tmp_path / "plain" / "a.md", "alpha")
+    assert corpus.digest == load_corpus(tmp_path / "plain").digest
+    with pytest.raises(CorpusError) as info:
+        load_corpus(root / "pipe")
+    assert str(info.value) == f"{root / 'pipe'}: is a named pipe, not a file or folder"
+
+
+def test_the_gates_own_outputs_are_never_read(tmp_path: Path) -> None:
+    root = tmp_path / "corpus"
+    write(root / "a.md", "alpha")
+    write(root / "retrieval-gate-report.md", "| metric | value |")
+    write(root / "out" / "report.json", "{}")
+    write(root / "cache" / "embeddings" / "x.npy", "not text")
+    corpus = load_corpus(
+        root,
+        exclude=[root / "retrieval-gate-report.md", root / "out" / "report.json", root / "cache"],
+    )
+    assert corpus.ids == ("a.md",)
+    assert corpus.notes == (
+        "left out 3 of the gate's own outputs: cache/, out/report.json, retrieval-gate-report.md",
+    )
+    # Without outputs inside it, nothing is said.
+    assert load_corpus(root, exclude=[tmp_path / "elsewhere.md"]).notes == ()
+
+
 def test_folder_with_non_utf8_file_names_the_file(tmp_path: Path) -> None:
     write(tmp_path / "ok.txt", "fine")
     bad = tmp_path / "bad.txt"

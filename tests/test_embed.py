@@ -280,6 +280,79 @@ def test_unknown_models_are_config_errors(tmp_path: Path, monkeypatch: pytest.Mo
         )
 
 
+def test_an_unknown_hub_model_fails_fast_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    # Not offline: the libraries' own download would retry for minutes (~85 s measured) before
+    # failing. Without network (here) the hub is unreachable; with it, the name does not exist.
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    start = time.monotonic()
+    with pytest.raises(ConfigError) as info:
+        load_embedder(
+            EmbedderSpec("sentence-transformers", "retrieval-gate-tests/no-such-model"),
+            cache_dir=tmp_path,
+            entry="system.minilm",
+        )
+    assert time.monotonic() - start < 20  # a hang bound, not a timing claim
+    assert info.value.entry == "system.minilm"
+    assert "\n" not in str(info.value)
+    assert info.value.message.startswith(
+        "model 'retrieval-gate-tests/no-such-model' could not be loaded: "
+    )
+    assert (
+        "and the hub could not be reached to look for 'retrieval-gate-tests/no-such-model'"
+        in info.value.message
+        or "no such folder, installed package or Hugging Face hub model" in info.value.message
+    )
+
+
+def test_the_hub_is_asked_once_per_candidate(monkeypatch: pytest.MonkeyPatch) -> None:
+    import huggingface_hub
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    from retrieval_gate.embed import probe_hub
+
+    class Missing(RepositoryNotFoundError):
+        def __init__(self, message: str) -> None:
+            Exception.__init__(self, message)  # the library's own needs an HTTP response
+
+    asked: list[tuple[str, float]] = []
+    exists = {"sentence-transformers/mini"}
+
+    class FakeApi:
+        def model_info(self, repo_id: str, *, timeout: float) -> object:
+            asked.append((repo_id, timeout))
+            if repo_id == "down/model":
+                raise OSError("Connection refused")
+            if repo_id not in exists:
+                raise Missing(f"{repo_id} not found")
+            return object()
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    assert probe_hub(["mini", "sentence-transformers/mini"], what="m") == [
+        "sentence-transformers/mini"
+    ]
+    assert asked == [("mini", 10.0), ("sentence-transformers/mini", 10.0)]
+    with pytest.raises(ConfigError) as info:
+        probe_hub(["nope", "sentence-transformers/nope"], what="model 'nope' could not be loaded")
+    assert info.value.message == (
+        "model 'nope' could not be loaded: no such folder, installed package or Hugging Face "
+        "hub model ('nope' or 'sentence-transformers/nope'); check the name"
+    )
+    with pytest.raises(ConfigError) as info:
+        probe_hub(["down/model"], what="model 'down/model' could not be loaded")
+    assert info.value.message == (
+        "model 'down/model' could not be loaded: not found locally (no such folder, installed "
+        "package or Hugging Face cache entry) and the hub could not be reached to look for "
+        "'down/model' (Connection refused); give a local path or an installed model package, "
+        "or check the network"
+    )
+
+
 def test_bad_specs_are_config_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="unknown embedder 'openai'; known: model2vec, sent"):
         load_embedder(EmbedderSpec("openai", "x"), cache_dir=tmp_path)

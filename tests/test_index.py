@@ -233,6 +233,69 @@ def test_chroma_failures_are_one_line_run_errors(
         index.add(["f"], VECTORS[:1])
 
 
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (
+            OSError(30, "Read-only file system"),
+            "cannot be written (read-only or not permitted: [Errno 30] Read-only file system); "
+            'give a writable cache folder with --rg-cache-dir, or use index = "exact"',
+        ),
+        (
+            RuntimeError("attempt to write a readonly database"),
+            "cannot be written (read-only or not permitted: attempt to write a readonly "
+            'database); give a writable cache folder with --rg-cache-dir, or use index = "exact"',
+        ),
+        (
+            OSError(28, "No space left on device"),
+            "could not be written: no space left on the device ([Errno 28] No space left on "
+            "device); free space there, or give a cache folder on another disk with "
+            "--rg-cache-dir",
+        ),
+    ],
+    ids=["erofs", "sqlite-readonly", "enospc"],
+)
+def test_a_store_that_cannot_be_written_says_why_and_never_delete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: Exception, said: str
+) -> None:
+    # As root chmod does not stop writes: the client raises what a read-only mount or a full
+    # disk makes it raise.
+    import chromadb
+
+    from retrieval_gate.index.chroma import ChromaStorageError
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr(chromadb, "PersistentClient", refuse)
+    with pytest.raises(ChromaStorageError) as info:
+        make_index("chroma", cache_dir=tmp_path, key="k", entry="system.s")
+    assert info.value.format() == f"[system.s]: chroma store at {tmp_path / 'chroma'} {said}"
+    assert "delete" not in info.value.format()
+
+
+def test_a_disk_filling_up_while_adding_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retrieval_gate.index.chroma import ChromaError, ChromaIndex
+
+    index = make_index("chroma", cache_dir=tmp_path, key="full")
+    assert isinstance(index, ChromaIndex)
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(index._collection, "add", full)
+    with pytest.raises(ChromaError) as info:
+        index.add(IDS, VECTORS)
+    assert info.value.problem == "full"
+    assert info.value.format() == (
+        f"chroma store at {tmp_path / 'chroma'} could not be written: no space left on the "
+        "device ([Errno 28] No space left on device); free space there, or give a cache folder "
+        "on another disk with --rg-cache-dir"
+    )
+
+
 def test_collection_names_follow_chroma_rules() -> None:
     from retrieval_gate.index.chroma import collection_name
 

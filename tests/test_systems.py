@@ -51,7 +51,7 @@ def config_error(spec: Mapping[str, Any]) -> str:
 def test_unknown_key_lists_the_kinds_own_keys() -> None:
     assert config_error({"retriever": "m:f", "model": "x"}) == (
         "/project/pyproject.toml [system.s]: unknown key 'model'; "
-        "known: corpus, depth, description, retriever, stages"
+        "known: corpus, depth, description, retriever, stages, timeout"
     )
     assert config_error({"run": "r.trec", "index": "exact"}) == (
         "/project/pyproject.toml [system.s]: unknown key 'index'; "
@@ -62,8 +62,8 @@ def test_unknown_key_lists_the_kinds_own_keys() -> None:
 def test_backend_keys_are_known_only_with_their_backend() -> None:
     embedding = (
         "aggregation, batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, "
-        "description, document_prompt, embedder, fields, index, model, multi_vector, normalize, "
-        "query_prompt, stages, weights"
+        "description, device, document_prompt, embedder, fields, index, model, multi_vector, "
+        "normalize, query_prompt, stages, timeout, weights"
     )
     # pca_dims belongs to model2vec, host to chroma-server.
     assert config_error({"embedder": "sentence-transformers", "model": "m", "pca_dims": 64}) == (
@@ -72,8 +72,8 @@ def test_backend_keys_are_known_only_with_their_backend() -> None:
     assert config_error({"embedder": "model2vec", "model": "m", "host": "h"}) == (
         "/project/pyproject.toml [system.s]: unknown key 'host'; known: aggregation, "
         "batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, description, "
-        "distill_from, document_prompt, embedder, fields, index, model, multi_vector, "
-        "normalize, pca_dims, query_prompt, stages, weights"
+        "device, distill_from, document_prompt, embedder, fields, index, model, multi_vector, "
+        "normalize, pca_dims, query_prompt, stages, timeout, weights"
     )
     parsed = settings(
         {
@@ -137,6 +137,26 @@ def test_invalid_values_and_kind_selection() -> None:
     assert config_error({"retriever": "search"}) == (
         where + "'retriever' must be 'module:function', got 'search'"
     )
+
+
+def test_a_system_name_rg_system_would_refuse_is_refused_at_settings_load() -> None:
+    with pytest.raises(ConfigError) as info:
+        settings({"my search": {"retriever": "m:f"}})
+    assert str(info.value) == (
+        "/project/pyproject.toml [system.my search]: invalid system name 'my search': use "
+        "letters, digits, '-', '_' or '.' (the names --rg-system accepts)"
+    )
+    assert set(settings({"bm25-v1.2_x": {"retriever": "m:f"}}).systems) == {"bm25-v1.2_x"}
+
+
+def test_a_key_given_twice_in_the_settings_yaml_is_refused(tmp_path: Path) -> None:
+    from retrieval_gate.config import load_settings
+
+    path = tmp_path / "retrieval-gate.yaml"
+    path.write_text("system:\n  s:\n    retriever: m:f\n    depth: 10\n    depth: 5\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(tmp_path)
+    assert str(info.value) == f"{path}: key 'depth' is given twice at line 5; keep one"
 
 
 def test_identities_are_those_of_0_1() -> None:
@@ -507,4 +527,217 @@ def test_option_reference_in_the_docs_is_current() -> None:
     start, end = docs.index(BEGIN), docs.index(END) + len(END)
     assert docs[start:end] + "\n" == option_reference(), (
         "docs/configuration.md is stale: paste `python -m retrieval_gate.systems.reference`"
+    )
+
+
+# -- retriever ids against the corpus -------------------------------------------------------------
+
+
+def _corpus(tmp_path: Path, *ids: str) -> Any:
+    from retrieval_gate.corpus import load_corpus
+
+    for doc in ids:
+        (tmp_path / "c" / doc).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "c" / doc).write_text(f"text of {doc}")
+    return load_corpus(tmp_path / "c")
+
+
+def test_ids_ending_with_one_corpus_id_as_a_path_are_mapped_once(tmp_path: Path) -> None:
+    from retrieval_gate.systems.retriever import check_ids
+
+    corpus = _corpus(tmp_path, "sql/x.sql", "sql/y.sql", "b/c.sql", "c.sql")
+    checked = check_ids(
+        [
+            {"/repo/sql/x.sql": 2.0, "sql/y.sql": 1.0, "other.md": 0.5},
+            # Both b/c.sql and c.sql end a/b/c.sql: ambiguous, kept as it is.
+            {"/repo/sql/x.sql": 1.0, "/srv/sql/x.sql": 3.0, "a/b/c.sql": 0.1},
+        ],
+        corpus,
+        source="retriever app:search",
+        where=Path("s.retrieval.yaml"),
+    )
+    # Two returned ids reach sql/x.sql in the second query: it keeps the best score, 3.0.
+    assert checked.hits == [
+        {"sql/x.sql": 2.0, "sql/y.sql": 1.0, "other.md": 0.5},
+        {"sql/x.sql": 3.0, "a/b/c.sql": 0.1},
+    ]
+    assert checked.notes == (
+        "mapped 2 ids by path suffix onto corpus ids, e.g. /repo/sql/x.sql -> sql/x.sql",
+        "2 returned ids are not in the corpus and count as non-relevant, "
+        "e.g. 'other.md', 'a/b/c.sql'",
+    )
+
+
+def test_ids_none_of_which_is_in_the_corpus_are_a_run_error_with_a_hint(tmp_path: Path) -> None:
+    from retrieval_gate.systems.retriever import check_ids
+
+    corpus = _corpus(tmp_path, "a.txt", "b.txt", "c.txt", "d.txt")
+    with pytest.raises(RunError) as info:
+        check_ids(
+            [{"a": 1.0, "b": 0.5}, {"c": 1.0, "d": 0.9}],
+            corpus,
+            source="retriever app:search",
+            where=Path("s.retrieval.yaml"),
+        )
+    assert str(info.value) == (
+        "s.retrieval.yaml: none of the 4 document ids retriever app:search returned is in the "
+        f"corpus {tmp_path / 'c'} (4 documents), e.g. 'a', 'b', 'c', ...; the corpus has 'a.txt' "
+        "for 'a': return the corpus ids, file extension included"
+    )
+    # Nothing returned at all is not an id mismatch.
+    assert check_ids([{}], corpus, source="r", where=Path("s")).notes == ()
+
+
+# -- device ---------------------------------------------------------------------------------------
+
+
+def test_device_is_a_setting_passed_to_the_library_and_not_in_the_identity(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import torch
+
+    from retrieval_gate.embed import EmbedderSpec
+    from retrieval_gate.embed.sentence_transformers import _construct
+
+    base = {"embedder": "sentence-transformers", "model": "m"}
+    plain = settings({"s": base}).system("s")
+    on_gpu = settings({"s": {**base, "device": "cuda:1"}}).system("s")
+    assert plain.option("device") == "cpu"
+    assert on_gpu.option("device") == "cuda:1"
+    # The same vectors (up to float noise) on any device: baselines compare across machines.
+    assert on_gpu.identity == plain.identity
+    for bad in ("gpu", "cuda:", "cuda:x", 1):
+        assert config_error({**base, "device": bad}) == (
+            f"/project/pyproject.toml [system.s]: invalid 'device': {bad!r}"
+        )
+
+    seen: list[Any] = []
+
+    class FakeLibrary:
+        @staticmethod
+        def SentenceTransformer(where: str, *, device: str, local_files_only: bool) -> str:
+            seen.append(device)
+            return where
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    _construct(
+        FakeLibrary, "m", EmbedderSpec("sentence-transformers", "m", device="auto"), local_only=True
+    )
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    _construct(
+        FakeLibrary, "m", EmbedderSpec("sentence-transformers", "m", device="auto"), local_only=True
+    )
+    _construct(
+        FakeLibrary, "m", EmbedderSpec("sentence-transformers", "m", device="mps"), local_only=True
+    )
+    assert seen == ["cuda", "cpu", "mps"]
+
+
+# -- a read-only chroma store ---------------------------------------------------------------------
+
+
+class TwoWordEmbedder:
+    """Test-only embedder: [1, 0] for a text that mentions "a.txt" (or is "a"), else [0, 1]."""
+
+    identity = "test-two-words"
+    dim = 2
+
+    def _rows(self, texts: Any) -> np.ndarray:
+        return np.array(
+            [[1.0, 0.0] if "a.txt" in t or t == "a" else [0.0, 1.0] for t in texts],
+            dtype=np.float32,
+        )
+
+    def encode_documents(self, texts: Any, *, progress: bool = False) -> np.ndarray:
+        return self._rows(texts)
+
+    def encode_queries(self, texts: Any) -> np.ndarray:
+        return self._rows(texts)
+
+
+def test_a_read_only_chroma_store_falls_back_to_exact_search_with_a_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    import chromadb
+
+    from retrieval_gate.embed import EmbedderSpec
+    from retrieval_gate.systems.embedding import EmbeddingIndex
+
+    def read_only(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(chromadb, "PersistentClient", read_only)
+    corpus = _corpus(tmp_path, "a.txt", "b.txt")
+    found = settings({"s": {"embedder": "model2vec", "model": "m"}})
+    spec = EmbedderSpec(kind="model2vec", model="m", pca_dims=256)
+    options = RunOptions(cache_dir=tmp_path / "cache", embedders={spec: TwoWordEmbedder()})
+    index = EmbeddingIndex(found.system("s"), found, options, corpus)
+    try:
+        # Cosine against [1, 0]: a.txt 1.0, b.txt 0.0.
+        assert index.search("a", 2) == [("a.txt", 1.0), ("b.txt", 0.0)]
+        assert index.stats["notes"] == [
+            f"chroma store at {tmp_path / 'cache' / 'chroma'} cannot be written (read-only or "
+            "not permitted: [Errno 30] Read-only file system); give a writable cache folder "
+            'with --rg-cache-dir, or use index = "exact"; searched with the exact index instead'
+        ]
+    finally:
+        index.close()
+
+
+def test_an_embedding_cache_that_cannot_be_written_costs_a_warning_not_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from retrieval_gate.cache import CacheWarning, EmbeddingCache
+    from retrieval_gate.embed import EmbedderSpec
+    from retrieval_gate.systems.embedding import EmbeddingIndex
+
+    def full(self: EmbeddingCache, digests: Any, vectors: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(EmbeddingCache, "store", full)
+    corpus = _corpus(tmp_path, "a.txt", "b.txt")
+    found = settings({"s": {"embedder": "model2vec", "model": "m", "index": "exact"}})
+    spec = EmbedderSpec(kind="model2vec", model="m", pca_dims=256)
+    options = RunOptions(cache_dir=tmp_path / "cache", embedders={spec: TwoWordEmbedder()})
+    with pytest.warns(CacheWarning, match=r"could not store 2 vectors \(no space left on the "):
+        index = EmbeddingIndex(found.system("s"), found, options, corpus)
+    assert index.search("a", 1) == [("a.txt", 1.0)]
+
+
+def test_an_embedding_query_that_never_returns_is_one_line_after_its_timeout(
+    tmp_path: Path,
+) -> None:
+    import threading
+
+    from retrieval_gate.embed import EmbedderSpec
+    from retrieval_gate.systems import OpenContext, open_configured
+
+    release = threading.Event()
+
+    class Stuck(TwoWordEmbedder):
+        def encode_queries(self, texts: Any) -> np.ndarray:
+            release.wait(60)  # a server that stopped answering
+            return self._rows(texts)
+
+    corpus = _corpus(tmp_path, "a.txt", "b.txt")
+    found = settings(
+        {"s": {"embedder": "model2vec", "model": "m", "index": "exact", "timeout": 0.2}}
+    )
+    spec = EmbedderSpec(kind="model2vec", model="m", pca_dims=256)
+    options = RunOptions(cache_dir=tmp_path / "cache", embedders={spec: Stuck()})
+    opened = open_configured(found.system("s"), OpenContext(found, options, corpus))
+    try:
+        with pytest.raises(RunError) as info:
+            opened.retrieve([("q7", "a")], 2, where=Path("s.retrieval.yaml"))
+    finally:
+        release.set()
+        opened.close()
+    assert str(info.value) == (
+        "s.retrieval.yaml [query q7]: system s did not return within 0.2 s for query q7 "
+        "(its 'timeout' setting)"
     )

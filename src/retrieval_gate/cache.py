@@ -72,16 +72,23 @@ class EmbeddingCache:
     float32 ``[n_found, dim]``, in the order their digests appear in `digests`, and the positions
     in `digests` that are not cached. The found rows belong to the positions *not* listed in
     `missing_positions`, in increasing order. With nothing found the array is ``[0, dim]``
-    (``[0, 0]`` while the cache is empty).
+    (``[0, 0]`` while the cache is empty and ``dim`` was not given).
+
+    ``dim``, the embedder's vector size, makes any shard of another size damaged: it is
+    deleted with a `CacheWarning` and its entries are re-embedded. Without it the first shard
+    read sets the size.
     """
 
-    def __init__(self, root: Path, identity: str) -> None:
+    def __init__(self, root: Path, identity: str, dim: int | None = None) -> None:
         self.identity = identity
         self.directory = Path(root) / hashlib.sha256(identity.encode()).hexdigest()[:16]
         self.directory.mkdir(parents=True, exist_ok=True)
         self._loaded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._index: dict[str, tuple[str, int]] | None = None
-        self._dim: int | None = None
+        # The embedder's dimension when the caller knows it: a shard of any other width is
+        # damaged (re-embedded), not a numpy shape error in the caller. Else the first shard's.
+        self._dim: int | None = dim
+        self._dim_from = "the embedder gives" if dim is not None else "the cache holds"
         self._write_identity()
 
     def __repr__(self) -> str:
@@ -172,7 +179,7 @@ class EmbeddingCache:
                     self._dim = int(vectors.shape[1])
                 if vectors.shape[0] and vectors.shape[1] != self._dim:
                     self._drop_damaged(
-                        path, f"dimension {vectors.shape[1]}, the cache holds {self._dim}"
+                        path, f"dimension {vectors.shape[1]}, {self._dim_from} {self._dim}"
                     )
                     continue
                 self._loaded[path.name] = (digests, vectors)
@@ -248,7 +255,7 @@ class EmbeddingCache:
                 self._drop_damaged(path, str(exc))
                 continue
             if vectors.shape[0] and dim is not None and vectors.shape[1] != dim:
-                self._drop_damaged(path, f"dimension {vectors.shape[1]}, the cache holds {dim}")
+                self._drop_damaged(path, f"dimension {vectors.shape[1]}, {self._dim_from} {dim}")
                 continue
             if dim is None and vectors.shape[0]:
                 dim = int(vectors.shape[1])

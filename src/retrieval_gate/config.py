@@ -197,8 +197,14 @@ def find_settings_file(root: Path) -> tuple[Path, Mapping[str, Any]] | None:
 def _read_yaml(path: Path) -> Mapping[str, Any]:
     import yaml
 
+    from retrieval_gate.structured import DuplicateKeyError, load_yaml
+
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        # A key given twice would silently win (a 0.99 floor read as 0.1): refused.
+        data = load_yaml(path.read_text(encoding="utf-8"))
+    except DuplicateKeyError as exc:
+        where = "" if exc.line is None else f" at line {exc.line}"
+        raise ConfigError(f"key {exc.key!r} is given twice{where}; keep one", path=path) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = "" if mark is None else f" at line {mark.line + 1}"
@@ -332,6 +338,11 @@ def _path(table: Mapping[str, Any], key: str, source: Path, base: Path) -> Path 
     return base / value
 
 
+def valid_system_name(name: str) -> bool:
+    """Whether ``name`` is one ``--rg-system`` accepts: letters, digits, '-', '_' and '.'."""
+    return bool(name) and name.replace("-", "").replace("_", "").replace(".", "").isalnum()
+
+
 def parse_system(name: str, spec: Any, source: Path, base: Path) -> SystemConfig:
     """Parse ``[tool.retrieval_gate.system.NAME]``: its kind, the kind's options, its stages.
 
@@ -342,6 +353,13 @@ def parse_system(name: str, spec: Any, source: Path, base: Path) -> SystemConfig
     from retrieval_gate.systems import kinds
 
     where = Where(source=source, entry=f"system.{name}", base=base)
+    if not valid_system_name(name):
+        raise ConfigError(
+            f"invalid system name {name!r}: use letters, digits, '-', '_' or '.' "
+            "(the names --rg-system accepts)",
+            path=source,
+            entry=where.entry,
+        )
     if not isinstance(spec, Mapping):
         raise ConfigError("a system must be a table", path=source, entry=where.entry)
     registry = kinds()

@@ -18,7 +18,8 @@ import html
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+import stat
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -93,11 +94,16 @@ class Document:
 
 @dataclass(frozen=True)
 class Corpus:
-    """The documents of one source, in source order, with O(1) lookup by id."""
+    """The documents of one source, in source order, with O(1) lookup by id.
+
+    ``notes`` are one-line remarks about the loading a report may show (special files skipped,
+    the gate's own outputs left out); they are not part of the digest.
+    """
 
     source: Path
     documents: tuple[Document, ...]
     _by_id: dict[str, Document] = field(init=False, repr=False, compare=False, hash=False)
+    notes: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         by_id: dict[str, Document] = {}
@@ -196,18 +202,78 @@ def _peek(path: Path) -> str:
     return data.decode("utf-8", errors="ignore")
 
 
-def _walk_files(root: Path) -> list[Path]:
-    """Regular files below ``root``, hidden files and folders skipped, in sorted order."""
-    found: list[Path] = []
+_SPECIAL = (
+    (stat.S_ISFIFO, "named pipe"),
+    (stat.S_ISSOCK, "socket"),
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+)
+
+
+def _special_kind(path: Path) -> str | None:
+    """What ``path`` is when it is a FIFO, socket or device (reading one blocks or never ends)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    return next((name for test, name in _SPECIAL if test(mode)), None)
+
+
+@dataclass
+class _Walk:
+    """Files found below a folder, and what was left out and why (for the corpus' notes)."""
+
+    files: list[Path] = field(default_factory=list)
+    special: list[str] = field(default_factory=list)
+    excluded: list[str] = field(default_factory=list)
+
+    def notes(self) -> tuple[str, ...]:
+        notes = []
+        if self.special:
+            shown = ", ".join(self.special[:3]) + (", ..." if len(self.special) > 3 else "")
+            notes.append(
+                f"skipped {len(self.special)} special files (pipes, sockets, devices): {shown}"
+            )
+        if self.excluded:
+            shown = ", ".join(self.excluded[:3]) + (", ..." if len(self.excluded) > 3 else "")
+            notes.append(f"left out {len(self.excluded)} of the gate's own outputs: {shown}")
+        return tuple(notes)
+
+
+def _walk_files(root: Path, exclude: Collection[Path] = ()) -> _Walk:
+    """Regular files below ``root``, hidden files and folders skipped, in sorted order.
+
+    Paths in ``exclude`` (files, or folders with everything below them) are left out; FIFOs,
+    sockets and devices are skipped without being opened (opening a FIFO blocks until a writer
+    comes). Both are listed in the result, relative to ``root``.
+    """
+    walk = _Walk()
+    excluded = {Path(os.path.abspath(p)) for p in exclude}
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        here = Path(os.path.abspath(dirpath))
+        kept = []
+        for d in sorted(dirnames):
+            if d.startswith("."):
+                continue
+            if excluded and here / d in excluded:
+                walk.excluded.append((Path(dirpath, d).relative_to(root)).as_posix() + "/")
+                continue
+            kept.append(d)
+        dirnames[:] = kept
         for name in filenames:
             if name.startswith("."):
                 continue
             file = Path(dirpath, name)
-            if file.is_file():
-                found.append(file)
-    return sorted(found, key=lambda p: p.relative_to(root).as_posix())
+            if excluded and here / name in excluded:
+                walk.excluded.append(file.relative_to(root).as_posix())
+            elif file.is_file():
+                walk.files.append(file)
+            elif (kind := _special_kind(file)) is not None:
+                walk.special.append(f"{file.relative_to(root).as_posix()} ({kind})")
+    walk.files.sort(key=lambda p: p.relative_to(root).as_posix())
+    walk.special.sort()
+    walk.excluded.sort()
+    return walk
 
 
 def _line_of(text: str, offset: int) -> int:
@@ -224,17 +290,28 @@ def _plain_suffix(path: Path) -> str:
 # --------------------------------------------------------------------------- load_corpus
 
 
-def load_corpus(path: str | Path, *, format: str | None = None) -> Corpus:
+def load_corpus(
+    path: str | Path, *, format: str | None = None, exclude: Collection[Path] = ()
+) -> Corpus:
     """Load a corpus from a folder, a JSONL file, a BEIR folder or a TREC file/folder.
 
     ``format=None`` detects: a folder holding ``corpus.jsonl`` is BEIR, any other folder is a
     folder of text files; ``*.jsonl`` / ``*.json`` is JSONL; a file whose first non-blank text is
     ``<DOC>`` is TREC (and one starting with ``{`` is JSONL). Raises :class:`CorpusError` for a
-    missing path, an unreadable or malformed file, duplicate ids and an empty corpus.
+    missing path, an unreadable or malformed file, duplicate ids and an empty corpus, and for a
+    corpus path that is a FIFO, socket or device.
+
+    In a folder, the paths in ``exclude`` (the gate's own outputs: report, JSON, baseline, cache
+    folder) are never read, and FIFOs, sockets and devices are skipped; the corpus' ``notes``
+    say what was left out.
     """
     source = Path(path)
     if not source.exists():
         raise CorpusError("corpus not found", path=source)
+    special = _special_kind(source)
+    if special is not None:
+        raise CorpusError(f"is a {special}, not a file or folder", path=source)
+    notes: tuple[str, ...] = ()
     if format is None:
         format = _detect_format(source)
     elif format not in FORMATS:
@@ -245,7 +322,7 @@ def load_corpus(path: str | Path, *, format: str | None = None) -> Corpus:
     if format == "folder":
         if not source.is_dir():
             raise CorpusError("format 'folder' needs a directory", path=source)
-        documents = _load_folder(source)
+        documents, notes = _load_folder(source, exclude)
     elif format == "jsonl":
         _require_file(source)
         documents = _load_jsonl(source)
@@ -256,11 +333,11 @@ def load_corpus(path: str | Path, *, format: str | None = None) -> Corpus:
                 raise CorpusError("BEIR folder has no corpus.jsonl", path=source.parent)
         documents = _load_jsonl(source)
     else:
-        documents = _load_trec(source)
+        documents, notes = _load_trec(source, exclude)
 
     if not documents:
         raise CorpusError("corpus is empty: no documents found", path=source)
-    return Corpus(source=source, documents=tuple(documents))
+    return Corpus(source=source, documents=tuple(documents), notes=notes)
 
 
 def _detect_format(source: Path) -> str:
@@ -280,13 +357,14 @@ def _detect_format(source: Path) -> str:
     )
 
 
-def _load_folder(root: Path) -> list[Document]:
+def _load_folder(root: Path, exclude: Collection[Path]) -> tuple[list[Document], tuple[str, ...]]:
     documents = []
-    for file in _walk_files(root):
+    walk = _walk_files(root, exclude)
+    for file in walk.files:
         documents.append(Document(id=file.relative_to(root).as_posix(), text=_read_text(file)))
     if not documents:
         raise CorpusError("folder has no files (hidden files and folders are skipped)", path=root)
-    return documents
+    return documents, walk.notes()
 
 
 def _load_jsonl(path: Path) -> list[Document]:
@@ -389,9 +467,11 @@ _DOCHDR_RE = re.compile(r"<DOCHDR>.*?</DOCHDR>", re.DOTALL | re.IGNORECASE)
 _TAG_RE = re.compile(r"</?[A-Za-z][^<>]*>")
 
 
-def _load_trec(source: Path) -> list[Document]:
+def _load_trec(source: Path, exclude: Collection[Path]) -> tuple[list[Document], tuple[str, ...]]:
+    notes: tuple[str, ...] = ()
     if source.is_dir():
-        files = _walk_files(source)
+        walk = _walk_files(source, exclude)
+        files, notes = walk.files, walk.notes()
         if not files:
             raise CorpusError("folder has no TREC files (hidden files are skipped)", path=source)
     else:
@@ -413,7 +493,7 @@ def _load_trec(source: Path) -> list[Document]:
                 )
             seen[doc.id] = file
             documents.append(doc)
-    return documents
+    return documents, notes
 
 
 def _parse_trec_file(path: Path) -> Iterator[tuple[Document, int, str]]:

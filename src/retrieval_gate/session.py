@@ -200,7 +200,17 @@ class GateSession:
             try:
                 # The suite's own corpus may name its format (a folder of TREC files).
                 own = suite.corpus is not None and path == suite.corpus.resolve()
-                cached = load_corpus(path, format=suite.corpus_format if own else None)
+                cached = load_corpus(
+                    path,
+                    format=suite.corpus_format if own else None,
+                    # The gate's own files never become documents, whatever the paths.
+                    exclude=(
+                        self.outputs.report,
+                        self.outputs.json,
+                        self.outputs.baseline,
+                        self.outputs.cache_dir,
+                    ),
+                )
             except RetrievalGateError as exc:
                 cached = exc
             self._corpora[path] = cached

@@ -41,8 +41,10 @@ __all__ = [
     "import_optional",
     "load_embedder",
     "make_identity",
+    "probe_hub",
     "register_embedder",
     "resolve_model_ref",
+    "torch_device",
 ]
 
 IDENTITY_VERSION = "retrieval-gate-embedder/1"
@@ -164,12 +166,79 @@ def resolve_model_ref(ref: str, *, entry: str | None = None) -> ResolvedModel:
     return ResolvedModel(ref=ref, name=ref, path=None)
 
 
+def torch_device(device: str) -> str:
+    """The torch device for a ``device`` setting: ``auto`` is CUDA when torch sees a GPU, else
+    Apple's MPS when available, else the CPU; anything else as given. Imports torch only for
+    ``auto``."""
+    if device != "auto":
+        return device
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
 def hub_offline() -> bool:
     """True when the user asked the Hugging Face libraries never to touch the network."""
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
         if os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on"):
             return True
     return False
+
+
+#: Seconds one look-up on the hub may take before the hub counts as unreachable.
+HUB_PROBE_TIMEOUT_S = 10.0
+
+
+def probe_hub(repo_ids: Sequence[str], *, what: str, entry: str | None = None) -> list[str]:
+    """The hub ids among ``repo_ids`` that exist on the Hugging Face hub, asked once each.
+
+    Called before a download, when the model is neither local nor in the cache: the libraries'
+    own download retries for minutes when a name does not exist or the network is down. One
+    metadata request each, with a short timeout (``HUB_PROBE_TIMEOUT_S``), decides instead: none
+    exists is a ``ConfigError`` "not found locally nor on the hub"; the hub not answering is a
+    ``ConfigError`` "not found locally and the hub could not be reached". A gated or private
+    repository counts as existing (the download then says what access it needs). Without
+    huggingface_hub installed every id is returned unchecked.
+    """
+    try:
+        from huggingface_hub import HfApi
+        from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+    except ImportError:
+        return list(repo_ids)
+    api = HfApi()
+    found: list[str] = []
+    unreachable: str | None = None
+    for repo_id in repo_ids:
+        try:
+            api.model_info(repo_id, timeout=HUB_PROBE_TIMEOUT_S)
+        except GatedRepoError:
+            found.append(repo_id)
+        except RepositoryNotFoundError:
+            continue
+        except Exception as exc:  # network, DNS, proxy, HTTP 5xx: the hub did not answer
+            unreachable = unreachable or (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        else:
+            found.append(repo_id)
+    if found:
+        return found
+    names = " or ".join(f"'{r}'" for r in repo_ids)
+    if unreachable is not None:
+        raise ConfigError(
+            f"{what}: not found locally (no such folder, installed package or Hugging Face cache "
+            f"entry) and the hub could not be reached to look for {names} ({unreachable}); give "
+            "a local path or an installed model package, or check the network",
+            entry=entry,
+        )
+    raise ConfigError(
+        f"{what}: no such folder, installed package or Hugging Face hub model ({names}); "
+        "check the name",
+        entry=entry,
+    )
 
 
 def cached_hub_folder(repo_ids: Sequence[str]) -> Path | None:

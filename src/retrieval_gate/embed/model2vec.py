@@ -27,7 +27,9 @@ from retrieval_gate.embed import (
     hub_offline,
     import_optional,
     make_identity,
+    probe_hub,
     resolve_model_ref,
+    torch_device,
 )
 from retrieval_gate.embed.sentence_transformers import hub_candidates, source_identity
 from retrieval_gate.errors import ConfigError, RunError
@@ -132,6 +134,7 @@ def _load_plain(
             "HF_HUB_OFFLINE is set; give a local path or an installed model package",
             entry=entry,
         )
+    probe_hub([resolved.ref], what=f"model '{resolved.ref}' could not be loaded", entry=entry)
     model = _load_static(static_model, resolved.ref, resolved.ref, entry)
     return model, resolved, cached_hub_folder([resolved.ref])
 
@@ -158,7 +161,9 @@ def _distill(
     error: BaseException | None = None
     for source in sources:
         try:
-            return distill(model_name=source, pca_dims=spec.pca_dims, device=spec.device)
+            return distill(
+                model_name=source, pca_dims=spec.pca_dims, device=torch_device(spec.device)
+            )
         except Exception as exc:
             error = exc
     reason = _first_line(error) if error is not None else "nothing to distil from"
@@ -212,7 +217,7 @@ def _distilled_folder(
                 "HF_HUB_OFFLINE is set; give a local path or an installed model package",
                 entry=entry,
             )
-        sources = candidates
+        sources = probe_hub(candidates, what=f"cannot distil from '{src.ref}'", entry=entry)
 
     distill_module = import_optional(
         "model2vec.distill", package="model2vec[distill]", extra="model2vec"

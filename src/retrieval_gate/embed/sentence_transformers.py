@@ -18,7 +18,9 @@ from retrieval_gate.embed import (
     hub_offline,
     import_optional,
     make_identity,
+    probe_hub,
     resolve_model_ref,
+    torch_device,
 )
 from retrieval_gate.errors import ConfigError, RunError
 
@@ -40,7 +42,8 @@ def hub_candidates(ref: str) -> list[str]:
 
 
 def _construct(st: Any, where: str, spec: EmbedderSpec, *, local_only: bool) -> Any:
-    return st.SentenceTransformer(where, device=spec.device, local_files_only=local_only)
+    device = torch_device(spec.device)
+    return st.SentenceTransformer(where, device=device, local_files_only=local_only)
 
 
 def _load_model(
@@ -66,7 +69,10 @@ def _load_model(
                 "HF_HUB_OFFLINE is set; give a local path or an installed model package",
                 entry=entry,
             )
-        model = _construct(st, resolved.ref, spec, local_only=False)
+        ref = probe_hub(
+            candidates, what=f"model '{resolved.ref}' could not be loaded", entry=entry
+        )[0]
+        model = _construct(st, ref, spec, local_only=False)
     except ConfigError:
         raise
     except Exception as exc:

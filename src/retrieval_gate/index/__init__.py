@@ -170,7 +170,10 @@ def make_index(
         return backend.open(Path(cache_dir), key, values)
     except ConfigError as exc:
         if exc.entry is None and entry is not None:
-            raise ConfigError(exc.message, path=exc.path, entry=entry) from exc
+            # Named in place: the subclass (a read-only store's, which a caller may handle)
+            # and its attributes stay.
+            exc.entry = entry
+            exc.args = (exc.format(),)
         raise
 
 

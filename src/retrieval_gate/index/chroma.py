@@ -8,6 +8,7 @@ a warm run finds the collection it built last time and adds nothing.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import re
 from collections.abc import Iterator, Sequence
@@ -31,7 +32,67 @@ LOCK_FILE = ".retrieval-gate.lock"
 
 
 class ChromaError(RunError, ValueError):
-    """chroma failed to store or search vectors: a one-line run error (also a ValueError)."""
+    """chroma failed to store or search vectors: a one-line run error (also a ValueError).
+
+    ``problem`` is ``"read-only"`` or ``"full"`` when the store's folder could not be written.
+    """
+
+    problem: str | None = None
+
+
+class ChromaStorageError(ConfigError):
+    """The store's folder cannot be written: ``problem`` is ``"read-only"`` or ``"full"``.
+
+    Said as such, never as "delete the folder": deleting a good store frees nothing and
+    destroys it. A read-only store lets the caller fall back to exact search.
+    """
+
+    def __init__(self, message: str, *, problem: str) -> None:
+        super().__init__(message)
+        self.problem = problem
+
+
+_READ_ONLY_ERRNOS = {errno.EROFS, errno.EACCES, errno.EPERM}
+_FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
+# What sqlite and chroma's own backend say when they cannot write (no errno reaches us).
+_READ_ONLY_WORDS = ("read-only file system", "readonly database", "permission denied")
+_FULL_WORDS = ("no space left", "database or disk is full", "disk quota exceeded")
+
+
+def storage_problem(exc: BaseException) -> str | None:
+    """``"read-only"`` or ``"full"`` when ``exc`` (or an exception it was raised from) says the
+    store's folder cannot be written, else None."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno is not None:
+            if current.errno in _FULL_ERRNOS:
+                return "full"
+            if current.errno in _READ_ONLY_ERRNOS:
+                return "read-only"
+        text = str(current).lower()
+        if any(word in text for word in _FULL_WORDS):
+            return "full"
+        if any(word in text for word in _READ_ONLY_WORDS):
+            return "read-only"
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def storage_message(problem: str, path: str, exc: BaseException) -> str:
+    """What is wrong with a store that cannot be written, and what to do instead."""
+    if problem == "full":
+        return (
+            f"chroma store at {path} could not be written: no space left on the device "
+            f"({_first_line(exc)}); free space there, or give a cache folder on another disk "
+            "with --rg-cache-dir"
+        )
+    return (
+        f"chroma store at {path} cannot be written (read-only or not permitted: "
+        f"{_first_line(exc)}); give a writable cache folder with --rg-cache-dir, or use "
+        'index = "exact"'
+    )
 
 
 def _first_line(exc: BaseException) -> str:
@@ -120,6 +181,11 @@ class ChromaIndex:
                     embedding_function=None,
                 )
         except Exception as exc:
+            problem = storage_problem(exc)
+            if problem is not None:
+                raise ChromaStorageError(
+                    storage_message(problem, where, exc), problem=problem
+                ) from exc
             raise ConfigError(
                 f"chroma collection '{self.name}' at {where} could not be opened: "
                 f"{_first_line(exc)}"
@@ -133,6 +199,11 @@ class ChromaIndex:
         return self._count()
 
     def _failed(self, what: str, exc: BaseException) -> ChromaError:
+        problem = storage_problem(exc)
+        if problem is not None:
+            error = ChromaError(storage_message(problem, self.where, exc))
+            error.problem = problem
+            return error
         return ChromaError(
             f"chroma collection '{self.name}' at {self.where} {what}: {_first_line(exc)}"
         )
@@ -163,7 +234,11 @@ class ChromaIndex:
         array = check_vectors(vectors, rows=len(id_list))
         if not id_list:
             return
-        with _store_lock(self._lock_path):
+        with contextlib.ExitStack() as stack:
+            try:
+                stack.enter_context(_store_lock(self._lock_path))
+            except OSError as exc:  # the lock file cannot be opened: read-only or full folder
+                raise self._failed("could not be locked", exc) from exc
             present = self._present(id_list)
             new = [i for i, doc_id in enumerate(id_list) if doc_id not in present]
             for part in _chunks(len(new), self._batch):
@@ -216,6 +291,11 @@ def open_embedded(path: Path, key: str) -> ChromaIndex:
         with _store_lock(lock_path):
             client = chromadb.PersistentClient(path=str(path), settings=_settings())
     except Exception as exc:
+        problem = storage_problem(exc)
+        if problem is not None:
+            raise ChromaStorageError(
+                storage_message(problem, str(path), exc), problem=problem
+            ) from exc
         raise ConfigError(
             f"chroma store at {path} could not be opened: {_first_line(exc)}; "
             "delete that folder to rebuild it"

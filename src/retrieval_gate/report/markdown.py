@@ -182,10 +182,11 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
                 f"index recall@{stats['index_recall_k']} vs exact search {stats['index_recall']:.4f}"
             )
         parts += [str(note) for note in stats.get("suite_notes", ())]
+        parts += [str(note) for note in stats.get("notes", ())]
         if parts:
             stats_rows.append(f"- `{run.system}`: " + "; ".join(parts))
     if stats_rows:
-        yield "### Indexing"
+        yield "### Indexing and notes"
         yield ""
         yield from stats_rows
         yield ""

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from retrieval_gate.errors import ConfigError, RetrievalGateError
+from retrieval_gate.errors import ConfigError, RetrievalGateError, RunError
 from retrieval_gate.systems.base import OpenContext, Query, Retrieved, RunOptions, SystemKind
 from retrieval_gate.systems.fields import FIELD_OPTIONS, check_fields, field_identity
 from retrieval_gate.systems.options import (
@@ -29,6 +29,7 @@ from retrieval_gate.systems.options import (
     beside_settings,
     one_of,
 )
+from retrieval_gate.systems.retriever import TIMEOUT_OPTION, CallTimeout, call_bounded
 
 if TYPE_CHECKING:
     from retrieval_gate.config import Settings, SystemConfig
@@ -36,6 +37,15 @@ if TYPE_CHECKING:
     from retrieval_gate.embed import Embedder
     from retrieval_gate.suite import Suite
     from retrieval_gate.systems.fields import FieldLayout
+
+
+#: Devices the ``device`` setting names; ``cuda:N`` picks one GPU.
+DEVICES: tuple[str, ...] = ("cpu", "cuda", "mps", "auto")
+
+
+def _valid_device(value: Any) -> bool:
+    head, colon, number = value.partition(":")
+    return value in DEVICES or (head == "cuda" and bool(colon) and number.isdigit())
 
 
 OPTIONS: OptionTable = {
@@ -52,6 +62,14 @@ OPTIONS: OptionTable = {
     "document_prompt": Option(str, "", "text put before each document"),
     "normalize": Option(bool, True, "L2-normalise the vectors"),
     "batch_size": Option(int, 64, "texts per encoder call", check=at_least(1), rule=">= 1"),
+    "device": Option(
+        str,
+        "cpu",
+        "torch device for sentence-transformers and for distillation (not in the identity: "
+        "it does not change the vectors beyond float noise)",
+        check=_valid_device,
+        rule="cpu, cuda, cuda:N, mps, auto",
+    ),
     "chunk_size": Option(
         int,
         None,
@@ -66,6 +84,7 @@ OPTIONS: OptionTable = {
         str, "words", "what a chunk counts", check=one_of("words", "chars"), rule="words, chars"
     ),
     **FIELD_OPTIONS,  # fields, multi_vector, aggregation, weights: systems/fields.py
+    "timeout": TIMEOUT_OPTION,
 }
 
 
@@ -150,6 +169,29 @@ def require_corpus(
     return load_corpus(path)
 
 
+def _store_or_warn(cache: Any, digests: list[str], vectors: Any) -> None:
+    """Store fresh vectors; a cache folder that cannot be written costs re-embedding next
+    time, not this run (a ``CacheWarning`` says why and what to do)."""
+    import errno
+    import warnings
+
+    from retrieval_gate.cache import CacheWarning
+
+    try:
+        cache.store(digests, vectors)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            advice = "no space left on the device; free space, or give --rg-cache-dir elsewhere"
+        else:
+            advice = f"{exc.strerror or exc}; give a writable cache folder with --rg-cache-dir"
+        warnings.warn(
+            f"embedding cache {cache.directory} could not store {len(digests)} vectors "
+            f"({advice}); they will be embedded again next run",
+            CacheWarning,
+            stacklevel=2,
+        )
+
+
 class EmbeddingIndex:
     """A corpus embedded (through the cache) and indexed for one embedding system.
 
@@ -205,6 +247,7 @@ class EmbeddingIndex:
             batch_size=opt["batch_size"],
             distill_from=distill_from,
             pca_dims=opt.get("pca_dims", 256),
+            device=opt["device"],
         )
         try:
             # One model load per session and spec, however many suites use it.
@@ -228,7 +271,7 @@ class EmbeddingIndex:
         vectors = np.zeros((len(unit_texts), embedder.dim), dtype=np.float32)
         todo = list(range(len(unit_texts)))
         cache = (
-            EmbeddingCache(options.cache_dir / "embeddings", embedder.identity)
+            EmbeddingCache(options.cache_dir / "embeddings", embedder.identity, embedder.dim)
             if options.use_cache
             else None
         )
@@ -244,7 +287,7 @@ class EmbeddingIndex:
             )
             vectors[todo] = fresh
             if cache is not None:
-                cache.store([digests[i] for i in todo], fresh)
+                _store_or_warn(cache, [digests[i] for i in todo], fresh)
         self.vectors = vectors
 
         self.key = hashlib.sha256(
@@ -262,15 +305,27 @@ class EmbeddingIndex:
         # Without the cache an embedded index lives in a throwaway folder: nothing accumulates.
         self._scratch = None if options.use_cache else Path(tempfile.mkdtemp(prefix="rg-index-"))
         self.index_dir = self._scratch or options.cache_dir
+        self.notes: list[str] = list(corpus.notes)
+        self.index_kind: str = opt["index"]
         try:
-            self.index = make_index(
-                opt["index"],
-                cache_dir=self.index_dir,
-                key=self.key,
-                entry=f"system.{system.name}",
-                **index_options(system),
-            )
-            self.index.add(self.unit_ids, vectors)
+            try:
+                self.index = make_index(
+                    opt["index"],
+                    cache_dir=self.index_dir,
+                    key=self.key,
+                    entry=f"system.{system.name}",
+                    **index_options(system),
+                )
+                self.index.add(self.unit_ids, vectors)
+            except RetrievalGateError as exc:
+                # A warm cache on a read-only mount: the vectors are all here, exact search
+                # over them is the reference the approximate index is measured against.
+                if getattr(exc, "problem", None) != "read-only":
+                    raise
+                self.index = make_index("exact", cache_dir=self.index_dir, key=self.key)
+                self.index_kind = "exact"
+                self.index.add(self.unit_ids, vectors)
+                self.notes.append(f"{exc.message}; searched with the exact index instead")
         except BaseException:
             self.close()
             raise
@@ -282,6 +337,8 @@ class EmbeddingIndex:
             "embedder": embedder.identity,
             "dims": embedder.dim,
         }
+        if self.notes:
+            self.stats["notes"] = list(self.notes)
 
     def fetch_depth(self, depth: int) -> int:
         """Index hits to fetch so that ``depth`` documents come back after chunk mapping."""
@@ -351,12 +408,26 @@ class EmbeddingSystem:
         where: Path | None = None,
     ) -> list[Retrieved]:
         embedder = self.index.embedder
+        timeout = float(self.config.option("timeout"))
         out = []
         vectors = []
-        for _qid, text in queries:
+        for qid, text in queries:
             start = time.perf_counter()
-            vector = embedder.encode_queries([text])
-            hits = self.index.search_vector(vector, depth)
+
+            def one(text: str = text) -> tuple[Any, list[tuple[str, float]]]:
+                vector = embedder.encode_queries([text])
+                return vector, self.index.search_vector(vector, depth)
+
+            try:
+                # A chroma server that stops answering must not hang the session.
+                vector, hits = call_bounded(one, timeout)
+            except CallTimeout:
+                raise RunError(
+                    f"system {self.config.name} did not return within {timeout:g} s for query "
+                    f"{qid} (its 'timeout' setting)",
+                    path=where,
+                    entry=f"query {qid}",
+                ) from None
             out.append(Retrieved(dict(hits), (time.perf_counter() - start) * 1000.0))
             vectors.append(vector[0])
         if cutoff is not None and vectors:
@@ -373,9 +444,9 @@ class EmbeddingSystem:
 
         from retrieval_gate.index import INDEXES, index_recall, make_index
 
-        if not INDEXES[self.config.option("index")].approximate:
-            return
         index = self.index
+        if not INDEXES[index.index_kind].approximate:
+            return
         exact = make_index("exact", cache_dir=index.index_dir, key=index.key)
         exact.add(index.unit_ids, index.vectors)
         recall_k = min(cutoff, len(index.unit_ids))

@@ -2,14 +2,18 @@
 
 The function (or an object with a ``search`` method) returns the query's results in any of the
 shapes :func:`normalise_hits` accepts. Anything it raises is the user's error to see: a one-line
-:class:`~retrieval_gate.errors.RunError` naming the suite and query.
+:class:`~retrieval_gate.errors.RunError` naming the suite and query. So are a call that does not
+return within the system's ``timeout`` (seconds) and a call to ``sys.exit``; a
+``KeyboardInterrupt`` still stops the session.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +23,7 @@ from retrieval_gate.systems.options import Option, Where
 
 if TYPE_CHECKING:
     from retrieval_gate.config import Settings, SystemConfig
+    from retrieval_gate.corpus import Corpus
 
 Retriever = Callable[[str, int], Any]
 
@@ -38,13 +43,62 @@ def _check(options: Mapping[str, Any], where: Where) -> None:
         )
 
 
+DEFAULT_TIMEOUT_S = 60
+
+
+def _positive(value: Any) -> bool:
+    return bool(value > 0) and math.isfinite(value)
+
+
+#: The per-query time limit every kind that calls out per query takes (not part of the identity:
+#: it changes which runs finish, never the hits of one that does).
+TIMEOUT_OPTION = Option(
+    (int, float),
+    DEFAULT_TIMEOUT_S,
+    "seconds one query may take before the run stops with an error naming the query",
+    check=_positive,
+    rule="> 0",
+)
+
 OPTIONS = {
     "retriever": Option(
         str,
         None,
         "`module:function` called as `f(query, k)`; the settings folder is importable",
     ),
+    "timeout": TIMEOUT_OPTION,
 }
+
+
+class CallTimeout(Exception):
+    """A bounded call did not return in time (its thread is left running, as a daemon)."""
+
+
+def call_bounded(function: Callable[[], Any], timeout: float) -> Any:
+    """``function()``'s result, or :class:`CallTimeout` after ``timeout`` seconds.
+
+    The call runs in a daemon thread, so one that never returns cannot keep the process alive
+    (Python cannot stop a thread; the stuck one is abandoned). Whatever the call raises,
+    ``SystemExit`` and ``KeyboardInterrupt`` included, is raised here, in the caller's thread.
+    An interrupt (Ctrl-C) arrives in the main thread and ends the wait at once.
+    """
+    outcome: list[tuple[bool, Any]] = []
+
+    def target() -> None:
+        try:
+            outcome.append((True, function()))
+        except BaseException as exc:  # handed to the caller's thread, which decides
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=target, name="retrieval-gate-call", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not outcome:
+        raise CallTimeout
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
 
 
 def load_retriever(system: SystemConfig, settings: Settings) -> Retriever:
@@ -137,13 +191,29 @@ class RetrieverSystem:
     def __init__(self, config: SystemConfig, context: OpenContext) -> None:
         self.config = config
         self.ref: str = config.option("retriever")
+        self.timeout = float(config.option("timeout"))
         self._retrieve = load_retriever(config, context.settings)
         self._corpus = context.corpus
+        self._notes: tuple[str, ...] = ()
 
     def _call(self, qid: str, text: str, depth: int, where: Path | None) -> dict[str, float]:
         path = where if where is not None else Path(self.ref)
         try:
-            raw = self._retrieve(text, depth)
+            raw = call_bounded(lambda: self._retrieve(text, depth), self.timeout)
+        except CallTimeout:
+            raise RunError(
+                f"retriever {self.ref} did not return within {self.timeout:g} s for query {qid} "
+                f"(the 'timeout' setting of system.{self.config.name})",
+                path=path,
+                entry=f"query {qid}",
+            ) from None
+        except SystemExit as exc:
+            # Left alone it unwinds through pytest as a crash of every remaining item.
+            raise RunError(
+                f"retriever {self.ref} called sys.exit({exc.code!r})",
+                path=path,
+                entry=f"query {qid}",
+            ) from None
         except Exception as exc:  # the user's code: any exception is their error to see
             raise RunError(
                 f"retriever {self.ref} raised {type(exc).__name__}: {exc}",
@@ -165,14 +235,30 @@ class RetrieverSystem:
             start = time.perf_counter()
             hits = self._call(qid, text, depth, where)
             out.append(Retrieved(hits, (time.perf_counter() - start) * 1000.0))
-        return out
+        if self._corpus is None:
+            return out
+        checked = check_ids(
+            [result.hits for result in out],
+            self._corpus,
+            source=f"retriever {self.ref}",
+            where=where if where is not None else Path(self.ref),
+        )
+        self._notes = checked.notes
+        return [
+            Retrieved(hits, result.latency_ms)
+            for hits, result in zip(checked.hits, out, strict=True)
+        ]
 
     def identity(self) -> Mapping[str, Any]:
         return _identity(self.config.options)
 
     @property
     def stats(self) -> Mapping[str, Any]:
-        return {} if self._corpus is None else {"corpus_documents": len(self._corpus)}
+        if self._corpus is None:
+            return {}
+        found = [*self._corpus.notes, *self._notes]
+        notes = {"notes": found} if found else {}
+        return {"corpus_documents": len(self._corpus), **notes}
 
     @property
     def fingerprint_fields(self) -> Mapping[str, Any]:
@@ -184,6 +270,103 @@ class RetrieverSystem:
 
 def _identity(options: Mapping[str, Any]) -> dict[str, Any]:
     return {"retriever": options["retriever"]}
+
+
+@dataclass(frozen=True)
+class CheckedIds:
+    """Hits with ids mapped onto the corpus, and the one-line notes saying what was done."""
+
+    hits: list[dict[str, float]]
+    notes: tuple[str, ...]
+
+
+def _examples(items: Sequence[str], limit: int = 3) -> str:
+    shown = ", ".join(repr(item) for item in items[:limit])
+    return shown + (", ..." if len(items) > limit else "")
+
+
+def _suffix_match(doc: str, ids: frozenset[str]) -> str | None:
+    """The one corpus id that ``doc`` ends with as a path (``/repo/sql/x.sql`` -> ``sql/x.sql``),
+    or None when none or several do (``a/b/c.sql`` with both ``b/c.sql`` and ``c.sql``)."""
+    parts = doc.replace("\\", "/").split("/")
+    found = ["/".join(parts[i:]) for i in range(1, len(parts))]
+    matches = [candidate for candidate in found if candidate in ids]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _stem_hint(unknown: Sequence[str], corpus: Corpus) -> str:
+    # The first mistake of a team plugging in its own search: ids without their extension.
+    by_stem: dict[str, str] = {}
+    for doc in corpus.ids:
+        stem, dot, _ext = doc.rpartition(".")
+        if dot and stem and "/" not in _ext:
+            by_stem.setdefault(stem, doc)
+    for doc in unknown:
+        if doc in by_stem:
+            return (
+                f"; the corpus has {by_stem[doc]!r} for {doc!r}: return the corpus ids, "
+                "file extension included"
+            )
+    return ""
+
+
+def check_ids(
+    results: Sequence[Mapping[str, float]], corpus: Corpus, *, source: str, where: Path
+) -> CheckedIds:
+    """Map each returned id onto the corpus, or say that it is not there.
+
+    An id in the corpus is kept. One that is not, but ends with exactly one corpus id as a path
+    (``/repo/sql/x.sql`` for ``sql/x.sql``, as path matching in lineage evaluation does), is
+    mapped to it (a document reached twice keeps its best score), and a note says so once with
+    an example. The others are kept and count as non-relevant; a note gives their count. When
+    the results hold ids and none of them is (or maps to) a corpus id, the retriever and the
+    corpus name documents differently and every metric would be 0: that is a :class:`RunError`
+    with counts, up to 3 examples, and a hint when an id is a corpus id without its extension.
+    """
+    ids = frozenset(corpus.ids)
+    mapping: dict[str, str | None] = {}
+    returned = known = 0
+    mapped: dict[str, str] = {}
+    unknown: dict[str, None] = {}
+    out: list[dict[str, float]] = []
+    for hits in results:
+        fixed: dict[str, float] = {}
+        for doc, score in hits.items():
+            returned += 1
+            target = doc
+            if doc not in ids:
+                if doc not in mapping:
+                    mapping[doc] = _suffix_match(doc, ids)
+                found = mapping[doc]
+                if found is None:
+                    unknown.setdefault(doc)
+                else:
+                    target = mapped.setdefault(doc, found)
+            if target in ids:
+                known += 1
+            if target not in fixed or score > fixed[target]:
+                fixed[target] = score
+        out.append(fixed)
+    missing = list(unknown)
+    if returned and not known:
+        raise RunError(
+            f"none of the {len(missing)} document ids {source} returned is in the corpus "
+            f"{corpus.source} ({len(ids)} documents), e.g. {_examples(missing)}"
+            f"{_stem_hint(missing, corpus)}",
+            path=where,
+        )
+    notes = []
+    if mapped:
+        first, target = next(iter(mapped.items()))
+        notes.append(
+            f"mapped {len(mapped)} ids by path suffix onto corpus ids, e.g. {first} -> {target}"
+        )
+    if missing:
+        notes.append(
+            f"{len(missing)} returned ids are not in the corpus and count as non-relevant, "
+            f"e.g. {_examples(missing)}{_stem_hint(missing, corpus)}"
+        )
+    return CheckedIds(out, tuple(notes))
 
 
 KIND = SystemKind(

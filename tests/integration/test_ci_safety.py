@@ -1,0 +1,121 @@
+"""Nothing hangs and nothing crashes pytest: a stuck or exiting retriever, ids that miss the
+corpus, special files in a corpus folder. Each is one line a user can act on."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from .conftest import SUITE, lit, write_suite
+
+
+def _system(pytester: pytest.Pytester, body: str, settings: str = "", top: str = "") -> None:
+    pytester.makepyfile(app=body)
+    pytester.makefile(
+        ".toml",
+        pyproject=(
+            '[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider"\n'
+            f"[tool.retrieval_gate]\n{top}"
+            f'[tool.retrieval_gate.system.mine]\nretriever = "app:search"\n{settings}'
+        ),
+    )
+
+
+def test_a_retriever_that_never_returns_is_one_line_after_its_timeout(
+    pytester: pytest.Pytester,
+) -> None:
+    # In a subprocess: the stuck thread is abandoned, and the process must still end.
+    _system(
+        pytester,
+        "import time\n\n\ndef search(query, k):\n    time.sleep(3600)\n",
+        "timeout = 0.5\n",
+    )
+    write_suite(pytester, SUITE)
+    start = time.monotonic()
+    result = pytester.runpytest_subprocess("--retrieval-gate", timeout=120)
+    assert time.monotonic() - start < 60  # a hang bound, not a timing claim
+    result.assert_outcomes(failed=5)
+    result.stdout.fnmatch_lines(
+        [
+            lit(
+                "*lineage.retrieval.yaml [query join_orders]: retriever app:search did not "
+                "return within 0.5 s for query join_orders (the 'timeout' setting of system.mine)"
+            )
+        ]
+    )
+
+
+def test_a_retriever_calling_sys_exit_is_one_line(pytester: pytest.Pytester) -> None:
+    _system(pytester, "import sys\n\n\ndef search(query, k):\n    sys.exit(3)\n")
+    write_suite(pytester, SUITE)
+    result = pytester.runpytest("--retrieval-gate")
+    result.assert_outcomes(failed=5)
+    result.stdout.fnmatch_lines(
+        [
+            lit(
+                "*lineage.retrieval.yaml [query join_orders]: retriever app:search called sys.exit(3)"
+            )
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+    assert "INTERNALERROR" not in result.stdout.str()
+
+
+def test_timeout_must_be_a_positive_number(pytester: pytest.Pytester) -> None:
+    _system(pytester, "def search(query, k):\n    return []\n", "timeout = 0\n")
+    write_suite(pytester, SUITE)
+    result = pytester.runpytest("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([lit("*pyproject.toml [system.mine]: invalid 'timeout': 0")])
+
+
+CORPUS_IDS = ["sql/orders.sql", "sql/customers.sql", "sql/payments.sql", "docs/faq.md"]
+
+
+def _corpus_project(pytester: pytest.Pytester, body: str) -> None:
+    for doc in CORPUS_IDS:
+        path = pytester.path / "corpus" / doc
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"the text of {doc}", encoding="utf-8")
+    _system(pytester, body, top='corpus = "corpus"\n')
+    write_suite(pytester, SUITE)
+
+
+def test_ids_that_miss_the_corpus_are_one_line_with_a_hint(pytester: pytest.Pytester) -> None:
+    # The retriever strips the extension: "sql/orders" for "sql/orders.sql".
+    _corpus_project(
+        pytester,
+        "def search(query, k):\n"
+        "    return [('sql/orders', 2.0), ('sql/payments', 1.0), ('docs/faq', 0.5)]\n",
+    )
+    result = pytester.runpytest("--retrieval-gate")
+    result.assert_outcomes(failed=5)
+    result.stdout.fnmatch_lines(
+        [
+            "*lineage.retrieval.yaml: none of the 3 document ids retriever app:search returned "
+            "is in the corpus */corpus (4 documents), e.g. 'sql/orders', 'sql/payments', "
+            "'docs/faq'; the corpus has 'sql/orders.sql' for 'sql/orders': return the corpus "
+            "ids, file extension included"
+        ]
+    )
+
+
+def test_ids_with_a_path_prefix_are_mapped_and_said_once(pytester: pytest.Pytester) -> None:
+    _corpus_project(
+        pytester,
+        "def search(query, k):\n"
+        "    return [('/repo/sql/orders.sql', 2.0), ('/repo/sql/payments.sql', 1.0),\n"
+        "            ('/repo/docs/faq.md', 0.5)]\n",
+    )
+    result = pytester.runpytest("--retrieval-gate", "--rg-json=out.json")
+    # Mapped, every query ranks sql/orders.sql, sql/payments.sql, docs/faq.md: P@1 = (1 + 1 +
+    # 0) / 3 = 0.667 and R@3 = (1 + 1/2 + 1) / 3 = 0.833 pass their 0.5 floors, and so do
+    # join_orders' MRR@3 = 1, customer_names' Hit@3 = 1 and its found_within 1.
+    result.assert_outcomes(passed=5)
+    report = json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))
+    (run,) = report["runs"]
+    assert run["stats"]["notes"] == [
+        "mapped 3 ids by path suffix onto corpus ids, e.g. /repo/sql/orders.sql -> sql/orders.sql"
+    ]
