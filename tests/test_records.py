@@ -167,6 +167,12 @@ REGRESSION = Outcome(
         improved=0,
         degraded=2,
         not_compared="too few queries",
+        verdict="underpowered",
+        p_within=0.75,
+        alpha=0.025,
+        family=2,
+        detectable_drop=0.3,
+        fewest_worse=4,
     ),
     nodeid="s.retrieval.yaml::sys::regression::P@1",
 )
@@ -196,8 +202,8 @@ def test_outcome_lines_read_as_a_failure_message() -> None:
         "worst queries: q2 (0), q1 (1)",
     ]
     assert REGRESSION.lines()[0] == (
-        "P@1 regression over suite (s x sys): ok: 0.5 vs baseline 1 "
-        "(needs >= 0.99 or no significant drop, n=10)"
+        "P@1 regression over suite (s x sys): underpowered: 0.5 vs baseline 1 "
+        "(drop 0.5, tolerance 0.01, n=10)"
     )
     assert REGRESSION.lines()[1] == "most dropped: q1 (-1.0000)"
 
@@ -213,6 +219,11 @@ def test_comparison_round_trips_and_keeps_the_report_shape() -> None:
         passed=True,
         n=10,
         not_compared=None,
+        tolerance=0.01,
+        verdict="underpowered",
+        detectable_drop=0.25,
+        fewest_worse=None,
+        diagnostic=True,
     )
     comparison = BaselineComparison(
         suite="s",

@@ -41,6 +41,8 @@ _SETTINGS_KEYS = frozenset(
         "seed",
         "tolerance",
         "reference",
+        "strict_verdicts",
+        "regression_scopes",
     }
 )
 
@@ -152,6 +154,11 @@ class Settings:
     seed: int = 0
     tolerance: Mapping[str, float] = field(default_factory=dict)
     reference: str | None = None  # the system others are compared against in the report
+    # An ``underpowered`` regression verdict fails instead of passing with a warning.
+    strict_verdicts: bool = False
+    # Scopes whose regressions are items in the session's family ("suite" always; "category",
+    # "difficulty" on request); the others are diagnostics in the report.
+    regression_scopes: tuple[str, ...] = ("suite",)
 
     @property
     def where(self) -> str:
@@ -280,6 +287,23 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
         raise ConfigError(
             f"unknown system {reference!r}; known systems: {known}", path=source, entry="reference"
         )
+    strict_verdicts = table.get("strict_verdicts", False)
+    if not isinstance(strict_verdicts, bool):
+        raise ConfigError(
+            f"'strict_verdicts' must be true or false, got {strict_verdicts!r}",
+            path=source,
+            entry="strict_verdicts",
+        )
+    scopes = table.get("regression_scopes", ["suite"])
+    if not isinstance(scopes, list) or any(
+        s not in ("suite", "category", "difficulty") for s in scopes
+    ):
+        raise ConfigError(
+            "'regression_scopes' must be a list of 'suite', 'category', 'difficulty', got "
+            f"{scopes!r}",
+            path=source,
+            entry="regression_scopes",
+        )
     return Settings(
         root=base,
         source=source,
@@ -294,6 +318,8 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
         seed=seed,
         tolerance=parsed_tolerance,
         reference=reference,
+        strict_verdicts=strict_verdicts,
+        regression_scopes=tuple(dict.fromkeys(["suite", *scopes])),
     )
 
 

@@ -37,7 +37,6 @@ __all__ = [
 ]
 
 
-
 @dataclass(frozen=True)
 class RunResult:
     suite: Suite

@@ -39,9 +39,15 @@ def render(data: ReportData) -> Iterator[str]:
         failed = [g for g in gates if not g.passed]
         yield f"  gates: {len(gates) - len(failed)} passed, {len(failed)} failed"
         for g in failed:
+            if g.regression is not None:
+                yield f"  FAILED {g.nodeid}: {g.detail[0]}"
+                continue
             yield (
                 f"  FAILED {g.nodeid}: {g.value:.4f} "
                 f"(needs {g.comparison} {g.threshold:.4f}, n={g.n})"
             )
+        for g in gates:
+            if g.passed and g.regression is not None and g.regression.verdict == "underpowered":
+                yield f"  UNDERPOWERED (passed) {g.nodeid}: {g.detail[0]}"
     for error in data.errors:
         yield f"run failed: {error.suite} x {error.system}: {error.error}"
