@@ -194,6 +194,19 @@ def test_outcome_json_flattens_the_regression_figures_as_documented() -> None:
     }
     assert data["not_compared"] == "too few queries"
     assert "p_value" not in FLOOR.to_json()
+    # The verdict figures of issue 10, next to the old keys.
+    assert {
+        k: data[k]
+        for k in ("verdict", "p_within", "alpha", "family", "detectable_drop", "fewest_worse")
+    } == {
+        "verdict": "underpowered",
+        "p_within": 0.75,
+        "alpha": 0.025,
+        "family": 2,
+        "detectable_drop": 0.3,
+        "fewest_worse": 4,
+    }
+    assert (data["diagnostic"], REGRESSION.verdict) == (False, "underpowered")
 
 
 def test_outcome_lines_read_as_a_failure_message() -> None:
@@ -246,6 +259,10 @@ def test_comparison_round_trips_and_keeps_the_report_shape() -> None:
         "metrics",
     ]  # fmt: skip
     assert shown["metrics"]["P@1"]["not_compared"] is None
+    assert (shown["metrics"]["P@1"]["verdict"], shown["metrics"]["P@1"]["diagnostic"]) == (
+        "underpowered",
+        True,
+    )
     not_comparable = BaselineComparison(
         suite="s",
         system="sys",
