@@ -444,8 +444,9 @@ class Outcome:
             out += [
                 ("baseline", self.regression.baseline),
                 ("p_adjusted", self.regression.p_adjusted),
-                ("detectable_drop", self.regression.detectable_drop),
             ]
+            if self.regression.detectable_drop is not None:
+                out.append(("detectable_drop", self.regression.detectable_drop))
         return out
 
     def to_json(self) -> dict[str, Any]:
