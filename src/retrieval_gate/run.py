@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 
+
 @dataclass(frozen=True)
 class RunResult:
     suite: Suite
