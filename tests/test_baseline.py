@@ -21,7 +21,13 @@ from retrieval_gate.baseline import (
     query_digest,
     save_baseline,
 )
-from retrieval_gate.gate import RegressionCheck, check_regressions, compare_with_baseline, explain
+from retrieval_gate.gate import (
+    RegressionCheck,
+    check_regressions,
+    compare_with_baseline,
+    explain,
+    family_size,
+)
 from retrieval_gate.metrics import metric_versions
 from retrieval_gate.records import QueryRecord, RegressionFigures, RunRecord
 
@@ -400,8 +406,12 @@ def test_explain_with_unchanged_ranks() -> None:
 # -- check_regressions over a baseline read back from disk ---------------------------------------
 
 
-def test_regression_needs_both_tolerance_and_significance() -> None:
-    # Five queries drop P@1 from 1 to 0, five stay: mean 1 -> 0.5, p = 2^-5 = 0.03125.
+def test_regression_verdicts_on_the_tolerance_as_a_margin() -> None:
+    # Five queries drop P@1 from 1 to 0, five stay: mean 1 -> 0.5. With tolerance 0.01 the shifted
+    # differences x are five -0.99 and five +0.01, sum T = -4.9. Of the 2^10 sign patterns, those
+    # with sum <= -4.9 keep all five -0.99 negative (-4.95) and any signs on the 0.01s (+-0.05):
+    # 2^5 of 2^10, p(drop > tolerance) = 1/32. Sum >= -4.9 fails only when all five -0.99 are
+    # negative and the 0.01s sum below +0.05 (31 of their 32 patterns): p(within) = 993/1024.
     then = record([query(f"q{i}") for i in range(10)])
     now = record(
         [query(f"q{i}", metrics={"P@1": 0.0}, ranking=["spam"]) for i in range(5)]
@@ -413,52 +423,87 @@ def test_regression_needs_both_tolerance_and_significance() -> None:
     [out] = check_regressions(now, base, shared, checks, alpha=0.05, seed=0)
     assert not out.passed
     assert (out.value, figures(out).baseline, out.threshold, out.n) == (0.5, 1.0, 0.99, 10)
-    assert figures(out).p_value == 1 / 32
+    assert (figures(out).p_value, figures(out).p_within) == (1 / 32, 993 / 1024)
+    assert figures(out).verdict == "regressed"
     assert out.worst == tuple((f"q{i}", -1.0) for i in range(5))
     assert out.detail[0] == (
-        "baseline 1 -> now 0.5 (drop 0.5, tolerance 0.01) over 10 shared queries; 5 worse, 0 better"
+        "regressed: the drop (0.5) is significantly larger than the tolerance (0.01)"
     )
     assert out.detail[1] == (
-        "paired randomisation test: p = 0.03125, Holm-adjusted 0.03125 (alpha 0.05): significant"
+        "baseline 1 -> now 0.5 (drop 0.5, tolerance 0.01) over 10 shared queries; 5 worse, 0 better"
     )
-    assert out.detail[2] == "q0: P@1 1 -> 0; q0-doc 1 -> - (displaced by spam)"
-    # Same drop, tolerance 0.5: within it, passes although significant.
+    assert out.detail[2] == (
+        "paired test of the drop against the tolerance (exact sign-flip): p(drop > tolerance) = "
+        "0.03125, p(drop < tolerance) = 0.9697, each at level 0.05 (alpha 0.05 / 1 regression "
+        "items)"
+    )
+    # Every baseline value is 1: no spread, so the detectable drop is the tolerance itself.
+    assert out.detail[3] == "smallest detectable drop (80 % power): 0.01"
+    # Four queries falling to 0 give T = -3.96 + 0.06 = -3.9: sums <= -3.9 need the four -0.99
+    # negative, any signs on the six 0.01s: 2^6 / 2^10 = 1/16 > 0.05; five give 1/32 (above).
+    assert out.detail[4] == "5 of 10 queries must fall to 0 to fail"
+    assert figures(out).fewest_worse == 5
+    assert out.detail[5] == "q0: P@1 1 -> 0; q0-doc 1 -> - (displaced by spam)"
+    # Same drop, tolerance 0.5: x is five -0.5 and five +0.5, T = 0; sums <= 0 and sums >= 0 are
+    # each (1024 + C(10, 5)) / 2 = 638 of 1024 patterns: neither shown, underpowered, passes.
     [lenient] = check_regressions(
         now, base, shared, [RegressionCheck("suite", "P@1", 0.5)], alpha=0.05, seed=0
     )
-    assert lenient.passed
-    # Alpha 0.01: not significant, passes although far over tolerance.
-    [strict] = check_regressions(now, base, shared, checks, alpha=0.01, seed=0)
-    assert strict.passed
+    assert (figures(lenient).p_value, figures(lenient).p_within) == (638 / 1024, 638 / 1024)
+    assert (figures(lenient).verdict, lenient.passed) == ("underpowered", True)
+    [strict] = check_regressions(
+        now, base, shared, [RegressionCheck("suite", "P@1", 0.5)], alpha=0.05, strict=True
+    )
+    assert (figures(strict).verdict, strict.passed) == ("underpowered", False)
+    assert strict.headline().startswith("P@1 regression over suite (s x sys): FAILED: underpowered")
+    # The baseline's own run: no query changed, ok whatever the tolerance.
+    [same] = check_regressions(then, base, shared, checks, alpha=0.05)
+    assert (figures(same).verdict, same.passed, same.detail[0]) == (
+        "ok",
+        True,
+        "ok: no compared query changed",
+    )
 
 
-def test_holm_runs_over_the_checks_of_one_run() -> None:
-    # Category a: 5 of 5 drop (p = 1/32); b unchanged (p = 1); suite: 5 of 10 drop (p = 1/32).
-    # Holm over [1/32, 1/32, 1]: 3/32 = 0.09375 for both -> not significant at 0.05.
-    then = record([query(f"q{i}", category="a" if i < 5 else "b") for i in range(10)])
+def test_ok_needs_the_drop_shown_within_the_tolerance() -> None:
+    # One of ten queries drops 1 -> 0.9 (d = -0.1), tolerance 0.2: x is +0.1 once and +0.2 nine
+    # times, T = 1.9. A sum >= 1.9 needs every sign +: p(within) = 2^-10 = 1/1024, ok at 0.05.
+    then = record([query(f"q{i}") for i in range(10)])
+    now = record([query("q0", metrics={"P@1": 0.9})] + [query(f"q{i}") for i in range(1, 10)])
+    base = base_of(then)
+    [out] = check_regressions(
+        now, base, align(now, base).shared, [RegressionCheck("suite", "P@1", 0.2)], alpha=0.05
+    )
+    assert (figures(out).p_within, figures(out).p_value) == (1 / 1024, 1.0)
+    assert (figures(out).verdict, out.passed) == ("ok", True)
+    assert out.detail[0] == "ok: the drop (0.01) is shown to be within the tolerance (0.2)"
+
+
+def test_family_divides_alpha_between_the_session_items() -> None:
+    # The 1/32 of the regressed case above is over 0.05 / 3: underpowered, p x 3 = 3/32.
+    then = record([query(f"q{i}") for i in range(10)])
     now = record(
-        [query(f"q{i}", metrics={"P@1": 0.0}, category="a") for i in range(5)]
-        + [query(f"q{i}", category="b") for i in range(5, 10)]
+        [query(f"q{i}", metrics={"P@1": 0.0}) for i in range(5)]
+        + [query(f"q{i}") for i in range(5, 10)]
     )
     base = base_of(then)
-    checks = [
-        RegressionCheck("suite", "P@1", 0.01),
-        RegressionCheck("category[a]", "P@1", 0.01),
-        RegressionCheck("category[b]", "P@1", 0.01),
-    ]
-    outs = check_regressions(now, base, align(now, base).shared, checks, alpha=0.05, seed=0)
-    assert [figures(o).p_value for o in outs] == [1 / 32, 1 / 32, 1.0]
-    assert [figures(o).p_adjusted for o in outs] == [3 / 32, 3 / 32, 1.0]
-    assert [o.passed for o in outs] == [True, True, True]
-    assert [o.n for o in outs] == [10, 5, 5]
-    assert [o.scope for o in outs] == [
-        "regression",
-        "regression category[a]",
-        "regression category[b]",
-    ]
-    # Alone (p = 1/32 <= 0.05), category a fails.
-    [alone] = check_regressions(now, base, align(now, base).shared, checks[1:2], alpha=0.05, seed=0)
-    assert not alone.passed
+    checks = [RegressionCheck("suite", "P@1", 0.01)]
+    [out] = check_regressions(now, base, align(now, base).shared, checks, alpha=0.05, family=3)
+    assert (figures(out).p_adjusted, figures(out).alpha, figures(out).family) == (
+        3 / 32,
+        0.05 / 3,
+        3,
+    )
+    assert (figures(out).verdict, out.passed) == ("underpowered", True)
+
+
+def test_family_size_leaves_out_items_that_cannot_reach_alpha_over_k() -> None:
+    # Smallest p: 5 queries 2^-5 = 0.031, 10 queries 2^-10 = 0.00098, 40 queries Phi(-sqrt(40)).
+    # K = 1: all three reach 0.05 (3 > 1); K = 2: 0.025 leaves the 5-query item out, 2 <= 2.
+    assert family_size([5, 10, 40], 0.05) == 2
+    assert family_size([], 0.05) == 1
+    assert family_size([2, 3], 0.05) == 1  # 2^-2, 2^-3 > 0.05: nothing can reach it
+    assert family_size([100] * 7, 0.05) == 7
 
 
 def test_only_shared_queries_are_compared() -> None:
@@ -491,10 +536,11 @@ def test_metric_missing_from_the_baseline_is_said_not_passed_silently() -> None:
     assert missing.detail == ("not compared: this run does not compute P@10 (cutoffs [1, 10])",)
     assert str(figures(missing).not_compared).startswith("this run does not compute P@10")
     assert missing.n == 0
-    # Two queries are compared for P@1, but no pair of two can ever be significant (p >= 1/4).
-    assert p1.n == 2
-    assert figures(p1).not_compared == (
-        "too few queries (2) to detect a regression at alpha 0.05: the smallest possible p is 0.25"
+    # Two queries are compared for P@1 and neither changed: ok, although no pair of two could
+    # ever be significant (p >= 1/4).
+    assert (p1.n, figures(p1).verdict, figures(p1).not_compared) == (2, "ok", None)
+    assert p1.detail[-1] == (
+        "even all 2 queries falling to 0 would not be significant (smallest possible p 0.25 > 0.05)"
     )
     second = dataclasses.replace(now.queries[1], metrics={"P@1": 1.0, "P@10": 0.1})
     now = dataclasses.replace(now, queries=(now.queries[0], second))
@@ -514,19 +560,24 @@ def test_explain_names_everyone_who_moved_ahead() -> None:
     )
 
 
-def test_checks_that_compare_nothing_stay_out_of_the_holm_family() -> None:
-    # Category c has no query: its check compares nothing and must not multiply the suite's p.
+def test_checks_that_compare_nothing_are_not_compared() -> None:
+    # Category c has no query: its check compares nothing and is said so (its item skips).
     then = record([query(f"q{i}") for i in range(5)])
     now = record([query(f"q{i}", metrics={"P@1": 0.0}) for i in range(5)])
     base = base_of(then)
     checks = [RegressionCheck("suite", "P@1", 0.01), RegressionCheck("category[c]", "P@1", 0.01)]
     suite, empty = check_regressions(now, base, align(now, base).shared, checks, alpha=0.05, seed=0)
+    # x = five -0.99: only the all-negative pattern has sum <= T, p = 2^-5.
     assert (figures(suite).p_value, figures(suite).p_adjusted, suite.passed) == (
         1 / 32,
         1 / 32,
         False,
     )
-    assert (empty.n, figures(empty).p_adjusted, empty.passed) == (0, 1.0, True)
+    assert (empty.n, figures(empty).not_compared, empty.passed) == (
+        0,
+        "no query of category[c] is shared with the baseline",
+        True,
+    )
 
 
 # -- compare_with_baseline: the comparison the report shows and the outcomes items read ------------
@@ -565,11 +616,11 @@ def test_comparison_rows_are_keyed_by_scope_and_skip_what_compared_nothing() -> 
         RegressionCheck("category[a]", "P@1", 0.01),
         RegressionCheck("category[b]", "P@1", 0.01),  # no query: nothing to show
     ]
-    got = compare_with_baseline(now, base_of(then), checks, path="b.json", alpha=0.05, seed=0)
+    got = compare_with_baseline(now, base_of(then), checks, path="b.json", alpha=0.05, family=2)
     assert got.comparison is not None and got.comparison.rows is not None
     assert list(got.comparison.rows) == ["P@1", "category[a]::P@1"]
     row = got.comparison.rows["P@1"]
-    # Five of five drop: p = 2^-5 for both; Holm over the two that can reach significance.
+    # Five of five drop: p = 2^-5 for both, times the family of 2.
     assert (row.baseline, row.current, row.p_value, row.p_adjusted, row.degraded) == (
         1.0,
         0.0,
@@ -577,7 +628,7 @@ def test_comparison_rows_are_keyed_by_scope_and_skip_what_compared_nothing() -> 
         1 / 16,
         5,
     )
-    assert row.passed is True  # 1/16 > 0.05 once the category joins the Holm family
+    assert (row.passed, row.verdict) == (True, "underpowered")  # 1/32 > 0.05 / 2
     assert got.comparison.means == {"P@1": 1.0}
     assert set(got.outcomes) == {("suite", "P@1"), ("category[a]", "P@1"), ("category[b]", "P@1")}
 

@@ -168,6 +168,12 @@ REGRESSION = Outcome(
         improved=0,
         degraded=2,
         not_compared="too few queries",
+        verdict="underpowered",
+        p_within=0.75,
+        alpha=0.025,
+        family=2,
+        detectable_drop=0.3,
+        fewest_worse=4,
     ),
     nodeid="s.retrieval.yaml::sys::regression::P@1",
 )
@@ -189,6 +195,19 @@ def test_outcome_json_flattens_the_regression_figures_as_documented() -> None:
     }
     assert data["not_compared"] == "too few queries"
     assert "p_value" not in FLOOR.to_json()
+    # The verdict figures of issue 10, next to the old keys.
+    assert {
+        k: data[k]
+        for k in ("verdict", "p_within", "alpha", "family", "detectable_drop", "fewest_worse")
+    } == {
+        "verdict": "underpowered",
+        "p_within": 0.75,
+        "alpha": 0.025,
+        "family": 2,
+        "detectable_drop": 0.3,
+        "fewest_worse": 4,
+    }
+    assert (data["diagnostic"], REGRESSION.verdict) == (False, "underpowered")
 
 
 def test_outcome_lines_read_as_a_failure_message() -> None:
@@ -197,8 +216,8 @@ def test_outcome_lines_read_as_a_failure_message() -> None:
         "worst queries: q2 (0), q1 (1)",
     ]
     assert REGRESSION.lines()[0] == (
-        "P@1 regression over suite (s x sys): ok: 0.5 vs baseline 1 "
-        "(needs >= 0.99 or no significant drop, n=10)"
+        "P@1 regression over suite (s x sys): underpowered: 0.5 vs baseline 1 "
+        "(drop 0.5, tolerance 0.01, n=10)"
     )
     assert REGRESSION.lines()[1] == "most dropped: q1 (-1.0000)"
 
@@ -214,6 +233,11 @@ def test_comparison_round_trips_and_keeps_the_report_shape() -> None:
         passed=True,
         n=10,
         not_compared=None,
+        tolerance=0.01,
+        verdict="underpowered",
+        detectable_drop=0.25,
+        fewest_worse=None,
+        diagnostic=True,
     )
     comparison = BaselineComparison(
         suite="s",
@@ -236,6 +260,10 @@ def test_comparison_round_trips_and_keeps_the_report_shape() -> None:
         "metrics",
     ]  # fmt: skip
     assert shown["metrics"]["P@1"]["not_compared"] is None
+    assert (shown["metrics"]["P@1"]["verdict"], shown["metrics"]["P@1"]["diagnostic"]) == (
+        "underpowered",
+        True,
+    )
     not_comparable = BaselineComparison(
         suite="s",
         system="sys",

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 from math import comb
 
 import pytest
 
-from retrieval_gate.stats import DEFAULT_PERMUTATIONS, EXACT_LIMIT, holm, paired_randomisation
+from retrieval_gate.stats import (
+    DEFAULT_PERMUTATIONS,
+    EXACT_LIMIT,
+    MARGIN_EXACT_LIMIT,
+    MarginTest,
+    detectable_drop,
+    fewest_worse,
+    holm,
+    margin_test,
+    paired_randomisation,
+    smallest_margin_p,
+)
 
 
 def test_three_negative_differences_only_the_observed_flip_is_as_low() -> None:
@@ -157,3 +170,65 @@ def test_holm_steps_down_where_bonferroni_would_stop() -> None:
     # At alpha 0.05 with m = 3: Bonferroni needs p <= 0.0167 for each; Holm rejects 0.01
     # (x3 = 0.03) and then 0.02 (x2 = 0.04), and 0.04 (x1 = 0.04) as well.
     assert holm([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
+
+
+# -- the margin test: x_i = (now_i - then_i) + tolerance -------------------------------------------
+
+
+def test_margin_test_enumerates_the_eight_sign_patterns_of_three_queries() -> None:
+    # d = [-0.5, 0, +0.1], tolerance 0.1: x = [-0.4, 0.1, 0.2], T = -0.1. Signs on (x1, x2, x3):
+    # +++ -0.1 | ++- -0.5 | +-+ -0.3 | +-- -0.7 | -++ 0.7 | -+- 0.3 | --+ 0.5 | --- 0.1
+    # sums <= -0.1: 4 of 8; sums >= -0.1: 5 of 8 (T itself counts on both sides).
+    test = margin_test([0.5, 1.0, 0.3], [1.0, 1.0, 0.2], 0.1)
+    assert (test.p_worse, test.p_within) == (4 / 8, 5 / 8)
+    assert (test.n, test.improved, test.degraded, test.exact) == (3, 1, 1, True)
+    assert test.mean_difference == pytest.approx(-0.4 / 3)
+
+
+def test_margin_test_unchanged_queries_are_evidence_of_being_within_the_tolerance() -> None:
+    # Nothing changed, tolerance 0.05: every x = +0.05, only the all-+ pattern reaches T: 2^-4.
+    test = margin_test([0.5] * 4, [0.5] * 4, 0.05)
+    assert (test.p_within, test.p_worse) == (1 / 16, 1.0)
+    # Tolerance 0: every x is 0, no sign carries evidence either way.
+    assert margin_test([0.5] * 4, [0.5] * 4, 0.0).p_within == 1.0
+    assert margin_test([], [], 0.1) == MarginTest(0, 0.0, 1.0, 1.0, 0, 0, True)
+
+
+def test_margin_test_beyond_the_exact_limit_is_the_normal_approximation() -> None:
+    # 16 queries each 1 -> 0, tolerance 0: x = -1 sixteen times, z = -16 / sqrt(16) = -4.
+    test = margin_test([0.0] * 16, [1.0] * 16, 0.0)
+    assert test.exact is False
+    assert test.p_worse == pytest.approx(0.5 * math.erfc(4 / math.sqrt(2)))  # Phi(-4) = 3.17e-5
+    assert test.p_worse == pytest.approx(3.167e-5, rel=1e-3)
+    assert test.p_within == pytest.approx(1 - 3.167e-5)
+    # Deterministic: no seed, the same p every time.
+    assert margin_test([0.0] * 16, [1.0] * 16, 0.0) == test
+
+
+def test_margin_p_is_monotone_in_the_evidence_across_the_exact_limit() -> None:
+    assert MARGIN_EXACT_LIMIT == 14
+    # n all-worse queries: 2^-n exactly up to 14, Phi(-sqrt(n)) beyond; 2^-14 = 6.1e-5 >
+    # Phi(-sqrt(15)) = 5.4e-5, so p never grows as a query is added.
+    all_worse = [margin_test([0.0] * n, [1.0] * n, 0.0).p_worse for n in range(1, 41)]
+    assert all(b < a for a, b in itertools.pairwise(all_worse))
+    assert all_worse[13] == 2**-14
+    assert all_worse[16] < all_worse[15]  # 17 worse queries give a smaller p than 16
+    assert [smallest_margin_p(n) for n in range(1, 41)] == pytest.approx(all_worse)
+    assert smallest_margin_p(0) == 1.0
+
+
+def test_detectable_drop_by_hand() -> None:
+    # Values 0, 1, 0, 1: sample sd sqrt(4 * 0.25 / 3) = 0.57735, sd of differences x sqrt(2) =
+    # 0.816497; z_0.95 + z_0.8 = 1.644854 + 0.841621 = 2.486475; / sqrt(4) = 2:
+    # 0.05 + 2.486475 * 0.816497 / 2 = 0.05 + 1.015099 = 1.065099.
+    assert detectable_drop([0.0, 1.0, 0.0, 1.0], 0.05, 0.05) == pytest.approx(1.065099, abs=1e-6)
+    assert detectable_drop([1.0] * 10, 0.02, 0.05) == 0.02  # no spread: the tolerance itself
+    assert detectable_drop([1.0], 0.02, 0.05) is None
+
+
+def test_fewest_worse_by_hand() -> None:
+    # Twelve queries at 1, tolerance 0.05, level 0.05 / 3: m falling to 0 give x = -0.95 m times
+    # and +0.05 otherwise; flipping one -0.95 moves the sum by 1.9, more than all the 0.05s can
+    # (at most 1.1), so p = 2^-m: 2^-5 = 0.031 > 0.0167, 2^-6 = 0.0156 <= 0.0167.
+    assert fewest_worse([1.0] * 12, 0.05, 0.05 / 3) == 6
+    assert fewest_worse([1.0] * 3, 0.05, 0.05) is None  # 2^-3 = 0.125 at best

@@ -83,7 +83,10 @@ class SystemNode(pytest.Collector):
                 yield QueryItem.from_parent(
                     self, name=f"query[{query.id}]", suite=suite, system=system, query=query
                 )
-        if self.config.stash[SESSION_KEY].has_baseline(suite, system):
+        gate_session = self.config.stash[SESSION_KEY]
+        if gate_session.has_baseline(suite, system) and any(
+            c.gated for c in gate_session.regression_checks(suite)
+        ):
             yield RegressionNode.from_parent(self, name="regression", suite=suite, system=system)
         if not suite.gates and not any(q.expect for q in suite.queries):
             # A suite without floors still runs, so its numbers reach the report.
@@ -227,7 +230,11 @@ class RegressionNode(pytest.Collector):
         self.system = system
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
-        checks = self.config.stash[SESSION_KEY].regression_checks(self.suite)
+        gate_session = self.config.stash[SESSION_KEY]
+        # Diagnostics (category and difficulty regressions not named in regression_scopes) are
+        # compared for the report but are no items, so they take no share of the family's alpha.
+        checks = [c for c in gate_session.regression_checks(self.suite) if c.gated]
+        gate_session.register_regressions(self.suite, self.system)
         scoped: dict[str, list[RegressionCheck]] = {}
         for check in checks:
             if check.scope == "suite":
@@ -253,6 +260,7 @@ class RegressionItem(_SuiteItem):
             outcome = found.outcomes[(self.check_spec.scope, self.check_spec.metric)]
             missing = None if outcome.regression is None else outcome.regression.not_compared
             if missing is None:
+                # An underpowered pass is listed by the terminal summary and the reports.
                 return outcome
             reason = f"not compared with the baseline: {missing}"
         # Reported at the suite item, not at this line of the plugin.

@@ -45,6 +45,8 @@ _SETTINGS_KEYS = frozenset(
         "seed",
         "tolerance",
         "reference",
+        "strict_verdicts",
+        "regression_scopes",
     }
 )
 
@@ -157,6 +159,11 @@ class Settings:
     tolerance: Mapping[str, float] = field(default_factory=dict)
     reference: str | None = None  # the system others are compared against in the report
     decision: DecisionSettings | None = None  # [tool.retrieval_gate.decision], SPEC section 13
+    # An ``underpowered`` regression verdict fails instead of passing with a warning.
+    strict_verdicts: bool = False
+    # Scopes whose regressions are items in the session's family ("suite" always; "category",
+    # "difficulty" on request); the others are diagnostics in the report.
+    regression_scopes: tuple[str, ...] = ("suite",)
 
     @property
     def where(self) -> str:
@@ -296,6 +303,23 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
         from retrieval_gate.decision import parse_decision
 
         decision = parse_decision(table["decision"], source)
+    strict_verdicts = table.get("strict_verdicts", False)
+    if not isinstance(strict_verdicts, bool):
+        raise ConfigError(
+            f"'strict_verdicts' must be true or false, got {strict_verdicts!r}",
+            path=source,
+            entry="strict_verdicts",
+        )
+    scopes = table.get("regression_scopes", ["suite"])
+    if not isinstance(scopes, list) or any(
+        s not in ("suite", "category", "difficulty") for s in scopes
+    ):
+        raise ConfigError(
+            "'regression_scopes' must be a list of 'suite', 'category', 'difficulty', got "
+            f"{scopes!r}",
+            path=source,
+            entry="regression_scopes",
+        )
     return Settings(
         decision=decision,
         root=base,
@@ -311,6 +335,8 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
         seed=seed,
         tolerance=parsed_tolerance,
         reference=reference,
+        strict_verdicts=strict_verdicts,
+        regression_scopes=tuple(dict.fromkeys(["suite", *scopes])),
     )
 
 

@@ -18,6 +18,7 @@ from retrieval_gate.records import (
     RegressionRow,
     RunRecord,
     format_value,
+    parse_scope,
 )
 from retrieval_gate.suite import Expectation, Gate, Query, Suite
 
@@ -155,11 +156,24 @@ class RegressionCheck:
     scope: str  # "suite" | "category[x]" | "difficulty[x]"
     metric: str
     tolerance: float
+    gated: bool = True  # an item in the session's family; False: a diagnostic the report shows
 
 
-def regression_checks(suite: Suite, default: Mapping[str, float]) -> list[RegressionCheck]:
+#: Scopes whose regressions are pytest items (and family members) unless settings say otherwise.
+DEFAULT_REGRESSION_SCOPES = ("suite",)
+#: Scopes up to this many queries get the "fewest queries that must get worse" figure.
+SMALL_SCOPE = 50
+
+
+def regression_checks(
+    suite: Suite,
+    default: Mapping[str, float],
+    scopes: tuple[str, ...] = DEFAULT_REGRESSION_SCOPES,
+) -> list[RegressionCheck]:
     """One check per gated metric and scope, plus every metric given a tolerance (the suite's
-    own, else the settings' ``default``, else DEFAULT_TOLERANCE)."""
+    own, else the settings' ``default``, else DEFAULT_TOLERANCE). A check over a category or
+    difficulty is gated only when ``scopes`` names its kind ("category", "difficulty"); otherwise
+    it is a diagnostic: compared and reported, never an item nor a member of the family."""
     wanted: dict[tuple[str, str], None] = {}
     for gate in suite.gates:
         if not gate.metric.is_latency:
@@ -170,7 +184,33 @@ def regression_checks(suite: Suite, default: Mapping[str, float]) -> list[Regres
     def tol(name: str) -> float:
         return suite.tolerance.get(name, default.get(name, DEFAULT_TOLERANCE))
 
-    return [RegressionCheck(scope, metric, tol(metric)) for scope, metric in wanted]
+    def gated(scope: str) -> bool:
+        group = parse_scope(scope)
+        return group is None or group[0] in scopes
+
+    return [RegressionCheck(scope, metric, tol(metric), gated(scope)) for scope, metric in wanted]
+
+
+def family_size(shared_counts: list[int], alpha: float) -> int:
+    """K, the number of regression items sharing the session's ``alpha`` (Bonferroni, alpha / K).
+
+    An item over n shared queries can reach significance at alpha / K only when its smallest
+    possible p (:func:`~retrieval_gate.stats.smallest_margin_p`) is <= alpha / K; the others can
+    never be wrong at that level and are left out. K is the smallest K >= 1 with
+    count{n_i : smallest_p(n_i) <= alpha / K} <= K: the counted items, each tested at alpha / K,
+    have a family-wise error <= count * alpha / K <= alpha. ``shared_counts`` lists n for every
+    gated regression item of the session, known at collection time, so every xdist worker finds
+    the same K alone.
+    """
+    from retrieval_gate.stats import smallest_margin_p
+
+    floors = sorted(smallest_margin_p(n) for n in shared_counts)
+    k = 1
+    while True:
+        reach = sum(1 for f in floors if f <= alpha / k)
+        if reach <= k:
+            return k
+        k += 1
 
 
 def check_regressions(
@@ -180,63 +220,94 @@ def check_regressions(
     checks: list[RegressionCheck],
     *,
     alpha: float,
-    seed: int,
+    seed: int = 0,
     redefined: Mapping[str, str] | None = None,
+    family: int = 1,
+    strict: bool = False,
 ) -> list[Outcome]:
-    """Each check fails when the mean over shared queries drops by more than its tolerance and
-    the drop is significant (one-sided paired randomisation test, Holm-adjusted across the checks
-    of this run at level ``alpha``). A metric in ``redefined`` (metric -> reason) is not
-    compared: its definition changed since the baseline."""
-    from retrieval_gate.stats import holm, paired_randomisation
+    """Each check's verdict on the tolerance t as a non-inferiority margin, over shared queries.
 
-    tests = []
+    With d_i = now_i - then_i and x_i = d_i + t (:func:`~retrieval_gate.stats.margin_test`), each
+    test at level a' = alpha / ``family`` (Bonferroni across the session's regression items):
+    ``regressed`` when mean(x) < 0 is significant (the drop is larger than t), ``ok`` when
+    mean(x) > 0 is (the drop is within t), or when no compared query changed; else
+    ``underpowered``. A regressed check fails; an underpowered one passes with a warning, or
+    fails when ``strict``. A metric in ``redefined`` (metric -> reason) is not compared: its
+    definition changed since the baseline. ``seed`` is unused (the test is deterministic) and kept
+    for callers.
+    """
+    from retrieval_gate.stats import (
+        detectable_drop,
+        fewest_worse,
+        margin_test,
+        smallest_margin_p,
+    )
+
+    del seed
+    level = alpha / max(1, family)
     shared_set = set(shared)
+    outcomes = []
     for check in checks:
         in_scope = [qid for qid in record.scope_ids(check.scope) if qid in shared_set]
         missing = (redefined or {}).get(check.metric) if in_scope else None
         missing = missing or _not_compared(check.metric, in_scope, record, base)
+        if not in_scope:
+            missing = f"no query of {check.scope} is shared with the baseline"
         ids = [] if missing else in_scope
         now = [record.query(qid).metrics[check.metric] for qid in ids]
         then = [base.query(qid).metrics[check.metric] for qid in ids]
-        test = paired_randomisation(now, then, seed=seed)
-        tests.append((check, ids, now, then, test, missing))
-    # A check that compared no query (an empty scope, a metric one side lacks) tests nothing, and
-    # one over too few queries can never reach significance (its smallest possible p is 2^-n):
-    # both are left out of the family Holm corrects over, so they cannot dilute the others.
-    too_few = {
-        i: f"too few queries ({len(t[1])}) to detect a regression at alpha {alpha:g}: the "
-        f"smallest possible p is {smallest_p(len(t[1])):.4g}"
-        for i, t in enumerate(tests)
-        if t[1] and smallest_p(len(t[1])) > alpha
-    }
-    compared = [i for i, t in enumerate(tests) if t[1] and i not in too_few]
-    adjusted = [1.0] * len(tests)
-    for i, p_adj in zip(compared, holm([tests[i][4].p_value for i in compared]), strict=True):
-        adjusted[i] = p_adj
-    outcomes = []
-    for i, ((check, ids, now, then, test, missing), p_adj) in enumerate(
-        zip(tests, adjusted, strict=True)
-    ):
-        missing = missing or too_few.get(i)
+        test = margin_test(now, then, check.tolerance)
         mean_now = sum(now) / len(now) if now else 0.0
         mean_then = sum(then) / len(then) if then else 0.0
         drop = mean_then - mean_now
-        significant = p_adj <= alpha
-        passed = not (drop > check.tolerance + EPSILON and significant)
+        unchanged = bool(ids) and test.improved == 0 and test.degraded == 0
+        if test.p_worse <= level:
+            verdict = "regressed"
+        elif unchanged or test.p_within <= level:
+            verdict = "ok"
+        else:
+            verdict = "underpowered"
+        if not check.gated or missing is not None:
+            passed = True
+        else:
+            passed = verdict == "ok" or (verdict == "underpowered" and not strict)
+        detectable = detectable_drop(then, check.tolerance, level)
+        fewest = fewest_worse(then, check.tolerance, level) if 0 < len(ids) <= SMALL_SCOPE else None
         deltas = sorted(
             ((qid, a - b) for qid, a, b in zip(ids, now, then, strict=True) if a < b),
             key=lambda x: x[1],
         )
+        how = "exact sign-flip" if test.exact else "sign-flip, normal approximation"
         detail = [
+            f"{verdict}: {_verdict_words(verdict, drop, check.tolerance, unchanged)}",
             f"baseline {_fmt(mean_then)} -> now {_fmt(mean_now)} (drop {_fmt(drop)}, "
             f"tolerance {_fmt(check.tolerance)}) over {len(ids)} shared queries; "
             f"{test.degraded} worse, {test.improved} better",
-            f"paired randomisation test: p = {test.p_value:.4g}, Holm-adjusted {p_adj:.4g} "
-            f"(alpha {alpha:g}): {'significant' if significant else 'not significant'}",
+            f"paired test of the drop against the tolerance ({how}): p(drop > tolerance) = "
+            f"{test.p_worse:.4g}, p(drop < tolerance) = {test.p_within:.4g}, each at level "
+            f"{level:.4g} (alpha {alpha:g} / {family} regression items)",
         ]
+        if detectable is not None:
+            line = f"smallest detectable drop (80 % power): {_fmt(detectable)}"
+            if check.tolerance > 0 and detectable - check.tolerance > check.tolerance:
+                line += (
+                    f"; WARNING: above twice the tolerance, this scope cannot tell a drop within "
+                    f"the tolerance from one of {_fmt(detectable)}"
+                )
+            detail.append(line)
+        if 0 < len(ids) <= SMALL_SCOPE:
+            if fewest is None:
+                detail.append(
+                    f"even all {len(ids)} queries falling to 0 would not be significant "
+                    f"(smallest possible p {smallest_margin_p(len(ids)):.4g} > {level:.4g})"
+                )
+            else:
+                detail.append(f"{fewest} of {len(ids)} queries must fall to 0 to fail")
         if missing is not None:
             detail = [f"not compared: {missing}"]
-        if not passed:
+        if not check.gated:
+            detail.append("diagnostic: not a gated item (see regression_scopes)")
+        if verdict == "regressed":
             detail += [
                 explain(qid, record.query(qid), base.query(qid), check.metric)
                 for qid, _ in deltas[:EXPLAIN]
@@ -256,15 +327,35 @@ def check_regressions(
                 regression=RegressionFigures(
                     baseline=mean_then,
                     tolerance=check.tolerance,
-                    p_value=test.p_value,
-                    p_adjusted=p_adj,
+                    p_value=test.p_worse,
+                    p_adjusted=min(1.0, test.p_worse * max(1, family)),
                     improved=test.improved,
                     degraded=test.degraded,
                     not_compared=missing,
+                    verdict=verdict,
+                    p_within=test.p_within,
+                    alpha=level,
+                    family=max(1, family),
+                    detectable_drop=detectable,
+                    fewest_worse=fewest,
+                    diagnostic=not check.gated,
                 ),
             )
         )
     return outcomes
+
+
+def _verdict_words(verdict: str, drop: float, tolerance: float, unchanged: bool) -> str:
+    if verdict == "regressed":
+        return f"the drop ({_fmt(drop)}) is significantly larger than the tolerance ({_fmt(tolerance)})"
+    if verdict == "ok" and unchanged:
+        return "no compared query changed"
+    if verdict == "ok":
+        return f"the drop ({_fmt(drop)}) is shown to be within the tolerance ({_fmt(tolerance)})"
+    return (
+        f"neither a drop larger than the tolerance ({_fmt(tolerance)}) nor one within it can be "
+        f"shown (observed drop {_fmt(drop)}): too few queries or too much noise for this tolerance"
+    )
 
 
 @dataclass(frozen=True)
@@ -284,7 +375,9 @@ def compare_with_baseline(
     *,
     path: str,
     alpha: float,
-    seed: int,
+    seed: int = 0,
+    family: int = 1,
+    strict: bool = False,
 ) -> Regressions:
     """Align a run with its baseline run and decide every regression check (see
     :func:`check_regressions`); ``path`` names the baseline file in the report."""
@@ -320,6 +413,8 @@ def compare_with_baseline(
         alpha=alpha,
         seed=seed,
         redefined=alignment.redefined,
+        family=family,
+        strict=strict,
     )
     rows = {}
     for check, outcome in zip(checks, outcomes, strict=True):
@@ -337,6 +432,11 @@ def compare_with_baseline(
             passed=outcome.passed,
             n=outcome.n,
             not_compared=figures.not_compared,
+            tolerance=figures.tolerance,
+            verdict=figures.verdict,
+            detectable_drop=figures.detectable_drop,
+            fewest_worse=figures.fewest_worse,
+            diagnostic=figures.diagnostic,
         )
     return Regressions(
         comparison(rows),
@@ -345,10 +445,10 @@ def compare_with_baseline(
 
 
 def smallest_p(n: int) -> float:
-    """The smallest p-value the paired test can give over ``n`` queries (all differences one way)."""
-    from retrieval_gate.stats import DEFAULT_PERMUTATIONS, EXACT_LIMIT
+    """The smallest p-value the margin test can give over ``n`` queries (all one way)."""
+    from retrieval_gate.stats import smallest_margin_p
 
-    return 2.0**-n if n <= EXACT_LIMIT else 1.0 / (DEFAULT_PERMUTATIONS + 1)
+    return smallest_margin_p(n)
 
 
 def _not_compared(metric: str, ids: list[str], record: RunRecord, base: RunRecord) -> str | None:

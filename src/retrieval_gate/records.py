@@ -304,9 +304,20 @@ class RunFailure:
 # -- gate outcomes -------------------------------------------------------------------------------
 
 
+VERDICTS = ("regressed", "ok", "underpowered")
+
+
 @dataclass(frozen=True)
 class RegressionFigures:
-    """What a regression check measured against the baseline."""
+    """What a regression check measured against the baseline.
+
+    ``verdict``: ``regressed`` (the drop is significantly larger than the tolerance), ``ok`` (it is
+    significantly smaller) or ``underpowered`` (neither shown). ``p_value`` tests "drop larger than
+    the tolerance", ``p_within`` "drop smaller than it"; each is compared with ``alpha``, the
+    family-corrected level (the session's alpha / ``family``, Bonferroni), and ``p_adjusted`` is
+    min(1, family * p_value). ``detectable_drop``: the true drop caught 80 % of the time;
+    ``fewest_worse``: for small scopes, the fewest queries that must fall to 0 for ``regressed``.
+    """
 
     baseline: float  # the baseline's mean over the compared queries
     tolerance: float
@@ -315,6 +326,13 @@ class RegressionFigures:
     improved: int
     degraded: int
     not_compared: str | None = None  # why the check could not be decided, when it could not
+    verdict: str = "ok"
+    p_within: float = 1.0
+    alpha: float = 0.05  # the level each test of this item is held to
+    family: int = 1  # regression items sharing the session's alpha
+    detectable_drop: float | None = None
+    fewest_worse: int | None = None
+    diagnostic: bool = False  # reported only: not an item, not in the family
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -324,6 +342,13 @@ class RegressionFigures:
             "p_adjusted": self.p_adjusted,
             "improved": self.improved,
             "degraded": self.degraded,
+            "verdict": self.verdict,
+            "p_within": self.p_within,
+            "alpha": self.alpha,
+            "family": self.family,
+            "detectable_drop": self.detectable_drop,
+            "fewest_worse": self.fewest_worse,
+            "diagnostic": self.diagnostic,
         }
         if self.not_compared is not None:
             out["not_compared"] = self.not_compared
@@ -339,6 +364,13 @@ class RegressionFigures:
             improved=data["improved"],
             degraded=data["degraded"],
             not_compared=data.get("not_compared"),
+            verdict=data["verdict"],
+            p_within=data["p_within"],
+            alpha=data["alpha"],
+            family=data["family"],
+            detectable_drop=data["detectable_drop"],
+            fewest_worse=data["fewest_worse"],
+            diagnostic=data["diagnostic"],
         )
 
 
@@ -374,10 +406,14 @@ class Outcome:
             return f"expect on {self.scope}{text} ({self.suite} x {self.system}): {verdict}"
         if self.regression is not None:
             where = self.scope.removeprefix("regression").strip() or "suite"
+            status = self.regression.verdict
+            status = status if self.passed else f"FAILED: {status}"
             return (
-                f"{self.metric} regression over {where} ({self.suite} x {self.system}): {verdict}: "
-                f"{format_value(self.value)} vs baseline {format_value(self.regression.baseline)} "
-                f"(needs >= {format_value(self.threshold)} or no significant drop, n={self.n})"
+                f"{self.metric} regression over {where} ({self.suite} x {self.system}): "
+                f"{status}: {format_value(self.value)} vs baseline "
+                f"{format_value(self.regression.baseline)} (drop "
+                f"{format_value(self.regression.baseline - self.value)}, tolerance "
+                f"{format_value(self.regression.tolerance)}, n={self.n})"
             )
         what = "ceiling" if self.ceiling else "floor"
         return (
@@ -404,7 +440,11 @@ class Outcome:
 
     @property
     def verdict(self) -> str:
-        return "ok" if self.passed else ("regressed" if self.regression is not None else "failed")
+        """``ok``/``failed`` for a floor, ceiling or expectation; a regression check's own verdict
+        (``regressed``, ``ok``, ``underpowered``)."""
+        if self.regression is not None:
+            return self.regression.verdict
+        return "ok" if self.passed else "failed"
 
     def properties(self) -> list[tuple[str, object]]:
         """The figures a CI dashboard charts, as JUnit XML ``<property>`` pairs."""
@@ -422,6 +462,8 @@ class Outcome:
                 ("baseline", self.regression.baseline),
                 ("p_adjusted", self.regression.p_adjusted),
             ]
+            if self.regression.detectable_drop is not None:
+                out.append(("detectable_drop", self.regression.detectable_drop))
         return out
 
     @property
@@ -504,9 +546,19 @@ class RegressionRow:
     passed: bool
     n: int
     not_compared: str | None
+    tolerance: float = 0.0
+    verdict: str = "ok"
+    detectable_drop: float | None = None
+    fewest_worse: int | None = None
+    diagnostic: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "tolerance": self.tolerance,
+            "verdict": self.verdict,
+            "detectable_drop": self.detectable_drop,
+            "fewest_worse": self.fewest_worse,
+            "diagnostic": self.diagnostic,
             "baseline": self.baseline,
             "current": self.current,
             "p_value": self.p_value,

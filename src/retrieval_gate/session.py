@@ -27,6 +27,7 @@ from retrieval_gate.gate import (
     RegressionCheck,
     Regressions,
     compare_with_baseline,
+    family_size,
     regression_checks,
 )
 from retrieval_gate.options import (
@@ -36,7 +37,7 @@ from retrieval_gate.options import (
     select_reference,
     select_systems,
 )
-from retrieval_gate.records import BaselineComparison, Outcome, RunFailure, RunRecord
+from retrieval_gate.records import BaselineComparison, Outcome, RunFailure, RunRecord, parse_scope
 from retrieval_gate.run import RunOptions, corpus_path
 from retrieval_gate.suite import OntologySpec, Suite
 
@@ -140,6 +141,9 @@ class GateSession:
         self._labels: set[str] = set()  # categories and difficulties registered as markers
         self._records: dict[tuple[Path, str], RunRecord | BaseException] = {}
         self._comparisons: dict[tuple[Path, str], Regressions] = {}
+        # (suite path, system, scope, metric) -> shared queries, for every gated regression item.
+        self._family: dict[tuple[Path, str, str, str], int] = {}
+        self._family_size: int | None = None
         self._attached: set[tuple[Path, str]] = set()
         self._first_failures: dict[tuple[Path, str], str] = {}
         # Gathered from test reports (this process's, or the workers' under xdist).
@@ -238,7 +242,38 @@ class GateSession:
 
     def regression_checks(self, suite: Suite) -> list[RegressionCheck]:
         """The suite's regression checks: what its items are and what its runs must compute."""
-        return regression_checks(suite, self.settings.tolerance)
+        return regression_checks(suite, self.settings.tolerance, self.settings.regression_scopes)
+
+    def register_regressions(self, suite: Suite, system: SystemConfig) -> None:
+        """Record, at collection time, the shared-query count of each gated regression item of
+        this suite x system: the baseline's query digests against the suite file's, per scope.
+        Every xdist worker collects every item, so each finds the same family alone."""
+        from retrieval_gate.records import query_digest
+
+        base = None if self.baseline is None else self.baseline.get(suite.name, system.name)
+        if base is None:
+            return
+        before = {q.id: q.digest for q in base.queries}
+        for check in self.regression_checks(suite):
+            if not check.gated:
+                continue
+            group = parse_scope(check.scope)
+            n = sum(
+                1
+                for q in suite.queries
+                if before.get(q.id) == query_digest(q.text, q.relevant)
+                and (group is None or getattr(q, group[0]) == group[1])
+            )
+            self._family[(suite.path, system.name, check.scope, check.metric)] = n
+        self._family_size = None
+
+    @property
+    def family_size(self) -> int:
+        """K: the gated regression items of the whole session that can reach significance at
+        alpha / K (:func:`retrieval_gate.gate.family_size`)."""
+        if self._family_size is None:
+            self._family_size = family_size(list(self._family.values()), self.settings.alpha)
+        return self._family_size
 
     def check_suite(self, suite: Suite) -> None:
         """Collection-time checks: a suite name is one suite (the report and the baseline are
@@ -338,6 +373,8 @@ class GateSession:
                 path=self._relpath(self.baseline_path),
                 alpha=self.settings.alpha,
                 seed=self.settings.seed,
+                family=self.family_size,
+                strict=self.settings.strict_verdicts,
             )
             self._comparisons[key] = found
         return found

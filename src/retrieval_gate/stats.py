@@ -10,6 +10,8 @@ every machine.
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -108,3 +110,126 @@ def holm(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * p_values[i]))
         adjusted[i] = running
     return adjusted
+
+
+# -- the tolerance as a non-inferiority margin ---------------------------------------------------
+
+#: Shifted differences are enumerated exactly up to this many queries, and approximated by the
+#: normal distribution of the sign-flip null beyond. 14 is the largest n for which the switch keeps
+#: p monotone in the evidence: n all-worse queries give 2^-n exactly (2^-14 = 6.1e-5) and
+#: Phi(-sqrt(n)) approximately (Phi(-sqrt(15)) = 5.4e-5 < 6.1e-5, but Phi(-4) = 3.2e-5 > 2^-15).
+MARGIN_EXACT_LIMIT = 14
+#: Power the detectable drop is computed for.
+POWER = 0.8
+
+
+@dataclass(frozen=True)
+class MarginTest:
+    """Both one-sided tests of the shifted differences x_i = (now_i - then_i) + tolerance."""
+
+    n: int
+    mean_difference: float  # mean of (now - then)
+    p_worse: float  # H1: mean(x) < 0, the drop is larger than the tolerance
+    p_within: float  # H1: mean(x) > 0, the drop is smaller than the tolerance
+    improved: int
+    degraded: int
+    exact: bool  # enumerated (n <= MARGIN_EXACT_LIMIT) or the normal approximation
+
+
+def _phi(z: float) -> float:
+    return 0.5 * math.erfc(-z / math.sqrt(2.0))
+
+
+def margin_test(
+    current: Sequence[float] | np.ndarray,
+    reference: Sequence[float] | np.ndarray,
+    tolerance: float,
+) -> MarginTest:
+    """Paired sign-flip tests of x_i = (current_i - reference_i) + tolerance around 0.
+
+    Under the null of a drop exactly equal to the tolerance the sign of each x_i is arbitrary, so
+    T = sum(x_i) is compared with sum(s_i x_i) over signs s_i in {-1, +1}:
+    ``p_worse`` = P(sum(s x) <= T), ``p_within`` = P(sum(s x) >= T).
+
+    * n <= MARGIN_EXACT_LIMIT: all 2^n sign patterns (the observed one included), so p >= 2^-n.
+    * n > MARGIN_EXACT_LIMIT: the null's normal approximation, mean 0 and variance sum(x_i^2):
+      z = T / sqrt(sum(x_i^2)), p_worse = Phi(z), p_within = Phi(-z). Deterministic (no seed),
+      monotone in the evidence, and the smallest p it can give over n queries is Phi(-sqrt(n))
+      (Cauchy-Schwarz: |T| <= sqrt(n sum x^2)).
+
+    Edge cases: no pairs give p = 1 both ways; all x_i = 0 (each query dropped by exactly the
+    tolerance, or tolerance 0 and nothing changed) gives p = 1 both ways.
+    """
+    a = np.asarray(current, dtype=np.float64)
+    b = np.asarray(reference, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"paired samples differ in length: {a.shape} vs {b.shape}")
+    diff = a - b
+    n = int(diff.size)
+    improved = int((diff > 0).sum())
+    degraded = int((diff < 0).sum())
+    if n == 0:
+        return MarginTest(0, 0.0, 1.0, 1.0, 0, 0, True)
+    x = diff + tolerance
+    # A per-query difference equal to -tolerance up to float noise is a zero, not a sign.
+    x[np.abs(x) < _TIE] = 0.0
+    mean = float(diff.mean())
+    if not x.any():
+        return MarginTest(n, mean, 1.0, 1.0, improved, degraded, n <= MARGIN_EXACT_LIMIT)
+    total = float(x.sum())
+    if n <= MARGIN_EXACT_LIMIT:
+        codes = np.arange(2**n, dtype=np.int64)[:, None]
+        signs = 1.0 - 2.0 * ((codes >> np.arange(n)) & 1)
+        sums = (signs * x).sum(axis=1)
+        worse = float((sums <= total + _TIE).sum()) / sums.size
+        within = float((sums >= total - _TIE).sum()) / sums.size
+        return MarginTest(n, mean, worse, within, improved, degraded, True)
+    z = total / math.sqrt(float((x * x).sum()))
+    return MarginTest(n, mean, _phi(z), _phi(-z), improved, degraded, False)
+
+
+def smallest_margin_p(n: int) -> float:
+    """The smallest p :func:`margin_test` can give over n queries: 2^-n exactly, Phi(-sqrt(n))
+    approximately; 1.0 for n = 0. Decreasing in n."""
+    if n <= 0:
+        return 1.0
+    return 2.0**-n if n <= MARGIN_EXACT_LIMIT else _phi(-math.sqrt(n))
+
+
+def z_quantile(p: float) -> float:
+    """The standard normal quantile z_p (P(Z <= z_p) = p)."""
+    return statistics.NormalDist().inv_cdf(p)
+
+
+def detectable_drop(values: Sequence[float], tolerance: float, alpha: float) -> float | None:
+    """The true drop the margin test flags as ``regressed`` with 80 % power at level ``alpha``.
+
+    drop = tolerance + (z_{1-alpha} + z_{0.8}) * sd_d / sqrt(n), with the sd of the paired
+    differences taken as sqrt(2) * sd(values) (sample sd, n - 1) of the baseline's per-query values:
+    the sd of the difference of two independent draws with the baseline's spread. A new run
+    correlates positively with its baseline, which makes the true sd smaller, so this errs toward
+    a larger (more cautious) figure. None with fewer than 2 values (no spread to measure).
+    """
+    n = len(values)
+    if n < 2:
+        return None
+    sd_d = math.sqrt(2.0) * statistics.stdev(values)
+    return tolerance + (z_quantile(1.0 - alpha) + z_quantile(POWER)) * sd_d / math.sqrt(n)
+
+
+def fewest_worse(
+    values: Sequence[float], tolerance: float, alpha: float, floor: float = 0.0
+) -> int | None:
+    """The fewest queries that must fall to ``floor`` (the metric's worst value), all others
+    unchanged, for the margin test to say ``regressed`` at level ``alpha``: the queries with the
+    highest baseline values fall first (the least it can take). None when even all cannot.
+    """
+    then = sorted(values, reverse=True)
+    n = len(then)
+    base = np.asarray(then, dtype=np.float64)
+    for m in range(1, n + 1):
+        now = base.copy()
+        now[:m] = floor
+        if margin_test(now, base, tolerance).p_worse <= alpha:
+            return m
+    return None

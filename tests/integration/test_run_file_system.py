@@ -94,8 +94,8 @@ def test_baseline_names_the_run_by_digest_and_notes_an_edit(pytester: pytest.Pyt
     digest = hashlib.sha256((folder / "runs" / "bm25.trec").read_bytes()).hexdigest()
     assert digest in text
     again = pytester.runpytest("--retrieval-gate")
-    # The two regression checks of 3 queries cannot detect a drop: skipped, as for any system.
-    again.assert_outcomes(passed=2, skipped=2)
+    # The two regression checks of 3 queries are decided (nothing changed: ok), not skipped.
+    again.assert_outcomes(passed=4)
     again.stdout.fnmatch_lines(["*bm25 vs baseline: 3 shared queries"])
     assert "system changed since the baseline" not in again.stdout.str()
     # A re-generated run (q1's scores swapped) is still compared, and the edit is noted.

@@ -301,33 +301,73 @@ def _baseline(run: RunRecord, base: BaselineComparison, gates: list[Outcome]) ->
         yield f"- note: {note}"
     yield ""
     rows = []
+    warnings = []
     for name, m in (base.rows or {}).items():
+        verdict = {"regressed": "**REGRESSED**", "underpowered": "**underpowered**"}.get(
+            m.verdict, m.verdict
+        )
+        if m.not_compared:
+            verdict = "not compared"
+        elif m.verdict == "regressed" and m.passed:
+            verdict = "regressed"  # a diagnostic: reported, not gated
+        if m.diagnostic:
+            verdict += " (diagnostic)"
+        detectable = m.detectable_drop
         rows.append(
             [
                 name,
                 fmt(m.baseline),
                 fmt(m.current),
                 f"{m.current - m.baseline:+.4f}",
-                f"{m.p_value:.4f}",
-                f"{m.p_adjusted:.4f}",
+                fmt(m.tolerance),
+                f"{m.p_value:.4g}",
+                f"{m.p_adjusted:.4g}",
                 str(m.improved),
                 str(m.degraded),
-                "not gated (too few queries)"
-                if m.not_compared
-                else ("ok" if m.passed else "**REGRESSED**"),
+                fmt(detectable),
+                "-" if m.fewest_worse is None else str(m.fewest_worse),
+                verdict,
             ]
         )
+        if m.not_compared or m.diagnostic:
+            continue
+        if m.verdict == "underpowered":
+            warnings.append(
+                f"- **warning**: {name} is underpowered: over {m.n} queries neither a drop larger "
+                f"than the tolerance {fmt(m.tolerance)} nor one within it can be shown"
+            )
+        if detectable is not None and m.tolerance > 0 and detectable > 2 * m.tolerance:
+            warnings.append(
+                f"- **warning**: {name}: the smallest drop caught 80 % of the time is "
+                f"{fmt(detectable)}, more than twice the tolerance {fmt(m.tolerance)}"
+            )
     if rows:
         yield from _table(
-            ["metric", "baseline", "now", "delta", "p", "p (Holm)", "better", "worse", "verdict"],
+            [
+                "metric",
+                "baseline",
+                "now",
+                "delta",
+                "tolerance",
+                "p (drop > tolerance)",
+                "p (x family)",
+                "better",
+                "worse",
+                "detectable drop",
+                "fewest worse",
+                "verdict",
+            ],
             rows,
         )
+        yield ""
+    if warnings:
+        yield from warnings
         yield ""
     regressed = [g for g in gates if g.regression is not None and not g.passed]
     for gate in regressed:
         yield f"Regressed queries for {gate.metric} ({gate.scope}):"
         yield ""
-        for line in gate.detail[2:]:
+        for line in gate.detail[len(gate.detail) - len(gate.worst) :]:
             yield f"- {line}"
         yield ""
 

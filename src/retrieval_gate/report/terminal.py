@@ -45,7 +45,13 @@ def render(data: ReportData) -> Iterator[str]:
         failed = [g for g in gates if not g.passed]
         yield f"  gates: {len(gates) - len(failed)} passed, {len(failed)} failed"
         for g in failed:
+            if g.regression is not None:
+                yield f"  FAILED {g.nodeid}: {g.detail[0]}"
+                continue
             yield f"  FAILED {g.nodeid}: {g.measured} (needs {g.needed}, n={g.n})"
+        for g in gates:
+            if g.passed and g.regression is not None and g.regression.verdict == "underpowered":
+                yield f"  UNDERPOWERED (passed) {g.nodeid}: {g.detail[0]}"
     for error in data.errors:
         not_decided = sum(1 for u in data.undecided if u[:2] == (error.suite, error.system))
         yield (

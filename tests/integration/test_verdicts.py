@@ -1,0 +1,144 @@
+"""Regression verdicts end to end: regressed, ok, underpowered (strict or not), the detectable
+drop, category regressions as diagnostics, and the session-wide family under xdist."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .test_rg_baseline import (
+    RETRIEVER,
+    SETTINGS,
+    damage,
+    regression_gates,
+    report,
+    save,
+    suite_text,
+    write,
+)
+
+SCOPES = 'regression_scopes = ["suite", "category"]'
+
+
+def settings(extra: str = "") -> str:
+    # The defaults: only suite-level regressions are items.
+    return SETTINGS.format(extra=extra).replace(SCOPES, "")
+
+
+@pytest.fixture
+def proj(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makefile(".toml", pyproject=settings())
+    pytester.makepyfile(gen_app=RETRIEVER)
+    pytester.syspathinsert()
+    return pytester
+
+
+def test_regressed_fails_and_says_so(proj: pytest.Pytester) -> None:
+    write(proj, suite_text(40))
+    save(proj)
+    damage(proj, {i: 2 for i in range(10)})
+    result = proj.runpytest("--retrieval-gate")
+    # The three floors pass; the one suite-level regression item fails; categories are diagnostics.
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*FAILED topics.retrieval.yaml::gen::regression::MRR@10: regressed: the drop (0.1667) "
+            "is significantly larger than the tolerance (0.01)*"
+        ]
+    )
+    gates = regression_gates(proj)
+    assert list(gates) == ["MRR@10"]
+    assert (gates["MRR@10"]["verdict"], gates["MRR@10"]["family"]) == ("regressed", 1)
+    assert gates["MRR@10"]["detectable_drop"] == 0.01
+    rows = report(proj)["runs"][0]["baseline"]["metrics"]
+    # The category comparisons are still in the report, marked as diagnostics.
+    assert rows["category[alpha]::MRR@10"]["diagnostic"] is True
+    assert rows["category[alpha]::MRR@10"]["verdict"] == "regressed"
+    assert rows["MRR@10"]["diagnostic"] is False
+    markdown = (proj.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert "| regressed (diagnostic) |" in markdown
+    assert "**REGRESSED**" in markdown
+
+
+def test_ok_when_the_drop_is_shown_within_the_tolerance(proj: pytest.Pytester) -> None:
+    write(proj, suite_text(40, header="tolerance: {MRR@10: 0.3}"))
+    save(proj)
+    # Ten queries to rank 2: drop 0.125; x = ten -0.2, thirty +0.3: p(within) = Phi(-3.976).
+    damage(proj, {i: 1 for i in range(10)})
+    proj.runpytest("--retrieval-gate").assert_outcomes(passed=4)
+    gate = regression_gates(proj)["MRR@10"]
+    assert (gate["verdict"], gate["passed"]) == ("ok", True)
+    assert gate["p_within"] == pytest.approx(3.5e-5, rel=0.02)
+
+
+def test_underpowered_passes_with_a_warning_everywhere(proj: pytest.Pytester) -> None:
+    write(proj, suite_text(160))
+    save(proj)
+    # Three of 160 queries lose their document: x = three -0.99, 157 +0.01, z = -0.8143.
+    damage(proj, {3: 12, 50: 12, 77: 12})
+    result = proj.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(
+        ["*UNDERPOWERED (passed) topics.retrieval.yaml::gen::regression::MRR@10: underpowered:*"]
+    )
+    gate = regression_gates(proj)["MRR@10"]
+    assert (gate["verdict"], gate["passed"]) == ("underpowered", True)
+    markdown = (proj.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert "**warning**: MRR@10 is underpowered" in markdown
+
+
+def test_strict_verdicts_fail_underpowered(proj: pytest.Pytester) -> None:
+    proj.makefile(".toml", pyproject=settings("strict_verdicts = true"))
+    write(proj, suite_text(160))
+    save(proj)
+    damage(proj, {3: 12, 50: 12, 77: 12})
+    result = proj.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(
+        ["MRR@10 regression over suite (topics x gen): FAILED: underpowered: *"]
+    )
+
+
+def test_detectable_drop_and_fewest_worse_by_hand(proj: pytest.Pytester) -> None:
+    write(proj, suite_text(12))
+    # The baseline has spread: six queries at rank 1 (MRR 1), six at rank 2 (MRR 0.5).
+    damage(proj, {i: 1 for i in range(6, 12)})
+    save(proj)
+    proj.runpytest("--retrieval-gate").assert_outcomes(passed=4)
+    gate = regression_gates(proj)["MRR@10"]
+    # Sample sd of six 1s and six 0.5s: sqrt(12 * 0.25^2 / 11) = 0.261116; x sqrt(2) = 0.369274;
+    # (z_0.95 + z_0.8) / sqrt(12) = 2.486475 / 3.464102 = 0.717783; 0.01 + 0.265059 = 0.275059.
+    assert gate["detectable_drop"] == pytest.approx(0.275059, abs=1e-6)
+    # Each of the six 1s falling to 0 gives -0.99 against +0.01s that move a sum by at most
+    # 0.22: p = 2^-m, 2^-5 = 0.031 <= 0.05 (family 1), 2^-4 = 0.0625 is not.
+    assert gate["fewest_worse"] == 5
+    assert gate["verdict"] == "ok"  # nothing changed
+    markdown = (proj.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert (
+        "**warning**: MRR@10: the smallest drop caught 80 % of the time is 0.2751, more than "
+        "twice the tolerance 0.01"
+    ) in markdown
+
+
+def test_family_spans_the_session_and_is_the_same_under_xdist(proj: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    write(proj, suite_text(40))
+    write(proj, suite_text(12, name="other"), name="other.retrieval.yaml")
+    write(proj, suite_text(3, name="tiny"), name="tiny.retrieval.yaml")
+    save(proj)
+    damage(proj, {i: 2 for i in range(10)})
+    proj.runpytest("--retrieval-gate")
+    serial = {g["nodeid"]: g for g in report(proj)["gates"] if "verdict" in g and "family" in g}
+    proj.runpytest("--retrieval-gate", "-n", "2", "-p", "no:benchmark")
+    parallel = {g["nodeid"]: g for g in report(proj)["gates"] if "verdict" in g and "family" in g}
+    # Three regression items; tiny's 3 queries can never reach 0.05 / K (2^-3 = 0.125): K = 2.
+    assert {g["family"] for g in serial.values()} == {2}
+    assert serial["tiny.retrieval.yaml::gen::regression::MRR@10"]["verdict"] == "underpowered"
+    assert serial["topics.retrieval.yaml::gen::regression::MRR@10"]["verdict"] == "regressed"
+    strip = {"nodeid"}
+    assert json.dumps(
+        {k: {f: v for f, v in g.items() if f not in strip} for k, g in sorted(serial.items())}
+    ) == json.dumps(
+        {k: {f: v for f, v in g.items() if f not in strip} for k, g in sorted(parallel.items())}
+    )
