@@ -8,7 +8,6 @@ naming the file and the key.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,16 +18,16 @@ from retrieval_gate.errors import ConfigError
 
 if TYPE_CHECKING:
     from retrieval_gate.decision import DecisionSettings
+from retrieval_gate.imports import import_object as import_object  # re-exported for callers
 from retrieval_gate.systems.options import (
-    Option,
+    COMMON_SYSTEM_OPTIONS,
+    DEFAULT_DEPTH,
     OptionTable,
     Where,
-    at_least,
     parse_options,
     unknown_key,
 )
 
-DEFAULT_DEPTH = 100
 DEFAULT_CACHE_DIR = ".retrieval-gate-cache"
 
 _SETTINGS_KEYS = frozenset(
@@ -49,29 +48,6 @@ _SETTINGS_KEYS = frozenset(
         "regression_scopes",
     }
 )
-
-#: Keys every system takes, whatever its kind (each kind adds its own, see retrieval_gate.systems).
-COMMON_SYSTEM_OPTIONS: OptionTable = {
-    "depth": Option(
-        int,
-        DEFAULT_DEPTH,
-        "documents kept per query (at least the deepest cutoff the suite measures)",
-        check=at_least(1),
-        rule=">= 1",
-    ),
-    "corpus": Option(
-        str,
-        None,
-        "corpus of this system, when the suite names none (path relative to the settings file)",
-        resolve=lambda value, base: base / value,
-    ),
-    "description": Option(str, "", "free text shown in the report"),
-    "stages": Option(
-        list,
-        [],
-        'stages applied to the hits in order, each a table `{stage = "NAME", ...}`',
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -462,22 +438,3 @@ def _parse_stages(raw: list[Any], where: Where) -> tuple[StageConfig, ...]:
             raise unknown_key(unknown[0], ["stage", *stage.options], at)
         parsed.append(StageConfig(name=stage.name, options=parse_options(stage.options, item, at)))
     return tuple(parsed)
-
-
-def import_object(ref: str, root: Path) -> Any:
-    """Import ``module:attribute``; the settings folder is importable, as users expect."""
-    import importlib
-
-    module_name, _, attr = ref.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name is None or not module_name.startswith(exc.name.split(".")[0]):
-            raise
-        if str(root) not in sys.path:
-            sys.path.insert(0, str(root))
-        module = importlib.import_module(module_name)
-    obj: Any = module
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj

@@ -22,10 +22,10 @@ def _table(table: OptionTable, empty: str) -> list[str]:
 
 def option_reference() -> str:
     """Markdown: the keys every system takes, then each kind's, each embedder's and index's."""
-    from retrieval_gate.config import COMMON_SYSTEM_OPTIONS
     from retrieval_gate.embed import EMBEDDERS
     from retrieval_gate.index import INDEXES
     from retrieval_gate.systems import kinds, stages
+    from retrieval_gate.systems.options import COMMON_SYSTEM_OPTIONS
 
     lines = [BEGIN, "", "### Every system", "", *table_markdown(COMMON_SYSTEM_OPTIONS)]
     for kind in kinds().values():

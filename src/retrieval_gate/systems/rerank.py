@@ -86,7 +86,7 @@ class _CrossEncoderScorer:
 def load_scorer(ref: str, *, root: Path, batch_size: int, entry: str) -> tuple[Scorer, str]:
     """The scoring function ``ref`` names and its identity (see the module docstring)."""
     if _FUNCTION_REF.match(ref) and not Path(ref).exists():
-        from retrieval_gate.config import import_object
+        from retrieval_gate.imports import import_object
 
         try:
             obj = import_object(ref, root)

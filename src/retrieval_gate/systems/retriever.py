@@ -123,7 +123,7 @@ def load_retriever(system: SystemConfig, settings: Settings) -> Retriever:
 
 
 def _import(ref: str, root: Path) -> Any:
-    from retrieval_gate.config import import_object
+    from retrieval_gate.imports import import_object
 
     return import_object(ref, root)
 
