@@ -10,14 +10,13 @@ import pytest
 from retrieval_gate.config import Settings, SystemConfig
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.options import (
-    GATE_ONLY_OPTIONS,
     OptionValues,
-    gate_only_given,
     resolve_cache_dir,
     resolve_outputs,
     select_reference,
     select_systems,
 )
+from retrieval_gate.plugin import GATE_ONLY_OPTIONS, gate_only_given
 
 ROOT = Path("/project")
 CWD = Path("/project/sub")

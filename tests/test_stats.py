@@ -15,7 +15,6 @@ from retrieval_gate.stats import (
     MarginTest,
     detectable_drop,
     fewest_worse,
-    holm,
     margin_test,
     paired_randomisation,
     smallest_margin_p,
@@ -150,26 +149,6 @@ def test_large_suite_is_sampled_in_chunks_with_the_same_answer() -> None:
     test = paired_randomisation([0.0] * n, [1.0] * n, permutations=30)
     assert test.p_value == 1 / 31
     assert test.degraded == n
-
-
-def test_holm_worked_example() -> None:
-    # Sorted: 0.005 (x4 = 0.02), 0.01 (x3 = 0.03), 0.03 (x2 = 0.06), 0.04 (x1 = 0.04, but never
-    # below an earlier one: 0.06). Returned in the input order.
-    adjusted = holm([0.01, 0.04, 0.03, 0.005])
-    assert adjusted == pytest.approx([0.03, 0.06, 0.06, 0.02])
-
-
-def test_holm_caps_at_one_and_handles_ties_and_empty() -> None:
-    assert holm([0.5, 0.6]) == [1.0, 1.0]
-    assert holm([0.02, 0.02]) == pytest.approx([0.04, 0.04])
-    assert holm([0.3]) == [0.3]
-    assert holm([]) == []
-
-
-def test_holm_steps_down_where_bonferroni_would_stop() -> None:
-    # At alpha 0.05 with m = 3: Bonferroni needs p <= 0.0167 for each; Holm rejects 0.01
-    # (x3 = 0.03) and then 0.02 (x2 = 0.04), and 0.04 (x1 = 0.04) as well.
-    assert holm([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
 
 
 # -- the margin test: x_i = (now_i - then_i) + tolerance -------------------------------------------

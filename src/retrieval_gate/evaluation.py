@@ -41,14 +41,6 @@ class Evaluation:
     values: Mapping[str, np.ndarray]  # metric name -> per-query values aligned with run.qids
     latency: Mapping[str, float]  # p50/p95/p99/mean in ms
 
-    @property
-    def suite_name(self) -> str:
-        return self.run.suite.name
-
-    @property
-    def system_name(self) -> str:
-        return self.run.system.name
-
     @cached_property
     def scopes(self) -> dict[str, np.ndarray]:
         """Scope name -> indices of its queries: suite, every category and difficulty."""

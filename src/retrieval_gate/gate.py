@@ -197,7 +197,7 @@ def family_size(shared_counts: list[int], alpha: float) -> int:
     An item over n shared queries can reach significance at alpha / K only when its smallest
     possible p (:func:`~retrieval_gate.stats.smallest_margin_p`) is <= alpha / K; the others can
     never be wrong at that level and are left out. K is the smallest K >= 1 with
-    count{n_i : smallest_p(n_i) <= alpha / K} <= K: the counted items, each tested at alpha / K,
+    count{n_i : smallest_margin_p(n_i) <= alpha / K} <= K: the counted items, each tested at alpha / K,
     have a family-wise error <= count * alpha / K <= alpha. ``shared_counts`` lists n for every
     gated regression item of the session, known at collection time, so every xdist worker finds
     the same K alone.
@@ -442,13 +442,6 @@ def compare_with_baseline(
         comparison(rows),
         {(c.scope, c.metric): o for c, o in zip(checks, outcomes, strict=True)},
     )
-
-
-def smallest_p(n: int) -> float:
-    """The smallest p-value the margin test can give over ``n`` queries (all one way)."""
-    from retrieval_gate.stats import smallest_margin_p
-
-    return smallest_margin_p(n)
 
 
 def _not_compared(metric: str, ids: list[str], record: RunRecord, base: RunRecord) -> str | None:

@@ -26,17 +26,6 @@ DEFAULT_REPORT = "retrieval-gate-report.md"
 DEFAULT_BASELINE = "retrieval-baseline.json"
 DEFAULT_CACHE_DIR = ".retrieval-gate-cache"
 
-#: Options only the gate reads: given without ``--retrieval-gate`` they would be silently ignored.
-#: (``--rg-system``, ``--rg-cache-dir`` and ``--rg-no-cache`` also steer the ``retrieval_system``
-#: fixture, which works without the gate.)
-GATE_ONLY_OPTIONS: Mapping[str, str] = {
-    "rg_reference": "--rg-reference",
-    "rg_baseline": "--rg-baseline",
-    "rg_save_baseline": "--rg-save-baseline",
-    "rg_report": "--rg-report",
-    "rg_json": "--rg-json",
-}
-
 
 @dataclass(frozen=True)
 class OptionValues:
@@ -211,9 +200,3 @@ def select_reference(
             f"reference system {name!r} is not among the systems this session runs ({running})"
         )
     return name
-
-
-def gate_only_given(given: Mapping[str, object]) -> list[str]:
-    """The gate-only options set in ``given`` (dest -> parsed value), as spelled on the command
-    line; a usage error when ``--retrieval-gate`` is off."""
-    return [flag for dest, flag in GATE_ONLY_OPTIONS.items() if given.get(dest)]

@@ -19,6 +19,24 @@ DEFAULT_FILES = ("*.retrieval.yaml", "*.retrieval.yml", "*.retrieval.json")
 SUITE_SUFFIXES = (".yaml", ".yml", ".json")
 
 
+#: Options only the gate reads: given without ``--retrieval-gate`` they would be silently ignored.
+#: (``--rg-system``, ``--rg-cache-dir`` and ``--rg-no-cache`` also steer the ``retrieval_system``
+#: fixture, which works without the gate.)
+GATE_ONLY_OPTIONS: dict[str, str] = {
+    "rg_reference": "--rg-reference",
+    "rg_baseline": "--rg-baseline",
+    "rg_save_baseline": "--rg-save-baseline",
+    "rg_report": "--rg-report",
+    "rg_json": "--rg-json",
+}
+
+
+def gate_only_given(given: dict[str, object]) -> list[str]:
+    """The gate-only options set in ``given`` (dest -> parsed value), as spelled on the command
+    line; a usage error when ``--retrieval-gate`` is off."""
+    return [flag for dest, flag in GATE_ONLY_OPTIONS.items() if given.get(dest)]
+
+
 def _system_name(value: str) -> str:
     if not value or not value.replace("-", "").replace("_", "").replace(".", "").isalnum():
         raise argparse.ArgumentTypeError(
@@ -121,8 +139,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("retrieval_gate", False):
-        from retrieval_gate.options import GATE_ONLY_OPTIONS, gate_only_given
-
         given = gate_only_given({dest: config.getoption(dest, None) for dest in GATE_ONLY_OPTIONS})
         if given:
             raise pytest.UsageError(

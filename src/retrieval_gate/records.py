@@ -43,8 +43,6 @@ __all__ = [
     "shorten",
 ]
 
-LATENCY_STATS = ("p50", "p95", "p99", "mean")
-
 
 def scope_name(kind: str, label: str) -> str:
     """The name of a group of queries: ``category[joins]``, ``difficulty[hard]``."""
@@ -302,9 +300,6 @@ class RunFailure:
 
 
 # -- gate outcomes -------------------------------------------------------------------------------
-
-
-VERDICTS = ("regressed", "ok", "underpowered")
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,10 @@
-"""Paired significance for comparing two systems (or a run and its baseline) on the same queries.
+"""Paired significance on per-query values: two tests.
 
-The test is a paired randomisation (sign-flip) test on per-query differences, the test IR papers
+``paired_randomisation`` compares two systems on the same queries (the report's comparison with
+the reference system); ``margin_test`` decides regression verdicts against the baseline, with the
+tolerance as a non-inferiority margin (docs/verdicts.md).
+
+The first is a paired randomisation (sign-flip) test on per-query differences, the test IR papers
 and PyTerrier's ``baseline=`` comparisons use. Under the null hypothesis the sign of each query's
 difference is arbitrary, so the observed mean difference is compared with the means over sign
 flips: exactly, over all 2^n flips, when n <= 16 non-zero differences, else over a seeded sample.
@@ -94,22 +98,6 @@ def _count(means: np.ndarray, observed: float, alternative: str) -> int:
     if alternative == "two-sided":
         return int((np.abs(means) >= abs(observed) - _TIE).sum())
     raise ValueError(f"alternative must be 'less', 'greater' or 'two-sided', got {alternative!r}")
-
-
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm-Bonferroni adjusted p-values, in the input order.
-
-    Sorted ascending p_(1) <= ... <= p_(m): adjusted p_(i) = max over j <= i of (m - j + 1) p_(j),
-    capped at 1. A hypothesis is rejected at level alpha when its adjusted p-value <= alpha.
-    """
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    adjusted = [0.0] * m
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p_values[i]))
-        adjusted[i] = running
-    return adjusted
 
 
 # -- the tolerance as a non-inferiority margin ---------------------------------------------------

@@ -16,7 +16,7 @@ trec_eval conventions reproduced here (checked against its source, ``usnistgov/t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 
@@ -62,18 +62,6 @@ class Judged:
 
 _NO_JUDGMENTS: Mapping[str, int] = {}
 _NO_SCORES: Mapping[str, float] = {}
-
-
-def _ragged(values: Iterable[float], lengths: IntArray, width: int) -> FloatArray:
-    """Rows of ``lengths[i]`` values each, laid out as a 0-padded ``[n, width]`` matrix."""
-    n = int(lengths.shape[0])
-    total = int(lengths.sum())
-    flat = np.fromiter(values, dtype=np.float64, count=total)
-    if n and total == n * width:
-        return flat.reshape(n, width)
-    out = np.zeros((n, width), dtype=np.float64)
-    out[np.arange(width) < lengths[:, None]] = flat
-    return out
 
 
 def _assemble(
