@@ -51,19 +51,19 @@ def config_error(spec: Mapping[str, Any]) -> str:
 def test_unknown_key_lists_the_kinds_own_keys() -> None:
     assert config_error({"retriever": "m:f", "model": "x"}) == (
         "/project/pyproject.toml [system.s]: unknown key 'model'; "
-        "known: corpus, depth, description, retriever, stages, timeout"
+        "known: corpus, depth, description, extraction, retriever, stages, timeout"
     )
     assert config_error({"run": "r.trec", "index": "exact"}) == (
         "/project/pyproject.toml [system.s]: unknown key 'index'; "
-        "known: corpus, depth, description, run, stages"
+        "known: corpus, depth, description, extraction, run, stages"
     )
 
 
 def test_backend_keys_are_known_only_with_their_backend() -> None:
     embedding = (
         "aggregation, batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, "
-        "description, device, document_prompt, embedder, fields, index, model, multi_vector, "
-        "normalize, query_prompt, stages, timeout, weights"
+        "description, device, document_prompt, embedder, extraction, fields, index, model, "
+        "multi_vector, normalize, query_prompt, stages, timeout, weights"
     )
     # pca_dims belongs to model2vec, host to chroma-server.
     assert config_error({"embedder": "sentence-transformers", "model": "m", "pca_dims": 64}) == (
@@ -72,8 +72,8 @@ def test_backend_keys_are_known_only_with_their_backend() -> None:
     assert config_error({"embedder": "model2vec", "model": "m", "host": "h"}) == (
         "/project/pyproject.toml [system.s]: unknown key 'host'; known: aggregation, "
         "batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, description, "
-        "device, distill_from, document_prompt, embedder, fields, index, model, multi_vector, "
-        "normalize, pca_dims, query_prompt, stages, timeout, weights"
+        "device, distill_from, document_prompt, embedder, extraction, fields, index, model, "
+        "multi_vector, normalize, pca_dims, query_prompt, stages, timeout, weights"
     )
     parsed = settings(
         {

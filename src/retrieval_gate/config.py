@@ -78,6 +78,9 @@ class SystemConfig:
     description: str = ""
     stages: tuple[StageConfig, ...] = ()
     source: Path | None = None  # the settings file it was written in
+    # The parsed ``extraction`` table (docs/extraction.md); not part of ``identity``: only an
+    # extraction run reads it, and that run puts it in its fingerprint.
+    extraction: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
@@ -409,6 +412,7 @@ def parse_system(name: str, spec: Any, source: Path, base: Path) -> SystemConfig
         description=common["description"],
         stages=_parse_stages(common["stages"], where),
         source=source,
+        extraction=common["extraction"],
     )
 
 

@@ -95,6 +95,7 @@ class Query:
     difficulty: str | None = None
     expect: tuple[Expectation, ...] = ()
     position: int = 0  # index in the file's query list, for messages
+    negated: frozenset[str] = frozenset()
 
     @property
     def n_relevant(self) -> int:

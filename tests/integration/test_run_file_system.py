@@ -133,7 +133,7 @@ def test_unknown_key_of_a_run_file_system_lists_its_keys(pytester: pytest.Pytest
         [
             lit(
                 "ERROR: *pyproject.toml [system.bm25]: unknown key 'index'; "
-                "known: corpus, depth, description, run, stages"
+                "known: corpus, depth, description, extraction, run, stages"
             )
         ]
     )

@@ -36,6 +36,10 @@ class Option:
     an int); ``check`` further restricts the value and ``rule`` says the restriction in words for
     the docs. ``resolve`` turns the written value into the stored one (e.g. a relative model path
     into a folder beside the settings file); it gets the value and the settings folder.
+    ``nested`` makes the key a table of its own keys: a function returning their option table
+    (a function, so the table's module is imported only when a system is parsed); the parsed
+    value is that table's values, defaults filled in, and its unknown keys are errors naming
+    ``system.NAME.key``.
     """
 
     kind: type | tuple[type, ...]
@@ -44,6 +48,7 @@ class Option:
     check: Callable[[Any], bool] | None = None
     rule: str = ""
     resolve: Callable[[Any, Path], Any] | None = None
+    nested: Callable[[], OptionTable] | None = None
 
     @property
     def type_name(self) -> str:
@@ -108,6 +113,9 @@ def parse_options(
     values: dict[str, Any] = {}
     for key in keys:
         option = table[key]
+        if option.nested is not None:
+            values[key] = _parse_nested(key, option.nested(), spec.get(key), where)
+            continue
         if key not in spec or spec[key] is None:
             values[key] = option.default
             continue
@@ -123,6 +131,18 @@ def parse_options(
     return values
 
 
+def _parse_nested(key: str, table: OptionTable, value: Any, where: Where) -> dict[str, Any]:
+    inner = Where(source=where.source, entry=f"{where.entry}.{key}", base=where.base)
+    if value is None:
+        value = {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"invalid {key!r}: {value!r}", path=where.source, entry=where.entry)
+    unknown = sorted(str(k) for k in value if k not in table)
+    if unknown:
+        raise unknown_key(unknown[0], table, inner)
+    return parse_options(table, value, inner)
+
+
 def table_markdown(table: OptionTable) -> list[str]:
     """The rows of a markdown table of ``table``: key, type, default, meaning (for the docs)."""
     lines = ["| key | type | default | meaning |", "|---|---|---|---|"]
@@ -135,6 +155,13 @@ def table_markdown(table: OptionTable) -> list[str]:
 
 
 DEFAULT_DEPTH = 100
+
+
+def _extraction_options() -> OptionTable:
+    from retrieval_gate.extraction.settings import EXTRACTION_OPTIONS
+
+    return EXTRACTION_OPTIONS
+
 
 #: Keys every system takes, whatever its kind (each kind adds its own, see retrieval_gate.systems).
 COMMON_SYSTEM_OPTIONS: OptionTable = {
@@ -156,5 +183,12 @@ COMMON_SYSTEM_OPTIONS: OptionTable = {
         list,
         [],
         'stages applied to the hits in order, each a table `{stage = "NAME", ...}`',
+    ),
+    "extraction": Option(
+        dict,
+        {},
+        "how the system extracts terms from documents in extraction suites (its keys: the "
+        "next table; ignored by other suites)",
+        nested=_extraction_options,
     ),
 }

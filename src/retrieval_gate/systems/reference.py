@@ -28,6 +28,10 @@ def option_reference() -> str:
     from retrieval_gate.systems.options import COMMON_SYSTEM_OPTIONS
 
     lines = [BEGIN, "", "### Every system", "", *table_markdown(COMMON_SYSTEM_OPTIONS)]
+    for key, option in COMMON_SYSTEM_OPTIONS.items():
+        if option.nested is not None:
+            lines += ["", f"#### The `{key}` table of every system", ""]
+            lines += table_markdown(option.nested())
     for kind in kinds().values():
         lines += [
             "",
