@@ -49,6 +49,7 @@ class RunResult:
     latencies_ms: tuple[float, ...]
     fingerprint: Mapping[str, Any]
     stats: Mapping[str, Any] = field(default_factory=dict)
+    negated: tuple[tuple[str, ...], ...] = ()
 
 
 def corpus_path(suite: Suite, system: SystemConfig, settings: Settings) -> Path | None:
