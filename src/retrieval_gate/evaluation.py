@@ -24,11 +24,12 @@ from retrieval_gate.metrics import (
     metric_versions,
 )
 from retrieval_gate.metrics.ontology import OntologyInputs
-from retrieval_gate.records import GroupRecord, QueryRecord, RunRecord, query_digest, scope_name
+from retrieval_gate.records import GroupRecord, QueryRecord, RunRecord, scope_name
 from retrieval_gate.run import RunResult
 
 if TYPE_CHECKING:
     from retrieval_gate.ontology import Ontology
+    from retrieval_gate.suite import Suite
 
 #: How many top results a failing expectation shows.
 SHOWN_RESULTS = 5
@@ -58,7 +59,19 @@ class Evaluation:
         if metric.is_latency:
             return self.latency[metric.family.removeprefix("latency_").removesuffix("_ms")]
         # The metric's own aggregation over the scope's queries (a mean for the ranking metrics).
-        return metric.aggregate(self.values[metric.name][self.scopes[scope]])
+        rows = self.scopes[scope]
+        return metric.aggregate(self.values[metric.name][rows], self.components(metric, rows))
+
+    def components(self, metric: Metric, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """The per-unit series ``metric``'s aggregation reads besides its own, at ``rows``."""
+        return {name: self.values[name][rows] for name in metric.spec.aggregation.components}
+
+    def interval(self, metric: Metric, seed: int) -> tuple[float, float]:
+        """The seeded bootstrap 95 % interval of the suite value (:func:`stats.bootstrap_ci`)."""
+        from retrieval_gate.stats import bootstrap_ci
+
+        rows = self.scopes["suite"]
+        return bootstrap_ci(metric, self.values[metric.name], self.components(metric, rows), seed)
 
     def n(self, scope: str = "suite") -> int:
         return int(self.scopes[scope].size)
@@ -85,9 +98,7 @@ def evaluate_run(
     """Every cutoff metric of the suite (and MaxOntSim at each cutoff for an ontology suite)
     plus whatever its gates and expectations name. ``ontology`` is the suite's, loaded."""
     suite = run.suite
-    wanted: dict[str, Metric] = {m.name: m for m in cutoff_metrics(suite.k)}
-    if suite.ontology is not None:
-        wanted.update((m.name, m) for m in (Metric("MaxOntSim", k) for k in suite.k))
+    wanted: dict[str, Metric] = {m.name: m for m in default_metrics(suite)}
     for gate in suite.gates:
         if not gate.metric.is_latency:
             wanted.setdefault(gate.metric.name, gate.metric)
@@ -98,10 +109,19 @@ def evaluate_run(
     for metric in extra:
         if not metric.is_latency:
             wanted.setdefault(metric.name, metric)
+    # A component an aggregation reads (TP for P_micro, gold_score for pearson) is computed too.
+    for metric in list(wanted.values()):
+        for name in metric.spec.aggregation.components:
+            wanted.setdefault(name, Metric(name))
     metrics = tuple(wanted.values())
-    judged = judge(suite.qrels, run.qids, run.rankings)
     ranked = [m for m in metrics if m.spec.input == "ranking"]
-    values = compute(judged, ranked, gain=suite.gain)
+    values: dict[str, np.ndarray] = {}
+    if ranked:
+        values = compute(judge(suite.qrels, run.qids, run.rankings), ranked, gain=suite.gain)
+    for input_kind, inputs in _unit_inputs(run, metrics).items():
+        values.update(
+            (m.name, m.spec.compute(inputs, m.k)) for m in metrics if m.spec.input == input_kind
+        )
     by_term = [m for m in metrics if m.spec.input == "ontology"]
     if by_term:
         if ontology is None or suite.ontology is None:
@@ -120,9 +140,51 @@ def evaluate_run(
     )
 
 
-def record_run(evaluation: Evaluation, suite_path: str) -> RunRecord:
+def default_metrics(suite: Suite) -> list[Metric]:
+    """What a suite reports without being asked: every trec_eval cutoff metric (and MaxOntSim at
+    each cutoff for an ontology suite) for a ranking suite; every registered family of the kind's
+    input for an extraction (``sets``) or pair (``pairs``) suite, in registry order."""
+    from retrieval_gate.metrics import REGISTRY
+
+    if suite.kind == "ranking":
+        metrics = list(cutoff_metrics(suite.k))
+        if suite.ontology is not None:
+            metrics += [Metric("MaxOntSim", k) for k in suite.k]
+        return metrics
+    wanted = {"extraction": "sets", "pairs": "pairs"}[suite.kind]
+    return [Metric(f.name) for f in REGISTRY.values() if f.input == wanted and not f.needs_k]
+
+
+def _unit_inputs(run: RunResult, metrics: tuple[Metric, ...]) -> dict[str, object]:
+    """The inputs of the extraction and pair families, built only when one is wanted."""
+    suite = run.suite
+    inputs: dict[str, object] = {}
+    kinds = {m.spec.input for m in metrics}
+    if "sets" in kinds:
+        from retrieval_gate.metrics.extraction import SetInputs
+
+        inputs["sets"] = SetInputs(
+            gold=[frozenset(d for d, g in q.relevant.items() if g >= 1) for q in suite.queries],
+            gold_negated=[q.negated for q in suite.queries],
+            predicted=[frozenset(r) for r in run.rankings],
+            predicted_negated=[frozenset(n) for n in run.negated]
+            if run.negated
+            else [frozenset() for _ in suite.queries],
+        )
+    if "pairs" in kinds:
+        from retrieval_gate.metrics.pairs import PairInputs
+
+        inputs["pairs"] = PairInputs(
+            similarity=np.array([s[0] if s else 0.0 for s in run.scores], dtype=np.float64),
+            gold=np.array([q.pair[1] if q.pair else 0.0 for q in suite.queries]),
+        )
+    return inputs
+
+
+def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> RunRecord:
     """The run as the typed record the gates, the baseline and the report read: means per scope,
-    latency, stats and every query's values, ranking and relevant ranks."""
+    latency, stats and every query's values, ranking and relevant ranks. An extraction or pair
+    suite's values also get their seeded bootstrap 95 % intervals (``seed``: settings' seed)."""
     run = evaluation.run
     suite = run.suite
     metrics = evaluation.metrics
@@ -147,17 +209,28 @@ def record_run(evaluation: Evaluation, suite_path: str) -> RunRecord:
     queries = tuple(
         QueryRecord(
             id=query.id,
-            digest=query_digest(query.text, query.relevant),
+            digest=query.digest,
             category=query.category,
             difficulty=query.difficulty,
             metrics={name: column[i] for name, column in columns.items()},
-            ranking=tuple(run.rankings[i][: max(cut, SHOWN_RESULTS) if query.expect else cut]),
+            # An extraction document keeps every predicted term (its JSON twin is the full set).
+            ranking=tuple(
+                run.rankings[i]
+                if suite.kind == "extraction"
+                else run.rankings[i][: max(cut, SHOWN_RESULTS) if query.expect else cut]
+            ),
             relevant_ranks=evaluation.relevant_ranks(query.id),
             latency_ms=run.latencies_ms[i],
             text=query.text,
+            gold_negated=tuple(sorted(query.negated)),
+            predicted_negated=tuple(sorted(run.negated[i])) if run.negated else (),
+            text_b=query.pair[0] if query.pair else "",
         )
         for i, query in enumerate(suite.queries)
     )
+    intervals = {}
+    if suite.kind != "ranking":
+        intervals = {m.name: evaluation.interval(m, seed) for m in metrics if not m.is_latency}
     return RunRecord(
         suite=suite.name,
         suite_path=suite_path,
@@ -172,4 +245,6 @@ def record_run(evaluation: Evaluation, suite_path: str) -> RunRecord:
         latency_ms=dict(evaluation.latency),
         stats={**run.stats, **({"suite_notes": list(suite.notes)} if suite.notes else {})},
         queries=queries,
+        kind=suite.kind,
+        intervals=intervals,
     )

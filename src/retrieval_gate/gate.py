@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+import numpy as np
+
+from retrieval_gate.metrics import parse_metric
 from retrieval_gate.records import (
     BaselineComparison,
     Outcome,
@@ -21,6 +25,9 @@ from retrieval_gate.records import (
     parse_scope,
 )
 from retrieval_gate.suite import Expectation, Gate, Query, Suite
+
+if TYPE_CHECKING:
+    from retrieval_gate.stats import BootstrapMarginTest, MarginTest
 
 # Means of per-query fractions are not exact in binary: 3 of 5 queries at P@5 = 0.6 can average to
 # 0.5999999999999999. A floor is met when the value is within this of it, so a suite that sits
@@ -78,6 +85,8 @@ def _worst(
     from retrieval_gate.metrics import parse_metric
 
     metric_spec = parse_metric(metric)
+    if metric_spec.spec.input == "pairs":
+        return ()  # a pair's own value is its cosine: no pair is "worst" at a correlation
     best = metric_spec.bounds[1] if metric_spec.higher_is_better else metric_spec.bounds[0]
     values = [(qid, record.query(qid).metrics[metric]) for qid in record.scope_ids(scope)]
     imperfect = [item for item in values if best is None or item[1] != best]
@@ -233,17 +242,21 @@ def check_regressions(
     mean(x) > 0 is (the drop is within t), or when no compared query changed; else
     ``underpowered``. A regressed check fails; an underpowered one passes with a warning, or
     fails when ``strict``. A metric in ``redefined`` (metric -> reason) is not compared: its
-    definition changed since the baseline. ``seed`` is unused (the test is deterministic) and kept
-    for callers.
+    definition changed since the baseline. A metric whose value is not a mean of per-unit values
+    (micro F1, a correlation) is tested by the paired bootstrap
+    (:func:`~retrieval_gate.stats.bootstrap_margin_test`, seeded with ``seed``) instead.
     """
     from retrieval_gate.stats import (
+        MARGIN_RESAMPLES,
+        bootstrap_margin_test,
         detectable_drop,
+        detectable_drop_bootstrap,
         fewest_worse,
+        is_mean,
         margin_test,
         smallest_margin_p,
     )
 
-    del seed
     level = alpha / max(1, family)
     shared_set = set(shared)
     outcomes = []
@@ -256,9 +269,30 @@ def check_regressions(
         ids = [] if missing else in_scope
         now = [record.query(qid).metrics[check.metric] for qid in ids]
         then = [base.query(qid).metrics[check.metric] for qid in ids]
-        test = margin_test(now, then, check.tolerance)
-        mean_now = sum(now) / len(now) if now else 0.0
-        mean_then = sum(then) / len(then) if then else 0.0
+        metric = parse_metric(check.metric)
+        test: MarginTest | BootstrapMarginTest
+        if is_mean(metric):
+            test = margin_test(now, then, check.tolerance)
+            mean_now = sum(now) / len(now) if now else 0.0
+            mean_then = sum(then) / len(then) if then else 0.0
+            detectable = detectable_drop(then, check.tolerance, level)
+            fewest = (
+                fewest_worse(then, check.tolerance, level) if 0 < len(ids) <= SMALL_SCOPE else None
+            )
+            how = "exact sign-flip" if test.exact else "sign-flip, normal approximation"
+        else:
+            # Micro F1, a correlation: the aggregate is not a mean of per-unit values, so the
+            # units are resampled together with the components the aggregate reads.
+            names = (check.metric, *metric.spec.aggregation.components)
+            series_now = {c: np.array([record.query(q).metrics[c] for q in ids]) for c in names}
+            series_then = {c: np.array([base.query(q).metrics[c] for q in ids]) for c in names}
+            test = bootstrap_margin_test(metric, series_now, series_then, check.tolerance, seed)
+            mean_now, mean_then = test.now, test.then
+            detectable = detectable_drop_bootstrap(
+                metric, series_then, check.tolerance, level, seed
+            )
+            fewest = None
+            how = f"paired bootstrap over units, {MARGIN_RESAMPLES:,} resamples"
         drop = mean_then - mean_now
         unchanged = bool(ids) and test.improved == 0 and test.degraded == 0
         if test.p_worse <= level:
@@ -271,17 +305,14 @@ def check_regressions(
             passed = True
         else:
             passed = verdict == "ok" or (verdict == "underpowered" and not strict)
-        detectable = detectable_drop(then, check.tolerance, level)
-        fewest = fewest_worse(then, check.tolerance, level) if 0 < len(ids) <= SMALL_SCOPE else None
         deltas = sorted(
             ((qid, a - b) for qid, a, b in zip(ids, now, then, strict=True) if a < b),
             key=lambda x: x[1],
         )
-        how = "exact sign-flip" if test.exact else "sign-flip, normal approximation"
         detail = [
             f"{verdict}: {_verdict_words(verdict, drop, check.tolerance, unchanged)}",
             f"baseline {_fmt(mean_then)} -> now {_fmt(mean_now)} (drop {_fmt(drop)}, "
-            f"tolerance {_fmt(check.tolerance)}) over {len(ids)} shared queries; "
+            f"tolerance {_fmt(check.tolerance)}) over {len(ids)} shared {record.units}; "
             f"{test.degraded} worse, {test.improved} better",
             f"paired test of the drop against the tolerance ({how}): p(drop > tolerance) = "
             f"{test.p_worse:.4g}, p(drop < tolerance) = {test.p_within:.4g}, each at level "
@@ -295,14 +326,14 @@ def check_regressions(
                     f"the tolerance from one of {_fmt(detectable)}"
                 )
             detail.append(line)
-        if 0 < len(ids) <= SMALL_SCOPE:
+        if 0 < len(ids) <= SMALL_SCOPE and is_mean(metric):
             if fewest is None:
                 detail.append(
-                    f"even all {len(ids)} queries falling to 0 would not be significant "
+                    f"even all {len(ids)} {record.units} falling to 0 would not be significant "
                     f"(smallest possible p {smallest_margin_p(len(ids)):.4g} > {level:.4g})"
                 )
             else:
-                detail.append(f"{fewest} of {len(ids)} queries must fall to 0 to fail")
+                detail.append(f"{fewest} of {len(ids)} {record.units} must fall to 0 to fail")
         if missing is not None:
             detail = [f"not compared: {missing}"]
         if not check.gated:
@@ -463,7 +494,20 @@ def _not_compared(metric: str, ids: list[str], record: RunRecord, base: RunRecor
 
 
 def explain(qid: str, now: QueryRecord, then: QueryRecord, metric: str) -> str:
-    """A regressed query: its relevant documents' ranks before and after, and who took them."""
+    """A regressed query: its relevant documents' ranks before and after, and who took them.
+    A pair: its cosine before and after against its gold score. An extraction document: the
+    gold terms it now misses and the terms it now predicts wrongly."""
+    values = f"{_fmt(then.metrics[metric])} -> {_fmt(now.metrics[metric])}"
+    if "gold_score" in now.metrics:
+        cosines = f"{_fmt(then.metrics['cosine'])} -> {_fmt(now.metrics['cosine'])}"
+        return f"{qid}: cosine {cosines} (gold score {_fmt(now.metrics['gold_score'])})"
+    if "TP" in now.metrics:
+        gold = set(now.gold)
+        missed = sorted((gold - set(now.ranking)) - (gold - set(then.ranking)))
+        extra = sorted((set(now.ranking) - gold) - (set(then.ranking) - gold))
+        parts = [f"now misses {', '.join(missed)}"] if missed else []
+        parts += [f"now also predicts {', '.join(extra)}"] if extra else []
+        return f"{qid}: {metric} {values}; " + ("; ".join(parts) or "same terms, other scores")
     moves = []
     ranking_now = now.ranking
     for doc, before_rank in sorted(then.relevant_ranks.items()):
@@ -481,5 +525,4 @@ def explain(qid: str, now: QueryRecord, then: QueryRecord, metric: str) -> str:
                 more = f" and {len(taken) - 3} more" if len(taken) > 3 else ""
                 text += f" (displaced by {', '.join(taken[:3])}{more})"
         moves.append(text)
-    values = f"{_fmt(then.metrics[metric])} -> {_fmt(now.metrics[metric])}"
     return f"{qid}: {metric} {values}; " + ("; ".join(moves) or "relevant ranks unchanged")

@@ -57,9 +57,10 @@ def parse_scope(scope: str) -> tuple[str, str] | None:
     return kind, rest.removesuffix("]")
 
 
-def query_digest(text: str, relevant: Mapping[str, int]) -> str:
-    """A query's content digest: a baseline compares a query only while text and judgments match."""
-    blob = json.dumps([text, sorted(relevant.items())], ensure_ascii=False).encode()
+def query_digest(text: str, relevant: Mapping[str, int], *extra: Any) -> str:
+    """A query's content digest: a baseline compares a query only while text and judgments match
+    (``extra``: what else a unit of another suite kind is judged by, JSON-serialisable)."""
+    blob = json.dumps([text, sorted(relevant.items()), *extra], ensure_ascii=False).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
@@ -76,6 +77,9 @@ def format_value(value: float) -> str:
 
 # -- the run -------------------------------------------------------------------------------------
 
+#: What a unit of each suite kind is called in messages and reports.
+UNIT_NOUNS = {"ranking": "queries", "extraction": "documents", "pairs": "pairs"}
+
 
 @dataclass(frozen=True)
 class QueryRecord:
@@ -91,6 +95,25 @@ class QueryRecord:
     relevant_ranks: Mapping[str, int | None]
     latency_ms: float | None = None  # None for a query read back from a baseline file
     text: str = ""  # the query's text ("" for a query read back from a baseline file)
+    # Extraction suites: gold terms not affirmed, and predicted terms the system said negated.
+    gold_negated: tuple[str, ...] = ()
+    predicted_negated: tuple[str, ...] = ()
+    text_b: str = ""  # pair suites: the pair's second text
+
+    @property
+    def gold(self) -> tuple[str, ...]:
+        """The relevant (expected) ids: an extraction document's affirmed gold terms."""
+        return tuple(self.relevant_ranks)
+
+    def unit_json(self) -> dict[str, Any]:
+        """An extraction document as the JSON twin lists it: enough to recompute every figure."""
+        return {
+            "id": self.id,
+            "gold": sorted(self.gold),
+            "gold_negated": list(self.gold_negated),
+            "predicted": list(self.ranking),
+            "predicted_negated": list(self.predicted_negated),
+        }
 
     def label(self, kind: str) -> str | None:
         """The query's ``category`` or ``difficulty``."""
@@ -107,6 +130,14 @@ class QueryRecord:
             "relevant_ranks": dict(self.relevant_ranks),
             "latency_ms": self.latency_ms,
             "text": self.text,
+            # Only what a unit of another kind has: a ranking query's JSON is unchanged.
+            **({"gold_negated": list(self.gold_negated)} if self.gold_negated else {}),
+            **(
+                {"predicted_negated": list(self.predicted_negated)}
+                if self.predicted_negated
+                else {}
+            ),
+            **({"text_b": self.text_b} if self.text_b else {}),
         }
 
     @classmethod
@@ -121,6 +152,9 @@ class QueryRecord:
             relevant_ranks=dict(data["relevant_ranks"]),
             latency_ms=data.get("latency_ms"),
             text=data.get("text", ""),
+            gold_negated=tuple(data.get("gold_negated", ())),
+            predicted_negated=tuple(data.get("predicted_negated", ())),
+            text_b=data.get("text_b", ""),
         )
 
 
@@ -155,10 +189,23 @@ class RunRecord:
     latency_ms: Mapping[str, float]  # p50 / p95 / p99 / mean
     stats: Mapping[str, Any]  # corpus, cache and index figures of the system
     queries: tuple[QueryRecord, ...]
+    kind: str = "ranking"  # the suite's kind: ranking, extraction, pairs
+    # Extraction and pair suites: the seeded bootstrap 95 % interval of each suite value.
+    intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str]:
         return (self.suite, self.system)
+
+    @property
+    def units(self) -> str:
+        """What the suite's units are called: queries, documents or pairs."""
+        return UNIT_NOUNS.get(self.kind, "queries")
+
+    @property
+    def latency_measured(self) -> bool:
+        """False for a stored run and a pair suite: their latency figures are not query times."""
+        return self.stats.get("latency_measured", True) is not False
 
     @cached_property
     def _by_id(self) -> dict[str, QueryRecord]:
@@ -215,7 +262,19 @@ class RunRecord:
             "latency_ms": dict(self.latency_ms),
             "stats": dict(self.stats),
             "queries": [q.to_json() for q in self.queries],
+            **self._kind_json(),
         }
+
+    def _kind_json(self) -> dict[str, Any]:
+        if self.kind == "ranking":
+            return {}  # a ranking run's JSON is what 0.1.0 wrote
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "intervals": {name: list(bounds) for name, bounds in self.intervals.items()},
+        }
+        if self.kind == "extraction":
+            out["documents"] = [q.unit_json() for q in self.queries]
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunRecord:
@@ -234,6 +293,8 @@ class RunRecord:
             latency_ms=dict(data["latency_ms"]),
             stats=dict(data["stats"]),
             queries=tuple(QueryRecord.from_json(q) for q in data["queries"]),
+            kind=data.get("kind", "ranking"),
+            intervals={name: (lo, hi) for name, (lo, hi) in data.get("intervals", {}).items()},
         )
 
     def to_baseline_json(self) -> dict[str, Any]:
@@ -241,6 +302,7 @@ class RunRecord:
         return {
             "suite": self.suite,
             "system": self.system,
+            **({"kind": self.kind} if self.kind != "ranking" else {}),
             "fingerprint": dict(self.fingerprint),
             "k": list(self.k),
             "metrics": dict(self.metrics),
@@ -280,6 +342,7 @@ class RunRecord:
             latency_ms={},
             stats={},
             queries=queries,
+            kind=data.get("kind", "ranking"),
         )
 
 

@@ -49,6 +49,7 @@ class RunResult:
     latencies_ms: tuple[float, ...]
     fingerprint: Mapping[str, Any]
     stats: Mapping[str, Any] = field(default_factory=dict)
+    # Extraction runs: per document, the terms the system reported negated (SPEC 11).
     negated: tuple[tuple[str, ...], ...] = ()
 
 
@@ -65,7 +66,18 @@ def run_suite(
     corpus: Corpus | None = None,
 ) -> RunResult:
     """Open ``system``, retrieve every query of ``suite`` (after one untimed warm-up query, so
-    import and first-call costs are not query latency), rank and fingerprint the results."""
+    import and first-call costs are not query latency), rank and fingerprint the results.
+
+    Extraction and pair suites run through their own kind's module, which returns the same
+    :class:`RunResult` (per document its predicted terms; per pair its cosine similarity)."""
+    if suite.kind == "extraction":
+        from retrieval_gate.extraction.run import run_extraction
+
+        return run_extraction(suite, system, settings, options, corpus)
+    if suite.kind == "pairs":
+        from retrieval_gate.pairs import run_pairs
+
+        return run_pairs(suite, system, settings, options, corpus)
     depth = max(system.depth, suite.depth_needed)
     queries = [(query.id, query.text) for query in suite.queries]
     opened = open_configured(system, OpenContext(settings, options, corpus, suite))

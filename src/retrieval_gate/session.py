@@ -248,8 +248,6 @@ class GateSession:
         """Record, at collection time, the shared-query count of each gated regression item of
         this suite x system: the baseline's query digests against the suite file's, per scope.
         Every xdist worker collects every item, so each finds the same family alone."""
-        from retrieval_gate.records import query_digest
-
         base = None if self.baseline is None else self.baseline.get(suite.name, system.name)
         if base is None:
             return
@@ -261,7 +259,7 @@ class GateSession:
             n = sum(
                 1
                 for q in suite.queries
-                if before.get(q.id) == query_digest(q.text, q.relevant)
+                if before.get(q.id) == q.digest
                 and (group is None or getattr(q, group[0]) == group[1])
             )
             self._family[(suite.path, system.name, check.scope, check.metric)] = n
@@ -338,7 +336,7 @@ class GateSession:
                 extra = tuple(parse_metric(c.metric) for c in self.regression_checks(suite))
                 ontology = None if suite.ontology is None else self.ontology_for(suite)
                 evaluation = evaluate_run(run, extra, ontology=ontology)
-                found = record_run(evaluation, self._relpath(suite.path))
+                found = record_run(evaluation, self._relpath(suite.path), seed=self.settings.seed)
             except RetrievalGateError as exc:
                 found = exc
             except Exception as exc:

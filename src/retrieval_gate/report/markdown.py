@@ -18,14 +18,24 @@ def fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
+#: What the summary of an extraction or pair suite shows besides its gated metrics.
+HEADLINE = {
+    "extraction": ("F1_micro", "P_micro", "R_micro", "F1_macro"),
+    "pairs": ("pearson", "spearman"),
+}
+
+
 def headline_metrics(runs: list[RunRecord], gates: list[Outcome]) -> list[str]:
-    """The metrics a suite's summary shows: what its gates name, then nDCG, R and MRR at max k."""
+    """The metrics a suite's summary shows: what its gates name, then nDCG, R and MRR at max k
+    (F1 and its parts for an extraction suite, the correlations for a pair suite)."""
     available = list(runs[0].metrics)
     top = max(runs[0].k)
     # Whole-suite gates first, then the category / difficulty / regression ones.
     ordered = sorted(gates, key=lambda g: g.scope != "suite")
     wanted = [g.metric for g in ordered if g.metric in available]
-    wanted += [f"nDCG@{top}", f"R@{top}", f"MRR@{top}", f"P@{min(runs[0].k)}"]
+    wanted += HEADLINE.get(
+        runs[0].kind, (f"nDCG@{top}", f"R@{top}", f"MRR@{top}", f"P@{min(runs[0].k)}")
+    )
     return [m for m in dict.fromkeys(wanted) if m in available]
 
 
@@ -101,7 +111,13 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
     yield f"## Suite `{suite}`"
     yield ""
     first = runs[0]
-    yield f"{first.n} queries from `{first.suite_path}`, cutoffs {list(first.k)}."
+    if first.kind == "ranking":
+        yield f"{first.n} queries from `{first.suite_path}`, cutoffs {list(first.k)}."
+    else:
+        yield (
+            f"{first.n} {first.units} from `{first.suite_path}`; [brackets]: seeded bootstrap "
+            f"95 % interval over {first.units}."
+        )
     yield ""
 
     yield "### Metrics"
@@ -120,7 +136,11 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
         best = max(present) if present and max(present) != min(present) else None
         row = [metric]
         for run, v in zip(runs, values, strict=True):
-            row.append(f"**{fmt(v)}**" if v is not None and v == best else fmt(v))
+            cell = f"**{fmt(v)}**" if v is not None and v == best else fmt(v)
+            interval = run.intervals.get(metric)
+            if interval is not None:
+                cell += f" [{fmt(interval[0])}, {fmt(interval[1])}]"
+            row.append(cell)
             if baseline_means[run.system]:
                 row.append(fmt(baseline_means[run.system].get(metric)))
         rows.append(row)
@@ -161,14 +181,17 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
         yield from _table([kind, "system", "n", *shown], rows)
         yield ""
 
-    yield "### Latency (ms per query)"
-    yield ""
-    rows = [
-        [run.system] + [f"{run.latency_ms[s]:.2f}" for s in ("p50", "p95", "p99", "mean")]
-        for run in runs
-    ]
-    yield from _table(["system", "p50", "p95", "p99", "mean"], rows)
-    yield ""
+    timed = [run for run in runs if run.latency_measured]
+    if timed:
+        per = {"ranking": "query", "extraction": "document"}.get(first.kind, "query")
+        yield f"### Latency (ms per {per})"
+        yield ""
+        rows = [
+            [run.system] + [f"{run.latency_ms[s]:.2f}" for s in ("p50", "p95", "p99", "mean")]
+            for run in timed
+        ]
+        yield from _table(["system", "p50", "p95", "p99", "mean"], rows)
+        yield ""
     stats_rows = []
     for run in runs:
         stats = run.stats
@@ -191,7 +214,11 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
         yield from stats_rows
         yield ""
 
-    if shown:
+    if first.kind == "extraction":
+        yield from _worst_documents(runs)
+    elif first.kind == "pairs":
+        yield from _worst_pairs(runs)
+    elif shown:
         metric = shown[0]
         yield f"### Worst queries by {metric}"
         yield ""
@@ -213,6 +240,71 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
             yield ""
             yield from _table(["query", "text", metric, "first relevant at", "top 3"], rows)
             yield ""
+
+
+def _terms(ids: list[str], limit: int = 6) -> str:
+    shown = ", ".join(f"`{t}`" for t in ids[:limit])
+    return (shown + (f" +{len(ids) - limit}" if len(ids) > limit else "")) or "-"
+
+
+def _worst_documents(runs: list[RunRecord]) -> Iterator[str]:
+    """The documents with the lowest F1, with the gold terms missed and the terms predicted
+    wrongly (a negated gold term predicted affirmed counts as wrong)."""
+    yield "### Worst documents by F1"
+    yield ""
+    for run in runs:
+        ordered = sorted(run.queries, key=lambda q: (q.metrics.get("F1_macro", 0.0), q.id))
+        rows = []
+        for q in ordered[:WORST]:
+            gold, predicted = set(q.gold), set(q.ranking)
+            rows.append(
+                [
+                    f"`{q.id}`",
+                    fmt(q.metrics.get("F1_macro")),
+                    f"{len(gold & predicted)} of {len(gold)}",
+                    _terms(sorted(gold - predicted)),
+                    _terms(sorted(predicted - gold)),
+                ]
+            )
+        yield f"`{run.system}`:"
+        yield ""
+        yield from _table(["document", "F1", "found", "missed", "extra"], rows)
+        yield ""
+
+
+def _worst_pairs(runs: list[RunRecord]) -> Iterator[str]:
+    """The pairs whose similarity rank is furthest from their gold rank (what lowers Spearman)."""
+    from retrieval_gate.metrics.pairs import average_ranks
+
+    yield "### Pairs furthest from the gold order"
+    yield ""
+    yield "Rank gap: |rank of the similarity - rank of the gold score| among all pairs."
+    yield ""
+    for run in runs:
+        sims = [q.metrics.get("cosine", 0.0) for q in run.queries]
+        golds = [q.metrics.get("gold_score", 0.0) for q in run.queries]
+        import numpy as np
+
+        gaps = np.abs(
+            average_ranks(np.asarray(sims, dtype=np.float64))
+            - average_ranks(np.asarray(golds, dtype=np.float64))
+        )
+        order = sorted(range(len(gaps)), key=lambda i: (-gaps[i], run.queries[i].id))
+        rows = [
+            [
+                f"`{run.queries[i].id}`",
+                shorten(run.queries[i].text, 40).replace("|", "\\|"),
+                shorten(run.queries[i].text_b, 40).replace("|", "\\|"),
+                fmt(golds[i]),
+                fmt(sims[i]),
+                f"{gaps[i]:g}",
+            ]
+            for i in order[:WORST]
+        ]
+        yield f"`{run.system}`:"
+        yield ""
+        yield from _table(["pair", "a", "b", "gold", "cosine", "rank gap"], rows)
+        yield ""
 
 
 def _decision(data: ReportData, suite: str) -> Iterator[str]:
@@ -381,7 +473,9 @@ def _chart(suite: str, runs: list[RunRecord], metrics: list[str]) -> Iterator[st
     yield "xychart-beta"
     yield f'    title "{suite}"'
     yield f"    x-axis [{labels}]"
-    yield '    y-axis "value" 0 --> 1'
+    # A correlation can be negative.
+    low = min([0.0, *(run.metrics.get(m, 0.0) for run in runs for m in metrics)])
+    yield f'    y-axis "value" {"0" if low >= 0 else "-1"} --> 1'
     for run in runs:
         values = ", ".join(f"{run.metrics.get(m, 0.0):.4f}" for m in metrics)
         yield f"    bar [{values}]"

@@ -15,11 +15,12 @@ def render(data: ReportData) -> Iterator[str]:
         metrics = headline_metrics(runs, gates)
         width = max(len("system"), *(len(run.system) for run in runs))
         header = f"{'system':<{width}}  " + "  ".join(f"{m:>9}" for m in metrics) + "  p95 ms"
-        yield f"{suite} ({runs[0].n} queries)"
+        yield f"{suite} ({runs[0].n} {runs[0].units})"
         yield "  " + header
         for run in runs:
             cells = "  ".join(f"{run.metrics[m]:>9.4f}" for m in metrics)
-            yield f"  {run.system:<{width}}  {cells}  {run.latency_ms['p95']:>6.1f}"
+            p95 = f"{run.latency_ms['p95']:>6.1f}" if run.latency_measured else f"{'-':>6}"
+            yield f"  {run.system:<{width}}  {cells}  {p95}"
         decisions = data.decisions(suite)
         if isinstance(decisions, str):
             yield f"  decision score: not computed: {decisions}"

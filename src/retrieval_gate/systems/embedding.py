@@ -487,3 +487,78 @@ KIND = SystemKind(
     backend_options=_backend_options,
     check=_check,
 )
+
+
+def load_system_embedder(system: SystemConfig, settings: Settings, options: RunOptions) -> Embedder:
+    """The embedding system's embedder, loaded once per session and spec (``options.embedders``),
+    for suites that embed texts rather than search a corpus (pair suites)."""
+    from retrieval_gate.embed import EmbedderSpec, load_embedder
+
+    opt = system.options
+    distill_from = opt.get("distill_from")
+    spec = EmbedderSpec(
+        kind=opt["embedder"],
+        model=opt["model"] or distill_from or "",
+        query_prompt=opt["query_prompt"],
+        document_prompt=opt["document_prompt"],
+        normalize=opt["normalize"],
+        batch_size=opt["batch_size"],
+        distill_from=distill_from,
+        pca_dims=opt.get("pca_dims", 256),
+        device=opt["device"],
+    )
+    try:
+        embedder = options.embedders.get(spec)
+        if embedder is None:
+            embedder = options.embedders[spec] = load_embedder(spec, cache_dir=options.cache_dir)
+    except RetrievalGateError as exc:
+        if exc.entry is None:
+            exc.entry = f"system.{system.name}"
+            exc.path = exc.path or (None if settings.source is None else str(settings.source))
+            exc.args = (exc.format(),)
+        raise
+    return embedder
+
+
+def embed_texts(
+    embedder: Embedder, texts: Sequence[str], options: RunOptions, *, label: str
+) -> tuple[Any, int]:
+    """``texts`` as document vectors (float32, one row each) through the embedding cache, and
+    how many had to be embedded. Each distinct text is embedded once."""
+    import numpy as np
+
+    from retrieval_gate.cache import EmbeddingCache
+    from retrieval_gate.progress import task
+
+    digests = [EmbeddingCache.digest(text) for text in texts]
+    first: dict[str, int] = {}
+    for i, digest in enumerate(digests):
+        first.setdefault(digest, i)
+    unique = list(first)
+    found: dict[str, Any] = {}
+    todo = unique
+    cache = (
+        EmbeddingCache(options.cache_dir / "embeddings", embedder.identity, embedder.dim)
+        if options.use_cache
+        else None
+    )
+    if cache is not None:
+        hits, missing = cache.lookup(unique)
+        absent = set(missing)
+        hit_digests = [d for i, d in enumerate(unique) if i not in absent]
+        found.update(zip(hit_digests, hits, strict=True))
+        todo = [unique[i] for i in missing]
+    if todo:
+        progress = task(f"{label}: embedding", len(todo))
+        try:
+            fresh = embedder.encode_documents([texts[first[d]] for d in todo])
+        finally:
+            progress.update(len(todo))
+            progress.close()
+        found.update(zip(todo, fresh, strict=True))
+        if cache is not None:
+            _store_or_warn(cache, todo, fresh)
+    vectors = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+    for i, digest in enumerate(digests):
+        vectors[i] = found[digest]
+    return vectors, len(todo)

@@ -1,0 +1,218 @@
+"""Pair suites end to end: `kind: pairs` suites run through `pytest --retrieval-gate` with an
+embedder whose cosines are known (vectors at set angles), so every figure is hand arithmetic."""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+from typing import Any
+
+import numpy as np
+import pytest
+
+from retrieval_gate.metrics.pairs import pearson, spearman
+
+CONFTEST = """
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+from retrieval_gate.embed import EMBEDDER_KINDS, EMBEDDERS, EmbedderBackend, register_embedder
+
+ANGLES = json.loads(Path(__file__).with_name("angles.json").read_text())
+
+
+class Angles:
+    # A text's vector is the unit vector at its angle (degrees): a pair's cosine is the cosine
+    # of the difference of their angles.
+    identity = "test-angles/" + os.environ.get("ANGLES_VERSION", "1")
+    dim = 2
+
+    def encode_documents(self, texts, *, progress=False):
+        rad = [math.radians(ANGLES[t]) for t in texts]
+        return np.array([[math.cos(a), math.sin(a)] for a in rad], dtype=np.float32)
+
+    def encode_queries(self, texts):
+        return self.encode_documents(texts)
+
+
+register_embedder(EmbedderBackend("angles", "test", {}, lambda s, c, e: Angles(), "test"))
+
+
+def pytest_unconfigure(config):
+    EMBEDDERS.pop("angles", None)
+    EMBEDDER_KINDS.pop("angles", None)
+"""
+
+SETTINGS = """
+[tool.pytest.ini_options]
+addopts = "-p no:cacheprovider"
+
+[tool.retrieval_gate.system.angles]
+embedder = "angles"
+model = "none"
+index = "exact"
+"""
+
+# Pairs: (a, b, gold). Angles put each pair's cosine where the gold score roughly says.
+PAIRS = [
+    ("a cat", "a kitten", 5.0),
+    ("a cat", "a dog", 3.0),
+    ("a car", "a truck", 4.5),
+    ("a cat", "a car", 0.0),
+    ("a dog", "the sea", 1.0),
+    ("a kitten", "a dog", 2.5),
+]
+ANGLES = {"a cat": 0, "a kitten": 10, "a dog": 40, "a car": 90, "a truck": 80, "the sea": 60}
+
+
+def _cosines(angles: dict[str, float]) -> np.ndarray:
+    # float32 vectors, as the embedder returns them, then the cosine in float64.
+    out = []
+    for a, b, _ in PAIRS:
+        va, vb = (
+            np.array(
+                [math.cos(math.radians(angles[t])), math.sin(math.radians(angles[t]))],
+                dtype=np.float32,
+            ).astype(np.float64)
+            for t in (a, b)
+        )
+        out.append(float(va @ vb / (np.linalg.norm(va) * np.linalg.norm(vb))))
+    return np.array(out)
+
+
+GOLD = np.array([g for _, _, g in PAIRS])
+
+
+def suite(gates: str = "{pearson: 0.5, spearman: 0.5}", extra: str = "") -> str:
+    rows = "\n".join(f"  - [{a}, {b}, {g}]" for a, b, g in PAIRS)
+    return f"name: sim\nkind: pairs\ngates: {gates}\n{extra}pairs:\n{rows}\n"
+
+
+@pytest.fixture
+def proj(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makefile(".toml", pyproject=SETTINGS)
+    pytester.makeconftest(CONFTEST)
+    (pytester.path / "angles.json").write_text(json.dumps(ANGLES))
+    return pytester
+
+
+def write_suite(pytester: pytest.Pytester, text: str) -> None:
+    (pytester.path / "sim.retrieval.yaml").write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+def run_json(pytester: pytest.Pytester) -> dict[str, Any]:
+    data = json.loads((pytester.path / "retrieval-gate-report.json").read_text(encoding="utf-8"))
+    (run,) = data["runs"]
+    return {"run": run, "gates": data["gates"]}
+
+
+def test_pearson_and_spearman_of_known_cosines_gate_and_report(proj: pytest.Pytester) -> None:
+    write_suite(proj, suite())
+    result = proj.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=2)
+    cos = _cosines(ANGLES)
+    out = run_json(proj)
+    run = out["run"]
+    assert run["kind"] == "pairs"
+    assert run["metrics"]["pearson"] == pytest.approx(pearson(cos, GOLD), abs=1e-12)
+    assert run["metrics"]["spearman"] == pytest.approx(spearman(cos, GOLD), abs=1e-12)
+    scipy_stats = pytest.importorskip("scipy.stats")
+    assert run["metrics"]["pearson"] == pytest.approx(
+        scipy_stats.pearsonr(cos, GOLD).statistic, abs=1e-12
+    )
+    assert run["metrics"]["spearman"] == pytest.approx(
+        scipy_stats.spearmanr(cos, GOLD).statistic, abs=1e-12
+    )
+    # Per pair: its cosine and gold score, and both texts, so a reader can recompute.
+    first = run["queries"][0]
+    assert (first["text"], first["text_b"]) == ("a cat", "a kitten")
+    assert first["metrics"]["cosine"] == pytest.approx(math.cos(math.radians(10)), abs=1e-7)
+    assert first["metrics"]["gold_score"] == 5.0
+    lo, hi = run["intervals"]["pearson"]
+    assert lo <= run["metrics"]["pearson"] <= hi
+    assert run["stats"]["latency_measured"] is False
+    assert run["stats"]["embedded_texts"] == len(ANGLES)  # each distinct text once
+    text = "\n".join(result.outlines)
+    assert "sim (6 pairs)" in text
+    markdown = (proj.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert "6 pairs from `sim.retrieval.yaml`" in markdown
+    assert "### Pairs furthest from the gold order" in markdown
+    assert "### Latency" not in markdown  # a pair suite times no queries
+
+
+def test_a_missed_floor_fails_with_one_line(proj: pytest.Pytester) -> None:
+    write_suite(proj, suite("{pearson: 0.99}"))
+    result = proj.runpytest("--retrieval-gate")
+    result.assert_outcomes(failed=1)
+    value = pearson(_cosines(ANGLES), GOLD)
+    result.stdout.fnmatch_lines(
+        [f"*pearson over suite (sim x angles): FAILED: {value:.4f} (needs >= 0.99 floor, n=6)"]
+    )
+    assert "worst queries" not in result.stdout.str()
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_a_retriever_system_on_a_pair_suite_is_one_clear_line(proj: pytest.Pytester) -> None:
+    proj.makepyfile(app="def search(query, k):\n    return []\n")
+    proj.syspathinsert()
+    (proj.path / "pyproject.toml").write_text(
+        SETTINGS + '\n[tool.retrieval_gate.system.app]\nretriever = "app:search"\n'
+    )
+    write_suite(proj, suite())
+    result = proj.runpytest("--retrieval-gate", "--rg-system=app")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        ["*pair suites need an embedding system*system app is kind 'retriever'*"]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_a_worse_model_regresses_against_the_baseline_by_the_paired_bootstrap(
+    proj: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    many = [(f"t{i}", f"u{i}", float(i % 11)) for i in range(60)]
+    # Then: angle difference shrinks as the gold score grows (a good model).
+    good = {f"t{i}": 0.0 for i in range(60)} | {f"u{i}": 90.0 - 8.0 * (i % 11) for i in range(60)}
+    rows = "\n".join(f"  - [{a}, {b}, {g}]" for a, b, g in many)
+    write_suite(proj, f"name: sim\nkind: pairs\ntolerance: {{pearson: 0.02}}\npairs:\n{rows}\n")
+    (proj.path / "angles.json").write_text(json.dumps(good))
+    proj.runpytest("--retrieval-gate", "--rg-save-baseline").assert_outcomes(passed=1)
+    # Now: a model that scrambles a third of the pairs.
+    bad = dict(good) | {f"u{i}": float((i * 37) % 90) for i in range(0, 60, 3)}
+    (proj.path / "angles.json").write_text(json.dumps(bad))
+    monkeypatch.setenv("ANGLES_VERSION", "2")  # a new model identity: nothing read from cache
+    result = proj.runpytest("--retrieval-gate")
+    # The run item (no floors) passes; the regression item fails.
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*FAILED sim.retrieval.yaml::angles::regression::pearson: regressed: the drop*"]
+    )
+    (gate,) = [g for g in run_json(proj)["gates"] if "::regression::" in g["nodeid"]]
+    assert gate["verdict"] == "regressed"
+    assert gate["detectable_drop"] > 0.02
+    assert any("paired bootstrap over units, 10,000 resamples" in d for d in gate["detail"])
+    assert any("over 60 shared pairs" in d for d in gate["detail"])
+    # The most dropped pairs are explained by their cosines against their gold scores.
+    assert any(d.startswith("p-") and "(gold score" in d for d in gate["detail"])
+    # The same model again: nothing changed, the verdict is ok.
+    (proj.path / "angles.json").write_text(json.dumps(good))
+    monkeypatch.setenv("ANGLES_VERSION", "1")
+    proj.runpytest("--retrieval-gate").assert_outcomes(passed=2)
+    (gate,) = [g for g in run_json(proj)["gates"] if "::regression::" in g["nodeid"]]
+    assert gate["verdict"] == "ok"
+
+
+def test_pair_suites_under_xdist_give_the_same_report(proj: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    write_suite(proj, suite())
+    proj.runpytest("--retrieval-gate").assert_outcomes(passed=2)
+    alone = run_json(proj)["run"]
+    proj.runpytest("--retrieval-gate", "-n", "2").assert_outcomes(passed=2)
+    spread = run_json(proj)["run"]
+    assert spread["metrics"] == alone["metrics"]
+    assert spread["intervals"] == alone["intervals"]
