@@ -51,7 +51,7 @@ def run_extraction(
     latencies: list[float] = []
     total = sum(len(chunks) for chunks in chunked)
     try:
-        first = next(((d.id, c[0]) for d, c in zip(suite.queries, chunked) if c), None)
+        first = next(((d.id, c[0]) for d, c in zip(suite.queries, chunked, strict=True) if c), None)
         if first is not None:
             opened.retrieve([(f"{first[0]}#0", first[1])], depth, where=suite.path)
         progress = task(f"{suite.name}: extracting with {system.name} (chunks)", total)
@@ -59,10 +59,15 @@ def run_extraction(
             for doc, chunks in zip(suite.queries, chunked, strict=True):
                 started = time.perf_counter()
                 batch = [(f"{doc.id}#{n}", chunk) for n, chunk in enumerate(chunks)]
-                results = opened.retrieve(batch, depth, cutoff=depth, where=suite.path) if batch else []
+                results = (
+                    opened.retrieve(batch, depth, cutoff=depth, where=suite.path) if batch else []
+                )
                 extracted = aggregate(
                     [
-                        (result.hits, bool(extraction.negation) and has_cue(chunk, extraction.negation))
+                        (
+                            result.hits,
+                            bool(extraction.negation) and has_cue(chunk, extraction.negation),
+                        )
                         for result, chunk in zip(results, chunks, strict=True)
                     ],
                     extraction,
@@ -80,9 +85,11 @@ def run_extraction(
         extra = dict(opened.fingerprint_fields)
     finally:
         opened.close()
+    # The settings change every figure, so they are part of the system's identity here (a
+    # baseline measured with others names the change); a ranking run's identity never has them.
     fp = {
-        **fingerprint(suite, system, extraction=extraction.identity(), **extra),
-        "system": identity,
+        **fingerprint(suite, system, **extra),
+        "system": {**identity, "extraction": extraction.identity()},
     }
     stats["chunks"] = total
     return RunResult(

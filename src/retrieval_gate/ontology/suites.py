@@ -30,19 +30,26 @@ def map_expected_ids(suite: Suite, ontology: Ontology) -> Suite:
         )
     notes: list[str] = []
     queries = []
+    unit = "documents" if suite.kind == "extraction" else "queries"
     for query in suite.queries:
+        entry = f"{unit}[{query.position}] (id {query.id})"
+
+        def current(term: str, query_id: str = query.id, entry: str = entry) -> str:
+            try:
+                mapped, note = ontology.resolve(term)
+            except RetrievalGateError as exc:
+                raise RetrievalGateError(exc.message, path=suite.path, entry=entry) from None
+            if note is not None:
+                notes.append(f"{query_id}: {note}")
+            return mapped
+
         relevant: dict[str, int] = {}
         for term, grade in query.relevant.items():
-            try:
-                current, note = ontology.resolve(term)
-            except RetrievalGateError as exc:
-                raise RetrievalGateError(
-                    exc.message, path=suite.path, entry=f"queries[{query.position}] (id {query.id})"
-                ) from None
-            if note is not None:
-                notes.append(f"{query.id}: {note}")
-            relevant[current] = max(grade, relevant.get(current, grade))
-        queries.append(dataclasses.replace(query, relevant=relevant))
+            mapped = current(term)
+            relevant[mapped] = max(grade, relevant.get(mapped, grade))
+        # An extraction document's negated gold terms too; a term affirmed as well stays affirmed.
+        negated = frozenset(current(term) for term in sorted(query.negated)) - set(relevant)
+        queries.append(dataclasses.replace(query, relevant=relevant, negated=negated))
     return dataclasses.replace(suite, queries=tuple(queries), notes=tuple(notes))
 
 
