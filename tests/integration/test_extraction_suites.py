@@ -252,6 +252,25 @@ def test_an_unknown_gold_id_names_the_document(proj: pytest.Pytester) -> None:
     assert "Traceback" not in result.stdout.str()
 
 
+def test_an_obsolete_gold_id_without_replacement_stays_gold(proj: pytest.Pytester) -> None:
+    # T:15 is obsolete with no replaced_by: an ontology suite refuses it; here it stays a gold
+    # term no system can predict (d: TP 1 (T:7), FN 1 (T:15)).
+    write_suite(
+        proj,
+        "name: old\nkind: extraction\nontology: tiny.obo\ndocuments:\n"
+        "  - {id: d, text: Short arm noted., terms: [T:0000007, T:0000015]}\n",
+        name="old.retrieval.yaml",
+    )
+    proj.runpytest("--retrieval-gate").assert_outcomes(passed=1)
+    run = run_json(proj)["run"]
+    assert (run["metrics"]["TP"], run["metrics"]["FN"]) == (1, 1)
+    assert run["documents"][0]["gold"] == ["T:0000007", "T:0000015"]
+    (note,) = run["stats"]["suite_notes"]
+    assert note == (
+        "d: term T:0000015 is obsolete and has no replacement; consider T:0000010; kept as a gold term"
+    )
+
+
 def test_extraction_suites_under_xdist_give_the_same_report(proj: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
     write_suite(proj, suite(), name="notes.retrieval.yaml")

@@ -20,7 +20,9 @@ def map_expected_ids(suite: Suite, ontology: Ontology) -> Suite:
     """The suite with every expected id checked against the ontology: an alt id or an obsolete id
     with a replacement becomes the current term (a note for the report says so), an unknown id or
     an unknown ``root`` is an error naming the suite's entry. Grades of two ids that map to one
-    term keep the higher."""
+    term keep the higher. An extraction document's negated gold ids are mapped the same way, and
+    there an obsolete id without replacement stays as it is (with a note): it is what the
+    annotator found, a gold term no system can predict, where a ranking suite refuses it."""
     spec = suite.ontology
     if spec is not None and spec.root is not None and spec.root not in ontology:
         raise RetrievalGateError(
@@ -38,6 +40,12 @@ def map_expected_ids(suite: Suite, ontology: Ontology) -> Suite:
             try:
                 mapped, note = ontology.resolve(term)
             except RetrievalGateError as exc:
+                known = ontology.terms.get(term)
+                if suite.kind == "extraction" and known is not None and known.obsolete:
+                    # An annotation of a term retired without replacement: still what the
+                    # annotator found, so it stays gold (no system can predict it) with a note.
+                    notes.append(f"{query_id}: {exc.message}; kept as a gold term")
+                    return term
                 raise RetrievalGateError(exc.message, path=suite.path, entry=entry) from None
             if note is not None:
                 notes.append(f"{query_id}: {note}")
