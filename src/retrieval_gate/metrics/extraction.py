@@ -144,7 +144,7 @@ _SETS = (
     "term it reports negated is neither a true nor a false positive (so an affirmed gold term "
     "reported only negated is a false negative), and a term given both ways counts as negated. "
     "TP = |predicted & gold|, FP = |predicted - gold| (a not-affirmed gold term predicted "
-    "present is a false positive), FN = |gold - predicted|."
+    "present is a false positive), FN = |gold - predicted|. Not in trec_eval."
 )
 _EDGES = (
     "A ratio whose denominator is 0 is 0 (Phentrieve's convention): no predicted term gives "
