@@ -67,7 +67,14 @@ PAIRS = [
     ("a dog", "the sea", 1.0),
     ("a kitten", "a dog", 2.5),
 ]
-ANGLES = {"a cat": 0, "a kitten": 10, "a dog": 40, "a car": 90, "a truck": 80, "the sea": 60}
+ANGLES: dict[str, float] = {
+    "a cat": 0,
+    "a kitten": 10,
+    "a dog": 40,
+    "a car": 90,
+    "a truck": 80,
+    "the sea": 60,
+}
 
 
 def _cosines(angles: dict[str, float]) -> np.ndarray:
