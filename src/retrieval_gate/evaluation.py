@@ -155,6 +155,7 @@ def record_run(evaluation: Evaluation, suite_path: str) -> RunRecord:
             relevant_ranks=evaluation.relevant_ranks(query.id),
             latency_ms=run.latencies_ms[i],
             text=query.text,
+            unjudged=tuple(d for d in run.rankings[i][:cut] if query.relevant.get(d, -1) < 0),
         )
         for i, query in enumerate(suite.queries)
     )

@@ -91,6 +91,9 @@ class QueryRecord:
     relevant_ranks: Mapping[str, int | None]
     latency_ms: float | None = None  # None for a query read back from a baseline file
     text: str = ""  # the query's text ("" for a query read back from a baseline file)
+    # Documents of the top max(k) without a judgment (grade >= 0): Judged@k's complement, and the
+    # "stale labels?" line of a regression. Empty for a query read back from a baseline file.
+    unjudged: tuple[str, ...] = ()
 
     def label(self, kind: str) -> str | None:
         """The query's ``category`` or ``difficulty``."""
@@ -107,6 +110,7 @@ class QueryRecord:
             "relevant_ranks": dict(self.relevant_ranks),
             "latency_ms": self.latency_ms,
             "text": self.text,
+            "unjudged": list(self.unjudged),
         }
 
     @classmethod
@@ -121,6 +125,7 @@ class QueryRecord:
             relevant_ranks=dict(data["relevant_ranks"]),
             latency_ms=data.get("latency_ms"),
             text=data.get("text", ""),
+            unjudged=tuple(data.get("unjudged", ())),
         )
 
 
