@@ -26,6 +26,7 @@ from retrieval_gate.metrics import (
 from retrieval_gate.metrics.ontology import OntologyInputs
 from retrieval_gate.records import GroupRecord, QueryRecord, RunRecord, query_digest, scope_name
 from retrieval_gate.run import RunResult
+from retrieval_gate.ties import tie_stats
 
 if TYPE_CHECKING:
     from retrieval_gate.ontology import Ontology
@@ -142,6 +143,7 @@ def record_run(evaluation: Evaluation, suite_path: str) -> RunRecord:
             for label in labels
         }
 
+    judgments = [query.relevant for query in suite.queries]
     # One tolist() per metric is far cheaper than a float() per value.
     columns = {m.name: evaluation.values[m.name].tolist() for m in metrics}
     queries = tuple(
@@ -171,6 +173,10 @@ def record_run(evaluation: Evaluation, suite_path: str) -> RunRecord:
         categories=groups("category"),
         difficulties=groups("difficulty"),
         latency_ms=dict(evaluation.latency),
-        stats={**run.stats, **({"suite_notes": list(suite.notes)} if suite.notes else {})},
+        stats={
+            **run.stats,
+            **({"suite_notes": list(suite.notes)} if suite.notes else {}),
+            **tie_stats(run.rankings, run.scores, judgments, metrics, gain=suite.gain),
+        },
         queries=queries,
     )

@@ -142,3 +142,36 @@ def test_family_spans_the_session_and_is_the_same_under_xdist(proj: pytest.Pytes
     ) == json.dumps(
         {k: {f: v for f, v in g.items() if f not in strip} for k, g in sorted(parallel.items())}
     )
+
+
+def test_ties_at_the_cutoff_reach_the_report(project: pytest.Pytester) -> None:
+    from .conftest import write_suite
+
+    # Word overlap: sql/orders.sql and sql/payments.sql both share "join" and "orders" (score 2);
+    # trec_eval's order puts payments (larger id) first, so P@1 = 0, but the other order gives 1.
+    write_suite(
+        project,
+        """
+        name: ties
+        k: [1]
+        queries:
+          - id: q
+            query: join orders
+            relevant: [sql/orders.sql]
+        """,
+    )
+    result = project.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=1)  # the suite's run item; there are no gates
+    run = json.loads((project.path / "retrieval-gate-report.json").read_text())["runs"][0]
+    assert run["metrics"]["P@1"] == 0.0  # trec_eval's order still gives the value
+    assert run["stats"]["ties_at_cutoff"]["P@1"] == {"low": 0.0, "high": 1.0, "queries": 1}
+    assert run["queries"][0]["unjudged"] == ["sql/payments.sql"]
+    markdown = (project.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert (
+        "ties at the cutoff: nDCG@1 could be 0.0000-1.0000 depending on tie order (1 queries with "
+        "ties straddling 1); R@1 could be 0.0000-1.0000"
+    ) in markdown
+    assert (
+        "ground truth: Judged@1 0.0000, 1 of 1 queries have unjudged documents in their top 1"
+        in (markdown)
+    )

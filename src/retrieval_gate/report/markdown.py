@@ -183,7 +183,7 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
             )
         parts += [str(note) for note in stats.get("suite_notes", ())]
         parts += [str(note) for note in stats.get("notes", ())]
-        parts += [note for note in (judged_note(run),) if note is not None]
+        parts += [note for note in (judged_note(run), ties_note(run, shown)) if note is not None]
         if parts:
             stats_rows.append(f"- `{run.system}`: " + "; ".join(parts))
     if stats_rows:
@@ -412,3 +412,20 @@ def judged_note(run: RunRecord) -> str | None:
         f"ground truth: Judged@{k} {mean:.4f}, {partial} of {len(shares)} queries have unjudged "
         f"documents in their top {k}"
     )
+
+
+def ties_note(run: RunRecord, metrics: list[str]) -> str | None:
+    """The range of each shown metric over the orders of ties straddling its cutoff
+    (``stats["ties_at_cutoff"]``, see retrieval_gate.ties); None when no shown metric has one."""
+    ranges = run.stats.get("ties_at_cutoff", {})
+    parts = []
+    for metric in metrics:
+        found = ranges.get(metric)
+        if found is None or found["low"] == found["high"]:
+            continue
+        cutoff = metric.rpartition("@")[2]
+        parts.append(
+            f"{metric} could be {found['low']:.4f}-{found['high']:.4f} depending on tie order "
+            f"({found['queries']} queries with ties straddling {cutoff})"
+        )
+    return "ties at the cutoff: " + "; ".join(parts) if parts else None
