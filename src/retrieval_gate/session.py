@@ -120,6 +120,8 @@ class GateSession:
                 progress.ProgressSink(write=self._progress_line, interactive=sys.stdout.isatty())
             )
         self.save_baseline = values.save_baseline
+        self.suggest_floors: str | None = config.getoption("rg_suggest_floors", None)
+        self.floor_lines: list[str] = []
         if values.baseline and not self.save_baseline and not self.baseline_path.exists():
             raise RetrievalGateError(
                 f"--rg-baseline {self.baseline_path}: no such file; save one with "
@@ -494,6 +496,20 @@ class GateSession:
             if tr is not None:
                 tr.write_line(f"retrieval gate: could not write the report: {exc}", red=True)
         self._data = data
+        if self.suggest_floors and not interrupted:
+            from retrieval_gate.floors import session_suggestions
+
+            try:
+                self.floor_lines = session_suggestions(
+                    self.suggest_floors,
+                    self.runs.values(),
+                    self.baseline,
+                    rootpath=self.rootpath,
+                    cwd=self.config.invocation_params.dir,
+                )
+            except (OSError, RetrievalGateError) as exc:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+                self.floor_lines = [f"retrieval gate: could not suggest floors: {exc}"]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         data = self._data
@@ -510,3 +526,5 @@ class GateSession:
             terminalreporter.write_line(f"replaced an unreadable baseline: {self.baseline_problem}")
         if self.saved_baseline is not None:
             terminalreporter.write_sep("-", f"saved retrieval gate baseline: {self.saved_baseline}")
+        for line in self.floor_lines:
+            terminalreporter.write_line(line)

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from .conftest import write_suite
 from .test_rg_baseline import (
     RETRIEVER,
     SETTINGS,
@@ -145,8 +146,6 @@ def test_family_spans_the_session_and_is_the_same_under_xdist(proj: pytest.Pytes
 
 
 def test_ties_at_the_cutoff_reach_the_report(project: pytest.Pytester) -> None:
-    from .conftest import write_suite
-
     # Word overlap: sql/orders.sql and sql/payments.sql both share "join" and "orders" (score 2);
     # trec_eval's order puts payments (larger id) first, so P@1 = 0, but the other order gives 1.
     write_suite(
@@ -175,3 +174,52 @@ def test_ties_at_the_cutoff_reach_the_report(project: pytest.Pytester) -> None:
         "ground truth: Judged@1 0.0000, 1 of 1 queries have unjudged documents in their top 1"
         in (markdown)
     )
+
+
+def test_suggest_floors_writes_a_diff_and_never_a_suite(proj: pytest.Pytester) -> None:
+    suite = write(proj, suite_text(40))
+    # Every 4th query loses rank 1 to one spam document: MRR@10 1/2 there, 1 elsewhere.
+    damage(proj, {i: 1 for i in range(0, 40, 4)})
+    save(proj)
+    before = suite.read_bytes()
+    result = proj.runpytest("--retrieval-gate", "--rg-suggest-floors", "floors.diff")
+    assert result.ret == 0
+    # Suite: 10 of 40 at 0.5, mean 0.875, sd sqrt((10 * 0.375^2 + 30 * 0.125^2) / 39) = 0.219265;
+    # 0.875 - t(0.975, 39) 2.0226909 * 0.219265 / sqrt(40) = 0.8048758 -> 0.80.
+    # alpha and beta: 5 of 20 at 0.5 each, sd sqrt((5 * 0.375^2 + 15 * 0.125^2) / 19) = 0.222131;
+    # 0.875 - t(0.975, 19) 2.0930241 * 0.222131 / sqrt(20) = 0.7710396 -> 0.77.
+    result.stdout.fnmatch_lines(
+        [f"suggested floors (3 floors in 1 suite files) written to {proj.path / 'floors.diff'}*"]
+    )
+    diff = (proj.path / "floors.diff").read_text(encoding="utf-8").splitlines()
+    assert [line for line in diff if line[:1] in "+-"] == [
+        "--- a/topics.retrieval.yaml",
+        "+++ b/topics.retrieval.yaml",
+        "-  MRR@10: 0.1",
+        "+  MRR@10: 0.80",
+        "-  alpha: {MRR@10: 0.1}",
+        "-  beta: {MRR@10: 0.1}",
+        "+  alpha: {MRR@10: 0.77}",
+        "+  beta: {MRR@10: 0.77}",
+    ]
+    assert suite.read_bytes() == before
+    # To the terminal instead.
+    shown = proj.runpytest("--retrieval-gate", "--rg-suggest-floors=-")
+    shown.stdout.fnmatch_lines(
+        [
+            "suggested floors (3 floors in 1 suite files), from the baseline's lower 95 % bounds:",
+            "--- a/topics.retrieval.yaml",
+            "*",
+            "+  MRR@10: 0.80",
+        ]
+    )
+
+
+def test_suggest_floors_options_are_refused_where_they_cannot_work(proj: pytest.Pytester) -> None:
+    write(proj, suite_text(4))
+    alone = proj.runpytest("--rg-suggest-floors=f.diff")
+    assert alone.ret == pytest.ExitCode.USAGE_ERROR
+    alone.stderr.fnmatch_lines(["*--rg-suggest-floors only take effect with --retrieval-gate*"])
+    onto_suite = proj.runpytest("--retrieval-gate", "--rg-suggest-floors=topics.retrieval.yaml")
+    assert onto_suite.ret == pytest.ExitCode.USAGE_ERROR
+    onto_suite.stderr.fnmatch_lines(["*a .yaml file could be a suite*"])
