@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 import pytest
 
 from retrieval_gate.drift import DriftFloors, check_drift, jaccard_at_k, rbo_ext
+from retrieval_gate.errors import SuiteError
 from retrieval_gate.records import QueryRecord, RunRecord
+from retrieval_gate.suite import Suite, load_suite
 
 
 def test_identical_and_disjoint() -> None:
@@ -89,3 +94,68 @@ def test_floor_fails_when_rankings_churn() -> None:
 def test_no_floor_no_outcome() -> None:
     base = _record({"q1": ("a",)})
     assert check_drift(base, base, ["q1"], DriftFloors(k=3)) == []
+
+
+SUITE = """\
+name: s
+k: [5, 10]
+queries:
+  - {id: q1, query: one, relevant: [a]}
+"""
+
+
+def _load(tmp_path: Path, extra: str) -> Suite:
+    path = tmp_path / "s.retrieval.yaml"
+    path.write_text(SUITE + extra, encoding="utf-8")
+    return load_suite(path)
+
+
+def test_suite_sections(tmp_path: Path) -> None:
+    suite = _load(
+        tmp_path, "unjudged: [two, {id: u3, query: three}]\ndrift: {min_rbo: 0.8, k: 5, p: 0.95}\n"
+    )
+    assert suite.unjudged == (("two", "two"), ("u3", "three"))
+    assert suite.drift == DriftFloors(k=5, min_rbo=0.8, min_jaccard=None, p=0.95)
+    assert suite.drift.metrics == ("RBO@5",)
+    # k defaults to the largest cutoff; drift alone compares the judged queries' rankings.
+    assert _load(tmp_path, "drift: {min_jaccard: 0.5}\n").drift == DriftFloors(
+        k=10, min_jaccard=0.5
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("unjudged: [two]\n", "[unjudged]: 'unjudged' queries are compared only by drift floors"),
+        ("drift: {}\n", "[drift]: 'drift' needs min_rbo or min_jaccard"),
+        ("drift: {min_rbo: 1.5}\n", "[drift.min_rbo]: min_rbo must be a number in [0, 1], got 1.5"),
+        ("drift: {min_rbo: 0.8, p: 1}\n", "[drift.p]: p must be a number in (0, 1), got 1"),
+        ("drift: {min_rbo: 0.8, k: 20}\n", "[drift.k]: drift k must be an integer from 1 to the"),
+        ("drift: {min_rbo: 0.8, floor: 1}\n", "[drift.floor]: unknown key 'floor'; known keys: k,"),
+        ("unjudged: [one, q1]\ndrift: {min_rbo: 0.8}\n", "[unjudged[1]]: duplicate query id 'q1'"),
+        ("unjudged: ['  ']\ndrift: {min_rbo: 0.8}\n", "[unjudged[0]]: an unjudged query needs"),
+        (
+            "unjudged: []\ndrift: {min_rbo: 0.8}\n",
+            "[unjudged]: 'unjudged' must be a non-empty list",
+        ),
+    ],
+)
+def test_bad_sections_name_the_entry(tmp_path: Path, extra: str, message: str) -> None:
+    with pytest.raises(SuiteError) as caught:
+        _load(tmp_path, extra)
+    assert message in caught.value.format()
+
+
+def test_unjudged_rankings_pair_by_id_and_text() -> None:
+    base = dataclasses.replace(
+        _record({"q1": ("a", "b", "c")}),
+        drift_rankings={"u1": ("d1", ("a", "b")), "u2": ("d2", ("x",))},
+    )
+    now = dataclasses.replace(
+        _record({"q1": ("a", "b", "c")}),
+        # u2's text changed (another digest): not paired; u3 is new.
+        drift_rankings={"u1": ("d1", ("c", "d")), "u2": ("other", ("x",)), "u3": ("d3", ("y",))},
+    )
+    (jac,) = check_drift(now, base, ["q1"], DriftFloors(k=2, min_jaccard=0.6))
+    # q1 1, u1 0 (disjoint top 2): mean 0.5 over 2 paired queries.
+    assert (jac.value, jac.n, jac.passed, jac.worst) == (0.5, 2, False, (("u1", 0.0),))

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from retrieval_gate.drift import unjudged_digest
 from retrieval_gate.metrics import (
     Metric,
     compute,
@@ -179,4 +180,7 @@ def record_run(evaluation: Evaluation, suite_path: str) -> RunRecord:
             **tie_stats(run.rankings, run.scores, judgments, metrics, gain=suite.gain),
         },
         queries=queries,
+        drift_rankings={
+            qid: (unjudged_digest(text), run.unjudged[qid][:cut]) for qid, text in suite.unjudged
+        },
     )

@@ -160,6 +160,8 @@ class RunRecord:
     latency_ms: Mapping[str, float]  # p50 / p95 / p99 / mean
     stats: Mapping[str, Any]  # corpus, cache and index figures of the system
     queries: tuple[QueryRecord, ...]
+    # The suite's unjudged (drift) queries: id -> (digest of the text, top max(k)); drift.py.
+    drift_rankings: Mapping[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -220,6 +222,7 @@ class RunRecord:
             "latency_ms": dict(self.latency_ms),
             "stats": dict(self.stats),
             "queries": [q.to_json() for q in self.queries],
+            **_drift_json(self.drift_rankings),
         }
 
     @classmethod
@@ -239,6 +242,7 @@ class RunRecord:
             latency_ms=dict(data["latency_ms"]),
             stats=dict(data["stats"]),
             queries=tuple(QueryRecord.from_json(q) for q in data["queries"]),
+            drift_rankings=_drift_from_json(data),
         )
 
     def to_baseline_json(self) -> dict[str, Any]:
@@ -260,6 +264,7 @@ class RunRecord:
                 }
                 for q in self.queries
             },
+            **_drift_json(self.drift_rankings),
         }
 
     @classmethod
@@ -285,7 +290,27 @@ class RunRecord:
             latency_ms={},
             stats={},
             queries=queries,
+            drift_rankings=_drift_from_json(data),
         )
+
+
+def _drift_json(rankings: Mapping[str, tuple[str, tuple[str, ...]]]) -> dict[str, Any]:
+    # Absent when the suite has no unjudged queries, so older readers see the layout they know.
+    if not rankings:
+        return {}
+    return {
+        "drift_rankings": {
+            qid: {"digest": digest, "ranking": list(ranking)}
+            for qid, (digest, ranking) in rankings.items()
+        }
+    }
+
+
+def _drift_from_json(data: Mapping[str, Any]) -> dict[str, tuple[str, tuple[str, ...]]]:
+    return {
+        qid: (entry["digest"], tuple(entry["ranking"]))
+        for qid, entry in data.get("drift_rankings", {}).items()
+    }
 
 
 @dataclass(frozen=True)

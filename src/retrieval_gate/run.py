@@ -49,6 +49,9 @@ class RunResult:
     latencies_ms: tuple[float, ...]
     fingerprint: Mapping[str, Any]
     stats: Mapping[str, Any] = field(default_factory=dict)
+    unjudged: Mapping[str, tuple[str, ...]] = field(
+        default_factory=dict
+    )  # drift query id -> ranking
 
 
 def corpus_path(suite: Suite, system: SystemConfig, settings: Settings) -> Path | None:
@@ -66,7 +69,8 @@ def run_suite(
     """Open ``system``, retrieve every query of ``suite`` (after one untimed warm-up query, so
     import and first-call costs are not query latency), rank and fingerprint the results."""
     depth = max(system.depth, suite.depth_needed)
-    queries = [(query.id, query.text) for query in suite.queries]
+    # The unjudged (drift) queries run after the judged ones; they have no metrics (drift.py).
+    queries = [(query.id, query.text) for query in suite.queries] + list(suite.unjudged)
     opened = open_configured(system, OpenContext(settings, options, corpus, suite))
     try:
         opened.retrieve(queries[:1], depth, where=suite.path)
@@ -129,6 +133,11 @@ def _result(
         ranking = rank_scored(hits)[:depth]
         rankings.append(tuple(ranking))
         scores.append(tuple(hits[d] for d in ranking))
+    judged = len(suite.queries)
+    unjudged = {
+        qid: ranking for (qid, _), ranking in zip(suite.unjudged, rankings[judged:], strict=True)
+    }
+    rankings, scores, results = rankings[:judged], scores[:judged], results[:judged]
     return RunResult(
         suite=suite,
         system=system,
@@ -138,4 +147,5 @@ def _result(
         latencies_ms=tuple(r.latency_ms for r in results),
         fingerprint=fp,
         stats=dict(stats),
+        unjudged=unjudged,
     )

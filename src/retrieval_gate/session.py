@@ -381,6 +381,21 @@ class GateSession:
             self._comparisons[key] = found
         return found
 
+    def drift(self, suite: Suite, system: SystemConfig) -> dict[str, Outcome] | str:
+        """The suite's drift outcomes by metric (``RBO@10``, ``Jaccard@10``) against the
+        baseline run (drift.py), or why there are none."""
+        from retrieval_gate.baseline import align
+        from retrieval_gate.drift import check_drift
+
+        record = self.record(suite, system)
+        base = None if self.baseline is None else self.baseline.get(suite.name, system.name)
+        if base is None or suite.drift is None:
+            return "no baseline for this suite and system"
+        alignment = align(record, base)
+        texts = {**{q.id: q.text for q in suite.queries}, **dict(suite.unjudged)}
+        found = check_drift(record, base, alignment.shared, suite.drift, texts)
+        return {o.metric: o for o in found}
+
     def payload_for(self, suite: Suite, system: SystemConfig) -> list[tuple[str, str]]:
         """The run's records, attached to the first report of this process that reads the run."""
         key = (suite.path, system.name)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from retrieval_gate.drift import DriftFloors, parse_drift, parse_unjudged
 from retrieval_gate.errors import CorpusError, SuiteError, UnknownMetricError
 from retrieval_gate.metrics import Metric, format_bounds, parse_metric
 from retrieval_gate.records import parse_scope, scope_name
@@ -62,6 +63,8 @@ _TOP_LEVEL_KEYS = frozenset(
         "ontology",
         "root",
         "similarity",
+        "unjudged",
+        "drift",
     }
 )
 _EXPECT_KEYS = ("found_within", "all_found_within")
@@ -140,6 +143,8 @@ class Suite:
     tolerance: Mapping[str, float] = field(default_factory=dict)
     ontology: OntologySpec | None = None  # an ontology suite: term retrieval, docs/ontology.md
     notes: tuple[str, ...] = ()  # what collection changed in the suite (ids mapped), for the report
+    unjudged: tuple[tuple[str, str], ...] = ()  # (id, text) of queries run for drift only
+    drift: DriftFloors | None = None  # floors on RBO / Jaccard against the baseline (drift.py)
 
     @property
     def qrels(self) -> dict[str, dict[str, int]]:
@@ -283,6 +288,7 @@ def parse_suite(data: Any, path: Path) -> Suite:
             entry="corpus_format",
         )
     ontology = _parse_ontology(data, path)
+    unjudged = parse_unjudged(data.get("unjudged"), path, {q.id for q in queries})
     named = [(g.metric, f"gates.{g.metric.name}") for g in gates]
     named += [
         (exp.metric, f"queries[{q.position}] (id {q.id}) expect.{exp.metric.name}")
@@ -309,6 +315,8 @@ def parse_suite(data: Any, path: Path) -> Suite:
         gain=gain,
         tolerance=tolerance,
         ontology=ontology,
+        unjudged=unjudged,
+        drift=parse_drift(data.get("drift"), path, max(k), bool(unjudged)),
     )
 
 

@@ -223,3 +223,41 @@ def test_suggest_floors_options_are_refused_where_they_cannot_work(proj: pytest.
     onto_suite = proj.runpytest("--retrieval-gate", "--rg-suggest-floors=topics.retrieval.yaml")
     assert onto_suite.ret == pytest.ExitCode.USAGE_ERROR
     onto_suite.stderr.fnmatch_lines(["*a .yaml file could be a suite*"])
+
+
+def test_drift_floor_fails_when_unjudged_rankings_churn(proj: pytest.Pytester) -> None:
+    header = "unjudged: [topic 100, {id: u101, query: topic 101}]\ndrift: {min_rbo: 0.85, min_jaccard: 0.8}"
+    write(proj, suite_text(8, header=header))
+    save(proj)
+    saved = json.loads((proj.path / "retrieval-baseline.json").read_text(encoding="utf-8"))
+    drift = saved["runs"]["topics::gen"]["drift_rankings"]
+    assert list(drift) == ["topic 100", "u101"]  # the id defaults to the text
+    assert drift["u101"]["ranking"][:2] == ["d101", "f0"]
+    # The two unjudged queries now return 11 spam documents first: their top 10 is disjoint from
+    # the baseline's. The judged queries do not move, so no judged metric does.
+    damage(proj, {100: 11, 101: 11})
+    result = proj.runpytest("--retrieval-gate")
+    # 3 floors and the MRR@10 regression pass; RBO@10 = (8 * 1 + 2 * 0) / 10 = 0.8 < 0.85 fails;
+    # Jaccard@10 = (8 * 1 + 2 * 0) / 10 = 0.8 sits on its floor and passes.
+    result.assert_outcomes(passed=5, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*FAILED topics.retrieval.yaml::gen::drift::RBO@10*",
+        ]
+    )
+    gates = {
+        g["nodeid"].rsplit("::", 1)[1]: g
+        for g in report(proj)["gates"]
+        if "::drift::" in g["nodeid"]
+    }
+    assert (gates["RBO@10"]["value"], gates["RBO@10"]["passed"]) == (0.8, False)
+    assert (gates["Jaccard@10"]["value"], gates["Jaccard@10"]["passed"]) == (0.8, True)
+    assert [w["id"] for w in gates["RBO@10"]["worst"]] == ["topic 100", "u101"]
+
+
+def test_unjudged_queries_need_drift_floors(proj: pytest.Pytester) -> None:
+    write(proj, suite_text(4, header="unjudged: [topic 100]"))
+    result = proj.runpytest("--retrieval-gate")
+    result.stdout.fnmatch_lines(
+        ["*topics.retrieval.yaml [[]unjudged[]]: 'unjudged' queries are compared only by drift*"]
+    )
