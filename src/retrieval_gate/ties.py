@@ -144,8 +144,14 @@ def tie_ranges(
         straddling = sum(o is not None for o in orders)
         if not straddling:
             continue
-        best = [tuple(r) if o is None else o[0] for r, o in zip(rankings, orders, strict=True)]
-        worst = [tuple(r) if o is None else o[1] for r, o in zip(rankings, orders, strict=True)]
+        # A metric at cutoff k reads the top k only (its ideal and relevant count come from the
+        # judgments), so the reordered rankings are cut there: judging them is then cheap.
+        best = [
+            tuple(r[:k]) if o is None else o[0][:k] for r, o in zip(rankings, orders, strict=True)
+        ]
+        worst = [
+            tuple(r[:k]) if o is None else o[1][:k] for r, o in zip(rankings, orders, strict=True)
+        ]
         high = compute(judge(qrels, qids, best), group, gain=gain)
         low = compute(judge(qrels, qids, worst), group, gain=gain)
         for metric in group:
