@@ -88,6 +88,7 @@ def test_run_record_json_keeps_the_documented_layout() -> None:
         "relevant_ranks": {"d1": 1, "d9": None},
         "latency_ms": 2.5,
         "text": "",
+        "unjudged": [],
     }
 
 

@@ -94,6 +94,18 @@ def _check_run(run: Any, path: Path, key: str) -> None:
             raise BaselineError(
                 f"corrupt baseline: run {name!r} is not an object", path=path, entry=key
             )
+    drift = run.get("drift_rankings", {})
+    if not isinstance(drift, dict) or not all(
+        isinstance(e, dict)
+        and isinstance(e.get("digest"), str)
+        and isinstance(e.get("ranking"), list)
+        for e in drift.values()
+    ):
+        raise BaselineError(
+            "corrupt baseline: 'drift_rankings' must map query ids to {digest, ranking}",
+            path=path,
+            entry=key,
+        )
     for qid, query in run["queries"].items():
         where = f"{key} query {qid}"
         if not isinstance(query, dict):

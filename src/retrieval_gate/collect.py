@@ -88,6 +88,9 @@ class SystemNode(pytest.Collector):
             c.gated for c in gate_session.regression_checks(suite)
         ):
             yield RegressionNode.from_parent(self, name="regression", suite=suite, system=system)
+        if suite.drift is not None and gate_session.has_baseline(suite, system):
+            for name in suite.drift.metrics:
+                yield DriftItem.from_parent(self, name=f"drift::{name}", suite=suite, system=system)
         if not suite.gates and not any(q.expect for q in suite.queries):
             # A suite without floors still runs, so its numbers reach the report.
             yield RunItem.from_parent(self, name="run", suite=suite, system=system)
@@ -265,3 +268,14 @@ class RegressionItem(_SuiteItem):
             reason = f"not compared with the baseline: {missing}"
         # Reported at the suite item, not at this line of the plugin.
         raise pytest.skip.Exception(reason, _use_item_location=True)
+
+
+class DriftItem(_SuiteItem):
+    """``...::<system>::drift::RBO@10``: a floor on how much the rankings moved from the
+    baseline's, judged or not (drift.py)."""
+
+    def check(self) -> Outcome:
+        found = self.gate_session.drift(self.suite, self.system)
+        if isinstance(found, str):
+            raise pytest.skip.Exception(found, _use_item_location=True)
+        return found[self.name.removeprefix("drift::")]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from retrieval_gate.drift import unjudged_digest
 from retrieval_gate.metrics import (
     Metric,
     compute,
@@ -26,6 +27,7 @@ from retrieval_gate.metrics import (
 from retrieval_gate.metrics.ontology import OntologyInputs
 from retrieval_gate.records import GroupRecord, QueryRecord, RunRecord, scope_name
 from retrieval_gate.run import RunResult
+from retrieval_gate.ties import tie_stats
 
 if TYPE_CHECKING:
     from retrieval_gate.ontology import Ontology
@@ -204,6 +206,7 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
             for label in labels
         }
 
+    judgments = [query.relevant for query in suite.queries]
     # One tolist() per metric is far cheaper than a float() per value.
     columns = {m.name: evaluation.values[m.name].tolist() for m in metrics}
     queries = tuple(
@@ -225,6 +228,11 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
             gold_negated=tuple(sorted(query.negated)),
             predicted_negated=tuple(sorted(run.negated[i])) if run.negated else (),
             text_b=query.pair[0] if query.pair else "",
+            # Judged@k's complement: ranking suites only (an extraction's extra terms are wrong,
+            # not unjudged).
+            unjudged=tuple(d for d in run.rankings[i][:cut] if query.relevant.get(d, -1) < 0)
+            if suite.kind == "ranking"
+            else (),
         )
         for i, query in enumerate(suite.queries)
     )
@@ -243,8 +251,19 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
         categories=groups("category"),
         difficulties=groups("difficulty"),
         latency_ms=dict(evaluation.latency),
-        stats={**run.stats, **({"suite_notes": list(suite.notes)} if suite.notes else {})},
+        stats={
+            **run.stats,
+            **({"suite_notes": list(suite.notes)} if suite.notes else {}),
+            **(
+                tie_stats(run.rankings, run.scores, judgments, metrics, gain=suite.gain)
+                if suite.kind == "ranking"
+                else {}
+            ),
+        },
         queries=queries,
         kind=suite.kind,
         intervals=intervals,
+        drift_rankings={
+            qid: (unjudged_digest(text), run.unjudged[qid][:cut]) for qid, text in suite.unjudged
+        },
     )

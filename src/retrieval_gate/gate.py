@@ -343,6 +343,9 @@ def check_regressions(
                 explain(qid, record.query(qid), base.query(qid), check.metric)
                 for qid, _ in deltas[:EXPLAIN]
             ]
+            stale = stale_labels(record, base, [qid for qid, _ in deltas], check.metric)
+            if stale is not None:
+                detail.append(stale)
         outcomes.append(
             Outcome(
                 suite=record.suite,
@@ -526,3 +529,37 @@ def explain(qid: str, now: QueryRecord, then: QueryRecord, metric: str) -> str:
                 text += f" (displaced by {', '.join(taken[:3])}{more})"
         moves.append(text)
     return f"{qid}: {metric} {values}; " + ("; ".join(moves) or "relevant ranks unchanged")
+
+
+def stale_labels(record: RunRecord, base: RunRecord, worse: list[str], metric: str) -> str | None:
+    """The "stale labels?" line of a regression: unjudged documents that entered the top k.
+
+    For each query in ``worse``, the documents of the current top k (k of ``metric``, else the
+    whole stored ranking) that have no judgment and were not in the baseline's top k. None when
+    there are none: the drop then comes from judged documents moving, not from new, unlabelled
+    ones. A system that surfaces documents nobody judged loses metric value whether or not they
+    are relevant, so such a drop may be missing labels rather than a worse ranking.
+    """
+    from retrieval_gate.metrics import parse_metric
+
+    k = parse_metric(metric).k
+    counts = []
+    for qid in worse:
+        now, then = record.query(qid), base.query(qid)
+        top_now = now.ranking if k is None else now.ranking[:k]
+        before = set(then.ranking if k is None else then.ranking[:k])
+        unjudged = set(now.unjudged)
+        new = [d for d in top_now if d in unjudged and d not in before]
+        if new:
+            counts.append((qid, len(new)))
+    if not counts:
+        return None
+    total = sum(n for _, n in counts)
+    where = ", ".join(f"{qid} {n}" for qid, n in counts[:EXPLAIN])
+    more = f" and {len(counts) - EXPLAIN} more queries" if len(counts) > EXPLAIN else ""
+    cut = "the ranking" if k is None else f"the top {k}"
+    return (
+        f"stale labels? {total} unjudged documents entered {cut} of {len(counts)} of the "
+        f"{len(worse)} worse queries ({where}{more}); judging them may show the drop is missing "
+        "labels rather than a worse ranking"
+    )

@@ -28,6 +28,7 @@ GATE_ONLY_OPTIONS: dict[str, str] = {
     "rg_save_baseline": "--rg-save-baseline",
     "rg_report": "--rg-report",
     "rg_json": "--rg-json",
+    "rg_suggest_floors": "--rg-suggest-floors",
 }
 
 
@@ -49,6 +50,16 @@ def _path_value(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError(f"invalid path {value!r}: must not be empty")
     return value
+
+
+def _floors_target(value: str) -> str:
+    # The diff must never land on a suite file: it only ever proposes changes to them.
+    if value != "-" and Path(value).suffix.lower() in SUITE_SUFFIXES:
+        raise argparse.ArgumentTypeError(
+            f"invalid path {value!r}: a {Path(value).suffix} file could be a suite; write the "
+            "diff to a .diff file, or '-' for the terminal"
+        )
+    return _path_value(value)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -109,6 +120,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=_path_value,
         default=None,
         help="JSON report path (default: the markdown report's path with .json)",
+    )
+    group.addoption(
+        "--rg-suggest-floors",
+        dest="rg_suggest_floors",
+        metavar="PATH",
+        type=_floors_target,
+        default=None,
+        help="write floors from the baseline's lower 95%% bounds as a diff of the suite files "
+        "to PATH ('-': the terminal); never changes a suite (default: off)",
     )
     group.addoption(
         "--rg-no-cache",

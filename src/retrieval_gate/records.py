@@ -115,6 +115,10 @@ class QueryRecord:
             "predicted_negated": list(self.predicted_negated),
         }
 
+    # Documents of the top max(k) without a judgment (grade >= 0): Judged@k's complement, and the
+    # "stale labels?" line of a regression. Empty for a query read back from a baseline file.
+    unjudged: tuple[str, ...] = ()
+
     def label(self, kind: str) -> str | None:
         """The query's ``category`` or ``difficulty``."""
         return self.category if kind == "category" else self.difficulty
@@ -138,6 +142,7 @@ class QueryRecord:
                 else {}
             ),
             **({"text_b": self.text_b} if self.text_b else {}),
+            "unjudged": list(self.unjudged),
         }
 
     @classmethod
@@ -155,6 +160,7 @@ class QueryRecord:
             gold_negated=tuple(data.get("gold_negated", ())),
             predicted_negated=tuple(data.get("predicted_negated", ())),
             text_b=data.get("text_b", ""),
+            unjudged=tuple(data.get("unjudged", ())),
         )
 
 
@@ -192,6 +198,8 @@ class RunRecord:
     kind: str = "ranking"  # the suite's kind: ranking, extraction, pairs
     # Extraction and pair suites: the seeded bootstrap 95 % interval of each suite value.
     intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    # The suite's unjudged (drift) queries: id -> (digest of the text, top max(k)); drift.py.
+    drift_rankings: Mapping[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -263,6 +271,7 @@ class RunRecord:
             "stats": dict(self.stats),
             "queries": [q.to_json() for q in self.queries],
             **self._kind_json(),
+            **_drift_json(self.drift_rankings),
         }
 
     def _kind_json(self) -> dict[str, Any]:
@@ -295,6 +304,7 @@ class RunRecord:
             queries=tuple(QueryRecord.from_json(q) for q in data["queries"]),
             kind=data.get("kind", "ranking"),
             intervals={name: (lo, hi) for name, (lo, hi) in data.get("intervals", {}).items()},
+            drift_rankings=_drift_from_json(data),
         )
 
     def to_baseline_json(self) -> dict[str, Any]:
@@ -317,6 +327,7 @@ class RunRecord:
                 }
                 for q in self.queries
             },
+            **_drift_json(self.drift_rankings),
         }
 
     @classmethod
@@ -343,7 +354,27 @@ class RunRecord:
             stats={},
             queries=queries,
             kind=data.get("kind", "ranking"),
+            drift_rankings=_drift_from_json(data),
         )
+
+
+def _drift_json(rankings: Mapping[str, tuple[str, tuple[str, ...]]]) -> dict[str, Any]:
+    # Absent when the suite has no unjudged queries, so older readers see the layout they know.
+    if not rankings:
+        return {}
+    return {
+        "drift_rankings": {
+            qid: {"digest": digest, "ranking": list(ranking)}
+            for qid, (digest, ranking) in rankings.items()
+        }
+    }
+
+
+def _drift_from_json(data: Mapping[str, Any]) -> dict[str, tuple[str, tuple[str, ...]]]:
+    return {
+        qid: (entry["digest"], tuple(entry["ranking"]))
+        for qid, entry in data.get("drift_rankings", {}).items()
+    }
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,9 @@ class RunResult:
     stats: Mapping[str, Any] = field(default_factory=dict)
     # Extraction runs: per document, the terms the system reported negated (SPEC 11).
     negated: tuple[tuple[str, ...], ...] = ()
+    unjudged: Mapping[str, tuple[str, ...]] = field(
+        default_factory=dict
+    )  # drift query id -> ranking
 
 
 def corpus_path(suite: Suite, system: SystemConfig, settings: Settings) -> Path | None:
@@ -79,7 +82,8 @@ def run_suite(
 
         return run_pairs(suite, system, settings, options, corpus)
     depth = max(system.depth, suite.depth_needed)
-    queries = [(query.id, query.text) for query in suite.queries]
+    # The unjudged (drift) queries run after the judged ones; they have no metrics (drift.py).
+    queries = [(query.id, query.text) for query in suite.queries] + list(suite.unjudged)
     opened = open_configured(system, OpenContext(settings, options, corpus, suite))
     try:
         opened.retrieve(queries[:1], depth, where=suite.path)
@@ -142,6 +146,11 @@ def _result(
         ranking = rank_scored(hits)[:depth]
         rankings.append(tuple(ranking))
         scores.append(tuple(hits[d] for d in ranking))
+    judged = len(suite.queries)
+    unjudged = {
+        qid: ranking for (qid, _), ranking in zip(suite.unjudged, rankings[judged:], strict=True)
+    }
+    rankings, scores, results = rankings[:judged], scores[:judged], results[:judged]
     return RunResult(
         suite=suite,
         system=system,
@@ -151,4 +160,5 @@ def _result(
         latencies_ms=tuple(r.latency_ms for r in results),
         fingerprint=fp,
         stats=dict(stats),
+        unjudged=unjudged,
     )

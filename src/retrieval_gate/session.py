@@ -120,6 +120,8 @@ class GateSession:
                 progress.ProgressSink(write=self._progress_line, interactive=sys.stdout.isatty())
             )
         self.save_baseline = values.save_baseline
+        self.suggest_floors: str | None = config.getoption("rg_suggest_floors", None)
+        self.floor_lines: list[str] = []
         if values.baseline and not self.save_baseline and not self.baseline_path.exists():
             raise RetrievalGateError(
                 f"--rg-baseline {self.baseline_path}: no such file; save one with "
@@ -379,6 +381,21 @@ class GateSession:
             self._comparisons[key] = found
         return found
 
+    def drift(self, suite: Suite, system: SystemConfig) -> dict[str, Outcome] | str:
+        """The suite's drift outcomes by metric (``RBO@10``, ``Jaccard@10``) against the
+        baseline run (drift.py), or why there are none."""
+        from retrieval_gate.baseline import align
+        from retrieval_gate.drift import check_drift
+
+        record = self.record(suite, system)
+        base = None if self.baseline is None else self.baseline.get(suite.name, system.name)
+        if base is None or suite.drift is None:
+            return "no baseline for this suite and system"
+        alignment = align(record, base)
+        texts = {**{q.id: q.text for q in suite.queries}, **dict(suite.unjudged)}
+        found = check_drift(record, base, alignment.shared, suite.drift, texts)
+        return {o.metric: o for o in found}
+
     def payload_for(self, suite: Suite, system: SystemConfig) -> list[tuple[str, str]]:
         """The run's records, attached to the first report of this process that reads the run."""
         key = (suite.path, system.name)
@@ -494,6 +511,20 @@ class GateSession:
             if tr is not None:
                 tr.write_line(f"retrieval gate: could not write the report: {exc}", red=True)
         self._data = data
+        if self.suggest_floors and not interrupted:
+            from retrieval_gate.floors import session_suggestions
+
+            try:
+                self.floor_lines = session_suggestions(
+                    self.suggest_floors,
+                    self.runs.values(),
+                    self.baseline,
+                    rootpath=self.rootpath,
+                    cwd=self.config.invocation_params.dir,
+                )
+            except (OSError, RetrievalGateError) as exc:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+                self.floor_lines = [f"retrieval gate: could not suggest floors: {exc}"]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         data = self._data
@@ -510,3 +541,5 @@ class GateSession:
             terminalreporter.write_line(f"replaced an unreadable baseline: {self.baseline_problem}")
         if self.saved_baseline is not None:
             terminalreporter.write_sep("-", f"saved retrieval gate baseline: {self.saved_baseline}")
+        for line in self.floor_lines:
+            terminalreporter.write_line(line)

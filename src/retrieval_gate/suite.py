@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from retrieval_gate.drift import DriftFloors, parse_drift, parse_unjudged
 from retrieval_gate.errors import CorpusError, SuiteError, UnknownMetricError
 from retrieval_gate.metrics import Metric, format_bounds, parse_metric
 from retrieval_gate.records import parse_scope, query_digest, scope_name
@@ -65,6 +66,8 @@ _TOP_LEVEL_KEYS = frozenset(
         "kind",
         "documents",
         "pairs",
+        "unjudged",
+        "drift",
     }
 )
 #: Suite kinds (SPEC 2, 11, 12): what a unit of the suite is and which metric input judges it.
@@ -166,6 +169,8 @@ class Suite:
     ontology: OntologySpec | None = None  # an ontology suite: term retrieval, docs/ontology.md
     notes: tuple[str, ...] = ()  # what collection changed in the suite (ids mapped), for the report
     kind: str = "ranking"  # a key of KINDS
+    unjudged: tuple[tuple[str, str], ...] = ()  # (id, text) of queries run for drift only
+    drift: DriftFloors | None = None  # floors on RBO / Jaccard against the baseline (drift.py)
 
     @property
     def qrels(self) -> dict[str, dict[str, int]]:
@@ -328,6 +333,7 @@ def parse_suite(data: Any, path: Path) -> Suite:
             entry="corpus_format",
         )
     ontology = _parse_ontology(data, path)
+    unjudged = parse_unjudged(data.get("unjudged"), path, {q.id for q in queries})
     named = [(g.metric, f"gates.{g.metric.name}") for g in gates]
     named += [
         (exp.metric, f"queries[{q.position}] (id {q.id}) expect.{exp.metric.name}")
@@ -363,6 +369,8 @@ def parse_suite(data: Any, path: Path) -> Suite:
         tolerance=tolerance,
         ontology=ontology,
         kind=kind,
+        unjudged=unjudged,
+        drift=parse_drift(data.get("drift"), path, max(k), bool(unjudged)),
     )
 
 
@@ -380,7 +388,16 @@ def _check_kind_keys(data: Mapping[str, Any], kind: str, path: Path) -> None:
     if kind != "ranking" and own[kind] not in data:
         raise SuiteError(f"a {kind} suite needs '{own[kind]}'", path=path, entry=own[kind])
     refused = {
-        "extraction": ("queries", "format", "corpus", "corpus_format", "root", "gain"),
+        "extraction": (
+            "queries",
+            "format",
+            "corpus",
+            "corpus_format",
+            "root",
+            "gain",
+            "unjudged",
+            "drift",
+        ),
         "pairs": (
             "queries",
             "format",
@@ -391,6 +408,8 @@ def _check_kind_keys(data: Mapping[str, Any], kind: str, path: Path) -> None:
             "similarity",
             "gain",
             "k",
+            "unjudged",
+            "drift",
         ),
     }.get(kind, ())
     for key in refused:

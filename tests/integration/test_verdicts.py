@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from .conftest import write_suite
 from .test_rg_baseline import (
     RETRIEVER,
     SETTINGS,
@@ -141,4 +142,122 @@ def test_family_spans_the_session_and_is_the_same_under_xdist(proj: pytest.Pytes
         {k: {f: v for f, v in g.items() if f not in strip} for k, g in sorted(serial.items())}
     ) == json.dumps(
         {k: {f: v for f, v in g.items() if f not in strip} for k, g in sorted(parallel.items())}
+    )
+
+
+def test_ties_at_the_cutoff_reach_the_report(project: pytest.Pytester) -> None:
+    # Word overlap: sql/orders.sql and sql/payments.sql both share "join" and "orders" (score 2);
+    # trec_eval's order puts payments (larger id) first, so P@1 = 0, but the other order gives 1.
+    write_suite(
+        project,
+        """
+        name: ties
+        k: [1]
+        queries:
+          - id: q
+            query: join orders
+            relevant: [sql/orders.sql]
+        """,
+    )
+    result = project.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=1)  # the suite's run item; there are no gates
+    run = json.loads((project.path / "retrieval-gate-report.json").read_text())["runs"][0]
+    assert run["metrics"]["P@1"] == 0.0  # trec_eval's order still gives the value
+    assert run["stats"]["ties_at_cutoff"]["P@1"] == {"low": 0.0, "high": 1.0, "queries": 1}
+    assert run["queries"][0]["unjudged"] == ["sql/payments.sql"]
+    markdown = (project.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert (
+        "ties at the cutoff: nDCG@1 could be 0.0000-1.0000 depending on tie order (1 queries with "
+        "ties straddling 1); R@1 could be 0.0000-1.0000"
+    ) in markdown
+    assert (
+        "ground truth: Judged@1 0.0000, 1 of 1 queries have unjudged documents in their top 1"
+        in (markdown)
+    )
+
+
+def test_suggest_floors_writes_a_diff_and_never_a_suite(proj: pytest.Pytester) -> None:
+    suite = write(proj, suite_text(40))
+    # Every 4th query loses rank 1 to one spam document: MRR@10 1/2 there, 1 elsewhere.
+    damage(proj, {i: 1 for i in range(0, 40, 4)})
+    save(proj)
+    before = suite.read_bytes()
+    result = proj.runpytest("--retrieval-gate", "--rg-suggest-floors", "floors.diff")
+    assert result.ret == 0
+    # Suite: 10 of 40 at 0.5, mean 0.875, sd sqrt((10 * 0.375^2 + 30 * 0.125^2) / 39) = 0.219265;
+    # 0.875 - t(0.975, 39) 2.0226909 * 0.219265 / sqrt(40) = 0.8048758 -> 0.80.
+    # alpha and beta: 5 of 20 at 0.5 each, sd sqrt((5 * 0.375^2 + 15 * 0.125^2) / 19) = 0.222131;
+    # 0.875 - t(0.975, 19) 2.0930241 * 0.222131 / sqrt(20) = 0.7710396 -> 0.77.
+    result.stdout.fnmatch_lines(
+        [f"suggested floors (3 floors in 1 suite files) written to {proj.path / 'floors.diff'}*"]
+    )
+    diff = (proj.path / "floors.diff").read_text(encoding="utf-8").splitlines()
+    assert [line for line in diff if line[:1] in "+-"] == [
+        "--- a/topics.retrieval.yaml",
+        "+++ b/topics.retrieval.yaml",
+        "-  MRR@10: 0.1",
+        "+  MRR@10: 0.80",
+        "-  alpha: {MRR@10: 0.1}",
+        "-  beta: {MRR@10: 0.1}",
+        "+  alpha: {MRR@10: 0.77}",
+        "+  beta: {MRR@10: 0.77}",
+    ]
+    assert suite.read_bytes() == before
+    # To the terminal instead.
+    shown = proj.runpytest("--retrieval-gate", "--rg-suggest-floors=-")
+    shown.stdout.fnmatch_lines(
+        [
+            "suggested floors (3 floors in 1 suite files), from the baseline's lower 95 % bounds:",
+            "--- a/topics.retrieval.yaml",
+            "*",
+            "+  MRR@10: 0.80",
+        ]
+    )
+
+
+def test_suggest_floors_options_are_refused_where_they_cannot_work(proj: pytest.Pytester) -> None:
+    write(proj, suite_text(4))
+    alone = proj.runpytest("--rg-suggest-floors=f.diff")
+    assert alone.ret == pytest.ExitCode.USAGE_ERROR
+    alone.stderr.fnmatch_lines(["*--rg-suggest-floors only take effect with --retrieval-gate*"])
+    onto_suite = proj.runpytest("--retrieval-gate", "--rg-suggest-floors=topics.retrieval.yaml")
+    assert onto_suite.ret == pytest.ExitCode.USAGE_ERROR
+    onto_suite.stderr.fnmatch_lines(["*a .yaml file could be a suite*"])
+
+
+def test_drift_floor_fails_when_unjudged_rankings_churn(proj: pytest.Pytester) -> None:
+    header = "unjudged: [topic 100, {id: u101, query: topic 101}]\ndrift: {min_rbo: 0.85, min_jaccard: 0.8}"
+    write(proj, suite_text(8, header=header))
+    save(proj)
+    saved = json.loads((proj.path / "retrieval-baseline.json").read_text(encoding="utf-8"))
+    drift = saved["runs"]["topics::gen"]["drift_rankings"]
+    assert list(drift) == ["topic 100", "u101"]  # the id defaults to the text
+    assert drift["u101"]["ranking"][:2] == ["d101", "f0"]
+    # The two unjudged queries now return 11 spam documents first: their top 10 is disjoint from
+    # the baseline's. The judged queries do not move, so no judged metric does.
+    damage(proj, {100: 11, 101: 11})
+    result = proj.runpytest("--retrieval-gate")
+    # 3 floors and the MRR@10 regression pass; RBO@10 = (8 * 1 + 2 * 0) / 10 = 0.8 < 0.85 fails;
+    # Jaccard@10 = (8 * 1 + 2 * 0) / 10 = 0.8 sits on its floor and passes.
+    result.assert_outcomes(passed=5, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*FAILED topics.retrieval.yaml::gen::drift::RBO@10*",
+        ]
+    )
+    gates = {
+        g["nodeid"].rsplit("::", 1)[1]: g
+        for g in report(proj)["gates"]
+        if "::drift::" in g["nodeid"]
+    }
+    assert (gates["RBO@10"]["value"], gates["RBO@10"]["passed"]) == (0.8, False)
+    assert (gates["Jaccard@10"]["value"], gates["Jaccard@10"]["passed"]) == (0.8, True)
+    assert [w["id"] for w in gates["RBO@10"]["worst"]] == ["topic 100", "u101"]
+
+
+def test_unjudged_queries_need_drift_floors(proj: pytest.Pytester) -> None:
+    write(proj, suite_text(4, header="unjudged: [topic 100]"))
+    result = proj.runpytest("--retrieval-gate")
+    result.stdout.fnmatch_lines(
+        ["*topics.retrieval.yaml [[]unjudged[]]: 'unjudged' queries are compared only by drift*"]
     )

@@ -165,7 +165,7 @@ def evaluate(
     """
     parsed = list(dict.fromkeys(as_metric(m) for m in metrics))
     qids = list(qrels)
-    judged = _judge_scored(qrels, run, qids)
+    judged = _judge_scored(qrels, run, qids, assessed=any(m.family == "Judged" for m in parsed))
     values = compute(judged, parsed, gain=gain)
     names = list(values)
     if not names:

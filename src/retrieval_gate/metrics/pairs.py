@@ -139,7 +139,8 @@ Not in trec_eval.""",
         + """
     cosine = mean(s_i)
 
-A diagnostic beside the correlations: where a model's similarities sit. No pairs: 0.0.""",
+A diagnostic beside the correlations: where a model's similarities sit. No pairs: 0.0.
+Not in trec_eval.""",
     ),
     MetricFamily(
         name="gold_score",
@@ -154,6 +155,7 @@ A diagnostic beside the correlations: where a model's similarities sit. No pairs
     gold_score = mean(g_i)
 
 The suite's own scores, the series the correlations pair with the similarities (and the one a
-bootstrap resamples with them). It does not depend on the system. No pairs: 0.0.""",
+bootstrap resamples with them). It does not depend on the system. No pairs: 0.0.
+Not in trec_eval.""",
     ),
 )

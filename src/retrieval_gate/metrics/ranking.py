@@ -27,6 +27,7 @@ __all__ = ["Judged", "judge", "rank_scored"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 
 def rank_scored(scores: Mapping[str, float]) -> list[str]:
@@ -46,7 +47,10 @@ class Judged:
     ``grades[i, j]`` is the grade of the document at rank ``j + 1`` of query ``i`` (0 for an
     unjudged or negatively graded document and for the padding past ``lengths[i]``);
     ``n_rel[i]`` counts the query's judged documents with grade >= 1; ``ideal[i]`` holds its
-    judged grades > 0 sorted descending, 0-padded.
+    judged grades > 0 sorted descending, 0-padded. ``assessed[i, j]`` is True when the document
+    at rank ``j + 1`` has a judgment with grade >= 0 (relevant or judged non-relevant; a
+    negative grade is "in the pool but not judged" and is False, like an unjudged document);
+    ``None`` when the builder did not record it (only ``Judged@k`` reads it).
     """
 
     grades: FloatArray
@@ -54,6 +58,7 @@ class Judged:
     n_rel: IntArray
     ideal: FloatArray
     qids: tuple[str, ...] = field(default=())
+    assessed: BoolArray | None = None
 
     @property
     def n_queries(self) -> int:
@@ -69,6 +74,7 @@ def _assemble(
     grades: FloatArray,
     lengths: IntArray,
     qids: Sequence[str],
+    assessed: BoolArray | None,
 ) -> Judged:
     """Add the per-query relevant counts and ideal gains to a grade matrix."""
     n = len(judgments)
@@ -90,7 +96,14 @@ def _assemble(
     starts = np.cumsum(per_query) - per_query
     ideal = np.zeros((n, int(per_query.max()) if n else 0), dtype=np.float64)
     ideal[owner, np.arange(owner.shape[0]) - starts[owner]] = flat
-    return Judged(grades=grades, lengths=lengths, n_rel=n_rel, ideal=ideal, qids=tuple(qids))
+    return Judged(
+        grades=grades,
+        lengths=lengths,
+        n_rel=n_rel,
+        ideal=ideal,
+        qids=tuple(qids),
+        assessed=assessed,
+    )
 
 
 def judge(
@@ -127,12 +140,15 @@ def judge(
     width = int(lengths.max()) if len(rankings) else 0
     grades = np.zeros((len(rankings), width), dtype=np.float64)
     grade = np.asarray(hit_grade, dtype=np.float64)
+    rows = np.asarray(hit_q, dtype=np.int64)
+    cols = np.asarray(hit_rank, dtype=np.int64)
     # Grades <= 0 stay 0: a negative grade means "in the pool but unjudged" to trec_eval.
     keep = grade > 0.0
-    grades[np.asarray(hit_q, dtype=np.int64)[keep], np.asarray(hit_rank, dtype=np.int64)[keep]] = (
-        grade[keep]
-    )
-    return _assemble(judgments, grades, lengths, qids)
+    grades[rows[keep], cols[keep]] = grade[keep]
+    assessed = np.zeros((len(rankings), width), dtype=np.bool_)
+    seen = grade >= 0.0
+    assessed[rows[seen], cols[seen]] = True
+    return _assemble(judgments, grades, lengths, qids, assessed)
 
 
 # Rows of the score matrix compared at once while ranking judged documents; bounds the
@@ -144,8 +160,12 @@ def _judge_scored(
     qrels: Mapping[str, Mapping[str, int]],
     run: Mapping[str, Mapping[str, float]],
     qids: Sequence[str],
+    *,
+    assessed: bool = False,
 ) -> Judged:
     """Build a :class:`Judged` straight from scores, without sorting any ranking.
+
+    ``assessed``: also rank the grade-0 documents and fill :attr:`Judged.assessed` (else None).
 
     Implements the tie policy of :func:`rank_scored` (score descending, then document id
     descending), and must give exactly ``judge(qrels, qids, [rank_scored(run[q]) for q in
@@ -191,7 +211,10 @@ def _judge_scored(
 
     grades = np.zeros((n, width), dtype=np.float64)
     grade = np.asarray(hit_grade, dtype=np.float64)
-    keep = np.flatnonzero(grade > 0.0)
+    # Grade-0 documents change no metric but Judged@k, and a TREC qrels file can hold hundreds of
+    # them per query: they are ranked only when asked for.
+    keep = np.flatnonzero(grade >= 0.0 if assessed else grade > 0.0)
+    marks = np.zeros((n, width), dtype=np.bool_) if assessed else None
     if keep.size:
         rows = np.asarray(hit_q, dtype=np.int64)[keep]
         value = np.asarray(hit_score, dtype=np.float64)[keep]
@@ -209,5 +232,7 @@ def _judge_scored(
             h = int(keep[j])
             doc, s = hit_doc[h], hit_score[h]
             above[j] += sum(1 for d, v2 in runs[hit_q[h]].items() if v2 == s and d > doc)
-        grades[rows, above] = grade[keep]
-    return _assemble(judgments, grades, lengths, qids)
+        grades[rows, above] = np.maximum(grade[keep], 0.0)
+        if marks is not None:
+            marks[rows, above] = True
+    return _assemble(judgments, grades, lengths, qids, marks)

@@ -1,16 +1,21 @@
 """Systems compared with a reference system on the same queries, as PyTerrier's ``baseline=``.
 
 For each suite run by several systems: per metric, the mean difference from the reference, a
-two-sided paired randomisation test and how many queries improved or degraded. Derived from the
-run records alone, so it is the same with or without xdist.
+two-sided paired randomisation test and how many queries improved or degraded. A metric that is
+not a mean of per-unit values (micro F1, a correlation) is compared by its aggregates with the
+paired bootstrap over units (two-sided: twice the smaller one-sided share, at most 1). Derived from
+the run records alone, so it is the same with or without xdist.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from retrieval_gate.metrics import parse_metric
 from retrieval_gate.records import RunRecord
-from retrieval_gate.stats import paired_randomisation
+from retrieval_gate.stats import bootstrap_margin_test, is_mean, paired_randomisation
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,29 @@ def against_reference(
             now = [a[metric] for a, b in pairs if metric in a and metric in b]
             then = [b[metric] for a, b in pairs if metric in a and metric in b]
             if not now:
+                continue
+            parsed = parse_metric(metric)
+            if not is_mean(parsed):
+                names = (metric, *parsed.spec.aggregation.components)
+                both = [(a, b) for a, b in pairs if all(n in a and n in b for n in names)]
+                boot = bootstrap_margin_test(
+                    parsed,
+                    {n: np.array([a[n] for a, _ in both]) for n in names},
+                    {n: np.array([b[n] for _, b in both]) for n in names},
+                    0.0,
+                    seed,
+                )
+                out.append(
+                    Comparison(
+                        system=run.system,
+                        metric=metric,
+                        reference_value=boot.then,
+                        value=boot.now,
+                        p_value=min(1.0, 2.0 * min(boot.p_worse, boot.p_within)),
+                        improved=boot.improved,
+                        degraded=boot.degraded,
+                    )
+                )
                 continue
             test = paired_randomisation(now, then, alternative="two-sided", seed=seed)
             out.append(

@@ -206,6 +206,7 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
             )
         parts += [str(note) for note in stats.get("suite_notes", ())]
         parts += [str(note) for note in stats.get("notes", ())]
+        parts += [note for note in (judged_note(run), ties_note(run, shown)) if note is not None]
         if parts:
             stats_rows.append(f"- `{run.system}`: " + "; ".join(parts))
     if stats_rows:
@@ -484,3 +485,41 @@ def _chart(suite: str, runs: list[RunRecord], metrics: list[str]) -> Iterator[st
     if len(runs) > 1:
         yield "Bars left to right: " + ", ".join(f"`{run.system}`" for run in runs) + "."
         yield ""
+
+
+def judged_note(run: RunRecord) -> str | None:
+    """The ground-truth health note: Judged@max(k) over the run's queries (ir_measures' Judged,
+    see docs/metrics.md), None when every query's top k is fully judged."""
+    k = max(run.k)
+    shares = []
+    partial = 0
+    for query in run.queries:
+        top = query.ranking[:k]
+        unjudged = set(query.unjudged)
+        missing = sum(1 for doc in top if doc in unjudged)
+        partial += missing > 0
+        shares.append((len(top) - missing) / len(top) if top else 0.0)
+    if not partial:
+        return None
+    mean = sum(shares) / len(shares)
+    return (
+        f"ground truth: Judged@{k} {mean:.4f}, {partial} of {len(shares)} queries have unjudged "
+        f"documents in their top {k}"
+    )
+
+
+def ties_note(run: RunRecord, metrics: list[str]) -> str | None:
+    """The range of each shown metric over the orders of ties straddling its cutoff
+    (``stats["ties_at_cutoff"]``, see retrieval_gate.ties); None when no shown metric has one."""
+    ranges = run.stats.get("ties_at_cutoff", {})
+    parts = []
+    for metric in metrics:
+        found = ranges.get(metric)
+        if found is None or found["low"] == found["high"]:
+            continue
+        cutoff = metric.rpartition("@")[2]
+        parts.append(
+            f"{metric} could be {found['low']:.4f}-{found['high']:.4f} depending on tie order "
+            f"({found['queries']} queries with ties straddling {cutoff})"
+        )
+    return "ties at the cutoff: " + "; ".join(parts) if parts else None
