@@ -491,3 +491,85 @@ def test_file_errors_name_the_file(tmp_path: Path) -> None:
         suite_error("empty", suite)
         == f"{suite} [documents]: no .json or .jsonl file in folder 'empty'"
     )
+
+
+# -- run_extraction ---------------------------------------------------------------------------
+
+FINDER = """
+HITS = {
+    "Short arm.": {"T:0000007": 0.9, "T:0000008": 0.6},
+    "No small skull.": {"T:0000010": 0.8},
+    "Long arm.": {"T:0000008": 0.7},
+}
+
+
+def retrieve(query, k):
+    return sorted(HITS.get(query, {}).items(), key=lambda kv: -kv[1])[:k]
+"""
+
+
+def test_run_extraction_results_fingerprint_and_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("pronto")
+    from retrieval_gate.ontology.load import load_ontology
+    from retrieval_gate.ontology.suites import term_corpus
+    from retrieval_gate.progress import ProgressSink, install
+    from retrieval_gate.run import run_suite
+    from retrieval_gate.suite import parse_suite
+    from retrieval_gate.systems import RunOptions
+
+    (tmp_path / "extract_finder.py").write_text(FINDER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    tiny = Path(__file__).parent / "data" / "ontology" / "tiny.obo"
+    suite = parse_suite(
+        {
+            "name": "s",
+            "kind": "extraction",
+            "ontology": str(tiny),
+            "documents": [
+                {"id": "d1", "text": "Short arm. No small skull.", "terms": ["T:0000007"]},
+                {"id": "d2", "text": "Long arm.", "terms": ["T:0000008"]},
+            ],
+        },
+        tmp_path / "s.yaml",
+    )
+    settings = parse_settings(
+        {
+            "system": {
+                "f": {
+                    "retriever": "extract_finder:retrieve",
+                    "extraction": {"negation": "en", "top_term_only": True},
+                }
+            }
+        },
+        tmp_path / "pyproject.toml",
+    )
+    corpus = term_corpus(load_ontology(tiny, base=tmp_path, cache_dir=None), None)
+    lines: list[str] = []
+    install(
+        ProgressSink(lambda line, final: lines.append(line), False, clock=lambda: 0.0, quiet=0.0)
+    )
+    try:
+        run = run_suite(
+            suite, settings.systems["f"], settings, RunOptions(cache_dir=tmp_path), corpus
+        )
+    finally:
+        install(None)
+    assert run.qids == ("d1", "d2")
+    # d1: "Short arm." keeps only T:7 (top term); "No small skull." holds the cue "no": T:10
+    # is reported negated. d2: T:8.
+    assert run.rankings == (("T:0000007",), ("T:0000008",))
+    assert run.scores == ((0.9,), (0.7,))
+    assert run.negated == (("T:0000010",), ())
+    assert len(run.latencies_ms) == 2
+    assert run.fingerprint["system"]["retriever"] == "extract_finder:retrieve"
+    assert run.fingerprint["system"]["extraction"]["top_term_only"] is True
+    assert run.stats["chunks"] == 3
+    # Documents x chunks: a line per document here (a log gets one per tenth at most).
+    assert lines == [
+        "retrieval gate: s: extracting with f (chunks) 2/3 (66%), 0 s",
+        "retrieval gate: s: extracting with f (chunks) 3/3 (100%), 0 s",
+    ]
+    # A ranking run of the same system keeps the identity it always had.
+    assert settings.systems["f"].identity == {"retriever": "extract_finder:retrieve"}
