@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from retrieval_gate.metrics import parse_metric
 from retrieval_gate.records import BaselineComparison, Outcome, RunRecord, shorten
 from retrieval_gate.report import ReportData
 
@@ -23,6 +24,10 @@ HEADLINE = {
     "extraction": ("F1_micro", "P_micro", "R_micro", "F1_macro"),
     "pairs": ("pearson", "spearman"),
 }
+
+
+def _count(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
 
 
 def headline_metrics(runs: list[RunRecord], gates: list[Outcome]) -> list[str]:
@@ -132,14 +137,18 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
     for metric in first.metrics:
         values = [run.metrics.get(metric) for run in runs]
         present = [v for v in values if v is not None]
-        # Bold marks the best system, so only where the systems differ.
-        best = max(present) if present and max(present) != min(present) else None
+        spec = parse_metric(metric).spec
+        # Bold marks the best system (lowest for FP, FN, latency), only where the systems differ.
+        pick = max if spec.higher_is_better else min
+        best = pick(present) if present and max(present) != min(present) else None
+        # Counts (TP, FP, FN summed over documents) print as integers.
+        show = _count if spec.aggregation.name == "sum" else fmt
         row = [metric]
         for run, v in zip(runs, values, strict=True):
-            cell = f"**{fmt(v)}**" if v is not None and v == best else fmt(v)
+            cell = f"**{show(v)}**" if v is not None and v == best else show(v)
             interval = run.intervals.get(metric)
             if interval is not None:
-                cell += f" [{fmt(interval[0])}, {fmt(interval[1])}]"
+                cell += f" [{show(interval[0])}, {show(interval[1])}]"
             row.append(cell)
             if baseline_means[run.system]:
                 row.append(fmt(baseline_means[run.system].get(metric)))
