@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from retrieval_gate.systems.fields import FieldLayout
 
 
+#: Appended to an embedder's identity to name its query-vector cache: the same text embedded as
+#: a query and as a document differs wherever the two prompts do.
+QUERY_IDENTITY_SUFFIX = " queries"
+
 #: Devices the ``device`` setting names; ``cuda:N`` picks one GPU.
 DEVICES: tuple[str, ...] = ("cpu", "cuda", "mps", "auto")
 
@@ -192,6 +196,12 @@ def _store_or_warn(cache: Any, digests: list[str], vectors: Any) -> None:
         )
 
 
+def _missing(cache: Any, digests: list[str]) -> tuple[Any, list[str]]:
+    """The cache's vectors for ``digests`` and the digests it lacks."""
+    found, positions = cache.lookup(digests)
+    return found, [digests[i] for i in positions]
+
+
 class EmbeddingIndex:
     """A corpus embedded (through the cache) and indexed for one embedding system.
 
@@ -210,7 +220,7 @@ class EmbeddingIndex:
     ) -> None:
         from retrieval_gate.cache import EmbeddingCache
         from retrieval_gate.corpus import chunk_documents
-        from retrieval_gate.embed import EmbedderSpec, load_embedder
+        from retrieval_gate.embed import EmbedderSpec, LazyEmbedder, known_dim, open_embedder
         from retrieval_gate.index import make_index
         from retrieval_gate.systems.fields import field_layout, index_key
 
@@ -250,10 +260,11 @@ class EmbeddingIndex:
             device=opt["device"],
         )
         try:
-            # One model load per session and spec, however many suites use it.
+            # One model load per session and spec, however many suites use it; loaded on the
+            # first vector the cache lacks (a warm run loads none).
             embedder = options.embedders.get(spec)
             if embedder is None:
-                embedder = options.embedders[spec] = load_embedder(
+                embedder = options.embedders[spec] = open_embedder(
                     spec, cache_dir=options.cache_dir
                 )
         except RetrievalGateError as exc:
@@ -268,19 +279,30 @@ class EmbeddingIndex:
         import numpy as np
 
         digests = [EmbeddingCache.digest(text) for text in unit_texts]
-        vectors = np.zeros((len(unit_texts), embedder.dim), dtype=np.float32)
         todo = list(range(len(unit_texts)))
+        found = np.zeros((0, 0), dtype=np.float32)
+        embeddings = options.cache_dir / "embeddings"
         cache = (
-            EmbeddingCache(options.cache_dir / "embeddings", embedder.identity, embedder.dim)
+            EmbeddingCache(embeddings, embedder.identity, known_dim(embedder))
             if options.use_cache
             else None
         )
         if cache is not None:
             found, todo = cache.lookup(digests)
-            missing = set(todo)
-            hit_rows = [i for i in range(len(digests)) if i not in missing]
-            if hit_rows:
-                vectors[hit_rows] = found
+            if todo and found.shape[0] and found.shape[1] != embedder.dim:
+                # Read before the model said its width (a lazy one): shards of another width
+                # are damaged; a cache told the width drops them and its entries re-embed.
+                cache = EmbeddingCache(embeddings, embedder.identity, embedder.dim)
+                found, todo = cache.lookup(digests)
+        if not todo and found.shape[0]:
+            if isinstance(embedder, LazyEmbedder):
+                embedder.know_dim(found.shape[1])
+            vectors = found  # every row cached, in corpus order: no second copy
+        else:
+            vectors = np.zeros((len(unit_texts), embedder.dim), dtype=np.float32)
+            if found.shape[0]:
+                missing = set(todo)
+                vectors[[i for i in range(len(digests)) if i not in missing]] = found
         if todo:
             fresh = embedder.encode_documents(
                 [unit_texts[i] for i in todo], progress=options.progress
@@ -288,6 +310,18 @@ class EmbeddingIndex:
             vectors[todo] = fresh
             if cache is not None:
                 _store_or_warn(cache, [digests[i] for i in todo], fresh)
+        #: Query vectors of this embedder by the digest of the query text (its identity holds
+        #: the query prompt), in a ``queries`` folder inside the documents' cache folder of the
+        #: same embedder; None without the cache.
+        self.query_cache = (
+            EmbeddingCache(
+                cache.directory / "queries",
+                embedder.identity + QUERY_IDENTITY_SUFFIX,
+                embedder.dim,
+            )
+            if cache is not None
+            else None
+        )
         self.vectors = vectors
 
         self.key = hashlib.sha256(
@@ -384,9 +418,27 @@ class EmbeddingIndex:
             self._scratch = None
 
 
+def latency_gated(context: OpenContext) -> bool:
+    """Whether the run's query latency counts: a ``latency_*`` gate in the suite, or a latency
+    weight in the decision settings. Then every query is embedded live and timed; otherwise
+    cached query vectors are used and the latency is the search's alone."""
+    suite = context.suite
+    if suite is not None and any(gate.metric.is_latency for gate in suite.gates):
+        return True
+    decision = context.settings.decision
+    return decision is not None and float(decision.weights.get("latency", 0.0)) > 0.0
+
+
 class EmbeddingSystem:
     """An :class:`EmbeddingIndex` behind the system protocol: each query embedded and searched,
-    timed; with an approximate index, its recall against exact search on the same vectors."""
+    timed; with an approximate index, its recall against exact search on the same vectors.
+
+    Query vectors go through the cache too. Without a latency gate (:func:`latency_gated`) a
+    cached query vector is searched without embedding it, so a run whose every vector is
+    cached loads no model; with one, every query is embedded live as part of its timed
+    retrieval. Vectors embedded either way are stored, one query per encoder call, exactly as
+    a live run embeds them, so cached and live runs rank alike.
+    """
 
     measures_latency = True
 
@@ -394,10 +446,30 @@ class EmbeddingSystem:
         self.config = config
         corpus = require_corpus(context.suite, config, context.settings, context.corpus)
         self.index = EmbeddingIndex(config, context.settings, context.options, corpus)
+        self.live_queries = latency_gated(context) or self.index.query_cache is None
         self._stats: dict[str, Any] = dict(self.index.stats)
         self._recall_vectors: list[Any] = []
         self._recall_cutoff = 0
         self._recall_measured = 0
+        self._queries_cached: set[str] = set()
+        self._queries_embedded: set[str] = set()
+
+    def _cached_queries(self, queries: Sequence[Query]) -> tuple[list[str], list[Any]]:
+        """Digests of the query texts and, per query, its cached ``[1, dim]`` vector or None
+        (all None when queries run live: only the digests are wanted, to store new vectors)."""
+        from retrieval_gate.cache import EmbeddingCache
+
+        digests = [EmbeddingCache.digest(text) for _, text in queries]
+        cached: list[Any] = [None] * len(queries)
+        if self.index.query_cache is None or self.live_queries:
+            return digests, cached
+        found, missing = self.index.query_cache.lookup(digests)
+        skip = set(missing)
+        rows = iter(found)
+        for position in range(len(queries)):
+            if position not in skip:
+                cached[position] = next(rows)[None, :]
+        return digests, cached
 
     def retrieve(
         self,
@@ -409,13 +481,15 @@ class EmbeddingSystem:
     ) -> list[Retrieved]:
         embedder = self.index.embedder
         timeout = float(self.config.option("timeout"))
+        digests, cached = self._cached_queries(queries)
         out = []
         vectors = []
-        for qid, text in queries:
+        fresh: dict[str, Any] = {}
+        for (qid, text), digest, ready in zip(queries, digests, cached, strict=True):
             start = time.perf_counter()
 
-            def one(text: str = text) -> tuple[Any, list[tuple[str, float]]]:
-                vector = embedder.encode_queries([text])
+            def one(text: str = text, ready: Any = ready) -> tuple[Any, list[tuple[str, float]]]:
+                vector = embedder.encode_queries([text]) if ready is None else ready
                 return vector, self.index.search_vector(vector, depth)
 
             try:
@@ -430,12 +504,31 @@ class EmbeddingSystem:
                 ) from None
             out.append(Retrieved(dict(hits), (time.perf_counter() - start) * 1000.0))
             vectors.append(vector[0])
+            if ready is None:
+                self._queries_embedded.add(qid)
+                fresh[digest] = vector[0]
+            else:
+                self._queries_cached.add(qid)
+        self._store_queries(fresh)
         if cutoff is not None and vectors:
             # Measured once over every query of the run, when the stats are read: a run may
             # retrieve in several calls (to report progress between them).
             self._recall_vectors += vectors
             self._recall_cutoff = cutoff
         return out
+
+    def _store_queries(self, fresh: Mapping[str, Any]) -> None:
+        cache = self.index.query_cache
+        if cache is None or not fresh:
+            return
+        import numpy as np
+
+        digests = list(fresh)
+        if self.live_queries:
+            # Live runs embed every query; only the ones the cache lacks are new to it.
+            _, digests = _missing(cache, digests)
+        if digests:
+            _store_or_warn(cache, digests, np.stack([fresh[d] for d in digests]))
 
     def _measure_recall(self, vectors: list[Any], cutoff: int) -> None:
         # How much of exact search's top k the approximate index finds, on the same vectors:
@@ -459,12 +552,37 @@ class EmbeddingSystem:
     def identity(self) -> Mapping[str, Any]:
         return _identity(self.config.options)
 
+    def _query_stats(self) -> dict[str, Any]:
+        from retrieval_gate.embed import model_loaded
+
+        loaded = model_loaded(self.index.embedder)
+        cached, embedded = len(self._queries_cached), len(self._queries_embedded)
+        if self.live_queries:
+            why = "a latency gate is configured" if self.index.query_cache else "no cache"
+            note = f"query vectors: embedded live ({why})"
+        elif embedded == 0:
+            loaded_words = "model loaded" if loaded else "model not loaded"
+            note = f"query vectors: cached, {loaded_words}; latency is search time only"
+        else:
+            note = f"query vectors: {cached} cached, {embedded} embedded"
+        return {
+            "query_vectors": "live" if self.live_queries else "cached",
+            "cached_queries": cached,
+            "embedded_queries": embedded,
+            "model_loaded": loaded,
+            "query_note": note,
+        }
+
     @property
     def stats(self) -> Mapping[str, Any]:
         if self._recall_vectors and self._recall_measured != len(self._recall_vectors):
             self._measure_recall(self._recall_vectors, self._recall_cutoff)
             self._recall_measured = len(self._recall_vectors)
-        return self._stats
+        stats = {**self._stats, **self._query_stats()}
+        if self._queries_cached or self._queries_embedded:
+            stats["notes"] = [*self._stats.get("notes", ()), stats["query_note"]]
+        del stats["query_note"]
+        return stats
 
     @property
     def fingerprint_fields(self) -> Mapping[str, Any]:
