@@ -119,7 +119,7 @@ register_index(
         name="exact",
         options={},
         open=_exact,
-        summary="brute-force cosine search in float64 (the reference)",
+        summary="brute-force cosine search, float32 in memory-bounded blocks (the reference)",
         approximate=False,
     )
 )

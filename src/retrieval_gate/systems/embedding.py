@@ -89,7 +89,48 @@ OPTIONS: OptionTable = {
     ),
     **FIELD_OPTIONS,  # fields, multi_vector, aggregation, weights: systems/fields.py
     "timeout": TIMEOUT_OPTION,
+    "search_block_mb": Option(
+        (int, float),
+        256,
+        "MiB of scores exact search (and the index recall figure) holds at once; rankings do "
+        "not depend on it (not in the identity)",
+        check=lambda v: v > 0,
+        rule="> 0",
+    ),
+    "index_recall": Option(
+        (str, int),
+        "auto",
+        "queries an approximate index's recall against exact search is measured on: all, off, "
+        f"a number of them (evenly spaced), or auto (all up to {100_000:,} indexed units, "
+        "else 200)",
+        check=lambda v: v in ("auto", "all", "off") if isinstance(v, str) else v >= 1,
+        rule="auto, all, off, >= 1",
+    ),
 }
+
+#: ``index_recall = "auto"``: every query up to this many indexed units, else `RECALL_SAMPLE`.
+RECALL_ALL_UP_TO = 100_000
+RECALL_SAMPLE = 200
+
+
+def recall_positions(mode: str | int, n_queries: int, n_units: int) -> list[int]:
+    """Positions of the queries an index recall is measured on, for the ``index_recall`` mode.
+
+    ``off``: none; ``all``: every one; a number n: n evenly spaced positions (all when n is at
+    least ``n_queries``); ``auto``: all while ``n_units <= RECALL_ALL_UP_TO``, else
+    ``RECALL_SAMPLE`` evenly spaced ones. Evenly spaced means ``round(i * (q - 1) / (n - 1))``
+    for i in 0..n-1 (position 0 alone for n = 1), so the sample is the same every run.
+    """
+    if mode == "off" or n_queries == 0:
+        return []
+    if mode == "all" or (mode == "auto" and n_units <= RECALL_ALL_UP_TO):
+        return list(range(n_queries))
+    size = RECALL_SAMPLE if mode == "auto" else int(mode)
+    if size >= n_queries:
+        return list(range(n_queries))
+    if size == 1:
+        return [0]
+    return sorted({round(i * (n_queries - 1) / (size - 1)) for i in range(size)})
 
 
 def _backend_options(spec: Mapping[str, Any], where: Where) -> OptionTable:
@@ -350,13 +391,14 @@ class EmbeddingIndex:
                     entry=f"system.{system.name}",
                     **index_options(system),
                 )
+                self._set_block(self.index)
                 self.index.add(self.unit_ids, vectors)
             except RetrievalGateError as exc:
                 # A warm cache on a read-only mount: the vectors are all here, exact search
                 # over them is the reference the approximate index is measured against.
                 if getattr(exc, "problem", None) != "read-only":
                     raise
-                self.index = make_index("exact", cache_dir=self.index_dir, key=self.key)
+                self.index = self.exact_index()
                 self.index_kind = "exact"
                 self.index.add(self.unit_ids, vectors)
                 self.notes.append(f"{exc.message}; searched with the exact index instead")
@@ -373,6 +415,18 @@ class EmbeddingIndex:
         }
         if self.notes:
             self.stats["notes"] = list(self.notes)
+
+    def _set_block(self, index: Any) -> None:
+        from retrieval_gate.index.exact import ExactIndex
+
+        if isinstance(index, ExactIndex):
+            index.block_mb = float(self.system.options["search_block_mb"])
+
+    def exact_index(self) -> Any:
+        """An empty exact index with this system's ``search_block_mb``."""
+        from retrieval_gate.index.exact import ExactIndex
+
+        return ExactIndex(block_mb=float(self.system.options["search_block_mb"]))
 
     def fetch_depth(self, depth: int) -> int:
         """Index hits to fetch so that ``depth`` documents come back after chunk mapping."""
@@ -535,19 +589,26 @@ class EmbeddingSystem:
         # tells a drop caused by the index apart from one caused by the model.
         import numpy as np
 
-        from retrieval_gate.index import INDEXES, index_recall, make_index
+        from retrieval_gate.index import INDEXES, index_recall
 
         index = self.index
         if not INDEXES[index.index_kind].approximate:
             return
-        exact = make_index("exact", cache_dir=index.index_dir, key=index.key)
+        positions = recall_positions(
+            self.config.option("index_recall"), len(vectors), len(index.unit_ids)
+        )
+        if not positions:
+            return
+        # Float32 unit vectors are searched in place: no second copy of the corpus.
+        exact = index.exact_index()
         exact.add(index.unit_ids, index.vectors)
         recall_k = min(cutoff, len(index.unit_ids))
-        qmat = np.stack(vectors)
+        qmat = np.stack([vectors[i] for i in positions])
         exact_hits = [[d for d, _ in row] for row in exact.search(qmat, recall_k)]
         approx_hits = [[d for d, _ in row] for row in index.index.search(qmat, recall_k)]
         self._stats["index_recall"] = index_recall(approx_hits, exact_hits, recall_k)
         self._stats["index_recall_k"] = recall_k
+        self._stats["index_recall_queries"] = len(positions)
 
     def identity(self) -> Mapping[str, Any]:
         return _identity(self.config.options)
