@@ -62,7 +62,8 @@ def test_unknown_key_lists_the_kinds_own_keys() -> None:
 def test_backend_keys_are_known_only_with_their_backend() -> None:
     embedding = (
         "aggregation, batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, "
-        "description, device, document_prompt, embedder, fields, index, index_recall, model, "
+        "description, device, document_prompt, embedder, fields, hnsw_ef_construction, "
+        "hnsw_ef_search, hnsw_max_neighbors, hnsw_num_threads, index, index_recall, model, "
         "multi_vector, normalize, query_prompt, search_block_mb, stages, timeout, weights"
     )
     # pca_dims belongs to model2vec, host to chroma-server.
@@ -72,7 +73,8 @@ def test_backend_keys_are_known_only_with_their_backend() -> None:
     assert config_error({"embedder": "model2vec", "model": "m", "host": "h"}) == (
         "/project/pyproject.toml [system.s]: unknown key 'host'; known: aggregation, "
         "batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, description, "
-        "device, distill_from, document_prompt, embedder, fields, index, index_recall, model, "
+        "device, distill_from, document_prompt, embedder, fields, hnsw_ef_construction, "
+        "hnsw_ef_search, hnsw_max_neighbors, hnsw_num_threads, index, index_recall, model, "
         "multi_vector, normalize, pca_dims, query_prompt, search_block_mb, stages, timeout, "
         "weights"
     )

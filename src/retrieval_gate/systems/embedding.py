@@ -181,6 +181,10 @@ def _identity(options: Mapping[str, Any]) -> dict[str, Any]:
         "chunk_overlap": options["chunk_overlap"],
         "distill_from": options.get("distill_from"),
     }
+    from retrieval_gate.index import hnsw_settings
+
+    # HNSW keys only when set, so configurations written before they existed keep their identity.
+    identity |= {f"hnsw_{name}": value for name, value in hnsw_settings(options).items()}
     return identity | field_identity(options)  # empty without 'fields': systems/fields.py
 
 
@@ -377,6 +381,14 @@ class EmbeddingIndex:
             ).encode()
         ).hexdigest()
         self.key = index_key(self.key, self.fields)  # the field layout: systems/fields.py
+        from retrieval_gate.index import hnsw_settings
+
+        hnsw = hnsw_settings(opt)
+        if hnsw:
+            # A built graph keeps its settings: other settings get their own collection.
+            self.key = hashlib.sha256(
+                json.dumps([self.key, hnsw], sort_keys=True).encode()
+            ).hexdigest()
         # Without the cache an embedded index lives in a throwaway folder: nothing accumulates.
         self._scratch = None if options.use_cache else Path(tempfile.mkdtemp(prefix="rg-index-"))
         self.index_dir = self._scratch or options.cache_dir
