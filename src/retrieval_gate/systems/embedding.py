@@ -323,6 +323,7 @@ class EmbeddingIndex:
         # Documents: the cache answers what it has; only new or edited texts are embedded.
         import numpy as np
 
+        began = time.perf_counter()
         digests = [EmbeddingCache.digest(text) for text in unit_texts]
         todo = list(range(len(unit_texts)))
         found = np.zeros((0, 0), dtype=np.float32)
@@ -369,6 +370,10 @@ class EmbeddingIndex:
         )
         self.vectors = vectors
 
+        #: Seconds spent per stage of opening (``embed``: cache look-up, embedding and storing;
+        #: ``index``: building or reopening the index), for benchmarks.
+        self.stage_seconds: dict[str, float] = {"embed": time.perf_counter() - began}
+        began = time.perf_counter()
         self.key = hashlib.sha256(
             json.dumps(
                 [
@@ -417,6 +422,7 @@ class EmbeddingIndex:
         except BaseException:
             self.close()
             raise
+        self.stage_seconds["index"] = time.perf_counter() - began
         self.stats: dict[str, Any] = {
             "corpus_documents": len(corpus),
             "indexed_units": len(self.unit_ids),
