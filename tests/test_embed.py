@@ -530,3 +530,32 @@ def test_open_embedder_loads_now_when_the_identity_needs_the_model(
     loaded = open_embedder(spec, cache_dir=cache_dir)
     assert not isinstance(loaded, LazyEmbedder)
     assert loaded.dim == 384
+
+
+def test_encode_in_chunks_checks_and_normalises_each_chunk() -> None:
+    from retrieval_gate.embed import encode_in_chunks
+    from retrieval_gate.errors import RunError
+
+    def by_length(batch: list[str]) -> np.ndarray:
+        return np.array([[len(t), 0.0] if t else [0.0, 0.0] for t in batch], dtype=np.float32)
+
+    texts = ["abc", "", "de", "fghij", "k"]
+    out = encode_in_chunks(by_length, texts, dim=2, normalize=True, chunk_size=2)
+    # Each non-empty text's [len, 0] has norm len: [1, 0]; the empty one stays [0, 0].
+    np.testing.assert_array_equal(out, [[1, 0], [0, 0], [1, 0], [1, 0], [1, 0]])
+    raw = encode_in_chunks(by_length, texts, dim=2, normalize=False, chunk_size=2)
+    np.testing.assert_array_equal(raw[:, 0], [3, 0, 2, 5, 1])
+
+    def nan_for_fghij(batch: list[str]) -> np.ndarray:
+        rows = by_length(batch)
+        rows[[t == "fghij" for t in batch], 0] = np.nan
+        return rows
+
+    # Chunks ["abc", ""], ["de", "fghij"], ["k"]: the bad row is text #3 of all, not #1 of its
+    # chunk.
+    with pytest.raises(RunError, match=r"NaN or infinite values \(first for text #3\)"):
+        encode_in_chunks(nan_for_fghij, texts, dim=2, normalize=True, chunk_size=2)
+    with pytest.raises(RunError, match=r"returned shape \(2, 3\) for 2 texts, expected \(2, 2\)"):
+        encode_in_chunks(
+            lambda b: np.zeros((len(b), 3)), texts, dim=2, normalize=True, chunk_size=2
+        )

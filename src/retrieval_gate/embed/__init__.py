@@ -335,28 +335,30 @@ def encode_in_chunks(
     if len(texts) == 0:
         return np.zeros((0, dim), dtype=np.float32)
     bar = _progress_bar(len(texts), desc) if progress else None
-    parts: list[np.ndarray] = []
+    # Filled chunk by chunk: a million vectors cost their own size, not a list of parts and a
+    # concatenated copy besides.
+    out = np.empty((len(texts), dim), dtype=np.float32)
     try:
         for start in range(0, len(texts), chunk_size):
             chunk = [str(t) for t in texts[start : start + chunk_size]]
-            parts.append(np.asarray(encode(chunk), dtype=np.float32))
+            part = np.asarray(encode(chunk), dtype=np.float32)
+            if part.ndim != 2 or part.shape != (len(chunk), dim):
+                raise RunError(
+                    f"embedder returned shape {part.shape} for {len(chunk)} texts, expected "
+                    f"({len(chunk)}, {dim})"
+                )
+            if not np.isfinite(part).all():
+                bad = start + int(np.flatnonzero(~np.isfinite(part).all(axis=1))[0])
+                raise RunError(f"embedder produced NaN or infinite values (first for text #{bad})")
+            if normalize:
+                norms = np.linalg.norm(part, axis=1, keepdims=True)
+                np.divide(part, norms, out=part, where=norms > 0)
+            out[start : start + len(chunk)] = part
             if bar is not None:
                 bar.update(len(chunk))
     finally:
         if bar is not None:
             bar.close()
-    out = np.ascontiguousarray(np.concatenate(parts, axis=0), dtype=np.float32)
-    if out.ndim != 2 or out.shape != (len(texts), dim):
-        raise RunError(
-            f"embedder returned shape {out.shape} for {len(texts)} texts, expected "
-            f"({len(texts)}, {dim})"
-        )
-    if not np.isfinite(out).all():
-        bad = int(np.flatnonzero(~np.isfinite(out).all(axis=1))[0])
-        raise RunError(f"embedder produced NaN or infinite values (first for text #{bad})")
-    if normalize:
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        np.divide(out, norms, out=out, where=norms > 0)
     return out
 
 

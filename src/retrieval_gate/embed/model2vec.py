@@ -36,6 +36,9 @@ from retrieval_gate.errors import ConfigError, RunError
 
 KIND = "model2vec"
 
+# Texts per encode call without a progress bar.
+_CHUNK = 16384
+
 #: Written last into a distilled model's folder; its presence marks the folder complete.
 MARKER = "retrieval-gate-distill.json"
 
@@ -86,7 +89,9 @@ class Model2VecEmbedder:
         return np.asarray(out, dtype=np.float32)
 
     def _run(self, texts: Sequence[str], prompt: str, *, progress: bool, desc: str) -> np.ndarray:
-        chunk = self._spec.batch_size * 64 if progress else max(len(texts), 1)
+        # Static vectors do not depend on their neighbours, so chunking changes no value; it
+        # bounds the library's per-call lists (tokens, partial outputs) at any corpus size.
+        chunk = self._spec.batch_size * 64 if progress else _CHUNK
         return encode_in_chunks(
             lambda batch: self._encode(batch, prompt),
             texts,

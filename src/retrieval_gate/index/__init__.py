@@ -54,8 +54,10 @@ def check_vectors(
         raise ValueError(f"{what} must be a 2-D array, got shape {array.shape}")
     if rows is not None and array.shape[0] != rows:
         raise ValueError(f"{what} has {array.shape[0]} rows for {rows} ids")
-    if array.size and not np.isfinite(array).all():
-        raise ValueError(f"{what} contain NaN or infinite values")
+    # Checked in row blocks: a million rows need no full boolean temporary.
+    for start in range(0, array.shape[0] if array.size else 0, 65536):
+        if not np.isfinite(array[start : start + 65536]).all():
+            raise ValueError(f"{what} contain NaN or infinite values")
     return np.ascontiguousarray(array, dtype=np.float32)
 
 

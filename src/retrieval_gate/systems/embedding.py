@@ -344,18 +344,20 @@ class EmbeddingIndex:
             if isinstance(embedder, LazyEmbedder):
                 embedder.know_dim(found.shape[1])
             vectors = found  # every row cached, in corpus order: no second copy
+        elif todo and len(todo) == len(unit_texts):
+            vectors = embedder.encode_documents(unit_texts, progress=options.progress)
         else:
             vectors = np.zeros((len(unit_texts), embedder.dim), dtype=np.float32)
             if found.shape[0]:
                 missing = set(todo)
                 vectors[[i for i in range(len(digests)) if i not in missing]] = found
-        if todo:
-            fresh = embedder.encode_documents(
-                [unit_texts[i] for i in todo], progress=options.progress
-            )
-            vectors[todo] = fresh
-            if cache is not None:
-                _store_or_warn(cache, [digests[i] for i in todo], fresh)
+            if todo:
+                vectors[todo] = embedder.encode_documents(
+                    [unit_texts[i] for i in todo], progress=options.progress
+                )
+        if todo and cache is not None:
+            fresh = vectors if len(todo) == len(unit_texts) else vectors[todo]
+            _store_or_warn(cache, [digests[i] for i in todo], fresh)
         #: Query vectors of this embedder by the digest of the query text (its identity holds
         #: the query prompt), in a ``queries`` folder inside the documents' cache folder of the
         #: same embedder; None without the cache.
