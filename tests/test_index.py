@@ -63,14 +63,15 @@ def test_exact_orders_by_cosine_with_trec_eval_tie_order(tmp_path: Path) -> None
     assert isinstance(index, Index)
     index.add(IDS, VECTORS)
     assert len(index) == 5
-    _check(index.search(QUERIES, k=5), EXPECTED_FULL, 1e-12)
+    # float32 scores: within 1e-7 of the float64 cosines (6e-8 is float32's relative step).
+    _check(index.search(QUERIES, k=5), EXPECTED_FULL, 1e-7)
 
 
 def test_exact_cut_at_k_keeps_the_tie_winner(tmp_path: Path) -> None:
     index = make_index("exact", cache_dir=tmp_path, key="k")
     index.add(IDS, VECTORS)
     # c and d tie for third place on q1; trec_eval ranks d first, so d makes the cut.
-    _check(index.search(QUERIES, k=3), [row[:3] for row in EXPECTED_FULL], 1e-12)
+    _check(index.search(QUERIES, k=3), [row[:3] for row in EXPECTED_FULL], 1e-7)
     assert [len(row) for row in index.search(QUERIES, k=50)] == [5, 5]
 
 

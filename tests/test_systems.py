@@ -62,8 +62,9 @@ def test_unknown_key_lists_the_kinds_own_keys() -> None:
 def test_backend_keys_are_known_only_with_their_backend() -> None:
     embedding = (
         "aggregation, batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, "
-        "description, device, document_prompt, embedder, extraction, fields, index, model, "
-        "multi_vector, normalize, query_prompt, stages, timeout, weights"
+        "description, device, document_prompt, embedder, extraction, fields, hnsw_ef_construction, "
+        "hnsw_ef_search, hnsw_max_neighbors, hnsw_num_threads, index, index_recall, model, "
+        "multi_vector, normalize, query_prompt, search_block_mb, stages, timeout, weights"
     )
     # pca_dims belongs to model2vec, host to chroma-server.
     assert config_error({"embedder": "sentence-transformers", "model": "m", "pca_dims": 64}) == (
@@ -72,8 +73,10 @@ def test_backend_keys_are_known_only_with_their_backend() -> None:
     assert config_error({"embedder": "model2vec", "model": "m", "host": "h"}) == (
         "/project/pyproject.toml [system.s]: unknown key 'host'; known: aggregation, "
         "batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, description, "
-        "device, distill_from, document_prompt, embedder, extraction, fields, index, model, "
-        "multi_vector, normalize, pca_dims, query_prompt, stages, timeout, weights"
+        "device, distill_from, document_prompt, embedder, extraction, fields, hnsw_ef_construction, "
+        "hnsw_ef_search, hnsw_max_neighbors, hnsw_num_threads, index, index_recall, model, "
+        "multi_vector, normalize, pca_dims, query_prompt, search_block_mb, stages, timeout, "
+        "weights"
     )
     parsed = settings(
         {

@@ -70,7 +70,8 @@ class EmbeddingCache:
 
     `lookup(digests)` returns ``(found_vectors, missing_positions)``: the cached vectors, as
     float32 ``[n_found, dim]``, in the order their digests appear in `digests`, and the positions
-    in `digests` that are not cached. The found rows belong to the positions *not* listed in
+    in `digests` that are not cached. The array may be a read-only view of a loaded shard (when
+    the digests are exactly one shard's, in its order); copy it before changing it. The found rows belong to the positions *not* listed in
     `missing_positions`, in increasing order. With nothing found the array is ``[0, dim]``
     (``[0, 0]`` while the cache is empty and ``dim`` was not given).
 
@@ -199,19 +200,33 @@ class EmbeddingCache:
     def lookup(self, digests: Sequence[str]) -> tuple[np.ndarray, list[int]]:
         """Cached vectors for `digests` and the positions that are missing (see class doc)."""
         index = self._refresh()
-        found: list[np.ndarray] = []
+        hits: list[tuple[str, int]] = []
         missing: list[int] = []
         for position, digest in enumerate(digests):
             hit = index.get(digest)
             if hit is None:
                 missing.append(position)
-                continue
-            name, row = hit
-            found.append(self._loaded[name][1][row])
+            else:
+                hits.append(hit)
         dim = self._dim or 0
-        if not found:
+        if not hits:
             return np.zeros((0, dim), dtype=np.float32), missing
-        return np.stack(found).astype(np.float32, copy=False), missing
+        names = {name for name, _ in hits}
+        rows = np.fromiter((row for _, row in hits), dtype=np.int64, count=len(hits))
+        if len(names) == 1:
+            vectors = self._loaded[hits[0][0]][1]
+            if rows.size == vectors.shape[0] and np.array_equal(rows, np.arange(rows.size)):
+                # A whole shard in its own order (a warm run over what one cold run stored):
+                # the shard's array itself, read-only, rather than a second copy of it.
+                vectors.flags.writeable = False
+                return vectors, missing
+        code = {name: i for i, name in enumerate(sorted(names))}
+        shard_of = np.fromiter((code[n] for n, _ in hits), dtype=np.int64, count=len(hits))
+        out = np.empty((len(hits), dim), dtype=np.float32)
+        for name, i in code.items():
+            mine = shard_of == i
+            out[mine] = self._loaded[name][1][rows[mine]]
+        return out, missing
 
     def store(self, digests: Sequence[str], vectors: np.ndarray) -> None:
         """Add vectors for `digests` as one new shard; compacts when shards pile up."""

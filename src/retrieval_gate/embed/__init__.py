@@ -35,12 +35,16 @@ __all__ = [
     "Embedder",
     "EmbedderBackend",
     "EmbedderSpec",
+    "LazyEmbedder",
     "ResolvedModel",
     "encode_in_chunks",
     "folder_digest",
     "import_optional",
+    "known_dim",
     "load_embedder",
     "make_identity",
+    "model_loaded",
+    "open_embedder",
     "probe_hub",
     "register_embedder",
     "resolve_model_ref",
@@ -75,7 +79,9 @@ class Embedder(Protocol):
     """A loaded model. Outputs are float32 `[n, dim]`, L2-normalised when the spec asks for it."""
 
     identity: str
-    dim: int
+
+    @property
+    def dim(self) -> int: ...
 
     def encode_documents(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray: ...
 
@@ -329,28 +335,30 @@ def encode_in_chunks(
     if len(texts) == 0:
         return np.zeros((0, dim), dtype=np.float32)
     bar = _progress_bar(len(texts), desc) if progress else None
-    parts: list[np.ndarray] = []
+    # Filled chunk by chunk: a million vectors cost their own size, not a list of parts and a
+    # concatenated copy besides.
+    out = np.empty((len(texts), dim), dtype=np.float32)
     try:
         for start in range(0, len(texts), chunk_size):
             chunk = [str(t) for t in texts[start : start + chunk_size]]
-            parts.append(np.asarray(encode(chunk), dtype=np.float32))
+            part = np.asarray(encode(chunk), dtype=np.float32)
+            if part.ndim != 2 or part.shape != (len(chunk), dim):
+                raise RunError(
+                    f"embedder returned shape {part.shape} for {len(chunk)} texts, expected "
+                    f"({len(chunk)}, {dim})"
+                )
+            if not np.isfinite(part).all():
+                bad = start + int(np.flatnonzero(~np.isfinite(part).all(axis=1))[0])
+                raise RunError(f"embedder produced NaN or infinite values (first for text #{bad})")
+            if normalize:
+                norms = np.linalg.norm(part, axis=1, keepdims=True)
+                np.divide(part, norms, out=part, where=norms > 0)
+            out[start : start + len(chunk)] = part
             if bar is not None:
                 bar.update(len(chunk))
     finally:
         if bar is not None:
             bar.close()
-    out = np.ascontiguousarray(np.concatenate(parts, axis=0), dtype=np.float32)
-    if out.ndim != 2 or out.shape != (len(texts), dim):
-        raise RunError(
-            f"embedder returned shape {out.shape} for {len(texts)} texts, expected "
-            f"({len(texts)}, {dim})"
-        )
-    if not np.isfinite(out).all():
-        bad = int(np.flatnonzero(~np.isfinite(out).all(axis=1))[0])
-        raise RunError(f"embedder produced NaN or infinite values (first for text #{bad})")
-    if normalize:
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        np.divide(out, norms, out=out, where=norms > 0)
     return out
 
 
@@ -365,6 +373,10 @@ class EmbedderBackend:
     options: OptionTable
     load: Callable[[EmbedderSpec, Path, str | None], Embedder]
     summary: str
+    #: ``identify(spec, cache_dir, entry)``: the identity ``load`` would give, worked out from
+    #: the model's files without importing the backend library, or None when it cannot be
+    #: known before loading (a hub model not downloaded yet). Lets a warm run skip the load.
+    identify: Callable[[EmbedderSpec, Path, str | None], str | None] | None = None
 
 
 #: Embedders by name; "unknown embedder" lists these keys.
@@ -386,10 +398,24 @@ def _load_sentence_transformer(spec: EmbedderSpec, cache_dir: Path, entry: str |
     return load_sentence_transformer(spec, entry=entry)
 
 
+def _identify_sentence_transformer(
+    spec: EmbedderSpec, cache_dir: Path, entry: str | None
+) -> str | None:
+    from retrieval_gate.embed.sentence_transformers import identify_sentence_transformer
+
+    return identify_sentence_transformer(spec, entry=entry)
+
+
 def _load_model2vec(spec: EmbedderSpec, cache_dir: Path, entry: str | None) -> Embedder:
     from retrieval_gate.embed.model2vec import load_model2vec
 
     return load_model2vec(spec, cache_dir=Path(cache_dir), entry=entry)
+
+
+def _identify_model2vec(spec: EmbedderSpec, cache_dir: Path, entry: str | None) -> str | None:
+    from retrieval_gate.embed.model2vec import identify_model2vec
+
+    return identify_model2vec(spec, entry=entry)
 
 
 register_embedder(
@@ -399,6 +425,7 @@ register_embedder(
         options={},
         load=_load_sentence_transformer,
         summary="any sentence-transformers model (local folder, model package or hub id)",
+        identify=_identify_sentence_transformer,
     )
 )
 register_embedder(
@@ -419,16 +446,12 @@ register_embedder(
         },
         load=_load_model2vec,
         summary="static embeddings: a model2vec model, or one distilled from a transformer",
+        identify=_identify_model2vec,
     )
 )
 
 
-def load_embedder(spec: EmbedderSpec, *, cache_dir: Path, entry: str | None = None) -> Embedder:
-    """Load the embedder `spec` describes, importing its backend only now.
-
-    `cache_dir` holds models this plugin builds itself (distilled model2vec models, under
-    ``cache_dir / "models"``). `entry` (e.g. ``"system.minilm"``) is named in `ConfigError`s.
-    """
+def _backend(spec: EmbedderSpec, entry: str | None) -> EmbedderBackend:
     backend = EMBEDDERS.get(spec.kind)
     if backend is None:
         known = ", ".join(sorted(EMBEDDERS))
@@ -440,4 +463,99 @@ def load_embedder(spec: EmbedderSpec, *, cache_dir: Path, entry: str | None = No
     if spec.distill_from is not None and "distill_from" not in backend.options:
         owners = " or ".join(sorted(n for n, b in EMBEDDERS.items() if "distill_from" in b.options))
         raise ConfigError(f"distill_from only applies to the {owners} embedder", entry=entry)
+    return backend
+
+
+def load_embedder(spec: EmbedderSpec, *, cache_dir: Path, entry: str | None = None) -> Embedder:
+    """Load the embedder `spec` describes, importing its backend only now.
+
+    `cache_dir` holds models this plugin builds itself (distilled model2vec models, under
+    ``cache_dir / "models"``). `entry` (e.g. ``"system.minilm"``) is named in `ConfigError`s.
+    """
+    return _backend(spec, entry).load(spec, Path(cache_dir), entry)
+
+
+class LazyEmbedder:
+    """An embedder whose model is loaded on first use: its identity is known without it.
+
+    A run whose vectors are all cached asks only for ``identity`` (and ``dim``, which the
+    cache's own shards answer through :meth:`know_dim`), so it imports no model library and
+    loads no model. The first ``encode_*`` call, or ``dim`` while unknown, loads it. The loaded
+    model's identity must be the one worked out beforehand: anything else is a bug in the
+    backend's ``identify`` (a ``RuntimeError``, never a silent cache mix-up).
+    """
+
+    def __init__(self, identity: str, load: Callable[[], Embedder]) -> None:
+        self.identity = identity
+        self._load = load
+        self._model: Embedder | None = None
+        self._dim: int | None = None
+
+    def __repr__(self) -> str:
+        state = "loaded" if self.loaded else "not loaded"
+        return f"LazyEmbedder({self.identity}, {state})"
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model has been loaded."""
+        return self._model is not None
+
+    @property
+    def model(self) -> Embedder:
+        """The loaded embedder (loaded now if it was not)."""
+        if self._model is None:
+            model = self._load()
+            if model.identity != self.identity:
+                raise RuntimeError(
+                    f"embedder identity changed on load: expected {self.identity}, "
+                    f"loaded {model.identity}"
+                )
+            if self._dim is not None and model.dim != self._dim:
+                raise RuntimeError(
+                    f"embedder {self.identity} has dimension {model.dim}, its cache {self._dim}"
+                )
+            self._model = model
+        return self._model
+
+    @property
+    def known_dim(self) -> int | None:
+        """The dimension if known without loading the model, else None."""
+        return self._model.dim if self._model is not None else self._dim
+
+    def know_dim(self, dim: int) -> None:
+        """Record the dimension found elsewhere (the cache's vectors of this identity)."""
+        self._dim = int(dim)
+
+    @property
+    def dim(self) -> int:
+        known = self.known_dim
+        return known if known is not None else self.model.dim
+
+    def encode_documents(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+        return self.model.encode_documents(texts, progress=progress)
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.model.encode_queries(texts)
+
+
+def known_dim(embedder: Embedder) -> int | None:
+    """``embedder.dim`` when it is known without loading a model, else None."""
+    if isinstance(embedder, LazyEmbedder):
+        return embedder.known_dim
+    return embedder.dim
+
+
+def model_loaded(embedder: Embedder) -> bool:
+    """Whether ``embedder`` holds a loaded model (always, except an unused `LazyEmbedder`)."""
+    return not isinstance(embedder, LazyEmbedder) or embedder.loaded
+
+
+def open_embedder(spec: EmbedderSpec, *, cache_dir: Path, entry: str | None = None) -> Embedder:
+    """The embedder `spec` describes, loaded only when first needed where its backend can tell
+    its identity beforehand (a `LazyEmbedder`); otherwise loaded now, as `load_embedder`."""
+    backend = _backend(spec, entry)
+    if backend.identify is not None:
+        identity = backend.identify(spec, Path(cache_dir), entry)
+        if identity is not None:
+            return LazyEmbedder(identity, lambda: backend.load(spec, Path(cache_dir), entry))
     return backend.load(spec, Path(cache_dir), entry)

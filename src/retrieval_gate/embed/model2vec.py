@@ -36,6 +36,9 @@ from retrieval_gate.errors import ConfigError, RunError
 
 KIND = "model2vec"
 
+# Texts per encode call without a progress bar.
+_CHUNK = 16384
+
 #: Written last into a distilled model's folder; its presence marks the folder complete.
 MARKER = "retrieval-gate-distill.json"
 
@@ -86,7 +89,9 @@ class Model2VecEmbedder:
         return np.asarray(out, dtype=np.float32)
 
     def _run(self, texts: Sequence[str], prompt: str, *, progress: bool, desc: str) -> np.ndarray:
-        chunk = self._spec.batch_size * 64 if progress else max(len(texts), 1)
+        # Static vectors do not depend on their neighbours, so chunking changes no value; it
+        # bounds the library's per-call lists (tokens, partial outputs) at any corpus size.
+        chunk = self._spec.batch_size * 64 if progress else _CHUNK
         return encode_in_chunks(
             lambda batch: self._encode(batch, prompt),
             texts,
@@ -237,6 +242,41 @@ def _distilled_folder(
     return final, source
 
 
+def _distilled_fields(source: dict[str, str], spec: EmbedderSpec) -> dict[str, Any]:
+    # Keyed by the source and settings, not the distilled bytes: PCA output may differ in the
+    # last bits between machines, yet it is the same model for caching purposes.
+    return {"distilled_from": source, "pca_dims": spec.pca_dims, "model2vec": _model2vec_version()}
+
+
+def _identity(fields: dict[str, Any], spec: EmbedderSpec) -> str:
+    return make_identity(
+        kind=KIND,
+        **fields,
+        query_prompt=spec.query_prompt,
+        document_prompt=spec.document_prompt,
+        normalize=spec.normalize,
+    )
+
+
+def identify_model2vec(spec: EmbedderSpec, *, entry: str | None = None) -> str | None:
+    """The identity `load_model2vec` gives `spec`, without importing model2vec or distilling:
+    from the model's (or the distillation source's) local files. None when those are a hub id
+    not downloaded yet."""
+    if spec.distill_from is not None:
+        src = resolve_model_ref(spec.distill_from, entry=entry)
+        src_folder = (
+            src.path if src.path is not None else cached_hub_folder(hub_candidates(src.ref))
+        )
+        if src_folder is None:
+            return None
+        return _identity(_distilled_fields(source_identity(src, src_folder), spec), spec)
+    resolved = resolve_model_ref(spec.model, entry=entry)
+    found = resolved.path if resolved.path is not None else cached_hub_folder([resolved.ref])
+    if found is None:
+        return None
+    return _identity({"model": resolved.name, "files": folder_digest(found)}, spec)
+
+
 def load_model2vec(
     spec: EmbedderSpec, *, cache_dir: Path, entry: str | None = None
 ) -> Model2VecEmbedder:
@@ -246,13 +286,7 @@ def load_model2vec(
     if spec.distill_from is not None:
         folder, source = _distilled_folder(spec, cache_dir, entry)
         model = _load_static(static_model, str(folder), str(folder), entry)
-        # Keyed by the source and settings, not the distilled bytes: PCA output may differ in
-        # the last bits between machines, yet it is the same model for caching purposes.
-        fields = {
-            "distilled_from": source,
-            "pca_dims": spec.pca_dims,
-            "model2vec": _model2vec_version(),
-        }
+        fields = _distilled_fields(source, spec)
     else:
         model, resolved, found = _load_plain(static_model, spec, entry)
         folder = found if found is not None else Path(resolved.ref)
@@ -260,11 +294,4 @@ def load_model2vec(
             "model": resolved.name,
             "files": folder_digest(found) if found is not None else "unresolved",
         }
-    identity = make_identity(
-        kind=KIND,
-        **fields,
-        query_prompt=spec.query_prompt,
-        document_prompt=spec.document_prompt,
-        normalize=spec.normalize,
-    )
-    return Model2VecEmbedder(model, spec, identity=identity, path=folder)
+    return Model2VecEmbedder(model, spec, identity=_identity(fields, spec), path=folder)

@@ -182,6 +182,29 @@ def source_identity(resolved: ResolvedModel, folder: Path | None) -> dict[str, s
     }
 
 
+def _identity(resolved: ResolvedModel, folder: Path | None, spec: EmbedderSpec) -> str:
+    return make_identity(
+        kind=KIND,
+        **source_identity(resolved, folder),
+        query_prompt=spec.query_prompt,
+        document_prompt=spec.document_prompt,
+        normalize=spec.normalize,
+    )
+
+
+def identify_sentence_transformer(spec: EmbedderSpec, *, entry: str | None = None) -> str | None:
+    """The identity `load_sentence_transformer` gives `spec`, without importing the library:
+    from the local folder, the model package or the Hugging Face cache's copy of a hub id.
+    None for a hub id not downloaded yet (only a load can tell which files it gets)."""
+    resolved = resolve_model_ref(spec.model, entry=entry)
+    folder = resolved.path
+    if folder is None:
+        folder = cached_hub_folder(hub_candidates(resolved.ref))
+        if folder is None:
+            return None
+    return _identity(resolved, folder, spec)
+
+
 def load_sentence_transformer(
     spec: EmbedderSpec, *, entry: str | None = None
 ) -> SentenceTransformerEmbedder:
@@ -190,11 +213,5 @@ def load_sentence_transformer(
     )
     resolved = resolve_model_ref(spec.model, entry=entry)
     model, folder = _load_model(st, resolved, spec, entry)
-    identity = make_identity(
-        kind=KIND,
-        **source_identity(resolved, folder),
-        query_prompt=spec.query_prompt,
-        document_prompt=spec.document_prompt,
-        normalize=spec.normalize,
-    )
+    identity = _identity(resolved, folder, spec)
     return SentenceTransformerEmbedder(model, spec, identity=identity, dim=_dimension(model))

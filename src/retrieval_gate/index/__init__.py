@@ -20,12 +20,14 @@ from retrieval_gate.errors import ConfigError
 from retrieval_gate.systems.options import Option, OptionTable
 
 __all__ = [
+    "HNSW_OPTIONS",
     "INDEXES",
     "INDEX_KINDS",
     "Index",
     "IndexBackend",
     "check_ids",
     "check_vectors",
+    "hnsw_settings",
     "index_recall",
     "make_index",
     "register_index",
@@ -52,8 +54,10 @@ def check_vectors(
         raise ValueError(f"{what} must be a 2-D array, got shape {array.shape}")
     if rows is not None and array.shape[0] != rows:
         raise ValueError(f"{what} has {array.shape[0]} rows for {rows} ids")
-    if array.size and not np.isfinite(array).all():
-        raise ValueError(f"{what} contain NaN or infinite values")
+    # Checked in row blocks: a million rows need no full boolean temporary.
+    for start in range(0, array.shape[0] if array.size else 0, 65536):
+        if not np.isfinite(array[start : start + 65536]).all():
+            raise ValueError(f"{what} contain NaN or infinite values")
     return np.ascontiguousarray(array, dtype=np.float32)
 
 
@@ -102,16 +106,60 @@ def _exact(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Index:
     return ExactIndex()
 
 
+#: chroma's HNSW settings as system keys; unset ones keep chroma's defaults. Each set one is
+#: part of the system's identity and of the collection's name (a built graph keeps them).
+HNSW_OPTIONS: OptionTable = {
+    "hnsw_ef_construction": Option(
+        int,
+        None,
+        "HNSW candidate list size while building (chroma: 100)",
+        check=lambda v: v >= 1,
+        rule=">= 1",
+    ),
+    "hnsw_ef_search": Option(
+        int,
+        None,
+        "HNSW candidate list size while searching (chroma: 100)",
+        check=lambda v: v >= 1,
+        rule=">= 1",
+    ),
+    "hnsw_max_neighbors": Option(
+        int,
+        None,
+        "HNSW links per node, hnswlib's M (chroma: 16)",
+        check=lambda v: v >= 2,
+        rule=">= 2",
+    ),
+    "hnsw_num_threads": Option(
+        int,
+        None,
+        "threads building the graph (chroma: all cores)",
+        check=lambda v: v >= 1,
+        rule=">= 1",
+    ),
+}
+
+
+def hnsw_settings(options: Mapping[str, Any]) -> dict[str, int]:
+    """The HNSW keys set in ``options``, by chroma's names (``hnsw_ef_search`` -> ``ef_search``);
+    unset (None) ones are left out."""
+    return {
+        name.removeprefix("hnsw_"): int(options[name])
+        for name in HNSW_OPTIONS
+        if options.get(name) is not None
+    }
+
+
 def _chroma(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Index:
     from retrieval_gate.index.chroma import open_embedded
 
-    return open_embedded(Path(cache_dir) / "chroma", key)
+    return open_embedded(Path(cache_dir) / "chroma", key, hnsw=hnsw_settings(options))
 
 
 def _chroma_server(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Index:
     from retrieval_gate.index.chroma import open_server
 
-    return open_server(options["host"], options["port"], key)
+    return open_server(options["host"], options["port"], key, hnsw=hnsw_settings(options))
 
 
 register_index(
@@ -119,14 +167,14 @@ register_index(
         name="exact",
         options={},
         open=_exact,
-        summary="brute-force cosine search in float64 (the reference)",
+        summary="brute-force cosine search, float32 in memory-bounded blocks (the reference)",
         approximate=False,
     )
 )
 register_index(
     IndexBackend(
         name="chroma",
-        options={},
+        options=HNSW_OPTIONS,
         open=_chroma,
         summary="embedded chroma store in the cache folder, reused between runs",
     )
@@ -137,6 +185,7 @@ register_index(
         options={
             "host": Option(str, "127.0.0.1", "host of a running `chroma run` server"),
             "port": Option(int, 8000, "its port", check=lambda v: 0 < v < 65536, rule="1 to 65535"),
+            **HNSW_OPTIONS,
         },
         open=_chroma_server,
         summary="a collection on a running chroma server",

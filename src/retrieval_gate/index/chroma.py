@@ -167,8 +167,18 @@ class ChromaIndex:
     and adding the same corpus again writes nothing.
     """
 
-    def __init__(self, client: Any, key: str, *, where: str, lock_path: Path | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        key: str,
+        *,
+        where: str,
+        lock_path: Path | None = None,
+        hnsw: dict[str, int] | None = None,
+    ) -> None:
         self._client = client
+        #: HNSW settings beyond the cosine space (``ef_search``, ...): chroma's defaults if empty.
+        self.hnsw = dict(hnsw or {})
         self.key = key
         self.name = collection_name(key)
         self.where = where
@@ -177,7 +187,7 @@ class ChromaIndex:
             with _store_lock(lock_path):
                 self._collection = client.get_or_create_collection(
                     name=self.name,
-                    configuration={"hnsw": {"space": "cosine"}},
+                    configuration={"hnsw": {"space": "cosine", **self.hnsw}},
                     embedding_function=None,
                 )
         except Exception as exc:
@@ -280,8 +290,9 @@ def _settings() -> Any:
     return Settings(anonymized_telemetry=False)
 
 
-def open_embedded(path: Path, key: str) -> ChromaIndex:
-    """An embedded, persistent chroma store at `path` (created if missing)."""
+def open_embedded(path: Path, key: str, *, hnsw: dict[str, int] | None = None) -> ChromaIndex:
+    """An embedded, persistent chroma store at `path` (created if missing); ``hnsw`` holds
+    HNSW settings by chroma's names (``ef_search``, ``max_neighbors``, ...)."""
     chromadb = import_optional("chromadb", package="chromadb", extra="chroma")
     lock_path = path / LOCK_FILE
     try:
@@ -300,11 +311,14 @@ def open_embedded(path: Path, key: str) -> ChromaIndex:
             f"chroma store at {path} could not be opened: {_first_line(exc)}; "
             "delete that folder to rebuild it"
         ) from exc
-    return ChromaIndex(client, key, where=str(path), lock_path=lock_path)
+    return ChromaIndex(client, key, where=str(path), lock_path=lock_path, hnsw=hnsw)
 
 
-def open_server(host: str, port: int, key: str) -> ChromaIndex:
-    """A collection on a running chroma server (``chroma run``)."""
+def open_server(
+    host: str, port: int, key: str, *, hnsw: dict[str, int] | None = None
+) -> ChromaIndex:
+    """A collection on a running chroma server (``chroma run``), with ``hnsw`` as in
+    `open_embedded`."""
     chromadb = import_optional("chromadb", package="chromadb", extra="chroma")
     where = f"http://{host}:{port}"
     try:
@@ -315,4 +329,4 @@ def open_server(host: str, port: int, key: str) -> ChromaIndex:
             f"chroma server at {where} is not reachable: {_first_line(exc)}; "
             'start one with `chroma run` or use index = "chroma"'
         ) from exc
-    return ChromaIndex(client, key, where=where)
+    return ChromaIndex(client, key, where=where, hnsw=hnsw)

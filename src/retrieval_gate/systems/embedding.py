@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from retrieval_gate.systems.fields import FieldLayout
 
 
+#: Appended to an embedder's identity to name its query-vector cache: the same text embedded as
+#: a query and as a document differs wherever the two prompts do.
+QUERY_IDENTITY_SUFFIX = " queries"
+
 #: Devices the ``device`` setting names; ``cuda:N`` picks one GPU.
 DEVICES: tuple[str, ...] = ("cpu", "cuda", "mps", "auto")
 
@@ -85,7 +89,48 @@ OPTIONS: OptionTable = {
     ),
     **FIELD_OPTIONS,  # fields, multi_vector, aggregation, weights: systems/fields.py
     "timeout": TIMEOUT_OPTION,
+    "search_block_mb": Option(
+        (int, float),
+        256,
+        "MiB of scores exact search (and the index recall figure) holds at once; rankings do "
+        "not depend on it (not in the identity)",
+        check=lambda v: v > 0,
+        rule="> 0",
+    ),
+    "index_recall": Option(
+        (str, int),
+        "auto",
+        "queries an approximate index's recall against exact search is measured on: all, off, "
+        f"a number of them (evenly spaced), or auto (all up to {100_000:,} indexed units, "
+        "else 200)",
+        check=lambda v: v in ("auto", "all", "off") if isinstance(v, str) else v >= 1,
+        rule="auto, all, off, >= 1",
+    ),
 }
+
+#: ``index_recall = "auto"``: every query up to this many indexed units, else `RECALL_SAMPLE`.
+RECALL_ALL_UP_TO = 100_000
+RECALL_SAMPLE = 200
+
+
+def recall_positions(mode: str | int, n_queries: int, n_units: int) -> list[int]:
+    """Positions of the queries an index recall is measured on, for the ``index_recall`` mode.
+
+    ``off``: none; ``all``: every one; a number n: n evenly spaced positions (all when n is at
+    least ``n_queries``); ``auto``: all while ``n_units <= RECALL_ALL_UP_TO``, else
+    ``RECALL_SAMPLE`` evenly spaced ones. Evenly spaced means ``round(i * (q - 1) / (n - 1))``
+    for i in 0..n-1 (position 0 alone for n = 1), so the sample is the same every run.
+    """
+    if mode == "off" or n_queries == 0:
+        return []
+    if mode == "all" or (mode == "auto" and n_units <= RECALL_ALL_UP_TO):
+        return list(range(n_queries))
+    size = RECALL_SAMPLE if mode == "auto" else int(mode)
+    if size >= n_queries:
+        return list(range(n_queries))
+    if size == 1:
+        return [0]
+    return sorted({round(i * (n_queries - 1) / (size - 1)) for i in range(size)})
 
 
 def _backend_options(spec: Mapping[str, Any], where: Where) -> OptionTable:
@@ -136,6 +181,10 @@ def _identity(options: Mapping[str, Any]) -> dict[str, Any]:
         "chunk_overlap": options["chunk_overlap"],
         "distill_from": options.get("distill_from"),
     }
+    from retrieval_gate.index import hnsw_settings
+
+    # HNSW keys only when set, so configurations written before they existed keep their identity.
+    identity |= {f"hnsw_{name}": value for name, value in hnsw_settings(options).items()}
     return identity | field_identity(options)  # empty without 'fields': systems/fields.py
 
 
@@ -192,6 +241,12 @@ def _store_or_warn(cache: Any, digests: list[str], vectors: Any) -> None:
         )
 
 
+def _missing(cache: Any, digests: list[str]) -> tuple[Any, list[str]]:
+    """The cache's vectors for ``digests`` and the digests it lacks."""
+    found, positions = cache.lookup(digests)
+    return found, [digests[i] for i in positions]
+
+
 class EmbeddingIndex:
     """A corpus embedded (through the cache) and indexed for one embedding system.
 
@@ -210,7 +265,7 @@ class EmbeddingIndex:
     ) -> None:
         from retrieval_gate.cache import EmbeddingCache
         from retrieval_gate.corpus import chunk_documents
-        from retrieval_gate.embed import EmbedderSpec, load_embedder
+        from retrieval_gate.embed import EmbedderSpec, LazyEmbedder, known_dim, open_embedder
         from retrieval_gate.index import make_index
         from retrieval_gate.systems.fields import field_layout, index_key
 
@@ -250,10 +305,11 @@ class EmbeddingIndex:
             device=opt["device"],
         )
         try:
-            # One model load per session and spec, however many suites use it.
+            # One model load per session and spec, however many suites use it; loaded on the
+            # first vector the cache lacks (a warm run loads none).
             embedder = options.embedders.get(spec)
             if embedder is None:
-                embedder = options.embedders[spec] = load_embedder(
+                embedder = options.embedders[spec] = open_embedder(
                     spec, cache_dir=options.cache_dir
                 )
         except RetrievalGateError as exc:
@@ -267,29 +323,59 @@ class EmbeddingIndex:
         # Documents: the cache answers what it has; only new or edited texts are embedded.
         import numpy as np
 
+        began = time.perf_counter()
         digests = [EmbeddingCache.digest(text) for text in unit_texts]
-        vectors = np.zeros((len(unit_texts), embedder.dim), dtype=np.float32)
         todo = list(range(len(unit_texts)))
+        found = np.zeros((0, 0), dtype=np.float32)
+        embeddings = options.cache_dir / "embeddings"
         cache = (
-            EmbeddingCache(options.cache_dir / "embeddings", embedder.identity, embedder.dim)
+            EmbeddingCache(embeddings, embedder.identity, known_dim(embedder))
             if options.use_cache
             else None
         )
         if cache is not None:
             found, todo = cache.lookup(digests)
-            missing = set(todo)
-            hit_rows = [i for i in range(len(digests)) if i not in missing]
-            if hit_rows:
-                vectors[hit_rows] = found
-        if todo:
-            fresh = embedder.encode_documents(
-                [unit_texts[i] for i in todo], progress=options.progress
+            if todo and found.shape[0] and found.shape[1] != embedder.dim:
+                # Read before the model said its width (a lazy one): shards of another width
+                # are damaged; a cache told the width drops them and its entries re-embed.
+                cache = EmbeddingCache(embeddings, embedder.identity, embedder.dim)
+                found, todo = cache.lookup(digests)
+        if not todo and found.shape[0]:
+            if isinstance(embedder, LazyEmbedder):
+                embedder.know_dim(found.shape[1])
+            vectors = found  # every row cached, in corpus order: no second copy
+        elif todo and len(todo) == len(unit_texts):
+            vectors = embedder.encode_documents(unit_texts, progress=options.progress)
+        else:
+            vectors = np.zeros((len(unit_texts), embedder.dim), dtype=np.float32)
+            if found.shape[0]:
+                missing = set(todo)
+                vectors[[i for i in range(len(digests)) if i not in missing]] = found
+            if todo:
+                vectors[todo] = embedder.encode_documents(
+                    [unit_texts[i] for i in todo], progress=options.progress
+                )
+        if todo and cache is not None:
+            fresh = vectors if len(todo) == len(unit_texts) else vectors[todo]
+            _store_or_warn(cache, [digests[i] for i in todo], fresh)
+        #: Query vectors of this embedder by the digest of the query text (its identity holds
+        #: the query prompt), in a ``queries`` folder inside the documents' cache folder of the
+        #: same embedder; None without the cache.
+        self.query_cache = (
+            EmbeddingCache(
+                cache.directory / "queries",
+                embedder.identity + QUERY_IDENTITY_SUFFIX,
+                embedder.dim,
             )
-            vectors[todo] = fresh
-            if cache is not None:
-                _store_or_warn(cache, [digests[i] for i in todo], fresh)
+            if cache is not None
+            else None
+        )
         self.vectors = vectors
 
+        #: Seconds spent per stage of opening (``embed``: cache look-up, embedding and storing;
+        #: ``index``: building or reopening the index), for benchmarks.
+        self.stage_seconds: dict[str, float] = {"embed": time.perf_counter() - began}
+        began = time.perf_counter()
         self.key = hashlib.sha256(
             json.dumps(
                 [
@@ -302,6 +388,14 @@ class EmbeddingIndex:
             ).encode()
         ).hexdigest()
         self.key = index_key(self.key, self.fields)  # the field layout: systems/fields.py
+        from retrieval_gate.index import hnsw_settings
+
+        hnsw = hnsw_settings(opt)
+        if hnsw:
+            # A built graph keeps its settings: other settings get their own collection.
+            self.key = hashlib.sha256(
+                json.dumps([self.key, hnsw], sort_keys=True).encode()
+            ).hexdigest()
         # Without the cache an embedded index lives in a throwaway folder: nothing accumulates.
         self._scratch = None if options.use_cache else Path(tempfile.mkdtemp(prefix="rg-index-"))
         self.index_dir = self._scratch or options.cache_dir
@@ -316,19 +410,21 @@ class EmbeddingIndex:
                     entry=f"system.{system.name}",
                     **index_options(system),
                 )
+                self._set_block(self.index)
                 self.index.add(self.unit_ids, vectors)
             except RetrievalGateError as exc:
                 # A warm cache on a read-only mount: the vectors are all here, exact search
                 # over them is the reference the approximate index is measured against.
                 if getattr(exc, "problem", None) != "read-only":
                     raise
-                self.index = make_index("exact", cache_dir=self.index_dir, key=self.key)
+                self.index = self.exact_index()
                 self.index_kind = "exact"
                 self.index.add(self.unit_ids, vectors)
                 self.notes.append(f"{exc.message}; searched with the exact index instead")
         except BaseException:
             self.close()
             raise
+        self.stage_seconds["index"] = time.perf_counter() - began
         self.stats: dict[str, Any] = {
             "corpus_documents": len(corpus),
             "indexed_units": len(self.unit_ids),
@@ -339,6 +435,18 @@ class EmbeddingIndex:
         }
         if self.notes:
             self.stats["notes"] = list(self.notes)
+
+    def _set_block(self, index: Any) -> None:
+        from retrieval_gate.index.exact import ExactIndex
+
+        if isinstance(index, ExactIndex):
+            index.block_mb = float(self.system.options["search_block_mb"])
+
+    def exact_index(self) -> Any:
+        """An empty exact index with this system's ``search_block_mb``."""
+        from retrieval_gate.index.exact import ExactIndex
+
+        return ExactIndex(block_mb=float(self.system.options["search_block_mb"]))
 
     def fetch_depth(self, depth: int) -> int:
         """Index hits to fetch so that ``depth`` documents come back after chunk mapping."""
@@ -384,9 +492,27 @@ class EmbeddingIndex:
             self._scratch = None
 
 
+def latency_gated(context: OpenContext) -> bool:
+    """Whether the run's query latency counts: a ``latency_*`` gate in the suite, or a latency
+    weight in the decision settings. Then every query is embedded live and timed; otherwise
+    cached query vectors are used and the latency is the search's alone."""
+    suite = context.suite
+    if suite is not None and any(gate.metric.is_latency for gate in suite.gates):
+        return True
+    decision = context.settings.decision
+    return decision is not None and float(decision.weights.get("latency", 0.0)) > 0.0
+
+
 class EmbeddingSystem:
     """An :class:`EmbeddingIndex` behind the system protocol: each query embedded and searched,
-    timed; with an approximate index, its recall against exact search on the same vectors."""
+    timed; with an approximate index, its recall against exact search on the same vectors.
+
+    Query vectors go through the cache too. Without a latency gate (:func:`latency_gated`) a
+    cached query vector is searched without embedding it, so a run whose every vector is
+    cached loads no model; with one, every query is embedded live as part of its timed
+    retrieval. Vectors embedded either way are stored, one query per encoder call, exactly as
+    a live run embeds them, so cached and live runs rank alike.
+    """
 
     measures_latency = True
 
@@ -394,10 +520,30 @@ class EmbeddingSystem:
         self.config = config
         corpus = require_corpus(context.suite, config, context.settings, context.corpus)
         self.index = EmbeddingIndex(config, context.settings, context.options, corpus)
+        self.live_queries = latency_gated(context) or self.index.query_cache is None
         self._stats: dict[str, Any] = dict(self.index.stats)
         self._recall_vectors: list[Any] = []
         self._recall_cutoff = 0
         self._recall_measured = 0
+        self._queries_cached: set[str] = set()
+        self._queries_embedded: set[str] = set()
+
+    def _cached_queries(self, queries: Sequence[Query]) -> tuple[list[str], list[Any]]:
+        """Digests of the query texts and, per query, its cached ``[1, dim]`` vector or None
+        (all None when queries run live: only the digests are wanted, to store new vectors)."""
+        from retrieval_gate.cache import EmbeddingCache
+
+        digests = [EmbeddingCache.digest(text) for _, text in queries]
+        cached: list[Any] = [None] * len(queries)
+        if self.index.query_cache is None or self.live_queries:
+            return digests, cached
+        found, missing = self.index.query_cache.lookup(digests)
+        skip = set(missing)
+        rows = iter(found)
+        for position in range(len(queries)):
+            if position not in skip:
+                cached[position] = next(rows)[None, :]
+        return digests, cached
 
     def retrieve(
         self,
@@ -409,13 +555,15 @@ class EmbeddingSystem:
     ) -> list[Retrieved]:
         embedder = self.index.embedder
         timeout = float(self.config.option("timeout"))
+        digests, cached = self._cached_queries(queries)
         out = []
         vectors = []
-        for qid, text in queries:
+        fresh: dict[str, Any] = {}
+        for (qid, text), digest, ready in zip(queries, digests, cached, strict=True):
             start = time.perf_counter()
 
-            def one(text: str = text) -> tuple[Any, list[tuple[str, float]]]:
-                vector = embedder.encode_queries([text])
+            def one(text: str = text, ready: Any = ready) -> tuple[Any, list[tuple[str, float]]]:
+                vector = embedder.encode_queries([text]) if ready is None else ready
                 return vector, self.index.search_vector(vector, depth)
 
             try:
@@ -430,6 +578,12 @@ class EmbeddingSystem:
                 ) from None
             out.append(Retrieved(dict(hits), (time.perf_counter() - start) * 1000.0))
             vectors.append(vector[0])
+            if ready is None:
+                self._queries_embedded.add(qid)
+                fresh[digest] = vector[0]
+            else:
+                self._queries_cached.add(qid)
+        self._store_queries(fresh)
         if cutoff is not None and vectors:
             # Measured once over every query of the run, when the stats are read: a run may
             # retrieve in several calls (to report progress between them).
@@ -437,34 +591,79 @@ class EmbeddingSystem:
             self._recall_cutoff = cutoff
         return out
 
+    def _store_queries(self, fresh: Mapping[str, Any]) -> None:
+        cache = self.index.query_cache
+        if cache is None or not fresh:
+            return
+        import numpy as np
+
+        digests = list(fresh)
+        if self.live_queries:
+            # Live runs embed every query; only the ones the cache lacks are new to it.
+            _, digests = _missing(cache, digests)
+        if digests:
+            _store_or_warn(cache, digests, np.stack([fresh[d] for d in digests]))
+
     def _measure_recall(self, vectors: list[Any], cutoff: int) -> None:
         # How much of exact search's top k the approximate index finds, on the same vectors:
         # tells a drop caused by the index apart from one caused by the model.
         import numpy as np
 
-        from retrieval_gate.index import INDEXES, index_recall, make_index
+        from retrieval_gate.index import INDEXES, index_recall
 
         index = self.index
         if not INDEXES[index.index_kind].approximate:
             return
-        exact = make_index("exact", cache_dir=index.index_dir, key=index.key)
+        positions = recall_positions(
+            self.config.option("index_recall"), len(vectors), len(index.unit_ids)
+        )
+        if not positions:
+            return
+        # Float32 unit vectors are searched in place: no second copy of the corpus.
+        exact = index.exact_index()
         exact.add(index.unit_ids, index.vectors)
         recall_k = min(cutoff, len(index.unit_ids))
-        qmat = np.stack(vectors)
+        qmat = np.stack([vectors[i] for i in positions])
         exact_hits = [[d for d, _ in row] for row in exact.search(qmat, recall_k)]
         approx_hits = [[d for d, _ in row] for row in index.index.search(qmat, recall_k)]
         self._stats["index_recall"] = index_recall(approx_hits, exact_hits, recall_k)
         self._stats["index_recall_k"] = recall_k
+        self._stats["index_recall_queries"] = len(positions)
 
     def identity(self) -> Mapping[str, Any]:
         return _identity(self.config.options)
+
+    def _query_stats(self) -> dict[str, Any]:
+        from retrieval_gate.embed import model_loaded
+
+        loaded = model_loaded(self.index.embedder)
+        cached, embedded = len(self._queries_cached), len(self._queries_embedded)
+        if self.live_queries:
+            why = "a latency gate is configured" if self.index.query_cache else "no cache"
+            note = f"query vectors: embedded live ({why})"
+        elif embedded == 0:
+            loaded_words = "model loaded" if loaded else "model not loaded"
+            note = f"query vectors: cached, {loaded_words}; latency is search time only"
+        else:
+            note = f"query vectors: {cached} cached, {embedded} embedded"
+        return {
+            "query_vectors": "live" if self.live_queries else "cached",
+            "cached_queries": cached,
+            "embedded_queries": embedded,
+            "model_loaded": loaded,
+            "query_note": note,
+        }
 
     @property
     def stats(self) -> Mapping[str, Any]:
         if self._recall_vectors and self._recall_measured != len(self._recall_vectors):
             self._measure_recall(self._recall_vectors, self._recall_cutoff)
             self._recall_measured = len(self._recall_vectors)
-        return self._stats
+        stats = {**self._stats, **self._query_stats()}
+        if self._queries_cached or self._queries_embedded:
+            stats["notes"] = [*self._stats.get("notes", ()), stats["query_note"]]
+        del stats["query_note"]
+        return stats
 
     @property
     def fingerprint_fields(self) -> Mapping[str, Any]:

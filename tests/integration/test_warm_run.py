@@ -1,0 +1,193 @@
+"""A warm run (every document and query vector cached, no latency gate) imports no torch and
+loads no model; a latency gate brings the model back and times live queries.
+
+Each session runs in a subprocess so ``sys.modules`` is that run's alone; the project's
+conftest writes the heavy modules it ended with. The model is a tiny sentence-transformers
+BERT built here (no download), so a cold run is quick yet imports torch as MiniLM would.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+DOCS = {
+    "red.md": "red apple pie",
+    "green.md": "green apple wine",
+    "blue.md": "blue sky wine",
+    "pie.md": "apple pie recipe",
+}
+
+SUITE = """
+name: fruit
+k: [1, 3]
+gates:
+  Hit@3: 0.5
+{extra}queries:
+  - id: red
+    query: red apple
+    relevant: [red.md]
+  - id: sky
+    query: blue sky
+    relevant: [blue.md]
+  - id: wine
+    query: green wine
+    relevant: [green.md]
+"""
+
+CONFTEST = """
+import json
+import sys
+
+HEAVY = ("torch", "sentence_transformers", "transformers", "chromadb")
+
+
+def pytest_unconfigure(config):
+    loaded = sorted({name.split(".")[0] for name in sys.modules} & set(HEAVY))
+    (config.rootpath / "modules.json").write_text(json.dumps(loaded))
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A one-layer, 16-dim BERT with mean pooling, saved as a sentence-transformers folder."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    st = pytest.importorskip("sentence_transformers")
+    root = tmp_path_factory.mktemp("tiny-st")
+    bert_dir = root / "bert"
+    bert_dir.mkdir()
+    words = sorted(
+        {w for text in [*DOCS.values(), "red apple blue sky green wine"] for w in text.split()}
+    )
+    special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    vocab = {token: i for i, token in enumerate([*special, *words])}
+    if "vocab" in inspect.signature(transformers.BertTokenizer.__init__).parameters:
+        tokenizer = transformers.BertTokenizer(vocab=vocab)  # transformers 5
+    else:
+        (bert_dir / "vocab.txt").write_text("\n".join(vocab) + "\n")
+        tokenizer = transformers.BertTokenizer(vocab_file=str(bert_dir / "vocab.txt"))
+    tokenizer.save_pretrained(bert_dir)
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=1,
+        intermediate_size=16,
+        max_position_embeddings=32,
+        initializer_range=0.3,
+    )
+    transformers.BertModel(config).save_pretrained(bert_dir)
+    try:
+        modules = importlib.import_module("sentence_transformers.sentence_transformer.modules")
+    except ImportError:  # sentence-transformers < 6
+        modules = importlib.import_module("sentence_transformers.models")
+    word = modules.Transformer(str(bert_dir))
+    pooling = modules.Pooling(config.hidden_size, "mean")
+    model_dir = root / "model"
+    st.SentenceTransformer(modules=[word, pooling], device="cpu").save(str(model_dir))
+    return model_dir
+
+
+def _project(pytester: pytest.Pytester, model: Path, index: str, extra: str = "") -> None:
+    for name, text in DOCS.items():
+        (pytester.path / "corpus").mkdir(exist_ok=True)
+        (pytester.path / "corpus" / name).write_text(text + "\n")
+    pytester.makefile(
+        ".toml",
+        pyproject=f"""
+        [tool.pytest.ini_options]
+        addopts = "-p no:cacheprovider"
+
+        [tool.retrieval_gate]
+        corpus = "corpus"
+        systems = ["tiny"]
+
+        [tool.retrieval_gate.system.tiny]
+        embedder = "sentence-transformers"
+        model = "{model.as_posix()}"
+        index = "{index}"
+        """,
+    )
+    (pytester.path / "fruit.retrieval.yaml").write_text(
+        textwrap.dedent(SUITE).replace("{extra}", extra)
+    )
+    pytester.makeconftest(CONFTEST)
+
+
+def _run(pytester: pytest.Pytester, gates: int = 1) -> tuple[list[str], dict[str, Any]]:
+    """One gate session in a subprocess: the heavy modules it imported and its one run."""
+    result = pytester.runpytest_subprocess(
+        "--retrieval-gate", f"--rg-cache-dir={pytester.path / 'cache'}"
+    )
+    result.assert_outcomes(passed=gates)
+    modules = json.loads((pytester.path / "modules.json").read_text())
+    (run,) = json.loads((pytester.path / "retrieval-gate-report.json").read_text())["runs"]
+    return modules, run
+
+
+def _rankings(run: dict[str, Any]) -> dict[str, Any]:
+    return {q["id"]: q["ranking"] for q in run["queries"]}
+
+
+def test_a_warm_run_without_a_latency_gate_imports_no_torch(
+    pytester: pytest.Pytester, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _project(pytester, tiny_model, "exact")
+    cold_modules, cold = _run(pytester)
+    # The cold run embedded 4 documents and 3 queries: the model was loaded, torch with it.
+    assert {"torch", "sentence_transformers"} <= set(cold_modules)
+    assert (cold["stats"]["embedded_documents"], cold["stats"]["embedded_queries"]) == (4, 3)
+    assert cold["stats"]["model_loaded"] is True
+
+    warm_modules, warm = _run(pytester)
+    assert warm_modules == []
+    stats = warm["stats"]
+    assert (stats["cached_documents"], stats["cached_queries"]) == (4, 3)
+    assert (stats["embedded_documents"], stats["embedded_queries"]) == (0, 0)
+    assert (stats["query_vectors"], stats["model_loaded"]) == ("cached", False)
+    assert "query vectors: cached, model not loaded; latency is search time only" in stats["notes"]
+    # Cached vectors are the ones the cold run embedded, one query per call as it did.
+    assert _rankings(warm) == _rankings(cold)
+    assert warm["metrics"] == cold["metrics"]
+    report = (pytester.path / "retrieval-gate-report.md").read_text()
+    assert "query vectors: cached, model not loaded" in report
+
+
+def test_a_latency_gate_loads_the_model_and_embeds_queries_live(
+    pytester: pytest.Pytester, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _project(pytester, tiny_model, "exact")
+    _, cold = _run(pytester)
+    _project(pytester, tiny_model, "exact", extra="  latency_p95_ms: 60000\n")
+    modules, gated = _run(pytester, gates=2)
+    assert {"torch", "sentence_transformers"} <= set(modules)
+    stats = gated["stats"]
+    assert (stats["query_vectors"], stats["model_loaded"]) == ("live", True)
+    # Documents still come from the cache; every query (and the warm-up) is embedded live.
+    assert (stats["cached_documents"], stats["embedded_queries"]) == (4, 3)
+    assert "query vectors: embedded live (a latency gate is configured)" in stats["notes"]
+    assert _rankings(gated) == _rankings(cold)
+
+
+def test_a_warm_chroma_run_reopens_its_collection_without_the_model(
+    pytester: pytest.Pytester, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("chromadb")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _project(pytester, tiny_model, "chroma")
+    _, cold = _run(pytester)
+    modules, warm = _run(pytester)
+    # chroma itself is imported to reopen the persisted collection; the model is not.
+    assert modules == ["chromadb"]
+    assert (warm["stats"]["model_loaded"], warm["stats"]["embedded_documents"]) == (False, 0)
+    assert _rankings(warm) == _rankings(cold)
