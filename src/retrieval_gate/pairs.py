@@ -271,7 +271,10 @@ def run_pairs(
     dots = (a * b).sum(axis=1)
     # A zero vector (an empty encoding) has no direction: its similarity is 0.
     cosine = np.divide(dots, norms, out=np.zeros(n), where=norms > 0)
+    from retrieval_gate.embed import model_loaded
+
     stats = {
+        "model_loaded": model_loaded(embedder),
         "pairs": n,
         "embedded_texts": embedded,
         "cached_texts": len(texts) - embedded,

@@ -689,9 +689,10 @@ KIND = SystemKind(
 
 
 def load_system_embedder(system: SystemConfig, settings: Settings, options: RunOptions) -> Embedder:
-    """The embedding system's embedder, loaded once per session and spec (``options.embedders``),
-    for suites that embed texts rather than search a corpus (pair suites)."""
-    from retrieval_gate.embed import EmbedderSpec, load_embedder
+    """The embedding system's embedder, opened once per session and spec (``options.embedders``)
+    for suites that embed texts rather than search a corpus (pair suites); the model loads on the
+    first text the cache lacks."""
+    from retrieval_gate.embed import EmbedderSpec, open_embedder
 
     opt = system.options
     distill_from = opt.get("distill_from")
@@ -709,7 +710,7 @@ def load_system_embedder(system: SystemConfig, settings: Settings, options: RunO
     try:
         embedder = options.embedders.get(spec)
         if embedder is None:
-            embedder = options.embedders[spec] = load_embedder(spec, cache_dir=options.cache_dir)
+            embedder = options.embedders[spec] = open_embedder(spec, cache_dir=options.cache_dir)
     except RetrievalGateError as exc:
         if exc.entry is None:
             exc.entry = f"system.{system.name}"
@@ -727,6 +728,7 @@ def embed_texts(
     import numpy as np
 
     from retrieval_gate.cache import EmbeddingCache
+    from retrieval_gate.embed import LazyEmbedder, known_dim
     from retrieval_gate.progress import task
 
     digests = [EmbeddingCache.digest(text) for text in texts]
@@ -737,12 +739,20 @@ def embed_texts(
     found: dict[str, Any] = {}
     todo = unique
     cache = (
-        EmbeddingCache(options.cache_dir / "embeddings", embedder.identity, embedder.dim)
+        EmbeddingCache(options.cache_dir / "embeddings", embedder.identity, known_dim(embedder))
         if options.use_cache
         else None
     )
     if cache is not None:
         hits, missing = cache.lookup(unique)
+        if missing and hits.shape[0] and hits.shape[1] != embedder.dim:
+            # Read before a lazy model said its width: as EmbeddingIndex, drop other widths.
+            cache = EmbeddingCache(
+                options.cache_dir / "embeddings", embedder.identity, embedder.dim
+            )
+            hits, missing = cache.lookup(unique)
+        if not missing and hits.shape[0] and isinstance(embedder, LazyEmbedder):
+            embedder.know_dim(hits.shape[1])
         absent = set(missing)
         hit_digests = [d for i, d in enumerate(unique) if i not in absent]
         found.update(zip(hit_digests, hits, strict=True))
