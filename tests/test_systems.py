@@ -61,7 +61,7 @@ def test_unknown_key_lists_the_kinds_own_keys() -> None:
 
 def test_backend_keys_are_known_only_with_their_backend() -> None:
     embedding = (
-        "aggregation, batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, "
+        "aggregation, backend, batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, "
         "description, device, document_prompt, embedder, extraction, fields, hnsw_ef_construction, "
         "hnsw_ef_search, hnsw_max_neighbors, hnsw_num_threads, index, index_recall, model, "
         "multi_vector, normalize, query_prompt, search_block_mb, stages, timeout, weights"

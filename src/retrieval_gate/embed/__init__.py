@@ -27,7 +27,13 @@ import numpy as np
 
 from retrieval_gate.errors import ConfigError, MissingExtraError, RunError
 from retrieval_gate.progress import task
-from retrieval_gate.systems.options import Option, OptionTable, at_least, beside_settings
+from retrieval_gate.systems.options import (
+    Option,
+    OptionTable,
+    at_least,
+    beside_settings,
+    one_of,
+)
 
 __all__ = [
     "EMBEDDERS",
@@ -72,6 +78,7 @@ class EmbedderSpec:
     distill_from: str | None = None
     pca_dims: int | None = 256
     device: str = "cpu"
+    backend: str = "torch"  # sentence-transformers: torch, onnx or onnx-int8 (embed/onnx.py)
 
 
 @runtime_checkable
@@ -393,6 +400,10 @@ def register_embedder(backend: EmbedderBackend) -> EmbedderBackend:
 
 
 def _load_sentence_transformer(spec: EmbedderSpec, cache_dir: Path, entry: str | None) -> Embedder:
+    if spec.backend != "torch":
+        from retrieval_gate.embed.onnx import load_onnx
+
+        return load_onnx(spec, cache_dir, entry)
     from retrieval_gate.embed.sentence_transformers import load_sentence_transformer
 
     return load_sentence_transformer(spec, entry=entry)
@@ -401,6 +412,10 @@ def _load_sentence_transformer(spec: EmbedderSpec, cache_dir: Path, entry: str |
 def _identify_sentence_transformer(
     spec: EmbedderSpec, cache_dir: Path, entry: str | None
 ) -> str | None:
+    if spec.backend != "torch":
+        from retrieval_gate.embed.onnx import identify_onnx
+
+        return identify_onnx(spec, entry=entry)
     from retrieval_gate.embed.sentence_transformers import identify_sentence_transformer
 
     return identify_sentence_transformer(spec, entry=entry)
@@ -422,7 +437,17 @@ register_embedder(
     EmbedderBackend(
         name="sentence-transformers",
         extra="sentence-transformers",
-        options={},
+        options={
+            "backend": Option(
+                str,
+                "torch",
+                "how the model runs: torch (sentence-transformers), onnx (exported once from "
+                "the local files into the cache, run by onnxruntime without torch) or onnx-int8 "
+                "(that export with int8 weights); part of the identity",
+                check=one_of("torch", "onnx", "onnx-int8"),
+                rule="torch, onnx, onnx-int8",
+            ),
+        },
         load=_load_sentence_transformer,
         summary="any sentence-transformers model (local folder, model package or hub id)",
         identify=_identify_sentence_transformer,

@@ -303,6 +303,7 @@ class EmbeddingIndex:
             distill_from=distill_from,
             pca_dims=opt.get("pca_dims", 256),
             device=opt["device"],
+            backend=opt.get("backend", "torch"),
         )
         try:
             # One model load per session and spec, however many suites use it; loaded on the
@@ -706,6 +707,7 @@ def load_system_embedder(system: SystemConfig, settings: Settings, options: RunO
         distill_from=distill_from,
         pca_dims=opt.get("pca_dims", 256),
         device=opt["device"],
+        backend=opt.get("backend", "torch"),
     )
     try:
         embedder = options.embedders.get(spec)

