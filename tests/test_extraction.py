@@ -313,14 +313,36 @@ def test_extraction_table_leaves_the_identity_alone() -> None:
         ),
         (
             {"chunking": {"size": 3, "overlap": 3}},
-            "[system.s.extraction]: invalid 'chunking': {'size': 3, 'overlap': 3}",
+            "[system.s.extraction]: invalid 'chunking': {'size': 3, 'overlap': 3}"
+            '; expected string or table ("sentence" or {size >= 1, 0 <= overlap < size})',
         ),
-        ({"chunking": "paragraph"}, "[system.s.extraction]: invalid 'chunking': 'paragraph'"),
-        ({"num_results": 0}, "[system.s.extraction]: invalid 'num_results': 0"),
-        ({"top_term_only": 1}, "[system.s.extraction]: invalid 'top_term_only': 1"),
-        ({"negation": True}, "[system.s.extraction]: invalid 'negation': True"),
-        ({"negation": "fr"}, "[system.s.extraction]: invalid 'negation': 'fr'"),
-        ({"confidence": "max"}, "[system.s.extraction]: invalid 'confidence': 'max'"),
+        (
+            {"chunking": "paragraph"},
+            "[system.s.extraction]: invalid 'chunking': 'paragraph'"
+            '; expected string or table ("sentence" or {size >= 1, 0 <= overlap < size})',
+        ),
+        (
+            {"num_results": 0},
+            "[system.s.extraction]: invalid 'num_results': 0; expected integer (>= 1)",
+        ),
+        (
+            {"top_term_only": 1},
+            "[system.s.extraction]: invalid 'top_term_only': 1; expected boolean",
+        ),
+        (
+            {"negation": True},
+            "[system.s.extraction]: invalid 'negation': True"
+            '; expected boolean or string or list (false, "en", "de" or a list of words)',
+        ),
+        (
+            {"negation": "fr"},
+            "[system.s.extraction]: invalid 'negation': 'fr'"
+            '; expected boolean or string or list (false, "en", "de" or a list of words)',
+        ),
+        (
+            {"confidence": "max"},
+            "[system.s.extraction]: invalid 'confidence': 'max'; expected string (best or mean)",
+        ),
         ("yes", "[system.s]: invalid 'extraction': 'yes'"),
     ],
 )

@@ -240,11 +240,14 @@ def test_setting_mistakes_are_one_line() -> None:
         "weights name 'synonyms', 'definition', not in 'fields' ['label']"
     )
     assert _config_error(fields=["label"], multi_vector=True, aggregation="mean") == (
-        "invalid 'aggregation': 'mean'"
+        "invalid 'aggregation': 'mean'; expected string (label_only, label_synonyms_max, "
+        "label_synonyms_min, all_max, all_weighted)"
     )
-    assert _config_error(fields=["label", "label"]) == "invalid 'fields': ['label', 'label']"
+    assert _config_error(fields=["label", "label"]) == (
+        "invalid 'fields': ['label', 'label']; expected list (distinct names)"
+    )
     assert _config_error(fields=["label"], weights={"label": -1}) == (
-        "invalid 'weights': {'label': -1}"
+        "invalid 'weights': {'label': -1}; expected table (>= 0, one > 0)"
     )
 
 

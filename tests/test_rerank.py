@@ -162,7 +162,10 @@ def test_the_stage_is_configured_like_any_stage() -> None:
     with pytest.raises(ConfigError) as info:
         bad = {"retriever": "m:f", "stages": [{"stage": "rerank", "rerank_depth": 0}]}
         parse_settings({"system": {"s": bad}}, Path("/p/pyproject.toml"))
-    assert str(info.value) == "/p/pyproject.toml [system.s.stages[0]]: invalid 'rerank_depth': 0"
+    assert (
+        str(info.value)
+        == "/p/pyproject.toml [system.s.stages[0]]: invalid 'rerank_depth': 0; expected integer (>= 1)"
+    )
 
 
 def _tiny_cross_encoder(folder: Path) -> None:

@@ -63,7 +63,7 @@ def test_backend_keys_are_known_only_with_their_backend() -> None:
     embedding = (
         "aggregation, backend, batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, "
         "description, device, document_prompt, embedder, extraction, fields, hnsw_ef_construction, "
-        "hnsw_ef_search, hnsw_max_neighbors, hnsw_num_threads, index, index_recall, model, "
+        "hnsw_ef_search, hnsw_max_neighbors, hnsw_num_threads, index, index_recall, index_stability, model, "
         "multi_vector, normalize, query_prompt, search_block_mb, stages, timeout, weights"
     )
     # pca_dims belongs to model2vec, host to chroma-server.
@@ -74,7 +74,7 @@ def test_backend_keys_are_known_only_with_their_backend() -> None:
         "/project/pyproject.toml [system.s]: unknown key 'host'; known: aggregation, "
         "batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, description, "
         "device, distill_from, document_prompt, embedder, extraction, fields, hnsw_ef_construction, "
-        "hnsw_ef_search, hnsw_max_neighbors, hnsw_num_threads, index, index_recall, model, "
+        "hnsw_ef_search, hnsw_max_neighbors, hnsw_num_threads, index, index_recall, index_stability, model, "
         "multi_vector, normalize, pca_dims, query_prompt, search_block_mb, stages, timeout, "
         "weights"
     )
@@ -100,17 +100,23 @@ def test_backend_keys_are_known_only_with_their_backend() -> None:
 
 def test_invalid_values_and_kind_selection() -> None:
     where = "/project/pyproject.toml [system.s]: "
-    assert config_error({"retriever": "m:f", "depth": True}) == where + "invalid 'depth': True"
-    assert config_error({"retriever": "m:f", "depth": 0}) == where + "invalid 'depth': 0"
+    assert (
+        config_error({"retriever": "m:f", "depth": True})
+        == where + "invalid 'depth': True; expected integer (>= 1)"
+    )
+    assert (
+        config_error({"retriever": "m:f", "depth": 0})
+        == where + "invalid 'depth': 0; expected integer (>= 1)"
+    )
     assert (
         config_error({"embedder": "sentence-transformers", "model": "m", "chunk_unit": "lines"})
-        == where + "invalid 'chunk_unit': 'lines'"
+        == where + "invalid 'chunk_unit': 'lines'; expected string (words, chars)"
     )
     assert (
         config_error(
             {"embedder": "model2vec", "model": "m", "index": "chroma-server", "port": 70000}
         )
-        == where + "invalid 'port': 70000"
+        == where + "invalid 'port': 70000; expected integer (1 to 65535)"
     )
     assert (
         config_error({"retriever": "m:f", "embedder": "model2vec"})
@@ -611,7 +617,7 @@ def test_device_is_a_setting_passed_to_the_library_and_not_in_the_identity(
     assert on_gpu.identity == plain.identity
     for bad in ("gpu", "cuda:", "cuda:x", 1):
         assert config_error({**base, "device": bad}) == (
-            f"/project/pyproject.toml [system.s]: invalid 'device': {bad!r}"
+            f"/project/pyproject.toml [system.s]: invalid 'device': {bad!r}; expected string (cpu, cuda, cuda:N, mps, auto)"
         )
 
     seen: list[Any] = []

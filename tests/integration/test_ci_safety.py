@@ -68,7 +68,9 @@ def test_timeout_must_be_a_positive_number(pytester: pytest.Pytester) -> None:
     write_suite(pytester, SUITE)
     result = pytester.runpytest("--retrieval-gate")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([lit("*pyproject.toml [system.mine]: invalid 'timeout': 0")])
+    result.stderr.fnmatch_lines(
+        [lit("*pyproject.toml [system.mine]: invalid 'timeout': 0; expected *")]
+    )
 
 
 CORPUS_IDS = ["sql/orders.sql", "sql/customers.sql", "sql/payments.sql", "docs/faq.md"]

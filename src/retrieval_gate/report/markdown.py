@@ -213,6 +213,14 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
             parts.append(
                 f"index recall@{stats['index_recall_k']} vs exact search {stats['index_recall']:.4f}"
             )
+        if "index_stability_rbo" in stats:
+            k, n = stats["index_recall_k"], stats["index_recall_queries"]
+            parts.append(
+                f"a second build of the index from the same vectors: RBO "
+                f"{stats['index_stability_rbo']:.4f}, overlap@{k} "
+                f"{stats['index_stability_overlap']:.4f}, same top {k} for "
+                f"{stats['index_stability_identical']} of {n} queries"
+            )
         parts += [str(note) for note in stats.get("suite_notes", ())]
         parts += [str(note) for note in stats.get("notes", ())]
         parts += [note for note in (judged_note(run), ties_note(run, shown)) if note is not None]

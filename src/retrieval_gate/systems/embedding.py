@@ -106,6 +106,15 @@ OPTIONS: OptionTable = {
         check=lambda v: v in ("auto", "all", "off") if isinstance(v, str) else v >= 1,
         rule="auto, all, off, >= 1",
     ),
+    "index_stability": Option(
+        str,
+        "auto",
+        "build an approximate index a second time from the same vectors and compare the two "
+        "builds' top k on the index-recall queries (rank-biased overlap and overlap@k): on, "
+        f"off, or auto (on up to {100_000:,} indexed units)",
+        check=one_of("auto", "on", "off"),
+        rule="auto, on, off",
+    ),
 }
 
 #: ``index_recall = "auto"``: every query up to this many indexed units, else `RECALL_SAMPLE`.
@@ -630,6 +639,49 @@ class EmbeddingSystem:
         self._stats["index_recall"] = index_recall(approx_hits, exact_hits, recall_k)
         self._stats["index_recall_k"] = recall_k
         self._stats["index_recall_queries"] = len(positions)
+        self._measure_stability(qmat, approx_hits, recall_k)
+
+    def _measure_stability(self, qmat: Any, first: list[list[str]], k: int) -> None:
+        # An approximate index built twice from the same vectors need not rank the same (chroma's
+        # HNSW build is not deterministic, docs/embedding.md): a cache miss in CI rebuilds it.
+        # How much two builds agree says how much of a metric's move the rebuild alone explains.
+        from retrieval_gate.drift import jaccard_at_k, rbo_ext
+        from retrieval_gate.index import INDEXES, make_index
+
+        index = self.index
+        setting = self.config.option("index_stability")
+        units = len(index.unit_ids)
+        if setting == "off" or (setting == "auto" and units > RECALL_ALL_UP_TO):
+            return
+        if not INDEXES[index.index_kind].rebuildable:
+            return
+        scratch = Path(tempfile.mkdtemp(prefix="rg-stability-"))
+        try:
+            again = make_index(
+                index.index_kind,
+                cache_dir=scratch,
+                key=index.key,
+                entry=f"system.{self.config.name}",
+                **index_options(self.config),
+            )
+            try:
+                again.add(index.unit_ids, index.vectors)
+                second = [[d for d, _ in row] for row in again.search(qmat, k)]
+            finally:
+                close = getattr(again, "close", None)
+                if callable(close):
+                    close()
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        pairs = list(zip(first, second, strict=True))
+        self._stats["index_stability_rbo"] = sum(rbo_ext(a, b) for a, b in pairs) / len(pairs)
+        self._stats["index_stability_overlap"] = sum(
+            len(set(a[:k]) & set(b[:k])) / k for a, b in pairs
+        ) / len(pairs)
+        self._stats["index_stability_identical"] = sum(1 for a, b in pairs if a[:k] == b[:k])
+        self._stats["index_stability_jaccard"] = sum(jaccard_at_k(a, b, k) for a, b in pairs) / len(
+            pairs
+        )
 
     def identity(self) -> Mapping[str, Any]:
         return _identity(self.config.options)

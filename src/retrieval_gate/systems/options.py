@@ -51,6 +51,11 @@ class Option:
     nested: Callable[[], OptionTable] | None = None
 
     @property
+    def expected(self) -> str:
+        """What a value must be, for error messages: ``integer (>= 1)``, ``string (auto, on, off)``."""
+        return f"{self.type_name} ({self.rule})" if self.rule else self.type_name
+
+    @property
     def type_name(self) -> str:
         kinds = self.kind if isinstance(self.kind, tuple) else (self.kind,)
         names = {str: "string", int: "integer", bool: "boolean", float: "number", list: "list"}
@@ -107,7 +112,8 @@ def parse_options(
 
     Keys of ``spec`` outside ``table`` are not looked at here (the caller decides which tables
     together make a system's known keys); ``only`` restricts the result to those keys.
-    An invalid value is a ``ConfigError`` "invalid 'key': value" naming the file and entry.
+    An invalid value is a ``ConfigError`` "invalid 'key': value; expected <type> (<rule>)" naming
+    the file and entry.
     """
     keys = table if only is None else [k for k in table if k in set(only)]
     values: dict[str, Any] = {}
@@ -126,7 +132,11 @@ def parse_options(
         if ok and option.check is not None:
             ok = option.check(value)
         if not ok:
-            raise ConfigError(f"invalid {key!r}: {value!r}", path=where.source, entry=where.entry)
+            raise ConfigError(
+                f"invalid {key!r}: {value!r}; expected {option.expected}",
+                path=where.source,
+                entry=where.entry,
+            )
         values[key] = option.resolve(value, where.base) if option.resolve is not None else value
     return values
 
