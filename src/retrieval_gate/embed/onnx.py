@@ -187,8 +187,8 @@ def _quantize(source: Path, target: Path, entry: str | None) -> None:
 
     staging = Path(tempfile.mkdtemp(prefix=".onnx-int8-", dir=target.parent))
     try:
-        # Per-channel int8 weights: on Vaswani abstracts the vectors keep a cosine of 0.993 on
-        # average with the float ones (0.949 with one scale per tensor).
+        # Per-channel int8 weights: one scale per tensor lost visibly more (a quick check on
+        # Vaswani abstracts: mean cosine with the float vectors 0.95 against 0.99).
         quantize_dynamic(
             str(source), str(staging / target.name), weight_type=QuantType.QInt8, per_channel=True
         )

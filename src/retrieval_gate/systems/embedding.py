@@ -274,7 +274,7 @@ class EmbeddingIndex:
     ) -> None:
         from retrieval_gate.cache import EmbeddingCache
         from retrieval_gate.corpus import chunk_documents
-        from retrieval_gate.embed import EmbedderSpec, LazyEmbedder, known_dim, open_embedder
+        from retrieval_gate.embed import LazyEmbedder, known_dim
         from retrieval_gate.index import make_index
         from retrieval_gate.systems.fields import field_layout, index_key
 
@@ -301,33 +301,9 @@ class EmbeddingIndex:
             unit_texts = [d.content for d in corpus.documents]
             self.parent_of = None
 
-        distill_from = opt.get("distill_from")
-        spec = EmbedderSpec(
-            kind=opt["embedder"],
-            model=opt["model"] or distill_from or "",
-            query_prompt=opt["query_prompt"],
-            document_prompt=opt["document_prompt"],
-            normalize=opt["normalize"],
-            batch_size=opt["batch_size"],
-            distill_from=distill_from,
-            pca_dims=opt.get("pca_dims", 256),
-            device=opt["device"],
-            backend=opt.get("backend", "torch"),
-        )
-        try:
-            # One model load per session and spec, however many suites use it; loaded on the
-            # first vector the cache lacks (a warm run loads none).
-            embedder = options.embedders.get(spec)
-            if embedder is None:
-                embedder = options.embedders[spec] = open_embedder(
-                    spec, cache_dir=options.cache_dir
-                )
-        except RetrievalGateError as exc:
-            if exc.entry is None:
-                exc.entry = f"system.{system.name}"
-                exc.path = exc.path or (None if settings.source is None else str(settings.source))
-                exc.args = (exc.format(),)
-            raise
+        # One model load per session and spec, however many suites use it; loaded on the
+        # first vector the cache lacks (a warm run loads none).
+        embedder = load_system_embedder(system, settings, options)
         self.embedder: Embedder = embedder
 
         # Documents: the cache answers what it has; only new or edited texts are embedded.
