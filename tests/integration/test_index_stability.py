@@ -72,6 +72,9 @@ register_index(
 
 
 def pytest_unconfigure(config):
+    from pathlib import Path
+
+    Path(str(config.rootpath), "builds.txt").write_text(str(len(BUILDS)))
     EMBEDDERS.pop("axis", None)
     EMBEDDER_KINDS.pop("axis", None)
     INDEXES.pop("unstable", None)
@@ -147,3 +150,20 @@ def test_a_bad_stability_setting_is_one_line(pytester: pytest.Pytester) -> None:
         ["*[[]system.s[]]: invalid 'index_stability': 'sometimes'; expected string (auto, on, off)"]
     )
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def test_a_warm_run_reads_the_figures_back_instead_of_building_again(
+    pytester: pytest.Pytester,
+) -> None:
+    _project(pytester)
+    pytester.runpytest("--retrieval-gate").assert_outcomes(passed=1)
+    first = _stats(pytester)
+    # The run's own index, then the second build of the stability measurement.
+    assert (pytester.path / "builds.txt").read_text() == "2"
+    pytester.runpytest("--retrieval-gate").assert_outcomes(passed=1)
+    again = _stats(pytester)
+    assert (pytester.path / "builds.txt").read_text() == "1"
+    stability = {k: v for k, v in first.items() if k.startswith("index_stability")}
+    assert stability and stability == {
+        k: v for k, v in again.items() if k.startswith("index_stability")
+    }

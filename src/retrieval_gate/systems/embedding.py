@@ -507,6 +507,7 @@ class EmbeddingSystem:
         corpus = require_corpus(context.suite, config, context.settings, context.corpus)
         self.index = EmbeddingIndex(config, context.settings, context.options, corpus)
         self.live_queries = latency_gated(context) or self.index.query_cache is None
+        self._cache_dir = context.options.cache_dir if context.options.use_cache else None
         self._stats: dict[str, Any] = dict(self.index.stats)
         self._recall_vectors: list[Any] = []
         self._recall_cutoff = 0
@@ -631,6 +632,24 @@ class EmbeddingSystem:
             return
         if not INDEXES[index.index_kind].rebuildable:
             return
+        # The figures depend only on the built collection, the queries and k: a warm run that
+        # reopens the same collection reads them back instead of building a third index.
+        saved = None
+        if self._cache_dir is not None:
+            import hashlib
+
+            import numpy as np
+
+            digest = hashlib.sha256(
+                json.dumps([index.key, k, [list(row) for row in first]]).encode()
+                + np.ascontiguousarray(qmat, dtype=np.float32).tobytes()
+            ).hexdigest()
+            saved = self._cache_dir / "index-stability" / f"{digest}.json"
+            try:
+                self._stats.update(json.loads(saved.read_text(encoding="utf-8")))
+                return
+            except (OSError, ValueError):
+                pass  # not measured yet for this build, or unreadable: measure again
         scratch = Path(tempfile.mkdtemp(prefix="rg-stability-"))
         try:
             again = make_index(
@@ -658,6 +677,15 @@ class EmbeddingSystem:
         self._stats["index_stability_jaccard"] = sum(jaccard_at_k(a, b, k) for a, b in pairs) / len(
             pairs
         )
+        if saved is not None:
+            from retrieval_gate.atomic import write_text_atomic
+
+            figures = {key: v for key, v in self._stats.items() if key.startswith("index_stab")}
+            try:
+                saved.parent.mkdir(parents=True, exist_ok=True)
+                write_text_atomic(saved, json.dumps(figures))
+            except OSError:
+                pass  # a read-only cache: measured again next time, nothing lost
 
     def identity(self) -> Mapping[str, Any]:
         return _identity(self.config.options)
