@@ -28,7 +28,7 @@ from retrieval_gate.metrics import (
     register_metric,
     registry,
 )
-from retrieval_gate.suite import _threshold
+from retrieval_gate.units import threshold
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -151,17 +151,17 @@ def test_bounds_and_floor_checks(scratch_registry: None) -> None:
     path = Path("suite.yaml")
     assert Metric("nDCG", 5).bounds == (0.0, 1.0)
     assert Metric("latency_p95_ms").bounds == (0.0, None)
-    assert _threshold(-0.5, Metric("corr"), path, "gates.corr") == -0.5
+    assert threshold(-0.5, Metric("corr"), path, "gates.corr") == -0.5
     with pytest.raises(SuiteError, match=r"corr floor must be within \[-1, 1\], got 1.5"):
-        _threshold(1.5, Metric("corr"), path, "gates.corr")
+        threshold(1.5, Metric("corr"), path, "gates.corr")
     with pytest.raises(SuiteError, match=r"nDCG@5 floor must be within \[0, 1\], got 1.5"):
-        _threshold(1.5, Metric("nDCG", 5), path, "gates.nDCG@5")
+        threshold(1.5, Metric("nDCG", 5), path, "gates.nDCG@5")
     register_metric(_family("count"))  # bounds (0, None): any floor >= 0
-    assert _threshold(12, Metric("count", 10), path, "gates.count@10") == 12.0
+    assert threshold(12, Metric("count", 10), path, "gates.count@10") == 12.0
     with pytest.raises(SuiteError, match=r"count@10 floor must be within \[0, inf\), got -1"):
-        _threshold(-1, Metric("count", 10), path, "gates.count@10")
+        threshold(-1, Metric("count", 10), path, "gates.count@10")
     with pytest.raises(SuiteError, match="latency_p95_ms ceiling must be > 0 ms, got 0"):
-        _threshold(0, Metric("latency_p95_ms"), path, "gates.latency_p95_ms")
+        threshold(0, Metric("latency_p95_ms"), path, "gates.latency_p95_ms")
 
 
 def test_mean_aggregation() -> None:

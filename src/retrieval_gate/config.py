@@ -19,9 +19,8 @@ from retrieval_gate.errors import ConfigError
 if TYPE_CHECKING:
     from retrieval_gate.decision import DecisionSettings
 from retrieval_gate.imports import import_object as import_object  # re-exported for callers
+from retrieval_gate.systems.common import COMMON_SYSTEM_OPTIONS, DEFAULT_DEPTH
 from retrieval_gate.systems.options import (
-    COMMON_SYSTEM_OPTIONS,
-    DEFAULT_DEPTH,
     OptionTable,
     Where,
     parse_options,

@@ -23,9 +23,10 @@ from retrieval_gate.errors import RunError, SuiteError
 if TYPE_CHECKING:
     from retrieval_gate.config import Settings, SystemConfig
     from retrieval_gate.corpus import Corpus
-    from retrieval_gate.run import RunResult
-    from retrieval_gate.suite import Query, Suite
+    from retrieval_gate.runresult import RunResult
+    from retrieval_gate.suite import Suite
     from retrieval_gate.systems import RunOptions
+    from retrieval_gate.units import Query
 
 __all__ = ["parse_pairs", "run_pairs"]
 
@@ -149,7 +150,7 @@ def _number(text: str) -> float | None:
 
 
 def _queries(entries: Sequence[tuple[str, Any]], where: Path) -> list[Query]:
-    from retrieval_gate.suite import Query
+    from retrieval_gate.units import Query
 
     out: list[Query] = []
     seen: dict[str, str] = {}
@@ -251,7 +252,7 @@ def run_pairs(
     pair suites have no query latency (``latency_measured`` is False, as for a stored run)."""
     import numpy as np
 
-    from retrieval_gate.run import RunResult, fingerprint
+    from retrieval_gate.runresult import RunResult, fingerprint
     from retrieval_gate.systems.embedding import embed_texts, load_system_embedder
 
     if system.kind != "embedding":

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from retrieval_gate import __version__
 from retrieval_gate.config import Settings, SystemConfig
 from retrieval_gate.progress import task
+from retrieval_gate.runresult import RunResult, fingerprint
 from retrieval_gate.suite import Suite
 from retrieval_gate.systems import OpenContext, Retrieved, RunOptions, System, open_configured
 from retrieval_gate.systems.embedding import EmbeddingIndex, require_corpus
@@ -37,23 +36,6 @@ __all__ = [
     "require_corpus",
     "run_suite",
 ]
-
-
-@dataclass(frozen=True)
-class RunResult:
-    suite: Suite
-    system: SystemConfig
-    qids: tuple[str, ...]
-    rankings: tuple[tuple[str, ...], ...]  # trec_eval order, best first
-    scores: tuple[tuple[float, ...], ...]
-    latencies_ms: tuple[float, ...]
-    fingerprint: Mapping[str, Any]
-    stats: Mapping[str, Any] = field(default_factory=dict)
-    # Extraction runs: per document, the terms the system reported negated (SPEC 11).
-    negated: tuple[tuple[str, ...], ...] = ()
-    unjudged: Mapping[str, tuple[str, ...]] = field(
-        default_factory=dict
-    )  # drift query id -> ranking
 
 
 def corpus_path(suite: Suite, system: SystemConfig, settings: Settings) -> Path | None:
@@ -114,19 +96,6 @@ def _retrieve_with_progress(
     finally:
         progress.close()
     return results
-
-
-def fingerprint(suite: Suite, system: SystemConfig, **extra: Any) -> dict[str, Any]:
-    """What names the run's inputs. Each metric's definition version is added by the evaluation
-    stage, which knows the metrics (see ``metric_definitions`` in docs/baselines.md)."""
-    return {
-        "plugin_version": __version__,
-        "suite_digest": suite.digest,
-        "system": system.identity,
-        "k": list(suite.k),
-        "gain": suite.gain,
-        **extra,
-    }
 
 
 def _result(

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,8 +20,11 @@ from typing import Any
 
 from retrieval_gate.drift import DriftFloors, parse_drift, parse_unjudged
 from retrieval_gate.errors import CorpusError, SuiteError, UnknownMetricError
-from retrieval_gate.metrics import Metric, format_bounds, parse_metric
-from retrieval_gate.records import parse_scope, query_digest, scope_name
+from retrieval_gate.metrics import Metric, parse_metric
+from retrieval_gate.records import parse_scope, scope_name
+from retrieval_gate.units import Expectation as Expectation  # re-exported: part of a Suite
+from retrieval_gate.units import Query as Query
+from retrieval_gate.units import optional_label, parse_expect, threshold
 
 DEFAULT_K: tuple[int, ...] = (1, 3, 5, 10)
 # A system retrieves max(k) results per query; a typo such as 10**30 must not ask it for that.
@@ -76,57 +77,6 @@ KINDS: Mapping[str, tuple[str, ...]] = {
     "extraction": ("sets", "latency"),  # documents with the terms a reader should find
     "pairs": ("pairs",),  # text pairs with a gold similarity
 }
-_EXPECT_KEYS = ("found_within", "all_found_within")
-_LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
-
-
-@dataclass(frozen=True)
-class Expectation:
-    """One per-query assertion from ``expect:``.
-
-    ``found_within: N``: some relevant document ranks at N or better.
-    ``all_found_within: N``: every relevant document ranks at N or better.
-    ``<metric>: floor``: the query's own value of the metric is at least ``floor``.
-    """
-
-    kind: str  # "found_within" | "all_found_within" | "metric"
-    value: float
-    metric: Metric | None = None
-
-    @property
-    def label(self) -> str:
-        return self.metric.name if self.metric is not None else self.kind
-
-
-@dataclass(frozen=True)
-class Query:
-    id: str
-    text: str
-    relevant: Mapping[str, int]
-    category: str | None = None
-    difficulty: str | None = None
-    expect: tuple[Expectation, ...] = ()
-    position: int = 0  # index in the file's query list, for messages
-    # Extraction suites: gold terms whose assertion is not affirmed (not expected, SPEC 11).
-    negated: frozenset[str] = frozenset()
-    # Pair suites: the second text and the gold similarity score (SPEC 12); ``text`` is the first.
-    pair: tuple[str, float] | None = None
-
-    @property
-    def n_relevant(self) -> int:
-        return sum(1 for grade in self.relevant.values() if grade >= 1)
-
-    @property
-    def digest(self) -> str:
-        """What a baseline compares the unit by: text and judgments (plus, for the other kinds,
-        the negated gold terms or the second text and gold score). A ranking query's digest is
-        the one 0.1.0 wrote."""
-        extra: list[Any] = []
-        if self.negated:
-            extra.append(sorted(self.negated))
-        if self.pair is not None:
-            extra.append(list(self.pair))
-        return query_digest(self.text, self.relevant, *extra)
 
 
 @dataclass(frozen=True)
@@ -497,24 +447,6 @@ def _metric(text: Any, path: Path, entry: str) -> Metric:
         raise SuiteError(exc.message, path=path, entry=entry) from None
 
 
-def _threshold(value: Any, metric: Metric, path: Path, entry: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise SuiteError(f"threshold must be a number, got {value!r}", path=path, entry=entry)
-    lo, hi = metric.bounds
-    inside = (lo is None or value >= lo) and (hi is None or value <= hi)
-    if not metric.is_latency and not inside:
-        raise SuiteError(
-            f"{metric.name} floor must be within {format_bounds(metric.bounds)}, got {value}",
-            path=path,
-            entry=entry,
-        )
-    if metric.is_latency and value <= 0:
-        raise SuiteError(
-            f"{metric.name} ceiling must be > 0 ms, got {value}", path=path, entry=entry
-        )
-    return float(value)
-
-
 def _parse_gates(raw: Any, scope: str, path: Path, entry: str) -> list[Gate]:
     if raw is None:
         return []
@@ -528,7 +460,7 @@ def _parse_gates(raw: Any, scope: str, path: Path, entry: str) -> list[Gate]:
             raise SuiteError(f"{metric.name} is given twice", path=path, entry=where)
         if metric.is_latency and scope != "suite":
             raise SuiteError("latency gates apply to the whole suite only", path=path, entry=where)
-        gates.append(Gate(scope, metric, _threshold(value, metric, path, where)))
+        gates.append(Gate(scope, metric, threshold(value, metric, path, where)))
     return gates
 
 
@@ -603,9 +535,9 @@ def _parse_queries(raw: Sequence[Any], path: Path) -> list[Query]:
             )
         seen[qid] = position
         relevant = _parse_relevant(item, path, entry)
-        category = _optional_label(item, "category", path, entry)
-        difficulty = _optional_label(item, "difficulty", path, entry)
-        expect = _parse_expect(item.get("expect"), path, entry)
+        category = optional_label(item, "category", path, entry)
+        difficulty = optional_label(item, "difficulty", path, entry)
+        expect = parse_expect(item.get("expect"), path, entry)
         queries.append(
             Query(
                 id=qid,
@@ -685,57 +617,6 @@ def _parse_relevant(item: Mapping[str, Any], path: Path, entry: str) -> dict[str
     if not any(grade >= 1 for grade in grades.values()):
         raise SuiteError("empty relevant set (no document with grade >= 1)", path=path, entry=entry)
     return grades
-
-
-def _optional_label(item: Mapping[str, Any], key: str, path: Path, entry: str) -> str | None:
-    value = item.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise SuiteError(
-            f"'{key}' must be a non-empty string, got {value!r}", path=path, entry=entry
-        )
-    if not _LABEL.fullmatch(value):
-        raise SuiteError(
-            f"'{key}' {value!r} must start with a letter and hold only letters, digits, '_' and "
-            "'-' (it names test items and a marker)",
-            path=path,
-            entry=entry,
-        )
-    return value
-
-
-def _parse_expect(raw: Any, path: Path, entry: str) -> tuple[Expectation, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, Mapping) or not raw:
-        raise SuiteError(
-            "'expect' must be a mapping such as {found_within: 3} or {nDCG@5: 0.5}",
-            path=path,
-            entry=entry,
-        )
-    out = []
-    for key, value in raw.items():
-        where = f"{entry} expect.{key}"
-        if key in _EXPECT_KEYS:
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise SuiteError(
-                    f"{key} must be an integer >= 1, got {value!r}", path=path, entry=where
-                )
-            out.append(Expectation(key, float(value)))
-            continue
-        try:
-            metric = parse_metric(str(key))
-        except UnknownMetricError as exc:
-            raise SuiteError(
-                f"{exc.message}; or one of: {', '.join(_EXPECT_KEYS)}", path=path, entry=where
-            ) from None
-        if metric.is_latency:
-            raise SuiteError("latency is gated per suite, not per query", path=path, entry=where)
-        if any(e.metric is not None and e.metric.name == metric.name for e in out):
-            raise SuiteError(f"{metric.name} is given twice", path=path, entry=where)
-        out.append(Expectation("metric", _threshold(value, metric, path, where), metric))
-    return tuple(out)
 
 
 def _collection_queries(

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_gate.errors import SuiteError
-from retrieval_gate.suite import Query
+from retrieval_gate.units import Query
 
 __all__ = ["AFFIRMED", "parse_documents"]
 
@@ -172,16 +172,16 @@ def _document(item: Any, file: Path, entry: str, position: int) -> Query:
             raise SuiteError(
                 f"term {both[0]!r} is in both 'terms' and 'negated'", path=file, entry=entry
             )
-    from retrieval_gate.suite import _optional_label, _parse_expect
+    from retrieval_gate.units import optional_label, parse_expect
 
     return Query(
         id=doc_id,
         text=text,
         relevant={term: 1 for term in sorted(affirmed)},
         negated=frozenset(negated - affirmed),
-        category=_optional_label(item, "category", file, entry),
-        difficulty=_optional_label(item, "difficulty", file, entry),
-        expect=_parse_expect(item.get("expect"), file, entry),
+        category=optional_label(item, "category", file, entry),
+        difficulty=optional_label(item, "difficulty", file, entry),
+        expect=parse_expect(item.get("expect"), file, entry),
         position=position,
     )
 

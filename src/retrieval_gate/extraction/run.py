@@ -23,7 +23,7 @@ from retrieval_gate.systems import OpenContext, RunOptions, open_configured
 
 if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
-    from retrieval_gate.run import RunResult
+    from retrieval_gate.runresult import RunResult
 
 __all__ = ["run_extraction"]
 
@@ -39,7 +39,7 @@ def run_extraction(
     warm-up chunk, so import and first-call costs are not latency) and fingerprint the run with
     the system's ``extraction`` settings."""
     from retrieval_gate.metrics import rank_scored
-    from retrieval_gate.run import RunResult, fingerprint
+    from retrieval_gate.runresult import RunResult, fingerprint
 
     extraction = ExtractionSettings.from_options(system.extraction)
     chunked = [chunk_text(doc.text, extraction.chunking) for doc in suite.queries]

@@ -60,7 +60,7 @@ _entry_points_loaded = False
 
 def register_kind(kind: SystemKind) -> SystemKind:
     """Add a system kind. Its ``key`` must not be another kind's key or a shared key."""
-    from retrieval_gate.systems.options import COMMON_SYSTEM_OPTIONS
+    from retrieval_gate.systems.common import COMMON_SYSTEM_OPTIONS
 
     for other in _KINDS.values():
         if other.name != kind.name and other.key == kind.key:

@@ -25,7 +25,7 @@ def option_reference() -> str:
     from retrieval_gate.embed import EMBEDDERS
     from retrieval_gate.index import INDEXES
     from retrieval_gate.systems import kinds, stages
-    from retrieval_gate.systems.options import COMMON_SYSTEM_OPTIONS
+    from retrieval_gate.systems.common import COMMON_SYSTEM_OPTIONS
 
     lines = [BEGIN, "", "### Every system", "", *table_markdown(COMMON_SYSTEM_OPTIONS)]
     for key, option in COMMON_SYSTEM_OPTIONS.items():
