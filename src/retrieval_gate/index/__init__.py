@@ -110,35 +110,15 @@ def _exact(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Index:
 
 #: chroma's HNSW settings as system keys; unset ones keep chroma's defaults. Each set one is
 #: part of the system's identity and of the collection's name (a built graph keeps them).
+def _hnsw(doc: str, low: int) -> Option:
+    return Option(int, None, doc, check=lambda v: v >= low, rule=f">= {low}")
+
+
 HNSW_OPTIONS: OptionTable = {
-    "hnsw_ef_construction": Option(
-        int,
-        None,
-        "HNSW candidate list size while building (chroma: 100)",
-        check=lambda v: v >= 1,
-        rule=">= 1",
-    ),
-    "hnsw_ef_search": Option(
-        int,
-        None,
-        "HNSW candidate list size while searching (chroma: 100)",
-        check=lambda v: v >= 1,
-        rule=">= 1",
-    ),
-    "hnsw_max_neighbors": Option(
-        int,
-        None,
-        "HNSW links per node, hnswlib's M (chroma: 16)",
-        check=lambda v: v >= 2,
-        rule=">= 2",
-    ),
-    "hnsw_num_threads": Option(
-        int,
-        None,
-        "threads building the graph (chroma: all cores)",
-        check=lambda v: v >= 1,
-        rule=">= 1",
-    ),
+    "hnsw_ef_construction": _hnsw("HNSW candidate list size while building (chroma: 100)", 1),
+    "hnsw_ef_search": _hnsw("HNSW candidate list size while searching (chroma: 100)", 1),
+    "hnsw_max_neighbors": _hnsw("HNSW links per node, hnswlib's M (chroma: 16)", 2),
+    "hnsw_num_threads": _hnsw("threads building the graph (chroma: all cores)", 1),
 }
 
 
