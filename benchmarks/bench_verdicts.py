@@ -1,6 +1,7 @@
 """How often the regression gate fails, old rule against new, on real per-query values.
 
     PYTHONPATH=src python benchmarks/bench_verdicts.py [--reps 1000] [--seeds 3]
+    PYTHONPATH=src python benchmarks/bench_verdicts.py --calibration [--calibration-reps 20000]
 
 Per-query values come from two real, cheap, offline systems on each data set (computed once and
 cached in benchmarks/.cache/values.json):
@@ -26,6 +27,19 @@ sign-flip test of "any drop" (exact <= 16 non-zero differences, else 10,000 seed
 p <= alpha (Holm within one suite x system; one item here, so p itself). New rule: the margin
 test (retrieval_gate.stats.margin_test) at alpha / K, with K = retrieval_gate.gate.family_size of
 the session's items; verdicts regressed / ok / underpowered.
+
+``--calibration`` asks how far the margin test is from the best a test of the mean can do, on the
+cells at 200 and 93 queries of Vaswani and HPO: at a true drop equal to the tolerance (the
+boundary, where "regressed" must stay <= alpha) and at twice it (the power target):
+
+* the margin test itself (retrieval_gate.stats.margin_test, one call per simulated suite), with
+  many more suites than the main table, so a rate's Monte Carlo standard error is ~0.0015;
+* the ceiling of its statistic z = sum(x) / sqrt(sum(x^2)): its critical value taken as the
+  alpha-quantile of z simulated at the boundary of the same scenario (an oracle no real test has:
+  it knows the scenario), and the power at twice the tolerance with that value;
+* two calibrations that correct for skewed differences without the oracle: Hall's (1992)
+  skewness-removing transformation of the t statistic, and the bootstrap-t (studentized
+  bootstrap, 1,000 resamples; fewer suites, it is slow).
 """
 
 from __future__ import annotations
@@ -41,7 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from retrieval_gate.gate import family_size
-from retrieval_gate.stats import margin_test, paired_randomisation
+from retrieval_gate.stats import margin_test, paired_randomisation, z_quantile
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(__file__).resolve().parent / ".cache" / "values.json"
@@ -213,12 +227,118 @@ def session_false_alarms(
     return old / reps, new / reps, family
 
 
+# -- calibration: the margin test against the best a mean test can do ------------------------------
+
+
+def draw_shifted(
+    a: list[float],
+    b: list[float],
+    n: int,
+    delta: float,
+    tol: float,
+    reps: int,
+    seed: int,
+    model: str,
+) -> np.ndarray:
+    """reps x n shifted differences x = now - then + tol, drawn as in :func:`simulate`."""
+    rng = np.random.default_rng(seed)
+    va, vb = np.asarray(a), np.asarray(b)
+    idx = rng.integers(0, va.size, (reps, n))
+    then = va[idx]
+    now = then + rng.choice([-1.0, 1.0], (reps, n)) * (vb[idx] - va[idx])
+    if model == "shift":
+        now = now - delta
+    else:
+        now = np.where(rng.random((reps, n)) < delta / float(va.mean()), 0.0, now)
+    result: np.ndarray = now - then + tol
+    return result
+
+
+def z_statistic(x: np.ndarray) -> np.ndarray:
+    """margin_test's statistic for n > 14, row-wise (rows with all x = 0 give 0)."""
+    sq = np.sqrt((x * x).sum(axis=1))
+    return np.where(sq > 0, x.sum(axis=1) / np.where(sq > 0, sq, 1.0), 0.0)
+
+
+def hall_statistic(x: np.ndarray) -> np.ndarray:
+    """Hall (1992, JRSS B 54: 221-228): T = sqrt(n) (u + g u^2 / 3 + g^2 u^3 / 27 + g / (6 n)),
+    u = mean / sd, g the sample skewness; compared with the normal quantile."""
+    n = x.shape[1]
+    m = x.mean(axis=1)
+    sd = x.std(axis=1, ddof=1)
+    safe = np.where(sd > 0, sd, 1.0)
+    g = ((x - m[:, None]) ** 3).mean(axis=1) / safe**3
+    u = m / safe
+    t = math.sqrt(n) * (u + g * u**2 / 3 + g**2 * u**3 / 27 + g / (6 * n))
+    result: np.ndarray = np.where(sd > 0, t, 0.0)
+    return result
+
+
+def bootstrap_t_p(x: np.ndarray, resamples: int, rng: np.random.Generator) -> float:
+    """One-sided studentized bootstrap p of "mean(x) < 0": P*(t* <= t), t* = (m* - m) / (s* / sqrt n)."""
+    n = x.size
+    m, s = float(x.mean()), float(x.std(ddof=1))
+    if s == 0:
+        return 1.0
+    t = m / (s / math.sqrt(n))
+    xs = x[rng.integers(0, n, (resamples, n))]
+    ss = xs.std(axis=1, ddof=1)
+    ts = np.where(ss > 0, (xs.mean(axis=1) - m) / (np.where(ss > 0, ss, 1.0) / math.sqrt(n)), 0.0)
+    return float((np.sum(ts <= t) + 1) / (resamples + 1))
+
+
+def calibration(data: dict[str, tuple[list[float], list[float]]], reps: int, tol: float) -> None:
+    z_alpha = z_quantile(ALPHA)
+    boot_reps = max(reps // 10, 200)
+    print(
+        f"\ncalibration, tolerance {tol}, alpha {ALPHA}, family 1; margin test, z ceiling and Hall: "
+        f"{reps} suites per cell (s.e. of a rate near 0.05: {math.sqrt(0.0475 / reps):.4f}); "
+        f"bootstrap-t: {boot_reps} suites x 1,000 resamples"
+    )
+    print(
+        "| data | n | model | margin test: regressed at drop = t | its ok at drop = t "
+        "| its power at 2t | z ceiling: power at 2t | Hall: size / power "
+        "| bootstrap-t: size / power |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in ("vaswani", "hpo"):
+        a, b = data[name]
+        for n in sorted({len(a), 200}):
+            for model in ("shift", "lose"):
+                at = draw_shifted(a, b, n, tol, tol, reps, 1, model)
+                twice = draw_shifted(a, b, n, 2 * tol, tol, reps, 2, model)
+                verdicts = [margin_test(x - tol, np.zeros(n), tol) for x in at]
+                size = np.mean([v.p_worse <= ALPHA for v in verdicts])
+                ok = np.mean([v.p_within <= ALPHA for v in verdicts])
+                power = np.mean(
+                    [margin_test(x - tol, np.zeros(n), tol).p_worse <= ALPHA for x in twice]
+                )
+                ceiling = np.mean(z_statistic(twice) <= np.quantile(z_statistic(at), ALPHA))
+                hall_size = np.mean(hall_statistic(at) <= z_alpha)
+                hall_power = np.mean(hall_statistic(twice) <= z_alpha)
+                rng = np.random.default_rng(7)
+                boot_size = np.mean([bootstrap_t_p(x, 1000, rng) <= ALPHA for x in at[:boot_reps]])
+                boot_power = np.mean(
+                    [bootstrap_t_p(x, 1000, rng) <= ALPHA for x in twice[:boot_reps]]
+                )
+                print(
+                    f"| {name} | {n} | {model} | {size:.3f} | {ok:.3f} | {power:.3f} | {ceiling:.3f} "
+                    f"| {hall_size:.3f} / {hall_power:.3f} | {boot_size:.3f} / {boot_power:.3f} |",
+                    flush=True,
+                )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=1000)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--calibration", action="store_true")
+    parser.add_argument("--calibration-reps", type=int, default=20000)
     args = parser.parse_args(argv)
     data = values()
+    if args.calibration:
+        calibration(data, args.calibration_reps, 0.05)
+        return 0
     for name, (a, b) in data.items():
         d = np.asarray(b) - np.asarray(a)
         print(
