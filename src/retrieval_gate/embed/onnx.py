@@ -1,4 +1,5 @@
-"""The ONNX backends of sentence-transformers models: ``backend = "onnx"`` or ``"onnx-int8"``.
+"""The ONNX backends of sentence-transformers models: ``backend = "onnx"``, ``"onnx-int8"`` or
+``"openvino"``.
 
 A sentence-transformers model (Transformer, Pooling, optional Normalize modules) is exported once,
 offline, from its local files into one ONNX graph that maps token ids to the sentence embedding,
@@ -16,6 +17,11 @@ stays tight, ``batch_size`` texts per call. A float32 vector does not depend on 
 one does, slightly: dynamic quantization scales each batch's activations by that batch's range
 (Vaswani's nDCG@10 moved by 0.004 between two batchings). Queries run on one intra-op thread, as
 the PyTorch backend does (see ``_one_torch_thread``), documents on all cores.
+
+``openvino`` runs the same float32 export with Intel's OpenVINO runtime instead of onnxruntime
+(the ``openvino`` package; no optimum-intel, whose pins would move transformers). OpenVINO's CPU
+plugin computes in bfloat16 by default where the processor supports it; the gate asks for float32
+(``INFERENCE_PRECISION_HINT``), so its vectors equal onnxruntime's and PyTorch's to about 1e-6.
 
 Prompts are prepended to the text. For models whose pooling leaves the prompt tokens out
 (``include_prompt: false``) that differs from sentence-transformers; such models are refused.
@@ -47,7 +53,7 @@ from retrieval_gate.errors import ConfigError, RunError
 __all__ = ["BACKENDS", "OnnxEmbedder", "export_path", "load_onnx"]
 
 #: The backends this module serves; "torch" is sentence-transformers itself.
-BACKENDS = ("onnx", "onnx-int8")
+BACKENDS = ("onnx", "onnx-int8", "openvino")
 _OPSET = 17
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
@@ -84,14 +90,15 @@ def identify_onnx(spec: EmbedderSpec, *, entry: str | None = None) -> str:
         backend=spec.backend,
         # The export recipe: a changed one must not compare with vectors of the old.
         export=f"torchscript-opset{_OPSET}"
-        + ("+dynamic-qint8-per-channel" if spec.backend == "onnx-int8" else ""),
+        + ("+dynamic-qint8-per-channel" if spec.backend == "onnx-int8" else "")
+        + ("+openvino-f32" if spec.backend == "openvino" else ""),
     )
 
 
 def export_path(cache_dir: Path, folder: Path, backend: str) -> Path:
     """Where the export of the model in ``folder`` lives: one folder per model files' digest."""
     digest = folder_digest(folder)[:16]
-    name = "model.onnx" if backend == "onnx" else "model-int8.onnx"
+    name = "model-int8.onnx" if backend == "onnx-int8" else "model.onnx"
     return cache_dir / "models" / f"onnx-{digest}" / name
 
 
@@ -219,14 +226,42 @@ def ensure_export(spec: EmbedderSpec, cache_dir: Path, entry: str | None = None)
     return target
 
 
+class _OpenVinoSession:
+    """An OpenVINO compiled model behind the two calls :class:`OnnxEmbedder` makes of an
+    onnxruntime session (``get_inputs`` and ``run``), in float32."""
+
+    def __init__(self, ov: Any, path: Path, threads: int) -> None:
+        config: dict[str, Any] = {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY"}
+        if threads:
+            config["INFERENCE_NUM_THREADS"] = threads
+        self._compiled = ov.Core().compile_model(str(path), "CPU", config)
+        self._request = self._compiled.create_infer_request()
+        self._output = self._compiled.output(0)
+        self._names = [port.get_any_name() for port in self._compiled.inputs]
+
+    def get_inputs(self) -> list[Any]:
+        from types import SimpleNamespace
+
+        return [SimpleNamespace(name=name) for name in self._names]
+
+    def run(self, _outputs: Any, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        result = self._request.infer(feed)
+        # The request reuses its output buffer on the next call: copy.
+        return [np.array(result[self._output], dtype=np.float32, copy=True)]
+
+
 class OnnxEmbedder:
-    """A sentence-transformers model run by onnxruntime (see the module docstring)."""
+    """A sentence-transformers model run by onnxruntime or OpenVINO (see the module docstring)."""
 
     def __init__(
         self, path: Path, folder: Path, spec: EmbedderSpec, *, identity: str, max_length: int
     ) -> None:
-        ort = import_optional("onnxruntime", package="onnxruntime", extra="onnx")
-        tokenizers = import_optional("tokenizers", package="tokenizers", extra="onnx")
+        if spec.backend == "openvino":
+            runtime = import_optional("openvino", package="openvino", extra="openvino")
+        else:
+            runtime = import_optional("onnxruntime", package="onnxruntime", extra="onnx")
+        extra = "openvino" if spec.backend == "openvino" else "onnx"
+        tokenizers = import_optional("tokenizers", package="tokenizers", extra=extra)
         self._spec = spec
         self.identity = identity
         tokenizer = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
@@ -234,7 +269,7 @@ class OnnxEmbedder:
         tokenizer.no_padding()
         self._tokenizer = tokenizer
         self._path = path
-        self._ort = ort
+        self._runtime = runtime
         self._sessions: dict[int, Any] = {}
         self._inputs = [i.name for i in self._session(0).get_inputs()]
         self.dim = int(self._run(["dimension probe"], threads=0).shape[1])
@@ -245,10 +280,12 @@ class OnnxEmbedder:
     def _session(self, threads: int) -> Any:
         # 0: onnxruntime's default (all cores), for documents; 1 for single queries.
         found = self._sessions.get(threads)
-        if found is None:
-            options = self._ort.SessionOptions()
+        if found is None and self._spec.backend == "openvino":
+            found = self._sessions[threads] = _OpenVinoSession(self._runtime, self._path, threads)
+        elif found is None:
+            options = self._runtime.SessionOptions()
             options.intra_op_num_threads = threads
-            found = self._sessions[threads] = self._ort.InferenceSession(
+            found = self._sessions[threads] = self._runtime.InferenceSession(
                 str(self._path), options, providers=["CPUExecutionProvider"]
             )
         return found
@@ -313,7 +350,8 @@ def load_onnx(spec: EmbedderSpec, cache_dir: Path, entry: str | None = None) -> 
         raise ValueError(f"not an ONNX backend: {spec.backend!r}")
     if spec.device != "cpu":
         raise ConfigError(
-            f"backend '{spec.backend}' runs on the CPU (onnxruntime's CPU provider); "
+            f"backend '{spec.backend}' runs on the CPU (onnxruntime's or OpenVINO's CPU "
+            "plugin); "
             f"device '{spec.device}' needs backend 'torch'",
             entry=entry,
         )
