@@ -191,15 +191,9 @@ class CachedSearch:
         q = check_vectors(queries, what="queries")
         digests = [vector_digest(row) for row in q]
         build = self._build()
-        found: dict[int, Hits] = {}
-        if build is not None:
-            for position, digest in enumerate(digests):
-                pending = self._pending.get((digest, k)) if build == self._pending_build else None
-                if pending is not None:
-                    found[position] = list(pending)
-            rest = [i for i in range(len(digests)) if i not in found]
-            looked = self.cache.lookup(build, [digests[i] for i in rest], k)
-            found.update({rest[j]: hits for j, hits in looked.items()})
+        # Results found this session are not read back: they came from the open index, which
+        # answers a repeated search as well (and the hits count what the cache saved).
+        found = {} if build is None else self.cache.lookup(build, digests, k)
         missing = [i for i in range(len(digests)) if i not in found]
         self.hits += len(found)
         self.misses += len(missing)
