@@ -298,10 +298,9 @@ class ChromaIndex:
 
         from retrieval_gate.atomic import write_text_atomic
 
-        try:
+        # Unwritten, there is no build id: results are not cached, the index searched each run.
+        with contextlib.suppress(OSError):
             write_text_atomic(path, uuid.uuid4().hex + "\n")
-        except OSError:
-            pass  # no build id: results are not cached, the index is searched every run
 
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
         if k < 1:

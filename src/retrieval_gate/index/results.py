@@ -19,6 +19,7 @@ shards are written whole to a temporary file and renamed into place.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -222,10 +223,8 @@ class CachedSearch:
         self._pending = {}
         if not pending or build is None:
             return
-        try:
+        with contextlib.suppress(OSError):
             self.cache.store(build, pending)
-        except OSError:
-            pass
 
     def close(self) -> None:
         """Flush, and close the real index if it has a ``close``."""

@@ -33,10 +33,10 @@ from retrieval_gate.systems.retriever import TIMEOUT_OPTION, CallTimeout, call_b
 
 if TYPE_CHECKING:
     from retrieval_gate.config import Settings, SystemConfig
-    from retrieval_gate.index import Index
-    from retrieval_gate.index.results import CachedSearch
     from retrieval_gate.corpus import Corpus
     from retrieval_gate.embed import Embedder
+    from retrieval_gate.index import Index
+    from retrieval_gate.index.results import CachedSearch
     from retrieval_gate.suite import Suite
     from retrieval_gate.systems.fields import FieldLayout
 
