@@ -173,6 +173,32 @@ def test_chroma_reopen_reuses_collection_without_re_adding(tmp_path: Path) -> No
     assert other.search(QUERIES, k=3) == [[], []]
 
 
+def test_chroma_records_a_build_id_per_build_and_keeps_it_on_reopen(tmp_path: Path) -> None:
+    from retrieval_gate.index import INDEXES
+    from retrieval_gate.index.chroma import build_file, read_build
+
+    built = INDEXES["chroma"].built
+    assert built is not None and INDEXES["exact"].built is None
+    assert INDEXES["chroma-server"].built is None
+    assert built(tmp_path, "ids", {}) is None  # nothing built yet
+    first = make_index("chroma", cache_dir=tmp_path, key="ids")
+    first.add(IDS[:3], VECTORS[:3])
+    build = built(tmp_path, "ids", {})
+    assert build is not None and len(build) == 32
+    assert build_file(tmp_path / "chroma", "ids").name == ".retrieval-gate-build-rg-ids"
+    # Reopened with nothing new to add: the same graph, the same build.
+    make_index("chroma", cache_dir=tmp_path, key="ids").add(IDS[:3], VECTORS[:3])
+    assert read_build(tmp_path / "chroma", "ids") == build
+    # New vectors change the graph: a new build id.
+    make_index("chroma", cache_dir=tmp_path, key="ids").add(IDS, VECTORS)
+    rebuilt = read_build(tmp_path / "chroma", "ids")
+    assert rebuilt is not None and rebuilt != build
+    # A collection found without an id (built before ids existed) gets one when reopened.
+    build_file(tmp_path / "chroma", "ids").unlink()
+    make_index("chroma", cache_dir=tmp_path, key="ids").add(IDS, VECTORS)
+    assert read_build(tmp_path / "chroma", "ids") not in (None, build, rebuilt)
+
+
 def test_chroma_adds_in_batches_under_the_client_limit(tmp_path: Path) -> None:
     from retrieval_gate.index.chroma import ChromaIndex
 

@@ -179,15 +179,112 @@ def test_a_latency_gate_loads_the_model_and_embeds_queries_live(
     assert _rankings(gated) == _rankings(cold)
 
 
-def test_a_warm_chroma_run_reopens_its_collection_without_the_model(
+def _per_query(run: dict[str, Any]) -> dict[str, Any]:
+    return {q["id"]: (q["ranking"], q["metrics"]) for q in run["queries"]}
+
+
+def _index_figures(run: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in run["stats"].items() if k.startswith(("index_recall", "index_stab"))}
+
+
+def _shards(pytester: pytest.Pytester) -> list[Path]:
+    return sorted((pytester.path / "cache" / "index-results").glob("*/*.json"))
+
+
+def test_a_warm_chroma_run_answers_from_the_result_cache_without_opening_chroma(
+    pytester: pytest.Pytester, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("chromadb")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _project(pytester, tiny_model, "chroma")
+    cold_modules, cold = _run(pytester)
+    assert {"chromadb", "torch"} <= set(cold_modules)
+    assert (cold["stats"]["index_opened"], cold["stats"]["cached_results"]) == (True, 0)
+    assert not any("search results" in note for note in cold["stats"]["notes"])
+    builds = list((pytester.path / "cache" / "chroma").glob(".retrieval-gate-build-rg-*"))
+    assert len(builds) == 1 and len(builds[0].read_text().strip()) == 32
+    assert _shards(pytester)
+
+    modules, warm = _run(pytester)
+    # Neither the model nor chroma: every search is answered from the cold run's results.
+    assert modules == []
+    stats = warm["stats"]
+    assert (stats["model_loaded"], stats["embedded_documents"]) == (False, 0)
+    assert stats["index_opened"] is False
+    # 4 searches of the run (3 queries and the warm-up) and 3 for the index recall figure.
+    assert stats["cached_results"] == 7
+    assert "search results: cached, chroma not opened" in stats["notes"]
+    assert _per_query(warm) == _per_query(cold)
+    assert warm["metrics"] == cold["metrics"]
+    # Index recall and stability read the same figures back without opening chroma.
+    assert _index_figures(warm) == _index_figures(cold)
+    assert _index_figures(warm)["index_recall_queries"] == 3
+    report = (pytester.path / "retrieval-gate-report.md").read_text()
+    assert "search results: cached, chroma not opened" in report
+
+
+def test_a_damaged_result_shard_is_searched_again_and_rewritten(
     pytester: pytest.Pytester, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("chromadb")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     _project(pytester, tiny_model, "chroma")
     _, cold = _run(pytester)
+    shards = _shards(pytester)
+    damaged = shards[0]
+    before = json.loads(damaged.read_text())
+    damaged.write_text('{"format": 1, "build": "')  # cut short mid-write
+
     modules, warm = _run(pytester)
-    # chroma itself is imported to reopen the persisted collection; the model is not.
-    assert modules == ["chromadb"]
-    assert (warm["stats"]["model_loaded"], warm["stats"]["embedded_documents"]) == (False, 0)
-    assert _rankings(warm) == _rankings(cold)
+    # What the damaged shard held is searched again in chroma; the rest still comes cached.
+    assert "chromadb" in modules
+    assert warm["stats"]["index_opened"] is True
+    assert _per_query(warm) == _per_query(cold)
+    assert _index_figures(warm) == _index_figures(cold)
+    assert json.loads(damaged.read_text()) == before
+    assert _shards(pytester) == shards
+
+    modules, again = _run(pytester)
+    assert modules == []
+    assert _per_query(again) == _per_query(cold)
+
+
+def test_a_rebuilt_collection_never_answers_with_the_old_builds_results(
+    pytester: pytest.Pytester, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    pytest.importorskip("chromadb")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _project(pytester, tiny_model, "chroma")
+    _, cold = _run(pytester)
+    (old_build,) = (pytester.path / "cache" / "chroma").glob(".retrieval-gate-build-*")
+    old_id = old_build.read_text()
+    shutil.rmtree(pytester.path / "cache" / "chroma")
+
+    modules, rebuilt = _run(pytester)
+    # No build id without the store: chroma is opened, the collection built again.
+    assert "chromadb" in modules
+    assert (rebuilt["stats"]["index_opened"], rebuilt["stats"]["cached_results"]) == (True, 0)
+    (new_build,) = (pytester.path / "cache" / "chroma").glob(".retrieval-gate-build-*")
+    assert new_build.read_text() != old_id
+    assert all(
+        json.loads(s.read_text())["build"] == new_build.read_text().strip()
+        for s in _shards(pytester)
+    )
+    assert _per_query(rebuilt) == _per_query(cold)
+
+
+def test_a_latency_gate_searches_chroma_for_real(
+    pytester: pytest.Pytester, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("chromadb")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _project(pytester, tiny_model, "chroma")
+    _, cold = _run(pytester)
+    _project(pytester, tiny_model, "chroma", extra="  latency_p95_ms: 60000\n")
+    modules, gated = _run(pytester, gates=2)
+    # Latency must time the real search, so the result cache is not used.
+    assert "chromadb" in modules
+    assert (gated["stats"]["index_opened"], gated["stats"]["cached_results"]) == (True, 0)
+    assert _rankings(gated) == _rankings(cold)

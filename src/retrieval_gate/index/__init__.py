@@ -80,6 +80,12 @@ class IndexBackend:
     imports its library only when called. ``approximate`` backends get their ``index_recall``
     against exact search reported with each run; ``rebuildable`` ones (built in a folder of the
     gate's own, not on a server) also their stability between two builds of the same vectors.
+
+    ``built(cache_dir, key, options)``, for a persistent approximate index whose rankings stay
+    put until it is built again, says the id of its current build without opening it (None
+    when unknown); a backend with it gets its search results cached between runs
+    (:mod:`retrieval_gate.index.results`). Without it (exact search is cheap and
+    deterministic; a server's collection can change under us) every run searches.
     """
 
     name: str
@@ -88,6 +94,7 @@ class IndexBackend:
     summary: str
     approximate: bool = True
     rebuildable: bool = False
+    built: Callable[[Path, str, Mapping[str, Any]], str | None] | None = None
 
 
 #: Index backends by name; "unknown index" lists these keys.
@@ -138,6 +145,12 @@ def _chroma(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Index:
     return open_embedded(Path(cache_dir) / "chroma", key, hnsw=hnsw_settings(options))
 
 
+def _chroma_built(cache_dir: Path, key: str, options: Mapping[str, Any]) -> str | None:
+    from retrieval_gate.index.chroma import read_build
+
+    return read_build(Path(cache_dir) / "chroma", key)
+
+
 def _chroma_server(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Index:
     from retrieval_gate.index.chroma import open_server
 
@@ -160,6 +173,7 @@ register_index(
         open=_chroma,
         summary="embedded chroma store in the cache folder, reused between runs",
         rebuildable=True,
+        built=_chroma_built,
     )
 )
 register_index(

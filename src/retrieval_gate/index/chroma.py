@@ -29,6 +29,8 @@ _MAX_PLAIN_KEY = 60
 
 #: Lock file in an embedded store's folder; held while a process fills a collection.
 LOCK_FILE = ".retrieval-gate.lock"
+#: Beside it, per collection, the id of its current build (``BUILD_PREFIX + collection name``).
+BUILD_PREFIX = ".retrieval-gate-build-"
 
 
 class ChromaError(RunError, ValueError):
@@ -147,6 +149,26 @@ def collection_name(key: str) -> str:
     return f"{_NAME_PREFIX}{head}-{digest}" if head else f"{_NAME_PREFIX}{digest}"
 
 
+def build_file(path: Path, key: str) -> Path:
+    """Where an embedded store at ``path`` keeps the build id of ``key``'s collection."""
+    return path / f"{BUILD_PREFIX}{collection_name(key)}"
+
+
+def read_build(path: Path, key: str) -> str | None:
+    """The id of the build of ``key``'s collection in the embedded store at ``path``, read
+    without importing chroma; None when none was recorded (or it cannot be read).
+
+    A new id is written whenever `ChromaIndex.add` puts vectors into the collection (its HNSW
+    graph, and so its rankings, may change), so results cached under one id came from the
+    graph that still answers.
+    """
+    try:
+        text = build_file(path, key).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text or None
+
+
 def _chunks(n: int, size: int) -> Iterator[slice]:
     for start in range(0, n, size):
         yield slice(start, min(start + size, n))
@@ -175,8 +197,11 @@ class ChromaIndex:
         where: str,
         lock_path: Path | None = None,
         hnsw: dict[str, int] | None = None,
+        build_path: Path | None = None,
     ) -> None:
         self._client = client
+        #: File holding the collection's build id (embedded stores only): see `read_build`.
+        self.build_path = build_path
         #: HNSW settings beyond the cosine space (``ef_search``, ...): chroma's defaults if empty.
         self.hnsw = dict(hnsw or {})
         self.key = key
@@ -251,12 +276,31 @@ class ChromaIndex:
                 raise self._failed("could not be locked", exc) from exc
             present = self._present(id_list)
             new = [i for i, doc_id in enumerate(id_list) if doc_id not in present]
+            if new and self.build_path is not None:
+                # The graph changes: results cached for the old build must not answer for it,
+                # even if this add fails half way.
+                try:
+                    self.build_path.unlink(missing_ok=True)
+                except OSError as exc:
+                    raise self._failed("could not be written", exc) from exc
             for part in _chunks(len(new), self._batch):
                 rows = new[part]
                 try:
                     self._collection.add(ids=[id_list[i] for i in rows], embeddings=array[rows])
                 except Exception as exc:
                     raise self._failed("rejected vectors", exc) from exc
+            if self.build_path is not None and (new or not self.build_path.exists()):
+                self._new_build(self.build_path)
+
+    @staticmethod
+    def _new_build(path: Path) -> None:
+        import uuid
+
+        from retrieval_gate.atomic import write_text_atomic
+
+        # Unwritten, there is no build id: results are not cached, the index searched each run.
+        with contextlib.suppress(OSError):
+            write_text_atomic(path, uuid.uuid4().hex + "\n")
 
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
         if k < 1:
@@ -311,7 +355,14 @@ def open_embedded(path: Path, key: str, *, hnsw: dict[str, int] | None = None) -
             f"chroma store at {path} could not be opened: {_first_line(exc)}; "
             "delete that folder to rebuild it"
         ) from exc
-    return ChromaIndex(client, key, where=str(path), lock_path=lock_path, hnsw=hnsw)
+    return ChromaIndex(
+        client,
+        key,
+        where=str(path),
+        lock_path=lock_path,
+        hnsw=hnsw,
+        build_path=build_file(path, key),
+    )
 
 
 def open_server(

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from retrieval_gate.config import Settings, SystemConfig
     from retrieval_gate.corpus import Corpus
     from retrieval_gate.embed import Embedder
+    from retrieval_gate.index import Index
+    from retrieval_gate.index.results import CachedSearch
     from retrieval_gate.suite import Suite
     from retrieval_gate.systems.fields import FieldLayout
 
@@ -271,11 +273,13 @@ class EmbeddingIndex:
         settings: Settings,
         options: RunOptions,
         corpus: Corpus,
+        *,
+        cache_results: bool = False,
     ) -> None:
         from retrieval_gate.cache import EmbeddingCache
         from retrieval_gate.corpus import chunk_documents
         from retrieval_gate.embed import LazyEmbedder, known_dim
-        from retrieval_gate.index import make_index
+        from retrieval_gate.index import INDEXES
         from retrieval_gate.systems.fields import field_layout, index_key
 
         self.system = system
@@ -387,30 +391,38 @@ class EmbeddingIndex:
         self.index_dir = self._scratch or options.cache_dir
         self.notes: list[str] = list(corpus.notes)
         self.index_kind: str = opt["index"]
-        try:
+        self.stage_seconds["index"] = 0.0
+        #: With ``cache_results`` and a backend that says its build id (embedded chroma): search
+        #: results come from the result cache, the index is opened only on a miss.
+        self.cached_search: CachedSearch | None = None
+        self.index: Index
+        backend = INDEXES.get(self.index_kind)
+        built = backend.built if backend is not None else None
+        if cache_results and options.use_cache and built is not None:
+            from retrieval_gate.index.results import CachedSearch, ResultCache
+
+            index_opts = index_options(system)
+            read_build = built
+
+            def build_id() -> str | None:
+                # Only the backend's own build answers, not a read-only store's exact fallback.
+                if self.index_kind != opt["index"]:
+                    return None
+                return read_build(self.index_dir, self.key, index_opts)
+
+            self.cached_search = CachedSearch(
+                ResultCache(options.cache_dir, f"{self.index_kind}\n{self.key}"),
+                self._open_index,
+                build_id,
+                size=len(self.unit_ids),
+            )
+            self.index = self.cached_search
+        else:
             try:
-                self.index = make_index(
-                    opt["index"],
-                    cache_dir=self.index_dir,
-                    key=self.key,
-                    entry=f"system.{system.name}",
-                    **index_options(system),
-                )
-                self._set_block(self.index)
-                self.index.add(self.unit_ids, vectors)
-            except RetrievalGateError as exc:
-                # A warm cache on a read-only mount: the vectors are all here, exact search
-                # over them is the reference the approximate index is measured against.
-                if getattr(exc, "problem", None) != "read-only":
-                    raise
-                self.index = self.exact_index()
-                self.index_kind = "exact"
-                self.index.add(self.unit_ids, vectors)
-                self.notes.append(f"{exc.message}; searched with the exact index instead")
-        except BaseException:
-            self.close()
-            raise
-        self.stage_seconds["index"] = time.perf_counter() - began
+                self.index = self._open_index()
+            except BaseException:
+                self.close()
+                raise
         self.stats: dict[str, Any] = {
             "corpus_documents": len(corpus),
             "indexed_units": len(self.unit_ids),
@@ -421,6 +433,36 @@ class EmbeddingIndex:
         }
         if self.notes:
             self.stats["notes"] = list(self.notes)
+
+    def _open_index(self) -> Any:
+        """Open (build or reopen) the system's index with every unit vector added; a read-only
+        store falls back to exact search, with a note."""
+        from retrieval_gate.index import make_index
+
+        began = time.perf_counter()
+        try:
+            index = make_index(
+                self.index_kind,
+                cache_dir=self.index_dir,
+                key=self.key,
+                entry=f"system.{self.system.name}",
+                **index_options(self.system),
+            )
+            self._set_block(index)
+            index.add(self.unit_ids, self.vectors)
+        except RetrievalGateError as exc:
+            # A warm cache on a read-only mount: the vectors are all here, exact search
+            # over them is the reference the approximate index is measured against.
+            if getattr(exc, "problem", None) != "read-only":
+                raise
+            index = self.exact_index()
+            self.index_kind = "exact"
+            index.add(self.unit_ids, self.vectors)
+            self.notes.append(f"{exc.message}; searched with the exact index instead")
+            if hasattr(self, "stats"):  # opened lazily, after the stats were taken
+                self.stats["notes"] = list(self.notes)
+        self.stage_seconds["index"] += time.perf_counter() - began
+        return index
 
     def _set_block(self, index: Any) -> None:
         from retrieval_gate.index.exact import ExactIndex
@@ -473,6 +515,9 @@ class EmbeddingIndex:
         return self.search_vector(vector, k)
 
     def close(self) -> None:
+        cached = getattr(self, "cached_search", None)
+        if cached is not None:
+            cached.close()  # writes the results found this run
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
@@ -505,10 +550,15 @@ class EmbeddingSystem:
     def __init__(self, config: SystemConfig, context: OpenContext) -> None:
         self.config = config
         corpus = require_corpus(context.suite, config, context.settings, context.corpus)
-        self.index = EmbeddingIndex(config, context.settings, context.options, corpus)
-        self.live_queries = latency_gated(context) or self.index.query_cache is None
+        gated = latency_gated(context)
+        # A timed search must be a real one: the result cache only serves runs without a
+        # latency gate.
+        self.index = EmbeddingIndex(
+            config, context.settings, context.options, corpus, cache_results=not gated
+        )
+        self.live_queries = gated or self.index.query_cache is None
         self._cache_dir = context.options.cache_dir if context.options.use_cache else None
-        self._stats: dict[str, Any] = dict(self.index.stats)
+        self._stats: dict[str, Any] = {}
         self._recall_vectors: list[Any] = []
         self._recall_cutoff = 0
         self._recall_measured = 0
@@ -711,15 +761,34 @@ class EmbeddingSystem:
             "query_note": note,
         }
 
+    def _result_stats(self) -> dict[str, Any]:
+        cached = self.index.cached_search
+        if cached is None:
+            return {"cached_results": 0, "index_opened": True, "results_note": None}
+        note = None
+        if not cached.opened:
+            note = f"search results: cached, {self.index.index_kind} not opened"
+        elif cached.hits:
+            note = f"search results: {cached.hits} cached, {cached.misses} searched"
+        return {"cached_results": cached.hits, "index_opened": cached.opened, "results_note": note}
+
     @property
     def stats(self) -> Mapping[str, Any]:
         if self._recall_vectors and self._recall_measured != len(self._recall_vectors):
             self._measure_recall(self._recall_vectors, self._recall_cutoff)
             self._recall_measured = len(self._recall_vectors)
-        stats = {**self._stats, **self._query_stats()}
+        if self.index.cached_search is not None:
+            self.index.cached_search.flush()
+        # The index's stats are read now: a lazily opened index may have added a note.
+        stats = {**self.index.stats, **self._stats, **self._query_stats(), **self._result_stats()}
+        notes = list(self.index.stats.get("notes", ()))
         if self._queries_cached or self._queries_embedded:
-            stats["notes"] = [*self._stats.get("notes", ()), stats["query_note"]]
-        del stats["query_note"]
+            notes.append(stats["query_note"])
+        if stats["results_note"] is not None:
+            notes.append(stats["results_note"])
+        if notes:
+            stats["notes"] = notes
+        del stats["query_note"], stats["results_note"]
         return stats
 
     @property
