@@ -431,8 +431,6 @@ class EmbeddingIndex:
             "embedder": embedder.identity,
             "dims": embedder.dim,
         }
-        if self.notes:
-            self.stats["notes"] = list(self.notes)
 
     def _open_index(self) -> Any:
         """Open (build or reopen) the system's index with every unit vector added; a read-only
@@ -459,8 +457,6 @@ class EmbeddingIndex:
             self.index_kind = "exact"
             index.add(self.unit_ids, self.vectors)
             self.notes.append(f"{exc.message}; searched with the exact index instead")
-            if hasattr(self, "stats"):  # opened lazily, after the stats were taken
-                self.stats["notes"] = list(self.notes)
         self.stage_seconds["index"] += time.perf_counter() - began
         return index
 
@@ -779,9 +775,9 @@ class EmbeddingSystem:
             self._recall_measured = len(self._recall_vectors)
         if self.index.cached_search is not None:
             self.index.cached_search.flush()
-        # The index's stats are read now: a lazily opened index may have added a note.
         stats = {**self.index.stats, **self._stats, **self._query_stats(), **self._result_stats()}
-        notes = list(self.index.stats.get("notes", ()))
+        # Read now: a lazily opened index may have added one.
+        notes = list(self.index.notes)
         if self._queries_cached or self._queries_embedded:
             notes.append(stats["query_note"])
         if stats["results_note"] is not None:
