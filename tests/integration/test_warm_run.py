@@ -191,13 +191,20 @@ def _shards(pytester: pytest.Pytester) -> list[Path]:
     return sorted((pytester.path / "cache" / "index-results").glob("*/*.json"))
 
 
-def test_a_warm_chroma_run_answers_from_the_result_cache_without_opening_chroma(
+def _cold_chroma(
     pytester: pytest.Pytester, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> tuple[list[str], dict[str, Any]]:
+    """A chroma project with the tiny model, run once from an empty cache."""
     pytest.importorskip("chromadb")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     _project(pytester, tiny_model, "chroma")
-    cold_modules, cold = _run(pytester)
+    return _run(pytester)
+
+
+def test_a_warm_chroma_run_answers_from_the_result_cache_without_opening_chroma(
+    pytester: pytest.Pytester, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cold_modules, cold = _cold_chroma(pytester, tiny_model, monkeypatch)
     assert {"chromadb", "torch"} <= set(cold_modules)
     assert (cold["stats"]["index_opened"], cold["stats"]["cached_results"]) == (True, 0)
     assert not any("search results" in note for note in cold["stats"]["notes"])
@@ -226,10 +233,7 @@ def test_a_warm_chroma_run_answers_from_the_result_cache_without_opening_chroma(
 def test_a_damaged_result_shard_is_searched_again_and_rewritten(
     pytester: pytest.Pytester, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("chromadb")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    _project(pytester, tiny_model, "chroma")
-    _, cold = _run(pytester)
+    _, cold = _cold_chroma(pytester, tiny_model, monkeypatch)
     shards = _shards(pytester)
     damaged = shards[0]
     before = json.loads(damaged.read_text())
@@ -254,10 +258,7 @@ def test_a_rebuilt_collection_never_answers_with_the_old_builds_results(
 ) -> None:
     import shutil
 
-    pytest.importorskip("chromadb")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    _project(pytester, tiny_model, "chroma")
-    _, cold = _run(pytester)
+    _, cold = _cold_chroma(pytester, tiny_model, monkeypatch)
     (old_build,) = (pytester.path / "cache" / "chroma").glob(".retrieval-gate-build-*")
     old_id = old_build.read_text()
     shutil.rmtree(pytester.path / "cache" / "chroma")
@@ -278,10 +279,7 @@ def test_a_rebuilt_collection_never_answers_with_the_old_builds_results(
 def test_a_latency_gate_searches_chroma_for_real(
     pytester: pytest.Pytester, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("chromadb")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    _project(pytester, tiny_model, "chroma")
-    _, cold = _run(pytester)
+    _, cold = _cold_chroma(pytester, tiny_model, monkeypatch)
     _project(pytester, tiny_model, "chroma", extra="  latency_p95_ms: 60000\n")
     modules, gated = _run(pytester, gates=2)
     # Latency must time the real search, so the result cache is not used.
