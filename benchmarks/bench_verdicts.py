@@ -174,6 +174,24 @@ def new_verdict(now: np.ndarray, then: np.ndarray, tol: float, family: int) -> s
     return "underpowered"
 
 
+def draw(
+    va: np.ndarray,
+    vb: np.ndarray,
+    idx: np.ndarray,
+    delta: float,
+    model: str,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """then = A's values at ``idx`` (any shape); now = then + random signs x (B - A), then the true
+    drop ``delta``: subtracted from every query ("shift"), or each query losing its whole value
+    with probability delta / mean(A) ("lose")."""
+    then = va[idx]
+    now = then + rng.choice([-1.0, 1.0], idx.shape) * (vb[idx] - va[idx])
+    if model == "shift":
+        return then, now - delta
+    return then, np.where(rng.random(idx.shape) < delta / float(va.mean()), 0.0, now)
+
+
 def simulate(
     a: list[float],
     b: list[float],
@@ -189,14 +207,7 @@ def simulate(
     va, vb = np.asarray(a), np.asarray(b)
     counts = {"old fails": 0, "regressed": 0, "ok": 0, "underpowered": 0}
     for _ in range(reps):
-        idx = rng.integers(0, va.size, n)
-        then = va[idx]
-        signs = rng.choice([-1.0, 1.0], n)
-        now = then + signs * (vb[idx] - va[idx])
-        if model == "shift":
-            now = now - delta
-        else:
-            now = np.where(rng.random(n) < delta / float(va.mean()), 0.0, now)
+        then, now = draw(va, vb, rng.integers(0, va.size, n), delta, model, rng)
         counts["old fails"] += old_fails(now, then, tol)
         counts[new_verdict(now, then, tol, family)] += 1
     return {k: v / reps for k, v in counts.items()}
@@ -240,16 +251,10 @@ def draw_shifted(
     seed: int,
     model: str,
 ) -> np.ndarray:
-    """reps x n shifted differences x = now - then + tol, drawn as in :func:`simulate`."""
+    """reps x n shifted differences x = now - then + tol, drawn by :func:`draw`."""
     rng = np.random.default_rng(seed)
     va, vb = np.asarray(a), np.asarray(b)
-    idx = rng.integers(0, va.size, (reps, n))
-    then = va[idx]
-    now = then + rng.choice([-1.0, 1.0], (reps, n)) * (vb[idx] - va[idx])
-    if model == "shift":
-        now = now - delta
-    else:
-        now = np.where(rng.random((reps, n)) < delta / float(va.mean()), 0.0, now)
+    then, now = draw(va, vb, rng.integers(0, va.size, (reps, n)), delta, model, rng)
     result: np.ndarray = now - then + tol
     return result
 
