@@ -423,7 +423,7 @@ class EmbeddingIndex:
             except BaseException:
                 self.close()
                 raise
-        self.stats: dict[str, Any] = {
+        self._counts: dict[str, Any] = {
             "corpus_documents": len(corpus),
             "indexed_units": len(self.unit_ids),
             "embedded_documents": len(todo),
@@ -431,6 +431,12 @@ class EmbeddingIndex:
             "embedder": embedder.identity,
             "dims": embedder.dim,
         }
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """Corpus, embedding and cache figures, with ``notes`` (corpus, index) when there are
+        any: read when asked, so a note of an index opened lazily is in."""
+        return {**self._counts, **({"notes": list(self.notes)} if self.notes else {})}
 
     def _open_index(self) -> Any:
         """Open (build or reopen) the system's index with every unit vector added; a read-only
@@ -776,8 +782,7 @@ class EmbeddingSystem:
         if self.index.cached_search is not None:
             self.index.cached_search.flush()
         stats = {**self.index.stats, **self._stats, **self._query_stats(), **self._result_stats()}
-        # Read now: a lazily opened index may have added one.
-        notes = list(self.index.notes)
+        notes = list(stats.get("notes", ()))
         if self._queries_cached or self._queries_embedded:
             notes.append(stats["query_note"])
         if stats["results_note"] is not None:
