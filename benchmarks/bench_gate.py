@@ -44,12 +44,13 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_gate.cache import EmbeddingCache
 from retrieval_gate.config import parse_settings
 from retrieval_gate.corpus import Corpus, load_corpus
-from retrieval_gate.evaluation import Evaluation, evaluate_run
-from retrieval_gate.run import RunOptions, run_suite
-from retrieval_gate.suite import Suite, parse_suite
+from retrieval_gate.embed.cache import EmbeddingCache
+from retrieval_gate.runs import run_suite
+from retrieval_gate.runs.evaluate import Evaluation, evaluate_run
+from retrieval_gate.suites.suite import Suite, parse_suite
+from retrieval_gate.systems import RunOptions
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "vaswani"

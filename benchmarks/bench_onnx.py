@@ -34,8 +34,9 @@ from bench_gate import DEFAULT_DATA, MODEL, bare_loop, timed_cpu, vaswani
 
 from retrieval_gate.config import parse_settings
 from retrieval_gate.embed import EmbedderSpec
-from retrieval_gate.evaluation import Evaluation, evaluate_run
-from retrieval_gate.run import RunOptions, run_suite
+from retrieval_gate.runs import run_suite
+from retrieval_gate.runs.evaluate import Evaluation, evaluate_run
+from retrieval_gate.systems import RunOptions
 
 try:
     import openvino  # noqa: F401

@@ -25,14 +25,14 @@ delta / mean(A), so the expected drop is delta but it sits on a few queries.
 Old rule (before issue 10): fail when the mean drop > tolerance and the one-sided paired
 sign-flip test of "any drop" (exact <= 16 non-zero differences, else 10,000 seeded samples) has
 p <= alpha (Holm within one suite x system; one item here, so p itself). New rule: the margin
-test (retrieval_gate.stats.margin_test) at alpha / K, with K = retrieval_gate.gate.family_size of
+test (retrieval_gate.gates.stats.margin_test) at alpha / K, with K = retrieval_gate.gates.regressions.family_size of
 the session's items; verdicts regressed / ok / underpowered.
 
 ``--calibration`` asks how far the margin test is from the best a test of the mean can do, on the
 cells at 200 and 93 queries of Vaswani and HPO: at a true drop equal to the tolerance (the
 boundary, where "regressed" must stay <= alpha) and at twice it (the power target):
 
-* the margin test itself (retrieval_gate.stats.margin_test, one call per simulated suite), with
+* the margin test itself (retrieval_gate.gates.stats.margin_test, one call per simulated suite), with
   many more suites than the main table, so a rate's Monte Carlo standard error is ~0.0015;
 * the ceiling of its statistic z = sum(x) / sqrt(sum(x^2)): its critical value taken as the
   alpha-quantile of z simulated at the boundary of the same scenario (an oracle no real test has:
@@ -54,8 +54,8 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval_gate.gate import family_size
-from retrieval_gate.stats import margin_test, paired_randomisation, z_quantile
+from retrieval_gate.gates.regressions import family_size
+from retrieval_gate.gates.stats import margin_test, paired_randomisation, z_quantile
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(__file__).resolve().parent / ".cache" / "values.json"
@@ -132,7 +132,7 @@ def hpo() -> tuple[list[float], list[float]]:
 
 
 def quickstart() -> tuple[list[float], list[float]]:
-    from retrieval_gate.suite import load_suite
+    from retrieval_gate.suites.suite import load_suite
 
     base = ROOT / "examples" / "quickstart"
     suite = load_suite(base / "lineage.retrieval.yaml")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_gate.config import Settings, SystemConfig
+from retrieval_gate.config import Settings
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.options import (
     OptionValues,
@@ -17,6 +17,7 @@ from retrieval_gate.options import (
     select_systems,
 )
 from retrieval_gate.plugin import GATE_ONLY_OPTIONS, gate_only_given
+from retrieval_gate.systems.config import SystemConfig
 
 ROOT = Path("/project")
 CWD = Path("/project/sub")

@@ -15,13 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from retrieval_gate.config import SystemConfig
 from retrieval_gate.errors import RetrievalGateError
-from retrieval_gate.gate import RegressionCheck, check_gate, check_query
+from retrieval_gate.gates.floors import check_gate, check_query
+from retrieval_gate.gates.regressions import RegressionCheck
 from retrieval_gate.keys import SESSION_KEY
 from retrieval_gate.records import Outcome, parse_scope
 from retrieval_gate.session import InternalRunError
-from retrieval_gate.suite import Gate, Query, Suite, load_suite
+from retrieval_gate.suites.suite import Gate, Suite, load_suite
+from retrieval_gate.suites.units import Query
+from retrieval_gate.systems.config import SystemConfig
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr

@@ -19,8 +19,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
-from retrieval_gate.config import Settings, SystemConfig
+from retrieval_gate.config import Settings
 from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.systems.config import SystemConfig
 
 DEFAULT_REPORT = "retrieval-gate-report.md"
 DEFAULT_BASELINE = "retrieval-baseline.json"

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from retrieval_gate import progress
-from retrieval_gate.baseline import Baseline, load_baseline, save_baseline
-from retrieval_gate.config import Settings, SystemConfig, load_settings
+from retrieval_gate.baseline.store import Baseline, load_baseline, save_baseline
+from retrieval_gate.config import Settings, load_settings
 from retrieval_gate.errors import RetrievalGateError
-from retrieval_gate.gate import (
+from retrieval_gate.gates.regressions import (
     RegressionCheck,
     Regressions,
     compare_with_baseline,
@@ -38,8 +38,11 @@ from retrieval_gate.options import (
     select_systems,
 )
 from retrieval_gate.records import BaselineComparison, Outcome, RunFailure, RunRecord, parse_scope
-from retrieval_gate.run import RunOptions, corpus_path
-from retrieval_gate.suite import OntologySpec, Suite
+from retrieval_gate.runs import corpus_path
+from retrieval_gate.suites.ontology import OntologySpec
+from retrieval_gate.suites.suite import Suite
+from retrieval_gate.systems import RunOptions
+from retrieval_gate.systems.config import SystemConfig
 
 if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
@@ -188,7 +191,7 @@ class GateSession:
         """An ontology suite with its expected ids checked and mapped (ontology/suites.py)."""
         if suite.ontology is None:
             return suite
-        from retrieval_gate.ontology.suites import map_expected_ids
+        from retrieval_gate.suites.ontology import map_expected_ids
 
         return map_expected_ids(suite, self.ontology_for(suite))
 
@@ -226,7 +229,7 @@ class GateSession:
 
     def _ontology_corpus(self, suite: Suite, spec: OntologySpec) -> Corpus:
         """The suite's ontology as a corpus of term documents, built once per file and root."""
-        from retrieval_gate.ontology.suites import term_corpus
+        from retrieval_gate.suites.ontology import term_corpus
 
         ontology = self.ontology_for(suite)
         key = (ontology.source, ontology.digest, spec.root)
@@ -270,7 +273,7 @@ class GateSession:
     @property
     def family_size(self) -> int:
         """K: the gated regression items of the whole session that can reach significance at
-        alpha / K (:func:`retrieval_gate.gate.family_size`)."""
+        alpha / K (:func:`retrieval_gate.gates.regressions.family_size`)."""
         if self._family_size is None:
             self._family_size = family_size(list(self._family.values()), self.settings.alpha)
         return self._family_size
@@ -328,9 +331,9 @@ class GateSession:
         key = (suite.path, system.name)
         found = self._records.get(key)
         if found is None:
-            from retrieval_gate.evaluation import evaluate_run, record_run
             from retrieval_gate.metrics import parse_metric
-            from retrieval_gate.run import run_suite
+            from retrieval_gate.runs import run_suite
+            from retrieval_gate.runs.evaluate import evaluate_run, record_run
 
             try:
                 run = run_suite(
@@ -384,8 +387,8 @@ class GateSession:
     def drift(self, suite: Suite, system: SystemConfig) -> dict[str, Outcome] | str:
         """The suite's drift outcomes by metric (``RBO@10``, ``Jaccard@10``) against the
         baseline run (drift.py), or why there are none."""
-        from retrieval_gate.baseline import align
-        from retrieval_gate.drift import check_drift
+        from retrieval_gate.baseline.align import align
+        from retrieval_gate.gates.drift import check_drift
 
         record = self.record(suite, system)
         base = None if self.baseline is None else self.baseline.get(suite.name, system.name)
@@ -512,7 +515,7 @@ class GateSession:
                 tr.write_line(f"retrieval gate: could not write the report: {exc}", red=True)
         self._data = data
         if self.suggest_floors and not interrupted:
-            from retrieval_gate.floors import session_suggestions
+            from retrieval_gate.gates.suggest import session_suggestions
 
             try:
                 self.floor_lines = session_suggestions(

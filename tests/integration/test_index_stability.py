@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from retrieval_gate.drift import rbo_ext
+from retrieval_gate.metrics.overlap import rbo_ext
 
 CONFTEST = '''
 import numpy as np

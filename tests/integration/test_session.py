@@ -44,7 +44,7 @@ def test_a_bug_in_the_plugin_is_an_internal_error_with_its_traceback(
     # A KeyError inside the plugin's own evaluation must not read as the user's retriever failing.
     project.makeconftest(
         """
-        import retrieval_gate.evaluation as evaluation
+        import retrieval_gate.runs.evaluate as evaluation
 
         def broken(*args, **kwargs):
             return {}["P@1"]

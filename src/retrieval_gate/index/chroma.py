@@ -296,7 +296,7 @@ class ChromaIndex:
     def _new_build(path: Path) -> None:
         import uuid
 
-        from retrieval_gate.atomic import write_text_atomic
+        from retrieval_gate.files.atomic import write_text_atomic
 
         # Unwritten, there is no build id: results are not cached, the index searched each run.
         with contextlib.suppress(OSError):

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_gate.atomic import write_text_atomic
+from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.index import Index, check_vectors
 
 __all__ = ["RESULTS_FOLDER", "CachedSearch", "ResultCache"]

@@ -2,7 +2,7 @@
 
 ``python -m retrieval_gate.metrics.docs`` prints the page, ``--write docs/metrics.md`` writes it
 and ``--check docs/metrics.md`` exits 1 when the file differs from what the registry renders
-(tests/test_metrics_docs.py does the same check). The table and the per-family sections come from
+(tests/metrics/test_docs.py does the same check). The table and the per-family sections come from
 each built-in family's declaration; the conventions above them and the API notes below them are
 fixed text kept here. Families added by plugins are not rendered: the page documents this
 package.
@@ -127,7 +127,7 @@ A metric family is one `MetricFamily(...)` declaration: name, aliases, cutoff gr
 (`"ranking"` or `"latency"`), `compute(kernel, k)` returning one value per query, aggregation,
 bounds, trec_eval name, version, title and description. Inside this package, a new module that
 defines `FAMILIES = (MetricFamily(...),)` is registered automatically, with its own test file
-`tests/test_metrics_<module>.py`; then
+`tests/metrics/test_<module>.py`; then
 
     {regenerate}
 
@@ -145,7 +145,7 @@ already taken is an error, never a silent override.
 
 ## How it is verified
 
-- `tests/test_trec_eval_conformance.py` reads trec_eval's own conformance files
+- `tests/metrics/test_trec_eval_conformance.py` reads trec_eval's own conformance files
   (`../shared/data/trec_eval`, skipped with a reason when absent) and compares every per-query
   and `all` value we have an equivalent for, to trec_eval's 4 printed decimals:
   - `out.test.aq` (`-m all_trec -q`): `P_*`, `recall_*`, `ndcg_cut_*`, `map_cut_*` at 5 ... 1000,
@@ -165,13 +165,13 @@ already taken is an error, never a silent override.
   nDCG against trec_eval's nDCG on qrels holding `2**g - 1`; and the plugin path
   (`rank_scored` + `judge` + `compute`) against `evaluate()`, value for value, for every
   registered ranking family.
-- `tests/test_metrics.py` checks each family against hand arithmetic written in the test, tie
+- `tests/metrics/test_metrics.py` checks each family against hand arithmetic written in the test, tie
   order, linear and exponential nDCG, empty rankings, missing queries, the parser's aliases and
   every error, `cutoff_metrics` and `latency_stats`; each family outside trec_eval has its own
-  `tests/test_metrics_<module>.py` doing the same; `tests/test_metrics_ranking.py` checks
+  `tests/metrics/test_<module>.py` doing the same; `tests/metrics/test_ranking.py` checks
   `evaluate()`'s rank counting against `rank_scored()` on random runs full of ties;
-  `tests/test_metrics_registry.py` covers registration, entry points, bounds, aggregation and
-  versions; `tests/test_metrics_docs.py` fails when this page is stale.
+  `tests/metrics/test_registry.py` covers registration, entry points, bounds, aggregation and
+  versions; `tests/metrics/test_docs.py` fails when this page is stale.
 """.replace("{regenerate}", REGENERATE)
 
 

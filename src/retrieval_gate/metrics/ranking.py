@@ -169,7 +169,7 @@ def _judge_scored(
 
     Implements the tie policy of :func:`rank_scored` (score descending, then document id
     descending), and must give exactly ``judge(qrels, qids, [rank_scored(run[q]) for q in
-    qids])``; tests/test_metrics_ranking.py checks this on random runs full of ties.
+    qids])``; tests/metrics/test_ranking.py checks this on random runs full of ties.
 
     Only documents with grade > 0 change a metric, so only their ranks are needed. In
     :func:`rank_scored` order the 0-based rank of document ``d`` with score ``s`` is

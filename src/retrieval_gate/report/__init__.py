@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from retrieval_gate.atomic import write_text_atomic
+from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.records import BaselineComparison, Outcome, RunFailure, RunRecord
 
 if TYPE_CHECKING:
-    from retrieval_gate.decision import Decision, DecisionSettings
+    from retrieval_gate.gates.decision import Decision, DecisionSettings
 
 
 @dataclass(frozen=True)
@@ -91,8 +91,8 @@ class ReportData:
         or None when no decision is configured."""
         if self.decision is None:
             return None
-        from retrieval_gate.decision import decide
         from retrieval_gate.errors import ConfigError
+        from retrieval_gate.gates.decision import decide
 
         try:
             return decide(self.runs_of(suite), self.decision)

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from retrieval_gate.gates.stats import bootstrap_margin_test, is_mean, paired_randomisation
 from retrieval_gate.metrics import parse_metric
 from retrieval_gate.records import RunRecord
-from retrieval_gate.stats import bootstrap_margin_test, is_mean, paired_randomisation
 
 
 @dataclass(frozen=True)

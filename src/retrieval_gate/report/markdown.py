@@ -527,7 +527,7 @@ def judged_note(run: RunRecord) -> str | None:
 
 def ties_note(run: RunRecord, metrics: list[str]) -> str | None:
     """The range of each shown metric over the orders of ties straddling its cutoff
-    (``stats["ties_at_cutoff"]``, see retrieval_gate.ties); None when no shown metric has one."""
+    (``stats["ties_at_cutoff"]``, see retrieval_gate.metrics.ties); None when no shown metric has one."""
     ranges = run.stats.get("ties_at_cutoff", {})
     parts = []
     for metric in metrics:

@@ -29,7 +29,7 @@ from retrieval_gate.systems.base import (
 from retrieval_gate.systems.options import Option, OptionTable, Where, parse_options
 
 if TYPE_CHECKING:
-    from retrieval_gate.config import SystemConfig
+    from retrieval_gate.systems.config import SystemConfig
 
 __all__ = [
     "ENTRY_POINT_GROUP",

@@ -1,6 +1,6 @@
 """The system protocol: what every kind of system (and every stage wrapped around one) provides.
 
-A system is opened from its :class:`~retrieval_gate.config.SystemConfig`; then
+A system is opened from its :class:`~retrieval_gate.systems.config.SystemConfig`; then
 ``retrieve(queries, depth)`` returns, per ``(qid, text)`` query, the scored hits and the wall
 time of that query's retrieval. It names itself for the fingerprint (:meth:`System.identity`,
 never a machine-specific path), reports corpus and cache figures (:attr:`System.stats`) and is
@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from retrieval_gate.systems.options import OptionTable, Where
 
 if TYPE_CHECKING:
-    from retrieval_gate.config import Settings, StageConfig, SystemConfig
+    from retrieval_gate.config import Settings
     from retrieval_gate.corpus import Corpus
-    from retrieval_gate.suite import Suite
+    from retrieval_gate.suites.suite import Suite
+    from retrieval_gate.systems.config import StageConfig, SystemConfig
 
 __all__ = [
     "OpenContext",

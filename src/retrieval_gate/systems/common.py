@@ -12,7 +12,7 @@ DEFAULT_DEPTH = 100
 
 
 def _extraction_options() -> OptionTable:
-    from retrieval_gate.extraction.settings import EXTRACTION_OPTIONS
+    from retrieval_gate.suites.extraction.settings import EXTRACTION_OPTIONS
 
     return EXTRACTION_OPTIONS
 

@@ -32,12 +32,13 @@ from retrieval_gate.systems.options import (
 from retrieval_gate.systems.retriever import TIMEOUT_OPTION, CallTimeout, call_bounded
 
 if TYPE_CHECKING:
-    from retrieval_gate.config import Settings, SystemConfig
+    from retrieval_gate.config import Settings
     from retrieval_gate.corpus import Corpus
     from retrieval_gate.embed import Embedder
     from retrieval_gate.index import Index
     from retrieval_gate.index.results import CachedSearch
-    from retrieval_gate.suite import Suite
+    from retrieval_gate.suites.suite import Suite
+    from retrieval_gate.systems.config import SystemConfig
     from retrieval_gate.systems.fields import FieldLayout
 
 
@@ -235,7 +236,7 @@ def _store_or_warn(cache: Any, digests: list[str], vectors: Any) -> None:
     import errno
     import warnings
 
-    from retrieval_gate.cache import CacheWarning
+    from retrieval_gate.embed.cache import CacheWarning
 
     try:
         cache.store(digests, vectors)
@@ -276,9 +277,9 @@ class EmbeddingIndex:
         *,
         cache_results: bool = False,
     ) -> None:
-        from retrieval_gate.cache import EmbeddingCache
         from retrieval_gate.corpus import chunk_documents
         from retrieval_gate.embed import LazyEmbedder, known_dim
+        from retrieval_gate.embed.cache import EmbeddingCache
         from retrieval_gate.index import INDEXES
         from retrieval_gate.systems.fields import field_layout, index_key
 
@@ -570,7 +571,7 @@ class EmbeddingSystem:
     def _cached_queries(self, queries: Sequence[Query]) -> tuple[list[str], list[Any]]:
         """Digests of the query texts and, per query, its cached ``[1, dim]`` vector or None
         (all None when queries run live: only the digests are wanted, to store new vectors)."""
-        from retrieval_gate.cache import EmbeddingCache
+        from retrieval_gate.embed.cache import EmbeddingCache
 
         digests = [EmbeddingCache.digest(text) for _, text in queries]
         cached: list[Any] = [None] * len(queries)
@@ -674,8 +675,8 @@ class EmbeddingSystem:
         # An approximate index built twice from the same vectors need not rank the same (chroma's
         # HNSW build is not deterministic, docs/embedding.md): a cache miss in CI rebuilds it.
         # How much two builds agree says how much of a metric's move the rebuild alone explains.
-        from retrieval_gate.drift import jaccard_at_k, rbo_ext
         from retrieval_gate.index import INDEXES, make_index
+        from retrieval_gate.metrics.overlap import jaccard_at_k, rbo_ext
 
         index = self.index
         setting = self.config.option("index_stability")
@@ -730,7 +731,7 @@ class EmbeddingSystem:
             pairs
         )
         if saved is not None:
-            from retrieval_gate.atomic import write_text_atomic
+            from retrieval_gate.files.atomic import write_text_atomic
 
             figures = {key: v for key, v in self._stats.items() if key.startswith("index_stab")}
             try:
@@ -855,8 +856,8 @@ def embed_texts(
     how many had to be embedded. Each distinct text is embedded once."""
     import numpy as np
 
-    from retrieval_gate.cache import EmbeddingCache
     from retrieval_gate.embed import LazyEmbedder, known_dim
+    from retrieval_gate.embed.cache import EmbeddingCache
     from retrieval_gate.progress import task
 
     digests = [EmbeddingCache.digest(text) for text in texts]

@@ -37,8 +37,8 @@ from retrieval_gate.systems.base import OpenContext, Stage, StageKind, System
 from retrieval_gate.systems.options import Option, OptionTable, at_least, beside_settings
 
 if TYPE_CHECKING:
-    from retrieval_gate.config import StageConfig
     from retrieval_gate.corpus import Corpus
+    from retrieval_gate.systems.config import StageConfig
 
 __all__ = ["STAGE", "RerankStage", "Scorer", "load_scorer"]
 
@@ -86,7 +86,7 @@ class _CrossEncoderScorer:
 def load_scorer(ref: str, *, root: Path, batch_size: int, entry: str) -> tuple[Scorer, str]:
     """The scoring function ``ref`` names and its identity (see the module docstring)."""
     if _FUNCTION_REF.match(ref) and not Path(ref).exists():
-        from retrieval_gate.imports import import_object
+        from retrieval_gate.usercode import import_object
 
         try:
             obj = import_object(ref, root)

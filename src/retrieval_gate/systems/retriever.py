@@ -22,8 +22,9 @@ from retrieval_gate.systems.base import OpenContext, Query, Retrieved, SystemKin
 from retrieval_gate.systems.options import Option, Where
 
 if TYPE_CHECKING:
-    from retrieval_gate.config import Settings, SystemConfig
+    from retrieval_gate.config import Settings
     from retrieval_gate.corpus import Corpus
+    from retrieval_gate.systems.config import SystemConfig
 
 Retriever = Callable[[str, int], Any]
 
@@ -123,7 +124,7 @@ def load_retriever(system: SystemConfig, settings: Settings) -> Retriever:
 
 
 def _import(ref: str, root: Path) -> Any:
-    from retrieval_gate.imports import import_object
+    from retrieval_gate.usercode import import_object
 
     return import_object(ref, root)
 

@@ -34,7 +34,7 @@ from retrieval_gate.systems.base import OpenContext, Query, Retrieved, SystemKin
 from retrieval_gate.systems.options import Option
 
 if TYPE_CHECKING:
-    from retrieval_gate.config import SystemConfig
+    from retrieval_gate.systems.config import SystemConfig
 
 OPTIONS = {
     "run": Option(

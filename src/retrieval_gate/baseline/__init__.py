@@ -1,0 +1,2 @@
+"""The accepted baseline: its store (:mod:`.store`) and how a run lines up with it
+(:mod:`.align`)."""

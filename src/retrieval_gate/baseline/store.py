@@ -1,0 +1,138 @@
+"""The accepted baseline: fingerprinted per-query results, read and written atomically.
+
+A baseline file holds, per suite x system, the :class:`~retrieval_gate.records.RunRecord` of the
+accepted run in its compact form (per-query metric values, rankings, relevant ranks and each
+query's content digest), so a later run can compare on the queries both runs share and report
+added, removed and edited queries apart. Files written by 0.1.0 have the same form and load as
+they are.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from retrieval_gate import __version__
+from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.files.atomic import write_text_atomic
+from retrieval_gate.records import RunRecord
+from retrieval_gate.records import query_digest as query_digest  # re-exported for callers
+
+VERSION = 1
+
+
+class BaselineError(RetrievalGateError):
+    """The baseline file is unreadable, corrupt or of an unknown version."""
+
+
+def run_key(suite: str, system: str) -> str:
+    return f"{suite}::{system}"
+
+
+@dataclass(frozen=True)
+class Baseline:
+    path: Path
+    runs: Mapping[str, RunRecord] = field(default_factory=dict)
+
+    def get(self, suite: str, system: str) -> RunRecord | None:
+        return self.runs.get(run_key(suite, system))
+
+
+def load_baseline(path: Path) -> Baseline | None:
+    """The baseline at ``path``, None when there is none yet; a corrupt file is an error."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"cannot read baseline: {exc}", path=path) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(
+            f"corrupt baseline (invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            "restore it from version control or save a new one with --rg-save-baseline",
+            path=path,
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("runs"), dict):
+        raise BaselineError("corrupt baseline: expected an object with 'runs'", path=path)
+    if data.get("version") != VERSION:
+        raise BaselineError(
+            f"baseline version {data.get('version')!r} is not supported (expected {VERSION}); "
+            "save a new one with --rg-save-baseline",
+            path=path,
+        )
+    runs = {}
+    for key, run in data["runs"].items():
+        _check_run(run, path, key)
+        suite, _, system = str(key).rpartition("::")
+        runs[key] = RunRecord.from_baseline_json({"suite": suite, "system": system, **run})
+    return Baseline(path=path, runs=runs)
+
+
+# What the comparison reads from each query of a baseline run, and the JSON type it must have.
+_QUERY_FIELDS = (("digest", str), ("metrics", dict), ("ranking", list), ("relevant_ranks", dict))
+
+
+def _check_run(run: Any, path: Path, key: str) -> None:
+    """A hand-edited or truncated baseline is an error naming the entry, never a KeyError later."""
+    if not isinstance(run, dict) or not isinstance(run.get("queries"), dict):
+        raise BaselineError("corrupt baseline: run has no 'queries'", path=path, entry=key)
+    for name in ("fingerprint", "metrics"):
+        if not isinstance(run.get(name, {}), dict):
+            raise BaselineError(
+                f"corrupt baseline: run {name!r} is not an object", path=path, entry=key
+            )
+    drift = run.get("drift_rankings", {})
+    if not isinstance(drift, dict) or not all(
+        isinstance(e, dict)
+        and isinstance(e.get("digest"), str)
+        and isinstance(e.get("ranking"), list)
+        for e in drift.values()
+    ):
+        raise BaselineError(
+            "corrupt baseline: 'drift_rankings' must map query ids to {digest, ranking}",
+            path=path,
+            entry=key,
+        )
+    for qid, query in run["queries"].items():
+        where = f"{key} query {qid}"
+        if not isinstance(query, dict):
+            raise BaselineError("corrupt baseline: query is not an object", path=path, entry=where)
+        for name, kind in _QUERY_FIELDS:
+            if not isinstance(query.get(name), kind):
+                raise BaselineError(
+                    f"corrupt baseline: query has no {name!r} {kind.__name__}",
+                    path=path,
+                    entry=where,
+                )
+        for name, value in query["metrics"].items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise BaselineError(
+                    "corrupt baseline: query metric values must be numbers",
+                    path=path,
+                    entry=where,
+                )
+            if not math.isfinite(value):
+                raise BaselineError(
+                    f"corrupt baseline: {name} is {value!r}; metric values must be finite",
+                    path=path,
+                    entry=where,
+                )
+
+
+def save_baseline(path: Path, records: Iterable[RunRecord], previous: Baseline | None) -> None:
+    """Write this session's runs, keeping the previous baseline's runs this session didn't run."""
+    runs: dict[str, RunRecord] = dict(previous.runs) if previous is not None else {}
+    for record in records:
+        runs[run_key(record.suite, record.system)] = record
+    payload = {
+        "version": VERSION,
+        "generator": f"pytest-retrieval-gate {__version__}",
+        "runs": {key: runs[key].to_baseline_json() for key in sorted(runs)},
+    }
+    write_text_atomic(path, json.dumps(payload, indent=1, sort_keys=False) + "\n")

@@ -1,0 +1,1 @@
+"""The plugin's own file handling: atomic writes and strict YAML / JSON reading."""

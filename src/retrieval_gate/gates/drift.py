@@ -1,0 +1,99 @@
+"""Drift without labels: how much a run's rankings moved from the baseline's, by overlap.
+
+A judged metric sees only the judged documents. When the rankings churn among unjudged ones (a
+new embedder, a changed chunker), nDCG may not move while users see different results. This
+module compares each query's top k now with the baseline's top k, without any judgment:
+
+Rank-biased overlap (Webber, Moffat and Zobel 2010, "A similarity measure for indefinite
+rankings", eq. 32), extrapolated, for two prefixes S (length s) and L (length l >= s; the longer
+one) with persistence p:
+
+    X_d      = |S[:d] ∩ L[:d]|   (for d > s: |S ∩ L[:d]|)
+    RBO_ext  = (1 - p) / p * ( sum_{d=1..l} X_d / d * p^d
+                               + sum_{d=s+1..l} X_s * (d - s) / (s * d) * p^d )
+               + ( (X_l - X_s) / l + X_s / s ) * p^l
+
+It assumes the agreement seen at the end of the prefixes holds below them. With s = l = k the
+second sum is empty and the tail is X_k / k * p^k. p = 0.9 puts about 86 % of the weight on the
+first 10 ranks. Identical rankings give 1, disjoint ones 0; a ranking that is a prefix of the
+other gives 1 (nothing seen disagrees).
+
+Jaccard@k = |A[:k] ∩ B[:k]| / |A[:k] union B[:k]|: every rank counts the same, order ignored.
+
+Edge cases: two empty rankings are identical (1 for both); one empty and one not: 0. Rankings are
+strict (no document twice), as every ranking of the plugin is.
+
+A scope's figure is the mean over the queries both runs hold. :func:`check_drift` turns the
+means into a pass or fail against floors (``min_rbo``, ``min_jaccard``), listing the queries that
+moved most.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from retrieval_gate.metrics.overlap import jaccard_at_k, rbo_ext
+from retrieval_gate.records import Outcome, RunRecord, format_value
+from retrieval_gate.suites.drift import DriftFloors
+
+#: How many of the most changed queries a drift outcome lists.
+SHOWN = 5
+
+
+def drift_rankings(
+    record: RunRecord, base: RunRecord, shared: Sequence[str]
+) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
+    """(now, then) rankings of every query both runs hold unchanged: the judged ``shared`` ones
+    and the unjudged (drift) queries whose id and text are the same in both."""
+    now = {q: record.query(q).ranking for q in shared}
+    then = {q: base.query(q).ranking for q in shared}
+    for qid, (digest, ranking) in record.drift_rankings.items():
+        before = base.drift_rankings.get(qid)
+        if before is not None and before[0] == digest:
+            now[qid], then[qid] = ranking, before[1]
+    return now, then
+
+
+def check_drift(
+    record: RunRecord,
+    base: RunRecord,
+    shared: Sequence[str],
+    floors: DriftFloors,
+    texts: Mapping[str, str] | None = None,
+) -> list[Outcome]:
+    """One outcome per floor: the mean RBO_ext / Jaccard@k of the current top k against the
+    baseline's top k over the queries :func:`drift_rankings` pairs. Needs no judgments: the
+    stored rankings (the top max(k) in both records) are all it reads. No paired query: 1."""
+    now, then = drift_rankings(record, base, shared)
+    k = floors.k
+    rbo = {q: rbo_ext(now[q][:k], then[q][:k], floors.p) for q in now}
+    jac = {q: jaccard_at_k(now[q], then[q], k) for q in now}
+    wanted = [(f"RBO@{k}", floors.min_rbo, rbo), (f"Jaccard@{k}", floors.min_jaccard, jac)]
+    outcomes = []
+    for name, floor, values in wanted:
+        if floor is None:
+            continue
+        mean = sum(values.values()) / len(values) if values else 1.0
+        moved = [(q, v) for q, v in sorted(values.items(), key=lambda item: item[1]) if v < 1.0]
+        how = f"p = {floors.p:g}, extrapolated" if name.startswith("RBO") else "order ignored"
+        shown = dict(moved[:SHOWN])
+        outcomes.append(
+            Outcome(
+                suite=record.suite,
+                system=record.system,
+                scope="drift",
+                metric=name,
+                value=mean,
+                threshold=floor,
+                passed=mean >= floor - 1e-9,
+                n=len(values),
+                worst=tuple(moved[:SHOWN]),
+                texts={q: t for q, t in (texts or {}).items() if q in shown},
+                detail=(
+                    f"top {k} now against the baseline's top {k} over {len(values)} queries "
+                    f"({how}), {len(moved)} of them changed: mean {format_value(mean)}, floor "
+                    f"{format_value(floor)}",
+                ),
+            )
+        )
+    return outcomes

@@ -1,0 +1,443 @@
+"""Floors, ceilings, per-query expectations and regression checks, decided on typed records. Pure.
+
+Each check reads a :class:`~retrieval_gate.records.RunRecord` (and, for regressions, the baseline's)
+and returns an :class:`~retrieval_gate.records.Outcome`: the items turn it into a pass or a readable
+failure and the report into a table row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from retrieval_gate.gates.floors import _fmt
+from retrieval_gate.metrics import parse_metric
+from retrieval_gate.records import (
+    BaselineComparison,
+    Outcome,
+    QueryRecord,
+    RegressionFigures,
+    RegressionRow,
+    RunRecord,
+    parse_scope,
+)
+from retrieval_gate.suites.suite import Suite
+
+if TYPE_CHECKING:
+    from retrieval_gate.gates.stats import BootstrapMarginTest, MarginTest
+
+
+DEFAULT_TOLERANCE = 0.01
+
+
+EXPLAIN = 5
+
+
+@dataclass(frozen=True)
+class RegressionCheck:
+    scope: str  # "suite" | "category[x]" | "difficulty[x]"
+    metric: str
+    tolerance: float
+    gated: bool = True  # an item in the session's family; False: a diagnostic the report shows
+
+
+#: Scopes whose regressions are pytest items (and family members) unless settings say otherwise.
+DEFAULT_REGRESSION_SCOPES = ("suite",)
+
+
+#: Scopes up to this many queries get the "fewest queries that must get worse" figure.
+SMALL_SCOPE = 50
+
+
+def regression_checks(
+    suite: Suite,
+    default: Mapping[str, float],
+    scopes: tuple[str, ...] = DEFAULT_REGRESSION_SCOPES,
+) -> list[RegressionCheck]:
+    """One check per gated metric and scope, plus every metric given a tolerance (the suite's
+    own, else the settings' ``default``, else DEFAULT_TOLERANCE). A check over a category or
+    difficulty is gated only when ``scopes`` names its kind ("category", "difficulty"); otherwise
+    it is a diagnostic: compared and reported, never an item nor a member of the family."""
+    wanted: dict[tuple[str, str], None] = {}
+    for gate in suite.gates:
+        if not gate.metric.is_latency:
+            wanted[(gate.scope, gate.metric.name)] = None
+    for name in (*suite.tolerance, *default):
+        wanted[("suite", name)] = None
+
+    def tol(name: str) -> float:
+        return suite.tolerance.get(name, default.get(name, DEFAULT_TOLERANCE))
+
+    def gated(scope: str) -> bool:
+        group = parse_scope(scope)
+        return group is None or group[0] in scopes
+
+    return [RegressionCheck(scope, metric, tol(metric), gated(scope)) for scope, metric in wanted]
+
+
+def family_size(shared_counts: list[int], alpha: float) -> int:
+    """K, the number of regression items sharing the session's ``alpha`` (Bonferroni, alpha / K).
+
+    An item over n shared queries can reach significance at alpha / K only when its smallest
+    possible p (:func:`~retrieval_gate.gates.stats.smallest_margin_p`) is <= alpha / K; the others can
+    never be wrong at that level and are left out. K is the smallest K >= 1 with
+    count{n_i : smallest_margin_p(n_i) <= alpha / K} <= K: the counted items, each tested at alpha / K,
+    have a family-wise error <= count * alpha / K <= alpha. ``shared_counts`` lists n for every
+    gated regression item of the session, known at collection time, so every xdist worker finds
+    the same K alone.
+    """
+    from retrieval_gate.gates.stats import smallest_margin_p
+
+    floors = sorted(smallest_margin_p(n) for n in shared_counts)
+    k = 1
+    while True:
+        reach = sum(1 for f in floors if f <= alpha / k)
+        if reach <= k:
+            return k
+        k += 1
+
+
+def check_regressions(
+    record: RunRecord,
+    base: RunRecord,
+    shared: tuple[str, ...],
+    checks: list[RegressionCheck],
+    *,
+    alpha: float,
+    seed: int = 0,
+    redefined: Mapping[str, str] | None = None,
+    family: int = 1,
+    strict: bool = False,
+) -> list[Outcome]:
+    """Each check's verdict on the tolerance t as a non-inferiority margin, over shared queries.
+
+    With d_i = now_i - then_i and x_i = d_i + t (:func:`~retrieval_gate.gates.stats.margin_test`), each
+    test at level a' = alpha / ``family`` (Bonferroni across the session's regression items):
+    ``regressed`` when mean(x) < 0 is significant (the drop is larger than t), ``ok`` when
+    mean(x) > 0 is (the drop is within t), or when no compared query changed; else
+    ``underpowered``. A regressed check fails; an underpowered one passes with a warning, or
+    fails when ``strict``. A metric in ``redefined`` (metric -> reason) is not compared: its
+    definition changed since the baseline. A metric whose value is not a mean of per-unit values
+    (micro F1, a correlation) is tested by the paired bootstrap
+    (:func:`~retrieval_gate.gates.stats.bootstrap_margin_test`, seeded with ``seed``) instead.
+    """
+    from retrieval_gate.gates.stats import (
+        MARGIN_RESAMPLES,
+        bootstrap_margin_test,
+        detectable_drop,
+        detectable_drop_bootstrap,
+        fewest_worse,
+        is_mean,
+        margin_test,
+        smallest_margin_p,
+    )
+
+    level = alpha / max(1, family)
+    shared_set = set(shared)
+    outcomes = []
+    for check in checks:
+        in_scope = [qid for qid in record.scope_ids(check.scope) if qid in shared_set]
+        missing = (redefined or {}).get(check.metric) if in_scope else None
+        missing = missing or _not_compared(check.metric, in_scope, record, base)
+        if not in_scope:
+            missing = f"no query of {check.scope} is shared with the baseline"
+        ids = [] if missing else in_scope
+        now = [record.query(qid).metrics[check.metric] for qid in ids]
+        then = [base.query(qid).metrics[check.metric] for qid in ids]
+        metric = parse_metric(check.metric)
+        test: MarginTest | BootstrapMarginTest
+        if is_mean(metric):
+            test = margin_test(now, then, check.tolerance)
+            mean_now = sum(now) / len(now) if now else 0.0
+            mean_then = sum(then) / len(then) if then else 0.0
+            detectable = detectable_drop(then, check.tolerance, level)
+            fewest = (
+                fewest_worse(then, check.tolerance, level) if 0 < len(ids) <= SMALL_SCOPE else None
+            )
+            how = "exact sign-flip" if test.exact else "sign-flip, normal approximation"
+        else:
+            # Micro F1, a correlation: the aggregate is not a mean of per-unit values, so the
+            # units are resampled together with the components the aggregate reads.
+            names = (check.metric, *metric.spec.aggregation.components)
+            series_now = {c: np.array([record.query(q).metrics[c] for q in ids]) for c in names}
+            series_then = {c: np.array([base.query(q).metrics[c] for q in ids]) for c in names}
+            test = bootstrap_margin_test(metric, series_now, series_then, check.tolerance, seed)
+            mean_now, mean_then = test.now, test.then
+            detectable = detectable_drop_bootstrap(
+                metric, series_then, check.tolerance, level, seed
+            )
+            fewest = None
+            how = f"paired bootstrap over units, {MARGIN_RESAMPLES:,} resamples"
+        drop = mean_then - mean_now
+        unchanged = bool(ids) and test.improved == 0 and test.degraded == 0
+        if test.p_worse <= level:
+            verdict = "regressed"
+        elif unchanged or test.p_within <= level:
+            verdict = "ok"
+        else:
+            verdict = "underpowered"
+        if not check.gated or missing is not None:
+            passed = True
+        else:
+            passed = verdict == "ok" or (verdict == "underpowered" and not strict)
+        deltas = sorted(
+            ((qid, a - b) for qid, a, b in zip(ids, now, then, strict=True) if a < b),
+            key=lambda x: x[1],
+        )
+        detail = [
+            f"{verdict}: {_verdict_words(verdict, drop, check.tolerance, unchanged)}",
+            f"baseline {_fmt(mean_then)} -> now {_fmt(mean_now)} (drop {_fmt(drop)}, "
+            f"tolerance {_fmt(check.tolerance)}) over {len(ids)} shared {record.units}; "
+            f"{test.degraded} worse, {test.improved} better",
+            f"paired test of the drop against the tolerance ({how}): p(drop > tolerance) = "
+            f"{test.p_worse:.4g}, p(drop < tolerance) = {test.p_within:.4g}, each at level "
+            f"{level:.4g} (alpha {alpha:g} / {family} regression items)",
+        ]
+        if detectable is not None:
+            line = f"smallest detectable drop (80 % power): {_fmt(detectable)}"
+            if check.tolerance > 0 and detectable - check.tolerance > check.tolerance:
+                line += (
+                    f"; WARNING: above twice the tolerance, this scope cannot tell a drop within "
+                    f"the tolerance from one of {_fmt(detectable)}"
+                )
+            detail.append(line)
+        if 0 < len(ids) <= SMALL_SCOPE and is_mean(metric):
+            if fewest is None:
+                detail.append(
+                    f"even all {len(ids)} {record.units} falling to 0 would not be significant "
+                    f"(smallest possible p {smallest_margin_p(len(ids)):.4g} > {level:.4g})"
+                )
+            else:
+                detail.append(f"{fewest} of {len(ids)} {record.units} must fall to 0 to fail")
+        if missing is not None:
+            detail = [f"not compared: {missing}"]
+        if not check.gated:
+            detail.append("diagnostic: not a gated item (see regression_scopes)")
+        if verdict == "regressed":
+            detail += [
+                explain(qid, record.query(qid), base.query(qid), check.metric)
+                for qid, _ in deltas[:EXPLAIN]
+            ]
+            stale = stale_labels(record, base, [qid for qid, _ in deltas], check.metric)
+            if stale is not None:
+                detail.append(stale)
+        outcomes.append(
+            Outcome(
+                suite=record.suite,
+                system=record.system,
+                scope="regression" if check.scope == "suite" else f"regression {check.scope}",
+                metric=check.metric,
+                value=mean_now,
+                threshold=mean_then - check.tolerance,
+                passed=passed,
+                n=len(ids),
+                worst=tuple(deltas[:EXPLAIN]),
+                detail=tuple(detail),
+                regression=RegressionFigures(
+                    baseline=mean_then,
+                    tolerance=check.tolerance,
+                    p_value=test.p_worse,
+                    p_adjusted=min(1.0, test.p_worse * max(1, family)),
+                    improved=test.improved,
+                    degraded=test.degraded,
+                    not_compared=missing,
+                    verdict=verdict,
+                    p_within=test.p_within,
+                    alpha=level,
+                    family=max(1, family),
+                    detectable_drop=detectable,
+                    fewest_worse=fewest,
+                    diagnostic=not check.gated,
+                ),
+            )
+        )
+    return outcomes
+
+
+def _verdict_words(verdict: str, drop: float, tolerance: float, unchanged: bool) -> str:
+    if verdict == "regressed":
+        return f"the drop ({_fmt(drop)}) is significantly larger than the tolerance ({_fmt(tolerance)})"
+    if verdict == "ok" and unchanged:
+        return "no compared query changed"
+    if verdict == "ok":
+        return f"the drop ({_fmt(drop)}) is shown to be within the tolerance ({_fmt(tolerance)})"
+    return (
+        f"neither a drop larger than the tolerance ({_fmt(tolerance)}) nor one within it can be "
+        f"shown (observed drop {_fmt(drop)}): too few queries or too much noise for this tolerance"
+    )
+
+
+@dataclass(frozen=True)
+class Regressions:
+    """A run compared with its baseline run: the comparison the report shows and each regression
+    check's outcome by (scope, metric); ``reason`` says why there are no outcomes."""
+
+    comparison: BaselineComparison | None  # None: the baseline has no run for this suite x system
+    outcomes: Mapping[tuple[str, str], Outcome]
+    reason: str | None = None
+
+
+def compare_with_baseline(
+    record: RunRecord,
+    base: RunRecord | None,
+    checks: list[RegressionCheck],
+    *,
+    path: str,
+    alpha: float,
+    seed: int = 0,
+    family: int = 1,
+    strict: bool = False,
+) -> Regressions:
+    """Align a run with its baseline run and decide every regression check (see
+    :func:`check_regressions`); ``path`` names the baseline file in the report."""
+    from retrieval_gate.baseline.align import align
+
+    if base is None:
+        return Regressions(None, {}, "no baseline for this suite and system")
+    alignment = align(record, base)
+
+    def comparison(rows: Mapping[str, RegressionRow] | None) -> BaselineComparison:
+        return BaselineComparison(
+            suite=record.suite,
+            system=record.system,
+            path=path,
+            comparable=alignment.not_comparable is None,
+            reason=alignment.not_comparable,
+            shared=len(alignment.shared),
+            added=alignment.added,
+            removed=alignment.removed,
+            edited=alignment.edited,
+            notes=alignment.notes,
+            means=dict(base.metrics),
+            rows=rows,
+        )
+
+    if alignment.not_comparable is not None:
+        return Regressions(comparison(None), {}, alignment.not_comparable)
+    outcomes = check_regressions(
+        record,
+        base,
+        alignment.shared,
+        checks,
+        alpha=alpha,
+        seed=seed,
+        redefined=alignment.redefined,
+        family=family,
+        strict=strict,
+    )
+    rows = {}
+    for check, outcome in zip(checks, outcomes, strict=True):
+        figures = outcome.regression
+        if outcome.n == 0 or figures is None:
+            continue  # a metric one side lacks has no values to show
+        name = outcome.metric if check.scope == "suite" else f"{check.scope}::{outcome.metric}"
+        rows[name] = RegressionRow(
+            baseline=figures.baseline,
+            current=outcome.value,
+            p_value=figures.p_value,
+            p_adjusted=figures.p_adjusted,
+            improved=figures.improved,
+            degraded=figures.degraded,
+            passed=outcome.passed,
+            n=outcome.n,
+            not_compared=figures.not_compared,
+            tolerance=figures.tolerance,
+            verdict=figures.verdict,
+            detectable_drop=figures.detectable_drop,
+            fewest_worse=figures.fewest_worse,
+            diagnostic=figures.diagnostic,
+        )
+    return Regressions(
+        comparison(rows),
+        {(c.scope, c.metric): o for c, o in zip(checks, outcomes, strict=True)},
+    )
+
+
+def _not_compared(metric: str, ids: list[str], record: RunRecord, base: RunRecord) -> str | None:
+    """Why a metric cannot be compared over these queries, None when it can.
+
+    A metric absent on either side (the baseline was saved with other cutoffs, or a tolerance names
+    a metric this run does not compute) would otherwise compare zero queries and pass unseen.
+    """
+    if not ids:
+        return None
+    if any(metric not in record.query(qid).metrics for qid in ids):
+        return f"this run does not compute {metric} (cutoffs {list(record.k)})"
+    if any(metric not in base.query(qid).metrics for qid in ids):
+        return (
+            f"the baseline has no {metric} (saved with cutoffs {list(base.k)}, now "
+            f"{list(record.k)}); save a new baseline with --rg-save-baseline"
+        )
+    return None
+
+
+def explain(qid: str, now: QueryRecord, then: QueryRecord, metric: str) -> str:
+    """A regressed query: its relevant documents' ranks before and after, and who took them.
+    A pair: its cosine before and after against its gold score. An extraction document: the
+    gold terms it now misses and the terms it now predicts wrongly."""
+    values = f"{_fmt(then.metrics[metric])} -> {_fmt(now.metrics[metric])}"
+    if "gold_score" in now.metrics:
+        cosines = f"{_fmt(then.metrics['cosine'])} -> {_fmt(now.metrics['cosine'])}"
+        return f"{qid}: cosine {cosines} (gold score {_fmt(now.metrics['gold_score'])})"
+    if "TP" in now.metrics:
+        gold = set(now.gold)
+        missed = sorted((gold - set(now.ranking)) - (gold - set(then.ranking)))
+        extra = sorted((set(now.ranking) - gold) - (set(then.ranking) - gold))
+        parts = [f"now misses {', '.join(missed)}"] if missed else []
+        parts += [f"now also predicts {', '.join(extra)}"] if extra else []
+        return f"{qid}: {metric} {values}; " + ("; ".join(parts) or "same terms, other scores")
+    moves = []
+    ranking_now = now.ranking
+    for doc, before_rank in sorted(then.relevant_ranks.items()):
+        after_rank = now.relevant_ranks.get(doc)
+        if before_rank == after_rank:
+            continue
+        text = f"{doc} {before_rank or '-'} -> {after_rank or '-'}"
+        if before_rank is not None and (after_rank is None or after_rank > before_rank):
+            # Who pushed it down: documents ranked ahead of it now that were not ahead of it
+            # before. One that fell out entirely was pushed by whoever now holds its old place.
+            ahead_now = ranking_now[: before_rank if after_rank is None else after_rank - 1]
+            ahead_then = set(then.ranking[: before_rank - 1])
+            taken = [d for d in ahead_now if d not in ahead_then and d != doc]
+            if taken:
+                more = f" and {len(taken) - 3} more" if len(taken) > 3 else ""
+                text += f" (displaced by {', '.join(taken[:3])}{more})"
+        moves.append(text)
+    return f"{qid}: {metric} {values}; " + ("; ".join(moves) or "relevant ranks unchanged")
+
+
+def stale_labels(record: RunRecord, base: RunRecord, worse: list[str], metric: str) -> str | None:
+    """The "stale labels?" line of a regression: unjudged documents that entered the top k.
+
+    For each query in ``worse``, the documents of the current top k (k of ``metric``, else the
+    whole stored ranking) that have no judgment and were not in the baseline's top k. None when
+    there are none: the drop then comes from judged documents moving, not from new, unlabelled
+    ones. A system that surfaces documents nobody judged loses metric value whether or not they
+    are relevant, so such a drop may be missing labels rather than a worse ranking.
+    """
+    from retrieval_gate.metrics import parse_metric
+
+    k = parse_metric(metric).k
+    counts = []
+    for qid in worse:
+        now, then = record.query(qid), base.query(qid)
+        top_now = now.ranking if k is None else now.ranking[:k]
+        before = set(then.ranking if k is None else then.ranking[:k])
+        unjudged = set(now.unjudged)
+        new = [d for d in top_now if d in unjudged and d not in before]
+        if new:
+            counts.append((qid, len(new)))
+    if not counts:
+        return None
+    total = sum(n for _, n in counts)
+    where = ", ".join(f"{qid} {n}" for qid, n in counts[:EXPLAIN])
+    more = f" and {len(counts) - EXPLAIN} more queries" if len(counts) > EXPLAIN else ""
+    cut = "the ranking" if k is None else f"the top {k}"
+    return (
+        f"stale labels? {total} unjudged documents entered {cut} of {len(counts)} of the "
+        f"{len(worse)} worse queries ({where}{more}); judging them may show the drop is missing "
+        "labels rather than a worse ranking"
+    )

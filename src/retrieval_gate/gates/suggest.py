@@ -1,0 +1,253 @@
+"""``--rg-suggest-floors``: floors from the baseline's lower confidence bounds, as a diff.
+
+For each floor a suite gates on (a metric over the suite, a category or a difficulty; latency
+ceilings are left alone), the suggestion is
+
+    floor = round_down_2( min over systems of  mean - t_{0.975, n-1} * sd / sqrt(n) )
+
+over the baseline's per-query values of that metric, for the queries of the scope that the
+current suite file still holds unchanged (same text and judgments: the query digest), with ``sd``
+the sample standard deviation (n - 1) and ``t`` Student's quantile: the lower end of a two-sided
+95 % t confidence interval of the scope's mean. The minimum over the session's systems, because
+one floor gates every system of the suite. Rounded down to 2 decimals, so the baseline clears it
+and the file stays readable, then clamped to the metric's bounds.
+
+Edge cases: a scope with fewer than 2 comparable queries, or a metric the baseline lacks, gets no
+suggestion (an interval needs a spread); all values equal give the mean itself; a suggestion
+equal to the current floor is not a change.
+
+The output is a unified diff of the suite files (``a/<path>`` / ``b/<path>`` relative to the
+rootdir, so ``git apply`` takes it); only the threshold's own text changes (located with the YAML
+parser's marks, so comments, order and quoting stay). Nothing here writes a suite file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from retrieval_gate.baseline.store import Baseline
+from retrieval_gate.errors import RetrievalGateError, UnknownMetricError
+from retrieval_gate.metrics import parse_metric
+from retrieval_gate.records import RunRecord, parse_scope, query_digest
+from retrieval_gate.suites.suite import Gate, Suite, load_suite
+
+__all__ = [
+    "TERMINAL",
+    "FloorSuggestion",
+    "floors_diff",
+    "lower_bound",
+    "round_down",
+    "session_suggestions",
+    "suggest_floors",
+    "t_quantile",
+]
+
+#: ``--rg-suggest-floors -``: the diff goes to the terminal summary instead of a file.
+TERMINAL = "-"
+
+
+@dataclass(frozen=True)
+class FloorSuggestion:
+    """One floor to change: where it is, what it is and what the baseline supports."""
+
+    suite: Suite
+    gate: Gate
+    suggested: float
+    n: int  # queries the bound is computed over (the fewest over systems)
+
+
+def lower_bound(values: Sequence[float], confidence: float = 0.95) -> float | None:
+    """mean - t_{(1 + confidence) / 2, n - 1} * sd / sqrt(n); None for fewer than 2 values."""
+    n = len(values)
+    if n < 2:
+        return None
+    mean = math.fsum(values) / n
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+    return mean - t_quantile((1 + confidence) / 2, n - 1) * sd / math.sqrt(n)
+
+
+def _t_cdf(x: float, df: int) -> float:
+    """P(T <= x) for x >= 0: 1/2 plus Simpson's rule on the density over [0, x] (1024 steps)."""
+    log_c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+
+    def density(u: float) -> float:
+        return math.exp(log_c - (df + 1) / 2 * math.log1p(u * u / df))
+
+    steps = 1024
+    h = x / steps
+    total = density(0.0) + density(x)
+    total += 4 * math.fsum(density((2 * i - 1) * h) for i in range(1, steps // 2 + 1))
+    total += 2 * math.fsum(density(2 * i * h) for i in range(1, steps // 2))
+    return 0.5 + total * h / 3
+
+
+def t_quantile(p: float, df: int) -> float:
+    """Student's t quantile for 0.5 <= p < 1 by bisection on :func:`_t_cdf` (no scipy, which is
+    not a dependency); df = 1 is the Cauchy quantile tan(pi (p - 1/2)) exactly."""
+    if df == 1:
+        return math.tan(math.pi * (p - 0.5))
+    lo, hi = 0.0, 1.0
+    while _t_cdf(hi, df) < p:
+        lo, hi = hi, hi * 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _t_cdf(mid, df) < p else (lo, mid)
+    return (lo + hi) / 2
+
+
+def round_down(value: float, decimals: int = 2) -> float:
+    """``value`` rounded toward -inf to ``decimals`` places; 0.7 stays 0.7 despite binary error."""
+    scale = 10.0**decimals
+    return math.floor(value * scale + 1e-9) / scale
+
+
+def suggest_floors(
+    suites: Iterable[Suite], baseline: Baseline, systems: Sequence[str]
+) -> list[FloorSuggestion]:
+    """Each gated floor whose baseline lower bound (see the module docstring) differs from it."""
+    out = []
+    for suite in suites:
+        for gate in suite.gates:
+            if gate.metric.is_latency:
+                continue
+            bounds = []
+            group = parse_scope(gate.scope)
+            for system in systems:
+                base = baseline.get(suite.name, system)
+                if base is None:
+                    continue
+                digests = {
+                    q.id: query_digest(q.text, q.relevant)
+                    for q in suite.queries
+                    if group is None or getattr(q, group[0]) == group[1]
+                }
+                values = [
+                    q.metrics[gate.metric.name]
+                    for q in base.queries
+                    if digests.get(q.id) == q.digest and gate.metric.name in q.metrics
+                ]
+                bound = lower_bound(values)
+                if bound is not None:
+                    bounds.append((bound, len(values)))
+            if not bounds:
+                continue
+            lo, hi = gate.metric.bounds
+            floor = round_down(min(b for b, _ in bounds))
+            floor = max(floor, lo) if lo is not None else floor
+            floor = min(floor, hi) if hi is not None else floor
+            if abs(floor - gate.threshold) > 1e-12:
+                out.append(FloorSuggestion(suite, gate, floor, min(n for _, n in bounds)))
+    return out
+
+
+def _threshold_spans(text: str, path: Path) -> dict[tuple[str, str], tuple[int, int]]:
+    """(scope, canonical metric) -> (start, end) character offsets of each floor's value."""
+    import yaml
+
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError as exc:
+        raise RetrievalGateError(f"cannot locate the floors to change: {exc}", path=path) from None
+    spans: dict[tuple[str, str], tuple[int, int]] = {}
+
+    def items(node: Any) -> list[tuple[Any, Any]]:
+        return list(node.value) if isinstance(node, yaml.MappingNode) else []
+
+    def gates(node: Any, scope: str) -> None:
+        for key, value in items(node):
+            try:
+                name = parse_metric(str(key.value)).name
+            except UnknownMetricError:
+                continue  # the suite loader has refused it already; nothing to suggest
+            if isinstance(value, yaml.ScalarNode):
+                spans[(scope, name)] = (value.start_mark.index, value.end_mark.index)
+
+    for key, value in items(root):
+        if key.value == "gates":
+            gates(value, "suite")
+        elif key.value in ("categories", "difficulties"):
+            kind = "category" if key.value == "categories" else "difficulty"
+            for label, group in items(value):
+                gates(group, f"{kind}[{label.value}]")
+    return spans
+
+
+def floors_diff(suggestions: Sequence[FloorSuggestion], rootpath: Path) -> str:
+    """A unified diff of every suite file with its suggested floors; "" when there are none."""
+    by_file: dict[Path, list[FloorSuggestion]] = {}
+    for s in suggestions:
+        by_file.setdefault(s.suite.path, []).append(s)
+    chunks = []
+    for path, found in sorted(by_file.items()):
+        text = path.read_text(encoding="utf-8")
+        spans = _threshold_spans(text, path)
+        edits: Mapping[tuple[int, int], str] = {
+            spans[(s.gate.scope, s.gate.metric.name)]: f"{s.suggested:.2f}"
+            for s in found
+            if (s.gate.scope, s.gate.metric.name) in spans
+        }
+        changed = text
+        # From the end, so earlier offsets stay valid.
+        for (start, end), value in sorted(edits.items(), reverse=True):
+            changed = changed[:start] + value + changed[end:]
+        try:
+            name = path.resolve().relative_to(rootpath.resolve()).as_posix()
+        except ValueError:
+            name = path.as_posix()
+        chunks.append(
+            "".join(
+                difflib.unified_diff(
+                    text.splitlines(keepends=True),
+                    changed.splitlines(keepends=True),
+                    fromfile=f"a/{name}",
+                    tofile=f"b/{name}",
+                )
+            )
+        )
+    return "".join(chunks)
+
+
+def session_suggestions(
+    target: str,
+    runs: Iterable[RunRecord],
+    baseline: Baseline | None,
+    *,
+    rootpath: Path,
+    cwd: Path,
+) -> list[str]:
+    """What ``--rg-suggest-floors TARGET`` does at the end of a session, as terminal lines.
+
+    The suites are those this session ran (each run's ``suite_path``, read again from disk), the
+    systems those it ran them with. ``TARGET`` is a file (relative to ``cwd``) the diff is written
+    to, or ``-`` for the terminal. A suite that no longer loads is named and skipped.
+    """
+    if baseline is None:
+        return ["suggested floors: none, there is no baseline (save one with --rg-save-baseline)"]
+    paths: dict[str, list[str]] = {}
+    for run in runs:
+        paths.setdefault(run.suite_path, []).append(run.system)
+    suites, lines, systems = [], [], []
+    for rel, names in sorted(paths.items()):
+        try:
+            suites.append(load_suite(rootpath / rel))
+        except RetrievalGateError as exc:
+            lines.append(f"suggested floors: skipped {exc.format()}")
+            continue
+        systems += [n for n in names if n not in systems]
+    found = suggest_floors(suites, baseline, systems)
+    diff = floors_diff(found, rootpath)
+    files = len({s.suite.path for s in found})
+    summary = f"{len(found)} floors in {files} suite files"
+    if target == TERMINAL:
+        return [*lines, f"suggested floors ({summary}), from the baseline's lower 95 % bounds:"] + (
+            diff.splitlines() or ["(no floor to change)"]
+        )
+    out = Path(target).expanduser()
+    out = out if out.is_absolute() else cwd / out
+    out.write_text(diff, encoding="utf-8")
+    return [*lines, f"suggested floors ({summary}) written to {out}; review, then git apply it"]

@@ -1,0 +1,47 @@
+"""Running one suite x system into a plain :class:`~retrieval_gate.suites.result.RunResult`.
+
+Each suite kind runs its own way (a ranking suite retrieves every query, an extraction suite
+every chunk of every document, a pair suite embeds both texts of every pair); this is where the
+session asks for a run without knowing which.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from retrieval_gate.config import Settings
+    from retrieval_gate.corpus import Corpus
+    from retrieval_gate.suites.result import RunResult
+    from retrieval_gate.suites.suite import Suite
+    from retrieval_gate.systems import RunOptions
+    from retrieval_gate.systems.config import SystemConfig
+
+__all__ = ["corpus_path", "run_suite"]
+
+
+def corpus_path(suite: Suite, system: SystemConfig, settings: Settings) -> Path | None:
+    """The corpus a suite is run against: the suite's own, else the system's, else the project's."""
+    return suite.corpus or system.corpus or settings.corpus
+
+
+def run_suite(
+    suite: Suite,
+    system: SystemConfig,
+    settings: Settings,
+    options: RunOptions,
+    corpus: Corpus | None = None,
+) -> RunResult:
+    """Run ``suite`` against ``system`` the way the suite's kind runs."""
+    if suite.kind == "extraction":
+        from retrieval_gate.suites.extraction.run import run_extraction
+
+        return run_extraction(suite, system, settings, options, corpus)
+    if suite.kind == "pairs":
+        from retrieval_gate.suites.pairs import run_pairs
+
+        return run_pairs(suite, system, settings, options, corpus)
+    from retrieval_gate.suites.ranking import run_ranking
+
+    return run_ranking(suite, system, settings, options, corpus)

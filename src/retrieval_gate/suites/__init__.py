@@ -1,0 +1,1 @@
+"""Suites: the ground truth a team keeps, one module per suite kind."""

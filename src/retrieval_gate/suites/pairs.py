@@ -1,0 +1,299 @@
+"""Pair suites (SPEC 12): text pairs with a gold similarity, judged by correlation.
+
+``pairs:`` in a ``kind: pairs`` suite is a TSV file (``text_a <TAB> text_b <TAB> score``, an
+optional header line), a JSON list or JSONL file of ``{a, b, score}`` objects, or an inline list
+of ``[a, b, score]`` triples or such objects. Each pair becomes a :class:`~retrieval_gate.suites.units.Query`
+whose ``text`` is the first text and ``pair`` the second text and the gold score.
+
+Running one (:func:`run_pairs`) embeds both texts of every pair with the system's embedder,
+through the embedding cache, and takes their cosine similarity. Only embedding systems have an
+embedder: any other system kind is a one-line error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from retrieval_gate.errors import RunError, SuiteError
+
+if TYPE_CHECKING:
+    from retrieval_gate.config import Settings
+    from retrieval_gate.corpus import Corpus
+    from retrieval_gate.suites.result import RunResult
+    from retrieval_gate.suites.suite import Suite
+    from retrieval_gate.suites.units import Query
+    from retrieval_gate.systems import RunOptions
+    from retrieval_gate.systems.config import SystemConfig
+
+__all__ = ["parse_pairs", "run_pairs"]
+
+_A_KEYS = ("a", "text_a", "sentence1")
+_B_KEYS = ("b", "text_b", "sentence2")
+_SCORE_KEYS = ("score", "gold", "label")
+_OBJECT_KEYS = frozenset({*_A_KEYS, *_B_KEYS, *_SCORE_KEYS, "id", "category", "difficulty"})
+
+
+def parse_pairs(raw: Any, path: Path) -> list[Query]:
+    """The pairs of a suite: ``raw`` is the suite's ``pairs`` value, ``path`` the suite file.
+
+    A file path is relative to the suite file; ``.tsv``/``.txt`` is read as TSV, ``.json`` as a
+    JSON list, ``.jsonl`` as one object per line. Every bad entry is a
+    :class:`~retrieval_gate.errors.SuiteError` naming the file and the entry (the TSV line).
+    """
+    if isinstance(raw, str):
+        source = (path.parent / raw).resolve()
+        try:
+            text = source.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise SuiteError(f"pairs file not found: {source}", path=path, entry="pairs") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SuiteError(f"cannot read pairs file: {exc}", path=source) from None
+        suffix = source.suffix.lower()
+        if suffix in (".tsv", ".txt"):
+            entries = list(_tsv_entries(text, source))
+        elif suffix == ".jsonl":
+            entries = list(_jsonl_entries(text, source))
+        elif suffix == ".json":
+            entries = _json_entries(text, source)
+        else:
+            raise SuiteError(
+                f"pairs file must be .tsv, .json or .jsonl, got {source.name!r}",
+                path=path,
+                entry="pairs",
+            )
+        where = source
+    elif isinstance(raw, list):
+        entries = [(f"pairs[{i}]", item) for i, item in enumerate(raw)]
+        where = path
+    else:
+        raise SuiteError(
+            "'pairs' must be a file (.tsv, .json, .jsonl) or a list of [a, b, score]",
+            path=path,
+            entry="pairs",
+        )
+    return _queries(entries, where)
+
+
+def _tsv_entries(text: str, source: Path) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != 3:
+            raise SuiteError(
+                f"expected 3 tab-separated fields (text_a, text_b, score), got {len(fields)}",
+                path=source,
+                entry=f"line {number}",
+            )
+        if number == _first_line(text) and not _parses(fields[2]):
+            continue  # a header line such as "sentence1<TAB>sentence2<TAB>score"
+        out.append((f"line {number}", fields))
+    return out
+
+
+def _first_line(text: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), start=1) if line.strip())
+
+
+def _jsonl_entries(text: str, source: Path) -> list[tuple[str, Any]]:
+    import json
+
+    from retrieval_gate.files.structured import DuplicateKeyError, load_json
+
+    out: list[tuple[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append((f"line {number}", load_json(line)))
+        except (json.JSONDecodeError, DuplicateKeyError) as exc:
+            raise SuiteError(f"invalid JSON: {exc}", path=source, entry=f"line {number}") from None
+    return out
+
+
+def _json_entries(text: str, source: Path) -> list[tuple[str, Any]]:
+    import json
+
+    from retrieval_gate.files.structured import DuplicateKeyError, load_json
+
+    try:
+        data = load_json(text)
+    except json.JSONDecodeError as exc:
+        raise SuiteError(
+            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=source
+        ) from None
+    except DuplicateKeyError as exc:
+        raise SuiteError(str(exc), path=source) from None
+    if not isinstance(data, list):
+        raise SuiteError("a JSON pairs file is a list of {a, b, score} objects", path=source)
+    return [(f"[{i}]", item) for i, item in enumerate(data)]
+
+
+def _parses(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _queries(entries: Sequence[tuple[str, Any]], where: Path) -> list[Query]:
+    from retrieval_gate.suites.units import Query
+
+    out: list[Query] = []
+    seen: dict[str, str] = {}
+    for position, (entry, item) in enumerate(entries):
+        a, b, score, pid, category, difficulty = _fields(item, where, entry)
+        if pid is None:
+            pid = _generated_id(a, b, seen)
+        if pid in seen:
+            raise SuiteError(
+                f"duplicate pair id {pid!r} (first at {seen[pid]})", path=where, entry=entry
+            )
+        seen[pid] = entry
+        out.append(
+            Query(
+                id=pid,
+                text=a,
+                relevant={},
+                category=category,
+                difficulty=difficulty,
+                position=position,
+                pair=(b, score),
+            )
+        )
+    return out
+
+
+def _fields(
+    item: Any, where: Path, entry: str
+) -> tuple[str, str, float, str | None, str | None, str | None]:
+    pid = category = difficulty = None
+    if isinstance(item, Mapping):
+        unknown = sorted(str(k) for k in item if k not in _OBJECT_KEYS)
+        if unknown:
+            raise SuiteError(
+                f"unknown key {unknown[0]!r}; a pair has a, b, score (and id, category, "
+                "difficulty)",
+                path=where,
+                entry=entry,
+            )
+        a, b, score = (
+            next((item[k] for k in keys if k in item), None)
+            for keys in (_A_KEYS, _B_KEYS, _SCORE_KEYS)
+        )
+        raw_id = item.get("id")
+        if raw_id is not None:
+            if isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)) or not str(raw_id):
+                raise SuiteError(
+                    f"pair id must be a string, got {raw_id!r}", path=where, entry=entry
+                )
+            pid = str(raw_id)
+        category, difficulty = (
+            _label(item, key, where, entry) for key in ("category", "difficulty")
+        )
+    elif isinstance(item, (list, tuple)) and len(item) == 3:
+        a, b, score = item
+    else:
+        raise SuiteError(
+            "a pair is [text_a, text_b, score] or {a, b, score}", path=where, entry=entry
+        )
+    for name, text in (("a", a), ("b", b)):
+        if not isinstance(text, str) or not text.strip():
+            raise SuiteError(f"pair text {name} must be non-empty text", path=where, entry=entry)
+    value = _number(score) if isinstance(score, str) else score
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise SuiteError(
+            f"pair score must be a finite number, got {score!r}", path=where, entry=entry
+        )
+    return str(a), str(b), float(value), pid, category, difficulty
+
+
+def _label(item: Mapping[str, Any], key: str, where: Path, entry: str) -> str | None:
+    value = item.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise SuiteError(f"'{key}' must be a non-empty string", path=where, entry=entry)
+    return value
+
+
+def _generated_id(a: str, b: str, seen: Mapping[str, str]) -> str:
+    # From the texts, not the position: inserting a pair must not rename the others (a baseline
+    # compares pairs by id).
+    base = "p-" + hashlib.sha1(f"{a.strip()}\t{b.strip()}".encode()).hexdigest()[:10]
+    pid, n = base, 2
+    while pid in seen:
+        pid, n = f"{base}-{n}", n + 1
+    return pid
+
+
+def run_pairs(
+    suite: Suite,
+    system: SystemConfig,
+    settings: Settings,
+    options: RunOptions,
+    corpus: Corpus | None = None,
+) -> RunResult:
+    """Embed both texts of every pair (the cache answers what it has) and score each pair by the
+    cosine similarity of its two vectors. The result's per-pair ``scores`` hold that cosine;
+    pair suites have no query latency (``latency_measured`` is False, as for a stored run)."""
+    import numpy as np
+
+    from retrieval_gate.suites.result import RunResult, fingerprint
+    from retrieval_gate.systems.embedding import embed_texts, load_system_embedder
+
+    if system.kind != "embedding":
+        raise RunError(
+            f"pair suites need an embedding system (one with an embedder); system "
+            f"{system.name} is kind {system.kind!r}: choose systems with --rg-system",
+            path=suite.path,
+            entry=f"system {system.name}",
+        )
+    del corpus  # pairs carry their own texts
+    embedder = load_system_embedder(system, settings, options)
+    texts = [q.text for q in suite.queries] + [q.pair[0] for q in suite.queries if q.pair]
+    vectors, embedded = embed_texts(embedder, texts, options, label=f"{suite.name}: pairs")
+    n = len(suite.queries)
+    a, b = vectors[:n].astype(np.float64), vectors[n:].astype(np.float64)
+    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    dots = (a * b).sum(axis=1)
+    # A zero vector (an empty encoding) has no direction: its similarity is 0.
+    cosine = np.divide(dots, norms, out=np.zeros(n), where=norms > 0)
+    from retrieval_gate.embed import model_loaded
+
+    stats = {
+        "model_loaded": model_loaded(embedder),
+        "pairs": n,
+        "embedded_texts": embedded,
+        "cached_texts": len(texts) - embedded,
+        "dims": int(vectors.shape[1]),
+        "latency_measured": False,
+    }
+    fp = {
+        **fingerprint(suite, system, model_identity=embedder.identity),
+        "system": dict(system.identity),
+    }
+    return RunResult(
+        suite=suite,
+        system=system,
+        qids=tuple(q.id for q in suite.queries),
+        rankings=tuple(() for _ in suite.queries),
+        scores=tuple((float(c),) for c in cosine),
+        latencies_ms=tuple(0.0 for _ in suite.queries),
+        fingerprint=fp,
+        stats=stats,
+    )

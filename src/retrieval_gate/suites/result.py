@@ -1,0 +1,49 @@
+"""What a run of one suite x system produces, whatever the suite's kind: a plain
+:class:`RunResult`, and the fingerprint naming its inputs. Apart from :mod:`retrieval_gate.run`
+so that the other kinds' runners (``extraction/run.py``, ``pairs.py``), which ``run_suite`` hands
+their suites to, build the same result without importing the runner back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from retrieval_gate import __version__
+
+if TYPE_CHECKING:
+    from retrieval_gate.suites.suite import Suite
+    from retrieval_gate.systems.config import SystemConfig
+
+__all__ = ["RunResult", "fingerprint"]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    suite: Suite
+    system: SystemConfig
+    qids: tuple[str, ...]
+    rankings: tuple[tuple[str, ...], ...]  # trec_eval order, best first
+    scores: tuple[tuple[float, ...], ...]
+    latencies_ms: tuple[float, ...]
+    fingerprint: Mapping[str, Any]
+    stats: Mapping[str, Any] = field(default_factory=dict)
+    # Extraction runs: per document, the terms the system reported negated (SPEC 11).
+    negated: tuple[tuple[str, ...], ...] = ()
+    unjudged: Mapping[str, tuple[str, ...]] = field(
+        default_factory=dict
+    )  # drift query id -> ranking
+
+
+def fingerprint(suite: Suite, system: SystemConfig, **extra: Any) -> dict[str, Any]:
+    """What names the run's inputs. Each metric's definition version is added by the evaluation
+    stage, which knows the metrics (see ``metric_definitions`` in docs/baselines.md)."""
+    return {
+        "plugin_version": __version__,
+        "suite_digest": suite.digest,
+        "system": system.identity,
+        "k": list(suite.k),
+        "gain": suite.gain,
+        **extra,
+    }

@@ -1,0 +1,156 @@
+"""The units of every suite kind: a :class:`Query` (a ranking query, an extraction document or a
+text pair) with its per-unit :class:`Expectation`s, and the parsing every kind's loader shares
+(labels, ``expect``, thresholds). Apart from :mod:`retrieval_gate.suite` so that each kind's own
+loader (``extraction/documents.py``, ``pairs.py``), which the suite parser calls, can build units
+without importing the parser back.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from retrieval_gate.errors import SuiteError, UnknownMetricError
+from retrieval_gate.metrics import Metric, format_bounds, parse_metric
+from retrieval_gate.records import query_digest
+
+__all__ = [
+    "EXPECT_KEYS",
+    "Expectation",
+    "Query",
+    "optional_label",
+    "parse_expect",
+    "threshold",
+    "type_name",
+]
+
+EXPECT_KEYS = ("found_within", "all_found_within")
+_LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One per-query assertion from ``expect:``.
+
+    ``found_within: N``: some relevant document ranks at N or better.
+    ``all_found_within: N``: every relevant document ranks at N or better.
+    ``<metric>: floor``: the query's own value of the metric is at least ``floor``.
+    """
+
+    kind: str  # "found_within" | "all_found_within" | "metric"
+    value: float
+    metric: Metric | None = None
+
+    @property
+    def label(self) -> str:
+        return self.metric.name if self.metric is not None else self.kind
+
+
+@dataclass(frozen=True)
+class Query:
+    id: str
+    text: str
+    relevant: Mapping[str, int]
+    category: str | None = None
+    difficulty: str | None = None
+    expect: tuple[Expectation, ...] = ()
+    position: int = 0  # index in the file's query list, for messages
+    # Extraction suites: gold terms whose assertion is not affirmed (not expected, SPEC 11).
+    negated: frozenset[str] = frozenset()
+    # Pair suites: the second text and the gold similarity score (SPEC 12); ``text`` is the first.
+    pair: tuple[str, float] | None = None
+
+    @property
+    def n_relevant(self) -> int:
+        return sum(1 for grade in self.relevant.values() if grade >= 1)
+
+    @property
+    def digest(self) -> str:
+        """What a baseline compares the unit by: text and judgments (plus, for the other kinds,
+        the negated gold terms or the second text and gold score). A ranking query's digest is
+        the one 0.1.0 wrote."""
+        extra: list[Any] = []
+        if self.negated:
+            extra.append(sorted(self.negated))
+        if self.pair is not None:
+            extra.append(list(self.pair))
+        return query_digest(self.text, self.relevant, *extra)
+
+
+def threshold(value: Any, metric: Metric, path: Path, entry: str) -> float:
+    """A floor (or latency ceiling) as written, checked against the metric's bounds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise SuiteError(f"threshold must be a number, got {value!r}", path=path, entry=entry)
+    lo, hi = metric.bounds
+    inside = (lo is None or value >= lo) and (hi is None or value <= hi)
+    if not metric.is_latency and not inside:
+        raise SuiteError(
+            f"{metric.name} floor must be within {format_bounds(metric.bounds)}, got {value}",
+            path=path,
+            entry=entry,
+        )
+    if metric.is_latency and value <= 0:
+        raise SuiteError(
+            f"{metric.name} ceiling must be > 0 ms, got {value}", path=path, entry=entry
+        )
+    return float(value)
+
+
+def optional_label(item: Mapping[str, Any], key: str, path: Path, entry: str) -> str | None:
+    value = item.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise SuiteError(
+            f"'{key}' must be a non-empty string, got {value!r}", path=path, entry=entry
+        )
+    if not _LABEL.fullmatch(value):
+        raise SuiteError(
+            f"'{key}' {value!r} must start with a letter and hold only letters, digits, '_' and "
+            "'-' (it names test items and a marker)",
+            path=path,
+            entry=entry,
+        )
+    return value
+
+
+def parse_expect(raw: Any, path: Path, entry: str) -> tuple[Expectation, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping) or not raw:
+        raise SuiteError(
+            "'expect' must be a mapping such as {found_within: 3} or {nDCG@5: 0.5}",
+            path=path,
+            entry=entry,
+        )
+    out = []
+    for key, value in raw.items():
+        where = f"{entry} expect.{key}"
+        if key in EXPECT_KEYS:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise SuiteError(
+                    f"{key} must be an integer >= 1, got {value!r}", path=path, entry=where
+                )
+            out.append(Expectation(key, float(value)))
+            continue
+        try:
+            metric = parse_metric(str(key))
+        except UnknownMetricError as exc:
+            raise SuiteError(
+                f"{exc.message}; or one of: {', '.join(EXPECT_KEYS)}", path=path, entry=where
+            ) from None
+        if metric.is_latency:
+            raise SuiteError("latency is gated per suite, not per query", path=path, entry=where)
+        if any(e.metric is not None and e.metric.name == metric.name for e in out):
+            raise SuiteError(f"{metric.name} is given twice", path=path, entry=where)
+        out.append(Expectation("metric", threshold(value, metric, path, where), metric))
+    return tuple(out)
+
+
+def type_name(value: object) -> str:
+    """The JSON/YAML type of a value as messages name it (``list``, ``str``)."""
+    return type(value).__name__

@@ -1,0 +1,65 @@
+"""Strict reading of user files and the sweep of temporary files killed writers left behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from retrieval_gate.files.atomic import sweep_stale_temps, write_text_atomic
+from retrieval_gate.files.structured import DuplicateKeyError, load_json, load_yaml
+
+
+def test_yaml_duplicate_key_names_key_and_line() -> None:
+    with pytest.raises(DuplicateKeyError, match=r"key 'b' is given twice at line 3; keep one"):
+        load_yaml("a: 1\nb: 2\nb: 3\n")
+
+
+def test_yaml_duplicates_in_nested_mappings_too() -> None:
+    with pytest.raises(DuplicateKeyError, match=r"key 'x' is given twice at line 3"):
+        load_yaml("gates:\n  x: 1\n  x: 2\n")
+
+
+def test_yaml_without_duplicates_loads_as_safe_load_does() -> None:
+    assert load_yaml("a: [1, 2]\nb: {c: d}\n") == {"a": [1, 2], "b": {"c": "d"}}
+
+
+def test_yaml_stays_safe() -> None:
+    import yaml
+
+    with pytest.raises(yaml.YAMLError):
+        load_yaml("!!python/object/apply:os.system ['true']")
+
+
+def test_json_duplicate_key() -> None:
+    with pytest.raises(DuplicateKeyError, match=r"key 'a' is given twice; keep one"):
+        load_json('{"a": 1, "a": 2}')
+    assert load_json('{"a": {"b": [1]}}') == {"a": {"b": [1]}}
+
+
+def _dead_pid() -> int:
+    proc = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(proc.stdout)
+
+
+def test_temps_of_dead_writers_are_swept_and_live_ones_kept(tmp_path: Path) -> None:
+    target = tmp_path / "retrieval-baseline.json"
+    dead = tmp_path / f".retrieval-baseline.json.{_dead_pid()}.abc.tmp"
+    live = tmp_path / f".retrieval-baseline.json.{os.getppid()}.def.tmp"
+    other = tmp_path / f".other.json.{_dead_pid()}.ghi.tmp"
+    for path in (dead, live, other):
+        path.write_text("partial", encoding="utf-8")
+    write_text_atomic(target, "{}\n")
+    assert target.read_text(encoding="utf-8") == "{}\n"
+    assert not dead.exists()
+    assert live.exists()  # its writer may still be renaming it into place
+    assert other.exists()  # not a temporary of this file
+    assert sweep_stale_temps(target) == []

@@ -1,0 +1,153 @@
+"""--rg-suggest-floors: the t bound, the rounding, the suggestions and the diff, by hand."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from retrieval_gate.baseline.store import Baseline
+from retrieval_gate.gates.suggest import (
+    floors_diff,
+    lower_bound,
+    round_down,
+    session_suggestions,
+    suggest_floors,
+    t_quantile,
+)
+from retrieval_gate.records import QueryRecord, RunRecord, query_digest
+from retrieval_gate.suites.suite import load_suite
+
+
+@pytest.mark.parametrize(
+    ("df", "expected"),
+    # Student's t 97.5 % quantiles as printed in every table (and by scipy.stats.t.ppf).
+    [
+        (1, 12.706204736174696),
+        (2, 4.302652729749462),
+        (4, 2.7764451051977934),
+        (39, 2.022690920036761),
+    ],
+)
+def test_t_quantile(df: int, expected: float) -> None:
+    assert t_quantile(0.975, df) == pytest.approx(expected, abs=1e-9)
+
+
+def test_lower_bound_by_hand() -> None:
+    # mean 0.7; squared deviations 0.01 + 0.01 + 0 + 0.04 + 0.04 = 0.1; sd = sqrt(0.1 / 4);
+    # 0.7 - t(0.975, 4) * sd / sqrt(5) = 0.7 - 2.7764451 * 0.0707107 = 0.5036757
+    bound = lower_bound([0.6, 0.8, 0.7, 0.9, 0.5])
+    assert bound == pytest.approx(0.7 - 2.7764451051977934 * math.sqrt(0.1 / 4) / math.sqrt(5))
+    assert lower_bound([0.4, 0.4, 0.4]) == pytest.approx(0.4)  # no spread: the mean
+    assert lower_bound([0.9]) is None  # no interval from one value
+
+
+def test_round_down() -> None:
+    assert round_down(0.5036757) == 0.5
+    assert round_down(0.7) == 0.7  # 0.7 * 100 is 70.00000000000001 in binary; still 0.70
+    assert round_down(0.6999) == 0.69
+    assert round_down(-0.001) == -0.01
+
+
+SUITE = """\
+name: s
+k: [3]
+gates:
+  nDCG@3: 0.2  # keep this comment
+  latency_p95_ms: 100
+categories:
+  c: {ndcg@3: 0.9}
+queries:
+  - {id: q1, query: one, relevant: [a], category: c}
+  - {id: q2, query: two, relevant: [a], category: c}
+  - {id: q3, query: three, relevant: [a], category: c}
+  - {id: q4, query: four, relevant: [a]}
+  - {id: q5, query: five, relevant: [a]}
+  - {id: q6, query: six, relevant: [a]}
+"""
+
+
+def _baseline(path: Path, values: dict[str, list[float]]) -> Baseline:
+    texts = ["one", "two", "three", "four", "five", "six"]
+    runs = {}
+    for system, per_query in values.items():
+        queries = tuple(
+            QueryRecord(
+                id=f"q{i + 1}",
+                # q6's text changed since the baseline: its value must not count.
+                digest=query_digest(texts[i], {"a": 1}) if i < 5 else "edited",
+                category="c" if i < 3 else None,
+                difficulty=None,
+                metrics={"nDCG@3": v},
+                ranking=(),
+                relevant_ranks={},
+            )
+            for i, v in enumerate(per_query)
+        )
+        runs[f"s::{system}"] = RunRecord(
+            suite="s", suite_path="s.retrieval.yaml", system=system, n=6, k=(3,),
+            fingerprint={}, metrics={}, categories={}, difficulties={}, latency_ms={},
+            stats={}, queries=queries,
+        )  # fmt: skip
+    return Baseline(path=path, runs=runs)
+
+
+VALUES = [0.6, 0.8, 0.7, 0.9, 0.5, 0.0]
+
+
+def test_suggestions_and_the_diff(tmp_path: Path) -> None:
+    path = tmp_path / "s.retrieval.yaml"
+    path.write_text(SUITE, encoding="utf-8")
+    suite = load_suite(path)
+    found = suggest_floors([suite], _baseline(tmp_path / "b.json", {"sys": VALUES}), ["sys"])
+    # Suite: q1..q5 (q6 edited) -> 0.5036757 -> 0.50. Category c: q1..q3 = 0.6, 0.8, 0.7:
+    # 0.7 - t(0.975, 2) * 0.1 / sqrt(3) = 0.7 - 4.3026527 * 0.0577350 = 0.4515862 -> 0.45.
+    # The latency ceiling is left alone.
+    assert [(s.gate.scope, s.gate.metric.name, s.suggested, s.n) for s in found] == [
+        ("suite", "nDCG@3", 0.5, 5),
+        ("category[c]", "nDCG@3", 0.45, 3),
+    ]
+    diff = floors_diff(found, tmp_path)
+    assert diff.splitlines() == [
+        "--- a/s.retrieval.yaml",
+        "+++ b/s.retrieval.yaml",
+        "@@ -1,10 +1,10 @@",
+        " name: s",
+        " k: [3]",
+        " gates:",
+        "-  nDCG@3: 0.2  # keep this comment",
+        "+  nDCG@3: 0.50  # keep this comment",
+        "   latency_p95_ms: 100",
+        " categories:",
+        "-  c: {ndcg@3: 0.9}",
+        "+  c: {ndcg@3: 0.45}",
+        " queries:",
+        "   - {id: q1, query: one, relevant: [a], category: c}",
+        "   - {id: q2, query: two, relevant: [a], category: c}",
+    ]
+    assert path.read_text(encoding="utf-8") == SUITE  # never changed
+
+
+def test_one_floor_for_every_system_is_the_lowest_bound(tmp_path: Path) -> None:
+    path = tmp_path / "s.retrieval.yaml"
+    path.write_text(SUITE, encoding="utf-8")
+    baseline = _baseline(tmp_path / "b.json", {"sys": VALUES, "other": [0.4] * 6})
+    found = suggest_floors([load_suite(path)], baseline, ["sys", "other"])
+    # "other" has no spread: its bound is its mean 0.4, below sys's 0.50 and 0.45.
+    assert [(s.gate.scope, s.suggested) for s in found] == [("suite", 0.4), ("category[c]", 0.4)]
+
+
+def test_no_change_no_diff(tmp_path: Path) -> None:
+    path = tmp_path / "s.retrieval.yaml"
+    path.write_text(SUITE.replace("0.2  #", "0.50  #").replace("0.9}", "0.45}"), encoding="utf-8")
+    baseline = _baseline(tmp_path / "b.json", {"sys": VALUES})
+    assert suggest_floors([load_suite(path)], baseline, ["sys"]) == []
+    assert floors_diff([], tmp_path) == ""
+
+
+def test_without_a_baseline_it_says_so(tmp_path: Path) -> None:
+    lines = session_suggestions("-", [], None, rootpath=tmp_path, cwd=tmp_path)
+    assert lines == [
+        "suggested floors: none, there is no baseline (save one with --rg-save-baseline)"
+    ]
