@@ -291,10 +291,10 @@ def config_error(spec: dict[str, Any]) -> str:
 
 def test_extraction_table_parses_with_defaults() -> None:
     parsed = system({"retriever": "m:f", "extraction": {"top_term_only": True, "num_results": 5}})
-    assert parsed.extraction["top_term_only"] is True
-    assert parsed.extraction["num_results"] == 5
-    assert parsed.extraction["chunking"] == "sentence"
-    assert system({"retriever": "m:f"}).extraction["min_confidence"] == 0.5
+    assert parsed.suite_options["extraction"]["top_term_only"] is True
+    assert parsed.suite_options["extraction"]["num_results"] == 5
+    assert parsed.suite_options["extraction"]["chunking"] == "sentence"
+    assert system({"retriever": "m:f"}).suite_options["extraction"]["min_confidence"] == 0.5
 
 
 def test_extraction_table_leaves_the_identity_alone() -> None:

@@ -15,7 +15,8 @@ from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.records import BaselineComparison, Outcome, RunFailure, RunRecord
 
 if TYPE_CHECKING:
-    from retrieval_gate.gates.decision import Decision, DecisionSettings
+    from retrieval_gate.config.decision import DecisionSettings
+    from retrieval_gate.gates.decision import Decision
 
 
 @dataclass(frozen=True)

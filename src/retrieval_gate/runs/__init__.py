@@ -18,12 +18,18 @@ if TYPE_CHECKING:
     from retrieval_gate.systems import RunOptions
     from retrieval_gate.systems.config import SystemConfig
 
-__all__ = ["corpus_path", "run_suite"]
+__all__ = ["corpus_path", "latency_needed", "run_suite"]
 
 
 def corpus_path(suite: Suite, system: SystemConfig, settings: Settings) -> Path | None:
     """The corpus a suite is run against: the suite's own, else the system's, else the project's."""
     return suite.corpus or system.corpus or settings.corpus
+
+
+def latency_needed(suite: Suite, settings: Settings) -> bool:
+    """Whether the run's query latency counts: a latency gate in the suite, or a latency weight
+    in the decision score."""
+    return settings.latency_weighted or any(gate.metric.is_latency for gate in suite.gates)
 
 
 def run_suite(
@@ -34,14 +40,22 @@ def run_suite(
     corpus: Corpus | None = None,
 ) -> RunResult:
     """Run ``suite`` against ``system`` the way the suite's kind runs."""
+    context = settings.context(
+        options,
+        system,
+        suite_corpus=suite.corpus,
+        corpus=corpus,
+        where=suite.path,
+        latency_needed=latency_needed(suite, settings),
+    )
     if suite.kind == "extraction":
         from retrieval_gate.suites.extraction.run import run_extraction
 
-        return run_extraction(suite, system, settings, options, corpus)
+        return run_extraction(suite, system, context)
     if suite.kind == "pairs":
         from retrieval_gate.suites.pairs import run_pairs
 
-        return run_pairs(suite, system, settings, options, corpus)
+        return run_pairs(suite, system, context)
     from retrieval_gate.suites.ranking import run_ranking
 
-    return run_ranking(suite, system, settings, options, corpus)
+    return run_ranking(suite, system, context)

@@ -21,12 +21,10 @@ from typing import TYPE_CHECKING, Any
 from retrieval_gate.errors import RunError, SuiteError
 
 if TYPE_CHECKING:
-    from retrieval_gate.config import Settings
-    from retrieval_gate.corpus import Corpus
     from retrieval_gate.suites.result import RunResult
     from retrieval_gate.suites.suite import Suite
     from retrieval_gate.suites.units import Query
-    from retrieval_gate.systems import RunOptions
+    from retrieval_gate.systems import OpenContext
     from retrieval_gate.systems.config import SystemConfig
 
 __all__ = ["parse_pairs", "run_pairs"]
@@ -244,9 +242,7 @@ def _generated_id(a: str, b: str, seen: Mapping[str, str]) -> str:
 def run_pairs(
     suite: Suite,
     system: SystemConfig,
-    settings: Settings,
-    options: RunOptions,
-    corpus: Corpus | None = None,
+    context: OpenContext,
 ) -> RunResult:
     """Embed both texts of every pair (the cache answers what it has) and score each pair by the
     cosine similarity of its two vectors. The result's per-pair ``scores`` hold that cosine;
@@ -263,8 +259,8 @@ def run_pairs(
             path=suite.path,
             entry=f"system {system.name}",
         )
-    del corpus  # pairs carry their own texts
-    embedder = load_system_embedder(system, settings, options)
+    options = context.options
+    embedder = load_system_embedder(system, options, source=context.source)
     texts = [q.text for q in suite.queries] + [q.pair[0] for q in suite.queries if q.pair]
     vectors, embedded = embed_texts(embedder, texts, options, label=f"{suite.name}: pairs")
     n = len(suite.queries)

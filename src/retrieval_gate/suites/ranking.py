@@ -25,10 +25,8 @@ from retrieval_gate.suites.units import Query as Query
 from retrieval_gate.suites.units import optional_label, parse_expect, type_name
 
 if TYPE_CHECKING:
-    from retrieval_gate.config import Settings
-    from retrieval_gate.corpus import Corpus
     from retrieval_gate.suites.suite import Suite
-    from retrieval_gate.systems import Retrieved, RunOptions, System
+    from retrieval_gate.systems import OpenContext, Retrieved, System
     from retrieval_gate.systems.config import SystemConfig
 
 _QUERY_TEXT_KEYS = ("query", "text", "question")
@@ -214,18 +212,16 @@ def _natural(qid: str) -> tuple[int, int | str]:
 def run_ranking(
     suite: Suite,
     system: SystemConfig,
-    settings: Settings,
-    options: RunOptions,
-    corpus: Corpus | None = None,
+    context: OpenContext,
 ) -> RunResult:
     """Open ``system``, retrieve every query of ``suite`` (after one untimed warm-up query, so
     import and first-call costs are not query latency), rank and fingerprint the results."""
-    from retrieval_gate.systems import OpenContext, open_configured
+    from retrieval_gate.systems import open_configured
 
     depth = max(system.depth, suite.depth_needed)
     # The unjudged (drift) queries run after the judged ones; they have no metrics (drift.py).
     queries = [(query.id, query.text) for query in suite.queries] + list(suite.unjudged)
-    opened = open_configured(system, OpenContext(settings, options, corpus, suite))
+    opened = open_configured(system, context)
     try:
         opened.retrieve(queries[:1], depth, where=suite.path)
         results = _retrieve_with_progress(opened, queries, depth, suite)
