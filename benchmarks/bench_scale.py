@@ -2,6 +2,8 @@
 
     python benchmarks/bench_scale.py [--sizes 10000 100000 1000000] [--queries 100]
                                      [--work /tmp/rg-bench-scale] [--write docs/performance.md]
+    python benchmarks/bench_scale.py --sizes 1000000 --before /path/to/older/worktree \
+                                     [--repeats 3]
 
 A synthetic corpus per size (documents of 20 to 60 words drawn, Zipf-like, from the bundled
 MiniLM's word list; seed 0), queries of 6 words taken from one document each (that document is
@@ -18,24 +20,34 @@ Stages, timed and with the process's peak resident memory during each (sampled e
 * ``embed``: :class:`~retrieval_gate.systems.embedding.EmbeddingIndex`'s look-up in the
   embedding cache, the model load where something is missing, embedding and storing;
 * ``index``: adding the vectors to the exact index (float32, in place);
-* ``search``: ``EmbeddingSystem.retrieve`` of every query, one at a time as the gate does
-  (warm: the cached query vectors, no model), index recall not measured (exact index);
+* ``search``: every query's ranking as the gate gets it: ``EmbeddingSystem.retrieve_batch`` of
+  all queries (warm: the cached query vectors, no model), no latency timed (no latency gate),
+  index recall not measured (exact index); a tree without ``retrieve_batch`` (before issue 20)
+  calls ``retrieve``, one query at a time, as its gate did;
 * ``metrics``: nDCG@10, R@10, MRR@10 and P@5 over the rankings, through ``evaluate``.
 
 Targets from issue 12 at 1M documents: cold at most 10 minutes, peak at most 4 GB, warm at most
 60 s. ``--write`` replaces the section between the BEGIN/END markers of ``bench_scale.py`` in
 the given markdown file with the table.
+
+``--before DIR`` compares warm runs with another checkout of this repository (e.g. a git
+worktree of an older commit): per size, one cold run fills the cache, then ``--repeats`` warm
+runs of each tree alternate (each a fresh process of this script's ``--one`` with ``PYTHONPATH``
+at that tree's ``src``), on the same cache; it prints each run's stage times and
+peaks, the medians and the ratios this/before, and checks that both trees ranked alike.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import threading
@@ -125,7 +137,7 @@ def one_run(size: int, n_queries: int, cache: Path, models: Path) -> dict[str, A
     from retrieval_gate.config import parse_settings
     from retrieval_gate.corpus import Corpus, Document
     from retrieval_gate.metrics import evaluate
-    from retrieval_gate.systems import OpenContext, RunOptions
+    from retrieval_gate.systems import RunOptions
     from retrieval_gate.systems.embedding import EmbeddingSystem
 
     sampler = MemorySampler()
@@ -166,17 +178,24 @@ def one_run(size: int, n_queries: int, cache: Path, models: Path) -> dict[str, A
     config = settings.system("static")
     options = RunOptions(cache_dir=cache)
     sampler.reset()
-    system = EmbeddingSystem(config, OpenContext(settings, options, corpus))
+    system = EmbeddingSystem(config, _context(settings, options, config, corpus))
     # Opening does both stages; the peak of the two together is reported for each.
     peaks["embed"] = peaks["index"] = sampler.peak_mb()
     seconds["embed"] = system.index.stage_seconds["embed"]
     seconds["index"] = system.index.stage_seconds["index"]
+    asked = [(f"q{i}", q) for i, q in enumerate(queries)]
     with stage("search"):
-        found = system.retrieve([(f"q{i}", q) for i, q in enumerate(queries)], 10)
+        if hasattr(system, "retrieve_batch"):
+            found = system.retrieve_batch(asked, 10)
+        else:  # a tree before issue 20: one query at a time, as its gate ranked
+            found = [r.hits for r in system.retrieve(asked, 10)]
     with stage("metrics"):
         qrels = {f"q{i}": {ids[t]: 1} for i, t in enumerate(targets)}
-        run = {f"q{i}": dict(r.hits) for i, r in enumerate(found)}
+        run = {f"q{i}": dict(hits) for i, hits in enumerate(found)}
         values = evaluate(qrels, run, list(METRICS))
+    from retrieval_gate.metrics import rank_scored
+
+    rankings = hashlib.sha256(json.dumps([rank_scored(h) for h in found]).encode()).hexdigest()
     stats = system.stats
     system.close()
     sampler.stop()
@@ -193,7 +212,17 @@ def one_run(size: int, n_queries: int, cache: Path, models: Path) -> dict[str, A
         "embedded_queries": stats["embedded_queries"],
         "model_loaded": stats["model_loaded"],
         "dims": stats["dims"],
+        "rankings": rankings,
     }
+
+
+def _context(settings: Any, options: Any, config: Any, corpus: Any) -> Any:
+    """The open context, in this tree's shape or an older one's (before settings.context)."""
+    if hasattr(settings, "context"):
+        return settings.context(options, config, corpus=corpus)
+    from retrieval_gate.systems import OpenContext
+
+    return OpenContext(settings, options, corpus)
 
 
 def distil_once(models: Path) -> None:
@@ -214,8 +243,9 @@ def distil_once(models: Path) -> None:
     load_embedder(spec, cache_dir=scratch)
 
 
-def _child(size: int, queries: int, cache: Path, models: Path) -> dict[str, Any]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+def _child(size: int, queries: int, cache: Path, models: Path, tree: Path = REPO) -> dict[str, Any]:
+    # This script in every case: only the package under test comes from ``tree``.
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(tree / "src")}
     cmd = [
         sys.executable,
         __file__,
@@ -256,12 +286,60 @@ def table(rows: list[dict[str, Any]]) -> str:
     return head + "\n".join(lines) + "\n"
 
 
+def compare(args: argparse.Namespace, models: Path) -> None:
+    """Warm runs of this tree and ``args.before``, alternating, on one cache per size."""
+    for size in args.sizes:
+        cache = args.work / f"cache-{size}"
+        shutil.rmtree(cache, ignore_errors=True)
+        cold = _child(size, args.queries, cache, models)
+        print(f"{size:>9,} cold (this tree): {cold['process_seconds']:.1f} s", flush=True)
+        runs: dict[str, list[dict[str, Any]]] = {"before": [], "this": []}
+        for repeat in range(args.repeats):
+            order = ["before", "this"] if repeat % 2 == 0 else ["this", "before"]
+            for name in order:
+                tree = args.before if name == "before" else REPO
+                row = _child(size, args.queries, cache, models, tree)
+                runs[name].append(row)
+                s = row["seconds"]
+                print(
+                    f"{size:>9,} warm {name:>6}: process {row['process_seconds']:.1f} s, "
+                    f"embed {s['embed']:.2f}, index {s['index']:.2f}, search {s['search']:.2f}, "
+                    f"metrics {s['metrics']:.2f} s; peak MB: search {row['peak_mb']['search']:,.0f}"
+                    f", process {row['process_peak_mb']:,.0f}",
+                    flush=True,
+                )
+        same = {row["rankings"] for rows in runs.values() for row in rows}
+        print(f"rankings identical in every run: {len(same) == 1}")
+        for key, label in (
+            (("seconds", "search"), "search s"),
+            (("seconds", "embed"), "embed s"),
+            (("seconds", "index"), "index s"),
+            (("process_seconds",), "process s"),
+            (("peak_mb", "search"), "search peak MB"),
+            (("process_peak_mb",), "process peak MB"),
+        ):
+
+            def value(row: dict[str, Any], key: tuple[str, ...] = key) -> float:
+                found: Any = row
+                for part in key:
+                    found = found[part]
+                return float(found)
+
+            before = statistics.median(value(r) for r in runs["before"])
+            this = statistics.median(value(r) for r in runs["this"])
+            print(
+                f"{label:>16}: before {before:,.2f}, this {this:,.2f}, this/before {this / before:.3f}"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--work", type=Path, default=Path("/tmp/rg-bench-scale"))
     parser.add_argument("--write", type=Path, default=None)
+    parser.add_argument("--before", type=Path, default=None, help="another checkout to compare")
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--cache", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--models", type=Path, default=None, help=argparse.SUPPRESS)
@@ -271,6 +349,9 @@ def main() -> None:
         return
     models = args.work / "models"
     distil_once(models)
+    if args.before is not None:
+        compare(args, models)
+        return
     rows = []
     for size in args.sizes:
         cache = args.work / f"cache-{size}"

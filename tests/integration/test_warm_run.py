@@ -2,14 +2,12 @@
 loads no model; a latency gate brings the model back and times live queries.
 
 Each session runs in a subprocess so ``sys.modules`` is that run's alone; the project's
-conftest writes the heavy modules it ended with. The model is a tiny sentence-transformers
-BERT built here (no download), so a cold run is quick yet imports torch as MiniLM would.
+conftest writes the heavy modules it ended with. The model is the tiny sentence-transformers
+BERT of tests/conftest.py (no download), so a cold run is quick yet imports torch as MiniLM would.
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import json
 import textwrap
 from pathlib import Path
@@ -52,48 +50,6 @@ def pytest_unconfigure(config):
     loaded = sorted({name.split(".")[0] for name in sys.modules} & set(HEAVY))
     (config.rootpath / "modules.json").write_text(json.dumps(loaded))
 """
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A one-layer, 16-dim BERT with mean pooling, saved as a sentence-transformers folder."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    st = pytest.importorskip("sentence_transformers")
-    root = tmp_path_factory.mktemp("tiny-st")
-    bert_dir = root / "bert"
-    bert_dir.mkdir()
-    words = sorted(
-        {w for text in [*DOCS.values(), "red apple blue sky green wine"] for w in text.split()}
-    )
-    special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    vocab = {token: i for i, token in enumerate([*special, *words])}
-    if "vocab" in inspect.signature(transformers.BertTokenizer.__init__).parameters:
-        tokenizer = transformers.BertTokenizer(vocab=vocab)  # transformers 5
-    else:
-        (bert_dir / "vocab.txt").write_text("\n".join(vocab) + "\n")
-        tokenizer = transformers.BertTokenizer(vocab_file=str(bert_dir / "vocab.txt"))
-    tokenizer.save_pretrained(bert_dir)
-    torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=1,
-        intermediate_size=16,
-        max_position_embeddings=32,
-        initializer_range=0.3,
-    )
-    transformers.BertModel(config).save_pretrained(bert_dir)
-    try:
-        modules = importlib.import_module("sentence_transformers.sentence_transformer.modules")
-    except ImportError:  # sentence-transformers < 6
-        modules = importlib.import_module("sentence_transformers.models")
-    word = modules.Transformer(str(bert_dir))
-    pooling = modules.Pooling(config.hidden_size, "mean")
-    model_dir = root / "model"
-    st.SentenceTransformer(modules=[word, pooling], device="cpu").save(str(model_dir))
-    return model_dir
 
 
 def _project(pytester: pytest.Pytester, model: Path, index: str, extra: str = "") -> None:
@@ -154,12 +110,16 @@ def test_a_warm_run_without_a_latency_gate_imports_no_torch(
     assert (stats["cached_documents"], stats["cached_queries"]) == (4, 3)
     assert (stats["embedded_documents"], stats["embedded_queries"]) == (0, 0)
     assert (stats["query_vectors"], stats["model_loaded"]) == ("cached", False)
-    assert "query vectors: cached, model not loaded; latency is search time only" in stats["notes"]
+    assert "query vectors: cached, model not loaded" in stats["notes"]
+    # No latency gate: nothing is timed, and the report says so instead of showing latency.
+    assert (stats["latency_queries"], stats["latency_measured"]) == (0, False)
     # Cached vectors are the ones the cold run embedded, one query per call as it did.
     assert _rankings(warm) == _rankings(cold)
     assert warm["metrics"] == cold["metrics"]
     report = (pytester.path / "retrieval-gate-report.md").read_text()
     assert "query vectors: cached, model not loaded" in report
+    assert "latency: not timed" in report
+    assert "### Latency" not in report
 
 
 def test_a_latency_gate_loads_the_model_and_embeds_queries_live(
@@ -173,10 +133,16 @@ def test_a_latency_gate_loads_the_model_and_embeds_queries_live(
     assert {"torch", "sentence_transformers"} <= set(modules)
     stats = gated["stats"]
     assert (stats["query_vectors"], stats["model_loaded"]) == ("live", True)
-    # Documents still come from the cache; every query (and the warm-up) is embedded live.
-    assert (stats["cached_documents"], stats["embedded_queries"]) == (4, 3)
-    assert "query vectors: embedded live (a latency gate is configured)" in stats["notes"]
+    # Documents and the rankings' query vectors come from the cache; the timed queries (all
+    # 3: a suite this small is timed whole) are embedded live.
+    assert (stats["cached_documents"], stats["cached_queries"]) == (4, 3)
+    assert (stats["embedded_queries"], stats["latency_queries"]) == (3, 3)
+    note = "query vectors: 3 from the cache, 3 embedded; the 3 timed queries embedded live"
+    assert any(n.startswith(note) for n in stats["notes"])
     assert _rankings(gated) == _rankings(cold)
+    assert all(q["latency_ms"] > 0 for q in gated["queries"])
+    report = (pytester.path / "retrieval-gate-report.md").read_text()
+    assert "latency: timed on 3 of 3 queries" in report
 
 
 def _per_query(run: dict[str, Any]) -> dict[str, Any]:
@@ -218,8 +184,9 @@ def test_a_warm_chroma_run_answers_from_the_result_cache_without_opening_chroma(
     stats = warm["stats"]
     assert (stats["model_loaded"], stats["embedded_documents"]) == (False, 0)
     assert stats["index_opened"] is False
-    # 4 searches of the run (3 queries and the warm-up) and 3 for the index recall figure.
-    assert stats["cached_results"] == 7
+    # The run's 3 queries in one batch (no latency is timed: no warm-up) and 3 for the index
+    # recall figure.
+    assert stats["cached_results"] == 6
     assert "search results: cached, chroma not opened" in stats["notes"]
     assert _per_query(warm) == _per_query(cold)
     assert warm["metrics"] == cold["metrics"]

@@ -284,11 +284,17 @@ def test_run_file_system_through_run_suite(project: Path) -> None:
     assert run.latencies_ms == (0.0, 0.0)
     digest = hashlib.sha256((project / "runs" / "r.trec").read_bytes()).hexdigest()
     assert run.fingerprint["system"] == {"run": "runs/r.trec", "run_digest": digest}
-    assert run.stats == {
+    timings = run.stats["timings_ms"]
+    assert {k: v for k, v in run.stats.items() if k != "timings_ms"} == {
         "run_file_queries": 1,
         "run_file_missing_queries": 1,
         "latency_measured": False,
+        # One call per query, as for a retriever: every query goes through the timed path.
+        "latency_queries": 2,
     }
+    # Opening counts as load, the calls as search; nothing is embedded or indexed.
+    assert set(timings) == {"load", "embed", "index", "search", "latency", "metrics"}
+    assert timings["embed"] == timings["index"] == timings["latency"] == 0.0
 
 
 def test_retriever_system_through_run_suite_ranks_by_the_tie_policy(project: Path) -> None:
@@ -505,7 +511,7 @@ def test_chunk_hits_tied_at_the_cut_keep_the_document_trec_eval_ranks_first() ->
     index.parent_of = {"x#0": "x", "y#0": "y", "y#1": "y", "z#0": "z"}
     index.corpus = ["x", "y", "z"]  # type: ignore[assignment]
     # y before x at equal score (id descending), so the cut at 2 keeps y.
-    assert index.search_vector(None, 2) == [("z", 0.9), ("y", 0.5)]
+    assert index.search_vector(np.zeros((1, 2), dtype=np.float32), 2) == [("z", 0.9), ("y", 0.5)]
 
 
 # -- libraries failing underneath ---------------------------------------------------------------

@@ -41,6 +41,7 @@ _SETTINGS_KEYS = frozenset(
         "reference",
         "strict_verdicts",
         "regression_scopes",
+        "latency_sample",
     }
 )
 
@@ -66,6 +67,9 @@ class Settings:
     # Scopes whose regressions are items in the session's family ("suite" always; "category",
     # "difficulty" on request); the others are diagnostics in the report.
     regression_scopes: tuple[str, ...] = ("suite",)
+    # Queries timed per suite x system through the single-query path: None ("auto") times
+    # AUTO_LATENCY_SAMPLE when a latency gate or decision weight reads latency, else none.
+    latency_sample: int | None = None
 
     @property
     def where(self) -> str:
@@ -80,6 +84,7 @@ class Settings:
         corpus: Corpus | None = None,
         where: Path | None = None,
         latency_needed: bool = False,
+        latency_sample: int = 0,
     ) -> OpenContext:
         """What opening ``system`` needs from these settings: the folder the user's modules
         import from, the file errors name, and the corpus path (the suite's, else the
@@ -95,6 +100,7 @@ class Settings:
             corpus_path=suite_corpus or own or self.corpus,
             where=where,
             latency_needed=latency_needed,
+            latency_sample=latency_sample,
         )
 
     @property
@@ -254,8 +260,16 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
             path=source,
             entry="regression_scopes",
         )
+    sample = table.get("latency_sample", "auto")
+    if sample != "auto" and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 0):
+        raise ConfigError(
+            f"'latency_sample' must be \"auto\" or a number of queries >= 0, got {sample!r}",
+            path=source,
+            entry="latency_sample",
+        )
     return Settings(
         decision=decision,
+        latency_sample=None if sample == "auto" else sample,
         root=base,
         source=source,
         corpus=_path(table, "corpus", source, base),

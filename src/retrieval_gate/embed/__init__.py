@@ -17,6 +17,7 @@ import importlib
 import importlib.util
 import json
 import os
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -518,6 +519,8 @@ class LazyEmbedder:
         self._load = load
         self._model: Embedder | None = None
         self._dim: int | None = None
+        #: Seconds the model's load took (0.0 until it is loaded), for the report's timings.
+        self.load_seconds = 0.0
 
     def __repr__(self) -> str:
         state = "loaded" if self.loaded else "not loaded"
@@ -532,7 +535,9 @@ class LazyEmbedder:
     def model(self) -> Embedder:
         """The loaded embedder (loaded now if it was not)."""
         if self._model is None:
+            began = time.perf_counter()
             model = self._load()
+            self.load_seconds = time.perf_counter() - began
             if model.identity != self.identity:
                 raise RuntimeError(
                     f"embedder identity changed on load: expected {self.identity}, "

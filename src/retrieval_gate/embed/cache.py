@@ -82,7 +82,7 @@ class EmbeddingCache:
 
     def __init__(self, root: Path, identity: str, dim: int | None = None) -> None:
         self.identity = identity
-        self.directory = Path(root) / hashlib.sha256(identity.encode()).hexdigest()[:16]
+        self.directory = self.folder(root, identity)
         self.directory.mkdir(parents=True, exist_ok=True)
         self._loaded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._index: dict[str, tuple[str, int]] | None = None
@@ -94,6 +94,11 @@ class EmbeddingCache:
 
     def __repr__(self) -> str:
         return f"EmbeddingCache({self.directory})"
+
+    @staticmethod
+    def folder(root: Path, identity: str) -> Path:
+        """The folder under ``root`` that holds ``identity``'s vectors."""
+        return Path(root) / hashlib.sha256(identity.encode()).hexdigest()[:16]
 
     @staticmethod
     def digest(text: str) -> str:

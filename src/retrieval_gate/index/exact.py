@@ -1,8 +1,11 @@
 """Exact cosine search with numpy: the reference every approximate index is measured against.
 
-Scores are float32 matrix products of unit rows, taken in blocks of documents and queries so
-the working memory stays under a bound (``search_block_mb``) at any corpus size; each block
-keeps its own top k, and the blocks' tops are merged. The tie policy is the one of
+Candidates come from float32 matrix products of unit rows, taken in blocks of documents and
+queries so the working memory stays under a bound (``search_block_mb``) at any corpus size:
+every document within a proven rounding margin of a query's k-th best float32 score. Their
+scores are then computed again by :func:`exact_dots` (float64, in a fixed order), which depends
+on the two vectors alone, so a query ranks the same searched alone or with any others, and equal
+vectors tie exactly wherever they are stored. The tie policy is the one of
 :func:`retrieval_gate.metrics.rank_scored`: score descending, ties by document id descending.
 """
 
@@ -25,6 +28,8 @@ _FIRST_DOCS = 4096
 _NORM_ROWS = 65536
 # Unit rows already within this of norm 1 are kept as given: no copy of the caller's matrix.
 _UNIT_TOLERANCE = 1e-4
+# Rows per step of `exact_dots` (two float64 copies of this many rows are made at a time).
+_DOT_ROWS = 8192
 
 
 def block_shape(n_queries: int, n_docs: int, k: int, block_mb: float) -> tuple[int, int]:
@@ -45,8 +50,11 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
     """``matrix``'s rows scaled to unit length, float32; zero rows stay zero (they score 0
     against everything instead of NaN).
 
-    A float32 C-contiguous matrix whose rows already have norm 1 (within 1e-4) or 0 is
-    returned as is, without a copy: the embedders' normalised vectors are indexed in place.
+    Each row is decided alone: one whose norm is already 1 (its squared norm within 1e-4) or 0
+    is kept as given, the others are scaled, so a row's result never depends on the rows beside
+    it (a query normalises the same in any batch). A float32 C-contiguous matrix whose rows are
+    all kept is returned as is, without a copy: the embedders' normalised vectors are indexed in
+    place.
     """
     array = np.asarray(matrix)
     if array.dtype == np.float32 and array.flags.c_contiguous and _is_unit(array):
@@ -54,37 +62,91 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
     out = np.array(array, dtype=np.float32, order="C")
     for start in range(0, out.shape[0], _NORM_ROWS):
         part = out[start : start + _NORM_ROWS]
+        scale = ~_unit_norms(np.einsum("ij,ij->i", part, part, dtype=np.float64))
         norms = np.linalg.norm(part.astype(np.float64), axis=1, keepdims=True)
-        np.divide(part, norms, out=part, where=norms > 0)
+        np.divide(part, norms, out=part, where=scale[:, None] & (norms > 0))
     return out
+
+
+def _unit_norms(squared: np.ndarray) -> np.ndarray:
+    return (np.abs(squared - 1.0) <= _UNIT_TOLERANCE) | (squared == 0.0)
 
 
 def _is_unit(array: np.ndarray) -> bool:
     for start in range(0, array.shape[0], _NORM_ROWS):
         part = array[start : start + _NORM_ROWS]
-        norms = np.einsum("ij,ij->i", part, part, dtype=np.float64)
-        if not np.all((np.abs(norms - 1.0) <= _UNIT_TOLERANCE) | (norms == 0.0)):
+        if not np.all(_unit_norms(np.einsum("ij,ij->i", part, part, dtype=np.float64))):
             return False
     return True
 
 
-def _block_top(scores: np.ndarray, ranks: np.ndarray, top: int) -> np.ndarray:
-    """Column positions of each row's top ``top`` in the tie policy (unordered within a row).
+def exact_dots(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """``left[i] . right[i]`` for every row ``i``, in float64, summed over the dimensions in order.
 
-    argpartition picks the top set exactly when only ``top`` scores reach the row's k-th
-    best; a row with more ties at that score chooses among them by id rank instead.
+    The score every exact search reports. Each product of two float32 entries is exact in
+    float64 and the sum runs in one fixed order, so a row's value depends on its two vectors
+    alone: never on which other rows are scored with it, nor where they sit. A BLAS product's
+    value does (its kernels and blocking follow the matrix shapes: the same document can score
+    differently in a search of one query and of many, or a duplicate of it further down), which
+    would let batching, or the position of a duplicate, reorder a tie.
     """
-    n = scores.shape[1]
-    if top >= n:
-        return np.broadcast_to(np.arange(n), (scores.shape[0], n)).copy()
-    picked = np.argpartition(scores, n - top, axis=1)[:, n - top :]
-    kth = np.take_along_axis(scores, picked, axis=1).min(axis=1)
-    reaching = np.count_nonzero(scores >= kth[:, None], axis=1)
-    for row in np.flatnonzero(reaching > top):
-        candidates = np.flatnonzero(scores[row] >= kth[row])
-        order = np.lexsort((-ranks[candidates], -scores[row, candidates]))[:top]
-        picked[row] = candidates[order]
-    return picked
+    a = np.asarray(left)
+    b = np.asarray(right)
+    if a.shape != b.shape or a.ndim != 2:
+        raise ValueError(f"exact_dots needs two matrices of one shape, got {a.shape}, {b.shape}")
+    out = np.empty(a.shape[0], dtype=np.float64)
+    for start in range(0, a.shape[0], _DOT_ROWS):
+        # Dimension-major float64 copies: each step below is one contiguous elementwise pass.
+        at = np.array(a[start : start + _DOT_ROWS].T, dtype=np.float64, order="C")
+        bt = np.array(b[start : start + _DOT_ROWS].T, dtype=np.float64, order="C")
+        acc = out[start : start + _DOT_ROWS]
+        np.multiply(at[0], bt[0], out=acc)
+        term = np.empty_like(acc)
+        for j in range(1, at.shape[0]):
+            np.multiply(at[j], bt[j], out=term)
+            np.add(acc, term, out=acc)
+    return out
+
+
+def score_margin(dim: int, norm: float = 1.0 + 1e-4) -> float:
+    """A bound on ``|float32 product score - exact_dots score|`` for vectors of ``dim`` entries
+    and norms at most ``norm``: ``gamma_dim * norm**2`` (any summation order, FMA or not;
+    Higham, *Accuracy and Stability of Numerical Algorithms*, 3.1), doubled for safety."""
+    unit = 2.0**-24
+    gamma = dim * unit / (1.0 - dim * unit)
+    return 2.0 * gamma * norm * norm + 1e-12
+
+
+def floor32(values: np.ndarray) -> np.ndarray:
+    """``values`` (float64) as float32, each rounded down: a float32 bound that is never above."""
+    out = np.asarray(values, dtype=np.float64).astype(np.float32)
+    above = out.astype(np.float64) > values
+    out[above] = np.nextafter(out[above], np.float32(-np.inf))
+    return out
+
+
+def kth_per_row(rows: np.ndarray, values: np.ndarray, n_rows: int, k: int) -> np.ndarray:
+    """Per row ``r`` of ``n_rows``, the ``k``-th largest of ``values[rows == r]`` (every row
+    has at least ``k`` values)."""
+    order = np.lexsort((-values, rows))
+    starts = np.zeros(n_rows, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_rows)[:-1], out=starts[1:])
+    out: np.ndarray = values[order[starts + k - 1]]
+    return out
+
+
+def first_per_row(
+    rows: np.ndarray, keys: tuple[np.ndarray, ...], n_rows: int, k: int
+) -> np.ndarray:
+    """Positions (into ``rows``) of each row's first ``k`` entries, ordered by ``rows`` and then
+    by ``keys`` (``np.lexsort`` keys, last one primary, ascending), row after row."""
+    order = np.lexsort((*keys, rows))
+    sorted_rows = rows[order]
+    starts = np.zeros(n_rows, dtype=np.int64)
+    np.cumsum(np.bincount(sorted_rows, minlength=n_rows)[:-1], out=starts[1:])
+    keep = np.arange(order.size) - starts[sorted_rows] < k
+    chosen: np.ndarray = order[keep]
+    return chosen
 
 
 class ExactIndex:
@@ -100,7 +162,8 @@ class ExactIndex:
     as the chroma index).
 
     ``block_mb`` bounds the working memory of one search block (see `block_shape`); the
-    rankings do not depend on it.
+    rankings do not depend on it, nor on how many queries one ``search`` call holds: a score is
+    :func:`exact_dots` of the query's and the document's unit rows (float64).
     """
 
     def __init__(self, block_mb: float = DEFAULT_BLOCK_MB) -> None:
@@ -158,6 +221,16 @@ class ExactIndex:
             self._id_rank = rank
         return self._id_rank
 
+    @property
+    def ids(self) -> list[str]:
+        """The stored ids, in the order their rows were added."""
+        return list(self._ids)
+
+    def unit_matrix(self) -> np.ndarray | None:
+        """The stored unit rows (float32, in the order of :attr:`ids`), or None when empty; a
+        view of what the index holds: do not change it."""
+        return self._stacked()
+
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
@@ -173,49 +246,54 @@ class ExactIndex:
         top = min(k, n)
         ranks = self._ranks()
         q_rows, d_rows = block_shape(q.shape[0], n, top, self.block_mb)
-        # The first documents are ranked outright; their k-th best score is then a floor that
-        # only a few documents of each later block reach, so those blocks cost a comparison.
-        first = min(n, max(top, _FIRST_DOCS))
+        band = 2.0 * score_margin(matrix.shape[1])
         results: list[list[tuple[str, float]]] = []
         for q_start in range(0, q.shape[0], q_rows):
             qb = unit_rows(q[q_start : q_start + q_rows])
-            scores = qb @ matrix[:first].T
-            best_idx = _block_top(scores, ranks[:first], top)
-            best_score = np.take_along_axis(scores, best_idx, axis=1)
-            for d_start in range(first, n, d_rows):
-                scores = qb @ matrix[d_start : d_start + d_rows].T
-                best_idx, best_score = _merge(best_idx, best_score, scores, d_start, ranks, top)
-            order = np.lexsort((-ranks[best_idx], -best_score), axis=-1)
-            best_idx = np.take_along_axis(best_idx, order, axis=1)
-            best_score = np.take_along_axis(best_score, order, axis=1)
-            for idx_row, score_row in zip(best_idx, best_score, strict=True):
-                pairs = zip(idx_row.tolist(), score_row.tolist(), strict=True)
-                results.append([(self._ids[i], float(score)) for i, score in pairs])
+            rows, cols = _candidates(qb, matrix, top, d_rows, band)
+            exact = exact_dots(matrix[cols], qb[rows])
+            chosen = first_per_row(rows, (-ranks[cols], -exact), qb.shape[0], top)
+            idx = cols[chosen].tolist()
+            scores = exact[chosen].tolist()
+            for r in range(qb.shape[0]):
+                part = slice(r * top, (r + 1) * top)
+                results.append(
+                    [(self._ids[i], s) for i, s in zip(idx[part], scores[part], strict=True)]
+                )
         return results
 
 
-def _merge(
-    best_idx: np.ndarray,
-    best_score: np.ndarray,
-    scores: np.ndarray,
-    offset: int,
-    ranks: np.ndarray,
-    top: int,
+def _candidates(
+    qb: np.ndarray, matrix: np.ndarray, top: int, d_rows: int, band: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's top ``top`` of its current best and a new block of scores (columns from
-    ``offset``), in the tie policy. Only block scores reaching the row's current k-th best can
-    enter (ties included: the id rank decides them), so the sort is over a few candidates."""
-    floor = best_score.min(axis=1)
+    """``(query rows, document rows)`` of every pair whose float32 score is within ``band`` of
+    its query's ``top``-th best float32 score (or above): a superset of each query's exact top
+    (``band`` is twice :func:`score_margin`: a document of the exact top scores at least the
+    ``top``-th exact score, which is at least the ``top``-th float32 score minus one margin, and
+    its own float32 score is within another margin of its exact one).
+
+    The first documents set each query's floor; every later block costs one product and one
+    comparison against it, and only the documents reaching it are kept, with the floor raised
+    as better ones come in.
+    """
+    n = matrix.shape[0]
+    n_rows = qb.shape[0]
+    first = min(n, max(top, _FIRST_DOCS))
+    scores = qb @ matrix[:first].T
+    kth = np.partition(scores, first - top, axis=1)[:, first - top]
+    floor = floor32(kth.astype(np.float64) - band)
     rows, cols = np.nonzero(scores >= floor[:, None])
-    if rows.size == 0:
-        return best_idx, best_score
-    n_rows = best_idx.shape[0]
-    cand_rows = np.concatenate([np.repeat(np.arange(n_rows), top), rows])
-    cand_idx = np.concatenate([best_idx.ravel(), cols + offset])
-    cand_score = np.concatenate([best_score.ravel(), scores[rows, cols]])
-    order = np.lexsort((-ranks[cand_idx], -cand_score, cand_rows))
-    sorted_rows = cand_rows[order]
-    starts = np.concatenate([[0], np.cumsum(np.bincount(sorted_rows, minlength=n_rows))[:-1]])
-    keep = np.arange(order.size) - starts[sorted_rows] < top
-    chosen = order[keep]
-    return cand_idx[chosen].reshape(n_rows, top), cand_score[chosen].reshape(n_rows, top)
+    values = scores[rows, cols]
+    for d_start in range(first, n, d_rows):
+        scores = qb @ matrix[d_start : d_start + d_rows].T
+        new_rows, new_cols = np.nonzero(scores >= floor[:, None])
+        if new_rows.size == 0:
+            continue
+        rows = np.concatenate([rows, new_rows])
+        cols = np.concatenate([cols, new_cols + d_start])
+        values = np.concatenate([values, scores[new_rows, new_cols]])
+        kth = kth_per_row(rows, values, n_rows, top)
+        floor = floor32(kth.astype(np.float64) - band)
+        keep = values >= floor[rows]
+        rows, cols, values = rows[keep], cols[keep], values[keep]
+    return rows, cols

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from retrieval_gate.metrics import parse_metric
 from retrieval_gate.records import BaselineComparison, Outcome, RunRecord, shorten
 from retrieval_gate.report import ReportData
+from retrieval_gate.systems.timings import latency_notes
 
 WORST = 5
 
@@ -223,6 +224,7 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
             )
         parts += [str(note) for note in stats.get("suite_notes", ())]
         parts += [str(note) for note in stats.get("notes", ())]
+        parts += latency_notes(stats, run.n)  # timed queries and time per stage: systems/timings
         parts += [note for note in (judged_note(run), ties_note(run, shown)) if note is not None]
         if parts:
             stats_rows.append(f"- `{run.system}`: " + "; ".join(parts))

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from retrieval_gate.systems import RunOptions
     from retrieval_gate.systems.config import SystemConfig
 
-__all__ = ["corpus_path", "latency_needed", "run_suite"]
+__all__ = ["corpus_path", "latency_needed", "latency_sample", "run_suite"]
 
 
 def corpus_path(suite: Suite, system: SystemConfig, settings: Settings) -> Path | None:
@@ -32,6 +32,32 @@ def latency_needed(suite: Suite, settings: Settings) -> bool:
     return settings.latency_weighted or any(gate.metric.is_latency for gate in suite.gates)
 
 
+def latency_sample(suite: Suite, settings: Settings) -> int:
+    """How many of the suite's queries are timed per system that ranks in batches: the
+    ``latency_sample`` setting, or under ``"auto"`` (the default) ``AUTO_LATENCY_SAMPLE`` when
+    the latency counts (:func:`latency_needed`) and none otherwise. A latency gate with
+    ``latency_sample = 0`` is a ``ConfigError``: nothing would be timed for it."""
+    from retrieval_gate.errors import ConfigError
+    from retrieval_gate.systems.timings import AUTO_LATENCY_SAMPLE
+
+    needed = latency_needed(suite, settings)
+    if settings.latency_sample is None:
+        return AUTO_LATENCY_SAMPLE if needed else 0
+    if settings.latency_sample == 0 and needed:
+        why = (
+            "the decision score weighs latency"
+            if settings.latency_weighted
+            else f"suite {suite.name} gates latency"
+        )
+        raise ConfigError(
+            f"latency_sample = 0 times no query, but {why}; set it to a number of queries "
+            'or "auto"',
+            path=settings.source,
+            entry="latency_sample",
+        )
+    return settings.latency_sample
+
+
 def run_suite(
     suite: Suite,
     system: SystemConfig,
@@ -40,13 +66,15 @@ def run_suite(
     corpus: Corpus | None = None,
 ) -> RunResult:
     """Run ``suite`` against ``system`` the way the suite's kind runs."""
+    sample = latency_sample(suite, settings)
     context = settings.context(
         options,
         system,
         suite_corpus=suite.corpus,
         corpus=corpus,
         where=suite.path,
-        latency_needed=latency_needed(suite, settings),
+        latency_needed=sample > 0,
+        latency_sample=sample,
     )
     if suite.kind == "extraction":
         from retrieval_gate.suites.extraction.run import run_extraction

@@ -8,6 +8,8 @@ the public :func:`retrieval_gate.evaluate`, and the evaluation into the typed
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -28,6 +30,7 @@ from retrieval_gate.metrics.ties import tie_stats
 from retrieval_gate.records import GroupRecord, QueryRecord, RunRecord, scope_name
 from retrieval_gate.suites.drift import unjudged_digest
 from retrieval_gate.suites.result import RunResult
+from retrieval_gate.systems.timings import merge_timings
 
 if TYPE_CHECKING:
     from retrieval_gate.ontology import Ontology
@@ -42,7 +45,8 @@ class Evaluation:
     run: RunResult
     metrics: tuple[Metric, ...]  # ranking metrics, in report order
     values: Mapping[str, np.ndarray]  # metric name -> per-query values aligned with run.qids
-    latency: Mapping[str, float]  # p50/p95/p99/mean in ms
+    latency: Mapping[str, float]  # p50/p95/p99/mean in ms, over the timed queries
+    seconds: float = 0.0  # what computing the values took (the report's "metrics" time)
 
     @cached_property
     def scopes(self) -> dict[str, np.ndarray]:
@@ -99,6 +103,7 @@ def evaluate_run(
 ) -> Evaluation:
     """Every cutoff metric of the suite (and MaxOntSim at each cutoff for an ontology suite)
     plus whatever its gates and expectations name. ``ontology`` is the suite's, loaded."""
+    began = time.perf_counter()
     suite = run.suite
     wanted: dict[str, Metric] = {m.name: m for m in default_metrics(suite)}
     for gate in suite.gates:
@@ -137,8 +142,14 @@ def evaluate_run(
         values.update((m.name, m.spec.compute(inputs, m.k)) for m in by_term)
     # Report order: the suite's metrics as wanted, whatever input each is computed from.
     values = {m.name: values[m.name] for m in metrics}
+    # Untimed queries (NaN: outside the latency sample) have no latency to count.
+    timed = [ms for ms in run.latencies_ms if not math.isnan(ms)]
     return Evaluation(
-        run=run, metrics=metrics, values=values, latency=latency_stats(run.latencies_ms)
+        run=run,
+        metrics=metrics,
+        values=values,
+        latency=latency_stats(timed),
+        seconds=time.perf_counter() - began,
     )
 
 
@@ -187,6 +198,7 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
     """The run as the typed record the gates, the baseline and the report read: means per scope,
     latency, stats and every query's values, ranking and relevant ranks. An extraction or pair
     suite's values also get their seeded bootstrap 95 % intervals (``seed``: settings' seed)."""
+    began = time.perf_counter()
     run = evaluation.run
     suite = run.suite
     metrics = evaluation.metrics
@@ -223,7 +235,7 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
                 else run.rankings[i][: max(cut, SHOWN_RESULTS) if query.expect else cut]
             ),
             relevant_ranks=evaluation.relevant_ranks(query.id),
-            latency_ms=run.latencies_ms[i],
+            latency_ms=None if math.isnan(run.latencies_ms[i]) else run.latencies_ms[i],
             text=query.text,
             gold_negated=tuple(sorted(query.negated)),
             predicted_negated=tuple(sorted(run.negated[i])) if run.negated else (),
@@ -239,6 +251,21 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
     intervals = {}
     if suite.kind != "ranking":
         intervals = {m.name: evaluation.interval(m, seed) for m in metrics if not m.is_latency}
+    stats: dict[str, object] = {
+        **run.stats,
+        **({"suite_notes": list(suite.notes)} if suite.notes else {}),
+        **(
+            tie_stats(run.rankings, run.scores, judgments, metrics, gain=suite.gain)
+            if suite.kind == "ranking"
+            else {}
+        ),
+    }
+    if stats.get("latency_queries") == 0:
+        stats["latency_measured"] = False  # nothing was timed: no latency figure to show
+    if "timings_ms" in stats:
+        stats["timings_ms"] = merge_timings(
+            stats, metrics=evaluation.seconds + time.perf_counter() - began
+        )
     return RunRecord(
         suite=suite.name,
         suite_path=suite_path,
@@ -251,15 +278,7 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
         categories=groups("category"),
         difficulties=groups("difficulty"),
         latency_ms=dict(evaluation.latency),
-        stats={
-            **run.stats,
-            **({"suite_notes": list(suite.notes)} if suite.notes else {}),
-            **(
-                tie_stats(run.rankings, run.scores, judgments, metrics, gain=suite.gain)
-                if suite.kind == "ranking"
-                else {}
-            ),
-        },
+        stats=stats,
         queries=queries,
         kind=suite.kind,
         intervals=intervals,

@@ -214,25 +214,80 @@ def run_ranking(
     system: SystemConfig,
     context: OpenContext,
 ) -> RunResult:
-    """Open ``system``, retrieve every query of ``suite`` (after one untimed warm-up query, so
-    import and first-call costs are not query latency), rank and fingerprint the results."""
-    from retrieval_gate.systems import open_configured
+    """Open ``system``, rank every query of ``suite``, and fingerprint the results.
+
+    A system that ranks in batches (an embedding system) is searched in batches, and its
+    latency is timed on ``context.latency_sample`` of the judged queries (a deterministic
+    sample, every query of a small suite) through the single-query path, after one untimed
+    warm-up query so import and first-call costs are not query latency. Any other system (a
+    user's retriever, a run file) gets one call per query, each timed, after the warm-up.
+    """
+    from retrieval_gate.systems import is_batched, open_configured
+    from retrieval_gate.systems.timings import Timings, latency_positions
 
     depth = max(system.depth, suite.depth_needed)
     # The unjudged (drift) queries run after the judged ones; they have no metrics (drift.py).
     queries = [(query.id, query.text) for query in suite.queries] + list(suite.unjudged)
-    opened = open_configured(system, context)
+    judged = len(suite.queries)
+    timings = Timings()
+    with timings.stage("load"):
+        opened = open_configured(system, context)
     try:
-        opened.retrieve(queries[:1], depth, where=suite.path)
-        results = _retrieve_with_progress(opened, queries, depth, suite)
+        if is_batched(opened):
+            with timings.stage("search"):
+                hits = _rank_in_batches(opened, queries, depth, suite)
+            positions = latency_positions(context.latency_sample, judged)
+            latencies = [math.nan] * judged
+            if positions:
+                with timings.stage("latency"):
+                    timed = [queries[i] for i in positions]
+                    opened.retrieve(timed[:1], depth, where=suite.path)
+                    found = opened.retrieve(timed, depth, where=suite.path)
+                for position, result in zip(positions, found, strict=True):
+                    latencies[position] = result.latency_ms
+        else:
+            with timings.stage("search"):
+                opened.retrieve(queries[:1], depth, where=suite.path)
+                results = _retrieve_with_progress(opened, queries, depth, suite)
+            hits = [result.hits for result in results]
+            latencies = [result.latency_ms for result in results[:judged]]
+            positions = list(range(judged))
         identity = dict(opened.identity())
         stats = dict(opened.stats)
         extra = dict(opened.fingerprint_fields)
     finally:
         opened.close()
+    stats["latency_queries"] = len(positions)
+    if "timings_ms" not in stats:
+        stats["timings_ms"] = timings.as_ms()
     # The opened system's identity: it may name content only opening reads (a run file's digest).
     fp = {**fingerprint(suite, system, **extra), "system": identity}
-    return _result(suite, system, results, fp, stats, depth)
+    return _result(suite, system, hits, latencies, fp, stats, depth)
+
+
+#: Queries per batched call at least: fewer, larger batches let exact search read the corpus's
+#: vectors fewer times; progress is still reported between calls.
+_MIN_BATCH = 256
+
+
+def _rank_in_batches(
+    opened: System, queries: Sequence[tuple[str, str]], depth: int, suite: Suite
+) -> list[Mapping[str, float]]:
+    """Every query's hits from the system's batched path, in up to twentieths (progress is
+    reported between them)."""
+    from retrieval_gate.systems import retrieve_hits
+
+    step = max(_MIN_BATCH, math.ceil(len(queries) / 20))
+    progress = task(f"{suite.name}: querying {opened.config.name}", len(queries))
+    hits: list[Mapping[str, float]] = []
+    try:
+        for start in range(0, len(queries), step):
+            batch = queries[start : start + step]
+            hits += retrieve_hits(opened, batch, depth, cutoff=max(suite.k), where=suite.path)
+            progress.update(len(batch))
+    finally:
+        progress.close()
+    return hits
 
 
 def _retrieve_with_progress(
@@ -256,7 +311,8 @@ def _retrieve_with_progress(
 def _result(
     suite: Suite,
     system: SystemConfig,
-    results: Sequence[Retrieved],
+    found: Sequence[Mapping[str, float]],
+    latencies: Sequence[float],
     fp: Mapping[str, Any],
     stats: Mapping[str, Any],
     depth: int,
@@ -265,8 +321,7 @@ def _result(
 
     rankings = []
     scores = []
-    for result in results:
-        hits = result.hits
+    for hits in found:
         ranking = rank_scored(hits)[:depth]
         rankings.append(tuple(ranking))
         scores.append(tuple(hits[d] for d in ranking))
@@ -274,14 +329,14 @@ def _result(
     unjudged = {
         qid: ranking for (qid, _), ranking in zip(suite.unjudged, rankings[judged:], strict=True)
     }
-    rankings, scores, results = rankings[:judged], scores[:judged], results[:judged]
+    rankings, scores = rankings[:judged], scores[:judged]
     return RunResult(
         suite=suite,
         system=system,
         qids=tuple(q.id for q in suite.queries),
         rankings=tuple(rankings),
         scores=tuple(scores),
-        latencies_ms=tuple(r.latency_ms for r in results),
+        latencies_ms=tuple(latencies),
         fingerprint=fp,
         stats=dict(stats),
         unjudged=unjudged,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from retrieval_gate.errors import ConfigError
 from retrieval_gate.systems.base import (
+    BatchSystem,
     OpenContext,
     Retrieved,
     RunOptions,
@@ -25,6 +26,8 @@ from retrieval_gate.systems.base import (
     StageKind,
     System,
     SystemKind,
+    is_batched,
+    retrieve_hits,
 )
 from retrieval_gate.systems.options import Option, OptionTable, Where, parse_options
 
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "BatchSystem",
     "OpenContext",
     "Option",
     "OptionTable",
@@ -43,11 +47,13 @@ __all__ = [
     "System",
     "SystemKind",
     "Where",
+    "is_batched",
     "kinds",
     "open_configured",
     "parse_options",
     "register_kind",
     "register_stage",
+    "retrieve_hits",
     "stages",
 ]
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from retrieval_gate.systems.config import StageConfig, SystemConfig
 
 __all__ = [
+    "BatchSystem",
     "OpenContext",
     "Retrieved",
     "RunOptions",
@@ -33,6 +34,8 @@ __all__ = [
     "StageKind",
     "System",
     "SystemKind",
+    "is_batched",
+    "retrieve_hits",
 ]
 
 Query = tuple[str, str]  # (qid, text)
@@ -45,6 +48,9 @@ class RunOptions:
     progress: bool = False
     # Loaded embedders by spec, shared by every run of a session (one model load each).
     embedders: dict[Any, Any] = field(default_factory=dict, compare=False, hash=False)
+    # What systems over the same model and texts share in a session (systems/embedding.py):
+    # the units of a corpus, the vectors read from the cache, an exact index built from them.
+    shared: dict[Any, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
 @dataclass(frozen=True)
@@ -56,8 +62,11 @@ class OpenContext:
     when the caller leaves loading to the system, which then reads ``corpus_path``: the suite's
     corpus, else the system's, else the project's). ``where`` is the suite file being run, named
     in errors about its queries (None for the ``retrieval_system`` fixture). ``latency_needed``:
-    a latency gate or a decision weight reads this run's query latency, so every query must be
-    embedded and searched for real (no cached vector or result stands in for the timed path).
+    this run times some queries (a latency gate or a decision weight reads its latency, or
+    ``latency_sample`` asks for it), so the timed ones must be embedded and searched for real
+    (no cached vector or result stands in for the timed path). ``latency_sample``: how many of
+    a suite's queries are timed through the single-query path when the system also ranks in
+    batches (0: none; every query when the suite has no more).
     """
 
     options: RunOptions
@@ -67,6 +76,7 @@ class OpenContext:
     corpus_path: Path | None = None
     where: Path | None = None
     latency_needed: bool = False
+    latency_sample: int = 0
 
 
 @dataclass(frozen=True)
@@ -121,6 +131,53 @@ class System(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class BatchSystem(Protocol):
+    """A system that also ranks many queries in one call (an embedding system: one batched
+    search instead of one per query). Optional beside :class:`System`: the runner ranks with
+    :meth:`retrieve_batch` and times only a sample of the queries through ``retrieve``. A
+    user's retriever and a run file have no batched path: each of their queries is one call,
+    timed.
+    """
+
+    #: False on a wrapper whose inner system ranks one query at a time.
+    batched: bool
+
+    def retrieve_batch(
+        self,
+        queries: Sequence[Query],
+        depth: int,
+        *,
+        cutoff: int | None = None,
+        where: Path | None = None,
+    ) -> list[Mapping[str, float]]:
+        """Each query's hits, as :meth:`System.retrieve` would return them, untimed. A query's
+        hits must not depend on the other queries of the call."""
+        ...
+
+
+def is_batched(system: object) -> bool:
+    """Whether ``system`` ranks in batches (:class:`BatchSystem` with ``batched`` true)."""
+    return bool(getattr(system, "batched", False)) and callable(
+        getattr(system, "retrieve_batch", None)
+    )
+
+
+def retrieve_hits(
+    system: System,
+    queries: Sequence[Query],
+    depth: int,
+    *,
+    cutoff: int | None = None,
+    where: Path | None = None,
+) -> list[Mapping[str, float]]:
+    """Each query's hits: in one batch where the system has that path, else query by query."""
+    if is_batched(system):
+        batch: BatchSystem = system  # type: ignore[assignment]
+        return batch.retrieve_batch(queries, depth, cutoff=cutoff, where=where)
+    return [r.hits for r in system.retrieve(queries, depth, cutoff=cutoff, where=where)]
+
+
 @dataclass(frozen=True)
 class SystemKind:
     """A kind of system, selected by which of the kinds' ``key`` a system table gives.
@@ -170,6 +227,13 @@ class Stage:
         self.context = context
         self.config = inner.config
         self.measures_latency = inner.measures_latency
+        # Seconds spent in apply() on the batched path: part of the search, in the timings.
+        self._batch_seconds = 0.0
+
+    @property
+    def batched(self) -> bool:
+        """Batched when the wrapped system is (a retriever stays one call per query)."""
+        return is_batched(self.inner)
 
     def inner_depth(self, depth: int) -> int:
         """How many hits to ask the wrapped system for, to return ``depth``."""
@@ -196,6 +260,27 @@ class Stage:
             out.append(Retrieved(hits=dict(hits), latency_ms=result.latency_ms + spent))
         return out
 
+    def retrieve_batch(
+        self,
+        queries: Sequence[Query],
+        depth: int,
+        *,
+        cutoff: int | None = None,
+        where: Path | None = None,
+    ) -> list[Mapping[str, float]]:
+        """The wrapped system's hits for every query (batched where it can), then this stage
+        per query, as :meth:`retrieve` applies it."""
+        found = retrieve_hits(
+            self.inner, queries, self.inner_depth(depth), cutoff=cutoff, where=where
+        )
+        start = time.perf_counter()
+        out: list[Mapping[str, float]] = [
+            dict(self.apply(qid, text, hits))
+            for (qid, text), hits in zip(queries, found, strict=True)
+        ]
+        self._batch_seconds += time.perf_counter() - start
+        return out
+
     def identity(self) -> Mapping[str, Any]:
         inner = dict(self.inner.identity())
         stages = [*inner.pop("stages", []), self.stage.identity]
@@ -203,7 +288,12 @@ class Stage:
 
     @property
     def stats(self) -> Mapping[str, Any]:
-        return self.inner.stats
+        stats = self.inner.stats
+        if self._batch_seconds and "timings_ms" in stats:
+            from retrieval_gate.systems.timings import merge_timings
+
+            stats = {**stats, "timings_ms": merge_timings(stats, search=self._batch_seconds)}
+        return stats
 
     @property
     def fingerprint_fields(self) -> Mapping[str, Any]:

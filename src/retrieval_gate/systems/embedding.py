@@ -14,7 +14,9 @@ import math
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,10 +32,12 @@ from retrieval_gate.systems.options import (
     one_of,
 )
 from retrieval_gate.systems.retriever import TIMEOUT_OPTION, CallTimeout, call_bounded
+from retrieval_gate.systems.timings import Timings
 
 if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
     from retrieval_gate.embed import Embedder
+    from retrieval_gate.embed.cache import EmbeddingCache
     from retrieval_gate.index import Index
     from retrieval_gate.index.results import CachedSearch
     from retrieval_gate.systems.config import SystemConfig
@@ -251,6 +255,102 @@ def _missing(cache: Any, digests: list[str]) -> tuple[Any, list[str]]:
     return found, [digests[i] for i in positions]
 
 
+@dataclass(eq=False)
+class _Units:
+    """What an embedding system indexes over one corpus: unit ids and texts (documents, chunks
+    or field texts), the chunk or field text -> document map, and the field layout."""
+
+    key: tuple[Any, ...]
+    corpus: Corpus  # held, so the id in ``key`` names this corpus for as long as it is shared
+    unit_ids: list[str]
+    texts: list[str]
+    parent_of: dict[str, str] | None
+    layout: FieldLayout | None
+    _digests: list[str] | None = None
+
+    def digests(self) -> list[str]:
+        """The embedding cache's digest of every unit text (computed once)."""
+        if self._digests is None:
+            from retrieval_gate.embed.cache import EmbeddingCache
+
+            self._digests = [EmbeddingCache.digest(text) for text in self.texts]
+        return self._digests
+
+    def layout_for(self, options: Mapping[str, Any]) -> FieldLayout | None:
+        """The layout with this system's own aggregation and weights (the units are shared)."""
+        if self.layout is None or not self.layout.multi_vector:
+            return self.layout
+        weights = {k: float(v) for k, v in options["weights"].items()}
+        if (self.layout.aggregation, dict(self.layout.weights)) == (
+            options["aggregation"],
+            weights,
+        ):
+            return self.layout
+        return replace(self.layout, aggregation=options["aggregation"], weights=weights)
+
+
+def _units(corpus: Corpus, opt: Mapping[str, Any], shared: dict[Any, Any]) -> _Units:
+    """The units of ``corpus`` under the system options ``opt``, built once per session and
+    layout (``shared``): six systems over one ontology differ only in how they aggregate."""
+    from retrieval_gate.corpus import chunk_documents
+    from retrieval_gate.systems.fields import field_layout
+
+    fields = opt.get("fields")
+    key = (
+        "units",
+        id(corpus),
+        None if fields is None else tuple(fields),
+        bool(opt.get("multi_vector")),
+        opt["chunk_size"],
+        opt["chunk_overlap"],
+        opt["chunk_unit"],
+    )
+    found = shared.get(key)
+    if isinstance(found, _Units) and found.corpus is corpus:
+        return found
+    # Hook (systems/fields.py): with 'fields', the units are field texts (or fields joined).
+    layout = field_layout(corpus, opt)
+    parent_of: dict[str, str] | None
+    if layout is not None:
+        unit_ids, texts = list(layout.unit_ids), list(layout.texts)
+        parent_of = layout.parent_of
+    elif opt["chunk_size"] is not None:
+        chunks = chunk_documents(
+            corpus.documents,
+            size=opt["chunk_size"],
+            overlap=opt["chunk_overlap"],
+            unit=opt["chunk_unit"],
+        )
+        unit_ids = [c.id for c in chunks]
+        texts = [c.text for c in chunks]
+        parent_of = {c.id: c.parent for c in chunks}
+    else:
+        unit_ids = list(corpus.ids)
+        texts = [d.content for d in corpus.documents]
+        parent_of = None
+    units = _Units(key, corpus, unit_ids, texts, parent_of, layout)
+    shared[key] = units
+    return units
+
+
+def _query_cache(options: RunOptions, embedder: Embedder) -> EmbeddingCache:
+    """The embedder's query-vector cache, one instance per session (it keeps what it read)."""
+    from retrieval_gate.embed.cache import EmbeddingCache
+
+    root = options.cache_dir / "embeddings"
+    key = ("query-cache", str(root), embedder.identity)
+    found = options.shared.get(key)
+    if isinstance(found, EmbeddingCache):
+        return found
+    cache = EmbeddingCache(
+        EmbeddingCache.folder(root, embedder.identity) / "queries",
+        embedder.identity + QUERY_IDENTITY_SUFFIX,
+        embedder.dim,
+    )
+    options.shared[key] = cache
+    return cache
+
+
 class EmbeddingIndex:
     """A corpus embedded (through the cache) and indexed for one embedding system.
 
@@ -268,97 +368,38 @@ class EmbeddingIndex:
         *,
         cache_results: bool = False,
         source: Path | None = None,
+        timings: Timings | None = None,
     ) -> None:
-        from retrieval_gate.corpus import chunk_documents
-        from retrieval_gate.embed import LazyEmbedder, known_dim
-        from retrieval_gate.embed.cache import EmbeddingCache
         from retrieval_gate.index import INDEXES
-        from retrieval_gate.systems.fields import field_layout, index_key
+        from retrieval_gate.systems.fields import index_key
 
         self.system = system
         self.corpus = corpus
+        self.options = options
+        #: Seconds per stage of opening and searching (systems/timings.py).
+        self.timings = timings if timings is not None else Timings()
         opt = system.options
-        # Hook (systems/fields.py): with 'fields', the units are field texts (or fields joined).
-        self.fields = field_layout(corpus, opt)
-        if self.fields is not None:
-            self.unit_ids, unit_texts = list(self.fields.unit_ids), list(self.fields.texts)
-            self.parent_of: dict[str, str] | None = self.fields.parent_of
-        elif opt["chunk_size"] is not None:
-            chunks = chunk_documents(
-                corpus.documents,
-                size=opt["chunk_size"],
-                overlap=opt["chunk_overlap"],
-                unit=opt["chunk_unit"],
-            )
-            self.unit_ids = [c.id for c in chunks]
-            unit_texts = [c.text for c in chunks]
-            self.parent_of = {c.id: c.parent for c in chunks}
-        else:
-            self.unit_ids = list(corpus.ids)
-            unit_texts = [d.content for d in corpus.documents]
-            self.parent_of = None
+        # What is indexed (field texts, chunks or documents), worked out once per session for
+        # every system over the same corpus and layout.
+        units = _units(corpus, opt, options.shared)
+        self.fields = units.layout_for(opt)
+        self.unit_ids = units.unit_ids
+        self.parent_of: dict[str, str] | None = units.parent_of
 
         # One model load per session and spec, however many suites use it; loaded on the
         # first vector the cache lacks (a warm run loads none).
-        embedder = load_system_embedder(system, options, source=source)
+        with self.timings.stage("load"):
+            embedder = load_system_embedder(system, options, source=source)
         self.embedder: Embedder = embedder
-
-        # Documents: the cache answers what it has; only new or edited texts are embedded.
-        import numpy as np
-
-        began = time.perf_counter()
-        digests = [EmbeddingCache.digest(text) for text in unit_texts]
-        todo = list(range(len(unit_texts)))
-        found = np.zeros((0, 0), dtype=np.float32)
-        embeddings = options.cache_dir / "embeddings"
-        cache = (
-            EmbeddingCache(embeddings, embedder.identity, known_dim(embedder))
-            if options.use_cache
-            else None
-        )
-        if cache is not None:
-            found, todo = cache.lookup(digests)
-            if todo and found.shape[0] and found.shape[1] != embedder.dim:
-                # Read before the model said its width (a lazy one): shards of another width
-                # are damaged; a cache told the width drops them and its entries re-embed.
-                cache = EmbeddingCache(embeddings, embedder.identity, embedder.dim)
-                found, todo = cache.lookup(digests)
-        if not todo and found.shape[0]:
-            if isinstance(embedder, LazyEmbedder):
-                embedder.know_dim(found.shape[1])
-            vectors = found  # every row cached, in corpus order: no second copy
-        elif todo and len(todo) == len(unit_texts):
-            vectors = embedder.encode_documents(unit_texts, progress=options.progress)
-        else:
-            vectors = np.zeros((len(unit_texts), embedder.dim), dtype=np.float32)
-            if found.shape[0]:
-                missing = set(todo)
-                vectors[[i for i in range(len(digests)) if i not in missing]] = found
-            if todo:
-                vectors[todo] = embedder.encode_documents(
-                    [unit_texts[i] for i in todo], progress=options.progress
-                )
-        if todo and cache is not None:
-            fresh = vectors if len(todo) == len(unit_texts) else vectors[todo]
-            _store_or_warn(cache, [digests[i] for i in todo], fresh)
+        vectors, embedded = self._document_vectors(units)
+        self.vectors = vectors
         #: Query vectors of this embedder by the digest of the query text (its identity holds
         #: the query prompt), in a ``queries`` folder inside the documents' cache folder of the
         #: same embedder; None without the cache.
-        self.query_cache = (
-            EmbeddingCache(
-                cache.directory / "queries",
-                embedder.identity + QUERY_IDENTITY_SUFFIX,
-                embedder.dim,
-            )
-            if cache is not None
-            else None
-        )
-        self.vectors = vectors
+        self.query_cache: EmbeddingCache | None = None
+        if options.use_cache:
+            self.query_cache = _query_cache(options, embedder)
 
-        #: Seconds spent per stage of opening (``embed``: cache look-up, embedding and storing;
-        #: ``index``: building or reopening the index), for benchmarks.
-        self.stage_seconds: dict[str, float] = {"embed": time.perf_counter() - began}
-        began = time.perf_counter()
         self.key = hashlib.sha256(
             json.dumps(
                 [
@@ -370,7 +411,7 @@ class EmbeddingIndex:
                 ]
             ).encode()
         ).hexdigest()
-        self.key = index_key(self.key, self.fields)  # the field layout: systems/fields.py
+        self.key = index_key(self.key, units.layout)  # the field layout: systems/fields.py
         from retrieval_gate.index import hnsw_settings
 
         hnsw = hnsw_settings(opt)
@@ -384,7 +425,6 @@ class EmbeddingIndex:
         self.index_dir = self._scratch or options.cache_dir
         self.notes: list[str] = list(corpus.notes)
         self.index_kind: str = opt["index"]
-        self.stage_seconds["index"] = 0.0
         #: With ``cache_results`` and a backend that says its build id (embedded chroma): search
         #: results come from the result cache, the index is opened only on a miss.
         self.cached_search: CachedSearch | None = None
@@ -419,11 +459,84 @@ class EmbeddingIndex:
         self._counts: dict[str, Any] = {
             "corpus_documents": len(corpus),
             "indexed_units": len(self.unit_ids),
-            "embedded_documents": len(todo),
-            "cached_documents": len(self.unit_ids) - len(todo),
+            "embedded_documents": embedded,
+            "cached_documents": len(self.unit_ids) - embedded,
             "embedder": embedder.identity,
             "dims": embedder.dim,
         }
+
+    @property
+    def stage_seconds(self) -> dict[str, float]:
+        """Seconds spent opening, per stage (``embed``: cache look-up, model load, embedding and
+        storing; ``index``: building or reopening the index), for benchmarks."""
+        seconds = self.timings.seconds
+        return {"embed": seconds["load"] + seconds["embed"], "index": seconds["index"]}
+
+    def _document_vectors(self, units: _Units) -> tuple[Any, int]:
+        """The unit vectors (float32, in ``unit_ids`` order) and how many had to be embedded:
+        from this session's copy when another system already read them, else through the
+        cache (only new or edited texts are embedded)."""
+        import numpy as np
+
+        from retrieval_gate.embed import LazyEmbedder, known_dim
+        from retrieval_gate.embed.cache import EmbeddingCache
+
+        embedder, options = self.embedder, self.options
+        share_key = ("vectors", embedder.identity, units.key)
+        if options.use_cache:
+            shared = options.shared.get(share_key)
+            if shared is not None:
+                if isinstance(embedder, LazyEmbedder):
+                    embedder.know_dim(shared.shape[1])
+                return shared, 0
+        texts = units.texts
+        with self.timings.stage("load"):
+            digests = units.digests()
+            todo = list(range(len(texts)))
+            found = np.zeros((0, 0), dtype=np.float32)
+            embeddings = options.cache_dir / "embeddings"
+            cache = (
+                EmbeddingCache(embeddings, embedder.identity, known_dim(embedder))
+                if options.use_cache
+                else None
+            )
+            if cache is not None:
+                found, todo = cache.lookup(digests)
+                if todo and found.shape[0] and found.shape[1] != embedder.dim:
+                    # Read before the model said its width (a lazy one): shards of another
+                    # width are damaged; a cache told the width drops them and they re-embed.
+                    cache = EmbeddingCache(embeddings, embedder.identity, embedder.dim)
+                    found, todo = cache.lookup(digests)
+        with self._embedding():
+            if not todo and found.shape[0]:
+                if isinstance(embedder, LazyEmbedder):
+                    embedder.know_dim(found.shape[1])
+                vectors = found  # every row cached, in corpus order: no second copy
+            elif todo and len(todo) == len(texts):
+                vectors = embedder.encode_documents(list(texts), progress=options.progress)
+            else:
+                vectors = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+                if found.shape[0]:
+                    missing = set(todo)
+                    vectors[[i for i in range(len(digests)) if i not in missing]] = found
+                if todo:
+                    vectors[todo] = embedder.encode_documents(
+                        [texts[i] for i in todo], progress=options.progress
+                    )
+            if todo and cache is not None:
+                fresh = vectors if len(todo) == len(texts) else vectors[todo]
+                _store_or_warn(cache, [digests[i] for i in todo], fresh)
+        if options.use_cache:
+            options.shared[share_key] = vectors
+        return vectors, len(todo)
+
+    @contextmanager
+    def _embedding(self) -> Iterator[None]:
+        """Time the body as ``embed``, less a model load inside it (counted as ``load``)."""
+        before = getattr(self.embedder, "load_seconds", 0.0)
+        with self.timings.stage("embed"):
+            yield
+        self.timings.move("embed", "load", getattr(self.embedder, "load_seconds", 0.0) - before)
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -433,30 +546,41 @@ class EmbeddingIndex:
 
     def _open_index(self) -> Any:
         """Open (build or reopen) the system's index with every unit vector added; a read-only
-        store falls back to exact search, with a note."""
+        store falls back to exact search, with a note. An exact index over vectors this session
+        shares is built once and shared too (search does not change it)."""
         from retrieval_gate.index import make_index
 
-        began = time.perf_counter()
-        try:
-            index = make_index(
-                self.index_kind,
-                cache_dir=self.index_dir,
-                key=self.key,
-                entry=f"system.{self.system.name}",
-                **index_options(self.system),
-            )
-            self._set_block(index)
-            index.add(self.unit_ids, self.vectors)
-        except RetrievalGateError as exc:
-            # A warm cache on a read-only mount: the vectors are all here, exact search
-            # over them is the reference the approximate index is measured against.
-            if getattr(exc, "problem", None) != "read-only":
-                raise
-            index = self.exact_index()
-            self.index_kind = "exact"
-            index.add(self.unit_ids, self.vectors)
-            self.notes.append(f"{exc.message}; searched with the exact index instead")
-        self.stage_seconds["index"] += time.perf_counter() - began
+        share_key = (
+            "exact-index",
+            self.key,
+            float(self.system.options["search_block_mb"]),
+        )
+        exact = self.index_kind == "exact" and self.options.use_cache
+        if exact and share_key in self.options.shared:
+            found: Any = self.options.shared[share_key]
+            return found
+        with self.timings.stage("index"):
+            try:
+                index = make_index(
+                    self.index_kind,
+                    cache_dir=self.index_dir,
+                    key=self.key,
+                    entry=f"system.{self.system.name}",
+                    **index_options(self.system),
+                )
+                self._set_block(index)
+                index.add(self.unit_ids, self.vectors)
+            except RetrievalGateError as exc:
+                # A warm cache on a read-only mount: the vectors are all here, exact search
+                # over them is the reference the approximate index is measured against.
+                if getattr(exc, "problem", None) != "read-only":
+                    raise
+                index = self.exact_index()
+                self.index_kind = "exact"
+                index.add(self.unit_ids, self.vectors)
+                self.notes.append(f"{exc.message}; searched with the exact index instead")
+        if exact:
+            self.options.shared[share_key] = index
         return index
 
     def _set_block(self, index: Any) -> None:
@@ -481,28 +605,57 @@ class EmbeddingIndex:
         return min(depth, n_units)
 
     def search_vector(self, vector: Any, depth: int) -> list[tuple[str, float]]:
-        """The top ``depth`` documents for an embedded query (fewer only if the corpus is).
+        """The top ``depth`` documents for one embedded query (``[1, dim]``): its row of
+        :meth:`search_vectors`."""
+        return self.search_vectors(vector, depth)[0]
+
+    def search_vectors(self, vectors: Any, depth: int) -> list[list[tuple[str, float]]]:
+        """The top ``depth`` documents for each embedded query (rows of ``vectors``; fewer only
+        if the corpus is), searched together.
 
         Best first in the one tie policy (:func:`retrieval_gate.metrics.rank_scored`): the
         index returns chunks in it, and the documents they map to are ranked by it again, so a
-        tie between two documents at the cut keeps the one trec_eval ranks first.
+        tie between two documents at the cut keeps the one trec_eval ranks first. A query's
+        result does not depend on the others searched with it (the exact index's scores do
+        not; the widening for chunks and fields is decided per query).
         """
+        import numpy as np
+
         from retrieval_gate.corpus import map_chunk_hits
+        from retrieval_gate.index.exact import ExactIndex
         from retrieval_gate.metrics import rank_scored
 
+        q = np.asarray(vectors, dtype=np.float32)
         if self.fields is not None and self.fields.multi_vector:  # aggregated: systems/fields.py
-            return self.fields.search(self.vectors, self.index, vector, depth)
+            exact = self.index if isinstance(self.index, ExactIndex) else None
+            return self.fields.search_batch(
+                self.vectors,
+                self.index,
+                q,
+                depth,
+                unit_matrix=None if exact is None else exact.unit_matrix(),
+                block_mb=float(self.system.options["search_block_mb"]),
+            )
         n_units = len(self.unit_ids)
         fetch = self.fetch_depth(depth)
-        while True:
-            hits = self.index.search(vector, fetch)[0]
-            if self.parent_of is None:
-                return hits
-            parents = dict(map_chunk_hits(hits, self.parent_of))
-            # One long document's chunks can crowd the others out: widen until depth documents.
-            if len(parents) >= depth or fetch >= n_units:
-                return [(doc, parents[doc]) for doc in rank_scored(parents)[:depth]]
+        if self.parent_of is None:
+            return self.index.search(q, fetch)
+        out: list[list[tuple[str, float]]] = [[] for _ in range(q.shape[0])]
+        pending = list(range(q.shape[0]))
+        while pending:
+            found = self.index.search(q[pending], fetch)
+            widen = []
+            for position, hits in zip(pending, found, strict=True):
+                parents = dict(map_chunk_hits(hits, self.parent_of))
+                # One long document's chunks can crowd the others out: widen until depth
+                # documents.
+                if len(parents) >= depth or fetch >= n_units:
+                    out[position] = [(doc, parents[doc]) for doc in rank_scored(parents)[:depth]]
+                else:
+                    widen.append(position)
+            pending = widen
             fetch = min(n_units, fetch * 2)
+        return out
 
     def search(self, query: str, k: int = 10) -> list[tuple[str, float]]:
         """The top ``k`` documents for ``query``, best first, as ``(doc_id, cosine score)``."""
@@ -526,26 +679,37 @@ def latency_gated(context: OpenContext) -> bool:
 
 
 class EmbeddingSystem:
-    """An :class:`EmbeddingIndex` behind the system protocol: each query embedded and searched,
-    timed; with an approximate index, its recall against exact search on the same vectors.
+    """An :class:`EmbeddingIndex` behind the system protocol; with an approximate index, its
+    recall against exact search on the same vectors.
 
-    Query vectors go through the cache too. Without a latency gate (:func:`latency_gated`) a
-    cached query vector is searched without embedding it, so a run whose every vector is
-    cached loads no model; with one, every query is embedded live as part of its timed
-    retrieval. Vectors embedded either way are stored, one query per encoder call, exactly as
-    a live run embeds them, so cached and live runs rank alike.
+    Rankings come from :meth:`retrieve_batch`: every query's vector (from the query-vector
+    cache where it holds one, else embedded and stored), then one batched search. Latency comes
+    from :meth:`retrieve`, the single-query path SPEC section 5 times: each query embedded and
+    searched alone. When the run's latency counts (``context.latency_needed``: a latency gate,
+    a decision weight or ``latency_sample``) the timed queries are embedded live; otherwise a
+    cached vector stands in, so a run whose every vector is cached loads no model. Query
+    vectors are embedded one query per encoder call however they are asked for, exactly as a
+    live query is, so cached, batched and live runs rank alike.
     """
 
     measures_latency = True
+    #: Rankings in batches (:meth:`retrieve_batch`); :meth:`retrieve` for the timed queries.
+    batched = True
 
     def __init__(self, config: SystemConfig, context: OpenContext) -> None:
         self.config = config
         corpus = require_corpus(context, config)
         gated = latency_gated(context)
-        # A timed search must be a real one: the result cache only serves runs without a
-        # latency gate.
+        self.timings = Timings()
+        # A timed search must be a real one: the result cache only serves runs whose latency
+        # is not measured.
         self.index = EmbeddingIndex(
-            config, context.options, corpus, cache_results=not gated, source=context.source
+            config,
+            context.options,
+            corpus,
+            cache_results=not gated,
+            source=context.source,
+            timings=self.timings,
         )
         self.live_queries = gated or self.index.query_cache is None
         self._cache_dir = context.options.cache_dir if context.options.use_cache else None
@@ -555,6 +719,7 @@ class EmbeddingSystem:
         self._recall_measured = 0
         self._queries_cached: set[str] = set()
         self._queries_embedded: set[str] = set()
+        self._queries_timed: set[str] = set()
 
     def _cached_queries(self, queries: Sequence[Query]) -> tuple[list[str], list[Any]]:
         """Digests of the query texts and, per query, its cached ``[1, dim]`` vector or None
@@ -581,6 +746,14 @@ class EmbeddingSystem:
         cutoff: int | None = None,
         where: Path | None = None,
     ) -> list[Retrieved]:
+        """Each query embedded (or read from the cache, see the class docstring) and searched
+        alone, timed: the path SPEC section 5's latency is measured on."""
+        with self.timings.stage("latency"):
+            return self._retrieve_timed(queries, depth, cutoff=cutoff, where=where)
+
+    def _retrieve_timed(
+        self, queries: Sequence[Query], depth: int, *, cutoff: int | None, where: Path | None
+    ) -> list[Retrieved]:
         embedder = self.index.embedder
         timeout = float(self.config.option("timeout"))
         digests, cached = self._cached_queries(queries)
@@ -606,6 +779,7 @@ class EmbeddingSystem:
                 ) from None
             out.append(Retrieved(dict(hits), (time.perf_counter() - start) * 1000.0))
             vectors.append(vector[0])
+            self._queries_timed.add(qid)
             if ready is None:
                 self._queries_embedded.add(qid)
                 fresh[digest] = vector[0]
@@ -617,6 +791,74 @@ class EmbeddingSystem:
             # retrieve in several calls (to report progress between them).
             self._recall_vectors += vectors
             self._recall_cutoff = cutoff
+        return out
+
+    def retrieve_batch(
+        self,
+        queries: Sequence[Query],
+        depth: int,
+        *,
+        cutoff: int | None = None,
+        where: Path | None = None,
+    ) -> list[dict[str, float]]:
+        """Each query's hits, searched together (untimed): the vectors from the cache or
+        embedded, then one batched search (:meth:`EmbeddingIndex.search_vectors`), which ranks
+        every query as :meth:`retrieve` does."""
+        if not queries:
+            return []
+        vectors = self.query_vectors(queries)
+        timeout = float(self.config.option("timeout"))
+        with self.timings.stage("search"):
+            try:
+                # Each query has the 'timeout' a single search has.
+                found = call_bounded(
+                    lambda: self.index.search_vectors(vectors, depth), timeout * len(queries)
+                )
+            except CallTimeout:
+                raise RunError(
+                    f"system {self.config.name} did not return within {timeout:g} s per query "
+                    f"for {len(queries)} queries (its 'timeout' setting)",
+                    path=where,
+                    entry=f"query {queries[0][0]}",
+                ) from None
+        if cutoff is not None:
+            self._recall_vectors += list(vectors)
+            self._recall_cutoff = cutoff
+        return [dict(hits) for hits in found]
+
+    def query_vectors(self, queries: Sequence[Query]) -> Any:
+        """The queries' vectors (float32 rows): the query-vector cache's where it holds them,
+        the others embedded one text per encoder call (as a live query is) and stored."""
+        import numpy as np
+
+        from retrieval_gate.embed.cache import EmbeddingCache
+
+        embedder = self.index.embedder
+        cache = self.index.query_cache
+        digests = [EmbeddingCache.digest(text) for _, text in queries]
+        with self.timings.stage("load"):
+            if cache is not None:
+                found, missing = cache.lookup(digests)
+            else:
+                found, missing = np.zeros((0, 0), dtype=np.float32), list(range(len(queries)))
+        absent = set(missing)
+        fresh: dict[str, Any] = {}
+        with self.index._embedding():
+            for position in missing:
+                digest = digests[position]
+                if digest not in fresh:
+                    fresh[digest] = embedder.encode_queries([queries[position][1]])[0]
+            out = np.empty((len(queries), embedder.dim), dtype=np.float32)
+            rows = iter(found)
+            for position, (qid, _) in enumerate(queries):
+                if position in absent:
+                    out[position] = fresh[digests[position]]
+                    self._queries_embedded.add(qid)
+                else:
+                    out[position] = next(rows)
+                    self._queries_cached.add(qid)
+            if cache is not None and fresh:
+                _store_or_warn(cache, list(fresh), np.stack(list(fresh.values())))
         return out
 
     def _store_queries(self, fresh: Mapping[str, Any]) -> None:
@@ -736,12 +978,15 @@ class EmbeddingSystem:
 
         loaded = model_loaded(self.index.embedder)
         cached, embedded = len(self._queries_cached), len(self._queries_embedded)
-        if self.live_queries:
-            why = "a latency gate is configured" if self.index.query_cache else "no cache"
-            note = f"query vectors: embedded live ({why})"
+        if self.live_queries and self._queries_timed:
+            why = "latency is measured" if self.index.query_cache else "no cache"
+            note = (
+                f"query vectors: {cached} from the cache, {embedded} embedded; the "
+                f"{len(self._queries_timed)} timed queries embedded live ({why})"
+            )
         elif embedded == 0:
             loaded_words = "model loaded" if loaded else "model not loaded"
-            note = f"query vectors: cached, {loaded_words}; latency is search time only"
+            note = f"query vectors: cached, {loaded_words}"
         else:
             note = f"query vectors: {cached} cached, {embedded} embedded"
         return {
@@ -771,6 +1016,7 @@ class EmbeddingSystem:
         if self.index.cached_search is not None:
             self.index.cached_search.flush()
         stats = {**self.index.stats, **self._stats, **self._query_stats(), **self._result_stats()}
+        stats["timings_ms"] = self.timings.as_ms()
         notes = list(stats.get("notes", ()))
         if self._queries_cached or self._queries_embedded:
             notes.append(stats["query_note"])

@@ -33,16 +33,26 @@ Settings of an embedding system (SPEC section 10), for any corpus whose document
   score and is never retrieved (so is a document without any field text, in either mode).
 
 The score is aggregated before ranking, so every ranking metric sees one score per document.
-Ranking: the index returns the top ``F`` field vectors; every document owning one of them is a
-candidate and is scored *exactly*, from all of its stored vectors (not only those returned).
-A document outside the candidates has every text at or below ``t``, the ``F``-th cosine, so its
-score is at most ``bound(t)``: ``t`` for the max/min/label strategies and
+A cosine is ``exact_dots(u, q) / (|u| |q|)`` in float64 (:mod:`retrieval_gate.index.exact`),
+which depends on the two vectors alone, so a query ranks the same searched alone or with others.
+
+Ranking with the ``exact`` index: every field vector is scored in float32 for a block of queries
+at once, the best per document and field taken (``maximum.reduceat`` over the contiguous units),
+and the strategy applied to all documents; each document within twice the proven rounding
+margin of a query's ``depth``-th score is a candidate and is scored again exactly, from all its
+vectors. The result is the exact top ``depth``.
+
+With another index: the index returns the top ``F`` field vectors; every document owning one of
+them is a candidate and is scored exactly, from all of its stored vectors (not only those
+returned). A document outside the candidates has every text at or below ``t``, the ``F``-th
+cosine, so its score is at most ``bound(t)``: ``t`` for the max/min/label strategies and
 ``sum_f weights[f] * max(t, 0)`` for ``all_weighted`` (weights are non-negative). When the
-``depth``-th candidate scores strictly above ``bound(t)``, no other document can enter the top
-``depth``; otherwise ``F`` doubles, up to every vector. With the ``exact`` index the result is
-therefore exact. An approximate index (chroma's HNSW) may miss some of the true top ``F``
-vectors, and a document all of whose good texts it misses is not a candidate: the same
-approximation as its single-vector search, reported as ``index_recall`` over field vectors.
+``depth``-th candidate scores strictly above ``bound(t + 2e-4)`` (the slack covers the index's
+own rounding of a cosine), no other document can enter the top ``depth``; otherwise ``F``
+doubles for that query, up to every vector. An approximate index
+(chroma's HNSW) may miss some of the true top ``F`` vectors, and a document all of whose good
+texts it misses is not a candidate: the same approximation as its single-vector search,
+reported as ``index_recall`` over field vectors.
 
 Standard library only at import: the option table is read while collecting.
 """
@@ -50,6 +60,7 @@ Standard library only at import: the option table is read while collecting.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -86,6 +97,10 @@ AGGREGATIONS: Mapping[str, tuple[str, ...] | None] = {
 }
 
 DEFAULT_WEIGHTS: Mapping[str, float] = {"label": 0.5, "synonyms": 0.3, "definition": 0.2}
+
+# How far an index's score of a field vector may be from its exact cosine (float32 scores,
+# rows kept within 1e-4 of unit norm): the widening bound allows for it.
+_INDEX_SLACK = 2e-4
 
 # Between the parts of a unit id: a control character no real document id contains.
 _SEP = "\x1f"
@@ -230,7 +245,7 @@ class FieldLayout:
             return None
         return {u: self.doc_ids[d] for u, d in zip(self.unit_ids, self.unit_doc, strict=True)}
 
-    @property
+    @cached_property
     def digest(self) -> str:
         """sha256 over every unit id and text (length-prefixed): what the index holds. Needed
         beside the corpus digest, which covers document content, not metadata."""
@@ -250,31 +265,168 @@ class FieldLayout:
     def search(
         self, vectors: np.ndarray, index: Any, query: np.ndarray, depth: int
     ) -> list[tuple[str, float]]:
-        """The top ``depth`` documents by aggregated score, best first (``rank_scored``'s tie
-        order); ``vectors`` are the stored unit vectors, ``index`` holds them under
-        ``unit_ids``. See the module docstring for why the result is exact with an exact
-        index."""
+        """The top ``depth`` documents for one query (``[1, dim]``): :meth:`search_batch` of it."""
+        return self.search_batch(vectors, index, query, depth)[0]
+
+    def search_batch(
+        self,
+        vectors: np.ndarray,
+        index: Any,
+        queries: np.ndarray,
+        depth: int,
+        *,
+        unit_matrix: np.ndarray | None = None,
+        block_mb: float = 256.0,
+    ) -> list[list[tuple[str, float]]]:
+        """Per query (rows of ``queries``), the top ``depth`` documents by aggregated score, best
+        first (``rank_scored``'s tie order). ``vectors`` are the stored unit vectors, ``index``
+        holds them under ``unit_ids``.
+
+        With ``unit_matrix`` (the exact index's unit rows, in ``unit_ids`` order) every unit is
+        scored in float32 blocks of at most ``block_mb`` MiB and aggregated per document for all
+        queries at once; the documents within a proven rounding margin of each query's
+        ``depth``-th aggregated score are the candidates. Otherwise the index is asked for its
+        top ``F`` units, doubled per query until the bound of the module docstring holds. Either
+        way each candidate's score is computed again from all its vectors
+        (:meth:`pair_scores`), so a query's result does not depend on the others searched with
+        it, and with the exact index it is the exact top ``depth``.
+        """
+        import numpy as np
+
+        q = np.asarray(queries, dtype=np.float32)
+        if q.ndim != 2:
+            raise ValueError(f"queries must be a 2-D array, got shape {q.shape}")
+        if not self.unit_ids or depth < 1:
+            return [[] for _ in range(q.shape[0])]
+        if unit_matrix is not None:
+            pair_q, pair_doc = self._exact_candidates(unit_matrix, q, depth, block_mb)
+            return self._ranked(vectors, q, pair_q, pair_doc, depth)
+        return self._index_search(vectors, index, q, depth)
+
+    def _index_search(
+        self, vectors: np.ndarray, index: Any, q: np.ndarray, depth: int
+    ) -> list[list[tuple[str, float]]]:
+        import numpy as np
+
         from retrieval_gate.metrics import rank_scored
 
         n_units = len(self.unit_ids)
-        if n_units == 0:
-            return []
         per_doc = -(-n_units // max(1, len(self.doc_ids)))
         fetch = min(n_units, depth * per_doc)
         unit_doc = self._unit_doc_of
-        while True:
-            hits = index.search(query, fetch)[0]
-            if not hits:
-                return []
-            candidates = sorted({unit_doc[unit] for unit, _ in hits})
-            scores = self.scores(vectors, query[0], candidates)
-            ranked = rank_scored(scores)
-            if fetch >= n_units:
-                break
-            if len(ranked) >= depth and scores[ranked[depth - 1]] > self.bound(hits[-1][1]):
-                break
+        out: list[list[tuple[str, float]]] = [[] for _ in range(q.shape[0])]
+        pending = list(range(q.shape[0]))
+        while pending:
+            found = index.search(q[pending], fetch)
+            pair_q: list[int] = []
+            pair_doc: list[int] = []
+            searched = []
+            for position, hits in zip(pending, found, strict=True):
+                if not hits:
+                    continue  # nothing indexed answers: no documents
+                docs = sorted({unit_doc[unit] for unit, _ in hits})
+                pair_q += [position] * len(docs)
+                pair_doc += docs
+                searched.append((position, hits))
+            scores = self.pair_scores(
+                vectors, q, np.array(pair_q, dtype=np.int64), np.array(pair_doc, dtype=np.int64)
+            )
+            by_query: dict[int, dict[str, float]] = {}
+            for position, doc, score in zip(pair_q, pair_doc, scores.tolist(), strict=True):
+                if not math.isnan(score):
+                    by_query.setdefault(position, {})[self.doc_ids[doc]] = score
+            still = []
+            for position, hits in searched:
+                found_scores = by_query.get(position, {})
+                ranked = rank_scored(found_scores)
+                # The index's scores may differ from pair_scores' cosines by its own
+                # rounding (float32, rows kept within 1e-4 of unit norm): an unseen document
+                # is ruled out only beyond that slack, so ties at the bound widen the fetch.
+                done = fetch >= n_units or (
+                    len(ranked) >= depth
+                    and found_scores[ranked[depth - 1]] > self.bound(hits[-1][1] + _INDEX_SLACK)
+                )
+                if done:
+                    out[position] = [(doc, found_scores[doc]) for doc in ranked[:depth]]
+                else:
+                    still.append(position)
+            pending = still
             fetch = min(n_units, fetch * 2)
-        return [(doc, scores[doc]) for doc in ranked[:depth]]
+        return out
+
+    def _exact_candidates(
+        self, unit_matrix: np.ndarray, q: np.ndarray, depth: int, block_mb: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(query rows, document positions)`` of every pair whose float32 aggregated score is
+        within twice the rounding margin of its query's ``depth``-th: a superset of the exact
+        top ``depth`` (the argument of :func:`retrieval_gate.index.exact._candidates`)."""
+        import numpy as np
+
+        from retrieval_gate.index.exact import floor32, score_margin, unit_rows
+
+        n_units, dim = unit_matrix.shape
+        n_docs, n_fields = len(self.doc_ids), len(self.fields)
+        seg_starts, seg_cell = self._segments
+        qn = unit_rows(q)
+        # How far a float32 unit score can be from the cosine pair_scores computes: summation
+        # (score_margin), the rows' distance from norm 1 (rows within 1e-4 are kept as given)
+        # and the rounding of normalising them.
+        unit_norms = np.sqrt(np.einsum("ij,ij->i", unit_matrix, unit_matrix, dtype=np.float64))
+        query_norms = np.sqrt(np.einsum("ij,ij->i", qn, qn, dtype=np.float64))
+        nonzero_u, nonzero_q = unit_norms[unit_norms > 0], query_norms[query_norms > 0]
+        high = float(nonzero_u.max(initial=1.0)) * float(nonzero_q.max(initial=1.0))
+        low = float(nonzero_u.min(initial=1.0)) * float(nonzero_q.min(initial=1.0))
+        margin = score_margin(dim, max(high, 1.0)) + max(high - 1.0, 1.0 - low, 0.0) + 2.0**-20
+        if self.aggregation == "all_weighted":
+            margin *= max(1.0, sum(self.weights.get(f, 0.0) for f in self.fields))
+        band = 2.0 * margin + 1e-12
+        per_row = 4 * (n_units + len(seg_starts) + n_docs * n_fields) + 8 * n_docs
+        rows_per_block = max(1, int(block_mb * (1 << 20)) // per_row)
+        top = min(depth, n_docs)
+        pair_q: list[np.ndarray] = []
+        pair_doc: list[np.ndarray] = []
+        for start in range(0, qn.shape[0], rows_per_block):
+            block = qn[start : start + rows_per_block]
+            best = np.maximum.reduceat(block @ unit_matrix.T, seg_starts, axis=1)
+            grid = np.full((block.shape[0], n_docs * n_fields), np.nan, dtype=np.float32)
+            grid[:, seg_cell] = best
+            del best
+            approx = aggregate(
+                grid.reshape(-1, n_fields), self.fields, self.aggregation, self.weights
+            ).reshape(block.shape[0], n_docs)
+            del grid
+            scored = ~np.isnan(approx)
+            approx = np.where(scored, approx, -np.inf)
+            kth = np.partition(approx, n_docs - top, axis=1)[:, n_docs - top]
+            floor = floor32(kth.astype(np.float64) - band)
+            rows, docs = np.nonzero((approx >= floor[:, None]) & scored)
+            pair_q.append(rows + start)
+            pair_doc.append(docs)
+        return np.concatenate(pair_q), np.concatenate(pair_doc)
+
+    def _ranked(
+        self,
+        vectors: np.ndarray,
+        q: np.ndarray,
+        pair_q: np.ndarray,
+        pair_doc: np.ndarray,
+        depth: int,
+    ) -> list[list[tuple[str, float]]]:
+        """Each query's top ``depth`` of its candidate documents, by their exact scores."""
+        import numpy as np
+
+        from retrieval_gate.index.exact import first_per_row
+
+        scores = self.pair_scores(vectors, q, pair_q, pair_doc)
+        keep = ~np.isnan(scores)
+        pair_q, pair_doc, scores = pair_q[keep], pair_doc[keep], scores[keep]
+        chosen = first_per_row(pair_q, (-self._doc_rank[pair_doc], -scores), q.shape[0], depth)
+        out: list[list[tuple[str, float]]] = [[] for _ in range(q.shape[0])]
+        for row, doc, score in zip(
+            pair_q[chosen].tolist(), pair_doc[chosen].tolist(), scores[chosen].tolist(), strict=True
+        ):
+            out[row].append((self.doc_ids[doc], score))
+        return out
 
     @cached_property
     def _unit_doc_of(self) -> dict[str, int]:
@@ -290,37 +442,81 @@ class FieldLayout:
             starts[j + 1] += starts[j]
         return starts
 
+    @cached_property
+    def _segments(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where each run of units of one document and one field starts (units are contiguous
+        per document, and per field within it), and that run's cell ``doc * fields + field``."""
+        import numpy as np
+
+        doc = np.asarray(self.unit_doc, dtype=np.int64)
+        field = np.asarray(self.unit_field, dtype=np.int64)
+        cell = doc * len(self.fields) + field
+        starts = np.flatnonzero(np.concatenate([[True], cell[1:] != cell[:-1]]))
+        return starts, cell[starts]
+
+    @cached_property
+    def _doc_rank(self) -> np.ndarray:
+        """Each document's position in id order (ties at equal score: the higher id first)."""
+        import numpy as np
+
+        order = np.argsort(np.array(self.doc_ids, dtype=str), kind="stable")
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        return rank
+
     def scores(
         self, vectors: np.ndarray, query: np.ndarray, docs: Sequence[int]
     ) -> dict[str, float]:
-        """The aggregated score of each document in ``docs`` (positions), from all its unit
-        vectors: cosines in float64, as the exact index computes them."""
+        """The aggregated score of each document in ``docs`` (positions) for one query."""
         import numpy as np
 
-        unit_doc = np.asarray(self.unit_doc)
-        starts = self._starts
-        rows = np.array([r for d in docs for r in range(starts[d], starts[d + 1])], dtype=np.int64)
-        matrix = np.asarray(vectors[rows], dtype=np.float64)
-        norms = np.linalg.norm(matrix, axis=1)
-        q = np.asarray(query, dtype=np.float64)
-        q_norm = float(np.linalg.norm(q))
-        dots = matrix @ q
-        cos = np.divide(dots, norms * q_norm, out=np.zeros_like(dots), where=norms * q_norm > 0)
-        # best[j, f]: the highest cosine of field f of the j-th document among rows (NaN: none).
-        local = {d: j for j, d in enumerate(np.unique(unit_doc[rows]).tolist())}
-        best = np.full((len(local), len(self.fields)), np.nan)
-        row_doc = np.array([local[d] for d in unit_doc[rows].tolist()], dtype=np.int64)
-        row_field = np.asarray(self.unit_field)[rows]
-        order = np.lexsort((-cos, row_field, row_doc))
+        q = np.asarray(query, dtype=np.float32).reshape(1, -1)
+        positions = np.asarray(list(docs), dtype=np.int64)
+        values = self.pair_scores(vectors, q, np.zeros(len(positions), dtype=np.int64), positions)
+        return {
+            self.doc_ids[d]: v
+            for d, v in zip(positions.tolist(), values.tolist(), strict=True)
+            if not math.isnan(v)
+        }
+
+    def pair_scores(
+        self, vectors: np.ndarray, queries: np.ndarray, pair_q: np.ndarray, pair_doc: np.ndarray
+    ) -> np.ndarray:
+        """The aggregated score of document ``pair_doc[i]`` for query ``queries[pair_q[i]]``, from
+        all the document's unit vectors; NaN where it has none the strategy reads.
+
+        Cosines are ``exact_dots(u, q) / (|u| |q|)`` in float64, norms by ``exact_dots`` too:
+        a pair's score depends on its two sides alone, whatever else is scored with it.
+        """
+        import numpy as np
+
+        from retrieval_gate.index.exact import exact_dots
+
+        n_pairs = len(pair_q)
+        if n_pairs == 0:
+            return np.zeros(0, dtype=np.float64)
+        starts = np.asarray(self._starts, dtype=np.int64)
+        counts = starts[pair_doc + 1] - starts[pair_doc]
+        owner = np.repeat(np.arange(n_pairs), counts)
+        offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        units = np.repeat(starts[pair_doc], counts) + offsets
+        left = np.asarray(vectors[units], dtype=np.float32)
+        right = np.asarray(queries, dtype=np.float32)[pair_q[owner]]
+        dots = exact_dots(left, right)
+        norms = np.sqrt(exact_dots(left, left)) * np.sqrt(exact_dots(right, right))
+        cos = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+        # best[i, f]: the highest cosine of field f among pair i's units (NaN: none).
+        field = np.asarray(self.unit_field, dtype=np.int64)[units]
+        order = np.lexsort((-cos, field, owner))
         first = np.ones(len(order), dtype=bool)
-        first[1:] = (row_doc[order][1:] != row_doc[order][:-1]) | (
-            row_field[order][1:] != row_field[order][:-1]
+        first[1:] = (owner[order][1:] != owner[order][:-1]) | (
+            field[order][1:] != field[order][:-1]
         )
         keep = order[first]
-        best[row_doc[keep], row_field[keep]] = cos[keep]
-        values = aggregate(best, self.fields, self.aggregation, self.weights)
-        ids = {j: self.doc_ids[d] for d, j in local.items()}
-        return {ids[j]: float(values[j]) for j in range(len(local)) if not np.isnan(values[j])}
+        best = np.full((n_pairs, len(self.fields)), np.nan)
+        best[owner[keep], field[keep]] = cos[keep]
+        values: np.ndarray = aggregate(best, self.fields, self.aggregation, self.weights)
+        return np.asarray(values, dtype=np.float64)
 
 
 def aggregate(
