@@ -10,7 +10,7 @@ brute-force reference that scores every document exactly and ranks by ``rank_sco
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from retrieval_gate.embed import EMBEDDER_KINDS, EMBEDDERS, EmbedderBackend, reg
 from retrieval_gate.index.exact import ExactIndex, exact_dots, unit_rows
 from retrieval_gate.metrics import rank_scored
 from retrieval_gate.systems import RunOptions, is_batched, open_configured, retrieve_hits
+from retrieval_gate.systems.embedding import EmbeddingSystem
 from retrieval_gate.systems.fields import AGGREGATIONS, FieldLayout, field_layout
 
 SOURCE = Path("/project/pyproject.toml")
@@ -305,7 +306,7 @@ def test_systems_over_one_model_and_text_share_the_vectors_and_the_exact_index(
 ) -> None:
     corpus = _term_corpus(7, 50)
     options = RunOptions(cache_dir=tmp_path / "cache")
-    opened = []
+    opened: list[EmbeddingSystem] = []
     for aggregation in ("all_max", "label_only"):
         table = {
             "embedder": "test-words",
@@ -316,8 +317,8 @@ def test_systems_over_one_model_and_text_share_the_vectors_and_the_exact_index(
             "aggregation": aggregation,
         }
         found = parse_settings({"system": {aggregation: table}}, tmp_path / "pyproject.toml")
-        system = found.system(aggregation)
-        opened.append(open_configured(system, found.context(options, system, corpus=corpus)))
+        config = found.system(aggregation)
+        opened.append(EmbeddingSystem(config, found.context(options, config, corpus=corpus)))
     first, second = (system.index for system in opened)
     try:
         # The second system read nothing: the first one's vectors and index, the same objects.
@@ -325,8 +326,9 @@ def test_systems_over_one_model_and_text_share_the_vectors_and_the_exact_index(
         assert second.index is first.index
         assert second.stats["embedded_documents"] == 0
         # Each keeps its own aggregation.
+        assert first.fields is not None and second.fields is not None
         assert (first.fields.aggregation, second.fields.aggregation) == ("all_max", "label_only")
     finally:
-        for system in opened:
-            system.close()
+        for opened_system in opened:
+            opened_system.close()
 

@@ -69,7 +69,8 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
 
 
 def _unit_norms(squared: np.ndarray) -> np.ndarray:
-    return (np.abs(squared - 1.0) <= _UNIT_TOLERANCE) | (squared == 0.0)
+    unit: np.ndarray = (np.abs(squared - 1.0) <= _UNIT_TOLERANCE) | (squared == 0.0)
+    return unit
 
 
 def _is_unit(array: np.ndarray) -> bool:
