@@ -331,4 +331,3 @@ def test_systems_over_one_model_and_text_share_the_vectors_and_the_exact_index(
     finally:
         for opened_system in opened:
             opened_system.close()
-
