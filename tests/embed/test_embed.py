@@ -369,6 +369,7 @@ def test_bad_specs_are_config_errors(tmp_path: Path) -> None:
 
 # -- model2vec -----------------------------------------------------------------------------
 
+
 def distill_spec(source: Path) -> EmbedderSpec:
     """The spec of the session's one distilled model (tests/conftest.py)."""
     return EmbedderSpec(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from retrieval_gate.index.exact import ExactIndex, exact_dots, unit_rows
 from retrieval_gate.metrics import rank_scored
 from retrieval_gate.systems import RunOptions, is_batched, open_configured, retrieve_hits
 from retrieval_gate.systems.embedding import EmbeddingSystem
-from retrieval_gate.systems.fields import AGGREGATIONS, FieldLayout, field_layout
+from retrieval_gate.systems.fields import AGGREGATIONS, ColumnMemo, FieldLayout, field_layout
 
 SOURCE = Path("/project/pyproject.toml")
 
@@ -212,6 +213,16 @@ def test_fields_rank_alike_in_a_batch_alone_and_through_an_index(aggregation: st
             vectors, index, queries, depth, unit_matrix=index.unit_matrix(), block_mb=0.001
         )
         assert direct == reference
+        # A memo filled by another strategy over the same units answers the field scores.
+        memo = ColumnMemo()
+        other = replace(layout, aggregation="all_max" if aggregation != "all_max" else "label_only")
+        other.search_batch(
+            vectors, index, queries, depth, unit_matrix=index.unit_matrix(), memo=memo
+        )
+        remembered = layout.search_batch(
+            vectors, index, queries, depth, unit_matrix=index.unit_matrix(), memo=memo
+        )
+        assert remembered == reference
         routed = layout.search_batch(vectors, _NotExact(index), queries, depth)
         assert routed == reference
         alone = [

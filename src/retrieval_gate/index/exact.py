@@ -28,8 +28,8 @@ _FIRST_DOCS = 4096
 _NORM_ROWS = 65536
 # Unit rows already within this of norm 1 are kept as given: no copy of the caller's matrix.
 _UNIT_TOLERANCE = 1e-4
-# Rows per step of `exact_dots` (two float64 copies of this many rows are made at a time).
-_DOT_ROWS = 8192
+# Rows per step of `exact_dots` (its float64 products of this many rows at a time).
+_DOT_ROWS = 1024
 
 
 def block_shape(n_queries: int, n_docs: int, k: int, block_mb: float) -> tuple[int, int]:
@@ -81,31 +81,48 @@ def _is_unit(array: np.ndarray) -> bool:
     return True
 
 
-def exact_dots(left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """``left[i] . right[i]`` for every row ``i``, in float64, summed over the dimensions in order.
+def exact_dots(
+    left: np.ndarray,
+    right: np.ndarray,
+    left_rows: np.ndarray | None = None,
+    right_rows: np.ndarray | None = None,
+) -> np.ndarray:
+    """``left[i] . right[i]`` for every row ``i``, in float64, summed in one fixed order (with
+    ``left_rows`` / ``right_rows``: ``left[left_rows[i]] . right[right_rows[i]]``, the rows
+    gathered a step at a time rather than copied whole).
 
     The score every exact search reports. Each product of two float32 entries is exact in
-    float64 and the sum runs in one fixed order, so a row's value depends on its two vectors
-    alone: never on which other rows are scored with it, nor where they sit. A BLAS product's
-    value does (its kernels and blocking follow the matrix shapes: the same document can score
-    differently in a search of one query and of many, or a duplicate of it further down), which
-    would let batching, or the position of a duplicate, reorder a tie.
+    float64, and the products are summed by a halving tree whose shape depends only on the
+    dimension (elementwise adds, so numpy can vectorise them across rows). A row's value
+    depends on its two vectors alone, never on which other rows are scored with it, nor where
+    they sit. A BLAS product's value does (its kernels and blocking follow the matrix shapes:
+    the same document can score differently in a search of one query and of many, or a
+    duplicate of it further down), which would let batching, or the position of a duplicate,
+    reorder a tie.
     """
     a = np.asarray(left)
     b = np.asarray(right)
-    if a.shape != b.shape or a.ndim != 2:
+    n = a.shape[0] if left_rows is None else len(left_rows)
+    m = b.shape[0] if right_rows is None else len(right_rows)
+    if a.ndim != 2 or b.ndim != 2 or n != m or a.shape[1] != b.shape[1]:
         raise ValueError(f"exact_dots needs two matrices of one shape, got {a.shape}, {b.shape}")
-    out = np.empty(a.shape[0], dtype=np.float64)
-    for start in range(0, a.shape[0], _DOT_ROWS):
-        # Dimension-major float64 copies: each step below is one contiguous elementwise pass.
-        at = np.array(a[start : start + _DOT_ROWS].T, dtype=np.float64, order="C")
-        bt = np.array(b[start : start + _DOT_ROWS].T, dtype=np.float64, order="C")
-        acc = out[start : start + _DOT_ROWS]
-        np.multiply(at[0], bt[0], out=acc)
-        term = np.empty_like(acc)
-        for j in range(1, at.shape[0]):
-            np.multiply(at[j], bt[j], out=term)
-            np.add(acc, term, out=acc)
+    out = np.empty(n, dtype=np.float64)
+    for start in range(0, n, _DOT_ROWS):
+        stop = min(n, start + _DOT_ROWS)
+        rows_a = a[start:stop] if left_rows is None else a[left_rows[start:stop]]
+        rows_b = b[start:stop] if right_rows is None else b[right_rows[start:stop]]
+        products = rows_a.astype(np.float64)
+        products *= rows_b.astype(np.float64)
+        # A fixed halving tree over the dimensions, the same for every row: the first half
+        # gets the second added elementwise (an odd last column is carried), until one is left.
+        width = products.shape[1]
+        while width > 1:
+            half = width // 2
+            products[:, :half] += products[:, half : 2 * half]
+            if width % 2:
+                products[:, half] = products[:, 2 * half]
+            width = half + width % 2
+        out[start:stop] = products[:, 0]
     return out
 
 
@@ -252,7 +269,7 @@ class ExactIndex:
         for q_start in range(0, q.shape[0], q_rows):
             qb = unit_rows(q[q_start : q_start + q_rows])
             rows, cols = _candidates(qb, matrix, top, d_rows, band)
-            exact = exact_dots(matrix[cols], qb[rows])
+            exact = exact_dots(matrix, qb, cols, rows)
             chosen = first_per_row(rows, (-ranks[cols], -exact), qb.shape[0], top)
             idx = cols[chosen].tolist()
             scores = exact[chosen].tolist()

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from retrieval_gate.index import Index
     from retrieval_gate.index.results import CachedSearch
     from retrieval_gate.systems.config import SystemConfig
-    from retrieval_gate.systems.fields import FieldLayout
+    from retrieval_gate.systems.fields import ColumnMemo, FieldLayout
 
 
 #: Appended to an embedder's identity to name its query-vector cache: the same text embedded as
@@ -604,6 +604,15 @@ class EmbeddingIndex:
             return min(n_units, depth * max(1, per_doc))
         return min(depth, n_units)
 
+    def _column_memo(self) -> ColumnMemo:
+        """The session's one memo of multi-vector field scores (systems/fields.py)."""
+        from retrieval_gate.systems.fields import ColumnMemo
+
+        found = self.options.shared.get("field-columns")
+        if not isinstance(found, ColumnMemo):
+            found = self.options.shared["field-columns"] = ColumnMemo()
+        return found
+
     def search_vector(self, vector: Any, depth: int) -> list[tuple[str, float]]:
         """The top ``depth`` documents for one embedded query (``[1, dim]``): its row of
         :meth:`search_vectors`."""
@@ -635,6 +644,7 @@ class EmbeddingIndex:
                 depth,
                 unit_matrix=None if exact is None else exact.unit_matrix(),
                 block_mb=float(self.system.options["search_block_mb"]),
+                memo=self._column_memo(),
             )
         n_units = len(self.unit_ids)
         fetch = self.fetch_depth(depth)

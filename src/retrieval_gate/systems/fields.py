@@ -59,10 +59,11 @@ Standard library only at import: the option table is read while collecting.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +79,7 @@ __all__ = [
     "AGGREGATIONS",
     "DEFAULT_WEIGHTS",
     "FIELD_OPTIONS",
+    "ColumnMemo",
     "FieldLayout",
     "aggregate",
     "check_fields",
@@ -238,6 +240,11 @@ class FieldLayout:
     texts: tuple[str, ...]
     unit_doc: tuple[int, ...]
     unit_field: tuple[int, ...]
+    # The unit vectors' norms by the id of the vectors array (kept beside it, so the id stays
+    # its own): shared by the layouts a session derives from this one (dataclasses.replace).
+    _norms: dict[int, tuple[Any, np.ndarray]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @property
     def parent_of(self) -> dict[str, str] | None:
@@ -277,6 +284,7 @@ class FieldLayout:
         *,
         unit_matrix: np.ndarray | None = None,
         block_mb: float = 256.0,
+        memo: ColumnMemo | None = None,
     ) -> list[list[tuple[str, float]]]:
         """Per query (rows of ``queries``), the top ``depth`` documents by aggregated score, best
         first (``rank_scored``'s tie order). ``vectors`` are the stored unit vectors, ``index``
@@ -289,7 +297,9 @@ class FieldLayout:
         top ``F`` units, doubled per query until the bound of the module docstring holds. Either
         way each candidate's score is computed again from all its vectors
         (:meth:`pair_scores`), so a query's result does not depend on the others searched with
-        it, and with the exact index it is the exact top ``depth``.
+        it, and with the exact index it is the exact top ``depth``. ``memo`` keeps the per-field
+        scores of a block of queries for the next system over the same units (the five
+        aggregations of one ontology score the same field vectors).
         """
         import numpy as np
 
@@ -299,7 +309,7 @@ class FieldLayout:
         if not self.unit_ids or depth < 1:
             return [[] for _ in range(q.shape[0])]
         if unit_matrix is not None:
-            pair_q, pair_doc = self._exact_candidates(unit_matrix, q, depth, block_mb)
+            pair_q, pair_doc = self._exact_candidates(unit_matrix, q, depth, block_mb, memo)
             return self._ranked(vectors, q, pair_q, pair_doc, depth)
         return self._index_search(vectors, index, q, depth)
 
@@ -355,7 +365,12 @@ class FieldLayout:
         return out
 
     def _exact_candidates(
-        self, unit_matrix: np.ndarray, q: np.ndarray, depth: int, block_mb: float
+        self,
+        unit_matrix: np.ndarray,
+        q: np.ndarray,
+        depth: int,
+        block_mb: float,
+        memo: ColumnMemo | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(query rows, document positions)`` of every pair whose float32 aggregated score is
         within twice the rounding margin of its query's ``depth``-th: a superset of the exact
@@ -367,11 +382,13 @@ class FieldLayout:
         n_units, dim = unit_matrix.shape
         n_docs, n_fields = len(self.doc_ids), len(self.fields)
         seg_starts, seg_cell = self._segments
+        seg_doc, seg_field = seg_cell // n_fields, seg_cell % n_fields
         qn = unit_rows(q)
         # How far a float32 unit score can be from the cosine pair_scores computes: summation
         # (score_margin), the rows' distance from norm 1 (rows within 1e-4 are kept as given)
         # and the rounding of normalising them.
-        unit_norms = np.sqrt(np.einsum("ij,ij->i", unit_matrix, unit_matrix, dtype=np.float64))
+        memo = memo if memo is not None else ColumnMemo()
+        unit_norms = memo.norms(unit_matrix)
         query_norms = np.sqrt(np.einsum("ij,ij->i", qn, qn, dtype=np.float64))
         nonzero_u, nonzero_q = unit_norms[unit_norms > 0], query_norms[query_norms > 0]
         high = float(nonzero_u.max(initial=1.0)) * float(nonzero_q.max(initial=1.0))
@@ -387,14 +404,20 @@ class FieldLayout:
         pair_doc: list[np.ndarray] = []
         for start in range(0, qn.shape[0], rows_per_block):
             block = qn[start : start + rows_per_block]
-            best = np.maximum.reduceat(block @ unit_matrix.T, seg_starts, axis=1)
-            grid = np.full((block.shape[0], n_docs * n_fields), np.nan, dtype=np.float32)
-            grid[:, seg_cell] = best
-            del best
-            approx = aggregate(
-                grid.reshape(-1, n_fields), self.fields, self.aggregation, self.weights
-            ).reshape(block.shape[0], n_docs)
-            del grid
+
+            def columns_of(block: np.ndarray = block) -> list[np.ndarray]:
+                best = np.maximum.reduceat(block @ unit_matrix.T, seg_starts, axis=1)
+                columns = []
+                for f in range(n_fields):
+                    # Each field's best per document, NaN where it has no text in the field.
+                    column = np.full((block.shape[0], n_docs), np.nan, dtype=np.float32)
+                    column[:, seg_doc[seg_field == f]] = best[:, seg_field == f]
+                    columns.append(column)
+                return columns
+
+            columns = memo.columns(unit_matrix, seg_cell, block, columns_of)
+            approx = aggregate_columns(columns, self.fields, self.aggregation, self.weights)
+            del columns
             scored = ~np.isnan(approx)
             approx = np.where(scored, approx, -np.inf)
             kth = np.partition(approx, n_docs - top, axis=1)[:, n_docs - top]
@@ -455,6 +478,12 @@ class FieldLayout:
         return starts, cell[starts]
 
     @cached_property
+    def _unit_field_array(self) -> np.ndarray:
+        import numpy as np
+
+        return np.asarray(self.unit_field, dtype=np.int64)
+
+    @cached_property
     def _doc_rank(self) -> np.ndarray:
         """Each document's position in id order (ties at equal score: the higher id first)."""
         import numpy as np
@@ -479,6 +508,21 @@ class FieldLayout:
             if not math.isnan(v)
         }
 
+    def unit_norms(self, vectors: np.ndarray) -> np.ndarray:
+        """``sqrt(exact_dots(u, u))`` of every unit vector, computed once per vectors array."""
+        import numpy as np
+
+        from retrieval_gate.index.exact import exact_dots
+
+        found = self._norms.get(id(vectors))
+        if found is not None and found[0] is vectors:
+            known: np.ndarray = found[1]
+            return known
+        norms: np.ndarray = np.sqrt(exact_dots(vectors, vectors))
+        self._norms.clear()
+        self._norms[id(vectors)] = (vectors, norms)
+        return norms
+
     def pair_scores(
         self, vectors: np.ndarray, queries: np.ndarray, pair_q: np.ndarray, pair_doc: np.ndarray
     ) -> np.ndarray:
@@ -500,13 +544,21 @@ class FieldLayout:
         owner = np.repeat(np.arange(n_pairs), counts)
         offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
         units = np.repeat(starts[pair_doc], counts) + offsets
-        left = np.asarray(vectors[units], dtype=np.float32)
-        right = np.asarray(queries, dtype=np.float32)[pair_q[owner]]
-        dots = exact_dots(left, right)
-        norms = np.sqrt(exact_dots(left, left)) * np.sqrt(exact_dots(right, right))
+        read = AGGREGATIONS[self.aggregation]
+        if read is not None:
+            # Only the fields the strategy reads count: the others' texts are not scored.
+            wanted = np.isin(self._unit_field_array[units], [self.fields.index(f) for f in read])
+            units, owner = units[wanted], owner[wanted]
+        q = np.asarray(queries, dtype=np.float32)
+        dots = exact_dots(vectors, q, units, pair_q[owner])
+        unit_norms = self.unit_norms(vectors)[units]
+        asked = np.unique(pair_q)
+        query_norms = np.zeros(q.shape[0])
+        query_norms[asked] = np.sqrt(exact_dots(q[asked], q[asked]))
+        norms = unit_norms * query_norms[pair_q[owner]]
         cos = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
         # best[i, f]: the highest cosine of field f among pair i's units (NaN: none).
-        field = np.asarray(self.unit_field, dtype=np.int64)[units]
+        field = self._unit_field_array[units]
         order = np.lexsort((-cos, field, owner))
         first = np.ones(len(order), dtype=bool)
         first[1:] = (owner[order][1:] != owner[order][:-1]) | (
@@ -519,18 +571,78 @@ class FieldLayout:
         return np.asarray(values, dtype=np.float64)
 
 
+class ColumnMemo:
+    """Per-field float32 scores of blocks of queries against one unit matrix, kept for the next
+    system over the same units (oldest dropped beyond ``max_bytes``), and the unit matrix's
+    row norms. Keyed by the unit matrix (held, so its id stays its own), the layout's segments
+    and the block's bytes: an entry is only ever found for the same inputs."""
+
+    def __init__(self, max_bytes: int = 256 << 20) -> None:
+        self.max_bytes = max_bytes
+        self._columns: dict[tuple[int, bytes, bytes], tuple[Any, list[np.ndarray]]] = {}
+        self._norms: dict[int, tuple[Any, np.ndarray]] = {}
+
+    def norms(self, matrix: np.ndarray) -> np.ndarray:
+        import numpy as np
+
+        found = self._norms.get(id(matrix))
+        if found is not None and found[0] is matrix:
+            return found[1]
+        norms: np.ndarray = np.sqrt(np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64))
+        self._norms[id(matrix)] = (matrix, norms)
+        return norms
+
+    def columns(
+        self,
+        matrix: np.ndarray,
+        cells: np.ndarray,
+        block: np.ndarray,
+        compute: Callable[[], list[np.ndarray]],
+    ) -> list[np.ndarray]:
+        import hashlib
+
+        key = (
+            id(matrix),
+            hashlib.sha256(cells.tobytes()).digest(),
+            hashlib.sha256(block.tobytes()).digest(),
+        )
+        found = self._columns.get(key)
+        if found is not None and found[0] is matrix:
+            return found[1]
+        columns = compute()
+        self._columns[key] = (matrix, columns)
+        total = sum(c.nbytes for _, cols in self._columns.values() for c in cols)
+        while total > self.max_bytes and len(self._columns) > 1:
+            _, dropped = self._columns.pop(next(iter(self._columns)))
+            total -= sum(c.nbytes for c in dropped)
+        return columns
+
+
 def aggregate(
     best: np.ndarray, fields: Sequence[str], aggregation: str, weights: Mapping[str, float]
 ) -> np.ndarray:
     """Per document (row), the strategy's score from its best cosine per field (columns in
     ``fields`` order, NaN where the document lacks the field); NaN where it has no score."""
+    return aggregate_columns([best[:, i] for i in range(len(fields))], fields, aggregation, weights)
+
+
+def aggregate_columns(
+    columns: Sequence[np.ndarray],
+    fields: Sequence[str],
+    aggregation: str,
+    weights: Mapping[str, float],
+) -> np.ndarray:
+    """:func:`aggregate` over one array per field (any shape, all alike): each document's best
+    cosine in that field, NaN where it has none. Elementwise, in ``fields`` order, so a
+    document's score does not depend on the others scored with it."""
     import numpy as np
+
+    shape = columns[0].shape if columns else (0,)
 
     def column(name: str) -> np.ndarray:
         if name not in fields:
-            return np.full(best.shape[0], np.nan)
-        values: np.ndarray = best[:, list(fields).index(name)]
-        return values
+            return np.full(shape, np.nan)
+        return columns[list(fields).index(name)]
 
     if aggregation == "label_only":
         return column("label")
@@ -539,14 +651,20 @@ def aggregate(
         pick = np.fmax if aggregation == "label_synonyms_max" else np.fmin
         paired: np.ndarray = pick(column("label"), column("synonyms"))
         return paired
-    present = ~np.isnan(best)
     if aggregation == "all_max":
-        out = np.where(present, best, -np.inf).max(axis=1, initial=-np.inf)
-        return np.where(present.any(axis=1), out, np.nan)
+        # fmax skips NaN: NaN only where every field is missing.
+        out: np.ndarray = functools.reduce(np.fmax, columns)
+        return out
     if aggregation == "all_weighted":
-        w = np.array([float(weights.get(f, 0.0)) for f in fields])
-        total: np.ndarray = np.where(present, best, 0.0) @ w
-        return np.where(present.any(axis=1), total, np.nan)
+        total = np.zeros(shape, dtype=np.float64)
+        present = np.zeros(shape, dtype=bool)
+        for name, values in zip(fields, columns, strict=True):
+            missing = np.isnan(values)
+            present |= ~missing
+            weight = float(weights.get(name, 0.0))
+            total += weight * np.where(missing, 0.0, values).astype(np.float64)
+        weighted: np.ndarray = np.where(present, total, np.nan)
+        return weighted
     raise ValueError(f"unknown aggregation {aggregation!r}; known: {', '.join(AGGREGATIONS)}")
 
 

@@ -199,9 +199,7 @@ def _documents_one_by_one(
     try:
         for batch in batches:
             started = time.perf_counter()
-            results = (
-                opened.retrieve(batch, depth, cutoff=depth, where=suite.path) if batch else []
-            )
+            results = opened.retrieve(batch, depth, cutoff=depth, where=suite.path) if batch else []
             extracted.append(extract(batch, [result.hits for result in results]))
             latencies.append((time.perf_counter() - started) * 1000.0)
             progress.update(len(batch))
