@@ -1,0 +1,100 @@
+"""Every example's rankings and figures from this tree and from another checkout, compared.
+
+    python benchmarks/compare_examples.py --before /path/to/older/worktree \\
+        [--work /tmp/rg-compare-examples] [--examples quickstart vaswani extraction pairs]
+
+Each example runs from its own tree's repository root (``pytest --retrieval-gate
+examples/NAME``, ``PYTHONPATH`` at that tree's ``src``, the same interpreter and packages), this
+tree first (it fills the example's cache, ``WORK/NAME-cache``), then the other tree on the same
+cache. ``extraction`` runs all six systems of its settings over both suites. The JSON reports
+are compared run by run: every query's (document's) ranking and every metric. Exits 1 when
+anything differs. The HPO example is compared by bench_examples.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+EXTRA = {
+    "extraction": [
+        f"--rg-system={name}"
+        for name in (
+            "default",
+            "top-term-only",
+            "default-best",
+            "top-term-only-best",
+            "default-windows",
+            "top-term-only-windows",
+        )
+    ],
+}
+
+
+def _report(tree: Path, example: str, cache: Path, out: Path) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(tree / "src"), "HF_HUB_OFFLINE": "1"}
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--retrieval-gate",
+        f"examples/{example}",
+        *EXTRA.get(example, []),
+        f"--rg-cache-dir={cache}",
+        f"--rg-report={out}",
+    ]
+    done = subprocess.run(args, cwd=tree, env=env, capture_output=True, text=True, check=False)
+    if done.returncode not in (0, 1) or " skipped" in done.stdout:
+        raise SystemExit(f"{example} in {tree}:\n{done.stdout[-3000:]}")
+    data = json.loads(out.with_suffix(".json").read_text())
+    return {
+        f"{run['suite']} x {run['system']}": {
+            "rankings": {q["id"]: q["ranking"] for q in run["queries"]},
+            "metrics": run["metrics"],
+        }
+        for run in data["runs"]
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--before", type=Path, required=True)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/rg-compare-examples"))
+    parser.add_argument(
+        "--examples", nargs="+", default=["quickstart", "vaswani", "extraction", "pairs"]
+    )
+    args = parser.parse_args()
+    work = args.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    differ = False
+    for example in args.examples:
+        cache = work / f"{example}-cache"
+        this = _report(REPO, example, cache, work / f"{example}-this.md")
+        before = _report(args.before.resolve(), example, cache, work / f"{example}-before.md")
+        queries = sum(len(v["rankings"]) for v in this.values())
+        same_rankings = {k: v["rankings"] for k, v in this.items()} == {
+            k: v["rankings"] for k, v in before.items()
+        }
+        same_metrics = {k: v["metrics"] for k, v in this.items()} == {
+            k: v["metrics"] for k, v in before.items()
+        }
+        differ |= not (same_rankings and same_metrics)
+        print(
+            f"{example}: {len(this)} runs, {queries} queries or documents; rankings identical: "
+            f"{same_rankings}; metrics identical: {same_metrics}",
+            flush=True,
+        )
+    sys.exit(1 if differ else 0)
+
+
+if __name__ == "__main__":
+    main()
