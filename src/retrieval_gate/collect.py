@@ -97,6 +97,9 @@ def _check_suite(config: pytest.Config, gate_session: GateSession, suite: Suite)
         except RetrievalGateError as exc:
             raise RetrievalGateError(exc.message, path=suite.path, entry="corpus") from None
     gate_session.runs.check(suite, gate_session.systems)
+    # A suite too small for the 'resolution' setting, against its baseline, is an error now.
+    bases = {system.name: gate_session.base_run(suite, system) for system in gate_session.systems}
+    gate_session.plan.check_resolution(suite, bases)
 
 
 class SystemNode(pytest.Collector):

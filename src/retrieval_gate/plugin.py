@@ -32,6 +32,7 @@ GATE_ONLY_OPTIONS: dict[str, str] = {
     "rg_report": "--rg-report",
     "rg_json": "--rg-json",
     "rg_suggest_floors": "--rg-suggest-floors",
+    "rg_plan": "--rg-plan",
 }
 
 
@@ -190,6 +191,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "to PATH ('-': the terminal); never changes a suite (default: off)",
     )
     group.addoption(
+        "--rg-plan",
+        action="store_true",
+        dest="rg_plan",
+        default=False,
+        help="print each suite's regression resolution and the queries a tolerance needs, from "
+        "the baseline, and run nothing (default: off)",
+    )
+    group.addoption(
         "--rg-no-cache",
         action="store_true",
         dest="rg_no_cache",
@@ -230,6 +239,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "retrieval_gate: an item generated from a retrieval suite (pytest-retrieval-gate)",
     )
     config.addinivalue_line("markers", "xdist_group(name): run items of one group on one worker")
+    _check_plan_options(config)
     from retrieval_gate.errors import RetrievalGateError
     from retrieval_gate.session import GateSession
 
@@ -244,6 +254,40 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(exc.format()) from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "retrieval_gate_session")
+
+
+def _check_plan_options(config: pytest.Config) -> None:
+    if not config.getoption("rg_plan", False):
+        return
+    if config.getoption("rg_save_baseline", False):
+        raise pytest.UsageError("--rg-plan runs nothing, so there is no run to save: drop one")
+    if config.getoption("numprocesses", None):
+        # Under xdist only the workers collect, and the plan is made while collecting.
+        raise pytest.UsageError("--rg-plan collects in this process: add -n 0 (or drop -n)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if SESSION_KEY in config.stash and config.getoption("rg_plan", False) and items:
+        # Planning reads the baseline and the suites only: every item is deselected.
+        config.hook.pytest_deselected(items=list(items))
+        items.clear()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    planned = SESSION_KEY in session.config.stash and session.config.getoption("rg_plan", False)
+    if planned and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        session.exitstatus = pytest.ExitCode.OK  # a plan that ran nothing did what it was asked
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if SESSION_KEY not in config.stash or not config.getoption("rg_plan", False):
+        return
+    from retrieval_gate.report.terminal import render_plan
+
+    session = config.stash[SESSION_KEY]
+    terminalreporter.write_sep("=", "retrieval gate plan")
+    for line in render_plan(session.plan.rows(), session.plan.blocks, session.settings.alpha):
+        terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

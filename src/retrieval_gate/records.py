@@ -475,33 +475,51 @@ class Section:
 class RegressionFigures:
     """What a regression check measured against the baseline.
 
-    ``verdict``: ``regressed`` (the drop is significantly larger than the tolerance), ``ok`` (it is
-    significantly smaller) or ``underpowered`` (neither shown). ``p_value`` tests "drop larger than
-    the tolerance", ``p_within`` "drop smaller than it"; each is compared with ``alpha``, the
-    family-corrected level (the session's alpha / ``family``, Bonferroni), and ``p_adjusted`` is
-    min(1, family * p_value). ``detectable_drop``: the true drop caught 80 % of the time;
-    ``fewest_worse``: for small scopes, the fewest queries that must fall to 0 for ``regressed``.
+    ``policy`` says which rule decided (docs/verdicts.md). ``tolerance``: the item failed when the
+    observed drop was larger than the tolerance (``verdict`` ``regressed``, else ``ok``), and
+    ``resolution`` is its epsilon at ``reliability`` 1 - delta over the session: a true drop
+    above tolerance + epsilon fails and one below tolerance - epsilon passes.
+    ``planned_resolution`` is the epsilon a change as large as the baseline's own spread would
+    get, ``queries_needed`` the queries for an epsilon within the tolerance.
+
+    ``margin``: ``verdict`` is ``regressed`` (the drop is significantly larger than the
+    tolerance), ``ok`` (significantly smaller) or ``underpowered`` (neither shown). ``p_value``
+    tests "drop larger than the tolerance", ``p_within`` "drop smaller than it"; each is compared
+    with ``alpha``, the family-corrected level (the session's alpha / ``family``, Bonferroni), and
+    ``p_adjusted`` is min(1, family * p_value). ``detectable_drop``: the true drop caught 80 % of
+    the time; ``fewest_worse``: for small scopes, the fewest queries that must fall to 0 for
+    ``regressed``. None under the tolerance policy.
     """
 
     baseline: float  # the baseline's mean over the compared queries
     tolerance: float
-    p_value: float
-    p_adjusted: float
-    improved: int
-    degraded: int
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    improved: int = 0
+    degraded: int = 0
     not_compared: str | None = None  # why the check could not be decided, when it could not
     verdict: str = "ok"
-    p_within: float = 1.0
-    alpha: float = 0.05  # the level each test of this item is held to
-    family: int = 1  # regression items sharing the session's alpha
+    p_within: float | None = None
+    alpha: float | None = None  # the level each test of this item is held to
+    family: int | None = None  # regression items sharing the session's alpha
     detectable_drop: float | None = None
     fewest_worse: int | None = None
     diagnostic: bool = False  # reported only: not an item, not in the family
+    policy: str = "margin"
+    resolution: float | None = None
+    reliability: float = 0.95
+    planned_resolution: float | None = None
+    queries_needed: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "baseline": self.baseline,
             "tolerance": self.tolerance,
+            "policy": self.policy,
+            "resolution": self.resolution,
+            "reliability": self.reliability,
+            "planned_resolution": self.planned_resolution,
+            "queries_needed": self.queries_needed,
             "p_value": self.p_value,
             "p_adjusted": self.p_adjusted,
             "improved": self.improved,
@@ -535,7 +553,17 @@ class RegressionFigures:
             detectable_drop=data["detectable_drop"],
             fewest_worse=data["fewest_worse"],
             diagnostic=data["diagnostic"],
+            policy=data.get("policy", "margin"),
+            resolution=data.get("resolution"),
+            reliability=data.get("reliability", 0.95),
+            planned_resolution=data.get("planned_resolution"),
+            queries_needed=data.get("queries_needed"),
         )
+
+    @property
+    def percent(self) -> str:
+        """The reliability as messages show it: ``95 %``."""
+        return f"{100.0 * self.reliability:.4g} %"
 
 
 @dataclass(frozen=True)
@@ -569,15 +597,21 @@ class Outcome:
             text = f' "{shorten(self.texts[qid])}"' if self.texts.get(qid) else ""
             return f"expect on {self.scope}{text} ({self.suite} x {self.system}): {verdict}"
         if self.regression is not None:
+            figures = self.regression
             where = self.scope.removeprefix("regression").strip() or "suite"
-            status = self.regression.verdict
+            status = figures.verdict
             status = status if self.passed else f"FAILED: {status}"
+            resolution = (
+                f", resolution +-{format_value(figures.resolution)} at {figures.percent}"
+                if figures.policy == "tolerance" and figures.resolution is not None
+                else ""
+            )
             return (
                 f"{self.metric} regression over {where} ({self.suite} x {self.system}): "
                 f"{status}: {format_value(self.value)} vs baseline "
-                f"{format_value(self.regression.baseline)} (drop "
-                f"{format_value(self.regression.baseline - self.value)}, tolerance "
-                f"{format_value(self.regression.tolerance)}, n={self.n})"
+                f"{format_value(figures.baseline)} (drop "
+                f"{format_value(figures.baseline - self.value)}, tolerance "
+                f"{format_value(figures.tolerance)}{resolution}, n={self.n})"
             )
         what = "ceiling" if self.ceiling else "floor"
         return (
@@ -621,13 +655,16 @@ class Outcome:
             ("n", self.n),
             ("verdict", self.verdict),
         ]
-        if self.regression is not None:
-            out += [
-                ("baseline", self.regression.baseline),
-                ("p_adjusted", self.regression.p_adjusted),
-            ]
-            if self.regression.detectable_drop is not None:
-                out.append(("detectable_drop", self.regression.detectable_drop))
+        figures = self.regression
+        if figures is not None:
+            out += [("baseline", figures.baseline), ("tolerance", figures.tolerance)]
+            out += [("policy", figures.policy), ("reliability", figures.reliability)]
+            if figures.resolution is not None:
+                out.append(("resolution", figures.resolution))
+            if figures.p_adjusted is not None:
+                out.append(("p_adjusted", figures.p_adjusted))
+            if figures.detectable_drop is not None:
+                out.append(("detectable_drop", figures.detectable_drop))
         return out
 
     @property
@@ -689,7 +726,7 @@ class Outcome:
             worst=tuple((w["id"], w["value"]) for w in data["worst"]),
             texts={w["id"]: w["text"] for w in data["worst"] if "text" in w},
             detail=tuple(data["detail"]),
-            regression=RegressionFigures.from_json(data) if "p_value" in data else None,
+            regression=RegressionFigures.from_json(data) if "baseline" in data else None,
             nodeid=data["nodeid"],
         )
 
@@ -703,8 +740,8 @@ class RegressionRow:
 
     baseline: float
     current: float
-    p_value: float
-    p_adjusted: float
+    p_value: float | None
+    p_adjusted: float | None
     improved: int
     degraded: int
     passed: bool
@@ -715,9 +752,19 @@ class RegressionRow:
     detectable_drop: float | None = None
     fewest_worse: int | None = None
     diagnostic: bool = False
+    policy: str = "margin"
+    resolution: float | None = None
+    reliability: float = 0.95
+    planned_resolution: float | None = None
+    queries_needed: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "policy": self.policy,
+            "resolution": self.resolution,
+            "reliability": self.reliability,
+            "planned_resolution": self.planned_resolution,
+            "queries_needed": self.queries_needed,
             "tolerance": self.tolerance,
             "verdict": self.verdict,
             "detectable_drop": self.detectable_drop,
@@ -736,7 +783,7 @@ class RegressionRow:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RegressionRow:
-        return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+        return cls(**{name: data[name] for name in cls.__dataclass_fields__ if name in data})
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,13 @@ _SETTINGS_KEYS = frozenset(
         "reference",
         "strict_verdicts",
         "regression_scopes",
+        "verdicts",
+        "resolution",
     }
 )
+
+#: The regression rules ``verdicts`` chooses between (docs/verdicts.md).
+VERDICT_POLICIES = ("tolerance", "margin")
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,16 @@ class Settings:
     # Scopes whose regressions are items in the session's family ("suite" always; "category",
     # "difficulty" on request); the others are diagnostics in the report.
     regression_scopes: tuple[str, ...] = ("suite",)
+    # The regression rule: "tolerance" (the observed drop against the tolerance, with its
+    # resolution) or "margin" (the drop shown beyond the tolerance by a test).
+    verdicts: str = "tolerance"
+    # The largest resolution a suite may have (per metric; "*" for every metric): a suite too
+    # small for it is a collection error.
+    resolution: Mapping[str, float] = field(default_factory=dict)
+
+    def max_resolution(self, metric: str) -> float | None:
+        """The largest acceptable resolution of ``metric``, None when none is set."""
+        return self.resolution.get(metric, self.resolution.get("*"))
 
     @property
     def where(self) -> str:
@@ -257,6 +272,22 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
             path=source,
             entry="regression_scopes",
         )
+    verdicts = table.get("verdicts", "tolerance")
+    if verdicts not in VERDICT_POLICIES:
+        raise ConfigError(
+            f"'verdicts' must be one of {', '.join(repr(p) for p in VERDICT_POLICIES)}, got "
+            f"{verdicts!r}",
+            path=source,
+            entry="verdicts",
+        )
+    if strict_verdicts and verdicts != "margin":
+        raise ConfigError(
+            "'strict_verdicts' applies to verdicts = \"margin\" only (the tolerance rule has no "
+            'underpowered verdict); drop it or set verdicts = "margin"',
+            path=source,
+            entry="strict_verdicts",
+        )
+    resolution = _parse_resolution(table.get("resolution"), source)
     raw_baseline = table.get("baseline")
     baseline_url = None
     if isinstance(raw_baseline, str) and url_scheme(raw_baseline) is not None:
@@ -282,7 +313,31 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
         reference=reference,
         strict_verdicts=strict_verdicts,
         regression_scopes=tuple(dict.fromkeys(["suite", *scopes])),
+        verdicts=verdicts,
+        resolution=resolution,
     )
+
+
+def _parse_resolution(raw: Any, source: Path) -> dict[str, float]:
+    """``resolution = 0.05`` (every metric) or ``resolution = { "nDCG@10" = 0.03 }``."""
+    if raw is None:
+        return {}
+
+    def amount(value: Any, entry: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ConfigError(
+                f"resolution must be a number > 0, got {value!r}", path=source, entry=entry
+            )
+        return float(value)
+
+    if isinstance(raw, Mapping):
+        return {
+            _metric_name(str(name), source, f"resolution.{name}"): amount(
+                value, f"resolution.{name}"
+            )
+            for name, value in raw.items()
+        }
+    return {"*": amount(raw, "resolution")}
 
 
 def _metric_name(text: str, source: Path, entry: str) -> str:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.metrics import parse_metric
-from retrieval_gate.records import BaselineComparison, Outcome, RunRecord, Section
+from retrieval_gate.records import (
+    BaselineComparison,
+    Outcome,
+    RegressionRow,
+    RunRecord,
+    Section,
+)
 from retrieval_gate.report import ReportData, Writer
 from retrieval_gate.suites import kinds
 
@@ -184,6 +190,7 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
         comparison = data.comparison(run)
         if comparison is not None:
             yield from _baseline(run, comparison, [g for g in gates if g.system == run.system])
+    yield from _resolution(data, runs, units)
 
     for grouping in ("category", "difficulty"):
         labels = list(dict.fromkeys(label for run in runs for label in run.groups(grouping)))
@@ -280,6 +287,41 @@ def _decision(data: ReportData, suite: str) -> Iterator[str]:
     yield ""
 
 
+def _resolution(data: ReportData, runs: list[RunRecord], units: str) -> Iterator[str]:
+    """Once per suite: what its regression checks resolve, and the warning when that is wider
+    than a tolerance (docs/verdicts.md)."""
+    from retrieval_gate.report.resolution import (
+        RESOLUTION_HEADER,
+        coarse_metrics,
+        resolution_rows,
+        warning_lines,
+    )
+
+    comparisons = [c for run in runs if (c := data.comparison(run)) is not None]
+    rows = resolution_rows(comparisons)
+    if not rows:
+        return
+    yield "### Resolution of the regression checks"
+    yield ""
+    reliability = f"{100 * (1 - data.alpha):.4g} %"
+    yield (
+        f"An item fails when its observed drop is larger than its tolerance. With probability "
+        f"{reliability} over the session, a true drop above tolerance + resolution fails and one "
+        f"below tolerance - resolution passes. *From the baseline*: the resolution a change as "
+        f"large as the baseline's own spread would get."
+    )
+    yield ""
+    yield from _table(RESOLUTION_HEADER, rows)
+    yield ""
+    warning = warning_lines(coarse_metrics(comparisons), units)
+    if warning:
+        yield f"**{warning[0]}**"
+        yield ""
+        for line in warning[1:]:
+            yield f"- {line}"
+        yield ""
+
+
 def _baseline_means(comparison: BaselineComparison | None) -> dict[str, float]:
     return {} if comparison is None else dict(comparison.means)
 
@@ -336,18 +378,67 @@ def _baseline(run: RunRecord, base: BaselineComparison, gates: list[Outcome]) ->
     for note in base.notes:
         yield f"- note: {note}"
     yield ""
+    table = base.rows or {}
+    if any(m.policy == "tolerance" for m in table.values()):
+        header, rows, warnings = _tolerance_rows(table)
+    else:
+        header, rows, warnings = _margin_rows(table)
+    if rows:
+        yield from _table(header, rows)
+        yield ""
+    if warnings:
+        yield from warnings
+        yield ""
+    regressed = [g for g in gates if g.regression is not None and not g.passed]
+    for gate in regressed:
+        yield f"Regressed queries for {gate.metric} ({gate.scope}):"
+        yield ""
+        for line in gate.detail[len(gate.detail) - len(gate.worst) :]:
+            yield f"- {line}"
+        yield ""
+
+
+def _verdict_cell(m: RegressionRow) -> str:
+    verdict = {"regressed": "**REGRESSED**", "underpowered": "**underpowered**"}.get(
+        m.verdict, m.verdict
+    )
+    if m.not_compared:
+        verdict = "not compared"
+    elif m.verdict == "regressed" and m.passed:
+        verdict = "regressed"  # a diagnostic: reported, not gated
+    if m.diagnostic:
+        verdict += " (diagnostic)"
+    return verdict
+
+
+_Rows = tuple[list[str], list[list[str]], list[str]]
+
+
+def _tolerance_rows(table: Mapping[str, RegressionRow]) -> _Rows:
+    """The baseline table under the tolerance rule: the drop against the tolerance, and the
+    resolution of that decision (the suite's warning comes once, after its systems)."""
+    rows = [
+        [
+            name,
+            fmt(m.baseline),
+            fmt(m.current),
+            fmt(m.baseline - m.current),
+            fmt(m.tolerance),
+            "-" if m.resolution is None else f"+-{fmt(m.resolution)}",
+            str(m.improved),
+            str(m.degraded),
+            _verdict_cell(m),
+        ]
+        for name, m in table.items()
+    ]
+    header = ["metric", "baseline", "now", "drop", "tolerance", "resolution", "better", "worse"]
+    return [*header, "verdict"], rows, []
+
+
+def _margin_rows(table: Mapping[str, RegressionRow]) -> _Rows:
     rows = []
     warnings = []
-    for name, m in (base.rows or {}).items():
-        verdict = {"regressed": "**REGRESSED**", "underpowered": "**underpowered**"}.get(
-            m.verdict, m.verdict
-        )
-        if m.not_compared:
-            verdict = "not compared"
-        elif m.verdict == "regressed" and m.passed:
-            verdict = "regressed"  # a diagnostic: reported, not gated
-        if m.diagnostic:
-            verdict += " (diagnostic)"
+    for name, m in table.items():
         detectable = m.detectable_drop
         rows.append(
             [
@@ -356,13 +447,13 @@ def _baseline(run: RunRecord, base: BaselineComparison, gates: list[Outcome]) ->
                 fmt(m.current),
                 f"{m.current - m.baseline:+.4f}",
                 fmt(m.tolerance),
-                f"{m.p_value:.4g}",
-                f"{m.p_adjusted:.4g}",
+                "-" if m.p_value is None else f"{m.p_value:.4g}",
+                "-" if m.p_adjusted is None else f"{m.p_adjusted:.4g}",
                 str(m.improved),
                 str(m.degraded),
                 fmt(detectable),
                 "-" if m.fewest_worse is None else str(m.fewest_worse),
-                verdict,
+                _verdict_cell(m),
             ]
         )
         if m.not_compared or m.diagnostic:
@@ -377,35 +468,21 @@ def _baseline(run: RunRecord, base: BaselineComparison, gates: list[Outcome]) ->
                 f"- **warning**: {name}: the smallest drop caught 80 % of the time is "
                 f"{fmt(detectable)}, more than twice the tolerance {fmt(m.tolerance)}"
             )
-    if rows:
-        yield from _table(
-            [
-                "metric",
-                "baseline",
-                "now",
-                "delta",
-                "tolerance",
-                "p (drop > tolerance)",
-                "p (x family)",
-                "better",
-                "worse",
-                "detectable drop",
-                "fewest worse",
-                "verdict",
-            ],
-            rows,
-        )
-        yield ""
-    if warnings:
-        yield from warnings
-        yield ""
-    regressed = [g for g in gates if g.regression is not None and not g.passed]
-    for gate in regressed:
-        yield f"Regressed queries for {gate.metric} ({gate.scope}):"
-        yield ""
-        for line in gate.detail[len(gate.detail) - len(gate.worst) :]:
-            yield f"- {line}"
-        yield ""
+    header = [
+        "metric",
+        "baseline",
+        "now",
+        "delta",
+        "tolerance",
+        "p (drop > tolerance)",
+        "p (x family)",
+        "better",
+        "worse",
+        "detectable drop",
+        "fewest worse",
+        "verdict",
+    ]
+    return header, rows, warnings
 
 
 def _chart(suite: str, runs: list[RunRecord], metrics: list[str]) -> Iterator[str]:
