@@ -352,9 +352,10 @@ def _tolerance_outcome(
     detail = [f"{verdict}: {_statement(item, epsilon, alpha)}", _common_detail(item, units)]
     if epsilon is not None:
         t = check.tolerance
+        scopes = "scope" if blocks == 1 else "scopes"
         detail.append(
-            f"resolution +-{_fmt(epsilon)} at {_percent(alpha)} reliability over the session "
-            f"({blocks} suite x system scopes share it; c {resolved.c:.3f}): a true drop above "
+            f"resolution +-{_fmt(epsilon)} at {_percent(alpha)} reliability, shared over the "
+            f"session's {blocks} suite x system {scopes} (c {resolved.c:.3f}): a true drop above "
             f"{_fmt(t + epsilon)} fails and one below {_fmt(t - epsilon)} passes"
         )
         if epsilon > t:

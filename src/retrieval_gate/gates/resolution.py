@@ -142,7 +142,7 @@ def t_quantile(p: float, df: float) -> float:
 
 def correlation(columns: np.ndarray) -> np.ndarray:
     """The correlation matrix of the columns of an (n, m) array of per-query drops, as the joint
-    quantile reads it: each correlation truncated toward zero to a multiple of 0.05 (toward
+    quantile reads it: each correlation truncated toward zero to a multiple of 0.01 (toward
     independence, which only raises c; and few distinct matrices to compute), a column that does
     not vary independent of the others."""
     m = columns.shape[1]
@@ -153,7 +153,8 @@ def correlation(columns: np.ndarray) -> np.ndarray:
     if varies.size > 1:
         with np.errstate(all="ignore"):
             sub = np.nan_to_num(np.corrcoef(columns[:, varies], rowvar=False))
-        out[np.ix_(varies, varies)] = np.trunc(sub * 20.0) / 20.0
+        # Rounded first, so a correlation of 1 in float noise (0.9999999) stays 1.
+        out[np.ix_(varies, varies)] = np.trunc(np.round(sub, 9) * 100.0) / 100.0
         np.fill_diagonal(out, 1.0)
     return out
 
@@ -169,11 +170,19 @@ def _max_abs_normal_quantile(key: tuple[float, ...], m: int, level: float, seed:
 
 
 def normal_joint_quantile(corr: np.ndarray, level: float, seed: int = 0) -> float:
-    """c with P(max_j |Z_j| <= c) = 1 - ``level``, Z normal with correlation ``corr``."""
+    """c with P(max_j |Z_j| <= c) = 1 - ``level``, Z normal with correlation ``corr``: exact for
+    one metric and for independent ones (Sidak), by Monte Carlo otherwise."""
     m = int(corr.shape[0])
     if m == 1:
         return _normal_quantile(1.0 - level / 2.0)
-    return _max_abs_normal_quantile(tuple(float(x) for x in corr.ravel()), m, level, seed)
+    sidak = _normal_quantile(1.0 - block_level(level, m) / 2.0)
+    if np.array_equal(corr, np.eye(m)):
+        # Independent metrics: Sidak's product is exact, no Monte Carlo needed.
+        return sidak
+    found = _max_abs_normal_quantile(tuple(float(x) for x in corr.ravel()), m, level, seed)
+    # The max of m |Z| lies between one |Z| (correlation 1) and m independent ones (Sidak's
+    # inequality): Monte Carlo noise must not take it outside.
+    return min(max(found, _normal_quantile(1.0 - level / 2.0)), sidak)
 
 
 def joint_quantile(corr: np.ndarray, level: float, df: float, seed: int = 0) -> float:
