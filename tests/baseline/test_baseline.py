@@ -301,7 +301,7 @@ def test_a_redefined_metric_alone_is_not_compared() -> None:
     assert list(got.redefined) == ["P@1"]
     checks = [RegressionCheck("suite", "P@1", 0.01), RegressionCheck("suite", "R@3", 0.01)]
     p1, r3 = compare_with_baseline(
-        now, base, checks, path="b.json", alpha=0.05, seed=0
+        now, base, checks, path="b.json", alpha=0.05, policy="margin", seed=0
     ).outcomes.values()
     assert figures(p1).not_compared == (
         "the definition of P@1 changed since the baseline (P/trec_eval-10/1 -> "
@@ -418,7 +418,7 @@ def test_regression_verdicts_on_the_tolerance_as_a_margin() -> None:
     base = base_of(then)
     shared = align(now, base).shared
     checks = [RegressionCheck("suite", "P@1", 0.01)]
-    [out] = check_regressions(now, base, shared, checks, alpha=0.05, seed=0)
+    [out] = check_regressions(now, base, shared, checks, alpha=0.05, policy="margin", seed=0)
     assert not out.passed
     assert (out.value, figures(out).baseline, out.threshold, out.n) == (0.5, 1.0, 0.99, 10)
     assert (figures(out).p_value, figures(out).p_within) == (1 / 32, 993 / 1024)
@@ -445,17 +445,29 @@ def test_regression_verdicts_on_the_tolerance_as_a_margin() -> None:
     # Same drop, tolerance 0.5: x is five -0.5 and five +0.5, T = 0; sums <= 0 and sums >= 0 are
     # each (1024 + C(10, 5)) / 2 = 638 of 1024 patterns: neither shown, underpowered, passes.
     [lenient] = check_regressions(
-        now, base, shared, [RegressionCheck("suite", "P@1", 0.5)], alpha=0.05, seed=0
+        now,
+        base,
+        shared,
+        [RegressionCheck("suite", "P@1", 0.5)],
+        alpha=0.05,
+        policy="margin",
+        seed=0,
     )
     assert (figures(lenient).p_value, figures(lenient).p_within) == (638 / 1024, 638 / 1024)
     assert (figures(lenient).verdict, lenient.passed) == ("underpowered", True)
     [strict] = check_regressions(
-        now, base, shared, [RegressionCheck("suite", "P@1", 0.5)], alpha=0.05, strict=True
+        now,
+        base,
+        shared,
+        [RegressionCheck("suite", "P@1", 0.5)],
+        alpha=0.05,
+        policy="margin",
+        strict=True,
     )
     assert (figures(strict).verdict, strict.passed) == ("underpowered", False)
     assert strict.headline().startswith("P@1 regression over suite (s x sys): FAILED: underpowered")
     # The baseline's own run: no query changed, ok whatever the tolerance.
-    [same] = check_regressions(then, base, shared, checks, alpha=0.05)
+    [same] = check_regressions(then, base, shared, checks, alpha=0.05, policy="margin")
     assert (figures(same).verdict, same.passed, same.detail[0]) == (
         "ok",
         True,
@@ -470,7 +482,12 @@ def test_ok_needs_the_drop_shown_within_the_tolerance() -> None:
     now = record([query("q0", metrics={"P@1": 0.9})] + [query(f"q{i}") for i in range(1, 10)])
     base = base_of(then)
     [out] = check_regressions(
-        now, base, align(now, base).shared, [RegressionCheck("suite", "P@1", 0.2)], alpha=0.05
+        now,
+        base,
+        align(now, base).shared,
+        [RegressionCheck("suite", "P@1", 0.2)],
+        alpha=0.05,
+        policy="margin",
     )
     assert (figures(out).p_within, figures(out).p_value) == (1 / 1024, 1.0)
     assert (figures(out).verdict, out.passed) == ("ok", True)
@@ -486,7 +503,9 @@ def test_family_divides_alpha_between_the_session_items() -> None:
     )
     base = base_of(then)
     checks = [RegressionCheck("suite", "P@1", 0.01)]
-    [out] = check_regressions(now, base, align(now, base).shared, checks, alpha=0.05, family=3)
+    [out] = check_regressions(
+        now, base, align(now, base).shared, checks, alpha=0.05, policy="margin", family=3
+    )
     assert (figures(out).p_adjusted, figures(out).alpha, figures(out).family) == (
         3 / 32,
         0.05 / 3,
@@ -517,7 +536,13 @@ def test_only_shared_queries_are_compared() -> None:
     base = base_of(then)
     shared = align(now, base).shared
     [out] = check_regressions(
-        now, base, shared, [RegressionCheck("suite", "P@1", 0.01)], alpha=0.05, seed=0
+        now,
+        base,
+        shared,
+        [RegressionCheck("suite", "P@1", 0.01)],
+        alpha=0.05,
+        policy="margin",
+        seed=0,
     )
     assert (out.passed, out.n, out.value, figures(out).baseline) == (True, 1, 1.0, 1.0)
 
@@ -530,7 +555,9 @@ def test_metric_missing_from_the_baseline_is_said_not_passed_silently() -> None:
     )
     base = base_of(then)
     checks = [RegressionCheck("suite", "P@10", 0.01), RegressionCheck("suite", "P@1", 0.01)]
-    missing, p1 = check_regressions(now, base, ("q1", "q2"), checks, alpha=0.05, seed=0)
+    missing, p1 = check_regressions(
+        now, base, ("q1", "q2"), checks, alpha=0.05, policy="margin", seed=0
+    )
     assert missing.detail == ("not compared: this run does not compute P@10 (cutoffs [1, 10])",)
     assert str(figures(missing).not_compared).startswith("this run does not compute P@10")
     assert missing.n == 0
@@ -542,7 +569,9 @@ def test_metric_missing_from_the_baseline_is_said_not_passed_silently() -> None:
     )
     second = dataclasses.replace(now.queries[1], metrics={"P@1": 1.0, "P@10": 0.1})
     now = dataclasses.replace(now, queries=(now.queries[0], second))
-    missing, _ = check_regressions(now, base, ("q1", "q2"), checks, alpha=0.05, seed=0)
+    missing, _ = check_regressions(
+        now, base, ("q1", "q2"), checks, alpha=0.05, policy="margin", seed=0
+    )
     assert figures(missing).not_compared == (
         "the baseline has no P@10 (saved with cutoffs [1, 3], now [1, 10]); "
         "save a new baseline with --rg-save-baseline"
@@ -564,7 +593,9 @@ def test_checks_that_compare_nothing_are_not_compared() -> None:
     now = record([query(f"q{i}", metrics={"P@1": 0.0}) for i in range(5)])
     base = base_of(then)
     checks = [RegressionCheck("suite", "P@1", 0.01), RegressionCheck("category[c]", "P@1", 0.01)]
-    suite, empty = check_regressions(now, base, align(now, base).shared, checks, alpha=0.05, seed=0)
+    suite, empty = check_regressions(
+        now, base, align(now, base).shared, checks, alpha=0.05, policy="margin", seed=0
+    )
     # x = five -0.99: only the all-negative pattern has sum <= T, p = 2^-5.
     assert (figures(suite).p_value, figures(suite).p_adjusted, suite.passed) == (
         1 / 32,
@@ -582,7 +613,9 @@ def test_checks_that_compare_nothing_are_not_compared() -> None:
 
 
 def test_comparison_without_a_baseline_run_has_no_outcomes() -> None:
-    got = compare_with_baseline(record([query("q1")]), None, [], path="b.json", alpha=0.05, seed=0)
+    got = compare_with_baseline(
+        record([query("q1")]), None, [], path="b.json", alpha=0.05, policy="margin", seed=0
+    )
     assert (got.comparison, dict(got.outcomes), got.reason) == (
         None,
         {},
@@ -594,7 +627,13 @@ def test_not_comparable_keeps_the_reason_and_decides_nothing() -> None:
     base = base_of(record([query("q1")]))
     now = record([query("q1")], gain="exponential")
     got = compare_with_baseline(
-        now, base, [RegressionCheck("suite", "P@1", 0.01)], path="b.json", alpha=0.05, seed=0
+        now,
+        base,
+        [RegressionCheck("suite", "P@1", 0.01)],
+        path="b.json",
+        alpha=0.05,
+        policy="margin",
+        seed=0,
     )
     assert got.reason == "gain changed from 'linear' to 'exponential'"
     assert dict(got.outcomes) == {}
@@ -614,7 +653,9 @@ def test_comparison_rows_are_keyed_by_scope_and_skip_what_compared_nothing() -> 
         RegressionCheck("category[a]", "P@1", 0.01),
         RegressionCheck("category[b]", "P@1", 0.01),  # no query: nothing to show
     ]
-    got = compare_with_baseline(now, base_of(then), checks, path="b.json", alpha=0.05, family=2)
+    got = compare_with_baseline(
+        now, base_of(then), checks, path="b.json", alpha=0.05, policy="margin", family=2
+    )
     assert got.comparison is not None and got.comparison.rows is not None
     assert list(got.comparison.rows) == ["P@1", "category[a]::P@1"]
     row = got.comparison.rows["P@1"]
