@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -34,7 +35,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-CACHE = Path(__file__).resolve().parent / ".cache" / "rankers.json"
+# RG_RANKERS names a copy elsewhere (a machine that has the values but not the data).
+CACHE = Path(
+    os.environ.get("RG_RANKERS") or Path(__file__).resolve().parent / ".cache" / "rankers.json"
+)
 DATA = Path("/work/shared/data")
 RANKERS = ("words", "chars", "bigrams", "chars24", "bm25", "overlap")
 
