@@ -117,6 +117,7 @@ def t_cdf(x: float, df: float) -> float:
     return 1.0 - tail if x >= 0 else tail
 
 
+@lru_cache(maxsize=65536)
 def t_quantile(p: float, df: float) -> float:
     """Student's t quantile t_{p, df} (bisection on :func:`t_cdf` to 1e-12; the normal quantile
     beyond a million degrees of freedom)."""
@@ -189,11 +190,16 @@ def normal_joint_quantile(corr: np.ndarray, level: float, seed: int = 0) -> floa
 def joint_quantile(corr: np.ndarray, level: float, df: float, seed: int = 0) -> float:
     """c with P(max_j |T_j| <= c) = 1 - ``level``, T multivariate t (``df`` degrees of freedom,
     correlation ``corr``): for one metric Student's t_{1 - level / 2, df}; for more, the normal
-    max quantile by Monte Carlo (JOINT_DRAWS draws, numpy PCG64 seeded with ``seed``, cached per
-    matrix), scaled by t_{1 - p / 2, df} / z_{1 - p / 2} at its own per-metric level p."""
-    if int(corr.shape[0]) == 1:
+    max quantile (:func:`normal_joint_quantile`), scaled by t_{1 - p / 2, df} / z_{1 - p / 2} at
+    its own per-metric level p."""
+    return _joint(tuple(float(x) for x in corr.ravel()), int(corr.shape[0]), level, df, seed)
+
+
+@lru_cache(maxsize=65536)
+def _joint(key: tuple[float, ...], m: int, level: float, df: float, seed: int) -> float:
+    if m == 1:
         return t_quantile(1.0 - level / 2.0, df)
-    c_z = normal_joint_quantile(corr, level, seed)
+    c_z = normal_joint_quantile(np.asarray(key, dtype=np.float64).reshape(m, m), level, seed)
     p = 2.0 * (1.0 - statistics.NormalDist().cdf(c_z))
     if p <= 0.0:
         return c_z
