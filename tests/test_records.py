@@ -180,6 +180,62 @@ REGRESSION = Outcome(
 )
 
 
+TOLERANCE_RULE = Outcome(
+    suite="s",
+    system="sys",
+    scope="regression",
+    metric="nDCG@10",
+    value=0.668,
+    threshold=0.8,
+    passed=False,
+    n=35,
+    detail=("regressed: nDCG@10 dropped 0.142 > tolerance 0.01 (resolution +-0.06 at 95 %)",),
+    regression=RegressionFigures(
+        baseline=0.81,
+        tolerance=0.01,
+        degraded=12,
+        verdict="regressed",
+        policy="tolerance",
+        resolution=0.06,
+        reliability=0.95,
+        planned_resolution=0.08,
+        queries_needed=1300,
+    ),
+    nodeid="s.retrieval.yaml::sys::regression::nDCG@10",
+)
+
+
+def test_a_tolerance_rule_outcome_states_its_resolution_everywhere() -> None:
+    assert Outcome.from_json(_through_json(TOLERANCE_RULE.to_json())) == TOLERANCE_RULE
+    data = TOLERANCE_RULE.to_json()
+    assert {k: data[k] for k in ("policy", "resolution", "reliability", "queries_needed")} == {
+        "policy": "tolerance",
+        "resolution": 0.06,
+        "reliability": 0.95,
+        "queries_needed": 1300,
+    }
+    # No test under this rule: no p-values.
+    assert (data["p_value"], data["p_adjusted"], data["family"]) == (None, None, None)
+    assert TOLERANCE_RULE.headline() == (
+        "nDCG@10 regression over suite (s x sys): FAILED: regressed: 0.668 vs baseline 0.81 "
+        "(drop 0.142, tolerance 0.01, resolution +-0.06 at 95 %, n=35)"
+    )
+    assert dict(TOLERANCE_RULE.properties()) == {
+        "scope": "regression",
+        "metric": "nDCG@10",
+        "value": 0.668,
+        "threshold": 0.8,
+        "comparison": ">=",
+        "n": 35,
+        "verdict": "regressed",
+        "baseline": 0.81,
+        "tolerance": 0.01,
+        "policy": "tolerance",
+        "reliability": 0.95,
+        "resolution": 0.06,
+    }
+
+
 @pytest.mark.parametrize("outcome", [FLOOR, REGRESSION], ids=["floor", "regression"])
 def test_outcome_round_trips_through_json(outcome: Outcome) -> None:
     assert Outcome.from_json(_through_json(outcome.to_json())) == outcome

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from retrieval_gate.gates.regressions import (
     explain,
     family_size,
 )
+from retrieval_gate.gates.resolution import block_level, queries_needed, t_quantile
 from retrieval_gate.metrics import metric_versions
 from retrieval_gate.records import QueryRecord, RegressionFigures, RunRecord, query_digest
 
@@ -402,6 +404,113 @@ def test_explain_with_unchanged_ranks() -> None:
 
 
 # -- check_regressions over a baseline read back from disk ---------------------------------------
+
+
+def test_the_default_rule_fails_an_observed_drop_beyond_the_tolerance() -> None:
+    # Five of ten queries drop P@1 from 1 to 0: mean 1 -> 0.5, a drop of 0.5 > 0.01, so it fails
+    # (the margin rule needs p <= alpha; this rule reads the drop). Its resolution: drops d =
+    # five 1s and five 0s, mean 0.5, SS = 10 * 0.25 = 2.5; one block of one metric: c =
+    # t_{0.975, 9} = 2.2621572; epsilon = 2.2621572 * sqrt(2.5 + 1^2) / 10 = 0.4232143.
+    then = record([query(f"q{i}") for i in range(10)])
+    now = record(
+        [query(f"q{i}", metrics={"P@1": 0.0}, ranking=["spam"]) for i in range(5)]
+        + [query(f"q{i}") for i in range(5, 10)]
+    )
+    base = base_of(then)
+    shared = align(now, base).shared
+    [out] = check_regressions(
+        now, base, shared, [RegressionCheck("suite", "P@1", 0.01)], alpha=0.05
+    )
+    assert not out.passed
+    assert (out.value, figures(out).baseline, out.threshold, out.n) == (0.5, 1.0, 0.99, 10)
+    assert (figures(out).verdict, figures(out).policy, figures(out).reliability) == (
+        "regressed",
+        "tolerance",
+        0.95,
+    )
+    assert figures(out).resolution == pytest.approx(2.2621571628 * math.sqrt(3.5) / 10)
+    assert (figures(out).p_value, figures(out).detectable_drop) == (None, None)
+    assert out.detail[0] == (
+        "regressed: P@1 dropped 0.5 > tolerance 0.01 (resolution +-0.4232 at 95 %)"
+    )
+    assert out.detail[2] == (
+        "resolution +-0.4232 at 95 % reliability, shared over the session's 1 suite x system "
+        "scope (c 2.262): a true drop above 0.4332 fails and one below -0.4132 passes"
+    )
+    # Wider than the tolerance: the item says what would resolve it. Today's drops have sd
+    # sqrt(2.5 / 9) = 0.527; the baseline has none; about 10,975 queries for +-0.01.
+    assert out.detail[3].startswith(
+        "WARNING: the resolution (+-0.4232) is wider than the tolerance (0.01): changes with no "
+        "real effect on P@1 will often fail; a tolerance of at least 0.4232, or about "
+    )
+    assert figures(out).queries_needed == queries_needed(math.sqrt(2.5 / 9), 1.0, 0.01, 0.05)
+    assert out.detail[4] == "q0: P@1 1 -> 0; q0-doc 1 -> - (displaced by spam)"
+    # The same drop within a tolerance of 0.5 (equal: not larger) passes; one of 0.49 fails.
+    [equal] = check_regressions(
+        now, base, shared, [RegressionCheck("suite", "P@1", 0.5)], alpha=0.05
+    )
+    assert (figures(equal).verdict, equal.passed) == ("ok", True)
+    assert equal.detail[0].startswith("ok: P@1 dropped 0.5 <= tolerance 0.5 (resolution +-")
+    [over] = check_regressions(
+        now, base, shared, [RegressionCheck("suite", "P@1", 0.49)], alpha=0.05
+    )
+    assert not over.passed
+    # The other way round, an improvement passes; the baseline's own run changed nothing.
+    [rose] = check_regressions(
+        then, base_of(now), shared, [RegressionCheck("suite", "P@1", 0.0)], alpha=0.05
+    )
+    assert rose.passed and rose.detail[0].startswith("ok: P@1 rose 0.5 (tolerance 0) (resolution")
+    [same] = check_regressions(
+        then, base, shared, [RegressionCheck("suite", "P@1", 0.0)], alpha=0.05
+    )
+    assert same.passed
+    assert same.detail[0] == (
+        "ok: P@1: no compared query changed (tolerance 0) (resolution +-0.2262 at 95 %)"
+    )
+
+
+def test_more_blocks_widen_the_resolution_and_change_no_decision() -> None:
+    then = record([query(f"q{i}") for i in range(10)])
+    now = record(
+        [query(f"q{i}", metrics={"P@1": 0.0}, ranking=["spam"]) for i in range(2)]
+        + [query(f"q{i}") for i in range(2, 10)]
+    )
+    base = base_of(then)
+    shared = align(now, base).shared
+    checks = [RegressionCheck("suite", "P@1", 0.1), RegressionCheck("suite", "P@1", 0.3)]
+    alone = check_regressions(now, base, shared, checks, alpha=0.05, blocks=1)
+    shared_out = check_regressions(now, base, shared, checks, alpha=0.05, blocks=6)
+    for a, b in zip(alone, shared_out, strict=True):
+        assert (a.passed, figures(a).verdict) == (b.passed, figures(b).verdict)
+        # 6 blocks: each at 1 - 0.95^(1/6) = 0.008512; t_{1 - 0.004256, 9} / t_{0.975, 9}.
+        ratio = t_quantile(1 - block_level(0.05, 6) / 2, 9) / t_quantile(0.975, 9)
+        assert figures(b).resolution == pytest.approx(figures(a).resolution * ratio)
+    # Drop 0.2: over 0.1, within 0.3.
+    assert [o.passed for o in alone] == [False, True]
+
+
+def test_a_diagnostic_beyond_the_tolerance_is_reported_not_failed() -> None:
+    then = record([query(f"q{i}") for i in range(4)])
+    now = record(
+        [query("q0", metrics={"P@1": 0.0}, ranking=["spam"])]
+        + [query(f"q{i}") for i in range(1, 4)]
+    )
+    base = base_of(then)
+    [out] = check_regressions(
+        now,
+        base,
+        align(now, base).shared,
+        [RegressionCheck("suite", "P@1", 0.01, gated=False)],
+        alpha=0.05,
+    )
+    assert (figures(out).verdict, out.passed, figures(out).diagnostic) == ("regressed", True, True)
+    assert "diagnostic: not a gated item (see regression_scopes)" in out.detail
+
+
+def test_an_unknown_policy_is_refused() -> None:
+    then = record([query("q0")])
+    with pytest.raises(ValueError, match="policy must be one of tolerance, margin"):
+        check_regressions(then, base_of(then), ("q0",), [], alpha=0.05, policy="vibes")
 
 
 def test_regression_verdicts_on_the_tolerance_as_a_margin() -> None:
