@@ -2,6 +2,7 @@
 
     PYTHONPATH=src python benchmarks/bench_verdicts.py --coverage [--reps 2000] [--jobs 2]
     PYTHONPATH=src python benchmarks/bench_verdicts.py --plan [--reps 2000]
+    PYTHONPATH=src python benchmarks/bench_verdicts.py --methods [--reps 2000]
     PYTHONPATH=src python benchmarks/bench_verdicts.py --margin [--reps 1000] [--seeds 3]
     PYTHONPATH=src python benchmarks/bench_verdicts.py --calibration [--calibration-reps 20000]
 
@@ -31,6 +32,10 @@ sessions; an error is an item that fails while its true drop is <= t - epsilon, 
 is >= t + epsilon, epsilon the item's own stated resolution. A session errs when any item errs.
 Each cell reports the worst grid point of each error (must be <= delta = 0.05), with its Monte
 Carlo standard error.
+
+``--methods`` is why the resolution has its small-sample parts: the same cells (one system,
+``lose``) with a normal critical value and no pseudo-query, a t value and no pseudo-query, and the
+plugin's t value with the pseudo-query.
 
 ``--plan`` checks the queries-needed figure: from the baseline values of a 35-query suite,
 retrieval_gate's planned resolution and queries needed for a target; then, at that many queries,
@@ -404,16 +409,40 @@ def _pairs(data: str, systems: int) -> list[tuple[np.ndarray, np.ndarray]]:
     return out
 
 
-def stated_epsilon(drops: np.ndarray, level: float, seed: int = 0) -> np.ndarray:
+#: The resolution variants ``--methods`` compares: (critical value, pseudo-query weight). The
+#: plugin's is ("t", 1.0); the others are what it would be without its small-sample parts.
+METHODS = {"t + pseudo-query (the plugin's)": ("t", 1.0), "t": ("t", 0.0), "z": ("z", 0.0)}
+
+
+def stated_epsilon(
+    drops: np.ndarray,
+    level: float,
+    seed: int = 0,
+    method: tuple[str, float] = ("t", 1.0),
+) -> np.ndarray:
     """Each simulated item's resolution as the plugin states it, for ``drops`` of shape
     (reps, n, metrics): retrieval_gate.gates.resolution's block_resolution, its pieces
-    vectorised over the reps (checked against it in :func:`_agrees`)."""
-    from retrieval_gate.gates.resolution import correlation, joint_quantile
+    vectorised over the reps (checked against it in :func:`_agrees`). ``method`` swaps in a
+    normal critical value ("z") or another pseudo-query weight, for ``--methods``."""
+    from retrieval_gate.gates.resolution import (
+        correlation,
+        joint_quantile,
+        normal_joint_quantile,
+    )
 
+    quantile, weight = method
     reps, n, _ = drops.shape
     ss = ((drops - drops.mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
-    c = np.array([joint_quantile(correlation(drops[r]), level, n - 1, seed) for r in range(reps)])
-    result: np.ndarray = c[:, None] * np.sqrt(ss + 1.0) / n
+    if quantile == "t":
+        c = [joint_quantile(correlation(drops[r]), level, n - 1, seed) for r in range(reps)]
+    else:
+        c = [normal_joint_quantile(correlation(drops[r]), level, seed) for r in range(reps)]
+    if weight == 1.0:
+        spread = np.sqrt(ss + 1.0) / n
+    else:
+        # (SS + w R^2) / (n - 1 + w) is the variance; w = 0 is the plain sample variance.
+        spread = np.sqrt((ss + weight) / (n - 1 + weight)) / math.sqrt(n)
+    result: np.ndarray = np.asarray(c)[:, None] * spread
     return result
 
 
@@ -464,9 +493,13 @@ def draw_session(
     return out
 
 
-def coverage_cell(args: tuple[str, int, int, str, int, int]) -> dict[str, object]:
+def coverage_cell(
+    args: tuple[str, int, int, str, int, int] | tuple[str, int, int, str, int, int, str],
+) -> dict[str, object]:
     """One cell: the worst error rates over the grid of true drops."""
-    data, n, systems, model, reps, seed = args
+    data, n, systems, model, reps, seed = args[:6]
+    name = str(args[6]) if len(args) > 6 else "t + pseudo-query (the plugin's)"
+    method = METHODS[name]
     pops = _pairs(data, systems)
     level = 1.0 - (1.0 - DELTA) ** (1.0 / systems)
     rng = np.random.default_rng(seed)
@@ -474,7 +507,10 @@ def coverage_cell(args: tuple[str, int, int, str, int, int]) -> dict[str, object
     primary = (pops[0][0][:, 0].mean() + pops[0][1][:, 0].mean()) / 2.0
     pilot = draw_session(pops, n, 400, 0.0, model, rng)
     _agrees(pilot[0][0], level)
+    # The grid's scale is the plugin's resolution whatever the method, so methods meet the same
+    # true drops.
     scale = float(np.median(stated_epsilon(pilot[0][0], level)[:, 0]))
+    median = float(np.median(stated_epsilon(pilot[0][0], level, method=method)[:, 0]))
     worst_fail = worst_pass = 0.0
     where_fail = where_pass = 0.0
     points = 0
@@ -487,7 +523,7 @@ def coverage_cell(args: tuple[str, int, int, str, int, int]) -> dict[str, object
         fail_err = np.zeros(reps, dtype=bool)
         pass_err = np.zeros(reps, dtype=bool)
         for drops, true in draw_session(pops, n, reps, q, model, rng):
-            eps = stated_epsilon(drops, level)
+            eps = stated_epsilon(drops, level, method=method)
             fails = drops.mean(axis=1) > TOLERANCE + 1e-9
             fail_err |= np.any(fails & (true[None, :] <= TOLERANCE - eps), axis=1)
             pass_err |= np.any(~fails & (true[None, :] >= TOLERANCE + eps), axis=1)
@@ -500,7 +536,8 @@ def coverage_cell(args: tuple[str, int, int, str, int, int]) -> dict[str, object
         "n": n,
         "systems": systems,
         "model": model,
-        "epsilon": scale,
+        "method": name,
+        "epsilon": median,
         "fail": worst_fail,
         "fail_at": where_fail,
         "pass": worst_pass,
@@ -543,6 +580,36 @@ def coverage(reps: int, jobs: int, datasets: tuple[str, ...] = DATASETS) -> None
         print(
             f"| {r['data']} | {r['n']} | {r['systems']} | {r['model']} | {r['epsilon']:.3f} "
             f"| {r['fail']:.3f} ({r['fail_at']:+.3f}) | {r['pass']:.3f} ({r['pass_at']:+.3f}) |",
+            flush=True,
+        )
+
+
+def methods(reps: int, jobs: int) -> None:
+    """The plugin's resolution against the same without its small-sample parts, one system."""
+    cells = [
+        (data, n, 1, "lose", reps, 3000 + i, name)
+        for i, (data, n) in enumerate((data, n) for data in DATASETS for n in (12, 35, 100))
+        for name in METHODS
+    ]
+    print(
+        f"one system, lose, tolerance {TOLERANCE}, delta {DELTA}; {reps} sessions per true drop; "
+        f"s.e. near {DELTA}: {math.sqrt(DELTA * (1 - DELTA) / reps):.4f}"
+    )
+    print(
+        "| data | n | resolution | median at D = 0 | P(fail, D <= t - eps) | P(pass, D >= t + eps) |"
+    )
+    print("|---|---|---|---|---|---|")
+    if jobs > 1:
+        from multiprocessing import Pool
+
+        with Pool(jobs) as pool:
+            results = pool.map(coverage_cell, cells, chunksize=1)
+    else:
+        results = [coverage_cell(cell) for cell in cells]
+    for r in results:
+        print(
+            f"| {r['data']} | {r['n']} | {r['method']} | {r['epsilon']:.3f} | {r['fail']:.3f} "
+            f"| {r['pass']:.3f} |",
             flush=True,
         )
 
@@ -623,6 +690,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--coverage", action="store_true")
     parser.add_argument("--plan", action="store_true")
+    parser.add_argument("--methods", action="store_true")
     parser.add_argument("--margin", action="store_true")
     parser.add_argument("--reps", type=int, default=None)
     parser.add_argument("--jobs", type=int, default=1)
@@ -631,14 +699,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calibration", action="store_true")
     parser.add_argument("--calibration-reps", type=int, default=20000)
     args = parser.parse_args(argv)
-    if args.coverage or args.plan:
+    if args.coverage or args.plan or args.methods:
+        if args.methods:
+            methods(args.reps or 2000, args.jobs)
         if args.coverage:
             coverage(args.reps or 2000, args.jobs, tuple(args.data.split(",")))
         if args.plan:
             plan(args.reps or 2000, args.jobs)
         return 0
     if not (args.margin or args.calibration):
-        parser.error("choose --coverage, --plan, --margin or --calibration")
+        parser.error("choose --coverage, --plan, --methods, --margin or --calibration")
     args.reps = args.reps or 1000
     data = values()
     if args.calibration:
