@@ -344,3 +344,26 @@ def test_a_handful_of_lost_queries_in_a_large_suite_fails_and_says_how_far_to_tr
     data = json.loads((pytester.path / "retrieval-gate-report.json").read_text(encoding="utf-8"))
     (gate,) = [g for g in data["gates"] if "::regression::" in g["nodeid"]]
     assert gate["resolution"] == pytest.approx(0.024513, abs=1e-6)
+
+
+def test_the_same_figures_with_and_without_xdist(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    make(pytester, SIX)
+    write_suite(pytester, suite(35))
+    other = pytester.path / "other.retrieval.yaml"
+    other.write_text(suite(12).replace("name: docstrings", "name: other"), encoding="utf-8")
+    pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
+    break_top_hits(pytester, "bm25", THIRD)
+    pytester.runpytest("--retrieval-gate")
+    serial = regression_gates(pytester)
+    pytester.runpytest("--retrieval-gate", "-n", "2", "-p", "no:benchmark")
+    parallel = regression_gates(pytester)
+    # Two suites x six systems: 12 blocks, known to every worker from collection alone.
+    assert len(serial) == 2 * 6 * 3
+    assert all("12 suite x system scopes" in g["detail"][2] for g in serial.values())
+    strip = {"nodeid"}
+    assert json.dumps(
+        {k: {f: v for f, v in g.items() if f not in strip} for k, g in sorted(serial.items())}
+    ) == json.dumps(
+        {k: {f: v for f, v in g.items() if f not in strip} for k, g in sorted(parallel.items())}
+    )
