@@ -288,6 +288,10 @@ def test_run_file_system_through_run_suite(project: Path) -> None:
         "run_file_queries": 1,
         "run_file_missing_queries": 1,
         "latency_measured": False,
+        "warnings": [
+            "runs/r.trec answers 1 of the suite's 2 queries; the 1 it does not answer score 0 "
+            "(e.g. 'q2')"
+        ],
     }
 
 
@@ -460,7 +464,9 @@ def test_json_run_reading(tmp_path: Path) -> None:
     path.write_text(json.dumps({"q1": {"d1": 1, "d2": 0.5}, "7": {}}))
     assert read_json_run(path) == {"q1": {"d1": 1.0, "d2": 0.5}, "7": {}}
     path.write_text(json.dumps({"q1": {"d1": "x"}}))
-    with pytest.raises(RunError, match=r"\[query q1\]: score 'x' for 'd1' is not a finite"):
+    with pytest.raises(
+        RunError, match=r"\[query q1\]: score 'x' for 'd1' is not a number \(a JSON string\)"
+    ):
         read_json_run(path)
     with pytest.raises(RunError, match=r"r.trec: run file not found"):
         read_trec_run(tmp_path / "r.trec")

@@ -222,6 +222,7 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
                 f"{stats['index_stability_identical']} of {n} queries"
             )
         parts += [str(note) for note in stats.get("suite_notes", ())]
+        parts += [str(note) for note in stats.get("warnings", ())]
         parts += [str(note) for note in stats.get("notes", ())]
         parts += [note for note in (judged_note(run), ties_note(run, shown)) if note is not None]
         if parts:

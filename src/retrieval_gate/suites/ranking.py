@@ -11,6 +11,8 @@ Every problem is a :class:`~retrieval_gate.errors.SuiteError` naming the file an
 
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
@@ -221,7 +223,8 @@ def run_ranking(
     depth = max(system.depth, suite.depth_needed)
     # The unjudged (drift) queries run after the judged ones; they have no metrics (drift.py).
     queries = [(query.id, query.text) for query in suite.queries] + list(suite.unjudged)
-    opened = open_configured(system, context)
+    ids = tuple(query.id for query in suite.queries)
+    opened = open_configured(system, dataclasses.replace(context, query_ids=ids))
     try:
         opened.retrieve(queries[:1], depth, where=suite.path)
         results = _retrieve_with_progress(opened, queries, depth, suite)
