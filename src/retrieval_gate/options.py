@@ -120,19 +120,28 @@ def check_outputs(
     suite_patterns: Sequence[str] = (),
     suite_files: Iterable[Path] = (),
     corpora: Iterable[Path] = (),
+    protected: Iterable[Path] = (),
+    save_baseline: bool = False,
+    floors: Path | None = None,
 ) -> None:
     """Refuse outputs that would destroy or pollute what the user has, before anything runs.
 
-    An output (report, JSON twin, baseline) must not be another output or the cache folder, a
-    suite file (given on the command line, or named so the suite patterns would collect it on the
-    next run), or lie inside a corpus (the next run would read it as a document). Paths compare
-    resolved; ``corpora`` may name files or folders.
+    An output (report, JSON twin, baseline, the ``--rg-suggest-floors`` file) must not be another
+    output or the cache folder, a suite file (given on the command line, or named so the suite
+    patterns would collect it on the next run), or lie inside a corpus (the next run would read
+    it as a document). Paths compare resolved; ``corpora`` may name files or folders. Then each
+    output that will be written (the baseline only when ``save_baseline``) must be new or the
+    plugin's own file, and neither settings (``protected``: the settings and ini files in use),
+    code nor anything but a regular file, also through a symbolic link
+    (:func:`retrieval_gate.files.outputs.refusal`).
     """
     files = {
         "--rg-report": outputs.report.resolve(),
         "--rg-json": outputs.json.resolve(),
         "--rg-baseline": outputs.baseline.resolve(),
     }
+    if floors is not None:
+        files["--rg-suggest-floors"] = floors.resolve()
     cache = outputs.cache_dir.resolve()
     seen: dict[Path, str] = {}
     for flag, path in files.items():
@@ -163,6 +172,21 @@ def check_outputs(
                     f"{flag} {path} lies inside the corpus {folder}: the next run would read it "
                     "as a document; write it outside the corpus"
                 )
+    from retrieval_gate.files.outputs import OutputKind, refusal
+
+    kept = frozenset(p.resolve() for p in protected)
+    written: list[tuple[str, Path, OutputKind]] = [
+        ("--rg-report", outputs.report, "markdown"),
+        ("--rg-json", outputs.json, "json"),
+    ]
+    if save_baseline:
+        written.append(("--rg-baseline", outputs.baseline, "json"))
+    if floors is not None:
+        written.append(("--rg-suggest-floors", floors, "floors"))
+    for flag, path, kind in written:
+        why = refusal(path, kind, protected=kept)
+        if why is not None:
+            raise RetrievalGateError(f"{flag} {path} {why}")
 
 
 def select_systems(

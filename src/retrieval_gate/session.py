@@ -85,6 +85,22 @@ def _named_files(config: pytest.Config) -> list[Path]:
     return out
 
 
+def floors_path(target: str | None, cwd: Path) -> Path | None:
+    """The file ``--rg-suggest-floors`` writes (None for none, or ``-``: the terminal)."""
+    from retrieval_gate.gates.suggest import TERMINAL
+
+    if not target or target == TERMINAL:
+        return None
+    path = Path(target).expanduser()
+    return path if path.is_absolute() else cwd / path
+
+
+def _failed_write(exc: OSError) -> str:
+    """``PATH: reason`` of a failed write (the path is the output's, never a temporary name)."""
+    where = exc.filename if exc.filename is not None else "?"
+    return f"{where}: {exc.strerror or exc}"
+
+
 class InternalRunError(Exception):
     """A run failed inside the plugin itself (a bug, not the user's data): shown with its
     traceback, and in the report as an internal error."""
@@ -101,11 +117,15 @@ class GateSession:
         )
         self.reference = select_reference(self.systems, values.reference, self.settings.reference)
         outputs = resolve_outputs(values, self.settings)
+        self.suggest_floors: str | None = config.getoption("rg_suggest_floors", None)
         check_outputs(
             outputs,
             suite_patterns=config.getini("retrieval_gate_files"),
             suite_files=_named_files(config),
             corpora=[c for c in (self.settings.corpus, *(s.corpus for s in self.systems)) if c],
+            protected=[p for p in (self.settings.source, config.inipath) if p is not None],
+            save_baseline=values.save_baseline,
+            floors=floors_path(self.suggest_floors, config.invocation_params.dir),
         )
         self.outputs = outputs
         self.report_path = outputs.report
@@ -123,7 +143,6 @@ class GateSession:
                 progress.ProgressSink(write=self._progress_line, interactive=sys.stdout.isatty())
             )
         self.save_baseline = values.save_baseline
-        self.suggest_floors: str | None = config.getoption("rg_suggest_floors", None)
         self.floor_lines: list[str] = []
         if values.baseline and not self.save_baseline and not self.baseline_path.exists():
             raise RetrievalGateError(
@@ -158,6 +177,7 @@ class GateSession:
         self.errors: dict[tuple[str, str], str] = {}
         self.undecided: list[tuple[str, str, str]] = []  # (suite, system, nodeid) of run failures
         self.written: list[Path] = []
+        self.write_failures: list[str] = []  # outputs that could not be written, one line each
         self.saved_baseline: Path | None = None
         self._data: ReportData | None = None
 
@@ -478,15 +498,15 @@ class GateSession:
         if self.is_worker or not (self.runs or self.gates or self.errors or self.undecided):
             return
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
-        tr = self.config.pluginmanager.get_plugin("terminalreporter")
         if self.save_baseline and self.runs and not interrupted:
             try:
                 save_baseline(self.baseline_path, self.runs.values(), self.baseline)
                 self.saved_baseline = self.baseline_path
             except OSError as exc:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
-                if tr is not None:
-                    tr.write_line(f"retrieval gate: could not save the baseline: {exc}", red=True)
+                self.write_failures.append(
+                    f"retrieval gate: could not save the baseline {_failed_write(exc)}"
+                )
         from retrieval_gate.report import ReportData, write_reports
 
         data = ReportData.build(
@@ -511,8 +531,9 @@ class GateSession:
         except OSError as exc:
             # A gate whose report is lost has not done its job: the session fails.
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-            if tr is not None:
-                tr.write_line(f"retrieval gate: could not write the report: {exc}", red=True)
+            self.write_failures.append(
+                f"retrieval gate: could not write the report {_failed_write(exc)}"
+            )
         self._data = data
         if self.suggest_floors and not interrupted:
             from retrieval_gate.gates.suggest import session_suggestions
@@ -525,7 +546,12 @@ class GateSession:
                     rootpath=self.rootpath,
                     cwd=self.config.invocation_params.dir,
                 )
-            except (OSError, RetrievalGateError) as exc:
+            except OSError as exc:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+                self.floor_lines = [
+                    f"retrieval gate: could not write the suggested floors {_failed_write(exc)}"
+                ]
+            except RetrievalGateError as exc:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
                 self.floor_lines = [f"retrieval gate: could not suggest floors: {exc}"]
 
@@ -546,3 +572,5 @@ class GateSession:
             terminalreporter.write_sep("-", f"saved retrieval gate baseline: {self.saved_baseline}")
         for line in self.floor_lines:
             terminalreporter.write_line(line)
+        for line in self.write_failures:
+            terminalreporter.write_line(line, red=True)

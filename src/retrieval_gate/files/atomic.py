@@ -48,6 +48,14 @@ def write_text_atomic(path: Path, text: str) -> None:
 
     Leftovers of earlier writers that were killed mid-write are removed first.
     """
+    try:
+        _write(path, text)
+    except OSError as exc:
+        # Named by the output, not by its temporary file: the user knows the one, not the other.
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+
+
+def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep_stale_temps(path)
     fd, tmp = tempfile.mkstemp(
