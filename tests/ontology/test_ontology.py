@@ -272,7 +272,15 @@ def test_lca_tie_uses_the_smallest_ids_ic(tiny: Ontology) -> None:
 SHORTCUT_OBO = "format-version: 1.2\n" + "".join(
     f"\n[Term]\nid: S:{n}\nname: term {n}\n" + "".join(f"is_a: S:{p}\n" for p in parents)
     for n, parents in {
-        1: (), 2: (1,), 3: (2,), 4: (3,), 5: (4, 1), 6: (5,), 7: (4, 1), 8: (4,), 9: (3,)
+        1: (),
+        2: (1,),
+        3: (2,),
+        4: (3,),
+        5: (4, 1),
+        6: (5,),
+        7: (4, 1),
+        8: (4,),
+        9: (3,),
     }.items()
 )
 
@@ -296,7 +304,7 @@ def test_hybrid_lca_deeper_than_both_terms_scores_1(shortcut: Ontology) -> None:
     # lca(S:5, S:7) = S:4 at depth 3, both terms at depth 1: dist = 1 + 1 - 2 * 3 = -4 <= 0.
     # Phentrieve's branch: 1. (The formula alone: 0.7 * 3/4 + 0.3 * (1 - (-4)/2) = 1.425.)
     assert sim(shortcut, "S:5", "S:7", "hybrid") == 1.0
-    assert 0.7 * 3 / 4 + 0.3 * (1 - (1 + 1 - 2 * 3) / (1 + 1)) == pytest.approx(1.425)
+    assert pytest.approx(1.425) == 0.7 * 3 / 4 + 0.3 * (1 - (1 + 1 - 2 * 3) / (1 + 1))
     # The other measures are unaffected by the branch: depth = 3/4.
     assert sim(shortcut, "S:5", "S:7", "depth") == pytest.approx(3 / 4)
 

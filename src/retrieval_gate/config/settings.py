@@ -114,18 +114,23 @@ class Settings:
 
 def find_settings_file(root: Path) -> tuple[Path, Mapping[str, Any]] | None:
     """The settings table and its file at ``root``, or None when the project has none."""
+    from retrieval_gate.files.read import read_text
+
     for name in ("retrieval-gate.yaml", "retrieval-gate.yml"):
         candidate = root / name
-        if candidate.is_file():
+        if candidate.exists():  # a pipe or a folder by that name is refused, not passed over
             return candidate, _read_yaml(candidate)
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         import tomllib
 
+        text = read_text(pyproject, what="settings file", error=ConfigError)
         try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"invalid TOML: {exc}", path=pyproject) from None
+        except RecursionError:
+            raise ConfigError("invalid TOML: nested too deep", path=pyproject) from None
         table = data.get("tool", {}).get("retrieval_gate")
         if table is not None:
             if not isinstance(table, Mapping):
@@ -135,22 +140,10 @@ def find_settings_file(root: Path) -> tuple[Path, Mapping[str, Any]] | None:
 
 
 def _read_yaml(path: Path) -> Mapping[str, Any]:
-    import yaml
+    from retrieval_gate.files.read import read_structured
 
-    from retrieval_gate.files.structured import DuplicateKeyError, load_yaml
-
-    try:
-        # A key given twice would silently win (a 0.99 floor read as 0.1): refused.
-        data = load_yaml(path.read_text(encoding="utf-8"))
-    except DuplicateKeyError as exc:
-        where = "" if exc.line is None else f" at line {exc.line}"
-        raise ConfigError(f"key {exc.key!r} is given twice{where}; keep one", path=path) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = "" if mark is None else f" at line {mark.line + 1}"
-        raise ConfigError(
-            f"invalid YAML{where}: {getattr(exc, 'problem', exc)}", path=path
-        ) from None
+    # Strict: a key given twice would silently win (a 0.99 floor read as 0.1).
+    data = read_structured(path, what="settings file", error=ConfigError, format="yaml")
     if data is None:
         return {}
     if not isinstance(data, Mapping):

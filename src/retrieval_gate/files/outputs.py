@@ -33,7 +33,9 @@ OutputKind = Literal["markdown", "json", "floors"]
 FLOORS_HEADER = "# suggested floors by pytest-retrieval-gate: review, then git apply this file"
 
 _MARKDOWN_HEADER = "# Retrieval gate report"
-_JSON_HEAD = re.compile(r'\A\s*\{\s*"version"\s*:\s*\d+\s*,\s*"generator"\s*:\s*"pytest-retrieval-gate[ "]')
+_JSON_HEAD = re.compile(
+    r'\A\s*\{\s*"version"\s*:\s*\d+\s*,\s*"generator"\s*:\s*"pytest-retrieval-gate[ "]'
+)
 
 #: Files a project keeps its settings in (pytest's and this plugin's).
 SETTINGS_NAMES = frozenset(

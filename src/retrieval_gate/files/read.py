@@ -360,7 +360,10 @@ def check_shape(
                     return deep
                 stack.extend((child, depth + 1, None) for child in inner)
             continue
-        height, values = 1, 1 + (2 * len(node) if isinstance(node, dict) else len(node)) - len(inner)
+        height, values = (
+            1,
+            1 + (2 * len(node) if isinstance(node, dict) else len(node)) - len(inner),
+        )
         for child in inner:
             h, v = measured[id(child)]
             height = max(height, h + 1)

@@ -72,9 +72,7 @@ def _hybrid(t: OntologyTables, a: IntArray, b: IntArray, c: IntArray) -> FloatAr
     dist = total - 2.0 * dc
     out = np.ones(a.shape[0], dtype=np.float64)
     apart = dist > 0  # then total >= dist > 0: no division by 0
-    out[apart] = 0.7 * dc[apart] / float(t.max_depth) + 0.3 * (
-        1.0 - dist[apart] / total[apart]
-    )
+    out[apart] = 0.7 * dc[apart] / float(t.max_depth) + 0.3 * (1.0 - dist[apart] / total[apart])
     return np.clip(out, 0.0, 1.0)
 
 

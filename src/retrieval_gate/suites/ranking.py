@@ -12,7 +12,6 @@ Every problem is a :class:`~retrieval_gate.errors.SuiteError` naming the file an
 from __future__ import annotations
 
 import dataclasses
-
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
