@@ -10,8 +10,9 @@ rows, so the documentation shows exactly what the tests saw (a test fails when i
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .conftest import SUITE
 
@@ -22,14 +23,37 @@ QUERY = "  - id: q\n    query: q\n    relevant: [sql/orders.sql]\n"
 class BadInput:
     """A mistake: the files it takes (on top of the test project), the options, how pytest
     reports it, and the line the user reads (``*`` stands for the rest of a long line, and a
-    leading path is the project's)."""
+    leading path is the project's).
+
+    Besides text files (``files``; bytes for binary ones), a case may make symbolic links
+    (``links``: link -> target), named pipes (``fifos``), sparse files of a given size
+    (``sparse``), or anything else in ``setup`` (called with the project folder). Every file
+    the project holds before the run must hold the same bytes after it: nothing written over.
+    """
 
     id: str
     what: str
     line: str
-    outcome: str  # "collection error" | "usage error" | "failed items"
-    files: Mapping[str, str] = field(default_factory=dict)
+    # "collection error" | "usage error" | "failed items" | "session failed" | "warning" | "passes"
+    outcome: str
+    files: Mapping[str, str | bytes] = field(default_factory=dict)
     args: tuple[str, ...] = ()
+    links: Mapping[str, str] = field(default_factory=dict)
+    fifos: tuple[str, ...] = ()
+    sparse: Mapping[str, int] = field(default_factory=dict)
+    setup: Callable[[Path], None] | None = None
+
+
+def settings(*tables: str, pytest_ini: str = 'addopts = "-p no:cacheprovider"') -> str:
+    """A pyproject.toml with ``tables`` (TOML text) after the pytest ini options."""
+    return f"[tool.pytest.ini_options]\n{pytest_ini}\n\n" + "\n".join(tables)
+
+
+def retriever_system(name: str = "keyword", ref: str = "search_app:retrieve", **extra: str) -> str:
+    """A ``[tool.retrieval_gate.system.NAME]`` table of a retriever system (values as TOML)."""
+    lines = [f"[tool.retrieval_gate.system.{name}]", f'retriever = "{ref}"']
+    lines += [f"{key} = {value}" for key, value in extra.items()]
+    return "\n".join(lines) + "\n"
 
 
 CASES: tuple[BadInput, ...] = (

@@ -167,7 +167,21 @@ def _backend_options(spec: Mapping[str, Any], where: Where) -> OptionTable:
 def _check(options: Mapping[str, Any], where: Where) -> None:
     if not isinstance(options["model"], str) and not isinstance(options.get("distill_from"), str):
         raise ConfigError("an embedding system needs 'model'", path=where.source, entry=where.entry)
+    if isinstance(options["model"], str) and isinstance(options.get("distill_from"), str):
+        raise ConfigError(
+            "'model' and 'distill_from' exclude each other: distill_from makes the model "
+            "(the other would be ignored); keep one",
+            path=where.source,
+            entry=where.entry,
+        )
     size, overlap = options["chunk_size"], options["chunk_overlap"]
+    if size is None and overlap:
+        raise ConfigError(
+            f"'chunk_overlap' ({overlap}) needs 'chunk_size': without it documents are not "
+            "chunked and the overlap means nothing",
+            path=where.source,
+            entry=where.entry,
+        )
     if size is not None and overlap >= size:
         # Said here, naming the system, rather than by the chunker when the run starts.
         raise ConfigError(
