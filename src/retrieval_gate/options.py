@@ -143,6 +143,11 @@ def check_outputs(
     if floors is not None:
         files["--rg-suggest-floors"] = floors.resolve()
     cache = outputs.cache_dir.resolve()
+    if cache.exists() and not cache.is_dir():
+        raise RetrievalGateError(
+            f"--rg-cache-dir {outputs.cache_dir} is a file, not a folder: the cache is a folder "
+            "the plugin fills; name a folder (it is made when missing)"
+        )
     seen: dict[Path, str] = {}
     for flag, path in files.items():
         if path in seen:
@@ -184,9 +189,9 @@ def check_outputs(
     if floors is not None:
         written.append(("--rg-suggest-floors", floors, "floors"))
     for flag, path, kind in written:
-        why = refusal(path, kind, protected=kept)
-        if why is not None:
-            raise RetrievalGateError(f"{flag} {path} {why}")
+        refused = refusal(path, kind, protected=kept)
+        if refused is not None:
+            raise RetrievalGateError(f"{flag} {path} {refused}")
 
 
 def select_systems(

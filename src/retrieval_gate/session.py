@@ -112,6 +112,16 @@ class GateSession:
         self.rootpath = config.rootpath
         values = option_values(config)
         self.settings: Settings = load_settings(self.rootpath)
+        from retrieval_gate.files import read
+
+        read.configure(self.settings.max_file_mb)  # undone by close(), or below when refused
+        try:
+            self._setup(config, values)
+        except BaseException:
+            read.configure(None)
+            raise
+
+    def _setup(self, config: pytest.Config, values: OptionValues) -> None:
         self.systems: tuple[SystemConfig, ...] = select_systems(
             self.settings, values.systems, self.rootpath
         )
@@ -456,6 +466,9 @@ class GateSession:
 
     def close(self) -> None:
         """Undo what the session installed process-wide."""
+        from retrieval_gate.files import read
+
+        read.configure(None)
         if not self.is_worker:
             progress.install(None)
 

@@ -134,9 +134,9 @@ def test_every_term_and_ancestor_similarity_lies_in_0_1(hpo: Ontology) -> None:
     retrieved term scores above an exact hit (1), and MaxOntSim stays within [0, 1]."""
     t = hpo.tables
     live = np.flatnonzero(~t.obsolete)
-    owners = [np.full(len(t.ancestors(i)), i, dtype=np.int64) for i in live]
+    owners = [np.full(len(t.ancestors(int(i))), i, dtype=np.int64) for i in live]
     a = np.concatenate(owners)
-    b = np.concatenate([t.ancestors(i) for i in live])
+    b = np.concatenate([t.ancestors(int(i)) for i in live])
     assert a.shape[0] > 100_000  # every term with all its ancestors, itself included
     for measure in ("hybrid", "depth", "resnik", "lin", "jc"):
         sims = pairwise_indices(t, a, b, measure)
@@ -148,6 +148,6 @@ def test_every_term_and_ancestor_similarity_lies_in_0_1(hpo: Ontology) -> None:
     # The same through MaxOntSim: an exact hit is 1, a retrieved ancestor at most 1.
     sample = live[:: max(1, len(live) // 500)]
     expected = [[t.ids[i]] for i in sample]
-    retrieved = [[t.ids[j] for j in t.ancestors(i)[1:]] for i in sample]
+    retrieved = [[t.ids[j] for j in t.ancestors(int(i))[1:]] for i in sample]
     values = max_ont_sim_many(hpo, expected, retrieved, "hybrid")
     assert np.all((values >= 0) & (values <= 1))

@@ -8,6 +8,7 @@ naming the file and the key.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,7 @@ _SETTINGS_KEYS = frozenset(
         "reference",
         "strict_verdicts",
         "regression_scopes",
+        "max_file_mb",
     }
 )
 
@@ -66,6 +68,8 @@ class Settings:
     # Scopes whose regressions are items in the session's family ("suite" always; "category",
     # "difficulty" on request); the others are diagnostics in the report.
     regression_scopes: tuple[str, ...] = ("suite",)
+    # The largest file the plugin reads, in MiB (files/read.py); 0: no limit.
+    max_file_mb: float = 1024
 
     @property
     def where(self) -> str:
@@ -212,9 +216,13 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
         raise ConfigError("'tolerance' must map metric to amount", path=source, entry="tolerance")
     parsed_tolerance = {}
     for name, amount in tolerance.items():
-        if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not amount >= 0:
+        if (
+            isinstance(amount, bool)
+            or not isinstance(amount, (int, float))
+            or not 0 <= amount < math.inf
+        ):
             raise ConfigError(
-                f"tolerance must be a number >= 0, got {amount!r}",
+                f"tolerance must be a finite number >= 0, got {amount!r}",
                 path=source,
                 entry=f"tolerance.{name}",
             )
@@ -247,7 +255,20 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
             path=source,
             entry="regression_scopes",
         )
+    max_file_mb = table.get("max_file_mb", 1024)
+    if (
+        isinstance(max_file_mb, bool)
+        or not isinstance(max_file_mb, (int, float))
+        or not 0 <= max_file_mb < math.inf
+    ):
+        raise ConfigError(
+            f"'max_file_mb' must be a finite number of MiB >= 0 (0 for no limit), got "
+            f"{max_file_mb!r}",
+            path=source,
+            entry="max_file_mb",
+        )
     return Settings(
+        max_file_mb=float(max_file_mb),
         decision=decision,
         root=base,
         source=source,

@@ -375,35 +375,3 @@ def check_shape(
             )
         measured[id(node)] = (height, values)
     return None
-    stack: list[tuple[Any, int, bool]] = [(data, 1, False)]
-    while stack:
-        node, depth, done = stack.pop()
-        children = list(node.keys()) + list(node.values()) if isinstance(node, dict) else node
-        if not done:
-            known = measured.get(id(node))
-            if known is not None:
-                if depth + known[0] - 1 > max_depth:
-                    return deep
-                continue
-            stack.append((node, depth, True))
-            for child in children:
-                if isinstance(child, (list, dict)):
-                    if depth + 1 > max_depth:
-                        return deep
-                    stack.append((child, depth + 1, False))
-            continue
-        height, values = 1, 1
-        for child in children:
-            if isinstance(child, (list, dict)):
-                h, v = measured[id(child)]
-                height = max(height, h + 1)
-                values += v
-            else:
-                values += 1
-        if values > max_values:
-            return (
-                f"expands to more than {max_values:,} values (YAML aliases repeated?); "
-                "split or simplify it"
-            )
-        measured[id(node)] = (height, values)
-    return None

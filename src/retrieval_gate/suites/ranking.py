@@ -57,6 +57,14 @@ def _parse_queries(raw: Sequence[Any], path: Path) -> list[Query]:
                 f"a query must be a mapping, got {type_name(item)}", path=path, entry=entry
             )
         text = _first(item, _QUERY_TEXT_KEYS)
+        if text is not None and not isinstance(text, str):
+            # YAML reads `query: 123` as a number: say so, rather than "needs text".
+            raise SuiteError(
+                f"query text must be a string, got {type_name(text)} {text!r}; quote it "
+                f"(query: '{text}')",
+                path=path,
+                entry=_entry(item, entry),
+            )
         if not isinstance(text, str) or not text.strip():
             raise SuiteError(
                 "query needs non-empty text ('query' or 'text')",
