@@ -33,7 +33,7 @@ import errno
 import os
 import stat
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from retrieval_gate.errors import RetrievalGateError
 
@@ -44,6 +44,7 @@ __all__ = [
     "check_regular",
     "configure",
     "max_file_bytes",
+    "open_regular",
     "parse_structured",
     "read_bytes",
     "read_structured",
@@ -174,6 +175,29 @@ def read_bytes(
     if gzip:
         data = _gunzip(data, limit, what, path, entry, error)
     return data
+
+
+def open_regular(
+    path: Path, *, what: str, error: Error = RetrievalGateError, entry: str | None = None
+) -> BinaryIO:
+    """``path`` opened for reading in binary, when it is a regular file (else ``error``), with
+    no size limit: for the plugin's own cache files, which may be large, read as streams."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise error(f"cannot read {what}: {_reason(exc)}", path=path, entry=entry) from None
+    try:
+        kind = special_kind(os.fstat(fd).st_mode)
+    except OSError as exc:
+        os.close(fd)
+        raise error(f"cannot read {what}: {_reason(exc)}", path=path, entry=entry) from None
+    if kind is not None:
+        os.close(fd)
+        raise error(f"{what} is {kind}, not a regular file", path=path, entry=entry)
+    return os.fdopen(fd, "rb")
 
 
 def _gunzip(
