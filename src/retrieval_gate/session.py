@@ -376,6 +376,12 @@ class GateSession:
                 found = record_run(evaluation, self._relpath(suite.path), seed=self.settings.seed)
             except RetrievalGateError as exc:
                 found = exc
+            except Warning as exc:
+                # A warning the project's filters turned into an error (filterwarnings = error,
+                # -W error::...CacheWarning): asked for by the user, so one line, no traceback.
+                found = RetrievalGateError(
+                    f"{type(exc).__name__} (made an error by the warning filters): {exc}"
+                )
             except Exception as exc:
                 found = InternalRunError(
                     f"internal error in pytest-retrieval-gate while running {suite.name} x "

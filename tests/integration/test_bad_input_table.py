@@ -50,10 +50,12 @@ def _make(root: Path, case: BadInput) -> None:
 
 
 def _contents(root: Path) -> dict[str, bytes]:
-    """Every regular file under ``root`` (links not followed, pipes not opened; a file of a
-    megabyte or more by its size), by relative path."""
+    """Every regular file under ``root`` but the plugin's cache (links not followed, pipes not
+    opened; a file of a megabyte or more by its size), by relative path."""
     out: dict[str, bytes] = {}
-    for folder, _, names in os.walk(root):
+    for folder, folders, names in os.walk(root):
+        # The cache is the plugin's own: repairing it (a damaged shard deleted) is its job.
+        folders[:] = [f for f in folders if f != ".retrieval-gate-cache"]
         for name in names:
             path = Path(folder, name)
             status = path.lstat()
