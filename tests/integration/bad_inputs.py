@@ -9,12 +9,16 @@ rows, so the documentation shows exactly what the tests saw (a test fails when i
 
 from __future__ import annotations
 
+import gzip
+import json
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .conftest import SUITE
+import yaml
+
+from .conftest import RETRIEVER, SUITE
 
 QUERY = "  - id: q\n    query: q\n    relevant: [sql/orders.sql]\n"
 
@@ -205,6 +209,13 @@ def wrong_width_cache(root: Path) -> None:
         digests=np.array([EmbeddingCache.digest(t) for t in texts], dtype=str),
         vectors=np.ones((len(texts), 3), dtype=np.float32),
     )
+
+
+# Ten levels of nine aliases each: a few lines that expand to 9 ** 10 values.
+ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(10)
+)
+JSON_SUITE = json.dumps(yaml.safe_load(SUITE))
 
 
 CASES: tuple[BadInput, ...] = (
@@ -922,6 +933,165 @@ CASES: tuple[BadInput, ...] = (
         {
             "lineage.retrieval.yaml": "corpus: corpus\n" + SUITE,
             **corpus(**{"docs/logo.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"}),
+        },
+    ),
+    # -- hostile inputs beyond the issue's list: mistakes and an attacker's files ----------------
+    BadInput(
+        "yaml-alias-bomb",
+        "a YAML file whose aliases expand to billions of values (a 'billion laughs')",
+        "lineage.retrieval.yaml: expands to more than 20,000,000 values (YAML aliases repeated?); "
+        "split or simplify it",
+        "collection error",
+        {"lineage.retrieval.yaml": ALIAS_BOMB},
+    ),
+    BadInput(
+        "yaml-recursive-alias",
+        "a YAML list that contains itself",
+        "lineage.retrieval.yaml: nested more than 100 levels deep; flatten it",
+        "collection error",
+        {"lineage.retrieval.yaml": "queries: &loop [*loop]\n"},
+    ),
+    BadInput(
+        "json-nan",
+        "a JSON suite with NaN for a floor",
+        "lineage.retrieval.json: invalid JSON: NaN is not a JSON number",
+        "collection error",
+        {"lineage.retrieval.json": '{"gates": {"P@1": NaN}, "queries": []}'},
+    ),
+    BadInput(
+        "huge-integer",
+        "an integer of 5,000 digits",
+        "lineage.retrieval.yaml: invalid YAML: an integer has more than 4300 digits",
+        "collection error",
+        {"lineage.retrieval.yaml": SUITE.replace("k: [1, 3]", "k: [1, " + "9" * 5000 + "]")},
+    ),
+    BadInput(
+        "json-suite-bom",
+        "a JSON suite starting with a byte-order mark",
+        "5 passed*",
+        "passes",
+        {"lineage.retrieval.json": "\ufeff" + JSON_SUITE},
+    ),
+    BadInput(
+        "huge-suite",
+        "a 1.5 GB (sparse) suite file",
+        "*big.retrieval.yaml: suite file is 1.4 GB, over the 1024 MB limit on files the gate "
+        "reads (raise 'max_file_mb' in the settings; 0 for no limit)",
+        "collection error",
+        {"lineage.retrieval.yaml": SUITE},
+        sparse={"big.retrieval.yaml": 1_500_000_000},
+    ),
+    BadInput(
+        "gzip-bomb",
+        "a small .gz corpus that decompresses past the size limit",
+        "*corpus.jsonl.gz: corpus file decompresses to more than the 1 MB limit on files the gate "
+        "reads (raise 'max_file_mb' in the settings; 0 for no limit)",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": "corpus: corpus.jsonl.gz\n" + SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), "[tool.retrieval_gate]\nmax_file_mb = 1\n"
+            ),
+            "corpus.jsonl.gz": gzip.compress(b" " * 3_000_000, mtime=0),
+        },
+    ),
+    BadInput(
+        "max-file-mb-negative",
+        "a negative size limit",
+        "ERROR: *pyproject.toml [max_file_mb]: 'max_file_mb' must be a finite number of MiB >= 0 "
+        "(0 for no limit), got -1",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), "[tool.retrieval_gate]\nmax_file_mb = -1\n"
+            ),
+        },
+    ),
+    BadInput(
+        "tolerance-inf",
+        "a regression tolerance of infinity",
+        "ERROR: *pyproject.toml [tolerance.P@1]: tolerance must be a finite number >= 0, got inf",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), '[tool.retrieval_gate]\ntolerance = {"P@1" = inf}\n'
+            ),
+        },
+    ),
+    BadInput(
+        "settings-fifo",
+        "a retrieval-gate.yaml that is a named pipe",
+        "ERROR: *retrieval-gate.yaml: settings file is a named pipe (FIFO), not a regular file",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        fifos=("retrieval-gate.yaml",),
+    ),
+    BadInput(
+        "report-is-a-folder",
+        "a report path that is a folder",
+        "ERROR: --rg-report *reports is a folder, not a regular file",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE, "reports/keep.md": "kept\n"},
+        ("--rg-report=reports",),
+    ),
+    BadInput(
+        "json-over-other-tool",
+        "a JSON path holding another tool's JSON (package.json)",
+        "ERROR: --rg-json *package.json exists and is not a JSON file of this plugin *: writing "
+        "there would destroy it; move it away or choose another path",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE, "package.json": '{"version": "1.0.0", "name": "app"}\n'},
+        ("--rg-json=package.json",),
+    ),
+    BadInput(
+        "baseline-dangling-link",
+        "a baseline path that is a symbolic link to nowhere, saving",
+        "ERROR: --rg-baseline *retrieval-baseline.json is a symbolic link to *nowhere.json, which "
+        "does not exist: a link must not steer a write elsewhere; remove it",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-save-baseline",),
+        links={"retrieval-baseline.json": "nowhere.json"},
+    ),
+    BadInput(
+        "retriever-endless-generator",
+        "a retriever returning a generator that never ends",
+        "lineage.retrieval.yaml [query join_orders]: retriever search_app:retrieve returned an "
+        "iterator of more than 100000 results (one that never ends?); return a list of the top k",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "search_app.py": "import itertools\n\n\ndef retrieve(query, k):\n"
+            "    return ((f'd{i}', 1.0) for i in itertools.count())\n",
+        },
+    ),
+    BadInput(
+        "retriever-numpy-scores",
+        "a retriever returning numpy float32 scores (numbers, accepted)",
+        "5 passed*",
+        "passes",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "search_app.py": RETRIEVER.replace(
+                "return sorted(scores.items(), key=lambda kv: -kv[1])[:k]",
+                "import numpy\n    ranked = sorted(scores.items(), key=lambda kv: -kv[1])[:k]\n"
+                "    return [(doc, numpy.float32(s)) for doc, s in ranked]",
+            ),
+        },
+    ),
+    BadInput(
+        "run-file-infinity",
+        "a JSON run file with Infinity for a score",
+        "*runs/bm25.json: invalid JSON: Infinity is not a JSON number",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                '[tool.retrieval_gate.system.bm25]\nrun = "runs/bm25.json"\n'
+            ),
+            "runs/bm25.json": '{"join_orders": {"sql/orders.sql": Infinity}}',
         },
     ),
 )

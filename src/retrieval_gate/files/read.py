@@ -32,6 +32,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
@@ -318,7 +319,7 @@ def parse_structured(
         except RecursionError:
             raise fail(f"nested more than {MAX_DEPTH} levels deep; flatten it") from None
         except ValueError as exc:  # an integer of thousands of digits
-            raise fail(f"invalid JSON: {exc}") from None
+            raise fail(f"invalid JSON: {_value_problem(exc)}") from None
     else:
         import yaml
 
@@ -334,11 +335,17 @@ def parse_structured(
         except RecursionError:
             raise fail(f"nested more than {MAX_DEPTH} levels deep; flatten it") from None
         except ValueError as exc:  # an integer of thousands of digits
-            raise fail(f"invalid YAML: {exc}") from None
+            raise fail(f"invalid YAML: {_value_problem(exc)}") from None
     problem = check_shape(data)
     if problem is not None:
         raise fail(problem)
     return data
+
+
+def _value_problem(exc: ValueError) -> str:
+    if "digits" in str(exc):
+        return f"an integer has more than {sys.get_int_max_str_digits()} digits"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 class _ConstantError(ValueError):
