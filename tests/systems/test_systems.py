@@ -726,6 +726,30 @@ def test_an_embedding_cache_that_cannot_be_written_costs_a_warning_not_the_run(
     assert index.search("a", 1) == [("a.txt", 1.0)]
 
 
+def test_a_disk_that_fills_as_the_cache_folder_is_made_costs_a_warning_not_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every file the cache writes (its identity, its width, its shards) meets a full disk,
+    # from the documents' folder to the queries' one made after it.
+    import errno
+
+    from retrieval_gate.embed import EmbedderSpec
+    from retrieval_gate.embed.cache import CacheWarning, EmbeddingCache
+    from retrieval_gate.systems.embedding import EmbeddingIndex
+
+    def full(self: EmbeddingCache, target: Path, payload: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(target))
+
+    monkeypatch.setattr(EmbeddingCache, "_atomic_write", full)
+    corpus = _corpus(tmp_path, "a.txt", "b.txt")
+    found = settings({"s": {"embedder": "model2vec", "model": "m", "index": "exact"}})
+    spec = EmbedderSpec(kind="model2vec", model="m", pca_dims=256)
+    options = RunOptions(cache_dir=tmp_path / "cache", embedders={spec: TwoWordEmbedder()})
+    with pytest.warns(CacheWarning, match=r"cannot be written \(No space left on device\)"):
+        index = EmbeddingIndex(found.system("s"), options, corpus)
+    assert index.search("a", 1) == [("a.txt", 1.0)]
+
+
 def test_an_embedding_query_that_never_returns_is_one_line_after_its_timeout(
     tmp_path: Path,
 ) -> None:
