@@ -70,10 +70,12 @@ CORPUS = {
 }
 
 
-def corpus(folder: str = "corpus", **extra: str | bytes) -> dict[str, str | bytes]:
+def corpus(
+    extra: Mapping[str, str | bytes] | None = None, folder: str = "corpus"
+) -> dict[str, str | bytes]:
     """The corpus as files under ``folder``, with ``extra`` files (relative names) added."""
     files: dict[str, str | bytes] = {f"{folder}/{name}": text for name, text in CORPUS.items()}
-    files.update({f"{folder}/{name}": text for name, text in extra.items()})
+    files.update({f"{folder}/{name}": text for name, text in (extra or {}).items()})
     return files
 
 
@@ -673,7 +675,7 @@ CASES: tuple[BadInput, ...] = (
         "collection error",
         {
             "lineage.retrieval.yaml": "corpus: corpus\n" + SUITE,
-            **corpus(**{"docs/caf\udce9.md": "x"}),
+            **corpus({"docs/caf\udce9.md": "x"}),
         },
     ),
     BadInput(
@@ -867,7 +869,7 @@ CASES: tuple[BadInput, ...] = (
         {
             "lineage.retrieval.yaml": "corpus: corpus\n"
             + SUITE.replace("relevant: [docs/faq.md]", "relevant: [.git/HEAD]"),
-            **corpus(**{".git/HEAD": "ref: refs/heads/main\n", ".venv/pyvenv.cfg": "home = x\n"}),
+            **corpus({".git/HEAD": "ref: refs/heads/main\n", ".venv/pyvenv.cfg": "home = x\n"}),
         },
     ),
     BadInput(
@@ -932,7 +934,7 @@ CASES: tuple[BadInput, ...] = (
         "collection error",
         {
             "lineage.retrieval.yaml": "corpus: corpus\n" + SUITE,
-            **corpus(**{"docs/logo.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"}),
+            **corpus({"docs/logo.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"}),
         },
     ),
     # -- hostile inputs beyond the issue's list: mistakes and an attacker's files ----------------

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from retrieval_gate.baseline.store import url_scheme
 from retrieval_gate.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -56,6 +57,8 @@ class Settings:
     report: Path | None = None
     json: Path | None = None
     cache_dir: Path | None = None
+    # A baseline store named by URL (``scheme://...``) rather than a file path.
+    baseline_url: str | None = None
     systems: Mapping[str, SystemConfig] = field(default_factory=dict)
     default_systems: tuple[str, ...] = ()
     alpha: float = 0.05
@@ -267,13 +270,21 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
             path=source,
             entry="max_file_mb",
         )
+    raw_baseline = table.get("baseline")
+    baseline_url = None
+    if isinstance(raw_baseline, str) and url_scheme(raw_baseline) is not None:
+        if url_scheme(raw_baseline) == "file":
+            table = {**table, "baseline": raw_baseline.partition("://")[2]}
+        else:
+            baseline_url = raw_baseline
     return Settings(
         max_file_mb=float(max_file_mb),
         decision=decision,
         root=base,
         source=source,
         corpus=_path(table, "corpus", source, base),
-        baseline=_path(table, "baseline", source, base),
+        baseline=None if baseline_url else _path(table, "baseline", source, base),
+        baseline_url=baseline_url,
         report=_path(table, "report", source, base),
         json=_path(table, "json", source, base),
         cache_dir=_path(table, "cache_dir", source, base),

@@ -98,5 +98,5 @@ def run_extraction(
         latencies_ms=tuple(latencies),
         fingerprint=fp,
         stats=stats,
-        negated=tuple(negated),
+        extras=tuple(negated),
     )
