@@ -158,28 +158,21 @@ def static_system(index: str = "exact", **extra: str) -> str:
 
 
 def silent_server(root: Path) -> None:
-    """A chroma "server" that accepts connections and never answers (for 30 s), and settings
-    that point a system at it."""
+    """A chroma "server" that accepts connections and never answers, and settings that point a
+    system at it. It never closes them either: the abandoned client thread stays blocked, and
+    never wakes later to import modules while another test runs."""
     import socket
     import threading
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
-    listener.settimeout(30)
     port = listener.getsockname()[1]
+    held = []
 
     def hold() -> None:
-        held = []
-        try:
-            while True:
-                held.append(listener.accept()[0])
-        except OSError:
-            pass
-        finally:
-            for connection in held:
-                connection.close()
-            listener.close()
+        while True:
+            held.append(listener.accept()[0])
 
     threading.Thread(target=hold, daemon=True).start()
     static_model(root)
@@ -550,8 +543,8 @@ CASES: tuple[BadInput, ...] = (
             "pyproject.toml": settings(
                 retriever_system(ref="hanging_import_app:retrieve", timeout="0.5")
             ),
-            "hanging_import_app.py": "import time\n\ntime.sleep(30)\n\n\ndef retrieve(q, k):\n"
-            "    return []\n",
+            # Blocked for good: a thread that woke later would import while another test runs.
+            "hanging_import_app.py": "import threading\n\nthreading.Event().wait()\n",
         },
     ),
     BadInput(
@@ -563,7 +556,8 @@ CASES: tuple[BadInput, ...] = (
         {
             "lineage.retrieval.yaml": SUITE,
             "pyproject.toml": rerank_settings(timeout="0.5"),
-            "rerank_app.py": "import time\n\n\ndef rerank(query, docs):\n    time.sleep(30)\n",
+            "rerank_app.py": "import threading\n\n\ndef rerank(query, docs):\n"
+            "    threading.Event().wait()\n",
             **corpus(),
         },
     ),

@@ -51,7 +51,8 @@ def load_baseline(path: Path) -> Baseline | None:
     raw = read_bytes(path, what="baseline", error=BaselineError)
     try:
         text = decode(raw, what="baseline", path=path, error=BaselineError)
-        data = parse_structured(text, format="json", path=path, error=BaselineError)
+        # NaN read as a number: the checks below name the run and query that hold it.
+        data = parse_structured(text, format="json", path=path, error=BaselineError, constants=True)
     except BaselineError as exc:
         raise BaselineError(
             f"corrupt baseline ({exc.message}); restore it from version control or save a new "

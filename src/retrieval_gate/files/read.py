@@ -287,13 +287,16 @@ def parse_structured(
     error: Error = RetrievalGateError,
     entry: str | None = None,
     strict: bool = True,
+    constants: bool = False,
 ) -> Any:
     """Parse YAML (safely, strictly) or JSON into plain data, or raise ``error`` naming the line.
 
     Refused: syntax errors, a key given twice (unless ``strict`` is false: a corpus line, where
     the fast parser matters more), JSON's ``NaN`` and ``Infinity``, integers with more digits
     than Python converts, nesting deeper than :data:`MAX_DEPTH`, and more than
-    :data:`MAX_VALUES` values once YAML aliases are expanded.
+    :data:`MAX_VALUES` values once YAML aliases are expanded. With ``constants``, JSON's NaN and
+    Infinity are read as floats, for a caller that checks every number itself and can then name
+    the entry that holds one (a baseline).
     """
     from retrieval_gate.files.structured import DuplicateKeyError, load_json, load_yaml
 
@@ -304,10 +307,11 @@ def parse_structured(
         import json
 
         try:
+            constant = None if constants else _no_constant
             if strict:
-                data = load_json(text, parse_constant=_no_constant)
+                data = load_json(text, parse_constant=constant)
             else:
-                data = json.loads(text, parse_constant=_no_constant)
+                data = json.loads(text, parse_constant=constant)
         except json.JSONDecodeError as exc:
             # A line of a JSONL file is its entry already: the column is what is left to say.
             line = "" if entry is not None and exc.lineno == 1 else f"line {exc.lineno}, "

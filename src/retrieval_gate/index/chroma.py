@@ -387,11 +387,13 @@ def open_server(
 
     def connect() -> Any:
         client = chromadb.HttpClient(host=host, port=port, settings=_settings())
-        _limit_requests(client, timeout)
         client.heartbeat()
         return client
 
     try:
+        # Bounded by the wait, not by the client: a connection that never answers leaves its
+        # thread blocked for good (abandoned, a daemon), never waking later to a half-failed
+        # state while the session goes on.
         client = call_bounded(connect, timeout)
     except CallTimeout:
         raise ConfigError(
@@ -403,6 +405,7 @@ def open_server(
             f"chroma server at {where} is not reachable: {_first_line(exc)}; "
             'start one with `chroma run` or use index = "chroma"'
         ) from exc
+    _limit_requests(client, timeout)  # every later request: the same limit, in the client
     return ChromaIndex(client, key, where=where, hnsw=hnsw)
 
 
