@@ -15,20 +15,22 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Generator
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from retrieval_gate import progress
-from retrieval_gate.baseline.store import Baseline, open_store
+from retrieval_gate.baseline.store import load_for_session, open_store
 from retrieval_gate.config import Settings, load_settings
 from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.files import atomic, read
 from retrieval_gate.gates.plan import RegressionPlan
 from retrieval_gate.options import (
     OptionValues,
     check_outputs,
+    display_path,
     resolve_outputs,
     select_reference,
     select_systems,
@@ -43,97 +45,49 @@ if TYPE_CHECKING:
     from retrieval_gate.suites.suite import Suite
     from retrieval_gate.systems.config import SystemConfig
 
-INI_NAMES = {
-    "report": "retrieval_gate_report",
-    "json": "retrieval_gate_json",
-    "baseline": "retrieval_gate_baseline",
-    "cache_dir": "retrieval_gate_cache_dir",
-}
-
-
-def option_values(config: pytest.Config) -> OptionValues:
-    """What pytest parsed, for the pure resolution in options.py."""
-    return OptionValues(
-        rootpath=config.rootpath,
-        cwd=Path.cwd(),
-        systems=tuple(config.getoption("rg_system") or ()),
-        reference=config.getoption("rg_reference"),
-        report=config.getoption("rg_report"),
-        json=config.getoption("rg_json"),
-        baseline=config.getoption("rg_baseline"),
-        cache_dir=config.getoption("rg_cache_dir"),
-        save_baseline=bool(config.getoption("rg_save_baseline")),
-        no_cache=bool(config.getoption("rg_no_cache")),
-        ini={short: str(config.getini(name) or "") for short, name in INI_NAMES.items()},
-    )
-
-
-def _named_files(config: pytest.Config) -> list[Path]:
-    """Files named on the command line (``path::node`` ids included), as pytest resolves them."""
-    base = config.invocation_params.dir
-    return [path for arg in config.args if (path := base / arg.split("::")[0]).is_file()]
-
-
-def floors_path(target: str | None, cwd: Path) -> Path | None:
-    """The file ``--rg-suggest-floors`` writes (None for none, or ``-``: the terminal)."""
-    from retrieval_gate.gates.suggest import TERMINAL
-
-    if not target or target == TERMINAL:
-        return None
-    path = Path(target).expanduser()
-    return path if path.is_absolute() else cwd / path
-
-
-def _failed_write(exc: OSError | RetrievalGateError) -> str:
-    """``PATH: reason`` of a failed write (the path is the output's, never a temporary name)."""
-    if isinstance(exc, RetrievalGateError):
-        return exc.format()
-    where = exc.filename if exc.filename is not None else "?"
-    return f"{where}: {exc.strerror or exc}"
-
 
 class GateSession:
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(
+        self,
+        config: pytest.Config,
+        values: OptionValues,
+        *,
+        suite_files: Sequence[Path] = (),
+        write_progress: Callable[[str, bool], None] | None = None,
+    ) -> None:
+        """``values``: what pytest parsed; ``suite_files``: files named on the command line;
+        ``write_progress`` writes a progress line around pytest's capture."""
         self.config = config
         self.rootpath = config.rootpath
-        values = option_values(config)
         self.settings: Settings = load_settings(self.rootpath)
-        from retrieval_gate.files import read
-
-        read.configure(self.settings.max_file_mb)  # undone by close(), or below when refused
-        try:
-            self._setup(config, values)
-        except BaseException:
-            read.configure(None)
-            raise
-
-    def _setup(self, config: pytest.Config, values: OptionValues) -> None:
+        read.configure(self.settings.max_file_mb)  # plugin.py resets it at unconfigure
         self.systems: tuple[SystemConfig, ...] = select_systems(
             self.settings, values.systems, self.rootpath
         )
         self.reference = select_reference(self.systems, values.reference, self.settings.reference)
         self.outputs = resolve_outputs(values, self.settings)
-        self.suggest_floors: str | None = config.getoption("rg_suggest_floors", None)
         check_outputs(
             self.outputs,
             suite_patterns=config.getini("retrieval_gate_files"),
-            suite_files=_named_files(config),
+            suite_files=suite_files,
             corpora=[c for c in (self.settings.corpus, *(s.corpus for s in self.systems)) if c],
-            protected=[p for p in (self.settings.source, config.inipath) if p is not None],
-            save_baseline=values.save_baseline and self.outputs.baseline_url is None,
-            floors=floors_path(self.suggest_floors, config.invocation_params.dir),
+            protected=(self.settings.source, config.inipath),
+            save_baseline=values.save_baseline,
         )
         self.run_options = RunOptions(
             cache_dir=self.outputs.cache_dir,
             use_cache=not values.no_cache,
             progress=not self.is_worker,
         )
-        if not self.is_worker:
-            sink = progress.ProgressSink(write=self._progress_line, interactive=sys.stdout.isatty())
+        if not self.is_worker and write_progress is not None:
+            sink = progress.ProgressSink(write=write_progress, interactive=sys.stdout.isatty())
             progress.install(sink)
         self.save_baseline = values.save_baseline
+        self.suggest_floors: str | None = config.getoption("rg_suggest_floors", None)
         self.store = open_store(self.outputs.baseline_url or self.outputs.baseline)
-        self.baseline, self.baseline_problem = self._load_baseline(bool(values.baseline))
+        self.baseline, self.baseline_problem = load_for_session(
+            self.store, named=bool(values.baseline), saving=self.save_baseline
+        )
         outputs = self.outputs
         self.runs = RunCache(
             self.settings,
@@ -148,23 +102,8 @@ class GateSession:
         self.collected = ItemPayload()  # from this process's items, or the workers' under xdist
         self.written: list[Path] = []
         self.saved_baseline: str | None = None
-        self.floor_lines: list[str] = []
-        self.write_failures: list[str] = []  # outputs that could not be written, one line each
+        self.closing_lines: list[str] = []  # suggested floors, outputs that failed: said last
         self._data: ReportData | None = None
-
-    def _load_baseline(self, named: bool) -> tuple[Baseline | None, str | None]:
-        """The accepted baseline and, when asked to save over an unreadable one, why it was."""
-        if named and not self.save_baseline and not self.store.exists():
-            raise RetrievalGateError(
-                f"--rg-baseline {self.store.location}: no such file; save one with "
-                "--rg-save-baseline, or drop the option to run without a baseline"
-            )
-        try:
-            return self.store.load(), None
-        except RetrievalGateError as exc:
-            if not self.save_baseline:
-                raise
-            return None, exc.format()  # asked to save: the unreadable file is being replaced
 
     @property
     def is_worker(self) -> bool:
@@ -177,10 +116,7 @@ class GateSession:
         return self.relpath(path) if isinstance(path, Path) else self.store.location
 
     def relpath(self, path: Path) -> str:
-        try:
-            return path.resolve().relative_to(self.rootpath.resolve()).as_posix()
-        except ValueError:
-            return str(path)
+        return display_path(path, self.rootpath)
 
     # -- what the items read --------------------------------------------------------------------
 
@@ -188,12 +124,8 @@ class GateSession:
         return None if self.baseline is None else self.baseline.get(suite.name, system.name)
 
     def record(self, suite: Suite, system: SystemConfig) -> RunRecord:
-        """The suite x system's run, measured once; a metric only a tolerance names still gets
-        per-unit values to compare."""
-        from retrieval_gate.metrics import parse_metric
-
-        extra = tuple(parse_metric(check.metric) for check in self.plan.checks(suite))
-        return self.runs.record(suite, system, extra)
+        """The suite x system's run, measured once."""
+        return self.runs.record(suite, system, self.plan.metrics(suite))
 
     def regressions(self, suite: Suite, system: SystemConfig) -> Regressions:
         """The run compared with its baseline run (computed once)."""
@@ -228,28 +160,8 @@ class GateSession:
             comparison = self.regressions(suite, system).comparison
         return ItemPayload(runs=(found,), comparisons=() if comparison is None else (comparison,))
 
-    def _progress_line(self, line: str, final: bool) -> None:
-        """A progress line written around pytest's capture (the run happens inside an item)."""
-        from contextlib import nullcontext
-
-        tr = self.config.pluginmanager.get_plugin("terminalreporter")
-        if tr is None:
-            return
-        capman = self.config.pluginmanager.get_plugin("capturemanager")
-        with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
-            if tr.isatty:
-                tr.rewrite(line, erase=True)
-                if final:
-                    tr.write("\n")
-            else:
-                tr.ensure_newline()
-                tr.write_line(line)
-
     def close(self) -> None:
-        """Undo what the session installed process-wide."""
-        from retrieval_gate.files import read
-
-        read.configure(None)
+        """Undo what the session installed process-wide (plugin.py resets the size limit)."""
         if not self.is_worker:
             progress.install(None)
 
@@ -289,7 +201,7 @@ class GateSession:
                 self.store.save(data.runs, self.baseline)
                 self.saved_baseline = self.store.location
             except (OSError, RetrievalGateError) as exc:
-                self._fail(session, f"could not save the baseline {_failed_write(exc)}")
+                self._fail(session, f"could not save the baseline {atomic.failed_write(exc)}")
         targets = Targets(
             markdown=self.outputs.report,
             json=self.outputs.json,
@@ -299,29 +211,25 @@ class GateSession:
             self.written = write_reports(data, targets)
         except OSError as exc:
             # A gate whose report is lost has not done its job: the session fails.
-            self._fail(session, f"could not write the report {_failed_write(exc)}")
+            self._fail(session, f"could not write the report {atomic.failed_write(exc)}")
         self._data = data
         if self.suggest_floors and not interrupted:
             from retrieval_gate.gates.suggest import session_suggestions
 
             try:
-                self.floor_lines = session_suggestions(
+                self.closing_lines += session_suggestions(
                     self.suggest_floors,
                     data.runs,
                     self.baseline,
                     rootpath=self.rootpath,
                     cwd=self.config.invocation_params.dir,
                 )
-            except OSError as exc:
-                self._fail(session, f"could not write the suggested floors {_failed_write(exc)}")
-            except RetrievalGateError as exc:
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
-                self.floor_lines = [f"retrieval gate: could not suggest floors: {exc}"]
+            except (OSError, RetrievalGateError) as exc:
+                self._fail(session, f"could not suggest floors: {atomic.failed_write(exc)}")
 
     def _fail(self, session: pytest.Session, message: str) -> None:
-        # Said at the end of the summary (the hooks run mid-line after the progress dots).
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        self.write_failures.append(f"retrieval gate: {message}")
+        self.closing_lines.append(f"retrieval gate: {message}")  # not mid-line after the dots
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         data = self._data
@@ -338,7 +246,5 @@ class GateSession:
             terminalreporter.write_line(f"replaced an unreadable baseline: {self.baseline_problem}")
         if self.saved_baseline is not None:
             terminalreporter.write_sep("-", f"saved retrieval gate baseline: {self.saved_baseline}")
-        for line in self.floor_lines:
+        for line in self.closing_lines:
             terminalreporter.write_line(line)
-        for line in self.write_failures:
-            terminalreporter.write_line(line, red=True)

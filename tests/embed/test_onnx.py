@@ -131,8 +131,8 @@ def test_a_corrupt_export_in_the_cache_is_made_again_with_a_warning(
     import shutil
 
     from retrieval_gate.embed import resolve_model_ref
-    from retrieval_gate.embed.cache import CacheWarning
     from retrieval_gate.embed.onnx import export_path
+    from retrieval_gate.errors import CacheWarning
 
     cache = tmp_path / "cache"
     shutil.copytree(exported, cache)

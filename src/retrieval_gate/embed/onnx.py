@@ -379,7 +379,7 @@ def load_onnx(spec: EmbedderSpec, cache_dir: Path, entry: str | None = None) -> 
                 ) from None
             import warnings
 
-            from retrieval_gate.embed.cache import CacheWarning
+            from retrieval_gate.errors import CacheWarning
 
             stale = repairs.pop(0)
             warnings.warn(

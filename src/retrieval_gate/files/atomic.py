@@ -6,6 +6,7 @@ import glob
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 
 def _temp_prefix(path: Path, pid: int) -> str:
@@ -83,3 +84,12 @@ def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+def failed_write(exc: BaseException) -> str:
+    """``PATH: reason`` of a failed write, for the one line the session ends with (an OSError
+    from :func:`write_text_atomic` names the output, never its temporary file)."""
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    format_: Any = getattr(exc, "format", None)
+    return str(format_()) if callable(format_) else str(exc)

@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from retrieval_gate.errors import ConfigError
-from retrieval_gate.systems.options import Option, OptionTable
+from retrieval_gate.schema import Option, OptionTable
 from retrieval_gate.usercode import DEFAULT_TIMEOUT_S
 
 __all__ = [

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.schema import Option, OptionTable, at_least, beside_settings
 from retrieval_gate.systems.base import OpenContext, Stage, StageKind, System
-from retrieval_gate.systems.options import Option, OptionTable, at_least, beside_settings
 from retrieval_gate.systems.retriever import finite_score
 from retrieval_gate.usercode import DEFAULT_TIMEOUT_S, UserCodeFailure, call_user_code
 
