@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -57,6 +59,14 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def _write(path: Path, text: str) -> None:
+    # Renaming over a device or a pipe would replace it (as root, /dev/full with a report):
+    # only a regular file, or a link (the link itself is replaced), is ever written over.
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = stat.S_IFREG
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        raise OSError(errno.EEXIST, "exists and is not a regular file", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep_stale_temps(path)
     fd, tmp = tempfile.mkstemp(
