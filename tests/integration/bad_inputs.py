@@ -46,6 +46,7 @@ class BadInput:
     fifos: tuple[str, ...] = ()
     sparse: Mapping[str, int] = field(default_factory=dict)
     setup: Callable[[Path], None] | None = None
+    needs: tuple[str, ...] = ()  # optional packages the case's setup or system imports
 
 
 def settings(*tables: str, pytest_ini: str = 'addopts = "-p no:cacheprovider"') -> str:
@@ -569,6 +570,7 @@ CASES: tuple[BadInput, ...] = (
         "failed items",
         {"lineage.retrieval.yaml": LENIENT, **corpus()},
         setup=silent_server,
+        needs=("model2vec", "chromadb"),
     ),
     # -- the user's mistakes are one line, not a traceback ----------------------------------------
     BadInput(
@@ -648,6 +650,7 @@ CASES: tuple[BadInput, ...] = (
             **corpus(),
         },
         setup=static_model,
+        needs=("model2vec",),
     ),
     BadInput(
         "aggregation-single-vector",
@@ -702,6 +705,7 @@ CASES: tuple[BadInput, ...] = (
         },
         ("--rg-cache-dir=/sys/rg-cache",),
         setup=static_model,
+        needs=("model2vec",),
     ),
     # -- nothing silent ---------------------------------------------------------------------------
     BadInput(
@@ -720,6 +724,7 @@ CASES: tuple[BadInput, ...] = (
             **corpus(),
         },
         setup=wrong_width_cache,
+        needs=("model2vec",),
     ),
     BadInput(
         "run-file-bom",
