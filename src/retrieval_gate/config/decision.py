@@ -19,6 +19,7 @@ Pure and import-light: the report renders :class:`Decision` records; nothing her
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,17 +66,34 @@ def parse_decision(raw: Any, source: Path) -> DecisionSettings:
     parsed: dict[str, float] = {}
     for name, weight in weights.items():
         entry = f"decision.weights.{name}"
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight >= 0:
+        if (
+            isinstance(weight, bool)
+            or not isinstance(weight, (int, float))
+            or not 0 <= weight < math.inf
+        ):
             raise ConfigError(
-                f"a weight must be a number >= 0, got {weight!r}", path=source, entry=entry
+                f"a weight must be a finite number >= 0, got {weight!r}", path=source, entry=entry
             )
         parsed[_term_name(str(name), source, entry)] = float(weight)
+    if not any(parsed.values()):
+        raise ConfigError(
+            "every weight is 0: every system would score 0 and none be recommended; give one "
+            "a weight > 0",
+            path=source,
+            entry="decision.weights",
+        )
     budgets = {}
     for key, default in (("latency_budget_ms", 200.0), ("dims_budget", 1024.0)):
         value = raw.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not 0 < value < math.inf
+        ):
             raise ConfigError(
-                f"'{key}' must be a number > 0, got {value!r}", path=source, entry=f"decision.{key}"
+                f"'{key}' must be a finite number > 0, got {value!r}",
+                path=source,
+                entry=f"decision.{key}",
             )
         budgets[key] = float(value)
     return DecisionSettings(weights=parsed, **budgets)

@@ -13,13 +13,13 @@ only: this module is imported while collecting suites, so it must stay cheap.
 from __future__ import annotations
 
 import html
-import json
 import re
 from pathlib import Path
 
 from retrieval_gate.corpus.files import _line_of, _read_text, _require_file
 from retrieval_gate.corpus.loaders import _json_id
 from retrieval_gate.errors import CorpusError
+from retrieval_gate.files.read import parse_structured
 
 TOPIC_FIELDS: tuple[str, ...] = ("title", "desc", "narr")
 
@@ -34,12 +34,9 @@ def read_beir_queries(path: str | Path) -> dict[str, str]:
         if not line.strip():
             continue
         entry = f"line {lineno}"
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CorpusError(
-                f"invalid JSON: {exc.msg} (column {exc.colno})", path=file, entry=entry
-            ) from None
+        item = parse_structured(
+            line, format="json", path=file, error=CorpusError, entry=entry, strict=False
+        )
         if not isinstance(item, dict):
             raise CorpusError(
                 f"expected a JSON object, got {type(item).__name__}", path=file, entry=entry

@@ -30,6 +30,7 @@ from retrieval_gate.corpus.files import (
 )
 from retrieval_gate.corpus.model import Corpus, Document
 from retrieval_gate.errors import CorpusError
+from retrieval_gate.files.read import parse_structured
 
 FORMATS: tuple[str, ...] = ("folder", "jsonl", "beir", "trec")
 
@@ -119,27 +120,18 @@ def _load_jsonl(path: Path) -> list[Document]:
     if _plain_suffix(path) == ".json" and text.lstrip().startswith("["):
         # A .json file holding one array is common enough that refusing it only annoys; a
         # .jsonl file is always read line by line, so a stray list there is an error.
-        try:
-            items = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CorpusError(
-                f"invalid JSON: {exc.msg}", path=path, entry=f"line {exc.lineno}"
-            ) from None
+        items = parse_structured(text, format="json", path=path, error=CorpusError, strict=False)
         entries = [(f"item {i}", i, item) for i, item in enumerate(items, start=1)]
     else:
         entries = []
         for lineno, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CorpusError(
-                    f"invalid JSON: {exc.msg} (column {exc.colno})",
-                    path=path,
-                    entry=f"line {lineno}",
-                ) from None
-            entries.append((f"line {lineno}", lineno, item))
+            entry = f"line {lineno}"
+            item = parse_structured(
+                line, format="json", path=path, error=CorpusError, entry=entry, strict=False
+            )
+            entries.append((entry, lineno, item))
 
     for entry, number, item in entries:
         doc = _document_from_json(item, path, entry)
