@@ -1,21 +1,7 @@
-"""The ``[tool.retrieval_gate.decision]`` settings (SPEC section 13): the weights and budgets the
-decision score (:mod:`retrieval_gate.gates.decision`) ranks systems by.
-
-The score:
-
-    score = sum over metrics m of  w_m * clamp(value_m)
-          + w_latency * clamp(1 - p50 / latency_budget_ms)
-          + w_dims    * clamp(1 - dims / dims_budget)
-
-with ``clamp`` to [0, 1] for every term. ``value_m`` is the metric's mean over the suite, ``p50``
-the median query latency in ms and ``dims`` the embedding dimension. A term a system cannot have
-(no measured latency for a stored run; no embedding dimension for the user's own retriever or a
-run file) is *not applicable*: it contributes 0 and the report marks it, so such a system is never
-ranked up by a figure it does not have. A weighted metric the suite does not report is a
-configuration error named at report time for that suite.
-
-Pure and import-light: the report renders :class:`Decision` records; nothing here runs anything.
-"""
+"""The ``[tool.retrieval_gate.decision]`` settings (SPEC section 13): the weights by metric name
+(plus ``latency`` and ``dims``) and the two budgets the decision score
+(:mod:`retrieval_gate.gates.decision`, which gives the formula) ranks systems by. Every problem
+is a :class:`~retrieval_gate.errors.ConfigError` naming the key."""
 
 from __future__ import annotations
 

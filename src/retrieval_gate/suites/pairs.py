@@ -334,15 +334,6 @@ class PairsKind(SuiteKind):
             )
         return parse_pairs(data["pairs"], path), None
 
-    def digest_payload(self, suite: Suite) -> dict[str, Any]:
-        return {
-            "k": list(suite.k),
-            "gain": "linear",
-            "queries": [[q.id, q.text, sorted(q.relevant.items())] for q in suite.queries],
-            "kind": self.name,
-            "units": [q.digest for q in suite.queries],
-        }
-
     def corpus(self, suite: Suite, fallback: Path | None, resources: Resources) -> Corpus | None:
         return None  # pairs carry their own texts
 
