@@ -19,19 +19,25 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from retrieval_gate.errors import RetrievalGateError
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "CallTimeout",
+    "Plugin",
+    "PluginLoadError",
     "UserCodeFailure",
     "call_bounded",
     "call_user_code",
     "describe",
     "import_failure",
     "import_object",
+    "plugins",
 ]
 
 #: Seconds the user's code may take per call (per query for a retriever) unless configured.
@@ -136,6 +142,43 @@ def import_failure(what: str, ref: str, failure: UserCodeFailure, system: str | 
             "it is left running in the background"
         )
     return f"cannot import {what} {ref!r}: {failure.brief}"
+
+
+class PluginLoadError(RetrievalGateError):
+    """An installed plugin's entry point failed to load; the message names it and how."""
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """One loaded entry point: its ``name``, ``source`` (how messages name it) and the loaded
+    ``obj``; a registry that accepts a function registering itself calls it with :meth:`call`."""
+
+    name: str
+    source: str
+    obj: Any
+
+    def call(self) -> Any:
+        """``obj()`` as the user's code: the same limit, any failure a PluginLoadError."""
+        try:
+            return call_user_code(self.obj, DEFAULT_TIMEOUT_S)
+        except UserCodeFailure as exc:
+            raise PluginLoadError(f"{self.source} cannot be loaded: {exc.brief}") from None
+
+
+def plugins(group: str) -> Iterator[Plugin]:
+    """Each entry point of ``group``, loaded as the user's code (the same time limit as a
+    retriever's import; any failure a one-line :class:`PluginLoadError` naming the entry point,
+    which each registry may raise as its own error class). Every registry of the plugin (suite
+    kinds, metrics, systems, report writers, baseline stores) loads its plugins through here."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=group):
+        source = f"entry point {ep.name!r} ({ep.value}) of group {group}"
+        try:
+            loaded = call_user_code(ep.load, DEFAULT_TIMEOUT_S)
+        except UserCodeFailure as exc:
+            raise PluginLoadError(f"{source} cannot be loaded: {exc.brief}") from None
+        yield Plugin(name=ep.name, source=source, obj=loaded)
 
 
 def _import(ref: str, root: Path) -> Any:

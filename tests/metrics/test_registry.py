@@ -113,7 +113,8 @@ def _reload_with(monkeypatch: pytest.MonkeyPatch, *points: _EntryPoint) -> list[
         seen.append(group)
         return list(points)
 
-    monkeypatch.setattr(registry, "entry_points", fake_entry_points)
+    # Every registry loads its entry points through usercode.plugins, which looks them up here.
+    monkeypatch.setattr("importlib.metadata.entry_points", fake_entry_points)
     return seen
 
 

@@ -216,10 +216,10 @@ def store_schemes() -> list[str]:
     global _stores_loaded
     if not _stores_loaded:
         _stores_loaded = True
-        from importlib.metadata import entry_points
+        from retrieval_gate.usercode import plugins
 
-        for ep in entry_points(group=STORE_ENTRY_POINT_GROUP):
-            register_store(ep.name, ep.load())
+        for plugin in plugins(STORE_ENTRY_POINT_GROUP):
+            register_store(plugin.name, plugin.obj)
     return ["file", *sorted(_STORES)]
 
 

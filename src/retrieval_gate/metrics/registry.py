@@ -42,14 +42,19 @@ import pkgutil
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from retrieval_gate.errors import RetrievalGateError, UnknownMetricError
-from retrieval_gate.usercode import DEFAULT_TIMEOUT_S, UserCodeFailure, call_user_code
+from retrieval_gate.usercode import (
+    DEFAULT_TIMEOUT_S,
+    PluginLoadError,
+    UserCodeFailure,
+    call_user_code,
+    plugins,
+)
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -258,17 +263,15 @@ def _load() -> None:
         for module in _package_modules():
             for family in _as_families(module.FAMILIES, module.__name__):
                 _add(family, module.__name__)
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            source = f"entry point {ep.name!r} ({ep.value}) of group {ENTRY_POINT_GROUP}"
-            try:
-                # The plugin's import is the user's code: the same limit, any failure one line.
-                obj = call_user_code(ep.load, DEFAULT_TIMEOUT_S)
+        try:
+            for plugin in plugins(ENTRY_POINT_GROUP):
+                obj = plugin.obj
                 if callable(obj) and not isinstance(obj, MetricFamily):
-                    obj = call_user_code(obj, DEFAULT_TIMEOUT_S)
-            except UserCodeFailure as exc:  # a broken third-party plugin: say which one
-                raise MetricRegistryError(f"{source} cannot be loaded: {exc.brief}") from None
-            for family in _as_families(obj, source):
-                _add(family, source)
+                    obj = plugin.call()
+                for family in _as_families(obj, plugin.source):
+                    _add(family, plugin.source)
+        except PluginLoadError as exc:  # a broken third-party plugin: say which one
+            raise MetricRegistryError(exc.message) from None
 
 
 def register_metric(family: MetricFamily | Sequence[MetricFamily]) -> None:
