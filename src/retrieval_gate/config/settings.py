@@ -86,6 +86,7 @@ class Settings:
     def max_resolution(self, metric: str) -> float | None:
         """The largest acceptable resolution of ``metric``, None when none is set."""
         return self.resolution.get(metric, self.resolution.get("*"))
+
     # The largest file the plugin reads, in MiB (files/read.py); 0: no limit.
     max_file_mb: float = 1024
 

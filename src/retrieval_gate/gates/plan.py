@@ -70,6 +70,7 @@ class _Planned:
     check: RegressionCheck
     spread: ItemSpread  # "drops" are the baseline's values: their spread stands in
     sd: float
+    shared: int  # units unchanged since the baseline (the margin rule's family counts these)
 
 
 class RegressionPlan:
@@ -101,7 +102,7 @@ class RegressionPlan:
         for key, planned in self._planned(suite, system, base).items():
             self._blocks[key] = planned
             for metric, item in planned.items():
-                self._family[(*key, metric)] = item.spread.n
+                self._family[(*key, metric)] = item.shared
         self._size = None
 
     def _planned(
@@ -125,7 +126,9 @@ class RegressionPlan:
             ]
             spread, sd = spread_of_values(check.metric, base, ids, self.settings.seed)
             key = (str(suite.path), system, check.scope)
-            out.setdefault(key, {})[check.metric] = _Planned(suite.name, system, check, spread, sd)
+            out.setdefault(key, {})[check.metric] = _Planned(
+                suite.name, system, check, spread, sd, len(ids)
+            )
         return out
 
     @property
