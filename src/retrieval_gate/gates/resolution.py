@@ -161,13 +161,18 @@ def correlation(columns: np.ndarray) -> np.ndarray:
     return out
 
 
+@lru_cache(maxsize=8)
+def _normal_draws(m: int, seed: int) -> np.ndarray:
+    draws: np.ndarray = np.random.Generator(np.random.PCG64(seed)).standard_normal((JOINT_DRAWS, m))
+    return draws
+
+
 @lru_cache(maxsize=4096)
 def _max_abs_normal_quantile(key: tuple[float, ...], m: int, level: float, seed: int) -> float:
     corr = np.asarray(key, dtype=np.float64).reshape(m, m)
     values, vectors = np.linalg.eigh(corr)
     root = vectors * np.sqrt(np.clip(values, 0.0, None))
-    draws = np.random.Generator(np.random.PCG64(seed)).standard_normal((JOINT_DRAWS, m))
-    maxima = np.abs(draws @ root.T).max(axis=1)
+    maxima = np.abs(_normal_draws(m, seed) @ root.T).max(axis=1)
     return float(np.quantile(maxima, 1.0 - level, method="higher"))
 
 
