@@ -409,16 +409,23 @@ def _pairs(data: str, systems: int) -> list[tuple[np.ndarray, np.ndarray]]:
     return out
 
 
-#: The resolution variants ``--methods`` compares: (critical value, pseudo-query weight). The
-#: plugin's is ("t", 1.0); the others are what it would be without its small-sample parts.
-METHODS = {"t + pseudo-query (the plugin's)": ("t", 1.0), "t": ("t", 0.0), "z": ("z", 0.0)}
+#: The resolution variants ``--methods`` compares: (critical value, pseudo-query weight; "c2" is
+#: c^2 / 4). The plugin's is ("t", "c2"); the others are what it would be without its
+#: small-sample parts, or with a pseudo-query of fixed weight 1.
+PLUGIN = "t, pseudo-query c^2/4 (the plugin's)"
+METHODS: dict[str, tuple[str, float | str]] = {
+    PLUGIN: ("t", "c2"),
+    "t, pseudo-query 1": ("t", 1.0),
+    "t": ("t", 0.0),
+    "z": ("z", 0.0),
+}
 
 
 def stated_epsilon(
     drops: np.ndarray,
     level: float,
     seed: int = 0,
-    method: tuple[str, float] = ("t", 1.0),
+    method: tuple[str, float | str] = ("t", "c2"),
 ) -> np.ndarray:
     """Each simulated item's resolution as the plugin states it, for ``drops`` of shape
     (reps, n, metrics): retrieval_gate.gates.resolution's block_resolution, its pieces
@@ -438,12 +445,10 @@ def stated_epsilon(
         c = [joint_quantile(m, level, n - 1, seed) for m in matrices]
     else:
         c = [normal_joint_quantile(m, level, seed) for m in matrices]
-    if weight == 1.0:
-        spread = np.sqrt(ss + 1.0) / n
-    else:
-        # (SS + w R^2) / (n - 1 + w) is the variance; w = 0 is the plain sample variance.
-        spread = np.sqrt((ss + weight) / (n - 1 + weight)) / math.sqrt(n)
-    result: np.ndarray = np.asarray(c)[:, None] * spread
+    cs = np.asarray(c)[:, None]
+    # (SS + w R^2) / (n - 1 + w) is the variance (R = 1); w = 0 is the plain sample variance.
+    w = cs * cs / 4.0 if weight == "c2" else float(weight)
+    result: np.ndarray = cs * np.sqrt((ss + w) / (n - 1 + w)) / math.sqrt(n)
     return result
 
 
@@ -517,7 +522,7 @@ def coverage_cell(
 ) -> dict[str, object]:
     """One cell: the worst error rates over the grid of true drops."""
     data, n, systems, model, reps, seed = args[:6]
-    name = str(args[6]) if len(args) > 6 else "t + pseudo-query (the plugin's)"
+    name = str(args[6]) if len(args) > 6 else PLUGIN
     method = METHODS[name]
     pops = _pairs(data, systems)
     level = 1.0 - (1.0 - DELTA) ** (1.0 / systems)

@@ -410,7 +410,8 @@ def test_the_default_rule_fails_an_observed_drop_beyond_the_tolerance() -> None:
     # Five of ten queries drop P@1 from 1 to 0: mean 1 -> 0.5, a drop of 0.5 > 0.01, so it fails
     # (the margin rule needs p <= alpha; this rule reads the drop). Its resolution: drops d =
     # five 1s and five 0s, mean 0.5, SS = 10 * 0.25 = 2.5; one block of one metric: c =
-    # t_{0.975, 9} = 2.2621572; epsilon = 2.2621572 * sqrt(2.5 + 1^2) / 10 = 0.4232143.
+    # t_{0.975, 9} = 2.2621572, pseudo-query weight w = c^2 / 4 = 1.2793388; epsilon =
+    # c * sqrt((2.5 + w) / (9 + w)) / sqrt(10) = 0.4337586.
     then = record([query(f"q{i}") for i in range(10)])
     now = record(
         [query(f"q{i}", metrics={"P@1": 0.0}, ranking=["spam"]) for i in range(5)]
@@ -428,20 +429,20 @@ def test_the_default_rule_fails_an_observed_drop_beyond_the_tolerance() -> None:
         "tolerance",
         0.95,
     )
-    assert figures(out).resolution == pytest.approx(2.2621571628 * math.sqrt(3.5) / 10)
+    assert figures(out).resolution == pytest.approx(0.4337585970)
     assert (figures(out).p_value, figures(out).detectable_drop) == (None, None)
     assert out.detail[0] == (
-        "regressed: P@1 dropped 0.5 > tolerance 0.01 (resolution +-0.4232 at 95 %)"
+        "regressed: P@1 dropped 0.5 > tolerance 0.01 (resolution +-0.4338 at 95 %)"
     )
     assert out.detail[2] == (
-        "resolution +-0.4232 at 95 % reliability, shared over the session's 1 suite x system "
-        "scope (c 2.262): a true drop above 0.4332 fails and one below -0.4132 passes"
+        "resolution +-0.4338 at 95 % reliability, shared over the session's 1 suite x system "
+        "scope (c 2.262): a true drop above 0.4438 fails and one below -0.4238 passes"
     )
     # Wider than the tolerance: the item says what would resolve it. Today's drops have sd
-    # sqrt(2.5 / 9) = 0.527; the baseline has none; about 10,975 queries for +-0.01.
+    # sqrt(2.5 / 9) = 0.527; the baseline has none.
     assert out.detail[3].startswith(
-        "WARNING: the resolution (+-0.4232) is wider than the tolerance (0.01): changes with no "
-        "real effect on P@1 will often fail; a tolerance of at least 0.4232, or about "
+        "WARNING: the resolution (+-0.4338) is wider than the tolerance (0.01): changes with no "
+        "real effect on P@1 will often fail; a tolerance of at least 0.4338, or about "
     )
     assert figures(out).queries_needed == queries_needed(math.sqrt(2.5 / 9), 1.0, 0.01, 0.05)
     assert out.detail[4] == "q0: P@1 1 -> 0; q0-doc 1 -> - (displaced by spam)"
@@ -465,7 +466,7 @@ def test_the_default_rule_fails_an_observed_drop_beyond_the_tolerance() -> None:
     )
     assert same.passed
     assert same.detail[0] == (
-        "ok: P@1: no compared query changed (tolerance 0) (resolution +-0.2262 at 95 %)"
+        "ok: P@1: no compared query changed (tolerance 0) (resolution +-0.2524 at 95 %)"
     )
 
 
@@ -482,10 +483,15 @@ def test_more_blocks_widen_the_resolution_and_change_no_decision() -> None:
     shared_out = check_regressions(now, base, shared, checks, alpha=0.05, blocks=6)
     for a, b in zip(alone, shared_out, strict=True):
         assert (a.passed, figures(a).verdict) == (b.passed, figures(b).verdict)
-        # 6 blocks: each at 1 - 0.95^(1/6) = 0.008512; t_{1 - 0.004256, 9} / t_{0.975, 9}.
-        ratio = t_quantile(1 - block_level(0.05, 6) / 2, 9) / t_quantile(0.975, 9)
-        before, after = figures(a).resolution, figures(b).resolution
-        assert before is not None and after == pytest.approx(before * ratio)
+        # 6 blocks: each at 1 - 0.95^(1/6) = 0.008512, c = t_{1 - 0.004256, 9}. Drops: two 1s,
+        # eight 0s, SS = 2 * 0.8^2 + 8 * 0.2^2 = 1.6.
+        for c, found in (
+            (t_quantile(0.975, 9), figures(a)),
+            (t_quantile(1 - block_level(0.05, 6) / 2, 9), figures(b)),
+        ):
+            w = c * c / 4
+            assert found.resolution == pytest.approx(c * math.sqrt((1.6 + w) / (9 + w) / 10))
+        assert figures(b).resolution > figures(a).resolution  # type: ignore[operator]
     # Drop 0.2: over 0.1, within 0.3.
     assert [o.passed for o in alone] == [False, True]
 

@@ -77,11 +77,14 @@ def test_rows_give_the_resolution_from_the_baseline_and_the_queries_needed(
     plan.register(suite, "b", _baseline(suite, HALF))
     [row_a, row_b] = plan.rows()
     assert (row_a.system, row_a.metric, row_a.n, row_a.tolerance) == ("a", "P@1", 8, 0.01)
-    # Two blocks: each at 1 - 0.95^(1/2) = 0.025321; c = t_{1 - 0.012661, 7};
-    # resolution c * sqrt(7 * sd^2 + 1) / 8 with 7 sd^2 = SS = 2.
+    # Two blocks: each at 1 - 0.95^(1/2) = 0.025321; c = t_{1 - 0.012661, 7} = 2.8323545,
+    # w = c^2 / 4 = 2.0055580; resolution c * sqrt((7 sd^2 + w) / (7 + w)) / sqrt(8) with
+    # 7 sd^2 = SS = 2: 0.6678498.
     level = block_level(0.05, 2)
     c = t_quantile(1 - level / 2, 7)
-    assert row_a.resolution == pytest.approx(c * math.sqrt(3.0) / 8)
+    w = c * c / 4
+    assert row_a.resolution == pytest.approx(c * math.sqrt((2.0 + w) / (7 + w) / 8))
+    assert row_a.resolution == pytest.approx(0.6678498, abs=1e-7)
     assert row_a.reliability == 0.95
     sd = math.sqrt(2.0 / 7)
     assert row_a.needed == queries_needed(sd, 1.0, 0.01, level)
@@ -97,10 +100,11 @@ def test_a_suite_too_small_for_the_resolution_setting_is_refused(tmp_path: Path)
     strict = RegressionPlan(parse_settings({"resolution": 0.05}, tmp_path / "pyproject.toml"))
     with pytest.raises(RetrievalGateError) as info:
         strict.check_resolution(suite, {"a": base})
-    # One system: one block, c = t_{0.975, 7} = 2.364624; 2.364624 * sqrt(3) / 8 = 0.5120.
+    # One system: one block, c = t_{0.975, 7} = 2.364624, w = 1.397862:
+    # c * sqrt((2 + w) / (7 + w)) / sqrt(8) = 0.5318.
     needed = queries_needed(math.sqrt(2.0 / 7), 1.0, 0.05, 0.05)
     assert info.value.message == (
-        f"P@1 over suite (a) resolves +-0.5120 at 95 % with 8 shared queries, wider than the "
+        f"P@1 over suite (a) resolves +-0.5318 at 95 % with 8 shared queries, wider than the "
         f"'resolution' setting 0.05: it needs about {needed:,} queries, or a larger 'resolution'"
     )
     assert info.value.entry == "resolution"

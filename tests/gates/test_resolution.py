@@ -16,6 +16,7 @@ from retrieval_gate.gates.resolution import (
     joint_quantile,
     normal_joint_quantile,
     planned_epsilon,
+    pseudo_weight,
     queries_needed,
     t_cdf,
     t_quantile,
@@ -99,25 +100,32 @@ def test_a_mean_metric_spread_by_hand() -> None:
     assert spread.standard_error() == pytest.approx(math.sqrt(1.75) / 4)
     assert spread.unit_sd() == pytest.approx(0.5)  # sqrt(0.75 / 3)
     block = block_resolution({"MRR@10": spread}, 0.05)
-    # One metric, one block: c = t_{0.975, 3} = 3.1824463; epsilon 1.0524948.
+    # One metric, one block: c = t_{0.975, 3} = 3.1824463; the pseudo-query weighs c^2 / 4 =
+    # 2.5319911: epsilon = c * sqrt((0.75 + 2.5319911) / (3 + 2.5319911)) / sqrt(4) = 1.2256291.
     assert block.c == pytest.approx(3.1824463053)
     assert block.df == 3
-    assert block.epsilon["MRR@10"] == pytest.approx(3.1824463053 * math.sqrt(1.75) / 4)
+    assert pseudo_weight(block.c) == pytest.approx(2.5319911215)
+    assert spread.standard_error(2.5319911215) == pytest.approx(
+        math.sqrt(3.2819911215 / 5.5319911215) / 2
+    )
+    assert block.epsilon["MRR@10"] == pytest.approx(1.2256290693)
 
 
 def test_nothing_changed_still_has_a_resolution() -> None:
-    # 35 queries, no drop anywhere: the small-sample part alone, t_{0.975, 34} * 1 / 35.
+    # 35 queries, no drop anywhere: the small-sample part alone. c = t_{0.975, 34} = 2.0322445,
+    # w = c^2 / 4 = 1.0325044: c * sqrt(w / (34 + w)) / sqrt(35) = 0.0589729.
     block = block_resolution({"nDCG@10": ItemSpread(35, 1.0, drops=np.zeros(35))}, 0.05)
-    assert block.epsilon["nDCG@10"] == pytest.approx(2.0322445093 / 35)
+    assert block.epsilon["nDCG@10"] == pytest.approx(0.0589728759)
 
 
 def test_an_aggregate_that_is_not_a_mean_reads_its_bootstrap_sd() -> None:
-    # sqrt(0.05^2 + (1 / 20)^2) = 0.0707107, times t_{0.975, 19} = 2.0930241.
+    # sqrt(0.05^2 + w (1 / 20)^2), times c = t_{0.975, 19} = 2.0930241, w = c^2 / 4 = 1.0951874:
+    # 2.0930241 * sqrt(0.0025 + 0.0027380) = 0.1514801.
     spread = ItemSpread(20, 1.0, bootstrap_sd=0.05)
     assert spread.standard_error() == pytest.approx(math.sqrt(0.0025 + 0.0025))
     assert spread.unit_sd() == pytest.approx(0.05 * math.sqrt(20))
     block = block_resolution({"F1_micro": spread}, 0.05)
-    assert block.epsilon["F1_micro"] == pytest.approx(2.0930240544 * math.sqrt(0.005))
+    assert block.epsilon["F1_micro"] == pytest.approx(0.1514801279)
 
 
 def test_a_block_of_correlated_metrics_shares_one_c() -> None:
@@ -137,18 +145,18 @@ def test_a_block_of_correlated_metrics_shares_one_c() -> None:
 
 
 def test_planned_epsilon_and_queries_needed_by_hand() -> None:
-    # sd 0.2, R 1, 35 queries: t_{0.975, 34} * sqrt(34 * 0.04 + 1) / 35 = 0.0892767.
-    assert planned_epsilon(0.2, 35, 1.0, 2.0322445093) == pytest.approx(
-        2.0322445093 * math.sqrt(2.36) / 35
-    )
+    # sd 0.2, R 1, 35 queries, c = t_{0.975, 34}, w = 1.0325044:
+    # c * sqrt((34 * 0.04 + w) / (34 + w)) / sqrt(35) = 0.0897703.
+    assert planned_epsilon(0.2, 35, 1.0, 2.0322445093) == pytest.approx(0.0897703089)
     needed = queries_needed(0.2, 1.0, 0.05, 0.05)
     assert needed is not None
 
     def eps(n: int) -> float:
         return planned_epsilon(0.2, n, 1.0, t_quantile(0.975, n - 1))
 
-    # The fewest: it reaches the target and one query fewer does not. 82: t_{0.975, 81} 1.98969 *
-    # sqrt(81 * 0.04 + 1) / 82 = 0.049963; 81: 1.99006 * sqrt(80 * 0.04 + 1) / 81 = 0.050351.
+    # The fewest: it reaches the target and one query fewer does not. 82: c = t_{0.975, 81} =
+    # 1.98969, w = 0.98971, c * sqrt((81 * 0.04 + w) / (81 + w)) / sqrt(82) = 0.049906; 81:
+    # 1.99006 ... = 0.050294.
     assert eps(needed) <= 0.05 < eps(needed - 1)
     assert needed == 82
     assert queries_needed(0.2, 1.0, 0.0, 0.05) is None

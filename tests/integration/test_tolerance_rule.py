@@ -210,14 +210,17 @@ def test_an_unchanged_run_passes_and_states_its_resolution(pytester: pytest.Pyte
         "ok: MRR@10: no compared query changed (tolerance 0.01) (resolution +-"
     )
     # Nothing changed: the spread of the drops is 0 and the resolution is its small-sample part,
-    # c * sqrt(0 + 1^2) / 35. c is the max-|t| over the block's three metrics (34 df) at the
-    # level 1 - 0.95^(1/3) of one of three blocks; drops that do not vary tell nothing of their
-    # correlation, so the metrics count as independent: Sidak again, 1 - (1 - level)^(1/3).
+    # c * sqrt(w / (34 + w)) / sqrt(35), w = c^2 / 4. c is the max-|t| over the block's three
+    # metrics (34 df) at the level 1 - 0.95^(1/3) of one of three blocks; drops that do not vary
+    # tell nothing of their correlation, so the metrics count as independent: Sidak again,
+    # 1 - (1 - level)^(1/3) = 1 - 0.95^(1/9) = 0.0056830 per metric: c = 2.9522870,
+    # w = 2.1789996, resolution 0.1224686.
     from retrieval_gate.gates.resolution import block_level, t_quantile
 
-    per_metric = block_level(block_level(0.05, 3), 3)  # 1 - 0.95^(1/9) = 0.0056830
-    assert gate["resolution"] == pytest.approx(t_quantile(1 - per_metric / 2, 34) / 35, rel=1e-9)
-    assert gate["resolution"] == pytest.approx(2.952287 / 35, abs=1e-6)
+    c = t_quantile(1 - block_level(block_level(0.05, 3), 3) / 2, 34)
+    assert c == pytest.approx(2.952287, abs=1e-6)
+    assert gate["resolution"] == pytest.approx(c * math.sqrt(c * c / 4 / (34 + c * c / 4) / 35))
+    assert gate["resolution"] == pytest.approx(0.1224686, abs=1e-6)
     # Wider than the tolerance: the summary says so once for the suite, with what would fix it.
     text = result.stdout.str()
     assert text.count("WARNING: the regression resolution is wider than the tolerance") == 1
@@ -256,22 +259,23 @@ def test_the_failure_text_explains_each_regressed_query(pytester: pytest.Pyteste
     break_top_hits(pytester, "bm25", THIRD)
     result = pytester.runpytest("--retrieval-gate", "docstrings.retrieval.yaml::bm25")
     # Only bm25's items are collected: one block. The drops of the three metrics move together
-    # (correlation 1), so c is one metric's t_{0.975, 34} = 2.032; SS = 12 * 0.5^2 - 35 * 0.1714^2
-    # = 1.9714, resolution 2.032 * sqrt(1.9714 + 1) / 35 = 0.1001.
+    # (correlation 1), so c is one metric's t_{0.975, 34} = 2.032, w = c^2 / 4 = 1.0325;
+    # SS = 12 * 0.5^2 - 35 * 0.1714^2 = 1.9714, resolution
+    # 2.032 * sqrt((1.9714 + 1.0325) / (34 + 1.0325)) / sqrt(35) = 0.1006.
     result.stdout.fnmatch_lines(
         [
             lit(
                 "MRR@10 regression over suite (docstrings x bm25): FAILED: regressed: 0.8286 vs "
                 "baseline 1 (drop 0.1714, tolerance 0.01, resolution +-"
             )
-            + "0.1001 at 95 %, n=35)",
-            "regressed: MRR@10 dropped 0.1714 > tolerance 0.01 (resolution +-0.1001 at 95 %)",
+            + "0.1006 at 95 %, n=35)",
+            "regressed: MRR@10 dropped 0.1714 > tolerance 0.01 (resolution +-0.1006 at 95 %)",
             "baseline 1 -> now 0.8286 (drop 0.1714, tolerance 0.01) over 35 shared queries; "
             "12 worse, 0 better",
-            "resolution +-0.1001 at 95 % reliability, shared over the session's 1 suite x system "
-            "scope (c 2.032): a true drop above 0.1101 fails and one below -0.0901 passes",
-            "WARNING: the resolution (+-0.1001) is wider than the tolerance (0.01): changes with "
-            "no real effect on MRR@10 will often fail; a tolerance of at least 0.1001, or about "
+            "resolution +-0.1006 at 95 % reliability, shared over the session's 1 suite x system "
+            "scope (c 2.032): a true drop above 0.1106 fails and one below -0.0906 passes",
+            "WARNING: the resolution (+-0.1006) is wider than the tolerance (0.01): changes with "
+            "no real effect on MRR@10 will often fail; a tolerance of at least 0.1006, or about "
             "* queries, would resolve it",
             "q00: MRR@10 1 -> 0.5; d0 1 -> - (displaced by bm25-f0); e0 3 -> 2",
         ]
@@ -330,20 +334,21 @@ def test_a_handful_of_lost_queries_in_a_large_suite_fails_and_says_how_far_to_tr
     pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
     # Three of 160 queries lose their document: MRR@10 drops 3/160 = 0.01875 > 0.01, and the
     # item fails (the margin rule called this "underpowered" and passed it). One block of one
-    # metric: c = t_{0.975, 159} = 1.97500; SS = 3 - 160 * 0.01875^2 = 2.94375; resolution
-    # 1.975 * sqrt(2.94375 + 1) / 160 = 0.024513: wider than the tolerance, and it says so.
+    # metric: c = t_{0.975, 159} = 1.97500, w = c^2 / 4 = 0.97515; SS = 3 - 160 * 0.01875^2 =
+    # 2.94375; resolution 1.975 * sqrt((2.94375 + w) / (159 + w)) / sqrt(160) = 0.024438: wider
+    # than the tolerance, and it says so.
     damage(pytester, {3: 12, 50: 12, 77: 12})
     result = pytester.runpytest("--retrieval-gate")
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "regressed: MRR@10 dropped 0.0188 > tolerance 0.01 (resolution +-0.0245 at 95 %)",
+            "regressed: MRR@10 dropped 0.0188 > tolerance 0.01 (resolution +-0.0244 at 95 %)",
             "*WARNING: the regression resolution is wider than the tolerance*",
         ]
     )
     data = json.loads((pytester.path / "retrieval-gate-report.json").read_text(encoding="utf-8"))
     (gate,) = [g for g in data["gates"] if "::regression::" in g["nodeid"]]
-    assert gate["resolution"] == pytest.approx(0.024513, abs=1e-6)
+    assert gate["resolution"] == pytest.approx(0.024438, abs=1e-6)
 
 
 def test_the_same_figures_with_and_without_xdist(pytester: pytest.Pytester) -> None:

@@ -221,13 +221,15 @@ class ItemSpread:
     drops: np.ndarray | None = None  # d_i = baseline_i - now_i, for a mean metric
     bootstrap_sd: float | None = None  # for micro F1, a correlation
 
-    def standard_error(self) -> float:
-        """sqrt(SS + R^2) / n for a mean metric, sqrt(sd_boot^2 + (R / n)^2) otherwise."""
+    def standard_error(self, weight: float = 1.0) -> float:
+        """The standard error of D^ with a pseudo-query of ``weight`` at distance R: for a mean
+        metric sqrt((SS + w R^2) / (n - 1 + w)) / sqrt(n), otherwise sqrt(sd_boot^2 + w (R / n)^2).
+        """
         if self.drops is not None:
             ss = float(((self.drops - self.drops.mean()) ** 2).sum())
-            return math.sqrt(ss + self.width**2) / self.n
+            return _spread(ss, self.n, self.width, weight)
         sd = self.bootstrap_sd or 0.0
-        return math.sqrt(sd * sd + (self.width / self.n) ** 2)
+        return math.sqrt(sd * sd + weight * (self.width / self.n) ** 2)
 
     def unit_sd(self) -> float:
         """The spread of the drops per unit: their sample sd, or sd_boot * sqrt(n)."""
@@ -271,15 +273,26 @@ def block_resolution(
         c=c,
         level=level,
         df=n - 1,
-        epsilon={k: c * usable[k].standard_error() for k in names},
+        epsilon={k: c * usable[k].standard_error(pseudo_weight(c)) for k in names},
         c_normal=normal_joint_quantile(corr, level, seed),
     )
 
 
+def pseudo_weight(c: float) -> float:
+    """The pseudo-query's weight, c^2 / 4: one query at c = 2 (Agresti and Min's half count in
+    each discordant cell), growing with c^2 as the Wilson and Agresti-Coull corrections do."""
+    return c * c / 4.0
+
+
+def _spread(ss: float, n: int, width: float, weight: float) -> float:
+    return math.sqrt((ss + weight * width * width) / (n - 1 + weight)) / math.sqrt(n)
+
+
 def planned_epsilon(sd: float, n: int, width: float, c: float) -> float:
-    """The resolution a suite of n queries gives before a change exists: c sqrt((n - 1) sd^2 +
-    R^2) / n, the baseline's sample sd standing in for the spread of the drops."""
-    return c * math.sqrt((n - 1) * sd * sd + width * width) / n
+    """The resolution a suite of n queries gives before a change exists: c sqrt(((n - 1) sd^2 +
+    w R^2) / (n - 1 + w)) / sqrt(n), w = c^2 / 4, the baseline's sample sd standing in for the
+    spread of the drops."""
+    return c * _spread((n - 1) * sd * sd, n, width, pseudo_weight(c))
 
 
 def queries_needed(
