@@ -298,6 +298,14 @@ def test_plan_prints_the_resolution_and_runs_nothing(pytester: pytest.Pytester) 
             "docstrings*bm25*MRR@10*35*0.01*+-*",
         ]
     )
+    # A suite too coarse for the setting is marked in the plan, not a collection error there.
+    make(pytester, THREE, extra="resolution = 0.03")
+    coarse = pytester.runpytest("--retrieval-gate", "--rg-plan")
+    assert coarse.ret == 0
+    coarse.stdout.fnmatch_lines(["docstrings*bm25*MRR@10*35*0.01*+-*0.03 (too coarse)*"])
+    assert "rg-plan" not in str(
+        pytester.runpytest("--retrieval-gate", "--rg-plan", "-n", "2").errlines
+    )
 
 
 def test_a_suite_too_small_for_the_resolution_setting_is_a_collection_error(
