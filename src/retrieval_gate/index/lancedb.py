@@ -210,8 +210,9 @@ def _folder_lock(uri: str) -> Iterator[None]:
 def _import_lancedb() -> Any:
     from retrieval_gate.embed import import_optional
 
-    # The Rust engine logs a warning to stderr for each table it creates; errors still show.
-    os.environ.setdefault("LANCE_LOG", "error")
+    # The Rust engine logs a warning to stderr for each table it creates ("No existing
+    # dataset"), around pytest's capture; errors still show. A user's own setting wins.
+    os.environ.setdefault("LANCEDB_LOG", "error")
     return import_optional("lancedb", package="lancedb", extra="lancedb")
 
 
@@ -323,7 +324,7 @@ class LanceDBIndex:
         size = getattr(kind, "list_size", None)
         if size is None:
             raise ConfigError(
-                f"{self.where}: column {self.vector_column!r} is {kind}, not a fixed-size "
+                f"{self.where} has a column {self.vector_column!r} of {kind}, not a fixed-size "
                 "vector column"
             )
         self._dim = int(size)
@@ -474,14 +475,17 @@ class LanceDBIndex:
         if table is None:
             return [[] for _ in range(q.shape[0])]
         results: list[list[tuple[str, float]]] = []
+        # The flat scan orders equal distances arbitrarily: it fetches k more, so documents tied
+        # at the cut are chosen by the tie policy (id descending), as exact search chooses them.
+        fetch = 2 * k if self.ann == "none" else k
         try:
             for start in range(0, q.shape[0], _QUERY_BATCH):
                 block = q[start : start + _QUERY_BATCH]
                 builder = (
                     table.search(list(block), vector_column_name=self.vector_column)
                     .distance_type("cosine")
-                    .limit(k)
-                    .select([self.id_column])
+                    .limit(fetch)
+                    .select([self.id_column, "_distance"])
                 )
                 builder = self._tune(builder)
                 found = builder.to_arrow()
@@ -495,7 +499,7 @@ class LanceDBIndex:
                 distances = found.column("_distance").to_pylist()
                 for position, doc_id, distance in zip(positions, doc_ids, distances, strict=True):
                     rows[int(position)].append((str(doc_id), 1.0 - float(distance)))
-                results.extend(_best_first(pairs) for pairs in rows)
+                results.extend(_best_first(pairs)[:k] for pairs in rows)
         except (ConfigError, LanceDBError):
             raise
         except Exception as exc:
