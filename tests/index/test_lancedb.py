@@ -69,7 +69,6 @@ def test_a_table_the_gate_did_not_write_is_refused_and_kept(tmp_path: Path) -> N
         f"LanceDB table {name!r} at {tmp_path / 'lancedb'} exists and was not written by the "
         "gate; it is left alone (drop it, or read it with 'table')"
     )
-    )
     assert db.open_table(name).to_arrow().to_pylist() == [{"id": "x", "note": "the team's row"}]
 
 
