@@ -5,9 +5,11 @@ and land in the same content-addressed cache as local vectors do.
 Only the misses travel: the caller (the embedding system, ``embed_texts``) looks the texts up in
 the cache first and hands this embedder the rest. Queries are embedded locally, as the timed
 latency must be this machine's. The vectors are the local path's: each actor loads the model
-from the same :class:`~retrieval_gate.embed.EmbedderSpec` (so the same identity) and encodes a
-contiguous run of the texts in the order given, with the same batch size; on the same kind of
-device they are bitwise equal (tested on a local cluster), which is why the identity, and so
+from the same :class:`~retrieval_gate.embed.EmbedderSpec` (so the same identity) and encodes
+the very batches one local ``encode`` call would form (sentence-transformers sorts by length and
+cuts ``batch_size`` texts; a vector depends on the batch it was padded in); on the same kind of
+device they are bitwise equal (tested on a local cluster; the ONNX backends batch by token
+count, so theirs agree within float noise), which is why the identity, and so
 the cache and the baselines, do not name the executor. On a cluster with GPUs the actors run
 the model there (``device = "cuda"``): equal to the CPU's within float noise, as the ``device``
 setting is.
@@ -51,8 +53,10 @@ class _Encoder:
 
         self.model = load_embedder(spec, cache_dir=Path(cache_dir))
 
-    def encode(self, texts: list[str]) -> np.ndarray:
-        return np.asarray(self.model.encode_documents(texts), dtype=np.float32)
+    def encode(self, batches: list[list[str]]) -> np.ndarray:
+        """Each batch in its own encode() call (so padded as the local call pads it), stacked."""
+        parts = [np.asarray(self.model.encode_documents(b), dtype=np.float32) for b in batches]
+        return np.concatenate(parts, axis=0)
 
 
 class RayEmbedder(LazyEmbedder):
@@ -122,25 +126,36 @@ class RayEmbedder(LazyEmbedder):
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         ray = self._ray()
-        batch = max(1, self.spec.batch_size)
-        # Runs of whole batches, in order, one per actor at most.
-        actors = self._start(ray, math.ceil(len(texts) / batch))
-        per_actor = math.ceil(math.ceil(len(texts) / batch) / len(actors)) * batch
-        runs = [list(texts[i : i + per_actor]) for i in range(0, len(texts), per_actor)]
+        size = max(1, self.spec.batch_size)
+        # The batches one local encode() call forms: sentence-transformers sorts its texts by
+        # length (numpy's argsort of minus the length) and cuts batches of batch_size. A text's
+        # vector depends on the batch it is padded with (float noise, 1e-7), not on the order
+        # within it, so the same batches give the same bits.
+        order = np.argsort([-len(text) for text in texts])
+        batches = [order[i : i + size] for i in range(0, len(texts), size)]
+        actors = self._start(ray, len(batches))
+        per_actor = math.ceil(len(batches) / len(actors))
+        runs = [batches[i : i + per_actor] for i in range(0, len(batches), per_actor)]
         try:
             parts = ray.get(
-                [actor.encode.remote(run) for actor, run in zip(actors, runs, strict=False)]
+                [
+                    actor.encode.remote([[str(texts[j]) for j in batch] for batch in run])
+                    for actor, run in zip(actors, runs, strict=False)
+                ]
             )
         except Exception as exc:
             raise RunError(
                 f"embedding {len(texts)} documents on Ray failed: {_first_line(exc)}"
             ) from None
-        vectors = np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
-        if vectors.shape[0] != len(texts):
-            raise RunError(f"Ray returned {vectors.shape[0]} vectors for {len(texts)} documents")
+        vectors = np.zeros((len(texts), parts[0].shape[-1]), dtype=np.float32)
+        for run, part in zip(runs, parts, strict=True):
+            rows = np.concatenate(run)
+            if part.shape != (rows.size, vectors.shape[1]):
+                raise RunError(f"Ray returned {part.shape} vectors for {rows.size} documents")
+            vectors[rows] = part
         self.sent += len(texts)
         self.know_dim(int(vectors.shape[1]))
-        return np.ascontiguousarray(vectors, dtype=np.float32)
+        return vectors
 
 
 def ray_embedder(
