@@ -23,6 +23,7 @@ Every statement runs under ``statement_timeout`` (loading and index builds under
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -721,8 +722,16 @@ class PgvectorIndex:
         return results
 
     def close(self) -> None:
-        if not self._shared:
-            self._conn.close()
+        if self._shared:
+            return
+        if self.temporary and not self._conn.closed:
+            from psycopg import sql
+
+            # Dropped now: the server drops a connection's temporary tables only once it has
+            # noticed the connection is gone, after close() returns.
+            with contextlib.suppress(Exception), self._conn.cursor() as cur:
+                cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(self.table.sql()))
+        self._conn.close()
 
 
 def _is_database_error(exc: BaseException) -> bool:
