@@ -327,6 +327,53 @@ def test_a_killed_run_leaves_a_table_the_next_run_uses(
     assert done[system]["stats"]["index_recall"] == 1.0
 
 
+# -- a team's table ----------------------------------------------------------------------------
+
+
+def test_a_teams_table_is_searched_read_only_with_nothing_embedded(
+    pytester: pytest.Pytester, dsn: str
+) -> None:
+    systems = engines(WORDS)
+    fruit_project(pytester, {"exact": systems["exact"], "pg": systems["pg"]})
+    cache = f"--rg-cache-dir={pytester.path / 'cache'}"
+    before = set(tables(dsn))
+    pytester.runpytest("--retrieval-gate", cache).assert_outcomes(passed=2)
+    (gate_table,) = set(tables(dsn)) - before
+    # The team's copy of the same vectors, under their own names, with their own HNSW index.
+    with psycopg.connect(dsn, autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute("DROP TABLE IF EXISTS team_fruit")
+        cur.execute(
+            f'CREATE TABLE team_fruit AS SELECT id AS doc_id, embedding AS emb FROM "{gate_table}"'
+        )
+        cur.execute("CREATE INDEX ON team_fruit USING hnsw (emb vector_cosine_ops)")
+    team = WORDS + (
+        'index = "pgvector"\ndsn_env = "RG_TEST_DSN"\ntable = "team_fruit"\n'
+        'id_column = "doc_id"\nvector_column = "emb"'
+    )
+    fruit_project(
+        pytester,
+        {"exact": systems["exact"], "team": team, "team-hnsw": team + '\nann_index = "hnsw"'},
+    )
+    result = pytester.runpytest("--retrieval-gate", f"--rg-cache-dir={pytester.path / 'cache2'}")
+    result.assert_outcomes(passed=3)
+    done = runs(pytester.path)
+    for name in ("team", "team-hnsw"):
+        stats = done[name]["stats"]
+        assert rankings(done[name], 3) == rankings(done["exact"], 3), name
+        assert (stats["embedded_documents"], stats["cached_documents"]) == (0, 0)
+        assert "documents: read from the pgvector table, none embedded" in stats["notes"]
+        assert "index_stability_rbo" not in stats  # the team's index is never built again
+    # Its HNSW index measured against the engine's own exact scan of the same table.
+    assert done["team-hnsw"]["stats"]["index_recall"] == 1.0
+    assert done["exact"]["stats"]["embedded_documents"] == 4
+    with psycopg.connect(dsn, autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT count(*), obj_description('team_fruit'::regclass, 'pg_class') FROM team_fruit"
+        )
+        assert cur.fetchone() == (4, None)
+        cur.execute("DROP TABLE team_fruit")
+
+
 # -- bad settings ----------------------------------------------------------------------------
 
 

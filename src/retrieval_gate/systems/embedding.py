@@ -469,6 +469,9 @@ class EmbeddingIndex:
             "embedder": embedder.identity,
             "dims": embedder.dim,
         }
+        if self.stored:
+            self._counts["cached_documents"] = 0
+            self.notes.append(f"documents: read from the {self.index_kind} table, none embedded")
 
     @property
     def stats(self) -> dict[str, Any]:
