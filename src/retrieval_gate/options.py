@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
+from retrieval_gate.baseline.store import url_scheme
 from retrieval_gate.config import Settings
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.systems.config import SystemConfig
@@ -54,6 +55,8 @@ class Outputs:
     json: Path
     baseline: Path
     cache_dir: Path
+    # A baseline store named by URL (``scheme://...``, baseline/store.py) rather than a file.
+    baseline_url: str | None = None
 
 
 def _resolve(
@@ -78,6 +81,13 @@ def resolve_cache_dir(values: OptionValues, settings: Settings) -> Path:
     )
 
 
+def _file_path(value: str | None) -> str | None:
+    """A ``file://`` URL as the path it names; anything else unchanged."""
+    if value and url_scheme(value) == "file":
+        return value.partition("://")[2]
+    return value
+
+
 def resolve_outputs(values: OptionValues, settings: Settings) -> Outputs:
     """The report, its JSON twin (default: the report's path with ``.json``), the baseline and
     the cache folder. The JSON twin and the report must differ."""
@@ -95,9 +105,11 @@ def resolve_outputs(values: OptionValues, settings: Settings) -> Outputs:
         raise RetrievalGateError(
             f"--rg-json and the markdown report are both {report}; give the JSON twin its own path"
         )
+    named = values.baseline or values.ini.get("baseline") or settings.baseline_url
+    url = named if named and url_scheme(named) not in (None, "file") else None
     baseline = _resolve(
-        values.baseline,
-        values.ini.get("baseline"),
+        None if url else _file_path(values.baseline),
+        None if url else _file_path(values.ini.get("baseline")),
         settings.baseline,
         values.rootpath / DEFAULT_BASELINE,
         values,
@@ -106,6 +118,7 @@ def resolve_outputs(values: OptionValues, settings: Settings) -> Outputs:
         report=report,
         json=json_path,
         baseline=baseline,
+        baseline_url=url,
         cache_dir=resolve_cache_dir(values, settings),
     )
 

@@ -191,7 +191,7 @@ def retrieval_system(request: pytest.FixtureRequest) -> Any:
     with or without ``--retrieval-gate``; its corpus embeddings come from the same cache.
     """
     from retrieval_gate.errors import RetrievalGateError
-    from retrieval_gate.systems.handle import RetrievalSystem, open_system
+    from retrieval_gate.runs.handle import RetrievalSystem, open_system
 
     config = request.config
     session = config.stash.get(SESSION_KEY, None)

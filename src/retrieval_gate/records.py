@@ -22,23 +22,30 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 __all__ = [
+    "DEFAULT_KIND",
     "BaselineComparison",
     "GroupRecord",
+    "ItemPayload",
     "Outcome",
     "QueryRecord",
     "RegressionFigures",
     "RegressionRow",
     "RunFailure",
     "RunRecord",
+    "Section",
+    "Table",
+    "Undecided",
+    "UnitExtras",
     "format_value",
     "parse_scope",
     "query_digest",
+    "register_kind_codec",
     "scope_name",
     "shorten",
 ]
@@ -77,14 +84,60 @@ def format_value(value: float) -> str:
 
 # -- the run -------------------------------------------------------------------------------------
 
-#: What a unit of each suite kind is called in messages and reports.
-UNIT_NOUNS = {"ranking": "queries", "extraction": "documents", "pairs": "pairs"}
+#: The kind a run has when its record names none (what 0.1.0 wrote: a ranking suite).
+DEFAULT_KIND = "ranking"
+
+
+class UnitExtras(Protocol):
+    """What a suite kind adds to each unit's record (an extraction document's negated terms, a
+    pair's second text): its own frozen dataclass, serialised into the unit's JSON object beside
+    the shared keys."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class RawExtras:
+    """Extras of a kind whose codec is not registered in this process: kept as read, so a
+    record passes through unchanged."""
+
+    data: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.data)
+
+
+@dataclass(frozen=True)
+class KindCodec:
+    """A suite kind's part of the records' JSON: ``decode`` builds a unit's extras from the keys
+    of its JSON object that the shared record does not know (None when there are none), and
+    ``run_view`` adds keys to the run's JSON (an extraction run's ``documents``)."""
+
+    decode: Callable[[Mapping[str, Any]], UnitExtras | None]
+    run_view: Callable[[RunRecord], dict[str, Any]] | None = None
+
+
+_CODECS: dict[str, KindCodec] = {}
+
+
+def register_kind_codec(kind: str, codec: KindCodec) -> None:
+    """Register a suite kind's codec (done by the suite-kind registry when the kind registers)."""
+    _CODECS[kind] = codec
+
+
+def _decode_extras(kind: str, data: Mapping[str, Any]) -> UnitExtras | None:
+    extra = {key: value for key, value in data.items() if key not in _QUERY_KEYS}
+    codec = _CODECS.get(kind)
+    if codec is not None:
+        return codec.decode(extra)
+    return RawExtras(extra) if extra else None
 
 
 @dataclass(frozen=True)
 class QueryRecord:
-    """One query of a run: its values, its ranking (cut at the suite's largest k) and where each
-    relevant (grade >= 1) document ranked in the full ranking (None: not retrieved)."""
+    """One unit of a run: its values, its ranking (cut at the suite's largest k) and where each
+    relevant (grade >= 1) document ranked in the full ranking (None: not retrieved), plus what
+    its suite kind adds (``extras``)."""
 
     id: str
     digest: str
@@ -95,29 +148,15 @@ class QueryRecord:
     relevant_ranks: Mapping[str, int | None]
     latency_ms: float | None = None  # None for a query read back from a baseline file
     text: str = ""  # the query's text ("" for a query read back from a baseline file)
-    # Extraction suites: gold terms not affirmed, and predicted terms the system said negated.
-    gold_negated: tuple[str, ...] = ()
-    predicted_negated: tuple[str, ...] = ()
-    text_b: str = ""  # pair suites: the pair's second text
+    # Documents of the top max(k) without a judgment (grade >= 0): Judged@k's complement, and the
+    # "stale labels?" line of a regression. Empty for a query read back from a baseline file.
+    unjudged: tuple[str, ...] = ()
+    extras: UnitExtras | None = None  # what the unit's suite kind adds
 
     @property
     def gold(self) -> tuple[str, ...]:
         """The relevant (expected) ids: an extraction document's affirmed gold terms."""
         return tuple(self.relevant_ranks)
-
-    def unit_json(self) -> dict[str, Any]:
-        """An extraction document as the JSON twin lists it: enough to recompute every figure."""
-        return {
-            "id": self.id,
-            "gold": sorted(self.gold),
-            "gold_negated": list(self.gold_negated),
-            "predicted": list(self.ranking),
-            "predicted_negated": list(self.predicted_negated),
-        }
-
-    # Documents of the top max(k) without a judgment (grade >= 0): Judged@k's complement, and the
-    # "stale labels?" line of a regression. Empty for a query read back from a baseline file.
-    unjudged: tuple[str, ...] = ()
 
     def label(self, kind: str) -> str | None:
         """The query's ``category`` or ``difficulty``."""
@@ -135,18 +174,12 @@ class QueryRecord:
             "latency_ms": self.latency_ms,
             "text": self.text,
             # Only what a unit of another kind has: a ranking query's JSON is unchanged.
-            **({"gold_negated": list(self.gold_negated)} if self.gold_negated else {}),
-            **(
-                {"predicted_negated": list(self.predicted_negated)}
-                if self.predicted_negated
-                else {}
-            ),
-            **({"text_b": self.text_b} if self.text_b else {}),
+            **(self.extras.to_json() if self.extras is not None else {}),
             "unjudged": list(self.unjudged),
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> QueryRecord:
+    def from_json(cls, data: Mapping[str, Any], kind: str = DEFAULT_KIND) -> QueryRecord:
         return cls(
             id=data["id"],
             digest=data["digest"],
@@ -157,11 +190,26 @@ class QueryRecord:
             relevant_ranks=dict(data["relevant_ranks"]),
             latency_ms=data.get("latency_ms"),
             text=data.get("text", ""),
-            gold_negated=tuple(data.get("gold_negated", ())),
-            predicted_negated=tuple(data.get("predicted_negated", ())),
-            text_b=data.get("text_b", ""),
             unjudged=tuple(data.get("unjudged", ())),
+            extras=_decode_extras(kind, data),
         )
+
+
+#: The keys of a unit's JSON object the shared record reads; the others are its kind's extras.
+_QUERY_KEYS = frozenset(
+    {
+        "id",
+        "digest",
+        "category",
+        "difficulty",
+        "metrics",
+        "ranking",
+        "relevant_ranks",
+        "latency_ms",
+        "text",
+        "unjudged",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -195,8 +243,8 @@ class RunRecord:
     latency_ms: Mapping[str, float]  # p50 / p95 / p99 / mean
     stats: Mapping[str, Any]  # corpus, cache and index figures of the system
     queries: tuple[QueryRecord, ...]
-    kind: str = "ranking"  # the suite's kind: ranking, extraction, pairs
-    # Extraction and pair suites: the seeded bootstrap 95 % interval of each suite value.
+    kind: str = DEFAULT_KIND  # the suite's kind (suites/: ranking, ontology, extraction, pairs)
+    # Kinds with few units (extraction, pairs): the seeded bootstrap 95 % interval of each value.
     intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     # The suite's unjudged (drift) queries: id -> (digest of the text, top max(k)); drift.py.
     drift_rankings: Mapping[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
@@ -204,11 +252,6 @@ class RunRecord:
     @property
     def key(self) -> tuple[str, str]:
         return (self.suite, self.system)
-
-    @property
-    def units(self) -> str:
-        """What the suite's units are called: queries, documents or pairs."""
-        return UNIT_NOUNS.get(self.kind, "queries")
 
     @property
     def latency_measured(self) -> bool:
@@ -275,14 +318,15 @@ class RunRecord:
         }
 
     def _kind_json(self) -> dict[str, Any]:
-        if self.kind == "ranking":
+        if self.kind == DEFAULT_KIND:
             return {}  # a ranking run's JSON is what 0.1.0 wrote
         out: dict[str, Any] = {
             "kind": self.kind,
             "intervals": {name: list(bounds) for name, bounds in self.intervals.items()},
         }
-        if self.kind == "extraction":
-            out["documents"] = [q.unit_json() for q in self.queries]
+        codec = _CODECS.get(self.kind)
+        if codec is not None and codec.run_view is not None:
+            out.update(codec.run_view(self))
         return out
 
     @classmethod
@@ -301,8 +345,10 @@ class RunRecord:
             },
             latency_ms=dict(data["latency_ms"]),
             stats=dict(data["stats"]),
-            queries=tuple(QueryRecord.from_json(q) for q in data["queries"]),
-            kind=data.get("kind", "ranking"),
+            queries=tuple(
+                QueryRecord.from_json(q, data.get("kind", DEFAULT_KIND)) for q in data["queries"]
+            ),
+            kind=data.get("kind", DEFAULT_KIND),
             intervals={name: (lo, hi) for name, (lo, hi) in data.get("intervals", {}).items()},
             drift_rankings=_drift_from_json(data),
         )
@@ -312,7 +358,7 @@ class RunRecord:
         return {
             "suite": self.suite,
             "system": self.system,
-            **({"kind": self.kind} if self.kind != "ranking" else {}),
+            **({"kind": self.kind} if self.kind != DEFAULT_KIND else {}),
             "fingerprint": dict(self.fingerprint),
             "k": list(self.k),
             "metrics": dict(self.metrics),
@@ -337,8 +383,10 @@ class RunRecord:
         What the compact form does not keep is empty: groups, latency and stats; each query's
         latency is None.
         """
+        kind = data.get("kind", DEFAULT_KIND)
         queries = tuple(
-            QueryRecord.from_json({"id": qid, **query}) for qid, query in data["queries"].items()
+            QueryRecord.from_json({"id": qid, **query}, kind)
+            for qid, query in data["queries"].items()
         )
         return cls(
             suite=data.get("suite", ""),
@@ -353,7 +401,7 @@ class RunRecord:
             latency_ms={},
             stats={},
             queries=queries,
-            kind=data.get("kind", "ranking"),
+            kind=kind,
             drift_rankings=_drift_from_json(data),
         )
 
@@ -385,12 +433,39 @@ class RunFailure:
     system: str
     error: str
 
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.suite, self.system)
+
     def to_json(self) -> dict[str, str]:
         return {"suite": self.suite, "system": self.system, "error": self.error}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunFailure:
         return cls(suite=data["suite"], system=data["system"], error=data["error"])
+
+
+# -- report content ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of a report section: its header, its rows of cell text, and a caption line shown
+    above it (the system it is about)."""
+
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    caption: str = ""
+
+
+@dataclass(frozen=True)
+class Section:
+    """A report section a suite kind contributes (its worst units): a title, lines of text and
+    tables. Renderers decide the markup."""
+
+    title: str
+    lines: tuple[str, ...] = ()
+    tables: tuple[Table, ...] = ()
 
 
 # -- gate outcomes -------------------------------------------------------------------------------
@@ -724,4 +799,70 @@ class BaselineComparison:
             rows=None
             if rows is None
             else {name: RegressionRow.from_json(row) for name, row in rows.items()},
+        )
+
+
+# -- what an item hands the session ----------------------------------------------------------
+
+
+@dataclass(frozen=True, order=True)
+class Undecided:
+    """A gate item not decided because its suite x system run failed."""
+
+    suite: str
+    system: str
+    nodeid: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"suite": self.suite, "system": self.system, "nodeid": self.nodeid}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Undecided:
+        return cls(suite=data["suite"], system=data["system"], nodeid=data["nodeid"])
+
+
+@dataclass(frozen=True)
+class ItemPayload:
+    """What one item hands the session that writes the report: the runs it was the first in
+    its process to read (with their baseline comparisons), its own gate outcome, or why it was
+    not decided. Under xdist it travels on the item's test report, through this one codec, and
+    the controller gathers every worker's payloads into the same report a serial run writes."""
+
+    runs: tuple[RunRecord, ...] = ()
+    comparisons: tuple[BaselineComparison, ...] = ()
+    failures: tuple[RunFailure, ...] = ()
+    gates: tuple[Outcome, ...] = ()
+    undecided: tuple[Undecided, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.runs or self.comparisons or self.failures or self.gates or self.undecided)
+
+    def __add__(self, other: ItemPayload) -> ItemPayload:
+        return ItemPayload(
+            runs=self.runs + other.runs,
+            comparisons=self.comparisons + other.comparisons,
+            failures=self.failures + other.failures,
+            gates=self.gates + other.gates,
+            undecided=self.undecided + other.undecided,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runs": [run.to_json() for run in self.runs],
+            "comparisons": [c.to_transport() for c in self.comparisons],
+            "failures": [f.to_json() for f in self.failures],
+            "gates": [g.to_json() for g in self.gates],
+            "undecided": [u.to_json() for u in self.undecided],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ItemPayload:
+        return cls(
+            runs=tuple(RunRecord.from_json(r) for r in data.get("runs", ())),
+            comparisons=tuple(
+                BaselineComparison.from_transport(c) for c in data.get("comparisons", ())
+            ),
+            failures=tuple(RunFailure.from_json(f) for f in data.get("failures", ())),
+            gates=tuple(Outcome.from_json(g) for g in data.get("gates", ())),
+            undecided=tuple(Undecided.from_json(u) for u in data.get("undecided", ())),
         )

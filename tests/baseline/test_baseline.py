@@ -376,7 +376,7 @@ def test_explain_gives_ranks_before_after_and_who_took_the_places() -> None:
     )
     # r1 2 -> 4: ahead of it now x, y, a; before only a.
     # r2 4 -> gone: its old top 4 now holds x, y, a, r1; before a, r1, b were ahead of it.
-    assert explain("q1", now, then, "P@3") == (
+    assert explain("q1", now, then, "P@3", "ranking") == (
         "q1: P@3 0.3333 -> 0; r1 2 -> 4 (displaced by x, y); r2 4 -> - (displaced by x, y)"
     )
 
@@ -384,21 +384,21 @@ def test_explain_gives_ranks_before_after_and_who_took_the_places() -> None:
 def test_explain_shows_gains_and_skips_unmoved_documents() -> None:
     then = query("q1", metrics={"R@3": 0.5}, ranking=["r1", "z", "y"], relevant={"r1": 1, "r2": 1})
     now = query("q1", metrics={"R@3": 0.5}, ranking=["r1", "r2", "y"], relevant={"r1": 1, "r2": 1})
-    assert explain("q1", now, then, "R@3") == "q1: R@3 0.5 -> 0.5; r2 - -> 2"
+    assert explain("q1", now, then, "R@3", "ranking") == "q1: R@3 0.5 -> 0.5; r2 - -> 2"
 
 
 def test_explain_lists_at_most_three_intruders() -> None:
     # r fell out of the top 5; its old place and those ahead of it are now p, q, s, t, u.
     then = query("q1", metrics={"MRR@5": 0.2}, ranking=["a", "b", "c", "d", "r"], relevant={"r": 1})
     now = query("q1", metrics={"MRR@5": 0.0}, ranking=["p", "q", "s", "t", "u"], relevant={"r": 1})
-    assert explain("q1", now, then, "MRR@5") == (
+    assert explain("q1", now, then, "MRR@5", "ranking") == (
         "q1: MRR@5 0.2 -> 0; r 5 -> - (displaced by p, q, s and 2 more)"
     )
 
 
 def test_explain_with_unchanged_ranks() -> None:
     same = query("q1", metrics={"P@1": 1.0}, ranking=["q1-doc"])
-    assert explain("q1", same, same, "P@1") == "q1: P@1 1 -> 1; relevant ranks unchanged"
+    assert explain("q1", same, same, "P@1", "ranking") == "q1: P@1 1 -> 1; relevant ranks unchanged"
 
 
 # -- check_regressions over a baseline read back from disk ---------------------------------------
@@ -553,7 +553,7 @@ def test_explain_names_everyone_who_moved_ahead() -> None:
     # r 1 -> 3: both new documents ahead of it pushed it down, not only the one at rank 1.
     then = query("q1", metrics={"MRR@5": 1.0}, ranking=["r", "a", "b"], relevant={"r": 1})
     now = query("q1", metrics={"MRR@5": 1 / 3}, ranking=["x", "y", "r"], relevant={"r": 1})
-    assert explain("q1", now, then, "MRR@5") == (
+    assert explain("q1", now, then, "MRR@5", "ranking") == (
         "q1: MRR@5 1 -> 0.3333; r 1 -> 3 (displaced by x, y)"
     )
 

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from retrieval_gate.config.decision import DecisionSettings, parse_decision
 from retrieval_gate.errors import ConfigError
-from retrieval_gate.gates.decision import DecisionSettings, decide, parse_decision
+from retrieval_gate.gates.decision import decide
 from retrieval_gate.records import RunRecord
 
 SOURCE = Path("pyproject.toml")

@@ -144,7 +144,7 @@ def test_index_recall_is_measured_on_the_chosen_queries(
     from retrieval_gate.config import parse_settings
     from retrieval_gate.corpus import load_corpus
     from retrieval_gate.embed import EmbedderSpec
-    from retrieval_gate.systems import OpenContext, RunOptions, open_configured
+    from retrieval_gate.systems import RunOptions, open_configured
 
     for i in range(12):
         (tmp_path / "c").mkdir(exist_ok=True)
@@ -153,9 +153,9 @@ def test_index_recall_is_measured_on_the_chosen_queries(
     found = parse_settings({"system": {"s": table}}, tmp_path / "pyproject.toml")
     spec = EmbedderSpec(kind="model2vec", model="m", pca_dims=256)
     options = RunOptions(cache_dir=tmp_path / "cache", embedders={spec: _Hashed()})
-    opened = open_configured(
-        found.system("s"), OpenContext(found, options, load_corpus(tmp_path / "c"))
-    )
+    system = found.system("s")
+    context = found.context(options, system, corpus=load_corpus(tmp_path / "c"))
+    opened = open_configured(system, context)
     try:
         opened.retrieve([(f"q{i}", "y" * (i + 1)) for i in range(5)], 3, cutoff=3)
         stats = opened.stats

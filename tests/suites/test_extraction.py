@@ -291,10 +291,10 @@ def config_error(spec: dict[str, Any]) -> str:
 
 def test_extraction_table_parses_with_defaults() -> None:
     parsed = system({"retriever": "m:f", "extraction": {"top_term_only": True, "num_results": 5}})
-    assert parsed.extraction["top_term_only"] is True
-    assert parsed.extraction["num_results"] == 5
-    assert parsed.extraction["chunking"] == "sentence"
-    assert system({"retriever": "m:f"}).extraction["min_confidence"] == 0.5
+    assert parsed.suite_options["extraction"]["top_term_only"] is True
+    assert parsed.suite_options["extraction"]["num_results"] == 5
+    assert parsed.suite_options["extraction"]["chunking"] == "sentence"
+    assert system({"retriever": "m:f"}).suite_options["extraction"]["min_confidence"] == 0.5
 
 
 def test_extraction_table_leaves_the_identity_alone() -> None:
@@ -583,7 +583,7 @@ def test_run_extraction_results_fingerprint_and_progress(
     # is reported negated. d2: T:8.
     assert run.rankings == (("T:0000007",), ("T:0000008",))
     assert run.scores == ((0.9,), (0.7,))
-    assert run.negated == (("T:0000010",), ())
+    assert run.extras == (("T:0000010",), ())
     assert len(run.latencies_ms) == 2
     assert run.fingerprint["system"]["retriever"] == "extract_finder:retrieve"
     assert run.fingerprint["system"]["extraction"]["top_term_only"] is True

@@ -105,7 +105,7 @@ def _settings(**spec: Any) -> Settings:
 
 def _index(tmp_path: Path, **spec: Any) -> EmbeddingIndex:
     found = _settings(**spec)
-    return EmbeddingIndex(found.system("s"), found, RunOptions(cache_dir=tmp_path), CORPUS)
+    return EmbeddingIndex(found.system("s"), RunOptions(cache_dir=tmp_path), CORPUS)
 
 
 MULTI: dict[str, Any] = {"fields": ["label", "synonyms", "definition"], "multi_vector": True}

@@ -17,7 +17,7 @@ from retrieval_gate.config import Settings, parse_settings
 from retrieval_gate.corpus import Corpus, Document
 from retrieval_gate.errors import ConfigError, RunError
 from retrieval_gate.metrics import rank_scored
-from retrieval_gate.systems import OpenContext, Retrieved, RunOptions, stages
+from retrieval_gate.systems import Retrieved, RunOptions, stages
 from retrieval_gate.systems.config import StageConfig, SystemConfig
 from retrieval_gate.systems.rerank import RerankStage
 
@@ -91,7 +91,7 @@ def _settings(root: Path) -> Settings:
 def _stage(tmp_path: Path, reranker: str, depth: int = 3) -> tuple[RerankStage, Fixed]:
     inner = Fixed()
     options = {"reranker": reranker, "rerank_depth": depth, "batch_size": 32}
-    context = OpenContext(_settings(tmp_path), RunOptions(cache_dir=tmp_path), corpus=CORPUS)
+    context = _settings(tmp_path).context(RunOptions(cache_dir=tmp_path), corpus=CORPUS)
     return RerankStage(inner, StageConfig("rerank", options), context), inner
 
 

@@ -18,6 +18,7 @@ from retrieval_gate.config import Settings, parse_settings
 from retrieval_gate.errors import ConfigError, RunError
 from retrieval_gate.metrics import rank_scored
 from retrieval_gate.runs import run_suite
+from retrieval_gate.runs.handle import open_system
 from retrieval_gate.suites.suite import parse_suite
 from retrieval_gate.systems import (
     OpenContext,
@@ -31,7 +32,6 @@ from retrieval_gate.systems import (
     register_stage,
 )
 from retrieval_gate.systems.config import StageConfig
-from retrieval_gate.systems.handle import open_system
 from retrieval_gate.systems.runfile import read_json_run, read_trec_run
 
 SOURCE = Path("/project/pyproject.toml")
@@ -535,12 +535,12 @@ def test_an_encoder_failing_is_a_run_error() -> None:
 
 
 def test_option_reference_in_the_docs_is_current() -> None:
-    from retrieval_gate.systems.reference import BEGIN, END, option_reference
+    from retrieval_gate.config.reference import BEGIN, END, option_reference
 
     docs = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
     start, end = docs.index(BEGIN), docs.index(END) + len(END)
     assert docs[start:end] + "\n" == option_reference(), (
-        "docs/configuration.md is stale: paste `python -m retrieval_gate.systems.reference`"
+        "docs/configuration.md is stale: paste `python -m retrieval_gate.config.reference`"
     )
 
 
@@ -688,7 +688,7 @@ def test_a_read_only_chroma_store_falls_back_to_exact_search_with_a_note(
     found = settings({"s": {"embedder": "model2vec", "model": "m"}})
     spec = EmbedderSpec(kind="model2vec", model="m", pca_dims=256)
     options = RunOptions(cache_dir=tmp_path / "cache", embedders={spec: TwoWordEmbedder()})
-    index = EmbeddingIndex(found.system("s"), found, options, corpus)
+    index = EmbeddingIndex(found.system("s"), options, corpus)
     try:
         # Cosine against [1, 0]: a.txt 1.0, b.txt 0.0.
         assert index.search("a", 2) == [("a.txt", 1.0), ("b.txt", 0.0)]
@@ -719,7 +719,7 @@ def test_an_embedding_cache_that_cannot_be_written_costs_a_warning_not_the_run(
     spec = EmbedderSpec(kind="model2vec", model="m", pca_dims=256)
     options = RunOptions(cache_dir=tmp_path / "cache", embedders={spec: TwoWordEmbedder()})
     with pytest.warns(CacheWarning, match=r"could not store 2 vectors \(no space left on the "):
-        index = EmbeddingIndex(found.system("s"), found, options, corpus)
+        index = EmbeddingIndex(found.system("s"), options, corpus)
     assert index.search("a", 1) == [("a.txt", 1.0)]
 
 
@@ -729,7 +729,7 @@ def test_an_embedding_query_that_never_returns_is_one_line_after_its_timeout(
     import threading
 
     from retrieval_gate.embed import EmbedderSpec
-    from retrieval_gate.systems import OpenContext, open_configured
+    from retrieval_gate.systems import open_configured
 
     release = threading.Event()
 
@@ -744,7 +744,7 @@ def test_an_embedding_query_that_never_returns_is_one_line_after_its_timeout(
     )
     spec = EmbedderSpec(kind="model2vec", model="m", pca_dims=256)
     options = RunOptions(cache_dir=tmp_path / "cache", embedders={spec: Stuck()})
-    opened = open_configured(found.system("s"), OpenContext(found, options, corpus))
+    opened = open_configured(found.system("s"), found.context(options, corpus=corpus))
     try:
         with pytest.raises(RunError) as info:
             opened.retrieve([("q7", "a")], 2, where=Path("s.retrieval.yaml"))

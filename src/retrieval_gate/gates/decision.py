@@ -16,28 +16,13 @@ Pure and import-light: the report renders :class:`Decision` records; nothing her
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from retrieval_gate.config.decision import DIMS, LATENCY, DecisionSettings
 from retrieval_gate.errors import ConfigError
 from retrieval_gate.records import RunRecord
-
-__all__ = ["Decision", "DecisionSettings", "DecisionTerm", "decide", "parse_decision"]
-
-LATENCY = "latency"
-DIMS = "dims"
-_KEYS = frozenset({"weights", "latency_budget_ms", "dims_budget"})
-
-
-@dataclass(frozen=True)
-class DecisionSettings:
-    """Weights by metric name (plus ``latency`` and ``dims``) and the two budgets."""
-
-    weights: Mapping[str, float]
-    latency_budget_ms: float = 200.0
-    dims_budget: float = 1024.0
 
 
 @dataclass(frozen=True)
@@ -81,64 +66,6 @@ class Decision:
             "score": self.score,
             "terms": {term.name: term.to_json() for term in self.terms},
         }
-
-
-def parse_decision(raw: Any, source: Path) -> DecisionSettings:
-    """Validate the ``decision`` table; every problem is a ConfigError naming the key."""
-    if not isinstance(raw, Mapping):
-        raise ConfigError("'decision' must be a table", path=source, entry="decision")
-    unknown = sorted(str(k) for k in raw if k not in _KEYS)
-    if unknown:
-        raise ConfigError(
-            f"unknown key {unknown[0]!r}; known: {', '.join(sorted(_KEYS))}",
-            path=source,
-            entry="decision",
-        )
-    weights = raw.get("weights")
-    if not isinstance(weights, Mapping) or not weights:
-        raise ConfigError(
-            "'weights' must map metric names (and 'latency', 'dims') to weights",
-            path=source,
-            entry="decision.weights",
-        )
-    parsed: dict[str, float] = {}
-    for name, weight in weights.items():
-        entry = f"decision.weights.{name}"
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight >= 0:
-            raise ConfigError(
-                f"a weight must be a number >= 0, got {weight!r}", path=source, entry=entry
-            )
-        parsed[_term_name(str(name), source, entry)] = float(weight)
-    budgets = {}
-    for key, default in (("latency_budget_ms", 200.0), ("dims_budget", 1024.0)):
-        value = raw.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise ConfigError(
-                f"'{key}' must be a number > 0, got {value!r}", path=source, entry=f"decision.{key}"
-            )
-        budgets[key] = float(value)
-    return DecisionSettings(weights=parsed, **budgets)
-
-
-def _term_name(name: str, source: Path, entry: str) -> str:
-    if name in (LATENCY, DIMS):
-        return name
-    from retrieval_gate.errors import UnknownMetricError
-    from retrieval_gate.metrics import parse_metric
-
-    try:
-        metric = parse_metric(name)
-    except UnknownMetricError as exc:
-        raise ConfigError(
-            f"{exc.message}; or '{LATENCY}', '{DIMS}'", path=source, entry=entry
-        ) from None
-    if metric.is_latency:
-        raise ConfigError(
-            f"weigh latency with '{LATENCY}' (scored against latency_budget_ms), not {metric.name}",
-            path=source,
-            entry=entry,
-        )
-    return metric.name
 
 
 def decide(runs: Sequence[RunRecord], settings: DecisionSettings) -> list[Decision]:

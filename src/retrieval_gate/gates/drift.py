@@ -31,10 +31,14 @@ moved most.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from retrieval_gate.metrics.overlap import jaccard_at_k, rbo_ext
 from retrieval_gate.records import Outcome, RunRecord, format_value
 from retrieval_gate.suites.drift import DriftFloors
+
+if TYPE_CHECKING:
+    from retrieval_gate.suites.suite import Suite
 
 #: How many of the most changed queries a drift outcome lists.
 SHOWN = 5
@@ -97,3 +101,20 @@ def check_drift(
             )
         )
     return outcomes
+
+
+def drift_outcomes(
+    suite: Suite, record: RunRecord, base: RunRecord | None
+) -> dict[str, Outcome] | str:
+    """The suite's drift outcomes by name (``RBO@10``, ``Jaccard@10``) against the baseline
+    run, or why there are none."""
+    from retrieval_gate.baseline.align import align
+
+    kind = suite.kind_object
+    floors = kind.drift(suite)
+    if base is None or floors is None:
+        return "no baseline for this suite and system"
+    alignment = align(record, base)
+    texts = {**{q.id: q.text for q in suite.queries}, **dict(kind.drift_queries(suite))}
+    found = check_drift(record, base, alignment.shared, floors, texts)
+    return {o.metric: o for o in found}

@@ -17,7 +17,7 @@ from retrieval_gate.records import (
     format_value,
 )
 from retrieval_gate.suites.suite import Gate
-from retrieval_gate.suites.units import Expectation, Query
+from retrieval_gate.suites.units import Expectation, Unit
 
 if TYPE_CHECKING:
     pass
@@ -91,7 +91,7 @@ def _texts(record: RunRecord, shown: tuple[tuple[str, float], ...]) -> dict[str,
     return {qid: record.query(qid).text for qid, _ in shown if record.query(qid).text}
 
 
-def check_query(query: Query, record: RunRecord) -> Outcome:
+def check_query(query: Unit, record: RunRecord) -> Outcome:
     """All of a query's ``expect`` assertions; the outcome fails if any of them does."""
     measured = record.query(query.id)
     ranks = measured.relevant_ranks

@@ -134,7 +134,9 @@ def check_regressions(
         margin_test,
         smallest_margin_p,
     )
+    from retrieval_gate.suites import units_of
 
+    units = units_of(record.kind)
     level = alpha / max(1, family)
     shared_set = set(shared)
     outcomes = []
@@ -190,7 +192,7 @@ def check_regressions(
         detail = [
             f"{verdict}: {_verdict_words(verdict, drop, check.tolerance, unchanged)}",
             f"baseline {_fmt(mean_then)} -> now {_fmt(mean_now)} (drop {_fmt(drop)}, "
-            f"tolerance {_fmt(check.tolerance)}) over {len(ids)} shared {record.units}; "
+            f"tolerance {_fmt(check.tolerance)}) over {len(ids)} shared {units}; "
             f"{test.degraded} worse, {test.improved} better",
             f"paired test of the drop against the tolerance ({how}): p(drop > tolerance) = "
             f"{test.p_worse:.4g}, p(drop < tolerance) = {test.p_within:.4g}, each at level "
@@ -207,18 +209,18 @@ def check_regressions(
         if 0 < len(ids) <= SMALL_SCOPE and is_mean(metric):
             if fewest is None:
                 detail.append(
-                    f"even all {len(ids)} {record.units} falling to 0 would not be significant "
+                    f"even all {len(ids)} {units} falling to 0 would not be significant "
                     f"(smallest possible p {smallest_margin_p(len(ids)):.4g} > {level:.4g})"
                 )
             else:
-                detail.append(f"{fewest} of {len(ids)} {record.units} must fall to 0 to fail")
+                detail.append(f"{fewest} of {len(ids)} {units} must fall to 0 to fail")
         if missing is not None:
             detail = [f"not compared: {missing}"]
         if not check.gated:
             detail.append("diagnostic: not a gated item (see regression_scopes)")
         if verdict == "regressed":
             detail += [
-                explain(qid, record.query(qid), base.query(qid), check.metric)
+                explain(qid, record.query(qid), base.query(qid), check.metric, record.kind)
                 for qid, _ in deltas[:EXPLAIN]
             ]
             stale = stale_labels(record, base, [qid for qid, _ in deltas], check.metric)
@@ -374,39 +376,13 @@ def _not_compared(metric: str, ids: list[str], record: RunRecord, base: RunRecor
     return None
 
 
-def explain(qid: str, now: QueryRecord, then: QueryRecord, metric: str) -> str:
-    """A regressed query: its relevant documents' ranks before and after, and who took them.
-    A pair: its cosine before and after against its gold score. An extraction document: the
-    gold terms it now misses and the terms it now predicts wrongly."""
-    values = f"{_fmt(then.metrics[metric])} -> {_fmt(now.metrics[metric])}"
-    if "gold_score" in now.metrics:
-        cosines = f"{_fmt(then.metrics['cosine'])} -> {_fmt(now.metrics['cosine'])}"
-        return f"{qid}: cosine {cosines} (gold score {_fmt(now.metrics['gold_score'])})"
-    if "TP" in now.metrics:
-        gold = set(now.gold)
-        missed = sorted((gold - set(now.ranking)) - (gold - set(then.ranking)))
-        extra = sorted((set(now.ranking) - gold) - (set(then.ranking) - gold))
-        parts = [f"now misses {', '.join(missed)}"] if missed else []
-        parts += [f"now also predicts {', '.join(extra)}"] if extra else []
-        return f"{qid}: {metric} {values}; " + ("; ".join(parts) or "same terms, other scores")
-    moves = []
-    ranking_now = now.ranking
-    for doc, before_rank in sorted(then.relevant_ranks.items()):
-        after_rank = now.relevant_ranks.get(doc)
-        if before_rank == after_rank:
-            continue
-        text = f"{doc} {before_rank or '-'} -> {after_rank or '-'}"
-        if before_rank is not None and (after_rank is None or after_rank > before_rank):
-            # Who pushed it down: documents ranked ahead of it now that were not ahead of it
-            # before. One that fell out entirely was pushed by whoever now holds its old place.
-            ahead_now = ranking_now[: before_rank if after_rank is None else after_rank - 1]
-            ahead_then = set(then.ranking[: before_rank - 1])
-            taken = [d for d in ahead_now if d not in ahead_then and d != doc]
-            if taken:
-                more = f" and {len(taken) - 3} more" if len(taken) > 3 else ""
-                text += f" (displaced by {', '.join(taken[:3])}{more})"
-        moves.append(text)
-    return f"{qid}: {metric} {values}; " + ("; ".join(moves) or "relevant ranks unchanged")
+def explain(qid: str, now: QueryRecord, then: QueryRecord, metric: str, kind: str) -> str:
+    """One line on how a unit that got worse changed: its suite kind says (a query's relevant
+    documents' ranks before and after and who took them; an extraction document's missed and
+    extra terms; a pair's cosine against its gold score)."""
+    from retrieval_gate.suites import kind_named
+
+    return kind_named(kind).explain(qid, now, then, metric)
 
 
 def stale_labels(record: RunRecord, base: RunRecord, worse: list[str], metric: str) -> str | None:

@@ -33,7 +33,7 @@ from typing import Any
 from retrieval_gate.baseline.store import Baseline
 from retrieval_gate.errors import RetrievalGateError, UnknownMetricError
 from retrieval_gate.metrics import parse_metric
-from retrieval_gate.records import RunRecord, parse_scope, query_digest
+from retrieval_gate.records import RunRecord, parse_scope
 from retrieval_gate.suites.suite import Gate, Suite, load_suite
 
 __all__ = [
@@ -122,7 +122,7 @@ def suggest_floors(
                 if base is None:
                     continue
                 digests = {
-                    q.id: query_digest(q.text, q.relevant)
+                    q.id: q.digest
                     for q in suite.queries
                     if group is None or getattr(q, group[0]) == group[1]
                 }

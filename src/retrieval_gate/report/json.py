@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate import __version__
+from retrieval_gate.files.atomic import write_text_atomic
+from retrieval_gate.report import Writer
 
 if TYPE_CHECKING:
-    from retrieval_gate.report import ReportData
+    from retrieval_gate.report import ReportData, Targets
 
 VERSION = 1
 
@@ -43,3 +47,11 @@ def _decisions(data: ReportData) -> dict[str, Any]:
         elif found is not None:
             out.append({"suite": suite, "ranking": [d.to_json() for d in found]})
     return {"decisions": out}
+
+
+def write(data: ReportData, targets: Targets) -> list[Path]:
+    write_text_atomic(targets.json, json.dumps(render(data), indent=2) + "\n")
+    return [targets.json]
+
+
+WRITER = Writer(name="json", write=write)

@@ -3,27 +3,39 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.metrics import parse_metric
-from retrieval_gate.records import BaselineComparison, Outcome, RunRecord, shorten
-from retrieval_gate.report import ReportData
+from retrieval_gate.records import BaselineComparison, Outcome, RunRecord, Section
+from retrieval_gate.report import ReportData, Writer
+from retrieval_gate.suites import kinds
 
-WORST = 5
+if TYPE_CHECKING:
+    from retrieval_gate.report import Targets
+    from retrieval_gate.suites.kind import SuiteKind
 
 
 def render(data: ReportData) -> str:
     return "\n".join(lines(data)) + "\n"
 
 
+def write(data: ReportData, targets: Targets) -> list[Path]:
+    write_text_atomic(targets.markdown, render(data))
+    return [targets.markdown]
+
+
+WRITER = Writer(name="markdown", write=write)
+
+
+def _kind(run: RunRecord) -> SuiteKind | None:
+    """The run's suite kind; None for a kind not installed here (a record read back)."""
+    return kinds().get(run.kind)
+
+
 def fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
-
-
-#: What the summary of an extraction or pair suite shows besides its gated metrics.
-HEADLINE = {
-    "extraction": ("F1_micro", "P_micro", "R_micro", "F1_macro"),
-    "pairs": ("pearson", "spearman"),
-}
 
 
 def _count(value: float | None) -> str:
@@ -31,16 +43,15 @@ def _count(value: float | None) -> str:
 
 
 def headline_metrics(runs: list[RunRecord], gates: list[Outcome]) -> list[str]:
-    """The metrics a suite's summary shows: what its gates name, then nDCG, R and MRR at max k
-    (F1 and its parts for an extraction suite, the correlations for a pair suite)."""
+    """The metrics a suite's summary shows: what its gates name, then its kind's headline (nDCG,
+    R and MRR at max k for a ranking suite; F1 and its parts for an extraction suite, the
+    correlations for a pair suite)."""
     available = list(runs[0].metrics)
-    top = max(runs[0].k)
     # Whole-suite gates first, then the category / difficulty / regression ones.
     ordered = sorted(gates, key=lambda g: g.scope != "suite")
     wanted = [g.metric for g in ordered if g.metric in available]
-    wanted += HEADLINE.get(
-        runs[0].kind, (f"nDCG@{top}", f"R@{top}", f"MRR@{top}", f"P@{min(runs[0].k)}")
-    )
+    kind = _kind(runs[0])
+    wanted += kind.headline(runs[0]) if kind is not None else ()
     return [m for m in dict.fromkeys(wanted) if m in available]
 
 
@@ -116,13 +127,15 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
     yield f"## Suite `{suite}`"
     yield ""
     first = runs[0]
-    if first.kind == "ranking":
-        yield f"{first.n} queries from `{first.suite_path}`, cutoffs {list(first.k)}."
-    else:
+    kind = _kind(first)
+    units = kind.units if kind is not None else "units"
+    if first.intervals:
         yield (
-            f"{first.n} {first.units} from `{first.suite_path}`; [brackets]: seeded bootstrap "
-            f"95 % interval over {first.units}."
+            f"{first.n} {units} from `{first.suite_path}`; [brackets]: seeded bootstrap "
+            f"95 % interval over {units}."
         )
+    else:
+        yield f"{first.n} {units} from `{first.suite_path}`, cutoffs {list(first.k)}."
     yield ""
 
     yield "### Metrics"
@@ -172,27 +185,27 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
         if comparison is not None:
             yield from _baseline(run, comparison, [g for g in gates if g.system == run.system])
 
-    for kind in ("category", "difficulty"):
-        labels = list(dict.fromkeys(label for run in runs for label in run.groups(kind)))
+    for grouping in ("category", "difficulty"):
+        labels = list(dict.fromkeys(label for run in runs for label in run.groups(grouping)))
         if not labels:
             continue
-        yield f"### By {kind}"
+        yield f"### By {grouping}"
         yield ""
         rows = []
         for label in labels:
             for run in runs:
-                group = run.groups(kind).get(label)
+                group = run.groups(grouping).get(label)
                 if group is None:
                     continue
                 rows.append(
                     [label, run.system, str(group.n)] + [fmt(group.metrics.get(m)) for m in shown]
                 )
-        yield from _table([kind, "system", "n", *shown], rows)
+        yield from _table([grouping, "system", "n", *shown], rows)
         yield ""
 
     timed = [run for run in runs if run.latency_measured]
     if timed:
-        per = {"ranking": "query", "extraction": "document"}.get(first.kind, "query")
+        per = kind.unit if kind is not None else "unit"
         yield f"### Latency (ms per {per})"
         yield ""
         rows = [
@@ -223,7 +236,8 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
             )
         parts += [str(note) for note in stats.get("suite_notes", ())]
         parts += [str(note) for note in stats.get("notes", ())]
-        parts += [note for note in (judged_note(run), ties_note(run, shown)) if note is not None]
+        judged = judged_note(run) if kind is not None and kind.shows_judged(run) else None
+        parts += [note for note in (judged, ties_note(run, shown)) if note is not None]
         if parts:
             stats_rows.append(f"- `{run.system}`: " + "; ".join(parts))
     if stats_rows:
@@ -232,97 +246,9 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
         yield from stats_rows
         yield ""
 
-    if first.kind == "extraction":
-        yield from _worst_documents(runs)
-    elif first.kind == "pairs":
-        yield from _worst_pairs(runs)
-    elif shown:
-        metric = shown[0]
-        yield f"### Worst queries by {metric}"
-        yield ""
-        for run in runs:
-            ordered = sorted(run.queries, key=lambda q: q.metrics.get(metric, 0.0))[:WORST]
-            rows = []
-            for q in ordered:
-                found = sorted(r for r in q.relevant_ranks.values() if r is not None)
-                rows.append(
-                    [
-                        f"`{q.id}`",
-                        shorten(q.text).replace("|", "\\|") or "-",
-                        fmt(q.metrics.get(metric)),
-                        str(found[0]) if found else "not retrieved",
-                        ", ".join(f"`{d}`" for d in q.ranking[:3]) or "-",
-                    ]
-                )
-            yield f"`{run.system}`:"
-            yield ""
-            yield from _table(["query", "text", metric, "first relevant at", "top 3"], rows)
-            yield ""
-
-
-def _terms(ids: list[str], limit: int = 6) -> str:
-    shown = ", ".join(f"`{t}`" for t in ids[:limit])
-    return (shown + (f" +{len(ids) - limit}" if len(ids) > limit else "")) or "-"
-
-
-def _worst_documents(runs: list[RunRecord]) -> Iterator[str]:
-    """The documents with the lowest F1, with the gold terms missed and the terms predicted
-    wrongly (a negated gold term predicted affirmed counts as wrong)."""
-    yield "### Worst documents by F1"
-    yield ""
-    for run in runs:
-        ordered = sorted(run.queries, key=lambda q: (q.metrics.get("F1_macro", 0.0), q.id))
-        rows = []
-        for q in ordered[:WORST]:
-            gold, predicted = set(q.gold), set(q.ranking)
-            rows.append(
-                [
-                    f"`{q.id}`",
-                    fmt(q.metrics.get("F1_macro")),
-                    f"{len(gold & predicted)} of {len(gold)}",
-                    _terms(sorted(gold - predicted)),
-                    _terms(sorted(predicted - gold)),
-                ]
-            )
-        yield f"`{run.system}`:"
-        yield ""
-        yield from _table(["document", "F1", "found", "missed", "extra"], rows)
-        yield ""
-
-
-def _worst_pairs(runs: list[RunRecord]) -> Iterator[str]:
-    """The pairs whose similarity rank is furthest from their gold rank (what lowers Spearman)."""
-    from retrieval_gate.metrics.pairs import average_ranks
-
-    yield "### Pairs furthest from the gold order"
-    yield ""
-    yield "Rank gap: |rank of the similarity - rank of the gold score| among all pairs."
-    yield ""
-    for run in runs:
-        sims = [q.metrics.get("cosine", 0.0) for q in run.queries]
-        golds = [q.metrics.get("gold_score", 0.0) for q in run.queries]
-        import numpy as np
-
-        gaps = np.abs(
-            average_ranks(np.asarray(sims, dtype=np.float64))
-            - average_ranks(np.asarray(golds, dtype=np.float64))
-        )
-        order = sorted(range(len(gaps)), key=lambda i: (-gaps[i], run.queries[i].id))
-        rows = [
-            [
-                f"`{run.queries[i].id}`",
-                shorten(run.queries[i].text, 40).replace("|", "\\|"),
-                shorten(run.queries[i].text_b, 40).replace("|", "\\|"),
-                fmt(golds[i]),
-                fmt(sims[i]),
-                f"{gaps[i]:g}",
-            ]
-            for i in order[:WORST]
-        ]
-        yield f"`{run.system}`:"
-        yield ""
-        yield from _table(["pair", "a", "b", "gold", "cosine", "rank gap"], rows)
-        yield ""
+    if kind is not None:
+        for section in kind.sections(runs, shown):
+            yield from _section(section)
 
 
 def _decision(data: ReportData, suite: str) -> Iterator[str]:
@@ -540,3 +466,17 @@ def ties_note(run: RunRecord, metrics: list[str]) -> str | None:
             f"({found['queries']} queries with ties straddling {cutoff})"
         )
     return "ties at the cutoff: " + "; ".join(parts) if parts else None
+
+
+def _section(section: Section) -> Iterator[str]:
+    yield f"### {section.title}"
+    yield ""
+    for line in section.lines:
+        yield line
+        yield ""
+    for table in section.tables:
+        if table.caption:
+            yield table.caption
+            yield ""
+        yield from _table(list(table.header), [list(row) for row in table.rows])
+        yield ""

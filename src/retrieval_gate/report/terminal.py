@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from retrieval_gate.report import ReportData
 from retrieval_gate.report.markdown import headline_metrics
+from retrieval_gate.suites import units_of
 
 
 def render(data: ReportData) -> Iterator[str]:
@@ -15,7 +16,7 @@ def render(data: ReportData) -> Iterator[str]:
         metrics = headline_metrics(runs, gates)
         width = max(len("system"), *(len(run.system) for run in runs))
         header = f"{'system':<{width}}  " + "  ".join(f"{m:>9}" for m in metrics) + "  p95 ms"
-        yield f"{suite} ({runs[0].n} {runs[0].units})"
+        yield f"{suite} ({runs[0].n} {units_of(runs[0].kind)})"
         yield "  " + header
         for run in runs:
             cells = "  ".join(f"{run.metrics[m]:>9.4f}" for m in metrics)
@@ -54,7 +55,7 @@ def render(data: ReportData) -> Iterator[str]:
             if g.passed and g.regression is not None and g.regression.verdict == "underpowered":
                 yield f"  UNDERPOWERED (passed) {g.nodeid}: {g.detail[0]}"
     for error in data.errors:
-        not_decided = sum(1 for u in data.undecided if u[:2] == (error.suite, error.system))
+        not_decided = sum(1 for u in data.undecided if (u.suite, u.system) == error.key)
         yield (
             f"run failed: {error.suite} x {error.system}: {error.error}"
             + (f" ({not_decided} gates not decided)" if not_decided else "")

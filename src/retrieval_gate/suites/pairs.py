@@ -2,8 +2,8 @@
 
 ``pairs:`` in a ``kind: pairs`` suite is a TSV file (``text_a <TAB> text_b <TAB> score``, an
 optional header line), a JSON list or JSONL file of ``{a, b, score}`` objects, or an inline list
-of ``[a, b, score]`` triples or such objects. Each pair becomes a :class:`~retrieval_gate.suites.units.Query`
-whose ``text`` is the first text and ``pair`` the second text and the gold score.
+of ``[a, b, score]`` triples or such objects. Each pair becomes a :class:`TextPair` whose ``text``
+is the first text, ``text_b`` the second and ``gold`` the gold score.
 
 Running one (:func:`run_pairs`) embeds both texts of every pair with the system's embedder,
 through the embedding cache, and takes their cosine similarity. Only embedding systems have an
@@ -15,21 +15,48 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import RunError, SuiteError
+from retrieval_gate.suites.kind import Resources, SuiteKind, UnitRecord
+from retrieval_gate.suites.units import Unit
 
 if TYPE_CHECKING:
-    from retrieval_gate.config import Settings
     from retrieval_gate.corpus import Corpus
+    from retrieval_gate.records import QueryRecord, RunRecord, Section
     from retrieval_gate.suites.result import RunResult
     from retrieval_gate.suites.suite import Suite
-    from retrieval_gate.suites.units import Query
-    from retrieval_gate.systems import RunOptions
+    from retrieval_gate.systems import OpenContext
     from retrieval_gate.systems.config import SystemConfig
 
-__all__ = ["parse_pairs", "run_pairs"]
+__all__ = ["KIND", "PairExtras", "PairsKind", "TextPair", "parse_pairs", "run_pairs"]
+
+#: How many of the pairs furthest from the gold order the report lists per system.
+WORST = 5
+
+
+@dataclass(frozen=True)
+class TextPair(Unit):
+    """A pair suite's unit: ``text`` and ``text_b``, and their gold similarity score."""
+
+    text_b: str = ""
+    gold: float = 0.0
+
+    def digest_extra(self) -> tuple[Any, ...]:
+        return ([self.text_b, self.gold],)
+
+
+@dataclass(frozen=True)
+class PairExtras:
+    """A pair's record extras: its second text (the first is the record's ``text``)."""
+
+    text_b: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text_b": self.text_b}
+
 
 _A_KEYS = ("a", "text_a", "sentence1")
 _B_KEYS = ("b", "text_b", "sentence2")
@@ -37,7 +64,7 @@ _SCORE_KEYS = ("score", "gold", "label")
 _OBJECT_KEYS = frozenset({*_A_KEYS, *_B_KEYS, *_SCORE_KEYS, "id", "category", "difficulty"})
 
 
-def parse_pairs(raw: Any, path: Path) -> list[Query]:
+def parse_pairs(raw: Any, path: Path) -> list[TextPair]:
     """The pairs of a suite: ``raw`` is the suite's ``pairs`` value, ``path`` the suite file.
 
     A file path is relative to the suite file; ``.tsv``/``.txt`` is read as TSV, ``.json`` as a
@@ -150,10 +177,8 @@ def _number(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _queries(entries: Sequence[tuple[str, Any]], where: Path) -> list[Query]:
-    from retrieval_gate.suites.units import Query
-
-    out: list[Query] = []
+def _queries(entries: Sequence[tuple[str, Any]], where: Path) -> list[TextPair]:
+    out: list[TextPair] = []
     seen: dict[str, str] = {}
     for position, (entry, item) in enumerate(entries):
         a, b, score, pid, category, difficulty = _fields(item, where, entry)
@@ -165,14 +190,15 @@ def _queries(entries: Sequence[tuple[str, Any]], where: Path) -> list[Query]:
             )
         seen[pid] = entry
         out.append(
-            Query(
+            TextPair(
                 id=pid,
                 text=a,
                 relevant={},
                 category=category,
                 difficulty=difficulty,
                 position=position,
-                pair=(b, score),
+                text_b=b,
+                gold=score,
             )
         )
     return out
@@ -244,9 +270,7 @@ def _generated_id(a: str, b: str, seen: Mapping[str, str]) -> str:
 def run_pairs(
     suite: Suite,
     system: SystemConfig,
-    settings: Settings,
-    options: RunOptions,
-    corpus: Corpus | None = None,
+    context: OpenContext,
 ) -> RunResult:
     """Embed both texts of every pair (the cache answers what it has) and score each pair by the
     cosine similarity of its two vectors. The result's per-pair ``scores`` hold that cosine;
@@ -263,9 +287,10 @@ def run_pairs(
             path=suite.path,
             entry=f"system {system.name}",
         )
-    del corpus  # pairs carry their own texts
-    embedder = load_system_embedder(system, settings, options)
-    texts = [q.text for q in suite.queries] + [q.pair[0] for q in suite.queries if q.pair]
+    options = context.options
+    embedder = load_system_embedder(system, options, source=context.source)
+    pairs = _pairs(suite)
+    texts = [p.text for p in pairs] + [p.text_b for p in pairs]
     vectors, embedded = embed_texts(embedder, texts, options, label=f"{suite.name}: pairs")
     n = len(suite.queries)
     a, b = vectors[:n].astype(np.float64), vectors[n:].astype(np.float64)
@@ -297,3 +322,129 @@ def run_pairs(
         fingerprint=fp,
         stats=stats,
     )
+
+
+def _pairs(suite: Suite) -> list[TextPair]:
+    return [unit for unit in suite.queries if isinstance(unit, TextPair)]
+
+
+class PairsKind(SuiteKind):
+    """Text pairs with a gold similarity, judged by correlation (SPEC 12)."""
+
+    name = "pairs"
+    unit = "pair"
+    units = "pairs"
+    units_key = "pairs"
+    keys = frozenset({"pairs"})
+    takes_k = False
+    inputs = ("pairs",)
+    intervals = True
+
+    def parse(self, data: Mapping[str, Any], path: Path) -> tuple[Sequence[Unit], Any]:
+        if "pairs" not in data:
+            raise SuiteError(
+                f"a {self.name} suite needs '{self.units_key}'", path=path, entry=self.units_key
+            )
+        return parse_pairs(data["pairs"], path), None
+
+    def digest_payload(self, suite: Suite) -> dict[str, Any]:
+        return {
+            "k": list(suite.k),
+            "gain": "linear",
+            "queries": [[q.id, q.text, sorted(q.relevant.items())] for q in suite.queries],
+            "kind": self.name,
+            "units": [q.digest for q in suite.queries],
+        }
+
+    def corpus(self, suite: Suite, fallback: Path | None, resources: Resources) -> Corpus | None:
+        return None  # pairs carry their own texts
+
+    def run(self, suite: Suite, system: SystemConfig, context: OpenContext) -> RunResult:
+        return run_pairs(suite, system, context)
+
+    def metric_inputs(
+        self, run: RunResult, inputs: set[str], resources: Resources
+    ) -> dict[str, object]:
+        if "pairs" not in inputs:
+            return {}
+        import numpy as np
+
+        from retrieval_gate.metrics.pairs import PairInputs
+
+        return {
+            "pairs": PairInputs(
+                similarity=np.array([s[0] if s else 0.0 for s in run.scores], dtype=np.float64),
+                gold=np.array([p.gold for p in _pairs(run.suite)], dtype=np.float64),
+            )
+        }
+
+    def unit_record(self, run: RunResult, index: int) -> UnitRecord:
+        unit = run.suite.queries[index]
+        text_b = unit.text_b if isinstance(unit, TextPair) else ""
+        return UnitRecord(ranking=(), extras=PairExtras(text_b=text_b))
+
+    def decode_extras(self, data: Mapping[str, Any]) -> PairExtras | None:
+        text_b = data.get("text_b")
+        return PairExtras(text_b=text_b) if isinstance(text_b, str) else None
+
+    def explain(self, qid: str, now: QueryRecord, then: QueryRecord, metric: str) -> str:
+        """A pair: its cosine before and after, against its gold score."""
+        from retrieval_gate.records import format_value
+
+        cosines = f"{format_value(then.metrics['cosine'])} -> {format_value(now.metrics['cosine'])}"
+        return f"{qid}: cosine {cosines} (gold score {format_value(now.metrics['gold_score'])})"
+
+    def headline(self, run: RunRecord) -> tuple[str, ...]:
+        return ("pearson", "spearman")
+
+    def sections(self, runs: Sequence[RunRecord], metrics: Sequence[str]) -> list[Section]:
+        """The pairs whose similarity rank is furthest from their gold rank (what lowers
+        Spearman)."""
+        import numpy as np
+
+        from retrieval_gate.metrics.pairs import average_ranks
+        from retrieval_gate.records import Section, Table, shorten
+
+        tables = []
+        for run in runs:
+            sims = [q.metrics.get("cosine", 0.0) for q in run.queries]
+            golds = [q.metrics.get("gold_score", 0.0) for q in run.queries]
+            gaps = np.abs(
+                average_ranks(np.asarray(sims, dtype=np.float64))
+                - average_ranks(np.asarray(golds, dtype=np.float64))
+            )
+            order = sorted(range(len(gaps)), key=lambda i: (-gaps[i], run.queries[i].id))
+            rows = []
+            for i in order[:WORST]:
+                query = run.queries[i]
+                extras = query.extras
+                text_b = extras.text_b if isinstance(extras, PairExtras) else ""
+                rows.append(
+                    (
+                        f"`{query.id}`",
+                        shorten(query.text, 40).replace("|", "\\|"),
+                        shorten(text_b, 40).replace("|", "\\|"),
+                        f"{golds[i]:.4f}",
+                        f"{sims[i]:.4f}",
+                        f"{gaps[i]:g}",
+                    )
+                )
+            tables.append(
+                Table(
+                    header=("pair", "a", "b", "gold", "cosine", "rank gap"),
+                    rows=tuple(rows),
+                    caption=f"`{run.system}`:",
+                )
+            )
+        return [
+            Section(
+                title="Pairs furthest from the gold order",
+                lines=(
+                    "Rank gap: |rank of the similarity - rank of the gold score| among all pairs.",
+                ),
+                tables=tuple(tables),
+            )
+        ]
+
+
+KIND = PairsKind()

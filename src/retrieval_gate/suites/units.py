@@ -1,8 +1,7 @@
-"""The units of every suite kind: a :class:`Query` (a ranking query, an extraction document or a
-text pair) with its per-unit :class:`Expectation`s, and the parsing every kind's loader shares
-(labels, ``expect``, thresholds). Apart from :mod:`retrieval_gate.suite` so that each kind's own
-loader (``extraction/documents.py``, ``pairs.py``), which the suite parser calls, can build units
-without importing the parser back.
+"""What every suite kind's units share (:class:`Unit`, with its per-unit :class:`Expectation`s),
+the ranking query (:class:`Query`), and the parsing every kind's loader shares (labels,
+``expect``, thresholds). Apart from :mod:`retrieval_gate.suites.suite` so that each kind's
+module can build its units without importing the header parser.
 """
 
 from __future__ import annotations
@@ -19,16 +18,23 @@ from retrieval_gate.metrics import Metric, format_bounds, parse_metric
 from retrieval_gate.records import query_digest
 
 __all__ = [
+    "DEFAULT_K",
     "EXPECT_KEYS",
+    "MAX_K",
     "Expectation",
     "Query",
+    "Unit",
     "optional_label",
+    "parse_cutoffs",
     "parse_expect",
     "threshold",
     "type_name",
 ]
 
 EXPECT_KEYS = ("found_within", "all_found_within")
+DEFAULT_K: tuple[int, ...] = (1, 3, 5, 10)
+# A system retrieves max(k) results per query; a typo such as 10**30 must not ask it for that.
+MAX_K = 100_000
 _LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 
 
@@ -51,34 +57,39 @@ class Expectation:
 
 
 @dataclass(frozen=True)
-class Query:
+class Unit:
+    """What every suite kind's units share: an id, a text, the judged ids (``relevant``, grade
+    >= 1 is relevant; empty for a pair), optional labels and per-unit expectations, and the
+    position in the file for messages. A kind's own unit type adds its fields (an extraction
+    document's negated gold terms, a pair's second text and gold score) and names them in
+    :meth:`digest_extra`."""
+
     id: str
     text: str
     relevant: Mapping[str, int]
     category: str | None = None
     difficulty: str | None = None
     expect: tuple[Expectation, ...] = ()
-    position: int = 0  # index in the file's query list, for messages
-    # Extraction suites: gold terms whose assertion is not affirmed (not expected, SPEC 11).
-    negated: frozenset[str] = frozenset()
-    # Pair suites: the second text and the gold similarity score (SPEC 12); ``text`` is the first.
-    pair: tuple[str, float] | None = None
+    position: int = 0  # index in the file's list of units, for messages
 
     @property
     def n_relevant(self) -> int:
         return sum(1 for grade in self.relevant.values() if grade >= 1)
 
+    def digest_extra(self) -> tuple[Any, ...]:
+        """What else the unit is judged by, beyond its text and judgments (JSON-serialisable)."""
+        return ()
+
     @property
     def digest(self) -> str:
-        """What a baseline compares the unit by: text and judgments (plus, for the other kinds,
-        the negated gold terms or the second text and gold score). A ranking query's digest is
-        the one 0.1.0 wrote."""
-        extra: list[Any] = []
-        if self.negated:
-            extra.append(sorted(self.negated))
-        if self.pair is not None:
-            extra.append(list(self.pair))
-        return query_digest(self.text, self.relevant, *extra)
+        """What a baseline compares the unit by: text and judgments, plus :meth:`digest_extra`.
+        A ranking query's digest is the one 0.1.0 wrote."""
+        return query_digest(self.text, self.relevant, *self.digest_extra())
+
+
+@dataclass(frozen=True)
+class Query(Unit):
+    """A ranking suite's unit: a query and the documents that should come back."""
 
 
 def threshold(value: Any, metric: Metric, path: Path, entry: str) -> float:
@@ -154,3 +165,27 @@ def parse_expect(raw: Any, path: Path, entry: str) -> tuple[Expectation, ...]:
 def type_name(value: object) -> str:
     """The JSON/YAML type of a value as messages name it (``list``, ``str``)."""
     return type(value).__name__
+
+
+def parse_cutoffs(raw: Any, path: Path) -> tuple[int, ...]:
+    """A suite's ``k``: one cutoff or a list, each an integer in [1, MAX_K]; sorted, once each."""
+    if raw is None:
+        return DEFAULT_K
+    values = raw if isinstance(raw, list) else [raw]
+    if not values:
+        raise SuiteError("'k' must list at least one cutoff", path=path, entry="k")
+    out = []
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise SuiteError(
+                f"cutoff k must be an integer >= 1, got {value!r}", path=path, entry="k"
+            )
+        if value > MAX_K:
+            raise SuiteError(
+                f"cutoff k must be at most {MAX_K} (every system retrieves that many results per "
+                f"query), got {value}",
+                path=path,
+                entry="k",
+            )
+        out.append(value)
+    return tuple(sorted(set(out)))

@@ -22,9 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from retrieval_gate.systems.options import OptionTable, Where
 
 if TYPE_CHECKING:
-    from retrieval_gate.config import Settings
     from retrieval_gate.corpus import Corpus
-    from retrieval_gate.suites.suite import Suite
     from retrieval_gate.systems.config import StageConfig, SystemConfig
 
 __all__ = [
@@ -53,15 +51,22 @@ class RunOptions:
 class OpenContext:
     """What opening a system may need besides its own config.
 
-    ``corpus`` is the corpus already loaded for this run (None when none is configured, or when
-    the caller leaves loading to the system); ``suite`` is the suite being run, None for the
-    ``retrieval_system`` fixture. Both only feed corpus resolution and error messages.
+    ``root`` is the settings folder (the user's own modules import from there) and ``source``
+    the settings file errors name. ``corpus`` is the corpus already loaded for this run (None
+    when the caller leaves loading to the system, which then reads ``corpus_path``: the suite's
+    corpus, else the system's, else the project's). ``where`` is the suite file being run, named
+    in errors about its queries (None for the ``retrieval_system`` fixture). ``latency_needed``:
+    a latency gate or a decision weight reads this run's query latency, so every query must be
+    embedded and searched for real (no cached vector or result stands in for the timed path).
     """
 
-    settings: Settings
     options: RunOptions
+    root: Path
+    source: Path | None = None
     corpus: Corpus | None = None
-    suite: Suite | None = None
+    corpus_path: Path | None = None
+    where: Path | None = None
+    latency_needed: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The keys every system takes, whatever its kind (each kind adds its own, see
-:mod:`retrieval_gate.systems`). Apart from the option machinery (:mod:`.options`) so that the
-tables a key nests (the ``extraction`` table) can use that machinery without a circle."""
+:mod:`retrieval_gate.systems`; a suite kind adds the tables it reads, such as an extraction
+suite's ``extraction`` table, through :func:`~retrieval_gate.systems.config.parse_system`)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,6 @@ from retrieval_gate.systems.options import Option, OptionTable, at_least
 __all__ = ["COMMON_SYSTEM_OPTIONS", "DEFAULT_DEPTH"]
 
 DEFAULT_DEPTH = 100
-
-
-def _extraction_options() -> OptionTable:
-    from retrieval_gate.suites.extraction.settings import EXTRACTION_OPTIONS
-
-    return EXTRACTION_OPTIONS
 
 
 #: Keys every system takes, whatever its kind (each kind adds its own, see retrieval_gate.systems).
@@ -37,12 +31,5 @@ COMMON_SYSTEM_OPTIONS: OptionTable = {
         list,
         [],
         'stages applied to the hits in order, each a table `{stage = "NAME", ...}`',
-    ),
-    "extraction": Option(
-        dict,
-        {},
-        "how the system extracts terms from documents in extraction suites (its keys: the "
-        "next table; ignored by other suites)",
-        nested=_extraction_options,
     ),
 }

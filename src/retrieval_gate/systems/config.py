@@ -56,9 +56,10 @@ class SystemConfig:
     description: str = ""
     stages: tuple[StageConfig, ...] = ()
     source: Path | None = None  # the settings file it was written in
-    # The parsed ``extraction`` table (docs/extraction.md); not part of ``identity``: only an
-    # extraction run reads it, and that run puts it in its fingerprint.
-    extraction: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    # The tables suite kinds read from every system, parsed (an extraction suite's
+    # ``extraction``, docs/extraction.md); not part of ``identity``: only a run of that kind
+    # reads its table, and that run puts it in its fingerprint.
+    suite_options: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
@@ -105,12 +106,20 @@ def valid_system_name(name: str) -> bool:
     return bool(name) and name.replace("-", "").replace("_", "").replace(".", "").isalnum()
 
 
-def parse_system(name: str, spec: Any, source: Path, base: Path) -> SystemConfig:
+def parse_system(
+    name: str,
+    spec: Any,
+    source: Path,
+    base: Path,
+    suite_options: OptionTable | None = None,
+) -> SystemConfig:
     """Parse ``[tool.retrieval_gate.system.NAME]``: its kind, the kind's options, its stages.
 
     The kind is the one whose key (``retriever``, ``embedder``, ``run``) the table gives; exactly
-    one must be given. A key that neither the shared table, the kind nor its chosen backends
-    know is a one-line ``ConfigError`` listing the keys that would be known.
+    one must be given. ``suite_options`` are the tables suite kinds read from every system
+    (:attr:`SystemConfig.suite_options`). A key that neither the shared table, the suite kinds,
+    the kind nor its chosen backends know is a one-line ``ConfigError`` listing the keys that
+    would be known.
     """
     from retrieval_gate.systems import kinds
 
@@ -135,8 +144,9 @@ def parse_system(name: str, spec: Any, source: Path, base: Path) -> SystemConfig
         else:
             message = f"give one of {listed}, not " + " and ".join(f"'{k}'" for k in sorted(given))
         raise ConfigError(message, path=source, entry=where.entry)
+    shared = {**COMMON_SYSTEM_OPTIONS, **(suite_options or {})}
     if not chosen:
-        anywhere = set(COMMON_SYSTEM_OPTIONS).union(*(kind.options for kind in registry.values()))
+        anywhere = set(shared).union(*(kind.options for kind in registry.values()))
         unknown = sorted(str(k) for k in spec if k not in anywhere)
         if unknown:
             raise unknown_key(unknown[0], anywhere, where)
@@ -147,7 +157,7 @@ def parse_system(name: str, spec: Any, source: Path, base: Path) -> SystemConfig
             entry=where.entry,
         )
     (kind,) = chosen
-    tables: list[OptionTable] = [COMMON_SYSTEM_OPTIONS, kind.options]
+    tables: list[OptionTable] = [shared, kind.options]
     if kind.backend_options is not None:
         tables.append(kind.backend_options(spec, where))
     known = set().union(*tables)
@@ -155,6 +165,7 @@ def parse_system(name: str, spec: Any, source: Path, base: Path) -> SystemConfig
     if unknown:
         raise unknown_key(unknown[0], known, where)
     common = parse_options(COMMON_SYSTEM_OPTIONS, spec, where)
+    by_kind = parse_options(suite_options or {}, spec, where)
     options: dict[str, Any] = {}
     for table in tables[1:]:
         options.update(parse_options(table, spec, where))
@@ -169,7 +180,7 @@ def parse_system(name: str, spec: Any, source: Path, base: Path) -> SystemConfig
         description=common["description"],
         stages=_parse_stages(common["stages"], where),
         source=source,
-        extraction=common["extraction"],
+        suite_options=by_kind,
     )
 
 

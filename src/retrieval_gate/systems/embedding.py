@@ -32,12 +32,10 @@ from retrieval_gate.systems.options import (
 from retrieval_gate.systems.retriever import TIMEOUT_OPTION, CallTimeout, call_bounded
 
 if TYPE_CHECKING:
-    from retrieval_gate.config import Settings
     from retrieval_gate.corpus import Corpus
     from retrieval_gate.embed import Embedder
     from retrieval_gate.index import Index
     from retrieval_gate.index.results import CachedSearch
-    from retrieval_gate.suites.suite import Suite
     from retrieval_gate.systems.config import SystemConfig
     from retrieval_gate.systems.fields import FieldLayout
 
@@ -234,26 +232,20 @@ def index_options(config: SystemConfig) -> dict[str, Any]:
     return {key: config.options[key] for key in table}
 
 
-def require_corpus(
-    suite: Suite | None, system: SystemConfig, settings: Settings, corpus: Corpus | None
-) -> Corpus:
-    """The corpus the system indexes: the one given, else the suite's, the system's or the
-    project's (loaded now); none at all is a ``ConfigError``."""
+def require_corpus(context: OpenContext, system: SystemConfig) -> Corpus:
+    """The corpus the system indexes: the one the run loaded, else the one at
+    ``context.corpus_path`` (loaded now); none at all is a ``ConfigError``."""
     from retrieval_gate.corpus import load_corpus
 
-    if corpus is not None:
-        return corpus
-    if suite is None:
-        path = system.corpus or settings.corpus
-    else:
-        path = suite.corpus or system.corpus or settings.corpus
-    if path is None:
+    if context.corpus is not None:
+        return context.corpus
+    if context.corpus_path is None:
         raise ConfigError(
             "an embedding system needs a corpus: set 'corpus' in the suite or the settings",
-            path=suite.path if suite is not None else settings.source,
+            path=context.where or context.source,
             entry=f"system.{system.name}",
         )
-    return load_corpus(path)
+    return load_corpus(context.corpus_path)
 
 
 def _store_or_warn(cache: Any, digests: list[str], vectors: Any) -> None:
@@ -297,11 +289,11 @@ class EmbeddingIndex:
     def __init__(
         self,
         system: SystemConfig,
-        settings: Settings,
         options: RunOptions,
         corpus: Corpus,
         *,
         cache_results: bool = False,
+        source: Path | None = None,
     ) -> None:
         from retrieval_gate.corpus import chunk_documents
         from retrieval_gate.embed import LazyEmbedder, known_dim
@@ -339,7 +331,7 @@ class EmbeddingIndex:
 
         # One model load per session and spec, however many suites use it; loaded on the
         # first vector the cache lacks (a warm run loads none).
-        embedder = load_system_embedder(system, settings, options)
+        embedder = load_system_embedder(system, options, source=source)
         self.embedder: Embedder = embedder
 
         # Documents: the cache answers what it has; only new or edited texts are embedded.
@@ -586,11 +578,7 @@ def latency_gated(context: OpenContext) -> bool:
     """Whether the run's query latency counts: a ``latency_*`` gate in the suite, or a latency
     weight in the decision settings. Then every query is embedded live and timed; otherwise
     cached query vectors are used and the latency is the search's alone."""
-    suite = context.suite
-    if suite is not None and any(gate.metric.is_latency for gate in suite.gates):
-        return True
-    decision = context.settings.decision
-    return decision is not None and float(decision.weights.get("latency", 0.0)) > 0.0
+    return context.latency_needed
 
 
 class EmbeddingSystem:
@@ -608,12 +596,12 @@ class EmbeddingSystem:
 
     def __init__(self, config: SystemConfig, context: OpenContext) -> None:
         self.config = config
-        corpus = require_corpus(context.suite, config, context.settings, context.corpus)
+        corpus = require_corpus(context, config)
         gated = latency_gated(context)
         # A timed search must be a real one: the result cache only serves runs without a
         # latency gate.
         self.index = EmbeddingIndex(
-            config, context.settings, context.options, corpus, cache_results=not gated
+            config, context.options, corpus, cache_results=not gated, source=context.source
         )
         self.live_queries = gated or self.index.query_cache is None
         self._cache_dir = context.options.cache_dir if context.options.use_cache else None
@@ -873,7 +861,9 @@ KIND = SystemKind(
 )
 
 
-def load_system_embedder(system: SystemConfig, settings: Settings, options: RunOptions) -> Embedder:
+def load_system_embedder(
+    system: SystemConfig, options: RunOptions, *, source: Path | None = None
+) -> Embedder:
     """The embedding system's embedder, opened once per session and spec (``options.embedders``)
     for suites that embed texts rather than search a corpus (pair suites); the model loads on the
     first text the cache lacks."""
@@ -904,7 +894,7 @@ def load_system_embedder(system: SystemConfig, settings: Settings, options: RunO
     except RetrievalGateError as exc:
         if exc.entry is None:
             exc.entry = f"system.{system.name}"
-            exc.path = exc.path or (None if settings.source is None else str(settings.source))
+            exc.path = exc.path or (None if source is None else str(source))
             exc.args = (exc.format(),)
         raise
     return embedder

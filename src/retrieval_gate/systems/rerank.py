@@ -124,13 +124,12 @@ def _stage_corpus(inner: System, context: OpenContext, entry: str) -> Corpus:
         return context.corpus
     from retrieval_gate.corpus import load_corpus
 
-    suite, settings = context.suite, context.settings
-    path = (suite.corpus if suite is not None else None) or inner.config.corpus or settings.corpus
+    path = context.corpus_path
     if path is None:
         raise ConfigError(
             "the rerank stage needs a corpus for the documents' texts: set 'corpus' in the "
             "suite or the settings",
-            path=settings.source,
+            path=context.where or context.source,
             entry=entry,
         )
     return load_corpus(path)
@@ -144,14 +143,12 @@ class RerankStage(Stage):
         entry = f"system.{inner.config.name}"
         ref = stage.options["reranker"]
         if not isinstance(ref, str):
-            raise ConfigError(
-                "the rerank stage needs 'reranker'", path=context.settings.source, entry=entry
-            )
+            raise ConfigError("the rerank stage needs 'reranker'", path=context.source, entry=entry)
         self.ref = ref
         self.depth: int = stage.options["rerank_depth"]
         self.scorer, self.scorer_identity = load_scorer(
             ref,
-            root=context.settings.root,
+            root=context.root,
             batch_size=stage.options["batch_size"],
             entry=entry,
         )
@@ -161,10 +158,9 @@ class RerankStage(Stage):
         return max(depth, self.depth)
 
     def _error(self, qid: str, message: str) -> RunError:
-        suite = self.context.suite
         return RunError(
             f"reranker {self.ref} {message}",
-            path=suite.path if suite is not None else None,
+            path=self.context.where,
             entry=f"query {qid}",
         )
 

@@ -22,7 +22,6 @@ from retrieval_gate.systems.base import OpenContext, Query, Retrieved, SystemKin
 from retrieval_gate.systems.options import Option, Where
 
 if TYPE_CHECKING:
-    from retrieval_gate.config import Settings
     from retrieval_gate.corpus import Corpus
     from retrieval_gate.systems.config import SystemConfig
 
@@ -102,14 +101,14 @@ def call_bounded(function: Callable[[], Any], timeout: float) -> Any:
     return value
 
 
-def load_retriever(system: SystemConfig, settings: Settings) -> Retriever:
+def load_retriever(system: SystemConfig, root: Path, source: Path | None = None) -> Retriever:
     ref = system.option("retriever")
     try:
-        obj = _import(ref, settings.root)
+        obj = _import(ref, root)
     except Exception as exc:  # the user's module may fail at import in any way
         raise ConfigError(
             f"cannot import retriever {ref!r}: {type(exc).__name__}: {exc}",
-            path=settings.source,
+            path=source,
             entry=f"system.{system.name}",
         ) from None
     if not callable(obj) and callable(getattr(obj, "search", None)):
@@ -117,7 +116,7 @@ def load_retriever(system: SystemConfig, settings: Settings) -> Retriever:
     if not callable(obj):
         raise ConfigError(
             f"retriever {ref!r} is not callable (expected f(query, k) -> [(doc_id, score), ...])",
-            path=settings.source,
+            path=source,
             entry=f"system.{system.name}",
         )
     return obj  # type: ignore[no-any-return]
@@ -193,7 +192,7 @@ class RetrieverSystem:
         self.config = config
         self.ref: str = config.option("retriever")
         self.timeout = float(config.option("timeout"))
-        self._retrieve = load_retriever(config, context.settings)
+        self._retrieve = load_retriever(config, context.root, context.source)
         self._corpus = context.corpus
         self._notes: tuple[str, ...] = ()
 

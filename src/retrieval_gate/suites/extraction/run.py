@@ -13,17 +13,15 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from retrieval_gate.config import Settings
 from retrieval_gate.progress import task
 from retrieval_gate.suites.extraction.aggregate import aggregate, has_cue
 from retrieval_gate.suites.extraction.chunking import chunk_text
 from retrieval_gate.suites.extraction.settings import ExtractionSettings
 from retrieval_gate.suites.suite import Suite
-from retrieval_gate.systems import OpenContext, RunOptions, open_configured
+from retrieval_gate.systems import OpenContext, open_configured
 from retrieval_gate.systems.config import SystemConfig
 
 if TYPE_CHECKING:
-    from retrieval_gate.corpus import Corpus
     from retrieval_gate.suites.result import RunResult
 
 __all__ = ["run_extraction"]
@@ -32,9 +30,7 @@ __all__ = ["run_extraction"]
 def run_extraction(
     suite: Suite,
     system: SystemConfig,
-    settings: Settings,
-    options: RunOptions,
-    corpus: Corpus | None = None,
+    context: OpenContext,
 ) -> RunResult:
     """Open ``system``, extract the terms of every document of ``suite`` (after one untimed
     warm-up chunk, so import and first-call costs are not latency) and fingerprint the run with
@@ -42,10 +38,10 @@ def run_extraction(
     from retrieval_gate.metrics import rank_scored
     from retrieval_gate.suites.result import RunResult, fingerprint
 
-    extraction = ExtractionSettings.from_options(system.extraction)
+    extraction = ExtractionSettings.from_options(system.suite_options["extraction"])
     chunked = [chunk_text(doc.text, extraction.chunking) for doc in suite.queries]
     depth = extraction.num_results
-    opened = open_configured(system, OpenContext(settings, options, corpus, suite))
+    opened = open_configured(system, context)
     rankings: list[tuple[str, ...]] = []
     scores: list[tuple[float, ...]] = []
     negated: list[tuple[str, ...]] = []
@@ -102,5 +98,5 @@ def run_extraction(
         latencies_ms=tuple(latencies),
         fingerprint=fp,
         stats=stats,
-        negated=tuple(negated),
+        extras=tuple(negated),
     )

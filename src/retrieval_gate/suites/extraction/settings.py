@@ -14,7 +14,7 @@ from typing import Any
 
 from retrieval_gate.systems.options import Option, OptionTable, at_least, one_of
 
-__all__ = ["EXTRACTION_OPTIONS", "NEGATION_CUES", "ExtractionSettings"]
+__all__ = ["EXTRACTION_OPTIONS", "NEGATION_CUES", "SYSTEM_OPTIONS", "ExtractionSettings"]
 
 #: Built-in negation cue lists (``negation = "en"`` / ``"de"``). A cue is matched as whole words,
 #: case-insensitively; a multi-word cue matches those words in a row.
@@ -180,3 +180,16 @@ class ExtractionSettings:
             "top_term_only": self.top_term_only,
             "negation": list(self.negation),
         }
+
+
+#: The table an extraction suite reads from every system (``[tool.retrieval_gate.system.NAME
+#: .extraction]``); other suites ignore it.
+SYSTEM_OPTIONS: OptionTable = {
+    "extraction": Option(
+        dict,
+        {},
+        "how the system extracts terms from documents in extraction suites (its keys: the "
+        "next table; ignored by other suites)",
+        nested=lambda: EXTRACTION_OPTIONS,
+    ),
+}

@@ -11,7 +11,7 @@ from typing import Any
 
 from retrieval_gate.config import Settings, load_settings
 from retrieval_gate.errors import ConfigError
-from retrieval_gate.systems import OpenContext, RunOptions, System, open_configured
+from retrieval_gate.systems import RunOptions, System, open_configured
 from retrieval_gate.systems.config import SystemConfig
 
 
@@ -22,7 +22,7 @@ class RetrievalSystem:
         self.config = config
         self.name = config.name
         # No corpus handed over: a kind that needs one (embedding) loads the configured one.
-        self._system: System = open_configured(config, OpenContext(settings, options))
+        self._system: System = open_configured(config, settings.context(options, config))
 
     def search(self, query: str, k: int = 10) -> list[tuple[str, float]]:
         """The top ``k`` documents for ``query``, best first, as ``(doc_id, score)`` pairs.

@@ -13,12 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from retrieval_gate.baseline.store import url_scheme
 from retrieval_gate.errors import ConfigError
 
 if TYPE_CHECKING:
-    from retrieval_gate.gates.decision import DecisionSettings
+    from retrieval_gate.config.decision import DecisionSettings
+    from retrieval_gate.corpus import Corpus
+    from retrieval_gate.systems.base import OpenContext, RunOptions
 from retrieval_gate.systems.config import SystemConfig, parse_system
-from retrieval_gate.usercode import import_object as import_object
+from retrieval_gate.systems.options import OptionTable
 
 DEFAULT_CACHE_DIR = ".retrieval-gate-cache"
 
@@ -52,6 +55,8 @@ class Settings:
     report: Path | None = None
     json: Path | None = None
     cache_dir: Path | None = None
+    # A baseline store named by URL (``scheme://...``) rather than a file path.
+    baseline_url: str | None = None
     systems: Mapping[str, SystemConfig] = field(default_factory=dict)
     default_systems: tuple[str, ...] = ()
     alpha: float = 0.05
@@ -68,6 +73,37 @@ class Settings:
     @property
     def where(self) -> str:
         return str(self.source) if self.source is not None else "[tool.retrieval_gate]"
+
+    def context(
+        self,
+        options: RunOptions,
+        system: SystemConfig | None = None,
+        *,
+        suite_corpus: Path | None = None,
+        corpus: Corpus | None = None,
+        where: Path | None = None,
+        latency_needed: bool = False,
+    ) -> OpenContext:
+        """What opening ``system`` needs from these settings: the folder the user's modules
+        import from, the file errors name, and the corpus path (the suite's, else the
+        system's, else the project's)."""
+        from retrieval_gate.systems.base import OpenContext
+
+        own = system.corpus if system is not None else None
+        return OpenContext(
+            options=options,
+            root=self.root,
+            source=self.source,
+            corpus=corpus,
+            corpus_path=suite_corpus or own or self.corpus,
+            where=where,
+            latency_needed=latency_needed,
+        )
+
+    @property
+    def latency_weighted(self) -> bool:
+        """Whether the decision score weighs latency (then every run's latency counts)."""
+        return self.decision is not None and self.decision.weights.get("latency", 0.0) > 0.0
 
     def system(self, name: str) -> SystemConfig:
         try:
@@ -146,7 +182,8 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
     if not isinstance(raw_systems, Mapping):
         raise ConfigError("'system' must be a table of named systems", path=source, entry="system")
     systems = {
-        str(name): parse_system(str(name), spec, source, base) for name, spec in raw_systems.items()
+        str(name): parse_system(str(name), spec, source, base, suite_system_options())
+        for name, spec in raw_systems.items()
     }
     default = table.get("systems")
     if default is None:
@@ -200,7 +237,7 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
         )
     decision = None
     if "decision" in table:
-        from retrieval_gate.gates.decision import parse_decision
+        from retrieval_gate.config.decision import parse_decision
 
         decision = parse_decision(table["decision"], source)
     strict_verdicts = table.get("strict_verdicts", False)
@@ -220,12 +257,20 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
             path=source,
             entry="regression_scopes",
         )
+    raw_baseline = table.get("baseline")
+    baseline_url = None
+    if isinstance(raw_baseline, str) and url_scheme(raw_baseline) is not None:
+        if url_scheme(raw_baseline) == "file":
+            table = {**table, "baseline": raw_baseline.partition("://")[2]}
+        else:
+            baseline_url = raw_baseline
     return Settings(
         decision=decision,
         root=base,
         source=source,
         corpus=_path(table, "corpus", source, base),
-        baseline=_path(table, "baseline", source, base),
+        baseline=None if baseline_url else _path(table, "baseline", source, base),
+        baseline_url=baseline_url,
         report=_path(table, "report", source, base),
         json=_path(table, "json", source, base),
         cache_dir=_path(table, "cache_dir", source, base),
@@ -262,3 +307,10 @@ def _path(table: Mapping[str, Any], key: str, source: Path, base: Path) -> Path 
     if not isinstance(value, str) or not value:
         raise ConfigError(f"'{key}' must be a path, got {value!r}", path=source, entry=key)
     return base / value
+
+
+def suite_system_options() -> OptionTable:
+    """The tables suite kinds read from every system (an extraction suite's ``extraction``)."""
+    from retrieval_gate.suites.extraction.settings import SYSTEM_OPTIONS
+
+    return SYSTEM_OPTIONS
