@@ -39,6 +39,7 @@ ENGINES: list[Engine] = [
     ("exact", "exact", {}),
     ("pgvector", "pgvector", {}),
     ("pgvector hnsw", "pgvector", {"ann_index": "hnsw"}),
+    ("pgvector hnsw 1GB", "pgvector", {"ann_index": "hnsw", "build_memory": "1GB"}),
     ("pgvector ivfflat", "pgvector", {"ann_index": "ivfflat", "ivfflat_probes": 10}),
     ("lancedb", "lancedb", {}),
     ("lancedb ivf_pq", "lancedb", {"ann_index": "ivf_pq", "nprobes": 20, "refine_factor": 5}),

@@ -141,7 +141,13 @@ def test_hnsw_and_ivfflat_indexes_are_built_and_measured_against_exact(
     found = [[d for d, _ in row] for row in ivf.search(queries, 10)]
     assert index_recall(found, truth, 10) == 1.0
     hnsw = make_index(
-        "pgvector", cache_dir=tmp_path, key=key, dsn=dsn, ann_index="hnsw", hnsw_ef_search=200
+        "pgvector",
+        cache_dir=tmp_path,
+        key=key,
+        dsn=dsn,
+        ann_index="hnsw",
+        hnsw_ef_search=200,
+        build_memory="64MB",
     )
     hnsw.add(ids, vectors)
     found = [[d for d, _ in row] for row in hnsw.search(queries, 10)]

@@ -115,6 +115,14 @@ OPTIONS: OptionTable = {
     "ivfflat_probes": Option(
         int, None, "IVFFlat lists searched per query (pgvector: 1)", check=at_least(1), rule=">= 1"
     ),
+    "build_memory": Option(
+        str,
+        None,
+        'maintenance_work_mem while the gate builds its ANN index, e.g. "1GB" (pgvector builds '
+        "HNSW far faster when the graph fits; unset: the server's setting; not in the identity)",
+        check=lambda v: bool(re.fullmatch(r"\d+\s*(kB|MB|GB|TB)", v)),
+        rule="a size such as 512MB or 2GB",
+    ),
     "connect_timeout": Option(
         int,
         10,
@@ -619,6 +627,12 @@ class PgvectorIndex:
         if self.ann == "none" or self._has_index(cur):
             return False
         opts = self.options
+        if opts.get("build_memory"):
+            cur.execute(
+                sql.SQL("SET LOCAL maintenance_work_mem = {}").format(
+                    sql.Literal(str(opts["build_memory"]))
+                )
+            )
         if self.ann == "hnsw":
             params = {
                 "m": opts.get("hnsw_max_neighbors"),
