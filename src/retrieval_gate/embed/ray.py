@@ -45,6 +45,17 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0]
 
 
+# Actors by (spec, cache folder, cluster): a cluster started again (a new session) gets new ones.
+_POOL: dict[tuple[EmbedderSpec, str, str], list[Any]] = {}
+
+
+def _cluster(ray: Any) -> str:
+    try:
+        return str(ray.get_runtime_context().gcs_address)
+    except Exception:
+        return ""
+
+
 class _Encoder:
     """A Ray actor's model: loaded once from the spec, then encodes the runs of texts it gets."""
 
@@ -117,10 +128,14 @@ class RayEmbedder(LazyEmbedder):
             spec = self.spec
             wanted, options = max(1, int(resources.get("CPU", 1))), {"num_cpus": 1}
         count = max(1, min(wanted, runs))
-        while len(self._actors) < count:
+        # Shared by every embedder of the same spec on the same cluster: a model loads once per
+        # actor, however many systems or sessions of this process use it.
+        pool = _POOL.setdefault((spec, str(self.cache_dir), _cluster(ray)), [])
+        while len(pool) < count:
             actor = ray.remote(**options)(_Encoder)
-            self._actors.append(actor.remote(spec, str(self.cache_dir)))
-        return self._actors[:count]
+            pool.append(actor.remote(spec, str(self.cache_dir)))
+        self._actors = pool
+        return pool[:count]
 
     def encode_documents(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
         if len(texts) == 0:
