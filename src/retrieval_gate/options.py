@@ -123,6 +123,15 @@ def resolve_outputs(values: OptionValues, settings: Settings) -> Outputs:
     )
 
 
+def display_path(path: Path, root: Path) -> str:
+    """``path`` as messages and reports show it: relative to ``root`` (the rootdir) when inside
+    it, ``/``-separated; else as given."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from retrieval_gate.keys import SESSION_KEY
+
+if TYPE_CHECKING:
+    from retrieval_gate.options import OptionValues
 
 DEFAULT_FILES = ("*.retrieval.yaml", "*.retrieval.yml", "*.retrieval.json")
 SUITE_SUFFIXES = (".yaml", ".yml", ".json")
@@ -60,6 +63,62 @@ def _floors_target(value: str) -> str:
             "diff to a .diff file, or '-' for the terminal"
         )
     return _path_value(value)
+
+
+INI_NAMES = {
+    "report": "retrieval_gate_report",
+    "json": "retrieval_gate_json",
+    "baseline": "retrieval_gate_baseline",
+    "cache_dir": "retrieval_gate_cache_dir",
+}
+
+
+def option_values(config: pytest.Config) -> OptionValues:
+    """What pytest parsed, for the pure resolution in options.py (options.py itself knows
+    nothing of pytest)."""
+    from retrieval_gate.options import OptionValues
+
+    return OptionValues(
+        rootpath=config.rootpath,
+        cwd=Path.cwd(),
+        systems=tuple(config.getoption("rg_system") or ()),
+        reference=config.getoption("rg_reference"),
+        report=config.getoption("rg_report"),
+        json=config.getoption("rg_json"),
+        baseline=config.getoption("rg_baseline"),
+        cache_dir=config.getoption("rg_cache_dir"),
+        save_baseline=bool(config.getoption("rg_save_baseline")),
+        no_cache=bool(config.getoption("rg_no_cache")),
+        ini={short: str(config.getini(name) or "") for short, name in INI_NAMES.items()},
+    )
+
+
+def named_files(config: pytest.Config) -> list[Path]:
+    """Files named on the command line (``path::node`` ids included), as pytest resolves them."""
+    base = config.invocation_params.dir
+    return [path for arg in config.args if (path := base / arg.split("::")[0]).is_file()]
+
+
+def progress_writer(config: pytest.Config) -> Any:
+    """Writes a progress line around pytest's capture (runs happen inside items): one rewritten
+    line in a terminal, plain lines in a log."""
+    from contextlib import nullcontext
+
+    def write(line: str, final: bool) -> None:
+        tr = config.pluginmanager.get_plugin("terminalreporter")
+        if tr is None:
+            return
+        capman = config.pluginmanager.get_plugin("capturemanager")
+        with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
+            if tr.isatty:
+                tr.rewrite(line, erase=True)
+                if final:
+                    tr.write("\n")
+            else:
+                tr.ensure_newline()
+                tr.write_line(line)
+
+    return write
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -175,7 +234,12 @@ def pytest_configure(config: pytest.Config) -> None:
     from retrieval_gate.session import GateSession
 
     try:
-        session = GateSession(config)
+        session = GateSession(
+            config,
+            option_values(config),
+            suite_files=named_files(config),
+            write_progress=progress_writer(config),
+        )
     except RetrievalGateError as exc:
         raise pytest.UsageError(exc.format()) from None
     config.stash[SESSION_KEY] = session
@@ -201,7 +265,6 @@ def retrieval_system(request: pytest.FixtureRequest) -> Any:
         else:
             from retrieval_gate.config import load_settings
             from retrieval_gate.options import resolve_cache_dir, select_systems
-            from retrieval_gate.session import option_values
 
             # Resolved exactly as the gate resolves them (options.py).
             values = option_values(config)

@@ -15,20 +15,21 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Generator
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from retrieval_gate import progress
-from retrieval_gate.baseline.store import Baseline, open_store
+from retrieval_gate.baseline.store import load_for_session, open_store
 from retrieval_gate.config import Settings, load_settings
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.gates.plan import RegressionPlan
 from retrieval_gate.options import (
     OptionValues,
     check_outputs,
+    display_path,
     resolve_outputs,
     select_reference,
     select_systems,
@@ -43,42 +44,20 @@ if TYPE_CHECKING:
     from retrieval_gate.suites.suite import Suite
     from retrieval_gate.systems.config import SystemConfig
 
-INI_NAMES = {
-    "report": "retrieval_gate_report",
-    "json": "retrieval_gate_json",
-    "baseline": "retrieval_gate_baseline",
-    "cache_dir": "retrieval_gate_cache_dir",
-}
-
-
-def option_values(config: pytest.Config) -> OptionValues:
-    """What pytest parsed, for the pure resolution in options.py."""
-    return OptionValues(
-        rootpath=config.rootpath,
-        cwd=Path.cwd(),
-        systems=tuple(config.getoption("rg_system") or ()),
-        reference=config.getoption("rg_reference"),
-        report=config.getoption("rg_report"),
-        json=config.getoption("rg_json"),
-        baseline=config.getoption("rg_baseline"),
-        cache_dir=config.getoption("rg_cache_dir"),
-        save_baseline=bool(config.getoption("rg_save_baseline")),
-        no_cache=bool(config.getoption("rg_no_cache")),
-        ini={short: str(config.getini(name) or "") for short, name in INI_NAMES.items()},
-    )
-
-
-def _named_files(config: pytest.Config) -> list[Path]:
-    """Files named on the command line (``path::node`` ids included), as pytest resolves them."""
-    base = config.invocation_params.dir
-    return [path for arg in config.args if (path := base / arg.split("::")[0]).is_file()]
-
 
 class GateSession:
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(
+        self,
+        config: pytest.Config,
+        values: OptionValues,
+        *,
+        suite_files: Sequence[Path] = (),
+        write_progress: Callable[[str, bool], None] | None = None,
+    ) -> None:
+        """``values``: what pytest parsed; ``suite_files``: files named on the command line;
+        ``write_progress`` writes a progress line around pytest's capture."""
         self.config = config
         self.rootpath = config.rootpath
-        values = option_values(config)
         self.settings: Settings = load_settings(self.rootpath)
         self.systems: tuple[SystemConfig, ...] = select_systems(
             self.settings, values.systems, self.rootpath
@@ -88,7 +67,7 @@ class GateSession:
         check_outputs(
             self.outputs,
             suite_patterns=config.getini("retrieval_gate_files"),
-            suite_files=_named_files(config),
+            suite_files=suite_files,
             corpora=[c for c in (self.settings.corpus, *(s.corpus for s in self.systems)) if c],
         )
         self.run_options = RunOptions(
@@ -96,13 +75,15 @@ class GateSession:
             use_cache=not values.no_cache,
             progress=not self.is_worker,
         )
-        if not self.is_worker:
-            sink = progress.ProgressSink(write=self._progress_line, interactive=sys.stdout.isatty())
+        if not self.is_worker and write_progress is not None:
+            sink = progress.ProgressSink(write=write_progress, interactive=sys.stdout.isatty())
             progress.install(sink)
         self.save_baseline = values.save_baseline
         self.suggest_floors: str | None = config.getoption("rg_suggest_floors", None)
         self.store = open_store(self.outputs.baseline_url or self.outputs.baseline)
-        self.baseline, self.baseline_problem = self._load_baseline(bool(values.baseline))
+        self.baseline, self.baseline_problem = load_for_session(
+            self.store, named=bool(values.baseline), saving=self.save_baseline
+        )
         outputs = self.outputs
         self.runs = RunCache(
             self.settings,
@@ -120,20 +101,6 @@ class GateSession:
         self.floor_lines: list[str] = []
         self._data: ReportData | None = None
 
-    def _load_baseline(self, named: bool) -> tuple[Baseline | None, str | None]:
-        """The accepted baseline and, when asked to save over an unreadable one, why it was."""
-        if named and not self.save_baseline and not self.store.exists():
-            raise RetrievalGateError(
-                f"--rg-baseline {self.store.location}: no such file; save one with "
-                "--rg-save-baseline, or drop the option to run without a baseline"
-            )
-        try:
-            return self.store.load(), None
-        except RetrievalGateError as exc:
-            if not self.save_baseline:
-                raise
-            return None, exc.format()  # asked to save: the unreadable file is being replaced
-
     @property
     def is_worker(self) -> bool:
         return hasattr(self.config, "workerinput")
@@ -145,10 +112,7 @@ class GateSession:
         return self.relpath(path) if isinstance(path, Path) else self.store.location
 
     def relpath(self, path: Path) -> str:
-        try:
-            return path.resolve().relative_to(self.rootpath.resolve()).as_posix()
-        except ValueError:
-            return str(path)
+        return display_path(path, self.rootpath)
 
     # -- what the items read --------------------------------------------------------------------
 
@@ -156,12 +120,8 @@ class GateSession:
         return None if self.baseline is None else self.baseline.get(suite.name, system.name)
 
     def record(self, suite: Suite, system: SystemConfig) -> RunRecord:
-        """The suite x system's run, measured once; a metric only a tolerance names still gets
-        per-unit values to compare."""
-        from retrieval_gate.metrics import parse_metric
-
-        extra = tuple(parse_metric(check.metric) for check in self.plan.checks(suite))
-        return self.runs.record(suite, system, extra)
+        """The suite x system's run, measured once."""
+        return self.runs.record(suite, system, self.plan.metrics(suite))
 
     def regressions(self, suite: Suite, system: SystemConfig) -> Regressions:
         """The run compared with its baseline run (computed once)."""
@@ -195,23 +155,6 @@ class GateSession:
         if self.base_run(suite, system) is not None:
             comparison = self.regressions(suite, system).comparison
         return ItemPayload(runs=(found,), comparisons=() if comparison is None else (comparison,))
-
-    def _progress_line(self, line: str, final: bool) -> None:
-        """A progress line written around pytest's capture (the run happens inside an item)."""
-        from contextlib import nullcontext
-
-        tr = self.config.pluginmanager.get_plugin("terminalreporter")
-        if tr is None:
-            return
-        capman = self.config.pluginmanager.get_plugin("capturemanager")
-        with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
-            if tr.isatty:
-                tr.rewrite(line, erase=True)
-                if final:
-                    tr.write("\n")
-            else:
-                tr.ensure_newline()
-                tr.write_line(line)
 
     def close(self) -> None:
         """Undo what the session installed process-wide."""

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval_gate.embed.cache import MAX_SHARDS, CacheWarning, EmbeddingCache
+from retrieval_gate.embed.cache import MAX_SHARDS, EmbeddingCache
+from retrieval_gate.errors import CacheWarning
 
 IDENTITY = 'retrieval-gate-embedder/1 {"kind":"test","model":"m"}'
 

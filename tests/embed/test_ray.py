@@ -82,8 +82,9 @@ def test_only_the_caches_misses_go_to_ray(ray_cluster: Any, models: Path, local:
     options = RunOptions(cache_dir=models)
     lazy = open_embedder(SPEC, cache_dir=models)
     assert isinstance(lazy, LazyEmbedder)
-    remote = ray_embedder(lazy, SPEC, None, options)
-    assert ray_embedder(lazy, SPEC, None, options) is remote  # one per spec and address
+    remote = ray_embedder(lazy, SPEC, None, cache_dir=models, embedders=options.embedders)
+    # One per spec and address in the session's embedders.
+    assert ray_embedder(lazy, SPEC, None, cache_dir=models, embedders=options.embedders) is remote
     first = texts(40, seed=2)
     vectors, embedded = embed_texts(remote, first, options, label="docs")
     assert (embedded, remote.sent) == (40, 40)

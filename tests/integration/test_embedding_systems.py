@@ -485,7 +485,7 @@ def test_xdist_workers_share_one_cache_and_agree(pytester: pytest.Pytester, tmp_
 
     # The cache they left is whole: a serial run embeds nothing, finds no damaged shard, and
     # every item and every per-query value is the same.
-    serial = pytester.runpytest(*args, "-W", "error::retrieval_gate.embed.cache.CacheWarning")
+    serial = pytester.runpytest(*args, "-W", "error::retrieval_gate.errors.CacheWarning")
     serial.assert_outcomes(passed=7)
     (in_serial,) = report(project)["runs"]
     assert (in_serial["stats"]["embedded_documents"], in_serial["stats"]["cached_documents"]) == (

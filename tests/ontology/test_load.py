@@ -12,8 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval_gate.embed.cache import CacheWarning
-from retrieval_gate.errors import MissingExtraError, RetrievalGateError
+from retrieval_gate.errors import CacheWarning, MissingExtraError, RetrievalGateError
 from retrieval_gate.ontology import Ontology, OntologyError, cache_path, load_ontology, resolve_ref
 
 DATA = Path(__file__).parents[1] / "data" / "ontology"

@@ -19,10 +19,10 @@ from retrieval_gate.errors import ConfigError, RunError
 from retrieval_gate.metrics import rank_scored
 from retrieval_gate.runs import run_suite
 from retrieval_gate.runs.handle import open_system
+from retrieval_gate.schema import Option
 from retrieval_gate.suites.suite import parse_suite
 from retrieval_gate.systems import (
     OpenContext,
-    Option,
     Retrieved,
     RunOptions,
     Stage,
@@ -707,7 +707,8 @@ def test_an_embedding_cache_that_cannot_be_written_costs_a_warning_not_the_run(
     import errno
 
     from retrieval_gate.embed import EmbedderSpec
-    from retrieval_gate.embed.cache import CacheWarning, EmbeddingCache
+    from retrieval_gate.embed.cache import EmbeddingCache
+    from retrieval_gate.errors import CacheWarning
     from retrieval_gate.systems.embedding import EmbeddingIndex
 
     def full(self: EmbeddingCache, digests: Any, vectors: Any) -> None:

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from retrieval_gate import __version__
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.records import RunRecord
+from retrieval_gate.version import __version__
 
 VERSION = 1
 
@@ -135,6 +135,25 @@ def save_baseline(path: Path, records: Iterable[RunRecord], previous: Baseline |
         "runs": {key: runs[key].to_baseline_json() for key in sorted(runs)},
     }
     write_text_atomic(path, json.dumps(payload, indent=1, sort_keys=False) + "\n")
+
+
+def load_for_session(
+    store: BaselineStore, *, named: bool, saving: bool
+) -> tuple[Baseline | None, str | None]:
+    """The accepted baseline a session compares with, and, when the session saves over an
+    unreadable one, why it was unreadable (the terminal says it was replaced). ``named``: the
+    user named the baseline (``--rg-baseline``), so a missing one is an error unless saving."""
+    if named and not saving and not store.exists():
+        raise RetrievalGateError(
+            f"--rg-baseline {store.location}: no such file; save one with "
+            "--rg-save-baseline, or drop the option to run without a baseline"
+        )
+    try:
+        return store.load(), None
+    except RetrievalGateError as exc:
+        if not saving:
+            raise
+        return None, exc.format()  # asked to save: the unreadable file is being replaced
 
 
 # -- stores ---------------------------------------------------------------------------------------

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from retrieval_gate.config.decision import DecisionSettings
     from retrieval_gate.corpus import Corpus
     from retrieval_gate.systems.base import OpenContext, RunOptions
+from retrieval_gate.schema import OptionTable
 from retrieval_gate.systems.config import SystemConfig, parse_system
-from retrieval_gate.systems.options import OptionTable
 
 DEFAULT_CACHE_DIR = ".retrieval-gate-cache"
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from retrieval_gate.errors import ConfigError, MissingExtraError, RunError
 from retrieval_gate.progress import task
-from retrieval_gate.systems.options import (
+from retrieval_gate.schema import (
     Option,
     OptionTable,
     at_least,

@@ -23,7 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["MAX_SHARDS", "CacheWarning", "EmbeddingCache"]
+from retrieval_gate.errors import CacheWarning
+
+__all__ = ["MAX_SHARDS", "EmbeddingCache"]
 
 #: More shards than this and `store` compacts them into one.
 MAX_SHARDS = 32
@@ -34,10 +36,6 @@ _TMP_PREFIX = ".tmp-"
 _STALE_TMP_SECONDS = 3600.0
 # Listing then loading races with another process's compaction; a few rescans settle it.
 _SCAN_ATTEMPTS = 3
-
-
-class CacheWarning(UserWarning):
-    """The embedding cache found a damaged shard and dropped it (its entries get re-embedded)."""
 
 
 class _Unreadable(Exception):

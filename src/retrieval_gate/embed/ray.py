@@ -27,15 +27,12 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from retrieval_gate.embed import Embedder, EmbedderSpec, LazyEmbedder, import_optional
 from retrieval_gate.errors import ConfigError, RunError
-
-if TYPE_CHECKING:
-    from retrieval_gate.systems.base import RunOptions
 
 __all__ = ["RayEmbedder", "ray_embedder"]
 
@@ -174,14 +171,19 @@ class RayEmbedder(LazyEmbedder):
 
 
 def ray_embedder(
-    local: Embedder, spec: EmbedderSpec, address: str | None, options: RunOptions
+    local: Embedder,
+    spec: EmbedderSpec,
+    address: str | None,
+    *,
+    cache_dir: Path,
+    embedders: dict[Any, Any],
 ) -> RayEmbedder:
-    """The session's Ray embedder for ``spec`` on ``address`` (one per spec and address, like
-    the local embedders: one set of actors each)."""
+    """The session's Ray embedder for ``spec`` on ``address``, kept in ``embedders`` (the
+    session's loaded embedders) beside the local one: one per spec and address."""
     key = ("ray", spec, address)
-    found = options.embedders.get(key)
+    found = embedders.get(key)
     if isinstance(found, RayEmbedder):
         return found
-    made = RayEmbedder(local, spec, address=address, cache_dir=options.cache_dir)
-    options.embedders[key] = made
+    made = RayEmbedder(local, spec, address=address, cache_dir=cache_dir)
+    embedders[key] = made
     return made

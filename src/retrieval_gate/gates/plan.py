@@ -22,6 +22,7 @@ from retrieval_gate.records import parse_scope
 
 if TYPE_CHECKING:
     from retrieval_gate.config import Settings
+    from retrieval_gate.metrics import Metric
     from retrieval_gate.records import RunRecord
     from retrieval_gate.suites.suite import Suite
 
@@ -41,6 +42,13 @@ class RegressionPlan:
     def checks(self, suite: Suite) -> list[RegressionCheck]:
         """The suite's regression checks: what its items are and what its runs must compute."""
         return regression_checks(suite, self.settings.tolerance, self.settings.regression_scopes)
+
+    def metrics(self, suite: Suite) -> tuple[Metric, ...]:
+        """What the suite's runs must compute for its checks: a metric only a tolerance names
+        still needs per-unit values to compare."""
+        from retrieval_gate.metrics import parse_metric
+
+        return tuple(parse_metric(check.metric) for check in self.checks(suite))
 
     def register(self, suite: Suite, system: str, base: RunRecord | None) -> None:
         """Record the shared-unit count of each gated check of ``suite`` x ``system`` against

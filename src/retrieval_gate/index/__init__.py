@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 import numpy as np
 
 from retrieval_gate.errors import ConfigError, RetrievalGateError
-from retrieval_gate.systems.options import Option, OptionTable
+from retrieval_gate.schema import Option, OptionTable
 
 __all__ = [
     "HNSW_OPTIONS",

@@ -33,7 +33,7 @@ import numpy as np
 
 from retrieval_gate.errors import ConfigError, RunError
 from retrieval_gate.index import IndexBackend, check_ids, check_vectors, hnsw_settings, named_errors
-from retrieval_gate.systems.options import Option, OptionTable, at_least, beside_settings, one_of
+from retrieval_gate.schema import Option, OptionTable, at_least, beside_settings, one_of
 
 __all__ = ["BACKEND", "OPTIONS", "LanceDBError", "LanceDBIndex", "table_name"]
 

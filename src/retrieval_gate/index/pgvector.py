@@ -39,7 +39,7 @@ import numpy as np
 
 from retrieval_gate.errors import ConfigError, RunError
 from retrieval_gate.index import IndexBackend, check_ids, check_vectors, hnsw_settings, named_errors
-from retrieval_gate.systems.options import Option, OptionTable, at_least, one_of
+from retrieval_gate.schema import Option, OptionTable, at_least, one_of
 
 __all__ = ["BACKEND", "OPTIONS", "PgvectorError", "PgvectorIndex", "table_name"]
 

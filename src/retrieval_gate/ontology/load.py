@@ -29,8 +29,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from retrieval_gate.embed.cache import CacheWarning
-from retrieval_gate.errors import MissingExtraError
+from retrieval_gate.errors import CacheWarning, MissingExtraError
 from retrieval_gate.ontology.model import Ontology, OntologyError, Term
 from retrieval_gate.ontology.tables import (
     ARRAY_FIELDS,

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from retrieval_gate import __version__
 from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.report import Writer
+from retrieval_gate.version import __version__
 
 if TYPE_CHECKING:
     from retrieval_gate.report import ReportData, Targets

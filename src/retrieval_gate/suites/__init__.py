@@ -26,8 +26,8 @@ from retrieval_gate.records import KindCodec, register_kind_codec
 from retrieval_gate.suites.kind import SuiteKind
 
 if TYPE_CHECKING:
+    from retrieval_gate.schema import OptionTable
     from retrieval_gate.suites.suite import Suite
-    from retrieval_gate.systems.options import OptionTable
 
 __all__ = [
     "ENTRY_POINT_GROUP",

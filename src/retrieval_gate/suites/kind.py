@@ -39,13 +39,13 @@ if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
     from retrieval_gate.metrics import Metric
     from retrieval_gate.ontology import Ontology
+    from retrieval_gate.schema import OptionTable
     from retrieval_gate.suites.drift import DriftFloors
     from retrieval_gate.suites.result import RunResult
     from retrieval_gate.suites.suite import Suite
     from retrieval_gate.suites.units import Unit
     from retrieval_gate.systems import OpenContext
     from retrieval_gate.systems.config import SystemConfig
-    from retrieval_gate.systems.options import OptionTable
 
 __all__ = ["Resources", "SuiteKind", "UnitRecord"]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import RetrievalGateError, SuiteError
-from retrieval_gate.suites.ranking import RankingKind
+from retrieval_gate.suites.ranking import RankingKind, RankingSpec
 
 if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
@@ -88,6 +88,13 @@ def parse_ontology(data: Mapping[str, Any], path: Path, *, kind: str) -> Ontolog
             entry="similarity",
         )
     return OntologySpec(ref=ref.strip(), base=path.parent, root=root, similarity=measure)
+
+
+@dataclass(frozen=True)
+class OntologySuiteSpec(RankingSpec):
+    """A ranking suite's spec plus the ontology its terms come from."""
+
+    ontology: OntologySpec = OntologySpec(ref="", base=Path())
 
 
 def load_ontology_of(spec: OntologySpec, suite: Suite, resources: Resources) -> Ontology:
@@ -165,7 +172,11 @@ class OntologyKind(RankingKind):
     def parse(self, data: Mapping[str, Any], path: Path) -> tuple[Sequence[Unit], Any]:
         units, spec = super().parse(data, path)
         ontology = parse_ontology(data, path, kind=self.name)
-        return units, dataclasses.replace(spec, ontology=ontology)
+        fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(RankingSpec)}
+        return units, OntologySuiteSpec(**fields, ontology=ontology)
+
+    def check_metric(self, metric: Metric, suite_spec: Any) -> str | None:
+        return None
 
     def digest_payload(self, suite: Suite) -> dict[str, Any]:
         # MaxOntSim depends on the ontology's terms and the measure (the file's digest is part

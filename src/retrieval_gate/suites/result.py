@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from retrieval_gate import __version__
+from retrieval_gate.version import __version__
 
 if TYPE_CHECKING:
     from retrieval_gate.suites.suite import Suite

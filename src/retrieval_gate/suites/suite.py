@@ -24,7 +24,7 @@ from retrieval_gate.records import parse_scope, scope_name
 from retrieval_gate.suites.units import DEFAULT_K, MAX_K, Unit, parse_cutoffs, threshold, type_name
 
 if TYPE_CHECKING:
-    from retrieval_gate.suites.kind import SuiteKind
+    from retrieval_gate.suites import SuiteKind
 
 __all__ = ["DEFAULT_K", "HEADER_KEYS", "MAX_K", "Gate", "Suite", "load_suite", "parse_suite"]
 

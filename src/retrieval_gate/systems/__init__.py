@@ -26,7 +26,6 @@ from retrieval_gate.systems.base import (
     System,
     SystemKind,
 )
-from retrieval_gate.systems.options import Option, OptionTable, Where, parse_options
 
 if TYPE_CHECKING:
     from retrieval_gate.systems.config import SystemConfig
@@ -34,18 +33,14 @@ if TYPE_CHECKING:
 __all__ = [
     "ENTRY_POINT_GROUP",
     "OpenContext",
-    "Option",
-    "OptionTable",
     "Retrieved",
     "RunOptions",
     "Stage",
     "StageKind",
     "System",
     "SystemKind",
-    "Where",
     "kinds",
     "open_configured",
-    "parse_options",
     "register_kind",
     "register_stage",
     "stages",

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from retrieval_gate.systems.options import OptionTable, Where
+from retrieval_gate.schema import OptionTable, Where
 
 if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus

@@ -19,9 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import ConfigError, RetrievalGateError, RunError
-from retrieval_gate.systems.base import OpenContext, Query, Retrieved, RunOptions, SystemKind
-from retrieval_gate.systems.fields import FIELD_OPTIONS, check_fields, field_identity
-from retrieval_gate.systems.options import (
+from retrieval_gate.schema import (
     Option,
     OptionTable,
     Where,
@@ -29,6 +27,8 @@ from retrieval_gate.systems.options import (
     beside_settings,
     one_of,
 )
+from retrieval_gate.systems.base import OpenContext, Query, Retrieved, RunOptions, SystemKind
+from retrieval_gate.systems.fields import FIELD_OPTIONS, check_fields, field_identity
 from retrieval_gate.systems.retriever import TIMEOUT_OPTION, CallTimeout, call_bounded
 
 if TYPE_CHECKING:
@@ -254,7 +254,7 @@ def _store_or_warn(cache: Any, digests: list[str], vectors: Any) -> None:
     import errno
     import warnings
 
-    from retrieval_gate.embed.cache import CacheWarning
+    from retrieval_gate.errors import CacheWarning
 
     try:
         cache.store(digests, vectors)
@@ -890,7 +890,13 @@ def load_system_embedder(
         if opt.get("embed_executor") == "ray":  # documents the cache lacks go to Ray: embed/ray.py
             from retrieval_gate.embed.ray import ray_embedder
 
-            embedder = ray_embedder(embedder, spec, opt["ray_address"], options)
+            embedder = ray_embedder(
+                embedder,
+                spec,
+                opt["ray_address"],
+                cache_dir=options.cache_dir,
+                embedders=options.embedders,
+            )
     except RetrievalGateError as exc:
         if exc.entry is None:
             exc.entry = f"system.{system.name}"

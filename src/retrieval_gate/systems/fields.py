@@ -56,7 +56,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import ConfigError, CorpusError
-from retrieval_gate.systems.options import Option, OptionTable, Where, one_of
+from retrieval_gate.schema import Option, OptionTable, Where, one_of
 
 if TYPE_CHECKING:
     import numpy as np

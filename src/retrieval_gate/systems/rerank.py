@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.schema import Option, OptionTable, at_least, beside_settings
 from retrieval_gate.systems.base import OpenContext, Stage, StageKind, System
-from retrieval_gate.systems.options import Option, OptionTable, at_least, beside_settings
 
 if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus

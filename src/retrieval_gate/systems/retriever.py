@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.schema import Option, Where
 from retrieval_gate.systems.base import OpenContext, Query, Retrieved, SystemKind
-from retrieval_gate.systems.options import Option, Where
 
 if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus

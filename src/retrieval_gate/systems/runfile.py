@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import RunError
+from retrieval_gate.schema import Option
 from retrieval_gate.systems.base import OpenContext, Query, Retrieved, SystemKind
-from retrieval_gate.systems.options import Option
 
 if TYPE_CHECKING:
     from retrieval_gate.systems.config import SystemConfig

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval_gate.systems.options import Option, OptionTable, at_least, one_of
+from retrieval_gate.schema import Option, OptionTable, at_least, one_of
 
 __all__ = ["EXTRACTION_OPTIONS", "NEGATION_CUES", "SYSTEM_OPTIONS", "ExtractionSettings"]
 
