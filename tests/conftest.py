@@ -13,6 +13,22 @@ import pytest
 DISTILLED_PCA_DIMS = 64
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--reverse-order",
+        action="store_true",
+        default=False,
+        help="run the tests in reverse order: no test may depend on what another left behind "
+        "(CI runs the suite once this way)",
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("reverse_order"):
+        items.reverse()
+
+
 @pytest.fixture(scope="session")
 def distilled_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A cache folder holding one model2vec model distilled from the bundled MiniLM.

@@ -291,6 +291,10 @@ def test_run_file_system_through_run_suite(project: Path) -> None:
         "run_file_queries": 1,
         "run_file_missing_queries": 1,
         "latency_measured": False,
+        "warnings": [
+            "runs/r.trec answers 1 of the suite's 2 queries; the 1 it does not answer score 0 "
+            "(e.g. 'q2')"
+        ],
     }
 
 
@@ -463,7 +467,9 @@ def test_json_run_reading(tmp_path: Path) -> None:
     path.write_text(json.dumps({"q1": {"d1": 1, "d2": 0.5}, "7": {}}))
     assert read_json_run(path) == {"q1": {"d1": 1.0, "d2": 0.5}, "7": {}}
     path.write_text(json.dumps({"q1": {"d1": "x"}}))
-    with pytest.raises(RunError, match=r"\[query q1\]: score 'x' for 'd1' is not a finite"):
+    with pytest.raises(
+        RunError, match=r"\[query q1\]: score 'x' for 'd1' is not a number \(a JSON string\)"
+    ):
         read_json_run(path)
     with pytest.raises(RunError, match=r"r.trec: run file not found"):
         read_trec_run(tmp_path / "r.trec")
@@ -720,6 +726,31 @@ def test_an_embedding_cache_that_cannot_be_written_costs_a_warning_not_the_run(
     spec = EmbedderSpec(kind="model2vec", model="m", pca_dims=256)
     options = RunOptions(cache_dir=tmp_path / "cache", embedders={spec: TwoWordEmbedder()})
     with pytest.warns(CacheWarning, match=r"could not store 2 vectors \(no space left on the "):
+        index = EmbeddingIndex(found.system("s"), options, corpus)
+    assert index.search("a", 1) == [("a.txt", 1.0)]
+
+
+def test_a_disk_that_fills_as_the_cache_folder_is_made_costs_a_warning_not_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every file the cache writes (its identity, its width, its shards) meets a full disk,
+    # from the documents' folder to the queries' one made after it.
+    import errno
+
+    from retrieval_gate.embed import EmbedderSpec
+    from retrieval_gate.embed.cache import EmbeddingCache
+    from retrieval_gate.errors import CacheWarning
+    from retrieval_gate.systems.embedding import EmbeddingIndex
+
+    def full(self: EmbeddingCache, target: Path, payload: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(target))
+
+    monkeypatch.setattr(EmbeddingCache, "_atomic_write", full)
+    corpus = _corpus(tmp_path, "a.txt", "b.txt")
+    found = settings({"s": {"embedder": "model2vec", "model": "m", "index": "exact"}})
+    spec = EmbedderSpec(kind="model2vec", model="m", pca_dims=256)
+    options = RunOptions(cache_dir=tmp_path / "cache", embedders={spec: TwoWordEmbedder()})
+    with pytest.warns(CacheWarning, match=r"cannot be written \(No space left on device\)"):
         index = EmbeddingIndex(found.system("s"), options, corpus)
     assert index.search("a", 1) == [("a.txt", 1.0)]
 

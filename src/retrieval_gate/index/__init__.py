@@ -20,6 +20,7 @@ import numpy as np
 
 from retrieval_gate.errors import ConfigError, RetrievalGateError
 from retrieval_gate.schema import Option, OptionTable
+from retrieval_gate.usercode import DEFAULT_TIMEOUT_S
 
 __all__ = [
     "HNSW_OPTIONS",
@@ -195,7 +196,13 @@ def _chroma_built(cache_dir: Path, key: str, options: Mapping[str, Any]) -> str 
 def _chroma_server(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Index:
     from retrieval_gate.index.chroma import open_server
 
-    return open_server(options["host"], options["port"], key, hnsw=hnsw_settings(options))
+    return open_server(
+        options["host"],
+        options["port"],
+        key,
+        hnsw=hnsw_settings(options),
+        timeout=options.get("timeout", DEFAULT_TIMEOUT_S),
+    )
 
 
 register_index(
@@ -223,6 +230,15 @@ register_index(
         options={
             "host": Option(str, "127.0.0.1", "host of a running `chroma run` server"),
             "port": Option(int, 8000, "its port", check=lambda v: 0 < v < 65536, rule="1 to 65535"),
+            # The system's own 'timeout' (the same key): how long the server may take to answer.
+            "timeout": Option(
+                (int, float),
+                DEFAULT_TIMEOUT_S,
+                "seconds the server may take to answer a request (the system's `timeout`); "
+                "0 for no limit",
+                check=lambda v: v >= 0,
+                rule=">= 0; 0 for no limit",
+            ),
             **HNSW_OPTIONS,
         },
         open=_chroma_server,

@@ -96,6 +96,14 @@ def threshold(value: Any, metric: Metric, path: Path, entry: str) -> float:
     """A floor (or latency ceiling) as written, checked against the metric's bounds."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         raise SuiteError(f"threshold must be a number, got {value!r}", path=path, entry=entry)
+    if math.isinf(value):
+        # An infinite ceiling gates nothing and an infinite floor fails whatever: both mistakes.
+        raise SuiteError(
+            f"threshold must be finite, got {value!r}; drop the gate to leave {metric.name} "
+            "ungated",
+            path=path,
+            entry=entry,
+        )
     lo, hi = metric.bounds
     inside = (lo is None or value >= lo) and (hi is None or value <= hi)
     if not metric.is_latency and not inside:

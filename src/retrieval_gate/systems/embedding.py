@@ -181,7 +181,21 @@ def _backend_options(spec: Mapping[str, Any], where: Where) -> OptionTable:
 def _check(options: Mapping[str, Any], where: Where) -> None:
     if not isinstance(options["model"], str) and not isinstance(options.get("distill_from"), str):
         raise ConfigError("an embedding system needs 'model'", path=where.source, entry=where.entry)
+    if isinstance(options["model"], str) and isinstance(options.get("distill_from"), str):
+        raise ConfigError(
+            "'model' and 'distill_from' exclude each other: distill_from makes the model "
+            "(the other would be ignored); keep one",
+            path=where.source,
+            entry=where.entry,
+        )
     size, overlap = options["chunk_size"], options["chunk_overlap"]
+    if size is None and overlap:
+        raise ConfigError(
+            f"'chunk_overlap' ({overlap}) needs 'chunk_size': without it documents are not "
+            "chunked and the overlap means nothing",
+            path=where.source,
+            entry=where.entry,
+        )
     if size is not None and overlap >= size:
         # Said here, naming the system, rather than by the chunker when the run starts.
         raise ConfigError(
@@ -420,6 +434,11 @@ class EmbeddingIndex:
         self._scratch = None if options.use_cache else Path(tempfile.mkdtemp(prefix="rg-index-"))
         self.index_dir = self._scratch or options.cache_dir
         self.notes: list[str] = list(corpus.notes)
+        if cache is not None and cache.dropped:
+            self.notes.append(
+                f"embedding cache: dropped {len(cache.dropped)} shard(s) ({cache.dropped[0]}); "
+                "their texts were embedded again"
+            )
         self.index_kind: str = opt["index"]
         self.stage_seconds["index"] = 0.0
         #: With ``cache_results`` and a backend that says its build id (embedded chroma): search
@@ -445,6 +464,7 @@ class EmbeddingIndex:
                 self._open_index,
                 build_id,
                 size=len(self.unit_ids),
+                ids=self.unit_ids,
             )
             self.index = self.cached_search
         else:
@@ -818,6 +838,10 @@ class EmbeddingSystem:
             note = f"search results: cached, {self.index.index_kind} not opened"
         elif cached.hits:
             note = f"search results: {cached.hits} cached, {cached.misses} searched"
+        if cached.rejected:
+            note = (
+                f"{note}; " if note else ""
+            ) + f"{cached.rejected} cached results did not fit this index and were searched again"
         return {"cached_results": cached.hits, "index_opened": cached.opened, "results_note": note}
 
     @property
