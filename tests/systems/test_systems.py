@@ -64,9 +64,10 @@ def test_unknown_key_lists_the_kinds_own_keys() -> None:
 def test_backend_keys_are_known_only_with_their_backend() -> None:
     embedding = (
         "aggregation, backend, batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, "
-        "description, device, document_prompt, embedder, extraction, fields, hnsw_ef_construction, "
+        "description, device, document_prompt, embed_executor, embedder, extraction, fields, "
+        "hnsw_ef_construction, "
         "hnsw_ef_search, hnsw_max_neighbors, hnsw_num_threads, index, index_recall, index_stability, model, "
-        "multi_vector, normalize, query_prompt, search_block_mb, stages, timeout, weights"
+        "multi_vector, normalize, query_prompt, ray_address, search_block_mb, stages, timeout, weights"
     )
     # pca_dims belongs to model2vec, host to chroma-server.
     assert config_error({"embedder": "sentence-transformers", "model": "m", "pca_dims": 64}) == (
@@ -75,9 +76,11 @@ def test_backend_keys_are_known_only_with_their_backend() -> None:
     assert config_error({"embedder": "model2vec", "model": "m", "host": "h"}) == (
         "/project/pyproject.toml [system.s]: unknown key 'host'; known: aggregation, "
         "batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, description, "
-        "device, distill_from, document_prompt, embedder, extraction, fields, hnsw_ef_construction, "
+        "device, distill_from, document_prompt, embed_executor, embedder, extraction, fields, "
+        "hnsw_ef_construction, "
         "hnsw_ef_search, hnsw_max_neighbors, hnsw_num_threads, index, index_recall, index_stability, model, "
-        "multi_vector, normalize, pca_dims, query_prompt, search_block_mb, stages, timeout, "
+        "multi_vector, normalize, pca_dims, query_prompt, ray_address, search_block_mb, stages, "
+        "timeout, "
         "weights"
     )
     parsed = settings(
@@ -139,7 +142,7 @@ def test_invalid_values_and_kind_selection() -> None:
         where + "unknown embedder 'openai'; known: model2vec, sentence-transformers"
     )
     assert config_error({"embedder": "model2vec", "model": "m", "index": "faiss"}) == (
-        where + "unknown index 'faiss'; known: chroma, chroma-server, exact"
+        where + "unknown index 'faiss'; known: chroma, chroma-server, exact, lancedb, pgvector"
     )
     assert config_error({"embedder": "model2vec"}) == where + "an embedding system needs 'model'"
     assert config_error(
