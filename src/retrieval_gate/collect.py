@@ -21,7 +21,7 @@ from retrieval_gate.gates.regressions import RegressionCheck
 from retrieval_gate.keys import SESSION_KEY
 from retrieval_gate.records import ItemPayload, Outcome, Undecided, parse_scope
 from retrieval_gate.runs.cache import InternalRunError
-from retrieval_gate.suites.suite import Gate, Suite, load_suite
+from retrieval_gate.suites.suite import Gate, Suite, load_suite, suite_systems
 from retrieval_gate.suites.units import Unit
 from retrieval_gate.systems.config import SystemConfig
 
@@ -52,18 +52,32 @@ class SuiteFile(pytest.File):
         gate_session = self.config.stash[SESSION_KEY]
         try:
             suite = gate_session.runs.prepare(load_suite(self.path))
-            _check_suite(self.config, gate_session, suite)
+            systems = _systems_for(gate_session, suite)
+            _check_suite(self.config, gate_session, suite, systems)
         except RetrievalGateError as exc:
             raise self.CollectError(exc.format()) from None
-        for system in gate_session.systems:
+        for system in systems:
             yield SystemNode.from_parent(self, name=system.name, suite=suite, system=system)
+
+
+def _systems_for(gate_session: GateSession, suite: Suite) -> list[SystemConfig]:
+    """The session's systems the suite is for (its ``systems:``, narrowed by the session's
+    selection); the others get no items, so the baseline and the report have no run for them."""
+    running = {system.name: system for system in gate_session.systems}
+    names = suite_systems(suite, list(gate_session.settings.systems), list(running))
+    return [running[name] for name in names]
 
 
 _SUITE_NAMES: pytest.StashKey[dict[str, Path]] = pytest.StashKey()
 _LABELS: pytest.StashKey[set[str]] = pytest.StashKey()
 
 
-def _check_suite(config: pytest.Config, gate_session: GateSession, suite: Suite) -> None:
+def _check_suite(
+    config: pytest.Config,
+    gate_session: GateSession,
+    suite: Suite,
+    systems: list[SystemConfig],
+) -> None:
     """Collection-time checks: a suite name is one suite (the report and the baseline are keyed
     by it), a category or difficulty is not another plugin's marker, the suite's own corpus does
     not hold the session's outputs, and its ids exist where its kind says they must."""
@@ -96,7 +110,7 @@ def _check_suite(config: pytest.Config, gate_session: GateSession, suite: Suite)
             check_outputs(gate_session.outputs, corpora=[own])
         except RetrievalGateError as exc:
             raise RetrievalGateError(exc.message, path=suite.path, entry="corpus") from None
-    gate_session.runs.check(suite, gate_session.systems)
+    gate_session.runs.check(suite, systems)
 
 
 class SystemNode(pytest.Collector):

@@ -213,13 +213,17 @@ def select_systems(
 def select_reference(
     systems: Sequence[SystemConfig], option: str | None, setting: str | None
 ) -> str:
-    """The system the report compares the others against: option, setting, else the first."""
-    name = option or setting
-    if name is None:
-        return systems[0].name
-    if name not in {s.name for s in systems}:
-        running = ", ".join(s.name for s in systems)
-        raise RetrievalGateError(
-            f"reference system {name!r} is not among the systems this session runs ({running})"
-        )
-    return name
+    """The system the report compares the others against: the ``--rg-reference`` option, else
+    the ``reference`` setting, else the first system. An option naming a system the session
+    does not run is an error; a setting naming one is not (``--rg-system`` chose the systems of
+    this session, and the settings' reference is simply not among them): the first system is the
+    reference then."""
+    running = [s.name for s in systems]
+    if option is not None:
+        if option not in running:
+            raise RetrievalGateError(
+                f"--rg-reference: reference system {option!r} is not among the systems this "
+                f"session runs ({', '.join(running)})"
+            )
+        return option
+    return setting if setting in running else running[0]

@@ -27,6 +27,7 @@ __all__ = [
     "optional_label",
     "parse_cutoffs",
     "parse_expect",
+    "read_units_file",
     "threshold",
     "type_name",
 ]
@@ -189,3 +190,52 @@ def parse_cutoffs(raw: Any, path: Path) -> tuple[int, ...]:
             )
         out.append(value)
     return tuple(sorted(set(out)))
+
+
+def read_units_file(value: Any, path: Path, key: str) -> tuple[list[Any], Path]:
+    """The units a suite's ``key`` (``queries``) points at, in a file of their own (a path
+    relative to the suite file) so that files in other tools' shapes stay untouched: a JSON or
+    YAML list of units, or a mapping holding that list under ``key``. Returns the list and the
+    file (errors in the units name it).
+
+    The one place a units file is read, so a guarded reader can be put in front of it.
+    """
+    from retrieval_gate.files.structured import DuplicateKeyError, load_json, load_yaml
+
+    if not isinstance(value, str) or not value.strip():
+        raise SuiteError(f"'{key}' must be a list or a file path", path=path, entry=key)
+    source = (path.parent / value).resolve()
+    suffix = source.suffix.lower()
+    if suffix not in (".json", ".yaml", ".yml"):
+        raise SuiteError(
+            f"a {key} file must be .json, .yaml or .yml, got {source.name!r}", path=path, entry=key
+        )
+    try:
+        text = source.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise SuiteError(f"{key} file not found: {source}", path=path, entry=key) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SuiteError(f"cannot read {key} file: {exc}", path=path, entry=key) from None
+    import json
+
+    import yaml
+
+    try:
+        data = load_json(text) if suffix == ".json" else load_yaml(text)
+    except DuplicateKeyError as exc:
+        raise SuiteError(str(exc), path=source) from None
+    except json.JSONDecodeError as exc:
+        raise SuiteError(
+            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=source
+        ) from None
+    except yaml.YAMLError as exc:
+        raise SuiteError(f"invalid YAML: {str(exc).splitlines()[0]}", path=source) from None
+    if isinstance(data, Mapping) and isinstance(data.get(key), list):
+        data = data[key]
+    if not isinstance(data, list):
+        raise SuiteError(
+            f"a {key} file holds a list of {key}, or a mapping with '{key}: [...]'; got "
+            f"{type_name(data)}",
+            path=source,
+        )
+    return data, source
