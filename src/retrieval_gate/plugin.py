@@ -244,6 +244,10 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(exc.format()) from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "retrieval_gate_session")
+    if config.getoption("xmlpath", None):
+        from retrieval_gate.report.junit import JunitNames
+
+        config.pluginmanager.register(JunitNames(config), "retrieval_gate_junit")
 
 
 @pytest.fixture(scope="session")
@@ -288,6 +292,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         session.close()
         config.pluginmanager.unregister(session)
         del config.stash[SESSION_KEY]
+    names = config.pluginmanager.get_plugin("retrieval_gate_junit")
+    if names is not None:
+        config.pluginmanager.unregister(names)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -13,6 +13,7 @@ from retrieval_gate.report import ReportData, Writer
 from retrieval_gate.suites import kinds
 
 if TYPE_CHECKING:
+    from retrieval_gate.gates.decision import DecisionTerm
     from retrieval_gate.report import Targets
     from retrieval_gate.suites.kind import SuiteKind
 
@@ -93,8 +94,8 @@ def lines(data: ReportData) -> Iterator[str]:
         rows = [
             [
                 f"`{g.nodeid}`",
-                g.measured,
-                g.needed,
+                _measured(g),
+                _needed(g),
                 str(g.n),
                 ", ".join(f"{qid} ({fmt(value)})" for qid, value in g.worst) or "-",
             ]
@@ -109,16 +110,38 @@ def lines(data: ReportData) -> Iterator[str]:
         yield ""
         rows = [
             [
-                "pass" if g.passed else "**FAIL**",
+                _status(g),
                 f"`{g.nodeid}`",
-                fmt(g.value),
-                f"{g.comparison} {fmt(g.threshold)}",
+                fmt(g.value) if g.regression is None else _measured(g),
+                f"{g.comparison} {fmt(g.threshold)}" if g.regression is None else _needed(g),
                 str(g.n),
             ]
             for g in data.gates
         ]
         yield from _table(["status", "gate", "value", "needs", "n"], rows)
         yield ""
+
+
+def _status(gate: Outcome) -> str:
+    """pass / **FAIL**, and a regression check's verdict: it passes or fails on the drop from
+    its baseline, not on its value against a floor."""
+    status = "pass" if gate.passed else "**FAIL**"
+    return status if gate.regression is None else f"{status} ({gate.regression.verdict})"
+
+
+def _measured(gate: Outcome) -> str:
+    if gate.regression is None:
+        return gate.measured
+    drop = gate.regression.baseline - gate.value
+    return f"{fmt(gate.value)} (drop {fmt(drop)})"
+
+
+def _needed(gate: Outcome) -> str:
+    """What the gate compares: a floor or ceiling, or a regression check's tolerated drop."""
+    if gate.regression is None:
+        return gate.needed
+    figures = gate.regression
+    return f"drop <= {fmt(figures.tolerance)} from {fmt(figures.baseline)}"
 
 
 def _suite(data: ReportData, suite: str) -> Iterator[str]:
@@ -266,18 +289,26 @@ def _decision(data: ReportData, suite: str) -> Iterator[str]:
     yield (
         "Decision score = sum of weight x value, each value clamped to [0, 1]; latency as "
         f"1 - p50 / {settings.latency_budget_ms:g} ms, dims as 1 - dims / "
-        f"{settings.dims_budget:g}; n/a: the system has no such figure (counts 0)."
+        f"{settings.dims_budget:g}; n/a: the system has no such figure, and its weight is spread "
+        "over the system's other terms in proportion to theirs (weight shown as configured -> "
+        "effective)."
     )
     yield ""
     rows = []
     for rank, decision in enumerate(found, start=1):
         cells = [
-            "n/a" if t.value is None else f"{t.weight:g} x {t.value:.4f} = {t.contribution:.4f}"
+            "n/a" if t.value is None else f"{_weight(t)} x {t.value:.4f} = {t.contribution:.4f}"
             for t in decision.terms
         ]
         rows.append([str(rank), f"`{decision.system}`", f"{decision.score:.4f}", *cells])
     yield from _table(["rank", "system", "score", *names], rows)
     yield ""
+
+
+def _weight(term: DecisionTerm) -> str:
+    if abs(term.effective_weight - term.weight) < 1e-12:
+        return f"{term.weight:g}"
+    return f"{term.weight:g} -> {term.effective_weight:.4g}"
 
 
 def _baseline_means(comparison: BaselineComparison | None) -> dict[str, float]:
