@@ -93,7 +93,7 @@ def test_report_and_json_written_with_the_documented_layout(project: pytest.Pyte
     # Failing gates come before the per-suite tables.
     assert markdown.index("## Failing gates") < markdown.index("## Suite `lineage`")
     assert "| `lineage.retrieval.yaml::keyword::suite::P@3` | 0.5556 | >= 0.9000 | 3 |" in markdown
-    assert "```mermaid\nxychart-beta" in markdown
+    assert "xychart-beta\n" in markdown and "```mermaid\n%%{init:" in markdown
 
 
 def test_systems_side_by_side_with_best_marked(project: pytest.Pytester) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -439,26 +440,49 @@ def _baseline(run: RunRecord, base: BaselineComparison, gates: list[Outcome]) ->
         yield ""
 
 
+#: The bars' colour, set in each chart so it does not depend on the viewer's theme (and a test
+#: rendering the charts can find the bars).
+BAR_COLOUR = "#4e79a7"
+
+
 def _chart(suite: str, runs: list[RunRecord], metrics: list[str]) -> Iterator[str]:
-    """A mermaid bar chart (GitHub renders it): metrics on x, one bar series per system."""
+    """Mermaid bar charts GitHub renders (``xychart-beta``). Several bar series in one chart
+    are drawn over each other in the same slot, hiding all but the tallest; so every chart has
+    one series: one chart per metric with the systems on the x axis, or, for a single system,
+    one chart with its metrics on the x axis."""
     if not metrics:
         return
-    labels = ", ".join(f'"{m}"' for m in metrics)
+    if len(runs) == 1:
+        (run,) = runs
+        yield from _mermaid(
+            f"{suite}: {run.system}", metrics, [run.metrics.get(m, 0.0) for m in metrics], "value"
+        )
+        return
+    for metric in metrics:
+        yield from _mermaid(
+            f"{suite}: {metric}",
+            [run.system for run in runs],
+            [run.metrics.get(metric, 0.0) for run in runs],
+            metric,
+        )
+
+
+def _mermaid(title: str, labels: list[str], values: list[float], axis: str) -> Iterator[str]:
+    def quoted(text: str) -> str:
+        return '"' + text.replace('"', "'") + '"'
+
+    # A correlation can be negative (bars rise from the axis minimum); a count can exceed 1.
+    low = "0" if min([0.0, *values]) >= 0 else "-1"
+    high = max(1, math.ceil(max(values, default=1.0)))
     yield "```mermaid"
+    yield '%%{init: {"themeVariables": {"xyChart": {"plotColorPalette": "' + BAR_COLOUR + '"}}}}%%'
     yield "xychart-beta"
-    yield f'    title "{suite}"'
-    yield f"    x-axis [{labels}]"
-    # A correlation can be negative.
-    low = min([0.0, *(run.metrics.get(m, 0.0) for run in runs for m in metrics)])
-    yield f'    y-axis "value" {"0" if low >= 0 else "-1"} --> 1'
-    for run in runs:
-        values = ", ".join(f"{run.metrics.get(m, 0.0):.4f}" for m in metrics)
-        yield f"    bar [{values}]"
+    yield f"    title {quoted(title)}"
+    yield f"    x-axis [{', '.join(quoted(label) for label in labels)}]"
+    yield f"    y-axis {quoted(axis)} {low} --> {high}"
+    yield f"    bar [{', '.join(f'{value:.4f}' for value in values)}]"
     yield "```"
     yield ""
-    if len(runs) > 1:
-        yield "Bars left to right: " + ", ".join(f"`{run.system}`" for run in runs) + "."
-        yield ""
 
 
 def judged_note(run: RunRecord) -> str | None:
