@@ -197,8 +197,8 @@ class _SuiteItem(pytest.Item):
         self.system = system
         self.rg_payload = ItemPayload()
         self.add_marker(pytest.mark.retrieval_gate)
-        # With xdist's --dist loadgroup, all items of a suite x system share one worker and so
-        # one retrieval run.
+        # All items of a suite x system share one worker, and so one retrieval run: under plain
+        # -n N through RunGrouping (below), under an explicit --dist loadgroup through this.
         self.add_marker(pytest.mark.xdist_group(f"{suite.name}::{system.name}"))
 
     @property
@@ -334,3 +334,59 @@ class DriftItem(_SuiteItem):
         if isinstance(found, str):
             raise pytest.skip.Exception(found, _use_item_location=True)
         return found[self.name.removeprefix("drift::")]
+
+
+# -- xdist: one worker per suite x system ------------------------------------------------------
+
+SUITE_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def run_scope(nodeid: str) -> str:
+    """The xdist work unit of a node id: a gate item's suite file and system (``file::system``,
+    every item that reads one run); any other test alone, as xdist's default ``load`` sends it."""
+    path, _, rest = nodeid.partition("::")
+    if not rest or not path.lower().endswith(SUITE_SUFFIXES):
+        return nodeid
+    return f"{path}::{rest.split('::')[0]}"
+
+
+def dist_given(args: list[str]) -> bool:
+    """Whether the user chose xdist's distribution (``--dist``, ``--dist=...``, ``-d``)."""
+    return any(arg == "-d" or arg.startswith("--dist") for arg in args)
+
+
+class RunGrouping:
+    """With plain ``-n N`` (xdist's default ``--dist load``), xdist deals items out one by one,
+    so every worker that gets one item of a suite x system runs that whole retrieval again.
+    Registered only when the user left the distribution to xdist, this scheduler sends each
+    suite x system to one worker (xdist's scope scheduling, scoped by :func:`run_scope`), and
+    every other test as ``load`` would. Unlike ``--dist loadgroup`` it does not rename the items
+    (``...::P@5@suite::system``), so node ids, the report and JUnit XML stay as without xdist."""
+
+    @pytest.hookimpl(tryfirst=True, optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        if config.getvalue("dist") != "load":
+            return None
+        from xdist.scheduler import LoadScopeScheduling
+
+        class RunScheduling(LoadScopeScheduling):  # type: ignore[misc]
+            def _split_scope(self, nodeid: str) -> str:
+                return run_scope(nodeid)
+
+        return RunScheduling(config, log)
+
+
+def group_runs_on_workers(config: pytest.Config) -> None:
+    """Register :class:`RunGrouping` when xdist runs with the distribution it chose itself."""
+    import os
+    import shlex
+
+    if not config.pluginmanager.hasplugin("xdist") or config.getoption("dist", "no") != "load":
+        return
+    args = [
+        *config.invocation_params.args,
+        *shlex.split(os.environ.get("PYTEST_ADDOPTS", "")),
+        *config.getini("addopts"),
+    ]
+    if not dist_given(args):
+        config.pluginmanager.register(RunGrouping(), "retrieval_gate_run_grouping")

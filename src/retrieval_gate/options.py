@@ -45,6 +45,7 @@ class OptionValues:
     save_baseline: bool = False
     no_cache: bool = False
     ini: Mapping[str, str] = field(default_factory=dict)  # short name -> value: report, json, ...
+    plots: str | None = None  # --rg-plots DIR
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,12 @@ class Outputs:
     cache_dir: Path
     # A baseline store named by URL (``scheme://...``, baseline/store.py) rather than a file.
     baseline_url: str | None = None
+    plots: Path | None = None  # the folder of PNG plots (--rg-plots), None: no plots
+
+    @property
+    def extra(self) -> dict[str, Path]:
+        """The outputs further report writers write (``Targets.extra``): ``plots``."""
+        return {} if self.plots is None else {"plots": self.plots}
 
 
 def _resolve(
@@ -114,12 +121,16 @@ def resolve_outputs(values: OptionValues, settings: Settings) -> Outputs:
         values.rootpath / DEFAULT_BASELINE,
         values,
     )
+    plots = None
+    if values.plots or values.ini.get("plots"):
+        plots = _resolve(values.plots, values.ini.get("plots"), None, values.rootpath, values)
     return Outputs(
         report=report,
         json=json_path,
         baseline=baseline,
         baseline_url=url,
         cache_dir=resolve_cache_dir(values, settings),
+        plots=plots,
     )
 
 
@@ -185,6 +196,63 @@ def check_outputs(
                     f"{flag} {path} lies inside the corpus {folder}: the next run would read it "
                     "as a document; write it outside the corpus"
                 )
+    if outputs.plots is not None:
+        check_plots_folder(outputs.plots, cache, files, corpora)
+
+
+#: The file a plots folder keeps the names of the plots the plugin wrote in it.
+PLOTS_MANIFEST = ".retrieval-gate-plots"
+
+
+def check_plots_folder(
+    folder: Path, cache: Path, files: Mapping[str, Path], corpora: Iterable[Path]
+) -> None:
+    """``--rg-plots DIR`` writes PNG files into DIR and replaces the ones it wrote before (named
+    in DIR's manifest), so DIR must not hold anything else (a file of the user's would be
+    overwritten or mixed in), nor be or overlap the cache folder or a corpus, nor hold another
+    output. matplotlib draws them: without it the option is refused before anything runs."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise RetrievalGateError(
+            "--rg-plots needs matplotlib: pip install 'pytest-retrieval-gate[plots]'"
+        )
+    folder = folder.resolve()
+    if folder.exists() and not folder.is_dir():
+        raise RetrievalGateError(f"--rg-plots {folder} is a file; name a folder")
+    if _inside(folder, cache) or _inside(cache, folder):
+        raise RetrievalGateError(
+            f"--rg-plots {folder} and the cache folder (--rg-cache-dir) {cache} overlap"
+        )
+    for corpus in corpora:
+        if _inside(folder, corpus.resolve()) or _inside(corpus.resolve(), folder):
+            raise RetrievalGateError(
+                f"--rg-plots {folder} overlaps the corpus {corpus.resolve()}: the next run would "
+                "read the plots as documents; write them outside the corpus"
+            )
+    for flag, path in files.items():
+        if _inside(path, folder):
+            raise RetrievalGateError(
+                f"{flag} {path} lies inside the plots folder (--rg-plots) {folder}; give the "
+                "plots a folder of their own"
+            )
+    if not folder.is_dir():
+        return
+    manifest = folder / PLOTS_MANIFEST
+    ours = set(manifest.read_text(encoding="utf-8").split()) if manifest.is_file() else set()
+    foreign = sorted(p.name for p in folder.iterdir() if p.name != PLOTS_MANIFEST)
+    # Ours: what the manifest names, and a temporary a killed writer of one of them left.
+    foreign = [
+        name
+        for name in foreign
+        if name not in ours and not any(name.startswith(f".{o}.") for o in ours)
+    ]
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (" ..." if len(foreign) > 3 else "")
+        raise RetrievalGateError(
+            f"--rg-plots {folder} holds files the plugin did not write ({shown}); name an "
+            "empty or new folder"
+        )
 
 
 def select_systems(

@@ -32,6 +32,7 @@ GATE_ONLY_OPTIONS: dict[str, str] = {
     "rg_report": "--rg-report",
     "rg_json": "--rg-json",
     "rg_suggest_floors": "--rg-suggest-floors",
+    "rg_plots": "--rg-plots",
 }
 
 
@@ -70,6 +71,7 @@ INI_NAMES = {
     "json": "retrieval_gate_json",
     "baseline": "retrieval_gate_baseline",
     "cache_dir": "retrieval_gate_cache_dir",
+    "plots": "retrieval_gate_plots",
 }
 
 
@@ -90,6 +92,7 @@ def option_values(config: pytest.Config) -> OptionValues:
         save_baseline=bool(config.getoption("rg_save_baseline")),
         no_cache=bool(config.getoption("rg_no_cache")),
         ini={short: str(config.getini(name) or "") for short, name in INI_NAMES.items()},
+        plots=config.getoption("rg_plots", None),
     )
 
 
@@ -190,6 +193,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "to PATH ('-': the terminal); never changes a suite (default: off)",
     )
     group.addoption(
+        "--rg-plots",
+        dest="rg_plots",
+        metavar="DIR",
+        type=_path_value,
+        default=None,
+        help="also write PNG plots into DIR: per suite and metric the systems' values with 95%% "
+        "intervals, per run the per-query deltas against the baseline; needs matplotlib "
+        "(pytest-retrieval-gate[plots]) (default: no plots)",
+    )
+    group.addoption(
         "--rg-no-cache",
         action="store_true",
         dest="rg_no_cache",
@@ -214,6 +227,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("retrieval_gate_json", type="string", default="", help="JSON report path")
     parser.addini("retrieval_gate_baseline", type="string", default="", help="baseline path")
     parser.addini("retrieval_gate_cache_dir", type="string", default="", help="cache folder")
+    parser.addini("retrieval_gate_plots", type="string", default="", help="PNG plots folder")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -244,6 +258,12 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(exc.format()) from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "retrieval_gate_session")
+    from retrieval_gate.collect import group_runs_on_workers
+    from retrieval_gate.report.selection import PLUGIN_NAME, Selection
+
+    group_runs_on_workers(config)
+
+    config.pluginmanager.register(Selection(config), PLUGIN_NAME)
     if config.getoption("xmlpath", None):
         from retrieval_gate.report.junit import JunitNames
 
@@ -292,9 +312,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         session.close()
         config.pluginmanager.unregister(session)
         del config.stash[SESSION_KEY]
-    names = config.pluginmanager.get_plugin("retrieval_gate_junit")
-    if names is not None:
-        config.pluginmanager.unregister(names)
+    for name in ("retrieval_gate_junit", "retrieval_gate_selection", "retrieval_gate_run_grouping"):
+        plugin = config.pluginmanager.get_plugin(name)
+        if plugin is not None:
+            config.pluginmanager.unregister(plugin)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -75,3 +75,22 @@ def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """:func:`write_text_atomic` for bytes (a PNG plot)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale_temps(path)
+    fd, tmp = tempfile.mkstemp(
+        prefix=_temp_prefix(path, os.getpid()), suffix=".tmp", dir=path.parent
+    )
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

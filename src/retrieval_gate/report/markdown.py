@@ -83,6 +83,12 @@ def lines(data: ReportData) -> Iterator[str]:
         f" over {len(data.suites())} suite(s) and {len({r.system for r in data.runs})} system(s)."
     )
     yield ""
+    if data.partial is not None:
+        yield (
+            f"**Partial run**: {data.partial}. This report covers only the selected gates; run "
+            "without the selection for the full report."
+        )
+        yield ""
     if data.errors:
         yield "## Runs that failed"
         yield ""

@@ -10,6 +10,8 @@ from retrieval_gate.suites import units_of
 
 
 def render(data: ReportData) -> Iterator[str]:
+    if data.partial is not None:
+        yield f"partial run: {data.partial}; the report covers only the selected gates"
     for suite in data.suites():
         runs = data.runs_of(suite)
         gates = [g for g in data.gates if g.suite == suite]
