@@ -264,15 +264,16 @@ def session_suggestions(
     paths: dict[str, list[str]] = {}
     for run in runs:
         paths.setdefault(run.suite_path, []).append(run.system)
-    suites, lines, systems = [], [], []
+    lines: list[str] = []
+    found: list[FloorSuggestion] = []
     for rel, names in sorted(paths.items()):
         try:
-            suites.append(load_suite(rootpath / rel))
+            suite = load_suite(rootpath / rel)
         except RetrievalGateError as exc:
             lines.append(f"suggested floors: skipped {exc.format()}")
             continue
-        systems += [n for n in names if n not in systems]
-    found = suggest_floors(suites, baseline, systems)
+        # Each suite with the systems it ran on (its `systems:` within the session's selection).
+        found += suggest_floors([suite], baseline, names)
     diff = floors_diff(found, rootpath)
     files = len({s.suite.path for s in found})
     summary = f"{len(found)} floors in {files} suite files"
