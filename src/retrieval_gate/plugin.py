@@ -124,6 +124,33 @@ def progress_writer(config: pytest.Config) -> Any:
     return write
 
 
+#: The thread pools numpy's BLAS and torch size themselves by, read when they load.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def share_cores(config: pytest.Config) -> int | None:
+    """In an xdist worker, size the numeric thread pools to this worker's share of the cores
+    (cores // workers, at least 1) unless the user sized them: torch and BLAS each start one
+    thread per core by default, so N workers would run N x cores threads that slow each other
+    down (on 2 cores, -n 2 would be slower than a serial run even without a repeated run).
+    Returns the threads given, None where nothing was changed."""
+    import os
+    import sys
+
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None or any(os.environ.get(v) for v in THREAD_VARIABLES):
+        return None
+    workers = max(1, int(workerinput.get("workercount", 1)))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    threads = max(1, (cores or 1) // workers)
+    for variable in THREAD_VARIABLES:
+        os.environ[variable] = str(threads)
+    torch = sys.modules.get("torch")
+    if torch is not None:  # already loaded (by a conftest): it read the variables before
+        torch.set_num_threads(threads)
+    return threads
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("retrieval gate", "retrieval quality gates (pytest-retrieval-gate)")
     group.addoption(
@@ -244,6 +271,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "retrieval_gate: an item generated from a retrieval suite (pytest-retrieval-gate)",
     )
     config.addinivalue_line("markers", "xdist_group(name): run items of one group on one worker")
+    share_cores(config)  # before anything loads torch or numpy's BLAS in an xdist worker
+    from retrieval_gate.collect import group_runs_on_workers
+
+    group_runs_on_workers(config)
     from retrieval_gate.errors import RetrievalGateError
     from retrieval_gate.session import GateSession
 
@@ -258,10 +289,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(exc.format()) from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "retrieval_gate_session")
-    from retrieval_gate.collect import group_runs_on_workers
     from retrieval_gate.report.selection import PLUGIN_NAME, Selection
-
-    group_runs_on_workers(config)
 
     config.pluginmanager.register(Selection(config), PLUGIN_NAME)
     if config.getoption("xmlpath", None):

@@ -5,6 +5,7 @@ that got an item of a run would run it again). Node ids stay as without xdist.""
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
 
 import pytest
@@ -34,7 +35,8 @@ LOG = pathlib.Path(__file__).parent / "calls.log"
 
 def _answer(system, query, k):
     with LOG.open("a") as log:
-        log.write(f"{system} {os.getpid()} {query}\\n")
+        threads = os.environ.get("OMP_NUM_THREADS", "-")
+        log.write(f"{system} {os.getpid()} {query} {threads}\\n")
     return [(query, 1.0), ("other", 0.5)][:k]
 
 
@@ -55,7 +57,11 @@ def suite(name: str) -> str:
     return f"name: {name}\nk: [1]\n{gates}queries:\n{queries}"
 
 
-def test_each_run_stays_on_one_worker(pytester: pytest.Pytester) -> None:
+def test_each_run_stays_on_one_worker(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        monkeypatch.delenv(variable, raising=False)
     pytester.makefile(".toml", pyproject=SETTINGS)
     pytester.makepyfile(logged_app=APP)
     pytester.syspathinsert()
@@ -65,8 +71,10 @@ def test_each_run_stays_on_one_worker(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=20)
     pids: dict[tuple[str, str], set[str]] = defaultdict(set)
     calls: dict[tuple[str, str], int] = defaultdict(int)
+    threads = set()
     for line in (pytester.path / "calls.log").read_text().splitlines():
-        system, pid, query = line.split()
+        system, pid, query, omp = line.split()
+        threads.add(omp)
         key = (system, query.rstrip("0123456789"))
         pids[key].add(pid)
         calls[key] += 1
@@ -74,6 +82,9 @@ def test_each_run_stays_on_one_worker(pytester: pytest.Pytester) -> None:
     # One process per suite x system; each run once: a warm-up query and its three queries.
     assert all(len(found) == 1 for found in pids.values()), dict(pids)
     assert all(n == 4 for n in calls.values()), dict(calls)
+    # Each worker's numeric thread pools get its share of the cores, not all of them.
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert threads == {str(max(1, (cores or 1) // 2))}
     data = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
     assert "alpha.retrieval.yaml::one::suite::P@1" in {g["nodeid"] for g in data["gates"]}
 
@@ -91,3 +102,16 @@ def test_a_distribution_the_user_chose_is_kept() -> None:
     assert dist_given(["--dist=loadfile"])
     assert dist_given(["-d"])
     assert not dist_given(["-n", "2", "--retrieval-gate"])
+
+
+def test_threads_the_user_sized_are_left_alone(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    pytester.makefile(".toml", pyproject=SETTINGS)
+    pytester.makepyfile(logged_app=APP)
+    pytester.syspathinsert()
+    (pytester.path / "alpha.retrieval.yaml").write_text(suite("alpha"))
+    pytester.runpytest_subprocess("--retrieval-gate", "-n", "2", "-p", "no:benchmark")
+    lines = (pytester.path / "calls.log").read_text().splitlines()
+    assert {line.split()[3] for line in lines} == {"3"}
