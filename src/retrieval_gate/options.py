@@ -45,6 +45,7 @@ class OptionValues:
     save_baseline: bool = False
     no_cache: bool = False
     ini: Mapping[str, str] = field(default_factory=dict)  # short name -> value: report, json, ...
+    suggest_floors: str | None = None  # --rg-suggest-floors: a file, or "-" for the terminal
     plots: str | None = None  # --rg-plots DIR
 
 
@@ -58,6 +59,8 @@ class Outputs:
     cache_dir: Path
     # A baseline store named by URL (``scheme://...``, baseline/store.py) rather than a file.
     baseline_url: str | None = None
+    # The file --rg-suggest-floors writes (relative to where pytest runs); None for none or "-".
+    floors: Path | None = None
     plots: Path | None = None  # the folder of PNG plots (--rg-plots), None: no plots
 
     @property
@@ -121,6 +124,7 @@ def resolve_outputs(values: OptionValues, settings: Settings) -> Outputs:
         values.rootpath / DEFAULT_BASELINE,
         values,
     )
+    floors = values.suggest_floors
     plots = None
     if values.plots or values.ini.get("plots"):
         plots = _resolve(values.plots, values.ini.get("plots"), None, values.rootpath, values)
@@ -130,6 +134,9 @@ def resolve_outputs(values: OptionValues, settings: Settings) -> Outputs:
         baseline=baseline,
         baseline_url=url,
         cache_dir=resolve_cache_dir(values, settings),
+        floors=_resolve(floors, None, None, values.cwd, values)
+        if floors not in (None, "-")
+        else None,
         plots=plots,
     )
 
@@ -153,20 +160,34 @@ def check_outputs(
     suite_patterns: Sequence[str] = (),
     suite_files: Iterable[Path] = (),
     corpora: Iterable[Path] = (),
+    protected: Iterable[Path | None] = (),
+    save_baseline: bool = False,
 ) -> None:
     """Refuse outputs that would destroy or pollute what the user has, before anything runs.
 
-    An output (report, JSON twin, baseline) must not be another output or the cache folder, a
-    suite file (given on the command line, or named so the suite patterns would collect it on the
-    next run), or lie inside a corpus (the next run would read it as a document). Paths compare
-    resolved; ``corpora`` may name files or folders.
+    An output (report, JSON twin, baseline, the ``--rg-suggest-floors`` file) must not be another
+    output or the cache folder, a suite file (given on the command line, or named so the suite
+    patterns would collect it on the next run), or lie inside a corpus (the next run would read
+    it as a document). Paths compare resolved; ``corpora`` may name files or folders. Then each
+    output that will be written (the baseline only when ``save_baseline`` and a file) must be new
+    or the plugin's own file, and neither settings (``protected``: the settings and ini files in
+    use; None ignored), code nor anything but a regular file, also through a symbolic link
+    (:func:`retrieval_gate.files.outputs.refusal`).
     """
     files = {
         "--rg-report": outputs.report.resolve(),
         "--rg-json": outputs.json.resolve(),
         "--rg-baseline": outputs.baseline.resolve(),
     }
+    floors = outputs.floors
+    if floors is not None:
+        files["--rg-suggest-floors"] = floors.resolve()
     cache = outputs.cache_dir.resolve()
+    if cache.exists() and not cache.is_dir():
+        raise RetrievalGateError(
+            f"--rg-cache-dir {outputs.cache_dir} is a file, not a folder: the cache is a folder "
+            "the plugin fills; name a folder (it is made when missing)"
+        )
     seen: dict[Path, str] = {}
     for flag, path in files.items():
         if path in seen:
@@ -196,6 +217,21 @@ def check_outputs(
                     f"{flag} {path} lies inside the corpus {folder}: the next run would read it "
                     "as a document; write it outside the corpus"
                 )
+    from retrieval_gate.files.outputs import OutputKind, refusal
+
+    kept = frozenset(p.resolve() for p in protected if p is not None)
+    written: list[tuple[str, Path, OutputKind]] = [
+        ("--rg-report", outputs.report, "markdown"),
+        ("--rg-json", outputs.json, "json"),
+    ]
+    if save_baseline and outputs.baseline_url is None:
+        written.append(("--rg-baseline", outputs.baseline, "json"))
+    if floors is not None:
+        written.append(("--rg-suggest-floors", floors, "floors"))
+    for flag, path, kind in written:
+        refused = refusal(path, kind, protected=kept)
+        if refused is not None:
+            raise RetrievalGateError(f"{flag} {path} {refused}")
     if outputs.plots is not None:
         check_plots_folder(outputs.plots, cache, files, corpora)
 

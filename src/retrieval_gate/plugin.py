@@ -92,6 +92,7 @@ def option_values(config: pytest.Config) -> OptionValues:
         save_baseline=bool(config.getoption("rg_save_baseline")),
         no_cache=bool(config.getoption("rg_no_cache")),
         ini={short: str(config.getini(name) or "") for short, name in INI_NAMES.items()},
+        suggest_floors=config.getoption("rg_suggest_floors", None),
         plots=config.getoption("rg_plots", None),
     )
 
@@ -286,6 +287,9 @@ def pytest_configure(config: pytest.Config) -> None:
             write_progress=progress_writer(config),
         )
     except RetrievalGateError as exc:
+        from retrieval_gate.files import read
+
+        read.configure(None)  # the session's size limit, set before it was refused
         raise pytest.UsageError(exc.format()) from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "retrieval_gate_session")
@@ -337,7 +341,10 @@ def retrieval_system(request: pytest.FixtureRequest) -> Any:
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
+        from retrieval_gate.files import read
+
         session.close()
+        read.configure(None)  # the settings' max_file_mb, which the session installed
         config.pluginmanager.unregister(session)
         del config.stash[SESSION_KEY]
     for name in ("retrieval_gate_junit", "retrieval_gate_selection", "retrieval_gate_run_grouping"):

@@ -25,6 +25,7 @@ from retrieval_gate import progress
 from retrieval_gate.baseline.store import load_for_session, open_store
 from retrieval_gate.config import Settings, load_settings
 from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.files import atomic, read
 from retrieval_gate.gates.plan import RegressionPlan
 from retrieval_gate.options import (
     OptionValues,
@@ -59,6 +60,7 @@ class GateSession:
         self.config = config
         self.rootpath = config.rootpath
         self.settings: Settings = load_settings(self.rootpath)
+        read.configure(self.settings.max_file_mb)  # plugin.py resets it at unconfigure
         self.systems: tuple[SystemConfig, ...] = select_systems(
             self.settings, values.systems, self.rootpath
         )
@@ -69,6 +71,8 @@ class GateSession:
             suite_patterns=config.getini("retrieval_gate_files"),
             suite_files=suite_files,
             corpora=[c for c in (self.settings.corpus, *(s.corpus for s in self.systems)) if c],
+            protected=(self.settings.source, config.inipath),
+            save_baseline=values.save_baseline,
         )
         self.run_options = RunOptions(
             cache_dir=self.outputs.cache_dir,
@@ -98,7 +102,7 @@ class GateSession:
         self.collected = ItemPayload()  # from this process's items, or the workers' under xdist
         self.written: list[Path] = []
         self.saved_baseline: str | None = None
-        self.floor_lines: list[str] = []
+        self.closing_lines: list[str] = []  # suggested floors, outputs that failed: said last
         self._data: ReportData | None = None
 
     @property
@@ -157,7 +161,7 @@ class GateSession:
         return ItemPayload(runs=(found,), comparisons=() if comparison is None else (comparison,))
 
     def close(self) -> None:
-        """Undo what the session installed process-wide."""
+        """Undo what the session installed process-wide (plugin.py resets the size limit)."""
         if not self.is_worker:
             progress.install(None)
 
@@ -200,18 +204,18 @@ class GateSession:
                 self.store.save(data.runs, self.baseline)
                 self.saved_baseline = self.store.location
             except (OSError, RetrievalGateError) as exc:
-                self._fail(session, f"could not save the baseline: {exc}")
+                self._fail(session, f"could not save the baseline {atomic.failed_write(exc)}")
         try:
             self.written = write_reports(data, Targets.of(self.outputs, os.environ))
         except OSError as exc:
             # A gate whose report is lost has not done its job: the session fails.
-            self._fail(session, f"could not write the report: {exc}")
+            self._fail(session, f"could not write the report {atomic.failed_write(exc)}")
         self._data = data
         if self.suggest_floors and not interrupted:
             from retrieval_gate.gates.suggest import session_suggestions
 
             try:
-                self.floor_lines = session_suggestions(
+                self.closing_lines += session_suggestions(
                     self.suggest_floors,
                     data.runs,
                     self.baseline,
@@ -219,14 +223,11 @@ class GateSession:
                     cwd=self.config.invocation_params.dir,
                 )
             except (OSError, RetrievalGateError) as exc:
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
-                self.floor_lines = [f"retrieval gate: could not suggest floors: {exc}"]
+                self._fail(session, f"could not suggest floors: {atomic.failed_write(exc)}")
 
     def _fail(self, session: pytest.Session, message: str) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        tr = self.config.pluginmanager.get_plugin("terminalreporter")
-        if tr is not None:
-            tr.write_line(f"retrieval gate: {message}", red=True)
+        self.closing_lines.append(f"retrieval gate: {message}")  # not mid-line after the dots
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         data = self._data
@@ -243,5 +244,5 @@ class GateSession:
             terminalreporter.write_line(f"replaced an unreadable baseline: {self.baseline_problem}")
         if self.saved_baseline is not None:
             terminalreporter.write_sep("-", f"saved retrieval gate baseline: {self.saved_baseline}")
-        for line in self.floor_lines:
+        for line in self.closing_lines:
             terminalreporter.write_line(line)

@@ -128,7 +128,7 @@ def test_corrupt_json_names_the_file_on_one_line(tmp_path: Path) -> None:
 def test_not_utf8_is_a_baseline_error(tmp_path: Path) -> None:
     path = tmp_path / "b.json"
     path.write_bytes(b"\xff\xfe\x00garbage")
-    with pytest.raises(BaselineError, match=r"b\.json: cannot read baseline"):
+    with pytest.raises(BaselineError, match=r"b\.json: corrupt baseline \(not UTF-8 text"):
         load_baseline(path)
 
 

@@ -160,7 +160,18 @@ def test_parse_reads_the_table_and_canonical_metric_names() -> None:
     ("raw", "message"),
     [
         ({"weights": {}}, r"\[decision.weights\]: 'weights' must map"),
-        ({"weights": {"P@5": -1}}, r"\[decision.weights.P@5\]: a weight must be a number >= 0"),
+        (
+            {"weights": {"P@5": -1}},
+            r"\[decision.weights.P@5\]: a weight must be a finite number >= 0",
+        ),
+        (
+            {"weights": {"P@5": float("inf")}},
+            r"\[decision.weights.P@5\]: a weight must be a finite number >= 0, got inf",
+        ),
+        (
+            {"weights": {"P@5": 0, "latency": 0.0}},
+            r"\[decision.weights\]: every weight is 0: every system would score 0",
+        ),
         (
             {"weights": {"speed": 1}},
             r"\[decision.weights.speed\]: unknown metric 'speed'.*'latency', 'dims'",
@@ -168,7 +179,11 @@ def test_parse_reads_the_table_and_canonical_metric_names() -> None:
         ({"weights": {"latency_p50_ms": 1}}, r"weigh latency with 'latency'"),
         (
             {"weights": {"P@5": 1}, "dims_budget": 0},
-            r"\[decision.dims_budget\]: 'dims_budget' must be a number > 0",
+            r"\[decision.dims_budget\]: 'dims_budget' must be a finite number > 0",
+        ),
+        (
+            {"weights": {"P@5": 1}, "latency_budget_ms": float("nan")},
+            r"\[decision.latency_budget_ms\]: 'latency_budget_ms' must be a finite number > 0",
         ),
         ({"weights": {"P@5": 1}, "budget": 1}, r"\[decision\]: unknown key 'budget'"),
     ],

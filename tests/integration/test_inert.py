@@ -8,7 +8,20 @@ import pytest
 
 from .conftest import SUITE, lit, write_suite
 
-HEAVY = ("numpy", "yaml", "torch", "chromadb", "sentence_transformers", "model2vec", "scipy")
+HEAVY = (
+    "numpy",
+    "yaml",
+    "torch",
+    "chromadb",
+    "sentence_transformers",
+    "model2vec",
+    "scipy",
+    "psycopg",
+    "lancedb",
+    "pyarrow",
+    "ray",
+    "pgserver",
+)
 
 PROBE = f"""
 import sys

@@ -463,9 +463,13 @@ def test_corrupt_baseline_is_a_usage_error_naming_the_file(gen: pytest.Pytester)
 
 
 def test_corrupt_baseline_is_replaced_when_saving(gen: pytest.Pytester) -> None:
-    # The corrupt-baseline error says to save a new one: that must work.
+    # The corrupt-baseline error says to save a new one: that must work for a baseline the
+    # plugin wrote (here cut short); a file that is not one is never written over.
     write(gen, suite_text(10))
-    (gen.path / BASELINE).write_text("{broken", encoding="utf-8")
+    (gen.path / BASELINE).write_text(
+        '{\n "version": 1,\n "generator": "pytest-retrieval-gate 0.1.0",\n "runs": {"topics::gen',
+        encoding="utf-8",
+    )
     result = gen.runpytest("--retrieval-gate", "--rg-save-baseline")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
@@ -476,6 +480,17 @@ def test_corrupt_baseline_is_replaced_when_saving(gen: pytest.Pytester) -> None:
     )
     data = json.loads((gen.path / BASELINE).read_text(encoding="utf-8"))
     assert list(data["runs"]) == ["topics::gen"]
+
+
+def test_a_corrupt_file_not_written_by_the_plugin_is_never_replaced(gen: pytest.Pytester) -> None:
+    write(gen, suite_text(10))
+    (gen.path / BASELINE).write_text("{broken", encoding="utf-8")
+    result = gen.runpytest("--retrieval-gate", "--rg-save-baseline")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: --rg-baseline {gen.path / BASELINE} exists and is not a JSON file of this *"]
+    )
+    assert (gen.path / BASELINE).read_text(encoding="utf-8") == "{broken"
 
 
 def test_baseline_with_a_mangled_query_is_a_usage_error(gen: pytest.Pytester) -> None:

@@ -159,7 +159,9 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_a_folder_is_not_a_file(tmp_path: Path) -> None:
-    with pytest.raises(OntologyError, match=r"dir\.obo: cannot read ontology file"):
+    with pytest.raises(
+        OntologyError, match=r"dir\.obo: ontology file is a folder, not a regular file$"
+    ):
         (tmp_path / "dir.obo").mkdir()
         load_ontology("dir.obo", base=tmp_path, cache_dir=None)
 

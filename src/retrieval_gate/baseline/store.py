@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,18 +44,19 @@ class Baseline:
 
 def load_baseline(path: Path) -> Baseline | None:
     """The baseline at ``path``, None when there is none yet; a corrupt file is an error."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    from retrieval_gate.files.read import decode, parse_structured, read_bytes
+
+    if not os.path.lexists(path):
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"cannot read baseline: {exc}", path=path) from None
+    raw = read_bytes(path, what="baseline", error=BaselineError)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        text = decode(raw, what="baseline", path=path, error=BaselineError)
+        # NaN read as a number: the checks below name the run and query that hold it.
+        data = parse_structured(text, format="json", path=path, error=BaselineError, constants=True)
+    except BaselineError as exc:
         raise BaselineError(
-            f"corrupt baseline (invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-            "restore it from version control or save a new one with --rg-save-baseline",
+            f"corrupt baseline ({exc.message}); restore it from version control or save a new "
+            "one with --rg-save-baseline",
             path=path,
         ) from None
     if not isinstance(data, dict) or not isinstance(data.get("runs"), dict):
@@ -214,10 +216,10 @@ def store_schemes() -> list[str]:
     global _stores_loaded
     if not _stores_loaded:
         _stores_loaded = True
-        from importlib.metadata import entry_points
+        from retrieval_gate.usercode import plugins
 
-        for ep in entry_points(group=STORE_ENTRY_POINT_GROUP):
-            register_store(ep.name, ep.load())
+        for plugin in plugins(STORE_ENTRY_POINT_GROUP):
+            register_store(plugin.name, plugin.obj)
     return ["file", *sorted(_STORES)]
 
 

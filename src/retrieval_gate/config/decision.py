@@ -1,27 +1,14 @@
-"""The ``[tool.retrieval_gate.decision]`` settings (SPEC section 13): the weights and budgets the
-decision score (:mod:`retrieval_gate.gates.decision`) ranks systems by.
-
-The score:
-
-    score = sum over metrics m of  w_m * clamp(value_m)
-          + w_latency * clamp(1 - p50 / latency_budget_ms)
-          + w_dims    * clamp(1 - dims / dims_budget)
-
-with ``clamp`` to [0, 1] for every term. ``value_m`` is the metric's mean over the suite, ``p50``
-the median query latency in ms and ``dims`` the embedding dimension. A term a system cannot have
-(no measured latency for a stored run; no embedding dimension for the user's own retriever or a
-run file) is *not applicable*: its weight is spread over the system's other terms in proportion
-to theirs (the score is the weighted mean of the terms it has, times the total weight), so a
-system is neither ranked up nor down by a figure it does not have.
-
-The weights may differ per suite kind (``by_kind``: an extraction suite reports F1, not MRR) and
-per suite (``by_suite``); a suite takes its own weights, else its kind's, else ``weights``. A
-weighted metric the suite does not report is a configuration error named at report time for that
-suite.
-"""
+"""The ``[tool.retrieval_gate.decision]`` settings (SPEC section 13): the weights by metric name
+(plus ``latency`` and ``dims``) and the two budgets the decision score
+(:mod:`retrieval_gate.gates.decision`, which gives the formula and how a term a system cannot
+have is reweighted away) ranks systems by. The weights may differ per suite kind (``by_kind``:
+an extraction suite reports F1, not MRR) and per suite (``by_suite``); a suite takes its own
+weights, else its kind's, else ``weights``. Every problem is a
+:class:`~retrieval_gate.errors.ConfigError` naming the key."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,9 +83,15 @@ def parse_decision(raw: Any, source: Path) -> DecisionSettings:
     budgets = {}
     for key, default in (("latency_budget_ms", 200.0), ("dims_budget", 1024.0)):
         value = raw.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not 0 < value < math.inf
+        ):
             raise ConfigError(
-                f"'{key}' must be a number > 0, got {value!r}", path=source, entry=f"decision.{key}"
+                f"'{key}' must be a finite number > 0, got {value!r}",
+                path=source,
+                entry=f"decision.{key}",
             )
         budgets[key] = float(value)
     return DecisionSettings(weights=parsed, by_kind=by_kind, by_suite=by_suite, **budgets)
@@ -130,11 +123,22 @@ def _weights(weights: Any, source: Path, where: str) -> dict[str, float]:
     parsed: dict[str, float] = {}
     for name, weight in weights.items():
         entry = f"{where}.{name}"
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight >= 0:
+        if (
+            isinstance(weight, bool)
+            or not isinstance(weight, (int, float))
+            or not 0 <= weight < math.inf
+        ):
             raise ConfigError(
-                f"a weight must be a number >= 0, got {weight!r}", path=source, entry=entry
+                f"a weight must be a finite number >= 0, got {weight!r}", path=source, entry=entry
             )
         parsed[_term_name(str(name), source, entry)] = float(weight)
+    if not any(parsed.values()):
+        raise ConfigError(
+            "every weight is 0: every system would score 0 and none be recommended; give one "
+            "a weight > 0",
+            path=source,
+            entry=where,
+        )
     return parsed
 
 

@@ -8,6 +8,7 @@ naming the file and the key.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,7 @@ _SETTINGS_KEYS = frozenset(
         "reference",
         "strict_verdicts",
         "regression_scopes",
+        "max_file_mb",
     }
 )
 
@@ -69,6 +71,8 @@ class Settings:
     # Scopes whose regressions are items in the session's family ("suite" always; "category",
     # "difficulty" on request); the others are diagnostics in the report.
     regression_scopes: tuple[str, ...] = ("suite",)
+    # The largest file the plugin reads, in MiB (files/read.py); 0: no limit.
+    max_file_mb: float = 1024
 
     @property
     def where(self) -> str:
@@ -117,18 +121,23 @@ class Settings:
 
 def find_settings_file(root: Path) -> tuple[Path, Mapping[str, Any]] | None:
     """The settings table and its file at ``root``, or None when the project has none."""
+    from retrieval_gate.files.read import read_text
+
     for name in ("retrieval-gate.yaml", "retrieval-gate.yml"):
         candidate = root / name
-        if candidate.is_file():
+        if candidate.exists():  # a pipe or a folder by that name is refused, not passed over
             return candidate, _read_yaml(candidate)
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         import tomllib
 
+        text = read_text(pyproject, what="settings file", error=ConfigError)
         try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"invalid TOML: {exc}", path=pyproject) from None
+        except RecursionError:
+            raise ConfigError("invalid TOML: nested too deep", path=pyproject) from None
         table = data.get("tool", {}).get("retrieval_gate")
         if table is not None:
             if not isinstance(table, Mapping):
@@ -138,22 +147,10 @@ def find_settings_file(root: Path) -> tuple[Path, Mapping[str, Any]] | None:
 
 
 def _read_yaml(path: Path) -> Mapping[str, Any]:
-    import yaml
+    from retrieval_gate.files.read import read_structured
 
-    from retrieval_gate.files.structured import DuplicateKeyError, load_yaml
-
-    try:
-        # A key given twice would silently win (a 0.99 floor read as 0.1): refused.
-        data = load_yaml(path.read_text(encoding="utf-8"))
-    except DuplicateKeyError as exc:
-        where = "" if exc.line is None else f" at line {exc.line}"
-        raise ConfigError(f"key {exc.key!r} is given twice{where}; keep one", path=path) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = "" if mark is None else f" at line {mark.line + 1}"
-        raise ConfigError(
-            f"invalid YAML{where}: {getattr(exc, 'problem', exc)}", path=path
-        ) from None
+    # Strict: a key given twice would silently win (a 0.99 floor read as 0.1).
+    data = read_structured(path, what="settings file", error=ConfigError, format="yaml")
     if data is None:
         return {}
     if not isinstance(data, Mapping):
@@ -222,9 +219,13 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
         raise ConfigError("'tolerance' must map metric to amount", path=source, entry="tolerance")
     parsed_tolerance = {}
     for name, amount in tolerance.items():
-        if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not amount >= 0:
+        if (
+            isinstance(amount, bool)
+            or not isinstance(amount, (int, float))
+            or not 0 <= amount < math.inf
+        ):
             raise ConfigError(
-                f"tolerance must be a number >= 0, got {amount!r}",
+                f"tolerance must be a finite number >= 0, got {amount!r}",
                 path=source,
                 entry=f"tolerance.{name}",
             )
@@ -257,6 +258,18 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
             path=source,
             entry="regression_scopes",
         )
+    max_file_mb = table.get("max_file_mb", 1024)
+    if (
+        isinstance(max_file_mb, bool)
+        or not isinstance(max_file_mb, (int, float))
+        or not 0 <= max_file_mb < math.inf
+    ):
+        raise ConfigError(
+            f"'max_file_mb' must be a finite number of MiB >= 0 (0 for no limit), got "
+            f"{max_file_mb!r}",
+            path=source,
+            entry="max_file_mb",
+        )
     raw_baseline = table.get("baseline")
     baseline_url = None
     if isinstance(raw_baseline, str) and url_scheme(raw_baseline) is not None:
@@ -265,6 +278,7 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
         else:
             baseline_url = raw_baseline
     return Settings(
+        max_file_mb=float(max_file_mb),
         decision=decision,
         root=base,
         source=source,

@@ -1,8 +1,8 @@
-"""Floors, ceilings, per-query expectations and regression checks, decided on typed records. Pure.
+"""Floors, ceilings and per-unit expectations, decided on typed records. Pure.
 
-Each check reads a :class:`~retrieval_gate.records.RunRecord` (and, for regressions, the baseline's)
-and returns an :class:`~retrieval_gate.records.Outcome`: the items turn it into a pass or a readable
-failure and the report into a table row.
+Each check reads a :class:`~retrieval_gate.records.RunRecord` and returns an
+:class:`~retrieval_gate.records.Outcome`: the items turn it into a pass or a readable failure
+(value, floor, n, the worst units) and the report into a table row.
 """
 
 from __future__ import annotations

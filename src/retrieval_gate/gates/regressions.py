@@ -1,8 +1,9 @@
-"""Floors, ceilings, per-query expectations and regression checks, decided on typed records. Pure.
+"""Regression checks against the accepted baseline, decided on typed records. Pure.
 
-Each check reads a :class:`~retrieval_gate.records.RunRecord` (and, for regressions, the baseline's)
-and returns an :class:`~retrieval_gate.records.Outcome`: the items turn it into a pass or a readable
-failure and the report into a table row.
+Each check compares a :class:`~retrieval_gate.records.RunRecord` with its baseline run on the units
+both share (:mod:`retrieval_gate.baseline.align`) and returns an
+:class:`~retrieval_gate.records.Outcome` with its :class:`~retrieval_gate.records.RegressionFigures`;
+the statistics are in :mod:`.stats` and the session's family in :mod:`.plan` (docs/verdicts.md).
 """
 
 from __future__ import annotations

@@ -287,7 +287,11 @@ def session_suggestions(
         return [*lines, f"suggested floors ({summary}), from the baseline's lower 95 % bounds:"] + (
             diff.splitlines() or ["(no floor to change)"]
         )
+    from retrieval_gate.files.atomic import write_text_atomic
+    from retrieval_gate.files.outputs import FLOORS_HEADER
+
     out = Path(target).expanduser()
     out = out if out.is_absolute() else cwd / out
-    out.write_text(diff, encoding="utf-8")
+    # The header tells the next run this file is its own to replace; git apply skips it.
+    write_text_atomic(out, f"{FLOORS_HEADER}\n{diff}")
     return [*lines, f"suggested floors ({summary}) written to {out}; review, then git apply it"]

@@ -204,19 +204,17 @@ def writers() -> list[Writer]:
     global _loaded
     if not _loaded:
         _loaded = True
-        from importlib.metadata import entry_points
-
         from retrieval_gate.report import json as json_report
         from retrieval_gate.report import junit, markdown, plots, summary
+        from retrieval_gate.usercode import plugins
 
         for module in (markdown, json_report, summary, junit, plots):
             register_writer(module.WRITER)
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            loaded: Any = ep.load()
-            if isinstance(loaded, Writer):
-                register_writer(loaded)
-            elif callable(loaded):
-                loaded()
+        for plugin in plugins(ENTRY_POINT_GROUP):
+            if isinstance(plugin.obj, Writer):
+                register_writer(plugin.obj)
+            elif callable(plugin.obj):
+                plugin.call()
     return list(_WRITERS.values())
 
 

@@ -265,6 +265,7 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
                 f"{stats['index_stability_identical']} of {n} queries"
             )
         parts += [str(note) for note in stats.get("suite_notes", ())]
+        parts += [str(note) for note in stats.get("warnings", ())]
         parts += [str(note) for note in stats.get("notes", ())]
         judged = judged_note(run) if kind is not None and kind.shows_judged(run) else None
         parts += [note for note in (judged, ties_note(run, shown)) if note is not None]

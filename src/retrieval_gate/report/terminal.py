@@ -31,6 +31,10 @@ def render(data: ReportData) -> Iterator[str]:
             best = decisions[0]
             yield f"  recommended: {best.system} (decision score {best.score:.4f})"
         for run in runs:
+            # What a system found wrong with its own run (a stored run missing queries) is said
+            # where the user looks first, not only in the report.
+            for warning in run.stats.get("warnings", ()):
+                yield f"  {run.system}: {warning}"
             base = data.comparison(run)
             missing = data.without_baseline_run(run)
             if missing is not None:

@@ -148,6 +148,12 @@ class RunCache:
             return record_run(evaluation, self.relpath(suite.path), seed=self.settings.seed)
         except RetrievalGateError as exc:
             return exc
+        except Warning as exc:
+            # A warning the project's filters turned into an error (filterwarnings = error,
+            # -W error::...CacheWarning): asked for by the user, so one line, no traceback.
+            return RetrievalGateError(
+                f"{type(exc).__name__} (made an error by the warning filters): {exc}"
+            )
         except Exception as exc:
             error = InternalRunError(
                 f"internal error in pytest-retrieval-gate while running {suite.name} x "

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.records import KindCodec, register_kind_codec
 from retrieval_gate.suites.kind import SuiteKind
+from retrieval_gate.usercode import Plugin, PluginLoadError, plugins
 
 if TYPE_CHECKING:
     from retrieval_gate.schema import OptionTable
@@ -78,27 +78,27 @@ def _load() -> None:
 
         for module in (ranking, ontology, extraction, pairs):
             register_kind(module.KIND)
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            source = f"entry point {ep.name!r} ({ep.value}) of group {ENTRY_POINT_GROUP}"
-            try:
-                _register_loaded(ep.load())
-            except RetrievalGateError:
-                raise
-            except Exception as exc:  # a broken third-party plugin: say which one
-                raise SuiteKindError(f"{source} cannot be loaded: {exc}") from exc
+        try:
+            for plugin in plugins(ENTRY_POINT_GROUP):
+                _register_loaded(plugin)
+        except PluginLoadError as exc:  # a broken third-party plugin: say which one
+            raise SuiteKindError(exc.message) from None
 
 
-def _register_loaded(obj: Any) -> None:
+def _register_loaded(plugin: Plugin) -> None:
+    obj = plugin.obj
+    if isinstance(obj, type) and issubclass(obj, SuiteKind):
+        obj = plugin.call()  # the plugin's own constructor
     if isinstance(obj, SuiteKind):
         register_kind(obj)
-    elif isinstance(obj, type) and issubclass(obj, SuiteKind):
-        register_kind(obj())
     elif isinstance(getattr(obj, "KIND", None), SuiteKind):
         register_kind(obj.KIND)
     elif callable(obj):
-        obj()
+        plugin.call()  # a function that registers the kind itself
     else:
-        raise SuiteKindError(f"{obj!r} is neither a SuiteKind, a module with KIND nor a function")
+        raise SuiteKindError(
+            f"{plugin.source} gave {obj!r}: neither a SuiteKind, a module with KIND nor a function"
+        )
 
 
 def kinds() -> Mapping[str, SuiteKind]:

@@ -128,9 +128,15 @@ class SuiteKind:
         return None
 
     def digest_payload(self, suite: Suite) -> dict[str, Any]:
-        """What the suite digest adds to cutoffs and units (a ranking suite's digest is the one
-        0.1.0 wrote)."""
-        return {"kind": self.name, "units": [q.digest for q in suite.queries]}
+        """What the suite's digest covers: cutoffs, gain, each unit's id, text and judgments, the
+        kind and each unit's own digest (a ranking suite's, which 0.1.0 wrote, has no kind)."""
+        return {
+            "k": list(suite.k),
+            "gain": self.gain(suite),
+            "queries": [[q.id, q.text, sorted(q.relevant.items())] for q in suite.queries],
+            "kind": self.name,
+            "units": [q.digest for q in suite.queries],
+        }
 
     def depth(self, suite: Suite) -> int:
         """Results a system must return so every measured cutoff is exact."""

@@ -72,13 +72,12 @@ def parse_pairs(raw: Any, path: Path) -> list[TextPair]:
     :class:`~retrieval_gate.errors.SuiteError` naming the file and the entry (the TSV line).
     """
     if isinstance(raw, str):
+        from retrieval_gate.files.read import read_text
+
         source = (path.parent / raw).resolve()
-        try:
-            text = source.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise SuiteError(f"pairs file not found: {source}", path=path, entry="pairs") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SuiteError(f"cannot read pairs file: {exc}", path=source) from None
+        if not source.exists():
+            raise SuiteError(f"pairs file not found: {source}", path=path, entry="pairs")
+        text = read_text(source, what="pairs file", error=SuiteError)
         suffix = source.suffix.lower()
         if suffix in (".tsv", ".txt"):
             entries = list(_tsv_entries(text, source))
@@ -128,34 +127,22 @@ def _first_line(text: str) -> int:
 
 
 def _jsonl_entries(text: str, source: Path) -> list[tuple[str, Any]]:
-    import json
-
-    from retrieval_gate.files.structured import DuplicateKeyError, load_json
+    from retrieval_gate.files.read import parse_structured
 
     out: list[tuple[str, Any]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            out.append((f"line {number}", load_json(line)))
-        except (json.JSONDecodeError, DuplicateKeyError) as exc:
-            raise SuiteError(f"invalid JSON: {exc}", path=source, entry=f"line {number}") from None
+        entry = f"line {number}"
+        item = parse_structured(line, format="json", path=source, error=SuiteError, entry=entry)
+        out.append((entry, item))
     return out
 
 
 def _json_entries(text: str, source: Path) -> list[tuple[str, Any]]:
-    import json
+    from retrieval_gate.files.read import parse_structured
 
-    from retrieval_gate.files.structured import DuplicateKeyError, load_json
-
-    try:
-        data = load_json(text)
-    except json.JSONDecodeError as exc:
-        raise SuiteError(
-            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=source
-        ) from None
-    except DuplicateKeyError as exc:
-        raise SuiteError(str(exc), path=source) from None
+    data = parse_structured(text, format="json", path=source, error=SuiteError)
     if not isinstance(data, list):
         raise SuiteError("a JSON pairs file is a list of {a, b, score} objects", path=source)
     return [(f"[{i}]", item) for i, item in enumerate(data)]
@@ -346,15 +333,6 @@ class PairsKind(SuiteKind):
                 f"a {self.name} suite needs '{self.units_key}'", path=path, entry=self.units_key
             )
         return parse_pairs(data["pairs"], path), None
-
-    def digest_payload(self, suite: Suite) -> dict[str, Any]:
-        return {
-            "k": list(suite.k),
-            "gain": "linear",
-            "queries": [[q.id, q.text, sorted(q.relevant.items())] for q in suite.queries],
-            "kind": self.name,
-            "units": [q.digest for q in suite.queries],
-        }
 
     def corpus(self, suite: Suite, fallback: Path | None, resources: Resources) -> Corpus | None:
         return None  # pairs carry their own texts

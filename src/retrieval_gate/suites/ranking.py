@@ -11,6 +11,7 @@ Every problem is a :class:`~retrieval_gate.errors.SuiteError` naming the file an
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
@@ -76,6 +77,14 @@ def _parse_queries(raw: Sequence[Any], path: Path) -> list[Query]:
                 f"a query must be a mapping, got {type_name(item)}", path=path, entry=entry
             )
         text = _first(item, _QUERY_TEXT_KEYS)
+        if text is not None and not isinstance(text, str):
+            # YAML reads `query: 123` as a number: say so, rather than "needs text".
+            raise SuiteError(
+                f"query text must be a string, got {type_name(text)} {text!r}; quote it "
+                f"(query: '{text}')",
+                path=path,
+                entry=_entry(item, entry),
+            )
         if not isinstance(text, str) or not text.strip():
             raise SuiteError(
                 "query needs non-empty text ('query' or 'text')",
@@ -242,7 +251,8 @@ def run_ranking(
     depth = max(system.depth, KIND.depth(suite))
     # The unjudged (drift) queries run after the judged ones; they have no metrics (drift.py).
     queries = [(query.id, query.text) for query in suite.queries] + list(spec.unjudged)
-    opened = open_configured(system, context)
+    ids = tuple(query.id for query in suite.queries)
+    opened = open_configured(system, dataclasses.replace(context, query_ids=ids))
     try:
         opened.retrieve(queries[:1], depth, where=suite.path)
         results = _retrieve_with_progress(opened, queries, depth, suite)

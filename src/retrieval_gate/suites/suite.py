@@ -114,34 +114,9 @@ def load_suite(path: str | Path) -> Suite:
 
 
 def _read_structured(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SuiteError("suite file not found", path=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SuiteError(f"cannot read suite: {exc}", path=path) from None
-    from retrieval_gate.files.structured import DuplicateKeyError, load_json, load_yaml
+    from retrieval_gate.files.read import read_structured
 
-    if path.suffix.lower() == ".json":
-        try:
-            return load_json(text)
-        except json.JSONDecodeError as exc:
-            raise SuiteError(
-                f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=path
-            ) from None
-        except DuplicateKeyError as exc:
-            raise SuiteError(str(exc), path=path) from None
-    import yaml
-
-    try:
-        return load_yaml(text)
-    except DuplicateKeyError as exc:
-        raise SuiteError(str(exc), path=path) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        where = "" if mark is None else f" at line {mark.line + 1}, column {mark.column + 1}"
-        raise SuiteError(f"invalid YAML{where}: {problem}", path=path) from None
+    return read_structured(path, what="suite file", error=SuiteError)
 
 
 def parse_suite(data: Any, path: Path) -> Suite:

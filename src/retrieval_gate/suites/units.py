@@ -97,6 +97,14 @@ def threshold(value: Any, metric: Metric, path: Path, entry: str) -> float:
     """A floor (or latency ceiling) as written, checked against the metric's bounds."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         raise SuiteError(f"threshold must be a number, got {value!r}", path=path, entry=entry)
+    if math.isinf(value):
+        # An infinite ceiling gates nothing and an infinite floor fails whatever: both mistakes.
+        raise SuiteError(
+            f"threshold must be finite, got {value!r}; drop the gate to leave {metric.name} "
+            "ungated",
+            path=path,
+            entry=entry,
+        )
     lo, hi = metric.bounds
     inside = (lo is None or value >= lo) and (hi is None or value <= hi)
     if not metric.is_latency and not inside:
@@ -196,11 +204,10 @@ def read_units_file(value: Any, path: Path, key: str) -> tuple[list[Any], Path]:
     """The units a suite's ``key`` (``queries``) points at, in a file of their own (a path
     relative to the suite file) so that files in other tools' shapes stay untouched: a JSON or
     YAML list of units, or a mapping holding that list under ``key``. Returns the list and the
-    file (errors in the units name it).
-
-    The one place a units file is read, so a guarded reader can be put in front of it.
+    file (errors in the units name it). Read through the guarded reader every user file passes
+    (:mod:`retrieval_gate.files.read`: regular files only, size and depth limits, a BOM dropped).
     """
-    from retrieval_gate.files.structured import DuplicateKeyError, load_json, load_yaml
+    from retrieval_gate.files.read import read_structured
 
     if not isinstance(value, str) or not value.strip():
         raise SuiteError(f"'{key}' must be a list or a file path", path=path, entry=key)
@@ -210,26 +217,9 @@ def read_units_file(value: Any, path: Path, key: str) -> tuple[list[Any], Path]:
         raise SuiteError(
             f"a {key} file must be .json, .yaml or .yml, got {source.name!r}", path=path, entry=key
         )
-    try:
-        text = source.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise SuiteError(f"{key} file not found: {source}", path=path, entry=key) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SuiteError(f"cannot read {key} file: {exc}", path=path, entry=key) from None
-    import json
-
-    import yaml
-
-    try:
-        data = load_json(text) if suffix == ".json" else load_yaml(text)
-    except DuplicateKeyError as exc:
-        raise SuiteError(str(exc), path=source) from None
-    except json.JSONDecodeError as exc:
-        raise SuiteError(
-            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=source
-        ) from None
-    except yaml.YAMLError as exc:
-        raise SuiteError(f"invalid YAML: {str(exc).splitlines()[0]}", path=source) from None
+    if not source.exists():
+        raise SuiteError(f"{key} file not found: {source}", path=path, entry=key)
+    data = read_structured(source, what=f"{key} file", error=SuiteError)
     if isinstance(data, Mapping) and isinstance(data.get(key), list):
         data = data[key]
     if not isinstance(data, list):

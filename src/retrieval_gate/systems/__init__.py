@@ -82,12 +82,11 @@ def _load_entry_points() -> None:
         return
     _entry_points_loaded = True
     _register_builtins()
-    from importlib.metadata import entry_points
+    from retrieval_gate.usercode import plugins
 
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        loaded = ep.load()
-        if callable(loaded):
-            loaded()
+    for plugin in plugins(ENTRY_POINT_GROUP):
+        if callable(plugin.obj):
+            plugin.call()
 
 
 def kinds() -> Mapping[str, SystemKind]:

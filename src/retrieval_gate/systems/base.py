@@ -58,6 +58,8 @@ class OpenContext:
     in errors about its queries (None for the ``retrieval_system`` fixture). ``latency_needed``:
     a latency gate or a decision weight reads this run's query latency, so every query must be
     embedded and searched for real (no cached vector or result stands in for the timed path).
+    ``query_ids`` are the ids of the queries the run will ask (a ranking suite's judged queries;
+    empty where unknown), so a stored run can say at once which of them it does not answer.
     """
 
     options: RunOptions
@@ -67,6 +69,7 @@ class OpenContext:
     corpus_path: Path | None = None
     where: Path | None = None
     latency_needed: bool = False
+    query_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

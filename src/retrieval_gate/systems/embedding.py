@@ -90,6 +90,20 @@ OPTIONS: OptionTable = {
     ),
     **FIELD_OPTIONS,  # fields, multi_vector, aggregation, weights: systems/fields.py
     "timeout": TIMEOUT_OPTION,
+    "embed_executor": Option(
+        str,
+        "local",
+        "where the documents the cache lacks are embedded: local (this process) or ray (fanned "
+        "out over a Ray cluster, extra 'ray'; the same vectors, not in the identity)",
+        check=one_of("local", "ray"),
+        rule="local, ray",
+    ),
+    "ray_address": Option(
+        str,
+        None,
+        'the Ray cluster for embed_executor = "ray" (ray://host:10001, host:6379 or auto); '
+        "unset: a local cluster started for the session (not in the identity)",
+    ),
     "search_block_mb": Option(
         (int, float),
         256,
@@ -167,7 +181,21 @@ def _backend_options(spec: Mapping[str, Any], where: Where) -> OptionTable:
 def _check(options: Mapping[str, Any], where: Where) -> None:
     if not isinstance(options["model"], str) and not isinstance(options.get("distill_from"), str):
         raise ConfigError("an embedding system needs 'model'", path=where.source, entry=where.entry)
+    if isinstance(options["model"], str) and isinstance(options.get("distill_from"), str):
+        raise ConfigError(
+            "'model' and 'distill_from' exclude each other: distill_from makes the model "
+            "(the other would be ignored); keep one",
+            path=where.source,
+            entry=where.entry,
+        )
     size, overlap = options["chunk_size"], options["chunk_overlap"]
+    if size is None and overlap:
+        raise ConfigError(
+            f"'chunk_overlap' ({overlap}) needs 'chunk_size': without it documents are not "
+            "chunked and the overlap means nothing",
+            path=where.source,
+            entry=where.entry,
+        )
     if size is not None and overlap >= size:
         # Said here, naming the system, rather than by the chunker when the run starts.
         raise ConfigError(
@@ -176,6 +204,17 @@ def _check(options: Mapping[str, Any], where: Where) -> None:
             entry=where.entry,
         )
     check_fields(options, where)  # systems/fields.py
+    from retrieval_gate.index import INDEXES
+
+    backend = INDEXES.get(str(options.get("index")))
+    stored = backend is not None and backend.stores_documents(options)
+    if stored and (options["chunk_size"] is not None or options.get("fields")):
+        raise ConfigError(
+            "a team's table ('table') holds whole documents: 'chunk_size' and 'fields' do "
+            "not apply",
+            path=where.source,
+            entry=where.entry,
+        )
 
 
 def _identity(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -191,10 +230,11 @@ def _identity(options: Mapping[str, Any]) -> dict[str, Any]:
         "chunk_overlap": options["chunk_overlap"],
         "distill_from": options.get("distill_from"),
     }
-    from retrieval_gate.index import hnsw_settings
+    from retrieval_gate.index import hnsw_settings, index_identity
 
     # HNSW keys only when set, so configurations written before they existed keep their identity.
     identity |= {f"hnsw_{name}": value for name, value in hnsw_settings(options).items()}
+    identity |= index_identity(options)  # pgvector's and LanceDB's own (index/__init__.py)
     return identity | field_identity(options)  # empty without 'fields': systems/fields.py
 
 
@@ -297,6 +337,11 @@ class EmbeddingIndex:
             self.unit_ids = list(corpus.ids)
             unit_texts = [d.content for d in corpus.documents]
             self.parent_of = None
+        #: The index already holds the documents (a team's own table, index/__init__.py): none
+        #: is embedded or added, only queries are.
+        self.stored = INDEXES[opt["index"]].stores_documents(index_options(system))
+        if self.stored:
+            unit_texts = []
 
         # One model load per session and spec, however many suites use it; loaded on the
         # first vector the cache lacks (a warm run loads none).
@@ -330,7 +375,8 @@ class EmbeddingIndex:
         elif todo and len(todo) == len(unit_texts):
             vectors = embedder.encode_documents(unit_texts, progress=options.progress)
         else:
-            vectors = np.zeros((len(unit_texts), embedder.dim), dtype=np.float32)
+            width = embedder.dim if unit_texts else (known_dim(embedder) or 0)
+            vectors = np.zeros((len(unit_texts), width), dtype=np.float32)
             if found.shape[0]:
                 missing = set(todo)
                 vectors[[i for i in range(len(digests)) if i not in missing]] = found
@@ -348,7 +394,7 @@ class EmbeddingIndex:
             EmbeddingCache(
                 cache.directory / "queries",
                 embedder.identity + QUERY_IDENTITY_SUFFIX,
-                embedder.dim,
+                known_dim(embedder),
             )
             if cache is not None
             else None
@@ -371,7 +417,7 @@ class EmbeddingIndex:
             ).encode()
         ).hexdigest()
         self.key = index_key(self.key, self.fields)  # the field layout: systems/fields.py
-        from retrieval_gate.index import hnsw_settings
+        from retrieval_gate.index import hnsw_settings, index_identity
 
         hnsw = hnsw_settings(opt)
         if hnsw:
@@ -379,10 +425,20 @@ class EmbeddingIndex:
             self.key = hashlib.sha256(
                 json.dumps([self.key, hnsw], sort_keys=True).encode()
             ).hexdigest()
+        engine = index_identity(opt)
+        if engine:
+            self.key = hashlib.sha256(
+                json.dumps([self.key, engine], sort_keys=True).encode()
+            ).hexdigest()
         # Without the cache an embedded index lives in a throwaway folder: nothing accumulates.
         self._scratch = None if options.use_cache else Path(tempfile.mkdtemp(prefix="rg-index-"))
         self.index_dir = self._scratch or options.cache_dir
         self.notes: list[str] = list(corpus.notes)
+        if cache is not None and cache.dropped:
+            self.notes.append(
+                f"embedding cache: dropped {len(cache.dropped)} shard(s) ({cache.dropped[0]}); "
+                "their texts were embedded again"
+            )
         self.index_kind: str = opt["index"]
         self.stage_seconds["index"] = 0.0
         #: With ``cache_results`` and a backend that says its build id (embedded chroma): search
@@ -408,6 +464,7 @@ class EmbeddingIndex:
                 self._open_index,
                 build_id,
                 size=len(self.unit_ids),
+                ids=self.unit_ids,
             )
             self.index = self.cached_search
         else:
@@ -424,6 +481,9 @@ class EmbeddingIndex:
             "embedder": embedder.identity,
             "dims": embedder.dim,
         }
+        if self.stored:
+            self._counts["cached_documents"] = 0
+            self.notes.append(f"documents: read from the {self.index_kind} table, none embedded")
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -443,10 +503,12 @@ class EmbeddingIndex:
                 cache_dir=self.index_dir,
                 key=self.key,
                 entry=f"system.{self.system.name}",
+                path=self.system.source,
                 **index_options(self.system),
             )
             self._set_block(index)
-            index.add(self.unit_ids, self.vectors)
+            if not self.stored:
+                index.add(self.unit_ids, self.vectors)
         except RetrievalGateError as exc:
             # A warm cache on a read-only mount: the vectors are all here, exact search
             # over them is the reference the approximate index is measured against.
@@ -464,6 +526,16 @@ class EmbeddingIndex:
 
         if isinstance(index, ExactIndex):
             index.block_mb = float(self.system.options["search_block_mb"])
+
+    def exact_reference(self) -> Any:
+        """Exact search over what the index holds, for its recall: the cached vectors searched
+        in place, or for a team's table the engine's own exact scan of it."""
+        if self.stored:
+            real: Any = self.cached_search.open() if self.cached_search is not None else self.index
+            return real.exact()
+        exact = self.exact_index()
+        exact.add(self.unit_ids, self.vectors)
+        return exact
 
     def exact_index(self) -> Any:
         """An empty exact index with this system's ``search_block_mb``."""
@@ -513,6 +585,10 @@ class EmbeddingIndex:
         cached = getattr(self, "cached_search", None)
         if cached is not None:
             cached.close()  # writes the results found this run
+        else:
+            close = getattr(getattr(self, "index", None), "close", None)
+            if callable(close):
+                close()  # a server's connection (pgvector)
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
@@ -640,7 +716,7 @@ class EmbeddingSystem:
         from retrieval_gate.index import INDEXES, index_recall
 
         index = self.index
-        if not INDEXES[index.index_kind].approximate:
+        if not INDEXES[index.index_kind].approximate_for(index_options(self.config)):
             return
         positions = recall_positions(
             self.config.option("index_recall"), len(vectors), len(index.unit_ids)
@@ -648,8 +724,7 @@ class EmbeddingSystem:
         if not positions:
             return
         # Float32 unit vectors are searched in place: no second copy of the corpus.
-        exact = index.exact_index()
-        exact.add(index.unit_ids, index.vectors)
+        exact = index.exact_reference()
         recall_k = min(cutoff, len(index.unit_ids))
         qmat = np.stack([vectors[i] for i in positions])
         exact_hits = [[d for d, _ in row] for row in exact.search(qmat, recall_k)]
@@ -671,7 +746,7 @@ class EmbeddingSystem:
         units = len(index.unit_ids)
         if setting == "off" or (setting == "auto" and units > RECALL_ALL_UP_TO):
             return
-        if not INDEXES[index.index_kind].rebuildable:
+        if not INDEXES[index.index_kind].rebuildable_for(index_options(self.config)):
             return
         # The figures depend only on the built collection, the queries and k: a warm run that
         # reopens the same collection reads them back instead of building a third index.
@@ -698,6 +773,8 @@ class EmbeddingSystem:
                 cache_dir=scratch,
                 key=index.key,
                 entry=f"system.{self.config.name}",
+                path=self.config.source,
+                scratch=True,
                 **index_options(self.config),
             )
             try:
@@ -761,6 +838,10 @@ class EmbeddingSystem:
             note = f"search results: cached, {self.index.index_kind} not opened"
         elif cached.hits:
             note = f"search results: {cached.hits} cached, {cached.misses} searched"
+        if cached.rejected:
+            note = (
+                f"{note}; " if note else ""
+            ) + f"{cached.rejected} cached results did not fit this index and were searched again"
         return {"cached_results": cached.hits, "index_opened": cached.opened, "results_note": note}
 
     @property
@@ -830,6 +911,16 @@ def load_system_embedder(
         embedder = options.embedders.get(spec)
         if embedder is None:
             embedder = options.embedders[spec] = open_embedder(spec, cache_dir=options.cache_dir)
+        if opt.get("embed_executor") == "ray":  # documents the cache lacks go to Ray: embed/ray.py
+            from retrieval_gate.embed.ray import ray_embedder
+
+            embedder = ray_embedder(
+                embedder,
+                spec,
+                opt["ray_address"],
+                cache_dir=options.cache_dir,
+                embedders=options.embedders,
+            )
     except RetrievalGateError as exc:
         if exc.entry is None:
             exc.entry = f"system.{system.name}"

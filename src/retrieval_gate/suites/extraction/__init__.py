@@ -132,14 +132,7 @@ class ExtractionKind(SuiteKind):
         return parse_documents(data["documents"], path), ExtractionSpec(ontology=ontology)
 
     def digest_payload(self, suite: Suite) -> dict[str, Any]:
-        return {
-            "k": list(suite.k),
-            "gain": "linear",
-            "queries": [[q.id, q.text, sorted(q.relevant.items())] for q in suite.queries],
-            "kind": self.name,
-            "units": [q.digest for q in suite.queries],
-            "ontology": suite.spec.ontology.digest_part(),
-        }
+        return {**super().digest_payload(suite), "ontology": suite.spec.ontology.digest_part()}
 
     def prepare(self, suite: Suite, resources: Resources) -> Suite:
         """Gold ids (affirmed and negated) mapped to current terms; an obsolete id without a

@@ -21,7 +21,6 @@ mentions) is affirmed. Each document becomes a unit: ``id``, ``text`` the full t
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,13 +83,17 @@ def _entries(raw: Any, path: Path) -> Iterator[tuple[Any, Path, str]]:
         )
     target = (path.parent / raw).resolve()
     if target.is_dir():
-        files = sorted(p for p in target.iterdir() if p.suffix.lower() in _SUFFIXES)
+        files = sorted(
+            p
+            for p in target.iterdir()
+            if p.suffix.lower() in _SUFFIXES and not p.name.startswith(".")
+        )
         if not files:
             raise SuiteError(
                 f"no .json or .jsonl file in folder {raw!r}", path=path, entry="documents"
             )
-    elif target.is_file():
-        files = [target]
+    elif target.exists():
+        files = [target]  # a pipe or a device is refused by name when it is read
     else:
         raise SuiteError(f"documents not found: {raw!r}", path=path, entry="documents")
     for file in files:
@@ -98,36 +101,18 @@ def _entries(raw: Any, path: Path) -> Iterator[tuple[Any, Path, str]]:
 
 
 def _file_entries(file: Path) -> Iterator[tuple[Any, Path, str]]:
-    from retrieval_gate.files.structured import DuplicateKeyError, load_json
+    from retrieval_gate.files.read import parse_structured, read_text
 
-    try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SuiteError(f"cannot read documents: {exc}", path=file) from None
+    text = read_text(file, what="documents file", error=SuiteError)
     if file.suffix.lower() == ".jsonl":
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
-            try:
-                item = load_json(line)
-            except json.JSONDecodeError as exc:
-                raise SuiteError(
-                    f"invalid JSON at column {exc.colno}: {exc.msg}",
-                    path=file,
-                    entry=f"line {number}",
-                ) from None
-            except DuplicateKeyError as exc:
-                raise SuiteError(str(exc), path=file, entry=f"line {number}") from None
-            yield item, file, f"line {number}"
+            entry = f"line {number}"
+            item = parse_structured(line, format="json", path=file, error=SuiteError, entry=entry)
+            yield item, file, entry
         return
-    try:
-        data = load_json(text)
-    except json.JSONDecodeError as exc:
-        raise SuiteError(
-            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=file
-        ) from None
-    except DuplicateKeyError as exc:
-        raise SuiteError(str(exc), path=file) from None
+    data = parse_structured(text, format="json", path=file, error=SuiteError)
     if isinstance(data, Mapping) and "documents" in data:
         data = data["documents"]
         if not isinstance(data, list):

@@ -66,7 +66,8 @@ def _number(value: Any) -> bool:
 
 
 def _negation_ok(value: Any) -> bool:
-    if value is False or value in NEGATION_CUES:
+    # A list is unhashable: asking whether one is a built-in list's name would raise.
+    if value is False or (isinstance(value, str) and value in NEGATION_CUES):
         return True
     return (
         isinstance(value, list)
