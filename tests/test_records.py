@@ -359,3 +359,20 @@ def test_an_item_payload_round_trips_through_its_one_codec() -> None:
     assert ItemPayload.from_json(_through_json(payload.to_json())) == payload
     assert not ItemPayload() and payload
     assert (ItemPayload(runs=(RUN,)) + ItemPayload(gates=(gate,))).gates == (gate,)
+
+
+def test_labels_travel_with_a_query_and_only_where_there_are_some() -> None:
+    from retrieval_gate.records import QueryRecord
+
+    plain = QueryRecord(
+        id="q", digest="d", category=None, difficulty=None, metrics={}, ranking=("a",),
+        relevant_ranks={"a": 1},
+    )  # fmt: skip
+    assert "labels" not in plain.to_json()  # a ranking query's JSON is what 0.1 wrote
+    assert plain.named("a") == "a"
+    named = QueryRecord(**{**plain.__dict__, "labels": {"a": "Short arm"}})
+    data = named.to_json()
+    assert data["labels"] == {"a": "Short arm"}
+    back = QueryRecord.from_json(data, "ontology")
+    assert back.labels == {"a": "Short arm"} and back.extras is None
+    assert back.named("a") == "a (Short arm)"

@@ -21,7 +21,7 @@ from retrieval_gate.gates.regressions import RegressionCheck
 from retrieval_gate.keys import SESSION_KEY
 from retrieval_gate.records import ItemPayload, Outcome, Undecided, parse_scope
 from retrieval_gate.runs.cache import InternalRunError
-from retrieval_gate.suites.suite import Gate, Suite, load_suite
+from retrieval_gate.suites.suite import Gate, Suite, load_suite, suite_systems
 from retrieval_gate.suites.units import Unit
 from retrieval_gate.systems.config import SystemConfig
 
@@ -52,18 +52,32 @@ class SuiteFile(pytest.File):
         gate_session = self.config.stash[SESSION_KEY]
         try:
             suite = gate_session.runs.prepare(load_suite(self.path))
-            _check_suite(self.config, gate_session, suite)
+            systems = _systems_for(gate_session, suite)
+            _check_suite(self.config, gate_session, suite, systems)
         except RetrievalGateError as exc:
             raise self.CollectError(exc.format()) from None
-        for system in gate_session.systems:
+        for system in systems:
             yield SystemNode.from_parent(self, name=system.name, suite=suite, system=system)
+
+
+def _systems_for(gate_session: GateSession, suite: Suite) -> list[SystemConfig]:
+    """The session's systems the suite is for (its ``systems:``, narrowed by the session's
+    selection); the others get no items, so the baseline and the report have no run for them."""
+    running = {system.name: system for system in gate_session.systems}
+    names = suite_systems(suite, list(gate_session.settings.systems), list(running))
+    return [running[name] for name in names]
 
 
 _SUITE_NAMES: pytest.StashKey[dict[str, Path]] = pytest.StashKey()
 _LABELS: pytest.StashKey[set[str]] = pytest.StashKey()
 
 
-def _check_suite(config: pytest.Config, gate_session: GateSession, suite: Suite) -> None:
+def _check_suite(
+    config: pytest.Config,
+    gate_session: GateSession,
+    suite: Suite,
+    systems: list[SystemConfig],
+) -> None:
     """Collection-time checks: a suite name is one suite (the report and the baseline are keyed
     by it), a category or difficulty is not another plugin's marker, the suite's own corpus does
     not hold the session's outputs, and its ids exist where its kind says they must."""
@@ -96,11 +110,11 @@ def _check_suite(config: pytest.Config, gate_session: GateSession, suite: Suite)
             check_outputs(gate_session.outputs, corpora=[own])
         except RetrievalGateError as exc:
             raise RetrievalGateError(exc.message, path=suite.path, entry="corpus") from None
-    gate_session.runs.check(suite, gate_session.systems)
+    gate_session.runs.check(suite, systems)
     # A suite too small for the 'resolution' setting, against its baseline, is an error now
     # (--rg-plan shows it in its table instead).
     if not config.getoption("rg_plan", False):
-        bases = {s.name: gate_session.base_run(suite, s) for s in gate_session.systems}
+        bases = {s.name: gate_session.base_run(suite, s) for s in systems}
         gate_session.plan.check_resolution(suite, bases)
 
 
@@ -188,8 +202,8 @@ class _SuiteItem(pytest.Item):
         self.system = system
         self.rg_payload = ItemPayload()
         self.add_marker(pytest.mark.retrieval_gate)
-        # With xdist's --dist loadgroup, all items of a suite x system share one worker and so
-        # one retrieval run.
+        # All items of a suite x system share one worker, and so one retrieval run: under plain
+        # -n N through RunGrouping (below), under an explicit --dist loadgroup through this.
         self.add_marker(pytest.mark.xdist_group(f"{suite.name}::{system.name}"))
 
     @property
@@ -325,3 +339,59 @@ class DriftItem(_SuiteItem):
         if isinstance(found, str):
             raise pytest.skip.Exception(found, _use_item_location=True)
         return found[self.name.removeprefix("drift::")]
+
+
+# -- xdist: one worker per suite x system ------------------------------------------------------
+
+SUITE_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def run_scope(nodeid: str) -> str:
+    """The xdist work unit of a node id: a gate item's suite file and system (``file::system``,
+    every item that reads one run); any other test alone, as xdist's default ``load`` sends it."""
+    path, _, rest = nodeid.partition("::")
+    if not rest or not path.lower().endswith(SUITE_SUFFIXES):
+        return nodeid
+    return f"{path}::{rest.split('::')[0]}"
+
+
+def dist_given(args: list[str]) -> bool:
+    """Whether the user chose xdist's distribution (``--dist``, ``--dist=...``, ``-d``)."""
+    return any(arg == "-d" or arg.startswith("--dist") for arg in args)
+
+
+class RunGrouping:
+    """With plain ``-n N`` (xdist's default ``--dist load``), xdist deals items out one by one,
+    so every worker that gets one item of a suite x system runs that whole retrieval again.
+    Registered only when the user left the distribution to xdist, this scheduler sends each
+    suite x system to one worker (xdist's scope scheduling, scoped by :func:`run_scope`), and
+    every other test as ``load`` would. Unlike ``--dist loadgroup`` it does not rename the items
+    (``...::P@5@suite::system``), so node ids, the report and JUnit XML stay as without xdist."""
+
+    @pytest.hookimpl(tryfirst=True, optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        if config.getvalue("dist") != "load":
+            return None
+        from xdist.scheduler import LoadScopeScheduling
+
+        class RunScheduling(LoadScopeScheduling):  # type: ignore[misc]
+            def _split_scope(self, nodeid: str) -> str:
+                return run_scope(nodeid)
+
+        return RunScheduling(config, log)
+
+
+def group_runs_on_workers(config: pytest.Config) -> None:
+    """Register :class:`RunGrouping` when xdist runs with the distribution it chose itself."""
+    import os
+    import shlex
+
+    if not config.pluginmanager.hasplugin("xdist") or config.getoption("dist", "no") != "load":
+        return
+    args = [
+        *config.invocation_params.args,
+        *shlex.split(os.environ.get("PYTEST_ADDOPTS", "")),
+        *config.getini("addopts"),
+    ]
+    if not dist_given(args):
+        config.pluginmanager.register(RunGrouping(), "retrieval_gate_run_grouping")

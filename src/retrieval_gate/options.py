@@ -46,6 +46,7 @@ class OptionValues:
     no_cache: bool = False
     ini: Mapping[str, str] = field(default_factory=dict)  # short name -> value: report, json, ...
     suggest_floors: str | None = None  # --rg-suggest-floors: a file, or "-" for the terminal
+    plots: str | None = None  # --rg-plots DIR
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,12 @@ class Outputs:
     baseline_url: str | None = None
     # The file --rg-suggest-floors writes (relative to where pytest runs); None for none or "-".
     floors: Path | None = None
+    plots: Path | None = None  # the folder of PNG plots (--rg-plots), None: no plots
+
+    @property
+    def extra(self) -> dict[str, Path]:
+        """The outputs further report writers write (``Targets.extra``): ``plots``."""
+        return {} if self.plots is None else {"plots": self.plots}
 
 
 def _resolve(
@@ -118,6 +125,9 @@ def resolve_outputs(values: OptionValues, settings: Settings) -> Outputs:
         values,
     )
     floors = values.suggest_floors
+    plots = None
+    if values.plots or values.ini.get("plots"):
+        plots = _resolve(values.plots, values.ini.get("plots"), None, values.rootpath, values)
     return Outputs(
         report=report,
         json=json_path,
@@ -127,6 +137,7 @@ def resolve_outputs(values: OptionValues, settings: Settings) -> Outputs:
         floors=_resolve(floors, None, None, values.cwd, values)
         if floors not in (None, "-")
         else None,
+        plots=plots,
     )
 
 
@@ -221,6 +232,63 @@ def check_outputs(
         refused = refusal(path, kind, protected=kept)
         if refused is not None:
             raise RetrievalGateError(f"{flag} {path} {refused}")
+    if outputs.plots is not None:
+        check_plots_folder(outputs.plots, cache, files, corpora)
+
+
+#: The file a plots folder keeps the names of the plots the plugin wrote in it.
+PLOTS_MANIFEST = ".retrieval-gate-plots"
+
+
+def check_plots_folder(
+    folder: Path, cache: Path, files: Mapping[str, Path], corpora: Iterable[Path]
+) -> None:
+    """``--rg-plots DIR`` writes PNG files into DIR and replaces the ones it wrote before (named
+    in DIR's manifest), so DIR must not hold anything else (a file of the user's would be
+    overwritten or mixed in), nor be or overlap the cache folder or a corpus, nor hold another
+    output. matplotlib draws them: without it the option is refused before anything runs."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise RetrievalGateError(
+            "--rg-plots needs matplotlib: pip install 'pytest-retrieval-gate[plots]'"
+        )
+    folder = folder.resolve()
+    if folder.exists() and not folder.is_dir():
+        raise RetrievalGateError(f"--rg-plots {folder} is a file; name a folder")
+    if _inside(folder, cache) or _inside(cache, folder):
+        raise RetrievalGateError(
+            f"--rg-plots {folder} and the cache folder (--rg-cache-dir) {cache} overlap"
+        )
+    for corpus in corpora:
+        if _inside(folder, corpus.resolve()) or _inside(corpus.resolve(), folder):
+            raise RetrievalGateError(
+                f"--rg-plots {folder} overlaps the corpus {corpus.resolve()}: the next run would "
+                "read the plots as documents; write them outside the corpus"
+            )
+    for flag, path in files.items():
+        if _inside(path, folder):
+            raise RetrievalGateError(
+                f"{flag} {path} lies inside the plots folder (--rg-plots) {folder}; give the "
+                "plots a folder of their own"
+            )
+    if not folder.is_dir():
+        return
+    manifest = folder / PLOTS_MANIFEST
+    ours = set(manifest.read_text(encoding="utf-8").split()) if manifest.is_file() else set()
+    foreign = sorted(p.name for p in folder.iterdir() if p.name != PLOTS_MANIFEST)
+    # Ours: what the manifest names, and a temporary a killed writer of one of them left.
+    foreign = [
+        name
+        for name in foreign
+        if name not in ours and not any(name.startswith(f".{o}.") for o in ours)
+    ]
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (" ..." if len(foreign) > 3 else "")
+        raise RetrievalGateError(
+            f"--rg-plots {folder} holds files the plugin did not write ({shown}); name an "
+            "empty or new folder"
+        )
 
 
 def select_systems(
@@ -249,13 +317,17 @@ def select_systems(
 def select_reference(
     systems: Sequence[SystemConfig], option: str | None, setting: str | None
 ) -> str:
-    """The system the report compares the others against: option, setting, else the first."""
-    name = option or setting
-    if name is None:
-        return systems[0].name
-    if name not in {s.name for s in systems}:
-        running = ", ".join(s.name for s in systems)
-        raise RetrievalGateError(
-            f"reference system {name!r} is not among the systems this session runs ({running})"
-        )
-    return name
+    """The system the report compares the others against: the ``--rg-reference`` option, else
+    the ``reference`` setting, else the first system. An option naming a system the session
+    does not run is an error; a setting naming one is not (``--rg-system`` chose the systems of
+    this session, and the settings' reference is simply not among them): the first system is the
+    reference then."""
+    running = [s.name for s in systems]
+    if option is not None:
+        if option not in running:
+            raise RetrievalGateError(
+                f"--rg-reference: reference system {option!r} is not among the systems this "
+                f"session runs ({', '.join(running)})"
+            )
+        return option
+    return setting if setting in running else running[0]

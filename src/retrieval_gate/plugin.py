@@ -33,6 +33,7 @@ GATE_ONLY_OPTIONS: dict[str, str] = {
     "rg_json": "--rg-json",
     "rg_suggest_floors": "--rg-suggest-floors",
     "rg_plan": "--rg-plan",
+    "rg_plots": "--rg-plots",
 }
 
 
@@ -71,6 +72,7 @@ INI_NAMES = {
     "json": "retrieval_gate_json",
     "baseline": "retrieval_gate_baseline",
     "cache_dir": "retrieval_gate_cache_dir",
+    "plots": "retrieval_gate_plots",
 }
 
 
@@ -92,6 +94,7 @@ def option_values(config: pytest.Config) -> OptionValues:
         no_cache=bool(config.getoption("rg_no_cache")),
         ini={short: str(config.getini(name) or "") for short, name in INI_NAMES.items()},
         suggest_floors=config.getoption("rg_suggest_floors", None),
+        plots=config.getoption("rg_plots", None),
     )
 
 
@@ -121,6 +124,33 @@ def progress_writer(config: pytest.Config) -> Any:
                 tr.write_line(line)
 
     return write
+
+
+#: The thread pools numpy's BLAS and torch size themselves by, read when they load.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def share_cores(config: pytest.Config) -> int | None:
+    """In an xdist worker, size the numeric thread pools to this worker's share of the cores
+    (cores // workers, at least 1) unless the user sized them: torch and BLAS each start one
+    thread per core by default, so N workers would run N x cores threads that slow each other
+    down (on 2 cores, -n 2 would be slower than a serial run even without a repeated run).
+    Returns the threads given, None where nothing was changed."""
+    import os
+    import sys
+
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None or any(os.environ.get(v) for v in THREAD_VARIABLES):
+        return None
+    workers = max(1, int(workerinput.get("workercount", 1)))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    threads = max(1, (cores or 1) // workers)
+    for variable in THREAD_VARIABLES:
+        os.environ[variable] = str(threads)
+    torch = sys.modules.get("torch")
+    if torch is not None:  # already loaded (by a conftest): it read the variables before
+        torch.set_num_threads(threads)
+    return threads
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -200,6 +230,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "the baseline, and run nothing (default: off)",
     )
     group.addoption(
+        "--rg-plots",
+        dest="rg_plots",
+        metavar="DIR",
+        type=_path_value,
+        default=None,
+        help="also write PNG plots into DIR: per suite and metric the systems' values with 95%% "
+        "intervals, per run the per-query deltas against the baseline; needs matplotlib "
+        "(pytest-retrieval-gate[plots]) (default: no plots)",
+    )
+    group.addoption(
         "--rg-no-cache",
         action="store_true",
         dest="rg_no_cache",
@@ -224,6 +264,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("retrieval_gate_json", type="string", default="", help="JSON report path")
     parser.addini("retrieval_gate_baseline", type="string", default="", help="baseline path")
     parser.addini("retrieval_gate_cache_dir", type="string", default="", help="cache folder")
+    parser.addini("retrieval_gate_plots", type="string", default="", help="PNG plots folder")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -241,6 +282,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line("markers", "xdist_group(name): run items of one group on one worker")
     _check_plan_options(config)
+    share_cores(config)  # before anything loads torch or numpy's BLAS in an xdist worker
+    from retrieval_gate.collect import group_runs_on_workers
+
+    group_runs_on_workers(config)
     from retrieval_gate.errors import RetrievalGateError
     from retrieval_gate.session import GateSession
 
@@ -258,6 +303,13 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(exc.format()) from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "retrieval_gate_session")
+    from retrieval_gate.report.selection import PLUGIN_NAME, Selection
+
+    config.pluginmanager.register(Selection(config), PLUGIN_NAME)
+    if config.getoption("xmlpath", None):
+        from retrieval_gate.report.junit import JunitNames
+
+        config.pluginmanager.register(JunitNames(config), "retrieval_gate_junit")
 
 
 def _check_plan_options(config: pytest.Config) -> None:
@@ -339,6 +391,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         read.configure(None)  # the settings' max_file_mb, which the session installed
         config.pluginmanager.unregister(session)
         del config.stash[SESSION_KEY]
+    for name in ("retrieval_gate_junit", "retrieval_gate_selection", "retrieval_gate_run_grouping"):
+        plugin = config.pluginmanager.get_plugin(name)
+        if plugin is not None:
+            config.pluginmanager.unregister(plugin)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

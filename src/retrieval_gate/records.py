@@ -152,6 +152,15 @@ class QueryRecord:
     # "stale labels?" line of a regression. Empty for a query read back from a baseline file.
     unjudged: tuple[str, ...] = ()
     extras: UnitExtras | None = None  # what the unit's suite kind adds
+    # A readable name of each id the record shows (an ontology term's label), from the suite's
+    # kind; empty where ids are their own names (a document path). Not kept in a baseline file.
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def named(self, doc: str) -> str:
+        """An id as messages and tables show it: with its label beside it when it has one
+        (``HP:0000252 (Microcephaly)``)."""
+        label = self.labels.get(doc)
+        return f"{doc} ({label})" if label else doc
 
     @property
     def gold(self) -> tuple[str, ...]:
@@ -176,6 +185,8 @@ class QueryRecord:
             # Only what a unit of another kind has: a ranking query's JSON is unchanged.
             **(self.extras.to_json() if self.extras is not None else {}),
             "unjudged": list(self.unjudged),
+            # Only where the kind names its ids: a ranking query's JSON is unchanged.
+            **({"labels": dict(self.labels)} if self.labels else {}),
         }
 
     @classmethod
@@ -192,6 +203,7 @@ class QueryRecord:
             text=data.get("text", ""),
             unjudged=tuple(data.get("unjudged", ())),
             extras=_decode_extras(kind, data),
+            labels=dict(data.get("labels", {})),
         )
 
 
@@ -208,6 +220,7 @@ _QUERY_KEYS = frozenset(
         "latency_ms",
         "text",
         "unjudged",
+        "labels",
     }
 )
 

@@ -187,6 +187,7 @@ class GateSession:
             return
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         from retrieval_gate.report import ReportData, Targets, write_reports
+        from retrieval_gate.report.selection import partial_of
 
         data = ReportData.gathered(
             self.collected,
@@ -195,6 +196,8 @@ class GateSession:
             seed=self.settings.seed,
             baseline=None if self.baseline is None else self.where,
             decision=self.settings.decision,
+            base=self.baseline,
+            partial=partial_of(self.config),
         )
         if self.save_baseline and data.runs and not interrupted:
             try:
@@ -202,13 +205,8 @@ class GateSession:
                 self.saved_baseline = self.store.location
             except (OSError, RetrievalGateError) as exc:
                 self._fail(session, f"could not save the baseline {atomic.failed_write(exc)}")
-        targets = Targets(
-            markdown=self.outputs.report,
-            json=self.outputs.json,
-            step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
-        )
         try:
-            self.written = write_reports(data, targets)
+            self.written = write_reports(data, Targets.of(self.outputs, os.environ))
         except OSError as exc:
             # A gate whose report is lost has not done its job: the session fails.
             self._fail(session, f"could not write the report {atomic.failed_write(exc)}")

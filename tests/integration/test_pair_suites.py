@@ -268,3 +268,27 @@ def test_a_second_system_is_compared_with_the_reference_by_its_correlation(
     cells = [c.strip() for c in row.strip("|").split("|")]
     # The aggregates themselves, not means of per-pair cosines.
     assert cells[2:5] == [f"{good:.4f}", f"{bad:.4f}", f"{bad - good:+.4f}"]
+
+
+def test_a_failing_pair_floor_shows_the_pairs_furthest_from_the_gold_order(
+    proj: pytest.Pytester,
+) -> None:
+    write_suite(proj, suite("{spearman: 0.99}"))
+    result = proj.runpytest("--retrieval-gate")
+    result.assert_outcomes(failed=1)
+    # The report's "furthest from the gold order" table, in the terminal: each pair's texts,
+    # gold score and cosine, largest rank gap first (the gaps are worked out in the test above's
+    # numbers: ranks of the cosines against ranks of the gold scores).
+    cos = _cosines(ANGLES)
+    from retrieval_gate.metrics.pairs import average_ranks
+
+    gaps = np.abs(average_ranks(cos) - average_ranks(GOLD))
+    first = max(range(len(PAIRS)), key=lambda i: (gaps[i], -i))
+    a, b, gold = PAIRS[first]
+    result.stdout.fnmatch_lines(
+        [
+            "spearman over suite (sim x angles): FAILED: *",
+            "pairs furthest from the gold order (rank gap among the pairs):",
+            f'* "{a}" / "{b}": gold {gold:g}, cosine *(rank gap {gaps[first]:g})',
+        ]
+    )

@@ -135,3 +135,17 @@ def test_every_writer_writes_and_items_get_their_properties(tmp_path: Path) -> N
     assert json.loads((tmp_path / "r.json").read_text())["runs"][0]["system"] == "x"
     assert summary.read_text() == "earlier step\n" + (tmp_path / "r.md").read_text() + "\n"
     assert ("metric", "P@1") in item_properties(data.gates[0])
+
+
+def test_charts_have_one_bar_series_each() -> None:
+    # Two systems: one chart per summary metric, the systems on the x axis, one series (mermaid
+    # draws several series of a chart in the same slot, hiding the shorter bars).
+    two = "\n".join(markdown._chart("s", [_run("s", "x", 0.25), _run("s", "y", 0.75)], ["P@1"]))
+    assert two.count("```mermaid") == 1
+    assert '    title "s: P@1"' in two
+    assert '    x-axis ["x", "y"]' in two
+    assert two.count("    bar [") == 1 and "    bar [0.2500, 0.7500]" in two
+    # One system: its metrics on the x axis, one chart.
+    one = "\n".join(markdown._chart("s", [_run("s", "x", 0.25)], ["P@1", "R@3"]))
+    assert '    x-axis ["P@1", "R@3"]' in one and "    bar [0.2500, 0.5000]" in one
+    assert "Bars left to right" not in two + one

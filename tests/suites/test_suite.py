@@ -46,6 +46,7 @@ def test_the_header_every_kind_shares(tmp_path: Path) -> None:
     assert suite.categories == ("joins",)
     assert {
         "name", "description", "kind", "gates", "categories", "difficulties", "tolerance",
+        "systems",
     } == HEADER_KEYS  # fmt: skip
 
 
@@ -105,3 +106,52 @@ def test_a_suite_without_units_is_refused_naming_its_units(tmp_path: Path) -> No
     assert _error(tmp_path, "text").message == (
         "a suite is a mapping with 'queries' or a list of queries, got str"
     )
+
+
+def test_systems_names_or_patterns_narrowed_by_the_session(tmp_path: Path) -> None:
+    from retrieval_gate.suites.suite import suite_systems
+
+    configured = ["minilm", "bm25", "bm25-title", "prod"]
+    suite = _parse(tmp_path, systems=["minilm", "bm25*"], queries=[QUERY])
+    assert suite.systems == ("minilm", "bm25*")
+    # In the session's order; the session's selection narrows the suite's.
+    assert suite_systems(suite, configured, ["prod", "bm25-title", "minilm"]) == [
+        "bm25-title",
+        "minilm",
+    ]
+    assert suite_systems(suite, configured, ["prod"]) == []
+    one = _parse(tmp_path, systems="prod", queries=[QUERY])
+    assert one.systems == ("prod",)
+    every = _parse(tmp_path, queries=[QUERY])
+    assert every.systems is None
+    assert suite_systems(every, configured, ["prod", "minilm"]) == ["prod", "minilm"]
+    typo = _parse(tmp_path, systems=["minilm", "bm52*"], queries=[QUERY])
+    with pytest.raises(
+        SuiteError, match=r"\[systems\[1\]\]: no configured system matches 'bm52\*'"
+    ):
+        suite_systems(typo, configured, configured)
+
+
+@pytest.mark.parametrize("value", [[], [""], 3, [1]])
+def test_bad_systems_name_the_entry(tmp_path: Path, value: Any) -> None:
+    error = _error(tmp_path, {"systems": value, "queries": [QUERY]})
+    assert error.entry is not None and error.entry.startswith("systems")
+
+
+def test_queries_from_a_file_beside_the_suite(tmp_path: Path) -> None:
+    (tmp_path / "cases").mkdir()
+    # Phentrieve's shape: a bare list with text, expected_hpo_ids and a description.
+    cases = [{"text": "Kleinwuchs", "expected_hpo_ids": ["HP:0004322"], "description": "x"}]
+    (tmp_path / "cases" / "c.json").write_text(json.dumps(cases))
+    suite = _parse(tmp_path, queries="cases/c.json")
+    assert [(q.text, dict(q.relevant)) for q in suite.queries] == [
+        ("Kleinwuchs", {"HP:0004322": 1})
+    ]
+    (tmp_path / "cases" / "c.yaml").write_text("queries:\n  - {id: a, query: x, relevant: [d]}\n")
+    assert [q.id for q in _parse(tmp_path, queries="cases/c.yaml").queries] == ["a"]
+    (tmp_path / "cases" / "c.txt").write_text("x")
+    assert "must be .json, .yaml or .yml" in _error(tmp_path, {"queries": "cases/c.txt"}).message
+    (tmp_path / "cases" / "n.json").write_text('{"cases": []}')
+    assert "holds a list of queries" in _error(tmp_path, {"queries": "cases/n.json"}).message
+    (tmp_path / "cases" / "dup.json").write_text('[{"text": "a", "text": "b"}]')
+    assert "given twice" in _error(tmp_path, {"queries": "cases/dup.json"}).message

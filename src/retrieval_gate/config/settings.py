@@ -123,7 +123,7 @@ class Settings:
     @property
     def latency_weighted(self) -> bool:
         """Whether the decision score weighs latency (then every run's latency counts)."""
-        return self.decision is not None and self.decision.weights.get("latency", 0.0) > 0.0
+        return self.decision is not None and self.decision.weighs("latency")
 
     def system(self, name: str) -> SystemConfig:
         try:

@@ -58,7 +58,15 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
 
 
-def _write(path: Path, text: str) -> None:
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """:func:`write_text_atomic` for bytes (a PNG plot)."""
+    try:
+        _write(path, data)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+
+
+def _write(path: Path, text: str | bytes) -> None:
     # Renaming over a device or a pipe would replace it (as root, /dev/full with a report):
     # only a regular file, or a link (the link itself is replaced), is ever written over.
     try:
@@ -80,10 +88,16 @@ def _write(path: Path, text: str) -> None:
         except FileNotFoundError:
             mode = 0o666 & ~_umask()
         os.chmod(tmp, mode)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+        if isinstance(text, bytes):
+            with os.fdopen(fd, "wb") as binary:
+                binary.write(text)
+                binary.flush()
+                os.fsync(binary.fileno())
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -3,7 +3,7 @@
 Everything here works on :class:`ReportData`, built from the typed records the items attach to
 their test reports, so the report is the same with or without xdist. Outputs are writers in a
 registry (:class:`Writer`: the markdown report, its JSON twin, the GitHub step summary, the JUnit
-properties of each item); another package adds one with :func:`register_writer` or the
+properties of each item, the PNG plots of ``--rg-plots``); another package adds one with :func:`register_writer` or the
 ``retrieval_gate.writers`` entry-point group, so a new output is one module. The terminal
 summary (:mod:`.terminal`) renders the same data for pytest's own summary.
 """
@@ -25,8 +25,10 @@ from retrieval_gate.records import (
 )
 
 if TYPE_CHECKING:
+    from retrieval_gate.baseline.store import Baseline
     from retrieval_gate.config.decision import DecisionSettings
     from retrieval_gate.gates.decision import Decision
+    from retrieval_gate.options import Outputs
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,10 @@ class ReportData:
     baseline: str | None = None  # the baseline file read, when there was one
     decision: DecisionSettings | None = None  # how to rank systems (SPEC section 13)
     undecided: tuple[Undecided, ...] = ()  # gates not decided because their run failed
+    # The baseline's runs of this session's suites x systems (per-query deltas in the plots).
+    baseline_runs: Mapping[tuple[str, str], RunRecord] = field(default_factory=dict)
+    # Why this report covers only part of the session's gates (-k, -m, node ids), else None.
+    partial: str | None = None
 
     @classmethod
     def build(
@@ -56,6 +62,8 @@ class ReportData:
         seed: int = 0,
         baseline: str | None = None,
         decision: DecisionSettings | None = None,
+        baseline_runs: Mapping[tuple[str, str], RunRecord] | None = None,
+        partial: str | None = None,
     ) -> ReportData:
         return cls(
             runs=tuple(runs[key] for key in sorted(runs)),
@@ -71,16 +79,24 @@ class ReportData:
             baseline=baseline,
             decision=decision,
             undecided=tuple(sorted(undecided)),
+            baseline_runs=dict(baseline_runs or {}),
+            partial=partial,
         )
 
     @classmethod
-    def gathered(cls, payload: ItemPayload, **options: Any) -> ReportData:
+    def gathered(
+        cls, payload: ItemPayload, *, base: Baseline | None = None, **options: Any
+    ) -> ReportData:
         """The report of everything the session's items handed over, in whatever order they
         arrived (under xdist, as workers finish): each run and comparison once (the first),
-        runs by suite then system, failing gates first."""
+        runs by suite then system, failing gates first; ``base``: the baseline read, whose runs
+        of the same suites x systems the plots compare with."""
         runs: dict[tuple[str, str], RunRecord] = {}
         for run in payload.runs:
             runs.setdefault(run.key, run)
+        if base is not None:
+            found = {key: base.get(*key) for key in runs}
+            options["baseline_runs"] = {k: r for k, r in found.items() if r is not None}
         comparisons: dict[tuple[str, str], BaselineComparison] = {}
         for comparison in payload.comparisons:
             comparisons.setdefault(comparison.key, comparison)
@@ -150,6 +166,16 @@ class Targets:
     step_summary: str | None = None
     extra: Mapping[str, Path] = field(default_factory=dict)
 
+    @classmethod
+    def of(cls, outputs: Outputs, environ: Mapping[str, str]) -> Targets:
+        """The session's resolved outputs, and the step summary ``GITHUB_STEP_SUMMARY`` names."""
+        return cls(
+            markdown=outputs.report,
+            json=outputs.json,
+            step_summary=environ.get("GITHUB_STEP_SUMMARY") or None,
+            extra=outputs.extra,
+        )
+
 
 @dataclass(frozen=True)
 class Writer:
@@ -179,10 +205,10 @@ def writers() -> list[Writer]:
     if not _loaded:
         _loaded = True
         from retrieval_gate.report import json as json_report
-        from retrieval_gate.report import junit, markdown, summary
+        from retrieval_gate.report import junit, markdown, plots, summary
         from retrieval_gate.usercode import plugins
 
-        for module in (markdown, json_report, summary, junit):
+        for module in (markdown, json_report, summary, junit, plots):
             register_writer(module.WRITER)
         for plugin in plugins(ENTRY_POINT_GROUP):
             if isinstance(plugin.obj, Writer):

@@ -31,6 +31,8 @@ def render(data: ReportData) -> dict[str, Any]:
         "runs": runs,
         "gates": [g.to_json() for g in data.gates],
         "errors": [e.to_json() for e in data.errors],
+        # Only when a selection (-k, -m, node ids) left gates out: the full report has no key.
+        **({"partial": data.partial} if data.partial is not None else {}),
         **_decisions(data),
     }
 

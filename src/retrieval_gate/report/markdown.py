@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ from retrieval_gate.report import ReportData, Writer
 from retrieval_gate.suites import kinds
 
 if TYPE_CHECKING:
+    from retrieval_gate.gates.decision import DecisionTerm
     from retrieval_gate.report import Targets
     from retrieval_gate.suites.kind import SuiteKind
 
@@ -87,6 +89,12 @@ def lines(data: ReportData) -> Iterator[str]:
         f" over {len(data.suites())} suite(s) and {len({r.system for r in data.runs})} system(s)."
     )
     yield ""
+    if data.partial is not None:
+        yield (
+            f"**Partial run**: {data.partial}. This report covers only the selected gates; run "
+            "without the selection for the full report."
+        )
+        yield ""
     if data.errors:
         yield "## Runs that failed"
         yield ""
@@ -99,8 +107,8 @@ def lines(data: ReportData) -> Iterator[str]:
         rows = [
             [
                 f"`{g.nodeid}`",
-                g.measured,
-                g.needed,
+                _measured(g),
+                _needed(g),
                 str(g.n),
                 ", ".join(f"{qid} ({fmt(value)})" for qid, value in g.worst) or "-",
             ]
@@ -115,16 +123,38 @@ def lines(data: ReportData) -> Iterator[str]:
         yield ""
         rows = [
             [
-                "pass" if g.passed else "**FAIL**",
+                _status(g),
                 f"`{g.nodeid}`",
-                fmt(g.value),
-                f"{g.comparison} {fmt(g.threshold)}",
+                fmt(g.value) if g.regression is None else _measured(g),
+                f"{g.comparison} {fmt(g.threshold)}" if g.regression is None else _needed(g),
                 str(g.n),
             ]
             for g in data.gates
         ]
         yield from _table(["status", "gate", "value", "needs", "n"], rows)
         yield ""
+
+
+def _status(gate: Outcome) -> str:
+    """pass / **FAIL**, and a regression check's verdict: it passes or fails on the drop from
+    its baseline, not on its value against a floor."""
+    status = "pass" if gate.passed else "**FAIL**"
+    return status if gate.regression is None else f"{status} ({gate.regression.verdict})"
+
+
+def _measured(gate: Outcome) -> str:
+    if gate.regression is None:
+        return gate.measured
+    drop = gate.regression.baseline - gate.value
+    return f"{fmt(gate.value)} (drop {fmt(drop)})"
+
+
+def _needed(gate: Outcome) -> str:
+    """What the gate compares: a floor or ceiling, or a regression check's tolerated drop."""
+    if gate.regression is None:
+        return gate.needed
+    figures = gate.regression
+    return f"drop <= {fmt(figures.tolerance)} from {fmt(figures.baseline)}"
 
 
 def _suite(data: ReportData, suite: str) -> Iterator[str]:
@@ -274,13 +304,15 @@ def _decision(data: ReportData, suite: str) -> Iterator[str]:
     yield (
         "Decision score = sum of weight x value, each value clamped to [0, 1]; latency as "
         f"1 - p50 / {settings.latency_budget_ms:g} ms, dims as 1 - dims / "
-        f"{settings.dims_budget:g}; n/a: the system has no such figure (counts 0)."
+        f"{settings.dims_budget:g}; n/a: the system has no such figure, and its weight is spread "
+        "over the system's other terms in proportion to theirs (weight shown as configured -> "
+        "effective)."
     )
     yield ""
     rows = []
     for rank, decision in enumerate(found, start=1):
         cells = [
-            "n/a" if t.value is None else f"{t.weight:g} x {t.value:.4f} = {t.contribution:.4f}"
+            "n/a" if t.value is None else f"{_weight(t)} x {t.value:.4f} = {t.contribution:.4f}"
             for t in decision.terms
         ]
         rows.append([str(rank), f"`{decision.system}`", f"{decision.score:.4f}", *cells])
@@ -321,6 +353,12 @@ def _resolution(data: ReportData, runs: list[RunRecord], units: str) -> Iterator
         for line in warning[1:]:
             yield f"- {line}"
         yield ""
+
+
+def _weight(term: DecisionTerm) -> str:
+    if abs(term.effective_weight - term.weight) < 1e-12:
+        return f"{term.weight:g}"
+    return f"{term.weight:g} -> {term.effective_weight:.4g}"
 
 
 def _baseline_means(comparison: BaselineComparison | None) -> dict[str, float]:
@@ -486,26 +524,49 @@ def _margin_rows(table: Mapping[str, RegressionRow]) -> _Rows:
     return header, rows, warnings
 
 
+#: The bars' colour, set in each chart so it does not depend on the viewer's theme (and a test
+#: rendering the charts can find the bars).
+BAR_COLOUR = "#4e79a7"
+
+
 def _chart(suite: str, runs: list[RunRecord], metrics: list[str]) -> Iterator[str]:
-    """A mermaid bar chart (GitHub renders it): metrics on x, one bar series per system."""
+    """Mermaid bar charts GitHub renders (``xychart-beta``). Several bar series in one chart
+    are drawn over each other in the same slot, hiding all but the tallest; so every chart has
+    one series: one chart per metric with the systems on the x axis, or, for a single system,
+    one chart with its metrics on the x axis."""
     if not metrics:
         return
-    labels = ", ".join(f'"{m}"' for m in metrics)
+    if len(runs) == 1:
+        (run,) = runs
+        yield from _mermaid(
+            f"{suite}: {run.system}", metrics, [run.metrics.get(m, 0.0) for m in metrics], "value"
+        )
+        return
+    for metric in metrics:
+        yield from _mermaid(
+            f"{suite}: {metric}",
+            [run.system for run in runs],
+            [run.metrics.get(metric, 0.0) for run in runs],
+            metric,
+        )
+
+
+def _mermaid(title: str, labels: list[str], values: list[float], axis: str) -> Iterator[str]:
+    def quoted(text: str) -> str:
+        return '"' + text.replace('"', "'") + '"'
+
+    # A correlation can be negative (bars rise from the axis minimum); a count can exceed 1.
+    low = "0" if min([0.0, *values]) >= 0 else "-1"
+    high = max(1, math.ceil(max(values, default=1.0)))
     yield "```mermaid"
+    yield '%%{init: {"themeVariables": {"xyChart": {"plotColorPalette": "' + BAR_COLOUR + '"}}}}%%'
     yield "xychart-beta"
-    yield f'    title "{suite}"'
-    yield f"    x-axis [{labels}]"
-    # A correlation can be negative.
-    low = min([0.0, *(run.metrics.get(m, 0.0) for run in runs for m in metrics)])
-    yield f'    y-axis "value" {"0" if low >= 0 else "-1"} --> 1'
-    for run in runs:
-        values = ", ".join(f"{run.metrics.get(m, 0.0):.4f}" for m in metrics)
-        yield f"    bar [{values}]"
+    yield f"    title {quoted(title)}"
+    yield f"    x-axis [{', '.join(quoted(label) for label in labels)}]"
+    yield f"    y-axis {quoted(axis)} {low} --> {high}"
+    yield f"    bar [{', '.join(f'{value:.4f}' for value in values)}]"
     yield "```"
     yield ""
-    if len(runs) > 1:
-        yield "Bars left to right: " + ", ".join(f"`{run.system}`" for run in runs) + "."
-        yield ""
 
 
 def judged_note(run: RunRecord) -> str | None:

@@ -13,6 +13,8 @@ __all__ = ["render", "render_plan"]
 
 
 def render(data: ReportData) -> Iterator[str]:
+    if data.partial is not None:
+        yield f"partial run: {data.partial}; the report covers only the selected gates"
     for suite in data.suites():
         runs = data.runs_of(suite)
         gates = [g for g in data.gates if g.suite == suite]

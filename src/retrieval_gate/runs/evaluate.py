@@ -9,7 +9,7 @@ the other metric families), and the evaluation into the typed
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -37,6 +37,8 @@ class Evaluation:
     metrics: tuple[Metric, ...]  # ranking metrics, in report order
     values: Mapping[str, np.ndarray]  # metric name -> per-query values aligned with run.qids
     latency: Mapping[str, float]  # p50/p95/p99/mean in ms
+    # The kind's names for the ids its records show (SuiteKind.labels); None: ids are names.
+    labels: Callable[[str], str | None] | None = None
 
     @cached_property
     def scopes(self) -> dict[str, np.ndarray]:
@@ -132,8 +134,19 @@ def evaluate_run(
     # Report order: the suite's metrics as wanted, whatever input each is computed from.
     values = {m.name: values[m.name] for m in metrics}
     return Evaluation(
-        run=run, metrics=metrics, values=values, latency=latency_stats(run.latencies_ms)
+        run=run,
+        metrics=metrics,
+        values=values,
+        latency=latency_stats(run.latencies_ms),
+        labels=None if resources is None else kind.labels(run, resources),
     )
+
+
+def _labels(labeler: Callable[[str], str | None] | None, ids: Iterable[str]) -> dict[str, str]:
+    if labeler is None:
+        return {}
+    found = {doc: labeler(doc) for doc in dict.fromkeys(ids)}
+    return {doc: label for doc, label in found.items() if label}
 
 
 def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> RunRecord:
@@ -164,6 +177,7 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
     queries = []
     for i, query in enumerate(suite.queries):
         kept = kind.unit_record(run, i)
+        ranks = evaluation.relevant_ranks(query.id)
         queries.append(
             QueryRecord(
                 id=query.id,
@@ -172,11 +186,12 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
                 difficulty=query.difficulty,
                 metrics={name: column[i] for name, column in columns.items()},
                 ranking=kept.ranking,
-                relevant_ranks=evaluation.relevant_ranks(query.id),
+                relevant_ranks=ranks,
                 latency_ms=run.latencies_ms[i],
                 text=query.text,
                 unjudged=kept.unjudged,
                 extras=kept.extras,
+                labels=_labels(evaluation.labels, [*kept.ranking, *ranks, *kept.shown]),
             )
         )
     intervals = {}

@@ -16,7 +16,7 @@ through, in order:
   (:meth:`SuiteKind.run`);
 * **measure**: what it reports unasked (:meth:`SuiteKind.default_metrics`), the inputs of its
   metric families (:meth:`SuiteKind.metric_inputs`), and what each unit's record keeps
-  (:meth:`SuiteKind.unit_record`);
+  (:meth:`SuiteKind.unit_record`) and the names of the ids it shows (:meth:`SuiteKind.labels`);
 * **decide and report**: why a unit got worse against the baseline (:meth:`SuiteKind.explain`),
   its summary metrics (:meth:`SuiteKind.headline`) and its own report sections
   (:meth:`SuiteKind.sections`).
@@ -79,6 +79,9 @@ class UnitRecord:
     ranking: tuple[str, ...]
     unjudged: tuple[str, ...] = ()
     extras: UnitExtras | None = None
+    #: Ids the record shows besides its ranking and relevant ones (an extraction document's
+    #: negated terms), so they get their labels too (:meth:`SuiteKind.labels`).
+    shown: tuple[str, ...] = ()
 
 
 class SuiteKind:
@@ -222,6 +225,13 @@ class SuiteKind:
         """What the record keeps of unit ``index`` (its ranking cut to the largest cutoff)."""
         return UnitRecord(ranking=run.rankings[index][: max(run.suite.k)])
 
+    def labels(self, run: RunResult, resources: Resources) -> Callable[[str], str | None] | None:
+        """A readable name for an id the run's records show (an ontology term's label), None
+        for an id without one; None when the kind's ids are their own names. Each unit's
+        record keeps the labels of the ids it shows (``QueryRecord.labels``), so every message
+        and table can put the name beside the id."""
+        return None
+
     def run_stats(self, run: RunResult, metrics: Sequence[Metric]) -> dict[str, Any]:
         """Figures the kind adds to the run's stats (a ranking run's tie ranges)."""
         return {}
@@ -243,6 +253,17 @@ class SuiteKind:
         return f"{qid}: {metric} {format_value(then.metrics[metric])} -> " + format_value(
             now.metrics[metric]
         )
+
+    def described(self, unit: QueryRecord) -> str:
+        """What messages show beside a unit's id (a query's text); "" for nothing."""
+        return unit.text
+
+    def failure_lines(
+        self, run: RunRecord, metric: str, scope: str, worst: Sequence[str]
+    ) -> tuple[str, ...]:
+        """Lines a failing floor on ``metric`` over ``scope`` shows after its worst units
+        (``worst``: their ids, lowest first): what each got wrong, in the kind's terms."""
+        return ()
 
     def headline(self, run: RunRecord) -> tuple[str, ...]:
         """The metrics a suite's summary shows besides its gated ones."""

@@ -14,7 +14,7 @@ suites, whose gold terms are ontology terms too.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +40,7 @@ __all__ = [
     "load_ontology_of",
     "parse_ontology",
     "term_corpus",
+    "term_labels",
     "terms_of",
 ]
 
@@ -108,6 +109,20 @@ def load_ontology_of(spec: OntologySpec, suite: Suite, resources: Resources) -> 
             entry="root",
         )
     return ontology
+
+
+def term_labels(
+    spec: OntologySpec, suite: Suite, resources: Resources
+) -> Callable[[str], str | None]:
+    """Each term's label (obsolete terms included: a gold term kept as it was), None for an id
+    the ontology does not have."""
+    terms = load_ontology_of(spec, suite, resources).terms
+
+    def label(term_id: str) -> str | None:
+        found = terms.get(term_id)
+        return None if found is None else found.label or None
+
+    return label
 
 
 def terms_of(spec: OntologySpec, suite: Suite, resources: Resources) -> Corpus:
@@ -217,6 +232,9 @@ class OntologyKind(RankingKind):
             )
         }
 
+    def labels(self, run: RunResult, resources: Resources) -> Callable[[str], str | None]:
+        return term_labels(run.suite.spec.ontology, run.suite, resources)
+
     def unit_record(self, run: RunResult, index: int) -> UnitRecord:
         # The corpus is the whole ontology: nearly every retrieved term is unjudged by design,
         # so neither Judged@k nor "stale labels?" would say anything.
@@ -224,6 +242,21 @@ class OntologyKind(RankingKind):
 
     def shows_judged(self, run: RunRecord) -> bool:
         return False
+
+    def failure_lines(
+        self, run: RunRecord, metric: str, scope: str, worst: Sequence[str]
+    ) -> tuple[str, ...]:
+        """Each worst query's expected terms, where they ranked, and its top 3, with labels."""
+        lines = []
+        for qid in worst:
+            query = run.query(qid)
+            expected = ", ".join(
+                f"{query.named(term)} at {'-' if rank is None else rank}"
+                for term, rank in sorted(query.relevant_ranks.items())
+            )
+            top = ", ".join(query.named(term) for term in query.ranking[:3]) or "(none)"
+            lines.append(f"{qid}: expected {expected}; top 3: {top}")
+        return tuple(lines)
 
 
 KIND = OntologyKind()

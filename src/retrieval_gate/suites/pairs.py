@@ -378,33 +378,20 @@ class PairsKind(SuiteKind):
     def sections(self, runs: Sequence[RunRecord], metrics: Sequence[str]) -> list[Section]:
         """The pairs whose similarity rank is furthest from their gold rank (what lowers
         Spearman)."""
-        import numpy as np
-
-        from retrieval_gate.metrics.pairs import average_ranks
         from retrieval_gate.records import Section, Table, shorten
 
         tables = []
         for run in runs:
-            sims = [q.metrics.get("cosine", 0.0) for q in run.queries]
-            golds = [q.metrics.get("gold_score", 0.0) for q in run.queries]
-            gaps = np.abs(
-                average_ranks(np.asarray(sims, dtype=np.float64))
-                - average_ranks(np.asarray(golds, dtype=np.float64))
-            )
-            order = sorted(range(len(gaps)), key=lambda i: (-gaps[i], run.queries[i].id))
             rows = []
-            for i in order[:WORST]:
-                query = run.queries[i]
-                extras = query.extras
-                text_b = extras.text_b if isinstance(extras, PairExtras) else ""
+            for query, gap in furthest(list(run.queries))[:WORST]:
                 rows.append(
                     (
                         f"`{query.id}`",
                         shorten(query.text, 40).replace("|", "\\|"),
-                        shorten(text_b, 40).replace("|", "\\|"),
-                        f"{golds[i]:.4f}",
-                        f"{sims[i]:.4f}",
-                        f"{gaps[i]:g}",
+                        shorten(_text_b(query), 40).replace("|", "\\|"),
+                        f"{query.metrics.get('gold_score', 0.0):.4f}",
+                        f"{query.metrics.get('cosine', 0.0):.4f}",
+                        f"{gap:g}",
                     )
                 )
             tables.append(
@@ -423,6 +410,43 @@ class PairsKind(SuiteKind):
                 tables=tuple(tables),
             )
         ]
+
+    def failure_lines(
+        self, run: RunRecord, metric: str, scope: str, worst: Sequence[str]
+    ) -> tuple[str, ...]:
+        """No pair is "worst" at a correlation: the pairs of the scope whose similarity rank
+        is furthest from their gold rank are what lowered it."""
+        from retrieval_gate.records import format_value, shorten
+
+        ids = set(run.scope_ids(scope))
+        found = furthest([q for q in run.queries if q.id in ids])[:WORST]
+        lines = ["pairs furthest from the gold order (rank gap among the pairs):"] if found else []
+        for query, gap in found:
+            lines.append(
+                f'{query.id} "{shorten(query.text, 40)}" / "{shorten(_text_b(query), 40)}": '
+                f"gold {format_value(query.metrics.get('gold_score', 0.0))}, cosine "
+                f"{format_value(query.metrics.get('cosine', 0.0))} (rank gap {gap:g})"
+            )
+        return tuple(lines)
+
+
+def _text_b(query: QueryRecord) -> str:
+    extras = query.extras
+    return extras.text_b if isinstance(extras, PairExtras) else ""
+
+
+def furthest(queries: Sequence[QueryRecord]) -> list[tuple[QueryRecord, float]]:
+    """Pairs by |rank of the similarity - rank of the gold score| among ``queries``, largest
+    first (ties by id)."""
+    import numpy as np
+
+    from retrieval_gate.metrics.pairs import average_ranks
+
+    sims = np.asarray([q.metrics.get("cosine", 0.0) for q in queries], dtype=np.float64)
+    golds = np.asarray([q.metrics.get("gold_score", 0.0) for q in queries], dtype=np.float64)
+    gaps = np.abs(average_ranks(sims) - average_ranks(golds)) if len(queries) else sims
+    order = sorted(range(len(queries)), key=lambda i: (-gaps[i], queries[i].id))
+    return [(queries[i], float(gaps[i])) for i in order]
 
 
 KIND = PairsKind()

@@ -29,6 +29,7 @@ from retrieval_gate.suites.units import (
     optional_label,
     parse_cutoffs,
     parse_expect,
+    read_units_file,
     type_name,
 )
 
@@ -359,9 +360,15 @@ class RankingKind(SuiteKind):
             raw_queries = data.get("queries")
             if raw_queries is None:
                 raise SuiteError("no 'queries' in suite", path=path, entry="queries")
+            where = path
+            if isinstance(raw_queries, str):
+                # A file of queries in its own shape (Phentrieve's case lists), left untouched.
+                raw_queries, where = read_units_file(raw_queries, path, "queries")
             if not isinstance(raw_queries, list):
-                raise SuiteError("'queries' must be a list", path=path, entry="queries")
-            queries = _parse_queries(raw_queries, path)
+                raise SuiteError(
+                    "'queries' must be a list, or a file of them", path=path, entry="queries"
+                )
+            queries = _parse_queries(raw_queries, where)
         elif fmt in ("beir", "trec"):
             queries, collection_corpus = _collection_queries(data, fmt, path)
             corpus = corpus or collection_corpus
@@ -461,7 +468,7 @@ class RankingKind(SuiteKind):
             after_rank = now.relevant_ranks.get(doc)
             if before_rank == after_rank:
                 continue
-            text = f"{self.term(doc)} {before_rank or '-'} -> {after_rank or '-'}"
+            text = f"{now.named(doc)} {before_rank or '-'} -> {after_rank or '-'}"
             if before_rank is not None and (after_rank is None or after_rank > before_rank):
                 # Who pushed it down: documents ranked ahead of it now that were not ahead of it
                 # before. One that fell out entirely was pushed by whoever now holds its old place.
@@ -470,13 +477,9 @@ class RankingKind(SuiteKind):
                 taken = [d for d in ahead_now if d not in ahead_then and d != doc]
                 if taken:
                     more = f" and {len(taken) - 3} more" if len(taken) > 3 else ""
-                    text += f" (displaced by {', '.join(self.term(d) for d in taken[:3])}{more})"
+                    text += f" (displaced by {', '.join(now.named(d) for d in taken[:3])}{more})"
             moves.append(text)
         return f"{qid}: {metric} {values}; " + ("; ".join(moves) or "relevant ranks unchanged")
-
-    def term(self, doc: str) -> str:
-        """A document id as messages show it (an ontology kind adds the term's label)."""
-        return doc
 
     def headline(self, run: RunRecord) -> tuple[str, ...]:
         top = max(run.k)
@@ -492,22 +495,33 @@ class RankingKind(SuiteKind):
         tables = []
         for run in runs:
             ordered = sorted(run.queries, key=lambda q: q.metrics.get(metric, 0.0))[:WORST]
+            # Ids with names (ontology terms): the expected ones are worth a column too.
+            labelled = any(q.labels for q in ordered)
             rows = []
             for q in ordered:
                 found = sorted(r for r in q.relevant_ranks.values() if r is not None)
                 value = q.metrics.get(metric)
+                expected = [", ".join(_cell_id(q, d) for d in sorted(q.relevant_ranks)[:3])]
                 rows.append(
                     (
                         f"`{q.id}`",
                         shorten(q.text).replace("|", "\\|") or "-",
+                        *(expected if labelled else []),
                         "-" if value is None else f"{value:.4f}",
                         str(found[0]) if found else "not retrieved",
-                        ", ".join(f"`{d}`" for d in q.ranking[:3]) or "-",
+                        ", ".join(_cell_id(q, d) for d in q.ranking[:3]) or "-",
                     )
                 )
             tables.append(
                 Table(
-                    header=("query", "text", metric, "first relevant at", "top 3"),
+                    header=(
+                        "query",
+                        "text",
+                        *(["expected"] if labelled else []),
+                        metric,
+                        "first relevant at",
+                        "top 3",
+                    ),
                     rows=tuple(rows),
                     caption=f"`{run.system}`:",
                 )
@@ -516,6 +530,12 @@ class RankingKind(SuiteKind):
 
     def shows_judged(self, run: RunRecord) -> bool:
         return True
+
+
+def _cell_id(query: QueryRecord, doc: str) -> str:
+    """An id in a markdown table cell, with its label beside it when it has one."""
+    label = query.labels.get(doc)
+    return f"`{doc}`" + (f" {label}".replace("|", "\\|") if label else "")
 
 
 KIND = RankingKind()

@@ -3,14 +3,16 @@
 A suite is the file a team keeps next to its code: units (queries, documents, pairs: whatever its
 kind decides, see :mod:`retrieval_gate.suites`), the cutoffs to report and the floors to gate on.
 Every kind shares the header: ``name``, ``description``, ``kind``, ``k`` (where the kind takes
-cutoffs), ``gates``, ``categories``, ``difficulties`` and ``tolerance``; everything else is the
-kind's (:attr:`~retrieval_gate.suites.kind.SuiteKind.keys`).
+cutoffs), ``gates``, ``categories``, ``difficulties``, ``tolerance`` and ``systems`` (the systems
+the suite is for: names or glob patterns); everything else is the kind's
+(:attr:`~retrieval_gate.suites.kind.SuiteKind.keys`).
 
 Every problem is a :class:`~retrieval_gate.errors.SuiteError` naming the file and the entry.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -26,11 +28,20 @@ from retrieval_gate.suites.units import DEFAULT_K, MAX_K, Unit, parse_cutoffs, t
 if TYPE_CHECKING:
     from retrieval_gate.suites import SuiteKind
 
-__all__ = ["DEFAULT_K", "HEADER_KEYS", "MAX_K", "Gate", "Suite", "load_suite", "parse_suite"]
+__all__ = [
+    "DEFAULT_K",
+    "HEADER_KEYS",
+    "MAX_K",
+    "Gate",
+    "Suite",
+    "load_suite",
+    "parse_suite",
+    "suite_systems",
+]
 
 #: The keys every kind's suite may give; ``k`` where the kind takes cutoffs.
 HEADER_KEYS = frozenset(
-    {"name", "description", "kind", "gates", "categories", "difficulties", "tolerance"}
+    {"name", "description", "kind", "gates", "categories", "difficulties", "tolerance", "systems"}
 )
 #: The kind a suite is when it names none and no kind selects it.
 FALLBACK_KIND = "ranking"
@@ -64,6 +75,8 @@ class Suite:
     kind: str = FALLBACK_KIND
     spec: Any = None
     notes: tuple[str, ...] = ()  # what collection changed in the suite (ids mapped), for the report
+    # The systems the suite is for (names or glob patterns, ``systems:``); None: every system.
+    systems: tuple[str, ...] | None = None
 
     @property
     def qrels(self) -> dict[str, dict[str, int]]:
@@ -134,6 +147,7 @@ def parse_suite(data: Any, path: Path) -> Suite:
     gates += _parse_group_gates(data.get("categories"), "category", units, path)
     gates += _parse_group_gates(data.get("difficulties"), "difficulty", units, path)
     tolerance = _parse_tolerance(data.get("tolerance"), path)
+    systems = _parse_systems(data.get("systems"), path)
     named = [(g.metric, f"gates.{g.metric.name}") for g in gates]
     named += [
         (exp.metric, f"{kind.units_key}[{q.position}] (id {q.id}) expect.{exp.metric.name}")
@@ -160,7 +174,53 @@ def parse_suite(data: Any, path: Path) -> Suite:
         tolerance=tolerance,
         kind=kind.name,
         spec=spec,
+        systems=systems,
     )
+
+
+def _parse_systems(raw: Any, path: Path) -> tuple[str, ...] | None:
+    """``systems``: a name or glob pattern, or a list of them."""
+    if raw is None:
+        return None
+    items = [raw] if isinstance(raw, str) else raw
+    if not isinstance(items, list) or not items:
+        raise SuiteError(
+            "'systems' must be a system name or pattern, or a non-empty list of them",
+            path=path,
+            entry="systems",
+        )
+    out: list[str] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, str) or not item.strip():
+            raise SuiteError(
+                f"a system name or pattern must be a non-empty string, got {item!r}",
+                path=path,
+                entry=f"systems[{i}]",
+            )
+        out.append(item.strip())
+    return tuple(out)
+
+
+def suite_systems(suite: Suite, configured: Sequence[str], session: Sequence[str]) -> list[str]:
+    """The systems of ``session`` (the session's selection, in its order) that ``suite`` is
+    for: all of them when the suite names none, else those matching one of its names or glob
+    patterns (``bm25*``). A name or pattern that matches no ``configured`` system is an error
+    naming its entry (a typo would otherwise silently run nothing)."""
+    if suite.systems is None:
+        return list(session)
+    for i, pattern in enumerate(suite.systems):
+        if not any(fnmatch.fnmatchcase(name, pattern) for name in configured):
+            raise SuiteError(
+                f"no configured system matches {pattern!r}; configured systems: "
+                f"{', '.join(sorted(configured))}",
+                path=suite.path,
+                entry=f"systems[{i}]" if len(suite.systems) > 1 else "systems",
+            )
+    return [
+        name
+        for name in session
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in suite.systems)
+    ]
 
 
 def _choose_kind(

@@ -27,6 +27,7 @@ __all__ = [
     "optional_label",
     "parse_cutoffs",
     "parse_expect",
+    "read_units_file",
     "threshold",
     "type_name",
 ]
@@ -197,3 +198,34 @@ def parse_cutoffs(raw: Any, path: Path) -> tuple[int, ...]:
             )
         out.append(value)
     return tuple(sorted(set(out)))
+
+
+def read_units_file(value: Any, path: Path, key: str) -> tuple[list[Any], Path]:
+    """The units a suite's ``key`` (``queries``) points at, in a file of their own (a path
+    relative to the suite file) so that files in other tools' shapes stay untouched: a JSON or
+    YAML list of units, or a mapping holding that list under ``key``. Returns the list and the
+    file (errors in the units name it). Read through the guarded reader every user file passes
+    (:mod:`retrieval_gate.files.read`: regular files only, size and depth limits, a BOM dropped).
+    """
+    from retrieval_gate.files.read import read_structured
+
+    if not isinstance(value, str) or not value.strip():
+        raise SuiteError(f"'{key}' must be a list or a file path", path=path, entry=key)
+    source = (path.parent / value).resolve()
+    suffix = source.suffix.lower()
+    if suffix not in (".json", ".yaml", ".yml"):
+        raise SuiteError(
+            f"a {key} file must be .json, .yaml or .yml, got {source.name!r}", path=path, entry=key
+        )
+    if not source.exists():
+        raise SuiteError(f"{key} file not found: {source}", path=path, entry=key)
+    data = read_structured(source, what=f"{key} file", error=SuiteError)
+    if isinstance(data, Mapping) and isinstance(data.get(key), list):
+        data = data[key]
+    if not isinstance(data, list):
+        raise SuiteError(
+            f"a {key} file holds a list of {key}, or a mapping with '{key}: [...]'; got "
+            f"{type_name(data)}",
+            path=source,
+        )
+    return data, source

@@ -11,7 +11,7 @@ without ``--retrieval-gate``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -83,9 +83,29 @@ def _documents(suite: Suite) -> list[DocumentUnit]:
     return [doc for doc in suite.queries if isinstance(doc, DocumentUnit)]
 
 
-def _terms(ids: list[str], limit: int = 6) -> str:
-    shown = ", ".join(f"`{t}`" for t in ids[:limit])
+def _terms(query: QueryRecord, ids: list[str], limit: int = 6) -> str:
+    """Terms in a markdown cell: each id with its label."""
+    shown = ", ".join(
+        f"`{t}`" + (f" {query.labels[t]}".replace("|", "\\|") if t in query.labels else "")
+        for t in ids[:limit]
+    )
     return (shown + (f" +{len(ids) - limit}" if len(ids) > limit else "")) or "-"
+
+
+def _named(query: QueryRecord, ids: list[str], limit: int = 6) -> str:
+    """Terms in a message line: each id with its label."""
+    shown = ", ".join(query.named(t) for t in ids[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
+def _missed_and_extra(query: QueryRecord) -> str:
+    """What a document's prediction got wrong, for a message line."""
+    gold, predicted = set(query.gold), set(query.ranking)
+    missed, extra = sorted(gold - predicted), sorted(predicted - gold)
+    parts = [f"found {len(gold & predicted)} of {len(gold)}"]
+    parts += [f"missed {_named(query, missed)}"] if missed else []
+    parts += [f"extra {_named(query, extra)}"] if extra else []
+    return "; ".join(parts)
 
 
 class ExtractionKind(SuiteKind):
@@ -170,7 +190,27 @@ class ExtractionKind(SuiteKind):
             gold_negated=tuple(sorted(document.negated)),
             predicted_negated=tuple(sorted(run.extras[index])) if run.extras else (),
         )
-        return UnitRecord(ranking=tuple(run.rankings[index]), extras=extras)
+        return UnitRecord(
+            ranking=tuple(run.rankings[index]),
+            extras=extras,
+            shown=extras.gold_negated + extras.predicted_negated,
+        )
+
+    def labels(self, run: RunResult, resources: Resources) -> Callable[[str], str | None]:
+        from retrieval_gate.suites.ontology import term_labels
+
+        return term_labels(run.suite.spec.ontology, run.suite, resources)
+
+    def described(self, unit: QueryRecord) -> str:
+        # A document's opening words say nothing about what it got wrong; its terms do
+        # (failure_lines).
+        return ""
+
+    def failure_lines(
+        self, run: RunRecord, metric: str, scope: str, worst: Sequence[str]
+    ) -> tuple[str, ...]:
+        """Each worst document's missed and extra terms, with their labels."""
+        return tuple(f"{qid}: {_missed_and_extra(run.query(qid))}" for qid in worst)
 
     def decode_extras(self, data: Mapping[str, Any]) -> ExtractionExtras | None:
         return ExtractionExtras.from_json(data)
@@ -199,8 +239,8 @@ class ExtractionKind(SuiteKind):
         gold = set(now.gold)
         missed = sorted((gold - set(now.ranking)) - (gold - set(then.ranking)))
         extra = sorted((set(now.ranking) - gold) - (set(then.ranking) - gold))
-        parts = [f"now misses {', '.join(missed)}"] if missed else []
-        parts += [f"now also predicts {', '.join(extra)}"] if extra else []
+        parts = [f"now misses {', '.join(now.named(t) for t in missed)}"] if missed else []
+        parts += [f"now also predicts {', '.join(now.named(t) for t in extra)}"] if extra else []
         return f"{qid}: {metric} {values}; " + ("; ".join(parts) or "same terms, other scores")
 
     def headline(self, run: RunRecord) -> tuple[str, ...]:
@@ -223,8 +263,8 @@ class ExtractionKind(SuiteKind):
                         f"`{q.id}`",
                         "-" if f1 is None else f"{f1:.4f}",
                         f"{len(gold & predicted)} of {len(gold)}",
-                        _terms(sorted(gold - predicted)),
-                        _terms(sorted(predicted - gold)),
+                        _terms(q, sorted(gold - predicted)),
+                        _terms(q, sorted(predicted - gold)),
                     )
                 )
             tables.append(
