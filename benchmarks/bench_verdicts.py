@@ -1,7 +1,54 @@
-"""How often the regression gate fails, old rule against new, on real per-query values.
+"""How far the regression decisions can be trusted, on real per-query values.
 
-    PYTHONPATH=src python benchmarks/bench_verdicts.py [--reps 1000] [--seeds 3]
+    PYTHONPATH=src python benchmarks/bench_verdicts.py --coverage [--reps 2000] [--jobs 2]
+    PYTHONPATH=src python benchmarks/bench_verdicts.py --plan [--reps 2000]
+    PYTHONPATH=src python benchmarks/bench_verdicts.py --methods [--reps 2000]
+    PYTHONPATH=src python benchmarks/bench_verdicts.py --margin [--reps 1000] [--seeds 3]
     PYTHONPATH=src python benchmarks/bench_verdicts.py --calibration [--calibration-reps 20000]
+
+``--coverage`` and ``--plan`` measure the default rule (issue 18; docs/verdicts.md): an item fails
+when its observed drop D^ is larger than its tolerance t, and states its resolution epsilon at
+reliability 1 - delta (retrieval_gate.gates.resolution, the plugin's own code). The per-query
+values are those of six real offline rankers (benchmarks/verdict_data.py: TF-IDF variants, BM25,
+word overlap) on Vaswani (93 queries), the HPO cases (200) and the quickstart (12), three metrics
+each (nDCG, MRR and R at 10, at 5 for the quickstart).
+
+A simulated session: n query indices drawn with replacement from the data set (the population of
+queries the suite stands for), shared by every system of the session (one block of three metrics
+per system, so B = K blocks). System s is a pair of rankers (a, b) from PAIRS. Per query,
+(baseline, now) is (a, b) or (b, a) with probability 1/2: a change of real size and no effect on
+average (a neutral change). On top, the true drop:
+
+* ``lose``: each query's "now" falls to 0 on every metric with probability q (its answer left the
+  top k; all-or-nothing, how retrieval usually regresses): true drop D_j = q m_j, m_j the
+  population mean of metric j over a and b. A negative drop (an improvement): the baseline's
+  value is the one at 0, so D_j = -q m_j;
+* ``shrink``: "now" scaled by (1 - q) on every query (dense and small): D_j = q m_j;
+* ``one``: five systems, only the first changes (``lose``), the other four neutral (D = 0).
+
+The true drops are a grid around the tolerance, t + k e for k in +-{0.6, 0.8, 1, 1.2, 1.5, 2}
+and D = 0, with e the median stated epsilon of the cell at D = 0. For each grid point ``--reps``
+sessions; an error is an item that fails while its true drop is <= t - epsilon, or passes while it
+is >= t + epsilon, epsilon the item's own stated resolution. A session errs when any item errs.
+Each cell reports the worst grid point of each error (must be <= delta = 0.05), with its Monte
+Carlo standard error.
+
+``--methods`` is why the resolution has its small-sample parts: the same cells (``lose``; one
+system, and five on HPO) with a normal critical value and no pseudo-query, a t value and no
+pseudo-query, a t value and a pseudo-query of weight 1, and the plugin's: weight c^2 / 4.
+
+Each coverage cell also says at how many of its true drops at least 10 % of sessions had an item
+outside the band (below t - epsilon / above t + epsilon; 0 means no true drop the metric allows
+lies outside it, so no error was possible) and the per-item conditional rates: among items whose
+true drop was outside the band, the share decided the wrong way (the worst true drop at which at
+least half the items were outside the band).
+
+``--plan`` checks the queries-needed figure: from the baseline values of a 35-query suite,
+retrieval_gate's planned resolution and queries needed for a target; then, at that many queries,
+the stated resolution of simulated neutral changes (median, and the share within the target).
+
+``--margin`` and ``--calibration`` are the margin rule's study (issue 10, docs/verdicts.md,
+``verdicts = "margin"``), unchanged:
 
 Per-query values come from two real, cheap, offline systems on each data set (computed once and
 cached in benchmarks/.cache/values.json):
@@ -54,8 +101,11 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval_gate.gates.regressions import family_size
-from retrieval_gate.gates.stats import margin_test, paired_randomisation, z_quantile
+try:  # the margin study's; --coverage and --plan need only numpy and gates/resolution.py
+    from retrieval_gate.gates.regressions import family_size
+    from retrieval_gate.gates.stats import margin_test, paired_randomisation, z_quantile
+except ImportError:  # a machine without the plugin's other dependencies (pyyaml)
+    pass
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(__file__).resolve().parent / ".cache" / "values.json"
@@ -333,13 +383,389 @@ def calibration(data: dict[str, tuple[list[float], list[float]]], reps: int, tol
                 )
 
 
+# -- issue 18: the tolerance rule and its stated resolution -------------------------------------
+
+DELTA = 0.05
+TOLERANCE = 0.01
+SIZES = (12, 35, 100, 200)
+PAIRS = (
+    ("words", "chars"),
+    ("bigrams", "chars24"),
+    ("bm25", "overlap"),
+    ("words", "bm25"),
+    ("chars", "chars24"),
+)
+DATASETS = ("vaswani", "hpo", "quickstart")
+GRID = (-2.0, -1.5, -1.2, -1.0, -0.8, -0.6, 0.6, 0.8, 1.0, 1.2, 1.5, 2.0)
+
+
+def _pairs(data: str, systems: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The (a, b) rankers' per-query values of each system, as (queries, metrics) arrays."""
+    from verdict_data import values as ranker_values
+
+    found = ranker_values()[data]
+    out = []
+    for a, b in PAIRS[:systems]:
+        out.append(
+            (
+                np.column_stack([np.asarray(v) for v in found[a].values()]),
+                np.column_stack([np.asarray(v) for v in found[b].values()]),
+            )
+        )
+    return out
+
+
+#: The resolution variants ``--methods`` compares: (critical value, pseudo-query weight; "c2" is
+#: c^2 / 4). The plugin's is ("t", "c2"); the others are what it would be without its
+#: small-sample parts, or with a pseudo-query of fixed weight 1.
+PLUGIN = "t, pseudo-query c^2/4 (the plugin's)"
+METHODS: dict[str, tuple[str, float | str]] = {
+    PLUGIN: ("t", "c2"),
+    "t, pseudo-query 1": ("t", 1.0),
+    "t": ("t", 0.0),
+    "z": ("z", 0.0),
+}
+
+
+def stated_epsilon(
+    drops: np.ndarray,
+    level: float,
+    seed: int = 0,
+    method: tuple[str, float | str] = ("t", "c2"),
+) -> np.ndarray:
+    """Each simulated item's resolution as the plugin states it, for ``drops`` of shape
+    (reps, n, metrics): retrieval_gate.gates.resolution's block_resolution, its pieces
+    vectorised over the reps (checked against it in :func:`_agrees`). ``method`` swaps in a
+    normal critical value ("z") or another pseudo-query weight, for ``--methods``."""
+    from retrieval_gate.gates.resolution import (
+        correlation,
+        joint_quantile,
+        normal_joint_quantile,
+    )
+
+    quantile, weight = method
+    reps, n, _ = drops.shape
+    ss = ((drops - drops.mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
+    matrices = _correlations(drops) if n >= 3 else [correlation(drops[r]) for r in range(reps)]
+    if quantile == "t":
+        c = [joint_quantile(m, level, n - 1, seed) for m in matrices]
+    else:
+        c = [normal_joint_quantile(m, level, seed) for m in matrices]
+    cs = np.asarray(c)[:, None]
+    # (SS + w R^2) / (n - 1 + w) is the variance (R = 1); w = 0 is the plain sample variance.
+    w = cs * cs / 4.0 if weight == "c2" else float(weight)
+    result: np.ndarray = cs * np.sqrt((ss + w) / (n - 1 + w)) / math.sqrt(n)
+    return result
+
+
+def _correlations(drops: np.ndarray) -> np.ndarray:
+    """retrieval_gate.gates.resolution.correlation of every rep at once (n >= 3)."""
+    centred = drops - drops.mean(axis=1, keepdims=True)
+    cov = np.einsum("rni,rnj->rij", centred, centred)
+    sd = np.sqrt(np.einsum("rii->ri", cov))
+    varies = drops.std(axis=1) > 0
+    with np.errstate(all="ignore"):
+        corr = np.nan_to_num(cov / (sd[:, :, None] * sd[:, None, :]))
+    both = varies[:, :, None] & varies[:, None, :]
+    corr = np.where(both, np.trunc(np.round(corr, 9) * 20.0) / 20.0, 0.0)
+    m = drops.shape[2]
+    corr[:, np.arange(m), np.arange(m)] = 1.0
+    return corr
+
+
+def _agrees(drops: np.ndarray, level: float) -> None:
+    """The vectorised figures are the plugin's own."""
+    from retrieval_gate.gates.resolution import ItemSpread, block_resolution, correlation
+
+    for r in range(min(50, drops.shape[0])):
+        assert np.array_equal(_correlations(drops[r : r + 1])[0], correlation(drops[r]))
+    fast = stated_epsilon(drops[:3], level)
+    for r in range(3):
+        items = {
+            str(j): ItemSpread(drops.shape[1], 1.0, drops=drops[r, :, j])
+            for j in range(drops.shape[2])
+        }
+        slow = block_resolution(items, level).epsilon
+        assert np.allclose([slow[str(j)] for j in range(drops.shape[2])], fast[r]), (slow, fast[r])
+
+
+def draw_session(
+    pops: list[tuple[np.ndarray, np.ndarray]],
+    n: int,
+    reps: int,
+    q: float,
+    model: str,
+    rng: np.random.Generator,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """reps sessions of n shared queries: per system its drops (reps, n, metrics) and true drops
+    (metrics,). ``q`` < 0 is an improvement of |q| (see the module docstring)."""
+    size = pops[0][0].shape[0]
+    idx = rng.integers(0, size, (reps, n))
+    out = []
+    for s, (a, b) in enumerate(pops):
+        qq = 0.0 if model == "one" and s > 0 else abs(q)
+        sign = 1.0 if q >= 0 else -1.0
+        va, vb = a[idx], b[idx]
+        coin = (rng.random((reps, n)) < 0.5)[..., None]
+        then, now = np.where(coin, va, vb), np.where(coin, vb, va)
+        if model in ("lose", "one"):
+            hit = (rng.random((reps, n)) < qq)[..., None]
+            if sign > 0:
+                now = np.where(hit, 0.0, now)
+            else:
+                then = np.where(hit, 0.0, then)
+        elif sign > 0:
+            now = now * (1.0 - qq)
+        else:
+            then = then * (1.0 - qq)
+        mean = (a.mean(axis=0) + b.mean(axis=0)) / 2.0
+        out.append((then - now, sign * qq * mean))
+    return out
+
+
+def coverage_cell(
+    args: tuple[str, int, int, str, int, int] | tuple[str, int, int, str, int, int, str],
+) -> dict[str, object]:
+    """One cell: the worst error rates over the grid of true drops."""
+    data, n, systems, model, reps, seed = args[:6]
+    name = str(args[6]) if len(args) > 6 else PLUGIN
+    method = METHODS[name]
+    pops = _pairs(data, systems)
+    level = 1.0 - (1.0 - DELTA) ** (1.0 / systems)
+    rng = np.random.default_rng(seed)
+    # The primary metric (nDCG) of the first system sets the grid's scale.
+    primary = (pops[0][0][:, 0].mean() + pops[0][1][:, 0].mean()) / 2.0
+    pilot = draw_session(pops, n, 400, 0.0, model, rng)
+    _agrees(pilot[0][0], level)
+    # The grid's scale is the plugin's resolution whatever the method, so methods meet the same
+    # true drops.
+    scale = float(np.median(stated_epsilon(pilot[0][0], level)[:, 0]))
+    median = float(np.median(stated_epsilon(pilot[0][0], level, method=method)[:, 0]))
+    worst_fail = worst_pass = 0.0
+    where_fail = where_pass = 0.0
+    # Per item, conditional on the truth being outside the band: the worst grid point where at
+    # least half the items were.
+    cond_fail = cond_pass = 0.0
+    tested_fail = tested_pass = 0  # grid points where >= 10 % of sessions had an item outside
+    for k in (0.0, *GRID):
+        target = 0.0 if k == 0.0 else TOLERANCE + k * scale
+        q = target / primary
+        if abs(q) > 1.0:
+            continue
+        fail_err = np.zeros(reps, dtype=bool)
+        pass_err = np.zeros(reps, dtype=bool)
+        below = np.zeros(reps, dtype=bool)
+        above = np.zeros(reps, dtype=bool)
+        counts = np.zeros(4)  # below, failed below, above, passed above (items)
+        for drops, true in draw_session(pops, n, reps, q, model, rng):
+            eps = stated_epsilon(drops, level, method=method)
+            fails = drops.mean(axis=1) > TOLERANCE + 1e-9
+            low = true[None, :] <= TOLERANCE - eps
+            high = true[None, :] >= TOLERANCE + eps
+            fail_err |= np.any(fails & low, axis=1)
+            pass_err |= np.any(~fails & high, axis=1)
+            below |= np.any(low, axis=1)
+            above |= np.any(high, axis=1)
+            counts += [low.sum(), (fails & low).sum(), high.sum(), (~fails & high).sum()]
+        tested_fail += int(below.mean() >= 0.1)
+        tested_pass += int(above.mean() >= 0.1)
+        items = reps * len(pops) * pops[0][0].shape[1]
+        if counts[0] >= items / 2:
+            cond_fail = max(cond_fail, float(counts[1] / counts[0]))
+        if counts[2] >= items / 2:
+            cond_pass = max(cond_pass, float(counts[3] / counts[2]))
+        if fail_err.mean() > worst_fail:
+            worst_fail, where_fail = float(fail_err.mean()), target
+        if pass_err.mean() > worst_pass:
+            worst_pass, where_pass = float(pass_err.mean()), target
+    return {
+        "data": data,
+        "n": n,
+        "systems": systems,
+        "model": model,
+        "method": name,
+        "epsilon": median,
+        "fail": worst_fail,
+        "fail_at": where_fail,
+        "pass": worst_pass,
+        "pass_at": where_pass,
+        "tested": (tested_fail, tested_pass),
+        "conditional": (cond_fail, cond_pass),
+        "reps": reps,
+    }
+
+
+def coverage(reps: int, jobs: int, datasets: tuple[str, ...] = DATASETS) -> None:
+    cells = [
+        (data, n, systems, model, reps, 1000 + i)
+        for i, (data, n, systems, model) in enumerate(
+            (data, n, systems, model)
+            for data in DATASETS
+            for n in SIZES
+            for systems, models in ((1, ("lose", "shrink")), (5, ("lose", "shrink", "one")))
+            for model in models
+        )
+        if data in datasets
+    ]
+    se = math.sqrt(DELTA * (1 - DELTA) / reps)
+    print(
+        f"tolerance {TOLERANCE}, delta {DELTA}; {reps} sessions per true drop, the worst of up to "
+        f"{len(GRID) + 1} true drops per cell; Monte Carlo s.e. of a rate near {DELTA}: {se:.4f}"
+    )
+    print(
+        "| data | n | systems | change | median resolution at D = 0 "
+        "| P(fail, D <= t - eps) (at D) | P(pass, D >= t + eps) (at D) | true drops tested "
+        "| per item: P(fail given D <= t - eps), P(pass given D >= t + eps) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    if jobs > 1:
+        from multiprocessing import Pool
+
+        with Pool(jobs) as pool:
+            results = pool.map(coverage_cell, cells, chunksize=1)
+    else:
+        results = [coverage_cell(cell) for cell in cells]
+    for r in results:
+        tested_fail, tested_pass = r["tested"]  # type: ignore[misc]
+        cond_fail, cond_pass = r["conditional"]  # type: ignore[misc]
+        print(
+            f"| {r['data']} | {r['n']} | {r['systems']} | {r['model']} | {r['epsilon']:.3f} "
+            f"| {r['fail']:.3f} ({r['fail_at']:+.3f}) | {r['pass']:.3f} ({r['pass_at']:+.3f}) "
+            f"| {tested_fail} / {tested_pass} | {cond_fail:.3f} / {cond_pass:.3f} |",
+            flush=True,
+        )
+
+
+def methods(reps: int, jobs: int) -> None:
+    """The plugin's resolution against the same without its small-sample parts (one system),
+    and with a pseudo-query of weight 1 whatever c (five systems, HPO)."""
+    shapes = [(data, n, 1) for data in DATASETS for n in (12, 35, 100)]
+    shapes += [("hpo", n, 5) for n in (35, 100, 200)]
+    cells = [
+        (data, n, systems, "lose", reps, 3000 + i, name)
+        for i, (data, n, systems) in enumerate(shapes)
+        for name in METHODS
+    ]
+    print(
+        f"lose, tolerance {TOLERANCE}, delta {DELTA}; {reps} sessions per true drop; "
+        f"s.e. near {DELTA}: {math.sqrt(DELTA * (1 - DELTA) / reps):.4f}"
+    )
+    print(
+        "| data | n | systems | resolution | median at D = 0 | P(fail, D <= t - eps) "
+        "| P(pass, D >= t + eps) |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    if jobs > 1:
+        from multiprocessing import Pool
+
+        with Pool(jobs) as pool:
+            results = pool.map(coverage_cell, cells, chunksize=1)
+    else:
+        results = [coverage_cell(cell) for cell in cells]
+    for r in results:
+        print(
+            f"| {r['data']} | {r['n']} | {r['systems']} | {r['method']} | {r['epsilon']:.3f} "
+            f"| {r['fail']:.3f} | {r['pass']:.3f} |",
+            flush=True,
+        )
+
+
+def plan_cell(args: tuple[str, float, int, int]) -> dict[str, object]:
+    """The queries a 35-query baseline says a target needs, against simulation at that size."""
+    from retrieval_gate.gates.resolution import block_level, queries_needed, sample_sd
+
+    data, target, reps, seed = args
+    pops = _pairs(data, 1)
+    a, b = pops[0]
+    rng = np.random.default_rng(seed)
+    level = block_level(DELTA, 1)
+    # Planning from the baseline of a 35-query suite, one metric (nDCG), as --rg-plan does.
+    planned = []
+    for _ in range(200):
+        idx = rng.integers(0, a.shape[0], 35)
+        coin = rng.random(35) < 0.5
+        then = np.where(coin, a[idx, 0], b[idx, 0])
+        planned.append(queries_needed(sample_sd(list(then)), 1.0, target, level) or 0)
+    needed = int(np.median(planned))
+    drops, _ = draw_session([(a[:, :1], b[:, :1])], needed, reps, 0.0, "lose", rng)[0]
+    eps = stated_epsilon(drops, level)[:, 0]
+    # The size simulation says: the smallest n on a grid whose median stated resolution is
+    # within the target.
+    found = None
+    for n in sorted({int(needed * f) for f in (0.25, 0.35, 0.5, 0.7, 0.85, 1.0, 1.2, 1.5, 2.0)}):
+        if n < 2:
+            continue
+        d, _ = draw_session([(a[:, :1], b[:, :1])], n, 400, 0.0, "lose", rng)[0]
+        if float(np.median(stated_epsilon(d, level)[:, 0])) <= target:
+            found = n
+            break
+    return {
+        "data": data,
+        "target": target,
+        "needed": needed,
+        "spread": (float(np.percentile(planned, 10)), float(np.percentile(planned, 90))),
+        "median": float(np.median(eps)),
+        "within": float(np.mean(eps <= target)),
+        "simulated": found,
+    }
+
+
+def plan(reps: int, jobs: int) -> None:
+    cells = [
+        (data, target, reps, 2000 + i)
+        for i, (data, target) in enumerate(
+            (data, target) for data in ("vaswani", "hpo", "quickstart") for target in (0.1, 0.05)
+        )
+    ]
+    print(
+        "queries needed (nDCG, one system, delta 0.05) from the baseline of a 35-query suite "
+        f"(median of 200 suites, 10-90 % range), and {reps} simulated neutral changes at that size"
+    )
+    print(
+        "| data | target | planned queries (10-90 %) | median stated resolution there "
+        "| share within the target | smallest n with median resolution <= target |"
+    )
+    print("|---|---|---|---|---|---|")
+    if jobs > 1:
+        from multiprocessing import Pool
+
+        with Pool(jobs) as pool:
+            results = pool.map(plan_cell, cells, chunksize=1)
+    else:
+        results = [plan_cell(cell) for cell in cells]
+    for r in results:
+        lo, hi = r["spread"]  # type: ignore[misc]
+        print(
+            f"| {r['data']} | {r['target']} | {r['needed']} ({lo:.0f}-{hi:.0f}) | "
+            f"{r['median']:.3f} | {r['within']:.2f} | {r['simulated']} |",
+            flush=True,
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reps", type=int, default=1000)
+    parser.add_argument("--coverage", action="store_true")
+    parser.add_argument("--plan", action="store_true")
+    parser.add_argument("--methods", action="store_true")
+    parser.add_argument("--margin", action="store_true")
+    parser.add_argument("--reps", type=int, default=None)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--data", default=",".join(DATASETS), help="data sets, comma-separated")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--calibration", action="store_true")
     parser.add_argument("--calibration-reps", type=int, default=20000)
     args = parser.parse_args(argv)
+    if args.coverage or args.plan or args.methods:
+        if args.methods:
+            methods(args.reps or 2000, args.jobs)
+        if args.coverage:
+            coverage(args.reps or 2000, args.jobs, tuple(args.data.split(",")))
+        if args.plan:
+            plan(args.reps or 2000, args.jobs)
+        return 0
+    if not (args.margin or args.calibration):
+        parser.error("choose --coverage, --plan, --methods, --margin or --calibration")
+    args.reps = args.reps or 1000
     data = values()
     if args.calibration:
         calibration(data, args.calibration_reps, 0.05)

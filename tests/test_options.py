@@ -109,6 +109,13 @@ def test_reference_option_setting_or_first() -> None:
         select_reference((A, B), "c", None)
 
 
+def test_reference_setting_of_a_system_not_running_falls_back_to_the_first() -> None:
+    # `--rg-system b` while the settings say `reference = "a"`: the README's own example.
+    assert select_reference((B,), None, "a") == "b"
+    with pytest.raises(RetrievalGateError, match=r"--rg-reference: reference system 'a'"):
+        select_reference((B,), "a", "a")
+
+
 def test_gate_only_options_are_named_as_typed() -> None:
     assert gate_only_given(
         {"rg_report": "r.md", "rg_system": ["a"], "rg_save_baseline": False}

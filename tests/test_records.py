@@ -180,6 +180,62 @@ REGRESSION = Outcome(
 )
 
 
+TOLERANCE_RULE = Outcome(
+    suite="s",
+    system="sys",
+    scope="regression",
+    metric="nDCG@10",
+    value=0.668,
+    threshold=0.8,
+    passed=False,
+    n=35,
+    detail=("regressed: nDCG@10 dropped 0.142 > tolerance 0.01 (resolution +-0.06 at 95 %)",),
+    regression=RegressionFigures(
+        baseline=0.81,
+        tolerance=0.01,
+        degraded=12,
+        verdict="regressed",
+        policy="tolerance",
+        resolution=0.06,
+        reliability=0.95,
+        planned_resolution=0.08,
+        queries_needed=1300,
+    ),
+    nodeid="s.retrieval.yaml::sys::regression::nDCG@10",
+)
+
+
+def test_a_tolerance_rule_outcome_states_its_resolution_everywhere() -> None:
+    assert Outcome.from_json(_through_json(TOLERANCE_RULE.to_json())) == TOLERANCE_RULE
+    data = TOLERANCE_RULE.to_json()
+    assert {k: data[k] for k in ("policy", "resolution", "reliability", "queries_needed")} == {
+        "policy": "tolerance",
+        "resolution": 0.06,
+        "reliability": 0.95,
+        "queries_needed": 1300,
+    }
+    # No test under this rule: no p-values.
+    assert (data["p_value"], data["p_adjusted"], data["family"]) == (None, None, None)
+    assert TOLERANCE_RULE.headline() == (
+        "nDCG@10 regression over suite (s x sys): FAILED: regressed: 0.668 vs baseline 0.81 "
+        "(drop 0.142, tolerance 0.01, resolution +-0.06 at 95 %, n=35)"
+    )
+    assert dict(TOLERANCE_RULE.properties()) == {
+        "scope": "regression",
+        "metric": "nDCG@10",
+        "value": 0.668,
+        "threshold": 0.8,
+        "comparison": ">=",
+        "n": 35,
+        "verdict": "regressed",
+        "baseline": 0.81,
+        "tolerance": 0.01,
+        "policy": "tolerance",
+        "reliability": 0.95,
+        "resolution": 0.06,
+    }
+
+
 @pytest.mark.parametrize("outcome", [FLOOR, REGRESSION], ids=["floor", "regression"])
 def test_outcome_round_trips_through_json(outcome: Outcome) -> None:
     assert Outcome.from_json(_through_json(outcome.to_json())) == outcome
@@ -285,3 +341,38 @@ def test_comparison_round_trips_and_keeps_the_report_shape() -> None:
 def test_run_failure_round_trips() -> None:
     failure = RunFailure(suite="s", system="sys", error="s.yaml [query q1]: retriever raised")
     assert RunFailure.from_json(_through_json(failure.to_json())) == failure
+
+
+def test_an_item_payload_round_trips_through_its_one_codec() -> None:
+    from retrieval_gate.records import ItemPayload, Undecided
+
+    gate = Outcome(
+        suite="s", system="sys", scope="suite", metric="P@1", value=0.5, threshold=0.4,
+        passed=True, n=2, nodeid="s::sys::suite::P@1",
+    )  # fmt: skip
+    payload = ItemPayload(
+        runs=(RUN,),
+        failures=(RunFailure(suite="s", system="other", error="s.yaml: bad"),),
+        gates=(gate,),
+        undecided=(Undecided("s", "other", "s::other::suite::P@1"),),
+    )
+    assert ItemPayload.from_json(_through_json(payload.to_json())) == payload
+    assert not ItemPayload() and payload
+    assert (ItemPayload(runs=(RUN,)) + ItemPayload(gates=(gate,))).gates == (gate,)
+
+
+def test_labels_travel_with_a_query_and_only_where_there_are_some() -> None:
+    from retrieval_gate.records import QueryRecord
+
+    plain = QueryRecord(
+        id="q", digest="d", category=None, difficulty=None, metrics={}, ranking=("a",),
+        relevant_ranks={"a": 1},
+    )  # fmt: skip
+    assert "labels" not in plain.to_json()  # a ranking query's JSON is what 0.1 wrote
+    assert plain.named("a") == "a"
+    named = QueryRecord(**{**plain.__dict__, "labels": {"a": "Short arm"}})
+    data = named.to_json()
+    assert data["labels"] == {"a": "Short arm"}
+    back = QueryRecord.from_json(data, "ontology")
+    assert back.labels == {"a": "Short arm"} and back.extras is None
+    assert back.named("a") == "a (Short arm)"

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from retrieval_gate.version import __version__
+
 __all__ = ["__version__", "evaluate"]
 
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ system reads the same shared run; a failing item shows value, floor, n and the w
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -19,10 +19,10 @@ from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.gates.floors import check_gate, check_query
 from retrieval_gate.gates.regressions import RegressionCheck
 from retrieval_gate.keys import SESSION_KEY
-from retrieval_gate.records import Outcome, parse_scope
-from retrieval_gate.session import InternalRunError
-from retrieval_gate.suites.suite import Gate, Suite, load_suite
-from retrieval_gate.suites.units import Query
+from retrieval_gate.records import ItemPayload, Outcome, Undecided, parse_scope
+from retrieval_gate.runs.cache import InternalRunError
+from retrieval_gate.suites.suite import Gate, Suite, load_suite, suite_systems
+from retrieval_gate.suites.units import Unit
 from retrieval_gate.systems.config import SystemConfig
 
 if TYPE_CHECKING:
@@ -51,12 +51,71 @@ class SuiteFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         gate_session = self.config.stash[SESSION_KEY]
         try:
-            suite = gate_session.prepare_suite(load_suite(self.path))
-            gate_session.check_suite(suite)
+            suite = gate_session.runs.prepare(load_suite(self.path))
+            systems = _systems_for(gate_session, suite)
+            _check_suite(self.config, gate_session, suite, systems)
         except RetrievalGateError as exc:
             raise self.CollectError(exc.format()) from None
-        for system in gate_session.systems:
+        for system in systems:
             yield SystemNode.from_parent(self, name=system.name, suite=suite, system=system)
+
+
+def _systems_for(gate_session: GateSession, suite: Suite) -> list[SystemConfig]:
+    """The session's systems the suite is for (its ``systems:``, narrowed by the session's
+    selection); the others get no items, so the baseline and the report have no run for them."""
+    running = {system.name: system for system in gate_session.systems}
+    names = suite_systems(suite, list(gate_session.settings.systems), list(running))
+    return [running[name] for name in names]
+
+
+_SUITE_NAMES: pytest.StashKey[dict[str, Path]] = pytest.StashKey()
+_LABELS: pytest.StashKey[set[str]] = pytest.StashKey()
+
+
+def _check_suite(
+    config: pytest.Config,
+    gate_session: GateSession,
+    suite: Suite,
+    systems: list[SystemConfig],
+) -> None:
+    """Collection-time checks: a suite name is one suite (the report and the baseline are keyed
+    by it), a category or difficulty is not another plugin's marker, the suite's own corpus does
+    not hold the session's outputs, and its ids exist where its kind says they must."""
+    from retrieval_gate.options import check_outputs
+
+    labels = config.stash.setdefault(_LABELS, set())
+    taken = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
+    for kind, found in (("category", suite.categories), ("difficulty", suite.difficulties)):
+        for label in found:
+            if label in taken - labels:
+                raise RetrievalGateError(
+                    f"{kind} {label!r} is also a pytest marker ('{label}' would change how "
+                    "its items run); rename the label",
+                    path=suite.path,
+                    entry=kind,
+                )
+        labels.update(found)
+    names = config.stash.setdefault(_SUITE_NAMES, {})
+    owner = names.setdefault(suite.name, suite.path)
+    if owner != suite.path:
+        raise RetrievalGateError(
+            f"suite name {suite.name!r} is already used by {gate_session.relpath(owner)}; "
+            "give each suite a distinct 'name'",
+            path=suite.path,
+            entry="name",
+        )
+    own = suite.kind_object.corpus_path(suite)
+    if own is not None:
+        try:
+            check_outputs(gate_session.outputs, corpora=[own])
+        except RetrievalGateError as exc:
+            raise RetrievalGateError(exc.message, path=suite.path, entry="corpus") from None
+    gate_session.runs.check(suite, systems)
+    # A suite too small for the 'resolution' setting, against its baseline, is an error now
+    # (--rg-plan shows it in its table instead).
+    if not config.getoption("rg_plan", False):
+        bases = {s.name: gate_session.base_run(suite, s) for s in systems}
+        gate_session.plan.check_resolution(suite, bases)
 
 
 class SystemNode(pytest.Collector):
@@ -86,12 +145,12 @@ class SystemNode(pytest.Collector):
                     self, name=f"query[{query.id}]", suite=suite, system=system, query=query
                 )
         gate_session = self.config.stash[SESSION_KEY]
-        if gate_session.has_baseline(suite, system) and any(
-            c.gated for c in gate_session.regression_checks(suite)
-        ):
+        base = gate_session.base_run(suite, system)
+        if base is not None and any(c.gated for c in gate_session.plan.checks(suite)):
             yield RegressionNode.from_parent(self, name="regression", suite=suite, system=system)
-        if suite.drift is not None and gate_session.has_baseline(suite, system):
-            for name in suite.drift.metrics:
+        drift = suite.kind_object.drift(suite)
+        if drift is not None and base is not None:
+            for name in drift.metrics:
                 yield DriftItem.from_parent(self, name=f"drift::{name}", suite=suite, system=system)
         if not suite.gates and not any(q.expect for q in suite.queries):
             # A suite without floors still runs, so its numbers reach the report.
@@ -141,10 +200,10 @@ class _SuiteItem(pytest.Item):
         super().__init__(**kwargs)
         self.suite = suite
         self.system = system
-        self.rg_payload: list[tuple[str, str]] = []
+        self.rg_payload = ItemPayload()
         self.add_marker(pytest.mark.retrieval_gate)
-        # With xdist's --dist loadgroup, all items of a suite x system share one worker and so
-        # one retrieval run.
+        # All items of a suite x system share one worker, and so one retrieval run: under plain
+        # -n N through RunGrouping (below), under an explicit --dist loadgroup through this.
         self.add_marker(pytest.mark.xdist_group(f"{suite.name}::{system.name}"))
 
     @property
@@ -161,12 +220,8 @@ class _SuiteItem(pytest.Item):
         except (RetrievalGateError, InternalRunError):
             # The run could not complete: this gate is not decided. The first item of the run
             # shows why; the others point there instead of repeating it.
-            undecided = {
-                "nodeid": self.nodeid,
-                "suite": self.suite.name,
-                "system": self.system.name,
-            }
-            self.rg_payload.append(("undecided", json.dumps(undecided)))
+            undecided = Undecided(self.suite.name, self.system.name, self.nodeid)
+            self.rg_payload += ItemPayload(undecided=(undecided,))
             first = gs.first_failed_item(self.suite, self.system, self.nodeid)
             if first != self.nodeid:
                 raise RunNotDecided(
@@ -176,13 +231,15 @@ class _SuiteItem(pytest.Item):
             raise
         finally:
             # Attached whether the run passed, failed its gate or errored: the report needs it.
-            self.rg_payload.extend(gs.payload_for(self.suite, self.system))
+            self.rg_payload += gs.payload_for(self.suite, self.system)
         if outcome is None:
             return
         decided = dataclasses.replace(outcome, nodeid=self.nodeid)
-        self.rg_payload.append(("gate", json.dumps(decided.to_json())))
+        self.rg_payload += ItemPayload(gates=(decided,))
+        from retrieval_gate.report import item_properties
+
         # JUnit XML carries these as <property> elements, so CI dashboards can chart the values.
-        self.user_properties.extend(decided.properties())
+        self.user_properties.extend(item_properties(decided))
         if not outcome.passed:
             raise GateFailed(outcome)
 
@@ -209,7 +266,7 @@ class GateItem(_SuiteItem):
 
 
 class QueryItem(_SuiteItem):
-    def __init__(self, *, query: Query, **kwargs: Any) -> None:
+    def __init__(self, *, query: Unit, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.query = query
         for kind in ("category", "difficulty"):
@@ -238,8 +295,9 @@ class RegressionNode(pytest.Collector):
         gate_session = self.config.stash[SESSION_KEY]
         # Diagnostics (category and difficulty regressions not named in regression_scopes) are
         # compared for the report but are no items, so they take no share of the family's alpha.
-        checks = [c for c in gate_session.regression_checks(self.suite) if c.gated]
-        gate_session.register_regressions(self.suite, self.system)
+        checks = [c for c in gate_session.plan.checks(self.suite) if c.gated]
+        base = gate_session.base_run(self.suite, self.system)
+        gate_session.plan.register(self.suite, self.system.name, base)
         scoped: dict[str, list[RegressionCheck]] = {}
         for check in checks:
             if check.scope == "suite":
@@ -281,3 +339,59 @@ class DriftItem(_SuiteItem):
         if isinstance(found, str):
             raise pytest.skip.Exception(found, _use_item_location=True)
         return found[self.name.removeprefix("drift::")]
+
+
+# -- xdist: one worker per suite x system ------------------------------------------------------
+
+SUITE_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def run_scope(nodeid: str) -> str:
+    """The xdist work unit of a node id: a gate item's suite file and system (``file::system``,
+    every item that reads one run); any other test alone, as xdist's default ``load`` sends it."""
+    path, _, rest = nodeid.partition("::")
+    if not rest or not path.lower().endswith(SUITE_SUFFIXES):
+        return nodeid
+    return f"{path}::{rest.split('::')[0]}"
+
+
+def dist_given(args: list[str]) -> bool:
+    """Whether the user chose xdist's distribution (``--dist``, ``--dist=...``, ``-d``)."""
+    return any(arg == "-d" or arg.startswith("--dist") for arg in args)
+
+
+class RunGrouping:
+    """With plain ``-n N`` (xdist's default ``--dist load``), xdist deals items out one by one,
+    so every worker that gets one item of a suite x system runs that whole retrieval again.
+    Registered only when the user left the distribution to xdist, this scheduler sends each
+    suite x system to one worker (xdist's scope scheduling, scoped by :func:`run_scope`), and
+    every other test as ``load`` would. Unlike ``--dist loadgroup`` it does not rename the items
+    (``...::P@5@suite::system``), so node ids, the report and JUnit XML stay as without xdist."""
+
+    @pytest.hookimpl(tryfirst=True, optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        if config.getvalue("dist") != "load":
+            return None
+        from xdist.scheduler import LoadScopeScheduling
+
+        class RunScheduling(LoadScopeScheduling):  # type: ignore[misc]
+            def _split_scope(self, nodeid: str) -> str:
+                return run_scope(nodeid)
+
+        return RunScheduling(config, log)
+
+
+def group_runs_on_workers(config: pytest.Config) -> None:
+    """Register :class:`RunGrouping` when xdist runs with the distribution it chose itself."""
+    import os
+    import shlex
+
+    if not config.pluginmanager.hasplugin("xdist") or config.getoption("dist", "no") != "load":
+        return
+    args = [
+        *config.invocation_params.args,
+        *shlex.split(os.environ.get("PYTEST_ADDOPTS", "")),
+        *config.getini("addopts"),
+    ]
+    if not dist_given(args):
+        config.pluginmanager.register(RunGrouping(), "retrieval_gate_run_grouping")

@@ -52,3 +52,8 @@ class RunError(RetrievalGateError):
 
 class MissingExtraError(RetrievalGateError, ImportError):
     """An optional dependency is not installed; the message says what to install."""
+
+
+class CacheWarning(UserWarning):
+    """A cache (embeddings, search results, a parsed ontology) found damaged or unwritable data:
+    it was dropped or not written, and the run went on (its entries are computed again)."""

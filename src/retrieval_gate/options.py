@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
+from retrieval_gate.baseline.store import url_scheme
 from retrieval_gate.config import Settings
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.systems.config import SystemConfig
@@ -44,6 +45,8 @@ class OptionValues:
     save_baseline: bool = False
     no_cache: bool = False
     ini: Mapping[str, str] = field(default_factory=dict)  # short name -> value: report, json, ...
+    suggest_floors: str | None = None  # --rg-suggest-floors: a file, or "-" for the terminal
+    plots: str | None = None  # --rg-plots DIR
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,16 @@ class Outputs:
     json: Path
     baseline: Path
     cache_dir: Path
+    # A baseline store named by URL (``scheme://...``, baseline/store.py) rather than a file.
+    baseline_url: str | None = None
+    # The file --rg-suggest-floors writes (relative to where pytest runs); None for none or "-".
+    floors: Path | None = None
+    plots: Path | None = None  # the folder of PNG plots (--rg-plots), None: no plots
+
+    @property
+    def extra(self) -> dict[str, Path]:
+        """The outputs further report writers write (``Targets.extra``): ``plots``."""
+        return {} if self.plots is None else {"plots": self.plots}
 
 
 def _resolve(
@@ -78,6 +91,13 @@ def resolve_cache_dir(values: OptionValues, settings: Settings) -> Path:
     )
 
 
+def _file_path(value: str | None) -> str | None:
+    """A ``file://`` URL as the path it names; anything else unchanged."""
+    if value and url_scheme(value) == "file":
+        return value.partition("://")[2]
+    return value
+
+
 def resolve_outputs(values: OptionValues, settings: Settings) -> Outputs:
     """The report, its JSON twin (default: the report's path with ``.json``), the baseline and
     the cache folder. The JSON twin and the report must differ."""
@@ -95,19 +115,39 @@ def resolve_outputs(values: OptionValues, settings: Settings) -> Outputs:
         raise RetrievalGateError(
             f"--rg-json and the markdown report are both {report}; give the JSON twin its own path"
         )
+    named = values.baseline or values.ini.get("baseline") or settings.baseline_url
+    url = named if named and url_scheme(named) not in (None, "file") else None
     baseline = _resolve(
-        values.baseline,
-        values.ini.get("baseline"),
+        None if url else _file_path(values.baseline),
+        None if url else _file_path(values.ini.get("baseline")),
         settings.baseline,
         values.rootpath / DEFAULT_BASELINE,
         values,
     )
+    floors = values.suggest_floors
+    plots = None
+    if values.plots or values.ini.get("plots"):
+        plots = _resolve(values.plots, values.ini.get("plots"), None, values.rootpath, values)
     return Outputs(
         report=report,
         json=json_path,
         baseline=baseline,
+        baseline_url=url,
         cache_dir=resolve_cache_dir(values, settings),
+        floors=_resolve(floors, None, None, values.cwd, values)
+        if floors not in (None, "-")
+        else None,
+        plots=plots,
     )
+
+
+def display_path(path: Path, root: Path) -> str:
+    """``path`` as messages and reports show it: relative to ``root`` (the rootdir) when inside
+    it, ``/``-separated; else as given."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -120,20 +160,34 @@ def check_outputs(
     suite_patterns: Sequence[str] = (),
     suite_files: Iterable[Path] = (),
     corpora: Iterable[Path] = (),
+    protected: Iterable[Path | None] = (),
+    save_baseline: bool = False,
 ) -> None:
     """Refuse outputs that would destroy or pollute what the user has, before anything runs.
 
-    An output (report, JSON twin, baseline) must not be another output or the cache folder, a
-    suite file (given on the command line, or named so the suite patterns would collect it on the
-    next run), or lie inside a corpus (the next run would read it as a document). Paths compare
-    resolved; ``corpora`` may name files or folders.
+    An output (report, JSON twin, baseline, the ``--rg-suggest-floors`` file) must not be another
+    output or the cache folder, a suite file (given on the command line, or named so the suite
+    patterns would collect it on the next run), or lie inside a corpus (the next run would read
+    it as a document). Paths compare resolved; ``corpora`` may name files or folders. Then each
+    output that will be written (the baseline only when ``save_baseline`` and a file) must be new
+    or the plugin's own file, and neither settings (``protected``: the settings and ini files in
+    use; None ignored), code nor anything but a regular file, also through a symbolic link
+    (:func:`retrieval_gate.files.outputs.refusal`).
     """
     files = {
         "--rg-report": outputs.report.resolve(),
         "--rg-json": outputs.json.resolve(),
         "--rg-baseline": outputs.baseline.resolve(),
     }
+    floors = outputs.floors
+    if floors is not None:
+        files["--rg-suggest-floors"] = floors.resolve()
     cache = outputs.cache_dir.resolve()
+    if cache.exists() and not cache.is_dir():
+        raise RetrievalGateError(
+            f"--rg-cache-dir {outputs.cache_dir} is a file, not a folder: the cache is a folder "
+            "the plugin fills; name a folder (it is made when missing)"
+        )
     seen: dict[Path, str] = {}
     for flag, path in files.items():
         if path in seen:
@@ -163,6 +217,78 @@ def check_outputs(
                     f"{flag} {path} lies inside the corpus {folder}: the next run would read it "
                     "as a document; write it outside the corpus"
                 )
+    from retrieval_gate.files.outputs import OutputKind, refusal
+
+    kept = frozenset(p.resolve() for p in protected if p is not None)
+    written: list[tuple[str, Path, OutputKind]] = [
+        ("--rg-report", outputs.report, "markdown"),
+        ("--rg-json", outputs.json, "json"),
+    ]
+    if save_baseline and outputs.baseline_url is None:
+        written.append(("--rg-baseline", outputs.baseline, "json"))
+    if floors is not None:
+        written.append(("--rg-suggest-floors", floors, "floors"))
+    for flag, path, kind in written:
+        refused = refusal(path, kind, protected=kept)
+        if refused is not None:
+            raise RetrievalGateError(f"{flag} {path} {refused}")
+    if outputs.plots is not None:
+        check_plots_folder(outputs.plots, cache, files, corpora)
+
+
+#: The file a plots folder keeps the names of the plots the plugin wrote in it.
+PLOTS_MANIFEST = ".retrieval-gate-plots"
+
+
+def check_plots_folder(
+    folder: Path, cache: Path, files: Mapping[str, Path], corpora: Iterable[Path]
+) -> None:
+    """``--rg-plots DIR`` writes PNG files into DIR and replaces the ones it wrote before (named
+    in DIR's manifest), so DIR must not hold anything else (a file of the user's would be
+    overwritten or mixed in), nor be or overlap the cache folder or a corpus, nor hold another
+    output. matplotlib draws them: without it the option is refused before anything runs."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise RetrievalGateError(
+            "--rg-plots needs matplotlib: pip install 'pytest-retrieval-gate[plots]'"
+        )
+    folder = folder.resolve()
+    if folder.exists() and not folder.is_dir():
+        raise RetrievalGateError(f"--rg-plots {folder} is a file; name a folder")
+    if _inside(folder, cache) or _inside(cache, folder):
+        raise RetrievalGateError(
+            f"--rg-plots {folder} and the cache folder (--rg-cache-dir) {cache} overlap"
+        )
+    for corpus in corpora:
+        if _inside(folder, corpus.resolve()) or _inside(corpus.resolve(), folder):
+            raise RetrievalGateError(
+                f"--rg-plots {folder} overlaps the corpus {corpus.resolve()}: the next run would "
+                "read the plots as documents; write them outside the corpus"
+            )
+    for flag, path in files.items():
+        if _inside(path, folder):
+            raise RetrievalGateError(
+                f"{flag} {path} lies inside the plots folder (--rg-plots) {folder}; give the "
+                "plots a folder of their own"
+            )
+    if not folder.is_dir():
+        return
+    manifest = folder / PLOTS_MANIFEST
+    ours = set(manifest.read_text(encoding="utf-8").split()) if manifest.is_file() else set()
+    foreign = sorted(p.name for p in folder.iterdir() if p.name != PLOTS_MANIFEST)
+    # Ours: what the manifest names, and a temporary a killed writer of one of them left.
+    foreign = [
+        name
+        for name in foreign
+        if name not in ours and not any(name.startswith(f".{o}.") for o in ours)
+    ]
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (" ..." if len(foreign) > 3 else "")
+        raise RetrievalGateError(
+            f"--rg-plots {folder} holds files the plugin did not write ({shown}); name an "
+            "empty or new folder"
+        )
 
 
 def select_systems(
@@ -191,13 +317,17 @@ def select_systems(
 def select_reference(
     systems: Sequence[SystemConfig], option: str | None, setting: str | None
 ) -> str:
-    """The system the report compares the others against: option, setting, else the first."""
-    name = option or setting
-    if name is None:
-        return systems[0].name
-    if name not in {s.name for s in systems}:
-        running = ", ".join(s.name for s in systems)
-        raise RetrievalGateError(
-            f"reference system {name!r} is not among the systems this session runs ({running})"
-        )
-    return name
+    """The system the report compares the others against: the ``--rg-reference`` option, else
+    the ``reference`` setting, else the first system. An option naming a system the session
+    does not run is an error; a setting naming one is not (``--rg-system`` chose the systems of
+    this session, and the settings' reference is simply not among them): the first system is the
+    reference then."""
+    running = [s.name for s in systems]
+    if option is not None:
+        if option not in running:
+            raise RetrievalGateError(
+                f"--rg-reference: reference system {option!r} is not among the systems this "
+                f"session runs ({', '.join(running)})"
+            )
+        return option
+    return setting if setting in running else running[0]

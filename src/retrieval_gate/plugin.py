@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from retrieval_gate.keys import SESSION_KEY
+
+if TYPE_CHECKING:
+    from retrieval_gate.options import OptionValues
 
 DEFAULT_FILES = ("*.retrieval.yaml", "*.retrieval.yml", "*.retrieval.json")
 SUITE_SUFFIXES = (".yaml", ".yml", ".json")
@@ -29,6 +32,8 @@ GATE_ONLY_OPTIONS: dict[str, str] = {
     "rg_report": "--rg-report",
     "rg_json": "--rg-json",
     "rg_suggest_floors": "--rg-suggest-floors",
+    "rg_plan": "--rg-plan",
+    "rg_plots": "--rg-plots",
 }
 
 
@@ -60,6 +65,92 @@ def _floors_target(value: str) -> str:
             "diff to a .diff file, or '-' for the terminal"
         )
     return _path_value(value)
+
+
+INI_NAMES = {
+    "report": "retrieval_gate_report",
+    "json": "retrieval_gate_json",
+    "baseline": "retrieval_gate_baseline",
+    "cache_dir": "retrieval_gate_cache_dir",
+    "plots": "retrieval_gate_plots",
+}
+
+
+def option_values(config: pytest.Config) -> OptionValues:
+    """What pytest parsed, for the pure resolution in options.py (options.py itself knows
+    nothing of pytest)."""
+    from retrieval_gate.options import OptionValues
+
+    return OptionValues(
+        rootpath=config.rootpath,
+        cwd=Path.cwd(),
+        systems=tuple(config.getoption("rg_system") or ()),
+        reference=config.getoption("rg_reference"),
+        report=config.getoption("rg_report"),
+        json=config.getoption("rg_json"),
+        baseline=config.getoption("rg_baseline"),
+        cache_dir=config.getoption("rg_cache_dir"),
+        save_baseline=bool(config.getoption("rg_save_baseline")),
+        no_cache=bool(config.getoption("rg_no_cache")),
+        ini={short: str(config.getini(name) or "") for short, name in INI_NAMES.items()},
+        suggest_floors=config.getoption("rg_suggest_floors", None),
+        plots=config.getoption("rg_plots", None),
+    )
+
+
+def named_files(config: pytest.Config) -> list[Path]:
+    """Files named on the command line (``path::node`` ids included), as pytest resolves them."""
+    base = config.invocation_params.dir
+    return [path for arg in config.args if (path := base / arg.split("::")[0]).is_file()]
+
+
+def progress_writer(config: pytest.Config) -> Any:
+    """Writes a progress line around pytest's capture (runs happen inside items): one rewritten
+    line in a terminal, plain lines in a log."""
+    from contextlib import nullcontext
+
+    def write(line: str, final: bool) -> None:
+        tr = config.pluginmanager.get_plugin("terminalreporter")
+        if tr is None:
+            return
+        capman = config.pluginmanager.get_plugin("capturemanager")
+        with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
+            if tr.isatty:
+                tr.rewrite(line, erase=True)
+                if final:
+                    tr.write("\n")
+            else:
+                tr.ensure_newline()
+                tr.write_line(line)
+
+    return write
+
+
+#: The thread pools numpy's BLAS and torch size themselves by, read when they load.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def share_cores(config: pytest.Config) -> int | None:
+    """In an xdist worker, size the numeric thread pools to this worker's share of the cores
+    (cores // workers, at least 1) unless the user sized them: torch and BLAS each start one
+    thread per core by default, so N workers would run N x cores threads that slow each other
+    down (on 2 cores, -n 2 would be slower than a serial run even without a repeated run).
+    Returns the threads given, None where nothing was changed."""
+    import os
+    import sys
+
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None or any(os.environ.get(v) for v in THREAD_VARIABLES):
+        return None
+    workers = max(1, int(workerinput.get("workercount", 1)))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    threads = max(1, (cores or 1) // workers)
+    for variable in THREAD_VARIABLES:
+        os.environ[variable] = str(threads)
+    torch = sys.modules.get("torch")
+    if torch is not None:  # already loaded (by a conftest): it read the variables before
+        torch.set_num_threads(threads)
+    return threads
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -131,6 +222,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "to PATH ('-': the terminal); never changes a suite (default: off)",
     )
     group.addoption(
+        "--rg-plan",
+        action="store_true",
+        dest="rg_plan",
+        default=False,
+        help="print each suite's regression resolution and the queries a tolerance needs, from "
+        "the baseline, and run nothing (default: off)",
+    )
+    group.addoption(
+        "--rg-plots",
+        dest="rg_plots",
+        metavar="DIR",
+        type=_path_value,
+        default=None,
+        help="also write PNG plots into DIR: per suite and metric the systems' values with 95%% "
+        "intervals, per run the per-query deltas against the baseline; needs matplotlib "
+        "(pytest-retrieval-gate[plots]) (default: no plots)",
+    )
+    group.addoption(
         "--rg-no-cache",
         action="store_true",
         dest="rg_no_cache",
@@ -155,6 +264,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("retrieval_gate_json", type="string", default="", help="JSON report path")
     parser.addini("retrieval_gate_baseline", type="string", default="", help="baseline path")
     parser.addini("retrieval_gate_cache_dir", type="string", default="", help="cache folder")
+    parser.addini("retrieval_gate_plots", type="string", default="", help="PNG plots folder")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -171,15 +281,69 @@ def pytest_configure(config: pytest.Config) -> None:
         "retrieval_gate: an item generated from a retrieval suite (pytest-retrieval-gate)",
     )
     config.addinivalue_line("markers", "xdist_group(name): run items of one group on one worker")
+    _check_plan_options(config)
+    share_cores(config)  # before anything loads torch or numpy's BLAS in an xdist worker
+    from retrieval_gate.collect import group_runs_on_workers
+
+    group_runs_on_workers(config)
     from retrieval_gate.errors import RetrievalGateError
     from retrieval_gate.session import GateSession
 
     try:
-        session = GateSession(config)
+        session = GateSession(
+            config,
+            option_values(config),
+            suite_files=named_files(config),
+            write_progress=progress_writer(config),
+        )
     except RetrievalGateError as exc:
+        from retrieval_gate.files import read
+
+        read.configure(None)  # the session's size limit, set before it was refused
         raise pytest.UsageError(exc.format()) from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "retrieval_gate_session")
+    from retrieval_gate.report.selection import PLUGIN_NAME, Selection
+
+    config.pluginmanager.register(Selection(config), PLUGIN_NAME)
+    if config.getoption("xmlpath", None):
+        from retrieval_gate.report.junit import JunitNames
+
+        config.pluginmanager.register(JunitNames(config), "retrieval_gate_junit")
+
+
+def _check_plan_options(config: pytest.Config) -> None:
+    if not config.getoption("rg_plan", False):
+        return
+    if config.getoption("rg_save_baseline", False):
+        raise pytest.UsageError("--rg-plan runs nothing, so there is no run to save: drop one")
+    if config.getoption("numprocesses", None):
+        # Under xdist only the workers collect, and the plan is made while collecting.
+        raise pytest.UsageError("--rg-plan collects in this process: add -n 0 (or drop -n)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if SESSION_KEY in config.stash and config.getoption("rg_plan", False) and items:
+        # Planning reads the baseline and the suites only: every item is deselected.
+        config.hook.pytest_deselected(items=list(items))
+        items.clear()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    planned = SESSION_KEY in session.config.stash and session.config.getoption("rg_plan", False)
+    if planned and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        session.exitstatus = pytest.ExitCode.OK  # a plan that ran nothing did what it was asked
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if SESSION_KEY not in config.stash or not config.getoption("rg_plan", False):
+        return
+    from retrieval_gate.report.terminal import render_plan
+
+    session = config.stash[SESSION_KEY]
+    terminalreporter.write_sep("=", "retrieval gate plan")
+    for line in render_plan(session.plan.rows(), session.plan.blocks, session.settings.alpha):
+        terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")
@@ -201,7 +365,6 @@ def retrieval_system(request: pytest.FixtureRequest) -> Any:
         else:
             from retrieval_gate.config import load_settings
             from retrieval_gate.options import resolve_cache_dir, select_systems
-            from retrieval_gate.session import option_values
 
             # Resolved exactly as the gate resolves them (options.py).
             values = option_values(config)
@@ -222,9 +385,16 @@ def retrieval_system(request: pytest.FixtureRequest) -> Any:
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
+        from retrieval_gate.files import read
+
         session.close()
+        read.configure(None)  # the settings' max_file_mb, which the session installed
         config.pluginmanager.unregister(session)
         del config.stash[SESSION_KEY]
+    for name in ("retrieval_gate_junit", "retrieval_gate_selection", "retrieval_gate_run_grouping"):
+        plugin = config.pluginmanager.get_plugin(name)
+        if plugin is not None:
+            config.pluginmanager.unregister(plugin)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -22,23 +22,30 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 __all__ = [
+    "DEFAULT_KIND",
     "BaselineComparison",
     "GroupRecord",
+    "ItemPayload",
     "Outcome",
     "QueryRecord",
     "RegressionFigures",
     "RegressionRow",
     "RunFailure",
     "RunRecord",
+    "Section",
+    "Table",
+    "Undecided",
+    "UnitExtras",
     "format_value",
     "parse_scope",
     "query_digest",
+    "register_kind_codec",
     "scope_name",
     "shorten",
 ]
@@ -77,14 +84,60 @@ def format_value(value: float) -> str:
 
 # -- the run -------------------------------------------------------------------------------------
 
-#: What a unit of each suite kind is called in messages and reports.
-UNIT_NOUNS = {"ranking": "queries", "extraction": "documents", "pairs": "pairs"}
+#: The kind a run has when its record names none (what 0.1.0 wrote: a ranking suite).
+DEFAULT_KIND = "ranking"
+
+
+class UnitExtras(Protocol):
+    """What a suite kind adds to each unit's record (an extraction document's negated terms, a
+    pair's second text): its own frozen dataclass, serialised into the unit's JSON object beside
+    the shared keys."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class RawExtras:
+    """Extras of a kind whose codec is not registered in this process: kept as read, so a
+    record passes through unchanged."""
+
+    data: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.data)
+
+
+@dataclass(frozen=True)
+class KindCodec:
+    """A suite kind's part of the records' JSON: ``decode`` builds a unit's extras from the keys
+    of its JSON object that the shared record does not know (None when there are none), and
+    ``run_view`` adds keys to the run's JSON (an extraction run's ``documents``)."""
+
+    decode: Callable[[Mapping[str, Any]], UnitExtras | None]
+    run_view: Callable[[RunRecord], dict[str, Any]] | None = None
+
+
+_CODECS: dict[str, KindCodec] = {}
+
+
+def register_kind_codec(kind: str, codec: KindCodec) -> None:
+    """Register a suite kind's codec (done by the suite-kind registry when the kind registers)."""
+    _CODECS[kind] = codec
+
+
+def _decode_extras(kind: str, data: Mapping[str, Any]) -> UnitExtras | None:
+    extra = {key: value for key, value in data.items() if key not in _QUERY_KEYS}
+    codec = _CODECS.get(kind)
+    if codec is not None:
+        return codec.decode(extra)
+    return RawExtras(extra) if extra else None
 
 
 @dataclass(frozen=True)
 class QueryRecord:
-    """One query of a run: its values, its ranking (cut at the suite's largest k) and where each
-    relevant (grade >= 1) document ranked in the full ranking (None: not retrieved)."""
+    """One unit of a run: its values, its ranking (cut at the suite's largest k) and where each
+    relevant (grade >= 1) document ranked in the full ranking (None: not retrieved), plus what
+    its suite kind adds (``extras``)."""
 
     id: str
     digest: str
@@ -95,29 +148,24 @@ class QueryRecord:
     relevant_ranks: Mapping[str, int | None]
     latency_ms: float | None = None  # None for a query read back from a baseline file
     text: str = ""  # the query's text ("" for a query read back from a baseline file)
-    # Extraction suites: gold terms not affirmed, and predicted terms the system said negated.
-    gold_negated: tuple[str, ...] = ()
-    predicted_negated: tuple[str, ...] = ()
-    text_b: str = ""  # pair suites: the pair's second text
+    # Documents of the top max(k) without a judgment (grade >= 0): Judged@k's complement, and the
+    # "stale labels?" line of a regression. Empty for a query read back from a baseline file.
+    unjudged: tuple[str, ...] = ()
+    extras: UnitExtras | None = None  # what the unit's suite kind adds
+    # A readable name of each id the record shows (an ontology term's label), from the suite's
+    # kind; empty where ids are their own names (a document path). Not kept in a baseline file.
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def named(self, doc: str) -> str:
+        """An id as messages and tables show it: with its label beside it when it has one
+        (``HP:0000252 (Microcephaly)``)."""
+        label = self.labels.get(doc)
+        return f"{doc} ({label})" if label else doc
 
     @property
     def gold(self) -> tuple[str, ...]:
         """The relevant (expected) ids: an extraction document's affirmed gold terms."""
         return tuple(self.relevant_ranks)
-
-    def unit_json(self) -> dict[str, Any]:
-        """An extraction document as the JSON twin lists it: enough to recompute every figure."""
-        return {
-            "id": self.id,
-            "gold": sorted(self.gold),
-            "gold_negated": list(self.gold_negated),
-            "predicted": list(self.ranking),
-            "predicted_negated": list(self.predicted_negated),
-        }
-
-    # Documents of the top max(k) without a judgment (grade >= 0): Judged@k's complement, and the
-    # "stale labels?" line of a regression. Empty for a query read back from a baseline file.
-    unjudged: tuple[str, ...] = ()
 
     def label(self, kind: str) -> str | None:
         """The query's ``category`` or ``difficulty``."""
@@ -135,18 +183,14 @@ class QueryRecord:
             "latency_ms": self.latency_ms,
             "text": self.text,
             # Only what a unit of another kind has: a ranking query's JSON is unchanged.
-            **({"gold_negated": list(self.gold_negated)} if self.gold_negated else {}),
-            **(
-                {"predicted_negated": list(self.predicted_negated)}
-                if self.predicted_negated
-                else {}
-            ),
-            **({"text_b": self.text_b} if self.text_b else {}),
+            **(self.extras.to_json() if self.extras is not None else {}),
             "unjudged": list(self.unjudged),
+            # Only where the kind names its ids: a ranking query's JSON is unchanged.
+            **({"labels": dict(self.labels)} if self.labels else {}),
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> QueryRecord:
+    def from_json(cls, data: Mapping[str, Any], kind: str = DEFAULT_KIND) -> QueryRecord:
         return cls(
             id=data["id"],
             digest=data["digest"],
@@ -157,11 +201,28 @@ class QueryRecord:
             relevant_ranks=dict(data["relevant_ranks"]),
             latency_ms=data.get("latency_ms"),
             text=data.get("text", ""),
-            gold_negated=tuple(data.get("gold_negated", ())),
-            predicted_negated=tuple(data.get("predicted_negated", ())),
-            text_b=data.get("text_b", ""),
             unjudged=tuple(data.get("unjudged", ())),
+            extras=_decode_extras(kind, data),
+            labels=dict(data.get("labels", {})),
         )
+
+
+#: The keys of a unit's JSON object the shared record reads; the others are its kind's extras.
+_QUERY_KEYS = frozenset(
+    {
+        "id",
+        "digest",
+        "category",
+        "difficulty",
+        "metrics",
+        "ranking",
+        "relevant_ranks",
+        "latency_ms",
+        "text",
+        "unjudged",
+        "labels",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -195,8 +256,8 @@ class RunRecord:
     latency_ms: Mapping[str, float]  # p50 / p95 / p99 / mean
     stats: Mapping[str, Any]  # corpus, cache and index figures of the system
     queries: tuple[QueryRecord, ...]
-    kind: str = "ranking"  # the suite's kind: ranking, extraction, pairs
-    # Extraction and pair suites: the seeded bootstrap 95 % interval of each suite value.
+    kind: str = DEFAULT_KIND  # the suite's kind (suites/: ranking, ontology, extraction, pairs)
+    # Kinds with few units (extraction, pairs): the seeded bootstrap 95 % interval of each value.
     intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     # The suite's unjudged (drift) queries: id -> (digest of the text, top max(k)); drift.py.
     drift_rankings: Mapping[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
@@ -204,11 +265,6 @@ class RunRecord:
     @property
     def key(self) -> tuple[str, str]:
         return (self.suite, self.system)
-
-    @property
-    def units(self) -> str:
-        """What the suite's units are called: queries, documents or pairs."""
-        return UNIT_NOUNS.get(self.kind, "queries")
 
     @property
     def latency_measured(self) -> bool:
@@ -275,14 +331,15 @@ class RunRecord:
         }
 
     def _kind_json(self) -> dict[str, Any]:
-        if self.kind == "ranking":
+        if self.kind == DEFAULT_KIND:
             return {}  # a ranking run's JSON is what 0.1.0 wrote
         out: dict[str, Any] = {
             "kind": self.kind,
             "intervals": {name: list(bounds) for name, bounds in self.intervals.items()},
         }
-        if self.kind == "extraction":
-            out["documents"] = [q.unit_json() for q in self.queries]
+        codec = _CODECS.get(self.kind)
+        if codec is not None and codec.run_view is not None:
+            out.update(codec.run_view(self))
         return out
 
     @classmethod
@@ -301,8 +358,10 @@ class RunRecord:
             },
             latency_ms=dict(data["latency_ms"]),
             stats=dict(data["stats"]),
-            queries=tuple(QueryRecord.from_json(q) for q in data["queries"]),
-            kind=data.get("kind", "ranking"),
+            queries=tuple(
+                QueryRecord.from_json(q, data.get("kind", DEFAULT_KIND)) for q in data["queries"]
+            ),
+            kind=data.get("kind", DEFAULT_KIND),
             intervals={name: (lo, hi) for name, (lo, hi) in data.get("intervals", {}).items()},
             drift_rankings=_drift_from_json(data),
         )
@@ -312,7 +371,7 @@ class RunRecord:
         return {
             "suite": self.suite,
             "system": self.system,
-            **({"kind": self.kind} if self.kind != "ranking" else {}),
+            **({"kind": self.kind} if self.kind != DEFAULT_KIND else {}),
             "fingerprint": dict(self.fingerprint),
             "k": list(self.k),
             "metrics": dict(self.metrics),
@@ -337,8 +396,10 @@ class RunRecord:
         What the compact form does not keep is empty: groups, latency and stats; each query's
         latency is None.
         """
+        kind = data.get("kind", DEFAULT_KIND)
         queries = tuple(
-            QueryRecord.from_json({"id": qid, **query}) for qid, query in data["queries"].items()
+            QueryRecord.from_json({"id": qid, **query}, kind)
+            for qid, query in data["queries"].items()
         )
         return cls(
             suite=data.get("suite", ""),
@@ -353,7 +414,7 @@ class RunRecord:
             latency_ms={},
             stats={},
             queries=queries,
-            kind=data.get("kind", "ranking"),
+            kind=kind,
             drift_rankings=_drift_from_json(data),
         )
 
@@ -385,12 +446,39 @@ class RunFailure:
     system: str
     error: str
 
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.suite, self.system)
+
     def to_json(self) -> dict[str, str]:
         return {"suite": self.suite, "system": self.system, "error": self.error}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunFailure:
         return cls(suite=data["suite"], system=data["system"], error=data["error"])
+
+
+# -- report content ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of a report section: its header, its rows of cell text, and a caption line shown
+    above it (the system it is about)."""
+
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    caption: str = ""
+
+
+@dataclass(frozen=True)
+class Section:
+    """A report section a suite kind contributes (its worst units): a title, lines of text and
+    tables. Renderers decide the markup."""
+
+    title: str
+    lines: tuple[str, ...] = ()
+    tables: tuple[Table, ...] = ()
 
 
 # -- gate outcomes -------------------------------------------------------------------------------
@@ -400,33 +488,51 @@ class RunFailure:
 class RegressionFigures:
     """What a regression check measured against the baseline.
 
-    ``verdict``: ``regressed`` (the drop is significantly larger than the tolerance), ``ok`` (it is
-    significantly smaller) or ``underpowered`` (neither shown). ``p_value`` tests "drop larger than
-    the tolerance", ``p_within`` "drop smaller than it"; each is compared with ``alpha``, the
-    family-corrected level (the session's alpha / ``family``, Bonferroni), and ``p_adjusted`` is
-    min(1, family * p_value). ``detectable_drop``: the true drop caught 80 % of the time;
-    ``fewest_worse``: for small scopes, the fewest queries that must fall to 0 for ``regressed``.
+    ``policy`` says which rule decided (docs/verdicts.md). ``tolerance``: the item failed when the
+    observed drop was larger than the tolerance (``verdict`` ``regressed``, else ``ok``), and
+    ``resolution`` is its epsilon at ``reliability`` 1 - delta over the session: a true drop
+    above tolerance + epsilon fails and one below tolerance - epsilon passes.
+    ``planned_resolution`` is the epsilon a change as large as the baseline's own spread would
+    get, ``queries_needed`` the queries for an epsilon within the tolerance.
+
+    ``margin``: ``verdict`` is ``regressed`` (the drop is significantly larger than the
+    tolerance), ``ok`` (significantly smaller) or ``underpowered`` (neither shown). ``p_value``
+    tests "drop larger than the tolerance", ``p_within`` "drop smaller than it"; each is compared
+    with ``alpha``, the family-corrected level (the session's alpha / ``family``, Bonferroni), and
+    ``p_adjusted`` is min(1, family * p_value). ``detectable_drop``: the true drop caught 80 % of
+    the time; ``fewest_worse``: for small scopes, the fewest queries that must fall to 0 for
+    ``regressed``. None under the tolerance policy.
     """
 
     baseline: float  # the baseline's mean over the compared queries
     tolerance: float
-    p_value: float
-    p_adjusted: float
-    improved: int
-    degraded: int
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    improved: int = 0
+    degraded: int = 0
     not_compared: str | None = None  # why the check could not be decided, when it could not
     verdict: str = "ok"
-    p_within: float = 1.0
-    alpha: float = 0.05  # the level each test of this item is held to
-    family: int = 1  # regression items sharing the session's alpha
+    p_within: float | None = None
+    alpha: float | None = None  # the level each test of this item is held to
+    family: int | None = None  # regression items sharing the session's alpha
     detectable_drop: float | None = None
     fewest_worse: int | None = None
     diagnostic: bool = False  # reported only: not an item, not in the family
+    policy: str = "margin"
+    resolution: float | None = None
+    reliability: float = 0.95
+    planned_resolution: float | None = None
+    queries_needed: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "baseline": self.baseline,
             "tolerance": self.tolerance,
+            "policy": self.policy,
+            "resolution": self.resolution,
+            "reliability": self.reliability,
+            "planned_resolution": self.planned_resolution,
+            "queries_needed": self.queries_needed,
             "p_value": self.p_value,
             "p_adjusted": self.p_adjusted,
             "improved": self.improved,
@@ -460,7 +566,17 @@ class RegressionFigures:
             detectable_drop=data["detectable_drop"],
             fewest_worse=data["fewest_worse"],
             diagnostic=data["diagnostic"],
+            policy=data.get("policy", "margin"),
+            resolution=data.get("resolution"),
+            reliability=data.get("reliability", 0.95),
+            planned_resolution=data.get("planned_resolution"),
+            queries_needed=data.get("queries_needed"),
         )
+
+    @property
+    def percent(self) -> str:
+        """The reliability as messages show it: ``95 %``."""
+        return f"{100.0 * self.reliability:.4g} %"
 
 
 @dataclass(frozen=True)
@@ -494,15 +610,21 @@ class Outcome:
             text = f' "{shorten(self.texts[qid])}"' if self.texts.get(qid) else ""
             return f"expect on {self.scope}{text} ({self.suite} x {self.system}): {verdict}"
         if self.regression is not None:
+            figures = self.regression
             where = self.scope.removeprefix("regression").strip() or "suite"
-            status = self.regression.verdict
+            status = figures.verdict
             status = status if self.passed else f"FAILED: {status}"
+            resolution = (
+                f", resolution +-{format_value(figures.resolution)} at {figures.percent}"
+                if figures.policy == "tolerance" and figures.resolution is not None
+                else ""
+            )
             return (
                 f"{self.metric} regression over {where} ({self.suite} x {self.system}): "
                 f"{status}: {format_value(self.value)} vs baseline "
-                f"{format_value(self.regression.baseline)} (drop "
-                f"{format_value(self.regression.baseline - self.value)}, tolerance "
-                f"{format_value(self.regression.tolerance)}, n={self.n})"
+                f"{format_value(figures.baseline)} (drop "
+                f"{format_value(figures.baseline - self.value)}, tolerance "
+                f"{format_value(figures.tolerance)}{resolution}, n={self.n})"
             )
         what = "ceiling" if self.ceiling else "floor"
         return (
@@ -546,13 +668,16 @@ class Outcome:
             ("n", self.n),
             ("verdict", self.verdict),
         ]
-        if self.regression is not None:
-            out += [
-                ("baseline", self.regression.baseline),
-                ("p_adjusted", self.regression.p_adjusted),
-            ]
-            if self.regression.detectable_drop is not None:
-                out.append(("detectable_drop", self.regression.detectable_drop))
+        figures = self.regression
+        if figures is not None:
+            out += [("baseline", figures.baseline), ("tolerance", figures.tolerance)]
+            out += [("policy", figures.policy), ("reliability", figures.reliability)]
+            if figures.resolution is not None:
+                out.append(("resolution", figures.resolution))
+            if figures.p_adjusted is not None:
+                out.append(("p_adjusted", figures.p_adjusted))
+            if figures.detectable_drop is not None:
+                out.append(("detectable_drop", figures.detectable_drop))
         return out
 
     @property
@@ -614,7 +739,7 @@ class Outcome:
             worst=tuple((w["id"], w["value"]) for w in data["worst"]),
             texts={w["id"]: w["text"] for w in data["worst"] if "text" in w},
             detail=tuple(data["detail"]),
-            regression=RegressionFigures.from_json(data) if "p_value" in data else None,
+            regression=RegressionFigures.from_json(data) if "baseline" in data else None,
             nodeid=data["nodeid"],
         )
 
@@ -628,8 +753,8 @@ class RegressionRow:
 
     baseline: float
     current: float
-    p_value: float
-    p_adjusted: float
+    p_value: float | None
+    p_adjusted: float | None
     improved: int
     degraded: int
     passed: bool
@@ -640,9 +765,19 @@ class RegressionRow:
     detectable_drop: float | None = None
     fewest_worse: int | None = None
     diagnostic: bool = False
+    policy: str = "margin"
+    resolution: float | None = None
+    reliability: float = 0.95
+    planned_resolution: float | None = None
+    queries_needed: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "policy": self.policy,
+            "resolution": self.resolution,
+            "reliability": self.reliability,
+            "planned_resolution": self.planned_resolution,
+            "queries_needed": self.queries_needed,
             "tolerance": self.tolerance,
             "verdict": self.verdict,
             "detectable_drop": self.detectable_drop,
@@ -661,7 +796,7 @@ class RegressionRow:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RegressionRow:
-        return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+        return cls(**{name: data[name] for name in cls.__dataclass_fields__ if name in data})
 
 
 @dataclass(frozen=True)
@@ -724,4 +859,70 @@ class BaselineComparison:
             rows=None
             if rows is None
             else {name: RegressionRow.from_json(row) for name, row in rows.items()},
+        )
+
+
+# -- what an item hands the session ----------------------------------------------------------
+
+
+@dataclass(frozen=True, order=True)
+class Undecided:
+    """A gate item not decided because its suite x system run failed."""
+
+    suite: str
+    system: str
+    nodeid: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"suite": self.suite, "system": self.system, "nodeid": self.nodeid}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Undecided:
+        return cls(suite=data["suite"], system=data["system"], nodeid=data["nodeid"])
+
+
+@dataclass(frozen=True)
+class ItemPayload:
+    """What one item hands the session that writes the report: the runs it was the first in
+    its process to read (with their baseline comparisons), its own gate outcome, or why it was
+    not decided. Under xdist it travels on the item's test report, through this one codec, and
+    the controller gathers every worker's payloads into the same report a serial run writes."""
+
+    runs: tuple[RunRecord, ...] = ()
+    comparisons: tuple[BaselineComparison, ...] = ()
+    failures: tuple[RunFailure, ...] = ()
+    gates: tuple[Outcome, ...] = ()
+    undecided: tuple[Undecided, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.runs or self.comparisons or self.failures or self.gates or self.undecided)
+
+    def __add__(self, other: ItemPayload) -> ItemPayload:
+        return ItemPayload(
+            runs=self.runs + other.runs,
+            comparisons=self.comparisons + other.comparisons,
+            failures=self.failures + other.failures,
+            gates=self.gates + other.gates,
+            undecided=self.undecided + other.undecided,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runs": [run.to_json() for run in self.runs],
+            "comparisons": [c.to_transport() for c in self.comparisons],
+            "failures": [f.to_json() for f in self.failures],
+            "gates": [g.to_json() for g in self.gates],
+            "undecided": [u.to_json() for u in self.undecided],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ItemPayload:
+        return cls(
+            runs=tuple(RunRecord.from_json(r) for r in data.get("runs", ())),
+            comparisons=tuple(
+                BaselineComparison.from_transport(c) for c in data.get("comparisons", ())
+            ),
+            failures=tuple(RunFailure.from_json(f) for f in data.get("failures", ())),
+            gates=tuple(Outcome.from_json(g) for g in data.get("gates", ())),
+            undecided=tuple(Undecided.from_json(u) for u in data.get("undecided", ())),
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from retrieval_gate.gates.regressions import (
     explain,
     family_size,
 )
+from retrieval_gate.gates.resolution import block_level, queries_needed, t_quantile
 from retrieval_gate.metrics import metric_versions
 from retrieval_gate.records import QueryRecord, RegressionFigures, RunRecord, query_digest
 
@@ -128,7 +130,7 @@ def test_corrupt_json_names_the_file_on_one_line(tmp_path: Path) -> None:
 def test_not_utf8_is_a_baseline_error(tmp_path: Path) -> None:
     path = tmp_path / "b.json"
     path.write_bytes(b"\xff\xfe\x00garbage")
-    with pytest.raises(BaselineError, match=r"b\.json: cannot read baseline"):
+    with pytest.raises(BaselineError, match=r"b\.json: corrupt baseline \(not UTF-8 text"):
         load_baseline(path)
 
 
@@ -301,7 +303,7 @@ def test_a_redefined_metric_alone_is_not_compared() -> None:
     assert list(got.redefined) == ["P@1"]
     checks = [RegressionCheck("suite", "P@1", 0.01), RegressionCheck("suite", "R@3", 0.01)]
     p1, r3 = compare_with_baseline(
-        now, base, checks, path="b.json", alpha=0.05, seed=0
+        now, base, checks, path="b.json", alpha=0.05, policy="margin", seed=0
     ).outcomes.values()
     assert figures(p1).not_compared == (
         "the definition of P@1 changed since the baseline (P/trec_eval-10/1 -> "
@@ -376,7 +378,7 @@ def test_explain_gives_ranks_before_after_and_who_took_the_places() -> None:
     )
     # r1 2 -> 4: ahead of it now x, y, a; before only a.
     # r2 4 -> gone: its old top 4 now holds x, y, a, r1; before a, r1, b were ahead of it.
-    assert explain("q1", now, then, "P@3") == (
+    assert explain("q1", now, then, "P@3", "ranking") == (
         "q1: P@3 0.3333 -> 0; r1 2 -> 4 (displaced by x, y); r2 4 -> - (displaced by x, y)"
     )
 
@@ -384,24 +386,138 @@ def test_explain_gives_ranks_before_after_and_who_took_the_places() -> None:
 def test_explain_shows_gains_and_skips_unmoved_documents() -> None:
     then = query("q1", metrics={"R@3": 0.5}, ranking=["r1", "z", "y"], relevant={"r1": 1, "r2": 1})
     now = query("q1", metrics={"R@3": 0.5}, ranking=["r1", "r2", "y"], relevant={"r1": 1, "r2": 1})
-    assert explain("q1", now, then, "R@3") == "q1: R@3 0.5 -> 0.5; r2 - -> 2"
+    assert explain("q1", now, then, "R@3", "ranking") == "q1: R@3 0.5 -> 0.5; r2 - -> 2"
 
 
 def test_explain_lists_at_most_three_intruders() -> None:
     # r fell out of the top 5; its old place and those ahead of it are now p, q, s, t, u.
     then = query("q1", metrics={"MRR@5": 0.2}, ranking=["a", "b", "c", "d", "r"], relevant={"r": 1})
     now = query("q1", metrics={"MRR@5": 0.0}, ranking=["p", "q", "s", "t", "u"], relevant={"r": 1})
-    assert explain("q1", now, then, "MRR@5") == (
+    assert explain("q1", now, then, "MRR@5", "ranking") == (
         "q1: MRR@5 0.2 -> 0; r 5 -> - (displaced by p, q, s and 2 more)"
     )
 
 
 def test_explain_with_unchanged_ranks() -> None:
     same = query("q1", metrics={"P@1": 1.0}, ranking=["q1-doc"])
-    assert explain("q1", same, same, "P@1") == "q1: P@1 1 -> 1; relevant ranks unchanged"
+    assert explain("q1", same, same, "P@1", "ranking") == "q1: P@1 1 -> 1; relevant ranks unchanged"
 
 
 # -- check_regressions over a baseline read back from disk ---------------------------------------
+
+
+def test_the_default_rule_fails_an_observed_drop_beyond_the_tolerance() -> None:
+    # Five of ten queries drop P@1 from 1 to 0: mean 1 -> 0.5, a drop of 0.5 > 0.01, so it fails
+    # (the margin rule needs p <= alpha; this rule reads the drop). Its resolution: drops d =
+    # five 1s and five 0s, mean 0.5, SS = 10 * 0.25 = 2.5; one block of one metric: c =
+    # t_{0.975, 9} = 2.2621572, pseudo-query weight w = c^2 / 4 = 1.2793388; epsilon =
+    # c * sqrt((2.5 + w) / (9 + w)) / sqrt(10) = 0.4337586.
+    then = record([query(f"q{i}") for i in range(10)])
+    now = record(
+        [query(f"q{i}", metrics={"P@1": 0.0}, ranking=["spam"]) for i in range(5)]
+        + [query(f"q{i}") for i in range(5, 10)]
+    )
+    base = base_of(then)
+    shared = align(now, base).shared
+    [out] = check_regressions(
+        now, base, shared, [RegressionCheck("suite", "P@1", 0.01)], alpha=0.05
+    )
+    assert not out.passed
+    assert (out.value, figures(out).baseline, out.threshold, out.n) == (0.5, 1.0, 0.99, 10)
+    assert (figures(out).verdict, figures(out).policy, figures(out).reliability) == (
+        "regressed",
+        "tolerance",
+        0.95,
+    )
+    assert figures(out).resolution == pytest.approx(0.4337585970)
+    assert (figures(out).p_value, figures(out).detectable_drop) == (None, None)
+    assert out.detail[0] == (
+        "regressed: P@1 dropped 0.5 > tolerance 0.01 (resolution +-0.4338 at 95 %)"
+    )
+    assert out.detail[2] == (
+        "resolution +-0.4338 at 95 % reliability, shared over the session's 1 suite x system "
+        "scope (c 2.262): a true drop above 0.4438 fails and one below -0.4238 passes"
+    )
+    # Wider than the tolerance: the item says what would resolve it. Today's drops have sd
+    # sqrt(2.5 / 9) = 0.527; the baseline has none.
+    assert out.detail[3].startswith(
+        "WARNING: the resolution (+-0.4338) is wider than the tolerance (0.01): changes with no "
+        "real effect on P@1 will often fail; a tolerance of at least 0.4338, or about "
+    )
+    assert figures(out).queries_needed == queries_needed(math.sqrt(2.5 / 9), 1.0, 0.01, 0.05)
+    assert out.detail[4] == "q0: P@1 1 -> 0; q0-doc 1 -> - (displaced by spam)"
+    # The same drop within a tolerance of 0.5 (equal: not larger) passes; one of 0.49 fails.
+    [equal] = check_regressions(
+        now, base, shared, [RegressionCheck("suite", "P@1", 0.5)], alpha=0.05
+    )
+    assert (figures(equal).verdict, equal.passed) == ("ok", True)
+    assert equal.detail[0].startswith("ok: P@1 dropped 0.5 <= tolerance 0.5 (resolution +-")
+    [over] = check_regressions(
+        now, base, shared, [RegressionCheck("suite", "P@1", 0.49)], alpha=0.05
+    )
+    assert not over.passed
+    # The other way round, an improvement passes; the baseline's own run changed nothing.
+    [rose] = check_regressions(
+        then, base_of(now), shared, [RegressionCheck("suite", "P@1", 0.0)], alpha=0.05
+    )
+    assert rose.passed and rose.detail[0].startswith("ok: P@1 rose 0.5 (tolerance 0) (resolution")
+    [same] = check_regressions(
+        then, base, shared, [RegressionCheck("suite", "P@1", 0.0)], alpha=0.05
+    )
+    assert same.passed
+    assert same.detail[0] == (
+        "ok: P@1: no compared query changed (tolerance 0) (resolution +-0.2524 at 95 %)"
+    )
+
+
+def test_more_blocks_widen_the_resolution_and_change_no_decision() -> None:
+    then = record([query(f"q{i}") for i in range(10)])
+    now = record(
+        [query(f"q{i}", metrics={"P@1": 0.0}, ranking=["spam"]) for i in range(2)]
+        + [query(f"q{i}") for i in range(2, 10)]
+    )
+    base = base_of(then)
+    shared = align(now, base).shared
+    checks = [RegressionCheck("suite", "P@1", 0.1), RegressionCheck("suite", "P@1", 0.3)]
+    alone = check_regressions(now, base, shared, checks, alpha=0.05, blocks=1)
+    shared_out = check_regressions(now, base, shared, checks, alpha=0.05, blocks=6)
+    for a, b in zip(alone, shared_out, strict=True):
+        assert (a.passed, figures(a).verdict) == (b.passed, figures(b).verdict)
+        # 6 blocks: each at 1 - 0.95^(1/6) = 0.008512, c = t_{1 - 0.004256, 9}. Drops: two 1s,
+        # eight 0s, SS = 2 * 0.8^2 + 8 * 0.2^2 = 1.6.
+        for c, found in (
+            (t_quantile(0.975, 9), figures(a)),
+            (t_quantile(1 - block_level(0.05, 6) / 2, 9), figures(b)),
+        ):
+            w = c * c / 4
+            assert found.resolution == pytest.approx(c * math.sqrt((1.6 + w) / (9 + w) / 10))
+        assert figures(b).resolution > figures(a).resolution  # type: ignore[operator]
+    # Drop 0.2: over 0.1, within 0.3.
+    assert [o.passed for o in alone] == [False, True]
+
+
+def test_a_diagnostic_beyond_the_tolerance_is_reported_not_failed() -> None:
+    then = record([query(f"q{i}") for i in range(4)])
+    now = record(
+        [query("q0", metrics={"P@1": 0.0}, ranking=["spam"])]
+        + [query(f"q{i}") for i in range(1, 4)]
+    )
+    base = base_of(then)
+    [out] = check_regressions(
+        now,
+        base,
+        align(now, base).shared,
+        [RegressionCheck("suite", "P@1", 0.01, gated=False)],
+        alpha=0.05,
+    )
+    assert (figures(out).verdict, out.passed, figures(out).diagnostic) == ("regressed", True, True)
+    assert "diagnostic: not a gated item (see regression_scopes)" in out.detail
+
+
+def test_an_unknown_policy_is_refused() -> None:
+    then = record([query("q0")])
+    with pytest.raises(ValueError, match="policy must be one of tolerance, margin"):
+        check_regressions(then, base_of(then), ("q0",), [], alpha=0.05, policy="vibes")
 
 
 def test_regression_verdicts_on_the_tolerance_as_a_margin() -> None:
@@ -418,7 +534,7 @@ def test_regression_verdicts_on_the_tolerance_as_a_margin() -> None:
     base = base_of(then)
     shared = align(now, base).shared
     checks = [RegressionCheck("suite", "P@1", 0.01)]
-    [out] = check_regressions(now, base, shared, checks, alpha=0.05, seed=0)
+    [out] = check_regressions(now, base, shared, checks, alpha=0.05, policy="margin", seed=0)
     assert not out.passed
     assert (out.value, figures(out).baseline, out.threshold, out.n) == (0.5, 1.0, 0.99, 10)
     assert (figures(out).p_value, figures(out).p_within) == (1 / 32, 993 / 1024)
@@ -445,17 +561,29 @@ def test_regression_verdicts_on_the_tolerance_as_a_margin() -> None:
     # Same drop, tolerance 0.5: x is five -0.5 and five +0.5, T = 0; sums <= 0 and sums >= 0 are
     # each (1024 + C(10, 5)) / 2 = 638 of 1024 patterns: neither shown, underpowered, passes.
     [lenient] = check_regressions(
-        now, base, shared, [RegressionCheck("suite", "P@1", 0.5)], alpha=0.05, seed=0
+        now,
+        base,
+        shared,
+        [RegressionCheck("suite", "P@1", 0.5)],
+        alpha=0.05,
+        policy="margin",
+        seed=0,
     )
     assert (figures(lenient).p_value, figures(lenient).p_within) == (638 / 1024, 638 / 1024)
     assert (figures(lenient).verdict, lenient.passed) == ("underpowered", True)
     [strict] = check_regressions(
-        now, base, shared, [RegressionCheck("suite", "P@1", 0.5)], alpha=0.05, strict=True
+        now,
+        base,
+        shared,
+        [RegressionCheck("suite", "P@1", 0.5)],
+        alpha=0.05,
+        policy="margin",
+        strict=True,
     )
     assert (figures(strict).verdict, strict.passed) == ("underpowered", False)
     assert strict.headline().startswith("P@1 regression over suite (s x sys): FAILED: underpowered")
     # The baseline's own run: no query changed, ok whatever the tolerance.
-    [same] = check_regressions(then, base, shared, checks, alpha=0.05)
+    [same] = check_regressions(then, base, shared, checks, alpha=0.05, policy="margin")
     assert (figures(same).verdict, same.passed, same.detail[0]) == (
         "ok",
         True,
@@ -470,7 +598,12 @@ def test_ok_needs_the_drop_shown_within_the_tolerance() -> None:
     now = record([query("q0", metrics={"P@1": 0.9})] + [query(f"q{i}") for i in range(1, 10)])
     base = base_of(then)
     [out] = check_regressions(
-        now, base, align(now, base).shared, [RegressionCheck("suite", "P@1", 0.2)], alpha=0.05
+        now,
+        base,
+        align(now, base).shared,
+        [RegressionCheck("suite", "P@1", 0.2)],
+        alpha=0.05,
+        policy="margin",
     )
     assert (figures(out).p_within, figures(out).p_value) == (1 / 1024, 1.0)
     assert (figures(out).verdict, out.passed) == ("ok", True)
@@ -486,7 +619,9 @@ def test_family_divides_alpha_between_the_session_items() -> None:
     )
     base = base_of(then)
     checks = [RegressionCheck("suite", "P@1", 0.01)]
-    [out] = check_regressions(now, base, align(now, base).shared, checks, alpha=0.05, family=3)
+    [out] = check_regressions(
+        now, base, align(now, base).shared, checks, alpha=0.05, policy="margin", family=3
+    )
     assert (figures(out).p_adjusted, figures(out).alpha, figures(out).family) == (
         3 / 32,
         0.05 / 3,
@@ -517,7 +652,13 @@ def test_only_shared_queries_are_compared() -> None:
     base = base_of(then)
     shared = align(now, base).shared
     [out] = check_regressions(
-        now, base, shared, [RegressionCheck("suite", "P@1", 0.01)], alpha=0.05, seed=0
+        now,
+        base,
+        shared,
+        [RegressionCheck("suite", "P@1", 0.01)],
+        alpha=0.05,
+        policy="margin",
+        seed=0,
     )
     assert (out.passed, out.n, out.value, figures(out).baseline) == (True, 1, 1.0, 1.0)
 
@@ -530,7 +671,9 @@ def test_metric_missing_from_the_baseline_is_said_not_passed_silently() -> None:
     )
     base = base_of(then)
     checks = [RegressionCheck("suite", "P@10", 0.01), RegressionCheck("suite", "P@1", 0.01)]
-    missing, p1 = check_regressions(now, base, ("q1", "q2"), checks, alpha=0.05, seed=0)
+    missing, p1 = check_regressions(
+        now, base, ("q1", "q2"), checks, alpha=0.05, policy="margin", seed=0
+    )
     assert missing.detail == ("not compared: this run does not compute P@10 (cutoffs [1, 10])",)
     assert str(figures(missing).not_compared).startswith("this run does not compute P@10")
     assert missing.n == 0
@@ -542,7 +685,9 @@ def test_metric_missing_from_the_baseline_is_said_not_passed_silently() -> None:
     )
     second = dataclasses.replace(now.queries[1], metrics={"P@1": 1.0, "P@10": 0.1})
     now = dataclasses.replace(now, queries=(now.queries[0], second))
-    missing, _ = check_regressions(now, base, ("q1", "q2"), checks, alpha=0.05, seed=0)
+    missing, _ = check_regressions(
+        now, base, ("q1", "q2"), checks, alpha=0.05, policy="margin", seed=0
+    )
     assert figures(missing).not_compared == (
         "the baseline has no P@10 (saved with cutoffs [1, 3], now [1, 10]); "
         "save a new baseline with --rg-save-baseline"
@@ -553,7 +698,7 @@ def test_explain_names_everyone_who_moved_ahead() -> None:
     # r 1 -> 3: both new documents ahead of it pushed it down, not only the one at rank 1.
     then = query("q1", metrics={"MRR@5": 1.0}, ranking=["r", "a", "b"], relevant={"r": 1})
     now = query("q1", metrics={"MRR@5": 1 / 3}, ranking=["x", "y", "r"], relevant={"r": 1})
-    assert explain("q1", now, then, "MRR@5") == (
+    assert explain("q1", now, then, "MRR@5", "ranking") == (
         "q1: MRR@5 1 -> 0.3333; r 1 -> 3 (displaced by x, y)"
     )
 
@@ -564,7 +709,9 @@ def test_checks_that_compare_nothing_are_not_compared() -> None:
     now = record([query(f"q{i}", metrics={"P@1": 0.0}) for i in range(5)])
     base = base_of(then)
     checks = [RegressionCheck("suite", "P@1", 0.01), RegressionCheck("category[c]", "P@1", 0.01)]
-    suite, empty = check_regressions(now, base, align(now, base).shared, checks, alpha=0.05, seed=0)
+    suite, empty = check_regressions(
+        now, base, align(now, base).shared, checks, alpha=0.05, policy="margin", seed=0
+    )
     # x = five -0.99: only the all-negative pattern has sum <= T, p = 2^-5.
     assert (figures(suite).p_value, figures(suite).p_adjusted, suite.passed) == (
         1 / 32,
@@ -582,7 +729,9 @@ def test_checks_that_compare_nothing_are_not_compared() -> None:
 
 
 def test_comparison_without_a_baseline_run_has_no_outcomes() -> None:
-    got = compare_with_baseline(record([query("q1")]), None, [], path="b.json", alpha=0.05, seed=0)
+    got = compare_with_baseline(
+        record([query("q1")]), None, [], path="b.json", alpha=0.05, policy="margin", seed=0
+    )
     assert (got.comparison, dict(got.outcomes), got.reason) == (
         None,
         {},
@@ -594,7 +743,13 @@ def test_not_comparable_keeps_the_reason_and_decides_nothing() -> None:
     base = base_of(record([query("q1")]))
     now = record([query("q1")], gain="exponential")
     got = compare_with_baseline(
-        now, base, [RegressionCheck("suite", "P@1", 0.01)], path="b.json", alpha=0.05, seed=0
+        now,
+        base,
+        [RegressionCheck("suite", "P@1", 0.01)],
+        path="b.json",
+        alpha=0.05,
+        policy="margin",
+        seed=0,
     )
     assert got.reason == "gain changed from 'linear' to 'exponential'"
     assert dict(got.outcomes) == {}
@@ -614,7 +769,9 @@ def test_comparison_rows_are_keyed_by_scope_and_skip_what_compared_nothing() -> 
         RegressionCheck("category[a]", "P@1", 0.01),
         RegressionCheck("category[b]", "P@1", 0.01),  # no query: nothing to show
     ]
-    got = compare_with_baseline(now, base_of(then), checks, path="b.json", alpha=0.05, family=2)
+    got = compare_with_baseline(
+        now, base_of(then), checks, path="b.json", alpha=0.05, policy="margin", family=2
+    )
     assert got.comparison is not None and got.comparison.rows is not None
     assert list(got.comparison.rows) == ["P@1", "category[a]::P@1"]
     row = got.comparison.rows["P@1"]

@@ -178,7 +178,10 @@ def test_folder_with_non_utf8_file_names_the_file(tmp_path: Path) -> None:
     bad.write_bytes(b"line one\ncaf\xe9\n")
     with pytest.raises(CorpusError) as excinfo:
         load_corpus(tmp_path)
-    assert error_of(excinfo) == f"{bad} [line 2]: not UTF-8 text (byte 0xe9 at offset 12)"
+    assert error_of(excinfo) == (
+        f"{bad} [line 2]: not UTF-8 text (byte 0xe9 at offset 12); convert it to UTF-8, or move "
+        "it away if it is binary"
+    )
 
 
 def test_folder_with_only_hidden_files_is_empty(tmp_path: Path) -> None:
@@ -236,7 +239,7 @@ def test_jsonl_detected_by_content_and_gzip(tmp_path: Path) -> None:
     [
         (
             '{"id": "a", "text": "x"}\n{"id": "b", "text": \n',
-            "line 2]: invalid JSON: Expecting value",
+            "line 2]: invalid JSON at column 21: Expecting value",
         ),
         ('{"id": "a", "text": "x"}\n\n{"text": "x"}\n', "line 3]: document has no 'id' (or '_id')"),
         ('{"id": "a"}\n', "line 1]: document 'a' has no 'text'"),

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval_gate.embed.cache import MAX_SHARDS, CacheWarning, EmbeddingCache
+from retrieval_gate.embed.cache import MAX_SHARDS, EmbeddingCache
+from retrieval_gate.errors import CacheWarning
 
 IDENTITY = 'retrieval-gate-embedder/1 {"kind":"test","model":"m"}'
 
@@ -243,3 +244,42 @@ def test_lookup_of_one_whole_shard_in_order_is_that_shard_read_only(tmp_path: Pa
     part, _ = cache.lookup(_digests(["x", "w"]))
     assert part.flags.writeable and not np.shares_memory(part, found)
     np.testing.assert_array_equal(part, vectors[[1, 0]])
+
+
+def test_a_warm_cache_checks_the_width_the_model_gave(tmp_path: Path) -> None:
+    # A cold run (the model says 8) records the width; a shard of another width appearing
+    # later is dropped by a warm run that loads no model (dim unknown), not taken as the truth.
+    cold = EmbeddingCache(tmp_path, IDENTITY, 8)
+    cold.store(_digests(["a", "b"]), _vectors(2, dim=8))
+    assert (cold.directory / "width.txt").read_text() == "8\n"
+    np.savez(
+        cold.directory / "shard-0000.npz",
+        digests=np.array(_digests(["c"]), dtype=str),
+        vectors=_vectors(1, dim=3),
+    )
+    warm = EmbeddingCache(tmp_path, IDENTITY)
+    with pytest.warns(
+        CacheWarning, match=r"dimension 3, the model gave when the cache was filled 8"
+    ):
+        found, missing = warm.lookup(_digests(["a", "b", "c"]))
+    assert found.shape == (2, 8) and missing == [2]
+    assert warm.dropped == ["dimension 3, the model gave when the cache was filled 8"]
+    assert not (cold.directory / "shard-0000.npz").exists()
+
+
+def test_a_cache_folder_that_cannot_be_made_warns_and_stores_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    def refuse(self: Path, *args: object, **kwargs: object) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", refuse)
+    with pytest.warns(CacheWarning, match=r"cannot be written \(Read-only file system\)"):
+        cache = EmbeddingCache(tmp_path / "ro", IDENTITY)
+    cache.store(_digests(["a"]), _vectors(1))  # nothing to store to, nothing raised
+    monkeypatch.undo()
+    assert not (tmp_path / "ro").exists()
+    found, missing = cache.lookup(_digests(["a"]))
+    assert found.shape[0] == 0 and missing == [0]

@@ -15,6 +15,7 @@ from retrieval_gate.embed import (
     Embedder,
     EmbedderSpec,
     folder_digest,
+    import_optional,
     load_embedder,
     resolve_model_ref,
 )
@@ -575,3 +576,23 @@ def test_encode_in_chunks_checks_and_normalises_each_chunk() -> None:
         encode_in_chunks(
             lambda b: np.zeros((len(b), 3)), texts, dim=2, normalize=True, chunk_size=2
         )
+
+
+def test_an_installed_package_that_fails_to_import_is_not_called_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An extension module imported twice in one process raises ImportError without a name; the
+    # package is installed, so the message must say what failed, not "pip install it".
+    (tmp_path / "twice_loaded").mkdir()
+    (tmp_path / "twice_loaded" / "__init__.py").write_text(
+        "raise ImportError('cannot load module more than once per process')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(MissingExtraError) as info:
+        import_optional("twice_loaded", package="twice-loaded", extra="x")
+    assert str(info.value) == (
+        "twice-loaded could not be imported (cannot load module more than once per process); "
+        "pip install 'pytest-retrieval-gate[x]'"
+    )
+    with pytest.raises(MissingExtraError, match=r"^absent-pkg is not installed"):
+        import_optional("absent_pkg_xyz", package="absent-pkg", extra="x")

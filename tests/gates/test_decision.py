@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -57,19 +58,82 @@ def test_score_is_the_weighted_sum_of_clamped_terms() -> None:
     )
 
 
-def test_a_figure_the_system_does_not_have_is_not_applicable() -> None:
-    # A retriever has no embedding dimension; a stored run measures no latency.
-    stored = run("stored", p5=1.0, r10=1.0, p50=0.0, latency_measured=False)
+def test_a_figure_the_system_does_not_have_is_reweighted_away() -> None:
+    # A retriever has no embedding dimension; a stored run measures no latency. Their weights
+    # (0.2 + 0.1) are spread over P@5 and R@10 in proportion: 0.4 * 1.0 / 0.7 and 0.3 * 1.0 / 0.7.
+    stored = run("stored", p5=0.5, r10=0.8, p50=0.0, latency_measured=False)
     (decision,) = decide([stored], SETTINGS)
     latency, dims = decision.terms[2], decision.terms[3]
     assert (latency.value, dims.value) == (None, None)
-    assert decision.score == pytest.approx(0.4 + 0.3, abs=1e-12)
+    assert decision.terms[0].effective_weight == pytest.approx(0.4 / 0.7, abs=1e-12)
+    assert decision.score == pytest.approx((0.4 * 0.5 + 0.3 * 0.8) / 0.7, abs=1e-12)
     assert decision.to_json()["terms"]["dims"] == {
         "weight": 0.1,
+        "effective_weight": 0.0,
         "raw": None,
         "value": None,
         "contribution": 0.0,
     }
+
+
+def test_a_retriever_without_dims_is_not_ranked_below_an_equal_embedder() -> None:
+    # Same quality and latency; the embedder's dims term is 1 - 1024/1024 = 0. Counted as 0, the
+    # retriever would lose the whole dims weight (0.1) to nothing; reweighted, it scores the mean
+    # of its terms: (0.4*0.5 + 0.3*0.5 + 0.2*0.5) / 0.9 = 0.5, above the embedder's 0.45.
+    embedder = run("embedder", p5=0.5, r10=0.5, p50=100.0, dims=1024)
+    retriever = run("retriever", p5=0.5, r10=0.5, p50=100.0)
+    ranked = decide([embedder, retriever], SETTINGS)
+    assert [d.system for d in ranked] == ["retriever", "embedder"]
+    assert ranked[0].score == pytest.approx(0.45 / 0.9, abs=1e-12)
+    assert ranked[1].score == pytest.approx(0.45, abs=1e-12)
+
+
+def test_weights_per_kind_and_per_suite() -> None:
+    settings = parse_decision(
+        {
+            "weights": {"P@5": 1.0},
+            "by_kind": {"extraction": {"F1_micro": 0.5, "latency": 0.5}},
+            "by_suite": {"special": {"R@10": 1.0}},
+        },
+        SOURCE,
+    )
+    assert settings.weights_for("s", "ranking") == ({"P@5": 1.0}, "weights")
+    assert settings.weights_for("docs", "extraction") == (
+        {"F1_micro": 0.5, "latency": 0.5},
+        "by_kind.extraction",
+    )
+    assert settings.weights_for("special", "extraction") == ({"R@10": 1.0}, "by_suite.special")
+    assert settings.weighs("latency") and not settings.weighs("dims")
+    extraction = dataclasses.replace(
+        run("a", 0.5, 0.5, 50.0), suite="docs", kind="extraction", metrics={"F1_micro": 0.4}
+    )
+    (decision,) = decide([extraction], settings)
+    # 0.5 * 0.4 + 0.5 * (1 - 50 / 200)
+    assert decision.score == pytest.approx(0.2 + 0.375, abs=1e-12)
+
+
+def test_project_weights_on_another_kind_say_how_to_weigh_it() -> None:
+    settings = DecisionSettings(weights={"MRR@10": 1.0})
+    extraction = dataclasses.replace(
+        run("a", 0.5, 0.5, 1.0), suite="docs", kind="extraction", metrics={"F1_micro": 0.4}
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"decision weight MRR@10 is not reported for suite docs \(an extraction suite; .*"
+        r"give extraction suites their own weights: decision.by_kind.extraction",
+    ):
+        decide([extraction], settings)
+
+
+def test_only_kind_weights_leave_other_kinds_without_a_decision() -> None:
+    settings = parse_decision({"by_kind": {"pairs": {"spearman": 1.0}}}, SOURCE)
+    with pytest.raises(ConfigError, match=r"no decision weights for suite s \(a ranking suite\)"):
+        decide([run("a", 0.5, 0.5, 1.0)], settings)
+
+
+def test_an_unknown_kind_is_named() -> None:
+    with pytest.raises(ConfigError, match=r"\[decision.by_kind.extractoin\]: unknown suite kind"):
+        parse_decision({"by_kind": {"extractoin": {"F1_micro": 1.0}}}, SOURCE)
 
 
 def test_ties_rank_by_system_name() -> None:
@@ -96,7 +160,18 @@ def test_parse_reads_the_table_and_canonical_metric_names() -> None:
     ("raw", "message"),
     [
         ({"weights": {}}, r"\[decision.weights\]: 'weights' must map"),
-        ({"weights": {"P@5": -1}}, r"\[decision.weights.P@5\]: a weight must be a number >= 0"),
+        (
+            {"weights": {"P@5": -1}},
+            r"\[decision.weights.P@5\]: a weight must be a finite number >= 0",
+        ),
+        (
+            {"weights": {"P@5": float("inf")}},
+            r"\[decision.weights.P@5\]: a weight must be a finite number >= 0, got inf",
+        ),
+        (
+            {"weights": {"P@5": 0, "latency": 0.0}},
+            r"\[decision.weights\]: every weight is 0: every system would score 0",
+        ),
         (
             {"weights": {"speed": 1}},
             r"\[decision.weights.speed\]: unknown metric 'speed'.*'latency', 'dims'",
@@ -104,7 +179,11 @@ def test_parse_reads_the_table_and_canonical_metric_names() -> None:
         ({"weights": {"latency_p50_ms": 1}}, r"weigh latency with 'latency'"),
         (
             {"weights": {"P@5": 1}, "dims_budget": 0},
-            r"\[decision.dims_budget\]: 'dims_budget' must be a number > 0",
+            r"\[decision.dims_budget\]: 'dims_budget' must be a finite number > 0",
+        ),
+        (
+            {"weights": {"P@5": 1}, "latency_budget_ms": float("nan")},
+            r"\[decision.latency_budget_ms\]: 'latency_budget_ms' must be a finite number > 0",
         ),
         ({"weights": {"P@5": 1}, "budget": 1}, r"\[decision\]: unknown key 'budget'"),
     ],

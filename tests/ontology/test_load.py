@@ -12,8 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval_gate.embed.cache import CacheWarning
-from retrieval_gate.errors import MissingExtraError, RetrievalGateError
+from retrieval_gate.errors import CacheWarning, MissingExtraError, RetrievalGateError
 from retrieval_gate.ontology import Ontology, OntologyError, cache_path, load_ontology, resolve_ref
 
 DATA = Path(__file__).parents[1] / "data" / "ontology"
@@ -160,7 +159,9 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_a_folder_is_not_a_file(tmp_path: Path) -> None:
-    with pytest.raises(OntologyError, match=r"dir\.obo: cannot read ontology file"):
+    with pytest.raises(
+        OntologyError, match=r"dir\.obo: ontology file is a folder, not a regular file$"
+    ):
         (tmp_path / "dir.obo").mkdir()
         load_ontology("dir.obo", base=tmp_path, cache_dir=None)
 

@@ -260,6 +260,81 @@ def test_lca_tie_uses_the_smallest_ids_ic(tiny: Ontology) -> None:
     assert sim(tiny, T(9), T(11), "resnik") == pytest.approx(IC5)
 
 
+# A shortcut makes shortest-path depths disagree with the hierarchy below it (HPO has such
+# terms): S:5 and S:7 are is_a both S:4 (depth 3) and the root, so they are at depth 1 while
+# their deepest common ancestor S:4 is at depth 3.
+#
+#     S:1 [0] ── S:2 [1] ── S:3 [2] ── S:4 [3] ── S:8 [4]
+#      │                     └── S:9 [3]          │
+#      └── (shortcut) S:5 [1], S:7 [1]: each is_a S:4 and S:1;  S:6 [2] is_a S:5
+#
+# D = 4.
+SHORTCUT_OBO = "format-version: 1.2\n" + "".join(
+    f"\n[Term]\nid: S:{n}\nname: term {n}\n" + "".join(f"is_a: S:{p}\n" for p in parents)
+    for n, parents in {
+        1: (),
+        2: (1,),
+        3: (2,),
+        4: (3,),
+        5: (4, 1),
+        6: (5,),
+        7: (4, 1),
+        8: (4,),
+        9: (3,),
+    }.items()
+)
+
+
+@pytest.fixture(scope="module")
+def shortcut(tmp_path_factory: pytest.TempPathFactory) -> Ontology:
+    folder = tmp_path_factory.mktemp("shortcut")
+    (folder / "shortcut.obo").write_text(SHORTCUT_OBO, encoding="utf-8")
+    return load_ontology("shortcut.obo", base=folder, cache_dir=None)
+
+
+def test_shortcut_depths(shortcut: Ontology) -> None:
+    depths = {i: int(shortcut.tables.depth[shortcut.index(i)]) for i in shortcut.ids}
+    assert depths == {
+        "S:1": 0, "S:2": 1, "S:3": 2, "S:4": 3, "S:5": 1, "S:6": 2, "S:7": 1, "S:8": 4, "S:9": 3
+    }  # fmt: skip
+    assert shortcut.tables.max_depth == 4
+
+
+def test_hybrid_lca_deeper_than_both_terms_scores_1(shortcut: Ontology) -> None:
+    # lca(S:5, S:7) = S:4 at depth 3, both terms at depth 1: dist = 1 + 1 - 2 * 3 = -4 <= 0.
+    # Phentrieve's branch: 1. (The formula alone: 0.7 * 3/4 + 0.3 * (1 - (-4)/2) = 1.425.)
+    assert sim(shortcut, "S:5", "S:7", "hybrid") == 1.0
+    assert pytest.approx(1.425) == 0.7 * 3 / 4 + 0.3 * (1 - (1 + 1 - 2 * 3) / (1 + 1))
+    # The other measures are unaffected by the branch: depth = 3/4.
+    assert sim(shortcut, "S:5", "S:7", "depth") == pytest.approx(3 / 4)
+
+
+def test_hybrid_equal_depth_branch_scores_1(shortcut: Ontology) -> None:
+    # lca(S:5, S:9) = S:3 (depth 2); depth(S:5) = 1, depth(S:9) = 3: dist = 1 + 3 - 2 * 2 = 0.
+    # Phentrieve's branch: 1. (The formula alone: 0.7 * 2/4 + 0.3 * (1 - 0/4) = 0.65.)
+    assert sim(shortcut, "S:5", "S:9", "hybrid") == 1.0
+    # lca(S:6, S:8) = S:4 (depth 3): dist = 2 + 4 - 2 * 3 = 0: 1 as well.
+    assert sim(shortcut, "S:6", "S:8", "hybrid") == 1.0
+
+
+def test_hybrid_apart_is_the_formula(shortcut: Ontology) -> None:
+    # lca(S:9, S:8) = S:3 (depth 2): dist = 3 + 4 - 2 * 2 = 3 > 0.
+    assert sim(shortcut, "S:9", "S:8", "hybrid") == pytest.approx(
+        0.7 * 2 / 4 + 0.3 * (1 - 3 / (3 + 4))
+    )
+    # lca(S:6, S:9) = S:3 (depth 2): dist = 2 + 3 - 2 * 2 = 1 > 0.
+    assert sim(shortcut, "S:6", "S:9", "hybrid") == pytest.approx(
+        0.7 * 2 / 4 + 0.3 * (1 - 1 / (2 + 3))
+    )
+
+
+@pytest.mark.parametrize("measure", MEASURES)
+def test_shortcut_never_outscores_an_exact_hit(shortcut: Ontology, measure: str) -> None:
+    m = pairwise(shortcut, list(shortcut.ids), list(shortcut.ids), measure)
+    assert np.all((m >= 0) & (m <= 1))
+    assert max_ont_sim(shortcut, ["S:5"], ["S:7", "S:4"], measure) <= 1.0
+
+
 @pytest.mark.parametrize("measure", MEASURES)
 def test_no_common_ancestor_scores_zero(two_roots: Ontology, measure: str) -> None:
     # R:1 and R:2 are both roots (depth 0): no common ancestor, and hybrid's 0/0 never arises.

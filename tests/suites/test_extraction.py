@@ -583,7 +583,7 @@ def test_run_extraction_results_fingerprint_and_progress(
     # is reported negated. d2: T:8.
     assert run.rankings == (("T:0000007",), ("T:0000008",))
     assert run.scores == ((0.9,), (0.7,))
-    assert run.negated == (("T:0000010",), ())
+    assert run.extras == (("T:0000010",), ())
     assert len(run.latencies_ms) == 2
     assert run.fingerprint["system"]["retriever"] == "extract_finder:retrieve"
     assert run.fingerprint["system"]["extraction"]["top_term_only"] is True

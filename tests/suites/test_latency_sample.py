@@ -201,10 +201,10 @@ def test_extraction_batched_and_one_by_one_extract_alike(
     assert sum(not math.isnan(ms) for ms in batched.latencies_ms) == 4
     monkeypatch.setattr(EmbeddingSystem, "batched", False)
     alone = _run(tmp_path, suite, settings, corpus)
-    assert (batched.rankings, batched.scores, batched.negated) == (
+    assert (batched.rankings, batched.scores, batched.extras) == (
         alone.rankings,
         alone.scores,
-        alone.negated,
+        alone.extras,
     )
-    assert any(batched.rankings) and any(batched.negated)
+    assert any(batched.rankings) and any(batched.extras)
     assert batched.stats["chunks"] == alone.stats["chunks"] == 30 * 3

@@ -34,8 +34,8 @@ def test_inline_pairs_become_units_with_the_second_text_and_gold(tmp_path: Path)
     )
     assert suite.kind == "pairs"
     first, second = suite.queries
-    assert (first.text, first.pair) == ("a cat", ("a kitten", 5.0))
-    assert (second.text, second.pair) == ("x", ("y", 0.5))
+    assert (first.text, first.text_b, first.gold) == ("a cat", "a kitten", 5.0)  # type: ignore[attr-defined]
+    assert (second.text, second.text_b, second.gold) == ("x", "y", 0.5)  # type: ignore[attr-defined]
     assert first.relevant == {}
     # Ids come from the texts, so inserting a pair does not rename the others.
     again = parse_suite(
@@ -55,13 +55,13 @@ def test_tsv_json_and_jsonl_files_load_the_same_pairs(tmp_path: Path) -> None:
     )
     loaded = [
         [
-            (q.id, q.text, q.pair)
+            (q.id, q.text, q.text_b, q.gold)  # type: ignore[attr-defined]
             for q in parse_suite({"kind": "pairs", "pairs": name}, tmp_path / "s.yaml").queries
         ]
         for name in ("p.tsv", "p.json", "p.jsonl")
     ]
     assert loaded[0] == loaded[1] == loaded[2]
-    assert [(t, p) for _, t, p in loaded[0]] == [("a", ("b", 1.5)), ("c", ("d", 0.0))]
+    assert [(t, b, g) for _, t, b, g in loaded[0]] == [("a", "b", 1.5), ("c", "d", 0.0)]
 
 
 @pytest.mark.parametrize(

@@ -137,8 +137,9 @@ def test_a_reranker_answering_wrong_is_a_run_error(tmp_path: Path) -> None:
     with pytest.raises(RunError) as info:
         stage.retrieve([("q1", "red")], 5)
     assert str(info.value) == (
-        "[query q1]: reranker tests.systems.test_rerank:stranger returned ('zz', 1.0); "
-        "expected (doc_id, score) of a hit"
+        "[query q1]: reranker tests.systems.test_rerank:stranger returned 'zz', which was not "
+        "among the 3 candidates it was given; a reranker re-scores its candidates, it does not "
+        "add documents"
     )
     stage, _ = _stage(tmp_path, "tests.systems.test_rerank:forgetful")
     with pytest.raises(RunError, match="returned no score for 'b'"):

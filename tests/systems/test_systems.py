@@ -19,10 +19,10 @@ from retrieval_gate.errors import ConfigError, RunError
 from retrieval_gate.metrics import rank_scored
 from retrieval_gate.runs import run_suite
 from retrieval_gate.runs.handle import open_system
+from retrieval_gate.schema import Option
 from retrieval_gate.suites.suite import parse_suite
 from retrieval_gate.systems import (
     OpenContext,
-    Option,
     Retrieved,
     RunOptions,
     Stage,
@@ -64,9 +64,10 @@ def test_unknown_key_lists_the_kinds_own_keys() -> None:
 def test_backend_keys_are_known_only_with_their_backend() -> None:
     embedding = (
         "aggregation, backend, batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, "
-        "description, device, document_prompt, embedder, extraction, fields, hnsw_ef_construction, "
+        "description, device, document_prompt, embed_executor, embedder, extraction, fields, "
+        "hnsw_ef_construction, "
         "hnsw_ef_search, hnsw_max_neighbors, hnsw_num_threads, index, index_recall, index_stability, model, "
-        "multi_vector, normalize, query_prompt, search_block_mb, stages, timeout, weights"
+        "multi_vector, normalize, query_prompt, ray_address, search_block_mb, stages, timeout, weights"
     )
     # pca_dims belongs to model2vec, host to chroma-server.
     assert config_error({"embedder": "sentence-transformers", "model": "m", "pca_dims": 64}) == (
@@ -75,9 +76,11 @@ def test_backend_keys_are_known_only_with_their_backend() -> None:
     assert config_error({"embedder": "model2vec", "model": "m", "host": "h"}) == (
         "/project/pyproject.toml [system.s]: unknown key 'host'; known: aggregation, "
         "batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, description, "
-        "device, distill_from, document_prompt, embedder, extraction, fields, hnsw_ef_construction, "
+        "device, distill_from, document_prompt, embed_executor, embedder, extraction, fields, "
+        "hnsw_ef_construction, "
         "hnsw_ef_search, hnsw_max_neighbors, hnsw_num_threads, index, index_recall, index_stability, model, "
-        "multi_vector, normalize, pca_dims, query_prompt, search_block_mb, stages, timeout, "
+        "multi_vector, normalize, pca_dims, query_prompt, ray_address, search_block_mb, stages, "
+        "timeout, "
         "weights"
     )
     parsed = settings(
@@ -139,7 +142,7 @@ def test_invalid_values_and_kind_selection() -> None:
         where + "unknown embedder 'openai'; known: model2vec, sentence-transformers"
     )
     assert config_error({"embedder": "model2vec", "model": "m", "index": "faiss"}) == (
-        where + "unknown index 'faiss'; known: chroma, chroma-server, exact"
+        where + "unknown index 'faiss'; known: chroma, chroma-server, exact, lancedb, pgvector"
     )
     assert config_error({"embedder": "model2vec"}) == where + "an embedding system needs 'model'"
     assert config_error(
@@ -291,6 +294,10 @@ def test_run_file_system_through_run_suite(project: Path) -> None:
         "latency_measured": False,
         # One call per query, as for a retriever: every query goes through the timed path.
         "latency_queries": 2,
+        "warnings": [
+            "runs/r.trec answers 1 of the suite's 2 queries; the 1 it does not answer score 0 "
+            "(e.g. 'q2')"
+        ],
     }
     # Opening counts as load, the calls as search; nothing is embedded or indexed.
     assert set(timings) == {"load", "embed", "index", "search", "latency", "metrics"}
@@ -466,7 +473,9 @@ def test_json_run_reading(tmp_path: Path) -> None:
     path.write_text(json.dumps({"q1": {"d1": 1, "d2": 0.5}, "7": {}}))
     assert read_json_run(path) == {"q1": {"d1": 1.0, "d2": 0.5}, "7": {}}
     path.write_text(json.dumps({"q1": {"d1": "x"}}))
-    with pytest.raises(RunError, match=r"\[query q1\]: score 'x' for 'd1' is not a finite"):
+    with pytest.raises(
+        RunError, match=r"\[query q1\]: score 'x' for 'd1' is not a number \(a JSON string\)"
+    ):
         read_json_run(path)
     with pytest.raises(RunError, match=r"r.trec: run file not found"):
         read_trec_run(tmp_path / "r.trec")
@@ -710,7 +719,8 @@ def test_an_embedding_cache_that_cannot_be_written_costs_a_warning_not_the_run(
     import errno
 
     from retrieval_gate.embed import EmbedderSpec
-    from retrieval_gate.embed.cache import CacheWarning, EmbeddingCache
+    from retrieval_gate.embed.cache import EmbeddingCache
+    from retrieval_gate.errors import CacheWarning
     from retrieval_gate.systems.embedding import EmbeddingIndex
 
     def full(self: EmbeddingCache, digests: Any, vectors: Any) -> None:
@@ -722,6 +732,31 @@ def test_an_embedding_cache_that_cannot_be_written_costs_a_warning_not_the_run(
     spec = EmbedderSpec(kind="model2vec", model="m", pca_dims=256)
     options = RunOptions(cache_dir=tmp_path / "cache", embedders={spec: TwoWordEmbedder()})
     with pytest.warns(CacheWarning, match=r"could not store 2 vectors \(no space left on the "):
+        index = EmbeddingIndex(found.system("s"), options, corpus)
+    assert index.search("a", 1) == [("a.txt", 1.0)]
+
+
+def test_a_disk_that_fills_as_the_cache_folder_is_made_costs_a_warning_not_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every file the cache writes (its identity, its width, its shards) meets a full disk,
+    # from the documents' folder to the queries' one made after it.
+    import errno
+
+    from retrieval_gate.embed import EmbedderSpec
+    from retrieval_gate.embed.cache import EmbeddingCache
+    from retrieval_gate.errors import CacheWarning
+    from retrieval_gate.systems.embedding import EmbeddingIndex
+
+    def full(self: EmbeddingCache, target: Path, payload: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(target))
+
+    monkeypatch.setattr(EmbeddingCache, "_atomic_write", full)
+    corpus = _corpus(tmp_path, "a.txt", "b.txt")
+    found = settings({"s": {"embedder": "model2vec", "model": "m", "index": "exact"}})
+    spec = EmbedderSpec(kind="model2vec", model="m", pca_dims=256)
+    options = RunOptions(cache_dir=tmp_path / "cache", embedders={spec: TwoWordEmbedder()})
+    with pytest.warns(CacheWarning, match=r"cannot be written \(No space left on device\)"):
         index = EmbeddingIndex(found.system("s"), options, corpus)
     assert index.search("a", 1) == [("a.txt", 1.0)]
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from retrieval_gate.records import RunRecord
-from retrieval_gate.records import query_digest as query_digest  # re-exported for callers
 
 # Parts of the fingerprint that change what every metric value means: values measured under
 # different ones cannot be compared at all. (Each metric's own definition version is compared

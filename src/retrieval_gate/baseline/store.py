@@ -1,4 +1,4 @@
-"""The accepted baseline: fingerprinted per-query results, read and written atomically.
+"""The accepted baseline: fingerprinted per-query results, in a store chosen by path or URL.
 
 A baseline file holds, per suite x system, the :class:`~retrieval_gate.records.RunRecord` of the
 accepted run in its compact form (per-query metric values, rankings, relevant ranks and each
@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from retrieval_gate import __version__
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.records import RunRecord
-from retrieval_gate.records import query_digest as query_digest  # re-exported for callers
+from retrieval_gate.version import __version__
 
 VERSION = 1
 
@@ -44,18 +44,19 @@ class Baseline:
 
 def load_baseline(path: Path) -> Baseline | None:
     """The baseline at ``path``, None when there is none yet; a corrupt file is an error."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    from retrieval_gate.files.read import decode, parse_structured, read_bytes
+
+    if not os.path.lexists(path):
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"cannot read baseline: {exc}", path=path) from None
+    raw = read_bytes(path, what="baseline", error=BaselineError)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        text = decode(raw, what="baseline", path=path, error=BaselineError)
+        # NaN read as a number: the checks below name the run and query that hold it.
+        data = parse_structured(text, format="json", path=path, error=BaselineError, constants=True)
+    except BaselineError as exc:
         raise BaselineError(
-            f"corrupt baseline (invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-            "restore it from version control or save a new one with --rg-save-baseline",
+            f"corrupt baseline ({exc.message}); restore it from version control or save a new "
+            "one with --rg-save-baseline",
             path=path,
         ) from None
     if not isinstance(data, dict) or not isinstance(data.get("runs"), dict):
@@ -136,3 +137,116 @@ def save_baseline(path: Path, records: Iterable[RunRecord], previous: Baseline |
         "runs": {key: runs[key].to_baseline_json() for key in sorted(runs)},
     }
     write_text_atomic(path, json.dumps(payload, indent=1, sort_keys=False) + "\n")
+
+
+def load_for_session(
+    store: BaselineStore, *, named: bool, saving: bool
+) -> tuple[Baseline | None, str | None]:
+    """The accepted baseline a session compares with, and, when the session saves over an
+    unreadable one, why it was unreadable (the terminal says it was replaced). ``named``: the
+    user named the baseline (``--rg-baseline``), so a missing one is an error unless saving."""
+    if named and not saving and not store.exists():
+        raise RetrievalGateError(
+            f"--rg-baseline {store.location}: no such file; save one with "
+            "--rg-save-baseline, or drop the option to run without a baseline"
+        )
+    try:
+        return store.load(), None
+    except RetrievalGateError as exc:
+        if not saving:
+            raise
+        return None, exc.format()  # asked to save: the unreadable file is being replaced
+
+
+# -- stores ---------------------------------------------------------------------------------------
+
+
+class BaselineStore(Protocol):
+    """Where the accepted baseline lives: the JSON file beside the project (:class:`JsonFileStore`,
+    the default), or another store a package registers by URL scheme (:func:`register_store`),
+    as pytest-benchmark chooses its storage. ``location`` names it in messages and the report."""
+
+    @property
+    def location(self) -> str: ...
+
+    def exists(self) -> bool: ...
+
+    def load(self) -> Baseline | None:
+        """The baseline, None when there is none yet; a corrupt one is a BaselineError."""
+        ...
+
+    def save(self, records: Iterable[RunRecord], previous: Baseline | None) -> None:
+        """Store this session's runs, keeping the previous baseline's runs it did not run.
+        Never leaves a half-written baseline behind."""
+        ...
+
+
+@dataclass(frozen=True)
+class JsonFileStore:
+    """The baseline as one JSON file, written atomically (docs/baselines.md)."""
+
+    path: Path
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def load(self) -> Baseline | None:
+        return load_baseline(self.path)
+
+    def save(self, records: Iterable[RunRecord], previous: Baseline | None) -> None:
+        save_baseline(self.path, records, previous)
+
+
+STORE_ENTRY_POINT_GROUP = "retrieval_gate.baselines"
+_STORES: dict[str, Any] = {}  # URL scheme -> factory(url) -> BaselineStore
+_stores_loaded = False
+
+
+def register_store(scheme: str, factory: Any) -> None:
+    """Add a store for URLs ``<scheme>://...``: ``factory(url)`` returns a :class:`BaselineStore`."""
+    _STORES[scheme.lower()] = factory
+
+
+def store_schemes() -> list[str]:
+    """The URL schemes a baseline may name: ``file`` and those packages registered."""
+    global _stores_loaded
+    if not _stores_loaded:
+        _stores_loaded = True
+        from retrieval_gate.usercode import plugins
+
+        for plugin in plugins(STORE_ENTRY_POINT_GROUP):
+            register_store(plugin.name, plugin.obj)
+    return ["file", *sorted(_STORES)]
+
+
+def url_scheme(ref: str) -> str | None:
+    """The scheme of ``ref`` when it is a URL (``s3://...``), None for a plain path."""
+    head, sep, _ = ref.partition("://")
+    if not sep or not head or not head[0].isalpha():
+        return None
+    if not all(c.isalnum() or c in "+.-" for c in head):
+        return None
+    return head.lower()
+
+
+def open_store(ref: str | Path) -> BaselineStore:
+    """The store ``ref`` names: a path (or ``file://`` URL) is the JSON file store; another
+    scheme is the store registered for it; an unknown scheme is an error listing the known."""
+    text = str(ref)
+    scheme = url_scheme(text)
+    if scheme is None:
+        return JsonFileStore(Path(ref))
+    if scheme == "file":
+        return JsonFileStore(Path(text.partition("://")[2]))
+    known = store_schemes()
+    factory = _STORES.get(scheme)
+    if factory is None:
+        raise BaselineError(
+            f"unknown baseline store {scheme!r} in {text!r}; known: {', '.join(known)}"
+        )
+    store: BaselineStore = factory(text)
+    return store

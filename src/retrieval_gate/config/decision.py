@@ -1,26 +1,16 @@
-"""The ``[tool.retrieval_gate.decision]`` settings (SPEC section 13): the weights and budgets the
-decision score (:mod:`retrieval_gate.gates.decision`) ranks systems by.
-
-The score:
-
-    score = sum over metrics m of  w_m * clamp(value_m)
-          + w_latency * clamp(1 - p50 / latency_budget_ms)
-          + w_dims    * clamp(1 - dims / dims_budget)
-
-with ``clamp`` to [0, 1] for every term. ``value_m`` is the metric's mean over the suite, ``p50``
-the median query latency in ms and ``dims`` the embedding dimension. A term a system cannot have
-(no measured latency for a stored run; no embedding dimension for the user's own retriever or a
-run file) is *not applicable*: it contributes 0 and the report marks it, so such a system is never
-ranked up by a figure it does not have. A weighted metric the suite does not report is a
-configuration error named at report time for that suite.
-
-Pure and import-light: the report renders :class:`Decision` records; nothing here runs anything.
-"""
+"""The ``[tool.retrieval_gate.decision]`` settings (SPEC section 13): the weights by metric name
+(plus ``latency`` and ``dims``) and the two budgets the decision score
+(:mod:`retrieval_gate.gates.decision`, which gives the formula and how a term a system cannot
+have is reweighted away) ranks systems by. The weights may differ per suite kind (``by_kind``:
+an extraction suite reports F1, not MRR) and per suite (``by_suite``); a suite takes its own
+weights, else its kind's, else ``weights``. Every problem is a
+:class:`~retrieval_gate.errors.ConfigError` naming the key."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,16 +22,34 @@ LATENCY = "latency"
 DIMS = "dims"
 
 
-_KEYS = frozenset({"weights", "latency_budget_ms", "dims_budget"})
+_KEYS = frozenset({"weights", "by_kind", "by_suite", "latency_budget_ms", "dims_budget"})
 
 
 @dataclass(frozen=True)
 class DecisionSettings:
-    """Weights by metric name (plus ``latency`` and ``dims``) and the two budgets."""
+    """Weights by metric name (plus ``latency`` and ``dims``): for every suite (``weights``),
+    per suite kind (``by_kind``) and per suite name (``by_suite``); and the two budgets."""
 
     weights: Mapping[str, float]
     latency_budget_ms: float = 200.0
     dims_budget: float = 1024.0
+    by_kind: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    by_suite: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    def weights_for(self, suite: str, kind: str) -> tuple[Mapping[str, float], str]:
+        """The weights a suite is scored by and where they come from (``by_suite.<name>``,
+        ``by_kind.<kind>`` or ``weights``); empty when none apply."""
+        if suite in self.by_suite:
+            return self.by_suite[suite], f"by_suite.{suite}"
+        if kind in self.by_kind:
+            return self.by_kind[kind], f"by_kind.{kind}"
+        return self.weights, "weights"
+
+    def weighs(self, term: str) -> bool:
+        """Whether any suite's score weighs ``term`` (``latency``: then every run's latency
+        counts)."""
+        tables = [self.weights, *self.by_kind.values(), *self.by_suite.values()]
+        return any(table.get(term, 0.0) > 0.0 for table in tables)
 
 
 def parse_decision(raw: Any, source: Path) -> DecisionSettings:
@@ -55,30 +63,83 @@ def parse_decision(raw: Any, source: Path) -> DecisionSettings:
             path=source,
             entry="decision",
         )
-    weights = raw.get("weights")
+    by_kind = _tables(raw.get("by_kind"), source, "by_kind")
+    by_suite = _tables(raw.get("by_suite"), source, "by_suite")
+    if by_kind:
+        from retrieval_gate.suites import kinds
+
+        known = kinds()
+        for kind in by_kind:
+            if kind not in known:
+                raise ConfigError(
+                    f"unknown suite kind {kind!r}; known kinds: {', '.join(known)}",
+                    path=source,
+                    entry=f"decision.by_kind.{kind}",
+                )
+    if raw.get("weights") is None and (by_kind or by_suite):
+        parsed: dict[str, float] = {}  # only the suites and kinds named are scored
+    else:
+        parsed = _weights(raw.get("weights"), source, "decision.weights")
+    budgets = {}
+    for key, default in (("latency_budget_ms", 200.0), ("dims_budget", 1024.0)):
+        value = raw.get(key, default)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not 0 < value < math.inf
+        ):
+            raise ConfigError(
+                f"'{key}' must be a finite number > 0, got {value!r}",
+                path=source,
+                entry=f"decision.{key}",
+            )
+        budgets[key] = float(value)
+    return DecisionSettings(weights=parsed, by_kind=by_kind, by_suite=by_suite, **budgets)
+
+
+def _tables(raw: Any, source: Path, key: str) -> dict[str, dict[str, float]]:
+    """``by_kind`` / ``by_suite``: a table of weight tables by kind or suite name."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(
+            f"'{key}' must map each {key.removeprefix('by_')} to its weights",
+            path=source,
+            entry=f"decision.{key}",
+        )
+    return {
+        str(name): _weights(weights, source, f"decision.{key}.{name}")
+        for name, weights in raw.items()
+    }
+
+
+def _weights(weights: Any, source: Path, where: str) -> dict[str, float]:
     if not isinstance(weights, Mapping) or not weights:
         raise ConfigError(
             "'weights' must map metric names (and 'latency', 'dims') to weights",
             path=source,
-            entry="decision.weights",
+            entry=where,
         )
     parsed: dict[str, float] = {}
     for name, weight in weights.items():
-        entry = f"decision.weights.{name}"
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight >= 0:
+        entry = f"{where}.{name}"
+        if (
+            isinstance(weight, bool)
+            or not isinstance(weight, (int, float))
+            or not 0 <= weight < math.inf
+        ):
             raise ConfigError(
-                f"a weight must be a number >= 0, got {weight!r}", path=source, entry=entry
+                f"a weight must be a finite number >= 0, got {weight!r}", path=source, entry=entry
             )
         parsed[_term_name(str(name), source, entry)] = float(weight)
-    budgets = {}
-    for key, default in (("latency_budget_ms", 200.0), ("dims_budget", 1024.0)):
-        value = raw.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise ConfigError(
-                f"'{key}' must be a number > 0, got {value!r}", path=source, entry=f"decision.{key}"
-            )
-        budgets[key] = float(value)
-    return DecisionSettings(weights=parsed, **budgets)
+    if not any(parsed.values()):
+        raise ConfigError(
+            "every weight is 0: every system would score 0 and none be recommended; give one "
+            "a weight > 0",
+            path=source,
+            entry=where,
+        )
+    return parsed
 
 
 def _term_name(name: str, source: Path, entry: str) -> str:

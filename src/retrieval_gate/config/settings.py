@@ -8,19 +8,21 @@ naming the file and the key.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from retrieval_gate.baseline.store import url_scheme
 from retrieval_gate.errors import ConfigError
 
 if TYPE_CHECKING:
     from retrieval_gate.config.decision import DecisionSettings
     from retrieval_gate.corpus import Corpus
     from retrieval_gate.systems.base import OpenContext, RunOptions
+from retrieval_gate.schema import OptionTable
 from retrieval_gate.systems.config import SystemConfig, parse_system
-from retrieval_gate.systems.options import OptionTable
 
 DEFAULT_CACHE_DIR = ".retrieval-gate-cache"
 
@@ -42,8 +44,14 @@ _SETTINGS_KEYS = frozenset(
         "strict_verdicts",
         "regression_scopes",
         "latency_sample",
+        "verdicts",
+        "resolution",
+        "max_file_mb",
     }
 )
+
+#: The regression rules ``verdicts`` chooses between (docs/verdicts.md).
+VERDICT_POLICIES = ("tolerance", "margin")
 
 
 @dataclass(frozen=True)
@@ -55,6 +63,8 @@ class Settings:
     report: Path | None = None
     json: Path | None = None
     cache_dir: Path | None = None
+    # A baseline store named by URL (``scheme://...``) rather than a file path.
+    baseline_url: str | None = None
     systems: Mapping[str, SystemConfig] = field(default_factory=dict)
     default_systems: tuple[str, ...] = ()
     alpha: float = 0.05
@@ -70,6 +80,19 @@ class Settings:
     # Queries timed per suite x system through the single-query path: None ("auto") times
     # AUTO_LATENCY_SAMPLE when a latency gate or decision weight reads latency, else none.
     latency_sample: int | None = None
+    # The regression rule: "tolerance" (the observed drop against the tolerance, with its
+    # resolution) or "margin" (the drop shown beyond the tolerance by a test).
+    verdicts: str = "tolerance"
+    # The largest resolution a suite may have (per metric; "*" for every metric): a suite too
+    # small for it is a collection error.
+    resolution: Mapping[str, float] = field(default_factory=dict)
+
+    def max_resolution(self, metric: str) -> float | None:
+        """The largest acceptable resolution of ``metric``, None when none is set."""
+        return self.resolution.get(metric, self.resolution.get("*"))
+
+    # The largest file the plugin reads, in MiB (files/read.py); 0: no limit.
+    max_file_mb: float = 1024
 
     @property
     def where(self) -> str:
@@ -106,7 +129,7 @@ class Settings:
     @property
     def latency_weighted(self) -> bool:
         """Whether the decision score weighs latency (then every run's latency counts)."""
-        return self.decision is not None and self.decision.weights.get("latency", 0.0) > 0.0
+        return self.decision is not None and self.decision.weighs("latency")
 
     def system(self, name: str) -> SystemConfig:
         try:
@@ -120,18 +143,23 @@ class Settings:
 
 def find_settings_file(root: Path) -> tuple[Path, Mapping[str, Any]] | None:
     """The settings table and its file at ``root``, or None when the project has none."""
+    from retrieval_gate.files.read import read_text
+
     for name in ("retrieval-gate.yaml", "retrieval-gate.yml"):
         candidate = root / name
-        if candidate.is_file():
+        if candidate.exists():  # a pipe or a folder by that name is refused, not passed over
             return candidate, _read_yaml(candidate)
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         import tomllib
 
+        text = read_text(pyproject, what="settings file", error=ConfigError)
         try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"invalid TOML: {exc}", path=pyproject) from None
+        except RecursionError:
+            raise ConfigError("invalid TOML: nested too deep", path=pyproject) from None
         table = data.get("tool", {}).get("retrieval_gate")
         if table is not None:
             if not isinstance(table, Mapping):
@@ -141,22 +169,10 @@ def find_settings_file(root: Path) -> tuple[Path, Mapping[str, Any]] | None:
 
 
 def _read_yaml(path: Path) -> Mapping[str, Any]:
-    import yaml
+    from retrieval_gate.files.read import read_structured
 
-    from retrieval_gate.files.structured import DuplicateKeyError, load_yaml
-
-    try:
-        # A key given twice would silently win (a 0.99 floor read as 0.1): refused.
-        data = load_yaml(path.read_text(encoding="utf-8"))
-    except DuplicateKeyError as exc:
-        where = "" if exc.line is None else f" at line {exc.line}"
-        raise ConfigError(f"key {exc.key!r} is given twice{where}; keep one", path=path) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = "" if mark is None else f" at line {mark.line + 1}"
-        raise ConfigError(
-            f"invalid YAML{where}: {getattr(exc, 'problem', exc)}", path=path
-        ) from None
+    # Strict: a key given twice would silently win (a 0.99 floor read as 0.1).
+    data = read_structured(path, what="settings file", error=ConfigError, format="yaml")
     if data is None:
         return {}
     if not isinstance(data, Mapping):
@@ -225,9 +241,13 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
         raise ConfigError("'tolerance' must map metric to amount", path=source, entry="tolerance")
     parsed_tolerance = {}
     for name, amount in tolerance.items():
-        if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not amount >= 0:
+        if (
+            isinstance(amount, bool)
+            or not isinstance(amount, (int, float))
+            or not 0 <= amount < math.inf
+        ):
             raise ConfigError(
-                f"tolerance must be a number >= 0, got {amount!r}",
+                f"tolerance must be a finite number >= 0, got {amount!r}",
                 path=source,
                 entry=f"tolerance.{name}",
             )
@@ -267,13 +287,50 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
             path=source,
             entry="latency_sample",
         )
+    verdicts = table.get("verdicts", "tolerance")
+    if verdicts not in VERDICT_POLICIES:
+        raise ConfigError(
+            f"'verdicts' must be one of {', '.join(repr(p) for p in VERDICT_POLICIES)}, got "
+            f"{verdicts!r}",
+            path=source,
+            entry="verdicts",
+        )
+    if strict_verdicts and verdicts != "margin":
+        raise ConfigError(
+            "'strict_verdicts' applies to verdicts = \"margin\" only (the tolerance rule has no "
+            'underpowered verdict); drop it or set verdicts = "margin"',
+            path=source,
+            entry="strict_verdicts",
+        )
+    resolution = _parse_resolution(table.get("resolution"), source)
+    max_file_mb = table.get("max_file_mb", 1024)
+    if (
+        isinstance(max_file_mb, bool)
+        or not isinstance(max_file_mb, (int, float))
+        or not 0 <= max_file_mb < math.inf
+    ):
+        raise ConfigError(
+            f"'max_file_mb' must be a finite number of MiB >= 0 (0 for no limit), got "
+            f"{max_file_mb!r}",
+            path=source,
+            entry="max_file_mb",
+        )
+    raw_baseline = table.get("baseline")
+    baseline_url = None
+    if isinstance(raw_baseline, str) and url_scheme(raw_baseline) is not None:
+        if url_scheme(raw_baseline) == "file":
+            table = {**table, "baseline": raw_baseline.partition("://")[2]}
+        else:
+            baseline_url = raw_baseline
     return Settings(
+        max_file_mb=float(max_file_mb),
         decision=decision,
         latency_sample=None if sample == "auto" else sample,
         root=base,
         source=source,
         corpus=_path(table, "corpus", source, base),
-        baseline=_path(table, "baseline", source, base),
+        baseline=None if baseline_url else _path(table, "baseline", source, base),
+        baseline_url=baseline_url,
         report=_path(table, "report", source, base),
         json=_path(table, "json", source, base),
         cache_dir=_path(table, "cache_dir", source, base),
@@ -285,7 +342,31 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
         reference=reference,
         strict_verdicts=strict_verdicts,
         regression_scopes=tuple(dict.fromkeys(["suite", *scopes])),
+        verdicts=verdicts,
+        resolution=resolution,
     )
+
+
+def _parse_resolution(raw: Any, source: Path) -> dict[str, float]:
+    """``resolution = 0.05`` (every metric) or ``resolution = { "nDCG@10" = 0.03 }``."""
+    if raw is None:
+        return {}
+
+    def amount(value: Any, entry: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ConfigError(
+                f"resolution must be a number > 0, got {value!r}", path=source, entry=entry
+            )
+        return float(value)
+
+    if isinstance(raw, Mapping):
+        return {
+            _metric_name(str(name), source, f"resolution.{name}"): amount(
+                value, f"resolution.{name}"
+            )
+            for name, value in raw.items()
+        }
+    return {"*": amount(raw, "resolution")}
 
 
 def _metric_name(text: str, source: Path, entry: str) -> str:

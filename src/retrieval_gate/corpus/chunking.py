@@ -1,14 +1,5 @@
-"""Loading corpora, chunking long documents, and reading existing test collections.
-
-A corpus is a tuple of :class:`Document` s read from one of four sources (a folder of text files,
-a JSONL file, a BEIR folder, a TREC ``<DOC>`` file or folder). Chunking splits documents into
-windows for embedding; :func:`map_chunk_hits` turns a ranking of chunks back into a ranking of
-documents. The ``read_*`` functions read the queries and judgments of BEIR and TREC collections.
-
-Every problem in the user's files is a :class:`~retrieval_gate.errors.CorpusError` whose one-line
-message names the file and the entry (line number, document id, topic number). Standard library
-only: this module is imported while collecting suites, so it must stay cheap.
-"""
+"""Chunking long documents into windows for embedding (words or characters, with overlap), and
+mapping a ranking of chunks back to a ranking of their documents (first chunk hit wins)."""
 
 from __future__ import annotations
 

@@ -1,25 +1,17 @@
-"""Loading corpora, chunking long documents, and reading existing test collections.
-
-A corpus is a tuple of :class:`Document` s read from one of four sources (a folder of text files,
-a JSONL file, a BEIR folder, a TREC ``<DOC>`` file or folder). Chunking splits documents into
-windows for embedding; :func:`map_chunk_hits` turns a ranking of chunks back into a ranking of
-documents. The ``read_*`` functions read the queries and judgments of BEIR and TREC collections.
-
-Every problem in the user's files is a :class:`~retrieval_gate.errors.CorpusError` whose one-line
-message names the file and the entry (line number, document id, topic number). Standard library
-only: this module is imported while collecting suites, so it must stay cheap.
-"""
+"""Reading the queries and judgments of existing test collections: BEIR ``queries.jsonl`` and
+``qrels/<split>.tsv``, TREC topics and qrels. Every problem is a one-line
+:class:`~retrieval_gate.errors.CorpusError` naming the file and the entry (line, topic number)."""
 
 from __future__ import annotations
 
 import html
-import json
 import re
 from pathlib import Path
 
 from retrieval_gate.corpus.files import _line_of, _read_text, _require_file
 from retrieval_gate.corpus.loaders import _json_id
 from retrieval_gate.errors import CorpusError
+from retrieval_gate.files.read import parse_structured
 
 TOPIC_FIELDS: tuple[str, ...] = ("title", "desc", "narr")
 
@@ -34,12 +26,9 @@ def read_beir_queries(path: str | Path) -> dict[str, str]:
         if not line.strip():
             continue
         entry = f"line {lineno}"
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CorpusError(
-                f"invalid JSON: {exc.msg} (column {exc.colno})", path=file, entry=entry
-            ) from None
+        item = parse_structured(
+            line, format="json", path=file, error=CorpusError, entry=entry, strict=False
+        )
         if not isinstance(item, dict):
             raise CorpusError(
                 f"expected a JSON object, got {type(item).__name__}", path=file, entry=entry

@@ -1,14 +1,6 @@
-"""Loading corpora, chunking long documents, and reading existing test collections.
-
-A corpus is a tuple of :class:`Document` s read from one of four sources (a folder of text files,
-a JSONL file, a BEIR folder, a TREC ``<DOC>`` file or folder). Chunking splits documents into
-windows for embedding; :func:`map_chunk_hits` turns a ranking of chunks back into a ranking of
-documents. The ``read_*`` functions read the queries and judgments of BEIR and TREC collections.
-
-Every problem in the user's files is a :class:`~retrieval_gate.errors.CorpusError` whose one-line
-message names the file and the entry (line number, document id, topic number). Standard library
-only: this module is imported while collecting suites, so it must stay cheap.
-"""
+"""Reading a corpus' files: regular files only, text decoded as UTF-8 (gzip allowed), a folder
+walked in name order with the session's own files and hidden folders left out. Every problem is a
+:class:`~retrieval_gate.errors.CorpusError` naming the file and the entry."""
 
 from __future__ import annotations
 
@@ -30,30 +22,20 @@ def _require_file(path: Path) -> None:
 
 
 def _read_text(path: Path) -> str:
-    """Read a file as UTF-8 (``.gz`` transparently), a leading BOM dropped, newlines as ``\\n``."""
-    try:
-        data = path.read_bytes()
-        if path.suffix == ".gz":
-            data = gzip.decompress(data)
-    except (OSError, EOFError) as exc:
-        # OSError's str() repeats the path; strerror alone keeps the message to one mention.
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise CorpusError(f"cannot read: {reason}", path=path) from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise CorpusError(
-            f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})",
-            path=path,
-            entry=f"line {line}",
-        ) from None
+    """Read a file as UTF-8 (``.gz`` transparently), a leading BOM dropped, newlines as ``\\n``,
+    through the guarded door (regular files only, the size limit, binary files refused)."""
+    from retrieval_gate.files.read import read_text
+
+    text = read_text(path, what="corpus file", error=CorpusError, gzip=path.suffix == ".gz")
     # Files checked out on Windows carry \r\n; normalising keeps the digest the same everywhere.
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _peek(path: Path) -> str:
     """The first few KB of a file, for format detection without reading a large file twice."""
+    from retrieval_gate.files.read import check_regular
+
+    check_regular(path, what="corpus file", error=CorpusError)
     try:
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rb") as handle:
@@ -102,7 +84,8 @@ class _Walk:
 
 
 def _walk_files(root: Path, exclude: Collection[Path] = ()) -> _Walk:
-    """Regular files below ``root``, hidden files and folders skipped, in sorted order.
+    """Regular files below ``root``, hidden files and folders (``.git``, ``.venv``) and
+    ``__pycache__`` skipped, in sorted order.
 
     Paths in ``exclude`` (files, or folders with everything below them) are left out; FIFOs,
     sockets and devices are skipped without being opened (opening a FIFO blocks until a writer
@@ -114,8 +97,9 @@ def _walk_files(root: Path, exclude: Collection[Path] = ()) -> _Walk:
         here = Path(os.path.abspath(dirpath))
         kept = []
         for d in sorted(dirnames):
-            if d.startswith("."):
+            if d.startswith(".") or d == "__pycache__":
                 continue
+            _check_name(root, Path(dirpath, d))
             if excluded and here / d in excluded:
                 walk.excluded.append((Path(dirpath, d).relative_to(root)).as_posix() + "/")
                 continue
@@ -125,6 +109,7 @@ def _walk_files(root: Path, exclude: Collection[Path] = ()) -> _Walk:
             if name.startswith("."):
                 continue
             file = Path(dirpath, name)
+            _check_name(root, file)
             if excluded and here / name in excluded:
                 walk.excluded.append(file.relative_to(root).as_posix())
             elif file.is_file():
@@ -135,6 +120,20 @@ def _walk_files(root: Path, exclude: Collection[Path] = ()) -> _Walk:
     walk.special.sort()
     walk.excluded.sort()
     return walk
+
+
+def _check_name(root: Path, path: Path) -> None:
+    """A name that is not UTF-8 (decoded with surrogates) cannot be a document id, nor printed."""
+    relative = path.relative_to(root)
+    try:
+        relative.as_posix().encode("utf-8")
+    except UnicodeEncodeError:
+        raw = os.fsencode(relative.as_posix())
+        raise CorpusError(
+            f"the name {raw!r} is not UTF-8, so it cannot be a document id; rename it or move it "
+            "out of the corpus",
+            path=root,
+        ) from None
 
 
 def _line_of(text: str, offset: int) -> int:

@@ -1,14 +1,9 @@
-"""Loading corpora, chunking long documents, and reading existing test collections.
-
-A corpus is a tuple of :class:`Document` s read from one of four sources (a folder of text files,
-a JSONL file, a BEIR folder, a TREC ``<DOC>`` file or folder). Chunking splits documents into
-windows for embedding; :func:`map_chunk_hits` turns a ranking of chunks back into a ranking of
-documents. The ``read_*`` functions read the queries and judgments of BEIR and TREC collections.
-
-Every problem in the user's files is a :class:`~retrieval_gate.errors.CorpusError` whose one-line
-message names the file and the entry (line number, document id, topic number). Standard library
-only: this module is imported while collecting suites, so it must stay cheap.
-"""
+"""Loading a corpus from one of its four sources: a folder of text files (doc id = the path
+relative to the folder, ``/`` separated), a JSONL file (``{"id", "text", ...metadata}``; BEIR's
+``_id``/``title`` accepted), a BEIR folder, or TREC ``<DOC><DOCNO>`` files. The format is
+detected from the path unless the suite names it. Every problem in the user's files is a
+:class:`~retrieval_gate.errors.CorpusError` whose one-line message names the file and the entry
+(line number, document id)."""
 
 from __future__ import annotations
 
@@ -30,6 +25,7 @@ from retrieval_gate.corpus.files import (
 )
 from retrieval_gate.corpus.model import Corpus, Document
 from retrieval_gate.errors import CorpusError
+from retrieval_gate.files.read import parse_structured
 
 FORMATS: tuple[str, ...] = ("folder", "jsonl", "beir", "trec")
 
@@ -119,27 +115,18 @@ def _load_jsonl(path: Path) -> list[Document]:
     if _plain_suffix(path) == ".json" and text.lstrip().startswith("["):
         # A .json file holding one array is common enough that refusing it only annoys; a
         # .jsonl file is always read line by line, so a stray list there is an error.
-        try:
-            items = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CorpusError(
-                f"invalid JSON: {exc.msg}", path=path, entry=f"line {exc.lineno}"
-            ) from None
+        items = parse_structured(text, format="json", path=path, error=CorpusError, strict=False)
         entries = [(f"item {i}", i, item) for i, item in enumerate(items, start=1)]
     else:
         entries = []
         for lineno, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CorpusError(
-                    f"invalid JSON: {exc.msg} (column {exc.colno})",
-                    path=path,
-                    entry=f"line {lineno}",
-                ) from None
-            entries.append((f"line {lineno}", lineno, item))
+            entry = f"line {lineno}"
+            item = parse_structured(
+                line, format="json", path=path, error=CorpusError, entry=entry, strict=False
+            )
+            entries.append((entry, lineno, item))
 
     for entry, number, item in entries:
         doc = _document_from_json(item, path, entry)

@@ -28,7 +28,7 @@ import numpy as np
 
 from retrieval_gate.errors import ConfigError, MissingExtraError, RunError
 from retrieval_gate.progress import task
-from retrieval_gate.systems.options import (
+from retrieval_gate.schema import (
     Option,
     OptionTable,
     at_least,
@@ -119,7 +119,11 @@ def import_optional(module: str, *, package: str, extra: str) -> ModuleType:
     except ImportError as exc:
         hint = f"pip install 'pytest-retrieval-gate[{extra}]'"
         top = module.split(".")[0]
-        if exc.name in (None, module, top):
+        # "Not installed" only when it is not there: an installed package that fails to import
+        # (a broken dependency, an extension module loaded twice) says so.
+        if exc.name in (module, top) or (
+            exc.name is None and importlib.util.find_spec(top) is None
+        ):
             raise MissingExtraError(f"{package} is not installed; {hint}") from exc
         # The package is there but one of its own dependencies is broken or missing.
         raise MissingExtraError(f"{package} could not be imported ({exc}); {hint}") from exc

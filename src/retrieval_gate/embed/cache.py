@@ -1,13 +1,15 @@
 """Embedding cache: vectors keyed by the digest of the exact text embedded, per model identity.
 
 Layout: ``root / sha256(identity)[:16] /`` holds ``identity.txt`` (the full identity, for
-people) and append-only shards ``shard-<uuid>.npz`` (arrays ``digests``: str, ``vectors``:
+people), ``width.txt`` (the vector width of the model that filled it, so a warm run that loads
+no model still drops a shard of another width) and append-only shards ``shard-<uuid>.npz`` (arrays ``digests``: str, ``vectors``:
 float32 ``[n, dim]``). Shards are written under a temporary name in the same folder and renamed
 into place, so readers never see a partial file and concurrent writers (xdist workers, parallel
 CI jobs) never touch each other's files. When more than `MAX_SHARDS` pile up, `store` merges
 them into one the same way and then removes the merged ones. A shard that cannot be read is
 reported with `CacheWarning`, deleted, and its entries count as missing (they are re-embedded).
-No pickle anywhere: ``np.load(allow_pickle=False)``.
+No pickle anywhere: ``np.load(allow_pickle=False)``. A folder that cannot be written (a
+read-only or full disk) is reported once with `CacheWarning`; the run goes on without storing.
 """
 
 from __future__ import annotations
@@ -23,21 +25,21 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["MAX_SHARDS", "CacheWarning", "EmbeddingCache"]
+from retrieval_gate.errors import CacheWarning
+
+__all__ = ["MAX_SHARDS", "EmbeddingCache"]
 
 #: More shards than this and `store` compacts them into one.
 MAX_SHARDS = 32
 
 _SHARD_GLOB = "shard-*.npz"
+# The vector width of the model that filled the folder, written with the first shard.
+_WIDTH_FILE = "width.txt"
 _TMP_PREFIX = ".tmp-"
 # A temporary file older than this was left by a crashed writer, not one still writing.
 _STALE_TMP_SECONDS = 3600.0
 # Listing then loading races with another process's compaction; a few rescans settle it.
 _SCAN_ATTEMPTS = 3
-
-
-class CacheWarning(UserWarning):
-    """The embedding cache found a damaged shard and dropped it (its entries get re-embedded)."""
 
 
 class _Unreadable(Exception):
@@ -46,9 +48,15 @@ class _Unreadable(Exception):
 
 def _load_shard(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """Read one shard; FileNotFoundError passes through, any damage is `_Unreadable`."""
+    from retrieval_gate.files.read import open_regular
+
     try:
-        # Our own file handle: np.load(path) leaks its handle when the zip is truncated.
-        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as data:
+        # Our own file handle: np.load(path) leaks its handle when the zip is truncated; opened
+        # through the guarded door, so a pipe by a shard's name is damage, not a hang.
+        with (
+            open_regular(path, what="embedding cache shard") as fh,
+            np.load(fh, allow_pickle=False) as data,
+        ):
             digests = np.asarray(data["digests"])
             vectors = np.asarray(data["vectors"])
     except FileNotFoundError:
@@ -83,14 +91,28 @@ class EmbeddingCache:
     def __init__(self, root: Path, identity: str, dim: int | None = None) -> None:
         self.identity = identity
         self.directory = self.folder(root, identity)
-        self.directory.mkdir(parents=True, exist_ok=True)
         self._loaded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._index: dict[str, tuple[str, int]] | None = None
+        #: Why shards were dropped this session (damaged, or of another width), one per shard.
+        self.dropped: list[str] = []
+        #: Why the folder cannot be written (a read-only or full disk), None when it can.
+        self.unwritable: str | None = None
         # The embedder's dimension when the caller knows it: a shard of any other width is
-        # damaged (re-embedded), not a numpy shape error in the caller. Else the first shard's.
+        # damaged (re-embedded), not a numpy shape error in the caller. Else the width the
+        # folder recorded when a model last filled it (so a warm run, which loads no model,
+        # checks what a cold one would), else the first shard's.
         self._dim: int | None = dim
-        self._dim_from = "the embedder gives" if dim is not None else "the cache holds"
-        self._write_identity()
+        self._dim_from = "the embedder gives"
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._write_identity()
+        except OSError as exc:
+            self._cannot_write(exc)
+        if self._dim is None:
+            self._dim = self._recorded_width()
+            self._dim_from = "the model gave when the cache was filled"
+        if self._dim is None:
+            self._dim_from = "the cache holds"
 
     def __repr__(self) -> str:
         return f"EmbeddingCache({self.directory})"
@@ -106,6 +128,34 @@ class EmbeddingCache:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     # -- files ---------------------------------------------------------------------------
+
+    def _cannot_write(self, exc: OSError) -> None:
+        # A read-only or full disk costs embedding again next run, never this run.
+        self.unwritable = exc.strerror or str(exc)
+        warnings.warn(
+            f"embedding cache {self.directory} cannot be written ({self.unwritable}); vectors "
+            "are embedded and not kept: give a writable folder with --rg-cache-dir",
+            CacheWarning,
+            stacklevel=3,
+        )
+
+    def _recorded_width(self) -> int | None:
+        from retrieval_gate.errors import RetrievalGateError
+        from retrieval_gate.files.read import read_text
+
+        path = self.directory / _WIDTH_FILE
+        if not path.exists():
+            return None
+        try:
+            text = read_text(path, what="embedding cache width").strip()
+        except RetrievalGateError:
+            return None
+        return int(text) if text.isdigit() and int(text) > 0 else None
+
+    def _record_width(self, dim: int) -> None:
+        path = self.directory / _WIDTH_FILE
+        if self._recorded_width() != dim:
+            self._atomic_write(path, f"{dim}\n".encode())
 
     def _write_identity(self) -> None:
         target = self.directory / "identity.txt"
@@ -150,6 +200,7 @@ class EmbeddingCache:
         # shard must still be gone so the next run rebuilds it.
         with contextlib.suppress(OSError):
             path.unlink()
+        self.dropped.append(reason)
         warnings.warn(
             f"embedding cache shard {path} is unreadable ({reason}); deleted it, its "
             "entries will be re-embedded",
@@ -241,7 +292,7 @@ class EmbeddingCache:
             raise ValueError(
                 f"store() got {len(digest_list)} digests and vectors of shape {array.shape}"
             )
-        if not digest_list:
+        if not digest_list or self.unwritable is not None:
             return
         if not np.isfinite(array).all():
             raise ValueError("store() got NaN or infinite vectors; they are never cached")
@@ -250,6 +301,8 @@ class EmbeddingCache:
             raise ValueError(
                 f"vectors have dimension {array.shape[1]}, the cache holds {self._dim}"
             )
+        # Stored vectors come from the model: their width is the one every later run checks.
+        self._record_width(int(array.shape[1]))
         self._write_shard(np.array(digest_list, dtype=str), np.ascontiguousarray(array))
         if len(self.shard_paths()) > MAX_SHARDS:
             self.compact()

@@ -6,18 +6,22 @@ Imported only by `load_embedder`. Loading a static model needs numpy only; disti
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
+import importlib
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from retrieval_gate import progress
 from retrieval_gate.embed import (
     EmbedderSpec,
     ResolvedModel,
@@ -166,9 +170,10 @@ def _distill(
     error: BaseException | None = None
     for source in sources:
         try:
-            return distill(
-                model_name=source, pca_dims=spec.pca_dims, device=torch_device(spec.device)
-            )
+            with _distill_progress(ref):
+                return distill(
+                    model_name=source, pca_dims=spec.pca_dims, device=torch_device(spec.device)
+                )
         except Exception as exc:
             error = exc
     reason = _first_line(error) if error is not None else "nothing to distil from"
@@ -177,6 +182,62 @@ def _distill(
         "give a local path or an installed model package",
         entry=entry,
     ) from error
+
+
+class _ProgressBar:
+    """Stands in for the ``tqdm`` bar model2vec's distillation draws while it encodes every
+    token of the vocabulary (minutes on a CPU; pytest would swallow tqdm's own output): the
+    same counts go to the gate's progress line instead."""
+
+    def __init__(self, iterable: Any = None, *, ref: str = "", **kwargs: Any) -> None:
+        self.iterable = iterable
+        total = kwargs.get("total")
+        if total is None and iterable is not None and hasattr(iterable, "__len__"):
+            total = len(iterable)
+        what = str(kwargs.get("desc") or "encoding").lower()
+        self.task = progress.task(f"distilling a model2vec model from {ref}: {what}", total or 0)
+
+    def __iter__(self) -> Any:
+        for item in self.iterable or ():
+            yield item
+            self.task.update(1)
+        self.task.close()
+
+    def update(self, n: int = 1) -> None:
+        self.task.update(n)
+
+    def close(self) -> None:
+        self.task.close()
+
+    def __enter__(self) -> _ProgressBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __getattr__(self, name: str) -> Any:
+        # set_description, set_postfix, refresh ...: nothing to show.
+        return lambda *args, **kwargs: None
+
+
+@contextlib.contextmanager
+def _distill_progress(ref: str) -> Iterator[None]:
+    """model2vec's encoding bar reported as the gate's progress while distilling (where its
+    module has one; otherwise distillation runs as before, silently)."""
+    try:
+        inference = importlib.import_module("model2vec.distill.inference")
+    except ImportError:
+        yield
+        return
+    original = getattr(inference, "tqdm", None)
+    if original is None:
+        yield
+        return
+    setattr(inference, "tqdm", functools.partial(_ProgressBar, ref=ref))  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(inference, "tqdm", original)  # noqa: B010
 
 
 def _save_atomically(model: Any, final: Path, info: dict[str, Any]) -> None:

@@ -48,7 +48,7 @@ from retrieval_gate.embed import (
     make_identity,
     resolve_model_ref,
 )
-from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.errors import ConfigError, RetrievalGateError, RunError
 
 __all__ = ["BACKENDS", "OnnxEmbedder", "export_path", "load_onnx"]
 
@@ -357,7 +357,36 @@ def load_onnx(spec: EmbedderSpec, cache_dir: Path, entry: str | None = None) -> 
         )
     _, folder = _model_folder(spec, entry)
     max_length = _sentence_config(folder, entry)
+    identity = identify_onnx(spec, entry=entry)
+    # A damaged export in the cache (a truncated write, a disk error, a hand edit) is the
+    # cache's problem, not the model's: made again, with a CacheWarning saying so; first the
+    # file itself (a quantized one is quick to redo), then the float32 export it came from.
+    fp32 = export_path(cache_dir, folder, "onnx")
     path = ensure_export(spec, cache_dir, entry)
-    return OnnxEmbedder(
-        path, folder, spec, identity=identify_onnx(spec, entry=entry), max_length=max_length
-    )
+    repairs = [path] if path == fp32 else [path, fp32]
+    while True:
+        try:
+            return OnnxEmbedder(path, folder, spec, identity=identity, max_length=max_length)
+        except RetrievalGateError:
+            raise
+        except Exception as exc:
+            first = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+            if not repairs:
+                raise ConfigError(
+                    f"the ONNX export of model '{spec.model}' cannot be loaded even when made "
+                    f"again ({type(exc).__name__}: {first})",
+                    entry=entry,
+                ) from None
+            import warnings
+
+            from retrieval_gate.errors import CacheWarning
+
+            stale = repairs.pop(0)
+            warnings.warn(
+                f"ONNX export {path} cannot be loaded ({first}); exporting the model again",
+                CacheWarning,
+                stacklevel=2,
+            )
+            for gone in {path, stale}:
+                gone.unlink(missing_ok=True)
+        path = ensure_export(spec, cache_dir, entry)

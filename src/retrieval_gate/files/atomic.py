@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
+import stat
 import tempfile
 from pathlib import Path
+from typing import Any
 
 
 def _temp_prefix(path: Path, pid: int) -> str:
@@ -48,6 +51,30 @@ def write_text_atomic(path: Path, text: str) -> None:
 
     Leftovers of earlier writers that were killed mid-write are removed first.
     """
+    try:
+        _write(path, text)
+    except OSError as exc:
+        # Named by the output, not by its temporary file: the user knows the one, not the other.
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """:func:`write_text_atomic` for bytes (a PNG plot)."""
+    try:
+        _write(path, data)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+
+
+def _write(path: Path, text: str | bytes) -> None:
+    # Renaming over a device or a pipe would replace it (as root, /dev/full with a report):
+    # only a regular file, or a link (the link itself is replaced), is ever written over.
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = stat.S_IFREG
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        raise OSError(errno.EEXIST, "exists and is not a regular file", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep_stale_temps(path)
     fd, tmp = tempfile.mkstemp(
@@ -61,10 +88,16 @@ def write_text_atomic(path: Path, text: str) -> None:
         except FileNotFoundError:
             mode = 0o666 & ~_umask()
         os.chmod(tmp, mode)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+        if isinstance(text, bytes):
+            with os.fdopen(fd, "wb") as binary:
+                binary.write(text)
+                binary.flush()
+                os.fsync(binary.fileno())
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -75,3 +108,12 @@ def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+def failed_write(exc: BaseException) -> str:
+    """``PATH: reason`` of a failed write, for the one line the session ends with (an OSError
+    from :func:`write_text_atomic` names the output, never its temporary file)."""
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    format_: Any = getattr(exc, "format", None)
+    return str(format_()) if callable(format_) else str(exc)

@@ -8,6 +8,7 @@ PyYAML and ``json`` both let the last of two equal keys win silently, so a floor
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 
@@ -46,8 +47,9 @@ def load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=StrictLoader)  # safe: StrictLoader is a SafeLoader
 
 
-def load_json(text: str) -> Any:
-    """``json.loads`` that refuses duplicate keys (DuplicateKeyError, without a line number)."""
+def load_json(text: str, *, parse_constant: Callable[[str], Any] | None = None) -> Any:
+    """``json.loads`` that refuses duplicate keys (DuplicateKeyError, without a line number);
+    ``parse_constant`` as ``json.loads`` takes it (``NaN``, ``Infinity``, ``-Infinity``)."""
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -57,4 +59,4 @@ def load_json(text: str) -> Any:
             out[key] = value
         return out
 
-    return json.loads(text, object_pairs_hook=pairs)
+    return json.loads(text, object_pairs_hook=pairs, parse_constant=parse_constant)

@@ -1,40 +1,19 @@
-"""Drift without labels: how much a run's rankings moved from the baseline's, by overlap.
-
-A judged metric sees only the judged documents. When the rankings churn among unjudged ones (a
-new embedder, a changed chunker), nDCG may not move while users see different results. This
-module compares each query's top k now with the baseline's top k, without any judgment:
-
-Rank-biased overlap (Webber, Moffat and Zobel 2010, "A similarity measure for indefinite
-rankings", eq. 32), extrapolated, for two prefixes S (length s) and L (length l >= s; the longer
-one) with persistence p:
-
-    X_d      = |S[:d] ∩ L[:d]|   (for d > s: |S ∩ L[:d]|)
-    RBO_ext  = (1 - p) / p * ( sum_{d=1..l} X_d / d * p^d
-                               + sum_{d=s+1..l} X_s * (d - s) / (s * d) * p^d )
-               + ( (X_l - X_s) / l + X_s / s ) * p^l
-
-It assumes the agreement seen at the end of the prefixes holds below them. With s = l = k the
-second sum is empty and the tail is X_k / k * p^k. p = 0.9 puts about 86 % of the weight on the
-first 10 ranks. Identical rankings give 1, disjoint ones 0; a ranking that is a prefix of the
-other gives 1 (nothing seen disagrees).
-
-Jaccard@k = |A[:k] ∩ B[:k]| / |A[:k] union B[:k]|: every rank counts the same, order ignored.
-
-Edge cases: two empty rankings are identical (1 for both); one empty and one not: 0. Rankings are
-strict (no document twice), as every ranking of the plugin is.
-
-A scope's figure is the mean over the queries both runs hold. :func:`check_drift` turns the
-means into a pass or fail against floors (``min_rbo``, ``min_jaccard``), listing the queries that
-moved most.
-"""
+"""Drift without labels, decided: each query's top k now against the baseline's top k (RBO and
+Jaccard@k, :mod:`retrieval_gate.metrics.overlap`), over the queries both runs hold unchanged, judged
+or not, against the suite's floors. A judged metric sees only the judged documents: when rankings
+churn among unjudged ones, nDCG may not move while users see different results."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from retrieval_gate.metrics.overlap import jaccard_at_k, rbo_ext
 from retrieval_gate.records import Outcome, RunRecord, format_value
 from retrieval_gate.suites.drift import DriftFloors
+
+if TYPE_CHECKING:
+    from retrieval_gate.suites.suite import Suite
 
 #: How many of the most changed queries a drift outcome lists.
 SHOWN = 5
@@ -97,3 +76,20 @@ def check_drift(
             )
         )
     return outcomes
+
+
+def drift_outcomes(
+    suite: Suite, record: RunRecord, base: RunRecord | None
+) -> dict[str, Outcome] | str:
+    """The suite's drift outcomes by name (``RBO@10``, ``Jaccard@10``) against the baseline
+    run, or why there are none."""
+    from retrieval_gate.baseline.align import align
+
+    kind = suite.kind_object
+    floors = kind.drift(suite)
+    if base is None or floors is None:
+        return "no baseline for this suite and system"
+    alignment = align(record, base)
+    texts = {**{q.id: q.text for q in suite.queries}, **dict(kind.drift_queries(suite))}
+    found = check_drift(record, base, alignment.shared, floors, texts)
+    return {o.metric: o for o in found}

@@ -1,13 +1,11 @@
-"""Floors, ceilings, per-query expectations and regression checks, decided on typed records. Pure.
+"""Floors, ceilings and per-unit expectations, decided on typed records. Pure.
 
-Each check reads a :class:`~retrieval_gate.records.RunRecord` (and, for regressions, the baseline's)
-and returns an :class:`~retrieval_gate.records.Outcome`: the items turn it into a pass or a readable
-failure and the report into a table row.
+Each check reads a :class:`~retrieval_gate.records.RunRecord` and returns an
+:class:`~retrieval_gate.records.Outcome`: the items turn it into a pass or a readable failure
+(value, floor, n, the worst units) and the report into a table row.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from retrieval_gate.metrics import parse_metric
 from retrieval_gate.records import (
@@ -16,12 +14,9 @@ from retrieval_gate.records import (
     RunRecord,
     format_value,
 )
+from retrieval_gate.suites import kinds
 from retrieval_gate.suites.suite import Gate
-from retrieval_gate.suites.units import Expectation, Query
-
-if TYPE_CHECKING:
-    pass
-
+from retrieval_gate.suites.units import Expectation, Unit
 
 # Means of per-query fractions are not exact in binary: 3 of 5 queries at P@5 = 0.6 can average to
 # 0.5999999999999999. A floor is met when the value is within this of it, so a suite that sits
@@ -50,6 +45,11 @@ def check_gate(gate: Gate, record: RunRecord, worst: int = 5) -> Outcome:
         passed = value <= gate.threshold + EPSILON
     else:
         passed = value >= gate.threshold - EPSILON
+    kind = kinds().get(record.kind)
+    if not passed and not metric.is_latency and kind is not None:
+        # What the worst units got wrong, in their kind's terms (an extraction document's missed
+        # terms, the pairs furthest from the gold order).
+        detail += kind.failure_lines(record, metric.name, gate.scope, [q for q, _ in shown])
     return Outcome(
         suite=record.suite,
         system=record.system,
@@ -88,10 +88,17 @@ def _worst(
 
 
 def _texts(record: RunRecord, shown: tuple[tuple[str, float], ...]) -> dict[str, str]:
-    return {qid: record.query(qid).text for qid, _ in shown if record.query(qid).text}
+    """What messages show beside each unit's id: its kind decides (a query's text; nothing for
+    an extraction document, whose opening words say nothing)."""
+    kind = kinds().get(record.kind)
+    found = {
+        qid: kind.described(record.query(qid)) if kind is not None else record.query(qid).text
+        for qid, _ in shown
+    }
+    return {qid: text for qid, text in found.items() if text}
 
 
-def check_query(query: Query, record: RunRecord) -> Outcome:
+def check_query(query: Unit, record: RunRecord) -> Outcome:
     """All of a query's ``expect`` assertions; the outcome fails if any of them does."""
     measured = record.query(query.id)
     ranks = measured.relevant_ranks
@@ -100,9 +107,10 @@ def check_query(query: Query, record: RunRecord) -> Outcome:
     # The outcome's value and threshold are those of the first failing assertion (else the first).
     shown_exp, _, value, _ = next((c for c in checks if not c[1]), checks[0])
     found = ", ".join(
-        f"{doc} at {'-' if rank is None else rank}" for doc, rank in sorted(ranks.items())
+        f"{measured.named(doc)} at {'-' if rank is None else rank}"
+        for doc, rank in sorted(ranks.items())
     )
-    top = ", ".join(measured.ranking[:5]) or "(none)"
+    top = ", ".join(measured.named(doc) for doc in measured.ranking[:5]) or "(none)"
     detail = [*failures, f"relevant: {found}", f"top results: {top}"]
     return Outcome(
         suite=record.suite,
@@ -140,7 +148,8 @@ def _check_expectation(exp: Expectation, measured: QueryRecord) -> tuple[bool, f
     missing = [doc for doc, r in ranks.items() if r is None or r > limit]
     worst_rank = max(present) if len(present) == len(ranks) else None
     ok = not missing
-    shown = f"{len(missing)} relevant not within {limit}: {', '.join(sorted(missing))}"
+    named = ", ".join(measured.named(doc) for doc in sorted(missing))
+    shown = f"{len(missing)} relevant not within {limit}: {named}"
     return (
         ok,
         float(worst_rank if worst_rank is not None else -1),

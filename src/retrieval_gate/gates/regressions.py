@@ -1,19 +1,22 @@
-"""Floors, ceilings, per-query expectations and regression checks, decided on typed records. Pure.
+"""Regression checks against the accepted baseline, decided on typed records. Pure.
 
-Each check reads a :class:`~retrieval_gate.records.RunRecord` (and, for regressions, the baseline's)
-and returns an :class:`~retrieval_gate.records.Outcome`: the items turn it into a pass or a readable
-failure and the report into a table row.
+Each check compares a :class:`~retrieval_gate.records.RunRecord` with its baseline run on the units
+both share (:mod:`retrieval_gate.baseline.align`) and returns an
+:class:`~retrieval_gate.records.Outcome` with its :class:`~retrieval_gate.records.RegressionFigures`;
+the statistics are in :mod:`.stats` and the session's family in :mod:`.plan` (docs/verdicts.md).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from retrieval_gate.gates.floors import _fmt
+from retrieval_gate.gates.resolution import BlockResolution, ItemSpread, sample_sd
 from retrieval_gate.metrics import parse_metric
 from retrieval_gate.records import (
     BaselineComparison,
@@ -28,6 +31,7 @@ from retrieval_gate.suites.suite import Suite
 
 if TYPE_CHECKING:
     from retrieval_gate.gates.stats import BootstrapMarginTest, MarginTest
+    from retrieval_gate.metrics import Metric
 
 
 DEFAULT_TOLERANCE = 0.01
@@ -100,6 +104,118 @@ def family_size(shared_counts: list[int], alpha: float) -> int:
         k += 1
 
 
+#: The two decision rules (docs/verdicts.md): ``tolerance`` fails an item when the observed drop
+#: is larger than its tolerance, and states the resolution of that decision; ``margin`` fails it
+#: only when a test shows the drop larger than the tolerance (three verdicts).
+POLICIES = ("tolerance", "margin")
+DEFAULT_POLICY = "tolerance"
+
+
+# An observed drop within this much of the tolerance is equal to it (float noise of two means).
+_TIE = 1e-9
+
+
+@dataclass(frozen=True)
+class _Compared:
+    """One check's values over its compared units, before any rule decides."""
+
+    check: RegressionCheck
+    ids: list[str]
+    now: list[float]
+    then: list[float]
+    missing: str | None
+    mean_now: float
+    mean_then: float
+    spread: ItemSpread | None  # what the check adds to its block's resolution
+    planned_sd: float  # the spread planning assumes for the drops (docs/verdicts.md)
+    test: MarginTest | BootstrapMarginTest
+
+    @property
+    def drop(self) -> float:
+        return self.mean_then - self.mean_now
+
+    @property
+    def unchanged(self) -> bool:
+        return bool(self.ids) and self.test.improved == 0 and self.test.degraded == 0
+
+
+def _compare(
+    check: RegressionCheck,
+    record: RunRecord,
+    base: RunRecord,
+    shared: set[str],
+    redefined: Mapping[str, str],
+    seed: int,
+) -> _Compared:
+    from retrieval_gate.gates.stats import bootstrap_margin_test, bootstrap_sd, is_mean, margin_test
+
+    in_scope = [qid for qid in record.scope_ids(check.scope) if qid in shared]
+    missing = redefined.get(check.metric) if in_scope else None
+    missing = missing or _not_compared(check.metric, in_scope, record, base)
+    if not in_scope:
+        missing = f"no query of {check.scope} is shared with the baseline"
+    ids = [] if missing else in_scope
+    now = [record.query(qid).metrics[check.metric] for qid in ids]
+    then = [base.query(qid).metrics[check.metric] for qid in ids]
+    metric = parse_metric(check.metric)
+    width = _width(metric, now, then)
+    n = len(ids)
+    test: MarginTest | BootstrapMarginTest
+    if is_mean(metric):
+        test = margin_test(now, then, check.tolerance)
+        mean_now = sum(now) / n if n else 0.0
+        mean_then = sum(then) / n if n else 0.0
+        drops = np.asarray(then, dtype=np.float64) - np.asarray(now, dtype=np.float64)
+        spread = ItemSpread(n=n, width=width, drops=drops)
+        planned = sample_sd(then)
+    else:
+        # Micro F1, a correlation: the aggregate is not a mean of per-unit values, so the
+        # units are resampled together with the components the aggregate reads.
+        names = (check.metric, *metric.spec.aggregation.components)
+        series_now = {c: np.array([record.query(q).metrics[c] for q in ids]) for c in names}
+        series_then = {c: np.array([base.query(q).metrics[c] for q in ids]) for c in names}
+        test = bootstrap_margin_test(metric, series_now, series_then, check.tolerance, seed)
+        mean_now, mean_then = test.now, test.then
+        spread = ItemSpread(n=n, width=width, bootstrap_sd=test.sd)
+        # As a per-unit sd, so planning reads both kinds alike: sd_boot * sqrt(n).
+        planned = bootstrap_sd(metric, series_then, seed) * math.sqrt(n) if n > 1 else 0.0
+    return _Compared(
+        check, ids, now, then, missing, mean_now, mean_then, spread if n else None, planned, test
+    )
+
+
+def spread_of_values(
+    metric_name: str, base: RunRecord, ids: list[str], seed: int = 0
+) -> tuple[ItemSpread, float]:
+    """What planning reads from the baseline's values of ``ids``: an :class:`ItemSpread` whose
+    spread is theirs (their sample sd standing in for the drops'; for an aggregate that is not a
+    mean, its bootstrap sd) and that per-unit sd. Units missing the metric are left out."""
+    from retrieval_gate.gates.stats import bootstrap_sd, is_mean
+
+    metric = parse_metric(metric_name)
+    ids = [qid for qid in ids if metric_name in base.query(qid).metrics]
+    values = [base.query(qid).metrics[metric_name] for qid in ids]
+    width = _width(metric, values, values)
+    n = len(ids)
+    if is_mean(metric):
+        return ItemSpread(n, width, drops=np.asarray(values, dtype=np.float64)), sample_sd(values)
+    names = (metric_name, *metric.spec.aggregation.components)
+    if any(c not in base.query(qid).metrics for qid in ids for c in names):
+        return ItemSpread(0, width, bootstrap_sd=0.0), 0.0
+    series = {c: np.array([base.query(q).metrics[c] for q in ids]) for c in names}
+    sd = bootstrap_sd(metric, series, seed)
+    return ItemSpread(n, width, bootstrap_sd=sd), sd * math.sqrt(n)
+
+
+def _width(metric: Metric, now: list[float], then: list[float]) -> float:
+    """R, the width of the metric's range; for an unbounded metric the observed range."""
+    lo, hi = metric.bounds
+    if lo is not None and hi is not None:
+        return float(hi - lo)
+    values = [*now, *then]
+    return float(max(values) - min(values)) if values else 0.0
+
+
 def check_regressions(
     record: RunRecord,
     base: RunRecord,
@@ -111,150 +227,315 @@ def check_regressions(
     redefined: Mapping[str, str] | None = None,
     family: int = 1,
     strict: bool = False,
+    policy: str = DEFAULT_POLICY,
+    blocks: int = 1,
 ) -> list[Outcome]:
-    """Each check's verdict on the tolerance t as a non-inferiority margin, over shared queries.
+    """Each check decided over the queries shared with the baseline, by ``policy``.
 
-    With d_i = now_i - then_i and x_i = d_i + t (:func:`~retrieval_gate.gates.stats.margin_test`), each
+    ``tolerance`` (the default): an item fails when the observed drop mean(then) - mean(now) is
+    larger than its tolerance t; it states its resolution epsilon at reliability 1 - ``alpha``
+    over the session's ``blocks`` (:mod:`~retrieval_gate.gates.resolution`): a true drop above
+    t + epsilon fails and one below t - epsilon passes, every item of the session at once, with
+    probability >= 1 - alpha. Verdicts ``regressed`` (fails) and ``ok``.
+
+    ``margin``: each check's verdict on the tolerance as a non-inferiority margin. With d_i =
+    now_i - then_i and x_i = d_i + t (:func:`~retrieval_gate.gates.stats.margin_test`), each
     test at level a' = alpha / ``family`` (Bonferroni across the session's regression items):
     ``regressed`` when mean(x) < 0 is significant (the drop is larger than t), ``ok`` when
     mean(x) > 0 is (the drop is within t), or when no compared query changed; else
     ``underpowered``. A regressed check fails; an underpowered one passes with a warning, or
-    fails when ``strict``. A metric in ``redefined`` (metric -> reason) is not compared: its
-    definition changed since the baseline. A metric whose value is not a mean of per-unit values
-    (micro F1, a correlation) is tested by the paired bootstrap
+    fails when ``strict``. A metric whose value is not a mean of per-unit values (micro F1, a
+    correlation) is tested by the paired bootstrap
     (:func:`~retrieval_gate.gates.stats.bootstrap_margin_test`, seeded with ``seed``) instead.
+
+    Either way a metric in ``redefined`` (metric -> reason) is not compared: its definition
+    changed since the baseline.
     """
+    from retrieval_gate.gates.resolution import block_level, block_resolution
+
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+    shared_set = set(shared)
+    compared = [
+        _compare(check, record, base, shared_set, redefined or {}, seed) for check in checks
+    ]
+    level = block_level(alpha, blocks)
+    by_scope: dict[str, dict[str, ItemSpread]] = {}
+    for item in compared:
+        if item.spread is not None:
+            by_scope.setdefault(item.check.scope, {})[item.check.metric] = item.spread
+    resolved = {scope: block_resolution(items, level, seed) for scope, items in by_scope.items()}
+    outcomes = []
+    for item in compared:
+        block = resolved.get(item.check.scope)
+        epsilon = None if block is None else block.epsilon.get(item.check.metric)
+        figures = _resolution_figures(item, epsilon, block, level, alpha)
+        if policy == "tolerance":
+            outcomes.append(_tolerance_outcome(record, base, item, alpha, blocks, figures))
+        else:
+            outcomes.append(
+                _margin_outcome(record, base, item, alpha, family, strict, seed, figures)
+            )
+    return outcomes
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    epsilon: float | None
+    planned: float | None  # epsilon a change as large as the baseline's spread would get
+    needed: int | None  # queries for epsilon <= tolerance
+    c: float
+
+
+def _resolution_figures(
+    item: _Compared,
+    epsilon: float | None,
+    block: BlockResolution | None,
+    level: float,
+    alpha: float,
+) -> _Resolved:
+    from retrieval_gate.gates.resolution import planned_epsilon, queries_needed
+
+    if epsilon is None or block is None or item.spread is None:
+        return _Resolved(None, None, None, 0.0)
+    n = item.spread.n
+    planned = planned_epsilon(item.planned_sd, n, item.spread.width, block.c)
+    # Today's spread of the drops when a change shows one, else the baseline's (planning).
+    sd = max(item.spread.unit_sd(), item.planned_sd)
+    joint = block.c_normal if len(block.epsilon) > 1 else None
+    needed = queries_needed(sd, item.spread.width, item.check.tolerance, level, joint=joint)
+    return _Resolved(epsilon, planned, needed, block.c)
+
+
+def _percent(alpha: float) -> str:
+    return f"{100.0 * (1.0 - alpha):.4g} %"
+
+
+def _common_detail(item: _Compared, units: str) -> str:
+    return (
+        f"baseline {_fmt(item.mean_then)} -> now {_fmt(item.mean_now)} (drop {_fmt(item.drop)}, "
+        f"tolerance {_fmt(item.check.tolerance)}) over {len(item.ids)} shared {units}; "
+        f"{item.test.degraded} worse, {item.test.improved} better"
+    )
+
+
+def _statement(item: _Compared, epsilon: float | None, alpha: float) -> str:
+    """ "nDCG@10 dropped 0.142 > tolerance 0.01 (resolution +-0.06 at 95 %)"."""
+    metric, t = item.check.metric, _fmt(item.check.tolerance)
+    if item.unchanged:
+        said = f"{metric}: no compared query changed (tolerance {t})"
+    elif item.drop > item.check.tolerance + _TIE:
+        said = f"{metric} dropped {_fmt(item.drop)} > tolerance {t}"
+    elif item.drop >= 0:
+        said = f"{metric} dropped {_fmt(item.drop)} <= tolerance {t}"
+    else:
+        said = f"{metric} rose {_fmt(-item.drop)} (tolerance {t})"
+    if epsilon is not None:
+        said += f" (resolution +-{_fmt(epsilon)} at {_percent(alpha)})"
+    return said
+
+
+def _tolerance_outcome(
+    record: RunRecord,
+    base: RunRecord,
+    item: _Compared,
+    alpha: float,
+    blocks: int,
+    resolved: _Resolved,
+) -> Outcome:
+    from retrieval_gate.suites import units_of
+
+    units = units_of(record.kind)
+    check, epsilon = item.check, resolved.epsilon
+    regressed = bool(item.ids) and item.drop > check.tolerance + _TIE
+    verdict = "regressed" if regressed else "ok"
+    passed = not regressed or not check.gated or item.missing is not None
+    detail = [f"{verdict}: {_statement(item, epsilon, alpha)}", _common_detail(item, units)]
+    if epsilon is not None:
+        t = check.tolerance
+        scopes = "scope" if blocks == 1 else "scopes"
+        detail.append(
+            f"resolution +-{_fmt(epsilon)} at {_percent(alpha)} reliability, shared over the "
+            f"session's {blocks} suite x system {scopes} (c {resolved.c:.3f}): a true drop above "
+            f"{_fmt(t + epsilon)} fails and one below {_fmt(t - epsilon)} passes"
+        )
+        if epsilon > t:
+            detail.append(_too_coarse(check, epsilon, resolved.needed, units))
+    deltas = _deltas(item)
+    if item.missing is not None:
+        detail = [f"not compared: {item.missing}"]
+    if not check.gated:
+        detail.append("diagnostic: not a gated item (see regression_scopes)")
+    if regressed and item.missing is None:
+        detail += _explanations(record, base, item, deltas)
+    return _outcome(record, item, passed, verdict, detail, deltas, alpha, resolved, "tolerance")
+
+
+def _too_coarse(check: RegressionCheck, epsilon: float, needed: int | None, units: str) -> str:
+    more = f", or about {needed:,} {units}," if needed is not None else ""
+    return (
+        f"WARNING: the resolution (+-{_fmt(epsilon)}) is wider than the tolerance "
+        f"({_fmt(check.tolerance)}): changes with no real effect on {check.metric} will often "
+        f"fail; a tolerance of at least {_fmt(epsilon)}{more} would resolve it"
+    )
+
+
+def _deltas(item: _Compared) -> list[tuple[str, float]]:
+    return sorted(
+        ((qid, a - b) for qid, a, b in zip(item.ids, item.now, item.then, strict=True) if a < b),
+        key=lambda x: x[1],
+    )
+
+
+def _explanations(
+    record: RunRecord, base: RunRecord, item: _Compared, deltas: list[tuple[str, float]]
+) -> list[str]:
+    metric = item.check.metric
+    lines = [
+        explain(qid, record.query(qid), base.query(qid), metric, record.kind)
+        for qid, _ in deltas[:EXPLAIN]
+    ]
+    stale = stale_labels(record, base, [qid for qid, _ in deltas], metric)
+    return lines + ([stale] if stale is not None else [])
+
+
+def _outcome(
+    record: RunRecord,
+    item: _Compared,
+    passed: bool,
+    verdict: str,
+    detail: list[str],
+    deltas: list[tuple[str, float]],
+    session_alpha: float,
+    resolved: _Resolved,
+    policy: str,
+    **margin: Any,
+) -> Outcome:
+    check = item.check
+    return Outcome(
+        suite=record.suite,
+        system=record.system,
+        scope="regression" if check.scope == "suite" else f"regression {check.scope}",
+        metric=check.metric,
+        value=item.mean_now,
+        threshold=item.mean_then - check.tolerance,
+        passed=passed,
+        n=len(item.ids),
+        worst=tuple(deltas[:EXPLAIN]),
+        detail=tuple(detail),
+        regression=RegressionFigures(
+            baseline=item.mean_then,
+            tolerance=check.tolerance,
+            improved=item.test.improved,
+            degraded=item.test.degraded,
+            not_compared=item.missing,
+            verdict=verdict,
+            diagnostic=not check.gated,
+            policy=policy,
+            resolution=resolved.epsilon,
+            reliability=1.0 - session_alpha,
+            planned_resolution=resolved.planned,
+            queries_needed=resolved.needed,
+            **margin,
+        ),
+    )
+
+
+def _margin_outcome(
+    record: RunRecord,
+    base: RunRecord,
+    item: _Compared,
+    alpha: float,
+    family: int,
+    strict: bool,
+    seed: int,
+    resolved: _Resolved,
+) -> Outcome:
     from retrieval_gate.gates.stats import (
         MARGIN_RESAMPLES,
-        bootstrap_margin_test,
         detectable_drop,
         detectable_drop_bootstrap,
         fewest_worse,
         is_mean,
-        margin_test,
         smallest_margin_p,
     )
+    from retrieval_gate.suites import units_of
 
+    units = units_of(record.kind)
+    check, test, ids = item.check, item.test, item.ids
     level = alpha / max(1, family)
-    shared_set = set(shared)
-    outcomes = []
-    for check in checks:
-        in_scope = [qid for qid in record.scope_ids(check.scope) if qid in shared_set]
-        missing = (redefined or {}).get(check.metric) if in_scope else None
-        missing = missing or _not_compared(check.metric, in_scope, record, base)
-        if not in_scope:
-            missing = f"no query of {check.scope} is shared with the baseline"
-        ids = [] if missing else in_scope
-        now = [record.query(qid).metrics[check.metric] for qid in ids]
-        then = [base.query(qid).metrics[check.metric] for qid in ids]
-        metric = parse_metric(check.metric)
-        test: MarginTest | BootstrapMarginTest
-        if is_mean(metric):
-            test = margin_test(now, then, check.tolerance)
-            mean_now = sum(now) / len(now) if now else 0.0
-            mean_then = sum(then) / len(then) if then else 0.0
-            detectable = detectable_drop(then, check.tolerance, level)
-            fewest = (
-                fewest_worse(then, check.tolerance, level) if 0 < len(ids) <= SMALL_SCOPE else None
-            )
-            how = "exact sign-flip" if test.exact else "sign-flip, normal approximation"
-        else:
-            # Micro F1, a correlation: the aggregate is not a mean of per-unit values, so the
-            # units are resampled together with the components the aggregate reads.
-            names = (check.metric, *metric.spec.aggregation.components)
-            series_now = {c: np.array([record.query(q).metrics[c] for q in ids]) for c in names}
-            series_then = {c: np.array([base.query(q).metrics[c] for q in ids]) for c in names}
-            test = bootstrap_margin_test(metric, series_now, series_then, check.tolerance, seed)
-            mean_now, mean_then = test.now, test.then
-            detectable = detectable_drop_bootstrap(
-                metric, series_then, check.tolerance, level, seed
-            )
-            fewest = None
-            how = f"paired bootstrap over units, {MARGIN_RESAMPLES:,} resamples"
-        drop = mean_then - mean_now
-        unchanged = bool(ids) and test.improved == 0 and test.degraded == 0
-        if test.p_worse <= level:
-            verdict = "regressed"
-        elif unchanged or test.p_within <= level:
-            verdict = "ok"
-        else:
-            verdict = "underpowered"
-        if not check.gated or missing is not None:
-            passed = True
-        else:
-            passed = verdict == "ok" or (verdict == "underpowered" and not strict)
-        deltas = sorted(
-            ((qid, a - b) for qid, a, b in zip(ids, now, then, strict=True) if a < b),
-            key=lambda x: x[1],
+    metric = parse_metric(check.metric)
+    if is_mean(metric):
+        detectable = detectable_drop(item.then, check.tolerance, level)
+        fewest = (
+            fewest_worse(item.then, check.tolerance, level) if 0 < len(ids) <= SMALL_SCOPE else None
         )
-        detail = [
-            f"{verdict}: {_verdict_words(verdict, drop, check.tolerance, unchanged)}",
-            f"baseline {_fmt(mean_then)} -> now {_fmt(mean_now)} (drop {_fmt(drop)}, "
-            f"tolerance {_fmt(check.tolerance)}) over {len(ids)} shared {record.units}; "
-            f"{test.degraded} worse, {test.improved} better",
-            f"paired test of the drop against the tolerance ({how}): p(drop > tolerance) = "
-            f"{test.p_worse:.4g}, p(drop < tolerance) = {test.p_within:.4g}, each at level "
-            f"{level:.4g} (alpha {alpha:g} / {family} regression items)",
-        ]
-        if detectable is not None:
-            line = f"smallest detectable drop (80 % power): {_fmt(detectable)}"
-            if check.tolerance > 0 and detectable - check.tolerance > check.tolerance:
-                line += (
-                    f"; WARNING: above twice the tolerance, this scope cannot tell a drop within "
-                    f"the tolerance from one of {_fmt(detectable)}"
-                )
-            detail.append(line)
-        if 0 < len(ids) <= SMALL_SCOPE and is_mean(metric):
-            if fewest is None:
-                detail.append(
-                    f"even all {len(ids)} {record.units} falling to 0 would not be significant "
-                    f"(smallest possible p {smallest_margin_p(len(ids)):.4g} > {level:.4g})"
-                )
-            else:
-                detail.append(f"{fewest} of {len(ids)} {record.units} must fall to 0 to fail")
-        if missing is not None:
-            detail = [f"not compared: {missing}"]
-        if not check.gated:
-            detail.append("diagnostic: not a gated item (see regression_scopes)")
-        if verdict == "regressed":
-            detail += [
-                explain(qid, record.query(qid), base.query(qid), check.metric)
-                for qid, _ in deltas[:EXPLAIN]
-            ]
-            stale = stale_labels(record, base, [qid for qid, _ in deltas], check.metric)
-            if stale is not None:
-                detail.append(stale)
-        outcomes.append(
-            Outcome(
-                suite=record.suite,
-                system=record.system,
-                scope="regression" if check.scope == "suite" else f"regression {check.scope}",
-                metric=check.metric,
-                value=mean_now,
-                threshold=mean_then - check.tolerance,
-                passed=passed,
-                n=len(ids),
-                worst=tuple(deltas[:EXPLAIN]),
-                detail=tuple(detail),
-                regression=RegressionFigures(
-                    baseline=mean_then,
-                    tolerance=check.tolerance,
-                    p_value=test.p_worse,
-                    p_adjusted=min(1.0, test.p_worse * max(1, family)),
-                    improved=test.improved,
-                    degraded=test.degraded,
-                    not_compared=missing,
-                    verdict=verdict,
-                    p_within=test.p_within,
-                    alpha=level,
-                    family=max(1, family),
-                    detectable_drop=detectable,
-                    fewest_worse=fewest,
-                    diagnostic=not check.gated,
-                ),
+        how = "exact sign-flip" if test.exact else "sign-flip, normal approximation"
+    else:
+        names = (check.metric, *metric.spec.aggregation.components)
+        series_then = {c: np.array([base.query(q).metrics[c] for q in ids]) for c in names}
+        detectable = detectable_drop_bootstrap(metric, series_then, check.tolerance, level, seed)
+        fewest = None
+        how = f"paired bootstrap over units, {MARGIN_RESAMPLES:,} resamples"
+    drop, unchanged = item.drop, item.unchanged
+    if test.p_worse <= level:
+        verdict = "regressed"
+    elif unchanged or test.p_within <= level:
+        verdict = "ok"
+    else:
+        verdict = "underpowered"
+    if not check.gated or item.missing is not None:
+        passed = True
+    else:
+        passed = verdict == "ok" or (verdict == "underpowered" and not strict)
+    deltas = _deltas(item)
+    detail = [
+        f"{verdict}: {_verdict_words(verdict, drop, check.tolerance, unchanged)}",
+        _common_detail(item, units),
+        f"paired test of the drop against the tolerance ({how}): p(drop > tolerance) = "
+        f"{test.p_worse:.4g}, p(drop < tolerance) = {test.p_within:.4g}, each at level "
+        f"{level:.4g} (alpha {alpha:g} / {family} regression items)",
+    ]
+    if detectable is not None:
+        line = f"smallest detectable drop (80 % power): {_fmt(detectable)}"
+        if check.tolerance > 0 and detectable - check.tolerance > check.tolerance:
+            line += (
+                f"; WARNING: above twice the tolerance, this scope cannot tell a drop within "
+                f"the tolerance from one of {_fmt(detectable)}"
             )
-        )
-    return outcomes
+        detail.append(line)
+    if 0 < len(ids) <= SMALL_SCOPE and is_mean(metric):
+        if fewest is None:
+            detail.append(
+                f"even all {len(ids)} {units} falling to 0 would not be significant "
+                f"(smallest possible p {smallest_margin_p(len(ids)):.4g} > {level:.4g})"
+            )
+        else:
+            detail.append(f"{fewest} of {len(ids)} {units} must fall to 0 to fail")
+    if item.missing is not None:
+        detail = [f"not compared: {item.missing}"]
+    if not check.gated:
+        detail.append("diagnostic: not a gated item (see regression_scopes)")
+    if verdict == "regressed":
+        detail += _explanations(record, base, item, deltas)
+    return _outcome(
+        record,
+        item,
+        passed,
+        verdict,
+        detail,
+        deltas,
+        alpha,
+        resolved,
+        "margin",
+        p_value=test.p_worse,
+        p_adjusted=min(1.0, test.p_worse * max(1, family)),
+        p_within=test.p_within,
+        alpha=level,
+        family=max(1, family),
+        detectable_drop=detectable,
+        fewest_worse=fewest,
+    )
 
 
 def _verdict_words(verdict: str, drop: float, tolerance: float, unchanged: bool) -> str:
@@ -290,6 +571,8 @@ def compare_with_baseline(
     seed: int = 0,
     family: int = 1,
     strict: bool = False,
+    policy: str = DEFAULT_POLICY,
+    blocks: int = 1,
 ) -> Regressions:
     """Align a run with its baseline run and decide every regression check (see
     :func:`check_regressions`); ``path`` names the baseline file in the report."""
@@ -327,6 +610,8 @@ def compare_with_baseline(
         redefined=alignment.redefined,
         family=family,
         strict=strict,
+        policy=policy,
+        blocks=blocks,
     )
     rows = {}
     for check, outcome in zip(checks, outcomes, strict=True):
@@ -349,6 +634,11 @@ def compare_with_baseline(
             detectable_drop=figures.detectable_drop,
             fewest_worse=figures.fewest_worse,
             diagnostic=figures.diagnostic,
+            policy=figures.policy,
+            resolution=figures.resolution,
+            reliability=figures.reliability,
+            planned_resolution=figures.planned_resolution,
+            queries_needed=figures.queries_needed,
         )
     return Regressions(
         comparison(rows),
@@ -374,39 +664,13 @@ def _not_compared(metric: str, ids: list[str], record: RunRecord, base: RunRecor
     return None
 
 
-def explain(qid: str, now: QueryRecord, then: QueryRecord, metric: str) -> str:
-    """A regressed query: its relevant documents' ranks before and after, and who took them.
-    A pair: its cosine before and after against its gold score. An extraction document: the
-    gold terms it now misses and the terms it now predicts wrongly."""
-    values = f"{_fmt(then.metrics[metric])} -> {_fmt(now.metrics[metric])}"
-    if "gold_score" in now.metrics:
-        cosines = f"{_fmt(then.metrics['cosine'])} -> {_fmt(now.metrics['cosine'])}"
-        return f"{qid}: cosine {cosines} (gold score {_fmt(now.metrics['gold_score'])})"
-    if "TP" in now.metrics:
-        gold = set(now.gold)
-        missed = sorted((gold - set(now.ranking)) - (gold - set(then.ranking)))
-        extra = sorted((set(now.ranking) - gold) - (set(then.ranking) - gold))
-        parts = [f"now misses {', '.join(missed)}"] if missed else []
-        parts += [f"now also predicts {', '.join(extra)}"] if extra else []
-        return f"{qid}: {metric} {values}; " + ("; ".join(parts) or "same terms, other scores")
-    moves = []
-    ranking_now = now.ranking
-    for doc, before_rank in sorted(then.relevant_ranks.items()):
-        after_rank = now.relevant_ranks.get(doc)
-        if before_rank == after_rank:
-            continue
-        text = f"{doc} {before_rank or '-'} -> {after_rank or '-'}"
-        if before_rank is not None and (after_rank is None or after_rank > before_rank):
-            # Who pushed it down: documents ranked ahead of it now that were not ahead of it
-            # before. One that fell out entirely was pushed by whoever now holds its old place.
-            ahead_now = ranking_now[: before_rank if after_rank is None else after_rank - 1]
-            ahead_then = set(then.ranking[: before_rank - 1])
-            taken = [d for d in ahead_now if d not in ahead_then and d != doc]
-            if taken:
-                more = f" and {len(taken) - 3} more" if len(taken) > 3 else ""
-                text += f" (displaced by {', '.join(taken[:3])}{more})"
-        moves.append(text)
-    return f"{qid}: {metric} {values}; " + ("; ".join(moves) or "relevant ranks unchanged")
+def explain(qid: str, now: QueryRecord, then: QueryRecord, metric: str, kind: str) -> str:
+    """One line on how a unit that got worse changed: its suite kind says (a query's relevant
+    documents' ranks before and after and who took them; an extraction document's missed and
+    extra terms; a pair's cosine against its gold score)."""
+    from retrieval_gate.suites import kind_named
+
+    return kind_named(kind).explain(qid, now, then, metric)
 
 
 def stale_labels(record: RunRecord, base: RunRecord, worse: list[str], metric: str) -> str | None:

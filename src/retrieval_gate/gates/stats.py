@@ -341,6 +341,26 @@ def detectable_drop_bootstrap(
     return tolerance + (z_quantile(1.0 - alpha) + z_quantile(POWER)) * sd_d
 
 
+def bootstrap_sd(
+    metric: Metric,
+    series: Mapping[str, np.ndarray],
+    seed: int = 0,
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> float:
+    """The bootstrap standard deviation of ``metric``'s aggregate over units (resampled as in
+    :func:`~retrieval_gate.metrics.bootstrap.bootstrap_ci`); 0 with fewer than 2 units."""
+    values = np.asarray(series[metric.name], dtype=np.float64)
+    n = int(values.size)
+    if n < 2:
+        return 0.0
+    parts = [np.asarray(series[c], dtype=np.float64) for c in metric.spec.aggregation.components]
+    statistic = _statistic(metric)
+    draws = _resample_indices(n, resamples, seed)
+    boot = np.array([statistic(values[i], [p[i] for p in parts]) for i in draws])
+    return float(boot.std(ddof=1))
+
+
 def is_mean(metric: Metric) -> bool:
     """Whether a metric's value is the mean of its per-unit values (the sign-flip margin test
     applies) rather than another aggregate (micro F1, a correlation, a percentile)."""

@@ -1,20 +1,27 @@
 """``--rg-suggest-floors``: floors from the baseline's lower confidence bounds, as a diff.
 
 For each floor a suite gates on (a metric over the suite, a category or a difficulty; latency
-ceilings are left alone), the suggestion is
+ceilings are left alone), each system's bound is
 
-    floor = round_down_2( min over systems of  mean - t_{0.975, n-1} * sd / sqrt(n) )
+    bound = mean - t_{0.975, n-1} * sd / sqrt(n)
 
 over the baseline's per-query values of that metric, for the queries of the scope that the
 current suite file still holds unchanged (same text and judgments: the query digest), with ``sd``
 the sample standard deviation (n - 1) and ``t`` Student's quantile: the lower end of a two-sided
-95 % t confidence interval of the scope's mean. The minimum over the session's systems, because
-one floor gates every system of the suite. Rounded down to 2 decimals, so the baseline clears it
-and the file stays readable, then clamped to the metric's bounds.
+95 % t confidence interval of the scope's mean. Values without spread (every query 1.0) give no
+t interval; for a metric within [0, 1] the bound is then Wilson's score interval's lower end for
+a proportion ``mean`` out of ``n`` (n = 10 at 1.0: 0.72), never the mean itself, so one query
+falling does not fail a floor suggested from a perfect run; a metric with other bounds gets no
+suggestion then.
+
+One floor gates every system of the suite, so the suggestion is the lowest bound over the systems
+whose baseline meets the current floor: a system already failing it (a broken one at 0.00) would
+switch the floor off, so it is left out and named. When no system meets it, the floor follows the
+best system's bound. Rounded down to 2 decimals, so the baseline clears it and the file stays
+readable, then clamped to the metric's bounds.
 
 Edge cases: a scope with fewer than 2 comparable queries, or a metric the baseline lacks, gets no
-suggestion (an interval needs a spread); all values equal give the mean itself; a suggestion
-equal to the current floor is not a change.
+suggestion (an interval needs a spread); a suggestion equal to the current floor is not a change.
 
 The output is a unified diff of the suite files (``a/<path>`` / ``b/<path>`` relative to the
 rootdir, so ``git apply`` takes it); only the threshold's own text changes (located with the YAML
@@ -28,12 +35,13 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 from retrieval_gate.baseline.store import Baseline
 from retrieval_gate.errors import RetrievalGateError, UnknownMetricError
 from retrieval_gate.metrics import parse_metric
-from retrieval_gate.records import RunRecord, parse_scope, query_digest
+from retrieval_gate.records import RunRecord, parse_scope
 from retrieval_gate.suites.suite import Gate, Suite, load_suite
 
 __all__ = [
@@ -45,6 +53,7 @@ __all__ = [
     "session_suggestions",
     "suggest_floors",
     "t_quantile",
+    "wilson_lower",
 ]
 
 #: ``--rg-suggest-floors -``: the diff goes to the terminal summary instead of a file.
@@ -59,16 +68,35 @@ class FloorSuggestion:
     gate: Gate
     suggested: float
     n: int  # queries the bound is computed over (the fewest over systems)
+    # Systems whose baseline does not meet the current floor, left out of the suggestion.
+    left_out: tuple[str, ...] = ()
 
 
-def lower_bound(values: Sequence[float], confidence: float = 0.95) -> float | None:
-    """mean - t_{(1 + confidence) / 2, n - 1} * sd / sqrt(n); None for fewer than 2 values."""
+def lower_bound(
+    values: Sequence[float], confidence: float = 0.95, *, unit_interval: bool = False
+) -> float | None:
+    """mean - t_{(1 + confidence) / 2, n - 1} * sd / sqrt(n); None for fewer than 2 values.
+    Without spread: Wilson's lower bound (:func:`wilson_lower`) for a metric within [0, 1]
+    (``unit_interval``), else the mean."""
     n = len(values)
     if n < 2:
         return None
     mean = math.fsum(values) / n
     sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+    if sd < 1e-12 and unit_interval:
+        return wilson_lower(mean, n, confidence)
     return mean - t_quantile((1 + confidence) / 2, n - 1) * sd / math.sqrt(n)
+
+
+def wilson_lower(share: float, n: int, confidence: float = 0.95) -> float:
+    """The lower end of Wilson's score interval for a proportion ``share`` of ``n``:
+    (p + z^2 / 2n - z sqrt(p (1 - p) / n + z^2 / 4n^2)) / (1 + z^2 / n), z the normal quantile
+    (1.959964 at 95 %). At p = 1 it is n / (n + z^2): 10 queries all at 1.0 support 0.72."""
+    z = NormalDist().inv_cdf((1 + confidence) / 2)
+    p = min(1.0, max(0.0, share))
+    centre = p + z * z / (2 * n)
+    margin = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (centre - margin) / (1 + z * z / n)
 
 
 def _t_cdf(x: float, df: int) -> float:
@@ -115,14 +143,16 @@ def suggest_floors(
         for gate in suite.gates:
             if gate.metric.is_latency:
                 continue
-            bounds = []
+            bounds: list[tuple[float, int, str, bool]] = []  # bound, n, system, meets floor
             group = parse_scope(gate.scope)
+            lo, hi = gate.metric.bounds
+            unit = lo is not None and hi is not None and lo >= 0.0 and hi <= 1.0
             for system in systems:
                 base = baseline.get(suite.name, system)
                 if base is None:
                     continue
                 digests = {
-                    q.id: query_digest(q.text, q.relevant)
+                    q.id: q.digest
                     for q in suite.queries
                     if group is None or getattr(q, group[0]) == group[1]
                 }
@@ -131,17 +161,20 @@ def suggest_floors(
                     for q in base.queries
                     if digests.get(q.id) == q.digest and gate.metric.name in q.metrics
                 ]
-                bound = lower_bound(values)
+                bound = lower_bound(values, unit_interval=unit)
                 if bound is not None:
-                    bounds.append((bound, len(values)))
+                    meets = math.fsum(values) / len(values) >= gate.threshold - 1e-9
+                    bounds.append((bound, len(values), system, meets))
             if not bounds:
                 continue
-            lo, hi = gate.metric.bounds
-            floor = round_down(min(b for b, _ in bounds))
+            used = [b for b in bounds if b[3]] or [max(bounds)]
+            floor = round_down(min(b for b, _, _, _ in used))
             floor = max(floor, lo) if lo is not None else floor
             floor = min(floor, hi) if hi is not None else floor
+            left_out = tuple(name for _, _, name, meets in bounds if not meets)
             if abs(floor - gate.threshold) > 1e-12:
-                out.append(FloorSuggestion(suite, gate, floor, min(n for _, n in bounds)))
+                n = min(n for _, n, _, _ in used)
+                out.append(FloorSuggestion(suite, gate, floor, n, left_out))
     return out
 
 
@@ -231,23 +264,34 @@ def session_suggestions(
     paths: dict[str, list[str]] = {}
     for run in runs:
         paths.setdefault(run.suite_path, []).append(run.system)
-    suites, lines, systems = [], [], []
+    lines: list[str] = []
+    found: list[FloorSuggestion] = []
     for rel, names in sorted(paths.items()):
         try:
-            suites.append(load_suite(rootpath / rel))
+            suite = load_suite(rootpath / rel)
         except RetrievalGateError as exc:
             lines.append(f"suggested floors: skipped {exc.format()}")
             continue
-        systems += [n for n in names if n not in systems]
-    found = suggest_floors(suites, baseline, systems)
+        # Each suite with the systems it ran on (its `systems:` within the session's selection).
+        found += suggest_floors([suite], baseline, names)
     diff = floors_diff(found, rootpath)
     files = len({s.suite.path for s in found})
     summary = f"{len(found)} floors in {files} suite files"
+    lines += [
+        f"suggested floors: {s.suite.name} {s.gate.scope} {s.gate.metric.name}: left out "
+        f"{', '.join(s.left_out)} (below the current floor {s.gate.threshold:g} in the baseline)"
+        for s in found
+        if s.left_out
+    ]
     if target == TERMINAL:
         return [*lines, f"suggested floors ({summary}), from the baseline's lower 95 % bounds:"] + (
             diff.splitlines() or ["(no floor to change)"]
         )
+    from retrieval_gate.files.atomic import write_text_atomic
+    from retrieval_gate.files.outputs import FLOORS_HEADER
+
     out = Path(target).expanduser()
     out = out if out.is_absolute() else cwd / out
-    out.write_text(diff, encoding="utf-8")
+    # The header tells the next run this file is its own to replace; git apply skips it.
+    write_text_atomic(out, f"{FLOORS_HEADER}\n{diff}")
     return [*lines, f"suggested floors ({summary}) written to {out}; review, then git apply it"]

@@ -1,6 +1,7 @@
-"""Vector indexes: exact cosine search (the reference) and chroma (embedded or server).
+"""Vector indexes: exact cosine search (the reference), chroma (embedded or server), PostgreSQL
+with pgvector and LanceDB.
 
-`make_index(kind, ...)` picks one by name; chroma is imported only when asked for. Every index
+`make_index(kind, ...)` picks one by name; a backend's library is imported only when asked for. Every index
 returns, per query, ``(doc_id, cosine similarity)`` pairs best first, with the similarity as a
 Python float, so results from different indexes compare directly. Best first means the one tie
 policy, :func:`retrieval_gate.metrics.rank_scored`'s: score descending, ties by id descending.
@@ -9,15 +10,17 @@ Backends are looked up by name in :data:`INDEXES`, each with its own option tabl
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 import numpy as np
 
-from retrieval_gate.errors import ConfigError
-from retrieval_gate.systems.options import Option, OptionTable
+from retrieval_gate.errors import ConfigError, RetrievalGateError
+from retrieval_gate.schema import Option, OptionTable
+from retrieval_gate.usercode import DEFAULT_TIMEOUT_S
 
 __all__ = [
     "HNSW_OPTIONS",
@@ -28,8 +31,11 @@ __all__ = [
     "check_ids",
     "check_vectors",
     "hnsw_settings",
+    "index_identity",
     "index_recall",
     "make_index",
+    "name_error",
+    "named_errors",
     "register_index",
 ]
 
@@ -95,6 +101,33 @@ class IndexBackend:
     approximate: bool = True
     rebuildable: bool = False
     built: Callable[[Path, str, Mapping[str, Any]], str | None] | None = None
+    #: For a backend whose options choose between exact and approximate search (pgvector's and
+    #: LanceDB's ``ann_index``): ``(approximate, rebuildable)`` for those options, in place of
+    #: the two flags above.
+    mode: Callable[[Mapping[str, Any]], tuple[bool, bool]] | None = None
+    #: The backend's own settings that shape a build or its results (an ANN index's kind and
+    #: parameters, a team's table), for the system's identity and the index key; the HNSW keys
+    #: shared with chroma are added by `hnsw_settings` already. Never a DSN or a path.
+    identity: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    #: ``scratch(cache_dir, key, options)``: a throwaway second build of the same index, for the
+    #: stability figures (pgvector: a temporary table, gone with its connection); None: ``open``
+    #: in a scratch cache folder.
+    scratch: Callable[[Path, str, Mapping[str, Any]], Index] | None = None
+    #: ``stored(options)``: True when the index already holds the documents' vectors (a team's
+    #: own table): the system embeds no documents and adds nothing to it.
+    stored: Callable[[Mapping[str, Any]], bool] | None = None
+
+    def approximate_for(self, options: Mapping[str, Any]) -> bool:
+        """Whether search with these options is approximate (its recall is measured)."""
+        return self.mode(options)[0] if self.mode is not None else self.approximate
+
+    def rebuildable_for(self, options: Mapping[str, Any]) -> bool:
+        """Whether a second build with these options may be made, for its stability figures."""
+        return self.mode(options)[1] if self.mode is not None else self.rebuildable
+
+    def stores_documents(self, options: Mapping[str, Any]) -> bool:
+        """Whether the index already holds the documents (nothing to embed or add)."""
+        return self.stored is not None and self.stored(options)
 
 
 #: Index backends by name; "unknown index" lists these keys.
@@ -139,6 +172,15 @@ def hnsw_settings(options: Mapping[str, Any]) -> dict[str, int]:
     }
 
 
+def index_identity(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of the system's index backend (``options["index"]``) that name a build,
+    beyond the HNSW keys: empty for exact and chroma, so their identities stay as they were."""
+    backend = INDEXES.get(str(options.get("index")))
+    if backend is None or backend.identity is None:
+        return {}
+    return backend.identity(options)
+
+
 def _chroma(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Index:
     from retrieval_gate.index.chroma import open_embedded
 
@@ -154,7 +196,13 @@ def _chroma_built(cache_dir: Path, key: str, options: Mapping[str, Any]) -> str 
 def _chroma_server(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Index:
     from retrieval_gate.index.chroma import open_server
 
-    return open_server(options["host"], options["port"], key, hnsw=hnsw_settings(options))
+    return open_server(
+        options["host"],
+        options["port"],
+        key,
+        hnsw=hnsw_settings(options),
+        timeout=options.get("timeout", DEFAULT_TIMEOUT_S),
+    )
 
 
 register_index(
@@ -182,6 +230,15 @@ register_index(
         options={
             "host": Option(str, "127.0.0.1", "host of a running `chroma run` server"),
             "port": Option(int, 8000, "its port", check=lambda v: 0 < v < 65536, rule="1 to 65535"),
+            # The system's own 'timeout' (the same key): how long the server may take to answer.
+            "timeout": Option(
+                (int, float),
+                DEFAULT_TIMEOUT_S,
+                "seconds the server may take to answer a request (the system's `timeout`); "
+                "0 for no limit",
+                check=lambda v: v >= 0,
+                rule=">= 0; 0 for no limit",
+            ),
             **HNSW_OPTIONS,
         },
         open=_chroma_server,
@@ -196,12 +253,18 @@ def make_index(
     cache_dir: Path,
     key: str,
     entry: str | None = None,
+    path: str | Path | None = None,
+    scratch: bool = False,
     **options: Any,
 ) -> Index:
     """Open an index of `kind`; ``options`` are the backend's own (e.g. ``host``, ``port``).
 
+    ``scratch`` opens a throwaway second build (the stability figures), through the backend's
+    ``scratch`` where it has one.
+
     `key` names the content (model identity + corpus digest); chroma reuses a collection with
-    that key across runs. `entry` (e.g. ``"system.minilm"``) is named in `ConfigError`s.
+    that key across runs. `entry` (e.g. ``"system.minilm"``) and `path` (the settings file)
+    are named in `ConfigError`s, and in any error of an index that has ``errors_named``.
     Options the backend leaves out take their defaults; one it does not know is an error.
     """
     backend = INDEXES.get(kind)
@@ -212,15 +275,49 @@ def make_index(
     if unknown:
         raise ConfigError(f"index '{kind}' takes no option {unknown[0]!r}", entry=entry)
     values = {name: options.get(name, option.default) for name, option in backend.options.items()}
+    opener = backend.scratch if scratch and backend.scratch is not None else backend.open
     try:
-        return backend.open(Path(cache_dir), key, values)
+        index = opener(Path(cache_dir), key, values)
     except ConfigError as exc:
-        if exc.entry is None and entry is not None:
-            # Named in place: the subclass (a read-only store's, which a caller may handle)
-            # and its attributes stay.
-            exc.entry = entry
-            exc.args = (exc.format(),)
+        # Named in place: the subclass (a read-only store's, which a caller may handle) and its
+        # attributes stay.
+        name_error(exc, path, entry)
         raise
+    if hasattr(index, "errors_named"):
+        # A server's index fails later too (a search, a load): its errors say where as well.
+        index.errors_named = (None if path is None else str(path), entry)
+    return index
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def named_errors(method: _Method) -> _Method:
+    """A method of an index with ``errors_named`` (``(path, entry)``, set by `make_index`)
+    whose one-line errors name the settings file and the system."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except RetrievalGateError as exc:
+            path, entry = getattr(self, "errors_named", (None, None))
+            name_error(exc, path, entry)
+            raise
+
+    return cast(_Method, wrapper)
+
+
+def name_error(
+    exc: RetrievalGateError, path: str | Path | None, entry: str | None
+) -> RetrievalGateError:
+    """``exc`` naming the settings file and the entry (``system.NAME``) where it names neither;
+    changed in place and returned."""
+    if (exc.entry is None and entry is not None) or (exc.path is None and path is not None):
+        exc.entry = exc.entry or entry
+        exc.path = exc.path or (None if path is None else str(path))
+        exc.args = (exc.format(),)
+    return exc
 
 
 def index_recall(approx: Sequence[Sequence[str]], exact: Sequence[Sequence[str]], k: int) -> float:
@@ -244,3 +341,14 @@ def index_recall(approx: Sequence[Sequence[str]], exact: Sequence[Sequence[str]]
             continue
         total += len(want.intersection(found[:k])) / len(want)
     return total / len(exact)
+
+
+def _register_engines() -> None:
+    # Their option tables live in their modules, which import their libraries only when opened.
+    from retrieval_gate.index import lancedb, pgvector
+
+    register_index(pgvector.BACKEND)
+    register_index(lancedb.BACKEND)
+
+
+_register_engines()

@@ -366,18 +366,57 @@ def open_embedded(path: Path, key: str, *, hnsw: dict[str, int] | None = None) -
 
 
 def open_server(
-    host: str, port: int, key: str, *, hnsw: dict[str, int] | None = None
+    host: str,
+    port: int,
+    key: str,
+    *,
+    hnsw: dict[str, int] | None = None,
+    timeout: float | None = None,
 ) -> ChromaIndex:
     """A collection on a running chroma server (``chroma run``), with ``hnsw`` as in
-    `open_embedded`."""
+    `open_embedded`.
+
+    chromadb's HTTP client waits for an answer forever; a server that accepts the connection
+    and never answers would hang the session. So the connection is made within ``timeout``
+    seconds (0 or None: no limit), and every later request is given that limit too.
+    """
+    from retrieval_gate.usercode import CallTimeout, call_bounded
+
     chromadb = import_optional("chromadb", package="chromadb", extra="chroma")
     where = f"http://{host}:{port}"
-    try:
+
+    def connect() -> Any:
         client = chromadb.HttpClient(host=host, port=port, settings=_settings())
         client.heartbeat()
+        return client
+
+    try:
+        # Bounded by the wait, not by the client: a connection that never answers leaves its
+        # thread blocked for good (abandoned, a daemon), never waking later to a half-failed
+        # state while the session goes on.
+        client = call_bounded(connect, timeout)
+    except CallTimeout:
+        raise ConfigError(
+            f"chroma server at {where} accepted the connection but did not answer within "
+            f"{timeout:g} s (the system's 'timeout' setting); check the server"
+        ) from None
     except Exception as exc:
         raise ConfigError(
             f"chroma server at {where} is not reachable: {_first_line(exc)}; "
             'start one with `chroma run` or use index = "chroma"'
         ) from exc
+    _limit_requests(client, timeout)  # every later request: the same limit, in the client
     return ChromaIndex(client, key, where=where, hnsw=hnsw)
+
+
+def _limit_requests(client: Any, timeout: float | None) -> None:
+    """Give the client's HTTP session a time limit per request (chromadb sets none)."""
+    if not timeout:
+        return
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if session is None:
+        return
+    import httpx
+
+    with contextlib.suppress(AttributeError, TypeError):
+        session.timeout = httpx.Timeout(timeout)

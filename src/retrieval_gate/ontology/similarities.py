@@ -6,8 +6,11 @@ common ancestor of greatest depth (ties: smallest id) and IC the intrinsic infor
 of `retrieval_gate.ontology.tables`:
 
 * ``depth  = depth(lca) / D``
-* ``hybrid = 0.7 * depth(lca) / D
-  + 0.3 * (1 - (depth(a) + depth(b) - 2 depth(lca)) / (depth(a) + depth(b)))``
+* ``hybrid`` = Phentrieve's function exactly: with ``dist = depth(a) + depth(b) - 2 depth(lca)``,
+  1 when ``dist <= 0``, else ``0.7 * depth(lca) / D + 0.3 * (1 - dist / (depth(a) + depth(b)))``,
+  clamped to [0, 1]. With shortest-path depths an lca can be as deep as both terms (``dist = 0``)
+  or deeper than both (``dist < 0``: a term reached by a short path through one parent and a
+  long one through another); those pairs score 1, as an exact hit does, never more.
 * ``resnik = IC(lca) / max IC``
 * ``lin    = 2 IC(lca) / (IC(a) + IC(b))``  (0 when ``IC(a) + IC(b) = 0``)
 * ``jc     = 1 / (1 + IC(a) + IC(b) - 2 IC(lca))``
@@ -62,10 +65,15 @@ def _depth(t: OntologyTables, a: IntArray, b: IntArray, c: IntArray) -> FloatArr
 
 
 def _hybrid(t: OntologyTables, a: IntArray, b: IntArray, c: IntArray) -> FloatArray:
-    """``0.7 depth(lca) / D + 0.3 (1 - (depth(a) + depth(b) - 2 depth(lca)) / (depth(a) + depth(b)))``."""
+    """1 when ``dist = depth(a) + depth(b) - 2 depth(lca) <= 0``, else
+    ``0.7 depth(lca) / D + 0.3 (1 - dist / (depth(a) + depth(b)))``, clamped to [0, 1]."""
     da, db, dc = t.depth[a], t.depth[b], t.depth[c]
     total = (da + db).astype(np.float64)
-    return 0.7 * dc / float(t.max_depth) + 0.3 * (1.0 - (total - 2 * dc) / total)
+    dist = total - 2.0 * dc
+    out = np.ones(a.shape[0], dtype=np.float64)
+    apart = dist > 0  # then total >= dist > 0: no division by 0
+    out[apart] = 0.7 * dc[apart] / float(t.max_depth) + 0.3 * (1.0 - dist[apart] / total[apart])
+    return np.clip(out, 0.0, 1.0)
 
 
 def _resnik(t: OntologyTables, a: IntArray, b: IntArray, c: IntArray) -> FloatArray:

@@ -1,22 +1,34 @@
-"""Pure renderers of a session's results: markdown, the JSON twin and the terminal summary.
+"""What a session reports, and the writers that put it where it is read.
 
 Everything here works on :class:`ReportData`, built from the typed records the items attach to
-their test reports, so the report is the same with or without xdist.
+their test reports, so the report is the same with or without xdist. Outputs are writers in a
+registry (:class:`Writer`: the markdown report, its JSON twin, the GitHub step summary, the JUnit
+properties of each item, the PNG plots of ``--rg-plots``); another package adds one with :func:`register_writer` or the
+``retrieval_gate.writers`` entry-point group, so a new output is one module. The terminal
+summary (:mod:`.terminal`) renders the same data for pytest's own summary.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from retrieval_gate.files.atomic import write_text_atomic
-from retrieval_gate.records import BaselineComparison, Outcome, RunFailure, RunRecord
+from retrieval_gate.records import (
+    BaselineComparison,
+    ItemPayload,
+    Outcome,
+    RunFailure,
+    RunRecord,
+    Undecided,
+)
 
 if TYPE_CHECKING:
+    from retrieval_gate.baseline.store import Baseline
     from retrieval_gate.config.decision import DecisionSettings
     from retrieval_gate.gates.decision import Decision
+    from retrieval_gate.options import Outputs
 
 
 @dataclass(frozen=True)
@@ -30,8 +42,11 @@ class ReportData:
     seed: int = 0
     baseline: str | None = None  # the baseline file read, when there was one
     decision: DecisionSettings | None = None  # how to rank systems (SPEC section 13)
-    # (suite, system, nodeid) of gates not decided because their run failed
-    undecided: tuple[tuple[str, str, str], ...] = ()
+    undecided: tuple[Undecided, ...] = ()  # gates not decided because their run failed
+    # The baseline's runs of this session's suites x systems (per-query deltas in the plots).
+    baseline_runs: Mapping[tuple[str, str], RunRecord] = field(default_factory=dict)
+    # Why this report covers only part of the session's gates (-k, -m, node ids), else None.
+    partial: str | None = None
 
     @classmethod
     def build(
@@ -41,12 +56,14 @@ class ReportData:
         gates: list[Outcome],
         errors: Mapping[tuple[str, str], str],
         *,
-        undecided: Sequence[tuple[str, str, str]] = (),
+        undecided: Sequence[Undecided] = (),
         reference: str | None = None,
         alpha: float = 0.05,
         seed: int = 0,
         baseline: str | None = None,
         decision: DecisionSettings | None = None,
+        baseline_runs: Mapping[tuple[str, str], RunRecord] | None = None,
+        partial: str | None = None,
     ) -> ReportData:
         return cls(
             runs=tuple(runs[key] for key in sorted(runs)),
@@ -62,6 +79,35 @@ class ReportData:
             baseline=baseline,
             decision=decision,
             undecided=tuple(sorted(undecided)),
+            baseline_runs=dict(baseline_runs or {}),
+            partial=partial,
+        )
+
+    @classmethod
+    def gathered(
+        cls, payload: ItemPayload, *, base: Baseline | None = None, **options: Any
+    ) -> ReportData:
+        """The report of everything the session's items handed over, in whatever order they
+        arrived (under xdist, as workers finish): each run and comparison once (the first),
+        runs by suite then system, failing gates first; ``base``: the baseline read, whose runs
+        of the same suites x systems the plots compare with."""
+        runs: dict[tuple[str, str], RunRecord] = {}
+        for run in payload.runs:
+            runs.setdefault(run.key, run)
+        if base is not None:
+            found = {key: base.get(*key) for key in runs}
+            options["baseline_runs"] = {k: r for k, r in found.items() if r is not None}
+        comparisons: dict[tuple[str, str], BaselineComparison] = {}
+        for comparison in payload.comparisons:
+            comparisons.setdefault(comparison.key, comparison)
+        errors = {failure.key: failure.error for failure in payload.failures}
+        return cls.build(
+            runs,
+            comparisons,
+            list(payload.gates),
+            errors,
+            undecided=payload.undecided,
+            **options,
         )
 
     @property
@@ -110,23 +156,81 @@ class ReportData:
         )
 
 
-def write_reports(
-    data: ReportData,
-    *,
-    markdown_path: Path,
-    json_path: Path,
-    step_summary: str | None = None,
-) -> list[Path]:
-    """Write the markdown report and its JSON twin atomically; append to a GitHub step summary."""
-    import json
+@dataclass(frozen=True)
+class Targets:
+    """Where the session's outputs go: the markdown report and its JSON twin, the GitHub step
+    summary when ``GITHUB_STEP_SUMMARY`` names one, and paths further writers were given."""
 
-    from retrieval_gate.report import json as json_report
-    from retrieval_gate.report import markdown
+    markdown: Path
+    json: Path
+    step_summary: str | None = None
+    extra: Mapping[str, Path] = field(default_factory=dict)
 
-    text = markdown.render(data)
-    write_text_atomic(markdown_path, text)
-    write_text_atomic(json_path, json.dumps(json_report.render(data), indent=2) + "\n")
-    if step_summary:
-        with open(step_summary, "a", encoding="utf-8") as handle:
-            handle.write(text + "\n")
-    return [markdown_path, json_path]
+    @classmethod
+    def of(cls, outputs: Outputs, environ: Mapping[str, str]) -> Targets:
+        """The session's resolved outputs, and the step summary ``GITHUB_STEP_SUMMARY`` names."""
+        return cls(
+            markdown=outputs.report,
+            json=outputs.json,
+            step_summary=environ.get("GITHUB_STEP_SUMMARY") or None,
+            extra=outputs.extra,
+        )
+
+
+@dataclass(frozen=True)
+class Writer:
+    """One output of the session. ``write`` puts the session's report where ``targets`` say
+    (returning the files it wrote, announced in the terminal summary); ``item_properties``
+    gives each decided item's figures (JUnit XML ``<property>`` elements)."""
+
+    name: str
+    write: Callable[[ReportData, Targets], list[Path]] | None = None
+    item_properties: Callable[[Outcome], list[tuple[str, object]]] | None = None
+
+
+ENTRY_POINT_GROUP = "retrieval_gate.writers"
+_WRITERS: dict[str, Writer] = {}
+_loaded = False
+
+
+def register_writer(writer: Writer) -> Writer:
+    """Add an output; a name already taken is replaced (a package may override a built-in)."""
+    _WRITERS[writer.name] = writer
+    return writer
+
+
+def writers() -> list[Writer]:
+    """Every registered writer: the built-ins (markdown, JSON, step summary, JUnit) first."""
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        from retrieval_gate.report import json as json_report
+        from retrieval_gate.report import junit, markdown, plots, summary
+        from retrieval_gate.usercode import plugins
+
+        for module in (markdown, json_report, summary, junit, plots):
+            register_writer(module.WRITER)
+        for plugin in plugins(ENTRY_POINT_GROUP):
+            if isinstance(plugin.obj, Writer):
+                register_writer(plugin.obj)
+            elif callable(plugin.obj):
+                plugin.call()
+    return list(_WRITERS.values())
+
+
+def write_reports(data: ReportData, targets: Targets) -> list[Path]:
+    """Every writer's output, in registry order; the files written, for the summary."""
+    written: list[Path] = []
+    for writer in writers():
+        if writer.write is not None:
+            written += writer.write(data, targets)
+    return written
+
+
+def item_properties(outcome: Outcome) -> list[tuple[str, object]]:
+    """The properties every writer attaches to a decided item."""
+    out: list[tuple[str, object]] = []
+    for writer in writers():
+        if writer.item_properties is not None:
+            out += writer.item_properties(outcome)
+    return out

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from retrieval_gate import __version__
+from retrieval_gate.files.atomic import write_text_atomic
+from retrieval_gate.report import Writer
+from retrieval_gate.version import __version__
 
 if TYPE_CHECKING:
-    from retrieval_gate.report import ReportData
+    from retrieval_gate.report import ReportData, Targets
 
 VERSION = 1
 
@@ -27,6 +31,8 @@ def render(data: ReportData) -> dict[str, Any]:
         "runs": runs,
         "gates": [g.to_json() for g in data.gates],
         "errors": [e.to_json() for e in data.errors],
+        # Only when a selection (-k, -m, node ids) left gates out: the full report has no key.
+        **({"partial": data.partial} if data.partial is not None else {}),
         **_decisions(data),
     }
 
@@ -43,3 +49,11 @@ def _decisions(data: ReportData) -> dict[str, Any]:
         elif found is not None:
             out.append({"suite": suite, "ranking": [d.to_json() for d in found]})
     return {"decisions": out}
+
+
+def write(data: ReportData, targets: Targets) -> list[Path]:
+    write_text_atomic(targets.json, json.dumps(render(data), indent=2) + "\n")
+    return [targets.json]
+
+
+WRITER = Writer(name="json", write=write)

@@ -2,29 +2,49 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.metrics import parse_metric
-from retrieval_gate.records import BaselineComparison, Outcome, RunRecord, shorten
-from retrieval_gate.report import ReportData
+from retrieval_gate.records import (
+    BaselineComparison,
+    Outcome,
+    RegressionRow,
+    RunRecord,
+    Section,
+)
+from retrieval_gate.report import ReportData, Writer
+from retrieval_gate.suites import kinds
 from retrieval_gate.systems.timings import latency_notes
 
-WORST = 5
+if TYPE_CHECKING:
+    from retrieval_gate.gates.decision import DecisionTerm
+    from retrieval_gate.report import Targets
+    from retrieval_gate.suites.kind import SuiteKind
 
 
 def render(data: ReportData) -> str:
     return "\n".join(lines(data)) + "\n"
 
 
+def write(data: ReportData, targets: Targets) -> list[Path]:
+    write_text_atomic(targets.markdown, render(data))
+    return [targets.markdown]
+
+
+WRITER = Writer(name="markdown", write=write)
+
+
+def _kind(run: RunRecord) -> SuiteKind | None:
+    """The run's suite kind; None for a kind not installed here (a record read back)."""
+    return kinds().get(run.kind)
+
+
 def fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
-
-
-#: What the summary of an extraction or pair suite shows besides its gated metrics.
-HEADLINE = {
-    "extraction": ("F1_micro", "P_micro", "R_micro", "F1_macro"),
-    "pairs": ("pearson", "spearman"),
-}
 
 
 def _count(value: float | None) -> str:
@@ -32,16 +52,15 @@ def _count(value: float | None) -> str:
 
 
 def headline_metrics(runs: list[RunRecord], gates: list[Outcome]) -> list[str]:
-    """The metrics a suite's summary shows: what its gates name, then nDCG, R and MRR at max k
-    (F1 and its parts for an extraction suite, the correlations for a pair suite)."""
+    """The metrics a suite's summary shows: what its gates name, then its kind's headline (nDCG,
+    R and MRR at max k for a ranking suite; F1 and its parts for an extraction suite, the
+    correlations for a pair suite)."""
     available = list(runs[0].metrics)
-    top = max(runs[0].k)
     # Whole-suite gates first, then the category / difficulty / regression ones.
     ordered = sorted(gates, key=lambda g: g.scope != "suite")
     wanted = [g.metric for g in ordered if g.metric in available]
-    wanted += HEADLINE.get(
-        runs[0].kind, (f"nDCG@{top}", f"R@{top}", f"MRR@{top}", f"P@{min(runs[0].k)}")
-    )
+    kind = _kind(runs[0])
+    wanted += kind.headline(runs[0]) if kind is not None else ()
     return [m for m in dict.fromkeys(wanted) if m in available]
 
 
@@ -71,6 +90,12 @@ def lines(data: ReportData) -> Iterator[str]:
         f" over {len(data.suites())} suite(s) and {len({r.system for r in data.runs})} system(s)."
     )
     yield ""
+    if data.partial is not None:
+        yield (
+            f"**Partial run**: {data.partial}. This report covers only the selected gates; run "
+            "without the selection for the full report."
+        )
+        yield ""
     if data.errors:
         yield "## Runs that failed"
         yield ""
@@ -83,8 +108,8 @@ def lines(data: ReportData) -> Iterator[str]:
         rows = [
             [
                 f"`{g.nodeid}`",
-                g.measured,
-                g.needed,
+                _measured(g),
+                _needed(g),
                 str(g.n),
                 ", ".join(f"{qid} ({fmt(value)})" for qid, value in g.worst) or "-",
             ]
@@ -99,10 +124,10 @@ def lines(data: ReportData) -> Iterator[str]:
         yield ""
         rows = [
             [
-                "pass" if g.passed else "**FAIL**",
+                _status(g),
                 f"`{g.nodeid}`",
-                fmt(g.value),
-                f"{g.comparison} {fmt(g.threshold)}",
+                fmt(g.value) if g.regression is None else _measured(g),
+                f"{g.comparison} {fmt(g.threshold)}" if g.regression is None else _needed(g),
                 str(g.n),
             ]
             for g in data.gates
@@ -111,19 +136,43 @@ def lines(data: ReportData) -> Iterator[str]:
         yield ""
 
 
+def _status(gate: Outcome) -> str:
+    """pass / **FAIL**, and a regression check's verdict: it passes or fails on the drop from
+    its baseline, not on its value against a floor."""
+    status = "pass" if gate.passed else "**FAIL**"
+    return status if gate.regression is None else f"{status} ({gate.regression.verdict})"
+
+
+def _measured(gate: Outcome) -> str:
+    if gate.regression is None:
+        return gate.measured
+    drop = gate.regression.baseline - gate.value
+    return f"{fmt(gate.value)} (drop {fmt(drop)})"
+
+
+def _needed(gate: Outcome) -> str:
+    """What the gate compares: a floor or ceiling, or a regression check's tolerated drop."""
+    if gate.regression is None:
+        return gate.needed
+    figures = gate.regression
+    return f"drop <= {fmt(figures.tolerance)} from {fmt(figures.baseline)}"
+
+
 def _suite(data: ReportData, suite: str) -> Iterator[str]:
     runs = data.runs_of(suite)
     gates = [g for g in data.gates if g.suite == suite]
     yield f"## Suite `{suite}`"
     yield ""
     first = runs[0]
-    if first.kind == "ranking":
-        yield f"{first.n} queries from `{first.suite_path}`, cutoffs {list(first.k)}."
-    else:
+    kind = _kind(first)
+    units = kind.units if kind is not None else "units"
+    if first.intervals:
         yield (
-            f"{first.n} {first.units} from `{first.suite_path}`; [brackets]: seeded bootstrap "
-            f"95 % interval over {first.units}."
+            f"{first.n} {units} from `{first.suite_path}`; [brackets]: seeded bootstrap "
+            f"95 % interval over {units}."
         )
+    else:
+        yield f"{first.n} {units} from `{first.suite_path}`, cutoffs {list(first.k)}."
     yield ""
 
     yield "### Metrics"
@@ -172,28 +221,29 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
         comparison = data.comparison(run)
         if comparison is not None:
             yield from _baseline(run, comparison, [g for g in gates if g.system == run.system])
+    yield from _resolution(data, runs, units)
 
-    for kind in ("category", "difficulty"):
-        labels = list(dict.fromkeys(label for run in runs for label in run.groups(kind)))
+    for grouping in ("category", "difficulty"):
+        labels = list(dict.fromkeys(label for run in runs for label in run.groups(grouping)))
         if not labels:
             continue
-        yield f"### By {kind}"
+        yield f"### By {grouping}"
         yield ""
         rows = []
         for label in labels:
             for run in runs:
-                group = run.groups(kind).get(label)
+                group = run.groups(grouping).get(label)
                 if group is None:
                     continue
                 rows.append(
                     [label, run.system, str(group.n)] + [fmt(group.metrics.get(m)) for m in shown]
                 )
-        yield from _table([kind, "system", "n", *shown], rows)
+        yield from _table([grouping, "system", "n", *shown], rows)
         yield ""
 
     timed = [run for run in runs if run.latency_measured]
     if timed:
-        per = {"ranking": "query", "extraction": "document"}.get(first.kind, "query")
+        per = kind.unit if kind is not None else "unit"
         yield f"### Latency (ms per {per})"
         yield ""
         rows = [
@@ -223,9 +273,11 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
                 f"{stats['index_stability_identical']} of {n} queries"
             )
         parts += [str(note) for note in stats.get("suite_notes", ())]
+        parts += [str(note) for note in stats.get("warnings", ())]
         parts += [str(note) for note in stats.get("notes", ())]
         parts += latency_notes(stats, run.n)  # timed queries and time per stage: systems/timings
-        parts += [note for note in (judged_note(run), ties_note(run, shown)) if note is not None]
+        judged = judged_note(run) if kind is not None and kind.shows_judged(run) else None
+        parts += [note for note in (judged, ties_note(run, shown)) if note is not None]
         if parts:
             stats_rows.append(f"- `{run.system}`: " + "; ".join(parts))
     if stats_rows:
@@ -234,97 +286,9 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
         yield from stats_rows
         yield ""
 
-    if first.kind == "extraction":
-        yield from _worst_documents(runs)
-    elif first.kind == "pairs":
-        yield from _worst_pairs(runs)
-    elif shown:
-        metric = shown[0]
-        yield f"### Worst queries by {metric}"
-        yield ""
-        for run in runs:
-            ordered = sorted(run.queries, key=lambda q: q.metrics.get(metric, 0.0))[:WORST]
-            rows = []
-            for q in ordered:
-                found = sorted(r for r in q.relevant_ranks.values() if r is not None)
-                rows.append(
-                    [
-                        f"`{q.id}`",
-                        shorten(q.text).replace("|", "\\|") or "-",
-                        fmt(q.metrics.get(metric)),
-                        str(found[0]) if found else "not retrieved",
-                        ", ".join(f"`{d}`" for d in q.ranking[:3]) or "-",
-                    ]
-                )
-            yield f"`{run.system}`:"
-            yield ""
-            yield from _table(["query", "text", metric, "first relevant at", "top 3"], rows)
-            yield ""
-
-
-def _terms(ids: list[str], limit: int = 6) -> str:
-    shown = ", ".join(f"`{t}`" for t in ids[:limit])
-    return (shown + (f" +{len(ids) - limit}" if len(ids) > limit else "")) or "-"
-
-
-def _worst_documents(runs: list[RunRecord]) -> Iterator[str]:
-    """The documents with the lowest F1, with the gold terms missed and the terms predicted
-    wrongly (a negated gold term predicted affirmed counts as wrong)."""
-    yield "### Worst documents by F1"
-    yield ""
-    for run in runs:
-        ordered = sorted(run.queries, key=lambda q: (q.metrics.get("F1_macro", 0.0), q.id))
-        rows = []
-        for q in ordered[:WORST]:
-            gold, predicted = set(q.gold), set(q.ranking)
-            rows.append(
-                [
-                    f"`{q.id}`",
-                    fmt(q.metrics.get("F1_macro")),
-                    f"{len(gold & predicted)} of {len(gold)}",
-                    _terms(sorted(gold - predicted)),
-                    _terms(sorted(predicted - gold)),
-                ]
-            )
-        yield f"`{run.system}`:"
-        yield ""
-        yield from _table(["document", "F1", "found", "missed", "extra"], rows)
-        yield ""
-
-
-def _worst_pairs(runs: list[RunRecord]) -> Iterator[str]:
-    """The pairs whose similarity rank is furthest from their gold rank (what lowers Spearman)."""
-    from retrieval_gate.metrics.pairs import average_ranks
-
-    yield "### Pairs furthest from the gold order"
-    yield ""
-    yield "Rank gap: |rank of the similarity - rank of the gold score| among all pairs."
-    yield ""
-    for run in runs:
-        sims = [q.metrics.get("cosine", 0.0) for q in run.queries]
-        golds = [q.metrics.get("gold_score", 0.0) for q in run.queries]
-        import numpy as np
-
-        gaps = np.abs(
-            average_ranks(np.asarray(sims, dtype=np.float64))
-            - average_ranks(np.asarray(golds, dtype=np.float64))
-        )
-        order = sorted(range(len(gaps)), key=lambda i: (-gaps[i], run.queries[i].id))
-        rows = [
-            [
-                f"`{run.queries[i].id}`",
-                shorten(run.queries[i].text, 40).replace("|", "\\|"),
-                shorten(run.queries[i].text_b, 40).replace("|", "\\|"),
-                fmt(golds[i]),
-                fmt(sims[i]),
-                f"{gaps[i]:g}",
-            ]
-            for i in order[:WORST]
-        ]
-        yield f"`{run.system}`:"
-        yield ""
-        yield from _table(["pair", "a", "b", "gold", "cosine", "rank gap"], rows)
-        yield ""
+    if kind is not None:
+        for section in kind.sections(runs, shown):
+            yield from _section(section)
 
 
 def _decision(data: ReportData, suite: str) -> Iterator[str]:
@@ -342,18 +306,61 @@ def _decision(data: ReportData, suite: str) -> Iterator[str]:
     yield (
         "Decision score = sum of weight x value, each value clamped to [0, 1]; latency as "
         f"1 - p50 / {settings.latency_budget_ms:g} ms, dims as 1 - dims / "
-        f"{settings.dims_budget:g}; n/a: the system has no such figure (counts 0)."
+        f"{settings.dims_budget:g}; n/a: the system has no such figure, and its weight is spread "
+        "over the system's other terms in proportion to theirs (weight shown as configured -> "
+        "effective)."
     )
     yield ""
     rows = []
     for rank, decision in enumerate(found, start=1):
         cells = [
-            "n/a" if t.value is None else f"{t.weight:g} x {t.value:.4f} = {t.contribution:.4f}"
+            "n/a" if t.value is None else f"{_weight(t)} x {t.value:.4f} = {t.contribution:.4f}"
             for t in decision.terms
         ]
         rows.append([str(rank), f"`{decision.system}`", f"{decision.score:.4f}", *cells])
     yield from _table(["rank", "system", "score", *names], rows)
     yield ""
+
+
+def _resolution(data: ReportData, runs: list[RunRecord], units: str) -> Iterator[str]:
+    """Once per suite: what its regression checks resolve, and the warning when that is wider
+    than a tolerance (docs/verdicts.md)."""
+    from retrieval_gate.report.resolution import (
+        RESOLUTION_HEADER,
+        coarse_metrics,
+        resolution_rows,
+        warning_lines,
+    )
+
+    comparisons = [c for run in runs if (c := data.comparison(run)) is not None]
+    rows = resolution_rows(comparisons)
+    if not rows:
+        return
+    yield "### Resolution of the regression checks"
+    yield ""
+    reliability = f"{100 * (1 - data.alpha):.4g} %"
+    yield (
+        f"An item fails when its observed drop is larger than its tolerance. With probability "
+        f"{reliability} over the session, a true drop above tolerance + resolution fails and one "
+        f"below tolerance - resolution passes. *From the baseline*: the resolution a change as "
+        f"large as the baseline's own spread would get."
+    )
+    yield ""
+    yield from _table(RESOLUTION_HEADER, rows)
+    yield ""
+    warning = warning_lines(coarse_metrics(comparisons), units)
+    if warning:
+        yield f"**{warning[0]}**"
+        yield ""
+        for line in warning[1:]:
+            yield f"- {line}"
+        yield ""
+
+
+def _weight(term: DecisionTerm) -> str:
+    if abs(term.effective_weight - term.weight) < 1e-12:
+        return f"{term.weight:g}"
+    return f"{term.weight:g} -> {term.effective_weight:.4g}"
 
 
 def _baseline_means(comparison: BaselineComparison | None) -> dict[str, float]:
@@ -412,18 +419,67 @@ def _baseline(run: RunRecord, base: BaselineComparison, gates: list[Outcome]) ->
     for note in base.notes:
         yield f"- note: {note}"
     yield ""
+    table = base.rows or {}
+    if any(m.policy == "tolerance" for m in table.values()):
+        header, rows, warnings = _tolerance_rows(table)
+    else:
+        header, rows, warnings = _margin_rows(table)
+    if rows:
+        yield from _table(header, rows)
+        yield ""
+    if warnings:
+        yield from warnings
+        yield ""
+    regressed = [g for g in gates if g.regression is not None and not g.passed]
+    for gate in regressed:
+        yield f"Regressed queries for {gate.metric} ({gate.scope}):"
+        yield ""
+        for line in gate.detail[len(gate.detail) - len(gate.worst) :]:
+            yield f"- {line}"
+        yield ""
+
+
+def _verdict_cell(m: RegressionRow) -> str:
+    verdict = {"regressed": "**REGRESSED**", "underpowered": "**underpowered**"}.get(
+        m.verdict, m.verdict
+    )
+    if m.not_compared:
+        verdict = "not compared"
+    elif m.verdict == "regressed" and m.passed:
+        verdict = "regressed"  # a diagnostic: reported, not gated
+    if m.diagnostic:
+        verdict += " (diagnostic)"
+    return verdict
+
+
+_Rows = tuple[list[str], list[list[str]], list[str]]
+
+
+def _tolerance_rows(table: Mapping[str, RegressionRow]) -> _Rows:
+    """The baseline table under the tolerance rule: the drop against the tolerance, and the
+    resolution of that decision (the suite's warning comes once, after its systems)."""
+    rows = [
+        [
+            name,
+            fmt(m.baseline),
+            fmt(m.current),
+            fmt(m.baseline - m.current),
+            fmt(m.tolerance),
+            "-" if m.resolution is None else f"+-{fmt(m.resolution)}",
+            str(m.improved),
+            str(m.degraded),
+            _verdict_cell(m),
+        ]
+        for name, m in table.items()
+    ]
+    header = ["metric", "baseline", "now", "drop", "tolerance", "resolution", "better", "worse"]
+    return [*header, "verdict"], rows, []
+
+
+def _margin_rows(table: Mapping[str, RegressionRow]) -> _Rows:
     rows = []
     warnings = []
-    for name, m in (base.rows or {}).items():
-        verdict = {"regressed": "**REGRESSED**", "underpowered": "**underpowered**"}.get(
-            m.verdict, m.verdict
-        )
-        if m.not_compared:
-            verdict = "not compared"
-        elif m.verdict == "regressed" and m.passed:
-            verdict = "regressed"  # a diagnostic: reported, not gated
-        if m.diagnostic:
-            verdict += " (diagnostic)"
+    for name, m in table.items():
         detectable = m.detectable_drop
         rows.append(
             [
@@ -432,13 +488,13 @@ def _baseline(run: RunRecord, base: BaselineComparison, gates: list[Outcome]) ->
                 fmt(m.current),
                 f"{m.current - m.baseline:+.4f}",
                 fmt(m.tolerance),
-                f"{m.p_value:.4g}",
-                f"{m.p_adjusted:.4g}",
+                "-" if m.p_value is None else f"{m.p_value:.4g}",
+                "-" if m.p_adjusted is None else f"{m.p_adjusted:.4g}",
                 str(m.improved),
                 str(m.degraded),
                 fmt(detectable),
                 "-" if m.fewest_worse is None else str(m.fewest_worse),
-                verdict,
+                _verdict_cell(m),
             ]
         )
         if m.not_compared or m.diagnostic:
@@ -453,57 +509,66 @@ def _baseline(run: RunRecord, base: BaselineComparison, gates: list[Outcome]) ->
                 f"- **warning**: {name}: the smallest drop caught 80 % of the time is "
                 f"{fmt(detectable)}, more than twice the tolerance {fmt(m.tolerance)}"
             )
-    if rows:
-        yield from _table(
-            [
-                "metric",
-                "baseline",
-                "now",
-                "delta",
-                "tolerance",
-                "p (drop > tolerance)",
-                "p (x family)",
-                "better",
-                "worse",
-                "detectable drop",
-                "fewest worse",
-                "verdict",
-            ],
-            rows,
-        )
-        yield ""
-    if warnings:
-        yield from warnings
-        yield ""
-    regressed = [g for g in gates if g.regression is not None and not g.passed]
-    for gate in regressed:
-        yield f"Regressed queries for {gate.metric} ({gate.scope}):"
-        yield ""
-        for line in gate.detail[len(gate.detail) - len(gate.worst) :]:
-            yield f"- {line}"
-        yield ""
+    header = [
+        "metric",
+        "baseline",
+        "now",
+        "delta",
+        "tolerance",
+        "p (drop > tolerance)",
+        "p (x family)",
+        "better",
+        "worse",
+        "detectable drop",
+        "fewest worse",
+        "verdict",
+    ]
+    return header, rows, warnings
+
+
+#: The bars' colour, set in each chart so it does not depend on the viewer's theme (and a test
+#: rendering the charts can find the bars).
+BAR_COLOUR = "#4e79a7"
 
 
 def _chart(suite: str, runs: list[RunRecord], metrics: list[str]) -> Iterator[str]:
-    """A mermaid bar chart (GitHub renders it): metrics on x, one bar series per system."""
+    """Mermaid bar charts GitHub renders (``xychart-beta``). Several bar series in one chart
+    are drawn over each other in the same slot, hiding all but the tallest; so every chart has
+    one series: one chart per metric with the systems on the x axis, or, for a single system,
+    one chart with its metrics on the x axis."""
     if not metrics:
         return
-    labels = ", ".join(f'"{m}"' for m in metrics)
+    if len(runs) == 1:
+        (run,) = runs
+        yield from _mermaid(
+            f"{suite}: {run.system}", metrics, [run.metrics.get(m, 0.0) for m in metrics], "value"
+        )
+        return
+    for metric in metrics:
+        yield from _mermaid(
+            f"{suite}: {metric}",
+            [run.system for run in runs],
+            [run.metrics.get(metric, 0.0) for run in runs],
+            metric,
+        )
+
+
+def _mermaid(title: str, labels: list[str], values: list[float], axis: str) -> Iterator[str]:
+    def quoted(text: str) -> str:
+        return '"' + text.replace('"', "'") + '"'
+
+    # A correlation can be negative (bars rise from the axis minimum); a count can exceed 1.
+    low = "0" if min([0.0, *values]) >= 0 else "-1"
+    high = max(1, math.ceil(max(values, default=1.0)))
     yield "```mermaid"
+    yield '%%{init: {"themeVariables": {"xyChart": {"plotColorPalette": "' + BAR_COLOUR + '"}}}}%%'
     yield "xychart-beta"
-    yield f'    title "{suite}"'
-    yield f"    x-axis [{labels}]"
-    # A correlation can be negative.
-    low = min([0.0, *(run.metrics.get(m, 0.0) for run in runs for m in metrics)])
-    yield f'    y-axis "value" {"0" if low >= 0 else "-1"} --> 1'
-    for run in runs:
-        values = ", ".join(f"{run.metrics.get(m, 0.0):.4f}" for m in metrics)
-        yield f"    bar [{values}]"
+    yield f"    title {quoted(title)}"
+    yield f"    x-axis [{', '.join(quoted(label) for label in labels)}]"
+    yield f"    y-axis {quoted(axis)} {low} --> {high}"
+    yield f"    bar [{', '.join(f'{value:.4f}' for value in values)}]"
     yield "```"
     yield ""
-    if len(runs) > 1:
-        yield "Bars left to right: " + ", ".join(f"`{run.system}`" for run in runs) + "."
-        yield ""
 
 
 def judged_note(run: RunRecord) -> str | None:
@@ -542,3 +607,17 @@ def ties_note(run: RunRecord, metrics: list[str]) -> str | None:
             f"({found['queries']} queries with ties straddling {cutoff})"
         )
     return "ties at the cutoff: " + "; ".join(parts) if parts else None
+
+
+def _section(section: Section) -> Iterator[str]:
+    yield f"### {section.title}"
+    yield ""
+    for line in section.lines:
+        yield line
+        yield ""
+    for table in section.tables:
+        if table.caption:
+            yield table.caption
+            yield ""
+        yield from _table(list(table.header), [list(row) for row in table.rows])
+        yield ""

@@ -6,16 +6,22 @@ from collections.abc import Iterator
 
 from retrieval_gate.report import ReportData
 from retrieval_gate.report.markdown import headline_metrics
+from retrieval_gate.report.resolution import coarse_metrics, render_plan, warning_lines
+from retrieval_gate.suites import units_of
+
+__all__ = ["render", "render_plan"]
 
 
 def render(data: ReportData) -> Iterator[str]:
+    if data.partial is not None:
+        yield f"partial run: {data.partial}; the report covers only the selected gates"
     for suite in data.suites():
         runs = data.runs_of(suite)
         gates = [g for g in data.gates if g.suite == suite]
         metrics = headline_metrics(runs, gates)
         width = max(len("system"), *(len(run.system) for run in runs))
         header = f"{'system':<{width}}  " + "  ".join(f"{m:>9}" for m in metrics) + "  p95 ms"
-        yield f"{suite} ({runs[0].n} {runs[0].units})"
+        yield f"{suite} ({runs[0].n} {units_of(runs[0].kind)})"
         yield "  " + header
         for run in runs:
             cells = "  ".join(f"{run.metrics[m]:>9.4f}" for m in metrics)
@@ -28,6 +34,10 @@ def render(data: ReportData) -> Iterator[str]:
             best = decisions[0]
             yield f"  recommended: {best.system} (decision score {best.score:.4f})"
         for run in runs:
+            # What a system found wrong with its own run (a stored run missing queries) is said
+            # where the user looks first, not only in the report.
+            for warning in run.stats.get("warnings", ()):
+                yield f"  {run.system}: {warning}"
             base = data.comparison(run)
             missing = data.without_baseline_run(run)
             if missing is not None:
@@ -53,8 +63,13 @@ def render(data: ReportData) -> Iterator[str]:
         for g in gates:
             if g.passed and g.regression is not None and g.regression.verdict == "underpowered":
                 yield f"  UNDERPOWERED (passed) {g.nodeid}: {g.detail[0]}"
+        comparisons = [c for run in runs if (c := data.comparison(run)) is not None]
+        for i, line in enumerate(
+            warning_lines(coarse_metrics(comparisons), units_of(runs[0].kind))
+        ):
+            yield ("  " if i == 0 else "    ") + line
     for error in data.errors:
-        not_decided = sum(1 for u in data.undecided if u[:2] == (error.suite, error.system))
+        not_decided = sum(1 for u in data.undecided if (u.suite, u.system) == error.key)
         yield (
             f"run failed: {error.suite} x {error.system}: {error.error}"
             + (f" ({not_decided} gates not decided)" if not_decided else "")

@@ -1,13 +1,15 @@
-"""Running one suite x system into a plain :class:`~retrieval_gate.suites.result.RunResult`.
+"""Running suites: one suite x system into a plain
+:class:`~retrieval_gate.suites.result.RunResult` (:func:`run_suite`), measured into a record
+(:mod:`.evaluate`), once per session (:mod:`.cache`); and the configured system as an object
+tests call (:mod:`.handle`, the ``retrieval_system`` fixture).
 
 Each suite kind runs its own way (a ranking suite retrieves every query, an extraction suite
-every chunk of every document, a pair suite embeds both texts of every pair); this is where the
-session asks for a run without knowing which.
+every chunk of every document, a pair suite embeds both texts of every pair); this is where a
+run is asked for without knowing which.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -18,12 +20,7 @@ if TYPE_CHECKING:
     from retrieval_gate.systems import RunOptions
     from retrieval_gate.systems.config import SystemConfig
 
-__all__ = ["corpus_path", "latency_needed", "latency_sample", "run_suite"]
-
-
-def corpus_path(suite: Suite, system: SystemConfig, settings: Settings) -> Path | None:
-    """The corpus a suite is run against: the suite's own, else the system's, else the project's."""
-    return suite.corpus or system.corpus or settings.corpus
+__all__ = ["latency_needed", "latency_sample", "run_suite"]
 
 
 def latency_needed(suite: Suite, settings: Settings) -> bool:
@@ -65,25 +62,17 @@ def run_suite(
     options: RunOptions,
     corpus: Corpus | None = None,
 ) -> RunResult:
-    """Run ``suite`` against ``system`` the way the suite's kind runs."""
+    """Run ``suite`` against ``system`` the way the suite's kind runs; ``corpus``: the one the
+    session loaded for it (None: the system loads the configured one)."""
+    kind = suite.kind_object
     sample = latency_sample(suite, settings)
     context = settings.context(
         options,
         system,
-        suite_corpus=suite.corpus,
+        suite_corpus=kind.corpus_path(suite),
         corpus=corpus,
         where=suite.path,
         latency_needed=sample > 0,
         latency_sample=sample,
     )
-    if suite.kind == "extraction":
-        from retrieval_gate.suites.extraction.run import run_extraction
-
-        return run_extraction(suite, system, context)
-    if suite.kind == "pairs":
-        from retrieval_gate.suites.pairs import run_pairs
-
-        return run_pairs(suite, system, context)
-    from retrieval_gate.suites.ranking import run_ranking
-
-    return run_ranking(suite, system, context)
+    return kind.run(suite, system, context)

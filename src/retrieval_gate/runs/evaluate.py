@@ -1,8 +1,9 @@
-"""Metrics over a run: per-query values for every metric a suite reports or gates on.
+"""Metrics over a run: per-unit values for every metric a suite reports or gates on.
 
-The step between the run and the gates: it turns a :class:`~retrieval_gate.suites.result.RunResult` into an
-:class:`Evaluation` (plain arrays plus the run) through the same ``judge``/``compute`` code path as
-the public :func:`retrieval_gate.evaluate`, and the evaluation into the typed
+The step between the run and the gates: it turns a :class:`~retrieval_gate.suites.result.RunResult`
+into an :class:`Evaluation` (plain arrays plus the run) through the same ``judge``/``compute``
+code path as the public :func:`retrieval_gate.evaluate` (the suite's kind provides the inputs of
+the other metric families), and the evaluation into the typed
 :class:`~retrieval_gate.records.RunRecord` every later stage (gates, baseline, report) reads.
 """
 
@@ -10,34 +11,27 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from retrieval_gate.metrics import (
-    Metric,
-    compute,
-    cutoff_metrics,
-    judge,
-    latency_stats,
-    metric_versions,
-)
-from retrieval_gate.metrics.ontology import OntologyInputs
-from retrieval_gate.metrics.ties import tie_stats
+from retrieval_gate.metrics import Metric, compute, judge, latency_stats, metric_versions
 from retrieval_gate.records import GroupRecord, QueryRecord, RunRecord, scope_name
 from retrieval_gate.suites.drift import unjudged_digest
 from retrieval_gate.suites.result import RunResult
 from retrieval_gate.systems.timings import merge_timings
 
 if TYPE_CHECKING:
-    from retrieval_gate.ontology import Ontology
-    from retrieval_gate.suites.suite import Suite
+    from retrieval_gate.suites.kind import Resources
 
-#: How many top results a failing expectation shows.
-SHOWN_RESULTS = 5
+__all__ = ["Evaluation", "evaluate_run", "record_run"]
+
+#: Inputs every kind's runs provide without asking the kind: the kernel judges rankings, and
+#: latency metrics read the run's times.
+_SHARED_INPUTS = frozenset({"ranking", "latency"})
 
 
 @dataclass(frozen=True)
@@ -46,6 +40,8 @@ class Evaluation:
     metrics: tuple[Metric, ...]  # ranking metrics, in report order
     values: Mapping[str, np.ndarray]  # metric name -> per-query values aligned with run.qids
     latency: Mapping[str, float]  # p50/p95/p99/mean in ms, over the timed queries
+    # The kind's names for the ids its records show (SuiteKind.labels); None: ids are names.
+    labels: Callable[[str], str | None] | None = None
     seconds: float = 0.0  # what computing the values took (the report's "metrics" time)
 
     @cached_property
@@ -99,13 +95,15 @@ class Evaluation:
 
 
 def evaluate_run(
-    run: RunResult, extra: tuple[Metric, ...] = (), *, ontology: Ontology | None = None
+    run: RunResult, extra: tuple[Metric, ...] = (), *, resources: Resources | None = None
 ) -> Evaluation:
-    """Every cutoff metric of the suite (and MaxOntSim at each cutoff for an ontology suite)
-    plus whatever its gates and expectations name. ``ontology`` is the suite's, loaded."""
+    """Every metric the suite's kind reports unasked, plus whatever its gates, expectations and
+    ``extra`` (tolerances) name. ``resources``: what the kind may load for its metric inputs (an
+    ontology suite's ontology)."""
     began = time.perf_counter()
     suite = run.suite
-    wanted: dict[str, Metric] = {m.name: m for m in default_metrics(suite)}
+    kind = suite.kind_object
+    wanted: dict[str, Metric] = {m.name: m for m in kind.default_metrics(suite)}
     for gate in suite.gates:
         if not gate.metric.is_latency:
             wanted.setdefault(gate.metric.name, gate.metric)
@@ -124,22 +122,20 @@ def evaluate_run(
     ranked = [m for m in metrics if m.spec.input == "ranking"]
     values: dict[str, np.ndarray] = {}
     if ranked:
-        values = compute(judge(suite.qrels, run.qids, run.rankings), ranked, gain=suite.gain)
-    for input_kind, inputs in _unit_inputs(run, metrics).items():
-        values.update(
-            (m.name, m.spec.compute(inputs, m.k)) for m in metrics if m.spec.input == input_kind
-        )
-    by_term = [m for m in metrics if m.spec.input == "ontology"]
-    if by_term:
-        if ontology is None or suite.ontology is None:
-            raise ValueError(f"{by_term[0].name} needs the suite's ontology")
-        inputs = OntologyInputs(
-            ontology=ontology,
-            measure=suite.ontology.similarity,
-            expected=[[d for d, g in q.relevant.items() if g >= 1] for q in suite.queries],
-            rankings=run.rankings,
-        )
-        values.update((m.name, m.spec.compute(inputs, m.k)) for m in by_term)
+        judged = judge(suite.qrels, run.qids, run.rankings)
+        values = compute(judged, ranked, gain=kind.gain(suite))
+    others: set[str] = {str(m.spec.input) for m in metrics} - _SHARED_INPUTS
+    if others:
+        if resources is None:
+            raise ValueError(f"{sorted(others)} inputs need the session's resources")
+        provided = kind.metric_inputs(run, others, resources)
+        for input_kind in sorted(others):
+            if input_kind not in provided:
+                raise ValueError(f"suite kind {kind.name!r} provides no {input_kind!r} input")
+            inputs = provided[input_kind]
+            values.update(
+                (m.name, m.spec.compute(inputs, m.k)) for m in metrics if m.spec.input == input_kind
+            )
     # Report order: the suite's metrics as wanted, whatever input each is computed from.
     values = {m.name: values[m.name] for m in metrics}
     # Untimed queries (NaN: outside the latency sample) have no latency to count.
@@ -149,61 +145,28 @@ def evaluate_run(
         metrics=metrics,
         values=values,
         latency=latency_stats(timed),
+        labels=None if resources is None else kind.labels(run, resources),
         seconds=time.perf_counter() - began,
     )
 
 
-def default_metrics(suite: Suite) -> list[Metric]:
-    """What a suite reports without being asked: every trec_eval cutoff metric (and MaxOntSim at
-    each cutoff for an ontology suite) for a ranking suite; every registered family of the kind's
-    input for an extraction (``sets``) or pair (``pairs``) suite, in registry order."""
-    from retrieval_gate.metrics import REGISTRY
-
-    if suite.kind == "ranking":
-        metrics = list(cutoff_metrics(suite.k))
-        if suite.ontology is not None:
-            metrics += [Metric("MaxOntSim", k) for k in suite.k]
-        return metrics
-    wanted = {"extraction": "sets", "pairs": "pairs"}[suite.kind]
-    return [Metric(f.name) for f in REGISTRY.values() if f.input == wanted and not f.needs_k]
-
-
-def _unit_inputs(run: RunResult, metrics: tuple[Metric, ...]) -> dict[str, object]:
-    """The inputs of the extraction and pair families, built only when one is wanted."""
-    suite = run.suite
-    inputs: dict[str, object] = {}
-    kinds = {m.spec.input for m in metrics}
-    if "sets" in kinds:
-        from retrieval_gate.metrics.extraction import SetInputs
-
-        inputs["sets"] = SetInputs(
-            gold=[frozenset(d for d, g in q.relevant.items() if g >= 1) for q in suite.queries],
-            gold_negated=[q.negated for q in suite.queries],
-            predicted=[frozenset(r) for r in run.rankings],
-            predicted_negated=[frozenset(n) for n in run.negated]
-            if run.negated
-            else [frozenset() for _ in suite.queries],
-        )
-    if "pairs" in kinds:
-        from retrieval_gate.metrics.pairs import PairInputs
-
-        inputs["pairs"] = PairInputs(
-            similarity=np.array([s[0] if s else 0.0 for s in run.scores], dtype=np.float64),
-            gold=np.array([q.pair[1] if q.pair else 0.0 for q in suite.queries]),
-        )
-    return inputs
+def _labels(labeler: Callable[[str], str | None] | None, ids: Iterable[str]) -> dict[str, str]:
+    if labeler is None:
+        return {}
+    found = {doc: labeler(doc) for doc in dict.fromkeys(ids)}
+    return {doc: label for doc, label in found.items() if label}
 
 
 def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> RunRecord:
-    """The run as the typed record the gates, the baseline and the report read: means per scope,
-    latency, stats and every query's values, ranking and relevant ranks. An extraction or pair
-    suite's values also get their seeded bootstrap 95 % intervals (``seed``: settings' seed)."""
+    """The run as the typed record the gates, the baseline and the report read: values per scope,
+    latency, stats and every unit's values, ranking and relevant ranks (what each unit keeps is
+    its kind's: :meth:`~retrieval_gate.suites.kind.SuiteKind.unit_record`). A kind with few units
+    gets seeded bootstrap 95 % intervals of its values (``seed``: the settings' seed)."""
     began = time.perf_counter()
     run = evaluation.run
     suite = run.suite
+    kind = suite.kind_object
     metrics = evaluation.metrics
-    # Rankings are kept to the largest cutoff (the JSON contract); a query with expectations
-    # keeps at least the top results its failure message shows.
     cut = max(suite.k)
 
     def means(scope: str) -> dict[str, float]:
@@ -218,47 +181,36 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
             for label in labels
         }
 
-    judgments = [query.relevant for query in suite.queries]
     # One tolist() per metric is far cheaper than a float() per value.
     columns = {m.name: evaluation.values[m.name].tolist() for m in metrics}
-    queries = tuple(
-        QueryRecord(
-            id=query.id,
-            digest=query.digest,
-            category=query.category,
-            difficulty=query.difficulty,
-            metrics={name: column[i] for name, column in columns.items()},
-            # An extraction document keeps every predicted term (its JSON twin is the full set).
-            ranking=tuple(
-                run.rankings[i]
-                if suite.kind == "extraction"
-                else run.rankings[i][: max(cut, SHOWN_RESULTS) if query.expect else cut]
-            ),
-            relevant_ranks=evaluation.relevant_ranks(query.id),
-            latency_ms=None if math.isnan(run.latencies_ms[i]) else run.latencies_ms[i],
-            text=query.text,
-            gold_negated=tuple(sorted(query.negated)),
-            predicted_negated=tuple(sorted(run.negated[i])) if run.negated else (),
-            text_b=query.pair[0] if query.pair else "",
-            # Judged@k's complement: ranking suites only (an extraction's extra terms are wrong,
-            # not unjudged).
-            unjudged=tuple(d for d in run.rankings[i][:cut] if query.relevant.get(d, -1) < 0)
-            if suite.kind == "ranking"
-            else (),
+    queries = []
+    for i, query in enumerate(suite.queries):
+        kept = kind.unit_record(run, i)
+        ranks = evaluation.relevant_ranks(query.id)
+        queries.append(
+            QueryRecord(
+                id=query.id,
+                digest=query.digest,
+                category=query.category,
+                difficulty=query.difficulty,
+                metrics={name: column[i] for name, column in columns.items()},
+                ranking=kept.ranking,
+                relevant_ranks=ranks,
+                # None: outside the latency sample, not timed.
+                latency_ms=None if math.isnan(run.latencies_ms[i]) else run.latencies_ms[i],
+                text=query.text,
+                unjudged=kept.unjudged,
+                extras=kept.extras,
+                labels=_labels(evaluation.labels, [*kept.ranking, *ranks, *kept.shown]),
+            )
         )
-        for i, query in enumerate(suite.queries)
-    )
     intervals = {}
-    if suite.kind != "ranking":
+    if kind.intervals:
         intervals = {m.name: evaluation.interval(m, seed) for m in metrics if not m.is_latency}
     stats: dict[str, object] = {
         **run.stats,
         **({"suite_notes": list(suite.notes)} if suite.notes else {}),
-        **(
-            tie_stats(run.rankings, run.scores, judgments, metrics, gain=suite.gain)
-            if suite.kind == "ranking"
-            else {}
-        ),
+        **kind.run_stats(run, metrics),
     }
     if stats.get("latency_queries") == 0:
         stats["latency_measured"] = False  # nothing was timed: no latency figure to show
@@ -279,10 +231,11 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
         difficulties=groups("difficulty"),
         latency_ms=dict(evaluation.latency),
         stats=stats,
-        queries=queries,
+        queries=tuple(queries),
         kind=suite.kind,
         intervals=intervals,
         drift_rankings={
-            qid: (unjudged_digest(text), run.unjudged[qid][:cut]) for qid, text in suite.unjudged
+            qid: (unjudged_digest(text), run.unjudged[qid][:cut])
+            for qid, text in kind.drift_queries(suite)
         },
     )

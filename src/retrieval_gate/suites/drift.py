@@ -1,32 +1,8 @@
-"""Drift without labels: how much a run's rankings moved from the baseline's, by overlap.
-
-A judged metric sees only the judged documents. When the rankings churn among unjudged ones (a
-new embedder, a changed chunker), nDCG may not move while users see different results. This
-module compares each query's top k now with the baseline's top k, without any judgment:
-
-Rank-biased overlap (Webber, Moffat and Zobel 2010, "A similarity measure for indefinite
-rankings", eq. 32), extrapolated, for two prefixes S (length s) and L (length l >= s; the longer
-one) with persistence p:
-
-    X_d      = |S[:d] ∩ L[:d]|   (for d > s: |S ∩ L[:d]|)
-    RBO_ext  = (1 - p) / p * ( sum_{d=1..l} X_d / d * p^d
-                               + sum_{d=s+1..l} X_s * (d - s) / (s * d) * p^d )
-               + ( (X_l - X_s) / l + X_s / s ) * p^l
-
-It assumes the agreement seen at the end of the prefixes holds below them. With s = l = k the
-second sum is empty and the tail is X_k / k * p^k. p = 0.9 puts about 86 % of the weight on the
-first 10 ranks. Identical rankings give 1, disjoint ones 0; a ranking that is a prefix of the
-other gives 1 (nothing seen disagrees).
-
-Jaccard@k = |A[:k] ∩ B[:k]| / |A[:k] union B[:k]|: every rank counts the same, order ignored.
-
-Edge cases: two empty rankings are identical (1 for both); one empty and one not: 0. Rankings are
-strict (no document twice), as every ranking of the plugin is.
-
-A scope's figure is the mean over the queries both runs hold. :func:`check_drift` turns the
-means into a pass or fail against floors (``min_rbo``, ``min_jaccard``), listing the queries that
-moved most.
-"""
+"""A ranking suite's drift keys: ``unjudged`` queries, run for drift only (no judgments, no
+metrics), and ``drift`` floors on how far the rankings may move from the baseline's, by RBO and
+Jaccard@k (the measures: :mod:`retrieval_gate.metrics.overlap`; the check:
+:mod:`retrieval_gate.gates.drift`). Every problem is a one-line
+:class:`~retrieval_gate.errors.SuiteError` naming the entry."""
 
 from __future__ import annotations
 

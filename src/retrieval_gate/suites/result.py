@@ -1,8 +1,7 @@
 """What a run of one suite x system produces, whatever the suite's kind: a plain
-:class:`RunResult`, and the fingerprint naming its inputs. Apart from :mod:`retrieval_gate.run`
-so that the other kinds' runners (``extraction/run.py``, ``pairs.py``), which ``run_suite`` hands
-their suites to, build the same result without importing the runner back.
-"""
+:class:`RunResult`, and the fingerprint naming its inputs. Each kind's run builds it (a ranking
+run per query its ranking; an extraction run per document its predicted terms; a pair run per
+pair its cosine as the single score)."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from retrieval_gate import __version__
+from retrieval_gate.version import __version__
 
 if TYPE_CHECKING:
     from retrieval_gate.suites.suite import Suite
@@ -29,8 +28,9 @@ class RunResult:
     latencies_ms: tuple[float, ...]
     fingerprint: Mapping[str, Any]
     stats: Mapping[str, Any] = field(default_factory=dict)
-    # Extraction runs: per document, the terms the system reported negated (SPEC 11).
-    negated: tuple[tuple[str, ...], ...] = ()
+    # Per unit, what the kind's run adds and only its module reads (an extraction document's
+    # terms reported negated); empty when the kind adds nothing.
+    extras: tuple[Any, ...] = ()
     unjudged: Mapping[str, tuple[str, ...]] = field(
         default_factory=dict
     )  # drift query id -> ranking
@@ -44,6 +44,6 @@ def fingerprint(suite: Suite, system: SystemConfig, **extra: Any) -> dict[str, A
         "suite_digest": suite.digest,
         "system": system.identity,
         "k": list(suite.k),
-        "gain": suite.gain,
+        **suite.kind_object.fingerprint_fields(suite),
         **extra,
     }

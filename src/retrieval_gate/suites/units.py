@@ -1,8 +1,7 @@
-"""The units of every suite kind: a :class:`Query` (a ranking query, an extraction document or a
-text pair) with its per-unit :class:`Expectation`s, and the parsing every kind's loader shares
-(labels, ``expect``, thresholds). Apart from :mod:`retrieval_gate.suite` so that each kind's own
-loader (``extraction/documents.py``, ``pairs.py``), which the suite parser calls, can build units
-without importing the parser back.
+"""What every suite kind's units share (:class:`Unit`, with its per-unit :class:`Expectation`s),
+the ranking query (:class:`Query`), and the parsing every kind's loader shares (labels,
+``expect``, thresholds). Apart from :mod:`retrieval_gate.suites.suite` so that each kind's
+module can build its units without importing the header parser.
 """
 
 from __future__ import annotations
@@ -19,16 +18,24 @@ from retrieval_gate.metrics import Metric, format_bounds, parse_metric
 from retrieval_gate.records import query_digest
 
 __all__ = [
+    "DEFAULT_K",
     "EXPECT_KEYS",
+    "MAX_K",
     "Expectation",
     "Query",
+    "Unit",
     "optional_label",
+    "parse_cutoffs",
     "parse_expect",
+    "read_units_file",
     "threshold",
     "type_name",
 ]
 
 EXPECT_KEYS = ("found_within", "all_found_within")
+DEFAULT_K: tuple[int, ...] = (1, 3, 5, 10)
+# A system retrieves max(k) results per query; a typo such as 10**30 must not ask it for that.
+MAX_K = 100_000
 _LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 
 
@@ -51,40 +58,53 @@ class Expectation:
 
 
 @dataclass(frozen=True)
-class Query:
+class Unit:
+    """What every suite kind's units share: an id, a text, the judged ids (``relevant``, grade
+    >= 1 is relevant; empty for a pair), optional labels and per-unit expectations, and the
+    position in the file for messages. A kind's own unit type adds its fields (an extraction
+    document's negated gold terms, a pair's second text and gold score) and names them in
+    :meth:`digest_extra`."""
+
     id: str
     text: str
     relevant: Mapping[str, int]
     category: str | None = None
     difficulty: str | None = None
     expect: tuple[Expectation, ...] = ()
-    position: int = 0  # index in the file's query list, for messages
-    # Extraction suites: gold terms whose assertion is not affirmed (not expected, SPEC 11).
-    negated: frozenset[str] = frozenset()
-    # Pair suites: the second text and the gold similarity score (SPEC 12); ``text`` is the first.
-    pair: tuple[str, float] | None = None
+    position: int = 0  # index in the file's list of units, for messages
 
     @property
     def n_relevant(self) -> int:
         return sum(1 for grade in self.relevant.values() if grade >= 1)
 
+    def digest_extra(self) -> tuple[Any, ...]:
+        """What else the unit is judged by, beyond its text and judgments (JSON-serialisable)."""
+        return ()
+
     @property
     def digest(self) -> str:
-        """What a baseline compares the unit by: text and judgments (plus, for the other kinds,
-        the negated gold terms or the second text and gold score). A ranking query's digest is
-        the one 0.1.0 wrote."""
-        extra: list[Any] = []
-        if self.negated:
-            extra.append(sorted(self.negated))
-        if self.pair is not None:
-            extra.append(list(self.pair))
-        return query_digest(self.text, self.relevant, *extra)
+        """What a baseline compares the unit by: text and judgments, plus :meth:`digest_extra`.
+        A ranking query's digest is the one 0.1.0 wrote."""
+        return query_digest(self.text, self.relevant, *self.digest_extra())
+
+
+@dataclass(frozen=True)
+class Query(Unit):
+    """A ranking suite's unit: a query and the documents that should come back."""
 
 
 def threshold(value: Any, metric: Metric, path: Path, entry: str) -> float:
     """A floor (or latency ceiling) as written, checked against the metric's bounds."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         raise SuiteError(f"threshold must be a number, got {value!r}", path=path, entry=entry)
+    if math.isinf(value):
+        # An infinite ceiling gates nothing and an infinite floor fails whatever: both mistakes.
+        raise SuiteError(
+            f"threshold must be finite, got {value!r}; drop the gate to leave {metric.name} "
+            "ungated",
+            path=path,
+            entry=entry,
+        )
     lo, hi = metric.bounds
     inside = (lo is None or value >= lo) and (hi is None or value <= hi)
     if not metric.is_latency and not inside:
@@ -154,3 +174,58 @@ def parse_expect(raw: Any, path: Path, entry: str) -> tuple[Expectation, ...]:
 def type_name(value: object) -> str:
     """The JSON/YAML type of a value as messages name it (``list``, ``str``)."""
     return type(value).__name__
+
+
+def parse_cutoffs(raw: Any, path: Path) -> tuple[int, ...]:
+    """A suite's ``k``: one cutoff or a list, each an integer in [1, MAX_K]; sorted, once each."""
+    if raw is None:
+        return DEFAULT_K
+    values = raw if isinstance(raw, list) else [raw]
+    if not values:
+        raise SuiteError("'k' must list at least one cutoff", path=path, entry="k")
+    out = []
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise SuiteError(
+                f"cutoff k must be an integer >= 1, got {value!r}", path=path, entry="k"
+            )
+        if value > MAX_K:
+            raise SuiteError(
+                f"cutoff k must be at most {MAX_K} (every system retrieves that many results per "
+                f"query), got {value}",
+                path=path,
+                entry="k",
+            )
+        out.append(value)
+    return tuple(sorted(set(out)))
+
+
+def read_units_file(value: Any, path: Path, key: str) -> tuple[list[Any], Path]:
+    """The units a suite's ``key`` (``queries``) points at, in a file of their own (a path
+    relative to the suite file) so that files in other tools' shapes stay untouched: a JSON or
+    YAML list of units, or a mapping holding that list under ``key``. Returns the list and the
+    file (errors in the units name it). Read through the guarded reader every user file passes
+    (:mod:`retrieval_gate.files.read`: regular files only, size and depth limits, a BOM dropped).
+    """
+    from retrieval_gate.files.read import read_structured
+
+    if not isinstance(value, str) or not value.strip():
+        raise SuiteError(f"'{key}' must be a list or a file path", path=path, entry=key)
+    source = (path.parent / value).resolve()
+    suffix = source.suffix.lower()
+    if suffix not in (".json", ".yaml", ".yml"):
+        raise SuiteError(
+            f"a {key} file must be .json, .yaml or .yml, got {source.name!r}", path=path, entry=key
+        )
+    if not source.exists():
+        raise SuiteError(f"{key} file not found: {source}", path=path, entry=key)
+    data = read_structured(source, what=f"{key} file", error=SuiteError)
+    if isinstance(data, Mapping) and isinstance(data.get(key), list):
+        data = data[key]
+    if not isinstance(data, list):
+        raise SuiteError(
+            f"a {key} file holds a list of {key}, or a mapping with '{key}: [...]'; got "
+            f"{type_name(data)}",
+            path=source,
+        )
+    return data, source

@@ -29,7 +29,6 @@ from retrieval_gate.systems.base import (
     is_batched,
     retrieve_hits,
 )
-from retrieval_gate.systems.options import Option, OptionTable, Where, parse_options
 
 if TYPE_CHECKING:
     from retrieval_gate.systems.config import SystemConfig
@@ -38,19 +37,15 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "BatchSystem",
     "OpenContext",
-    "Option",
-    "OptionTable",
     "Retrieved",
     "RunOptions",
     "Stage",
     "StageKind",
     "System",
     "SystemKind",
-    "Where",
     "is_batched",
     "kinds",
     "open_configured",
-    "parse_options",
     "register_kind",
     "register_stage",
     "retrieve_hits",
@@ -93,12 +88,11 @@ def _load_entry_points() -> None:
         return
     _entry_points_loaded = True
     _register_builtins()
-    from importlib.metadata import entry_points
+    from retrieval_gate.usercode import plugins
 
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        loaded = ep.load()
-        if callable(loaded):
-            loaded()
+    for plugin in plugins(ENTRY_POINT_GROUP):
+        if callable(plugin.obj):
+            plugin.call()
 
 
 def kinds() -> Mapping[str, SystemKind]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from retrieval_gate.systems.options import OptionTable, Where
+from retrieval_gate.schema import OptionTable, Where
 
 if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
@@ -66,7 +66,9 @@ class OpenContext:
     ``latency_sample`` asks for it), so the timed ones must be embedded and searched for real
     (no cached vector or result stands in for the timed path). ``latency_sample``: how many of
     a suite's queries are timed through the single-query path when the system also ranks in
-    batches (0: none; every query when the suite has no more).
+    batches (0: none; every query when the suite has no more). ``query_ids`` are the ids of the
+    queries the run will ask (a ranking suite's judged queries; empty where unknown), so a
+    stored run can say at once which of them it does not answer.
     """
 
     options: RunOptions
@@ -77,6 +79,7 @@ class OpenContext:
     where: Path | None = None
     latency_needed: bool = False
     latency_sample: int = 0
+    query_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

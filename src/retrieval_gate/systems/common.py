@@ -4,7 +4,7 @@ suite's ``extraction`` table, through :func:`~retrieval_gate.systems.config.pars
 
 from __future__ import annotations
 
-from retrieval_gate.systems.options import Option, OptionTable, at_least
+from retrieval_gate.schema import Option, OptionTable, at_least
 
 __all__ = ["COMMON_SYSTEM_OPTIONS", "DEFAULT_DEPTH"]
 

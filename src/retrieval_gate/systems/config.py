@@ -18,13 +18,13 @@ from retrieval_gate.errors import ConfigError
 
 if TYPE_CHECKING:
     pass
-from retrieval_gate.systems.common import COMMON_SYSTEM_OPTIONS, DEFAULT_DEPTH
-from retrieval_gate.systems.options import (
+from retrieval_gate.schema import (
     OptionTable,
     Where,
     parse_options,
     unknown_key,
 )
+from retrieval_gate.systems.common import COMMON_SYSTEM_OPTIONS, DEFAULT_DEPTH
 from retrieval_gate.usercode import import_object as import_object
 
 

@@ -21,9 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import ConfigError, RetrievalGateError, RunError
-from retrieval_gate.systems.base import OpenContext, Query, Retrieved, RunOptions, SystemKind
-from retrieval_gate.systems.fields import FIELD_OPTIONS, check_fields, field_identity
-from retrieval_gate.systems.options import (
+from retrieval_gate.schema import (
     Option,
     OptionTable,
     Where,
@@ -31,6 +29,8 @@ from retrieval_gate.systems.options import (
     beside_settings,
     one_of,
 )
+from retrieval_gate.systems.base import OpenContext, Query, Retrieved, RunOptions, SystemKind
+from retrieval_gate.systems.fields import FIELD_OPTIONS, check_fields, field_identity
 from retrieval_gate.systems.retriever import TIMEOUT_OPTION, CallTimeout, call_bounded
 from retrieval_gate.systems.timings import Timings
 
@@ -94,6 +94,20 @@ OPTIONS: OptionTable = {
     ),
     **FIELD_OPTIONS,  # fields, multi_vector, aggregation, weights: systems/fields.py
     "timeout": TIMEOUT_OPTION,
+    "embed_executor": Option(
+        str,
+        "local",
+        "where the documents the cache lacks are embedded: local (this process) or ray (fanned "
+        "out over a Ray cluster, extra 'ray'; the same vectors, not in the identity)",
+        check=one_of("local", "ray"),
+        rule="local, ray",
+    ),
+    "ray_address": Option(
+        str,
+        None,
+        'the Ray cluster for embed_executor = "ray" (ray://host:10001, host:6379 or auto); '
+        "unset: a local cluster started for the session (not in the identity)",
+    ),
     "search_block_mb": Option(
         (int, float),
         256,
@@ -171,7 +185,21 @@ def _backend_options(spec: Mapping[str, Any], where: Where) -> OptionTable:
 def _check(options: Mapping[str, Any], where: Where) -> None:
     if not isinstance(options["model"], str) and not isinstance(options.get("distill_from"), str):
         raise ConfigError("an embedding system needs 'model'", path=where.source, entry=where.entry)
+    if isinstance(options["model"], str) and isinstance(options.get("distill_from"), str):
+        raise ConfigError(
+            "'model' and 'distill_from' exclude each other: distill_from makes the model "
+            "(the other would be ignored); keep one",
+            path=where.source,
+            entry=where.entry,
+        )
     size, overlap = options["chunk_size"], options["chunk_overlap"]
+    if size is None and overlap:
+        raise ConfigError(
+            f"'chunk_overlap' ({overlap}) needs 'chunk_size': without it documents are not "
+            "chunked and the overlap means nothing",
+            path=where.source,
+            entry=where.entry,
+        )
     if size is not None and overlap >= size:
         # Said here, naming the system, rather than by the chunker when the run starts.
         raise ConfigError(
@@ -180,6 +208,17 @@ def _check(options: Mapping[str, Any], where: Where) -> None:
             entry=where.entry,
         )
     check_fields(options, where)  # systems/fields.py
+    from retrieval_gate.index import INDEXES
+
+    backend = INDEXES.get(str(options.get("index")))
+    stored = backend is not None and backend.stores_documents(options)
+    if stored and (options["chunk_size"] is not None or options.get("fields")):
+        raise ConfigError(
+            "a team's table ('table') holds whole documents: 'chunk_size' and 'fields' do "
+            "not apply",
+            path=where.source,
+            entry=where.entry,
+        )
 
 
 def _identity(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -195,10 +234,11 @@ def _identity(options: Mapping[str, Any]) -> dict[str, Any]:
         "chunk_overlap": options["chunk_overlap"],
         "distill_from": options.get("distill_from"),
     }
-    from retrieval_gate.index import hnsw_settings
+    from retrieval_gate.index import hnsw_settings, index_identity
 
     # HNSW keys only when set, so configurations written before they existed keep their identity.
     identity |= {f"hnsw_{name}": value for name, value in hnsw_settings(options).items()}
+    identity |= index_identity(options)  # pgvector's and LanceDB's own (index/__init__.py)
     return identity | field_identity(options)  # empty without 'fields': systems/fields.py
 
 
@@ -232,7 +272,7 @@ def _store_or_warn(cache: Any, digests: list[str], vectors: Any) -> None:
     import errno
     import warnings
 
-    from retrieval_gate.embed.cache import CacheWarning
+    from retrieval_gate.errors import CacheWarning
 
     try:
         cache.store(digests, vectors)
@@ -335,6 +375,7 @@ def _units(corpus: Corpus, opt: Mapping[str, Any], shared: dict[Any, Any]) -> _U
 
 def _query_cache(options: RunOptions, embedder: Embedder) -> EmbeddingCache:
     """The embedder's query-vector cache, one instance per session (it keeps what it read)."""
+    from retrieval_gate.embed import known_dim
     from retrieval_gate.embed.cache import EmbeddingCache
 
     root = options.cache_dir / "embeddings"
@@ -345,7 +386,7 @@ def _query_cache(options: RunOptions, embedder: Embedder) -> EmbeddingCache:
     cache = EmbeddingCache(
         EmbeddingCache.folder(root, embedder.identity) / "queries",
         embedder.identity + QUERY_IDENTITY_SUFFIX,
-        embedder.dim,
+        known_dim(embedder),
     )
     options.shared[key] = cache
     return cache
@@ -385,6 +426,10 @@ class EmbeddingIndex:
         self.fields = units.layout_for(opt)
         self.unit_ids = units.unit_ids
         self.parent_of: dict[str, str] | None = units.parent_of
+        #: The index already holds the documents (a team's own table, index/__init__.py): none
+        #: is embedded or added, only queries are.
+        self.stored = INDEXES[opt["index"]].stores_documents(index_options(system))
+        self.notes: list[str] = list(corpus.notes)
 
         # One model load per session and spec, however many suites use it; loaded on the
         # first vector the cache lacks (a warm run loads none).
@@ -412,7 +457,7 @@ class EmbeddingIndex:
             ).encode()
         ).hexdigest()
         self.key = index_key(self.key, units.layout)  # the field layout: systems/fields.py
-        from retrieval_gate.index import hnsw_settings
+        from retrieval_gate.index import hnsw_settings, index_identity
 
         hnsw = hnsw_settings(opt)
         if hnsw:
@@ -420,10 +465,14 @@ class EmbeddingIndex:
             self.key = hashlib.sha256(
                 json.dumps([self.key, hnsw], sort_keys=True).encode()
             ).hexdigest()
+        engine = index_identity(opt)
+        if engine:
+            self.key = hashlib.sha256(
+                json.dumps([self.key, engine], sort_keys=True).encode()
+            ).hexdigest()
         # Without the cache an embedded index lives in a throwaway folder: nothing accumulates.
         self._scratch = None if options.use_cache else Path(tempfile.mkdtemp(prefix="rg-index-"))
         self.index_dir = self._scratch or options.cache_dir
-        self.notes: list[str] = list(corpus.notes)
         self.index_kind: str = opt["index"]
         #: With ``cache_results`` and a backend that says its build id (embedded chroma): search
         #: results come from the result cache, the index is opened only on a miss.
@@ -448,6 +497,7 @@ class EmbeddingIndex:
                 self._open_index,
                 build_id,
                 size=len(self.unit_ids),
+                ids=self.unit_ids,
             )
             self.index = self.cached_search
         else:
@@ -464,6 +514,9 @@ class EmbeddingIndex:
             "embedder": embedder.identity,
             "dims": embedder.dim,
         }
+        if self.stored:
+            self._counts["cached_documents"] = 0
+            self.notes.append(f"documents: read from the {self.index_kind} table, none embedded")
 
     @property
     def stage_seconds(self) -> dict[str, float]:
@@ -483,15 +536,18 @@ class EmbeddingIndex:
 
         embedder, options = self.embedder, self.options
         share_key = ("vectors", embedder.identity, units.key)
-        if options.use_cache:
+        # A team's table holds the documents: nothing is embedded, and its empty matrix is
+        # not what another system over the same units may share.
+        share = options.use_cache and not self.stored
+        if share:
             shared = options.shared.get(share_key)
             if shared is not None:
                 if isinstance(embedder, LazyEmbedder):
                     embedder.know_dim(shared.shape[1])
                 return shared, 0
-        texts = units.texts
+        texts = [] if self.stored else units.texts
         with self.timings.stage("load"):
-            digests = units.digests()
+            digests = [] if self.stored else units.digests()
             todo = list(range(len(texts)))
             found = np.zeros((0, 0), dtype=np.float32)
             embeddings = options.cache_dir / "embeddings"
@@ -507,6 +563,11 @@ class EmbeddingIndex:
                     # width are damaged; a cache told the width drops them and they re-embed.
                     cache = EmbeddingCache(embeddings, embedder.identity, embedder.dim)
                     found, todo = cache.lookup(digests)
+        if cache is not None and cache.dropped:
+            self.notes.append(
+                f"embedding cache: dropped {len(cache.dropped)} shard(s) ({cache.dropped[0]}); "
+                "their texts were embedded again"
+            )
         with self._embedding():
             if not todo and found.shape[0]:
                 if isinstance(embedder, LazyEmbedder):
@@ -515,7 +576,8 @@ class EmbeddingIndex:
             elif todo and len(todo) == len(texts):
                 vectors = embedder.encode_documents(list(texts), progress=options.progress)
             else:
-                vectors = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+                width = embedder.dim if texts else (known_dim(embedder) or 0)
+                vectors = np.zeros((len(texts), width), dtype=np.float32)
                 if found.shape[0]:
                     missing = set(todo)
                     vectors[[i for i in range(len(digests)) if i not in missing]] = found
@@ -526,7 +588,7 @@ class EmbeddingIndex:
             if todo and cache is not None:
                 fresh = vectors if len(todo) == len(texts) else vectors[todo]
                 _store_or_warn(cache, [digests[i] for i in todo], fresh)
-        if options.use_cache:
+        if share:
             options.shared[share_key] = vectors
         return vectors, len(todo)
 
@@ -566,10 +628,12 @@ class EmbeddingIndex:
                     cache_dir=self.index_dir,
                     key=self.key,
                     entry=f"system.{self.system.name}",
+                    path=self.system.source,
                     **index_options(self.system),
                 )
                 self._set_block(index)
-                index.add(self.unit_ids, self.vectors)
+                if not self.stored:
+                    index.add(self.unit_ids, self.vectors)
             except RetrievalGateError as exc:
                 # A warm cache on a read-only mount: the vectors are all here, exact search
                 # over them is the reference the approximate index is measured against.
@@ -588,6 +652,16 @@ class EmbeddingIndex:
 
         if isinstance(index, ExactIndex):
             index.block_mb = float(self.system.options["search_block_mb"])
+
+    def exact_reference(self) -> Any:
+        """Exact search over what the index holds, for its recall: the cached vectors searched
+        in place, or for a team's table the engine's own exact scan of it."""
+        if self.stored:
+            real: Any = self.cached_search.open() if self.cached_search is not None else self.index
+            return real.exact()
+        exact = self.exact_index()
+        exact.add(self.unit_ids, self.vectors)
+        return exact
 
     def exact_index(self) -> Any:
         """An empty exact index with this system's ``search_block_mb``."""
@@ -676,6 +750,10 @@ class EmbeddingIndex:
         cached = getattr(self, "cached_search", None)
         if cached is not None:
             cached.close()  # writes the results found this run
+        else:
+            close = getattr(getattr(self, "index", None), "close", None)
+            if callable(close):
+                close()  # a server's connection (pgvector)
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
@@ -858,7 +936,10 @@ class EmbeddingSystem:
                 digest = digests[position]
                 if digest not in fresh:
                     fresh[digest] = embedder.encode_queries([queries[position][1]])[0]
-            out = np.empty((len(queries), embedder.dim), dtype=np.float32)
+            # The cached rows' width where there are any: a team's table embeds no documents,
+            # so asking a lazy embedder its width would load the model on a warm run.
+            width = found.shape[1] if found.shape[0] else embedder.dim
+            out = np.empty((len(queries), width), dtype=np.float32)
             rows = iter(found)
             for position, (qid, _) in enumerate(queries):
                 if position in absent:
@@ -892,7 +973,7 @@ class EmbeddingSystem:
         from retrieval_gate.index import INDEXES, index_recall
 
         index = self.index
-        if not INDEXES[index.index_kind].approximate:
+        if not INDEXES[index.index_kind].approximate_for(index_options(self.config)):
             return
         positions = recall_positions(
             self.config.option("index_recall"), len(vectors), len(index.unit_ids)
@@ -900,8 +981,7 @@ class EmbeddingSystem:
         if not positions:
             return
         # Float32 unit vectors are searched in place: no second copy of the corpus.
-        exact = index.exact_index()
-        exact.add(index.unit_ids, index.vectors)
+        exact = index.exact_reference()
         recall_k = min(cutoff, len(index.unit_ids))
         qmat = np.stack([vectors[i] for i in positions])
         exact_hits = [[d for d, _ in row] for row in exact.search(qmat, recall_k)]
@@ -923,7 +1003,7 @@ class EmbeddingSystem:
         units = len(index.unit_ids)
         if setting == "off" or (setting == "auto" and units > RECALL_ALL_UP_TO):
             return
-        if not INDEXES[index.index_kind].rebuildable:
+        if not INDEXES[index.index_kind].rebuildable_for(index_options(self.config)):
             return
         # The figures depend only on the built collection, the queries and k: a warm run that
         # reopens the same collection reads them back instead of building a third index.
@@ -950,6 +1030,8 @@ class EmbeddingSystem:
                 cache_dir=scratch,
                 key=index.key,
                 entry=f"system.{self.config.name}",
+                path=self.config.source,
+                scratch=True,
                 **index_options(self.config),
             )
             try:
@@ -1016,6 +1098,10 @@ class EmbeddingSystem:
             note = f"search results: cached, {self.index.index_kind} not opened"
         elif cached.hits:
             note = f"search results: {cached.hits} cached, {cached.misses} searched"
+        if cached.rejected:
+            note = (
+                f"{note}; " if note else ""
+            ) + f"{cached.rejected} cached results did not fit this index and were searched again"
         return {"cached_results": cached.hits, "index_opened": cached.opened, "results_note": note}
 
     @property
@@ -1086,6 +1172,16 @@ def load_system_embedder(
         embedder = options.embedders.get(spec)
         if embedder is None:
             embedder = options.embedders[spec] = open_embedder(spec, cache_dir=options.cache_dir)
+        if opt.get("embed_executor") == "ray":  # documents the cache lacks go to Ray: embed/ray.py
+            from retrieval_gate.embed.ray import ray_embedder
+
+            embedder = ray_embedder(
+                embedder,
+                spec,
+                opt["ray_address"],
+                cache_dir=options.cache_dir,
+                embedders=options.embedders,
+            )
     except RetrievalGateError as exc:
         if exc.entry is None:
             exc.entry = f"system.{system.name}"

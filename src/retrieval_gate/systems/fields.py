@@ -68,7 +68,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import ConfigError, CorpusError
-from retrieval_gate.systems.options import Option, OptionTable, Where, one_of
+from retrieval_gate.schema import Option, OptionTable, Where, one_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -166,10 +166,18 @@ def check_fields(options: Mapping[str, Any], where: Where) -> None:
     if fields is None:
         if options.get("multi_vector"):
             raise error("'multi_vector' needs 'fields' (the fields to embed one by one)")
-        return
-    if options.get("chunk_size") is not None:
+    elif options.get("chunk_size") is not None:
         raise error("'fields' and 'chunk_size' exclude each other: a field text is not chunked")
     if not options.get("multi_vector"):
+        # Set, they would be ignored without a word: a single vector has nothing to aggregate.
+        for key, default in (("aggregation", "label_synonyms_max"), ("weights", DEFAULT_WEIGHTS)):
+            if key in options and options[key] != default:
+                raise error(
+                    f"'{key}' is set but 'multi_vector' is not true: a single-vector system "
+                    f"has nothing to aggregate; set 'multi_vector = true' or drop '{key}'"
+                )
+        return
+    if fields is None:
         return
     aggregation = options["aggregation"]
     needed = AGGREGATIONS[aggregation] or ()
@@ -697,6 +705,16 @@ def field_layout(corpus: Corpus, options: Mapping[str, Any]) -> FieldLayout | No
                 texts.append(text)
                 unit_doc.append(position)
                 unit_field.append(f)
+    if not unit_ids:
+        from retrieval_gate.errors import CorpusError
+
+        raise CorpusError(
+            f"none of the corpus' {len(corpus)} documents has the field(s) "
+            f"{', '.join(map(repr, fields))} that the system's 'fields' names (a folder of text "
+            "files has only 'text'; fields come from JSONL metadata or an ontology's terms)",
+            path=corpus.source,
+            entry="fields",
+        )
     return FieldLayout(
         fields=fields,
         multi_vector=multi,

@@ -26,15 +26,16 @@ reranker: the reference as written plus, for a CrossEncoder, its folder's digest
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.schema import Option, OptionTable, at_least, beside_settings
 from retrieval_gate.systems.base import OpenContext, Stage, StageKind, System
-from retrieval_gate.systems.options import Option, OptionTable, at_least, beside_settings
+from retrieval_gate.systems.retriever import finite_score
+from retrieval_gate.usercode import DEFAULT_TIMEOUT_S, UserCodeFailure, call_user_code
 
 if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
@@ -83,17 +84,24 @@ class _CrossEncoderScorer:
         return [(doc, float(score)) for (doc, _), score in zip(docs, scores, strict=True)]
 
 
-def load_scorer(ref: str, *, root: Path, batch_size: int, entry: str) -> tuple[Scorer, str]:
-    """The scoring function ``ref`` names and its identity (see the module docstring)."""
+def load_scorer(
+    ref: str,
+    *,
+    root: Path,
+    batch_size: int,
+    entry: str,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
+) -> tuple[Scorer, str]:
+    """The scoring function ``ref`` names and its identity (see the module docstring); the
+    import of ``module:function`` runs under ``timeout`` as the user's code."""
     if _FUNCTION_REF.match(ref) and not Path(ref).exists():
-        from retrieval_gate.usercode import import_object
+        from retrieval_gate.usercode import UserCodeFailure, import_failure, import_object
 
         try:
-            obj = import_object(ref, root)
-        except Exception as exc:  # the user's module may fail at import in any way
-            raise ConfigError(
-                f"cannot import reranker {ref!r}: {type(exc).__name__}: {exc}", entry=entry
-            ) from None
+            obj = import_object(ref, root, timeout=timeout)
+        except UserCodeFailure as exc:  # the user's module may fail at import in any way
+            system = entry.removeprefix("system.")
+            raise ConfigError(import_failure("reranker", ref, exc, system), entry=entry) from None
         if not callable(obj):
             raise ConfigError(
                 f"reranker {ref!r} is not callable (expected f(query, [(doc_id, text)]))",
@@ -146,11 +154,14 @@ class RerankStage(Stage):
             raise ConfigError("the rerank stage needs 'reranker'", path=context.source, entry=entry)
         self.ref = ref
         self.depth: int = stage.options["rerank_depth"]
+        # The reranker is the user's code too: the system's time limit covers its calls.
+        self.timeout = float(inner.config.options.get("timeout", DEFAULT_TIMEOUT_S))
         self.scorer, self.scorer_identity = load_scorer(
             ref,
             root=context.root,
             batch_size=stage.options["batch_size"],
             entry=entry,
+            timeout=self.timeout,
         )
         self.texts = {doc.id: doc.content for doc in _stage_corpus(inner, context, entry).documents}
 
@@ -172,19 +183,36 @@ class RerankStage(Stage):
         missing = [doc for doc in top if doc not in self.texts]
         if missing:
             raise self._error(qid, f"got hit {missing[0]!r}, which is not in the corpus")
+        candidates = [(doc, self.texts[doc]) for doc in top]
         try:
-            raw = self.scorer(text, [(doc, self.texts[doc]) for doc in top])
-        except Exception as exc:  # the user's function or the model: theirs to see
-            raise self._error(qid, f"raised {type(exc).__name__}: {exc}") from None
+            raw = call_user_code(lambda: self.scorer(text, candidates), self.timeout)
+        except UserCodeFailure as exc:  # the user's function or the model: theirs to see
+            limit = (
+                f" (the 'timeout' setting of system.{self.config.name})" if exc.timed_out else ""
+            )
+            raise self._error(qid, f"{exc.reason}{limit}") from None
+        if isinstance(raw, (str, bytes)) or not isinstance(raw, (Mapping, Sequence)):
+            raise self._error(
+                qid, f"returned {type(raw).__name__}, expected [(doc_id, score)] of its candidates"
+            )
         pairs = list(raw.items()) if isinstance(raw, Mapping) else list(raw)
+        given = set(top)
         scores: dict[str, float] = {}
         for pair in pairs:
-            if not isinstance(pair, Sequence) or len(pair) != 2 or pair[0] not in top:
+            if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
                 raise self._error(qid, f"returned {pair!r}; expected (doc_id, score) of a hit")
             doc, score = pair
-            value = float(score) if isinstance(score, (int, float)) else math.nan
-            if isinstance(score, bool) or not math.isfinite(value):
+            if not isinstance(doc, str) or doc not in given:
+                raise self._error(
+                    qid,
+                    f"returned {doc!r}, which was not among the {len(top)} candidates it was "
+                    "given; a reranker re-scores its candidates, it does not add documents",
+                )
+            value = finite_score(score)
+            if value is None:
                 raise self._error(qid, f"returned score {score!r} for {doc!r}")
+            if doc in scores:
+                raise self._error(qid, f"returned {doc!r} twice; score each candidate once")
             scores[doc] = value
         if len(scores) != len(top):
             unscored = next(doc for doc in top if doc not in scores)

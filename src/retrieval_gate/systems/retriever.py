@@ -9,17 +9,26 @@ return within the system's ``timeout`` (seconds) and a call to ``sys.exit``; a
 
 from __future__ import annotations
 
+import itertools
 import math
-import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.schema import Option, Where
 from retrieval_gate.systems.base import OpenContext, Query, Retrieved, SystemKind
-from retrieval_gate.systems.options import Option, Where
+from retrieval_gate.usercode import DEFAULT_TIMEOUT_S as DEFAULT_TIMEOUT_S
+from retrieval_gate.usercode import CallTimeout as CallTimeout
+from retrieval_gate.usercode import (
+    UserCodeFailure,
+    call_user_code,
+    import_failure,
+    import_object,
+)
+from retrieval_gate.usercode import call_bounded as call_bounded
 
 if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
@@ -43,21 +52,20 @@ def _check(options: Mapping[str, Any], where: Where) -> None:
         )
 
 
-DEFAULT_TIMEOUT_S = 60
-
-
-def _positive(value: Any) -> bool:
-    return bool(value > 0) and math.isfinite(value)
+def _timeout_ok(value: Any) -> bool:
+    return bool(value >= 0) and math.isfinite(value)
 
 
 #: The per-query time limit every kind that calls out per query takes (not part of the identity:
-#: it changes which runs finish, never the hits of one that does).
+#: it changes which runs finish, never the hits of one that does). The user's imports and stages
+#: (a reranker) get the same limit; 0 is no limit.
 TIMEOUT_OPTION = Option(
     (int, float),
     DEFAULT_TIMEOUT_S,
-    "seconds one query may take before the run stops with an error naming the query",
-    check=_positive,
-    rule="> 0",
+    "seconds one query (and the import of the user's module, and a reranker's call) may take "
+    "before the run stops with an error naming it; 0 for no limit",
+    check=_timeout_ok,
+    rule=">= 0; 0 for no limit",
 )
 
 OPTIONS = {
@@ -70,44 +78,17 @@ OPTIONS = {
 }
 
 
-class CallTimeout(Exception):
-    """A bounded call did not return in time (its thread is left running, as a daemon)."""
-
-
-def call_bounded(function: Callable[[], Any], timeout: float) -> Any:
-    """``function()``'s result, or :class:`CallTimeout` after ``timeout`` seconds.
-
-    The call runs in a daemon thread, so one that never returns cannot keep the process alive
-    (Python cannot stop a thread; the stuck one is abandoned). Whatever the call raises,
-    ``SystemExit`` and ``KeyboardInterrupt`` included, is raised here, in the caller's thread.
-    An interrupt (Ctrl-C) arrives in the main thread and ends the wait at once.
-    """
-    outcome: list[tuple[bool, Any]] = []
-
-    def target() -> None:
-        try:
-            outcome.append((True, function()))
-        except BaseException as exc:  # handed to the caller's thread, which decides
-            outcome.append((False, exc))
-
-    thread = threading.Thread(target=target, name="retrieval-gate-call", daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if not outcome:
-        raise CallTimeout
-    ok, value = outcome[0]
-    if not ok:
-        raise value
-    return value
-
-
-def load_retriever(system: SystemConfig, root: Path, source: Path | None = None) -> Retriever:
+def load_retriever(
+    system: SystemConfig, root: Path, source: Path | None = None, *, timeout: float | None = None
+) -> Retriever:
     ref = system.option("retriever")
+    if timeout is None:
+        timeout = float(system.option("timeout"))
     try:
-        obj = _import(ref, root)
-    except Exception as exc:  # the user's module may fail at import in any way
+        obj = import_object(ref, root, timeout=timeout)
+    except UserCodeFailure as exc:  # the user's module may fail at import in any way
         raise ConfigError(
-            f"cannot import retriever {ref!r}: {type(exc).__name__}: {exc}",
+            import_failure("retriever", ref, exc, system.name),
             path=source,
             entry=f"system.{system.name}",
         ) from None
@@ -122,19 +103,21 @@ def load_retriever(system: SystemConfig, root: Path, source: Path | None = None)
     return obj  # type: ignore[no-any-return]
 
 
-def _import(ref: str, root: Path) -> Any:
-    from retrieval_gate.usercode import import_object
-
-    return import_object(ref, root)
+#: The most results a non-list iterable (a generator) of results is read for, beyond the depth.
+_ITER_SLACK = 10
 
 
-def normalise_hits(raw: Any, *, where: tuple[Path, str], source: str) -> dict[str, float]:
+def normalise_hits(
+    raw: Any, *, where: tuple[Path, str], source: str, depth: int | None = None
+) -> dict[str, float]:
     """Accept ``[(id, score)]``, ``{id: score}``, ``[{"id", "score"}]`` or ``[id, ...]`` (best
     first) as results.
 
-    A document returned twice keeps its best score. Anything else, or a score that is not a finite
-    number, is a :class:`RunError` naming the suite and query. Ids given without scores score
-    ``n - position``, so their order is the ranking.
+    A document returned twice keeps its best score. Anything else, or a score that is not a
+    finite number (a string such as ``"1.0"`` included: a number kept as text has gone wrong
+    somewhere), is a :class:`RunError` naming the suite and query. Ids given without scores
+    score ``n - position``, so their order is the ranking. A generator is read for at most
+    ``10 * depth`` (at least 100,000) results: one that never ends is an error, not a hang.
     """
     path, entry = where
     if isinstance(raw, (str, bytes)) or not isinstance(raw, Iterable):
@@ -144,7 +127,20 @@ def normalise_hits(raw: Any, *, where: tuple[Path, str], source: str) -> dict[st
             entry=entry,
         )
     # {doc_id: score}, the run shape of pytrec_eval and evaluate(), is pairs too.
-    items = list(raw.items()) if isinstance(raw, Mapping) else list(raw)
+    if isinstance(raw, Mapping):
+        items = list(raw.items())
+    elif isinstance(raw, Sized):
+        items = list(raw)
+    else:
+        limit = max(100_000, _ITER_SLACK * (depth or 0))
+        items = list(itertools.islice(raw, limit + 1))
+        if len(items) > limit:
+            raise RunError(
+                f"{source} returned an iterator of more than {limit} results (one that never "
+                "ends?); return a list of the top k",
+                path=path,
+                entry=entry,
+            )
     hits: dict[str, float] = {}
     n = len(items)
     for position, item in enumerate(items):
@@ -168,11 +164,8 @@ def normalise_hits(raw: Any, *, where: tuple[Path, str], source: str) -> dict[st
                 path=path,
                 entry=entry,
             )
-        try:
-            value = float(score)
-        except (TypeError, ValueError):
-            value = math.nan
-        if isinstance(score, bool) or not math.isfinite(value):
+        value = finite_score(score)
+        if value is None:
             raise RunError(
                 f"{source} returned score {score!r} for {doc!r}; scores must be finite numbers",
                 path=path,
@@ -181,6 +174,18 @@ def normalise_hits(raw: Any, *, where: tuple[Path, str], source: str) -> dict[st
         if doc not in hits or value > hits[doc]:
             hits[doc] = value
     return hits
+
+
+def finite_score(score: Any) -> float | None:
+    """``score`` as a float when it is a finite number (numpy's included), else None: text
+    (``"1.0"``), booleans, NaN, infinities and anything ``float()`` refuses."""
+    if isinstance(score, (str, bytes, bool)):
+        return None
+    try:
+        value = float(score)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return value if math.isfinite(value) else None
 
 
 class RetrieverSystem:
@@ -199,28 +204,17 @@ class RetrieverSystem:
     def _call(self, qid: str, text: str, depth: int, where: Path | None) -> dict[str, float]:
         path = where if where is not None else Path(self.ref)
         try:
-            raw = call_bounded(lambda: self._retrieve(text, depth), self.timeout)
-        except CallTimeout:
+            raw = call_user_code(lambda: self._retrieve(text, depth), self.timeout)
+        except UserCodeFailure as exc:  # the user's code: whatever it did is theirs to see
+            hint = ""
+            if exc.timed_out:
+                hint = f" for query {qid} (the 'timeout' setting of system.{self.config.name})"
             raise RunError(
-                f"retriever {self.ref} did not return within {self.timeout:g} s for query {qid} "
-                f"(the 'timeout' setting of system.{self.config.name})",
-                path=path,
-                entry=f"query {qid}",
+                f"retriever {self.ref} {exc.reason}{hint}", path=path, entry=f"query {qid}"
             ) from None
-        except SystemExit as exc:
-            # Left alone it unwinds through pytest as a crash of every remaining item.
-            raise RunError(
-                f"retriever {self.ref} called sys.exit({exc.code!r})",
-                path=path,
-                entry=f"query {qid}",
-            ) from None
-        except Exception as exc:  # the user's code: any exception is their error to see
-            raise RunError(
-                f"retriever {self.ref} raised {type(exc).__name__}: {exc}",
-                path=path,
-                entry=f"query {qid}",
-            ) from None
-        return normalise_hits(raw, where=(path, f"query {qid}"), source=f"retriever {self.ref}")
+        return normalise_hits(
+            raw, where=(path, f"query {qid}"), source=f"retriever {self.ref}", depth=depth
+        )
 
     def retrieve(
         self,

@@ -23,15 +23,14 @@ the run's bytes changed since the baseline was taken.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import RunError
+from retrieval_gate.schema import Option
 from retrieval_gate.systems.base import OpenContext, Query, Retrieved, SystemKind
-from retrieval_gate.systems.options import Option
 
 if TYPE_CHECKING:
     from retrieval_gate.systems.config import SystemConfig
@@ -50,10 +49,11 @@ OPTIONS = {
 Run = dict[str, dict[str, float]]
 
 
-def read_trec_run(path: Path) -> Run:
+def read_trec_run(path: Path, text: str | None = None) -> Run:
     """Read a TREC run file into ``{qid: {docno: score}}`` (see the module docstring)."""
     run: Run = {}
-    text = _read(path)
+    if text is None:
+        text = _read(path)
     for number, line in enumerate(text.splitlines(), start=1):
         fields = line.split()
         if not fields:
@@ -77,12 +77,13 @@ def read_trec_run(path: Path) -> Run:
     return run
 
 
-def read_json_run(path: Path) -> Run:
+def read_json_run(path: Path, text: str | None = None) -> Run:
     """Read ``{qid: {docno: score}}`` JSON (pytrec_eval's and ranx's run shape)."""
-    try:
-        data = json.loads(_read(path))
-    except json.JSONDecodeError as exc:
-        raise RunError(f"invalid JSON: {exc.msg}", path=path, entry=f"line {exc.lineno}") from None
+    from retrieval_gate.files.read import parse_structured
+
+    if text is None:
+        text = _read(path)
+    data = parse_structured(text, format="json", path=path, error=RunError)
     if not isinstance(data, Mapping):
         raise RunError("a JSON run must map query id to {doc id: score}", path=path)
     run: Run = {}
@@ -90,25 +91,23 @@ def read_json_run(path: Path) -> Run:
         if not isinstance(hits, Mapping):
             raise RunError("expected {doc id: score}", path=path, entry=f"query {qid}")
         run[str(qid)] = {
-            str(doc): _score(score, path, f"query {qid}", doc=str(doc))
+            str(doc): _number(score, path, f"query {qid}", doc=str(doc))
             for doc, score in hits.items()
         }
     return run
 
 
 def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RunError("run file not found", path=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RunError(f"run file cannot be read: {exc}", path=path) from None
+    from retrieval_gate.files.read import read_text
+
+    return read_text(path, what="run file", error=RunError)
 
 
-def _score(raw: Any, path: Path, entry: str, *, doc: str | None = None) -> float:
+def _score(raw: str, path: Path, entry: str, *, doc: str | None = None) -> float:
+    """A score column of a TREC line: text that must parse as a finite number."""
     try:
-        value = float(raw) if not isinstance(raw, bool) else math.nan
-    except (TypeError, ValueError):
+        value = float(raw)
+    except ValueError:
         value = math.nan
     if not math.isfinite(value):
         of = "" if doc is None else f" for {doc!r}"
@@ -116,11 +115,28 @@ def _score(raw: Any, path: Path, entry: str, *, doc: str | None = None) -> float
     return value
 
 
-def _digest(path: Path) -> str:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise RunError(f"run file cannot be read: {exc}", path=path) from None
+def _number(raw: Any, path: Path, entry: str, *, doc: str) -> float:
+    """A score in a JSON run: a JSON number (a string such as "1.0" is refused, as it would be
+    from a retriever: a run that stores scores as text has gone wrong somewhere)."""
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise RunError(
+            f"score {raw!r} for {doc!r} is not a number (a JSON {_json_type(raw)})",
+            path=path,
+            entry=entry,
+        )
+    value = float(raw)
+    if not math.isfinite(value):
+        raise RunError(f"score {raw!r} for {doc!r} is not a finite number", path=path, entry=entry)
+    return value
+
+
+def _json_type(value: Any) -> str:
+    names = {str: "string", bool: "boolean", type(None): "null", list: "array", dict: "object"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _examples(ids: Sequence[str], limit: int = 3) -> str:
+    return ", ".join(repr(i) for i in ids[:limit]) + (", ..." if len(ids) > limit else "")
 
 
 class RunFileSystem:
@@ -129,15 +145,43 @@ class RunFileSystem:
     measures_latency = False
 
     def __init__(self, config: SystemConfig, context: OpenContext) -> None:
+        from retrieval_gate.files.read import decode, read_bytes
+
         self.config = config
         self.written: str = config.option("run")
         self.path = config.where.base / self.written
-        self.digest = _digest(self.path)
-        self.run = (
-            read_json_run(self.path) if self.path.suffix == ".json" else read_trec_run(self.path)
-        )
+        data = read_bytes(self.path, what="run file", error=RunError)
+        self.digest = hashlib.sha256(data).hexdigest()
+        text = decode(data, what="run file", path=self.path, error=RunError)
+        read = read_json_run if self.path.suffix == ".json" else read_trec_run
+        self.run = read(self.path, text)
+        if not any(self.run.values()):
+            raise RunError(
+                "the run file holds no results (no line 'qid Q0 docno rank score tag'); was it "
+                "written completely?",
+                path=self.path,
+            )
         self._corpus = context.corpus
         self._missing = 0
+        self._notes: tuple[str, ...] = ()
+        self._warnings = self._coverage(context.query_ids)
+
+    def _coverage(self, asked: Sequence[str]) -> tuple[str, ...]:
+        """An error when the run answers none of the suite's queries (every metric would be 0),
+        a warning shown in the terminal when it answers only some."""
+        missing = [qid for qid in asked if qid not in self.run]
+        if not missing:
+            return ()
+        if len(missing) == len(asked):
+            raise RunError(
+                f"the run answers none of the suite's {len(asked)} queries: its query ids "
+                f"({_examples(sorted(self.run))}) are not the suite's ({_examples(list(asked))})",
+                path=self.path,
+            )
+        return (
+            f"{self.written} answers {len(asked) - len(missing)} of the suite's {len(asked)} "
+            f"queries; the {len(missing)} it does not answer score 0 (e.g. {_examples(missing)})",
+        )
 
     def retrieve(
         self,
@@ -147,8 +191,16 @@ class RunFileSystem:
         cutoff: int | None = None,
         where: Path | None = None,
     ) -> list[Retrieved]:
+        """The run's hits for each query, their ids checked against the corpus as a
+        retriever's are (none of them in it is an error: every metric would be 0)."""
         self._missing = sum(1 for qid, _ in queries if qid not in self.run)
-        return [Retrieved(dict(self.run.get(qid, {})), 0.0) for qid, _ in queries]
+        hits = [dict(self.run.get(qid, {})) for qid, _ in queries]
+        if self._corpus is not None:
+            from retrieval_gate.systems.retriever import check_ids
+
+            checked = check_ids(hits, self._corpus, source="the run file", where=self.path)
+            hits, self._notes = checked.hits, checked.notes
+        return [Retrieved(h, 0.0) for h in hits]
 
     def identity(self) -> Mapping[str, Any]:
         return {"run": self.written, "run_digest": self.digest}
@@ -161,6 +213,10 @@ class RunFileSystem:
         stats["run_file_queries"] = len(self.run)
         stats["run_file_missing_queries"] = self._missing
         stats["latency_measured"] = False
+        if self._corpus is not None and (self._corpus.notes or self._notes):
+            stats["notes"] = [*self._corpus.notes, *self._notes]
+        if self._warnings:
+            stats["warnings"] = list(self._warnings)
         return stats
 
     @property

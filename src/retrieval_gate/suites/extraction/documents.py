@@ -1,4 +1,4 @@
-"""Loading an extraction suite's documents into :class:`~retrieval_gate.suites.units.Query` objects.
+"""Loading an extraction suite's documents into :class:`DocumentUnit` s.
 
 ``documents:`` in the suite is a folder (every ``.json`` / ``.jsonl`` file in it, by name), one
 file, or an inline list. A JSON file holds one document, a list of them, or
@@ -14,22 +14,22 @@ file, or an inline list. A JSON file holds one document, a list of them, or
 A gold term is expected (affirmed) when its status is ``affirmed`` or ``present`` (any case, the
 default when absent); any other status (``negated``, ``absent``, ``uncertain``...) makes it a
 negated gold term, which is not expected. A term annotated both ways in one document (two
-mentions) is affirmed. Each document becomes a Query: ``id``, ``text`` the full text,
+mentions) is affirmed. Each document becomes a unit: ``id``, ``text`` the full text,
 ``relevant`` {affirmed term: 1}, ``negated`` the other gold terms. Every problem is a one-line
 :class:`~retrieval_gate.errors.SuiteError` naming the file and the entry.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from retrieval_gate.errors import SuiteError
-from retrieval_gate.suites.units import Query
+from retrieval_gate.suites.units import Unit
 
-__all__ = ["AFFIRMED", "parse_documents"]
+__all__ = ["AFFIRMED", "DocumentUnit", "parse_documents"]
 
 #: Assertion statuses that make a gold term expected (compared lowercase).
 AFFIRMED = frozenset({"affirmed", "present"})
@@ -38,9 +38,21 @@ _NATIVE_KEYS = frozenset({"id", "text", "terms", "negated", "category", "difficu
 _SUFFIXES = (".json", ".jsonl")
 
 
-def parse_documents(raw: Any, path: Path) -> list[Query]:
+@dataclass(frozen=True)
+class DocumentUnit(Unit):
+    """An extraction suite's unit: a document's full text (``text``), its affirmed gold terms
+    (``relevant``, grade 1 each) and its gold terms whose assertion is not affirmed
+    (``negated``: not expected; predicting one affirmed counts as a false positive)."""
+
+    negated: frozenset[str] = frozenset()
+
+    def digest_extra(self) -> tuple[Any, ...]:
+        return (sorted(self.negated),) if self.negated else ()
+
+
+def parse_documents(raw: Any, path: Path) -> list[DocumentUnit]:
     """The documents of the suite at ``path``, whose ``documents`` value is ``raw``."""
-    queries: list[Query] = []
+    queries: list[DocumentUnit] = []
     seen: dict[str, str] = {}
     for item, file, entry in _entries(raw, path):
         query = _document(item, file, entry, len(queries))
@@ -71,13 +83,17 @@ def _entries(raw: Any, path: Path) -> Iterator[tuple[Any, Path, str]]:
         )
     target = (path.parent / raw).resolve()
     if target.is_dir():
-        files = sorted(p for p in target.iterdir() if p.suffix.lower() in _SUFFIXES)
+        files = sorted(
+            p
+            for p in target.iterdir()
+            if p.suffix.lower() in _SUFFIXES and not p.name.startswith(".")
+        )
         if not files:
             raise SuiteError(
                 f"no .json or .jsonl file in folder {raw!r}", path=path, entry="documents"
             )
-    elif target.is_file():
-        files = [target]
+    elif target.exists():
+        files = [target]  # a pipe or a device is refused by name when it is read
     else:
         raise SuiteError(f"documents not found: {raw!r}", path=path, entry="documents")
     for file in files:
@@ -85,36 +101,18 @@ def _entries(raw: Any, path: Path) -> Iterator[tuple[Any, Path, str]]:
 
 
 def _file_entries(file: Path) -> Iterator[tuple[Any, Path, str]]:
-    from retrieval_gate.files.structured import DuplicateKeyError, load_json
+    from retrieval_gate.files.read import parse_structured, read_text
 
-    try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SuiteError(f"cannot read documents: {exc}", path=file) from None
+    text = read_text(file, what="documents file", error=SuiteError)
     if file.suffix.lower() == ".jsonl":
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
-            try:
-                item = load_json(line)
-            except json.JSONDecodeError as exc:
-                raise SuiteError(
-                    f"invalid JSON at column {exc.colno}: {exc.msg}",
-                    path=file,
-                    entry=f"line {number}",
-                ) from None
-            except DuplicateKeyError as exc:
-                raise SuiteError(str(exc), path=file, entry=f"line {number}") from None
-            yield item, file, f"line {number}"
+            entry = f"line {number}"
+            item = parse_structured(line, format="json", path=file, error=SuiteError, entry=entry)
+            yield item, file, entry
         return
-    try:
-        data = load_json(text)
-    except json.JSONDecodeError as exc:
-        raise SuiteError(
-            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=file
-        ) from None
-    except DuplicateKeyError as exc:
-        raise SuiteError(str(exc), path=file) from None
+    data = parse_structured(text, format="json", path=file, error=SuiteError)
     if isinstance(data, Mapping) and "documents" in data:
         data = data["documents"]
         if not isinstance(data, list):
@@ -126,7 +124,7 @@ def _file_entries(file: Path) -> Iterator[tuple[Any, Path, str]]:
         yield data, file, "document"
 
 
-def _document(item: Any, file: Path, entry: str, position: int) -> Query:
+def _document(item: Any, file: Path, entry: str, position: int) -> DocumentUnit:
     if not isinstance(item, Mapping):
         raise SuiteError(
             f"a document must be a mapping, got {type(item).__name__}", path=file, entry=entry
@@ -174,7 +172,7 @@ def _document(item: Any, file: Path, entry: str, position: int) -> Query:
             )
     from retrieval_gate.suites.units import optional_label, parse_expect
 
-    return Query(
+    return DocumentUnit(
         id=doc_id,
         text=text,
         relevant={term: 1 for term in sorted(affirmed)},

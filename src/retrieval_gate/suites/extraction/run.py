@@ -125,7 +125,7 @@ def run_extraction(
         latencies_ms=tuple(latencies),
         fingerprint=fp,
         stats=stats,
-        negated=tuple(negated),
+        extras=tuple(negated),
     )
 
 

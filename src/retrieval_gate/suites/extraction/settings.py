@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval_gate.systems.options import Option, OptionTable, at_least, one_of
+from retrieval_gate.schema import Option, OptionTable, at_least, one_of
 
 __all__ = ["EXTRACTION_OPTIONS", "NEGATION_CUES", "SYSTEM_OPTIONS", "ExtractionSettings"]
 
@@ -66,7 +66,8 @@ def _number(value: Any) -> bool:
 
 
 def _negation_ok(value: Any) -> bool:
-    if value is False or value in NEGATION_CUES:
+    # A list is unhashable: asking whether one is a built-in list's name would raise.
+    if value is False or (isinstance(value, str) and value in NEGATION_CUES):
         return True
     return (
         isinstance(value, list)

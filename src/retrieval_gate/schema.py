@@ -8,6 +8,7 @@ Standard library only: settings are parsed while collecting.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,6 +130,14 @@ def parse_options(
         kinds = option.kind if isinstance(option.kind, tuple) else (option.kind,)
         # TOML's true is an int to Python: a boolean never passes for a number.
         ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+        if ok and not _finite(value):
+            # inf passes most range checks (inf >= 1) and NaN fails them with a puzzling
+            # message: neither is a setting, whatever the key ("no limit" is a value, not inf).
+            raise ConfigError(
+                f"invalid {key!r}: {value!r}; numbers must be finite; expected {option.expected}",
+                path=where.source,
+                entry=where.entry,
+            )
         if ok and option.check is not None:
             ok = option.check(value)
         if not ok:
@@ -139,6 +148,17 @@ def parse_options(
             )
         values[key] = option.resolve(value, where.base) if option.resolve is not None else value
     return values
+
+
+def _finite(value: Any) -> bool:
+    """No NaN or infinity anywhere in ``value`` (a number, or a list or table of them)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, Mapping):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return all(_finite(v) for v in value)
+    return True
 
 
 def _parse_nested(key: str, table: OptionTable, value: Any, where: Where) -> dict[str, Any]:

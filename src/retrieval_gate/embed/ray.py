@@ -1,0 +1,189 @@
+"""Embedding on a Ray cluster (``embed_executor = "ray"``): the documents the cache lacks are
+encoded by Ray actors, one per GPU of the cluster (else one per CPU), each holding the model,
+and land in the same content-addressed cache as local vectors do.
+
+Only the misses travel: the caller (the embedding system, ``embed_texts``) looks the texts up in
+the cache first and hands this embedder the rest. Queries are embedded locally, as the timed
+latency must be this machine's. The vectors are the local path's: each actor loads the model
+from the same :class:`~retrieval_gate.embed.EmbedderSpec` (so the same identity) and encodes
+the very batches one local ``encode`` call would form (sentence-transformers sorts by length and
+cuts ``batch_size`` texts; a vector depends on the batch it was padded in); on the same kind of
+device they are bitwise equal (tested on a local cluster; the ONNX backends batch by token
+count, so theirs agree within float noise), which is why the identity, and so
+the cache and the baselines, do not name the executor. On a cluster with GPUs the actors run
+the model there (``device = "cuda"``): equal to the CPU's within float noise, as the ``device``
+setting is.
+
+``ray_address`` unset starts a local cluster for the session (``ray.init()``; its resources are
+this machine's); an address (``auto``, ``host:6379``, ``ray://host:10001``) joins a running one,
+whose workers need this package and the model importable (a Ray ``runtime_env`` or the image).
+A session that already called ``ray.init`` (a conftest, a notebook) keeps its cluster. Ray is
+imported only when the first miss is embedded: a warm run never starts it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retrieval_gate.embed import Embedder, EmbedderSpec, LazyEmbedder, import_optional
+from retrieval_gate.errors import ConfigError, RunError
+
+__all__ = ["RayEmbedder", "ray_embedder"]
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+# Actors by (spec, cache folder, cluster): a cluster started again (a new session) gets new ones.
+_POOL: dict[tuple[EmbedderSpec, str, str], list[Any]] = {}
+
+
+def _cluster(ray: Any) -> str:
+    try:
+        return str(ray.get_runtime_context().gcs_address)
+    except Exception:
+        return ""
+
+
+class _Encoder:
+    """A Ray actor's model: loaded once from the spec, then encodes the runs of texts it gets."""
+
+    def __init__(self, spec: EmbedderSpec, cache_dir: str) -> None:
+        from retrieval_gate.embed import load_embedder
+
+        self.model = load_embedder(spec, cache_dir=Path(cache_dir))
+
+    def encode(self, batches: list[list[str]]) -> np.ndarray:
+        """Each batch in its own encode() call (so padded as the local call pads it), stacked."""
+        parts = [np.asarray(self.model.encode_documents(b), dtype=np.float32) for b in batches]
+        return np.concatenate(parts, axis=0)
+
+
+class RayEmbedder(LazyEmbedder):
+    """An :class:`~retrieval_gate.embed.Embedder` whose documents are encoded on Ray.
+
+    A :class:`~retrieval_gate.embed.LazyEmbedder` over the local embedder: ``identity`` is its,
+    its model is loaded here only for queries (or a dimension nothing else tells), and
+    ``encode_documents`` fans the texts out over the cluster's actors. ``sent`` counts the
+    texts sent (the misses).
+    """
+
+    def __init__(
+        self, local: Embedder, spec: EmbedderSpec, *, address: str | None, cache_dir: Path
+    ) -> None:
+        def load() -> Embedder:
+            return local.model if isinstance(local, LazyEmbedder) else local
+
+        super().__init__(local.identity, load)
+        if not isinstance(local, LazyEmbedder):
+            self._model = local  # already loaded: nothing to defer
+        elif local.known_dim is not None:
+            self.know_dim(local.known_dim)
+        self.spec = spec
+        self.address = address
+        self.cache_dir = Path(cache_dir)
+        self.sent = 0
+        self._actors: list[Any] = []
+
+    def __repr__(self) -> str:
+        where = self.address or "a local cluster"
+        return f"RayEmbedder({self.identity} on {where})"
+
+    def _ray(self) -> Any:
+        ray = import_optional("ray", package="ray", extra="ray")
+        if ray.is_initialized():
+            return ray
+        try:
+            ray.init(
+                address=self.address,
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level="ERROR",
+            )
+        except Exception as exc:
+            where = f"at {self.address}" if self.address else "on this machine"
+            raise ConfigError(
+                f"Ray cluster {where} could not be started or joined: {_first_line(exc)}"
+            ) from None
+        return ray
+
+    def _start(self, ray: Any, runs: int) -> list[Any]:
+        resources = ray.cluster_resources()
+        gpus = int(resources.get("GPU", 0))
+        if gpus:
+            spec = dataclasses.replace(self.spec, device="cuda")
+            wanted, options = gpus, {"num_gpus": 1, "num_cpus": 1}
+        else:
+            spec = self.spec
+            wanted, options = max(1, int(resources.get("CPU", 1))), {"num_cpus": 1}
+        count = max(1, min(wanted, runs))
+        # Shared by every embedder of the same spec on the same cluster: a model loads once per
+        # actor, however many systems or sessions of this process use it.
+        pool = _POOL.setdefault((spec, str(self.cache_dir), _cluster(ray)), [])
+        while len(pool) < count:
+            actor = ray.remote(**options)(_Encoder)
+            pool.append(actor.remote(spec, str(self.cache_dir)))
+        self._actors = pool
+        return pool[:count]
+
+    def encode_documents(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        ray = self._ray()
+        size = max(1, self.spec.batch_size)
+        # The batches one local encode() call forms: sentence-transformers sorts its texts by
+        # length (numpy's argsort of minus the length) and cuts batches of batch_size. A text's
+        # vector depends on the batch it is padded with (float noise, 1e-7), not on the order
+        # within it, so the same batches give the same bits.
+        order = np.argsort([-len(text) for text in texts])
+        batches = [order[i : i + size] for i in range(0, len(texts), size)]
+        actors = self._start(ray, len(batches))
+        per_actor = math.ceil(len(batches) / len(actors))
+        runs = [batches[i : i + per_actor] for i in range(0, len(batches), per_actor)]
+        try:
+            parts = ray.get(
+                [
+                    actor.encode.remote([[str(texts[j]) for j in batch] for batch in run])
+                    for actor, run in zip(actors, runs, strict=False)
+                ]
+            )
+        except Exception as exc:
+            raise RunError(
+                f"embedding {len(texts)} documents on Ray failed: {_first_line(exc)}"
+            ) from None
+        vectors = np.zeros((len(texts), parts[0].shape[-1]), dtype=np.float32)
+        for run, part in zip(runs, parts, strict=True):
+            rows = np.concatenate(run)
+            if part.shape != (rows.size, vectors.shape[1]):
+                raise RunError(f"Ray returned {part.shape} vectors for {rows.size} documents")
+            vectors[rows] = part
+        self.sent += len(texts)
+        self.know_dim(int(vectors.shape[1]))
+        return vectors
+
+
+def ray_embedder(
+    local: Embedder,
+    spec: EmbedderSpec,
+    address: str | None,
+    *,
+    cache_dir: Path,
+    embedders: dict[Any, Any],
+) -> RayEmbedder:
+    """The session's Ray embedder for ``spec`` on ``address``, kept in ``embedders`` (the
+    session's loaded embedders) beside the local one: one per spec and address."""
+    key = ("ray", spec, address)
+    found = embedders.get(key)
+    if isinstance(found, RayEmbedder):
+        return found
+    made = RayEmbedder(local, spec, address=address, cache_dir=cache_dir)
+    embedders[key] = made
+    return made

@@ -1,0 +1,242 @@
+"""The session's regression plan: which checks each suite has, the family and blocks they share,
+and what the baseline says each suite can resolve, fixed at collection time.
+
+Every gated regression item of the session (all suites and systems) shares the session's delta:
+under the tolerance rule through the number of *blocks* (suite x system x scope; the resolution's
+Sidak step, :mod:`~retrieval_gate.gates.resolution`), under the margin rule through the family
+size (:func:`~retrieval_gate.gates.regressions.family_size`). Both are known at collection time,
+from the baseline's unit digests against the suite file's, so every xdist worker, which collects
+every item, finds the same figures alone. Plain Python: no pytest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.gates.regressions import (
+    RegressionCheck,
+    Regressions,
+    compare_with_baseline,
+    family_size,
+    regression_checks,
+)
+from retrieval_gate.gates.resolution import (
+    ItemSpread,
+    block_level,
+    block_resolution,
+    queries_needed,
+)
+from retrieval_gate.records import parse_scope
+
+if TYPE_CHECKING:
+    from retrieval_gate.config import Settings
+    from retrieval_gate.metrics import Metric
+    from retrieval_gate.records import RunRecord
+    from retrieval_gate.suites.suite import Suite
+
+__all__ = ["PlanRow", "RegressionPlan"]
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """What a suite x system can resolve for one metric and scope, from the baseline alone."""
+
+    suite: str
+    system: str
+    scope: str
+    metric: str
+    n: int  # shared units
+    tolerance: float
+    resolution: float  # epsilon a change as large as the baseline's own spread would get
+    reliability: float
+    needed: int | None  # units for a resolution within the tolerance
+    target: float | None = None  # the ``resolution`` setting, when set
+    needed_target: int | None = None  # units for it
+
+    @property
+    def too_coarse(self) -> bool:
+        return self.target is not None and self.resolution > self.target
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """One gated check's baseline values, registered while collecting."""
+
+    suite: str
+    system: str
+    check: RegressionCheck
+    spread: ItemSpread  # "drops" are the baseline's values: their spread stands in
+    sd: float
+    shared: int  # units unchanged since the baseline (the margin rule's family counts these)
+
+
+class RegressionPlan:
+    """The regression checks of each suite under the session's settings, the shared-unit count
+    of every gated check (registered while collecting) and the family and blocks they give."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        # (suite path, system, scope, metric) -> shared units, for every gated regression item.
+        self._family: dict[tuple[str, str, str, str], int] = {}
+        # (suite path, system, scope) -> the gated checks' baseline figures, by metric.
+        self._blocks: dict[tuple[str, str, str], dict[str, _Planned]] = {}
+        self._size: int | None = None
+
+    def checks(self, suite: Suite) -> list[RegressionCheck]:
+        """The suite's regression checks: what its items are and what its runs must compute."""
+        return regression_checks(suite, self.settings.tolerance, self.settings.regression_scopes)
+
+    def metrics(self, suite: Suite) -> tuple[Metric, ...]:
+        """What the suite's runs must compute for its checks: a metric only a tolerance names
+        still needs per-unit values to compare."""
+        from retrieval_gate.metrics import parse_metric
+
+        return tuple(parse_metric(check.metric) for check in self.checks(suite))
+
+    def register(self, suite: Suite, system: str, base: RunRecord | None) -> None:
+        """Record the shared units of each gated check of ``suite`` x ``system`` against its
+        baseline run ``base`` (none: nothing to compare, nothing registered)."""
+        for key, planned in self._planned(suite, system, base).items():
+            self._blocks[key] = planned
+            for metric, item in planned.items():
+                self._family[(*key, metric)] = item.shared
+        self._size = None
+
+    def _planned(
+        self, suite: Suite, system: str, base: RunRecord | None
+    ) -> dict[tuple[str, str, str], dict[str, _Planned]]:
+        from retrieval_gate.gates.regressions import spread_of_values
+
+        if base is None:
+            return {}
+        before = {q.id: q.digest for q in base.queries}
+        out: dict[tuple[str, str, str], dict[str, _Planned]] = {}
+        for check in self.checks(suite):
+            if not check.gated:
+                continue
+            group = parse_scope(check.scope)
+            ids = [
+                q.id
+                for q in suite.queries
+                if before.get(q.id) == q.digest
+                and (group is None or getattr(q, group[0]) == group[1])
+            ]
+            spread, sd = spread_of_values(check.metric, base, ids, self.settings.seed)
+            key = (str(suite.path), system, check.scope)
+            out.setdefault(key, {})[check.metric] = _Planned(
+                suite.name, system, check, spread, sd, len(ids)
+            )
+        return out
+
+    @property
+    def family_size(self) -> int:
+        """K: the gated regression items of the whole session that can reach significance at
+        alpha / K (:func:`~retrieval_gate.gates.regressions.family_size`), the margin rule's."""
+        if self._size is None:
+            self._size = family_size(list(self._family.values()), self.settings.alpha)
+        return self._size
+
+    @property
+    def blocks(self) -> int:
+        """B: the session's blocks of gated items (suite x system x scope), the tolerance
+        rule's Sidak count."""
+        return max(1, len(self._blocks))
+
+    def rows(self) -> list[PlanRow]:
+        """Every registered gated check's resolution from the baseline at the session's level,
+        and the units a resolution within its tolerance (and the ``resolution`` setting) would
+        need: what ``--rg-plan`` prints."""
+        return [
+            row
+            for key in sorted(self._blocks)
+            for row in self._rows(self._blocks[key], self.blocks)
+        ]
+
+    def _rows(self, planned: Mapping[str, _Planned], blocks: int) -> list[PlanRow]:
+        alpha = self.settings.alpha
+        level = block_level(alpha, blocks)
+        items = {metric: p.spread for metric, p in planned.items() if p.spread.n >= 2}
+        block = block_resolution(items, level, self.settings.seed)
+        joint = block.c_normal if len(items) > 1 else None
+        out = []
+        for metric, p in planned.items():
+            if metric not in block.epsilon:
+                continue
+            target = self.settings.max_resolution(metric)
+            width = p.spread.width
+
+            def needed(goal: float, sd: float = p.sd, width: float = width) -> int | None:
+                return queries_needed(sd, width, goal, level, joint=joint)
+
+            out.append(
+                PlanRow(
+                    suite=p.suite,
+                    system=p.system,
+                    scope=p.check.scope,
+                    metric=metric,
+                    n=p.spread.n,
+                    tolerance=p.check.tolerance,
+                    resolution=block.epsilon[metric],
+                    reliability=1.0 - alpha,
+                    needed=needed(p.check.tolerance),
+                    target=target,
+                    needed_target=None if target is None else needed(target),
+                )
+            )
+        return out
+
+    def check_resolution(self, suite: Suite, bases: Mapping[str, RunRecord | None]) -> None:
+        """Raise when a gated check of ``suite`` resolves more coarsely than the ``resolution``
+        setting allows, naming the units it would need. Checked when the suite is collected,
+        before the other suites are known, so the suite's own blocks (its systems and scopes)
+        are the family here; the session's stated resolution can be a little wider."""
+        if not self.settings.resolution or self.settings.verdicts != "tolerance":
+            return
+        planned = {
+            key: value
+            for system, base in bases.items()
+            for key, value in self._planned(suite, system, base).items()
+        }
+        for key in sorted(planned):
+            for row in self._rows(planned[key], len(planned)):
+                if not row.too_coarse:
+                    continue
+                units = _units(suite)
+                more = (
+                    f"about {row.needed_target:,} {units}"
+                    if row.needed_target is not None
+                    else "more units than can be planned"
+                )
+                raise RetrievalGateError(
+                    f"{row.metric} over {row.scope} ({row.system}) resolves +-"
+                    f"{row.resolution:.4f} at {100 * row.reliability:.4g} % with {row.n} shared "
+                    f"{units}, wider than the 'resolution' setting {row.target:g}: it needs "
+                    f"{more}, or a larger 'resolution'",
+                    path=suite.path,
+                    entry="resolution",
+                )
+
+    def compare(
+        self, suite: Suite, record: RunRecord, base: RunRecord | None, *, path: str
+    ) -> Regressions:
+        """``record`` compared with its baseline run ``base``, every check decided; ``path``
+        names the baseline in the report."""
+        return compare_with_baseline(
+            record,
+            base,
+            self.checks(suite),
+            path=path,
+            alpha=self.settings.alpha,
+            seed=self.settings.seed,
+            family=self.family_size,
+            strict=self.settings.strict_verdicts,
+            policy=self.settings.verdicts,
+            blocks=self.blocks,
+        )
+
+
+def _units(suite: Suite) -> str:
+    return str(suite.kind_object.units)

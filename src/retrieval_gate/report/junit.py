@@ -1,0 +1,73 @@
+"""JUnit XML: each decided item's figures as ``<property>`` elements (pytest's own
+``--junitxml`` writes them from the item's ``user_properties``), so CI dashboards can chart
+the values; and each gate item's test case named by its last node id part, in the class of
+the parts before it.
+
+pytest's JUnit writer reads a ``[`` in a node id as the start of a parametrisation, so
+``lineage.retrieval.yaml::minilm::category[joins]::P@5`` became the test case
+``category[joins]::P@5]`` (a stray bracket, the metric in the name). :class:`JunitNames`
+sets ``classname`` ``lineage.retrieval.yaml.minilm.category[joins]`` and ``name`` ``P@5``,
+as the writer does for a node id without brackets (``...minilm.suite`` / ``P@5``). It runs
+where the XML is written (the xdist controller too), from the test reports alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from retrieval_gate.records import Outcome
+from retrieval_gate.report import Writer
+
+
+def properties(outcome: Outcome) -> list[tuple[str, object]]:
+    return outcome.properties()
+
+
+WRITER = Writer(name="junit", item_properties=properties)
+
+#: The marker every gate item carries (collect.py); a report's keywords hold it.
+GATE_MARKER = "retrieval_gate"
+
+
+def junit_names(nodeid: str, prefix: str | None = None) -> tuple[str, str]:
+    """(classname, name) of a gate item's test case: the file as a dotted path and every node
+    id part but the last as the class, the last part as the name."""
+    path, *names = nodeid.split("::")
+    classes = [path.replace("/", "."), *names[:-1]]
+    if prefix:
+        classes.insert(0, prefix)
+    return ".".join(classes), names[-1] if names else path
+
+
+class JunitNames:
+    """Names each gate item's JUnit test case (see the module docstring); registered only
+    with ``--junitxml``."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if GATE_MARKER not in report.keywords or "::" not in report.nodeid:
+            return
+        xml = _log_xml(self.config)
+        if xml is None:
+            return
+        # Attributes added before the writer records the report override the ones it derives.
+        classname, name = junit_names(report.nodeid, getattr(xml, "prefix", None))
+        reporter = xml.node_reporter(report)
+        reporter.add_attribute("classname", classname)
+        reporter.add_attribute("name", name)
+
+
+def _log_xml(config: pytest.Config) -> Any:
+    """pytest's JUnit writer of this session, None without ``--junitxml`` (or if a future pytest
+    keeps it elsewhere: the names are then pytest's own)."""
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:
+        return None
+    xml = config.stash.get(xml_key, None)
+    return xml if hasattr(xml, "node_reporter") else None

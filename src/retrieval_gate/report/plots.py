@@ -1,0 +1,181 @@
+"""PNG plots (``--rg-plots DIR``, matplotlib from the ``plots`` extra): what the markdown
+report's charts show, with the intervals and per-query detail a mermaid chart cannot hold.
+
+* ``<suite>--<metric>.png``: each system's value of the metric, with its 95 % interval (the
+  run's own seeded bootstrap interval where its kind keeps one, else the seeded percentile
+  bootstrap of the mean over the run's units, :func:`retrieval_gate.metrics.bootstrap.bootstrap_ci`).
+* ``<suite>--<system>--deltas-<metric>.png`` for a run with a baseline run: each query's value
+  now minus its value in the baseline (queries with the same digest, so unchanged text and
+  judgments), sorted, worse ones red.
+
+The metrics are those the suite's summary shows (gated ones, then its kind's headline). Drawn
+with matplotlib's Agg canvas (no pyplot, no display, no global backend switch) and imported only
+when the option is given. Each file is written atomically; the folder's manifest
+(``.retrieval-gate-plots``) names the files this plugin wrote, so the next run replaces them and
+refuses a folder holding anything else (options.check_plots_folder).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from retrieval_gate.report import ReportData, Writer
+
+if TYPE_CHECKING:
+    from retrieval_gate.records import RunRecord
+    from retrieval_gate.report import Targets
+
+#: The colours of the bars: a value, a query that got better, one that got worse.
+COLOUR = "#4e79a7"
+BETTER = "#59a14f"
+WORSE = "#e15759"
+
+
+def write(data: ReportData, targets: Targets) -> list[Path]:
+    folder = targets.extra.get("plots")
+    if folder is None or not data.runs:
+        return []
+    from retrieval_gate.options import PLOTS_MANIFEST
+    from retrieval_gate.report.markdown import headline_metrics
+
+    folder.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for suite in data.suites():
+        runs = data.runs_of(suite)
+        gates = [g for g in data.gates if g.suite == suite]
+        metrics = headline_metrics(runs, gates)
+        for metric in metrics:
+            path = folder / _name(suite, metric)
+            _save(_metric_figure(suite, metric, runs, data.seed), path)
+            written.append(path)
+        for run in runs:
+            base = data.baseline_runs.get(run.key)
+            if base is None or not metrics:
+                continue
+            path = folder / _name(suite, run.system, f"deltas-{metrics[0]}")
+            _save(_delta_figure(run, base, metrics[0]), path)
+            written.append(path)
+    manifest = folder / PLOTS_MANIFEST
+    previous = manifest.read_text(encoding="utf-8").split() if manifest.is_file() else []
+    names = {p.name for p in written}
+    for stale in previous:
+        # A plot an earlier run wrote (a suite or system since removed): ours to remove.
+        if stale not in names and "/" not in stale and (folder / stale).is_file():
+            (folder / stale).unlink()
+    from retrieval_gate.files.atomic import write_text_atomic
+
+    write_text_atomic(manifest, "".join(f"{name}\n" for name in sorted(names)))
+    # Announced as one folder: a line per plot would bury the summary.
+    return [folder] if written else []
+
+
+WRITER = Writer(name="plots", write=write)
+
+
+def _name(*parts: str) -> str:
+    """A file name from suite, system and metric names: characters a file system or a shell
+    dislikes become ``_``."""
+    return "--".join(re.sub(r"[^A-Za-z0-9@._-]", "_", part) for part in parts) + ".png"
+
+
+def interval(run: RunRecord, metric: str, seed: int) -> tuple[float, float] | None:
+    """The run's 95 % interval of ``metric``: the one its record keeps, else the seeded
+    bootstrap over its units' values (None where the units have no value of it, such as a
+    latency)."""
+    kept = run.intervals.get(metric)
+    if kept is not None:
+        return kept
+    values = [q.metrics[metric] for q in run.queries if metric in q.metrics]
+    if not values:
+        return None
+    import numpy as np
+
+    from retrieval_gate.metrics import parse_metric
+    from retrieval_gate.metrics.bootstrap import bootstrap_ci
+
+    parsed = parse_metric(metric)
+    components = {
+        name: np.array([q.metrics.get(name, 0.0) for q in run.queries if metric in q.metrics])
+        for name in parsed.spec.aggregation.components
+    }
+    return bootstrap_ci(parsed, np.array(values), components, seed)
+
+
+def _metric_figure(suite: str, metric: str, runs: list[RunRecord], seed: int) -> Any:
+    figure, axes = _figure(max(4.0, 1.2 * len(runs) + 2.0))
+    names = [run.system for run in runs]
+    values = [run.metrics.get(metric, 0.0) for run in runs]
+    below, above = [], []
+    for run, value in zip(runs, values, strict=True):
+        bounds = interval(run, metric, seed)
+        lo, hi = (value, value) if bounds is None else bounds
+        below.append(max(0.0, value - lo))
+        above.append(max(0.0, hi - value))
+    axes.bar(names, values, color=COLOUR, yerr=[below, above], capsize=6)
+    for x, value in enumerate(values):
+        axes.annotate(
+            f"{value:.4f}",
+            (x, value),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+            xytext=(12, 2),
+            textcoords="offset points",
+        )
+    axes.set_title(f"{suite}: {metric} (95 % intervals)", fontsize=10)
+    axes.set_ylabel(metric)
+    if min(values, default=0.0) >= 0 and max(values, default=0.0) <= 1:
+        axes.set_ylim(0, 1.05)
+    axes.axhline(0, color="black", linewidth=0.8)
+    return figure
+
+
+def _delta_figure(run: RunRecord, base: RunRecord, metric: str) -> Any:
+    deltas = sorted(
+        (q.metrics[metric] - base.query(q.id).metrics[metric], q.id)
+        for q in run.queries
+        if base.has_query(q.id)
+        and base.query(q.id).digest == q.digest
+        and metric in q.metrics
+        and metric in base.query(q.id).metrics
+    )
+    figure, axes = _figure(max(5.0, min(16.0, 0.15 * len(deltas) + 3.0)))
+    values = [d for d, _ in deltas]
+    colours = [WORSE if d < 0 else BETTER for d in values]
+    axes.bar(range(len(values)), values, color=colours, width=0.9)
+    axes.axhline(0, color="black", linewidth=0.8)
+    worse = sum(1 for d in values if d < 0)
+    better = sum(1 for d in values if d > 0)
+    axes.set_title(
+        f"{run.suite} x {run.system}: {metric} per query, now - baseline\n"
+        f"{worse} worse, {better} better, of {len(values)} compared",
+        fontsize=10,
+    )
+    axes.set_ylabel(f"{metric} delta")
+    axes.set_xlabel("queries, sorted by delta")
+    if len(values) <= 30:
+        axes.set_xticks(range(len(values)), [qid for _, qid in deltas], rotation=90, fontsize=7)
+    else:
+        axes.set_xticks([])
+    return figure
+
+
+def _figure(width: float) -> tuple[Any, Any]:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, 4.0), dpi=100, layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure, figure.add_subplot()
+
+
+def _save(figure: Any, path: Path) -> None:
+    import io
+
+    from retrieval_gate.files.atomic import write_bytes_atomic
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    write_bytes_atomic(path, buffer.getvalue())

@@ -1,0 +1,70 @@
+"""Whether a session's report covers every gate its suites define, or only those ``-k``, ``-m``,
+``--deselect`` or node ids selected: a partial report says so (markdown, JSON twin, terminal),
+so it is never mistaken for the full one it replaces.
+
+:class:`Selection` counts the gate items pytest deselected. Under xdist every worker collects
+(and deselects) the whole session; each sends its count through ``workeroutput`` and the
+controller, which writes the report, keeps the largest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+#: The marker every gate item carries (collect.py).
+GATE_MARKER = "retrieval_gate"
+_OUTPUT_KEY = "retrieval_gate_deselected"
+PLUGIN_NAME = "retrieval_gate_selection"
+
+
+class Selection:
+    """Registered with the gate: the count of deselected gate items, and what selected."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.deselected = 0
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self.deselected += sum(1 for item in items if item.get_closest_marker(GATE_MARKER))
+
+    def pytest_sessionfinish(self) -> None:
+        output = getattr(self.config, "workeroutput", None)
+        if output is not None:
+            output[_OUTPUT_KEY] = self.deselected
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        output = getattr(node, "workeroutput", None) or {}
+        self.deselected = max(self.deselected, int(output.get(_OUTPUT_KEY, 0)))
+
+    def partial(self) -> str | None:
+        """Why the report is partial (the gate items deselected and by what, node ids named on
+        the command line), None when every collected suite's gates ran."""
+        option = self.config.option
+        how = [
+            f"{flag} {value!r}"
+            for flag, value in (
+                ("-k", getattr(option, "keyword", "")),
+                ("-m", getattr(option, "markexpr", "")),
+            )
+            if value
+        ]
+        if getattr(option, "deselect", None):
+            how.append("--deselect")
+        parts = []
+        if self.deselected:
+            by = f" by {', '.join(how)}" if how else ""
+            parts.append(f"{self.deselected} gate items deselected{by}")
+        ids = [arg for arg in self.config.args if "::" in arg]
+        if ids:
+            shown = ", ".join(ids[:3]) + (" ..." if len(ids) > 3 else "")
+            parts.append(f"only the node ids {shown} selected")
+        return "; ".join(parts) or None
+
+
+def partial_of(config: pytest.Config) -> str | None:
+    """The session's :meth:`Selection.partial`, None where no Selection is registered."""
+    selection = config.pluginmanager.get_plugin(PLUGIN_NAME)
+    return selection.partial() if isinstance(selection, Selection) else None

@@ -1,0 +1,163 @@
+"""A session's runs and what they load, each once: corpora, ontologies, prepared suites and the
+record of every suite x system.
+
+:class:`RunCache` is the :class:`~retrieval_gate.suites.kind.Resources` the suite kinds load
+through, and the one place a suite x system is run, measured and recorded, however many items
+read the result. A run that fails is kept and raised again for each reader: the user's mistake
+(a :class:`~retrieval_gate.errors.RetrievalGateError`) as its one-line message, the plugin's
+own as an :class:`InternalRunError` with the original traceback chained. Plain Python: no
+pytest here (tests/runs/test_cache.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from retrieval_gate.errors import RetrievalGateError
+
+if TYPE_CHECKING:
+    from retrieval_gate.config import Settings
+    from retrieval_gate.corpus import Corpus
+    from retrieval_gate.metrics import Metric
+    from retrieval_gate.ontology import Ontology
+    from retrieval_gate.records import RunRecord
+    from retrieval_gate.suites.suite import Suite
+    from retrieval_gate.systems import RunOptions
+    from retrieval_gate.systems.config import SystemConfig
+
+__all__ = ["InternalRunError", "RunCache"]
+
+T = TypeVar("T")
+
+
+class InternalRunError(Exception):
+    """A run failed inside the plugin itself (a bug, not the user's data): shown with its
+    traceback, and in the report as an internal error."""
+
+
+class RunCache:
+    """Corpora by path, ontologies by file, anything else by key, and records by suite x system.
+
+    ``exclude``: the session's own files (report, JSON, baseline, cache folder), never read as
+    documents whatever the paths; ``relpath`` names a file as the report shows it.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        options: RunOptions,
+        *,
+        exclude: Sequence[Path] = (),
+        relpath: Callable[[Path], str] = str,
+    ) -> None:
+        self.settings = settings
+        self.options = options
+        self.exclude = tuple(exclude)
+        self.relpath = relpath
+        self._corpora: dict[tuple[Path, str | None], Corpus | RetrievalGateError] = {}
+        self._ontologies: dict[Path, Ontology] = {}
+        self._memo: dict[tuple[Any, ...], Any] = {}
+        self._records: dict[tuple[Path, str], RunRecord | BaseException] = {}
+
+    # -- what the suite kinds load (suites.kind.Resources) --------------------------------------
+
+    def corpus(self, path: Path, *, format: str | None = None) -> Corpus:
+        key = (path.resolve(), format)
+        cached = self._corpora.get(key)
+        if cached is None:
+            from retrieval_gate.corpus import load_corpus
+
+            try:
+                cached = load_corpus(key[0], format=format, exclude=self.exclude)
+            except RetrievalGateError as exc:
+                cached = exc
+            self._corpora[key] = cached
+        if isinstance(cached, RetrievalGateError):
+            raise cached
+        return cached
+
+    def ontology(self, ref: str, *, base: Path, where: Path) -> Ontology:
+        from retrieval_gate.ontology import load_ontology, resolve_ref
+
+        try:
+            path = resolve_ref(ref, base=base).resolve()
+            cached = self._ontologies.get(path)
+            if cached is None:
+                cache_dir = self.options.cache_dir if self.options.use_cache else None
+                cached = self._ontologies[path] = load_ontology(
+                    path, base=base, cache_dir=cache_dir
+                )
+        except RetrievalGateError as exc:
+            # The OBO file's own error names that file; the suite names the entry that led there.
+            raise RetrievalGateError(exc.format(), path=where, entry="ontology") from None
+        return cached
+
+    def cached(self, key: tuple[Any, ...], build: Callable[[], T]) -> T:
+        if key not in self._memo:
+            self._memo[key] = build()
+        found: T = self._memo[key]
+        return found
+
+    # -- suites ---------------------------------------------------------------------------------
+
+    def prepare(self, suite: Suite) -> Suite:
+        """The suite with its ids checked and mapped by its kind."""
+        return suite.kind_object.prepare(suite, self)
+
+    def corpus_for(self, suite: Suite, system: SystemConfig) -> Corpus | None:
+        """The corpus ``suite`` runs against with ``system``: the kind decides (the suite's own,
+        the ontology's terms), else the system's, else the project's."""
+        fallback = system.corpus or self.settings.corpus
+        return suite.kind_object.corpus(suite, fallback, self)
+
+    def check(self, suite: Suite, systems: Sequence[SystemConfig]) -> None:
+        """Collection-time checks of the suite against each system's corpus."""
+        for system in systems:
+            suite.kind_object.check(suite, self.corpus_for(suite, system))
+
+    def record(
+        self, suite: Suite, system: SystemConfig, extra: tuple[Metric, ...] = ()
+    ) -> RunRecord:
+        """The suite x system's run, measured: run once, shared by every item that reads it.
+        ``extra``: metrics only a regression check names (they need per-unit values too)."""
+        key = (suite.path, system.name)
+        found = self._records.get(key)
+        if found is None:
+            found = self._records[key] = self._measure(suite, system, extra)
+        if isinstance(found, BaseException):
+            raise found
+        return found
+
+    def outcome(self, suite: Suite, system: SystemConfig) -> RunRecord | BaseException | None:
+        """The run's record or failure once it ran, None before."""
+        return self._records.get((suite.path, system.name))
+
+    def _measure(
+        self, suite: Suite, system: SystemConfig, extra: tuple[Metric, ...]
+    ) -> RunRecord | BaseException:
+        from retrieval_gate.runs import run_suite
+        from retrieval_gate.runs.evaluate import evaluate_run, record_run
+
+        try:
+            run = run_suite(
+                suite, system, self.settings, self.options, self.corpus_for(suite, system)
+            )
+            evaluation = evaluate_run(run, extra, resources=self)
+            return record_run(evaluation, self.relpath(suite.path), seed=self.settings.seed)
+        except RetrievalGateError as exc:
+            return exc
+        except Warning as exc:
+            # A warning the project's filters turned into an error (filterwarnings = error,
+            # -W error::...CacheWarning): asked for by the user, so one line, no traceback.
+            return RetrievalGateError(
+                f"{type(exc).__name__} (made an error by the warning filters): {exc}"
+            )
+        except Exception as exc:
+            error = InternalRunError(
+                f"internal error in pytest-retrieval-gate while running {suite.name} x "
+                f"{system.name}: {type(exc).__name__}: {exc}"
+            )
+            error.__cause__ = exc
+            return error

@@ -1,0 +1,84 @@
+"""baseline/store.py: the store a baseline path or URL names, and what a session reads from it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+
+from retrieval_gate.baseline.store import (
+    Baseline,
+    BaselineError,
+    JsonFileStore,
+    load_for_session,
+    open_store,
+    register_store,
+    url_scheme,
+)
+from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.records import RunRecord
+
+
+def test_a_path_or_a_file_url_is_the_json_file_store(tmp_path: Path) -> None:
+    assert open_store(tmp_path / "b.json") == JsonFileStore(tmp_path / "b.json")
+    assert open_store(f"file://{tmp_path}/b.json") == JsonFileStore(tmp_path / "b.json")
+    assert url_scheme("retrieval-baseline.json") is None
+    assert url_scheme("C:/x") is None  # a drive letter is no scheme: no '://'
+    assert url_scheme("s3+https://bucket/key") == "s3+https"
+
+
+class MemoryStore:
+    """A store a package might register: baselines kept in a dict, by URL."""
+
+    saved: dict[str, list[RunRecord]] = {}  # noqa: RUF012 - shared on purpose, per test
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    @property
+    def location(self) -> str:
+        return self.url
+
+    def exists(self) -> bool:
+        return self.url in self.saved
+
+    def load(self) -> Baseline | None:
+        runs = self.saved.get(self.url)
+        if runs is None:
+            return None
+        return Baseline(path=Path(self.url), runs={f"{r.suite}::{r.system}": r for r in runs})
+
+    def save(self, records: Iterable[RunRecord], previous: Baseline | None) -> None:
+        self.saved[self.url] = list(records)
+
+
+def test_another_scheme_is_the_store_registered_for_it() -> None:
+    register_store("mem", MemoryStore)
+    store = open_store("mem://team/main")
+    assert isinstance(store, MemoryStore) and store.location == "mem://team/main"
+    assert load_for_session(store, named=False, saving=False) == (None, None)
+
+
+def test_an_unknown_scheme_lists_the_known_ones() -> None:
+    with pytest.raises(
+        BaselineError, match=r"unknown baseline store 'ftp' in 'ftp://x/b'; known: file"
+    ):
+        open_store("ftp://x/b")
+
+
+def test_a_named_baseline_must_exist_unless_the_session_saves_one(tmp_path: Path) -> None:
+    store = JsonFileStore(tmp_path / "b.json")
+    with pytest.raises(RetrievalGateError, match=r"--rg-baseline .*b\.json: no such file"):
+        load_for_session(store, named=True, saving=False)
+    assert load_for_session(store, named=True, saving=True) == (None, None)
+
+
+def test_saving_over_an_unreadable_baseline_says_what_it_replaced(tmp_path: Path) -> None:
+    (tmp_path / "b.json").write_text("{not json")
+    store = JsonFileStore(tmp_path / "b.json")
+    with pytest.raises(BaselineError, match="corrupt baseline"):
+        load_for_session(store, named=False, saving=False)
+    baseline, problem = load_for_session(store, named=False, saving=True)
+    assert baseline is None
+    assert problem is not None and problem.startswith(f"{tmp_path / 'b.json'}: corrupt baseline")

@@ -1,0 +1,411 @@
+"""The pgvector index against a real PostgreSQL 16 with pgvector (pgserver, started once per
+session, or the server ``RETRIEVAL_GATE_TEST_DSN`` names)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.index import INDEXES, index_recall, make_index
+from retrieval_gate.index.exact import ExactIndex
+
+from .test_index import EXPECTED_FULL, IDS, QUERIES, VECTORS, _check, _random
+
+psycopg = pytest.importorskip("psycopg", reason="psycopg is needed (pip install '.[pgvector]')")
+from retrieval_gate.index.pgvector import read_build, table_name  # noqa: E402
+
+
+@pytest.fixture
+def dsn(postgres: tuple[str, Path | None]) -> str:
+    return postgres[0]
+
+
+def sql(dsn: str, statement: str, *params: Any) -> list[tuple[Any, ...]]:
+    with psycopg.connect(dsn, autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute(statement, params or None)
+        return cur.fetchall() if cur.description else []
+
+
+def defaults() -> dict[str, Any]:
+    return {name: option.default for name, option in INDEXES["pgvector"].options.items()}
+
+
+def comment(dsn: str, table: str) -> dict[str, Any] | None:
+    (row,) = sql(dsn, "SELECT obj_description(to_regclass(%s), 'pg_class')", table)
+    return None if row[0] is None else dict(json.loads(row[0]))
+
+
+@pytest.fixture
+def key(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A key of this test's own (tables are named from it); its tables dropped afterwards."""
+    name = f"test-{request.node.name}"
+    yield name
+    dsn = request.getfixturevalue("dsn")
+    for (table,) in sql(
+        dsn, "SELECT relname FROM pg_class WHERE relname LIKE 'rg\\_%%' AND relkind = 'r'"
+    ):
+        if str(table).startswith("rg_"):
+            sql(dsn, f'DROP TABLE IF EXISTS "{table}"')
+
+
+# -- the gate's own table ------------------------------------------------------------------
+
+
+def test_exact_search_orders_by_cosine_with_the_trec_eval_tie_order(
+    dsn: str, key: str, tmp_path: Path
+) -> None:
+    index = make_index("pgvector", cache_dir=tmp_path, key=key, dsn=dsn)
+    index.add(IDS, VECTORS)
+    assert len(index) == 5
+    # pgvector computes the cosine distance of float4 vectors; the scores are 1 - distance.
+    _check(index.search(QUERIES, k=5), EXPECTED_FULL, 1e-6)
+    # c and d tie for third on q1: the scan orders ties by id descending, so d makes the cut.
+    _check(index.search(QUERIES, k=3), [row[:3] for row in EXPECTED_FULL], 1e-6)
+    assert index.search(QUERIES[:0], k=3) == []
+    index.close()  # type: ignore[attr-defined]
+
+
+def test_the_table_is_named_from_the_key_and_a_warm_add_writes_nothing(
+    dsn: str, key: str, tmp_path: Path
+) -> None:
+    options: dict[str, Any] = {"dsn": dsn}
+    name = table_name(key, {**defaults(), **options})
+    assert name.startswith("rg_") and len(name) == 35
+    index = make_index("pgvector", cache_dir=tmp_path, key=key, **options)
+    index.add(IDS, VECTORS)
+    first = comment(dsn, name)
+    assert first is not None
+    assert (first["rows"], first["dim"], first["retrieval-gate"]) == (5, 3, 1)
+    index.close()  # type: ignore[attr-defined]
+    assert read_build(tmp_path, key, {**defaults(), **options}) == first["build"]
+
+    again = make_index("pgvector", cache_dir=tmp_path, key=key, **options)
+    again.add(list(reversed(IDS)), VECTORS[::-1].copy())
+    # The same ids and width: nothing written, the build (and so cached results) kept.
+    assert comment(dsn, name) == first
+    _check(again.search(QUERIES, k=5), EXPECTED_FULL, 1e-6)
+    again.close()  # type: ignore[attr-defined]
+    assert table_name("another", {**defaults(), **options}) != name
+
+
+def test_a_table_the_gate_did_not_write_is_refused_and_kept(
+    dsn: str, key: str, tmp_path: Path
+) -> None:
+    name = table_name(key, {**defaults(), "dsn": dsn})
+    sql(dsn, f'CREATE TABLE "{name}" (id text, note text)')
+    sql(dsn, f"INSERT INTO \"{name}\" VALUES ('x', 'the team''s row')")
+    index = make_index("pgvector", cache_dir=tmp_path, key=key, dsn=dsn, entry="system.pg")
+    with pytest.raises(ConfigError) as info:
+        index.add(IDS, VECTORS)
+    # The error says which system, though it comes from a method called after make_index.
+    assert str(info.value) == (
+        f"[system.pg]: PostgreSQL at {_where(dsn)}: table {name} exists and was not written by "
+        "the gate; "
+        "it is left alone (drop it, or read it with 'table')"
+    )
+    assert sql(dsn, f'SELECT id, note FROM "{name}"') == [("x", "the team's row")]
+    index.close()  # type: ignore[attr-defined]
+
+
+def test_hnsw_and_ivfflat_indexes_are_built_and_measured_against_exact(
+    dsn: str, key: str, tmp_path: Path
+) -> None:
+    vectors = _random(600, 16, seed=3)
+    ids = [f"doc{i:03d}" for i in range(600)]
+    queries = _random(30, 16, seed=4)
+    exact = ExactIndex()
+    exact.add(ids, vectors)
+    truth = [[d for d, _ in row] for row in exact.search(queries, 10)]
+    # Every list probed: IVFFlat is then exhaustive, so it finds the exact top 10.
+    ivf = make_index(
+        "pgvector",
+        cache_dir=tmp_path,
+        key=key,
+        dsn=dsn,
+        ann_index="ivfflat",
+        ivfflat_lists=4,
+        ivfflat_probes=4,
+    )
+    ivf.add(ids, vectors)
+    found = [[d for d, _ in row] for row in ivf.search(queries, 10)]
+    assert index_recall(found, truth, 10) == 1.0
+    hnsw = make_index(
+        "pgvector",
+        cache_dir=tmp_path,
+        key=key,
+        dsn=dsn,
+        ann_index="hnsw",
+        hnsw_ef_search=200,
+        build_memory="64MB",
+    )
+    hnsw.add(ids, vectors)
+    found = [[d for d, _ in row] for row in hnsw.search(queries, 10)]
+    assert index_recall(found, truth, 10) >= 0.9
+    indexes = {
+        str(row[0]).rsplit("_", 1)[-1]
+        for row in sql(dsn, "SELECT indexname FROM pg_indexes WHERE indexname LIKE 'rg\\_%%'")
+        if not str(row[0]).endswith("_pkey")
+    }
+    assert {"hnsw", "ivfflat"} <= indexes
+    assert INDEXES["pgvector"].approximate_for({"ann_index": "hnsw"}) is True
+    assert INDEXES["pgvector"].approximate_for({"ann_index": "none"}) is False
+    assert INDEXES["pgvector"].rebuildable_for({"ann_index": "hnsw", "table": "docs"}) is False
+    for index in (ivf, hnsw):
+        index.close()  # type: ignore[attr-defined]
+
+
+def test_a_scratch_build_leaves_nothing_on_the_server(dsn: str, key: str, tmp_path: Path) -> None:
+    before = sql(dsn, "SELECT count(*) FROM pg_class WHERE relname LIKE 'rg\\_%%'")
+    index = make_index(
+        "pgvector", cache_dir=tmp_path, key=key, dsn=dsn, ann_index="hnsw", scratch=True
+    )
+    index.add(IDS, VECTORS)
+    _check(index.search(QUERIES[:1], k=2), [EXPECTED_FULL[0][:2]], 1e-6)
+    index.close()  # type: ignore[attr-defined]
+    assert sql(dsn, "SELECT count(*) FROM pg_class WHERE relname LIKE 'rg\\_%%'") == before
+
+
+# -- a team's table ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def team_table(dsn: str) -> Iterator[str]:
+    sql(dsn, "DROP TABLE IF EXISTS team_docs")
+    sql(dsn, "CREATE TABLE team_docs (doc_id text PRIMARY KEY, emb vector(3), title text)")
+    for doc_id, row in zip(IDS, VECTORS.tolist(), strict=True):
+        sql(dsn, "INSERT INTO team_docs VALUES (%s, %s::vector, 'x')", doc_id, str(row))
+    yield "team_docs"
+    sql(dsn, "DROP TABLE IF EXISTS team_docs")
+
+
+def test_a_teams_table_is_searched_and_never_written(
+    dsn: str, team_table: str, tmp_path: Path
+) -> None:
+    options: dict[str, Any] = {
+        "dsn": dsn,
+        "table": team_table,
+        "id_column": "doc_id",
+        "vector_column": "emb",
+    }
+    assert INDEXES["pgvector"].stores_documents(options)
+    index = make_index("pgvector", cache_dir=tmp_path, key="k", **options)
+    index.add([*IDS, "new"], np.vstack([VECTORS, VECTORS[:1]]))
+    _check(index.search(QUERIES, k=5), EXPECTED_FULL, 1e-6)
+    assert sql(dsn, "SELECT count(*) FROM team_docs") == [(5,)]
+    assert comment(dsn, team_table) is None
+    assert read_build(tmp_path, "k", options) is None  # may change under us: never cached
+    index.close()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"table": "no_such_table"}, "table no_such_table does not exist"),
+        (
+            {"table": "team_docs", "id_column": "name"},
+            "table team_docs has no column 'name' (its columns: doc_id, emb, title)",
+        ),
+        (
+            {"table": "team_docs", "id_column": "doc_id", "vector_column": "title"},
+            "column 'title' of table team_docs is text, not a pgvector vector",
+        ),
+        (
+            {"table": "team_docs", "id_column": "doc_id", "vector_column": "emb", "dim": 4},
+            "table team_docs holds 3-dimensional vectors in 'emb'; the model gives "
+            "4-dimensional ones",
+        ),
+    ],
+    ids=["missing table", "missing column", "not a vector", "wrong dimension"],
+)
+def test_a_teams_table_that_does_not_fit_is_one_line(
+    dsn: str, team_table: str, tmp_path: Path, options: dict[str, Any], message: str
+) -> None:
+    dim = options.pop("dim", 3)
+    index = make_index("pgvector", cache_dir=tmp_path, key="k", dsn=dsn, **options)
+    with pytest.raises(ConfigError) as info:
+        index.search(np.ones((1, dim), dtype=np.float32), k=3)
+    assert str(info.value) == f"PostgreSQL at {_where(dsn)}: {message}"
+    index.close()  # type: ignore[attr-defined]
+
+
+# -- servers that cannot be used ----------------------------------------------------------
+
+
+def _where(dsn: str) -> str:
+    from retrieval_gate.index.pgvector import describe
+
+    return describe(dsn).removeprefix("PostgreSQL at ")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_an_unreachable_server_is_one_line(tmp_path: Path) -> None:
+    port = _free_port()
+    dsn = f"postgresql://gate@127.0.0.1:{port}/db"
+    with pytest.raises(ConfigError) as info:
+        make_index("pgvector", cache_dir=tmp_path, key="k", dsn=dsn, entry="system.pg")
+    text = str(info.value)
+    assert text.startswith(
+        f"[system.pg]: PostgreSQL at gate@127.0.0.1:{port}/db is not reachable: "
+    )
+    assert "\n" not in text
+
+
+def test_a_server_that_does_not_answer_times_out(tmp_path: Path) -> None:
+    # Accepts connections and never says a word: connect_timeout must end the wait.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    port = listener.getsockname()[1]
+    accepted: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        with pytest.raises(ConfigError) as info:
+            make_index(
+                "pgvector",
+                cache_dir=tmp_path,
+                key="k",
+                entry="system.pg",
+                dsn=f"postgresql://gate:secret@127.0.0.1:{port}/db",
+                connect_timeout=2,
+            )
+    finally:
+        listener.close()
+        for conn in accepted:
+            conn.close()
+    text = str(info.value)
+    assert text.startswith(
+        f"[system.pg]: PostgreSQL at gate@127.0.0.1:{port}/db did not answer within 2 s "
+        "(connect_timeout): "
+    )
+    assert "secret" not in text
+
+
+def test_bad_credentials_are_one_line(postgres: tuple[str, Path | None], tmp_path: Path) -> None:
+    dsn, data = postgres
+    if data is None:
+        pytest.skip("needs the pgserver started here (its pg_hba.conf is edited)")
+    sql(dsn, "DROP ROLE IF EXISTS gate_user")
+    sql(dsn, "CREATE ROLE gate_user LOGIN PASSWORD 'right'")
+    hba = data / "pg_hba.conf"
+    original = hba.read_text()
+    hba.write_text("local all gate_user scram-sha-256\n" + original)
+    sql(dsn, "SELECT pg_reload_conf()")
+    try:
+        wrong = f"postgresql://gate_user:wrong@/postgres?host={data}"
+        with pytest.raises(ConfigError) as info:
+            make_index("pgvector", cache_dir=tmp_path, key="k", dsn=wrong, entry="system.pg")
+    finally:
+        hba.write_text(original)
+        sql(dsn, "SELECT pg_reload_conf()")
+    text = str(info.value)
+    assert text.startswith(f"[system.pg]: PostgreSQL at gate_user@{data}:5432/postgres refused")
+    assert 'password authentication failed for user "gate_user"' in text
+    assert text.endswith("; check the DSN's user, password and database")
+    assert "wrong" not in text.replace("password", "")
+
+
+def test_no_dsn_or_an_unset_variable_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        make_index("pgvector", cache_dir=tmp_path, key="k", entry="system.pg")
+    assert str(info.value) == (
+        "[system.pg]: index 'pgvector' needs 'dsn' (a postgresql:// URI) or 'dsn_env' (the "
+        "environment variable holding it)"
+    )
+    monkeypatch.delenv("RG_NO_SUCH_DSN", raising=False)
+    with pytest.raises(ConfigError) as info:
+        make_index(
+            "pgvector", cache_dir=tmp_path, key="k", entry="system.pg", dsn_env="RG_NO_SUCH_DSN"
+        )
+    assert str(info.value) == (
+        "[system.pg]: index 'pgvector': environment variable RG_NO_SUCH_DSN (dsn_env) is not set"
+    )
+
+
+def test_a_search_past_the_statement_timeout_is_one_line(
+    dsn: str, key: str, tmp_path: Path
+) -> None:
+    vectors = _random(20000, 64, seed=5)
+    ids = [f"d{i}" for i in range(20000)]
+    index = make_index("pgvector", cache_dir=tmp_path, key=key, dsn=dsn, statement_timeout=0.001)
+    index.add(ids, vectors)  # loading has its own, longer build_timeout
+    with pytest.raises(RunError) as info:
+        index.search(_random(256, 64, seed=6), k=10)
+    text = str(info.value)
+    assert "a search on table rg_" in text
+    assert "was cancelled after the statement timeout" in text
+    assert text.endswith("raise 'statement_timeout' or 'build_timeout'")
+    index.close()  # type: ignore[attr-defined]
+
+
+# -- a killed run --------------------------------------------------------------------------
+
+KILLED = """
+import os, signal, sys
+import numpy as np
+import retrieval_gate.index.pgvector as pgvector
+from retrieval_gate.index import make_index
+
+real = pgvector._copy_payload
+
+def dying(ids, vectors):
+    for number, block in enumerate(real(ids, vectors)):
+        if number == 2:  # half way through the COPY
+            os.kill(os.getpid(), signal.SIGKILL)
+        yield block
+
+pgvector._copy_payload = dying
+pgvector._COPY_ROWS = 100
+rng = np.random.default_rng(7)
+index = make_index("pgvector", cache_dir=sys.argv[2], key=sys.argv[3], dsn=sys.argv[1])
+index.add([f"d{i}" for i in range(1000)], rng.normal(size=(1000, 8)).astype(np.float32))
+"""
+
+
+def test_a_run_killed_while_loading_leaves_no_half_table(
+    dsn: str, key: str, tmp_path: Path
+) -> None:
+    script = tmp_path / "killed.py"
+    script.write_text(textwrap.dedent(KILLED))
+    done = subprocess.run([sys.executable, str(script), dsn, str(tmp_path), key], check=False)
+    assert done.returncode == -9
+    name = table_name(key, {**defaults(), "dsn": dsn})
+    # The transaction died with its connection: no table, rather than one with some rows.
+    assert sql(dsn, "SELECT to_regclass(%s) IS NULL", name) == [(True,)]
+    vectors = np.random.default_rng(7).normal(size=(1000, 8)).astype(np.float32)
+    ids = [f"d{i}" for i in range(1000)]
+    index = make_index("pgvector", cache_dir=tmp_path, key=key, dsn=dsn)
+    index.add(ids, vectors)
+    exact = ExactIndex()
+    exact.add(ids, vectors)
+    queries = vectors[:5] + 0.01
+    assert [[d for d, _ in r] for r in index.search(queries, 10)] == [
+        [d for d, _ in r] for r in exact.search(queries, 10)
+    ]
+    assert len(index) == 1000
+    index.close()  # type: ignore[attr-defined]

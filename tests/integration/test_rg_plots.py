@@ -1,0 +1,130 @@
+"""--rg-plots DIR: PNG plots of each suite's metrics (bars with 95 % intervals) and of each run's
+per-query deltas against the baseline; a folder holding anything the plugin did not write is
+refused before anything runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from retrieval_gate.records import QueryRecord, RunRecord
+
+from .conftest import SUITE, write_suite
+from .png import pixels
+
+pytest.importorskip("matplotlib")
+# pytester's in-process runs restore sys.modules afterwards, and matplotlib does not survive a
+# second import in one process: loaded once, up front (as conftest.py does for numpy).
+import matplotlib.backends.backend_agg
+import matplotlib.figure  # noqa: F401
+
+import retrieval_gate.report.plots  # noqa: F401
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _near(counts: dict[tuple[int, int, int], int], hex_colour: str) -> int:
+    target = bytes.fromhex(hex_colour.removeprefix("#"))
+    return sum(
+        n
+        for colour, n in counts.items()
+        if all(abs(a - b) <= 6 for a, b in zip(colour, target, strict=True))
+    )
+
+
+def test_plots_per_metric_and_per_query_deltas(project: pytest.Pytester) -> None:
+    from retrieval_gate.report.plots import BETTER, COLOUR, WORSE
+
+    write_suite(project, SUITE)
+    first = project.runpytest("--retrieval-gate", "--rg-plots", "plots", "--rg-save-baseline")
+    first.assert_outcomes(passed=5)
+    first.stdout.fnmatch_lines([f"*generated retrieval gate report: {project.path / 'plots'}*"])
+    folder = project.path / "plots"
+    # The summary's metrics: the gated ones (P@1, R@3, MRR@3, Hit@3), then nDCG@3.
+    names = {"lineage--P@1.png", "lineage--R@3.png", "lineage--MRR@3.png", "lineage--Hit@3.png"}
+    names |= {"lineage--nDCG@3.png"}
+    assert {p.name for p in folder.glob("*.png")} == names
+    assert (folder / "lineage--P@1.png").read_bytes()[:8] == PNG
+    assert _near(pixels(folder / "lineage--R@3.png"), COLOUR) > 100
+
+    # A baseline now exists: keyword's per-query deltas (nothing changed: no red, no green bar).
+    # The 5 floors and 2 regression items (P@1, R@3 against the baseline).
+    project.runpytest("--retrieval-gate", "--rg-plots", "plots").assert_outcomes(passed=7)
+    deltas = folder / "lineage--keyword--deltas-P@1.png"
+    assert deltas.read_bytes()[:8] == PNG
+    counts = pixels(deltas)
+    assert _near(counts, WORSE) == 0 and _near(counts, BETTER) == 0
+    # The manifest names exactly what this run wrote; stale plots of earlier runs are gone.
+    manifest = (folder / ".retrieval-gate-plots").read_text().split()
+    assert set(manifest) == {p.name for p in folder.glob("*.png")}
+
+
+def test_a_query_that_got_worse_is_a_red_bar(project: pytest.Pytester) -> None:
+    from retrieval_gate.report.plots import BETTER, WORSE
+
+    write_suite(project, SUITE)
+    project.runpytest("--retrieval-gate", "--rg-save-baseline").assert_outcomes(passed=5)
+    # The retriever now ranks worst first: queries lose their relevant first result.
+    app = project.path / "search_app.py"
+    app.write_text(app.read_text() + "\nretrieve = retrieve_reversed\n")
+    project.runpytest("--retrieval-gate", "--rg-plots", "plots")
+    counts = pixels(project.path / "plots" / "lineage--keyword--deltas-P@1.png")
+    assert _near(counts, WORSE) > 50
+    assert _near(counts, BETTER) == 0
+
+
+def test_a_folder_with_files_of_the_users_is_refused(project: pytest.Pytester) -> None:
+    write_suite(project, SUITE)
+    (project.path / "figures").mkdir()
+    (project.path / "figures" / "paper.png").write_bytes(PNG)
+    result = project.runpytest("--retrieval-gate", "--rg-plots", "figures")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--rg-plots */figures holds files the plugin did not write (paper.png)*"]
+    )
+    assert (project.path / "figures" / "paper.png").read_bytes() == PNG
+    inside = project.runpytest(
+        "--retrieval-gate", "--rg-plots", "cache/plots", "--rg-cache-dir", "cache"
+    )
+    assert inside.ret == pytest.ExitCode.USAGE_ERROR
+    inside.stderr.fnmatch_lines(["*--rg-plots * and the cache folder (--rg-cache-dir) * overlap*"])
+    alone = project.runpytest("--rg-plots", "plots")
+    assert alone.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_without_the_option_matplotlib_is_not_imported(project: pytest.Pytester) -> None:
+    write_suite(project, SUITE)
+    project.makeconftest(
+        "import sys\n\ndef pytest_sessionfinish(session):\n"
+        "    (session.config.rootpath / 'mods.txt').write_text("
+        "'\\n'.join(m for m in sys.modules if m.startswith('matplotlib')))\n"
+    )
+    import sys
+
+    already = {m for m in sys.modules if m.startswith("matplotlib")}
+    project.runpytest("--retrieval-gate").assert_outcomes(passed=5)
+    loaded = set((project.path / "mods.txt").read_text().split()) - already
+    assert loaded == set()
+
+
+def test_intervals_are_the_runs_own_or_a_seeded_bootstrap() -> None:
+    from retrieval_gate.metrics import parse_metric
+    from retrieval_gate.metrics.bootstrap import bootstrap_ci
+    from retrieval_gate.report.plots import interval
+
+    queries = tuple(
+        QueryRecord(
+            id=f"q{i}", digest="d", category=None, difficulty=None,
+            metrics={"P@1": v}, ranking=(), relevant_ranks={},
+        )
+        for i, v in enumerate([1.0, 0.0, 1.0, 1.0])
+    )  # fmt: skip
+    run = RunRecord(
+        suite="s", suite_path="s.yaml", system="x", n=4, k=(1,), fingerprint={},
+        metrics={"P@1": 0.75}, categories={}, difficulties={}, latency_ms={}, stats={},
+        queries=queries,
+    )  # fmt: skip
+    expected = bootstrap_ci(parse_metric("P@1"), [1.0, 0.0, 1.0, 1.0], {}, 7)
+    assert interval(run, "P@1", 7) == expected
+    assert expected[0] < 0.75 < expected[1] or expected == (0.75, 0.75)
+    kept = RunRecord(**{**run.__dict__, "intervals": {"P@1": (0.5, 1.0)}})
+    assert interval(kept, "P@1", 7) == (0.5, 1.0)

@@ -1,0 +1,151 @@
+"""report/: the report of gathered payloads (whatever order workers hand them in) and its
+markdown: failing gates first, each suite's kind's headline and sections, every writer run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from retrieval_gate.records import (
+    GroupRecord,
+    ItemPayload,
+    Outcome,
+    QueryRecord,
+    RunFailure,
+    RunRecord,
+    Undecided,
+)
+from retrieval_gate.report import ReportData, Targets, item_properties, markdown, write_reports
+from retrieval_gate.suites.pairs import PairExtras
+
+
+def _run(suite: str, system: str, p1: float, kind: str = "ranking") -> RunRecord:
+    queries = tuple(
+        QueryRecord(
+            id=f"q{i}",
+            digest=f"d{i}",
+            category=None,
+            difficulty=None,
+            metrics={"P@1": float(i == 0), "nDCG@3": 0.5, "R@3": 0.5, "MRR@3": 0.5},
+            ranking=("a", "b", "c"),
+            relevant_ranks={"a": 1},
+            latency_ms=1.0,
+            text=f"query {i}",
+        )
+        for i in range(2)
+    )
+    return RunRecord(
+        suite=suite, suite_path=f"{suite}.retrieval.yaml", system=system, n=2, k=(1, 3),
+        fingerprint={}, metrics={"P@1": p1, "nDCG@3": 0.5, "R@3": 0.5, "MRR@3": 0.5},
+        categories={}, difficulties={}, latency_ms={"p50": 1.0, "p95": 1.0, "p99": 1.0, "mean": 1.0},
+        stats={}, queries=queries, kind=kind,
+    )  # fmt: skip
+
+
+def _gate(nodeid: str, passed: bool, suite: str = "s", system: str = "x") -> Outcome:
+    return Outcome(
+        suite=suite, system=system, scope="suite", metric="P@1", value=0.5 if passed else 0.1,
+        threshold=0.4, passed=passed, n=2, nodeid=nodeid,
+    )  # fmt: skip
+
+
+def test_the_report_does_not_depend_on_the_order_items_arrive_in() -> None:
+    arrived = [
+        ItemPayload(runs=(_run("s", "y", 0.5),), gates=(_gate("s::y::P@1", True, system="y"),)),
+        ItemPayload(runs=(_run("s", "x", 0.5),), gates=(_gate("s::x::P@1", False),)),
+        # A run handed in twice (two workers read it): the first is kept.
+        ItemPayload(runs=(_run("s", "y", 0.9),)),
+        ItemPayload(runs=(_run("a", "x", 0.5),), gates=(_gate("a::x::P@1", True, suite="a"),)),
+    ]
+    forward = ReportData.gathered(sum(arrived, ItemPayload()))
+    backward = ReportData.gathered(sum(reversed(arrived[:2] + arrived[3:]), ItemPayload()))
+    # Runs by suite then system, whatever order they came in.
+    assert [r.key for r in forward.runs] == [("a", "x"), ("s", "x"), ("s", "y")]
+    assert forward.runs == backward.runs
+    assert forward.runs[2].metrics["P@1"] == 0.5
+    # Failing gates first, then by node id.
+    assert [g.nodeid for g in forward.gates] == ["s::x::P@1", "a::x::P@1", "s::y::P@1"]
+    assert markdown.render(forward) == markdown.render(backward)
+
+
+def test_failing_gates_come_first_in_the_markdown() -> None:
+    data = ReportData.gathered(
+        ItemPayload(
+            runs=(_run("s", "x", 0.1),),
+            gates=(_gate("s::x::a", True), _gate("s::x::b", False)),
+        )
+    )
+    text = markdown.render(data)
+    assert text.index("## Failing gates") < text.index("## Suite `s`") < text.index("## All gates")
+    all_gates = text[text.index("## All gates") :].splitlines()
+    assert all_gates[4].startswith("| **FAIL** | `s::x::b`")
+    assert all_gates[5].startswith("| pass | `s::x::a`")
+    assert text.startswith("# Retrieval gate report\n\n**FAILED**: 1 of 2 gates passed")
+
+
+def test_each_kind_contributes_its_headline_and_sections() -> None:
+    ranking = markdown.render(ReportData.gathered(ItemPayload(runs=(_run("s", "x", 1.0),))))
+    # The ranking kind's headline (nDCG, R, MRR at the largest cutoff, P at the smallest) in the
+    # chart, and its worst queries by the first of them.
+    assert 'x-axis ["nDCG@3", "R@3", "MRR@3", "P@1"]' in ranking
+    assert "### Worst queries by nDCG@3" in ranking
+    pairs_run = _run("p", "x", 0.0, kind="pairs")
+    pairs_run = RunRecord.from_json(
+        {
+            **pairs_run.to_json(),
+            "metrics": {"pearson": 0.4, "spearman": 0.3},
+            "queries": [
+                {**q.to_json(), "metrics": {"cosine": c, "gold_score": g}, "text_b": "other"}
+                for q, c, g in zip(pairs_run.queries, (0.9, 0.1), (1.0, 2.0), strict=True)
+            ],
+        }
+    )
+    assert pairs_run.queries[0].extras == PairExtras(text_b="other")
+    text = markdown.render(ReportData.gathered(ItemPayload(runs=(pairs_run,))))
+    assert 'x-axis ["pearson", "spearman"]' in text
+    assert "### Pairs furthest from the gold order" in text
+    assert "| `q0` | query 0 | other | 1.0000 | 0.9000 | 1 |" in text
+    assert "2 pairs from `p.retrieval.yaml`" in text
+
+
+def test_runs_that_failed_and_undecided_gates_are_reported() -> None:
+    data = ReportData.gathered(
+        ItemPayload(
+            failures=(RunFailure("s", "x", "s.yaml [queries[0]]: bad"),),
+            undecided=(Undecided("s", "x", "s::x::P@1"),),
+        )
+    )
+    assert not data.passed
+    text = markdown.render(data)
+    assert "- `s` x `x`: s.yaml [queries[0]]: bad" in text
+    assert "0 of 1 gates passed; 1 not decided because their run failed" in text
+
+
+def test_every_writer_writes_and_items_get_their_properties(tmp_path: Path) -> None:
+    run = _run("s", "x", 0.5)
+    run = RunRecord(**{**run.__dict__, "categories": {"c": GroupRecord(n=1, metrics={"P@1": 1.0})}})
+    data = ReportData.gathered(ItemPayload(runs=(run,), gates=(_gate("s::x::P@1", True),)))
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    written = write_reports(
+        data,
+        Targets(markdown=tmp_path / "r.md", json=tmp_path / "r.json", step_summary=str(summary)),
+    )
+    assert written == [tmp_path / "r.md", tmp_path / "r.json"]
+    assert json.loads((tmp_path / "r.json").read_text())["runs"][0]["system"] == "x"
+    assert summary.read_text() == "earlier step\n" + (tmp_path / "r.md").read_text() + "\n"
+    assert ("metric", "P@1") in item_properties(data.gates[0])
+
+
+def test_charts_have_one_bar_series_each() -> None:
+    # Two systems: one chart per summary metric, the systems on the x axis, one series (mermaid
+    # draws several series of a chart in the same slot, hiding the shorter bars).
+    two = "\n".join(markdown._chart("s", [_run("s", "x", 0.25), _run("s", "y", 0.75)], ["P@1"]))
+    assert two.count("```mermaid") == 1
+    assert '    title "s: P@1"' in two
+    assert '    x-axis ["x", "y"]' in two
+    assert two.count("    bar [") == 1 and "    bar [0.2500, 0.7500]" in two
+    # One system: its metrics on the x axis, one chart.
+    one = "\n".join(markdown._chart("s", [_run("s", "x", 0.25)], ["P@1", "R@3"]))
+    assert '    x-axis ["P@1", "R@3"]' in one and "    bar [0.2500, 0.5000]" in one
+    assert "Bars left to right" not in two + one
