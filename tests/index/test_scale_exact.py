@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from retrieval_gate.index import exact
 from retrieval_gate.index.exact import ExactIndex, block_shape, unit_rows
 from retrieval_gate.metrics import rank_scored
 from retrieval_gate.systems.embedding import RECALL_SAMPLE, recall_positions
@@ -62,6 +63,35 @@ def test_many_blocks_merge_to_the_reference_ranking() -> None:
     # 4096 documents ranked outright, then one block of 904 merged through the k-th floor.
     for k in (1, 7, 64):
         assert _ranked(index, queries, k) == reference_search(ids, docs, queries, k)
+
+
+@pytest.mark.parametrize("step_scores", [64, 4096, 1 << 21])
+def test_filter_steps_that_find_nothing_or_something_rank_like_the_reference(
+    step_scores: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 12,000 documents in 3,000 fourfold-tied directions: past the 4096 ranked outright, the
+    # filter steps through the rest (64 scores: one document per query row a step, so most
+    # steps find nothing and are skipped; the whole rest in one step at 2M), and a partial last
+    # step. Every cut runs through a tie only the id order decides.
+    monkeypatch.setattr(exact, "_STEP_SCORES", step_scores)
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal((3000, 8)).astype(np.float32)
+    docs = np.repeat(base, 4, axis=0)
+    ids = [f"t{i:05d}" for i in rng.permutation(12_000)]
+    queries = rng.standard_normal((40, 8)).astype(np.float32)
+    index = ExactIndex()
+    index.add(ids, docs)
+    for k in (1, 4, 10, 4100):
+        assert _ranked(index, queries, k) == reference_search(ids, docs, queries, k)
+
+
+def test_nonzero_pairs_is_numpys_nonzero() -> None:
+    mask = np.random.default_rng(2).random((7, 13)) > 0.7
+    rows, cols = exact.nonzero_pairs(mask)
+    expected_rows, expected_cols = np.nonzero(mask)
+    assert rows.tolist() == expected_rows.tolist() and cols.tolist() == expected_cols.tolist()
+    empty_rows, empty_cols = exact.nonzero_pairs(np.zeros((3, 4), dtype=bool))
+    assert empty_rows.size == empty_cols.size == 0
 
 
 def test_block_shape_keeps_the_bound() -> None:

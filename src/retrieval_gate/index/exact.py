@@ -24,6 +24,11 @@ DEFAULT_BLOCK_MB = 256
 _BYTES_PER_SCORE = 8
 # Documents ranked outright (argpartition) before the rest are filtered by the k-th best.
 _FIRST_DOCS = 4096
+# Scores per step of the filter (8 MiB of float32): a step's product, comparison and the check
+# that it found anything stay in the cache and reuse one buffer, and a step past every query's
+# floor costs no np.nonzero (a pass over the whole block that found nothing cost more than the
+# product of 100 queries with a million documents).
+_STEP_SCORES = 1 << 21
 # Rows normalised per step, so checking and normalising a big matrix needs no full temporary.
 _NORM_ROWS = 65536
 # Unit rows already within this of norm 1 are kept as given: no copy of the caller's matrix.
@@ -192,7 +197,6 @@ class ExactIndex:
         self._rows: dict[str, int] = {}
         self._blocks: list[np.ndarray] = []
         self._matrix: np.ndarray | None = None
-        self._id_rank: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -220,7 +224,6 @@ class ExactIndex:
             self._ids.append(id_list[i])
         self._blocks.append(unit_rows(array if len(keep) == len(id_list) else array[keep]))
         self._matrix = None
-        self._id_rank = None
 
     def _stacked(self) -> np.ndarray | None:
         if self._matrix is None and self._blocks:
@@ -231,13 +234,16 @@ class ExactIndex:
                 self._blocks = [self._matrix]
         return self._matrix
 
-    def _ranks(self) -> np.ndarray:
-        if self._id_rank is None:
-            order = np.argsort(np.array(self._ids, dtype=str), kind="stable")
-            rank = np.empty(len(order), dtype=np.int64)
-            rank[order] = np.arange(len(order))
-            self._id_rank = rank
-        return self._id_rank
+    def _id_order(self, rows: np.ndarray) -> np.ndarray:
+        """For each stored row in ``rows``, the rank of its id among the ids of ``rows`` (ids
+        ascending): the tie order of the candidates, sorted among themselves rather than the
+        whole index's ids (sorting a million ids cost more than a search)."""
+        unique, inverse = np.unique(rows, return_inverse=True)
+        names = np.array([self._ids[i] for i in unique.tolist()], dtype=str)
+        rank = np.empty(len(unique), dtype=np.int64)
+        rank[np.argsort(names, kind="stable")] = np.arange(len(unique))
+        out: np.ndarray = rank[inverse.reshape(-1)]
+        return out
 
     @property
     def ids(self) -> list[str]:
@@ -262,7 +268,6 @@ class ExactIndex:
             )
         n = matrix.shape[0]
         top = min(k, n)
-        ranks = self._ranks()
         q_rows, d_rows = block_shape(q.shape[0], n, top, self.block_mb)
         band = 2.0 * score_margin(matrix.shape[1])
         results: list[list[tuple[str, float]]] = []
@@ -270,7 +275,7 @@ class ExactIndex:
             qb = unit_rows(q[q_start : q_start + q_rows])
             rows, cols = _candidates(qb, matrix, top, d_rows, band)
             exact = exact_dots(matrix, qb, cols, rows)
-            chosen = first_per_row(rows, (-ranks[cols], -exact), qb.shape[0], top)
+            chosen = first_per_row(rows, (-self._id_order(cols), -exact), qb.shape[0], top)
             idx = cols[chosen].tolist()
             scores = exact[chosen].tolist()
             for r in range(qb.shape[0]):
@@ -290,7 +295,8 @@ def _candidates(
     ``top``-th exact score, which is at least the ``top``-th float32 score minus one margin, and
     its own float32 score is within another margin of its exact one).
 
-    The first documents set each query's floor; every later block costs one product and one
+    The first documents set each query's floor; every later step (at most ``d_rows`` documents,
+    fewer when that many scores would not stay in the cache) costs one product and one
     comparison against it, and only the documents reaching it are kept, with the floor raised
     as better ones come in.
     """
@@ -300,13 +306,23 @@ def _candidates(
     scores = qb @ matrix[:first].T
     kth = np.partition(scores, first - top, axis=1)[:, first - top]
     floor = floor32(kth.astype(np.float64) - band)
-    rows, cols = np.nonzero(scores >= floor[:, None])
+    rows, cols = nonzero_pairs(scores >= floor[:, None])
     values = scores[rows, cols]
-    for d_start in range(first, n, d_rows):
-        scores = qb @ matrix[d_start : d_start + d_rows].T
-        new_rows, new_cols = np.nonzero(scores >= floor[:, None])
-        if new_rows.size == 0:
+    step = max(top, min(d_rows, _STEP_SCORES // n_rows))
+    steps = max(0, min(step, n - first))  # one buffer, no larger than the documents left
+    buffer = np.empty((n_rows, steps), dtype=np.float32)
+    above = np.empty((n_rows, steps), dtype=bool)
+    for d_start in range(first, n, step):
+        block = matrix[d_start : d_start + step]
+        if block.shape[0] == step:
+            scores = np.matmul(qb, block.T, out=buffer)
+            found = np.greater_equal(scores, floor[:, None], out=above)
+        else:
+            scores = qb @ block.T
+            found = scores >= floor[:, None]
+        if not found.any():
             continue
+        new_rows, new_cols = nonzero_pairs(found)
         rows = np.concatenate([rows, new_rows])
         cols = np.concatenate([cols, new_cols + d_start])
         values = np.concatenate([values, scores[new_rows, new_cols]])
@@ -314,4 +330,12 @@ def _candidates(
         floor = floor32(kth.astype(np.float64) - band)
         keep = values >= floor[rows]
         rows, cols, values = rows[keep], cols[keep], values[keep]
+    return rows, cols
+
+
+def nonzero_pairs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.nonzero`` of a C-contiguous 2-D mask, through its flat positions (numpy's 2-D
+    nonzero is about 15 times slower than its flat one)."""
+    flat = np.flatnonzero(mask)
+    rows, cols = np.divmod(flat, mask.shape[1])
     return rows, cols

@@ -306,15 +306,14 @@ class _Units:
     texts: list[str]
     parent_of: dict[str, str] | None
     layout: FieldLayout | None
-    _digests: list[str] | None = None
 
     def digests(self) -> list[str]:
-        """The embedding cache's digest of every unit text (computed once)."""
-        if self._digests is None:
-            from retrieval_gate.embed.cache import EmbeddingCache
+        """The embedding cache's digest of every unit text. Not kept: systems over the same
+        model share the vectors and never ask again, and a million digests are 116 MB of
+        strings held for the whole session (more than the batched search's peak)."""
+        from retrieval_gate.embed.cache import EmbeddingCache
 
-            self._digests = [EmbeddingCache.digest(text) for text in self.texts]
-        return self._digests
+        return [EmbeddingCache.digest(text) for text in self.texts]
 
     def layout_for(self, options: Mapping[str, Any]) -> FieldLayout | None:
         """The layout with this system's own aggregation and weights (the units are shared)."""

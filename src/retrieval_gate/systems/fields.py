@@ -385,7 +385,7 @@ class FieldLayout:
         top ``depth`` (the argument of :func:`retrieval_gate.index.exact._candidates`)."""
         import numpy as np
 
-        from retrieval_gate.index.exact import floor32, score_margin, unit_rows
+        from retrieval_gate.index.exact import floor32, nonzero_pairs, score_margin, unit_rows
 
         n_units, dim = unit_matrix.shape
         n_docs, n_fields = len(self.doc_ids), len(self.fields)
@@ -430,7 +430,7 @@ class FieldLayout:
             approx = np.where(scored, approx, -np.inf)
             kth = np.partition(approx, n_docs - top, axis=1)[:, n_docs - top]
             floor = floor32(kth.astype(np.float64) - band)
-            rows, docs = np.nonzero((approx >= floor[:, None]) & scored)
+            rows, docs = nonzero_pairs((approx >= floor[:, None]) & scored)
             pair_q.append(rows + start)
             pair_doc.append(docs)
         return np.concatenate(pair_q), np.concatenate(pair_doc)
