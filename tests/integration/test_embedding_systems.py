@@ -70,6 +70,16 @@ queries:
 """
 
 
+#: Floors every system meets: tests about the plumbing, not the model's figures.
+ANY_MODEL_SUITE = SUITE.replace(
+    "  MRR@3: 0.9\n  Hit@3: 1.0\n",
+    "".join(
+        f"  {metric}: 0.0\n"
+        for metric in ("MRR@3", "Hit@3", "P@1", "P@3", "R@3", "nDCG@3", "MAP@3")
+    ),
+)
+
+
 # -- helpers -------------------------------------------------------------------------------
 
 
@@ -215,7 +225,7 @@ def test_minilm_in_chroma_and_exact_agree_on_quickstart(
 
 @pytest.mark.parametrize("runtime", ["onnxruntime", "openvino"])
 def test_onnx_backends_rank_like_pytorch_in_a_gate_run(
-    pytester: pytest.Pytester, runtime: str
+    pytester: pytest.Pytester, runtime: str, tiny_model: Path
 ) -> None:
     # Looked up, not imported: pytester drops what a test imports, and these native runtimes
     # cannot be imported a second time in one process.
@@ -223,12 +233,16 @@ def test_onnx_backends_rank_like_pytorch_in_a_gate_run(
         pytest.skip(f"{runtime} is not installed")
     # Its own cache: the export goes into `models/`, which the distillation test expects empty.
     backend = "onnx" if runtime == "onnxruntime" else "openvino"
+    # The tiny BERT: exporting and running it is the same path as MiniLM's, at a fraction of
+    # the cost (tests/embed/test_onnx.py checks MiniLM's export against PyTorch).
+    tiny = f'embedder = "sentence-transformers"\nmodel = "{tiny_model.as_posix()}"\n'
     make_project(
         pytester,
         {
-            "torch": MINILM + 'index = "exact"',
-            backend: MINILM + f'index = "exact"\nbackend = "{backend}"',
+            "torch": tiny + 'index = "exact"',
+            backend: tiny + f'index = "exact"\nbackend = "{backend}"',
         },
+        suite=ANY_MODEL_SUITE,
     )
     # In a subprocess: in this process, after the onnxruntime case's in-process run dropped the
     # modules it imported, the OpenVINO case aborted the interpreter. A real session with
@@ -239,7 +253,7 @@ def test_onnx_backends_rank_like_pytorch_in_a_gate_run(
         f"--rg-system={backend}",
         f"--rg-cache-dir={pytester.path / 'cache'}",
     )
-    result.assert_outcomes(passed=4)
+    result.assert_outcomes(passed=14)
     runs = runs_by_system(report(pytester.path))
     reference, other = runs["torch"], runs[backend]
     assert [q["ranking"] for q in other["queries"]] == [q["ranking"] for q in reference["queries"]]
@@ -472,9 +486,25 @@ def test_embedding_system_without_a_corpus_is_one_line(
 # -- xdist -----------------------------------------------------------------------------------
 
 
-def test_xdist_workers_share_one_cache_and_agree(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    project = copy_quickstart(pytester)
+def test_xdist_workers_share_one_cache_and_agree(
+    pytester: pytest.Pytester,
+    tmp_path: Path,
+    distilled_cache: Path,
+    tiny_model: Path,
+) -> None:
+    # The session's distilled static model in a chroma index: the workers import no torch (two
+    # MiniLM loads made this the suite's costliest test), and the race is the same one.
     cache = tmp_path / "cache"
+    cache.mkdir()
+    shutil.copytree(distilled_cache / "models", cache / "models")
+    project = make_project(
+        pytester,
+        {
+            "static": f'embedder = "model2vec"\ndistill_from = "{tiny_model.as_posix()}"\n'
+            f'pca_dims = {DISTILLED_PCA_DIMS}\nindex = "chroma"'
+        },
+        suite=ANY_MODEL_SUITE,
+    )
     args = ["--retrieval-gate", str(project), f"--rg-cache-dir={cache}", "-p", "no:benchmark"]
     # Both workers run items of the one suite x system (an explicit --dist load spreads them;
     # plain -n keeps a suite x system on one worker), so both start cold on one cache folder and
@@ -484,6 +514,7 @@ def test_xdist_workers_share_one_cache_and_agree(pytester: pytest.Pytester, tmp_
     for worker in ("gw0", "gw1"):
         parallel.stdout.fnmatch_lines([lit(f"[{worker}]") + "*PASSED*"])
     (in_parallel,) = report(project)["runs"]
+    assert in_parallel["stats"]["embedded_documents"] == len(DOCS)
 
     # The cache they left is whole: a serial run embeds nothing, finds no damaged shard, and
     # every item and every per-query value is the same.
@@ -492,7 +523,7 @@ def test_xdist_workers_share_one_cache_and_agree(pytester: pytest.Pytester, tmp_
     (in_serial,) = report(project)["runs"]
     assert (in_serial["stats"]["embedded_documents"], in_serial["stats"]["cached_documents"]) == (
         0,
-        15,
+        len(DOCS),
     )
     assert per_query(in_serial) == per_query(in_parallel)
     assert in_serial["stats"]["index_recall"] == in_parallel["stats"]["index_recall"] == 1.0
