@@ -223,45 +223,52 @@ def test_minilm_in_chroma_and_exact_agree_on_quickstart(
     assert "index recall@5 vs exact search 1.0000" in markdown
 
 
-@pytest.mark.parametrize("runtime", ["onnxruntime", "openvino"])
 def test_onnx_backends_rank_like_pytorch_in_a_gate_run(
-    pytester: pytest.Pytester, runtime: str, tiny_model: Path
+    pytester: pytest.Pytester, tiny_model: Path
 ) -> None:
     # Looked up, not imported: pytester drops what a test imports, and these native runtimes
     # cannot be imported a second time in one process.
-    if importlib.util.find_spec(runtime) is None:
-        pytest.skip(f"{runtime} is not installed")
-    # Its own cache: the export goes into `models/`, which the distillation test expects empty.
-    backend = "onnx" if runtime == "onnxruntime" else "openvino"
+    backends = [
+        backend
+        for runtime, backend in (("onnxruntime", "onnx"), ("openvino", "openvino"))
+        if importlib.util.find_spec(runtime) is not None
+    ]
+    if not backends:
+        pytest.skip("neither onnxruntime nor openvino is installed")
     # The tiny BERT: exporting and running it is the same path as MiniLM's, at a fraction of
-    # the cost (tests/embed/test_onnx.py checks MiniLM's export against PyTorch).
+    # the cost (tests/embed/test_onnx.py checks MiniLM's export against PyTorch). Its own cache:
+    # the export goes into `models/`, which the distillation test expects empty.
     tiny = f'embedder = "sentence-transformers"\nmodel = "{tiny_model.as_posix()}"\n'
     make_project(
         pytester,
         {
             "torch": tiny + 'index = "exact"',
-            backend: tiny + f'index = "exact"\nbackend = "{backend}"',
+            **{b: tiny + f'index = "exact"\nbackend = "{b}"' for b in backends},
         },
         suite=ANY_MODEL_SUITE,
     )
-    # In a subprocess: in this process, after the onnxruntime case's in-process run dropped the
-    # modules it imported, the OpenVINO case aborted the interpreter. A real session with
-    # torch, onnx and openvino systems together runs fine, in any order (checked by hand).
+    # In a subprocess: in this process, after an in-process run with onnxruntime dropped the
+    # modules it imported, OpenVINO aborted the interpreter. One session with the torch, onnx
+    # and openvino systems together runs fine, as a user's would.
     result = pytester.runpytest_subprocess(
         "--retrieval-gate",
         "--rg-system=torch",
-        f"--rg-system={backend}",
+        *(f"--rg-system={b}" for b in backends),
         f"--rg-cache-dir={pytester.path / 'cache'}",
     )
-    result.assert_outcomes(passed=14)
+    result.assert_outcomes(passed=7 * (1 + len(backends)))
     runs = runs_by_system(report(pytester.path))
-    reference, other = runs["torch"], runs[backend]
-    assert [q["ranking"] for q in other["queries"]] == [q["ranking"] for q in reference["queries"]]
-    assert other["metrics"] == reference["metrics"]
-    # Its own identity (and so its own cached vectors and baseline): never mixed with torch's.
-    assert other["stats"]["embedder"] != reference["stats"]["embedder"]
-    assert f'"backend":"{backend}"' in other["stats"]["embedder"]
-    assert other["stats"]["embedded_documents"] == len(DOCS)
+    reference = runs["torch"]
+    for backend in backends:
+        other = runs[backend]
+        assert [q["ranking"] for q in other["queries"]] == [
+            q["ranking"] for q in reference["queries"]
+        ]
+        assert other["metrics"] == reference["metrics"]
+        # Its own identity (and so its own cached vectors and baseline): never mixed with torch's.
+        assert other["stats"]["embedder"] != reference["stats"]["embedder"]
+        assert f'"backend":"{backend}"' in other["stats"]["embedder"]
+        assert other["stats"]["embedded_documents"] == len(DOCS)
 
 
 def test_quickstart_demo_passes(pytester: pytest.Pytester) -> None:
