@@ -3,8 +3,9 @@ loads no model; a latency gate brings the model back and times live queries.
 
 A session whose imports are checked runs in a subprocess so ``sys.modules`` is that run's
 alone (the project's conftest writes the heavy modules it ended with); the others (cold runs,
-timed ones) run in this process, where torch is imported already. The model is the tiny sentence-transformers
-BERT of tests/conftest.py (no download), so a cold run is quick yet imports torch as MiniLM would.
+timed ones) run in this process, where torch is imported already. The model is the tiny
+sentence-transformers BERT of tests/conftest.py (no download), so a cold run is quick yet
+imports torch as MiniLM would.
 """
 
 from __future__ import annotations
