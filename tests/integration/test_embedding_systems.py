@@ -477,9 +477,10 @@ def test_xdist_workers_share_one_cache_and_agree(pytester: pytest.Pytester, tmp_
     project = copy_quickstart(pytester)
     cache = tmp_path / "cache"
     args = ["--retrieval-gate", str(project), f"--rg-cache-dir={cache}", "-p", "no:benchmark"]
-    # Both workers run items of the one suite x system, so both start cold on one cache folder
-    # and one chroma collection, embedding and indexing at the same time.
-    parallel = pytester.runpytest(*args, "-n", "2", "-v")
+    # Both workers run items of the one suite x system (an explicit --dist load spreads them;
+    # plain -n keeps a suite x system on one worker), so both start cold on one cache folder and
+    # one chroma collection, embedding and indexing at the same time.
+    parallel = pytester.runpytest(*args, "-n", "2", "--dist", "load", "-v")
     parallel.assert_outcomes(passed=7)
     for worker in ("gw0", "gw1"):
         parallel.stdout.fnmatch_lines([lit(f"[{worker}]") + "*PASSED*"])
