@@ -436,7 +436,7 @@ def test_the_default_rule_fails_an_observed_drop_beyond_the_tolerance() -> None:
     )
     assert out.detail[2] == (
         "resolution +-0.4338 at 95 % reliability, shared over the session's 1 suite x system "
-        "scope (c 2.262): a true drop above 0.4438 fails and one below -0.4238 passes"
+        "scope (c 2.262): a true drop above 0.4438 fails and a true gain above 0.4238 passes"
     )
     # Wider than the tolerance: the item says what would resolve it. Today's drops have sd
     # sqrt(2.5 / 9) = 0.527; the baseline has none.

@@ -273,13 +273,25 @@ def test_the_failure_text_explains_each_regressed_query(pytester: pytest.Pyteste
             "baseline 1 -> now 0.8286 (drop 0.1714, tolerance 0.01) over 35 shared queries; "
             "12 worse, 0 better",
             "resolution +-0.1006 at 95 % reliability, shared over the session's 1 suite x system "
-            "scope (c 2.032): a true drop above 0.1106 fails and one below -0.0906 passes",
+            "scope (c 2.032): a true drop above 0.1106 fails and a true gain above 0.0906 passes",
             "WARNING: the resolution (+-0.1006) is wider than the tolerance (0.01): changes with "
             "no real effect on MRR@10 will often fail; a tolerance of at least 0.1006, or about "
             "* queries, would resolve it",
             "q00: MRR@10 1 -> 0.5; d0 1 -> - (displaced by bm25-f0); e0 3 -> 2",
         ]
     )
+    # The report lists the same queries, the most dropped first, then the "stale labels?" line.
+    markdown = (pytester.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    listed = markdown.split("Regressed queries for MRR@10 (regression):\n\n")[1].split("\n\n")[0]
+    lines = listed.splitlines()
+    assert [line.split(":")[0] for line in lines[:-1]] == [
+        "- q00",
+        "- q03",
+        "- q06",
+        "- q09",
+        "- q12",
+    ]
+    assert lines[-1].startswith("- stale labels? 12 unjudged documents entered the top 10")
 
 
 def test_plan_prints_the_resolution_and_runs_nothing(pytester: pytest.Pytester) -> None:

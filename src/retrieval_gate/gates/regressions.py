@@ -354,10 +354,13 @@ def _tolerance_outcome(
     if epsilon is not None:
         t = check.tolerance
         scopes = "scope" if blocks == 1 else "scopes"
+        lower = t - epsilon
+        # Below zero the lower edge is a gain: say so rather than "a drop below -0.12".
+        passes = f"one below {_fmt(lower)}" if lower >= 0 else f"a true gain above {_fmt(-lower)}"
         detail.append(
             f"resolution +-{_fmt(epsilon)} at {_percent(alpha)} reliability, shared over the "
             f"session's {blocks} suite x system {scopes} (c {resolved.c:.3f}): a true drop above "
-            f"{_fmt(t + epsilon)} fails and one below {_fmt(t - epsilon)} passes"
+            f"{_fmt(t + epsilon)} fails and {passes} passes"
         )
         if epsilon > t:
             detail.append(_too_coarse(check, epsilon, resolved.needed, units))

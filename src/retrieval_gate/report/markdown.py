@@ -434,9 +434,19 @@ def _baseline(run: RunRecord, base: BaselineComparison, gates: list[Outcome]) ->
     for gate in regressed:
         yield f"Regressed queries for {gate.metric} ({gate.scope}):"
         yield ""
-        for line in gate.detail[len(gate.detail) - len(gate.worst) :]:
+        for line in _explained(gate):
             yield f"- {line}"
         yield ""
+
+
+def _explained(gate: Outcome) -> tuple[str, ...]:
+    """A regressed item's per-query explanations: its detail from the line of its most dropped
+    query on (the "stale labels?" line, when there is one, follows them)."""
+    if not gate.worst:
+        return ()
+    first = f"{gate.worst[0][0]}: "
+    starts = [i for i, line in enumerate(gate.detail) if line.startswith(first)]
+    return gate.detail[starts[0] :] if starts else ()
 
 
 def _verdict_cell(m: RegressionRow) -> str:
