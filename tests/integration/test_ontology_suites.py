@@ -153,3 +153,54 @@ def test_ontology_suite_mistakes_are_one_line(
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*" + lit(message).replace("[*]", "*")])
     assert "Traceback" not in result.stdout.str()
+
+
+def _definitions(pytester: pytest.Pytester) -> dict[str, str]:
+    saved = json.loads((pytester.path / "retrieval-baseline.json").read_text(encoding="utf-8"))
+    (run,) = saved["runs"].values()
+    definitions: dict[str, str] = run["fingerprint"]["metric_definitions"]
+    return definitions
+
+
+def test_max_ont_sim_records_its_similarity_and_a_redefinition_is_not_compared(
+    terms: pytest.Pytester,
+) -> None:
+    write_suite(terms, SUITE, name="terms.retrieval.yaml")
+    terms.runpytest("--retrieval-gate", "--rg-save-baseline").assert_outcomes(passed=2)
+    definitions = _definitions(terms)
+    # MaxOntSim's definition names the measure and its version; the ranking metrics' do not.
+    assert definitions["MaxOntSim@1"] == "MaxOntSim/phentrieve-spec10/1 with hybrid/2"
+    assert definitions["Hit@1"] == "Hit/trec_eval-10/1"
+
+    # A baseline saved before hybrid was Phentrieve's function (hybrid/1 could exceed 1) held
+    # the bare family version: MaxOntSim is not compared, Hit@1 still is.
+    path = terms.path / "retrieval-baseline.json"
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    (run,) = saved["runs"].values()
+    run["fingerprint"]["metric_definitions"]["MaxOntSim@1"] = "MaxOntSim/phentrieve-spec10/1"
+    path.write_text(json.dumps(saved), encoding="utf-8")
+    result = terms.runpytest("--retrieval-gate", "-rs")
+    result.assert_outcomes(passed=3, skipped=1)
+    result.stdout.fnmatch_lines(
+        [
+            "SKIPPED*terms.retrieval.yaml*not compared with the baseline: the definition of MaxOntSim@1 changed "
+            "since the baseline (MaxOntSim/phentrieve-spec10/1 -> MaxOntSim/phentrieve-spec10/1 "
+            "with hybrid/2); save a new baseline with --rg-save-baseline"
+        ]
+    )
+
+    # Another measure is another definition: a baseline saved with hybrid is not compared for
+    # MaxOntSim once the suite asks for depth.
+    path.unlink()
+    terms.runpytest("--retrieval-gate", "--rg-save-baseline").assert_outcomes(passed=2)
+    terms.runpytest("--retrieval-gate").assert_outcomes(passed=4)
+    write_suite(
+        terms,
+        SUITE.replace("ontology: tiny.obo", "ontology: tiny.obo\nsimilarity: depth"),
+        name="terms.retrieval.yaml",
+    )
+    result = terms.runpytest("--retrieval-gate", "-rs")
+    result.assert_outcomes(passed=3, skipped=1)
+    result.stdout.fnmatch_lines(
+        ["SKIPPED*definition of MaxOntSim@1 changed*(*with hybrid/2 -> *with depth/1)*"]
+    )

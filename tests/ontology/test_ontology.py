@@ -39,6 +39,7 @@ from retrieval_gate.ontology import (
     register_similarity,
     similarity,
     similarity_names,
+    similarity_version,
 )
 from retrieval_gate.ontology import similarities as similarity_module
 from retrieval_gate.ontology.tables import FloatArray, IntArray
@@ -428,6 +429,7 @@ def test_registry_names_and_unknown_name() -> None:
 
 def test_registered_similarity_plugs_in(tiny: Ontology, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(similarity_module, "_REGISTRY", dict(similarity_module._REGISTRY))
+    monkeypatch.setattr(similarity_module, "_VERSIONS", dict(similarity_module._VERSIONS))
     seen: list[tuple[list[str], list[str], list[str]]] = []
 
     def lca_depth(t: OntologyTables, a: IntArray, b: IntArray, c: IntArray) -> FloatArray:
@@ -444,6 +446,15 @@ def test_registered_similarity_plugs_in(tiny: Ontology, monkeypatch: pytest.Monk
     with pytest.raises(ValueError, match="already registered"):
         register_similarity("lca_depth", lca_depth)
     register_similarity("lca_depth", lca_depth, replace=True)
+    # Its definition version is recorded with MaxOntSim's; a new one names a changed function.
+    assert similarity_version("lca_depth") == "lca_depth/1"
+    register_similarity("lca_depth", lca_depth, version="2", replace=True)
+    assert similarity_version("lca_depth") == "lca_depth/2"
+    assert similarity_version("hybrid") == "hybrid/2"
+    with pytest.raises(UnknownSimilarityError):
+        similarity_version("cosine")
+    with pytest.raises(ValueError, match="version"):
+        register_similarity("lca_depth", lca_depth, version="", replace=True)
 
 
 def test_a_function_can_be_passed_directly(tiny: Ontology) -> None:

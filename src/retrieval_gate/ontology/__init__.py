@@ -19,6 +19,7 @@ from retrieval_gate.ontology.similarities import (
     register_similarity,
     similarity,
     similarity_names,
+    similarity_version,
 )
 from retrieval_gate.ontology.tables import OntologyTables, lca
 
@@ -43,4 +44,5 @@ __all__ = [
     "resolve_ref",
     "similarity",
     "similarity_names",
+    "similarity_version",
 ]

@@ -43,6 +43,7 @@ __all__ = [
     "register_similarity",
     "similarity",
     "similarity_names",
+    "similarity_version",
 ]
 
 IntArray = npt.NDArray[np.int64]
@@ -102,17 +103,37 @@ _REGISTRY: dict[str, SimilarityFn] = {
     "jc": _jc,
 }
 
+# Each measure's definition version, recorded with MaxOntSim's in a run's fingerprint so a
+# baseline measured under another definition is not compared (docs/baselines.md). Bump it when a
+# measure's values change. hybrid/2: Phentrieve's function exactly (1 when dist <= 0, clamped);
+# hybrid/1 exceeded 1 where the deepest common ancestor is deeper than both terms.
+_VERSIONS: dict[str, str] = {"hybrid": "2", "depth": "1", "resnik": "1", "lin": "1", "jc": "1"}
 
-def register_similarity(name: str, fn: SimilarityFn, *, replace: bool = False) -> None:
+
+def register_similarity(
+    name: str, fn: SimilarityFn, *, version: str = "1", replace: bool = False
+) -> None:
     """Make ``fn`` available as ``similarity: name`` (see `SimilarityFn` for its contract).
 
-    Registering a taken name raises ValueError unless ``replace`` is true.
+    ``version`` names its definition: change it when the function's values change, and runs
+    compared with a baseline measured under the old one say that MaxOntSim is not comparable
+    instead of reporting the change as a regression. Registering a taken name raises ValueError
+    unless ``replace`` is true.
     """
     if not name or not isinstance(name, str):
         raise ValueError(f"similarity name must be a non-empty string, got {name!r}")
+    if not version or not isinstance(version, str):
+        raise ValueError(f"similarity version must be a non-empty string, got {version!r}")
     if name in _REGISTRY and not replace:
         raise ValueError(f"similarity {name!r} is already registered")
     _REGISTRY[name] = fn
+    _VERSIONS[name] = version
+
+
+def similarity_version(name: str) -> str:
+    """``"<name>/<version>"`` of the registered similarity ``name`` (``"hybrid/2"``)."""
+    similarity(name)  # UnknownSimilarityError for a name the registry does not know
+    return f"{name}/{_VERSIONS[name]}"
 
 
 def similarity_names() -> tuple[str, ...]:

@@ -225,7 +225,10 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
         n=len(suite.queries),
         k=tuple(suite.k),
         # Each metric's own definition version: a baseline compares only what still means the same.
-        fingerprint={**run.fingerprint, "metric_definitions": metric_versions(metrics)},
+        fingerprint={
+            **run.fingerprint,
+            "metric_definitions": kind.metric_definitions(suite, metric_versions(metrics)),
+        },
         metrics=means("suite"),
         categories=groups("category"),
         difficulties=groups("difficulty"),

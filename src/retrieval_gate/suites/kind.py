@@ -202,6 +202,13 @@ class SuiteKind:
         see ``DEFINING`` in baseline/align.py). Every run has recorded a gain since 0.1.0."""
         return {"gain": self.gain(suite)}
 
+    def metric_definitions(self, suite: Suite, versions: Mapping[str, str]) -> dict[str, str]:
+        """Each reported metric's definition version as the run records it (``versions``: the
+        metric registry's, ``metric_versions``); a kind whose metric also depends on a setting
+        with its own definition (an ontology suite's similarity measure) adds that here, so a
+        baseline measured under another definition is not compared."""
+        return dict(versions)
+
     # -- measure ------------------------------------------------------------------------------
 
     def default_metrics(self, suite: Suite) -> list[Metric]:

@@ -210,6 +210,17 @@ class OntologyKind(RankingKind):
         # The suite names no corpus: the corpus is the ontology.
         return terms_of(suite.spec.ontology, suite, resources)
 
+    def metric_definitions(self, suite: Suite, versions: Mapping[str, str]) -> dict[str, str]:
+        # MaxOntSim's values are those of the suite's similarity measure: its name and version
+        # belong to the definition ("MaxOntSim/phentrieve-spec10/1 with hybrid/2").
+        from retrieval_gate.ontology import similarity_version
+
+        measure = similarity_version(suite.spec.ontology.similarity)
+        return {
+            name: f"{version} with {measure}" if name.partition("@")[0] == "MaxOntSim" else version
+            for name, version in versions.items()
+        }
+
     def default_metrics(self, suite: Suite) -> list[Metric]:
         from retrieval_gate.metrics import Metric
 
