@@ -181,6 +181,9 @@ def test_a_scratch_build_leaves_nothing_on_the_server(dsn: str, key: str, tmp_pa
 
 @pytest.fixture
 def team_table(dsn: str) -> Iterator[str]:
+    # A team's database has the extension already (its table has a vector column); in a fresh
+    # server nothing has created it yet when this test runs first.
+    sql(dsn, "CREATE EXTENSION IF NOT EXISTS vector")
     sql(dsn, "DROP TABLE IF EXISTS team_docs")
     sql(dsn, "CREATE TABLE team_docs (doc_id text PRIMARY KEY, emb vector(3), title text)")
     for doc_id, row in zip(IDS, VECTORS.tolist(), strict=True):
@@ -361,6 +364,48 @@ def test_a_search_past_the_statement_timeout_is_one_line(
     assert "was cancelled after the statement timeout" in text
     assert text.endswith("raise 'statement_timeout' or 'build_timeout'")
     index.close()  # type: ignore[attr-defined]
+
+
+def _holding_the_extension_catalogue(dsn: str, seconds: float) -> threading.Thread:
+    """Another session holds pg_extension locked for ``seconds``: the gate's extension lookup at
+    open waits on it (a server that is slow to answer)."""
+    locked = threading.Event()
+
+    def hold() -> None:
+        with psycopg.connect(dsn) as conn, conn.cursor() as cur:
+            cur.execute("LOCK TABLE pg_extension IN ACCESS EXCLUSIVE MODE")
+            locked.set()
+            threading.Event().wait(seconds)
+            conn.rollback()
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    assert locked.wait(10)
+    return thread
+
+
+def test_opening_is_bounded_by_connect_timeout_not_a_searchs_statement_timeout(
+    dsn: str, key: str, tmp_path: Path
+) -> None:
+    # A millisecond statement_timeout tuned for searches: the lookup at open waits 0.3 s for the
+    # catalogue and still succeeds, because opening is bounded by connect_timeout.
+    holder = _holding_the_extension_catalogue(dsn, 0.3)
+    index = make_index("pgvector", cache_dir=tmp_path, key=key, dsn=dsn, statement_timeout=0.001)
+    holder.join()
+    index.close()  # type: ignore[attr-defined]
+    # A lookup that takes longer than connect_timeout is one line naming it.
+    holder = _holding_the_extension_catalogue(dsn, 3)
+    with pytest.raises(ConfigError) as info:
+        make_index(
+            "pgvector", cache_dir=tmp_path, key=key, dsn=dsn, connect_timeout=1, entry="system.pg"
+        )
+    holder.join()
+    text = str(info.value)
+    assert text.startswith(
+        f"[system.pg]: PostgreSQL at {_where(dsn)}: looking up the pgvector extension failed "
+        "within 1 s (connect_timeout): "
+    )
+    assert "statement timeout" in text and "\n" not in text
 
 
 # -- a killed run --------------------------------------------------------------------------

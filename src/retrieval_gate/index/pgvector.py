@@ -18,7 +18,8 @@ distance, then by id descending, so the cut at k keeps the documents trec_eval r
 ``hnsw`` and ``ivfflat`` search the ANN index instead (its recall is measured against the exact
 scan). Queries go in batches, one statement per batch (a LATERAL top-k per query vector).
 Every statement runs under ``statement_timeout`` (loading and index builds under
-``build_timeout``) and a connection waits at most ``connect_timeout``.
+``build_timeout``) and a connection waits at most ``connect_timeout``, which also bounds the
+extension lookup made when the table is opened.
 """
 
 from __future__ import annotations
@@ -126,7 +127,8 @@ OPTIONS: OptionTable = {
     "connect_timeout": Option(
         int,
         10,
-        "seconds to wait for the server to accept a connection (not in the identity)",
+        "seconds to wait for the server to accept a connection and answer the gate's extension "
+        "lookup (not in the identity)",
         check=at_least(1),
         rule=">= 1",
     ),
@@ -459,9 +461,16 @@ class PgvectorIndex:
 
     def _check_dim(self, dim: int) -> None:
         if self._dim is None:
-            with self._conn.transaction(), self._conn.cursor() as cur:
-                self._set_timeout(cur, self._statement_ms)
-                self._dim = self._column_dim(cur)
+            try:
+                with self._conn.transaction(), self._conn.cursor() as cur:
+                    self._set_timeout(cur, self._statement_ms)
+                    self._dim = self._column_dim(cur)
+            except ConfigError:
+                raise
+            except Exception as exc:
+                if _is_database_error(exc):
+                    raise self._failed("reading the columns", exc) from exc
+                raise
         if self._dim is not None and self._dim != dim:
             raise ConfigError(
                 f"{self.where}: table {self.table} holds {self._dim}-dimensional vectors in "
@@ -760,12 +769,22 @@ def _is_database_error(exc: BaseException) -> bool:
 
 
 def _ensure_extension(conn: Any, where: str, options: Mapping[str, Any]) -> None:
-    timeout = int(float(options["statement_timeout"]) * 1000)
-    with conn.transaction(), conn.cursor() as cur:
-        cur.execute(f"SET LOCAL statement_timeout = {timeout}")
-        cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
-        if cur.fetchone() is not None:
-            return
+    # Part of opening the connection, so bounded by connect_timeout: a statement_timeout tuned
+    # for searches (milliseconds, on a fast server) must not cancel this catalogue read.
+    seconds = int(options.get("connect_timeout") or 10)
+    try:
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute(f"SET LOCAL statement_timeout = {seconds * 1000}")
+            cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
+            if cur.fetchone() is not None:
+                return
+    except Exception as exc:
+        if not _is_database_error(exc):
+            raise
+        raise ConfigError(
+            f"{where}: looking up the pgvector extension failed within {seconds} s "
+            f"(connect_timeout): {_first_line(exc)}"
+        ) from None
     try:
         with conn.transaction(), conn.cursor() as cur:
             cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
