@@ -198,6 +198,12 @@ def test_a_worse_finder_regresses_against_the_baseline(
     (gate,) = [g for g in run_json(proj)["gates"] if "::regression::" in g["nodeid"]]
     assert gate["verdict"] == "regressed"
     assert any("over 30 shared documents" in d for d in gate["detail"])
+    # The report counts documents, and a summed count's baseline prints as a count: TP 30 now
+    # (T:7 in each document), 2 x 30 = 60 in the baseline.
+    markdown = (proj.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert "Compared on 30 documents shared with `retrieval-baseline.json`." in markdown
+    (tp,) = [line for line in markdown.splitlines() if line.startswith("| TP |")]
+    assert tp.startswith("| TP | 30 [") and tp.endswith("] | 60 |")
 
 
 def test_other_settings_are_compared_and_named_as_the_change(proj: pytest.Pytester) -> None:

@@ -292,3 +292,19 @@ def test_a_failing_pair_floor_shows_the_pairs_furthest_from_the_gold_order(
             f'* "{a}" / "{b}": gold {gold:g}, cosine *(rank gap {gaps[first]:g})',
         ]
     )
+
+
+def test_the_baseline_comparison_counts_pairs_not_queries(proj: pytest.Pytester) -> None:
+    write_suite(proj, suite())
+    proj.runpytest("--retrieval-gate", "--rg-save-baseline").assert_outcomes(passed=2)
+    result = proj.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["  angles vs baseline: 6 shared pairs"])
+    assert "shared queries" not in result.stdout.str()
+    markdown = (proj.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert "Compared on 6 pairs shared with `retrieval-baseline.json`." in markdown
+    assert (
+        "| system | metric | pairs | tolerance | resolution | from the baseline "
+        "| pairs for the tolerance |" in markdown
+    )
+    assert "queries" not in markdown

@@ -17,7 +17,7 @@ from retrieval_gate.records import (
     Section,
 )
 from retrieval_gate.report import ReportData, Writer
-from retrieval_gate.suites import kinds
+from retrieval_gate.suites import kinds, units_of
 from retrieval_gate.systems.timings import latency_notes
 
 if TYPE_CHECKING:
@@ -201,7 +201,7 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
                 cell += f" [{show(interval[0])}, {show(interval[1])}]"
             row.append(cell)
             if baseline_means[run.system]:
-                row.append(fmt(baseline_means[run.system].get(metric)))
+                row.append(show(baseline_means[run.system].get(metric)))
         rows.append(row)
     yield from _table(header, rows)
     yield ""
@@ -326,8 +326,8 @@ def _resolution(data: ReportData, runs: list[RunRecord], units: str) -> Iterator
     """Once per suite: what its regression checks resolve, and the warning when that is wider
     than a tolerance (docs/verdicts.md)."""
     from retrieval_gate.report.resolution import (
-        RESOLUTION_HEADER,
         coarse_metrics,
+        resolution_header,
         resolution_rows,
         warning_lines,
     )
@@ -346,7 +346,7 @@ def _resolution(data: ReportData, runs: list[RunRecord], units: str) -> Iterator
         f"large as the baseline's own spread would get."
     )
     yield ""
-    yield from _table(RESOLUTION_HEADER, rows)
+    yield from _table(resolution_header(units), rows)
     yield ""
     warning = warning_lines(coarse_metrics(comparisons), units)
     if warning:
@@ -412,7 +412,7 @@ def _baseline(run: RunRecord, base: BaselineComparison, gates: list[Outcome]) ->
         yield f"**Baseline not comparable**: {base.reason} (`{base.path}`)."
         yield ""
         return
-    yield f"Compared on {base.shared} queries shared with `{base.path}`."
+    yield f"Compared on {base.shared} {units_of(run.kind)} shared with `{base.path}`."
     for label, ids in (("added", base.added), ("removed", base.removed), ("edited", base.edited)):
         if ids:
             yield f"- {len(ids)} {label} (not compared): {_ids(ids)}"

@@ -88,15 +88,17 @@ def resolution_rows(comparisons: Iterable[BaselineComparison]) -> list[list[str]
     return rows
 
 
-RESOLUTION_HEADER = [
-    "system",
-    "metric",
-    "queries",
-    "tolerance",
-    "resolution",
-    "from the baseline",
-    "queries for the tolerance",
-]
+def resolution_header(units: str) -> list[str]:
+    """The report table's header, its counts named by the suite kind's units ("pairs")."""
+    return [
+        "system",
+        "metric",
+        units,
+        "tolerance",
+        "resolution",
+        "from the baseline",
+        f"{units} for the tolerance",
+    ]
 
 
 def render_plan(rows: list[PlanRow], blocks: int, alpha: float) -> Iterator[str]:

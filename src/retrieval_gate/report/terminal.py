@@ -50,7 +50,7 @@ def render(data: ReportData) -> Iterator[str]:
                 changed = {"added": base.added, "removed": base.removed, "edited": base.edited}
                 extra = [f"{len(ids)} {label}" for label, ids in changed.items() if ids]
                 yield (
-                    f"  {run.system} vs baseline: {base.shared} shared queries"
+                    f"  {run.system} vs baseline: {base.shared} shared {units_of(run.kind)}"
                     + (f" ({', '.join(extra)})" if extra else "")
                 )
         failed = [g for g in gates if not g.passed]
