@@ -117,3 +117,24 @@ def test_a_suite_too_small_for_the_resolution_setting_is_refused(tmp_path: Path)
     RegressionPlan(margin).check_resolution(suite, {"a": base})
     # No baseline run: nothing to plan from.
     strict.check_resolution(suite, {"a": None})
+
+
+def test_the_resolution_error_names_what_the_coarsest_check_needs(tmp_path: Path) -> None:
+    # Two systems, both too coarse for 0.05: a's baseline has the smaller spread (7 of 8 at 1:
+    # sample sd sqrt(1 / 8)) and needs fewer queries than b's (HALF: sd sqrt(2 / 7)). Growing
+    # the suite to what a needs would leave b too coarse, so the error names b's figure.
+    suite = _suite(tmp_path)
+    strict = RegressionPlan(parse_settings({"resolution": 0.05}, tmp_path / "pyproject.toml"))
+    bases = {"a": _baseline(suite, [1.0] * 7 + [0.0]), "b": _baseline(suite, HALF)}
+    with pytest.raises(RetrievalGateError) as info:
+        strict.check_resolution(suite, bases)
+    level = block_level(0.05, 2)
+    needed_a = queries_needed(math.sqrt(1 / 8), 1.0, 0.05, level)
+    needed_b = queries_needed(math.sqrt(2 / 7), 1.0, 0.05, level)
+    assert needed_a is not None and needed_b is not None and needed_a < needed_b
+    assert info.value.message.startswith("P@1 over suite (b) resolves +-")
+    assert info.value.message.endswith(
+        f"wider than the 'resolution' setting 0.05: it needs about {needed_b:,} queries, or a "
+        "larger 'resolution' (1 other check too coarse as well, none needing more; --rg-plan lists "
+        "them)"
+    )

@@ -334,7 +334,8 @@ def test_a_suite_too_small_for_the_resolution_setting_is_a_collection_error(
         [
             "*docstrings.retrieval.yaml [[]resolution[]]: MRR@10 over suite (bm25) resolves "
             "+-0.* at 95 % with 35 shared queries, wider than the 'resolution' setting 0.03: it "
-            "needs about * queries, or a larger 'resolution'"
+            "needs about * queries, or a larger 'resolution' (8 other checks too coarse as "
+            "well, none needing more; --rg-plan lists them)"
         ]
     )
 

@@ -200,24 +200,36 @@ class RegressionPlan:
             for system, base in bases.items()
             for key, value in self._planned(suite, system, base).items()
         }
-        for key in sorted(planned):
-            for row in self._rows(planned[key], len(planned)):
-                if not row.too_coarse:
-                    continue
-                units = _units(suite)
-                more = (
-                    f"about {row.needed_target:,} {units}"
-                    if row.needed_target is not None
-                    else "more units than can be planned"
-                )
-                raise RetrievalGateError(
-                    f"{row.metric} over {row.scope} ({row.system}) resolves +-"
-                    f"{row.resolution:.4f} at {100 * row.reliability:.4g} % with {row.n} shared "
-                    f"{units}, wider than the 'resolution' setting {row.target:g}: it needs "
-                    f"{more}, or a larger 'resolution'",
-                    path=suite.path,
-                    entry="resolution",
-                )
+        coarse = [
+            row
+            for key in sorted(planned)
+            for row in self._rows(planned[key], len(planned))
+            if row.too_coarse
+        ]
+        if not coarse:
+            return
+        # The check that needs the most units names what the suite needs: growing it to what
+        # the first coarse check needs could leave another still too coarse.
+        row = max(coarse, key=lambda r: (r.needed_target is None, r.needed_target or 0))
+        units = _units(suite)
+        more = (
+            f"about {row.needed_target:,} {units}"
+            if row.needed_target is not None
+            else "more units than can be planned"
+        )
+        others = len(coarse) - 1
+        also = (
+            f" ({others} other check{'s' if others > 1 else ''} too coarse as well, none "
+            "needing more; --rg-plan lists them)"
+        )
+        raise RetrievalGateError(
+            f"{row.metric} over {row.scope} ({row.system}) resolves +-"
+            f"{row.resolution:.4f} at {100 * row.reliability:.4g} % with {row.n} shared "
+            f"{units}, wider than the 'resolution' setting {row.target:g}: it needs "
+            f"{more}, or a larger 'resolution'" + (also if others else ""),
+            path=suite.path,
+            entry="resolution",
+        )
 
     def compare(
         self, suite: Suite, record: RunRecord, base: RunRecord | None, *, path: str
