@@ -176,6 +176,30 @@ def test_a_broken_system_fails_its_regression_items_only(
     )
 
 
+def test_every_worse_query_of_a_regression_is_named(pytester: pytest.Pytester) -> None:
+    # 12 queries got worse; five are explained rank by rank, the other seven are still named
+    # (in the failure text and the report's "Regressed queries"), not silently left out.
+    make(pytester, THREE)
+    write_suite(pytester, suite(35))
+    pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
+    break_top_hits(pytester, "bm25", THIRD)
+    result = pytester.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=15, failed=3)
+    gate = regression_gates(pytester)["bm25::regression::MRR@10"]
+    # Every broken query falls from 1 to 1/2; the ties keep the suite's order.
+    explained = [line.split(":")[0] for line in gate["detail"] if line.startswith("q")]
+    assert explained == ["q00", "q03", "q06", "q09", "q12"]
+    rest = "q15 (-0.5000), q18 (-0.5000), q21 (-0.5000), q24 (-0.5000), q27 (-0.5000), "
+    rest += "q30 (-0.5000), q33 (-0.5000)"
+    line = f"7 more worse queries not explained here: {rest}"
+    assert line in gate["detail"]
+    result.stdout.fnmatch_lines(["q12: MRR@10 1 -> 0.5; *", line])
+    markdown = (pytester.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert f"- q12: MRR@10 1 -> 0.5; d12 1 -> - (displaced by bm25-f0); e12 3 -> 2\n- {line}\n" in (
+        markdown
+    )
+
+
 def test_adding_unchanged_systems_widens_the_resolution_and_changes_no_verdict(
     pytester: pytest.Pytester,
 ) -> None:
@@ -280,11 +304,13 @@ def test_the_failure_text_explains_each_regressed_query(pytester: pytest.Pyteste
             "q00: MRR@10 1 -> 0.5; d0 1 -> - (displaced by bm25-f0); e0 3 -> 2",
         ]
     )
-    # The report lists the same queries, the most dropped first, then the "stale labels?" line.
+    # The report lists the same queries, the most dropped first, then the seven others by name,
+    # then the "stale labels?" line.
     markdown = (pytester.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
     listed = markdown.split("Regressed queries for MRR@10 (regression):\n\n")[1].split("\n\n")[0]
     lines = listed.splitlines()
-    assert [line.split(":")[0] for line in lines[:-1]] == [
+    assert lines[-2].startswith("- 7 more worse queries not explained here: q15 (-0.5000), ")
+    assert [line.split(":")[0] for line in lines[:-2]] == [
         "- q00",
         "- q03",
         "- q06",

@@ -38,6 +38,8 @@ DEFAULT_TOLERANCE = 0.01
 
 
 EXPLAIN = 5
+# Worse units beyond the explained ones that a regression still names (ids and drops).
+MORE_NAMED = 20
 
 
 @dataclass(frozen=True)
@@ -393,11 +395,21 @@ def _deltas(item: _Compared) -> list[tuple[str, float]]:
 def _explanations(
     record: RunRecord, base: RunRecord, item: _Compared, deltas: list[tuple[str, float]]
 ) -> list[str]:
+    from retrieval_gate.suites import units_of
+
     metric = item.check.metric
     lines = [
         explain(qid, record.query(qid), base.query(qid), metric, record.kind)
         for qid, _ in deltas[:EXPLAIN]
     ]
+    rest = deltas[EXPLAIN:]
+    if rest:
+        # The others are named, so a reader does not take the explained ones for all of them.
+        shown = ", ".join(f"{qid} ({delta:+.4f})" for qid, delta in rest[:MORE_NAMED])
+        unnamed = f" and {len(rest) - MORE_NAMED} more" if len(rest) > MORE_NAMED else ""
+        lines.append(
+            f"{len(rest)} more worse {units_of(record.kind)} not explained here: {shown}{unnamed}"
+        )
     stale = stale_labels(record, base, [qid for qid, _ in deltas], metric)
     return lines + ([stale] if stale is not None else [])
 
