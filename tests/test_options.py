@@ -10,7 +10,10 @@ import pytest
 from retrieval_gate.config import Settings
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.options import (
+    PLOTS_MANIFEST,
     OptionValues,
+    check_plots_folder,
+    plots_manifest,
     resolve_cache_dir,
     resolve_outputs,
     select_reference,
@@ -123,3 +126,43 @@ def test_gate_only_options_are_named_as_typed() -> None:
     assert gate_only_given({dest: True for dest in GATE_ONLY_OPTIONS}) == list(
         GATE_ONLY_OPTIONS.values()
     )
+
+
+def test_a_plots_folder_without_matplotlib_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "matplotlib" else real(name, *a),
+    )
+    with pytest.raises(RetrievalGateError, match=r"--rg-plots needs matplotlib: pip install"):
+        check_plots_folder(tmp_path / "plots", tmp_path / "cache", {}, ())
+    # The folder's own problems come first: the same line with or without the extra.
+    (tmp_path / "pyproject.toml").write_text("[tool.x]\n")
+    with pytest.raises(RetrievalGateError, match=r"pyproject.toml is a file; name a folder"):
+        check_plots_folder(tmp_path / "pyproject.toml", tmp_path / "cache", {}, ())
+
+
+def test_a_plots_folder_of_the_plugins_own_plots_is_accepted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    # As where the extra is installed (only whether matplotlib is there is asked).
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: object() if name == "matplotlib" else real(name, *a),
+    )
+    folder = tmp_path / "plots"
+    folder.mkdir()
+    (folder / PLOTS_MANIFEST).write_text("s--P@1.png\n")
+    (folder / "s--P@1.png").write_bytes(b"\x89PNG")
+    (folder / ".s--P@1.png.123.tmp").write_bytes(b"")  # a killed writer's temporary
+    assert plots_manifest(folder) == {"s--P@1.png"}
+    check_plots_folder(folder, tmp_path / "cache", {}, ())

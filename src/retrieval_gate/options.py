@@ -240,22 +240,62 @@ def check_outputs(
 PLOTS_MANIFEST = ".retrieval-gate-plots"
 
 
+def plots_manifest(folder: Path) -> set[str] | str:
+    """The plot files the manifest of ``folder`` names (empty when it has none), or why the file
+    by the manifest's name is not one this plugin wrote: the plugin writes it as a regular file
+    of UTF-8 lines, each the name of a ``.png`` in the folder, so anything else (a folder, a pipe,
+    a link, other text) is the user's, and never read as a list of files the plugin may replace
+    or remove."""
+    import stat
+
+    manifest = folder / PLOTS_MANIFEST
+    try:
+        mode = manifest.lstat().st_mode
+    except FileNotFoundError:
+        return set()
+    except OSError as exc:
+        return f"it cannot be checked: {exc.strerror or exc}"
+    if not stat.S_ISREG(mode):
+        return "it is not a regular file"
+    try:
+        data = manifest.read_bytes()
+    except OSError as exc:
+        return f"it cannot be read: {exc.strerror or exc}"
+    try:
+        names = data.decode("utf-8").split()
+    except UnicodeDecodeError:
+        return "it is not UTF-8 text"
+    if any("/" in name or not name.endswith(".png") for name in names):
+        return "it names files other than plots"
+    return set(names)
+
+
 def check_plots_folder(
     folder: Path, cache: Path, files: Mapping[str, Path], corpora: Iterable[Path]
 ) -> None:
     """``--rg-plots DIR`` writes PNG files into DIR and replaces the ones it wrote before (named
     in DIR's manifest), so DIR must not hold anything else (a file of the user's would be
     overwritten or mixed in), nor be or overlap the cache folder or a corpus, nor hold another
-    output. matplotlib draws them: without it the option is refused before anything runs."""
+    output; a symbolic link to nowhere or a path under a file is refused, as the folder could
+    not be made there. matplotlib draws them: without it the option is refused before anything
+    runs."""
     import importlib.util
 
-    if importlib.util.find_spec("matplotlib") is None:
+    if folder.is_symlink() and not folder.exists():
         raise RetrievalGateError(
-            "--rg-plots needs matplotlib: pip install 'pytest-retrieval-gate[plots]'"
+            f"--rg-plots {folder} is a symbolic link to {folder.resolve()}, which does not "
+            "exist: a link must not steer a write elsewhere; remove it"
         )
     folder = folder.resolve()
-    if folder.exists() and not folder.is_dir():
-        raise RetrievalGateError(f"--rg-plots {folder} is a file; name a folder")
+    try:
+        existing = next(p for p in (folder, *folder.parents) if p.exists())
+    except OSError as exc:
+        raise RetrievalGateError(
+            f"--rg-plots {folder} cannot be checked: {exc.strerror or exc}"
+        ) from None
+    if not existing.is_dir():
+        where = "is a file" if existing == folder else f"lies under {existing}, a file"
+        raise RetrievalGateError(f"--rg-plots {folder} {where}; name a folder")
     if _inside(folder, cache) or _inside(cache, folder):
         raise RetrievalGateError(
             f"--rg-plots {folder} and the cache folder (--rg-cache-dir) {cache} overlap"
@@ -272,22 +312,34 @@ def check_plots_folder(
                 f"{flag} {path} lies inside the plots folder (--rg-plots) {folder}; give the "
                 "plots a folder of their own"
             )
-    if not folder.is_dir():
-        return
-    manifest = folder / PLOTS_MANIFEST
-    ours = set(manifest.read_text(encoding="utf-8").split()) if manifest.is_file() else set()
-    foreign = sorted(p.name for p in folder.iterdir() if p.name != PLOTS_MANIFEST)
-    # Ours: what the manifest names, and a temporary a killed writer of one of them left.
-    foreign = [
-        name
-        for name in foreign
-        if name not in ours and not any(name.startswith(f".{o}.") for o in ours)
-    ]
-    if foreign:
-        shown = ", ".join(foreign[:3]) + (" ..." if len(foreign) > 3 else "")
+    if folder.is_dir():
+        ours = plots_manifest(folder)
+        if isinstance(ours, str):
+            raise RetrievalGateError(
+                f"--rg-plots {folder} holds {PLOTS_MANIFEST}, which is not the plugin's list of "
+                f"the plots it wrote ({ours}); name an empty or new folder"
+            )
+        try:
+            foreign = sorted(p.name for p in folder.iterdir() if p.name != PLOTS_MANIFEST)
+        except OSError as exc:
+            raise RetrievalGateError(
+                f"--rg-plots {folder} cannot be listed: {exc.strerror or exc}"
+            ) from None
+        # Ours: what the manifest names, and a temporary a killed writer of one of them left.
+        foreign = [
+            name
+            for name in foreign
+            if name not in ours and not any(name.startswith(f".{o}.") for o in ours)
+        ]
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (" ..." if len(foreign) > 3 else "")
+            raise RetrievalGateError(
+                f"--rg-plots {folder} holds files the plugin did not write ({shown}); name an "
+                "empty or new folder"
+            )
+    if importlib.util.find_spec("matplotlib") is None:
         raise RetrievalGateError(
-            f"--rg-plots {folder} holds files the plugin did not write ({shown}); name an "
-            "empty or new folder"
+            "--rg-plots needs matplotlib: pip install 'pytest-retrieval-gate[plots]'"
         )
 
 

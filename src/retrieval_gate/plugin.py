@@ -315,8 +315,14 @@ def pytest_configure(config: pytest.Config) -> None:
 def _check_plan_options(config: pytest.Config) -> None:
     if not config.getoption("rg_plan", False):
         return
-    if config.getoption("rg_save_baseline", False):
-        raise pytest.UsageError("--rg-plan runs nothing, so there is no run to save: drop one")
+    # Each of these acts on the session's runs: under --rg-plan it would silently do nothing.
+    for dest, flag, what in (
+        ("rg_save_baseline", "--rg-save-baseline", "no run to save"),
+        ("rg_suggest_floors", "--rg-suggest-floors", "no run to suggest floors from"),
+        ("rg_plots", "--rg-plots", "no run to plot"),
+    ):
+        if config.getoption(dest, None):
+            raise pytest.UsageError(f"--rg-plan runs nothing, so there is {what}: drop {flag}")
     if config.getoption("numprocesses", None):
         # Under xdist only the workers collect, and the plan is made while collecting.
         raise pytest.UsageError("--rg-plan collects in this process: add -n 0 (or drop -n)")

@@ -59,10 +59,14 @@ def test_resolution_for_every_metric_or_per_metric() -> None:
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        (0, "resolution must be a number > 0, got 0"),
-        (True, "resolution must be a number > 0, got True"),
-        ({"nDCG@10": -1}, "resolution must be a number > 0, got -1"),
+        (0, "resolution must be a finite number > 0, got 0"),
+        (True, "resolution must be a finite number > 0, got True"),
+        ({"nDCG@10": -1}, "resolution must be a finite number > 0, got -1"),
+        # An infinite resolution is no limit at all: leave the setting out instead.
+        (float("inf"), "resolution must be a finite number > 0, got inf"),
+        ({"nDCG@10": float("inf")}, "resolution must be a finite number > 0, got inf"),
         ({"nope@3": 0.1}, "unknown metric"),
+        ({"latency_p95_ms": 5}, "latency is gated by ceilings, not baseline resolutions"),
     ],
 )
 def test_bad_resolutions_are_named(value: Any, message: str) -> None:

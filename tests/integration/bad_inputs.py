@@ -214,6 +214,10 @@ ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
 JSON_SUITE = json.dumps(yaml.safe_load(SUITE))
 
 
+# The plots folder's problems are refused before matplotlib is looked for: the same line with
+# or without the extra installed.
+PLOTS_MANIFEST = "plots/.retrieval-gate-plots"
+
 CASES: tuple[BadInput, ...] = (
     BadInput(
         "yaml-syntax",
@@ -1099,6 +1103,169 @@ CASES: tuple[BadInput, ...] = (
             ),
             "runs/bm25.json": '{"join_orders": {"sql/orders.sql": Infinity}}',
         },
+    ),
+    BadInput(
+        "alpha-tiny",
+        "a session delta too small for a critical value to exist",
+        "ERROR: *pyproject.toml [alpha]: 'alpha' must be at least 1e-06 (the session's delta; 0.05 "
+        "and 0.01 are usual), got 1e-17",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), "[tool.retrieval_gate]\nalpha = 1e-17\n"
+            ),
+        },
+    ),
+    BadInput(
+        "resolution-inf",
+        "a largest acceptable resolution of infinity",
+        "ERROR: *pyproject.toml [resolution]: resolution must be a finite number > 0, got inf",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), "[tool.retrieval_gate]\nresolution = inf\n"
+            ),
+        },
+    ),
+    BadInput(
+        "suite-tolerance-inf",
+        "a suite's regression tolerance of infinity",
+        "lineage.retrieval.yaml [tolerance.P@1]: tolerance must be a finite number >= 0, got inf",
+        "collection error",
+        {"lineage.retrieval.yaml": "tolerance: {P@1: .inf}\n" + SUITE},
+    ),
+    BadInput(
+        "plan-with-suggest-floors",
+        "--rg-suggest-floors with --rg-plan, which runs nothing",
+        "ERROR: --rg-plan runs nothing, so there is no run to suggest floors from: drop "
+        "--rg-suggest-floors",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-plan", "--rg-suggest-floors=-"),
+    ),
+    BadInput(
+        "plan-with-plots",
+        "--rg-plots with --rg-plan, which runs nothing",
+        "ERROR: --rg-plan runs nothing, so there is no run to plot: drop --rg-plots",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-plan", "--rg-plots=plots"),
+    ),
+    BadInput(
+        "units-file-not-in-corpus",
+        "a relevant id the corpus does not have, in a units file (queries: cases.json)",
+        "cases.json [queries[0] (id q)]: relevant ids not in corpus *corpus: sql/nothere.sql",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": "corpus: corpus\nqueries: cases.json\n",
+            "cases.json": '[{"id": "q", "text": "orders", "relevant": ["sql/nothere.sql"]}]',
+            **corpus(),
+        },
+    ),
+    BadInput(
+        "units-file-unknown-term",
+        "a Phentrieve case list whose case names a term the ontology does not have",
+        "cases.json [queries[0] (id q-*)]: unknown term id 'T:9'",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": "name: terms\nontology: terms.obo\nk: [1]\n"
+            "queries: cases.json\n",
+            "cases.json": '[{"text": "a leaf", "expected_hpo_ids": ["T:9"], "description": "d"}]',
+            "terms.obo": OBO,
+        },
+    ),
+    BadInput(
+        "units-file-expect-metric",
+        "a per-query expectation on a metric of another kind, in a units file",
+        "cases.json [queries[0] (id q) expect.pearson]: pearson does not apply to a ranking "
+        "suite *",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": "queries: cases.json\n",
+            "cases.json": '[{"id": "q", "text": "orders", "relevant": ["sql/orders.sql"], '
+            '"expect": {"pearson": 0.5}}]',
+        },
+    ),
+    BadInput(
+        "units-file-is-the-suite",
+        "a suite whose units file is the suite file itself",
+        "lineage.retrieval.yaml [queries]: 'queries' names this suite file itself; name the "
+        "file that holds the queries",
+        "collection error",
+        {"lineage.retrieval.yaml": "queries: lineage.retrieval.yaml\n"},
+    ),
+    BadInput(
+        "plots-is-settings",
+        "a plots folder that is the settings file",
+        "ERROR: --rg-plots *pyproject.toml is a file; name a folder",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-plots=pyproject.toml",),
+    ),
+    BadInput(
+        "plots-under-a-file",
+        "a plots folder under a file",
+        "ERROR: --rg-plots *pyproject.toml/plots lies under *pyproject.toml, a file; name a folder",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-plots=pyproject.toml/plots",),
+    ),
+    BadInput(
+        "plots-users-folder",
+        "a plots folder holding files of the user's",
+        "ERROR: --rg-plots *figures holds files the plugin did not write (paper.png, "
+        "plots--P@1.png); name an empty or new folder",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "figures/paper.png": b"\x89PNG\r\n\x1a\n",
+            "figures/plots--P@1.png": b"\x89PNG\r\n\x1a\n",
+        },
+        ("--rg-plots=figures",),
+    ),
+    BadInput(
+        "plots-dangling-link",
+        "a plots folder that is a symbolic link to nowhere",
+        "ERROR: --rg-plots *plots is a symbolic link to *nowhere, which does not exist: a link "
+        "must not steer a write elsewhere; remove it",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-plots=plots",),
+        links={"plots": "nowhere"},
+    ),
+    BadInput(
+        "plots-manifest-not-utf8",
+        "a plots folder whose list of the plugin's plots is not text",
+        "ERROR: --rg-plots *plots holds .retrieval-gate-plots, which is not the plugin's list of "
+        "the plots it wrote (it is not UTF-8 text); name an empty or new folder",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE, PLOTS_MANIFEST: b"\xff\xfe\n"},
+        ("--rg-plots=plots",),
+    ),
+    BadInput(
+        "plots-manifest-names-settings",
+        "a plots folder whose list of the plugin's plots names other files",
+        "ERROR: --rg-plots *plots holds .retrieval-gate-plots, which is not the plugin's list of "
+        "the plots it wrote (it names files other than plots); name an empty or new folder",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            PLOTS_MANIFEST: "pyproject.toml\n",
+            "plots/pyproject.toml": "[tool.x]\n",
+        },
+        ("--rg-plots=plots",),
+    ),
+    BadInput(
+        "plots-manifest-fifo",
+        "a plots folder whose list of the plugin's plots is a named pipe",
+        "ERROR: --rg-plots *plots holds .retrieval-gate-plots, which is not the plugin's list of "
+        "the plots it wrote (it is not a regular file); name an empty or new folder",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-plots=plots",),
+        fifos=(PLOTS_MANIFEST,),
     ),
 )
 

@@ -50,6 +50,10 @@ _SETTINGS_KEYS = frozenset(
     }
 )
 
+#: The smallest ``alpha`` (the session's delta) the resolution's critical values can be
+#: computed at, whatever the number of blocks and metrics it is shared by.
+MIN_ALPHA = 1e-6
+
 #: The regression rules ``verdicts`` chooses between (docs/verdicts.md).
 VERDICT_POLICIES = ("tolerance", "margin")
 
@@ -233,6 +237,15 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
         raise ConfigError(
             f"'alpha' must be within (0, 1), got {alpha!r}", path=source, entry="alpha"
         )
+    if alpha < MIN_ALPHA:
+        # Shared by every block and metric of the session, a smaller delta leaves each a level
+        # that 1 - level no longer tells from 1 in 64-bit floats: no critical value exists.
+        raise ConfigError(
+            f"'alpha' must be at least {MIN_ALPHA:g} (the session's delta; 0.05 and 0.01 are "
+            f"usual), got {alpha!r}",
+            path=source,
+            entry="alpha",
+        )
     seed = table.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ConfigError(f"'seed' must be an integer, got {seed!r}", path=source, entry="seed")
@@ -353,15 +366,19 @@ def _parse_resolution(raw: Any, source: Path) -> dict[str, float]:
         return {}
 
     def amount(value: Any, entry: str) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not 0 < value < math.inf
+        ):
             raise ConfigError(
-                f"resolution must be a number > 0, got {value!r}", path=source, entry=entry
+                f"resolution must be a finite number > 0, got {value!r}", path=source, entry=entry
             )
         return float(value)
 
     if isinstance(raw, Mapping):
         return {
-            _metric_name(str(name), source, f"resolution.{name}"): amount(
+            _metric_name(str(name), source, f"resolution.{name}", "resolutions"): amount(
                 value, f"resolution.{name}"
             )
             for name, value in raw.items()
@@ -369,7 +386,7 @@ def _parse_resolution(raw: Any, source: Path) -> dict[str, float]:
     return {"*": amount(raw, "resolution")}
 
 
-def _metric_name(text: str, source: Path, entry: str) -> str:
+def _metric_name(text: str, source: Path, entry: str, what: str = "tolerances") -> str:
     from retrieval_gate.errors import UnknownMetricError
     from retrieval_gate.metrics import parse_metric
 
@@ -379,7 +396,7 @@ def _metric_name(text: str, source: Path, entry: str) -> str:
         raise ConfigError(exc.message, path=source, entry=entry) from None
     if metric.is_latency:
         raise ConfigError(
-            "latency is gated by ceilings, not baseline tolerances", path=source, entry=entry
+            f"latency is gated by ceilings, not baseline {what}", path=source, entry=entry
         )
     return metric.name
 

@@ -37,7 +37,7 @@ def write(data: ReportData, targets: Targets) -> list[Path]:
     folder = targets.extra.get("plots")
     if folder is None or not data.runs:
         return []
-    from retrieval_gate.options import PLOTS_MANIFEST
+    from retrieval_gate.options import PLOTS_MANIFEST, plots_manifest
     from retrieval_gate.report.markdown import headline_metrics
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -58,11 +58,12 @@ def write(data: ReportData, targets: Targets) -> list[Path]:
             _save(_delta_figure(run, base, metrics[0]), path)
             written.append(path)
     manifest = folder / PLOTS_MANIFEST
-    previous = manifest.read_text(encoding="utf-8").split() if manifest.is_file() else []
+    # Checked before the session ran (options.check_plots_folder): a manifest of the plugin's.
+    previous = plots_manifest(folder)
     names = {p.name for p in written}
-    for stale in previous:
+    for stale in () if isinstance(previous, str) else sorted(previous):
         # A plot an earlier run wrote (a suite or system since removed): ours to remove.
-        if stale not in names and "/" not in stale and (folder / stale).is_file():
+        if stale not in names and (folder / stale).is_file():
             (folder / stale).unlink()
     from retrieval_gate.files.atomic import write_text_atomic
 

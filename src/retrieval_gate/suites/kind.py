@@ -122,6 +122,11 @@ class SuiteKind:
         file's data (already checked to hold only the header's keys and :attr:`keys`)."""
         raise NotImplementedError
 
+    def units_file(self, suite_spec: Any) -> Path | None:
+        """The file the units were read from when it is not the suite file (a header's
+        ``queries: cases.json``), else None."""
+        return None
+
     def check_metric(self, metric: Metric, suite_spec: Any) -> str | None:
         """Why ``metric`` cannot be gated on a suite of this kind with ``suite_spec``, beyond its
         input (checked against :attr:`inputs` first); None when it can."""
@@ -183,7 +188,7 @@ class SuiteKind:
                 shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
                 raise SuiteError(
                     f"relevant ids not in corpus {corpus.source}: {shown}",
-                    path=suite.path,
+                    path=suite.units_source,
                     entry=f"{self.units_key}[{query.position}] (id {query.id})",
                 )
 

@@ -200,7 +200,7 @@ class OntologyKind(RankingKind):
 
     def prepare(self, suite: Suite, resources: Resources) -> Suite:
         ontology = load_ontology_of(suite.spec.ontology, suite, resources)
-        mapper = TermMapper(ontology, suite.path, units_key=self.units_key)
+        mapper = TermMapper(ontology, suite.units_source, units_key=self.units_key)
         queries = tuple(dataclasses.replace(q, relevant=mapper.relevant(q)) for q in suite.queries)
         return dataclasses.replace(suite, queries=queries, notes=tuple(mapper.notes))
 

@@ -386,6 +386,7 @@ class RankingSpec:
     gain: str = "linear"
     unjudged: tuple[tuple[str, str], ...] = ()  # (id, text) of queries run for drift only
     drift: DriftFloors | None = None
+    queries_file: Path | None = None  # the file ``queries:`` names, when it names one
 
 
 _FORMAT_KEYS = frozenset({"format", "path", "split", "topics", "qrels", "topic_field"})
@@ -411,19 +412,19 @@ class RankingKind(SuiteKind):
             if not isinstance(data["corpus"], str):
                 raise SuiteError("'corpus' must be a path", path=path, entry="corpus")
             corpus = (path.parent / data["corpus"]).resolve()
+        queries_file: Path | None = None  # the file ``queries:`` names, when it names one
         if fmt == "native":
             raw_queries = data.get("queries")
             if raw_queries is None:
                 raise SuiteError("no 'queries' in suite", path=path, entry="queries")
-            where = path
             if isinstance(raw_queries, str):
                 # A file of queries in its own shape (Phentrieve's case lists), left untouched.
-                raw_queries, where = read_units_file(raw_queries, path, "queries")
+                raw_queries, queries_file = read_units_file(raw_queries, path, "queries")
             if not isinstance(raw_queries, list):
                 raise SuiteError(
                     "'queries' must be a list, or a file of them", path=path, entry="queries"
                 )
-            queries = _parse_queries(raw_queries, where)
+            queries = _parse_queries(raw_queries, queries_file or path)
         elif fmt in ("beir", "trec"):
             queries, collection_corpus = _collection_queries(data, fmt, path)
             corpus = corpus or collection_corpus
@@ -448,8 +449,13 @@ class RankingKind(SuiteKind):
             gain=gain,
             unjudged=unjudged,
             drift=parse_drift(data.get("drift"), path, largest_k, bool(unjudged)),
+            queries_file=queries_file,
         )
         return queries, spec
+
+    def units_file(self, suite_spec: Any) -> Path | None:
+        found: Path | None = suite_spec.queries_file
+        return found
 
     def check_metric(self, metric: Metric, suite_spec: Any) -> str | None:
         if metric.spec.input == "ontology":

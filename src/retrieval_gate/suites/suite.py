@@ -15,6 +15,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +78,13 @@ class Suite:
     notes: tuple[str, ...] = ()  # what collection changed in the suite (ids mapped), for the report
     # The systems the suite is for (names or glob patterns, ``systems:``); None: every system.
     systems: tuple[str, ...] | None = None
+    # The file the units were read from when the header names one (``queries: cases.json``).
+    units_file: Path | None = None
+
+    @property
+    def units_source(self) -> Path:
+        """The file that holds the units, which an error about one of them names."""
+        return self.units_file or self.path
 
     @property
     def qrels(self) -> dict[str, dict[str, int]]:
@@ -148,15 +156,20 @@ def parse_suite(data: Any, path: Path) -> Suite:
     gates += _parse_group_gates(data.get("difficulties"), "difficulty", units, path)
     tolerance = _parse_tolerance(data.get("tolerance"), path)
     systems = _parse_systems(data.get("systems"), path)
-    named = [(g.metric, f"gates.{g.metric.name}") for g in gates]
+    units_file = kind.units_file(spec)
+    named = [(g.metric, f"gates.{g.metric.name}", path) for g in gates]
     named += [
-        (exp.metric, f"{kind.units_key}[{q.position}] (id {q.id}) expect.{exp.metric.name}")
+        (
+            exp.metric,
+            f"{kind.units_key}[{q.position}] (id {q.id}) expect.{exp.metric.name}",
+            units_file or path,
+        )
         for q in units
         for exp in q.expect
         if exp.metric is not None
     ]
-    named += [(parse_metric(metric), f"tolerance.{metric}") for metric in tolerance]
-    for metric, entry in named:
+    named += [(parse_metric(metric), f"tolerance.{metric}", path) for metric in tolerance]
+    for metric, entry, where in named:
         problem = kind.check_metric(metric, spec)
         if problem is None and metric.spec.input not in kind.inputs:
             problem = (
@@ -164,7 +177,7 @@ def parse_suite(data: Any, path: Path) -> Suite:
                 f"{', '.join(_kind_metrics(kind))})"
             )
         if problem is not None:
-            raise SuiteError(problem, path=path, entry=entry)
+            raise SuiteError(problem, path=where, entry=entry)
     return Suite(
         path=path,
         name=name,
@@ -175,6 +188,7 @@ def parse_suite(data: Any, path: Path) -> Suite:
         kind=kind.name,
         spec=spec,
         systems=systems,
+        units_file=units_file,
     )
 
 
@@ -338,9 +352,13 @@ def _parse_tolerance(raw: Any, path: Path) -> dict[str, float]:
             )
         if metric.name in out:
             raise SuiteError(f"{metric.name} is given twice", path=path, entry=where)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not 0 <= value < math.inf
+        ):
             raise SuiteError(
-                f"tolerance must be a number >= 0, got {value!r}", path=path, entry=where
+                f"tolerance must be a finite number >= 0, got {value!r}", path=path, entry=where
             )
         out[metric.name] = float(value)
     return out

@@ -219,6 +219,12 @@ def read_units_file(value: Any, path: Path, key: str) -> tuple[list[Any], Path]:
         )
     if not source.exists():
         raise SuiteError(f"{key} file not found: {source}", path=path, entry=key)
+    if source == path.resolve():
+        raise SuiteError(
+            f"'{key}' names this suite file itself; name the file that holds the {key}",
+            path=path,
+            entry=key,
+        )
     data = read_structured(source, what=f"{key} file", error=SuiteError)
     if isinstance(data, Mapping) and isinstance(data.get(key), list):
         data = data[key]
