@@ -58,6 +58,23 @@ def test_plots_per_metric_and_per_query_deltas(project: pytest.Pytester) -> None
     assert set(manifest) == {p.name for p in folder.glob("*.png")}
 
 
+def test_suites_whose_names_differ_in_unsafe_characters_get_their_own_plots(
+    project: pytest.Pytester,
+) -> None:
+    from retrieval_gate.report.plots import _name
+
+    # "line age" and "line_age" would both be line_age--P@1.png: the first one's plot was lost.
+    write_suite(project, SUITE.replace("name: lineage", "name: line age"), name="a.retrieval.yaml")
+    write_suite(project, SUITE.replace("name: lineage", "name: line_age"), name="b.retrieval.yaml")
+    project.runpytest("--retrieval-gate", "--rg-plots", "plots").assert_outcomes(passed=10)
+    names = {p.name for p in (project.path / "plots").glob("*.png")}
+    spaced, plain = _name("line age", "P@1"), _name("line_age", "P@1")
+    assert plain == "line_age--P@1.png"
+    assert spaced.startswith("line_age--P@1-") and spaced.endswith(".png") and spaced != plain
+    assert {spaced, plain} <= names
+    assert len(names) == 10  # five metrics for each suite
+
+
 def test_a_query_that_got_worse_is_a_red_bar(project: pytest.Pytester) -> None:
     from retrieval_gate.report.plots import BETTER, WORSE
 

@@ -1,6 +1,9 @@
 """PNG plots (``--rg-plots DIR``, matplotlib from the ``plots`` extra): what the markdown
 report's charts show, with the intervals and per-query detail a mermaid chart cannot hold.
 
+File names (``_name``): characters a file system dislikes become ``_``, and such a name ends
+with a short digest of the names as given, so two suites never share a file.
+
 * ``<suite>--<metric>.png``: each system's value of the metric, with its 95 % interval (the
   run's own seeded bootstrap interval where its kind keeps one, else the seeded percentile
   bootstrap of the mean over the run's units, :func:`retrieval_gate.metrics.bootstrap.bootstrap_ci`).
@@ -17,6 +20,7 @@ refuses a folder holding anything else (options.check_plots_folder).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -77,8 +81,13 @@ WRITER = Writer(name="plots", write=write)
 
 def _name(*parts: str) -> str:
     """A file name from suite, system and metric names: characters a file system or a shell
-    dislikes become ``_``."""
-    return "--".join(re.sub(r"[^A-Za-z0-9@._-]", "_", part) for part in parts) + ".png"
+    dislikes become ``_``, and a name that needed that ends with 8 hex digits of the sha256 of
+    the names as given, so suites "a b" and "a_b" do not write one file."""
+    safe = [re.sub(r"[^A-Za-z0-9@._-]", "_", part) for part in parts]
+    name = "--".join(safe)
+    if safe != list(parts):
+        name += "-" + hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:8]
+    return name + ".png"
 
 
 def interval(run: RunRecord, metric: str, seed: int) -> tuple[float, float] | None:
