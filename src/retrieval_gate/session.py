@@ -205,11 +205,11 @@ class GateSession:
                 self.saved_baseline = self.store.location
             except (OSError, RetrievalGateError) as exc:
                 self._fail(session, f"could not save the baseline {atomic.failed_write(exc)}")
-        try:
-            self.written = write_reports(data, Targets.of(self.outputs, os.environ))
-        except OSError as exc:
+        written = write_reports(data, Targets.of(self.outputs, os.environ))
+        self.written = written.files
+        for writer, exc in written.failed:
             # A gate whose report is lost has not done its job: the session fails.
-            self._fail(session, f"could not write the report {atomic.failed_write(exc)}")
+            self._fail(session, f"could not write the {writer.noun} {atomic.failed_write(exc)}")
         self._data = data
         if self.suggest_floors and not interrupted:
             from retrieval_gate.gates.suggest import session_suggestions

@@ -87,3 +87,23 @@ def test_failed_report_write_keeps_the_previous_report(
     result.stdout.fnmatch_lines(["*could not write the report*No space left on device*"])
     assert report.read_bytes() == before
     assert _names(project.path) == files_before
+
+
+def test_a_failed_report_write_leaves_the_other_reports_written_and_announced(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_suite(project, SUITE)
+    _spy(monkeypatch, fail_for="retrieval-gate-report.json")
+    result = project.runpytest("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # The JSON is named as what failed; the markdown (and anything after it) is still written
+    # and announced.
+    result.stdout.fnmatch_lines(
+        [
+            "*generated retrieval gate report: *retrieval-gate-report.md*",
+            "retrieval gate: could not write the report *retrieval-gate-report.json: "
+            "No space left on device",
+        ]
+    )
+    assert (project.path / "retrieval-gate-report.md").is_file()
+    assert not (project.path / "retrieval-gate-report.json").exists()

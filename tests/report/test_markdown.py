@@ -131,7 +131,8 @@ def test_every_writer_writes_and_items_get_their_properties(tmp_path: Path) -> N
         data,
         Targets(markdown=tmp_path / "r.md", json=tmp_path / "r.json", step_summary=str(summary)),
     )
-    assert written == [tmp_path / "r.md", tmp_path / "r.json"]
+    assert written.files == [tmp_path / "r.md", tmp_path / "r.json"]
+    assert written.failed == []
     assert json.loads((tmp_path / "r.json").read_text())["runs"][0]["system"] == "x"
     assert summary.read_text() == "earlier step\n" + (tmp_path / "r.md").read_text() + "\n"
     assert ("metric", "P@1") in item_properties(data.gates[0])

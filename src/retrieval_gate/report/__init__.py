@@ -186,6 +186,7 @@ class Writer:
     name: str
     write: Callable[[ReportData, Targets], list[Path]] | None = None
     item_properties: Callable[[Outcome], list[tuple[str, object]]] | None = None
+    noun: str = "report"  # what a failed write says it could not write ("the plots ...")
 
 
 ENTRY_POINT_GROUP = "retrieval_gate.writers"
@@ -218,13 +219,29 @@ def writers() -> list[Writer]:
     return list(_WRITERS.values())
 
 
-def write_reports(data: ReportData, targets: Targets) -> list[Path]:
-    """Every writer's output, in registry order; the files written, for the summary."""
-    written: list[Path] = []
+@dataclass(frozen=True)
+class Written:
+    """What ``write_reports`` did: the files written (announced in the summary) and each
+    writer whose write failed, with its error (the session fails, naming each)."""
+
+    files: list[Path]
+    failed: list[tuple[Writer, OSError]]
+
+
+def write_reports(data: ReportData, targets: Targets) -> Written:
+    """Every writer's output, in registry order. A writer that fails with an OSError (a full
+    disk, an unwritable folder) does not stop the others: the reports that could be written are
+    written and announced."""
+    files: list[Path] = []
+    failed: list[tuple[Writer, OSError]] = []
     for writer in writers():
-        if writer.write is not None:
-            written += writer.write(data, targets)
-    return written
+        if writer.write is None:
+            continue
+        try:
+            files += writer.write(data, targets)
+        except OSError as exc:
+            failed.append((writer, exc))
+    return Written(files, failed)
 
 
 def item_properties(outcome: Outcome) -> list[tuple[str, object]]:

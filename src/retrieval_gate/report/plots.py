@@ -76,7 +76,7 @@ def write(data: ReportData, targets: Targets) -> list[Path]:
     return [folder] if written else []
 
 
-WRITER = Writer(name="plots", write=write)
+WRITER = Writer(name="plots", write=write, noun="plots")
 
 
 def _name(*parts: str) -> str:
