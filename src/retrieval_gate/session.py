@@ -207,9 +207,9 @@ class GateSession:
                 self._fail(session, f"could not save the baseline {atomic.failed_write(exc)}")
         written = write_reports(data, Targets.of(self.outputs, os.environ))
         self.written = written.files
-        for writer, exc in written.failed:
+        for writer, error in written.failed:
             # A gate whose report is lost has not done its job: the session fails.
-            self._fail(session, f"could not write the {writer.noun} {atomic.failed_write(exc)}")
+            self._fail(session, f"could not write the {writer.noun} {atomic.failed_write(error)}")
         self._data = data
         if self.suggest_floors and not interrupted:
             from retrieval_gate.gates.suggest import session_suggestions
