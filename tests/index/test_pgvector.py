@@ -402,8 +402,8 @@ def test_opening_is_bounded_by_connect_timeout_not_a_searchs_statement_timeout(
     holder.join()
     text = str(info.value)
     assert text.startswith(
-        f"[system.pg]: PostgreSQL at {_where(dsn)}: looking up the pgvector extension failed "
-        "within 1 s (connect_timeout): "
+        f"[system.pg]: PostgreSQL at {_where(dsn)} did not answer the pgvector extension "
+        "lookup within 1 s (connect_timeout): "
     )
     assert "statement timeout" in text and "\n" not in text
 

@@ -232,6 +232,12 @@ _CREDENTIAL_WORDS = (
 )
 
 
+def _connect_seconds(options: Mapping[str, Any]) -> int:
+    """``connect_timeout``: how long opening waits for the server (connecting, the extension
+    lookup)."""
+    return int(options.get("connect_timeout") or OPTIONS["connect_timeout"].default)
+
+
 def connect(dsn: str, options: Mapping[str, Any]) -> Any:
     """A psycopg connection with the timeouts set; a one-line ``ConfigError`` when the server
     cannot be reached, does not answer in time or refuses the credentials."""
@@ -239,7 +245,7 @@ def connect(dsn: str, options: Mapping[str, Any]) -> Any:
 
     psycopg = import_optional("psycopg", package="psycopg", extra="pgvector")
     where = describe(dsn)
-    timeout = int(options.get("connect_timeout") or 10)
+    timeout = _connect_seconds(options)
     try:
         # Autocommit: each `transaction()` block is a real transaction. Statement timeouts are
         # set per transaction (SET LOCAL), not as startup options, which poolers may refuse.
@@ -403,6 +409,19 @@ class PgvectorIndex:
 
     # -- errors ---------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _one_line(self, what: str) -> Iterator[None]:
+        """A database error inside becomes :meth:`_failed`'s one line about ``what``; the
+        gate's own ConfigErrors (a missing table) and anything else pass through."""
+        try:
+            yield
+        except ConfigError:
+            raise
+        except Exception as exc:
+            if _is_database_error(exc):
+                raise self._failed(what, exc) from exc
+            raise
+
     def _failed(self, what: str, exc: BaseException) -> PgvectorError:
         import psycopg
 
@@ -461,16 +480,13 @@ class PgvectorIndex:
 
     def _check_dim(self, dim: int) -> None:
         if self._dim is None:
-            try:
-                with self._conn.transaction(), self._conn.cursor() as cur:
-                    self._set_timeout(cur, self._statement_ms)
-                    self._dim = self._column_dim(cur)
-            except ConfigError:
-                raise
-            except Exception as exc:
-                if _is_database_error(exc):
-                    raise self._failed("reading the columns", exc) from exc
-                raise
+            with (
+                self._one_line("reading the columns"),
+                self._conn.transaction(),
+                self._conn.cursor() as cur,
+            ):
+                self._set_timeout(cur, self._statement_ms)
+                self._dim = self._column_dim(cur)
         if self._dim is not None and self._dim != dim:
             raise ConfigError(
                 f"{self.where}: table {self.table} holds {self._dim}-dimensional vectors in "
@@ -726,7 +742,7 @@ class PgvectorIndex:
         self._check_dim(q.shape[1])
         statement = self._search_sql()
         results: list[list[tuple[str, float]]] = []
-        try:
+        with self._one_line("a search"):
             for start in range(0, q.shape[0], _QUERY_BATCH):
                 block = q[start : start + _QUERY_BATCH]
                 found: list[list[tuple[str, float]]] = [[] for _ in range(block.shape[0])]
@@ -736,12 +752,6 @@ class PgvectorIndex:
                     for ordinal, doc_id, distance in cur.fetchall():
                         found[int(ordinal) - 1].append((str(doc_id), 1.0 - float(distance)))
                 results.extend(_best_first(pairs) for pairs in found)
-        except ConfigError:
-            raise
-        except Exception as exc:
-            if _is_database_error(exc):
-                raise self._failed("a search", exc) from exc
-            raise
         return results
 
     def close(self) -> None:
@@ -771,19 +781,23 @@ def _is_database_error(exc: BaseException) -> bool:
 def _ensure_extension(conn: Any, where: str, options: Mapping[str, Any]) -> None:
     # Part of opening the connection, so bounded by connect_timeout: a statement_timeout tuned
     # for searches (milliseconds, on a fast server) must not cancel this catalogue read.
-    seconds = int(options.get("connect_timeout") or 10)
+    import psycopg
+
+    seconds = _connect_seconds(options)
     try:
         with conn.transaction(), conn.cursor() as cur:
             cur.execute(f"SET LOCAL statement_timeout = {seconds * 1000}")
             cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
             if cur.fetchone() is not None:
                 return
-    except Exception as exc:
-        if not _is_database_error(exc):
-            raise
+    except psycopg.errors.QueryCanceled as exc:
         raise ConfigError(
-            f"{where}: looking up the pgvector extension failed within {seconds} s "
+            f"{where} did not answer the pgvector extension lookup within {seconds} s "
             f"(connect_timeout): {_first_line(exc)}"
+        ) from None
+    except psycopg.Error as exc:
+        raise ConfigError(
+            f"{where}: looking up the pgvector extension failed: {_first_line(exc)}"
         ) from None
     try:
         with conn.transaction(), conn.cursor() as cur:
