@@ -128,17 +128,24 @@ def test_gate_only_options_are_named_as_typed() -> None:
     )
 
 
-def test_a_plots_folder_without_matplotlib_says_how_to_install_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _matplotlib(monkeypatch: pytest.MonkeyPatch, *, installed: bool) -> None:
+    """As where the plots extra is (or is not) installed: only whether matplotlib is there is
+    asked, never imported."""
     import importlib.util
 
     real = importlib.util.find_spec
+    found = object() if installed else None
     monkeypatch.setattr(
         importlib.util,
         "find_spec",
-        lambda name, *a: None if name == "matplotlib" else real(name, *a),
+        lambda name, *a: found if name == "matplotlib" else real(name, *a),
     )
+
+
+def test_a_plots_folder_without_matplotlib_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _matplotlib(monkeypatch, installed=False)
     with pytest.raises(RetrievalGateError, match=r"--rg-plots needs matplotlib: pip install"):
         check_plots_folder(tmp_path / "plots", tmp_path / "cache", {}, ())
     # The folder's own problems come first: the same line with or without the extra.
@@ -150,15 +157,7 @@ def test_a_plots_folder_without_matplotlib_says_how_to_install_it(
 def test_a_plots_folder_of_the_plugins_own_plots_is_accepted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import importlib.util
-
-    real = importlib.util.find_spec
-    # As where the extra is installed (only whether matplotlib is there is asked).
-    monkeypatch.setattr(
-        importlib.util,
-        "find_spec",
-        lambda name, *a: object() if name == "matplotlib" else real(name, *a),
-    )
+    _matplotlib(monkeypatch, installed=True)
     folder = tmp_path / "plots"
     folder.mkdir()
     (folder / PLOTS_MANIFEST).write_text("s--P@1.png\n")
@@ -166,3 +165,20 @@ def test_a_plots_folder_of_the_plugins_own_plots_is_accepted(
     (folder / ".s--P@1.png.123.tmp").write_bytes(b"")  # a killed writer's temporary
     assert plots_manifest(folder) == {"s--P@1.png"}
     check_plots_folder(folder, tmp_path / "cache", {}, ())
+
+
+def test_a_manifest_the_plugin_did_not_write_is_never_read_as_its_list(tmp_path: Path) -> None:
+    # The plugin writes its manifest as a regular file of .png names: anything else is the
+    # user's, and the reason says what it is instead.
+    folder = tmp_path / "plots"
+    folder.mkdir()
+    assert plots_manifest(folder) == set()
+    (tmp_path / "list").write_text("s--P@1.png\n")
+    (folder / PLOTS_MANIFEST).symlink_to(tmp_path / "list")
+    assert plots_manifest(folder) == "it is a symbolic link"
+    (folder / PLOTS_MANIFEST).unlink()
+    (folder / PLOTS_MANIFEST).mkdir()
+    assert plots_manifest(folder) == "it is a folder, not a regular file"
+    (folder / PLOTS_MANIFEST).rmdir()
+    (folder / PLOTS_MANIFEST).write_text("s--P@1.png\n../pyproject.toml\n")
+    assert plots_manifest(folder) == "it names files other than plots"

@@ -246,21 +246,18 @@ def plots_manifest(folder: Path) -> set[str] | str:
     of UTF-8 lines, each the name of a ``.png`` in the folder, so anything else (a folder, a pipe,
     a link, other text) is the user's, and never read as a list of files the plugin may replace
     or remove."""
-    import stat
+    from retrieval_gate.files.read import read_bytes
 
     manifest = folder / PLOTS_MANIFEST
-    try:
-        mode = manifest.lstat().st_mode
-    except FileNotFoundError:
+    if manifest.is_symlink():
+        return "it is a symbolic link"
+    if not manifest.exists():
         return set()
-    except OSError as exc:
-        return f"it cannot be checked: {exc.strerror or exc}"
-    if not stat.S_ISREG(mode):
-        return "it is not a regular file"
     try:
-        data = manifest.read_bytes()
-    except OSError as exc:
-        return f"it cannot be read: {exc.strerror or exc}"
+        # The guarded read: a pipe or a device is refused without blocking on it.
+        data = read_bytes(manifest, what="it")
+    except RetrievalGateError as exc:
+        return exc.message
     try:
         names = data.decode("utf-8").split()
     except UnicodeDecodeError:

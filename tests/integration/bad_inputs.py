@@ -1261,7 +1261,7 @@ CASES: tuple[BadInput, ...] = (
         "plots-manifest-fifo",
         "a plots folder whose list of the plugin's plots is a named pipe",
         "ERROR: --rg-plots *plots holds .retrieval-gate-plots, which is not the plugin's list of "
-        "the plots it wrote (it is not a regular file); name an empty or new folder",
+        "the plots it wrote (it is a named pipe (FIFO), not a regular file); name an empty or new folder",
         "usage error",
         {"lineage.retrieval.yaml": SUITE},
         ("--rg-plots=plots",),
