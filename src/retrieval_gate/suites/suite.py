@@ -78,13 +78,11 @@ class Suite:
     notes: tuple[str, ...] = ()  # what collection changed in the suite (ids mapped), for the report
     # The systems the suite is for (names or glob patterns, ``systems:``); None: every system.
     systems: tuple[str, ...] | None = None
-    # The file the units were read from when the header names one (``queries: cases.json``).
-    units_file: Path | None = None
-
     @property
     def units_source(self) -> Path:
-        """The file that holds the units, which an error about one of them names."""
-        return self.units_file or self.path
+        """The file that holds the units, which an error about one of them names: the one the
+        header names (``queries: cases.json``), else the suite file."""
+        return self.kind_object.units_file(self.spec) or self.path
 
     @property
     def qrels(self) -> dict[str, dict[str, int]]:
@@ -188,7 +186,6 @@ def parse_suite(data: Any, path: Path) -> Suite:
         kind=kind.name,
         spec=spec,
         systems=systems,
-        units_file=units_file,
     )
 
 
