@@ -78,6 +78,7 @@ class Suite:
     notes: tuple[str, ...] = ()  # what collection changed in the suite (ids mapped), for the report
     # The systems the suite is for (names or glob patterns, ``systems:``); None: every system.
     systems: tuple[str, ...] | None = None
+
     @property
     def units_source(self) -> Path:
         """The file that holds the units, which an error about one of them names: the one the
