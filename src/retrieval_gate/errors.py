@@ -57,3 +57,8 @@ class MissingExtraError(RetrievalGateError, ImportError):
 class CacheWarning(UserWarning):
     """A cache (embeddings, search results, a parsed ontology) found damaged or unwritable data:
     it was dropped or not written, and the run went on (its entries are computed again)."""
+
+
+class VectorWarning(UserWarning):
+    """Vectors a search cannot rank by direction: an embedder's all-zero vectors, or a team's
+    table's rows with a NULL vector. The run goes on; the warning and the report say how many."""

@@ -23,8 +23,10 @@ imported only when the first miss is embedded: a warm run never starts it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,13 +35,33 @@ import numpy as np
 
 from retrieval_gate.embed import Embedder, EmbedderSpec, LazyEmbedder, import_optional
 from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.usercode import CallTimeout, call_bounded
 
 __all__ = ["RayEmbedder", "ray_embedder"]
 
 
+_COLOUR = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
+    return _COLOUR.sub("", text.splitlines()[0])
+
+
+def _error_line(exc: BaseException) -> str:
+    """A Ray error in one line, colour codes stripped: its first line (which task or actor,
+    less the pid and ip) and, where a traceback follows, the error that ended it (an actor's
+    creation error, e.g. the model not found on the worker), never the traceback between."""
+    text = _COLOUR.sub("", str(exc)).strip() or type(exc).__name__
+    lines = [line for line in text.splitlines() if line.strip()]
+    head = re.sub(r" \(pid=[^)]*\)", "", lines[0]).rstrip(" ,")
+    # The raised error is the last run of lines that are not indented (traceback lines are).
+    tail: list[str] = []
+    for line in reversed(lines[1:]):
+        if line[:1].isspace():
+            break
+        tail.insert(0, line.strip())
+    return f"{head}: {' '.join(tail)}" if tail else head
 
 
 # Actors by (spec, cache folder, cluster): a cluster started again (a new session) gets new ones.
@@ -76,8 +98,17 @@ class RayEmbedder(LazyEmbedder):
     texts sent (the misses).
     """
 
+    #: Its calls to the cluster run under ``timeout`` itself (embed/checks.py adds none).
+    bounds_itself = True
+
     def __init__(
-        self, local: Embedder, spec: EmbedderSpec, *, address: str | None, cache_dir: Path
+        self,
+        local: Embedder,
+        spec: EmbedderSpec,
+        *,
+        address: str | None,
+        cache_dir: Path,
+        timeout: float = 0,
     ) -> None:
         def load() -> Embedder:
             return local.model if isinstance(local, LazyEmbedder) else local
@@ -90,8 +121,13 @@ class RayEmbedder(LazyEmbedder):
         self.spec = spec
         self.address = address
         self.cache_dir = Path(cache_dir)
+        #: The system's ``timeout`` (0: none): joining the cluster may take it, and the actors
+        #: it per batch each runs, plus one for starting them (loading the model).
+        self.timeout = float(timeout)
         self.sent = 0
         self._actors: list[Any] = []
+        self._pool_key: tuple[EmbedderSpec, str, str] | None = None
+        self._options: dict[str, Any] = {}
 
     def __repr__(self) -> str:
         where = self.address or "a local cluster"
@@ -101,38 +137,66 @@ class RayEmbedder(LazyEmbedder):
         ray = import_optional("ray", package="ray", extra="ray")
         if ray.is_initialized():
             return ray
+        where = f"at {self.address}" if self.address else "on this machine"
         try:
-            ray.init(
-                address=self.address,
-                include_dashboard=False,
-                log_to_driver=False,
-                logging_level="ERROR",
+            # ray.init waits for an address that never answers with no end of its own.
+            call_bounded(
+                lambda: ray.init(
+                    address=self.address,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    logging_level="ERROR",
+                ),
+                self.timeout or None,
             )
-        except Exception as exc:
-            where = f"at {self.address}" if self.address else "on this machine"
+        except CallTimeout:
             raise ConfigError(
-                f"Ray cluster {where} could not be started or joined: {_first_line(exc)}"
+                f"Ray cluster {where} could not be started or joined within {self.timeout:g} s "
+                "(the system's 'timeout'); check 'ray_address'"
+            ) from None
+        except Exception as exc:
+            raise ConfigError(
+                f"Ray cluster {where} could not be started or joined: {_error_line(exc)}"
             ) from None
         return ray
 
-    def _start(self, ray: Any, runs: int) -> list[Any]:
-        resources = ray.cluster_resources()
+    def _placement(self, resources: dict[str, Any]) -> tuple[EmbedderSpec, int, dict[str, Any]]:
+        """The actors' spec, how many the cluster can hold, and the resources each asks for:
+        one GPU each where the cluster has GPUs, else one CPU each."""
         gpus = int(resources.get("GPU", 0))
         if gpus:
-            spec = dataclasses.replace(self.spec, device="cuda")
-            wanted, options = gpus, {"num_gpus": 1, "num_cpus": 1}
-        else:
-            spec = self.spec
-            wanted, options = max(1, int(resources.get("CPU", 1))), {"num_cpus": 1}
+            return (
+                dataclasses.replace(self.spec, device="cuda"),
+                gpus,
+                {"num_gpus": 1, "num_cpus": 1},
+            )
+        return self.spec, max(1, int(resources.get("CPU", 1))), {"num_cpus": 1}
+
+    def _start(self, ray: Any, runs: int) -> list[Any]:
+        spec, wanted, options = self._placement(dict(ray.cluster_resources()))
+        self._options = options
         count = max(1, min(wanted, runs))
         # Shared by every embedder of the same spec on the same cluster: a model loads once per
         # actor, however many systems or sessions of this process use it.
-        pool = _POOL.setdefault((spec, str(self.cache_dir), _cluster(ray)), [])
+        self._pool_key = (spec, str(self.cache_dir), _cluster(ray))
+        pool = _POOL.setdefault(self._pool_key, [])
         while len(pool) < count:
             actor = ray.remote(**options)(_Encoder)
             pool.append(actor.remote(spec, str(self.cache_dir)))
         self._actors = pool
         return pool[:count]
+
+    def _drop(self, ray: Any, actors: list[Any]) -> None:
+        """Actors that failed or never started are killed and forgotten: a later call starts
+        new ones rather than waiting on them again."""
+        for actor in actors:
+            with contextlib.suppress(Exception):  # already dead
+                ray.kill(actor)
+        gone = {id(actor) for actor in actors}
+        pool = _POOL.get(self._pool_key) if self._pool_key is not None else None
+        if pool is not None:
+            pool[:] = [actor for actor in pool if id(actor) not in gone]
+        self._actors = []
 
     def encode_documents(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
         if len(texts) == 0:
@@ -148,16 +212,27 @@ class RayEmbedder(LazyEmbedder):
         actors = self._start(ray, len(batches))
         per_actor = math.ceil(len(batches) / len(actors))
         runs = [batches[i : i + per_actor] for i in range(0, len(batches), per_actor)]
+        # Each actor's batches one after the other, and its start (the model's load) first.
+        limit = self.timeout * (len(runs[0]) + 1) if self.timeout else None
         try:
             parts = ray.get(
                 [
                     actor.encode.remote([[str(texts[j]) for j in batch] for batch in run])
                     for actor, run in zip(actors, runs, strict=False)
-                ]
+                ],
+                timeout=limit,
             )
         except Exception as exc:
+            self._drop(ray, actors)
+            if isinstance(exc, ray.exceptions.GetTimeoutError):
+                raise RunError(
+                    f"Ray did not embed {len(texts)} documents within {limit:g} s (the "
+                    f"system's 'timeout', {self.timeout:g} s per batch of {size} texts and one "
+                    f"for starting the actors): no actor asking for {self._options} may fit "
+                    f"the cluster ({_resources(ray)}), or the model does not load there"
+                ) from None
             raise RunError(
-                f"embedding {len(texts)} documents on Ray failed: {_first_line(exc)}"
+                f"embedding {len(texts)} documents on Ray failed: {_error_line(exc)}"
             ) from None
         vectors = np.zeros((len(texts), parts[0].shape[-1]), dtype=np.float32)
         for run, part in zip(runs, parts, strict=True):
@@ -170,6 +245,18 @@ class RayEmbedder(LazyEmbedder):
         return vectors
 
 
+def _resources(ray: Any) -> str:
+    try:
+        found = ray.cluster_resources()
+    except Exception:
+        return "its resources unknown"
+    return ", ".join(
+        f"{name} {value:g}"
+        for name, value in sorted(found.items())
+        if not name.startswith(("node:", "memory", "object_store"))
+    )
+
+
 def ray_embedder(
     local: Embedder,
     spec: EmbedderSpec,
@@ -177,13 +264,15 @@ def ray_embedder(
     *,
     cache_dir: Path,
     embedders: dict[Any, Any],
+    timeout: float = 0,
 ) -> RayEmbedder:
-    """The session's Ray embedder for ``spec`` on ``address``, kept in ``embedders`` (the
-    session's loaded embedders) beside the local one: one per spec and address."""
-    key = ("ray", spec, address)
+    """The session's Ray embedder for ``spec`` on ``address`` under ``timeout`` (the system's),
+    kept in ``embedders`` (the session's loaded embedders) beside the local one: one per spec,
+    address and timeout (their actors are shared)."""
+    key = ("ray", spec, address, float(timeout))
     found = embedders.get(key)
     if isinstance(found, RayEmbedder):
         return found
-    made = RayEmbedder(local, spec, address=address, cache_dir=cache_dir)
+    made = RayEmbedder(local, spec, address=address, cache_dir=cache_dir, timeout=timeout)
     embedders[key] = made
     return made

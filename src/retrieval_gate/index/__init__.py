@@ -28,6 +28,8 @@ __all__ = [
     "INDEX_KINDS",
     "Index",
     "IndexBackend",
+    "TableCensus",
+    "check_census",
     "check_ids",
     "check_vectors",
     "hnsw_settings",
@@ -116,6 +118,12 @@ class IndexBackend:
     #: ``stored(options)``: True when the index already holds the documents' vectors (a team's
     #: own table): the system embeds no documents and adds nothing to it.
     stored: Callable[[Mapping[str, Any]], bool] | None = None
+    #: What the backend does with an all-zero vector (no direction, so no cosine), said in the
+    #: warning that counts them (embed/checks.py).
+    zero_vectors: str = (
+        "exact search scores a zero vector 0 against every other one, so it ranks by the tie "
+        "order alone"
+    )
 
     def approximate_for(self, options: Mapping[str, Any]) -> bool:
         """Whether search with these options is approximate (its recall is measured)."""
@@ -318,6 +326,58 @@ def name_error(
         exc.path = exc.path or (None if path is None else str(path))
         exc.args = (exc.format(),)
     return exc
+
+
+@dataclass(frozen=True)
+class TableCensus:
+    """What a team's table holds, counted when it is opened: its rows, those whose vector is
+    NULL (never found by a search), those whose id is one of the corpus' documents, one of its
+    ids for the messages, and whether it has the ANN index the settings search (True for exact
+    search)."""
+
+    rows: int
+    null_vectors: int
+    matched: int
+    example_id: str | None
+    has_ann_index: bool
+
+
+def check_census(
+    census: TableCensus,
+    corpus_ids: Sequence[str],
+    *,
+    where: str,
+    id_column: str,
+    vector_column: str,
+    ann: str,
+    ann_hint: str,
+) -> list[str]:
+    """A team's table that cannot be measured as the settings say is a one-line
+    ``ConfigError``: empty, its ids none of the corpus' (every metric would be 0 with no
+    reason), or without the ANN index ``ann_index`` names (its "index recall" would be a full
+    scan's). Rows with a NULL vector are searched past: returned as lines to warn with."""
+    if census.rows == 0:
+        raise ConfigError(f"{where} is empty: there is no document to search")
+    if census.matched == 0:
+        sample = f" (e.g. {census.example_id!r}" if census.example_id is not None else " ("
+        corpus = f"; the corpus has e.g. {corpus_ids[0]!r})" if corpus_ids else ")"
+        raise ConfigError(
+            f"{where}: none of the {census.rows} ids in column {id_column!r} is a corpus "
+            f"document id{sample}{corpus}; 'id_column' must hold the corpus' ids"
+        )
+    if not census.has_ann_index:
+        raise ConfigError(
+            f"{where} has no {ann} index on {vector_column!r} ({ann_hint}), so a search would "
+            f"scan every row and its recall would not be an index's; create the index, or set "
+            f'ann_index = "none" for exact search'
+        )
+    lines = []
+    if census.null_vectors:
+        lines.append(
+            f"{where}: {census.null_vectors} of {census.rows} rows have a NULL "
+            f"{vector_column!r} and are never found by a search"
+        )
+    return lines
 
 
 def index_recall(approx: Sequence[Sequence[str]], exact: Sequence[Sequence[str]], k: int) -> float:

@@ -32,7 +32,15 @@ from typing import Any
 import numpy as np
 
 from retrieval_gate.errors import ConfigError, RunError
-from retrieval_gate.index import IndexBackend, check_ids, check_vectors, hnsw_settings, named_errors
+from retrieval_gate.index import (
+    IndexBackend,
+    TableCensus,
+    check_census,
+    check_ids,
+    check_vectors,
+    hnsw_settings,
+    named_errors,
+)
 from retrieval_gate.schema import Option, OptionTable, at_least, beside_settings, one_of
 
 __all__ = ["BACKEND", "OPTIONS", "LanceDBError", "LanceDBIndex", "table_name"]
@@ -356,6 +364,43 @@ class LanceDBIndex:
         except Exception as exc:
             raise self._failed("counting rows", exc) from exc
 
+    @named_errors
+    def check_table(self, ids: Sequence[str]) -> list[str]:
+        """A team's table against the corpus ids (index/__init__.py's `check_census`): a
+        one-line ``ConfigError`` when it cannot be measured, else lines to warn with."""
+        table = self._table if self._table is not None else self._existing()
+        if table is None:
+            raise ConfigError(f"{self.where} does not exist")
+        try:
+            rows = int(table.count_rows())
+            nulls = int(table.count_rows(f"`{self.vector_column}` IS NULL")) if rows else 0
+            found = (
+                table.search().select([self.id_column]).limit(None).to_arrow()
+                if rows
+                else None
+            )
+            has_index = self.ann == "none" or self._has_index(table)
+        except Exception as exc:
+            raise self._failed("reading the table", exc) from exc
+        wanted = set(ids)
+        table_ids = [] if found is None else [str(i) for i in found.column(0).to_pylist()]
+        census = TableCensus(
+            rows,
+            nulls,
+            sum(1 for doc_id in table_ids if doc_id in wanted),
+            min(table_ids) if table_ids else None,
+            has_index,
+        )
+        return check_census(
+            census,
+            ids,
+            where=self.where,
+            id_column=self.id_column,
+            vector_column=self.vector_column,
+            ann=self.ann,
+            ann_hint="LanceDB would search it by a flat scan",
+        )
+
     def _check_dim(self, dim: int) -> None:
         if self._dim is not None and self._dim != dim:
             raise ConfigError(
@@ -388,6 +433,15 @@ class LanceDBIndex:
         import pyarrow as pa
 
         dim = array.shape[1]
+        subs = self.options.get("num_sub_vectors")
+        if self.ann == "ivf_pq" and subs is not None and dim % int(subs):
+            # Cut into that many equal parts: a count that does not divide the width is not a
+            # product quantizer of these vectors.
+            raise ConfigError(
+                f"'num_sub_vectors' ({subs}) does not divide the vectors' dimension ({dim}): "
+                f"ivf_pq cuts each vector into that many equal sub-vectors; give a divisor of "
+                f"{dim}"
+            )
         digest = _ids_digest(ids)
         table = self._existing()
         record = None if table is None else _record(table)
@@ -584,4 +638,7 @@ BACKEND = IndexBackend(
     identity=_identity,
     scratch=open_scratch,
     stored=_stored,
+    zero_vectors="LanceDB leaves a zero document vector out of every result, and finds nothing "
+    "for a zero query vector (its cosine distance is undefined), where exact search scores "
+    "them 0",
 )

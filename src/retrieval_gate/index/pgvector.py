@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import re
 import struct
@@ -39,7 +40,15 @@ from typing import Any
 import numpy as np
 
 from retrieval_gate.errors import ConfigError, RunError
-from retrieval_gate.index import IndexBackend, check_ids, check_vectors, hnsw_settings, named_errors
+from retrieval_gate.index import (
+    IndexBackend,
+    TableCensus,
+    check_census,
+    check_ids,
+    check_vectors,
+    hnsw_settings,
+    named_errors,
+)
 from retrieval_gate.schema import Option, OptionTable, at_least, one_of
 
 __all__ = ["BACKEND", "OPTIONS", "PgvectorError", "PgvectorIndex", "table_name"]
@@ -54,8 +63,16 @@ _COPY_ROWS = 8192
 _PREFIX = "rg_"
 
 
-def _positive(doc: str, default: float) -> Option:
-    return Option((int, float), default, doc, check=lambda v: v > 0, rule="> 0")
+def _milliseconds(doc: str, default: float) -> Option:
+    # Sent to the server in whole milliseconds, where 0 means no limit at all: a value that
+    # would round to 0 ms is refused rather than silently lifting the limit.
+    return Option(
+        (int, float),
+        default,
+        doc,
+        check=lambda v: v >= 0.001 and math.isfinite(v),
+        rule=">= 0.001 (1 ms; PostgreSQL reads 0 ms as no limit)",
+    )
 
 
 OPTIONS: OptionTable = {
@@ -132,10 +149,10 @@ OPTIONS: OptionTable = {
         check=at_least(1),
         rule=">= 1",
     ),
-    "statement_timeout": _positive(
+    "statement_timeout": _milliseconds(
         "seconds a search or catalogue statement may run on the server (not in the identity)", 60
     ),
-    "build_timeout": _positive(
+    "build_timeout": _milliseconds(
         "seconds loading the gate's table and building its ANN index may take (not in the "
         "identity)",
         3600,
@@ -493,6 +510,58 @@ class PgvectorIndex:
                 f"{self.vector_column!r}; the model gives {dim}-dimensional ones"
             )
 
+    @named_errors
+    def check_table(self, ids: Sequence[str]) -> list[str]:
+        """A team's table against the corpus ids (index/__init__.py's `check_census`): a
+        one-line ``ConfigError`` when it cannot be measured, else lines to warn with."""
+        from psycopg import sql
+
+        names = {
+            "id": sql.Identifier(self.id_column),
+            "vec": sql.Identifier(self.vector_column),
+            "table": self.table.sql(),
+        }
+        with (
+            self._one_line("reading the table"),
+            self._conn.transaction(),
+            self._conn.cursor() as cur,
+        ):
+            self._set_timeout(cur, self._statement_ms)
+            self._column_dim(cur)  # a missing table or column first, as a search says it
+            cur.execute(
+                sql.SQL(
+                    "SELECT count(*), count(*) FILTER (WHERE {vec} IS NULL), "
+                    "count(*) FILTER (WHERE {id}::text = ANY(%s)), min({id}::text) FROM {table}"
+                ).format(**names),
+                (list(ids),),
+            )
+            rows, nulls, matched, example = cur.fetchone()
+            has_index = True
+            if self.ann != "none":
+                # Searched by cosine distance: only an index of that kind with the cosine
+                # operator class on the vector column serves it.
+                cur.execute(
+                    "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                    "JOIN pg_am a ON a.oid = c.relam JOIN pg_attribute t "
+                    "ON t.attrelid = i.indrelid AND t.attnum = ANY(i.indkey) "
+                    "JOIN pg_opclass o ON o.oid = ANY(i.indclass) "
+                    "WHERE i.indrelid = to_regclass(%s) AND a.amname = %s AND t.attname = %s "
+                    "AND o.opcname = 'vector_cosine_ops'",
+                    (self.table.regclass, self.ann, self.vector_column),
+                )
+                found = cur.fetchone()
+                has_index = found is not None and int(found[0]) > 0
+        census = TableCensus(int(rows), int(nulls), int(matched), example, has_index)
+        return check_census(
+            census,
+            ids,
+            where=f"{self.where}: table {self.table}",
+            id_column=self.id_column,
+            vector_column=self.vector_column,
+            ann=self.ann,
+            ann_hint="USING " + self.ann + " with vector_cosine_ops",
+        )
+
     def _comment(self, cur: Any) -> tuple[bool, dict[str, Any] | None]:
         """Whether the table exists, and the gate's record in its comment."""
         cur.execute(
@@ -703,22 +772,28 @@ class PgvectorIndex:
     def _search_sql(self) -> Any:
         from psycopg import sql
 
-        exact = self.ann == "none"
-        # Exact search breaks distance ties by id descending (trec_eval's order) inside the scan,
-        # so the cut at k is decided by it; an ANN index scan orders by distance alone.
-        order = (
-            sql.SQL(", {} DESC").format(sql.Identifier(self.id_column)) if exact else sql.SQL("")
-        )
+        names = {
+            "id": sql.Identifier(self.id_column),
+            "vec": sql.Identifier(self.vector_column),
+            "table": self.table.sql(),
+        }
+        if self.ann == "none":
+            # Exact search breaks distance ties by id descending (trec_eval's order) inside the
+            # scan, so the cut at k is decided by it. A zero vector's cosine distance is NaN,
+            # which sorts after every number: read as distance 1 (cosine 0), where exact
+            # search puts it. Rows with a NULL vector cannot be scored and are left out.
+            return sql.SQL(
+                "SELECT q.ord, h.id, h.d FROM unnest(%s::vector[]) WITH ORDINALITY AS q(v, ord) "
+                "CROSS JOIN LATERAL (SELECT {id}::text AS id, "
+                "coalesce(nullif({vec} <=> q.v, 'NaN'::float8), 1) AS d FROM {table} "
+                "WHERE {vec} IS NOT NULL ORDER BY 2, {id} DESC LIMIT %s) h"
+            ).format(**names)
+        # An ANN index scan orders by distance alone, in the form its index serves.
         return sql.SQL(
             "SELECT q.ord, h.id, h.d FROM unnest(%s::vector[]) WITH ORDINALITY AS q(v, ord) "
             "CROSS JOIN LATERAL (SELECT {id}::text AS id, {vec} <=> q.v AS d FROM {table} "
-            "ORDER BY {vec} <=> q.v{order} LIMIT %s) h"
-        ).format(
-            id=sql.Identifier(self.id_column),
-            vec=sql.Identifier(self.vector_column),
-            table=self.table.sql(),
-            order=order,
-        )
+            "ORDER BY {vec} <=> q.v LIMIT %s) h"
+        ).format(**names)
 
     def _search_settings(self, cur: Any) -> None:
         self._set_timeout(cur, self._statement_ms)
@@ -750,7 +825,13 @@ class PgvectorIndex:
                     self._search_settings(cur)
                     cur.execute(statement, (_array_literal(block), k))
                     for ordinal, doc_id, distance in cur.fetchall():
-                        found[int(ordinal) - 1].append((str(doc_id), 1.0 - float(distance)))
+                        if distance is None:
+                            continue  # a NULL vector (an ANN scan lists them last): unscored
+                        score = 1.0 - float(distance)
+                        # NaN: a zero vector, cosine 0 as exact search scores it.
+                        found[int(ordinal) - 1].append(
+                            (str(doc_id), 0.0 if math.isnan(score) else score)
+                        )
                 results.extend(_best_first(pairs) for pairs in found)
         return results
 
@@ -906,4 +987,6 @@ BACKEND = IndexBackend(
     identity=_identity,
     scratch=open_scratch,
     stored=_stored,
+    zero_vectors="pgvector's exact scan scores a zero vector 0, as exact search does (an hnsw "
+    "or ivfflat index ranks it last)",
 )

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
     from retrieval_gate.embed import Embedder
     from retrieval_gate.embed.cache import EmbeddingCache
+    from retrieval_gate.embed.checks import EmbeddingCall
     from retrieval_gate.index import Index
     from retrieval_gate.index.results import CachedSearch
     from retrieval_gate.systems.config import SystemConfig
@@ -208,6 +209,14 @@ def _check(options: Mapping[str, Any], where: Where) -> None:
             entry=where.entry,
         )
     check_fields(options, where)  # systems/fields.py
+    if options.get("ray_address") is not None and options["embed_executor"] != "ray":
+        raise ConfigError(
+            f"'ray_address' is set but 'embed_executor' is {options['embed_executor']!r}: "
+            'documents are embedded in this process; set embed_executor = "ray" or drop '
+            "'ray_address'",
+            path=where.source,
+            entry=where.entry,
+        )
     from retrieval_gate.index import INDEXES
 
     backend = INDEXES.get(str(options.get("index")))
@@ -372,6 +381,24 @@ def _units(corpus: Corpus, opt: Mapping[str, Any], shared: dict[Any, Any]) -> _U
     return units
 
 
+def _embedding_call(system: SystemConfig) -> EmbeddingCall:
+    """The system's embedding boundary (embed/checks.py): its names, its 'timeout' and
+    'batch_size', and what its index does with a zero vector."""
+    from retrieval_gate.embed.checks import EmbeddingCall
+    from retrieval_gate.index import INDEXES
+
+    opt = system.options
+    backend = INDEXES.get(str(opt["index"]))
+    return EmbeddingCall(
+        system=system.name,
+        embedder=str(opt["embedder"]),
+        timeout=float(opt["timeout"]),
+        batch_size=int(opt["batch_size"]),
+        path=None if system.source is None else str(system.source),
+        **({"zero_effect": backend.zero_vectors} if backend is not None else {}),
+    )
+
+
 def _query_cache(options: RunOptions, embedder: Embedder) -> EmbeddingCache:
     """The embedder's query-vector cache, one instance per session (it keeps what it read)."""
     from retrieval_gate.embed import known_dim
@@ -435,7 +462,10 @@ class EmbeddingIndex:
         with self.timings.stage("load"):
             embedder = load_system_embedder(system, options, source=source)
         self.embedder: Embedder = embedder
+        #: Who embeds and under which time limit: every encoder call passes embed/checks.py.
+        self.call = _embedding_call(system)
         vectors, embedded = self._document_vectors(units)
+        self._warn_zero(vectors, "document")
         self.vectors = vectors
         #: Query vectors of this embedder by the digest of the query text (its identity holds
         #: the query prompt), in a ``queries`` folder inside the documents' cache folder of the
@@ -532,6 +562,7 @@ class EmbeddingIndex:
 
         from retrieval_gate.embed import LazyEmbedder, known_dim
         from retrieval_gate.embed.cache import EmbeddingCache
+        from retrieval_gate.embed.checks import encode
 
         embedder, options = self.embedder, self.options
         share_key = ("vectors", embedder.identity, units.key)
@@ -573,7 +604,9 @@ class EmbeddingIndex:
                     embedder.know_dim(found.shape[1])
                 vectors = found  # every row cached, in corpus order: no second copy
             elif todo and len(todo) == len(texts):
-                vectors = embedder.encode_documents(list(texts), progress=options.progress)
+                vectors = encode(
+                    embedder, texts, queries=False, call=self.call, progress=options.progress
+                )
             else:
                 width = embedder.dim if texts else (known_dim(embedder) or 0)
                 vectors = np.zeros((len(texts), width), dtype=np.float32)
@@ -581,8 +614,12 @@ class EmbeddingIndex:
                     missing = set(todo)
                     vectors[[i for i in range(len(digests)) if i not in missing]] = found
                 if todo:
-                    vectors[todo] = embedder.encode_documents(
-                        [texts[i] for i in todo], progress=options.progress
+                    vectors[todo] = encode(
+                        embedder,
+                        [texts[i] for i in todo],
+                        queries=False,
+                        call=self.call,
+                        progress=options.progress,
                     )
             if todo and cache is not None:
                 fresh = vectors if len(todo) == len(texts) else vectors[todo]
@@ -590,6 +627,24 @@ class EmbeddingIndex:
         if share:
             options.shared[share_key] = vectors
         return vectors, len(todo)
+
+    def _warn_zero(self, vectors: Any, what: str) -> None:
+        """All-zero rows of ``vectors`` said once per system and kind of vector, in the
+        warnings and in the report (embed/checks.py)."""
+        from retrieval_gate.embed.checks import zero_rows, zero_vectors_warning
+
+        zeros = zero_rows(vectors)
+        if zeros:
+            self._warn(zero_vectors_warning(self.call, zeros, len(vectors), what=what))
+
+    def _warn(self, line: str) -> None:
+        import warnings
+
+        from retrieval_gate.errors import VectorWarning
+
+        if line not in self.notes:
+            self.notes.append(line)
+            warnings.warn(line, VectorWarning, stacklevel=2)
 
     @contextmanager
     def _embedding(self) -> Iterator[None]:
@@ -633,6 +688,12 @@ class EmbeddingIndex:
                 self._set_block(index)
                 if not self.stored:
                     index.add(self.unit_ids, self.vectors)
+                else:
+                    # A team's table: empty, unmatched or without its ANN index is one line;
+                    # rows no search can find are said (index/__init__.py, check_census).
+                    check_table = getattr(index, "check_table", None)
+                    for line in check_table(self.unit_ids) if callable(check_table) else ():
+                        self._warn(line)
             except RetrievalGateError as exc:
                 # A warm cache on a read-only mount: the vectors are all here, exact search
                 # over them is the reference the approximate index is measured against.
@@ -742,7 +803,9 @@ class EmbeddingIndex:
 
     def search(self, query: str, k: int = 10) -> list[tuple[str, float]]:
         """The top ``k`` documents for ``query``, best first, as ``(doc_id, cosine score)``."""
-        vector = self.embedder.encode_queries([query])
+        from retrieval_gate.embed.checks import encode
+
+        vector = encode(self.embedder, [query], queries=True, call=self.call)
         return self.search_vector(vector, k)
 
     def close(self) -> None:
@@ -841,6 +904,10 @@ class EmbeddingSystem:
     def _retrieve_timed(
         self, queries: Sequence[Query], depth: int, *, cutoff: int | None, where: Path | None
     ) -> list[Retrieved]:
+        import numpy as np
+
+        from retrieval_gate.embed.checks import encode
+
         embedder = self.index.embedder
         timeout = float(self.config.option("timeout"))
         digests, cached = self._cached_queries(queries)
@@ -851,7 +918,12 @@ class EmbeddingSystem:
             start = time.perf_counter()
 
             def one(text: str = text, ready: Any = ready) -> tuple[Any, list[tuple[str, float]]]:
-                vector = embedder.encode_queries([text]) if ready is None else ready
+                # Bounded here with its search: checked, not bounded a second time.
+                vector = (
+                    encode(embedder, [text], queries=True, call=self.index.call, bounded=False)
+                    if ready is None
+                    else ready
+                )
                 return vector, self.index.search_vector(vector, depth)
 
             try:
@@ -873,6 +945,8 @@ class EmbeddingSystem:
             else:
                 self._queries_cached.add(qid)
         self._store_queries(fresh)
+        if fresh:
+            self.index._warn_zero(np.stack(list(fresh.values())), "query")
         if cutoff is not None and vectors:
             # Measured once over every query of the run, when the stats are read: a run may
             # retrieve in several calls (to report progress between them).
@@ -919,6 +993,7 @@ class EmbeddingSystem:
         import numpy as np
 
         from retrieval_gate.embed.cache import EmbeddingCache
+        from retrieval_gate.embed.checks import encode
 
         embedder = self.index.embedder
         cache = self.index.query_cache
@@ -934,7 +1009,10 @@ class EmbeddingSystem:
             for position in missing:
                 digest = digests[position]
                 if digest not in fresh:
-                    fresh[digest] = embedder.encode_queries([queries[position][1]])[0]
+                    text = queries[position][1]
+                    fresh[digest] = encode(embedder, [text], queries=True, call=self.index.call)[0]
+            if fresh:
+                self.index._warn_zero(np.stack(list(fresh.values())), "query")
             # The cached rows' width where there are any: a team's table embeds no documents,
             # so asking a lazy embedder its width would load the model on a warm run.
             width = found.shape[1] if found.shape[0] else embedder.dim
@@ -1180,6 +1258,7 @@ def load_system_embedder(
                 opt["ray_address"],
                 cache_dir=options.cache_dir,
                 embedders=options.embedders,
+                timeout=float(opt["timeout"]),
             )
     except RetrievalGateError as exc:
         if exc.entry is None:

@@ -1,0 +1,154 @@
+"""The embedding boundary: every vector an embedder hands an embedding system passes here.
+
+An embedder (a plug-in's above all) may return NaN or infinite values, too few or too many rows,
+rows of another width than it said, or never return. Each is one line naming the embedder and
+the system (:func:`encode`), whichever index the vectors go to next, rather than a traceback
+from deep inside that index or a session that hangs. All-zero vectors are legal but have no
+direction: :func:`zero_vectors_warning` says how many, and what the system's index does with
+them (docs/embedding.md, "Time limits and bad vectors").
+
+Each encoder call runs under the system's ``timeout``: a query's encoding gets ``timeout``
+seconds, a document encoding ``timeout`` per batch of ``batch_size`` texts (a model's load,
+before it, is not timed here: a first download or a distillation may take minutes). An
+embedder that bounds its own calls (Ray, ``bounds_itself``) is left to do so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from retrieval_gate.errors import RunError
+from retrieval_gate.usercode import CallTimeout, call_bounded
+
+__all__ = ["EmbeddingCall", "encode", "zero_rows", "zero_vectors_warning"]
+
+
+@dataclass(frozen=True)
+class EmbeddingCall:
+    """Who embeds, for the messages and the time limit: the system (its name and settings
+    file), its embedder by name, its ``timeout`` (0: none) and ``batch_size``, and what its
+    index does with an all-zero vector (the index backend's ``zero_vectors``)."""
+
+    system: str
+    embedder: str
+    timeout: float
+    batch_size: int = 64
+    path: str | None = None
+    zero_effect: str = "cosine similarity with a zero vector is 0 whatever the other vector"
+
+    def error(self, message: str) -> RunError:
+        return RunError(
+            f"embedder {self.embedder!r} {message}", path=self.path, entry=f"system.{self.system}"
+        )
+
+
+def _width(embedder: Any) -> int | None:
+    """The width the embedder said, without loading a model for it."""
+    from retrieval_gate.embed import known_dim
+
+    try:
+        return known_dim(embedder)
+    except Exception:
+        return None  # a plug-in whose ``dim`` fails: its vectors' own width is checked alone
+
+
+def encode(
+    embedder: Any,
+    texts: Sequence[str],
+    *,
+    queries: bool,
+    call: EmbeddingCall,
+    progress: bool = False,
+    bounded: bool = True,
+) -> np.ndarray:
+    """``texts`` encoded as document (or query) vectors, float32 ``[len(texts), dim]``, checked.
+
+    ``bounded``: run the encoder under the call's time limit (False where the caller already
+    bounds it, as a timed query's search does).
+    """
+    from retrieval_gate.embed import LazyEmbedder
+
+    what = "query" if queries else "document"
+    if not texts:
+        return np.zeros((0, _width(embedder) or 0), dtype=np.float32)
+    own = bool(getattr(embedder, "bounds_itself", False))
+    if bounded and not own and isinstance(embedder, LazyEmbedder):
+        _ = embedder.model  # loaded untimed: a download or a distillation is not an encoding
+    batches = 1 if queries else math.ceil(len(texts) / max(1, call.batch_size))
+    limit = None if (own or not bounded or not call.timeout) else call.timeout * batches
+
+    def run() -> Any:
+        if queries:
+            return embedder.encode_queries(list(texts))
+        return embedder.encode_documents(list(texts), progress=progress)
+
+    try:
+        raw = call_bounded(run, limit) if limit else run()
+    except CallTimeout:
+        per = "" if queries else f" per batch of {call.batch_size} texts"
+        raise call.error(
+            f"did not return {len(texts)} {what} vector(s) within {limit:g} s (the system's "
+            f"'timeout', {call.timeout:g} s{per}); check the embedder, or raise 'timeout'"
+        ) from None
+    return check_rows(raw, len(texts), _width(embedder), what=what, call=call)
+
+
+def check_rows(
+    raw: Any, rows: int, width: int | None, *, what: str, call: EmbeddingCall
+) -> np.ndarray:
+    """``raw`` as float32 ``[rows, width]`` with finite values, else the call's one line."""
+    try:
+        array = np.asarray(raw, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise call.error(
+            f"returned {type(raw).__name__} for {rows} texts, not a [texts, dim] array of "
+            f"numbers ({' '.join(str(exc).split())})"
+        ) from None
+    if array.ndim != 2:
+        raise call.error(
+            f"returned an array of shape {array.shape} for {rows} {what} texts; expected "
+            f"[{rows}, dim]"
+        )
+    if array.shape[0] != rows:
+        raise call.error(f"returned {array.shape[0]} {what} vectors for {rows} texts")
+    if array.shape[1] == 0:
+        raise call.error(f"returned {what} vectors of width 0")
+    if width is not None and array.shape[1] != width:
+        raise call.error(
+            f"returned {array.shape[1]}-dimensional {what} vectors; it said its vectors are "
+            f"{width}-dimensional"
+        )
+    bad = ~np.isfinite(array).all(axis=1)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        raise call.error(
+            f"returned NaN or infinite values in {int(bad.sum())} of {rows} {what} vectors "
+            f"(the first at row {first})"
+        )
+    return np.ascontiguousarray(array)
+
+
+def zero_rows(vectors: Any) -> int:
+    """How many rows of ``vectors`` are all zero (counted in blocks: no full temporary)."""
+    array = np.asarray(vectors)
+    if array.ndim != 2 or array.shape[0] == 0:
+        return 0
+    count = 0
+    for start in range(0, array.shape[0], 65536):
+        count += int((~array[start : start + 65536].any(axis=1)).sum())
+    return count
+
+
+def zero_vectors_warning(call: EmbeddingCall, zeros: int, total: int, *, what: str) -> str:
+    """The one line said when ``zeros`` of ``total`` vectors are all zero: how many, and what
+    the system's index does with a vector that has no direction."""
+    where = f"{call.path} [system.{call.system}]" if call.path else f"[system.{call.system}]"
+    return (
+        f"{where}: embedder {call.embedder!r} returned {zeros} all-zero {what} vector(s) of "
+        f"{total}: {call.zero_effect}"
+    )
