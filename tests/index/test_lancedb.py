@@ -254,3 +254,97 @@ def test_a_run_killed_before_its_index_is_built_leaves_a_usable_table(tmp_path: 
     assert [[d for d, _ in r] for r in index.search(queries, 10)] == [
         [d for d, _ in r] for r in exact.search(queries, 10)
     ]
+
+
+# -- a team's table that cannot be measured as it is ----------------------------------------
+
+
+def _team(tmp_path: Path, ids: list[str], rows: list[list[float] | None], **options: Any) -> Any:
+    uri = tmp_path / "odd"
+    vectors = pa.array(rows, type=pa.list_(pa.float32(), 3))
+    table = lancedb.connect(uri).create_table(
+        "docs", pa.table({"doc_id": pa.array(ids, pa.string()), "emb": vectors})
+    )
+    if options.pop("indexed", False):
+        table.create_index("emb", config=lancedb.index.IvfFlat(num_partitions=1))
+    return make_index(
+        "lancedb",
+        cache_dir=tmp_path,
+        key="k",
+        uri=str(uri),
+        table="docs",
+        id_column="doc_id",
+        vector_column="emb",
+        entry="system.team",
+        **options,
+    )
+
+
+def test_a_row_with_a_null_vector_is_counted_not_skipped_silently(tmp_path: Path) -> None:
+    index = _team(tmp_path, ["a", "b", "c"], [[1, 0, 0], None, [0, 1, 0]])
+    # b has no vector: LanceDB never returns it (cos(q, a) = 1, cos(q, c) = 0)...
+    _check(index.search(np.array([[1, 0, 0]], dtype=np.float32), 3), [[("a", 1), ("c", 0)]], 1e-6)
+    # ... and opening the table says so.
+    assert index.check_table(["a", "b", "c"]) == [
+        f"LanceDB table 'docs' at {tmp_path / 'odd'}: 1 of 3 rows have a NULL 'emb' and are "
+        "never found by a search"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("ids", "corpus", "options", "message"),
+    [
+        ([], ["a"], {}, " is empty: there is no document to search"),
+        (
+            ["x2", "x1"],
+            ["a", "b"],
+            {},
+            ": none of the 2 ids in column 'doc_id' is a corpus document id (e.g. 'x1'; the "
+            "corpus has e.g. 'a'); 'id_column' must hold the corpus' ids",
+        ),
+        (
+            ["a", "b"],
+            ["a", "b"],
+            {"ann_index": "ivf_pq"},
+            " has no ivf_pq index on 'emb' (LanceDB would search it by a flat scan), so a "
+            "search would scan every row and its recall would not be an index's; create the "
+            'index, or set ann_index = "none" for exact search',
+        ),
+    ],
+    ids=["empty", "no id matches", "no ann index"],
+)
+def test_a_team_table_that_cannot_be_measured_is_one_line(
+    tmp_path: Path, ids: list[str], corpus: list[str], options: dict[str, Any], message: str
+) -> None:
+    # Before: every metric was 0 with no reason, or a flat scan's recall was reported as the
+    # (absent) index's.
+    index = _team(tmp_path, ids, [[1.0, 0, 0]] * len(ids), **options)
+    with pytest.raises(ConfigError) as info:
+        index.check_table(corpus)
+    assert str(info.value) == f"[system.team]: LanceDB table 'docs' at {tmp_path / 'odd'}{message}"
+
+
+def test_a_team_table_with_its_index_passes_the_check(tmp_path: Path) -> None:
+    ids = [f"d{i}" for i in range(300)]
+    rows = _random(300, 3, seed=1).tolist()
+    index = _team(tmp_path, ids, rows, ann_index="ivf_flat", indexed=True)
+    assert index.check_table(ids) == []
+
+
+def test_sub_vectors_that_do_not_divide_the_dimension_are_one_line(tmp_path: Path) -> None:
+    index = make_index(
+        "lancedb",
+        cache_dir=tmp_path,
+        key="k",
+        ann_index="ivf_pq",
+        num_sub_vectors=5,
+        entry="system.pq",
+    )
+    with pytest.raises(ConfigError) as info:
+        index.add([f"d{i}" for i in range(300)], _random(300, 8, seed=2))
+    assert str(info.value) == (
+        "[system.pq]: 'num_sub_vectors' (5) does not divide the vectors' dimension (8): ivf_pq "
+        "cuts each vector into that many equal sub-vectors; give a divisor of 8"
+    )
+    # Nothing written: the table is made only once its index can be.
+    assert not list((tmp_path / "lancedb").glob("rg-*.lance"))

@@ -454,3 +454,104 @@ def test_a_run_killed_while_loading_leaves_no_half_table(
     ]
     assert len(index) == 1000
     index.close()  # type: ignore[attr-defined]
+
+
+# -- a team's table that cannot be measured as it is ----------------------------------------
+
+
+def _team(dsn: str, rows: list[tuple[str, str | None]], *, index: str | None = None) -> None:
+    sql(dsn, "CREATE EXTENSION IF NOT EXISTS vector")
+    sql(dsn, "DROP TABLE IF EXISTS team_odd")
+    sql(dsn, "CREATE TABLE team_odd (doc_id text PRIMARY KEY, emb vector(3))")
+    for doc_id, vector in rows:
+        sql(dsn, "INSERT INTO team_odd VALUES (%s, %s::vector)", doc_id, vector)
+    if index is not None:
+        sql(dsn, f"CREATE INDEX ON team_odd USING {index}")
+
+
+def _open_team(dsn: str, tmp_path: Path, **options: Any) -> Any:
+    return make_index(
+        "pgvector",
+        cache_dir=tmp_path,
+        key="k",
+        dsn=dsn,
+        table="team_odd",
+        id_column="doc_id",
+        vector_column="emb",
+        entry="system.team",
+        **options,
+    )
+
+
+def test_rows_with_a_null_vector_are_searched_past_and_counted(dsn: str, tmp_path: Path) -> None:
+    # Before: the NULL row's distance reached float() and the run ended in a TypeError.
+    _team(dsn, [("a", "[1,0,0]"), ("b", None), ("c", "[0,1,0]")])
+    index = _open_team(dsn, tmp_path)
+    # cos(q, a) = 1, cos(q, c) = 0; b has no vector, so it is never a hit.
+    _check(index.search(np.array([[1, 0, 0]], dtype=np.float32), k=3), [[("a", 1), ("c", 0)]], 1e-6)
+    assert index.check_table(["a", "b", "c"]) == [
+        f"PostgreSQL at {_where(dsn)}: table team_odd: 1 of 3 rows have a NULL 'emb' and are "
+        "never found by a search"
+    ]
+    index.close()
+    sql(dsn, "DROP TABLE team_odd")
+
+
+@pytest.mark.parametrize(
+    ("rows", "corpus", "options", "message"),
+    [
+        ([], ["a"], {}, "table team_odd is empty: there is no document to search"),
+        (
+            [("x1", "[1,0,0]"), ("x2", "[0,1,0]")],
+            ["a", "b"],
+            {},
+            "table team_odd: none of the 2 ids in column 'doc_id' is a corpus document id "
+            "(e.g. 'x1'; the corpus has e.g. 'a'); 'id_column' must hold the corpus' ids",
+        ),
+        (
+            [("a", "[1,0,0]")],
+            ["a"],
+            {"ann_index": "hnsw"},
+            "table team_odd has no hnsw index on 'emb' (USING hnsw with vector_cosine_ops), so a "
+            "search would scan every row and its recall would not be an index's; create the "
+            'index, or set ann_index = "none" for exact search',
+        ),
+    ],
+    ids=["empty", "no id matches", "no ann index"],
+)
+def test_a_team_table_that_cannot_be_measured_is_one_line(
+    dsn: str,
+    tmp_path: Path,
+    rows: list[tuple[str, str]],
+    corpus: list[str],
+    options: dict[str, Any],
+    message: str,
+) -> None:
+    # Before: every metric was 0 with no reason, or an exact scan's recall was reported as the
+    # (absent) HNSW index's.
+    _team(dsn, rows, index="ivfflat (emb vector_cosine_ops)" if options else None)
+    index = _open_team(dsn, tmp_path, **options)
+    with pytest.raises(ConfigError) as info:
+        index.check_table(corpus)
+    assert str(info.value) == f"[system.team]: PostgreSQL at {_where(dsn)}: {message}"
+    index.close()
+    sql(dsn, "DROP TABLE team_odd")
+
+
+def test_a_zero_vector_scores_0_as_exact_search_scores_it(
+    dsn: str, key: str, tmp_path: Path
+) -> None:
+    ids = ["a", "b", "c", "d"]
+    vectors = np.array([[1, 0, 0], [0, 0, 0], [0, 1, 0], [-1, 0, 0]], dtype=np.float32)
+    queries = np.array([[1, 0, 0], [0, 0, 0]], dtype=np.float32)
+    exact = ExactIndex()
+    exact.add(ids, vectors)
+    index = make_index("pgvector", cache_dir=tmp_path, key=key, dsn=dsn)
+    index.add(ids, vectors)
+    # q1: a 1, then b (zero) and c both 0 (id descending: c, b), then d -1. The zero query
+    # scores 0 against every document: the tie order alone, d c b a.
+    expected = [[("a", 1), ("c", 0), ("b", 0), ("d", -1)], [("d", 0), ("c", 0), ("b", 0), ("a", 0)]]
+    _check(exact.search(queries, 4), expected, 1e-6)
+    _check(index.search(queries, 4), expected, 1e-6)
+    _check(index.search(queries, 3), [row[:3] for row in expected], 1e-6)
+    index.close()  # type: ignore[attr-defined]
