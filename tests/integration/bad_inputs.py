@@ -207,6 +207,64 @@ def wrong_width_cache(root: Path) -> None:
     )
 
 
+def plugin_embedder(how: str) -> dict[str, str]:
+    """A project whose embedding system uses a plug-in embedder ``bad`` (registered in its
+    conftest) whose document vectors go wrong as ``how`` says, on the exact index."""
+    conftest = f"""
+import threading
+
+import numpy as np
+
+from retrieval_gate.embed import EMBEDDER_KINDS, EMBEDDERS, EmbedderBackend, register_embedder
+
+
+class Bad:
+    identity = "bad-vectors/1"
+    dim = 8
+
+    def encode_documents(self, texts, *, progress=False):
+        rows = np.ones((len(texts), 8), dtype=np.float32)
+        if {how!r} == "nan":
+            rows[2, 0] = np.inf
+        elif {how!r} == "short":
+            rows = rows[1:]
+        elif {how!r} == "wide":
+            rows = np.ones((len(texts), 4), dtype=np.float32)
+        elif {how!r} == "zero":
+            rows[1:3] = 0.0
+        elif {how!r} == "hang":
+            threading.Event().wait()
+        return rows
+
+    def encode_queries(self, texts):
+        return np.ones((len(texts), 8), dtype=np.float32)
+
+
+register_embedder(EmbedderBackend("bad", "test", {{}}, lambda s, c, e: Bad(), "test"))
+
+
+def pytest_unconfigure(config):
+    EMBEDDERS.pop("bad", None)
+    EMBEDDER_KINDS.pop("bad", None)
+"""
+    system = (
+        "[tool.retrieval_gate.system.plugin]\n"
+        'embedder = "bad"\nmodel = "bad"\nindex = "exact"\ntimeout = 0.5\n'
+    )
+    ini = SHOW_VECTOR_WARNINGS if how == "zero" else 'addopts = "-p no:cacheprovider"'
+    return {
+        "conftest.py": conftest,
+        "lineage.retrieval.yaml": LENIENT,
+        "pyproject.toml": settings(
+            '[tool.retrieval_gate]\ncorpus = "corpus"\n', system, pytest_ini=ini
+        ),
+        **corpus(),
+    }
+
+
+SHOW_VECTOR_WARNINGS = 'addopts = "-p no:cacheprovider"\nfilterwarnings = ["default::UserWarning"]'
+
+
 # Ten levels of nine aliases each: a few lines that expand to 9 ** 10 values.
 ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(10)
@@ -677,6 +735,74 @@ CASES: tuple[BadInput, ...] = (
         {
             "lineage.retrieval.yaml": "corpus: corpus\n" + SUITE,
             **corpus({"docs/caf\udce9.md": "x"}),
+        },
+    ),
+    BadInput(
+        "embedder-nan",
+        "an embedder plug-in returning infinite values",
+        "*pyproject.toml [system.plugin]: embedder 'bad' returned NaN or infinite values in 1 of 5 "
+        "document vectors (the first at row 2)",
+        "failed items",
+        plugin_embedder("nan"),
+    ),
+    BadInput(
+        "embedder-too-few-rows",
+        "an embedder plug-in returning fewer vectors than texts",
+        "*pyproject.toml [system.plugin]: embedder 'bad' returned 4 document vectors for 5 texts",
+        "failed items",
+        plugin_embedder("short"),
+    ),
+    BadInput(
+        "embedder-wrong-dimension",
+        "an embedder plug-in returning vectors of another width than its 'dim'",
+        "*pyproject.toml [system.plugin]: embedder 'bad' returned 4-dimensional document vectors; "
+        "it said its vectors are 8-dimensional",
+        "failed items",
+        plugin_embedder("wide"),
+    ),
+    BadInput(
+        "embedder-never-returns",
+        "an embedder plug-in whose document encoding never returns",
+        "*pyproject.toml [system.plugin]: embedder 'bad' did not return 5 document vector(s) "
+        "within 0.5 s (the system's 'timeout', 0.5 s per batch of 64 texts); check the "
+        "embedder, or raise 'timeout'",
+        "failed items",
+        plugin_embedder("hang"),
+    ),
+    BadInput(
+        "embedder-zero-vectors",
+        "an embedder plug-in returning all-zero vectors",
+        "*VectorWarning: *pyproject.toml [system.plugin]: embedder 'bad' returned 2 all-zero "
+        "document vector(s) of 5: exact search scores a zero vector 0 against every other one, "
+        "so it ranks by the tie order alone",
+        "warning",
+        plugin_embedder("zero"),
+    ),
+    BadInput(
+        "pgvector-statement-timeout-below-1ms",
+        "a pgvector 'statement_timeout' that rounds to 0 ms (PostgreSQL's 'no limit')",
+        "ERROR: *pyproject.toml [system.static]: invalid 'statement_timeout': 0.0004; expected "
+        "* (>= 0.001 (1 ms; PostgreSQL reads 0 ms as no limit))*",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                static_system(
+                    index="pgvector", dsn='"postgresql://x@h/db"', statement_timeout="0.0004"
+                )
+            ),
+        },
+    ),
+    BadInput(
+        "ray-address-local-executor",
+        "'ray_address' with the documents embedded locally",
+        "ERROR: *pyproject.toml [system.static]: 'ray_address' is set but 'embed_executor' is "
+        "'local': documents are embedded in this process; set embed_executor = \"ray\" or drop "
+        "'ray_address'",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(static_system(ray_address='"127.0.0.1:6379"')),
         },
     ),
     BadInput(

@@ -374,11 +374,7 @@ class LanceDBIndex:
         try:
             rows = int(table.count_rows())
             nulls = int(table.count_rows(f"`{self.vector_column}` IS NULL")) if rows else 0
-            found = (
-                table.search().select([self.id_column]).limit(None).to_arrow()
-                if rows
-                else None
-            )
+            found = table.search().select([self.id_column]).limit(None).to_arrow() if rows else None
             has_index = self.ann == "none" or self._has_index(table)
         except Exception as exc:
             raise self._failed("reading the table", exc) from exc

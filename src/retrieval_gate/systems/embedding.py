@@ -94,7 +94,12 @@ OPTIONS: OptionTable = {
         str, "words", "what a chunk counts", check=one_of("words", "chars"), rule="words, chars"
     ),
     **FIELD_OPTIONS,  # fields, multi_vector, aggregation, weights: systems/fields.py
-    "timeout": TIMEOUT_OPTION,
+    "timeout": replace(
+        TIMEOUT_OPTION,
+        doc="seconds one query's embedding and search may take, a document encoding per batch "
+        "of batch_size texts, a reranker's call and each call to a Ray cluster (docs/embedding.md, \"Time limits "
+        'and bad vectors"); 0 for no limit',
+    ),
     "embed_executor": Option(
         str,
         "local",
