@@ -102,6 +102,8 @@ def check_rows(
     raw: Any, rows: int, width: int | None, *, what: str, call: EmbeddingCall
 ) -> np.ndarray:
     """``raw`` as float32 ``[rows, width]`` with finite values, else the call's one line."""
+    if raw is None:  # numpy would read it as one NaN
+        raise call.error(f"returned None for {rows} {what} texts; expected a [{rows}, dim] array")
     try:
         array = np.asarray(raw, dtype=np.float32)
     except (TypeError, ValueError) as exc:
@@ -123,11 +125,16 @@ def check_rows(
             f"returned {array.shape[1]}-dimensional {what} vectors; it said its vectors are "
             f"{width}-dimensional"
         )
-    bad = ~np.isfinite(array).all(axis=1)
-    if bad.any():
-        first = int(np.flatnonzero(bad)[0])
+    # In row blocks: a million rows need no full boolean temporary.
+    bad, first = 0, -1
+    for start in range(0, rows, 65536):
+        block = ~np.isfinite(array[start : start + 65536]).all(axis=1)
+        if block.any():
+            first = first if first >= 0 else start + int(np.flatnonzero(block)[0])
+            bad += int(block.sum())
+    if bad:
         raise call.error(
-            f"returned NaN or infinite values in {int(bad.sum())} of {rows} {what} vectors "
+            f"returned NaN or infinite values in {bad} of {rows} {what} vectors "
             f"(the first at row {first})"
         )
     return np.ascontiguousarray(array)

@@ -690,15 +690,21 @@ class EmbeddingIndex:
                     path=self.system.source,
                     **index_options(self.system),
                 )
-                self._set_block(index)
-                if not self.stored:
-                    index.add(self.unit_ids, self.vectors)
-                else:
-                    # A team's table: empty, unmatched or without its ANN index is one line;
-                    # rows no search can find are said (index/__init__.py, check_census).
-                    check_table = getattr(index, "check_table", None)
-                    for line in check_table(self.unit_ids) if callable(check_table) else ():
-                        self._warn(line)
+                try:
+                    self._set_block(index)
+                    if not self.stored:
+                        index.add(self.unit_ids, self.vectors)
+                    else:
+                        # A team's table: empty, unmatched or without its ANN index is one
+                        # line; rows no search can find are said (index/__init__.py).
+                        check_table = getattr(index, "check_table", None)
+                        for line in check_table(self.unit_ids) if callable(check_table) else ():
+                            self._warn(line)
+                except BaseException:
+                    close = getattr(index, "close", None)
+                    if callable(close):
+                        close()  # a server's connection is not left for the collector
+                    raise
             except RetrievalGateError as exc:
                 # A warm cache on a read-only mount: the vectors are all here, exact search
                 # over them is the reference the approximate index is measured against.

@@ -1,0 +1,92 @@
+"""The embedding boundary (embed/checks.py): what an embedder returns is checked, and its calls
+run under the system's timeout."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from retrieval_gate.embed import LazyEmbedder
+from retrieval_gate.embed.checks import EmbeddingCall, encode, zero_rows, zero_vectors_warning
+from retrieval_gate.errors import RunError
+
+CALL = EmbeddingCall(system="s", embedder="mine", timeout=0.2, batch_size=2, path="pyproject.toml")
+
+
+class Returns:
+    """An embedder plug-in that returns what it is given, whatever the texts."""
+
+    identity = "returns/1"
+    dim = 3
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def encode_documents(self, texts: Sequence[str], *, progress: bool = False) -> Any:
+        return self.value
+
+    def encode_queries(self, texts: Sequence[str]) -> Any:
+        return self.value
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (None, "returned None for 2 document texts; expected a [2, dim] array*"),
+        ([[1, 2, 3], [1, 2]], "returned list for 2 texts, not a [texts, dim] array of numbers (*)"),
+        (np.ones(3), "returned an array of shape (3,) for 2 document texts; expected [2, dim]"),
+        (np.ones((2, 0)), "returned document vectors of width 0"),
+        (
+            np.array([[1, 2, 3], [np.inf, 0, 0]]),
+            "returned NaN or infinite values in 1 of 2 document vectors (the first at row 1)",
+        ),
+    ],
+    ids=["none", "ragged", "one-dimensional", "no width", "infinite"],
+)
+def test_what_an_embedder_returns_is_checked_and_named(value: Any, message: str) -> None:
+    with pytest.raises(RunError) as info:
+        encode(Returns(value), ["a", "b"], queries=False, call=CALL)
+    text = str(info.value)
+    prefix = "pyproject.toml [system.s]: embedder 'mine' "
+    head, _, tail = message.partition("*")
+    assert text.startswith(prefix + head) and text.endswith(tail) and "\n" not in text
+
+
+def test_good_vectors_come_back_as_float32_rows() -> None:
+    got = encode(Returns([[1, 0, 0], [0, 0, 0]]), ["a", "b"], queries=True, call=CALL)
+    assert got.dtype == np.float32 and got.tolist() == [[1, 0, 0], [0, 0, 0]]
+    assert zero_rows(got) == 1
+    assert zero_vectors_warning(CALL, 1, 2, what="query") == (
+        "pyproject.toml [system.s]: embedder 'mine' returned 1 all-zero query vector(s) of 2: "
+        "cosine similarity with a zero vector is 0 whatever the other vector"
+    )
+
+
+class Stuck(Returns):
+    def encode_documents(self, texts: Sequence[str], *, progress: bool = False) -> Any:
+        threading.Event().wait()
+
+
+def test_an_encoding_that_never_returns_ends_at_the_timeout_per_batch() -> None:
+    # Five texts, batches of two: three batches, 0.2 s each.
+    with pytest.raises(RunError) as info:
+        encode(Stuck(None), list("abcde"), queries=False, call=CALL)
+    assert str(info.value) == (
+        "pyproject.toml [system.s]: embedder 'mine' did not return 5 document vector(s) within "
+        "0.6 s (the system's 'timeout', 0.2 s per batch of 2 texts); check the embedder, or "
+        "raise 'timeout'"
+    )
+
+
+def test_a_models_load_is_not_part_of_the_encodings_time() -> None:
+    # The load takes longer than the whole limit: only the encoding after it is timed.
+    def load() -> Any:
+        threading.Event().wait(0.8)
+        return Returns(np.ones((1, 3)))
+
+    lazy = LazyEmbedder("returns/1", load)
+    assert encode(lazy, ["a"], queries=False, call=CALL).shape == (1, 3)
