@@ -19,6 +19,10 @@ this machine's); an address (``auto``, ``host:6379``, ``ray://host:10001``) join
 whose workers need this package and the model importable (a Ray ``runtime_env`` or the image).
 A session that already called ``ray.init`` (a conftest, a notebook) keeps its cluster. Ray is
 imported only when the first miss is embedded: a warm run never starts it.
+
+Nothing waits on the cluster without an end: joining it may take the system's ``timeout``, and
+the actors ``timeout`` per batch each runs plus one for their start (docs/embedding.md). Ray's
+errors are one line each, its colour codes stripped and an actor's creation error kept whole.
 """
 
 from __future__ import annotations
