@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -459,7 +459,7 @@ def test_a_run_killed_while_loading_leaves_no_half_table(
 # -- a team's table that cannot be measured as it is ----------------------------------------
 
 
-def _team(dsn: str, rows: list[tuple[str, str | None]], *, index: str | None = None) -> None:
+def _team(dsn: str, rows: Sequence[tuple[str, str | None]], *, index: str | None = None) -> None:
     sql(dsn, "CREATE EXTENSION IF NOT EXISTS vector")
     sql(dsn, "DROP TABLE IF EXISTS team_odd")
     sql(dsn, "CREATE TABLE team_odd (doc_id text PRIMARY KEY, emb vector(3))")
@@ -550,7 +550,10 @@ def test_a_zero_vector_scores_0_as_exact_search_scores_it(
     index.add(ids, vectors)
     # q1: a 1, then b (zero) and c both 0 (id descending: c, b), then d -1. The zero query
     # scores 0 against every document: the tie order alone, d c b a.
-    expected = [[("a", 1), ("c", 0), ("b", 0), ("d", -1)], [("d", 0), ("c", 0), ("b", 0), ("a", 0)]]
+    expected: list[list[tuple[str, float]]] = [
+        [("a", 1.0), ("c", 0.0), ("b", 0.0), ("d", -1.0)],
+        [("d", 0.0), ("c", 0.0), ("b", 0.0), ("a", 0.0)],
+    ]
     _check(exact.search(queries, 4), expected, 1e-6)
     _check(index.search(queries, 4), expected, 1e-6)
     _check(index.search(queries, 3), [row[:3] for row in expected], 1e-6)

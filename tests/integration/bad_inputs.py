@@ -207,7 +207,7 @@ def wrong_width_cache(root: Path) -> None:
     )
 
 
-def plugin_embedder(how: str) -> dict[str, str]:
+def plugin_embedder(how: str) -> dict[str, str | bytes]:
     """A project whose embedding system uses a plug-in embedder ``bad`` (registered in its
     conftest) whose document vectors go wrong as ``how`` says, on the exact index."""
     conftest = f"""

@@ -213,7 +213,7 @@ def team_project(pytester: pytest.Pytester, rows: list[tuple[str, list[float] | 
     for name, text in DOCS.items():
         (pytester.path / "corpus" / name).write_text(text + "\n")
     (pytester.path / "fruit.retrieval.yaml").write_text(SUITE.replace("Hit@3: 1.0", "Hit@3: 0.0"))
-    vectors = pa.array(rows and [v for _, v in rows], type=pa.list_(pa.float32(), 32))
+    vectors = pa.array([v for _, v in rows], type=pa.list_(pa.float32(), 32))
     ids = pa.array([doc_id for doc_id, _ in rows], type=pa.string())
     lancedb.connect(pytester.path / "team").create_table(
         # Without it, LanceDB refuses a null among vectors this wide; a team's table may hold
