@@ -779,6 +779,18 @@ CASES: tuple[BadInput, ...] = (
         plugin_embedder("zero"),
     ),
     BadInput(
+        "embedder-nan-pairs",
+        "an embedder plug-in returning infinite values for a pair suite's texts",
+        "*pyproject.toml [system.plugin]: embedder 'bad' returned NaN or infinite values in 1 of 4 "
+        "document vectors (the first at row 2)",
+        "failed items",
+        {
+            **{k: v for k, v in plugin_embedder("nan").items() if not k.endswith(".yaml")},
+            "sim.retrieval.yaml": "name: sim\nkind: pairs\ngates: {pearson: 0.0}\npairs:\n"
+            "  - [red apple, green apple, 0.9]\n  - [blue sky, red wine, 0.1]\n",
+        },
+    ),
+    BadInput(
         "pgvector-statement-timeout-below-1ms",
         "a pgvector 'statement_timeout' that rounds to 0 ms (PostgreSQL's 'no limit')",
         "ERROR: *pyproject.toml [system.static]: invalid 'statement_timeout': 0.0004; expected "

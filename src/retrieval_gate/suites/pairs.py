@@ -265,7 +265,7 @@ def run_pairs(
     import numpy as np
 
     from retrieval_gate.suites.result import RunResult, fingerprint
-    from retrieval_gate.systems.embedding import embed_texts, load_system_embedder
+    from retrieval_gate.systems.embedding import embed_texts, embedding_call, load_system_embedder
 
     if system.kind != "embedding":
         raise RunError(
@@ -278,7 +278,10 @@ def run_pairs(
     embedder = load_system_embedder(system, options, source=context.source)
     pairs = _pairs(suite)
     texts = [p.text for p in pairs] + [p.text_b for p in pairs]
-    vectors, embedded = embed_texts(embedder, texts, options, label=f"{suite.name}: pairs")
+    # Through the embedding boundary: a plug-in's NaN or short result is one line naming it.
+    vectors, embedded = embed_texts(
+        embedder, texts, options, label=f"{suite.name}: pairs", call=embedding_call(system)
+    )
     n = len(suite.queries)
     a, b = vectors[:n].astype(np.float64), vectors[n:].astype(np.float64)
     norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)

@@ -30,6 +30,7 @@ from retrieval_gate.systems.embedding.units import require_corpus
 from retrieval_gate.systems.embedding.vectors import (
     QUERY_IDENTITY_SUFFIX,
     embed_texts,
+    embedding_call,
     load_system_embedder,
 )
 
@@ -43,6 +44,7 @@ __all__ = [
     "EmbeddingIndex",
     "EmbeddingSystem",
     "embed_texts",
+    "embedding_call",
     "index_options",
     "latency_gated",
     "load_system_embedder",

@@ -118,10 +118,16 @@ def load_system_embedder(
 
 
 def embed_texts(
-    embedder: Embedder, texts: Sequence[str], options: RunOptions, *, label: str
+    embedder: Embedder,
+    texts: Sequence[str],
+    options: RunOptions,
+    *,
+    label: str,
+    call: EmbeddingCall | None = None,
 ) -> tuple[Any, int]:
     """``texts`` as document vectors (float32, one row each) through the embedding cache, and
-    how many had to be embedded. Each distinct text is embedded once."""
+    how many had to be embedded. Each distinct text is embedded once; with ``call`` (the
+    system's, :func:`embedding_call`) through the embedding boundary's checks and time limit."""
     import numpy as np
 
     from retrieval_gate.embed import LazyEmbedder, known_dim
@@ -157,7 +163,13 @@ def embed_texts(
     if todo:
         progress = task(f"{label}: embedding", len(todo))
         try:
-            fresh = embedder.encode_documents([texts[first[d]] for d in todo])
+            wanted = [texts[first[d]] for d in todo]
+            if call is None:
+                fresh = embedder.encode_documents(wanted)
+            else:
+                from retrieval_gate.embed.checks import encode
+
+                fresh = encode(embedder, wanted, queries=False, call=call)
         finally:
             progress.update(len(todo))
             progress.close()
