@@ -90,3 +90,21 @@ def test_a_models_load_is_not_part_of_the_encodings_time() -> None:
 
     lazy = LazyEmbedder("returns/1", load)
     assert encode(lazy, ["a"], queries=False, call=CALL).shape == (1, 3)
+
+
+class StuckQueries(Returns):
+    """Bounds its own document calls (as Ray's embedder does), not its queries."""
+
+    bounds_itself = True
+
+    def encode_queries(self, texts: Sequence[str]) -> Any:
+        threading.Event().wait()
+
+
+def test_an_embedder_that_bounds_its_documents_still_has_its_queries_bounded() -> None:
+    with pytest.raises(RunError) as info:
+        encode(StuckQueries(None), ["a"], queries=True, call=CALL)
+    assert str(info.value).endswith(
+        "did not return 1 query vector(s) within 0.2 s (the system's 'timeout', 0.2 s); check "
+        "the embedder, or raise 'timeout'"
+    )
