@@ -47,6 +47,9 @@ class BadInput:
     sparse: Mapping[str, int] = field(default_factory=dict)
     setup: Callable[[Path], None] | None = None
     needs: tuple[str, ...] = ()  # optional packages the case's setup or system imports
+    # Run in a fresh interpreter: for a case about what a module import does, which an
+    # in-process run would find already imported by the tests themselves.
+    subprocess: bool = False
 
 
 def settings(*tables: str, pytest_ini: str = 'addopts = "-p no:cacheprovider"') -> str:
@@ -1266,6 +1269,93 @@ CASES: tuple[BadInput, ...] = (
         {"lineage.retrieval.yaml": SUITE},
         ("--rg-plots=plots",),
         fifos=(PLOTS_MANIFEST,),
+    ),
+    BadInput(
+        "seed-negative",
+        "a negative seed (numpy's generators take none)",
+        "ERROR: *pyproject.toml [seed]: 'seed' must be an integer from 0 to 4294967295 "
+        "(2**32 - 1), got -1",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings("[tool.retrieval_gate]\nseed = -1\n", retriever_system()),
+        },
+    ),
+    BadInput(
+        "decision-weight-huge",
+        "a decision weight so large the scores overflow to nan",
+        "ERROR: *pyproject.toml [decision.weights.P@1]: a weight must be a number from 0 to "
+        "1,000,000, got 1e+308",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(),
+                '[tool.retrieval_gate.decision]\nweights = {"P@1" = 1e308, "R@3" = 1e308}\n',
+            ),
+        },
+    ),
+    BadInput(
+        "timeout-huge",
+        "a time limit longer than a thread can wait",
+        "ERROR: *pyproject.toml [system.keyword]: invalid 'timeout': 1e+300; expected integer or "
+        "number (0 to 1,000,000; 0 for no limit)",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(retriever_system(timeout="1e300")),
+        },
+    ),
+    BadInput(
+        "grade-huge",
+        "a relevance grade of 10**30",
+        "lineage.retrieval.yaml [queries[1] (id customer_names)]: grade of 'sql/customers.sql' "
+        "must be from -100 to 100, got 1000000000000000000000000000000",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": SUITE.replace(
+                "sql/customers.sql: 2", "sql/customers.sql: 1000000000000000000000000000000"
+            )
+        },
+    ),
+    BadInput(
+        "grade-exponential-overflow",
+        "a grade whose exponential gain (2**grade - 1) overflows: nDCG would be nan",
+        "lineage.retrieval.yaml [queries[1] (id customer_names)]: grade of 'sql/customers.sql' "
+        "must be from -100 to 100, got 2000",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": "gain: exponential\n"
+            + SUITE.replace("sql/customers.sql: 2", "sql/customers.sql: 2000")
+        },
+    ),
+    BadInput(
+        "qrels-grade-huge",
+        "a TREC qrels grade out of range",
+        "lineage.retrieval.yaml [format: trec]: *qrels.txt [line 1]: relevance grade must be from "
+        "-100 to 100, got 5000",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": "format: trec\ntopics: topics.txt\nqrels: qrels.txt\n"
+            "gates: {P@1: 0.0}\n",
+            "topics.txt": "<top>\n<num> Number: 1\n<title> orders\n</top>\n",
+            "qrels.txt": "1 0 sql/orders.sql 5000\n",
+        },
+    ),
+    BadInput(
+        "matplotlib-broken",
+        "--rg-plots with a matplotlib that is installed but fails to import",
+        "ERROR: --rg-plots needs matplotlib, which is installed but could not be imported "
+        "(ImportError: libfreetype.so.6: cannot open shared object file); repair or reinstall "
+        "it: pip install --force-reinstall matplotlib",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "matplotlib/__init__.py": 'raise ImportError("libfreetype.so.6: cannot open shared '
+            'object file")\n',
+        },
+        ("--rg-plots=plots",),
+        subprocess=True,
     ),
 )
 

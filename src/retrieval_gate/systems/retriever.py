@@ -52,8 +52,14 @@ def _check(options: Mapping[str, Any], where: Where) -> None:
         )
 
 
+#: The longest time limit, in seconds (about 11.6 days): a thread waits at most
+#: threading.TIMEOUT_MAX (about 292 years on Linux, far less elsewhere), and a wait longer than
+#: that is an OverflowError, not a long wait. 0 is the way to say "no limit".
+MAX_TIMEOUT_S = 1_000_000
+
+
 def _timeout_ok(value: Any) -> bool:
-    return bool(value >= 0) and math.isfinite(value)
+    return bool(0 <= value <= MAX_TIMEOUT_S) and math.isfinite(value)
 
 
 #: The per-query time limit every kind that calls out per query takes (not part of the identity:
@@ -65,7 +71,7 @@ TIMEOUT_OPTION = Option(
     "seconds one query (and the import of the user's module, and a reranker's call) may take "
     "before the run stops with an error naming it; 0 for no limit",
     check=_timeout_ok,
-    rule=">= 0; 0 for no limit",
+    rule=f"0 to {MAX_TIMEOUT_S:,}; 0 for no limit",
 )
 
 OPTIONS = {
