@@ -1343,6 +1343,28 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "json-id-lone-surrogate",
+        "a JSON suite whose query id holds a lone surrogate (an escape with no pair)",
+        "lineage.retrieval.json [queries[2].id]: 'a\\ud800b' holds a lone surrogate (an escape "
+        "such as \\ud800 with no pair), which is not a character and cannot be written as text; "
+        "write the character itself or a complete pair",
+        "collection error",
+        {"lineage.retrieval.json": JSON_SUITE.replace('"refunds"', '"a\\ud800b"')},
+    ),
+    BadInput(
+        "corpus-id-lone-surrogate",
+        "a JSONL corpus whose document id holds a lone surrogate",
+        "*docs.jsonl [line 2 id]: 'a\\udfffb' holds a lone surrogate (an escape such as \\ud800 "
+        "with no pair), which is not a character and cannot be written as text; write the "
+        "character itself or a complete pair",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": "corpus: docs.jsonl\n" + SUITE,
+            "docs.jsonl": '{"id": "sql/orders.sql", "text": "orders"}\n'
+            '{"id": "a\\udfffb", "text": "x"}\n',
+        },
+    ),
+    BadInput(
         "matplotlib-broken",
         "--rg-plots with a matplotlib that is installed but fails to import",
         "ERROR: --rg-plots needs matplotlib, which is installed but could not be imported "
