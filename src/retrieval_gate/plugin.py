@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -411,6 +412,51 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     from retrieval_gate.collect import SuiteFile
 
     return SuiteFile.from_parent(parent, path=file_path)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """A folder's suites that pytest passes over without a word: pytest hands only regular
+    files and folders to ``pytest_collect_file``, so a suite path that is a named pipe, a
+    socket, a device, a link to nowhere or a loop of links would vanish and the gate pass. They
+    are collected as suites, and reading them says what they are (files/read.py)."""
+    report = yield
+    if (
+        SESSION_KEY in collector.config.stash
+        and isinstance(collector, pytest.Directory)
+        and report.passed
+        and isinstance(report.result, list)
+    ):
+        from retrieval_gate.collect import SuiteFile
+
+        for path in _unlisted_suites(collector):
+            report.result.append(SuiteFile.from_parent(collector, path=path))
+    return report
+
+
+def _unlisted_suites(folder: pytest.Directory) -> list[Path]:
+    """The entries of ``folder`` named like a suite that are neither a regular file nor a
+    folder (followed through links), and that no ``--ignore`` or ``conftest`` leaves out."""
+    import os
+
+    try:
+        entries = sorted(os.scandir(folder.path), key=lambda e: e.name)
+    except OSError:
+        return []  # pytest's own listing of the folder says why
+    found = []
+    for entry in entries:
+        try:
+            listed = entry.is_file() or entry.is_dir()
+        except OSError:  # a loop of links: is_file() itself cannot tell
+            listed = False
+        path = Path(entry.path)
+        if listed or not _is_suite(path, folder):
+            continue
+        if not folder.ihook.pytest_ignore_collect(collection_path=path, config=folder.config):
+            found.append(path)
+    return found
 
 
 def _is_suite(file_path: Path, parent: pytest.Collector) -> bool:

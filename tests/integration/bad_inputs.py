@@ -1365,6 +1365,35 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "suite-fifo",
+        "a suite path that is a named pipe (pytest lists only files and folders)",
+        "*pipe.retrieval.yaml: suite file is a named pipe (FIFO), not a regular file",
+        "collection error",
+        {"lineage.retrieval.yaml": SUITE},
+        fifos=("pipe.retrieval.yaml",),
+    ),
+    BadInput(
+        "suite-link-loop",
+        "a suite path that is a loop of symbolic links",
+        "*loop.retrieval.yaml: cannot read suite file: it is a loop of symbolic links (each leads "
+        "back to another)",
+        "collection error",
+        {"lineage.retrieval.yaml": SUITE},
+        links={
+            "loop.retrieval.yaml": "back.retrieval.yaml",
+            "back.retrieval.yaml": "loop.retrieval.yaml",
+        },
+    ),
+    BadInput(
+        "suite-dangling-link",
+        "a suite path that is a symbolic link to nowhere",
+        "*gone.retrieval.yaml: suite file is a symbolic link to moved/lineage.retrieval.yaml, "
+        "which does not exist",
+        "collection error",
+        {"lineage.retrieval.yaml": SUITE},
+        links={"gone.retrieval.yaml": "moved/lineage.retrieval.yaml"},
+    ),
+    BadInput(
         "matplotlib-broken",
         "--rg-plots with a matplotlib that is installed but fails to import",
         "ERROR: --rg-plots needs matplotlib, which is installed but could not be imported "

@@ -116,7 +116,17 @@ def _too_large(size: int, what: str, path: Path, entry: str | None, error: Error
 
 def _reason(exc: OSError) -> str:
     # OSError's str() repeats the path; the error names it already.
+    if exc.errno == errno.ELOOP:
+        return "it is a loop of symbolic links (each leads back to another)"
     return exc.strerror or str(exc)
+
+
+def _not_found(what: str, path: Path) -> str:
+    """"not found", or, for a link whose target is missing (which ``ls`` still lists), where
+    it leads."""
+    if path.is_symlink():
+        return f"{what} is a symbolic link to {os.readlink(path)}, which does not exist"
+    return f"{what} not found"
 
 
 def check_regular(
@@ -151,7 +161,7 @@ def read_bytes(
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
-        raise error(f"{what} not found", path=path, entry=entry) from None
+        raise error(_not_found(what, path), path=path, entry=entry) from None
     except IsADirectoryError:
         raise error(f"{what} is a folder, not a regular file", path=path, entry=entry) from None
     except OSError as exc:
