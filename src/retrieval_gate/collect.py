@@ -118,6 +118,33 @@ def _check_suite(
         gate_session.plan.check_resolution(suite, bases)
 
 
+def check_decision_suites(session: pytest.Session) -> None:
+    """A ``decision.by_suite`` name that is no suite's is a collection error naming the entry
+    (a misspelt name would leave its suite scored by the other weights without a word). Only a
+    collection of the whole project can tell: one of named paths, or one with an error (the
+    suite that failed may be the one named), leaves the names unchecked."""
+    gate_session = session.config.stash[SESSION_KEY]
+    settings = gate_session.settings
+    decision = settings.decision
+    if decision is None or not decision.by_suite or session.testsfailed:
+        return
+    if session.config.args_source == pytest.Config.ArgsSource.ARGS:
+        return
+    names = session.config.stash.get(_SUITE_NAMES, {})
+    unknown = [name for name in decision.by_suite if name not in names]
+    if not unknown:
+        return
+    error = RetrievalGateError(
+        f"no suite is named {unknown[0]!r}; the suites: {', '.join(sorted(names)) or 'none'}",
+        path=settings.source,
+        entry=f"decision.by_suite.{unknown[0]}",
+    )
+    where = gate_session.relpath(settings.source) if settings.source else "[tool.retrieval_gate]"
+    session.ihook.pytest_collectreport(
+        report=pytest.CollectReport(where, "failed", error.format(), [])
+    )
+
+
 class SystemNode(pytest.Collector):
     def __init__(self, *, suite: Suite, system: SystemConfig, **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -336,6 +336,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.clear()
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if SESSION_KEY in session.config.stash:
+        from retrieval_gate.collect import check_decision_suites
+
+        check_decision_suites(session)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     planned = SESSION_KEY in session.config.stash and session.config.getoption("rg_plan", False)
     if planned and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:

@@ -1394,6 +1394,19 @@ CASES: tuple[BadInput, ...] = (
         links={"gone.retrieval.yaml": "moved/lineage.retrieval.yaml"},
     ),
     BadInput(
+        "decision-by-suite-unknown",
+        "decision weights for a suite name no suite has",
+        "*pyproject.toml [decision.by_suite.lineag]: no suite is named 'lineag'; the suites: "
+        "lineage",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), '[tool.retrieval_gate.decision.by_suite.lineag]\n"P@1" = 1\n'
+            ),
+        },
+    ),
+    BadInput(
         "matplotlib-broken",
         "--rg-plots with a matplotlib that is installed but fails to import",
         "ERROR: --rg-plots needs matplotlib, which is installed but could not be imported "
