@@ -930,7 +930,7 @@ CASES: tuple[BadInput, ...] = (
         "timeout-inf",
         "a timeout of infinity (0 is no limit)",
         "ERROR: *pyproject.toml [system.keyword]: invalid 'timeout': inf; numbers must be finite; "
-        "expected integer or number (>= 0; 0 for no limit)",
+        "expected integer or number (0 to 1,000,000; 0 for no limit)",
         "usage error",
         {
             "lineage.retrieval.yaml": SUITE,
