@@ -56,6 +56,7 @@ class SuiteFile(pytest.File):
             _check_suite(self.config, gate_session, suite, systems)
         except RetrievalGateError as exc:
             raise self.CollectError(exc.format()) from None
+        _note_collected(self.config, gate_session, suite, systems)
         for system in systems:
             yield SystemNode.from_parent(self, name=system.name, suite=suite, system=system)
 
@@ -66,6 +67,28 @@ def _systems_for(gate_session: GateSession, suite: Suite) -> list[SystemConfig]:
     running = {system.name: system for system in gate_session.systems}
     names = suite_systems(suite, list(gate_session.settings.systems), list(running))
     return [running[name] for name in names]
+
+
+def _note_collected(
+    config: pytest.Config, gate_session: GateSession, suite: Suite, systems: list[SystemConfig]
+) -> None:
+    """Tell the selection (report/selection.py) of the suite, and when it has no system left,
+    what left it none: said if the session then runs nothing."""
+    from retrieval_gate.report.selection import PLUGIN_NAME, Selection
+
+    selection = config.pluginmanager.get_plugin(PLUGIN_NAME)
+    if not isinstance(selection, Selection):
+        return
+    why = None
+    if not systems:
+        running = ", ".join(s.name for s in gate_session.systems)
+        chosen = "--rg-system" if config.getoption("rg_system", None) else "the 'systems' setting"
+        wanted = ", ".join(suite.systems or ())
+        why = (
+            f"{gate_session.relpath(suite.path)} names the systems [{wanted}] ('systems:'), and "
+            f"this session runs {running} (chosen by {chosen})"
+        )
+    selection.suite_collected(why)
 
 
 _SUITE_NAMES: pytest.StashKey[dict[str, Path]] = pytest.StashKey()

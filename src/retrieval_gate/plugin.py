@@ -349,8 +349,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.OK  # a plan that ran nothing did what it was asked
 
 
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    if SESSION_KEY not in config.stash or not config.getoption("rg_plan", False):
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if SESSION_KEY not in config.stash:
+        return
+    if not config.getoption("rg_plan", False):
+        if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and not config.getoption("collectonly"):
+            from retrieval_gate.report.selection import PLUGIN_NAME
+
+            selection = config.pluginmanager.get_plugin(PLUGIN_NAME)
+            patterns = config.getini("retrieval_gate_files")
+            reason = selection.why_nothing_ran(patterns)
+            terminalreporter.write_line(f"retrieval gate: nothing ran: {reason}")
         return
     from retrieval_gate.report.terminal import render_plan
 

@@ -39,6 +39,7 @@ class BadInput:
     what: str
     line: str
     # "collection error" | "usage error" | "failed items" | "session failed" | "warning" | "passes"
+    # | "nothing ran"
     outcome: str
     files: Mapping[str, str | bytes] = field(default_factory=dict)
     args: tuple[str, ...] = ()
@@ -1407,6 +1408,34 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "selection-empty-k",
+        "a -k expression that leaves no gate item",
+        "retrieval gate: nothing ran: 5 gate items deselected by -k 'nothing', and no gate item "
+        "is left",
+        "nothing ran",
+        {"lineage.retrieval.yaml": SUITE},
+        ("-k", "nothing"),
+    ),
+    BadInput(
+        "selection-empty-systems",
+        "a suite for systems the session does not run",
+        "retrieval gate: nothing ran: no suite has an item for this session's systems: "
+        "lineage.retrieval.yaml names the systems [reverse] ('systems:'), and this session runs "
+        "keyword (chosen by --rg-system)",
+        "nothing ran",
+        {"lineage.retrieval.yaml": "systems: [reverse]\n" + SUITE},
+        ("--rg-system", "keyword"),
+    ),
+    BadInput(
+        "selection-no-suite",
+        "a session with the gate on and no suite file",
+        "retrieval gate: nothing ran: no suite file was collected (files named *.retrieval.yaml "
+        "*.retrieval.yml *.retrieval.json, or suite paths given on the command line; the setting "
+        "retrieval_gate_files names them)",
+        "nothing ran",
+        {"lineage.retrieval.yml.txt": SUITE},
+    ),
+    BadInput(
         "matplotlib-broken",
         "--rg-plots with a matplotlib that is installed but fails to import",
         "ERROR: --rg-plots needs matplotlib, which is installed but could not be imported "
@@ -1438,7 +1467,9 @@ def render() -> str:
         "How pytest reports it: a *collection error* or a *usage error* stops the session before",
         "anything runs; *failed items* fail the suite's items with the line; *session failed*:",
         "the items ran, the session exits 1 with the line at its end; *warning*: the run goes",
-        "on and the line is in pytest's warnings summary; *passes*: handled, nothing to fix. In",
+        "on and the line is in pytest's warnings summary; *passes*: handled, nothing to fix;",
+        "*nothing ran*: no item was left to run (pytest's exit status 5), and the line says which",
+        "option or setting left none. In",
         "every case no file of the project is written over (the test checks each file's bytes),",
         "and nothing waits forever: pipes, devices and folders are refused without being read,",
         "and the user's code (retrievers, rerankers, metric plugins and their imports) runs",

@@ -21,6 +21,7 @@ _CODES = {
     "session failed": pytest.ExitCode.TESTS_FAILED,
     "warning": pytest.ExitCode.OK,
     "passes": pytest.ExitCode.OK,
+    "nothing ran": pytest.ExitCode.NO_TESTS_COLLECTED,
 }
 
 
