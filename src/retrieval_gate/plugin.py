@@ -365,7 +365,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
     session = config.stash[SESSION_KEY]
     terminalreporter.write_sep("=", "retrieval gate plan")
-    for line in render_plan(session.plan.rows(), session.plan.blocks, session.settings.alpha):
+    plan = session.plan
+    for line in render_plan(
+        plan.rows(),
+        plan.blocks,
+        session.settings.alpha,
+        baseline=None if session.baseline is None else session.where,
+        unplanned=plan.without_baseline,
+    ):
         terminalreporter.write_line(line)
 
 
