@@ -8,8 +8,8 @@ in ``pytest_configure`` only when the flag is on.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from collections.abc import Generator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -354,12 +354,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     if not config.getoption("rg_plan", False):
         if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and not config.getoption("collectonly"):
-            from retrieval_gate.report.selection import PLUGIN_NAME
+            from retrieval_gate.report.selection import PLUGIN_NAME, Selection
 
             selection = config.pluginmanager.get_plugin(PLUGIN_NAME)
-            patterns = config.getini("retrieval_gate_files")
-            reason = selection.why_nothing_ran(patterns)
-            terminalreporter.write_line(f"retrieval gate: nothing ran: {reason}")
+            if isinstance(selection, Selection):
+                reason = selection.why_nothing_ran(config.getini("retrieval_gate_files"))
+                terminalreporter.write_line(f"retrieval gate: nothing ran: {reason}")
         return
     from retrieval_gate.report.terminal import render_plan
 

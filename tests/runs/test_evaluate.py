@@ -132,8 +132,9 @@ def test_a_value_that_is_not_a_number_is_the_plugins_bug_not_a_record(
     # Inputs are bounded where they are read, so a nan can only come from a defect in a built-in
     # metric (here simulated): it is raised, never recorded for a report or a baseline.
     import retrieval_gate.runs.evaluate as evaluate_module
+    from retrieval_gate.metrics import compute
 
-    real = evaluate_module.compute
+    real = compute
 
     def defective(*args: Any, **kwargs: Any) -> dict[str, Any]:
         values = real(*args, **kwargs)

@@ -122,8 +122,8 @@ def _reason(exc: OSError) -> str:
 
 
 def _not_found(what: str, path: Path) -> str:
-    """"not found", or, for a link whose target is missing (which ``ls`` still lists), where
-    it leads."""
+    """The words for a missing ``path``: for a link whose target is missing (which ``ls``
+    still lists), where it leads."""
     if path.is_symlink():
         return f"{what} is a symbolic link to {os.readlink(path)}, which does not exist"
     return f"{what} not found"

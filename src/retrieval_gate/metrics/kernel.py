@@ -95,8 +95,9 @@ class Kernel:
         the scale cancels; with powers of two it is exact (the same bits) while grade + m < 53,
         and a grade far below the query's largest then weighs what it does: next to nothing."""
         if self.gain == "exponential":
-            shift = self.memo("gain_shift", self._gain_shift)
-            return np.exp2(grades - shift) - np.exp2(-shift)
+            shift: FloatArray = self.memo("gain_shift", self._gain_shift)
+            scaled: FloatArray = np.exp2(grades - shift) - np.exp2(-shift)
+            return scaled
         return grades
 
     def _gain_shift(self) -> FloatArray:

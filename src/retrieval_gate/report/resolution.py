@@ -5,7 +5,6 @@ resolution table, and the ``--rg-plan`` table. Pure: reads comparison rows and p
 from __future__ import annotations
 
 import math
-
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 

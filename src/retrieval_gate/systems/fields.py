@@ -131,7 +131,6 @@ def _weights(value: Any) -> bool:
     )
 
 
-
 FIELD_OPTIONS: OptionTable = {
     "fields": Option(
         list,
