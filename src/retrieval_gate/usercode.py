@@ -29,6 +29,7 @@ from retrieval_gate.errors import RetrievalGateError
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "CallTimeout",
+    "IsolatedFunction",
     "Plugin",
     "PluginLoadError",
     "UserCodeFailure",
@@ -131,6 +132,108 @@ def import_object(ref: str, root: Path, *, timeout: float | None = DEFAULT_TIMEO
     """Import ``module:attribute`` (the settings folder is importable, as users expect) within
     ``timeout`` seconds; any failure, a timeout included, is a :class:`UserCodeFailure`."""
     return call_user_code(lambda: _import(ref, root), timeout)
+
+
+class IsolatedFunction:
+    """``module:attribute`` imported and called in a child process of its own (``isolate =
+    true``), so that whatever the code does to its interpreter (``os._exit(0)``, a crash in an
+    extension, a thread that never returns) ends that process, not pytest: the call fails
+    with a :class:`UserCodeFailure` saying so, and a call past ``timeout`` (0 or None: no
+    limit) has its process killed rather than abandoned. Arguments and results cross a pipe,
+    so they must pickle; a result that is an iterator is read there, at most
+    ``max_items`` of it."""
+
+    def __init__(
+        self, ref: str, root: Path, timeout: float | None, *, max_items: int = 1_000_000
+    ) -> None:
+        import multiprocessing
+
+        # spawn, not fork: pytest's process has threads (a forked child could inherit a held
+        # lock), and a fresh interpreter is what the user's code would otherwise have killed.
+        context = multiprocessing.get_context("spawn")
+        self.ref = ref
+        self.timeout = timeout or None
+        self._conn, child = context.Pipe()
+        self._process = context.Process(
+            target=_serve, args=(child, ref, str(root), max_items), daemon=True
+        )
+        self._process.start()
+        child.close()
+        kind, _, brief = self._reply()
+        if kind != "ok":
+            raise UserCodeFailure(brief)
+
+    def __call__(self, *args: Any) -> Any:
+        if not self._process.is_alive():
+            raise UserCodeFailure(self._ended())
+        try:
+            self._conn.send(args)
+        except (OSError, EOFError):  # the process ended between the check and the send
+            raise UserCodeFailure(self._ended()) from None
+        kind, value, _ = self._reply()
+        if kind != "ok":
+            raise UserCodeFailure(value)
+        return value
+
+    def _reply(self) -> tuple[str, Any, str]:
+        try:
+            ready = self._conn.poll(self.timeout)
+        except (OSError, EOFError):
+            ready = True  # closed: recv says so
+        if not ready:
+            self.close()
+            raise UserCodeFailure(
+                f"did not return within {self.timeout:g} s (its process was stopped)",
+                timeout=self.timeout,
+            )
+        try:
+            found: tuple[str, Any, str] = self._conn.recv()
+        except (OSError, EOFError):
+            raise UserCodeFailure(self._ended()) from None
+        return found
+
+    def _ended(self) -> str:
+        self._process.join(5)
+        code = self._process.exitcode
+        self.close()
+        return (
+            f"ended its process (isolate = true) with exit status {code}: an interpreter exit "
+            "such as os._exit, or a crash, in the code; it would have ended pytest"
+        )
+
+    def close(self) -> None:
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join(5)
+        self._conn.close()
+
+
+def _serve(conn: Any, ref: str, root: str, max_items: int) -> None:
+    """The child's loop: import, say so, then answer each call until the pipe closes."""
+    import itertools
+
+    try:
+        function = _import(ref, Path(root))
+        if not callable(function) and callable(getattr(function, "search", None)):
+            function = function.search
+        if not callable(function):
+            raise TypeError(f"{ref} is not callable")
+    except BaseException as exc:  # the user's code: whatever it raised is theirs to see
+        conn.send(("error", describe(exc), UserCodeFailure(describe(exc), error=exc).brief))
+        return
+    conn.send(("ok", None, ""))
+    while True:
+        try:
+            args = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            raw = function(*args)
+            if not isinstance(raw, (list, tuple, dict, str, bytes)) and hasattr(raw, "__iter__"):
+                raw = list(itertools.islice(raw, max_items))
+            conn.send(("ok", raw, ""))
+        except BaseException as exc:  # an unpicklable result included
+            conn.send(("error", describe(exc), ""))
 
 
 def import_failure(what: str, ref: str, failure: UserCodeFailure, system: str | None) -> str:

@@ -1,9 +1,10 @@
 """A gate cannot be fooled into passing by an interpreter exit in the code under test.
 
 ``os._exit(0)`` in a retriever ends pytest at once with exit status 0 and no summary: no hook
-can run after it. The documented CI workflow (examples/github-actions, docs/ci.md) removes any
-earlier JSON report, runs the gate, then runs its completion check, which fails when the report
-is missing, incomplete or failed. These tests run that very step."""
+can run after it. Two guarantees (docs/ci.md): the documented CI workflow (examples/github-actions)
+removes any earlier JSON report, runs the gate, then runs its completion check, which fails when
+the report is missing, incomplete or failed (these tests run that very step); and a retriever
+system with ``isolate = true`` runs in a child process, whose exit fails that system's run."""
 
 from __future__ import annotations
 
@@ -95,3 +96,55 @@ def test_a_failed_or_foreign_report_fails_the_check(tmp_path: Path) -> None:
     (tmp_path / "garbage.json").write_text("{", encoding="utf-8")
     assert "is not JSON" in (problem(tmp_path / "garbage.json") or "")
     assert main([str(_report(tmp_path, complete=True))]) == 0
+
+
+ISOLATED = """
+[tool.pytest.ini_options]
+addopts = "-p no:cacheprovider"
+
+[tool.retrieval_gate]
+systems = ["keyword", "quitter"]
+
+[tool.retrieval_gate.system.keyword]
+retriever = "search_app:retrieve"
+isolate = true
+
+[tool.retrieval_gate.system.quitter]
+retriever = "quit_app:retrieve"
+isolate = true
+timeout = {timeout}
+"""
+
+
+def test_an_isolated_retriever_that_exits_fails_its_run(project: pytest.Pytester) -> None:
+    write_suite(project, SUITE)
+    project.makefile(".toml", pyproject=ISOLATED.format(timeout=60))
+    project.makepyfile(quit_app=EXITING)
+    result = project.runpytest("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # The other system, isolated too, runs as ever; the one that exits fails with one line.
+    result.assert_outcomes(passed=5, failed=5)
+    result.stdout.fnmatch_lines(
+        [
+            "run failed: lineage x quitter: *lineage.retrieval.yaml [[]query join_orders[]]: "
+            "retriever quit_app:retrieve ended its process (isolate = true) with exit status 0: "
+            "an interpreter exit such as os._exit, or a crash, in the code; it would have ended "
+            "pytest (5 gates not decided)"
+        ]
+    )
+    assert json.loads((project.path / "retrieval-gate-report.json").read_text())["complete"]
+
+
+def test_an_isolated_retriever_past_its_time_limit_is_stopped(project: pytest.Pytester) -> None:
+    write_suite(project, SUITE)
+    project.makefile(".toml", pyproject=ISOLATED.format(timeout=0.5))
+    project.makepyfile(quit_app="import time\n\n\ndef retrieve(query, k):\n    time.sleep(600)\n")
+    result = project.runpytest("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "run failed: lineage x quitter: *: retriever quit_app:retrieve did not return within "
+            "0.5 s (its process was stopped) for query join_orders (the 'timeout' setting of "
+            "system.quitter) (5 gates not decided)"
+        ]
+    )
