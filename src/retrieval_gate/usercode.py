@@ -159,7 +159,11 @@ class IsolatedFunction:
         )
         self._process.start()
         child.close()
-        kind, _, brief = self._reply()
+        try:
+            kind, _, brief = self._reply()
+        except UserCodeFailure as exc:
+            # An import that ran past the limit was stopped with its process, not left running.
+            raise UserCodeFailure(exc.reason) from None
         if kind != "ok":
             raise UserCodeFailure(brief)
 
