@@ -86,3 +86,9 @@ def test_the_resolution_setting_holds_for_a_one_query_suite(project: pytest.Pyte
     )
     # The plan shows it too coarse, with the setting as written.
     _plan(project).stdout.fnmatch_lines(["lineage*keyword*P@1*1*none*-*1e-300 (too coarse)*"])
+    # Grown, the suite's new baseline can be saved (only queries shared with the old one would
+    # count against the setting, and there is still one).
+    write_suite(project, SUITE.replace("categories:\n  joins: {MRR@3: 0.5}\n", ""))
+    assert project.runpytest("--retrieval-gate", "--rg-save-baseline").ret == 0
+    grown = project.runpytest("--retrieval-gate")
+    grown.stdout.fnmatch_lines(["*P@1 over suite (keyword) resolves +-* with 3 shared queries*"])
