@@ -13,6 +13,10 @@ no limit). Python cannot stop a thread: a call that never returns is abandoned, 
 and the run fails with the one-line error; being a daemon, the thread does not keep the process
 alive at exit. A module whose import was abandoned stays half-imported in this process (its
 import lock held by the stuck thread): nothing imports it again in the same session.
+
+:class:`IsolatedFunction` (a retriever's ``isolate = true``) imports and calls the code in a
+child process instead: an interpreter exit there ends only that process, and a call past the
+limit is stopped with it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Whether a session's report covers every gate its suites define, or only those ``-k``, ``-m``,
 ``--deselect`` or node ids selected: a partial report says so (markdown, JSON twin, terminal),
-so it is never mistaken for the full one it replaces.
+so it is never mistaken for the full one it replaces. A session that runs nothing at all
+(pytest's exit status 5) is told why in one line (:meth:`Selection.why_nothing_ran`).
 
 :class:`Selection` counts the gate items pytest deselected. Under xdist every worker collects
 (and deselects) the whole session; each sends its count through ``workeroutput`` and the
@@ -27,7 +28,8 @@ class Selection:
         self.config = config
         self.deselected = 0
         self.suites = 0  # suite files collected (each worker collects them all)
-        # Suites that got no items, as "file (what left them none)": collect.py says why.
+        # Why each suite that got no items got none (its 'systems:' against the session's),
+        # in collect.py's words.
         self.without_items: list[str] = []
 
     def suite_collected(self, without_items: str | None = None) -> None:
