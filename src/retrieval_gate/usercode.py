@@ -138,6 +138,11 @@ def import_object(ref: str, root: Path, *, timeout: float | None = DEFAULT_TIMEO
     return call_user_code(lambda: _import(ref, root), timeout)
 
 
+#: Seconds a child process of :class:`IsolatedFunction` may take to start, before the user's
+#: code is imported in it (under its own limit).
+STARTUP_S = 120
+
+
 class IsolatedFunction:
     """``module:attribute`` imported and called in a child process of its own (``isolate =
     true``), so that whatever the code does to its interpreter (``os._exit(0)``, a crash in an
@@ -163,8 +168,11 @@ class IsolatedFunction:
         )
         self._process.start()
         child.close()
+        # Starting an interpreter is not the user's code: it has a limit of its own (a loaded
+        # machine can take seconds), and the import then has the system's.
+        self._reply(STARTUP_S)
         try:
-            kind, _, brief = self._reply()
+            kind, _, brief = self._reply(self.timeout)
         except UserCodeFailure as exc:
             # An import that ran past the limit was stopped with its process, not left running.
             raise UserCodeFailure(exc.reason) from None
@@ -178,21 +186,20 @@ class IsolatedFunction:
             self._conn.send(args)
         except (OSError, EOFError):  # the process ended between the check and the send
             raise UserCodeFailure(self._ended()) from None
-        kind, value, _ = self._reply()
+        kind, value, _ = self._reply(self.timeout)
         if kind != "ok":
             raise UserCodeFailure(value)
         return value
 
-    def _reply(self) -> tuple[str, Any, str]:
+    def _reply(self, limit: float | None) -> tuple[str, Any, str]:
         try:
-            ready = self._conn.poll(self.timeout)
+            ready = self._conn.poll(limit)
         except (OSError, EOFError):
             ready = True  # closed: recv says so
         if not ready:
             self.close()
             raise UserCodeFailure(
-                f"did not return within {self.timeout:g} s (its process was stopped)",
-                timeout=self.timeout,
+                f"did not return within {limit:g} s (its process was stopped)", timeout=limit
             )
         try:
             found: tuple[str, Any, str] = self._conn.recv()
@@ -220,6 +227,7 @@ def _serve(conn: Any, ref: str, root: str, max_items: int) -> None:
     """The child's loop: import, say so, then answer each call until the pipe closes."""
     import itertools
 
+    conn.send(("started", None, ""))
     try:
         function = _import(ref, Path(root))
         if not callable(function) and callable(getattr(function, "search", None)):

@@ -107,7 +107,7 @@ systems = ["keyword", "quitter"]
 
 [tool.retrieval_gate.system.keyword]
 retriever = "search_app:retrieve"
-isolate = true
+isolate = {both}
 
 [tool.retrieval_gate.system.quitter]
 retriever = "quit_app:retrieve"
@@ -118,7 +118,7 @@ timeout = {timeout}
 
 def test_an_isolated_retriever_that_exits_fails_its_run(project: pytest.Pytester) -> None:
     write_suite(project, SUITE)
-    project.makefile(".toml", pyproject=ISOLATED.format(timeout=60))
+    project.makefile(".toml", pyproject=ISOLATED.format(timeout=60, both="true"))
     project.makepyfile(quit_app=EXITING)
     result = project.runpytest("--retrieval-gate")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -137,7 +137,7 @@ def test_an_isolated_retriever_that_exits_fails_its_run(project: pytest.Pytester
 
 def test_an_isolated_retriever_past_its_time_limit_is_stopped(project: pytest.Pytester) -> None:
     write_suite(project, SUITE)
-    project.makefile(".toml", pyproject=ISOLATED.format(timeout=0.5))
+    project.makefile(".toml", pyproject=ISOLATED.format(timeout=0.5, both="false"))
     project.makepyfile(quit_app="import time\n\n\ndef retrieve(query, k):\n    time.sleep(600)\n")
     result = project.runpytest("--retrieval-gate")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
