@@ -208,6 +208,11 @@ def _check(options: Mapping[str, Any], where: Where) -> None:
             entry=where.entry,
         )
     check_fields(options, where)  # systems/fields.py
+    from retrieval_gate.embed import EMBEDDERS
+
+    embedder_check = EMBEDDERS[options["embedder"]].check
+    if embedder_check is not None:
+        embedder_check(options, where)  # the backend's own checks (embed/http.py's base_url)
     from retrieval_gate.index import INDEXES
 
     backend = INDEXES.get(str(options.get("index")))
@@ -1151,7 +1156,7 @@ def load_system_embedder(
     """The embedding system's embedder, opened once per session and spec (``options.embedders``)
     for suites that embed texts rather than search a corpus (pair suites); the model loads on the
     first text the cache lacks."""
-    from retrieval_gate.embed import EmbedderSpec, open_embedder
+    from retrieval_gate.embed import EMBEDDERS, EmbedderSpec, open_embedder
 
     opt = system.options
     distill_from = opt.get("distill_from")
@@ -1166,6 +1171,9 @@ def load_system_embedder(
         pca_dims=opt.get("pca_dims", 256),
         device=opt["device"],
         backend=opt.get("backend", "torch"),
+        backend_options=tuple(
+            sorted((key, opt[key]) for key in EMBEDDERS[opt["embedder"]].options)
+        ),
     )
     try:
         embedder = options.embedders.get(spec)
