@@ -120,7 +120,9 @@ def infinity_server(
         _stop(process)
 
 
-def _wait_ready(base_url: str, process: subprocess.Popen[bytes], log: Path, key: str | None) -> None:
+def _wait_ready(
+    base_url: str, process: subprocess.Popen[bytes], log: Path, key: str | None
+) -> None:
     deadline = time.monotonic() + INFINITY_START_S
     request = urllib.request.Request(f"{base_url}/models")
     if key is not None:

@@ -79,7 +79,7 @@ _QUOTED = 160
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Credentials a server may echo back in an error (OpenAI quotes part of a wrong key).
-_SECRET_SHAPES = re.compile(r"(?i)(bearer\s+)\S+|\bsk-[A-Za-z0-9_\-*.]{4,}")
+_SECRET_SHAPES = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+|\bsk-[A-Za-z0-9_\-*.]{4,}")
 
 
 def _url_ok(value: Any) -> bool:
@@ -406,7 +406,11 @@ class HttpEmbedder:
         (width,) = widths
         expected = self._dimensions or self.dim
         if expected and width != expected:
-            why = "its 'dimensions'" if self._dimensions else "its first answer (the probe)"
+            why = (
+                "its 'dimensions' setting"
+                if self._dimensions
+                else "the width of its first answer, the probe"
+            )
             raise self._fail(f"answered {width} dimensions, expected {expected} ({why})")
         served = answer.get("model")
         return np.asarray(rows, dtype=np.float32), served if isinstance(served, str) else None
