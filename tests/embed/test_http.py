@@ -49,7 +49,7 @@ def http_spec(base_url: str, *, batch_size: int = 4, **options: Any) -> Embedder
 def test_documents_go_in_batches_in_parallel_and_come_back_in_order(tmp_path: Path) -> None:
     texts = [f"text {i}" for i in range(22)]
     # Each request is held a while, so the parallel ones overlap at the server.
-    with stand_in(dim=8, script=lambda n, seen: Reply(delay=0.2 if n else 0)) as server:
+    with stand_in(dim=8, script=lambda n, seen: Reply(delay=0.4 if n else 0)) as server:
         embedder = load_embedder(http_spec(server.base_url, concurrency=3), cache_dir=tmp_path)
         vectors = embedder.encode_documents(texts)
         requests = list(server.requests)
@@ -75,18 +75,28 @@ def test_concurrency_one_sends_one_request_at_a_time(tmp_path: Path) -> None:
         assert len(server.requests) == 1 + 3
 
 
-def test_5xx_without_retry_after_is_tried_again_after_a_backoff(tmp_path: Path) -> None:
+def test_5xx_is_tried_again_after_a_backoff_and_429_after_its_retry_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import retrieval_gate.embed.http as http
+
+    waits: list[float] = []
+    monkeypatch.setattr(http, "_sleep", waits.append)
+
     def script(n: int, seen: Seen) -> Reply:
-        return Reply(503, b"warming up") if n == 1 else Reply()
+        if n in (1, 2):  # the probe passes; the documents' request fails twice
+            return Reply(503, b"warming up")
+        return Reply(429, b"", {"Retry-After": "7"}) if n == 3 else Reply()
 
     with stand_in(dim=8, script=script) as server:
-        embedder = load_embedder(http_spec(server.base_url, retries=1), cache_dir=tmp_path)
-        began = time.monotonic()
+        embedder = load_embedder(http_spec(server.base_url, retries=3), cache_dir=tmp_path)
         vectors = embedder.encode_documents(["a", "b"])
-        waited = time.monotonic() - began
-        assert len(server.requests) == 3
+        assert len(server.requests) == 1 + 4
     assert vectors.shape == (2, 8)
-    assert waited >= 0.25  # half of the first backoff step at least (it is jittered)
+    # Jittered exponential steps (0.5 s, then 1 s, each times 0.5 to 1), then what 429 asked.
+    assert len(waits) == 3
+    assert 0.25 <= waits[0] <= 0.5 and 0.5 <= waits[1] <= 1.0
+    assert waits[2] == 7.0
 
 
 def test_the_first_fault_stops_the_requests_not_yet_sent(tmp_path: Path) -> None:

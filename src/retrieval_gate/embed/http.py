@@ -30,6 +30,7 @@ import re
 import threading
 import time
 import unicodedata
+import weakref
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from email.utils import parsedate_to_datetime
@@ -223,6 +224,11 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
+def _sleep(seconds: float) -> None:
+    """Wait before a retry (one name, so the tests can see the waits without taking them)."""
+    time.sleep(seconds)
+
+
 class _Retry(Exception):
     """A fault worth another try (a 429, a 5xx, a dropped connection): what happened, and how
     long the server asked to wait (None: back off)."""
@@ -278,6 +284,9 @@ class HttpEmbedder:
             # (a POST redirected is a misconfigured base_url, better said than guessed).
             follow_redirects=False,
         )
+        # Closed when the embedder goes (the session keeps it to the end), before the garbage
+        # collector could finalise its sockets one by one, each with a ResourceWarning.
+        weakref.finalize(self, self._client.close)
         self._lock = threading.Lock()
         #: Requests sent and texts embedded, for benchmarks and tests.
         self.requests = 0
@@ -308,11 +317,6 @@ class HttpEmbedder:
     def close(self) -> None:
         """Close the client's connections (idempotent)."""
         self._client.close()
-
-    def __del__(self) -> None:
-        client = getattr(self, "_client", None)
-        if client is not None:
-            client.close()
 
     # -- one request ----------------------------------------------------------------------------
 
@@ -447,11 +451,11 @@ class HttpEmbedder:
                     f"{fault.what}, asking to retry after {fault.after:g} s, longer than the "
                     f"system's 'timeout' ({self._timeout:g} s)"
                 )
-            time.sleep(fault.after)
+            _sleep(fault.after)
             return
         # Jittered, so that concurrent requests refused together do not return together.
         delay = min(BACKOFF_CAP_S, BACKOFF_FIRST_S * 2**attempt)
-        time.sleep(delay * random.uniform(0.5, 1.0))
+        _sleep(delay * random.uniform(0.5, 1.0))
 
     # -- many texts -----------------------------------------------------------------------------
 
