@@ -19,7 +19,7 @@ from retrieval_gate.embed.http import (
     probe_digest,
     shown_url,
 )
-from retrieval_gate.errors import RunError
+from retrieval_gate.errors import ConfigError, RunError
 
 from .http_servers import Reply, Seen, hashed_vector, stand_in
 
@@ -163,3 +163,18 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
     later = email.utils.formatdate(time.time() + 30, usegmt=True)
     found = _retry_after(later)
     assert found is not None and 25 <= found <= 31
+
+
+def test_a_key_a_header_cannot_carry_is_refused_without_being_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RG_UNIT_KEY", "sk-unit-abc\ndef")
+    with stand_in(dim=8) as server:
+        spec = http_spec(server.base_url, api_key_env="RG_UNIT_KEY")
+        with pytest.raises(ConfigError) as caught:
+            load_embedder(spec, cache_dir=tmp_path)
+        assert server.requests == []
+    assert "sk-unit" not in str(caught.value)
+    assert "RG_UNIT_KEY (api_key_env) holds characters an HTTP header cannot carry" in str(
+        caught.value
+    )

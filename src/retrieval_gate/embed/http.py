@@ -272,6 +272,13 @@ class HttpEmbedder:
                     f"hold the API key of {self._where}",
                     entry=entry,
                 )
+            if not (key.isascii() and key.isprintable()) or " " in key:
+                # Said before any request: the HTTP library's own error would quote the header.
+                raise ConfigError(
+                    f"environment variable {env} (api_key_env) holds characters an HTTP header "
+                    "cannot carry (spaces, line breaks, non-ASCII); it must hold the key alone",
+                    entry=entry,
+                )
             self._key = key
             headers["Authorization"] = f"Bearer {key}"
         self._client = httpx.Client(
