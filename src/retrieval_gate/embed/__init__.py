@@ -19,7 +19,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
@@ -56,6 +56,7 @@ __all__ = [
     "probe_hub",
     "register_embedder",
     "resolve_model_ref",
+    "spec_backend_options",
     "torch_device",
 ]
 
@@ -86,6 +87,15 @@ class EmbedderSpec:
     #: The backend's own option values (its option table's keys), as sorted pairs so that the
     #: spec stays hashable: e.g. the http embedder's base_url and concurrency (embed/http.py).
     backend_options: tuple[tuple[str, Any], ...] = ()
+
+
+def spec_backend_options(kind: str, options: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """For ``EmbedderSpec.backend_options``: the values in a system's parsed ``options`` of the
+    embedder ``kind``'s own keys, less those the spec holds as fields (model2vec's ``pca_dims``,
+    sentence-transformers' ``backend``), sorted."""
+    held = {field.name for field in fields(EmbedderSpec)}
+    table = EMBEDDERS[kind].options
+    return tuple(sorted((key, options[key]) for key in table if key not in held))
 
 
 @runtime_checkable
