@@ -27,7 +27,6 @@ import math
 import os
 import random
 import re
-import threading
 import time
 import unicodedata
 import weakref
@@ -294,17 +293,14 @@ class HttpEmbedder:
         # Closed when the embedder goes (the session keeps it to the end), before the garbage
         # collector could finalise its sockets one by one, each with a ResourceWarning.
         weakref.finalize(self, self._client.close)
-        self._lock = threading.Lock()
-        #: Requests sent and texts embedded, for benchmarks and tests.
-        self.requests = 0
-        self.texts_sent = 0
         self.dim = 0
         try:
-            probe, served = self._request([PROBE_TEXT], probe=True)
+            probe, served = self._request([PROBE_TEXT])
         except BaseException:
             self.close()
             raise
         self.dim = int(probe.shape[1])
+        #: The model name the service's answer gave (None if it gave none).
         self.served = served
         self.identity = make_identity(
             kind=KIND,
@@ -426,7 +422,7 @@ class HttpEmbedder:
         served = answer.get("model")
         return np.asarray(rows, dtype=np.float32), served if isinstance(served, str) else None
 
-    def _request(self, texts: list[str], *, probe: bool = False) -> tuple[np.ndarray, str | None]:
+    def _request(self, texts: list[str]) -> tuple[np.ndarray, str | None]:
         """The vectors of ``texts`` from one request (tried again as the retries allow) and
         the model name the answer gives."""
         body: dict[str, Any] = {"model": self._spec.model, "input": texts}
@@ -438,9 +434,6 @@ class HttpEmbedder:
                 if status != 200:
                     raise self._status_fault(status, headers, payload)
                 vectors, served = self._decode(payload, len(texts))
-                with self._lock:
-                    self.requests += 1
-                    self.texts_sent += 0 if probe else len(texts)
                 return vectors, served
             except _Retry as fault:
                 if attempt == self._retries:
@@ -479,8 +472,9 @@ class HttpEmbedder:
             futures = [pool.submit(self._request, batch) for batch in batches]
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
             for future in futures:
-                if future in done and future.exception() is not None:
-                    raise future.exception()  # type: ignore[misc]
+                error = future.exception() if future in done else None
+                if error is not None:
+                    raise error
             return np.concatenate([future.result()[0] for future in futures])
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
