@@ -169,6 +169,8 @@ class Reply:
     body: bytes | None = None  # None: the vectors of the request's texts
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    trickle: float = 0.0  # seconds between the body's bytes, sent one at a time
+    drop: bool = False  # close the connection without answering
 
 
 @dataclass
@@ -234,6 +236,10 @@ class StandIn:
             reply = self.script(number, seen)
             if reply.delay:
                 time.sleep(reply.delay)
+            if reply.drop:
+                handler.close_connection = True
+                handler.connection.shutdown(socket.SHUT_RDWR)
+                return
             payload = reply.body if reply.body is not None else self.vectors_body(texts)
             handler.send_response(reply.status)
             handler.send_header("Content-Type", "application/json")
@@ -241,7 +247,13 @@ class StandIn:
             for key, value in reply.headers.items():
                 handler.send_header(key, value)
             handler.end_headers()
-            handler.wfile.write(payload)
+            if reply.trickle:
+                for start in range(len(payload)):
+                    handler.wfile.write(payload[start : start + 1])
+                    handler.wfile.flush()
+                    time.sleep(reply.trickle)
+            else:
+                handler.wfile.write(payload)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test)
         finally:

@@ -178,3 +178,19 @@ def test_a_key_a_header_cannot_carry_is_refused_without_being_shown(
     assert "RG_UNIT_KEY (api_key_env) holds characters an HTTP header cannot carry" in str(
         caught.value
     )
+
+
+def test_a_dropped_connection_is_tried_again(tmp_path: Path) -> None:
+    with stand_in(dim=8, script=lambda n, seen: Reply(drop=n == 1)) as server:
+        embedder = load_embedder(http_spec(server.base_url, retries=1), cache_dir=tmp_path)
+        vectors = embedder.encode_documents(["a", "b"])
+        assert len(server.requests) == 1 + 2
+    np.testing.assert_allclose(vectors[0], hashed_vector("passage: a", 8), atol=1e-6)
+
+
+def test_an_answer_trickling_past_the_timeout_is_as_slow_as_a_silent_one(tmp_path: Path) -> None:
+    # Each byte comes well within the timeout; the whole answer does not.
+    with stand_in(dim=8, script=lambda n, seen: Reply(trickle=0.05 if n else 0)) as server:
+        embedder = load_embedder(http_spec(server.base_url, timeout=1), cache_dir=tmp_path)
+        with pytest.raises(RunError, match=r"no answer within 1 s \(the system's 'timeout'\)"):
+            embedder.encode_documents(["a"])
