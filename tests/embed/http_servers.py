@@ -161,6 +161,15 @@ def hashed_vector(text: str, dim: int) -> list[float]:
     return [float(v) for v in vector / np.linalg.norm(vector)]
 
 
+def vectors_body(texts: list[str], dim: int, *, model: str = "stand-in") -> bytes:
+    """An answer to ``/embeddings`` for ``texts``: their hashed vectors, ``dim`` wide."""
+    data = [
+        {"object": "embedding", "index": i, "embedding": hashed_vector(t, dim)}
+        for i, t in enumerate(texts)
+    ]
+    return json.dumps({"object": "list", "model": model, "data": data}).encode()
+
+
 @dataclass
 class Reply:
     """What the stand-in answers one request with: status, body, headers, and a delay first."""
@@ -215,12 +224,8 @@ class StandIn:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 
-    def vectors_body(self, texts: list[str], *, model: str = "stand-in") -> bytes:
-        data = [
-            {"object": "embedding", "index": i, "embedding": hashed_vector(t, self.dim)}
-            for i, t in enumerate(texts)
-        ]
-        return json.dumps({"object": "list", "model": model, "data": data}).encode()
+    def vectors_body(self, texts: list[str]) -> bytes:
+        return vectors_body(texts, self.dim)
 
     def _answer(self, handler: BaseHTTPRequestHandler) -> None:
         length = int(handler.headers.get("Content-Length") or 0)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ..embed.http_servers import Infinity, Reply, Seen, StandIn, infinity_server, stand_in
+from ..embed.http_servers import Infinity, Reply, Seen, infinity_server, stand_in, vectors_body
 from .conftest import lit
 
 pytest.importorskip("httpx", reason="httpx is needed (pip install '.[http]')")
@@ -188,7 +188,7 @@ FAULTS: dict[str, tuple[dict[str, Any], Callable[[int, Seen], Reply], str]] = {
     ),
     "vectors of another width than the probe's": (
         {},
-        lambda n, seen: Reply(body=StandIn(dim=4).vectors_body(seen.texts)) if n else Reply(),
+        lambda n, seen: Reply(body=vectors_body(seen.texts, 4)) if n else Reply(),
         f"{SERVICE}: answered 4 dimensions, expected 8 (the width of its first answer, the probe)",
     ),
     "vectors of another width than 'dimensions'": (
@@ -203,7 +203,7 @@ FAULTS: dict[str, tuple[dict[str, Any], Callable[[int, Seen], Reply], str]] = {
     ),
     "fewer vectors than texts": (
         {},
-        lambda n, seen: Reply(body=StandIn(dim=8).vectors_body(seen.texts[:1])) if n else Reply(),
+        lambda n, seen: Reply(body=vectors_body(seen.texts[:1], 8)) if n else Reply(),
         f"{SERVICE}: answered 1 embeddings for 3 texts",
     ),
     "a 401 (the key refused)": (
