@@ -95,7 +95,7 @@ def test_a_models_load_is_not_part_of_the_encodings_time() -> None:
 class StuckQueries(Returns):
     """Bounds its own document calls (as Ray's embedder does), not its queries."""
 
-    bounds_itself = True
+    bounds_itself = "documents"
 
     def encode_queries(self, texts: Sequence[str]) -> Any:
         threading.Event().wait()

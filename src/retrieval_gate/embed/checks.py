@@ -10,7 +10,8 @@ them (docs/embedding.md, "Time limits and bad vectors").
 Each encoder call runs under the system's ``timeout``: a query's encoding gets ``timeout``
 seconds, a document encoding ``timeout`` per batch of ``batch_size`` texts (a model's load,
 before it, is not timed here: a first download or a distillation may take minutes). An
-embedder that bounds its own document calls (Ray, ``bounds_itself``) is left to do so.
+embedder that bounds its own calls (``bounds_itself``: the HTTP service's requests, Ray's
+document calls) is left to do so.
 """
 
 from __future__ import annotations
@@ -76,8 +77,11 @@ def encode(
     what = "query" if queries else "document"
     if not texts:
         return np.zeros((0, _width(embedder) or 0), dtype=np.float32)
-    # Ray bounds its calls for documents; its queries are encoded here, by the local model.
-    own = not queries and bool(getattr(embedder, "bounds_itself", False))
+    # ``bounds_itself``: True for an embedder whose every call has its own limit (the HTTP
+    # service's requests), "documents" for one whose document calls do (Ray's; its queries are
+    # the local model's).
+    bounds = getattr(embedder, "bounds_itself", False)
+    own = bounds is True or (bounds == "documents" and not queries)
     if bounded and not own and isinstance(embedder, LazyEmbedder):
         _ = embedder.model  # loaded untimed: a download or a distillation is not an encoding
     batches = 1 if queries else math.ceil(len(texts) / max(1, call.batch_size))

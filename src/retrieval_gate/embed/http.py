@@ -244,6 +244,10 @@ class HttpEmbedder:
     Opening it sends one request, the probe, which gives the dimension and the identity.
     """
 
+    #: Each request runs under the system's ``timeout`` here, with a line naming the service:
+    #: embed/checks.py adds no limit of its own around it.
+    bounds_itself = True
+
     def __init__(self, spec: EmbedderSpec, *, entry: str | None = None) -> None:
         httpx = import_optional("httpx", package="httpx", extra="http")
         self._httpx = httpx

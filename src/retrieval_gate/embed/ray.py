@@ -102,8 +102,9 @@ class RayEmbedder(LazyEmbedder):
     texts sent (the misses).
     """
 
-    #: Its calls to the cluster run under ``timeout`` itself (embed/checks.py adds none).
-    bounds_itself = True
+    #: Its calls to the cluster run under ``timeout`` itself (embed/checks.py adds none); its
+    #: queries are the local model's, bounded there.
+    bounds_itself = "documents"
 
     def __init__(
         self,
