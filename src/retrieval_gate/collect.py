@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from retrieval_gate.display import escape, shown
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.gates.floors import check_gate, check_query
 from retrieval_gate.gates.regressions import RegressionCheck
@@ -55,7 +56,7 @@ class SuiteFile(pytest.File):
             systems = _systems_for(gate_session, suite)
             _check_suite(self.config, gate_session, suite, systems)
         except RetrievalGateError as exc:
-            raise self.CollectError(exc.format()) from None
+            raise self.CollectError(shown(exc.format())) from None
         for system in systems:
             yield SystemNode.from_parent(self, name=system.name, suite=suite, system=system)
 
@@ -141,8 +142,10 @@ class SystemNode(pytest.Collector):
             )
         for query in suite.queries:
             if query.expect:
+                # The id is the user's: escaped, as the node id is printed and written as is.
+                name = f"query[{escape(query.id)}]"
                 yield QueryItem.from_parent(
-                    self, name=f"query[{query.id}]", suite=suite, system=system, query=query
+                    self, name=name, suite=suite, system=system, query=query
                 )
         gate_session = self.config.stash[SESSION_KEY]
         base = gate_session.base_run(suite, system)
@@ -246,14 +249,17 @@ class _SuiteItem(pytest.Item):
     def repr_failure(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None
     ) -> str | TerminalRepr:
+        # Each line shown escaped and redacted: a query's text or a server's message is the
+        # user's or the server's, and a newline in it must not make a line of its own.
         if isinstance(excinfo.value, GateFailed):
-            return "\n".join(excinfo.value.outcome.lines())
+            return "\n".join(shown(line) for line in excinfo.value.outcome.lines())
         if isinstance(excinfo.value, RetrievalGateError):
-            return excinfo.value.format()
-        return super().repr_failure(excinfo, style=style)
+            return shown(excinfo.value.format())
+        # The plugin's own bug, with its traceback: a library's error in it may quote a DSN.
+        return shown(str(super().repr_failure(excinfo, style=style)), multiline=True)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, 0, f"{self.suite.name} x {self.system.name}: {self.name}"
+        return self.path, 0, shown(f"{self.suite.name} x {self.system.name}: {self.name}")
 
 
 class GateItem(_SuiteItem):
@@ -327,7 +333,7 @@ class RegressionItem(_SuiteItem):
                 return outcome
             reason = f"not compared with the baseline: {missing}"
         # Reported at the suite item, not at this line of the plugin.
-        raise pytest.skip.Exception(reason, _use_item_location=True)
+        raise pytest.skip.Exception(shown(reason), _use_item_location=True)
 
 
 class DriftItem(_SuiteItem):
@@ -337,7 +343,7 @@ class DriftItem(_SuiteItem):
     def check(self) -> Outcome:
         found = self.gate_session.drift(self.suite, self.system)
         if isinstance(found, str):
-            raise pytest.skip.Exception(found, _use_item_location=True)
+            raise pytest.skip.Exception(shown(found), _use_item_location=True)
         return found[self.name.removeprefix("drift::")]
 
 

@@ -297,10 +297,11 @@ def pytest_configure(config: pytest.Config) -> None:
             write_progress=progress_writer(config),
         )
     except RetrievalGateError as exc:
+        from retrieval_gate.display import shown
         from retrieval_gate.files import read
 
         read.configure(None)  # the session's size limit, set before it was refused
-        raise pytest.UsageError(exc.format()) from None
+        raise pytest.UsageError(shown(exc.format())) from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "retrieval_gate_session")
     from retrieval_gate.report.selection import PLUGIN_NAME, Selection
@@ -344,12 +345,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     if SESSION_KEY not in config.stash or not config.getoption("rg_plan", False):
         return
+    from retrieval_gate.display import shown
     from retrieval_gate.report.terminal import render_plan
 
     session = config.stash[SESSION_KEY]
     terminalreporter.write_sep("=", "retrieval gate plan")
     for line in render_plan(session.plan.rows(), session.plan.blocks, session.settings.alpha):
-        terminalreporter.write_line(line)
+        terminalreporter.write_line(shown(line))
 
 
 @pytest.fixture(scope="session")
@@ -383,7 +385,9 @@ def retrieval_system(request: pytest.FixtureRequest) -> Any:
                 use_cache=not values.no_cache,
             )
     except RetrievalGateError as exc:
-        pytest.fail(f"retrieval_system: {exc.format()}", pytrace=False)
+        from retrieval_gate.display import shown
+
+        pytest.fail(f"retrieval_system: {shown(exc.format())}", pytrace=False)
     request.addfinalizer(opened.close)
     return opened
 

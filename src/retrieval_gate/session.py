@@ -24,6 +24,7 @@ import pytest
 from retrieval_gate import progress
 from retrieval_gate.baseline.store import load_for_session, open_store
 from retrieval_gate.config import Settings, load_settings
+from retrieval_gate.display import shown
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.files import atomic, read
 from retrieval_gate.gates.plan import RegressionPlan
@@ -237,12 +238,12 @@ class GateSession:
 
         terminalreporter.write_sep("=", "retrieval gate")
         for line in render(data):
-            terminalreporter.write_line(line)
+            terminalreporter.write_line(line)  # escaped and redacted there
         for path in self.written:
-            terminalreporter.write_sep("-", f"generated retrieval gate report: {path}")
-        if self.baseline_problem is not None:
-            terminalreporter.write_line(f"replaced an unreadable baseline: {self.baseline_problem}")
-        if self.saved_baseline is not None:
-            terminalreporter.write_sep("-", f"saved retrieval gate baseline: {self.saved_baseline}")
+            terminalreporter.write_sep("-", shown(f"generated retrieval gate report: {path}"))
+        if (problem := self.baseline_problem) is not None:
+            terminalreporter.write_line(shown(f"replaced an unreadable baseline: {problem}"))
+        if (saved := self.saved_baseline) is not None:
+            terminalreporter.write_sep("-", shown(f"saved retrieval gate baseline: {saved}"))
         for line in self.closing_lines:
-            terminalreporter.write_line(line)
+            terminalreporter.write_line(shown(line))

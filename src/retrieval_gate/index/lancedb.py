@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval_gate.display import register_secret
 from retrieval_gate.errors import ConfigError, RunError
 from retrieval_gate.index import IndexBackend, check_ids, check_vectors, hnsw_settings, named_errors
 from retrieval_gate.schema import Option, OptionTable, at_least, beside_settings, one_of
@@ -57,9 +58,13 @@ OPTIONS: OptionTable = {
         "object storage or db:// (LanceDB's hosted service); default: <cache_dir>/lancedb "
         "(not in the identity)",
         resolve=beside_settings,
+        secret=True,
     ),
     "api_key_env": Option(
-        str, None, "name of the environment variable holding the hosted service's API key"
+        str,
+        None,
+        "name of the environment variable holding the hosted service's API key",
+        secret_env=True,
     ),
     "region": Option(str, None, "the hosted service's region (LanceDB: us-east-1)"),
     "table": Option(
@@ -229,6 +234,7 @@ def connect(uri: str, options: Mapping[str, Any]) -> Any:
                 f"LanceDB at {uri} needs an API key: set 'api_key_env' to the name of the "
                 "environment variable holding it" + (f" ({env} is not set)" if env else "")
             )
+        register_secret(key)  # read now: masked in every message from here
         kwargs["api_key"] = key
         if options.get("region"):
             kwargs["region"] = options["region"]

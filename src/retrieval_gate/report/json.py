@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from retrieval_gate.display import redact_tree
 from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.report import Writer
 from retrieval_gate.version import __version__
@@ -52,7 +53,9 @@ def _decisions(data: ReportData) -> dict[str, Any]:
 
 
 def write(data: ReportData, targets: Targets) -> list[Path]:
-    write_text_atomic(targets.json, json.dumps(render(data), indent=2) + "\n")
+    # Redacted; control characters stay as they are, as JSON escapes them (ASCII out, so a lone
+    # surrogate in an id is written as \ud800, not refused).
+    write_text_atomic(targets.json, json.dumps(redact_tree(render(data)), indent=2) + "\n")
     return [targets.json]
 
 

@@ -17,12 +17,17 @@ from typing import Any
 
 import pytest
 
+from retrieval_gate.display import shown
 from retrieval_gate.records import Outcome
 from retrieval_gate.report import Writer
 
 
 def properties(outcome: Outcome) -> list[tuple[str, object]]:
-    return outcome.properties()
+    # A scope names a query by its id (query[...]): escaped and redacted as everything shown.
+    return [
+        (name, shown(value) if isinstance(value, str) else value)
+        for name, value in outcome.properties()
+    ]
 
 
 WRITER = Writer(name="junit", item_properties=properties)

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from retrieval_gate.display import shown
 from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.metrics import parse_metric
 from retrieval_gate.records import (
@@ -27,7 +28,9 @@ if TYPE_CHECKING:
 
 
 def render(data: ReportData) -> str:
-    return "\n".join(lines(data)) + "\n"
+    """The report's text. Every line is shown escaped and redacted (display/): a query's text,
+    an id or a server's message cannot break a line or a table, or carry a credential."""
+    return "\n".join(shown(line) for line in lines(data)) + "\n"
 
 
 def write(data: ReportData, targets: Targets) -> list[Path]:
@@ -71,10 +74,15 @@ def _numeric(cell: str) -> bool:
 def _table(header: list[str], rows: list[list[str]]) -> Iterator[str]:
     # Numbers align right so decimals line up; text columns stay left.
     right = [bool(rows) and all(_numeric(row[i]) for row in rows) for i in range(len(header))]
-    yield "| " + " | ".join(header) + " |"
+    yield "| " + " | ".join(_cell(c) for c in header) + " |"
     yield "|" + "|".join("---:" if r else "---" for r in right) + "|"
     for row in rows:
-        yield "| " + " | ".join(row) + " |"
+        yield "| " + " | ".join(_cell(c) for c in row) + " |"
+
+
+def _cell(text: str) -> str:
+    # A "|" in an id or a name would end the cell; render() escapes control characters.
+    return text.replace("|", "\\|")
 
 
 def lines(data: ReportData) -> Iterator[str]:
