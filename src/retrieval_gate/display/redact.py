@@ -65,7 +65,9 @@ _KEY_WORDS = (
 )
 # key=value, key: value, "key": "value", 'key': 'value'; the key ends in a credential word.
 _KEY_VALUE = re.compile(
-    r"(?i)(?P<head>(?<![\w.-])[\w.-]*?(?:" + "|".join(_KEY_WORDS) + r")[\"']?\s*[=:]\s*)"
+    r"(?i)(?P<head>(?<![\w.-])(?P<quote>[\"']?)(?P<key>[\w.-]*?(?:"
+    + "|".join(_KEY_WORDS)
+    + r"))(?P=quote)\s*(?P<sep>=|:(?!:))\s*)"
     r"(?P<secret>\"[^\"]*\"?|'(?:[^'\\]|\\.)*'?|[^\s&\"']+)"
 )
 _AUTHORIZATION = re.compile(
@@ -82,12 +84,20 @@ _registered: tuple[str, ...] = ()  # longest first, so a secret inside another i
 
 def _masked(match: re.Match[str]) -> str:
     secret = match.group("secret")
-    if secret == MASK:
+    if secret == MASK or _prose(match):
         return match.group(0)
     quote_char = secret[:1] if secret[:1] in "\"'" else ""
     tail = "@" if match.re is _URL_PASSWORD else ""
     closing = quote_char if quote_char and secret.endswith(quote_char) and len(secret) > 1 else ""
     return f"{match.group('head')}{quote_char}{MASK}{closing}{tail}"
+
+
+def _prose(match: re.Match[str]) -> bool:
+    """A plain word before a colon ("lineage x secret: 3 gates") is prose, not a key: a colon
+    marks a key only when quoted ("password": ...) or compound (X-Api-Key:, aws_secret_key:)."""
+    if match.re is not _KEY_VALUE or match.group("sep") != ":" or match.group("quote"):
+        return False
+    return not any(char in match.group("key") for char in "_-.")
 
 
 def redact(text: str) -> str:
