@@ -256,7 +256,12 @@ class _SuiteItem(pytest.Item):
         if isinstance(excinfo.value, RetrievalGateError):
             return shown(excinfo.value.format())
         # The plugin's own bug, with its traceback: a library's error in it may quote a DSN.
-        return shown(str(super().repr_failure(excinfo, style=style)), multiline=True)
+        # Plain text only where something had to be masked or escaped (pytest's own keeps the
+        # colours and the crash line of the short summary).
+        found = super().repr_failure(excinfo, style=style)
+        text = str(found)
+        inert = shown(text, multiline=True)
+        return found if inert == text else inert
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         return self.path, 0, shown(f"{self.suite.name} x {self.system.name}: {self.name}")

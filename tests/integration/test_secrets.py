@@ -144,9 +144,9 @@ def _outputs(root: Path, result: pytest.RunResult) -> Iterator[tuple[str, bytes]
 
 def _leaks(
     project: pytest.Pytester, setting: Setting, monkeypatch: pytest.MonkeyPatch, *args: str
-) -> list[str]:
+) -> tuple[list[str], str]:
     """The outputs of a session with ``setting``'s system (and a plain one) that hold the
-    password; the session must have failed that system's run, in one line."""
+    password, and its terminal; the session must have failed that system's run, in one line."""
     for package in setting.needs:
         pytest.importorskip(package)
     root = project.path
@@ -178,14 +178,15 @@ def _leaks(
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     failed = [line for line in result.outlines if line.startswith("run failed: lineage x secret")]
     assert len(failed) == 1, result.stdout.str()
-    return [name for name, data in _outputs(root, result) if PASSWORD.encode() in data]
+    leaks = [name for name, data in _outputs(root, result) if PASSWORD.encode() in data]
+    return leaks, result.stdout.str()
 
 
 @pytest.mark.parametrize("setting", SETTINGS, ids=[s.id for s in SETTINGS])
 def test_no_output_holds_the_password(
     secret_project: pytest.Pytester, setting: Setting, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert _leaks(secret_project, setting, monkeypatch) == []
+    assert _leaks(secret_project, setting, monkeypatch)[0] == []
 
 
 def test_no_output_holds_the_password_under_xdist(
@@ -194,4 +195,40 @@ def test_no_output_holds_the_password_under_xdist(
     # The workers read the DSN and fail; the controller writes every output from what they send.
     pytest.importorskip("xdist")
     (setting,) = [s for s in SETTINGS if s.id == "pgvector-dsn-env-malformed"]
-    assert _leaks(secret_project, setting, monkeypatch, "-n", "2", "-p", "no:benchmark") == []
+    leaks, _ = _leaks(secret_project, setting, monkeypatch, "-n", "2", "-p", "no:benchmark")
+    assert leaks == []
+
+
+# An embedder plug-in whose library fails quoting its connection string, as a client library
+# does: the plugin's own error path (not a one-line user error) shows its traceback, masked.
+QUOTING_EMBEDDER = f"""
+from retrieval_gate.embed import EMBEDDER_KINDS, EMBEDDERS, EmbedderBackend, register_embedder
+
+
+class Quoting:
+    identity = "test-quoting/1"
+    dim = 4
+
+    def encode_documents(self, texts, *, progress=False):
+        raise ConnectionError("cannot reach postgresql://gate:{PASSWORD}@db/vectors")
+
+    encode_queries = encode_documents
+
+
+register_embedder(EmbedderBackend("quoting", "test", {{}}, lambda s, c, e: Quoting(), "test"))
+
+
+def pytest_unconfigure(config):
+    EMBEDDERS.pop("quoting", None)
+    EMBEDDER_KINDS.pop("quoting", None)
+"""
+
+
+def test_an_exception_a_library_raises_is_shown_masked(
+    secret_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret_project.makeconftest(QUOTING_EMBEDDER)
+    quoting = Setting("quoting", _static("exact").replace('"model2vec"', '"quoting"'))
+    leaks, terminal = _leaks(secret_project, quoting, monkeypatch)
+    assert leaks == []
+    assert "E       ConnectionError: cannot reach postgresql://gate:***@db/vectors" in terminal
