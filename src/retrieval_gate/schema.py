@@ -203,5 +203,10 @@ def table_markdown(table: OptionTable) -> list[str]:
         # Written as in TOML (true, "words", []), the way a user types it.
         default = "(none)" if option.default is None else f"`{json.dumps(option.default)}`"
         rule = f" ({option.rule})" if option.rule else ""
-        lines.append(f"| `{key}` | {option.type_name}{rule} | {default} | {option.doc} |")
+        doc = option.doc
+        if option.secret:
+            doc += "; its credentials are masked (`***`) in every output"
+        if option.secret_env:
+            doc += "; the variable's value is masked (`***`) in every output"
+        lines.append(f"| `{key}` | {option.type_name}{rule} | {default} | {doc} |")
     return lines

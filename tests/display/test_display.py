@@ -100,6 +100,8 @@ def test_the_secrets_a_setting_holds_are_registered() -> None:
         "could not reach ***; *** refused"
     )
     assert secrets_in("postgresql://u:p%40ss@h") == ["p%40ss", "p@ss"]
+    # An empty password (peer or trust authentication) is nothing to register.
+    assert secrets_in("postgresql://postgres:@/postgres?host=/tmp/pg password=''") == []
 
 
 def test_redact_tree_masks_keys_and_values_and_keeps_the_rest() -> None:

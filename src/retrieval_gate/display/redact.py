@@ -131,7 +131,7 @@ def secrets_in(text: str) -> list[str]:
     for pattern in _PATTERNS:
         for match in pattern.finditer(text):
             secret = match.group("secret")
-            if secret[:1] in "\"'":
+            if secret and secret[0] in "\"'":
                 secret = secret[1:-1] if secret.endswith(secret[0]) else secret[1:]
             found += [secret, unquote(secret)]
     return [secret for secret in dict.fromkeys(found) if secret and secret != MASK]
