@@ -207,7 +207,8 @@ class _SuiteItem(pytest.Item):
         self.add_marker(pytest.mark.retrieval_gate)
         # All items of a suite x system share one worker, and so one retrieval run: under plain
         # -n N through RunGrouping (below), under an explicit --dist loadgroup through this.
-        self.add_marker(pytest.mark.xdist_group(f"{suite.name}::{system.name}"))
+        # (--dist loadgroup shows the group in node ids: the suite's name, escaped.)
+        self.add_marker(pytest.mark.xdist_group(escape(f"{suite.name}::{system.name}")))
 
     @property
     def gate_session(self) -> GateSession:

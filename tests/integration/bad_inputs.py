@@ -21,6 +21,8 @@ import yaml
 from .conftest import RETRIEVER, SUITE
 
 QUERY = "  - id: q\n    query: q\n    relevant: [sql/orders.sql]\n"
+# The password of any case that gives one (a DSN, a key): the run's output must not show it.
+PASSWORD = "hunter2pw"
 
 
 @dataclass(frozen=True)
@@ -355,6 +357,18 @@ CASES: tuple[BadInput, ...] = (
         {
             "lineage.retrieval.yaml": SUITE,
             "search_app.py": "def retrieve(query, k):\n    raise ValueError('index offline')\n",
+        },
+    ),
+    BadInput(
+        "retriever-quotes-a-password",
+        "a retriever whose error quotes its connection string (the password is masked)",
+        "lineage.retrieval.yaml [query join_orders]: retriever search_app:retrieve raised "
+        "ConnectionError: cannot reach postgresql://search:***@db/index",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "search_app.py": "def retrieve(query, k):\n    raise ConnectionError("
+            f"'cannot reach postgresql://search:{PASSWORD}@db/index')\n",
         },
     ),
     BadInput(

@@ -9,7 +9,7 @@ Standard library only, at the bottom of the layers: every other module may use t
 
 from __future__ import annotations
 
-from retrieval_gate.display.escape import escape, needs_escape
+from retrieval_gate.display.escape import escape
 from retrieval_gate.display.redact import (
     MASK,
     forget_secrets,
@@ -24,7 +24,6 @@ __all__ = [
     "MASK",
     "escape",
     "forget_secrets",
-    "needs_escape",
     "redact",
     "redact_tree",
     "register_secret",

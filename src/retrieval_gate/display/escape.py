@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["escape", "needs_escape"]
+__all__ = ["escape"]
 
 # C0 controls, DEL, C1 controls, the bidi embeddings and overrides (U+202A-U+202E) and isolates
 # (U+2066-U+2069), lone surrogates; a block of lines keeps its newlines and tabs.
@@ -36,7 +36,3 @@ def escape(text: str, *, multiline: bool = False) -> str:
     pattern = _MULTI_LINE if multiline else _ONE_LINE
     return pattern.sub(_written, text)
 
-
-def needs_escape(text: str) -> bool:
-    """Whether :func:`escape` would change ``text`` (newlines counted)."""
-    return _ONE_LINE.search(text) is not None
