@@ -35,4 +35,3 @@ def escape(text: str, *, multiline: bool = False) -> str:
     characters that print, so escaping it again changes nothing."""
     pattern = _MULTI_LINE if multiline else _ONE_LINE
     return pattern.sub(_written, text)
-
