@@ -395,10 +395,12 @@ def retrieval_system(request: pytest.FixtureRequest) -> Any:
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
+        from retrieval_gate.display import forget_secrets
         from retrieval_gate.files import read
 
         session.close()
         read.configure(None)  # the settings' max_file_mb, which the session installed
+        forget_secrets()  # the session's settings registered them; a later session, its own
         config.pluginmanager.unregister(session)
         del config.stash[SESSION_KEY]
     for name in ("retrieval_gate_junit", "retrieval_gate_selection", "retrieval_gate_run_grouping"):

@@ -44,9 +44,11 @@ MASK = "***"
 #: would garble the text); the patterns still mask it where it stands as a credential.
 MIN_SECRET_LENGTH = 6
 
-# scheme://user:password@ ; the password runs to the last "@" before a space or a quote.
+# scheme://user:password@ ; the password runs to the last "@" before a space or a quote. Each
+# part has a bound, so that no text (a long run of "a.a.a" or "http://a") takes quadratic time.
 _URL_PASSWORD = re.compile(
-    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@\[\]\"'<>]*:)(?P<secret>[^\s\"'<>]*)@"
+    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s:/?#@\[\]\"'<>]{0,256}:)"
+    r"(?P<secret>[^\s\"'<>]{0,1024})@"
 )
 
 _KEY_WORDS = (
