@@ -25,6 +25,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from retrieval_gate.display import shown
 from retrieval_gate.report import ReportData, Writer
 
 if TYPE_CHECKING:
@@ -134,7 +135,7 @@ def _metric_figure(suite: str, metric: str, runs: list[RunRecord], seed: int) ->
             xytext=(12, 2),
             textcoords="offset points",
         )
-    axes.set_title(f"{suite}: {metric} (95 % intervals)", fontsize=10)
+    axes.set_title(shown(f"{suite}: {metric} (95 % intervals)"), fontsize=10)
     axes.set_ylabel(metric)
     if min(values, default=0.0) >= 0 and max(values, default=0.0) <= 1:
         axes.set_ylim(0, 1.05)
@@ -159,14 +160,15 @@ def _delta_figure(run: RunRecord, base: RunRecord, metric: str) -> Any:
     worse = sum(1 for d in values if d < 0)
     better = sum(1 for d in values if d > 0)
     axes.set_title(
-        f"{run.suite} x {run.system}: {metric} per query, now - baseline\n"
+        shown(f"{run.suite} x {run.system}: {metric} per query, now - baseline") + "\n"
         f"{worse} worse, {better} better, of {len(values)} compared",
         fontsize=10,
     )
     axes.set_ylabel(f"{metric} delta")
     axes.set_xlabel("queries, sorted by delta")
     if len(values) <= 30:
-        axes.set_xticks(range(len(values)), [qid for _, qid in deltas], rotation=90, fontsize=7)
+        labels = [shown(qid) for _, qid in deltas]
+        axes.set_xticks(range(len(values)), labels, rotation=90, fontsize=7)
     else:
         axes.set_xticks([])
     return figure
