@@ -88,6 +88,9 @@ def test_a_registered_secret_is_masked_wherever_it_appears() -> None:
     )
     # The URL-escaped form too, as a library that re-encodes the DSN would print it.
     assert redact("postgresql://u@h/db?x=Zq7-Secret%2FPW") == "postgresql://u@h/db?x=***"
+    # Where it stands alone: a password "postgres" leaves the word "postgresql" readable.
+    register_secret("postgres")
+    assert redact("postgresql://postgres@db/postgres") == "postgresql://***@db/***"
     # Too short to mask everywhere: "abc" would garble every word holding it.
     register_secret("abc")
     assert redact("abc password=abc") == "abc password=***"

@@ -67,6 +67,7 @@ SETTINGS: tuple[Setting, ...] = (
         _static(
             "pgvector", dsn='"postgresql://gate:{pw}@127.0.0.1:{port}/gate"', connect_timeout="2"
         ),
+        env={"PGPASSWORD": "{pw}"},
         needs=("psycopg",),
     ),
     Setting(

@@ -13,9 +13,9 @@ whether it parses or not:
   ``aws_secret_access_key``, ``AWS_SESSION_TOKEN``, ``account_key``, ``X-Api-Key`` ... (any key
   ending in one of the words of ``_KEY_WORDS``);
 - an ``Authorization`` header's credentials and a bearer token;
-- every occurrence of a value registered with :func:`register_secret`: what code that reads a
-  secret (the DSN a ``dsn_env`` variable holds, an API key) knows to be one, wherever it shows
-  up, however the text around it looks.
+- every occurrence (not inside a longer word) of a value registered with
+  :func:`register_secret`: what code that reads a secret (the DSN a ``dsn_env`` variable holds,
+  an API key) knows to be one, wherever it shows up, however the text around it looks.
 
 It masks more rather than less: a word that only looks like a credential is masked too.
 """
@@ -82,6 +82,18 @@ _PATTERNS = (_URL_PASSWORD, _AUTHORIZATION, _KEY_VALUE, _BEARER)
 
 _lock = threading.Lock()
 _registered: tuple[str, ...] = ()  # longest first, so a secret inside another is masked whole
+# Every registered value, where it stands alone: not inside a longer word, so a password
+# "postgres" masks "postgres@db" but leaves "postgresql://" readable.
+_registered_pattern: re.Pattern[str] | None = None
+
+
+def _set_registered(values: Iterable[str]) -> None:
+    global _registered, _registered_pattern
+    _registered = tuple(sorted(set(values), key=lambda s: (-len(s), s)))
+    alternatives = "|".join(re.escape(secret) for secret in _registered)
+    _registered_pattern = (
+        re.compile(f"(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])") if _registered else None
+    )
 
 
 def _masked(match: re.Match[str]) -> str:
@@ -104,9 +116,9 @@ def _prose(match: re.Match[str]) -> bool:
 
 def redact(text: str) -> str:
     """``text`` with every credential in it replaced by ``***`` (see the module docstring)."""
-    for secret in _registered:
-        if secret in text:
-            text = text.replace(secret, MASK)
+    pattern = _registered_pattern
+    if pattern is not None:
+        text = pattern.sub(MASK, text)
     for pattern in _PATTERNS:
         text = pattern.sub(_masked, text)
     return text
@@ -140,16 +152,16 @@ def secrets_in(text: str) -> list[str]:
 
 
 def register_secret(value: str | None) -> None:
-    """Mask every occurrence of ``value`` from now on, in this process (and its URL-escaped
-    form). For code that reads a secret: the DSN a ``dsn_env`` variable holds, an API key.
-    Values shorter than ``MIN_SECRET_LENGTH`` are left to the patterns."""
-    global _registered
+    """Mask every occurrence of ``value`` and its URL-escaped form (not inside a longer word)
+    from now on, in this process. For code that reads a secret: the DSN a ``dsn_env`` variable
+    holds, an API key. Values shorter than ``MIN_SECRET_LENGTH`` are left to the patterns."""
     if not value or len(value) < MIN_SECRET_LENGTH:
         return
     forms = {value, quote(value, safe=""), value.strip()}
     with _lock:
-        known = set(_registered) | {form for form in forms if len(form) >= MIN_SECRET_LENGTH}
-        _registered = tuple(sorted(known, key=lambda s: (-len(s), s)))
+        new = {form for form in forms if len(form) >= MIN_SECRET_LENGTH} - set(_registered)
+        if new:
+            _set_registered([*_registered, *new])
 
 
 def register_secrets_in(text: str | None) -> None:
@@ -166,10 +178,6 @@ def register_secrets_in(text: str | None) -> None:
 
 def forget_secrets(values: Iterable[str] | None = None) -> None:
     """Stop masking ``values`` (every registered value when None): for tests."""
-    global _registered
     with _lock:
-        if values is None:
-            _registered = ()
-        else:
-            drop = set(values)
-            _registered = tuple(s for s in _registered if s not in drop)
+        drop = set(_registered if values is None else values)
+        _set_registered(s for s in _registered if s not in drop)

@@ -48,6 +48,15 @@ _QUERY_BATCH = 256
 _REMOTE = ("s3://", "s3+ddb://", "gs://", "az://", "abfs://", "db://", "memory://")
 
 ANN_KINDS = ("none", "ivf_flat", "ivf_pq", "ivf_hnsw_sq")
+#: The environment variables holding object-store credentials that LanceDB reads.
+_STORE_SECRETS = (
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AZURE_STORAGE_ACCOUNT_KEY",
+    "AZURE_STORAGE_SAS_TOKEN",
+    "AZURE_CLIENT_SECRET",
+    "GOOGLE_SERVICE_ACCOUNT_KEY",
+)
 
 
 OPTIONS: OptionTable = {
@@ -243,6 +252,8 @@ def connect(uri: str, options: Mapping[str, Any]) -> Any:
             "retry_config": {"retries": 1},
         }
     elif not _local(uri):
+        for variable in _STORE_SECRETS:  # the object store's SDK reads them: masked if quoted
+            register_secret(os.environ.get(variable, ""))
         kwargs["storage_options"] = {"connect_timeout": f"{timeout}s", "timeout": f"{timeout * 6}s"}
     try:
         return lancedb.connect(uri, **kwargs)

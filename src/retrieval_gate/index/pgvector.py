@@ -179,6 +179,8 @@ def _stored(options: Mapping[str, Any]) -> bool:
 
 def resolve_dsn(options: Mapping[str, Any]) -> str:
     """The DSN from ``dsn_env`` (when given) or ``dsn``; neither is a ``ConfigError``."""
+    # libpq takes the password from PGPASSWORD when the DSN has none: a secret all the same.
+    register_secret(os.environ.get("PGPASSWORD", ""))
     env = options.get("dsn_env")
     if env:
         value = os.environ.get(env, "").strip()
