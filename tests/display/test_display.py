@@ -51,6 +51,7 @@ def no_registered_secrets() -> Iterator[None]:
         ("Authorization: Bearer abc.def.ghi", "Authorization: Bearer ***"),
         ("authorization=Basic dXNlcjpwdw==", "authorization=Basic ***"),
         ("sent bearer eyJhbGciOi.x.y", "sent bearer ***"),
+        ("the bearer certificate", "the bearer certificate"),
         ("X-Api-Key: k123", "X-Api-Key: ***"),
         # Object-store keys, as an environment assignment and as a printed mapping.
         (

@@ -76,7 +76,11 @@ _AUTHORIZATION = re.compile(
     r"(?i)(?P<head>\b(?:proxy-)?authorization[\"']?\s*[=:]\s*[\"']?"
     r"(?:(?:bearer|basic|digest|token|negotiate)\s+)?)(?P<secret>[^\s\"']+)"
 )
-_BEARER = re.compile(r"(?i)(?P<head>\bbearer\s+)(?P<secret>[A-Za-z0-9\-._~+/]+=*)")
+# A bearer token has a digit or a punctuation mark (a JWT its dots): "the bearer certificate"
+# is prose.
+_BEARER = re.compile(
+    r"(?i)(?P<head>\bbearer\s+)(?P<secret>(?=[A-Za-z]*[0-9\-._~+/])[A-Za-z0-9\-._~+/]+=*)"
+)
 
 _PATTERNS = (_URL_PASSWORD, _AUTHORIZATION, _KEY_VALUE, _BEARER)
 
