@@ -358,7 +358,9 @@ def test_the_hub_is_asked_once_per_candidate(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_bad_specs_are_config_errors(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="unknown embedder 'openai'; known: model2vec, sent"):
+    with pytest.raises(
+        ConfigError, match="unknown embedder 'openai'; known: http, model2vec, sent"
+    ):
         load_embedder(EmbedderSpec("openai", "x"), cache_dir=tmp_path)
     with pytest.raises(ConfigError, match="distill_from only applies to the model2vec"):
         load_embedder(

