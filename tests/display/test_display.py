@@ -53,6 +53,10 @@ def no_registered_secrets() -> Iterator[None]:
         ("sent bearer eyJhbGciOi.x.y", "sent bearer ***"),
         ("the bearer certificate", "the bearer certificate"),
         ("X-Api-Key: k123", "X-Api-Key: ***"),
+        # API keys by their prefix, also as a service quotes them cut short.
+        ("Incorrect API key provided: sk-proj-****cdef.", "Incorrect API key provided: ***"),
+        ("pushed with ghp_0123456789abcdefghijKLMN", "pushed with ***"),
+        ("task-force sk-1", "task-force sk-1"),  # no key: too short
         # Object-store keys, as an environment assignment and as a printed mapping.
         (
             "AWS_SECRET_ACCESS_KEY=abc123 AWS_SESSION_TOKEN=tok region=us",

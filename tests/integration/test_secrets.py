@@ -3,10 +3,11 @@ every output of the session searched for it.
 
 Each row of ``SETTINGS`` is one credential-bearing setting on one of its error paths (a DSN
 that does not parse, a server that is not there, a DSN or key read from the environment, a
-LanceDB URI, a Ray address, a chroma server's host): the project runs a plain retriever system
-beside it (so a baseline is saved) and the system of the row, which fails. The password must
-reach none of the terminal, the markdown and JSON reports, the JUnit XML, the baseline and the
-cache folder; each output that fails says so by name. Adding a setting is adding a row.
+LanceDB URI, a Ray address, a chroma server's host, the http embedder's URL and key): the
+project runs a plain retriever system beside it (so a baseline is saved) and the system of the
+row, which fails. The password must reach none of the terminal, the markdown and JSON reports,
+the step summary, the JUnit XML, the baseline and the cache folder; each output that fails says
+so by name. Adding a setting is adding a row.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from .conftest import RETRIEVER
 
 # Imported once, before any in-process run: pytester drops the modules a run first imports, and
 # these native ones cannot be imported twice in one process (see conftest.py).
-for _name in ("psycopg", "lancedb", "pyarrow", "chromadb", "ray"):
+for _name in ("psycopg", "lancedb", "pyarrow", "chromadb", "ray", "httpx"):
     if importlib.util.find_spec(_name) is not None:
         importlib.import_module(_name)
 
@@ -107,6 +108,15 @@ SETTINGS: tuple[Setting, ...] = (
         "chroma-server-host",
         _static("chroma-server", host='"gate:{pw}@127.0.0.1"', port="{port}", timeout="2"),
         needs=("chromadb",),
+    ),
+    Setting(
+        "http-embedder-key-and-url",
+        _static("exact", base_url='"http://gate:{pw}@127.0.0.1:{port}/v1?api_key={pw}"')
+        .replace('"model2vec"', '"http"')
+        .replace('"./static-model"', '"served"')
+        + 'api_key_env = "RG_SECRET_KEY"\ntimeout = 2\n',
+        env={"RG_SECRET_KEY": "{pw}"},
+        needs=("httpx",),
     ),
     Setting(
         "ray-address",

@@ -13,6 +13,7 @@ whether it parses or not:
   ``aws_secret_access_key``, ``AWS_SESSION_TOKEN``, ``account_key``, ``X-Api-Key`` ... (any key
   ending in one of the words of ``_KEY_WORDS``);
 - an ``Authorization`` header's credentials and a bearer token;
+- an API key known by its prefix (``sk-...``, ``ghp_...``, ``hf_...``), also cut short;
 - every occurrence (not inside a longer word) of a value registered with
   :func:`register_secret`: what code that reads a secret (the DSN a ``dsn_env`` variable holds,
   an API key) knows to be one, wherever it shows up, however the text around it looks.
@@ -82,7 +83,14 @@ _BEARER = re.compile(
     r"(?i)(?P<head>\bbearer\s+)(?P<secret>(?=[A-Za-z]*[0-9\-._~+/])[A-Za-z0-9\-._~+/]+=*)"
 )
 
-_PATTERNS = (_URL_PASSWORD, _AUTHORIZATION, _KEY_VALUE, _BEARER)
+# API keys by their prefix, whole or as a service quotes them cut short ("sk-proj-****cdef"):
+# OpenAI's and Anthropic's sk-, GitHub's tokens, Hugging Face's hf_.
+_PREFIXED_KEY = re.compile(
+    r"(?P<head>)\b(?P<secret>sk-[A-Za-z0-9_\-*.]{4,}|gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{20,})"
+)
+
+_PATTERNS = (_URL_PASSWORD, _AUTHORIZATION, _KEY_VALUE, _BEARER, _PREFIXED_KEY)
 
 _lock = threading.Lock()
 _registered: tuple[str, ...] = ()  # longest first, so a secret inside another is masked whole
