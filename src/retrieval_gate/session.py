@@ -199,6 +199,7 @@ class GateSession:
             decision=self.settings.decision,
             base=self.baseline,
             partial=partial_of(self.config),
+            complete=not interrupted,
         )
         if self.save_baseline and data.runs and not interrupted:
             try:

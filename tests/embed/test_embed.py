@@ -598,3 +598,14 @@ def test_an_installed_package_that_fails_to_import_is_not_called_missing(
     )
     with pytest.raises(MissingExtraError, match=r"^absent-pkg is not installed"):
         import_optional("absent_pkg_xyz", package="absent-pkg", extra="x")
+    # Broken in another way than an ImportError: still one line saying so.
+    (tmp_path / "stale_build").mkdir()
+    (tmp_path / "stale_build" / "__init__.py").write_text(
+        "raise AttributeError('module numpy has no attribute float_')\n"
+    )
+    with pytest.raises(MissingExtraError) as info:
+        import_optional("stale_build", package="stale-build", extra="x")
+    assert str(info.value) == (
+        "stale-build is installed but could not be imported (AttributeError: module numpy has no "
+        "attribute float_); repair or reinstall it (pip install --force-reinstall stale-build)"
+    )

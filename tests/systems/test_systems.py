@@ -53,7 +53,7 @@ def config_error(spec: Mapping[str, Any]) -> str:
 def test_unknown_key_lists_the_kinds_own_keys() -> None:
     assert config_error({"retriever": "m:f", "model": "x"}) == (
         "/project/pyproject.toml [system.s]: unknown key 'model'; "
-        "known: corpus, depth, description, extraction, retriever, stages, timeout"
+        "known: corpus, depth, description, extraction, isolate, retriever, stages, timeout"
     )
     assert config_error({"run": "r.trec", "index": "exact"}) == (
         "/project/pyproject.toml [system.s]: unknown key 'index'; "

@@ -47,6 +47,9 @@ class ReportData:
     baseline_runs: Mapping[tuple[str, str], RunRecord] = field(default_factory=dict)
     # Why this report covers only part of the session's gates (-k, -m, node ids), else None.
     partial: str | None = None
+    # The session reached its end (not interrupted): the JSON twin's completion marker, which
+    # a CI step checks (report/complete.py), as a run ended by an interpreter exit writes none.
+    complete: bool = True
 
     @classmethod
     def build(
@@ -64,6 +67,7 @@ class ReportData:
         decision: DecisionSettings | None = None,
         baseline_runs: Mapping[tuple[str, str], RunRecord] | None = None,
         partial: str | None = None,
+        complete: bool = True,
     ) -> ReportData:
         return cls(
             runs=tuple(runs[key] for key in sorted(runs)),
@@ -81,6 +85,7 @@ class ReportData:
             undecided=tuple(sorted(undecided)),
             baseline_runs=dict(baseline_runs or {}),
             partial=partial,
+            complete=complete,
         )
 
     @classmethod
