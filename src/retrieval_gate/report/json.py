@@ -34,6 +34,7 @@ def render(data: ReportData) -> dict[str, Any]:
         # Only when a selection (-k, -m, node ids) left gates out: the full report has no key.
         **({"partial": data.partial} if data.partial is not None else {}),
         **_decisions(data),
+        **({"history": data.history.to_json()} if data.history is not None else {}),
     }
 
 

@@ -1,0 +1,292 @@
+"""The session's part in the history of quality (docs/baselines.md): what the session reads from
+the history when it starts (the anchors of the drift items, how old the baseline is), and what
+it appends when it finishes (one record per suite x system, on ``--rg-save-baseline`` and on
+``--rg-record``; only in the controller, never in an xdist worker).
+
+Every process reads the history once, when it first needs a suite's records, and never again,
+so the items of one session see one history however the session is run (serial or ``-n N``).
+Plain Python: ``session.py`` wires it to pytest.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from retrieval_gate.baseline.history import (
+    DEFAULT_HISTORY_DIR,
+    History,
+    HistoryError,
+    HistoryRecord,
+    HistoryStore,
+    JsonLinesHistory,
+    open_history,
+)
+from retrieval_gate.baseline.provenance import Provenance, commits_between, provenance
+from retrieval_gate.config.history import HistorySettings
+from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.gates.history import Anchor, DriftCheck, drift_outcomes, find_anchor
+from retrieval_gate.gates.resolution import block_level
+
+if TYPE_CHECKING:
+    from retrieval_gate.baseline.store import Baseline
+    from retrieval_gate.config import Settings
+    from retrieval_gate.gates.plan import RegressionPlan
+    from retrieval_gate.records import Outcome, RunRecord
+    from retrieval_gate.suites.suite import Suite
+
+
+@dataclass(frozen=True)
+class BaselineAge:
+    """How old the accepted baseline is: when and at which commit it was saved, the days and
+    commits since, and the runs it holds from another version of their suite."""
+
+    saved: Provenance | None
+    days: float | None
+    commits: int | None
+    other_digest: tuple[str, ...] = ()  # "suite x system" whose suite changed since
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "saved": None if self.saved is None else self.saved.to_json(),
+            "days": self.days,
+            "commits_behind": self.commits,
+            "other_suite_digest": list(self.other_digest),
+            "warnings": list(self.warnings),
+        }
+
+    def properties(self) -> list[tuple[str, object]]:
+        """JUnit ``<properties>`` of the test suite."""
+        out: list[tuple[str, object]] = []
+        if self.saved is not None:
+            out += [
+                ("baseline_commit", self.saved.commit or ""),
+                ("baseline_time", self.saved.time),
+            ]
+        if self.days is not None:
+            out.append(("baseline_age_days", round(self.days, 2)))
+        if self.commits is not None:
+            out.append(("baseline_commits_behind", self.commits))
+        return out
+
+
+def baseline_age(
+    baseline: Baseline | None,
+    conf: HistorySettings,
+    root: Path,
+    *,
+    now: datetime,
+    runs: Iterable[RunRecord] = (),
+) -> BaselineAge | None:
+    """The baseline's age against ``baseline_max_age`` and ``baseline_max_commits`` and, for
+    ``runs``, whether each was compared with a baseline run of another suite digest."""
+    if baseline is None:
+        return None
+    saved = baseline.saved
+    warnings = []
+    days = commits = None
+    if saved is not None:
+        days = (now - saved.when).total_seconds() / 86400.0
+        if conf.baseline_max_age and days > conf.baseline_max_age:
+            warnings.append(
+                f"the baseline is {days:.0f} days old (saved {saved.time[:10]} at "
+                f"{saved.short}; baseline_max_age {conf.baseline_max_age:g} days): save a "
+                "fresh one on the main branch"
+            )
+        if saved.commit is not None:
+            commits = commits_between(root, saved.commit)
+            if (
+                commits is not None
+                and conf.baseline_max_commits
+                and (commits > conf.baseline_max_commits)
+            ):
+                warnings.append(
+                    f"the baseline is {commits} commits behind (saved at {saved.short}; "
+                    f"baseline_max_commits {conf.baseline_max_commits})"
+                )
+    other = []
+    for run in runs:
+        base = baseline.get(run.suite, run.system)
+        digest = run.fingerprint.get("suite_digest")
+        if base is not None and base.fingerprint.get("suite_digest") not in (None, digest):
+            other.append(f"{run.suite} x {run.system}")
+    if other:
+        warnings.append(
+            "the baseline was saved from another version of "
+            + ", ".join(other)
+            + " (queries compared only where unchanged)"
+        )
+    return BaselineAge(saved, days, commits, tuple(other), tuple(warnings))
+
+
+@dataclass(frozen=True)
+class HistoryReport:
+    """What the report says of the history: the baseline's age."""
+
+    age: BaselineAge | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"baseline_age": None if self.age is None else self.age.to_json()}
+
+
+R = TypeVar("R", bound="Reported")
+
+
+class Reported(Protocol):
+    """What the keeper reads of the session's report (``report.ReportData``)."""
+
+    @property
+    def runs(self) -> Sequence[RunRecord]: ...
+
+    @property
+    def gates(self) -> Sequence[Outcome]: ...
+
+    @property
+    def comparisons(self) -> Mapping[tuple[str, str], Any]: ...
+
+    def with_history(self: R, history: HistoryReport) -> R: ...
+
+
+class HistoryKeeper:
+    """Reads the history for the drift items and appends this session's records."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        root: Path,
+        plan: RegressionPlan,
+        option: Callable[[str, Any], Any] = lambda name, default: default,
+    ) -> None:
+        """``option(name, default)``: a command-line option (``rg_record``, ``rg_pin``)."""
+        record, pin = bool(option("rg_record", False)), option("rg_pin", None)
+        self.lines: list[str] = []  # what the terminal says at the end
+        self.conf = settings.history or HistorySettings()
+        self.settings = settings
+        self.root = root
+        self.plan = plan
+        self.record_runs = record
+        self.pin = pin
+        self.now = datetime.now().astimezone()
+        self.session_id = uuid.uuid4().hex[:12]
+        self.store: HistoryStore | None = None
+        if self.conf.enabled:
+            self.store = open_history(self.conf.store or root / DEFAULT_HISTORY_DIR)
+        elif record or pin:
+            flag = "--rg-record" if record else "--rg-pin"
+            raise RetrievalGateError(
+                f"{flag} needs the history, which the settings switch off (history = false)"
+            )
+        self._histories: dict[str, History] = {}
+        self._anchors: dict[tuple[str, str], Anchor] = {}
+
+    def history(self, suite: str) -> History:
+        """The suite's history as this process first read it."""
+        if suite not in self._histories:
+            if self.store is None:
+                found = History(suite)
+            else:
+                try:
+                    found = self.store.read(suite)
+                except RetrievalGateError as exc:
+                    found = History(suite, problems=(f"history unreadable: {exc.format()}",))
+            self._histories[suite] = found
+        return self._histories[suite]
+
+    def drift_checks(self, suite: Suite, system: str) -> list[DriftCheck]:
+        """The suite x system's drift checks (none while it has no anchor), registered as one
+        block of the drift family."""
+        if self.store is None or not self.conf.drift:
+            return []
+        anchor = find_anchor(
+            self.history(suite.name).of(system), self.conf, pin=self.pin, now=self.now
+        )
+        if isinstance(anchor, str):
+            return []
+        self._anchors[(suite.name, system)] = anchor
+        return [
+            DriftCheck(c.metric, self.conf.tolerance_for(c.metric, c.tolerance), c.tolerance)
+            for c in self.plan.checks(suite)
+            if c.gated and c.scope == "suite"
+        ]
+
+    def drift(self, suite: Suite, system: str, record: RunRecord) -> dict[str, Outcome]:
+        anchor = self._anchors[(suite.name, system)]
+        checks = self.drift_checks(suite, system)
+        level = block_level(self.settings.alpha, len(self._anchors))
+        return drift_outcomes(
+            record, anchor, checks, level=level, alpha=self.settings.alpha, seed=self.settings.seed
+        )
+
+    def anchor(self, suite: str, system: str) -> Anchor | None:
+        return self._anchors.get((suite, system))
+
+    # -- at the end of the session (the controller) --------------------------------------------
+
+    def finish(self, data: R, baseline: Baseline | None, saved: bool, interrupted: bool) -> R:
+        """The report's history part (the baseline's age, each run's trend), and a record per
+        run appended when the baseline was saved or ``--rg-record`` asked (not when
+        interrupted). ``lines`` says what was recorded and what could not be read."""
+        runs = data.runs
+        self.lines = [
+            f"history: {p}"
+            for suite in sorted({r.suite for r in runs})
+            for p in self.history(suite).problems
+        ]
+        age = baseline_age(baseline, self.conf, self.root, now=self.now, runs=runs)
+        if age is not None:
+            self.lines += [f"retrieval gate: warning: {w}" for w in age.warnings]
+        summary = HistoryReport(age=age)
+        if self.store is not None and runs and not interrupted and (saved or self.record_runs):
+            self._append(self.store, runs, data.gates, data.comparisons, saved)
+        return data.with_history(summary)
+
+    def _append(
+        self,
+        store: HistoryStore,
+        runs: Sequence[RunRecord],
+        gates: Sequence[Outcome],
+        compared: Iterable[tuple[str, str]],
+        saved: bool,
+    ) -> None:
+        at = provenance(self.root)
+        decided = set(compared)
+        records = [
+            HistoryRecord.of_run(
+                run,
+                at=at,
+                source="baseline" if saved else "record",
+                decided=saved and run.key in decided,
+                session=self.session_id,
+                tolerance=self._tolerances(run, gates),
+            )
+            for run in runs
+        ]
+        try:
+            store.append(records)
+            if isinstance(store, JsonLinesHistory) and self.conf.keep_values:
+                for suite in sorted({r.suite for r in runs}):
+                    store.compact(suite, keep_values=self.conf.keep_values)
+        except (OSError, HistoryError) as exc:
+            from retrieval_gate.files.atomic import failed_write
+
+            raise HistoryError(f"could not append to the history {failed_write(exc)}") from None
+        self.lines.append(f"recorded {len(records)} run(s) in the history: {store.location}")
+
+    def _tolerances(self, run: RunRecord, gates: Sequence[Outcome]) -> Mapping[str, float]:
+        from retrieval_gate.gates.regressions import DEFAULT_TOLERANCE
+
+        found = {
+            g.metric: g.regression.tolerance
+            for g in gates
+            if g.regression is not None
+            and (g.suite, g.system) == run.key
+            and g.scope.removeprefix("regression").strip() in ("", "suite")
+        }
+        for metric in run.metrics:
+            found.setdefault(metric, self.settings.tolerance.get(metric, DEFAULT_TOLERANCE))
+        return found
