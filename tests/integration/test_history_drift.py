@@ -1,0 +1,115 @@
+"""Slow drift (gates/history.py): thirty merges, each dropping P@1 by 0.6 of its regression
+tolerance and each saving a baseline. Every regression item passes; the history-drift item
+fails at the first merge where the drop from its anchor exceeds the drift tolerance (twice the
+regression tolerance by default), naming the anchor. Thirty unchanged merges raise nothing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from .history_project import STEP_DROP, TOLERANCE, commit, run_step, stepped_project
+
+MERGES = 30
+
+
+def _outcomes(result: pytest.RunResult) -> dict[str, str]:
+    """node id suffix -> PASSED / FAILED, from the -rA summary."""
+    out = {}
+    for line in result.outlines:
+        for word in ("PASSED", "FAILED"):
+            if line.startswith(word + " "):
+                nodeid = line.split()[1]
+                out[nodeid.split("::", 2)[2]] = word
+    return out
+
+
+def test_thirty_small_merges_fail_drift_when_they_add_up(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stepped_project(pytester)
+    drift_tolerance = 2 * TOLERANCE  # 0.0667: the default, twice the regression tolerance
+    first_failure = None
+    for step in range(MERGES):
+        result = run_step(pytester, monkeypatch, step, quality=step)
+        outcomes = _outcomes(result)
+        assert outcomes.get("regression::P@1", "PASSED") == "PASSED", step  # 0.02 < 0.0333
+        drift = outcomes.get("history-drift::P@1")
+        assert (drift is None) == (step == 0)  # no history before the first merge
+        # The anchor is the oldest of the last 20 records: merge 0 until merge 20.
+        anchor = max(0, step - 20)
+        dropped = (step - anchor) * STEP_DROP
+        assert (drift == "FAILED") == (dropped > drift_tolerance + 1e-9), step
+        if drift == "FAILED" and first_failure is None:
+            first_failure = step
+            # 4 merges of 0.02 = 0.08 > 0.0667, where 3 (0.06) were not.
+            result.stdout.fnmatch_lines(
+                [
+                    f"P@1 is 0.08 below the anchor of ????-??-?? ({commit(0)[:7]}), over 4 steps "
+                    "(accepted baselines and this run), each within its tolerance; more than "
+                    "the drift tolerance 0.0667",
+                ]
+            )
+    assert first_failure == 4
+    report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+    drift_gates = [g for g in report["gates"] if g["scope"] == "history-drift"]
+    assert [g["passed"] for g in drift_gates] == [False]
+    history = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text()
+    assert history.count("\n") == MERGES
+
+
+def test_thirty_unchanged_merges_raise_no_drift(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stepped_project(pytester)
+    for step in range(MERGES):
+        result = run_step(pytester, monkeypatch, step, quality=5)
+        assert result.ret == 0, step
+        assert _outcomes(result).get("history-drift::P@1") == (None if step == 0 else "PASSED")
+    drift = _drift_gate(pytester)
+    assert drift["passed"] and drift["value"] == drift["threshold"] + 2 * TOLERANCE
+    # The window holds the last 20 of the 29 earlier records: its oldest is merge 9.
+    assert drift["detail"][0] == (
+        f"P@1 is level with the anchor of {_day(pytester, 9)} ({commit(9)[:7]}), over 20 steps "
+        "(accepted baselines and this run), each within its tolerance"
+    )
+
+
+def _drift_gate(pytester: pytest.Pytester) -> dict[str, Any]:
+    report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+    (drift,) = [g for g in report["gates"] if g["scope"] == "history-drift"]
+    return drift  # type: ignore[no-any-return]
+
+
+def _day(pytester: pytest.Pytester, step: int) -> str:
+    """The day merge ``step`` was recorded (its record's time)."""
+    lines = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text().splitlines()
+    return str(json.loads(lines[step])["time"])[:10]
+
+
+def test_k_drift_selects_both_kinds_and_history_drift_only_these(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stepped_project(pytester)
+    run_step(pytester, monkeypatch, 0, quality=0)
+    result = pytester.runpytest("--retrieval-gate", "--collect-only", "-q", "-k", "history-drift")
+    assert [line for line in result.outlines if "::" in line] == [
+        "merges.retrieval.yaml::stepped::history-drift::P@1"
+    ]
+    result = pytester.runpytest("--retrieval-gate", "--collect-only", "-q", "-k", "drift")
+    assert "merges.retrieval.yaml::stepped::history-drift::P@1" in result.outlines
+
+
+def test_a_pinned_anchor_is_named(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    stepped_project(pytester)
+    for step in range(3):
+        run_step(pytester, monkeypatch, step, quality=step)
+    run_step(pytester, monkeypatch, 3, 3, "--rg-pin", commit(1)[:7])
+    drift = _drift_gate(pytester)
+    assert drift["passed"]  # 2 merges of 0.02 = 0.04 <= 0.0667
+    assert drift["detail"][0] == (
+        f"P@1 is 0.04 below the pinned anchor of {_day(pytester, 1)} ({commit(1)[:7]}), over 2 "
+        "steps (accepted baselines and this run), each within its tolerance"
+    )
