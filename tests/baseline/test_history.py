@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from retrieval_gate.baseline.history import (
+    HistoryError,
     HistoryRecord,
     JsonLinesHistory,
     encode_line,
@@ -107,7 +108,9 @@ def _writer(tmp_path: Path, tag: str, count: int) -> subprocess.Popen[bytes]:
     script = tmp_path / "writer.py"
     script.write_text(_WRITER)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    return subprocess.Popen([sys.executable, str(script), str(tmp_path / "h"), tag, str(count)], env=env)
+    return subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path / "h"), tag, str(count)], env=env
+    )
 
 
 def test_two_processes_appending_lose_nothing(tmp_path: Path) -> None:
@@ -168,5 +171,5 @@ def test_the_commit_comes_from_ci_before_git(tmp_path: Path) -> None:
 
 def test_an_unknown_history_scheme_names_the_known(tmp_path: Path) -> None:
     assert open_history(tmp_path) == JsonLinesHistory(tmp_path)
-    with pytest.raises(Exception, match="unknown history store 'nope'.*known: file"):
+    with pytest.raises(HistoryError, match=r"unknown history store 'nope'.*known: file"):
         open_history("nope://x")

@@ -75,6 +75,52 @@ def test_thirty_unchanged_merges_raise_no_drift(
         f"P@1 is level with the anchor of {_day(pytester, 9)} ({commit(9)[:7]}), over 20 steps "
         "(accepted baselines and this run), each within its tolerance"
     )
+    report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+    (trend,) = report["history"]["trends"]
+    assert trend["change_points"] == [] and trend["anchor"] == commit(9)[:7]
+    assert len(trend["points"]) == MERGES  # the 29 earlier records and this run
+
+
+def test_a_level_shift_at_step_15_is_named_in_the_report(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retrieval_gate.baseline.history import HistoryRecord, JsonLinesHistory
+    from retrieval_gate.baseline.provenance import Provenance
+
+    stepped_project(pytester)
+    # 29 recorded merges: P@1 0.9 with +-0.01 wobble, then 0.8 from merge 15 (5 more queries
+    # wrong); today's run is at quality 10, P@1 = 0.8.
+    wobble = [0.01, -0.01, 0.0]
+    records = [
+        HistoryRecord(
+            suite="merges",
+            system="stepped",
+            at=Provenance(commit(step), f"2026-09-{step // 2 + 1:02d}T12:00:00Z"),
+            suite_digest="s",
+            identity="i",
+            source="baseline",
+            decided=True,
+            session=str(step),
+            n=50,
+            metrics={"P@1": (0.9 if step < 15 else 0.8) + wobble[step % 3]},
+            tolerance={"P@1": TOLERANCE},
+        )
+        for step in range(29)
+    ]
+    JsonLinesHistory(pytester.path / ".retrieval-gate/history").append(records)
+    monkeypatch.setenv("GITHUB_SHA", commit(29))
+    (pytester.path / "step.txt").write_text("10", encoding="utf-8")
+    pytester.runpytest("--retrieval-gate", "--rg-record")
+    report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+    (trend,) = report["history"]["trends"]
+    (change,) = trend["change_points"]
+    assert abs(change["index"] - 15) <= 1
+    assert change["commit"] == commit(change["index"])[:7]
+    assert change["shift"] == pytest.approx(-0.1, abs=0.01)
+    markdown = (pytester.path / "retrieval-gate-report.md").read_text()
+    assert f"change point at `{change['commit']}`: " in markdown
+    assert f'"{change["commit"]} (change)"' in markdown  # marked on the chart's x axis
+    assert "line [" in markdown
 
 
 def _drift_gate(pytester: pytest.Pytester) -> dict[str, Any]:
@@ -102,7 +148,9 @@ def test_k_drift_selects_both_kinds_and_history_drift_only_these(
     assert "merges.retrieval.yaml::stepped::history-drift::P@1" in result.outlines
 
 
-def test_a_pinned_anchor_is_named(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_pinned_anchor_is_named(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     stepped_project(pytester)
     for step in range(3):
         run_step(pytester, monkeypatch, step, quality=step)

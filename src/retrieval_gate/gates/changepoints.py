@@ -78,7 +78,7 @@ def _best_split(x: np.ndarray, min_size: int) -> tuple[int, float]:
 
 
 def change_points(
-    values: Sequence[float],
+    values: Sequence[float] | np.ndarray,
     *,
     level: float = DEFAULT_LEVEL,
     permutations: int = DEFAULT_PERMUTATIONS,

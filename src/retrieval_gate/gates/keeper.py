@@ -29,6 +29,7 @@ from retrieval_gate.baseline.history import (
 from retrieval_gate.baseline.provenance import Provenance, commits_between, provenance
 from retrieval_gate.config.history import HistorySettings
 from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.gates.changepoints import ChangePoint, change_points
 from retrieval_gate.gates.history import Anchor, DriftCheck, drift_outcomes, find_anchor
 from retrieval_gate.gates.resolution import block_level
 
@@ -125,13 +126,56 @@ def baseline_age(
 
 
 @dataclass(frozen=True)
-class HistoryReport:
-    """What the report says of the history: the baseline's age."""
+class Trend:
+    """One metric of one suite x system over its history and today (the last point): the
+    points' labels (short commits, ``now``), values, the anchor's index and the change points."""
 
-    age: BaselineAge | None = None
+    suite: str
+    system: str
+    metric: str
+    labels: tuple[str, ...]
+    values: tuple[float, ...]
+    anchor: int | None
+    changes: tuple[ChangePoint, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {"baseline_age": None if self.age is None else self.age.to_json()}
+        return {
+            "suite": self.suite,
+            "system": self.system,
+            "metric": self.metric,
+            "points": [
+                {"commit": c, "value": v} for c, v in zip(self.labels, self.values, strict=True)
+            ],
+            "anchor": None if self.anchor is None else self.labels[self.anchor],
+            "change_points": [
+                {
+                    "commit": self.labels[c.index],
+                    "index": c.index,
+                    "before": c.before,
+                    "after": c.after,
+                    "shift": c.shift,
+                    "p_value": c.p_value,
+                }
+                for c in self.changes
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class HistoryReport:
+    """What the report says of the history: the baseline's age and each metric's trend."""
+
+    age: BaselineAge | None = None
+    trends: tuple[Trend, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "baseline_age": None if self.age is None else self.age.to_json(),
+            "trends": [t.to_json() for t in self.trends],
+        }
+
+    def of(self, suite: str) -> list[Trend]:
+        return [t for t in self.trends if t.suite == suite]
 
 
 R = TypeVar("R", bound="Reported")
@@ -240,7 +284,7 @@ class HistoryKeeper:
         age = baseline_age(baseline, self.conf, self.root, now=self.now, runs=runs)
         if age is not None:
             self.lines += [f"retrieval gate: warning: {w}" for w in age.warnings]
-        summary = HistoryReport(age=age)
+        summary = HistoryReport(age=age, trends=tuple(self._trends(runs, data.gates)))
         if self.store is not None and runs and not interrupted and (saved or self.record_runs):
             self._append(self.store, runs, data.gates, data.comparisons, saved)
         return data.with_history(summary)
@@ -277,7 +321,32 @@ class HistoryKeeper:
             raise HistoryError(f"could not append to the history {failed_write(exc)}") from None
         self.lines.append(f"recorded {len(records)} run(s) in the history: {store.location}")
 
-    def _tolerances(self, run: RunRecord, gates: Sequence[Outcome]) -> Mapping[str, float]:
+    def _trends(self, runs: Sequence[RunRecord], gates: Sequence[Outcome]) -> list[Trend]:
+        """Each gated metric's trend (every metric of a run without regression items is too
+        many charts: then its first three), with the anchor and the change points."""
+        out = []
+        for run in runs:
+            records = self.history(run.suite).of(run.system)
+            if not records:
+                continue
+            gated = [m for m in self._tolerances(run, gates, gated_only=True) if m in run.metrics]
+            anchor = find_anchor(records, self.conf, pin=self.pin, now=self.now)
+            at = None if isinstance(anchor, str) else records.index(anchor.record)
+            labels = (*(r.at.short for r in records), "now")
+            for metric in gated or list(run.metrics)[:3]:
+                values = (
+                    *(r.metrics.get(metric, float("nan")) for r in records),
+                    run.metrics[metric],
+                )
+                if any(v != v for v in values):
+                    continue  # a metric the older records did not measure
+                found = change_points(values, seed=self.settings.seed)
+                out.append(Trend(run.suite, run.system, metric, labels, values, at, tuple(found)))
+        return out
+
+    def _tolerances(
+        self, run: RunRecord, gates: Sequence[Outcome], gated_only: bool = False
+    ) -> Mapping[str, float]:
         from retrieval_gate.gates.regressions import DEFAULT_TOLERANCE
 
         found = {
@@ -287,6 +356,8 @@ class HistoryKeeper:
             and (g.suite, g.system) == run.key
             and g.scope.removeprefix("regression").strip() in ("", "suite")
         }
+        if gated_only:
+            return found
         for metric in run.metrics:
             found.setdefault(metric, self.settings.tolerance.get(metric, DEFAULT_TOLERANCE))
         return found

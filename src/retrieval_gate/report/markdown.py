@@ -17,6 +17,7 @@ from retrieval_gate.records import (
     Section,
 )
 from retrieval_gate.report import ReportData, Writer
+from retrieval_gate.report.history import age_lines, history_lines
 from retrieval_gate.suites import kinds, units_of
 from retrieval_gate.systems.timings import latency_notes
 
@@ -96,6 +97,7 @@ def lines(data: ReportData) -> Iterator[str]:
             "without the selection for the full report."
         )
         yield ""
+    yield from age_lines(data.history)
     if data.errors:
         yield "## Runs that failed"
         yield ""
@@ -222,6 +224,7 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
         if comparison is not None:
             yield from _baseline(run, comparison, [g for g in gates if g.system == run.system])
     yield from _resolution(data, runs, units)
+    yield from history_lines(data.history, suite)
 
     for grouping in ("category", "difficulty"):
         labels = list(dict.fromkeys(label for run in runs for label in run.groups(grouping)))
