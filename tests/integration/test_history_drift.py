@@ -6,9 +6,12 @@ regression tolerance by default), naming the anchor. Thirty unchanged merges rai
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
+
+from retrieval_gate.gates.shelflife import adaptive_epsilon
 
 from .history_project import STEP_DROP, TOLERANCE, commit, run_step, stepped_project
 
@@ -58,6 +61,17 @@ def test_thirty_small_merges_fail_drift_when_they_add_up(
     assert [g["passed"] for g in drift_gates] == [False]
     history = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text()
     assert history.count("\n") == MERGES
+    # Shelf life: merges 1 to 28 were decisions (a baseline accepted after a gate run); today P@1
+    # has 21 ones and 29 zeros: sum of squares 50 * 0.42 * 0.58 = 21 * 29 / 50, sd^2 = that / 49.
+    (shelf,) = report["history"]["shelf_life"]
+    assert shelf["decisions"] == MERGES - 2
+    sd = math.sqrt(21 * 29 / 50 / 49)
+    assert shelf["resolution_now"] == pytest.approx(adaptive_epsilon(sd, 50, 1.0, 0.05, 28))
+    assert shelf["resolution_fresh"] == pytest.approx(adaptive_epsilon(sd, 50, 1.0, 0.05, 0))
+    assert shelf["spent"]  # 50 queries cannot resolve 0.0333 even fresh
+    result.stdout.fnmatch_lines(
+        ["retrieval gate: warning: the shelf life of suite merges is spent: after 28 decisions*"]
+    )
 
 
 def test_thirty_unchanged_merges_raise_no_drift(

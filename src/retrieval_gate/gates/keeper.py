@@ -32,6 +32,7 @@ from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.gates.changepoints import ChangePoint, change_points
 from retrieval_gate.gates.history import Anchor, DriftCheck, drift_outcomes, find_anchor
 from retrieval_gate.gates.resolution import block_level
+from retrieval_gate.gates.shelflife import ShelfLife, decisions_made, shelf_life
 
 if TYPE_CHECKING:
     from retrieval_gate.baseline.store import Baseline
@@ -167,15 +168,20 @@ class HistoryReport:
 
     age: BaselineAge | None = None
     trends: tuple[Trend, ...] = ()
+    shelf: tuple[ShelfLife, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
             "baseline_age": None if self.age is None else self.age.to_json(),
             "trends": [t.to_json() for t in self.trends],
+            "shelf_life": [s.to_json() for s in self.shelf],
         }
 
     def of(self, suite: str) -> list[Trend]:
         return [t for t in self.trends if t.suite == suite]
+
+    def shelf_of(self, suite: str) -> list[ShelfLife]:
+        return [s for s in self.shelf if s.suite == suite]
 
 
 R = TypeVar("R", bound="Reported")
@@ -284,7 +290,18 @@ class HistoryKeeper:
         age = baseline_age(baseline, self.conf, self.root, now=self.now, runs=runs)
         if age is not None:
             self.lines += [f"retrieval gate: warning: {w}" for w in age.warnings]
-        summary = HistoryReport(age=age, trends=tuple(self._trends(runs, data.gates)))
+        shelf = tuple(self._shelf(runs, data.gates))
+        for suite in sorted({s.suite for s in shelf if s.spent}):
+            spent = [s for s in shelf if s.suite == suite and s.spent]
+            worst = max(spent, key=lambda s: s.now - s.tolerance)
+            self.lines.append(
+                f"retrieval gate: warning: the shelf life of suite {suite} is spent: after "
+                f"{worst.decisions} decisions its {worst.metric} resolution is "
+                f"+-{worst.now:.4g} > tolerance {worst.tolerance:g}; add fresh queries (a "
+                "changed suite starts a new ledger)"
+            )
+        trends = tuple(self._trends(runs, data.gates))
+        summary = HistoryReport(age=age, trends=trends, shelf=shelf)
         if self.store is not None and runs and not interrupted and (saved or self.record_runs):
             self._append(self.store, runs, data.gates, data.comparisons, saved)
         return data.with_history(summary)
@@ -320,6 +337,33 @@ class HistoryKeeper:
 
             raise HistoryError(f"could not append to the history {failed_write(exc)}") from None
         self.lines.append(f"recorded {len(records)} run(s) in the history: {store.location}")
+
+    def _shelf(self, runs: Sequence[RunRecord], gates: Sequence[Outcome]) -> list[ShelfLife]:
+        """Each gated metric's shelf life, for the suites with a history."""
+        from retrieval_gate.gates.regressions import _width
+        from retrieval_gate.metrics import parse_metric
+
+        out = []
+        for run in runs:
+            history = self.history(run.suite)
+            if not history.records:
+                continue
+            decisions = decisions_made(history.records, str(run.fingerprint.get("suite_digest")))
+            for metric, tolerance in self._tolerances(run, gates, gated_only=True).items():
+                values = [q.metrics[metric] for q in run.queries if metric in q.metrics]
+                found = shelf_life(
+                    run.suite,
+                    run.system,
+                    metric,
+                    values,
+                    width=_width(parse_metric(metric), values, values),
+                    tolerance=tolerance,
+                    delta=self.settings.alpha,
+                    decisions=decisions,
+                )
+                if found is not None:
+                    out.append(found)
+        return out
 
     def _trends(self, runs: Sequence[RunRecord], gates: Sequence[Outcome]) -> list[Trend]:
         """Each gated metric's trend (every metric of a run without regression items is too

@@ -27,6 +27,30 @@ def history_lines(history: HistoryReport | None, suite: str) -> Iterator[str]:
     yield ""
     for trend in trends:
         yield from _trend(trend)
+    yield from _shelf(history, suite)
+
+
+def _shelf(history: HistoryReport, suite: str) -> Iterator[str]:
+    rows = history.shelf_of(suite)
+    if not rows:
+        return
+    yield (
+        f"Shelf life: {rows[0].decisions} decision(s) informed by this version of the suite; the "
+        "resolution after them (ease.ml/ci's adaptive bound, docs/verdicts.md) next to a fresh "
+        "suite's, and the decisions left at the tolerance:"
+    )
+    yield ""
+    yield "| system | metric | n | decisions | resolution fresh | resolution now | tolerance | left |"
+    yield "|---|---|---|---|---|---|---|---|"
+    for s in rows:
+        left = (
+            "spent" if s.spent else (f"{s.remaining}+" if s.remaining >= 1000 else str(s.remaining))
+        )
+        yield (
+            f"| `{s.system}` | {s.metric} | {s.n} | {s.decisions} | +-{format_value(s.fresh)} | "
+            f"+-{format_value(s.now)} | {format_value(s.tolerance)} | {left} |"
+        )
+    yield ""
 
 
 def age_lines(history: HistoryReport | None) -> Iterator[str]:
