@@ -39,9 +39,9 @@ def test_the_decisions_left_at_a_tolerance() -> None:
     # Values 0 and sqrt(2): their sample sd is 1 (mean 1/sqrt 2, each 1/sqrt 2 from it).
     values = [0.0, math.sqrt(2)]
     kw = {"width": 1.0, "tolerance": 2.0, "delta": 0.5}
-    fresh = shelf_life("s", "x", "P@1", values, decisions=0, **kw)  # type: ignore[arg-type]
+    fresh = shelf_life("s", "x", "P@1", values, decisions=0, **kw)
     assert fresh is not None and fresh.remaining == 1 and not fresh.spent  # 1.707 <= 2 < 3.555
-    spent = shelf_life("s", "x", "P@1", values, decisions=2, **kw)  # type: ignore[arg-type]
+    spent = shelf_life("s", "x", "P@1", values, decisions=2, **kw)
     assert spent is not None and spent.spent and spent.remaining == 0
     assert spent.now == pytest.approx(1 / math.tan(math.pi / 16) / math.sqrt(2), rel=1e-9)
 
