@@ -336,7 +336,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("xmlpath", None):
         from retrieval_gate.report.junit import JunitNames
 
-        config.pluginmanager.register(JunitNames(config), "retrieval_gate_junit")
+        age = session.history.age_properties(session.baseline)
+        config.pluginmanager.register(JunitNames(config, age), "retrieval_gate_junit")
 
 
 def _check_plan_options(config: pytest.Config) -> None:

@@ -42,8 +42,15 @@ def test_the_decisions_left_at_a_tolerance() -> None:
     fresh = shelf_life("s", "x", "P@1", values, decisions=0, **kw)
     assert fresh is not None and fresh.remaining == 1 and not fresh.spent  # 1.707 <= 2 < 3.555
     spent = shelf_life("s", "x", "P@1", values, decisions=2, **kw)
-    assert spent is not None and spent.spent and spent.remaining == 0
+    assert spent is not None and spent.spent and spent.remaining == 0  # fresh 0.707 <= 2 < 3.555
     assert spent.now == pytest.approx(1 / math.tan(math.pi / 16) / math.sqrt(2), rel=1e-9)
+
+
+def test_a_suite_too_small_even_fresh_is_not_spent_by_use() -> None:
+    found = shelf_life(
+        "s", "x", "P@1", [0.0, math.sqrt(2)], width=1.0, tolerance=0.5, delta=0.5, decisions=3
+    )
+    assert found is not None and not found.spent and found.remaining == 0  # 0.707 > 0.5 fresh
 
 
 def test_tails_beyond_double_precision() -> None:

@@ -272,6 +272,12 @@ class HistoryKeeper:
             record, anchor, checks, level=level, alpha=self.settings.alpha, seed=self.settings.seed
         )
 
+    def age_properties(self, baseline: Baseline | None) -> list[tuple[str, object]]:
+        """The baseline's age as JUnit test-suite properties (without the suite digests, which
+        need the runs)."""
+        age = baseline_age(baseline, self.conf, self.root, now=self.now)
+        return [] if age is None else age.properties()
+
     def anchor(self, suite: str, system: str) -> Anchor | None:
         return self._anchors.get((suite, system))
 

@@ -84,7 +84,9 @@ class ShelfLife:
 
     @property
     def spent(self) -> bool:
-        return self.now > self.tolerance
+        """Spent by use: a fresh suite resolved the tolerance, the decisions made since do not
+        (a suite too small even when fresh is the resolution warning's, docs/verdicts.md)."""
+        return self.fresh <= self.tolerance < self.now
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -122,7 +124,7 @@ def shelf_life(
     fresh = adaptive_epsilon(sd, n, width, delta, 0)
     now = adaptive_epsilon(sd, n, width, delta, decisions)
     remaining = 0
-    if now <= tolerance:
+    if now <= tolerance:  # else spent, or never had a shelf life
         # epsilon_H grows with H: the last H within the tolerance, by doubling then bisection.
         lo, hi = decisions, decisions + 1
         while hi < MAX_DECISIONS and adaptive_epsilon(sd, n, width, delta, hi) <= tolerance:
