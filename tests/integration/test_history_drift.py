@@ -201,3 +201,25 @@ def test_a_suite_spent_by_decisions_is_warned(
     assert (
         "| `stepped` | P@1 | 50 | 6 |" in (pytester.path / "retrieval-gate-report.md").read_text()
     )
+
+
+def test_xdist_gives_the_same_drift_verdicts_and_writes_once(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stepped_project(pytester)
+    for step in range(5):
+        run_step(pytester, monkeypatch, step, quality=step)
+    pytester.runpytest("--retrieval-gate")  # serial, writing nothing to the history
+    serial = _drift_gate(pytester)
+    lines = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text().count("\n")
+    result = pytester.runpytest_subprocess(
+        "--retrieval-gate", "--rg-record", "-n", "2", "-p", "no:benchmark"
+    )
+    assert result.ret == 1  # the drift item fails: 0.08 below merge 0's record, over 5 steps
+    parallel = _drift_gate(pytester)
+    assert {k: parallel[k] for k in ("passed", "value", "threshold", "detail")} == {
+        k: serial[k] for k in ("passed", "value", "threshold", "detail")
+    }
+    # One record appended, by the controller alone.
+    history = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text()
+    assert history.count("\n") == lines + 1
