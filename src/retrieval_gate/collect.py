@@ -353,7 +353,10 @@ class HistoryDriftItem(_SuiteItem):
     def check(self) -> Outcome:
         gs = self.gate_session
         found = gs.history.drift(self.suite, self.system.name, gs.record(self.suite, self.system))
-        return found[self.name.removeprefix(f"{DRIFT_SCOPE}::")]
+        outcome = found[self.name.removeprefix(f"{DRIFT_SCOPE}::")]
+        if isinstance(outcome, str):
+            raise pytest.skip.Exception(outcome, _use_item_location=True)
+        return outcome
 
 
 # -- xdist: one worker per suite x system ------------------------------------------------------

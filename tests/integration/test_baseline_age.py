@@ -30,8 +30,8 @@ def test_an_old_baseline_is_said_once_everywhere(
     result = pytester.runpytest("--retrieval-gate", "--junitxml=out.xml")
     days = _age_days("2026-01-01T00:00:00Z")
     warning = (
-        f"the baseline is {days:.0f} days old (saved 2026-01-01 at abc0000; baseline_max_age 30 "
-        "days): save a fresh one on the main branch"
+        f"the baseline is {days:.0f} days old (saved at abc0000 of 2026-01-01; baseline_max_age "
+        "30 days): save a fresh one on the main branch"
     )
     assert result.outlines.count(f"retrieval gate: warning: {warning}") == 1
     report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())

@@ -40,7 +40,8 @@ def test_thirty_small_merges_fail_drift_when_they_add_up(
         outcomes = _outcomes(result)
         assert outcomes.get("regression::P@1", "PASSED") == "PASSED", step  # 0.02 < 0.0333
         drift = outcomes.get("history-drift::P@1")
-        assert (drift is None) == (step == 0)  # no history before the first merge
+        # No history before the first merge; after it, only the baseline itself.
+        assert (drift is None) == (step <= 1)
         # The anchor is the oldest of the last 20 records: merge 0 until merge 20.
         anchor = max(0, step - 20)
         dropped = (step - anchor) * STEP_DROP
@@ -79,7 +80,7 @@ def test_thirty_unchanged_merges_raise_no_drift(
     for step in range(MERGES):
         result = run_step(pytester, monkeypatch, step, quality=5)
         assert result.ret == 0, step
-        assert _outcomes(result).get("history-drift::P@1") == (None if step == 0 else "PASSED")
+        assert _outcomes(result).get("history-drift::P@1") == (None if step <= 1 else "PASSED")
     drift = _drift_gate(pytester)
     assert drift["passed"] and drift["value"] == drift["threshold"] + 2 * TOLERANCE
     # The window holds the last 20 of the 29 earlier records: its oldest is merge 9.
@@ -152,6 +153,7 @@ def test_k_drift_selects_both_kinds_and_history_drift_only_these(
 ) -> None:
     stepped_project(pytester)
     run_step(pytester, monkeypatch, 0, quality=0)
+    run_step(pytester, monkeypatch, 1, quality=0)
     result = pytester.runpytest("--retrieval-gate", "--collect-only", "-q", "-k", "history-drift")
     assert [line for line in result.outlines if "::" in line] == [
         "merges.retrieval.yaml::stepped::history-drift::P@1"

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from retrieval_gate.baseline.align import metric_definitions
 from retrieval_gate.baseline.provenance import Provenance
 from retrieval_gate.baseline.store import url_scheme
 from retrieval_gate.errors import RetrievalGateError
@@ -86,6 +87,8 @@ class HistoryRecord:
     digests: tuple[str, ...] = ()
     values: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     compacted: bool = False  # per-query values dropped by compaction (metrics kept)
+    # Each metric's definition version (docs/baselines.md): drift is not read across a change.
+    definitions: Mapping[str, str] = field(default_factory=dict)
 
     def per_query(self, metric: str) -> dict[tuple[str, str], float]:
         """(query id, digest) -> value, empty when compacted or not measured."""
@@ -112,13 +115,15 @@ class HistoryRecord:
         }
         if self.compacted:
             body["compacted"] = True
+        if self.definitions:
+            body["definitions"] = dict(self.definitions)
         return body
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> HistoryRecord:
         """A record from its JSON object; a ValueError (or KeyError / TypeError) when malformed."""
         at = Provenance.from_json(data)
-        if at is None:
+        if at is None or at.time is None:
             raise ValueError("no valid commit and time")
         queries = tuple(str(q) for q in data["queries"])
         digests = tuple(str(d) for d in data["digests"])
@@ -141,6 +146,7 @@ class HistoryRecord:
             digests=digests,
             values=values,
             compacted=bool(data.get("compacted", False)),
+            definitions={str(m): str(v) for m, v in data.get("definitions", {}).items()},
         )
 
     @classmethod
@@ -171,6 +177,7 @@ class HistoryRecord:
             queries=queries,
             digests=tuple(q.digest for q in run.queries),
             values={m: tuple(float(q.metrics.get(m, 0.0)) for q in run.queries) for m in names},
+            definitions=metric_definitions(run.fingerprint, run.metrics),
         )
 
 

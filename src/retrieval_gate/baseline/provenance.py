@@ -31,15 +31,15 @@ class Provenance:
     """Where and when a run was made: the commit (None outside git and CI) and UTC time."""
 
     commit: str | None
-    time: str  # ISO 8601, UTC, seconds
+    time: str | None  # ISO 8601 with its offset; None when unknown (a commit outside git)
 
     @property
     def short(self) -> str:
         return (self.commit or "no commit")[:7]
 
     @property
-    def when(self) -> datetime:
-        return parse_time(self.time)
+    def when(self) -> datetime | None:
+        return None if self.time is None else parse_time(self.time)
 
     def to_json(self) -> dict[str, Any]:
         return {"commit": self.commit, "time": self.time}
@@ -47,10 +47,13 @@ class Provenance:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Provenance | None:
         commit, time = data.get("commit"), data.get("time")
-        if (commit is not None and not isinstance(commit, str)) or not isinstance(time, str):
+        if (commit is not None and not isinstance(commit, str)) or (
+            time is not None and not isinstance(time, str)
+        ):
             return None
         try:
-            parse_time(time)
+            if time is not None:
+                parse_time(time)
         except ValueError:
             return None
         return cls(commit=commit, time=time)
@@ -100,4 +103,14 @@ def _git(root: Path, *args: str) -> str | None:
 
 
 def provenance(root: Path, environ: Mapping[str, str] | None = None) -> Provenance:
+    """The commit and the time now: what a history record says of when it was made."""
     return Provenance(commit=current_commit(root, environ), time=now_text())
+
+
+def commit_provenance(root: Path, environ: Mapping[str, str] | None = None) -> Provenance:
+    """The commit and *its* time (the committer date): what a baseline records, so saving the
+    same runs at the same commit writes the same bytes (serial or under xdist, now or later).
+    Outside git, or for a commit this clone lacks, the time is None and the age unknown."""
+    commit = current_commit(root, environ)
+    time = None if commit is None else _git(root, "show", "-s", "--format=%cI", commit)
+    return Provenance(commit=commit, time=time)

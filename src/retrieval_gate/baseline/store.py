@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from retrieval_gate.baseline.provenance import Provenance, provenance
+from retrieval_gate.baseline.provenance import Provenance, commit_provenance
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.records import RunRecord
@@ -213,7 +213,7 @@ class JsonFileStore:
         return load_baseline(self.path)
 
     def save(self, records: Iterable[RunRecord], previous: Baseline | None) -> None:
-        save_baseline(self.path, records, previous, provenance(self.path.parent))
+        save_baseline(self.path, records, previous, commit_provenance(self.path.parent))
 
 
 STORE_ENTRY_POINT_GROUP = "retrieval_gate.baselines"

@@ -45,7 +45,7 @@ class Anchor:
     later: tuple[HistoryRecord, ...]  # the records after it, oldest first
 
     def describe(self) -> str:
-        day = self.record.at.time[:10]
+        day = (self.record.at.time or "")[:10]
         pinned = "pinned " if self.how == "pinned" else ""
         return f"the {pinned}anchor of {day} ({self.record.at.short})"
 
@@ -71,7 +71,7 @@ def find_anchor(
         return f"--rg-pin {pin}: no record of this suite and system at that commit"
     if settings.drift_days is not None:
         since = (now or datetime.now().astimezone()) - timedelta(days=settings.drift_days)
-        inside = [i for i, r in enumerate(records) if r.at.when >= since]
+        inside = [i for i, r in enumerate(records) if (r.at.when or since) >= since]
         if not inside:
             return f"no record within the last {settings.window_text}"
         first = inside[0]
@@ -110,10 +110,24 @@ def drift_outcomes(
     level: float,
     alpha: float,
     seed: int = 0,
-) -> dict[str, Outcome]:
+) -> dict[str, Outcome | str]:
     """One outcome per check: the drop from the anchor over the queries both hold unchanged
     (the anchor's suite value when it kept no per-query values) against the drift tolerance,
-    with its resolution at ``level`` (one block: the checks' metrics)."""
+    with its resolution at ``level`` (one block: the checks' metrics); or, for a metric whose
+    definition changed since the anchor, why it is not compared."""
+    from retrieval_gate.baseline.align import metric_definitions
+
+    now_defs = metric_definitions(record.fingerprint, record.metrics)
+    then_defs = anchor.record.definitions
+    redefined = {
+        c.metric: f"not compared with the anchor: the definition of {c.metric} changed since "
+        f"it ({then_defs[c.metric]} -> {now_defs[c.metric]})"
+        for c in checks
+        if c.metric in then_defs
+        and c.metric in now_defs
+        and then_defs[c.metric] != now_defs[c.metric]
+    }
+    checks = [c for c in checks if c.metric not in redefined]
     from retrieval_gate.gates.regressions import _width
     from retrieval_gate.gates.resolution import ItemSpread, block_resolution
     from retrieval_gate.metrics import parse_metric
@@ -134,7 +148,7 @@ def drift_outcomes(
             drops = np.asarray(then_values) - np.asarray(now_values)
             spreads[metric] = ItemSpread(len(drops), width, drops=drops)
     resolved = block_resolution(spreads, level, seed)
-    outcomes = {}
+    outcomes: dict[str, Outcome | str] = dict(redefined)
     for check in checks:
         then_values, now_values = paired[check.metric]
         if then_values:

@@ -92,25 +92,23 @@ def baseline_age(
     saved = baseline.saved
     warnings = []
     days = commits = None
-    if saved is not None:
-        days = (now - saved.when).total_seconds() / 86400.0
+    when = None if saved is None else saved.when
+    if saved is not None and when is not None:
+        days = (now - when).total_seconds() / 86400.0
         if conf.baseline_max_age and days > conf.baseline_max_age:
             warnings.append(
-                f"the baseline is {days:.0f} days old (saved {saved.time[:10]} at "
-                f"{saved.short}; baseline_max_age {conf.baseline_max_age:g} days): save a "
-                "fresh one on the main branch"
+                f"the baseline is {days:.0f} days old (saved at {saved.short} of "
+                f"{when.date().isoformat()}; baseline_max_age {conf.baseline_max_age:g} days): "
+                "save a fresh one on the main branch"
             )
-        if saved.commit is not None:
-            commits = commits_between(root, saved.commit)
-            if (
-                commits is not None
-                and conf.baseline_max_commits
-                and (commits > conf.baseline_max_commits)
-            ):
-                warnings.append(
-                    f"the baseline is {commits} commits behind (saved at {saved.short}; "
-                    f"baseline_max_commits {conf.baseline_max_commits})"
-                )
+    if saved is not None and saved.commit is not None:
+        commits = commits_between(root, saved.commit)
+        limit = conf.baseline_max_commits
+        if commits is not None and limit and commits > limit:
+            warnings.append(
+                f"the baseline is {commits} commits behind (saved at {saved.short}; "
+                f"baseline_max_commits {limit})"
+            )
     other = []
     for run in runs:
         base = baseline.get(run.suite, run.system)
@@ -255,7 +253,9 @@ class HistoryKeeper:
         anchor = find_anchor(
             self.history(suite.name).of(system), self.conf, pin=self.pin, now=self.now
         )
-        if isinstance(anchor, str):
+        if isinstance(anchor, str) or (anchor.how == "window" and not anchor.later):
+            # No anchor, or only the newest record: that is the baseline the regression items
+            # compare with already (a history of one record has no drift yet).
             return []
         self._anchors[(suite.name, system)] = anchor
         return [
@@ -264,7 +264,7 @@ class HistoryKeeper:
             if c.gated and c.scope == "suite"
         ]
 
-    def drift(self, suite: Suite, system: str, record: RunRecord) -> dict[str, Outcome]:
+    def drift(self, suite: Suite, system: str, record: RunRecord) -> dict[str, Outcome | str]:
         anchor = self._anchors[(suite.name, system)]
         checks = self.drift_checks(suite, system)
         level = block_level(self.settings.alpha, len(self._anchors))
