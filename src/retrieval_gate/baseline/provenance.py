@@ -35,7 +35,10 @@ class Provenance:
 
     @property
     def short(self) -> str:
-        return (self.commit or "no commit")[:7]
+        """The commit's first 7 hex digits; outside git and CI, the time to the minute."""
+        if self.commit:
+            return self.commit[:7]
+        return (self.time or "unknown")[:16].replace("T", " ")
 
     @property
     def when(self) -> datetime | None:
