@@ -205,6 +205,18 @@ def test_a_suite_spent_by_decisions_is_warned(
     )
 
 
+def test_a_pin_the_history_lacks_is_said_not_dropped(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stepped_project(pytester)
+    run_step(pytester, monkeypatch, 0, quality=0)
+    result = pytester.runpytest("--retrieval-gate", "--rg-pin", "beef", "-rs")
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines(
+        ["SKIPPED*--rg-pin beef: no record of this suite and system at that commit"]
+    )
+
+
 def test_xdist_gives_the_same_drift_verdicts_and_writes_once(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -230,7 +230,7 @@ class HistoryKeeper:
                 f"{flag} needs the history, which the settings switch off (history = false)"
             )
         self._histories: dict[str, History] = {}
-        self._anchors: dict[tuple[str, str], Anchor] = {}
+        self._anchors: dict[tuple[str, str], Anchor | str] = {}  # str: why none (a pin)
 
     def history(self, suite: str) -> History:
         """The suite's history as this process first read it."""
@@ -246,16 +246,18 @@ class HistoryKeeper:
         return self._histories[suite]
 
     def drift_checks(self, suite: Suite, system: str) -> list[DriftCheck]:
-        """The suite x system's drift checks (none while it has no anchor), registered as one
-        block of the drift family."""
+        """The suite x system's drift checks, registered as one block of the drift family:
+        none while it has no record older than the baseline; with ``--rg-pin`` and a history
+        that lacks the commit, items that say so (skipped) rather than none."""
         if self.store is None or not self.conf.drift:
             return []
-        anchor = find_anchor(
-            self.history(suite.name).of(system), self.conf, pin=self.pin, now=self.now
-        )
-        if isinstance(anchor, str) or (anchor.how == "window" and not anchor.later):
-            # No anchor, or only the newest record: that is the baseline the regression items
-            # compare with already (a history of one record has no drift yet).
+        records = self.history(suite.name).of(system)
+        anchor = find_anchor(records, self.conf, pin=self.pin, now=self.now)
+        if isinstance(anchor, str) and not (self.pin and records):
+            return []
+        if not isinstance(anchor, str) and anchor.how == "window" and not anchor.later:
+            # Only the newest record: that is the baseline the regression items compare with
+            # already (a history of one record has no drift yet).
             return []
         self._anchors[(suite.name, system)] = anchor
         return [
@@ -265,9 +267,12 @@ class HistoryKeeper:
         ]
 
     def drift(self, suite: Suite, system: str, record: RunRecord) -> dict[str, Outcome | str]:
-        anchor = self._anchors[(suite.name, system)]
         checks = self.drift_checks(suite, system)
-        level = block_level(self.settings.alpha, len(self._anchors))
+        anchor = self._anchors[(suite.name, system)]
+        if isinstance(anchor, str):
+            return {c.metric: anchor for c in checks}
+        blocks = sum(1 for a in self._anchors.values() if not isinstance(a, str))
+        level = block_level(self.settings.alpha, blocks)
         return drift_outcomes(
             record, anchor, checks, level=level, alpha=self.settings.alpha, seed=self.settings.seed
         )
@@ -277,9 +282,6 @@ class HistoryKeeper:
         need the runs)."""
         age = baseline_age(baseline, self.conf, self.root, now=self.now)
         return [] if age is None else age.properties()
-
-    def anchor(self, suite: str, system: str) -> Anchor | None:
-        return self._anchors.get((suite, system))
 
     # -- at the end of the session (the controller) --------------------------------------------
 
