@@ -91,6 +91,7 @@ from retrieval_gate.baseline.history import HistoryRecord, JsonLinesHistory
 from retrieval_gate.baseline.provenance import Provenance
 
 folder, tag, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+compact = len(sys.argv) > 4  # also compact after each append, as a session does
 store = JsonLinesHistory(__import__("pathlib").Path(folder))
 values = tuple(float(i % 7) / 7 for i in range(2000))  # a long line: many write() calls' worth
 for i in range(count):
@@ -101,20 +102,23 @@ for i in range(count):
         queries=tuple(f"q{j}" for j in range(2000)), digests=tuple("d" for _ in range(2000)),
         values={"P@1": values},
     )])
+    if compact:
+        store.compact("lineage", keep_values=5)
 """
 
 
-def _writer(tmp_path: Path, tag: str, count: int) -> subprocess.Popen[bytes]:
+def _writer(tmp_path: Path, tag: str, count: int, *extra: str) -> subprocess.Popen[bytes]:
     script = tmp_path / "writer.py"
     script.write_text(_WRITER)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    return subprocess.Popen(
-        [sys.executable, str(script), str(tmp_path / "h"), tag, str(count)], env=env
-    )
+    args = [sys.executable, str(script), str(tmp_path / "h"), tag, str(count), *extra]
+    return subprocess.Popen(args, env=env)
 
 
-def test_two_processes_appending_lose_nothing(tmp_path: Path) -> None:
-    first, second = _writer(tmp_path, "a", 40), _writer(tmp_path, "b", 40)
+def test_two_processes_appending_and_compacting_lose_nothing(tmp_path: Path) -> None:
+    # Compaction replaces the file; without the shared lock an append to the replaced file is
+    # lost. Both writers compact after every append, as a session does.
+    first, second = _writer(tmp_path, "a", 40, "compact"), _writer(tmp_path, "b", 40, "compact")
     assert first.wait(timeout=120) == 0 and second.wait(timeout=120) == 0
     found = JsonLinesHistory(tmp_path / "h").read("lineage")
     assert found.problems == ()
