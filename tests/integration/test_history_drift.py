@@ -51,6 +51,8 @@ def test_thirty_small_merges_fail_drift_when_they_add_up(
             # 4 merges of 0.02 = 0.08 > 0.0667, where 3 (0.06) were not.
             result.stdout.fnmatch_lines(
                 [
+                    "P@1 slow drift (merges x stepped): FAILED: 0.92 (needs >= 0.9333: the "
+                    "anchor's value less the drift tolerance, n=50)",
                     f"P@1 is 0.08 below the anchor of ????-??-?? ({commit(0)[:7]}), over 4 steps "
                     "(accepted baselines and this run), each within its tolerance; more than "
                     "the drift tolerance 0.0667",
