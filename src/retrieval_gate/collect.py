@@ -57,6 +57,7 @@ class SuiteFile(pytest.File):
             _check_suite(self.config, gate_session, suite, systems)
         except RetrievalGateError as exc:
             raise self.CollectError(exc.format()) from None
+        _note_collected(self.config, gate_session, suite, systems)
         for system in systems:
             yield SystemNode.from_parent(self, name=system.name, suite=suite, system=system)
 
@@ -67,6 +68,28 @@ def _systems_for(gate_session: GateSession, suite: Suite) -> list[SystemConfig]:
     running = {system.name: system for system in gate_session.systems}
     names = suite_systems(suite, list(gate_session.settings.systems), list(running))
     return [running[name] for name in names]
+
+
+def _note_collected(
+    config: pytest.Config, gate_session: GateSession, suite: Suite, systems: list[SystemConfig]
+) -> None:
+    """Tell the selection (report/selection.py) of the suite, and when it has no system left,
+    what left it none: said if the session then runs nothing."""
+    from retrieval_gate.report.selection import PLUGIN_NAME, Selection
+
+    selection = config.pluginmanager.get_plugin(PLUGIN_NAME)
+    if not isinstance(selection, Selection):
+        return
+    why = None
+    if not systems:
+        running = ", ".join(s.name for s in gate_session.systems)
+        chosen = "--rg-system" if config.getoption("rg_system", None) else "the 'systems' setting"
+        wanted = ", ".join(suite.systems or ())
+        why = (
+            f"{gate_session.relpath(suite.path)} names the systems [{wanted}] ('systems:'), and "
+            f"this session runs {running} (chosen by {chosen})"
+        )
+    selection.suite_collected(why)
 
 
 _SUITE_NAMES: pytest.StashKey[dict[str, Path]] = pytest.StashKey()
@@ -113,10 +136,39 @@ def _check_suite(
             raise RetrievalGateError(exc.message, path=suite.path, entry="corpus") from None
     gate_session.runs.check(suite, systems)
     # A suite too small for the 'resolution' setting, against its baseline, is an error now
-    # (--rg-plan shows it in its table instead).
-    if not config.getoption("rg_plan", False):
+    # (--rg-plan shows it in its table instead). Not while saving a baseline: only queries
+    # shared with the baseline count, so a suite grown to the size it needs could otherwise
+    # never have its new baseline saved.
+    if not config.getoption("rg_plan", False) and not gate_session.save_baseline:
         bases = {s.name: gate_session.base_run(suite, s) for s in systems}
         gate_session.plan.check_resolution(suite, bases)
+
+
+def check_decision_suites(session: pytest.Session) -> None:
+    """A ``decision.by_suite`` name that is no suite's is a collection error naming the entry
+    (a misspelt name would leave its suite scored by the other weights without a word). Only a
+    collection of the whole project can tell: one of named paths, or one with an error (the
+    suite that failed may be the one named), leaves the names unchecked."""
+    gate_session = session.config.stash[SESSION_KEY]
+    settings = gate_session.settings
+    decision = settings.decision
+    if decision is None or not decision.by_suite or session.testsfailed:
+        return
+    if session.config.args_source == pytest.Config.ArgsSource.ARGS:
+        return
+    names = session.config.stash.get(_SUITE_NAMES, {})
+    unknown = [name for name in decision.by_suite if name not in names]
+    if not unknown:
+        return
+    error = RetrievalGateError(
+        f"no suite is named {unknown[0]!r}; the suites: {', '.join(sorted(names)) or 'none'}",
+        path=settings.source,
+        entry=f"decision.by_suite.{unknown[0]}",
+    )
+    where = gate_session.relpath(settings.source) if settings.source else "[tool.retrieval_gate]"
+    session.ihook.pytest_collectreport(
+        report=pytest.CollectReport(where, "failed", error.format(), [])
+    )
 
 
 class SystemNode(pytest.Collector):
@@ -147,7 +199,9 @@ class SystemNode(pytest.Collector):
                 )
         gate_session = self.config.stash[SESSION_KEY]
         base = gate_session.base_run(suite, system)
-        if base is not None and any(c.gated for c in gate_session.plan.checks(suite)):
+        if base is None:
+            gate_session.plan.register(suite, system.name, None)  # --rg-plan says it is missing
+        elif any(c.gated for c in gate_session.plan.checks(suite)):
             yield RegressionNode.from_parent(self, name="regression", suite=suite, system=system)
         drift = suite.kind_object.drift(suite)
         if drift is not None and base is not None:

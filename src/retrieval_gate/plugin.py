@@ -8,6 +8,7 @@ in ``pytest_configure`` only when the flag is on.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -364,20 +365,43 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.clear()
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if SESSION_KEY in session.config.stash:
+        from retrieval_gate.collect import check_decision_suites
+
+        check_decision_suites(session)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     planned = SESSION_KEY in session.config.stash and session.config.getoption("rg_plan", False)
     if planned and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
         session.exitstatus = pytest.ExitCode.OK  # a plan that ran nothing did what it was asked
 
 
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    if SESSION_KEY not in config.stash or not config.getoption("rg_plan", False):
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if SESSION_KEY not in config.stash:
+        return
+    if not config.getoption("rg_plan", False):
+        if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and not config.getoption("collectonly"):
+            from retrieval_gate.report.selection import PLUGIN_NAME, Selection
+
+            selection = config.pluginmanager.get_plugin(PLUGIN_NAME)
+            if isinstance(selection, Selection):
+                reason = selection.why_nothing_ran(config.getini("retrieval_gate_files"))
+                terminalreporter.write_line(f"retrieval gate: nothing ran: {reason}")
         return
     from retrieval_gate.report.terminal import render_plan
 
     session = config.stash[SESSION_KEY]
     terminalreporter.write_sep("=", "retrieval gate plan")
-    for line in render_plan(session.plan.rows(), session.plan.blocks, session.settings.alpha):
+    plan = session.plan
+    for line in render_plan(
+        plan.rows(),
+        plan.blocks,
+        session.settings.alpha,
+        baseline=None if session.baseline is None else session.where,
+        unplanned=plan.without_baseline,
+    ):
         terminalreporter.write_line(line)
 
 
@@ -440,6 +464,51 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     from retrieval_gate.collect import SuiteFile
 
     return SuiteFile.from_parent(parent, path=file_path)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """A folder's suites that pytest passes over without a word: pytest hands only regular
+    files and folders to ``pytest_collect_file``, so a suite path that is a named pipe, a
+    socket, a device, a link to nowhere or a loop of links would vanish and the gate pass. They
+    are collected as suites, and reading them says what they are (files/read.py)."""
+    report = yield
+    if (
+        SESSION_KEY in collector.config.stash
+        and isinstance(collector, pytest.Directory)
+        and report.passed
+        and isinstance(report.result, list)
+    ):
+        from retrieval_gate.collect import SuiteFile
+
+        for path in _unlisted_suites(collector):
+            report.result.append(SuiteFile.from_parent(collector, path=path))
+    return report
+
+
+def _unlisted_suites(folder: pytest.Directory) -> list[Path]:
+    """The entries of ``folder`` named like a suite that are neither a regular file nor a
+    folder (followed through links), and that no ``--ignore`` or ``conftest`` leaves out."""
+    import os
+
+    try:
+        entries = sorted(os.scandir(folder.path), key=lambda e: e.name)
+    except OSError:
+        return []  # pytest's own listing of the folder says why
+    found = []
+    for entry in entries:
+        try:
+            listed = entry.is_file() or entry.is_dir()
+        except OSError:  # a loop of links: is_file() itself cannot tell
+            listed = False
+        path = Path(entry.path)
+        if listed or not _is_suite(path, folder):
+            continue
+        if not folder.ihook.pytest_ignore_collect(collection_path=path, config=folder.config):
+            found.append(path)
+    return found
 
 
 def _is_suite(file_path: Path, parent: pytest.Collector) -> bool:

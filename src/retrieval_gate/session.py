@@ -196,6 +196,7 @@ class GateSession:
             decision=self.settings.decision,
             base=self.baseline,
             partial=partial_of(self.config),
+            complete=not interrupted,
         )
         if self.save_baseline and data.runs and not interrupted:
             try:
@@ -203,10 +204,9 @@ class GateSession:
                 self.saved_baseline = self.store.location
             except (OSError, RetrievalGateError) as exc:
                 self._fail(session, f"could not save the baseline {atomic.failed_write(exc)}")
-        try:  # the history of quality: the baseline's age, trends; appended when saved
-            data = self.history.finish(data, self.baseline, bool(self.saved_baseline), interrupted)
-        except RetrievalGateError as exc:
-            self._fail(session, exc.message)
+        data = self.history.finish(data, self.baseline, bool(self.saved_baseline), interrupted)
+        for message in self.history.failures:  # the history could not be appended to
+            self._fail(session, message)
         written = write_reports(data, Targets.of(self.outputs, os.environ))
         self.written = written.files
         for writer, error in written.failed:

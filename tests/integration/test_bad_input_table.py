@@ -21,6 +21,7 @@ _CODES = {
     "session failed": pytest.ExitCode.TESTS_FAILED,
     "warning": pytest.ExitCode.OK,
     "passes": pytest.ExitCode.OK,
+    "nothing ran": pytest.ExitCode.NO_TESTS_COLLECTED,
 }
 
 
@@ -73,7 +74,8 @@ def test_bad_input_is_the_documented_line(project: pytest.Pytester, case: BadInp
         pytest.importorskip(package)
     _make(project.path, case)
     before = _contents(project.path)
-    result = project.runpytest("--retrieval-gate", *case.args)
+    run = project.runpytest_subprocess if case.subprocess else project.runpytest
+    result = run("--retrieval-gate", *case.args)
     assert result.ret == _CODES[case.outcome]
     seen = result.stderr if case.outcome == "usage error" else result.stdout
     seen.fnmatch_lines(["*" + lit(case.line).replace("[*]", "*")])

@@ -56,6 +56,10 @@ _SETTINGS_KEYS = frozenset(
 #: computed at, whatever the number of blocks and metrics it is shared by.
 MIN_ALPHA = 1e-6
 
+#: The largest ``seed``: numpy's generators take any non-negative integer, and 32 bits is the
+#: range every random-number library reads the same way.
+MAX_SEED = 2**32 - 1
+
 #: The regression rules ``verdicts`` chooses between (docs/verdicts.md).
 VERDICT_POLICIES = ("tolerance", "margin")
 
@@ -251,8 +255,14 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
             entry="alpha",
         )
     seed = table.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ConfigError(f"'seed' must be an integer, got {seed!r}", path=source, entry="seed")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        # numpy's generators (bootstrap intervals, the randomisation tests, the resolution's
+        # joint draws) take a non-negative seed only: refused here, not as a traceback later.
+        raise ConfigError(
+            f"'seed' must be an integer from 0 to {MAX_SEED} (2**32 - 1), got {seed!r}",
+            path=source,
+            entry="seed",
+        )
     tolerance = table.get("tolerance", {})
     if not isinstance(tolerance, Mapping):
         raise ConfigError("'tolerance' must map metric to amount", path=source, entry="tolerance")

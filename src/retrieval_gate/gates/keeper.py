@@ -213,6 +213,7 @@ class HistoryKeeper:
         """``option(name, default)``: a command-line option (``rg_record``, ``rg_pin``)."""
         record, pin = bool(option("rg_record", False)), option("rg_pin", None)
         self.lines: list[str] = []  # what the terminal says at the end
+        self.failures: list[str] = []  # what failed the session (the history not appended)
         self.conf = settings.history or HistorySettings()
         self.settings = settings
         self.root = root
@@ -288,7 +289,8 @@ class HistoryKeeper:
     def finish(self, data: R, baseline: Baseline | None, saved: bool, interrupted: bool) -> R:
         """The report's history part (the baseline's age, each run's trend), and a record per
         run appended when the baseline was saved or ``--rg-record`` asked (not when
-        interrupted). ``lines`` says what was recorded and what could not be read."""
+        interrupted). ``lines`` says what was recorded and what could not be read;
+        ``failures`` why the history could not be appended to."""
         runs = data.runs
         self.lines = [
             f"history: {p}"
@@ -311,7 +313,10 @@ class HistoryKeeper:
         trends = tuple(self._trends(runs, data.gates))
         summary = HistoryReport(age=age, trends=trends, shelf=shelf)
         if self.store is not None and runs and not interrupted and (saved or self.record_runs):
-            self._append(self.store, runs, data.gates, data.comparisons, saved)
+            try:
+                self._append(self.store, runs, data.gates, data.comparisons, saved)
+            except RetrievalGateError as exc:
+                self.failures.append(exc.message)  # the session fails with it
         return data.with_history(summary)
 
     def _append(

@@ -52,6 +52,10 @@ class ReportData:
     # The history of quality: the baseline's age, trends (gates/keeper.py); None without one.
     history: HistoryReport | None = None
 
+    # The session reached its end (not interrupted): the JSON twin's completion marker, which
+    # a CI step checks (report/complete.py), as a run ended by an interpreter exit writes none.
+    complete: bool = True
+
     def with_history(self, history: HistoryReport) -> ReportData:
         return dataclasses.replace(self, history=history)
 
@@ -71,6 +75,7 @@ class ReportData:
         decision: DecisionSettings | None = None,
         baseline_runs: Mapping[tuple[str, str], RunRecord] | None = None,
         partial: str | None = None,
+        complete: bool = True,
     ) -> ReportData:
         return cls(
             runs=tuple(runs[key] for key in sorted(runs)),
@@ -88,6 +93,7 @@ class ReportData:
             undecided=tuple(sorted(undecided)),
             baseline_runs=dict(baseline_runs or {}),
             partial=partial,
+            complete=complete,
         )
 
     @classmethod

@@ -164,6 +164,11 @@ def check_options(options: Mapping[str, Any], where: Where) -> None:
             entry=where.entry,
         )
     check_fields(options, where)  # systems/fields.py
+    from retrieval_gate.embed import EMBEDDERS
+
+    embedder_check = EMBEDDERS[options["embedder"]].check
+    if embedder_check is not None:
+        embedder_check(options, where)  # the backend's own checks (embed/http.py's base_url)
     from retrieval_gate.index import INDEXES
 
     backend = INDEXES.get(str(options.get("index")))
