@@ -1275,6 +1275,14 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "history-not-a-folder",
+        "a history folder that is a file, when saving a baseline",
+        "retrieval gate: could not append to the history *.retrieval-gate/history: File exists",
+        "session failed",
+        {"lineage.retrieval.yaml": SUITE, ".retrieval-gate/history": "not a folder\n"},
+        ("--rg-save-baseline",),
+    ),
+    BadInput(
         "history-tampered",
         "a history record edited by hand",
         "history: *lineage.jsonl line 1: tampered (its content does not match its digest); skipped",
