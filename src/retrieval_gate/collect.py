@@ -18,6 +18,7 @@ import pytest
 from retrieval_gate.display import escape, shown
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.gates.floors import check_gate, check_query
+from retrieval_gate.gates.history import DRIFT_SCOPE
 from retrieval_gate.gates.regressions import RegressionCheck
 from retrieval_gate.keys import SESSION_KEY
 from retrieval_gate.records import ItemPayload, Outcome, Undecided, parse_scope
@@ -209,6 +210,9 @@ class SystemNode(pytest.Collector):
         if drift is not None and base is not None:
             for name in drift.metrics:
                 yield DriftItem.from_parent(self, name=f"drift::{name}", suite=suite, system=system)
+        for check in gate_session.history.drift_checks(suite, system.name):
+            name = f"{DRIFT_SCOPE}::{check.metric}"
+            yield HistoryDriftItem.from_parent(self, name=name, suite=suite, system=system)
         if not suite.gates and not any(q.expect for q in suite.queries):
             # A suite without floors still runs, so its numbers reach the report.
             yield RunItem.from_parent(self, name="run", suite=suite, system=system)
@@ -405,6 +409,20 @@ class DriftItem(_SuiteItem):
         if isinstance(found, str):
             raise pytest.skip.Exception(shown(found), _use_item_location=True)
         return found[self.name.removeprefix("drift::")]
+
+
+class HistoryDriftItem(_SuiteItem):
+    """``...::<system>::history-drift::nDCG@10``: today against an anchor in the history of
+    quality, so that accepted changes each within their tolerance cannot add up unseen
+    (gates/history.py)."""
+
+    def check(self) -> Outcome:
+        gs = self.gate_session
+        found = gs.history.drift(self.suite, self.system.name, gs.record(self.suite, self.system))
+        outcome = found[self.name.removeprefix(f"{DRIFT_SCOPE}::")]
+        if isinstance(outcome, str):
+            raise pytest.skip.Exception(outcome, _use_item_location=True)
+        return outcome
 
 
 # -- xdist: one worker per suite x system ------------------------------------------------------

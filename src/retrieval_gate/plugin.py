@@ -35,6 +35,8 @@ GATE_ONLY_OPTIONS: dict[str, str] = {
     "rg_suggest_floors": "--rg-suggest-floors",
     "rg_plan": "--rg-plan",
     "rg_plots": "--rg-plots",
+    "rg_record": "--rg-record",
+    "rg_pin": "--rg-pin",
 }
 
 
@@ -55,6 +57,14 @@ def _system_name(value: str) -> str:
 def _path_value(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError(f"invalid path {value!r}: must not be empty")
+    return value
+
+
+def _commit_value(value: str) -> str:
+    if not (4 <= len(value) <= 64 and all(c in "0123456789abcdefABCDEF" for c in value)):
+        raise argparse.ArgumentTypeError(
+            f"invalid commit {value!r}: give a commit hash or its prefix (4 to 64 hex digits)"
+        )
     return value
 
 
@@ -241,6 +251,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(pytest-retrieval-gate[plots]) (default: no plots)",
     )
     group.addoption(
+        "--rg-record",
+        action="store_true",
+        dest="rg_record",
+        default=False,
+        help="append this run to the history of quality without saving a baseline, as on the "
+        "main branch (docs/baselines.md) (default: only runs that save a baseline)",
+    )
+    group.addoption(
+        "--rg-pin",
+        dest="rg_pin",
+        metavar="COMMIT",
+        type=_commit_value,
+        default=None,
+        help="compare slow drift with the history's record at COMMIT (a release) instead of "
+        "the oldest record in the drift window (default: the window)",
+    )
+    group.addoption(
         "--rg-no-cache",
         action="store_true",
         dest="rg_no_cache",
@@ -311,7 +338,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("xmlpath", None):
         from retrieval_gate.report.junit import JunitNames
 
-        config.pluginmanager.register(JunitNames(config), "retrieval_gate_junit")
+        age = session.history.age_properties(session.baseline)
+        config.pluginmanager.register(JunitNames(config, age), "retrieval_gate_junit")
 
 
 def _check_plan_options(config: pytest.Config) -> None:
@@ -322,6 +350,7 @@ def _check_plan_options(config: pytest.Config) -> None:
         ("rg_save_baseline", "--rg-save-baseline", "no run to save"),
         ("rg_suggest_floors", "--rg-suggest-floors", "no run to suggest floors from"),
         ("rg_plots", "--rg-plots", "no run to plot"),
+        ("rg_record", "--rg-record", "no run to record"),
     ):
         if config.getoption(dest, None):
             raise pytest.UsageError(f"--rg-plan runs nothing, so there is {what}: drop {flag}")

@@ -35,6 +35,7 @@ def render(data: ReportData) -> dict[str, Any]:
         # Only when a selection (-k, -m, node ids) left gates out: the full report has no key.
         **({"partial": data.partial} if data.partial is not None else {}),
         **_decisions(data),
+        **({"history": data.history.to_json()} if data.history is not None else {}),
         # Last, and only once the session has reached its end: `python -m
         # retrieval_gate.report.complete` checks it (docs/ci.md).
         "complete": data.complete,

@@ -50,8 +50,20 @@ class JunitNames:
     """Names each gate item's JUnit test case (see the module docstring); registered only
     with ``--junitxml``."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(
+        self, config: pytest.Config, suite_properties: list[tuple[str, object]] | None = None
+    ) -> None:
         self.config = config
+        self.suite_properties = suite_properties or []
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """The session's own figures (the baseline's age, docs/baselines.md) as properties of
+        the test suite; pytest's writer exists only once every plugin is configured."""
+        xml = _log_xml(self.config)
+        if xml is None or not hasattr(xml, "add_global_property"):
+            return
+        for name, value in self.suite_properties:
+            xml.add_global_property(name, value)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

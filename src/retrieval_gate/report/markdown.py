@@ -18,6 +18,7 @@ from retrieval_gate.records import (
     Section,
 )
 from retrieval_gate.report import ReportData, Writer
+from retrieval_gate.report.history import age_lines, history_lines
 from retrieval_gate.suites import kinds, units_of
 from retrieval_gate.systems.timings import latency_notes
 
@@ -104,6 +105,7 @@ def lines(data: ReportData) -> Iterator[str]:
             "without the selection for the full report."
         )
         yield ""
+    yield from age_lines(data.history)
     if data.errors:
         yield "## Runs that failed"
         yield ""
@@ -230,6 +232,7 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
         if comparison is not None:
             yield from _baseline(run, comparison, [g for g in gates if g.system == run.system])
     yield from _resolution(data, runs, units)
+    yield from history_lines(data.history, suite)
 
     for grouping in ("category", "difficulty"):
         labels = list(dict.fromkeys(label for run in runs for label in run.groups(grouping)))

@@ -10,6 +10,8 @@ with a short digest of the names as given, so two suites never share a file.
 * ``<suite>--<system>--deltas-<metric>.png`` for a run with a baseline run: each query's value
   now minus its value in the baseline (queries with the same digest, so unchanged text and
   judgments), sorted, worse ones red.
+* ``<suite>--<system>--history-<metric>.png`` for a run with a history: the metric at each
+  record and today, the drift anchor dashed, each change point a line labelled with its shift.
 
 The metrics are those the suite's summary shows (gated ones, then its kind's headline). Drawn
 with matplotlib's Agg canvas (no pyplot, no display, no global backend switch) and imported only
@@ -29,6 +31,7 @@ from retrieval_gate.display import shown
 from retrieval_gate.report import ReportData, Writer
 
 if TYPE_CHECKING:
+    from retrieval_gate.gates.keeper import Trend
     from retrieval_gate.records import RunRecord
     from retrieval_gate.report import Targets
 
@@ -61,6 +64,10 @@ def write(data: ReportData, targets: Targets) -> list[Path]:
                 continue
             path = folder / _name(suite, run.system, f"deltas-{metrics[0]}")
             _save(_delta_figure(run, base, metrics[0]), path)
+            written.append(path)
+        for trend in () if data.history is None else data.history.of(suite):
+            path = folder / _name(suite, trend.system, f"history-{trend.metric}")
+            _save(_trend_figure(trend), path)
             written.append(path)
     manifest = folder / PLOTS_MANIFEST
     # Checked before the session ran (options.check_plots_folder): a manifest of the plugin's.
@@ -171,6 +178,33 @@ def _delta_figure(run: RunRecord, base: RunRecord, metric: str) -> Any:
         axes.set_xticks(range(len(values)), labels, rotation=90, fontsize=7)
     else:
         axes.set_xticks([])
+    return figure
+
+
+def _trend_figure(trend: Trend) -> Any:
+    """The metric over the history and today, the anchor a dashed grey line, each change point
+    a red line labelled with its shift."""
+    figure, axes = _figure(max(5.0, min(16.0, 0.3 * len(trend.values) + 3.0)))
+    xs = range(len(trend.values))
+    axes.plot(xs, trend.values, marker="o", color=COLOUR, linewidth=1.2, markersize=4)
+    if trend.anchor is not None:
+        axes.axvline(trend.anchor, color="grey", linestyle="--", linewidth=1.0, label="anchor")
+    for change in trend.changes:
+        axes.axvline(change.index - 0.5, color=WORSE if change.shift < 0 else BETTER, linewidth=1.2)
+        axes.annotate(
+            f"{change.shift:+.4f} at {trend.labels[change.index]}",
+            (change.index - 0.5, max(trend.values)),
+            fontsize=8,
+            rotation=90,
+            va="top",
+            ha="right",
+        )
+    axes.set_title(f"{trend.suite} x {trend.system}: {trend.metric} over its history", fontsize=10)
+    axes.set_ylabel(trend.metric)
+    step = max(1, len(trend.labels) // 30)
+    axes.set_xticks(list(xs)[::step], list(trend.labels)[::step], rotation=90, fontsize=7)
+    if trend.anchor is not None:
+        axes.legend(fontsize=8)
     return figure
 
 
