@@ -35,6 +35,8 @@ GATE_ONLY_OPTIONS: dict[str, str] = {
     "rg_suggest_floors": "--rg-suggest-floors",
     "rg_plan": "--rg-plan",
     "rg_plots": "--rg-plots",
+    "rg_record": "--rg-record",
+    "rg_pin": "--rg-pin",
 }
 
 
@@ -55,6 +57,14 @@ def _system_name(value: str) -> str:
 def _path_value(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError(f"invalid path {value!r}: must not be empty")
+    return value
+
+
+def _commit_value(value: str) -> str:
+    if not (4 <= len(value) <= 64 and all(c in "0123456789abcdefABCDEF" for c in value)):
+        raise argparse.ArgumentTypeError(
+            f"invalid commit {value!r}: give a commit hash or its prefix (4 to 64 hex digits)"
+        )
     return value
 
 
@@ -241,6 +251,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(pytest-retrieval-gate[plots]) (default: no plots)",
     )
     group.addoption(
+        "--rg-record",
+        action="store_true",
+        dest="rg_record",
+        default=False,
+        help="append this run to the history of quality without saving a baseline, as on the "
+        "main branch (docs/baselines.md) (default: only runs that save a baseline)",
+    )
+    group.addoption(
+        "--rg-pin",
+        dest="rg_pin",
+        metavar="COMMIT",
+        type=_commit_value,
+        default=None,
+        help="compare slow drift with the history's record at COMMIT (a release) instead of "
+        "the oldest record in the drift window (default: the window)",
+    )
+    group.addoption(
         "--rg-no-cache",
         action="store_true",
         dest="rg_no_cache",
@@ -298,10 +325,11 @@ def pytest_configure(config: pytest.Config) -> None:
             write_progress=progress_writer(config),
         )
     except RetrievalGateError as exc:
+        from retrieval_gate.display import shown
         from retrieval_gate.files import read
 
         read.configure(None)  # the session's size limit, set before it was refused
-        raise pytest.UsageError(exc.format()) from None
+        raise pytest.UsageError(shown(exc.format())) from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "retrieval_gate_session")
     from retrieval_gate.report.selection import PLUGIN_NAME, Selection
@@ -310,7 +338,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("xmlpath", None):
         from retrieval_gate.report.junit import JunitNames
 
-        config.pluginmanager.register(JunitNames(config), "retrieval_gate_junit")
+        age = session.history.age_properties(session.baseline)
+        config.pluginmanager.register(JunitNames(config, age), "retrieval_gate_junit")
 
 
 def _check_plan_options(config: pytest.Config) -> None:
@@ -321,6 +350,7 @@ def _check_plan_options(config: pytest.Config) -> None:
         ("rg_save_baseline", "--rg-save-baseline", "no run to save"),
         ("rg_suggest_floors", "--rg-suggest-floors", "no run to suggest floors from"),
         ("rg_plots", "--rg-plots", "no run to plot"),
+        ("rg_record", "--rg-record", "no run to record"),
     ):
         if config.getoption(dest, None):
             raise pytest.UsageError(f"--rg-plan runs nothing, so there is {what}: drop {flag}")
@@ -358,9 +388,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
             selection = config.pluginmanager.get_plugin(PLUGIN_NAME)
             if isinstance(selection, Selection):
+                from retrieval_gate.display import shown
+
                 reason = selection.why_nothing_ran(config.getini("retrieval_gate_files"))
-                terminalreporter.write_line(f"retrieval gate: nothing ran: {reason}")
+                terminalreporter.write_line(shown(f"retrieval gate: nothing ran: {reason}"))
         return
+    from retrieval_gate.display import shown
     from retrieval_gate.report.terminal import render_plan
 
     session = config.stash[SESSION_KEY]
@@ -373,7 +406,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         baseline=None if session.baseline is None else session.where,
         unplanned=plan.without_baseline,
     ):
-        terminalreporter.write_line(line)
+        terminalreporter.write_line(shown(line))
 
 
 @pytest.fixture(scope="session")
@@ -407,7 +440,9 @@ def retrieval_system(request: pytest.FixtureRequest) -> Any:
                 use_cache=not values.no_cache,
             )
     except RetrievalGateError as exc:
-        pytest.fail(f"retrieval_system: {exc.format()}", pytrace=False)
+        from retrieval_gate.display import shown
+
+        pytest.fail(f"retrieval_system: {shown(exc.format())}", pytrace=False)
     request.addfinalizer(opened.close)
     return opened
 
@@ -415,10 +450,12 @@ def retrieval_system(request: pytest.FixtureRequest) -> Any:
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
+        from retrieval_gate.display import forget_secrets
         from retrieval_gate.files import read
 
         session.close()
         read.configure(None)  # the settings' max_file_mb, which the session installed
+        forget_secrets()  # the session's settings registered them; a later session, its own
         config.pluginmanager.unregister(session)
         del config.stash[SESSION_KEY]
     for name in ("retrieval_gate_junit", "retrieval_gate_selection", "retrieval_gate_run_grouping"):

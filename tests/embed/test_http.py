@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from retrieval_gate.display import forget_secrets, register_secret
 from retrieval_gate.embed import EmbedderSpec, load_embedder
 from retrieval_gate.embed.http import (
     PROBE_TEXT,
@@ -141,13 +142,19 @@ def test_the_probe_digest_ignores_float_noise_but_not_another_model() -> None:
 
 
 def test_server_text_is_shown_without_the_key_or_control_characters() -> None:
-    key = "sk-proj-0123456789abcdef"
-    text = f'{{"error": "Incorrect API key provided: {key}", "auth": "Bearer xyz.987"}}\x1b[2J\n'
-    shown = _shown(text, key)
+    key = "proj-0123456789abcdef"  # masked as the key read (no shape of a key)
+    register_secret(key)
+    try:
+        text = (
+            f'{{"error": "Incorrect API key provided: {key}", "auth": "Bearer xyz.987"}}\x1b[2J\n'
+        )
+        shown = _shown(text)
+    finally:
+        forget_secrets([key])
     assert shown == '{"error": "Incorrect API key provided: ***", "auth": "Bearer ***"}\\x1b[2J'
     # A key the server quotes cut short (OpenAI shows "sk-proj-****cdef") is still hidden.
-    assert _shown("key sk-proj-****cdef refused", key) == "key *** refused"
-    assert len(_shown("x" * 1000, None)) == 160
+    assert _shown("key sk-proj-****cdef refused") == "key *** refused"
+    assert len(_shown("x" * 1000)) == 160
 
 
 def test_urls_are_shown_without_credentials() -> None:

@@ -21,6 +21,32 @@ import yaml
 from .conftest import RETRIEVER, SUITE
 
 QUERY = "  - id: q\n    query: q\n    relevant: [sql/orders.sql]\n"
+# The password of any case that gives one (a DSN, a key): the run's output must not show it.
+PASSWORD = "hunter2pw"
+
+
+def _tampered_history(root: Path) -> None:
+    """A history of suite ``lineage`` whose one record's value was edited after it was written."""
+    from retrieval_gate.baseline.history import HistoryRecord, encode_line
+    from retrieval_gate.baseline.provenance import Provenance
+
+    record = HistoryRecord(
+        suite="lineage",
+        system="keyword",
+        at=Provenance(commit="abc1234", time="2026-09-30T12:00:00Z"),
+        suite_digest="s",
+        identity="i",
+        source="baseline",
+        decided=False,
+        session="s",
+        n=3,
+        metrics={"P@1": 0.5},
+        tolerance={"P@1": 0.01},
+    )
+    line = encode_line(record).decode().replace('"P@1":0.5', '"P@1":0.9')
+    folder = root / ".retrieval-gate" / "history"
+    folder.mkdir(parents=True)
+    (folder / "lineage.jsonl").write_text(line)
 
 
 @dataclass(frozen=True)
@@ -429,6 +455,18 @@ CASES: tuple[BadInput, ...] = (
         {
             "lineage.retrieval.yaml": SUITE,
             "search_app.py": "def retrieve(query, k):\n    raise ValueError('index offline')\n",
+        },
+    ),
+    BadInput(
+        "retriever-quotes-a-password",
+        "a retriever whose error quotes its connection string (the password is masked)",
+        "lineage.retrieval.yaml [query join_orders]: retriever search_app:retrieve raised "
+        "ConnectionError: cannot reach postgresql://search:***@db/index",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "search_app.py": "def retrieve(query, k):\n    raise ConnectionError("
+            f"'cannot reach postgresql://search:{PASSWORD}@db/index')\n",
         },
     ),
     BadInput(
@@ -1331,6 +1369,78 @@ CASES: tuple[BadInput, ...] = (
         "usage error",
         {"lineage.retrieval.yaml": SUITE},
         ("--rg-plan", "--rg-suggest-floors=-"),
+    ),
+    BadInput(
+        "plan-with-record",
+        "--rg-record with --rg-plan, which runs nothing",
+        "ERROR: --rg-plan runs nothing, so there is no run to record: drop --rg-record",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-plan", "--rg-record"),
+    ),
+    BadInput(
+        "pin-not-a-commit",
+        "--rg-pin given a tag rather than a commit",
+        "error: argument --rg-pin: invalid commit 'v1.0': give a commit hash or its prefix (4 to "
+        "64 hex digits)",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-pin", "v1.0"),
+    ),
+    BadInput(
+        "record-without-history",
+        "--rg-record where the settings switch the history off",
+        "ERROR: --rg-record needs the history, which the settings switch off (history = false)",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), "[tool.retrieval_gate]\nhistory = false\n"
+            ),
+        },
+        ("--rg-record",),
+    ),
+    BadInput(
+        "history-window",
+        "a drift window that is neither records nor days",
+        "ERROR: *pyproject.toml [history.drift_window]: 'drift_window' must be a number of "
+        "records >= 1 or days such as \"30d\", got 'a week'",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), '[tool.retrieval_gate.history]\ndrift_window = "a week"\n'
+            ),
+        },
+    ),
+    BadInput(
+        "history-unknown-key",
+        "an unknown key in the history settings",
+        "ERROR: *pyproject.toml [history]: unknown key 'window'; known: baseline_max_age, "
+        "baseline_max_commits, drift, drift_tolerance, drift_window, enabled, keep_values, store",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), "[tool.retrieval_gate.history]\nwindow = 3\n"
+            ),
+        },
+    ),
+    BadInput(
+        "history-not-a-folder",
+        "a history folder that is a file, when saving a baseline",
+        "retrieval gate: could not append to the history *.retrieval-gate/history: File exists",
+        "session failed",
+        {"lineage.retrieval.yaml": SUITE, ".retrieval-gate/history": "not a folder\n"},
+        ("--rg-save-baseline",),
+    ),
+    BadInput(
+        "history-tampered",
+        "a history record edited by hand",
+        "history: *lineage.jsonl line 1: tampered (its content does not match its digest); skipped",
+        "warning",
+        {"lineage.retrieval.yaml": SUITE},
+        setup=lambda root: _tampered_history(root),
     ),
     BadInput(
         "plan-with-plots",

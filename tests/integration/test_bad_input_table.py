@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .bad_inputs import CASES, BadInput, render
+from .bad_inputs import CASES, PASSWORD, BadInput, render
 from .conftest import lit
 
 DOC = Path(__file__).parents[2] / "docs" / "bad-input.md"
@@ -80,6 +80,7 @@ def test_bad_input_is_the_documented_line(project: pytest.Pytester, case: BadInp
     seen = result.stderr if case.outcome == "usage error" else result.stdout
     seen.fnmatch_lines(["*" + lit(case.line).replace("[*]", "*")])
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert PASSWORD not in result.stdout.str() + result.stderr.str()
     after = _contents(project.path)
     changed = sorted(name for name, data in before.items() if after.get(name) != data)
     assert not changed, f"written over or removed: {changed}"

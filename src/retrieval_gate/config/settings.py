@@ -19,6 +19,7 @@ from retrieval_gate.errors import ConfigError
 
 if TYPE_CHECKING:
     from retrieval_gate.config.decision import DecisionSettings
+    from retrieval_gate.config.history import HistorySettings
     from retrieval_gate.corpus import Corpus
     from retrieval_gate.systems.base import OpenContext, RunOptions
 from retrieval_gate.schema import OptionTable
@@ -30,6 +31,7 @@ DEFAULT_CACHE_DIR = ".retrieval-gate-cache"
 _SETTINGS_KEYS = frozenset(
     {
         "decision",
+        "history",
         "corpus",
         "baseline",
         "report",
@@ -101,6 +103,8 @@ class Settings:
 
     # The largest file the plugin reads, in MiB (files/read.py); 0: no limit.
     max_file_mb: float = 1024
+    # [tool.retrieval_gate.history]: the history of quality, slow drift, baseline age.
+    history: HistorySettings | None = None
 
     @property
     def where(self) -> str:
@@ -338,6 +342,9 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
             path=source,
             entry="max_file_mb",
         )
+    from retrieval_gate.config.history import parse_history
+
+    history = parse_history(table.get("history", {}), source, base)
     raw_baseline = table.get("baseline")
     baseline_url = None
     if isinstance(raw_baseline, str) and url_scheme(raw_baseline) is not None:
@@ -346,6 +353,7 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
         else:
             baseline_url = raw_baseline
     return Settings(
+        history=history,
         max_file_mb=float(max_file_mb),
         decision=decision,
         latency_sample=None if sample == "auto" else sample,

@@ -28,7 +28,6 @@ import os
 import random
 import re
 import time
-import unicodedata
 import weakref
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
@@ -39,6 +38,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from retrieval_gate.display import register_secret, shown
 from retrieval_gate.embed import (
     EmbedderBackend,
     EmbedderSpec,
@@ -78,8 +78,6 @@ BACKOFF_CAP_S = 30.0
 _QUOTED = 160
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# Credentials a server may echo back in an error (OpenAI quotes part of a wrong key).
-_SECRET_SHAPES = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+|\bsk-[A-Za-z0-9_\-*.]{4,}")
 
 
 def _url_ok(value: Any) -> bool:
@@ -95,12 +93,14 @@ OPTIONS: OptionTable = {
         "(`/embeddings` is appended); required; not in the identity",
         check=_url_ok,
         rule="http:// or https:// URL",
+        secret=True,
     ),
     "api_key_env": Option(
         str,
         None,
         "name of the environment variable holding the API key, sent as a Bearer token (the "
         "key itself is never printed nor part of the identity); unset: no key",
+        secret_env=True,
     ),
     "dimensions": Option(
         int,
@@ -178,20 +178,12 @@ def probe_digest(vector: np.ndarray) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def _shown(text: str, secret: str | None) -> str:
-    """Server text as a message may quote it: the key and credential shapes replaced by
-    ``***``, control and format characters escaped, one line, at most ``_QUOTED`` characters."""
-    if secret and len(secret) >= 4:
-        text = text.replace(secret, "***")
-    text = _SECRET_SHAPES.sub(lambda m: (m.group(1) or "") + "***", text)
-    out = []
-    for char in " ".join(text.split()):
-        if unicodedata.category(char) in ("Cc", "Cf", "Cs"):
-            out.append(char.encode("unicode_escape").decode("ascii"))
-        else:
-            out.append(char)
-    shown = "".join(out)
-    return shown if len(shown) <= _QUOTED else shown[: _QUOTED - 3] + "..."
+def _shown(text: str) -> str:
+    """Server text as a message may quote it: through display/ (credentials masked, the key
+    among them once read, control characters escaped), on one line, at most ``_QUOTED``
+    characters."""
+    inert = shown(" ".join(text.split()))
+    return inert if len(inert) <= _QUOTED else inert[: _QUOTED - 3] + "..."
 
 
 def shown_url(url: str) -> str:
@@ -205,7 +197,7 @@ def shown_url(url: str) -> str:
     except ValueError:
         port = None
     netloc = host + (f":{port}" if port else "")
-    return _shown(f"{parts.scheme}://{netloc}{parts.path}", None)
+    return _shown(f"{parts.scheme}://{netloc}{parts.path}")
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -255,9 +247,7 @@ class HttpEmbedder:
         self._entry = entry
         options = dict(spec.backend_options)
         self._url = str(options["base_url"]).rstrip("/") + "/embeddings"
-        self._where = (
-            f"embedding service {shown_url(self._url)} (model '{_shown(spec.model, None)}')"
-        )
+        self._where = f"embedding service {shown_url(self._url)} (model '{_shown(spec.model)}')"
         self._dimensions: int | None = options.get("dimensions")
         self._concurrency = int(options.get("concurrency", 4))
         self._retries = int(options.get("retries", 5))
@@ -269,6 +259,7 @@ class HttpEmbedder:
         headers = {"User-Agent": "pytest-retrieval-gate"}
         if env is not None:
             key = os.environ.get(env, "").strip()
+            register_secret(key)  # masked in every message and output from here (display/)
             if not key:
                 raise ConfigError(
                     f"environment variable {env} (api_key_env) is not set or empty: it must "
@@ -353,19 +344,19 @@ class HttpEmbedder:
         except httpx.TimeoutException:
             raise slow from None
         except httpx.ConnectError as exc:
-            reason = _shown(str(exc) or type(exc).__name__, self._key)
+            reason = _shown(str(exc) or type(exc).__name__)
             raise self._fail(
                 f"could not connect ({reason}); is the service running at base_url?"
             ) from None
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-            reason = _shown(str(exc) or type(exc).__name__, self._key)
+            reason = _shown(str(exc) or type(exc).__name__)
             raise _Retry(f"the connection broke ({reason})", None) from None
         except httpx.HTTPError as exc:
-            reason = _shown(str(exc) or type(exc).__name__, self._key)
+            reason = _shown(str(exc) or type(exc).__name__)
             raise self._fail(f"request failed: {type(exc).__name__}: {reason}") from None
 
     def _status_fault(self, status: int, headers: Mapping[str, str], payload: bytes) -> Exception:
-        text = _shown(payload.decode("utf-8", "replace"), self._key)
+        text = _shown(payload.decode("utf-8", "replace"))
         said = f": {text}" if text else ""
         if status == 429 or status >= 500:
             return _Retry(f"answered {status}{said}", _retry_after(headers.get("retry-after")))
@@ -392,7 +383,7 @@ class HttpEmbedder:
         try:
             answer = json.loads(payload)
         except ValueError:
-            text = _shown(payload.decode("utf-8", "replace"), self._key) or "an empty body"
+            text = _shown(payload.decode("utf-8", "replace")) or "an empty body"
             raise self._fail(f"answered something that is not JSON: {text}") from None
         data = answer.get("data") if isinstance(answer, dict) else None
         if not isinstance(data, list):
