@@ -48,9 +48,9 @@ def hpo_terms(n: int) -> list[Term]:
                 fields["synonym"] = value.split('"')[1]
             elif key in ("id", "name", "def") and key not in fields:
                 fields[key] = value.split('"')[1] if key == "def" else value
-        if {"id", "name", "def", "synonym"} <= fields.keys():
-            if fields["synonym"].lower() != fields["name"].lower():
-                terms.append(Term(fields["id"], fields["name"], fields["def"], fields["synonym"]))
+        complete = {"id", "name", "def", "synonym"} <= fields.keys()
+        if complete and fields["synonym"].lower() != fields["name"].lower():
+            terms.append(Term(fields["id"], fields["name"], fields["def"], fields["synonym"]))
     terms.sort(key=lambda t: t.id)
     return terms[:n]
 

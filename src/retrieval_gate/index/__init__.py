@@ -185,21 +185,22 @@ def index_identity(options: Mapping[str, Any]) -> dict[str, Any]:
 def _chroma(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Index:
     from retrieval_gate.index.chroma import open_embedded
 
-    return open_embedded(
-        Path(cache_dir) / "chroma", key, hnsw=hnsw_settings(options), build=options["build"]
-    )
+    build = options.get("build", "reproducible")
+    return open_embedded(Path(cache_dir) / "chroma", key, hnsw=hnsw_settings(options), build=build)
 
 
 def _chroma_built(cache_dir: Path, key: str, options: Mapping[str, Any]) -> str | None:
     from retrieval_gate.index.chroma import embedded_key, read_build
 
-    return read_build(Path(cache_dir) / "chroma", embedded_key(key, options["build"]))
+    build = options.get("build", "reproducible")
+    return read_build(Path(cache_dir) / "chroma", embedded_key(key, build))
 
 
 def _chroma_identity(options: Mapping[str, Any]) -> dict[str, Any]:
     # Only the non-default build names itself: identities of systems that keep the default
     # stay as they were.
-    return {"build": options["build"]} if options["build"] != "reproducible" else {}
+    build = options.get("build", "reproducible")
+    return {"build": build} if build != "reproducible" else {}
 
 
 #: The embedded chroma index's own keys: the HNSW ones and how the graph is built.

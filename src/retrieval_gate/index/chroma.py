@@ -41,7 +41,7 @@ BUILD_PREFIX = ".retrieval-gate-build-"
 BUILDS = ("reproducible", "batched")
 #: Part of a reproducible collection's key: collections built before builds were reproducible
 #: are never reused as if they were.
-REPRODUCIBLE_TAG = "|build=reproducible-1"
+REPRODUCIBLE_TAG = "-r1"
 
 
 def embedded_key(key: str, build: str) -> str:
