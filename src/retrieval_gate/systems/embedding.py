@@ -1017,11 +1017,14 @@ class EmbeddingSystem:
                 + np.ascontiguousarray(qmat, dtype=np.float32).tobytes()
             ).hexdigest()
             saved = self._cache_dir / "index-stability" / f"{digest}.json"
-            try:
-                self._stats.update(json.loads(saved.read_text(encoding="utf-8")))
+            from retrieval_gate.files.sealed import read_sealed
+
+            # Sealed under its own digest (files/sealed.py): a torn, edited or foreign file is
+            # said in one warning and measured again, never reported.
+            figures = read_sealed(saved, digest, what="index stability cache entry")
+            if isinstance(figures, dict):
+                self._stats.update(figures)
                 return
-            except (OSError, ValueError):
-                pass  # not measured yet for this build, or unreadable: measure again
         scratch = Path(tempfile.mkdtemp(prefix="rg-stability-"))
         try:
             again = make_index(
@@ -1052,14 +1055,14 @@ class EmbeddingSystem:
             pairs
         )
         if saved is not None:
-            from retrieval_gate.files.atomic import write_text_atomic
+            import contextlib
+
+            from retrieval_gate.files.sealed import write_sealed
 
             figures = {key: v for key, v in self._stats.items() if key.startswith("index_stab")}
-            try:
-                saved.parent.mkdir(parents=True, exist_ok=True)
-                write_text_atomic(saved, json.dumps(figures))
-            except OSError:
-                pass  # a read-only cache: measured again next time, nothing lost
+            # A read-only cache: measured again next time, nothing lost.
+            with contextlib.suppress(OSError):
+                write_sealed(saved, saved.stem, figures)
 
     def identity(self) -> Mapping[str, Any]:
         return _identity(self.config.options)
