@@ -55,12 +55,12 @@ def load_baseline(path: Path) -> Baseline | None:
         data = parse_structured(text, format="json", path=path, error=BaselineError, constants=True)
     except BaselineError as exc:
         raise BaselineError(
-            f"corrupt baseline ({exc.message}); restore it from version control or save a new "
-            "one with --rg-save-baseline",
-            path=path,
+            f"corrupt baseline ({exc.message}); {repair_advice(path)}", path=path
         ) from None
     if not isinstance(data, dict) or not isinstance(data.get("runs"), dict):
-        raise BaselineError("corrupt baseline: expected an object with 'runs'", path=path)
+        raise BaselineError(
+            f"corrupt baseline: expected an object with 'runs'; {repair_advice(path)}", path=path
+        )
     if data.get("version") != VERSION:
         raise BaselineError(
             f"baseline version {data.get('version')!r} is not supported (expected {VERSION}); "
@@ -69,10 +69,60 @@ def load_baseline(path: Path) -> Baseline | None:
         )
     runs = {}
     for key, run in data["runs"].items():
-        _check_run(run, path, key)
+        try:
+            _check_run(run, path, key)
+        except BaselineError as exc:
+            raise BaselineError(
+                f"{exc.message}; {repair_advice(path)}", path=path, entry=exc.entry
+            ) from None
         suite, _, system = str(key).rpartition("::")
         runs[key] = RunRecord.from_baseline_json({"suite": suite, "system": system, **run})
     return Baseline(path=path, runs=runs)
+
+
+def repair_advice(path: Path) -> str:
+    """What to do about a corrupt baseline file, in words that work when followed literally.
+
+    ``--rg-save-baseline`` replaces a corrupt baseline only when the file is one this plugin
+    wrote (files/outputs.py: its first bytes say so); any other file is never written over, so
+    for it the advice is to move it away first.
+    """
+    import shlex
+
+    from retrieval_gate.files.outputs import owned
+
+    if owned(path, "json"):
+        return "restore it from version control or save a new one with --rg-save-baseline"
+    moved = shlex.quote(f"{path}.bad")
+    return (
+        "it does not start as a baseline of this plugin, so --rg-save-baseline will not write "
+        f"over it: restore it from version control, or move it away (mv {shlex.quote(str(path))} "
+        f"{moved}) and save a new one with --rg-save-baseline"
+    )
+
+
+def _check_bounds(metrics: Mapping[str, Any], path: Path, key: str, where: str) -> None:
+    """A metric value outside its metric's bounds (a P@10 of 5.0) is an error naming the file,
+    suite, system and metric; a metric this installation does not know is left to the
+    comparison (a plugin's family that is not loaded)."""
+    from retrieval_gate.errors import UnknownMetricError
+    from retrieval_gate.metrics import format_bounds, parse_metric
+
+    suite, _, system = str(key).rpartition("::")
+    for name, value in metrics.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue  # said by the type check
+        try:
+            lo, hi = parse_metric(name).bounds
+        except UnknownMetricError:
+            continue
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            raise BaselineError(
+                f"corrupt baseline: {name} of suite {suite!r}, system {system!r} is {value!r}, "
+                f"outside its bounds {format_bounds((lo, hi))}",
+                path=path,
+                entry=where,
+            )
 
 
 # What the comparison reads from each query of a baseline run, and the JSON type it must have.
@@ -124,6 +174,8 @@ def _check_run(run: Any, path: Path, key: str) -> None:
                     path=path,
                     entry=where,
                 )
+        _check_bounds(query["metrics"], path, key, where)
+    _check_bounds(run.get("metrics", {}), path, key, key)
 
 
 def save_baseline(path: Path, records: Iterable[RunRecord], previous: Baseline | None) -> None:
