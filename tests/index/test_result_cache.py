@@ -336,3 +336,18 @@ def test_a_cached_result_the_index_could_not_have_given_is_searched_again(
     again = Harness(tmp_path)
     assert again.search.search(Q1[None, :], 3) == expected
     assert again.search.hits == 1
+
+
+def test_a_shard_written_before_shards_were_sealed_is_searched_again_unsaid(
+    tmp_path: Path,
+) -> None:
+    first = Harness(tmp_path)
+    expected = first.search.search(Q1[None, :], 3)
+    first.search.close()
+    (shard,) = (tmp_path / RESULTS_FOLDER).glob("*/??.json")
+    # The earlier form: a plain object; its (here wrong) results are never used.
+    old = {"format": 1, "build": "build-1", "results": {f"{vector_digest(Q1)}:3": [["c", 0.5]]}}
+    shard.write_text(json.dumps(old))
+    second = Harness(tmp_path)  # no warning: this test session makes one an error
+    assert second.search.search(Q1[None, :], 3) == expected
+    assert (len(second.opened), second.search.hits) == (1, 0)

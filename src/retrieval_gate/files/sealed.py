@@ -22,13 +22,25 @@ from typing import Any
 
 from retrieval_gate.errors import CacheWarning, RetrievalGateError
 
-__all__ = ["SealBroken", "payload_digest", "read_sealed", "seal", "unseal", "write_sealed"]
+__all__ = [
+    "NotSealed",
+    "SealBroken",
+    "payload_digest",
+    "read_sealed",
+    "seal",
+    "unseal",
+    "write_sealed",
+]
 
 _FORMAT = 1
 
 
 class SealBroken(ValueError):
     """A sealed entry that cannot be trusted; the message says why."""
+
+
+class NotSealed(SealBroken):
+    """A JSON object written before entries were sealed: stale, not damaged (a miss, unsaid)."""
 
 
 def payload_digest(payload: Any) -> str:
@@ -54,6 +66,8 @@ def unseal(text: str, key: str) -> Any:
         document = json.loads(text)
     except ValueError:
         raise SealBroken("not complete JSON (torn or damaged)") from None
+    if isinstance(document, dict) and "sealed" not in document:
+        raise NotSealed("written before cache entries were sealed")
     if not isinstance(document, dict) or document.get("sealed") != _FORMAT:
         raise SealBroken("not a sealed cache entry of this version")
     if "payload" not in document:
@@ -80,7 +94,9 @@ def read_sealed(path: Path, key: str, *, what: str, quiet: bool = False) -> Any 
     try:
         return unseal(read_text(path, what=what), key)
     except (SealBroken, RetrievalGateError) as exc:
-        if quiet:
+        # An entry of an earlier version is stale, not damaged: computed again, unsaid (an
+        # upgrade would otherwise warn once per shard).
+        if quiet or isinstance(exc, NotSealed):
             return None
         reason = exc.message if isinstance(exc, RetrievalGateError) else str(exc)
         warnings.warn(
