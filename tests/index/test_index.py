@@ -10,6 +10,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -438,7 +439,7 @@ def test_chroma_server_unreachable_is_a_config_error(tmp_path: Path) -> None:
 
 #: A graph coarse enough (few links, a short candidate list) that two different graphs of the
 #: same vectors rank differently.
-COARSE = {"hnsw_ef_search": 4, "hnsw_max_neighbors": 4, "hnsw_ef_construction": 8}
+COARSE: dict[str, Any] = {"hnsw_ef_search": 4, "hnsw_max_neighbors": 4, "hnsw_ef_construction": 8}
 
 
 def test_chroma_builds_of_the_same_vectors_rank_the_same_in_any_insert_order(

@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from retrieval_gate.baseline.provenance import Provenance, commit_provenance
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.records import RunRecord
@@ -37,6 +38,8 @@ def run_key(suite: str, system: str) -> str:
 class Baseline:
     path: Path
     runs: Mapping[str, RunRecord] = field(default_factory=dict)
+    # The commit and time it was saved (``saved``; None in a file written before 0.3).
+    saved: Provenance | None = None
 
     def get(self, suite: str, system: str) -> RunRecord | None:
         return self.runs.get(run_key(suite, system))
@@ -77,7 +80,12 @@ def load_baseline(path: Path) -> Baseline | None:
             ) from None
         suite, _, system = str(key).rpartition("::")
         runs[key] = RunRecord.from_baseline_json({"suite": suite, "system": system, **run})
-    return Baseline(path=path, runs=runs)
+    saved = data.get("saved")
+    return Baseline(
+        path=path,
+        runs=runs,
+        saved=Provenance.from_json(saved) if isinstance(saved, dict) else None,
+    )
 
 
 def repair_advice(path: Path) -> str:
@@ -101,25 +109,41 @@ def repair_advice(path: Path) -> str:
     )
 
 
+#: A metric's ``(lo, hi)`` value bounds by its name (None: a metric this installation does
+#: not know), and how the bounds are written in messages. The metric registry sits above this
+#: layer, so the plugin hands them in (`use_metric_bounds`) when the gate is on; until then
+#: values are checked for type and finiteness only.
+MetricBounds = Callable[[str], "tuple[float | None, float | None] | None"]
+_bounds: tuple[MetricBounds, Callable[[tuple[float | None, float | None]], str]] | None = None
+
+
+def use_metric_bounds(
+    bounds_of: MetricBounds, show: Callable[[tuple[float | None, float | None]], str]
+) -> None:
+    """Check loaded baselines' values against ``bounds_of(metric name)``, written by ``show``."""
+    global _bounds
+    _bounds = (bounds_of, show)
+
+
 def _check_bounds(metrics: Mapping[str, Any], path: Path, key: str, where: str) -> None:
     """A metric value outside its metric's bounds (a P@10 of 5.0) is an error naming the file,
     suite, system and metric; a metric this installation does not know is left to the
     comparison (a plugin's family that is not loaded)."""
-    from retrieval_gate.errors import UnknownMetricError
-    from retrieval_gate.metrics import format_bounds, parse_metric
-
+    if _bounds is None:
+        return
+    bounds_of, show = _bounds
     suite, _, system = str(key).rpartition("::")
     for name, value in metrics.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue  # said by the type check
-        try:
-            lo, hi = parse_metric(name).bounds
-        except UnknownMetricError:
+        bounds = bounds_of(str(name))
+        if bounds is None:
             continue
+        lo, hi = bounds
         if (lo is not None and value < lo) or (hi is not None and value > hi):
             raise BaselineError(
                 f"corrupt baseline: {name} of suite {suite!r}, system {system!r} is {value!r}, "
-                f"outside its bounds {format_bounds((lo, hi))}",
+                f"outside its bounds {show(bounds)}",
                 path=path,
                 entry=where,
             )
@@ -178,14 +202,21 @@ def _check_run(run: Any, path: Path, key: str) -> None:
     _check_bounds(run.get("metrics", {}), path, key, key)
 
 
-def save_baseline(path: Path, records: Iterable[RunRecord], previous: Baseline | None) -> None:
-    """Write this session's runs, keeping the previous baseline's runs this session didn't run."""
+def save_baseline(
+    path: Path,
+    records: Iterable[RunRecord],
+    previous: Baseline | None,
+    saved: Provenance | None = None,
+) -> None:
+    """Write this session's runs, keeping the previous baseline's runs this session didn't run;
+    ``saved``: the commit and time it is saved at (the baseline's age is read from it)."""
     runs: dict[str, RunRecord] = dict(previous.runs) if previous is not None else {}
     for record in records:
         runs[run_key(record.suite, record.system)] = record
     payload = {
         "version": VERSION,
         "generator": f"pytest-retrieval-gate {__version__}",
+        **({"saved": saved.to_json()} if saved is not None else {}),
         "runs": {key: runs[key].to_baseline_json() for key in sorted(runs)},
     }
     write_text_atomic(path, json.dumps(payload, indent=1, sort_keys=False) + "\n")
@@ -250,7 +281,7 @@ class JsonFileStore:
         return load_baseline(self.path)
 
     def save(self, records: Iterable[RunRecord], previous: Baseline | None) -> None:
-        save_baseline(self.path, records, previous)
+        save_baseline(self.path, records, previous, commit_provenance(self.path.parent))
 
 
 STORE_ENTRY_POINT_GROUP = "retrieval_gate.baselines"
