@@ -477,3 +477,12 @@ def test_a_half_built_chroma_collection_is_built_again_from_nothing(tmp_path: Pa
     half.add(ids, vectors)
     assert len(half) == 120
     assert half.search(queries, k=10) == clean.search(queries, k=10)
+
+
+def test_a_reproducible_build_keeps_what_an_earlier_add_put_in(tmp_path: Path) -> None:
+    pytest.importorskip("chromadb")
+    index = make_index("chroma", cache_dir=tmp_path, key="two-adds")
+    index.add(IDS[:2], VECTORS[:2])
+    index.add(IDS[2:], VECTORS[2:])  # rebuilt from nothing, with the first two kept
+    assert len(index) == 5
+    _check(index.search(QUERIES, k=5), EXPECTED_FULL, 1e-5)

@@ -300,7 +300,8 @@ class ChromaIndex:
             new = [i for i, doc_id in enumerate(id_list) if doc_id not in present]
             if self.reproducible and self.build_path is not None:
                 if new or not self.build_path.exists():
-                    self._build_reproducibly(id_list, array)
+                    ids, vectors = self._kept(id_list, array, present)
+                    self._build_reproducibly(ids, vectors)
                 return
             if new and self.build_path is not None:
                 # The graph changes: results cached for the old build must not answer for it,
@@ -317,6 +318,28 @@ class ChromaIndex:
                     raise self._failed("rejected vectors", exc) from exc
             if self.build_path is not None and (new or not self.build_path.exists()):
                 self._new_build(self.build_path)
+
+    def _kept(
+        self, ids: list[str], array: np.ndarray, present: set[str]
+    ) -> tuple[list[str], np.ndarray]:
+        """``ids`` and ``array`` with the records the collection holds beyond them (added by an
+        earlier call): a rebuild keeps what was added before."""
+        if self._count() <= len(present):
+            return ids, array
+        try:
+            held = self._collection.get(include=["embeddings"])
+        except Exception as exc:
+            raise self._failed("could not be read", exc) from exc
+        asked = set(ids)
+        extra = [
+            (str(doc_id), row)
+            for doc_id, row in zip(held["ids"], held["embeddings"], strict=True)
+            if str(doc_id) not in asked
+        ]
+        if not extra:
+            return ids, array
+        rows = np.asarray([row for _, row in extra], dtype=np.float32)
+        return ids + [doc_id for doc_id, _ in extra], np.vstack([array, rows])
 
     def _build_reproducibly(self, ids: list[str], array: np.ndarray) -> None:
         """Build the collection again from nothing, so that the same vectors give the same graph.
