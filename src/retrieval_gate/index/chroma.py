@@ -296,6 +296,8 @@ class ChromaIndex:
                 stack.enter_context(_store_lock(self._lock_path))
             except OSError as exc:  # the lock file cannot be opened: read-only or full folder
                 raise self._failed("could not be locked", exc) from exc
+            if self.reproducible:
+                self._reopen()
             present = self._present(id_list)
             new = [i for i, doc_id in enumerate(id_list) if doc_id not in present]
             if self.reproducible and self.build_path is not None:
@@ -318,6 +320,16 @@ class ChromaIndex:
                     raise self._failed("rejected vectors", exc) from exc
             if self.build_path is not None and (new or not self.build_path.exists()):
                 self._new_build(self.build_path)
+
+    def _reopen(self) -> None:
+        """Take the collection by name again, under the store lock: another process may have
+        built it again (a new collection of that name) since this one opened it."""
+        try:
+            self._collection = self._client.get_or_create_collection(
+                name=self.name, configuration=self._configuration(), embedding_function=None
+            )
+        except Exception as exc:
+            raise self._failed("could not be opened", exc) from exc
 
     def _kept(
         self, ids: list[str], array: np.ndarray, present: set[str]
