@@ -259,7 +259,8 @@ def test_chroma_failures_are_one_line_run_errors(
         f"chroma collection 'rg-broken-r1' at {tmp_path / 'chroma'} query failed: "
         "Error executing plan: Nothing found on disk"
     )
-    monkeypatch.setattr(index._collection, "count", fail)
+    # On the class: add() takes the collection by name again under the store lock.
+    monkeypatch.setattr(type(index._collection), "count", fail)
     with pytest.raises(RunError, match="could not be counted: Error executing plan"):
         index.add(["f"], VECTORS[:1])
 
