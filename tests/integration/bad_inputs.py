@@ -441,10 +441,26 @@ CASES: tuple[BadInput, ...] = (
         "corrupt-baseline",
         "a corrupt baseline",
         "ERROR: *retrieval-baseline.json: corrupt baseline (invalid JSON at line 1, column 2: "
-        "Expecting property name enclosed in double quotes); restore it from version control or "
+        "Expecting property name enclosed in double quotes); it does not start as a baseline of "
+        "this plugin, so --rg-save-baseline will not write over it: restore it from version "
+        "control, or move it away (mv *retrieval-baseline.json *retrieval-baseline.json.bad) and "
         "save a new one with --rg-save-baseline",
         "usage error",
         {"lineage.retrieval.yaml": SUITE, "retrieval-baseline.json": "{oops"},
+    ),
+    BadInput(
+        "baseline-value-out-of-bounds",
+        "a baseline holding a metric value its metric cannot take (hand-edited)",
+        "ERROR: *retrieval-baseline.json [lineage::keyword query q1]: corrupt baseline: P@10 of "
+        "suite 'lineage', system 'keyword' is 5.0, outside its bounds [0, 1]; restore it from "
+        "version control or save a new one with --rg-save-baseline",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"runs": {"lineage::keyword": {"queries": {"q1": {"digest": "d", "metrics": '
+            '{"P@10": 5.0}, "ranking": [], "relevant_ranks": {}}}}}}',
+        },
     ),
     BadInput(
         "retriever-raises",

@@ -63,7 +63,7 @@ def test_unknown_key_lists_the_kinds_own_keys() -> None:
 
 def test_backend_keys_are_known_only_with_their_backend() -> None:
     embedding = (
-        "aggregation, backend, batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, "
+        "aggregation, backend, batch_size, build, chunk_overlap, chunk_size, chunk_unit, corpus, depth, "
         "description, device, document_prompt, embed_executor, embedder, extraction, fields, "
         "hnsw_ef_construction, "
         "hnsw_ef_search, hnsw_max_neighbors, hnsw_num_threads, index, index_recall, index_stability, model, "
@@ -75,7 +75,7 @@ def test_backend_keys_are_known_only_with_their_backend() -> None:
     )
     assert config_error({"embedder": "model2vec", "model": "m", "host": "h"}) == (
         "/project/pyproject.toml [system.s]: unknown key 'host'; known: aggregation, "
-        "batch_size, chunk_overlap, chunk_size, chunk_unit, corpus, depth, description, "
+        "batch_size, build, chunk_overlap, chunk_size, chunk_unit, corpus, depth, description, "
         "device, distill_from, document_prompt, embed_executor, embedder, extraction, fields, "
         "hnsw_ef_construction, "
         "hnsw_ef_search, hnsw_max_neighbors, hnsw_num_threads, index, index_recall, index_stability, model, "
