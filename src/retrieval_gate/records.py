@@ -79,7 +79,17 @@ def shorten(text: str, width: int = 60) -> str:
 
 def format_value(value: float) -> str:
     """A metric value as messages show it: 4 decimals, trailing zeros dropped, ``nan`` for NaN."""
-    return f"{value:.4f}".rstrip("0").rstrip(".") if value == value else "nan"
+    if value != value:
+        return "nan"
+    text = f"{value:.4f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text  # a value that rounds to zero has no sign
+
+
+def format_delta(value: float) -> str:
+    """A signed difference as messages show it, ``+0.0312``; one that rounds to zero is
+    ``0.0000``, never ``-0.0000``."""
+    text = f"{value:+.4f}"
+    return "0.0000" if text in ("+0.0000", "-0.0000") else text
 
 
 # -- the run -------------------------------------------------------------------------------------
@@ -637,7 +647,7 @@ class Outcome:
         out = [self.headline()]
         if self.worst and self.regression is not None:
             out.append(
-                "most dropped: " + ", ".join(f"{self._named(q)} ({v:+.4f})" for q, v in self.worst)
+                "most dropped: " + ", ".join(f"{self._named(q)} ({format_delta(v)})" for q, v in self.worst)
             )
         elif self.worst:
             label = "slowest queries" if self.ceiling else "worst queries"
@@ -770,9 +780,11 @@ class RegressionRow:
     reliability: float = 0.95
     planned_resolution: float | None = None
     queries_needed: int | None = None
+    accepted: bool = False  # the suite acknowledged its coarse resolution (resolution: accept)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "accepted": self.accepted,
             "policy": self.policy,
             "resolution": self.resolution,
             "reliability": self.reliability,

@@ -10,11 +10,13 @@ suite stands for, of which the suite's are a sample), the item's resolution epsi
 Per item, over n shared queries with per-query drops d_i = baseline_i - now_i and R the width of
 the metric's range (1 for a metric within [0, 1]):
 
-    epsilon = c * sqrt(SS + R^2) / n,        SS = sum (d_i - D^)^2
+    epsilon = c * sqrt((SS + w R^2) / (n - 1 + w)) / sqrt(n),   SS = sum (d_i - D^)^2,  w = c^2 / 4
 
-that is c times the standard error of D^ with one pseudo-query of full range added to the spread
-(``(SS + R^2) / n`` is the sample variance of the n differences and one more at distance R from
-their mean, weight 1 over n - 1 + 1 degrees of freedom). The pseudo-query is the small-sample
+that is c times the standard error of D^ with a pseudo-query of full range, of weight w, added to
+the spread (``(SS + w R^2) / (n - 1 + w)`` is the sample variance of the n differences and w more
+at distance R from their mean; :func:`pseudo_weight`: w = 1 at c = 2, growing with c^2 as the
+Wilson and Agresti-Coull corrections do, so a session of many blocks, whose c is larger, adds
+more). The pseudo-query is the small-sample
 correction: with all-or-nothing losses on a few queries, a small suite often sees none of them and
 its plug-in spread is 0 (Wald's interval for a proportion fails the same way; Agresti and Min 2005
 add pseudo-counts for paired proportions). Without it the stated epsilon under-covers at 12 and 35
@@ -34,8 +36,8 @@ same level alone; an added block raises c for the others (epsilon widens) and ne
 decision, which reads D^ and t only.
 
 A metric whose value is not a mean of per-unit values (micro F1, a correlation) takes the paired
-bootstrap's standard deviation of its aggregate difference in place of sqrt(SS) / n, with the same
-pseudo-query term R / n; it is treated as uncorrelated with the block's other metrics
+bootstrap's standard deviation of its aggregate difference in place of the standard error, with the
+pseudo-query term w (R / n)^2 added to its square; it is treated as uncorrelated with the block's other metrics
 (independence gives the largest c).
 
 Planning (:func:`planned_epsilon`, :func:`queries_needed`): before a change exists the drops are
@@ -54,6 +56,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+
+from retrieval_gate.records import format_value
 
 #: Draws of the Monte Carlo max-|Z| quantile of a block of more than one metric. At a level of
 #: 0.0025 (20 blocks) the tail holds 500 draws: c to about half a percent.
@@ -335,3 +339,59 @@ def queries_needed(
 def sample_sd(values: Sequence[float]) -> float:
     """The sample standard deviation (n - 1); 0 for fewer than two values."""
     return statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+# -- how a resolution reads ---------------------------------------------------------------------
+# One wording for the failure text, the terminal summary, the report and --rg-plan, so that each
+# figure a person reads is the item's own and none is beyond the metric's range.
+
+
+def resolves_nothing(epsilon: float, width: float) -> bool:
+    """Whether a resolution of ``epsilon`` is as wide as the metric's range ``width``: then no
+    tolerance can tell a real drop from none, and "+-1.087" on a [0, 1] metric means nothing."""
+    return width > 0 and epsilon >= width
+
+
+def scope_words(scope: str) -> str:
+    """ "this suite" for the suite scope, else the scope as items name it (``category[x]``)."""
+    return "this suite" if scope == "suite" else scope
+
+
+def cannot_resolve(metric: str, scope: str, n: int, units: str) -> str:
+    """ "with 4 queries category[x] cannot resolve any drop of Hit@5"."""
+    return f"with {n} {units} {scope_words(scope)} cannot resolve any drop of {metric}"
+
+
+def resolution_cell(epsilon: float | None, width: float) -> str:
+    """A table's resolution cell: ``+-0.1516``, ``none`` beyond the metric's range, ``-``."""
+    if epsilon is None:
+        return "-"
+    if resolves_nothing(epsilon, width):
+        return "none (range)"
+    return f"+-{format_value(epsilon)}"
+
+
+def coarse_advice(
+    *,
+    metric: str,
+    scope: str,
+    n: int,
+    units: str,
+    epsilon: float,
+    width: float,
+    tolerance: float,
+    needed: int | None,
+) -> str:
+    """What a team can do about a check whose resolution is wider than its tolerance, first the
+    tolerance today's size resolves; a suite size only for the suite scope (a category grows
+    with its suite, and a category's own figure would ask for a suite of thousands)."""
+    tol = format_value(tolerance)
+    if resolves_nothing(epsilon, width):
+        hint = ": gate this metric at the suite scope" if scope != "suite" else ""
+        return cannot_resolve(metric, scope, n, units) + hint
+    eps = format_value(epsilon)
+    where = "" if scope == "suite" else f" of {scope}"
+    out = f"set a tolerance of at least {eps} (what today's {n} {units}{where} resolve)"
+    if scope == "suite" and needed is not None:
+        out += f", or grow the suite to about {needed:,} {units} for {tol}"
+    return out

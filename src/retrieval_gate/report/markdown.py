@@ -15,6 +15,7 @@ from retrieval_gate.records import (
     RegressionRow,
     RunRecord,
     Section,
+    format_delta,
 )
 from retrieval_gate.report import ReportData, Writer
 from retrieval_gate.suites import kinds, units_of
@@ -44,7 +45,10 @@ def _kind(run: RunRecord) -> SuiteKind | None:
 
 
 def fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
+    if value is None:
+        return "-"
+    text = f"{value:.4f}"
+    return "0.0000" if text == "-0.0000" else text  # a drop that rounds to zero has no sign
 
 
 def _count(value: float | None) -> str:
@@ -326,10 +330,10 @@ def _resolution(data: ReportData, runs: list[RunRecord], units: str) -> Iterator
     """Once per suite: what its regression checks resolve, and the warning when that is wider
     than a tolerance (docs/verdicts.md)."""
     from retrieval_gate.report.resolution import (
-        coarse_metrics,
+        coarse_checks,
+        report_warning,
         resolution_header,
         resolution_rows,
-        warning_lines,
     )
 
     comparisons = [c for run in runs if (c := data.comparison(run)) is not None]
@@ -342,13 +346,14 @@ def _resolution(data: ReportData, runs: list[RunRecord], units: str) -> Iterator
     yield (
         f"An item fails when its observed drop is larger than its tolerance. With probability "
         f"{reliability} over the session, a true drop above tolerance + resolution fails and one "
-        f"below tolerance - resolution passes. *From the baseline*: the resolution a change as "
-        f"large as the baseline's own spread would get."
+        f"below tolerance - resolution passes; *none (range)*: as wide as the metric's range, "
+        f"no drop is resolved. *From the baseline*: the resolution a change as large as the "
+        f"baseline's own spread would get, as `--rg-plan` states it before a run."
     )
     yield ""
     yield from _table(resolution_header(units), rows)
     yield ""
-    warning = warning_lines(coarse_metrics(comparisons), units)
+    warning = report_warning(coarse_checks(comparisons), units)
     if warning:
         yield f"**{warning[0]}**"
         yield ""
@@ -386,7 +391,7 @@ def _reference(data: ReportData, runs: list[RunRecord], metrics: list[str]) -> I
             c.metric,
             fmt(c.reference_value),
             fmt(c.value),
-            f"{c.delta:+.4f}",
+            format_delta(c.delta),
             f"{c.p_value:.4f}" + (" *" if c.p_value < data.alpha else ""),
             str(c.improved),
             str(c.degraded),
@@ -496,7 +501,7 @@ def _margin_rows(table: Mapping[str, RegressionRow]) -> _Rows:
                 name,
                 fmt(m.baseline),
                 fmt(m.current),
-                f"{m.current - m.baseline:+.4f}",
+                format_delta(m.current - m.baseline),
                 fmt(m.tolerance),
                 "-" if m.p_value is None else f"{m.p_value:.4g}",
                 "-" if m.p_adjusted is None else f"{m.p_adjusted:.4g}",

@@ -42,8 +42,25 @@ __all__ = [
 
 #: The keys every kind's suite may give; ``k`` where the kind takes cutoffs.
 HEADER_KEYS = frozenset(
-    {"name", "description", "kind", "gates", "categories", "difficulties", "tolerance", "systems"}
+    {
+        "name",
+        "description",
+        "kind",
+        "gates",
+        "categories",
+        "difficulties",
+        "tolerance",
+        "systems",
+        "resolution",
+        "missing_relevant",
+    }
 )
+#: ``resolution:``: ``accept`` acknowledges that the suite's checks resolve more coarsely than
+#: their tolerances (the report still states it; the session's warning leaves the suite out).
+RESOLUTION_CHOICES = ("warn", "accept")
+#: ``missing_relevant:``: a relevant id the corpus lacks is an ``error`` of the suite's items, or
+#: a ``miss``: a relevant document no system can return (docs/suite-format.md).
+MISSING_RELEVANT_CHOICES = ("error", "miss")
 #: The kind a suite is when it names none and no kind selects it.
 FALLBACK_KIND = "ranking"
 
@@ -78,6 +95,13 @@ class Suite:
     notes: tuple[str, ...] = ()  # what collection changed in the suite (ids mapped), for the report
     # The systems the suite is for (names or glob patterns, ``systems:``); None: every system.
     systems: tuple[str, ...] | None = None
+    resolution: str = "warn"  # RESOLUTION_CHOICES
+    missing_relevant: str = "error"  # MISSING_RELEVANT_CHOICES
+
+    @property
+    def accepts_resolution(self) -> bool:
+        """Whether the team acknowledged the suite's coarse resolution (``resolution: accept``)."""
+        return self.resolution == "accept"
 
     @property
     def units_source(self) -> Path:
@@ -187,7 +211,19 @@ def parse_suite(data: Any, path: Path) -> Suite:
         kind=kind.name,
         spec=spec,
         systems=systems,
+        resolution=_choice(data, "resolution", RESOLUTION_CHOICES, path),
+        missing_relevant=_choice(data, "missing_relevant", MISSING_RELEVANT_CHOICES, path),
     )
+
+
+def _choice(data: Mapping[str, Any], key: str, choices: tuple[str, ...], path: Path) -> str:
+    """A header key that takes one of ``choices`` (the first when absent)."""
+    value = data.get(key, choices[0])
+    if value not in choices:
+        raise SuiteError(
+            f"'{key}' must be one of {', '.join(choices)}, got {value!r}", path=path, entry=key
+        )
+    return str(value)
 
 
 def _parse_systems(raw: Any, path: Path) -> tuple[str, ...] | None:
