@@ -647,7 +647,8 @@ class Outcome:
         out = [self.headline()]
         if self.worst and self.regression is not None:
             out.append(
-                "most dropped: " + ", ".join(f"{self._named(q)} ({format_delta(v)})" for q, v in self.worst)
+                "most dropped: "
+                + ", ".join(f"{self._named(q)} ({format_delta(v)})" for q, v in self.worst)
             )
         elif self.worst:
             label = "slowest queries" if self.ceiling else "worst queries"

@@ -121,8 +121,9 @@ def session_warning(coarse: list[Coarse], units: dict[str, str]) -> list[str]:
     if not open_:
         return []
     out = [
-        f"WARNING: {len(open_)} regression checks resolve more coarsely than their tolerance, so "
-        "changes with no real effect may fail them (each is listed in the report):"
+        f"WARNING: {len(open_)} regression check{'s' if len(open_) > 1 else ''} resolve"
+        f"{'' if len(open_) > 1 else 's'} more coarsely than the tolerance, so changes with no "
+        "real effect may fail (each is listed in the report):"
     ]
     for suite in dict.fromkeys(c.suite for c in open_):
         mine = [c for c in open_ if c.suite == suite]

@@ -84,6 +84,10 @@ class UnitRecord:
     shown: tuple[str, ...] = ()
 
 
+#: Queries a stale-label error names with their missing ids; the rest are counted.
+MISSING_SHOWN = 10
+
+
 class SuiteKind:
     """The base of every suite kind: a kind whose units are judged by ranking metrics.
 
@@ -177,20 +181,44 @@ class SuiteKind:
         return None if path is None else resources.corpus(path)
 
     def check(self, suite: Suite, corpus: Corpus | None) -> None:
-        """Collection-time checks against the corpus (every relevant id exists in it)."""
-        from retrieval_gate.errors import SuiteError
+        """Collection-time checks against the corpus: every relevant id exists in it, else one
+        :class:`~retrieval_gate.errors.MissingRelevantError` listing them all (counts, and the
+        first ones by query), unless the suite says ``missing_relevant: miss``: then a relevant
+        document the corpus lacks is one no system can return, a miss of every metric."""
+        from retrieval_gate.errors import MissingRelevantError
 
-        if corpus is None:
+        if corpus is None or suite.missing_relevant == "miss":
             return
-        for query in suite.queries:
-            missing = sorted(doc for doc in query.relevant if doc not in corpus)
-            if missing:
-                shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
-                raise SuiteError(
-                    f"relevant ids not in corpus {corpus.source}: {shown}",
-                    path=suite.units_source,
-                    entry=f"{self.units_key}[{query.position}] (id {query.id})",
-                )
+        missing = [
+            (query, sorted(doc for doc in query.relevant if doc not in corpus))
+            for query in suite.queries
+        ]
+        missing = [(query, docs) for query, docs in missing if docs]
+        if not missing:
+            return
+        total = sum(len(docs) for _, docs in missing)
+        shown = "; ".join(
+            f"{query.id}: {', '.join(docs[:3])}{' ...' if len(docs) > 3 else ''}"
+            for query, docs in missing[:MISSING_SHOWN]
+        )
+        more = (
+            f"; and {len(missing) - MISSING_SHOWN} more queries"
+            if len(missing) > MISSING_SHOWN
+            else ""
+        )
+        first = missing[0][0]
+        entry = f"{self.units_key}[{first.position}] (id {first.id})"
+        if len(missing) > 1:
+            entry += f" and {len(missing) - 1} more"
+        ids = "relevant id" if total == 1 else "relevant ids"
+        units = self.unit if len(missing) == 1 else self.units
+        raise MissingRelevantError(
+            f"{total} {ids} of {len(missing)} {units} not in corpus {corpus.source} "
+            f"({shown}{more}); fix the labels, or count them as misses with "
+            "'missing_relevant: miss'",
+            path=suite.units_source,
+            entry=entry,
+        )
 
     # -- run ----------------------------------------------------------------------------------
 
