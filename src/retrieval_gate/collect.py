@@ -255,6 +255,15 @@ class _SuiteItem(pytest.Item):
     def reportinfo(self) -> tuple[Any, int | None, str]:
         return self.path, 0, f"{self.suite.name} x {self.system.name}: {self.name}"
 
+    def add_report_section(self, when: str, key: str, content: str) -> None:
+        # What libraries print while the run loads a model (transformers' load report, twice:
+        # stderr and log), their bars and colour codes stay out of the failure text.
+        from retrieval_gate.progress import clean_captured
+
+        cleaned = clean_captured(content)
+        if cleaned.strip():
+            super().add_report_section(when, key, cleaned)
+
 
 class GateItem(_SuiteItem):
     def __init__(self, *, gate: Gate, **kwargs: Any) -> None:

@@ -292,6 +292,14 @@ CASES: tuple[BadInput, ...] = (
         {"lineage.retrieval.yaml": "missing_relevant: skip\n" + SUITE},
     ),
     BadInput(
+        "suite-reference-unknown",
+        "a suite's 'reference' naming no configured system",
+        "lineage.retrieval.yaml [reference]: reference system 'bm25' is not configured; "
+        "configured systems: keyword, reverse",
+        "collection error",
+        {"lineage.retrieval.yaml": "reference: bm25\n" + SUITE},
+    ),
+    BadInput(
         "resolution-choice",
         "a suite's 'resolution' that is neither warn nor accept",
         "lineage.retrieval.yaml [resolution]: 'resolution' must be one of warn, accept, got 0.1",

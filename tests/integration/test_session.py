@@ -119,7 +119,7 @@ def test_junit_xml_carries_each_gate_s_numbers(project: pytest.Pytester) -> None
     result.assert_outcomes(passed=5)
     tree = ET.parse(project.path / "junit.xml")
     cases = {(c.get("classname"), c.get("name")): c for c in tree.iter("testcase")}
-    case = cases[("lineage.retrieval.yaml.keyword.suite", "P@1")]
+    case = cases[("lineage_retrieval_yaml.keyword.suite", "P@1")]
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
     # P@1 over the three queries: join_orders and customer_names hit at rank 1, refunds too: 3/3.
     assert props == {

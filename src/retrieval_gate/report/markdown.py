@@ -213,7 +213,7 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
     shown = headline_metrics(runs, gates)
     yield from _chart(suite, runs, shown)
     yield from _decision(data, suite)
-    if len(runs) > 1 and data.reference is not None:
+    if len(runs) > 1 and data.reference_of(suite) is not None:
         yield from _reference(data, runs, shown)
     for run in runs:
         missing = data.without_baseline_run(run)
@@ -375,10 +375,11 @@ def _baseline_means(comparison: BaselineComparison | None) -> dict[str, float]:
 def _reference(data: ReportData, runs: list[RunRecord], metrics: list[str]) -> Iterator[str]:
     from retrieval_gate.report.compare import against_reference
 
-    comparisons = against_reference(runs, data.reference or "", metrics, seed=data.seed)
+    reference = data.reference_of(runs[0].suite) or ""
+    comparisons = against_reference(runs, reference, metrics, seed=data.seed)
     if not comparisons:
         return
-    yield f"### Against the reference system `{data.reference}`"
+    yield f"### Against the reference system `{reference}`"
     yield ""
     yield (
         f"Paired two-sided randomisation test per metric over the same queries; "
@@ -399,7 +400,7 @@ def _reference(data: ReportData, runs: list[RunRecord], metrics: list[str]) -> I
         for c in comparisons
     ]
     yield from _table(
-        ["system", "metric", str(data.reference), "system value", "delta", "p", "better", "worse"],
+        ["system", "metric", reference, "system value", "delta", "p", "better", "worse"],
         rows,
     )
     yield ""

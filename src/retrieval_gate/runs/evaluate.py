@@ -210,6 +210,7 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
     stats: dict[str, object] = {
         **run.stats,
         **({"suite_notes": list(suite.notes)} if suite.notes else {}),
+        **({"suite_reference": suite.reference} if suite.reference else {}),
         **kind.run_stats(run, metrics),
     }
     if stats.get("latency_queries") == 0:

@@ -53,6 +53,7 @@ HEADER_KEYS = frozenset(
         "systems",
         "resolution",
         "missing_relevant",
+        "reference",
     }
 )
 #: ``resolution:``: ``accept`` acknowledges that the suite's checks resolve more coarsely than
@@ -97,6 +98,8 @@ class Suite:
     systems: tuple[str, ...] | None = None
     resolution: str = "warn"  # RESOLUTION_CHOICES
     missing_relevant: str = "error"  # MISSING_RELEVANT_CHOICES
+    # The system the report compares this suite's other systems against (``reference:``).
+    reference: str | None = None
 
     @property
     def accepts_resolution(self) -> bool:
@@ -213,7 +216,18 @@ def parse_suite(data: Any, path: Path) -> Suite:
         systems=systems,
         resolution=_choice(data, "resolution", RESOLUTION_CHOICES, path),
         missing_relevant=_choice(data, "missing_relevant", MISSING_RELEVANT_CHOICES, path),
+        reference=_reference(data.get("reference"), path),
     )
+
+
+def _reference(raw: Any, path: Path) -> str | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw.strip():
+        raise SuiteError(
+            f"'reference' must be a system name, got {raw!r}", path=path, entry="reference"
+        )
+    return raw.strip()
 
 
 def _choice(data: Mapping[str, Any], key: str, choices: tuple[str, ...], path: Path) -> str:
@@ -254,6 +268,13 @@ def suite_systems(suite: Suite, configured: Sequence[str], session: Sequence[str
     for: all of them when the suite names none, else those matching one of its names or glob
     patterns (``bm25*``). A name or pattern that matches no ``configured`` system is an error
     naming its entry (a typo would otherwise silently run nothing)."""
+    if suite.reference is not None and suite.reference not in configured:
+        raise SuiteError(
+            f"reference system {suite.reference!r} is not configured; configured systems: "
+            f"{', '.join(sorted(configured))}",
+            path=suite.path,
+            entry="reference",
+        )
     if suite.systems is None:
         return list(session)
     for i, pattern in enumerate(suite.systems):
