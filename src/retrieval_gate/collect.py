@@ -128,7 +128,8 @@ class SystemNode(pytest.Collector):
         suite, system = self.suite, self.system
         by_scope: dict[str, list[Gate]] = {}
         latency = []
-        for gate in suite.gates:
+        gates = list(suite.gates_for(system.name))  # the suite's floors, or this system's own
+        for gate in gates:
             if gate.metric.is_latency:
                 latency.append(gate)
             else:
@@ -152,7 +153,7 @@ class SystemNode(pytest.Collector):
         if drift is not None and base is not None:
             for name in drift.metrics:
                 yield DriftItem.from_parent(self, name=f"drift::{name}", suite=suite, system=system)
-        if not suite.gates and not any(q.expect for q in suite.queries):
+        if not gates and not any(q.expect for q in suite.queries):
             # A suite without floors still runs, so its numbers reach the report.
             yield RunItem.from_parent(self, name="run", suite=suite, system=system)
 

@@ -70,7 +70,7 @@ def regression_checks(
     difficulty is gated only when ``scopes`` names its kind ("category", "difficulty"); otherwise
     it is a diagnostic: compared and reported, never an item nor a member of the family."""
     wanted: dict[tuple[str, str], None] = {}
-    for gate in suite.gates:
+    for gate in suite.all_gates:
         if not gate.metric.is_latency:
             wanted[(gate.scope, gate.metric.name)] = None
     for name in (*suite.tolerance, *default):

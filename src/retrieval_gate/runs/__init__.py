@@ -26,7 +26,7 @@ __all__ = ["latency_needed", "latency_sample", "run_suite"]
 def latency_needed(suite: Suite, settings: Settings) -> bool:
     """Whether the run's query latency counts: a latency gate in the suite, or a latency weight
     in the decision score."""
-    return settings.latency_weighted or any(gate.metric.is_latency for gate in suite.gates)
+    return settings.latency_weighted or any(gate.metric.is_latency for gate in suite.all_gates)
 
 
 def latency_sample(suite: Suite, settings: Settings) -> int:

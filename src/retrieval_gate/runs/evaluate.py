@@ -104,7 +104,7 @@ def evaluate_run(
     suite = run.suite
     kind = suite.kind_object
     wanted: dict[str, Metric] = {m.name: m for m in kind.default_metrics(suite)}
-    for gate in suite.gates:
+    for gate in suite.all_gates:
         if not gate.metric.is_latency:
             wanted.setdefault(gate.metric.name, gate.metric)
     for query in suite.queries:

@@ -149,7 +149,7 @@ class SuiteKind:
 
     def depth(self, suite: Suite) -> int:
         """Results a system must return so every measured cutoff is exact."""
-        cutoffs = [*suite.k, *(g.metric.k or 0 for g in suite.gates)]
+        cutoffs = [*suite.k, *(g.metric.k or 0 for g in suite.all_gates)]
         for query in suite.queries:
             cutoffs.append(query.n_relevant)
             for exp in query.expect:
