@@ -136,6 +136,21 @@ class _Compared:
     spread: ItemSpread | None  # what the check adds to its block's resolution
     planned_sd: float  # the spread planning assumes for the drops (docs/verdicts.md)
     test: MarginTest | BootstrapMarginTest
+    # For an aggregate its kind decomposes (a correlation): each unit's share of the change and
+    # why (SuiteKind.contributions); worse and better units are counted and explained by these.
+    shares: Mapping[str, tuple[float, str]] | None = None
+
+    @property
+    def degraded(self) -> int:
+        if self.shares is not None:
+            return sum(1 for share, _ in self.shares.values() if share < -_TIE)
+        return self.test.degraded
+
+    @property
+    def improved(self) -> int:
+        if self.shares is not None:
+            return sum(1 for share, _ in self.shares.values() if share > _TIE)
+        return self.test.improved
 
     @property
     def drop(self) -> float:
@@ -168,6 +183,7 @@ def _compare(
     width = _width(metric, now, then)
     n = len(ids)
     test: MarginTest | BootstrapMarginTest
+    shares = None
     if is_mean(metric):
         test = margin_test(now, then, check.tolerance)
         mean_now = sum(now) / n if n else 0.0
@@ -186,8 +202,21 @@ def _compare(
         spread = ItemSpread(n=n, width=width, bootstrap_sd=test.sd)
         # As a per-unit sd, so planning reads both kinds alike: sd_boot * sqrt(n).
         planned = bootstrap_sd(metric, series_then, seed) * math.sqrt(n) if n > 1 else 0.0
+        from retrieval_gate.suites import kind_named
+
+        shares = kind_named(record.kind).contributions(check.metric, ids, record, base)
     return _Compared(
-        check, ids, now, then, missing, mean_now, mean_then, spread if n else None, planned, test
+        check,
+        ids,
+        now,
+        then,
+        missing,
+        mean_now,
+        mean_then,
+        spread if n else None,
+        planned,
+        test,
+        shares,
     )
 
 
@@ -347,7 +376,7 @@ def _common_detail(item: _Compared, units: str) -> str:
     return (
         f"baseline {_fmt(item.mean_then)} -> now {_fmt(item.mean_now)} (drop {_fmt(item.drop)}, "
         f"tolerance {_fmt(item.check.tolerance)}) over {len(item.ids)} shared {units}; "
-        f"{item.test.degraded} worse, {item.test.improved} better"
+        f"{item.degraded} worse, {item.improved} better"
     )
 
 
@@ -450,6 +479,11 @@ def _too_coarse(item: _Compared, epsilon: float, needed: int | None, units: str)
 
 
 def _deltas(item: _Compared) -> list[tuple[str, float]]:
+    """The worse units, most first: each one's change of the metric, or its share of the
+    aggregate's change where its kind decomposes it (a correlation)."""
+    if item.shares is not None:
+        worse = [(qid, share) for qid, (share, _) in item.shares.items() if share < -_TIE]
+        return sorted(worse, key=lambda x: (x[1], x[0]))
     return sorted(
         ((qid, a - b) for qid, a, b in zip(item.ids, item.now, item.then, strict=True) if a < b),
         key=lambda x: x[1],
@@ -462,8 +496,11 @@ def _explanations(
     from retrieval_gate.suites import units_of
 
     metric = item.check.metric
+    shares = item.shares
     lines = [
-        explain(qid, record.query(qid), base.query(qid), metric, record.kind)
+        shares[qid][1]
+        if shares is not None
+        else explain(qid, record.query(qid), base.query(qid), metric, record.kind)
         for qid, _ in deltas[:EXPLAIN]
     ]
     rest = deltas[EXPLAIN:]
@@ -505,8 +542,8 @@ def _outcome(
         regression=RegressionFigures(
             baseline=item.mean_then,
             tolerance=check.tolerance,
-            improved=item.test.improved,
-            degraded=item.test.degraded,
+            improved=item.improved,
+            degraded=item.degraded,
             not_compared=item.missing,
             verdict=verdict,
             diagnostic=not check.gated,

@@ -261,6 +261,16 @@ class SuiteKind:
         the shared kernel from the run's rankings and needs no entry here)."""
         return {}
 
+    def contributions(
+        self, metric: str, ids: Sequence[str], now: RunRecord, then: RunRecord
+    ) -> Mapping[str, tuple[float, str]] | None:
+        """For an aggregate that is not a mean of per-unit values (a correlation): each unit's
+        share of its change from ``then`` to ``now`` over ``ids`` (negative: the unit lowered
+        it; the shares sum to the change) with one line saying why. A regression counts and
+        explains its worse units by these. None (the default): a unit's own value change
+        explains it."""
+        return None
+
     def unit_record(self, run: RunResult, index: int) -> UnitRecord:
         """What the record keeps of unit ``index`` (its ranking cut to the largest cutoff)."""
         return UnitRecord(ranking=run.rankings[index][: max(run.suite.k)])
