@@ -533,6 +533,11 @@ class RegressionFigures:
     reliability: float = 0.95
     planned_resolution: float | None = None
     queries_needed: int | None = None
+    width: float | None = None  # the metric's range: a resolution as wide resolves no drop
+
+    @property
+    def resolves_nothing(self) -> bool:
+        return bool(self.width) and (self.resolution or 0.0) >= (self.width or 0.0)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -543,6 +548,7 @@ class RegressionFigures:
             "reliability": self.reliability,
             "planned_resolution": self.planned_resolution,
             "queries_needed": self.queries_needed,
+            "width": self.width,
             "p_value": self.p_value,
             "p_adjusted": self.p_adjusted,
             "improved": self.improved,
@@ -581,6 +587,7 @@ class RegressionFigures:
             reliability=data.get("reliability", 0.95),
             planned_resolution=data.get("planned_resolution"),
             queries_needed=data.get("queries_needed"),
+            width=data.get("width"),
         )
 
     @property
@@ -629,6 +636,8 @@ class Outcome:
                 if figures.policy == "tolerance" and figures.resolution is not None
                 else ""
             )
+            if resolution and figures.resolves_nothing:
+                resolution = f", resolves no drop at {figures.percent}"
             return (
                 f"{self.metric} regression over {where} ({self.suite} x {self.system}): "
                 f"{status}: {format_value(self.value)} vs baseline "

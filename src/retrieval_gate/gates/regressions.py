@@ -552,6 +552,7 @@ def _outcome(
             reliability=1.0 - session_alpha,
             planned_resolution=resolved.planned,
             queries_needed=resolved.needed,
+            width=None if item.spread is None else item.spread.width,
             **margin,
         ),
     )

@@ -474,6 +474,8 @@ _Rows = tuple[list[str], list[list[str]], list[str]]
 def _tolerance_rows(table: Mapping[str, RegressionRow]) -> _Rows:
     """The baseline table under the tolerance rule: the drop against the tolerance, and the
     resolution of that decision (the suite's warning comes once, after its systems)."""
+    from retrieval_gate.report.resolution import row_resolution
+
     rows = [
         [
             name,
@@ -481,7 +483,7 @@ def _tolerance_rows(table: Mapping[str, RegressionRow]) -> _Rows:
             fmt(m.current),
             fmt(m.baseline - m.current),
             fmt(m.tolerance),
-            "-" if m.resolution is None else f"+-{fmt(m.resolution)}",
+            row_resolution(name, m),
             str(m.improved),
             str(m.degraded),
             _verdict_cell(m),

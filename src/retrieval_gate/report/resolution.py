@@ -184,6 +184,11 @@ def resolution_rows(comparisons: Iterable[BaselineComparison]) -> list[list[str]
     return rows
 
 
+def row_resolution(name: str, row: RegressionRow) -> str:
+    """A baseline table's resolution cell for the check ``name`` (``scope::metric``)."""
+    return resolution_cell(row.resolution, _width(_scope_and_metric(name)[1]))
+
+
 def resolution_header(units: str) -> list[str]:
     """The report table's header, its counts named by the suite kind's units ("pairs")."""
     return [

@@ -53,6 +53,10 @@ def render(data: ReportData) -> Iterator[str]:
                     f"  {run.system} vs baseline: {base.shared} shared {units_of(run.kind)}"
                     + (f" ({', '.join(extra)})" if extra else "")
                 )
+                # What is measured differently (a model, an option, the corpus), old -> new:
+                # the likely cause of any regression below, where a CI log is read.
+                for note in base.notes:
+                    yield f"  {run.system} vs baseline: {note}"
         failed = [g for g in gates if not g.passed]
         yield f"  gates: {len(gates) - len(failed)} passed, {len(failed)} failed"
         for g in failed:
