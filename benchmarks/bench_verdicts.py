@@ -24,7 +24,13 @@ average (a neutral change). On top, the true drop:
   population mean of metric j over a and b. A negative drop (an improvement): the baseline's
   value is the one at 0, so D_j = -q m_j;
 * ``shrink``: "now" scaled by (1 - q) on every query (dense and small): D_j = q m_j;
-* ``one``: five systems, only the first changes (``lose``), the other four neutral (D = 0).
+* ``one``: five systems, only the first changes (``lose``), the other four neutral (D = 0);
+* ``gone``: all-or-nothing losses of whole queries, the same queries for every system (their
+  relevant documents left the corpus or the index: every system loses them), and nothing else:
+  "then" is ranker a's value, "now" the same with each lost query at 0 on every metric, so the
+  drops are 0 or a query's whole value. D_j = q m_j with m_j the population mean of a. The
+  sessions that saw fewer of the losses state both a smaller drop and a smaller epsilon (the
+  skewed case the resolution's skewness term is for).
 
 The true drops are a grid around the tolerance, t + k e for k in +-{0.6, 0.8, 1, 1.2, 1.5, 2}
 and D = 0, with e the median stated epsilon of the cell at D = 0. For each grid point ``--reps``
@@ -506,6 +512,14 @@ def draw_session(
         qq = 0.0 if model == "one" and s > 0 else abs(q)
         sign = 1.0 if q >= 0 else -1.0
         va, vb = a[idx], b[idx]
+        if model == "gone":
+            if s == 0:  # the queries that lose everything: one draw shared by every system
+                shared = (rng.random((reps, n)) < qq)[..., None]
+            qq = abs(q)
+            then = np.where(shared, 0.0, va) if sign < 0 else va
+            now = np.where(shared, 0.0, va) if sign > 0 else va
+            out.append((then - now, sign * qq * a.mean(axis=0)))
+            continue
         coin = (rng.random((reps, n)) < 0.5)[..., None]
         then, now = np.where(coin, va, vb), np.where(coin, vb, va)
         if model in ("lose", "one"):
@@ -535,6 +549,8 @@ def coverage_cell(
     rng = np.random.default_rng(seed)
     # The primary metric (nDCG) of the first system sets the grid's scale.
     primary = (pops[0][0][:, 0].mean() + pops[0][1][:, 0].mean()) / 2.0
+    if model == "gone":  # the drop is of ranker a's values alone
+        primary = float(pops[0][0][:, 0].mean())
     pilot = draw_session(pops, n, 400, 0.0, model, rng)
     _agrees(pilot[0][0], level)
     # The grid's scale is the plugin's resolution whatever the method, so methods meet the same
@@ -595,17 +611,27 @@ def coverage_cell(
     }
 
 
-def coverage(reps: int, jobs: int, datasets: tuple[str, ...] = DATASETS) -> None:
+def coverage(
+    reps: int,
+    jobs: int,
+    datasets: tuple[str, ...] = DATASETS,
+    models: tuple[str, ...] = ("lose", "shrink", "one", "gone"),
+    sizes: tuple[int, ...] = SIZES,
+    seed: int = 1000,
+) -> None:
     cells = [
-        (data, n, systems, model, reps, 1000 + i)
+        (data, n, systems, model, reps, seed + i)
         for i, (data, n, systems, model) in enumerate(
             (data, n, systems, model)
             for data in DATASETS
             for n in SIZES
-            for systems, models in ((1, ("lose", "shrink")), (5, ("lose", "shrink", "one")))
+            for systems, models in (
+                (1, ("lose", "shrink", "gone")),
+                (5, ("lose", "shrink", "one", "gone")),
+            )
             for model in models
         )
-        if data in datasets
+        if data in datasets and model in models and n in sizes
     ]
     se = math.sqrt(DELTA * (1 - DELTA) / reps)
     print(
@@ -752,6 +778,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--data", default=",".join(DATASETS), help="data sets, comma-separated")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--models", default="lose,shrink,one,gone", help="--coverage's changes")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="--coverage's n")
+    parser.add_argument("--seed", type=int, default=1000, help="--coverage's first seed")
     parser.add_argument("--calibration", action="store_true")
     parser.add_argument("--calibration-reps", type=int, default=20000)
     args = parser.parse_args(argv)
@@ -759,7 +788,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.methods:
             methods(args.reps or 2000, args.jobs)
         if args.coverage:
-            coverage(args.reps or 2000, args.jobs, tuple(args.data.split(",")))
+            coverage(
+                args.reps or 2000,
+                args.jobs,
+                tuple(args.data.split(",")),
+                tuple(args.models.split(",")),
+                tuple(int(x) for x in args.sizes.split(",")),
+                args.seed,
+            )
         if args.plan:
             plan(args.reps or 2000, args.jobs)
         return 0
