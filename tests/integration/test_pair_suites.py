@@ -353,7 +353,7 @@ def test_the_baseline_comparison_counts_pairs_not_queries(proj: pytest.Pytester)
     markdown = (proj.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
     assert "Compared on 6 pairs shared with `retrieval-baseline.json`." in markdown
     assert (
-        "| system | metric | pairs | tolerance | resolution | from the baseline "
+        "| system | metric | pairs | tolerance | resolution | from the baseline (--rg-plan) "
         "| pairs for the tolerance |" in markdown
     )
     assert "queries" not in markdown

@@ -146,7 +146,7 @@ def test_progress_reaches_the_log_around_capture(
     # Not a terminal: a line per tenth crossed; three queries, one per step.
     result.stdout.fnmatch_lines(
         [
-            "retrieval gate: lineage: querying keyword 1/3 (33%), * s*",
-            "retrieval gate: lineage: querying keyword 3/3 (100%), * s",
+            "retrieval gate: lineage x keyword: querying 1/3 (33%), * s*",
+            "retrieval gate: lineage x keyword: querying 3/3 (100%), * s",
         ]
     )

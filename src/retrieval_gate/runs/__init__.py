@@ -75,4 +75,8 @@ def run_suite(
         latency_needed=sample > 0,
         latency_sample=sample,
     )
-    return kind.run(suite, system, context)
+    from retrieval_gate.progress import about
+
+    # Every progress line of the run (embedding, querying, extracting) names whose run it is.
+    with about(f"{suite.name} x {system.name}"):
+        return kind.run(suite, system, context)

@@ -144,16 +144,14 @@ class RunCache:
     def _measure(
         self, suite: Suite, system: SystemConfig, extra: tuple[Metric, ...]
     ) -> RunRecord | BaseException:
-        from retrieval_gate.progress import about
         from retrieval_gate.runs import run_suite
         from retrieval_gate.runs.evaluate import evaluate_run, record_run
 
         try:
-            with about(f"{suite.name} x {system.name}"):
-                run = run_suite(
-                    suite, system, self.settings, self.options, self.corpus_for(suite, system)
-                )
-                evaluation = evaluate_run(run, extra, resources=self)
+            run = run_suite(
+                suite, system, self.settings, self.options, self.corpus_for(suite, system)
+            )
+            evaluation = evaluate_run(run, extra, resources=self)
             return record_run(evaluation, self.relpath(suite.path), seed=self.settings.seed)
         except RetrievalGateError as exc:
             return exc
