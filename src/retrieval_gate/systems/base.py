@@ -48,7 +48,7 @@ class RunOptions:
     progress: bool = False
     # Loaded embedders by spec, shared by every run of a session (one model load each).
     embedders: dict[Any, Any] = field(default_factory=dict, compare=False, hash=False)
-    # What systems over the same model and texts share in a session (systems/embedding.py):
+    # What systems over the same model and texts share in a session (systems/embedding/):
     # the units of a corpus, the vectors read from the cache, an exact index built from them.
     shared: dict[Any, Any] = field(default_factory=dict, compare=False, hash=False)
 

@@ -1,0 +1,72 @@
+"""The typed records that flow from a run to the report: what was measured and what was decided.
+
+Each stage builds its record once and never changes it afterwards:
+
+* :class:`RunRecord` (with its :class:`QueryRecord`\\ s and :class:`GroupRecord`\\ s): one suite x
+  system as measured, built by the evaluation stage (:mod:`.run`);
+* :class:`Outcome`: one gate's decision (a floor, a ceiling, a query's expectation or a regression
+  check, the last with its :class:`RegressionFigures`) and its wording (:mod:`.outcome`);
+* :class:`BaselineComparison`: how a run lines up with the accepted baseline and what each
+  regression check found (:mod:`.comparison`);
+* :class:`Section` and :class:`Table`: what a suite kind adds to the report (:mod:`.sections`);
+* :class:`ItemPayload`: what an item hands the session, the xdist transport (:mod:`.transport`).
+
+JSON exists only at the edges (the report's JSON twin, the baseline file, the xdist transport),
+and each type has one serializer pair (``to_json`` / ``from_json``). The baseline file keeps a run
+in its own compact form (queries keyed by id, no latency): :meth:`RunRecord.to_baseline_json` and
+:meth:`RunRecord.from_baseline_json` are that form's one codec. What both forms share (each suite
+kind's codec of its extras, the drift rankings) is :mod:`.codecs`; how values and scopes are
+written in messages, :mod:`.wording`. Importers use this package's names.
+
+This package imports nothing heavy: the xdist controller builds the report from these records
+without numpy.
+"""
+
+from __future__ import annotations
+
+from retrieval_gate.records.codecs import KindCodec, RawExtras, UnitExtras, register_kind_codec
+from retrieval_gate.records.comparison import BaselineComparison, RegressionRow
+from retrieval_gate.records.outcome import Outcome, RegressionFigures
+from retrieval_gate.records.run import (
+    DEFAULT_KIND,
+    GroupRecord,
+    QueryRecord,
+    RunFailure,
+    RunRecord,
+    query_digest,
+)
+from retrieval_gate.records.sections import Section, Table
+from retrieval_gate.records.transport import ItemPayload, Undecided
+from retrieval_gate.records.wording import (
+    format_delta,
+    format_value,
+    parse_scope,
+    scope_name,
+    shorten,
+)
+
+__all__ = [
+    "DEFAULT_KIND",
+    "BaselineComparison",
+    "GroupRecord",
+    "ItemPayload",
+    "KindCodec",
+    "Outcome",
+    "QueryRecord",
+    "RawExtras",
+    "RegressionFigures",
+    "RegressionRow",
+    "RunFailure",
+    "RunRecord",
+    "Section",
+    "Table",
+    "Undecided",
+    "UnitExtras",
+    "format_delta",
+    "format_value",
+    "parse_scope",
+    "query_digest",
+    "register_kind_codec",
+    "scope_name",
+    "shorten",
+]

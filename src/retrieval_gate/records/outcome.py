@@ -1,0 +1,280 @@
+"""A gate's decision (:class:`Outcome`) and what a regression check measured
+(:class:`RegressionFigures`), with the wording messages, tables and JUnit properties show."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from retrieval_gate.records.wording import format_delta, format_value, shorten
+
+
+@dataclass(frozen=True)
+class RegressionFigures:
+    """What a regression check measured against the baseline.
+
+    ``policy`` says which rule decided (docs/verdicts.md). ``tolerance``: the item failed when the
+    observed drop was larger than the tolerance (``verdict`` ``regressed``, else ``ok``), and
+    ``resolution`` is its epsilon at ``reliability`` 1 - delta over the session: a true drop
+    above tolerance + epsilon fails and one below tolerance - epsilon passes.
+    ``planned_resolution`` is the epsilon a change as large as the baseline's own spread would
+    get, ``queries_needed`` the queries for an epsilon within the tolerance.
+
+    ``margin``: ``verdict`` is ``regressed`` (the drop is significantly larger than the
+    tolerance), ``ok`` (significantly smaller) or ``underpowered`` (neither shown). ``p_value``
+    tests "drop larger than the tolerance", ``p_within`` "drop smaller than it"; each is compared
+    with ``alpha``, the family-corrected level (the session's alpha / ``family``, Bonferroni), and
+    ``p_adjusted`` is min(1, family * p_value). ``detectable_drop``: the true drop caught 80 % of
+    the time; ``fewest_worse``: for small scopes, the fewest queries that must fall to 0 for
+    ``regressed``. None under the tolerance policy.
+    """
+
+    baseline: float  # the baseline's mean over the compared queries
+    tolerance: float
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    improved: int = 0
+    degraded: int = 0
+    not_compared: str | None = None  # why the check could not be decided, when it could not
+    verdict: str = "ok"
+    p_within: float | None = None
+    alpha: float | None = None  # the level each test of this item is held to
+    family: int | None = None  # regression items sharing the session's alpha
+    detectable_drop: float | None = None
+    fewest_worse: int | None = None
+    diagnostic: bool = False  # reported only: not an item, not in the family
+    policy: str = "margin"
+    resolution: float | None = None
+    reliability: float = 0.95
+    planned_resolution: float | None = None
+    queries_needed: int | None = None
+    width: float | None = None  # the metric's range: a resolution as wide resolves no drop
+
+    @property
+    def resolves_nothing(self) -> bool:
+        return bool(self.width) and (self.resolution or 0.0) >= (self.width or 0.0)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "baseline": self.baseline,
+            "tolerance": self.tolerance,
+            "policy": self.policy,
+            "resolution": self.resolution,
+            "reliability": self.reliability,
+            "planned_resolution": self.planned_resolution,
+            "queries_needed": self.queries_needed,
+            "width": self.width,
+            "p_value": self.p_value,
+            "p_adjusted": self.p_adjusted,
+            "improved": self.improved,
+            "degraded": self.degraded,
+            "verdict": self.verdict,
+            "p_within": self.p_within,
+            "alpha": self.alpha,
+            "family": self.family,
+            "detectable_drop": self.detectable_drop,
+            "fewest_worse": self.fewest_worse,
+            "diagnostic": self.diagnostic,
+        }
+        if self.not_compared is not None:
+            out["not_compared"] = self.not_compared
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RegressionFigures:
+        return cls(
+            baseline=data["baseline"],
+            tolerance=data["tolerance"],
+            p_value=data["p_value"],
+            p_adjusted=data["p_adjusted"],
+            improved=data["improved"],
+            degraded=data["degraded"],
+            not_compared=data.get("not_compared"),
+            verdict=data["verdict"],
+            p_within=data["p_within"],
+            alpha=data["alpha"],
+            family=data["family"],
+            detectable_drop=data["detectable_drop"],
+            fewest_worse=data["fewest_worse"],
+            diagnostic=data["diagnostic"],
+            policy=data.get("policy", "margin"),
+            resolution=data.get("resolution"),
+            reliability=data.get("reliability", 0.95),
+            planned_resolution=data.get("planned_resolution"),
+            queries_needed=data.get("queries_needed"),
+            width=data.get("width"),
+        )
+
+    @property
+    def percent(self) -> str:
+        """The reliability as messages show it: ``95 %``."""
+        return f"{100.0 * self.reliability:.4g} %"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One gate's decision: a floor or ceiling over a scope, a query's expectations, or a
+    regression check against the baseline (then ``regression`` holds its figures)."""
+
+    suite: str
+    system: str
+    scope: str  # "suite", "category[x]", "difficulty[x]", "latency", "query[id]", "regression ..."
+    metric: str
+    value: float
+    threshold: float
+    passed: bool
+    n: int
+    ceiling: bool = False
+    worst: tuple[tuple[str, float], ...] = ()
+    texts: Mapping[str, str] = field(default_factory=dict)  # query id -> its text, for messages
+    detail: tuple[str, ...] = field(default_factory=tuple)
+    regression: RegressionFigures | None = None
+    nodeid: str = ""  # the pytest item that decided it; set where the item is known
+
+    @property
+    def comparison(self) -> str:
+        return "<=" if self.ceiling else ">="
+
+    def headline(self) -> str:
+        verdict = "ok" if self.passed else "FAILED"
+        if self.scope.startswith("query["):
+            qid = self.scope.removeprefix("query[").removesuffix("]")
+            text = f' "{shorten(self.texts[qid])}"' if self.texts.get(qid) else ""
+            return f"expect on {self.scope}{text} ({self.suite} x {self.system}): {verdict}"
+        if self.regression is not None:
+            figures = self.regression
+            where = self.scope.removeprefix("regression").strip() or "suite"
+            status = figures.verdict
+            status = status if self.passed else f"FAILED: {status}"
+            resolution = (
+                f", resolution +-{format_value(figures.resolution)} at {figures.percent}"
+                if figures.policy == "tolerance" and figures.resolution is not None
+                else ""
+            )
+            if resolution and figures.resolves_nothing:
+                resolution = f", resolves no drop at {figures.percent}"
+            return (
+                f"{self.metric} regression over {where} ({self.suite} x {self.system}): "
+                f"{status}: {format_value(self.value)} vs baseline "
+                f"{format_value(figures.baseline)} (drop "
+                f"{format_value(figures.baseline - self.value)}, tolerance "
+                f"{format_value(figures.tolerance)}{resolution}, n={self.n})"
+            )
+        what = "ceiling" if self.ceiling else "floor"
+        return (
+            f"{self.metric} over {self.scope} ({self.suite} x {self.system}): {verdict}: "
+            f"{format_value(self.value)} (needs {self.comparison} "
+            f"{format_value(self.threshold)} {what}, n={self.n})"
+        )
+
+    def lines(self) -> list[str]:
+        out = [self.headline()]
+        if self.worst and self.regression is not None:
+            out.append(
+                "most dropped: "
+                + ", ".join(f"{self._named(q)} ({format_delta(v)})" for q, v in self.worst)
+            )
+        elif self.worst:
+            label = "slowest queries" if self.ceiling else "worst queries"
+            unit = " ms" if self.ceiling and self.scope == "latency" else ""
+            out.append(
+                f"{label}: "
+                + ", ".join(f"{self._named(q)} ({format_value(v)}{unit})" for q, v in self.worst)
+            )
+        out.extend(self.detail)
+        return out
+
+    @property
+    def verdict(self) -> str:
+        """``ok``/``failed`` for a floor, ceiling or expectation; a regression check's own verdict
+        (``regressed``, ``ok``, ``underpowered``)."""
+        if self.regression is not None:
+            return self.regression.verdict
+        return "ok" if self.passed else "failed"
+
+    def properties(self) -> list[tuple[str, object]]:
+        """The figures a CI dashboard charts, as JUnit XML ``<property>`` pairs."""
+        out: list[tuple[str, object]] = [
+            ("scope", self.scope),
+            ("metric", self.metric),
+            ("value", self.value),
+            ("threshold", self.threshold),
+            ("comparison", self.comparison),
+            ("n", self.n),
+            ("verdict", self.verdict),
+        ]
+        figures = self.regression
+        if figures is not None:
+            out += [("baseline", figures.baseline), ("tolerance", figures.tolerance)]
+            out += [("policy", figures.policy), ("reliability", figures.reliability)]
+            if figures.resolution is not None:
+                out.append(("resolution", figures.resolution))
+            if figures.p_adjusted is not None:
+                out.append(("p_adjusted", figures.p_adjusted))
+            if figures.detectable_drop is not None:
+                out.append(("detectable_drop", figures.detectable_drop))
+        return out
+
+    @property
+    def measured(self) -> str:
+        """The measured value in its own unit: a rank, milliseconds, or a metric value."""
+        if self.scope.startswith("query[") and self.ceiling:
+            return "not retrieved" if self.value < 0 else f"rank {self.value:.0f}"
+        if self.scope == "latency":
+            return f"{self.value:.1f} ms"
+        return format_value(self.value)
+
+    @property
+    def needed(self) -> str:
+        """The threshold in the same unit, with its direction: ``>= 0.8``, ``<= rank 3``."""
+        if self.scope.startswith("query[") and self.ceiling:
+            return f"<= rank {self.threshold:.0f}"
+        if self.scope == "latency":
+            return f"<= {self.threshold:g} ms"
+        return f"{self.comparison} {format_value(self.threshold)}"
+
+    def _named(self, qid: str) -> str:
+        text = self.texts.get(qid)
+        return f'{qid} "{shorten(text)}"' if text else qid
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "nodeid": self.nodeid,
+            "suite": self.suite,
+            "system": self.system,
+            "scope": self.scope,
+            "metric": self.metric,
+            "value": self.value,
+            "threshold": self.threshold,
+            "comparison": self.comparison,
+            "passed": self.passed,
+            "n": self.n,
+            "worst": [
+                {"id": qid, "value": v, **({"text": self.texts[qid]} if qid in self.texts else {})}
+                for qid, v in self.worst
+            ],
+            "detail": list(self.detail),
+        }
+        if self.regression is not None:
+            out.update(self.regression.to_json())
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Outcome:
+        return cls(
+            suite=data["suite"],
+            system=data["system"],
+            scope=data["scope"],
+            metric=data["metric"],
+            value=data["value"],
+            threshold=data["threshold"],
+            passed=data["passed"],
+            n=data["n"],
+            ceiling=data["comparison"] == "<=",
+            worst=tuple((w["id"], w["value"]) for w in data["worst"]),
+            texts={w["id"]: w["text"] for w in data["worst"] if "text" in w},
+            detail=tuple(data["detail"]),
+            regression=RegressionFigures.from_json(data) if "baseline" in data else None,
+            nodeid=data["nodeid"],
+        )

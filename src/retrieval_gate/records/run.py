@@ -1,0 +1,324 @@
+"""The records of a run: :class:`RunRecord` (one suite x system as measured, built by the
+evaluation stage) with its :class:`QueryRecord`\\ s and :class:`GroupRecord`\\ s, and
+:class:`RunFailure` (a run that could not complete).
+
+Each type has its JSON codec here (``to_json`` / ``from_json``); the baseline file keeps a run in
+its own compact form (queries keyed by id, no latency): :meth:`RunRecord.to_baseline_json` and
+:meth:`RunRecord.from_baseline_json` are that form's one codec.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from retrieval_gate.records.codecs import (
+    UnitExtras,
+    decode_extras,
+    drift_from_json,
+    drift_json,
+    kind_codec,
+)
+from retrieval_gate.records.wording import parse_scope
+
+#: The kind a run has when its record names none (what 0.1.0 wrote: a ranking suite).
+DEFAULT_KIND = "ranking"
+
+
+def query_digest(text: str, relevant: Mapping[str, int], *extra: Any) -> str:
+    """A query's content digest: a baseline compares a query only while text and judgments match
+    (``extra``: what else a unit of another suite kind is judged by, JSON-serialisable)."""
+    blob = json.dumps([text, sorted(relevant.items()), *extra], ensure_ascii=False).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class QueryRecord:
+    """One unit of a run: its values, its ranking (cut at the suite's largest k) and where each
+    relevant (grade >= 1) document ranked in the full ranking (None: not retrieved), plus what
+    its suite kind adds (``extras``)."""
+
+    id: str
+    digest: str
+    category: str | None
+    difficulty: str | None
+    metrics: Mapping[str, float]
+    ranking: tuple[str, ...]
+    relevant_ranks: Mapping[str, int | None]
+    latency_ms: float | None = None  # None for a query read back from a baseline file
+    text: str = ""  # the query's text ("" for a query read back from a baseline file)
+    # Documents of the top max(k) without a judgment (grade >= 0): Judged@k's complement, and the
+    # "stale labels?" line of a regression. Empty for a query read back from a baseline file.
+    unjudged: tuple[str, ...] = ()
+    extras: UnitExtras | None = None  # what the unit's suite kind adds
+    # A readable name of each id the record shows (an ontology term's label), from the suite's
+    # kind; empty where ids are their own names (a document path). Not kept in a baseline file.
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def named(self, doc: str) -> str:
+        """An id as messages and tables show it: with its label beside it when it has one
+        (``HP:0000252 (Microcephaly)``)."""
+        label = self.labels.get(doc)
+        return f"{doc} ({label})" if label else doc
+
+    @property
+    def gold(self) -> tuple[str, ...]:
+        """The relevant (expected) ids: an extraction document's affirmed gold terms."""
+        return tuple(self.relevant_ranks)
+
+    def label(self, kind: str) -> str | None:
+        """The query's ``category`` or ``difficulty``."""
+        return self.category if kind == "category" else self.difficulty
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "digest": self.digest,
+            "category": self.category,
+            "difficulty": self.difficulty,
+            "metrics": dict(self.metrics),
+            "ranking": list(self.ranking),
+            "relevant_ranks": dict(self.relevant_ranks),
+            "latency_ms": self.latency_ms,
+            "text": self.text,
+            # Only what a unit of another kind has: a ranking query's JSON is unchanged.
+            **(self.extras.to_json() if self.extras is not None else {}),
+            "unjudged": list(self.unjudged),
+            # Only where the kind names its ids: a ranking query's JSON is unchanged.
+            **({"labels": dict(self.labels)} if self.labels else {}),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], kind: str = DEFAULT_KIND) -> QueryRecord:
+        return cls(
+            id=data["id"],
+            digest=data["digest"],
+            category=data.get("category"),
+            difficulty=data.get("difficulty"),
+            metrics=dict(data["metrics"]),
+            ranking=tuple(data["ranking"]),
+            relevant_ranks=dict(data["relevant_ranks"]),
+            latency_ms=data.get("latency_ms"),
+            text=data.get("text", ""),
+            unjudged=tuple(data.get("unjudged", ())),
+            extras=decode_extras(kind, data),
+            labels=dict(data.get("labels", {})),
+        )
+
+
+@dataclass(frozen=True)
+class GroupRecord:
+    """A category's or difficulty's query count and metric values."""
+
+    n: int
+    metrics: Mapping[str, float]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"n": self.n, "metrics": dict(self.metrics)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GroupRecord:
+        return cls(n=data["n"], metrics=dict(data["metrics"]))
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One suite x system as measured: values per scope, latency, and every query."""
+
+    suite: str
+    suite_path: str
+    system: str
+    n: int
+    k: tuple[int, ...]
+    fingerprint: Mapping[str, Any]
+    metrics: Mapping[str, float]  # over the whole suite
+    categories: Mapping[str, GroupRecord]
+    difficulties: Mapping[str, GroupRecord]
+    latency_ms: Mapping[str, float]  # p50 / p95 / p99 / mean
+    stats: Mapping[str, Any]  # corpus, cache and index figures of the system
+    queries: tuple[QueryRecord, ...]
+    kind: str = DEFAULT_KIND  # the suite's kind (suites/: ranking, ontology, extraction, pairs)
+    # Kinds with few units (extraction, pairs): the seeded bootstrap 95 % interval of each value.
+    intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    # The suite's unjudged (drift) queries: id -> (digest of the text, top max(k)); drift.py.
+    drift_rankings: Mapping[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.suite, self.system)
+
+    @property
+    def latency_measured(self) -> bool:
+        """False for a stored run and a pair suite: their latency figures are not query times."""
+        return self.stats.get("latency_measured", True) is not False
+
+    @cached_property
+    def _by_id(self) -> dict[str, QueryRecord]:
+        return {q.id: q for q in self.queries}
+
+    def query(self, qid: str) -> QueryRecord:
+        return self._by_id[qid]
+
+    def has_query(self, qid: str) -> bool:
+        return qid in self._by_id
+
+    def groups(self, kind: str) -> Mapping[str, GroupRecord]:
+        """Categories (``kind="category"``) or difficulties, by label."""
+        return self.categories if kind == "category" else self.difficulties
+
+    def scope_ids(self, scope: str) -> list[str]:
+        """Ids of the queries in a scope (``suite``, ``category[x]``, ``difficulty[x]``)."""
+        group = parse_scope(scope)
+        if group is None:
+            return [q.id for q in self.queries]
+        kind, label = group
+        return [q.id for q in self.queries if q.label(kind) == label]
+
+    def value(self, metric: str, scope: str = "suite") -> float:
+        """A metric's value over a scope; latency names (``latency_p95_ms``) read the latency."""
+        if metric.startswith("latency_") and metric.endswith("_ms"):
+            return self.latency_ms[metric.removeprefix("latency_").removesuffix("_ms")]
+        group = parse_scope(scope)
+        if group is None:
+            return self.metrics[metric]
+        kind, label = group
+        found = self.groups(kind).get(label)
+        return 0.0 if found is None else found.metrics[metric]
+
+    def n_in(self, scope: str = "suite") -> int:
+        group = parse_scope(scope)
+        if group is None:
+            return self.n
+        kind, label = group
+        found = self.groups(kind).get(label)
+        return 0 if found is None else found.n
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "suite": self.suite,
+            "suite_path": self.suite_path,
+            "system": self.system,
+            "n": self.n,
+            "k": list(self.k),
+            "fingerprint": dict(self.fingerprint),
+            "metrics": dict(self.metrics),
+            "categories": {label: g.to_json() for label, g in self.categories.items()},
+            "difficulties": {label: g.to_json() for label, g in self.difficulties.items()},
+            "latency_ms": dict(self.latency_ms),
+            "stats": dict(self.stats),
+            "queries": [q.to_json() for q in self.queries],
+            **self._kind_json(),
+            **drift_json(self.drift_rankings),
+        }
+
+    def _kind_json(self) -> dict[str, Any]:
+        if self.kind == DEFAULT_KIND:
+            return {}  # a ranking run's JSON is what 0.1.0 wrote
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "intervals": {name: list(bounds) for name, bounds in self.intervals.items()},
+        }
+        codec = kind_codec(self.kind)
+        if codec is not None and codec.run_view is not None:
+            out.update(codec.run_view(self))
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunRecord:
+        return cls(
+            suite=data["suite"],
+            suite_path=data["suite_path"],
+            system=data["system"],
+            n=data["n"],
+            k=tuple(data["k"]),
+            fingerprint=dict(data["fingerprint"]),
+            metrics=dict(data["metrics"]),
+            categories={label: GroupRecord.from_json(g) for label, g in data["categories"].items()},
+            difficulties={
+                label: GroupRecord.from_json(g) for label, g in data["difficulties"].items()
+            },
+            latency_ms=dict(data["latency_ms"]),
+            stats=dict(data["stats"]),
+            queries=tuple(
+                QueryRecord.from_json(q, data.get("kind", DEFAULT_KIND)) for q in data["queries"]
+            ),
+            kind=data.get("kind", DEFAULT_KIND),
+            intervals={name: (lo, hi) for name, (lo, hi) in data.get("intervals", {}).items()},
+            drift_rankings=drift_from_json(data),
+        )
+
+    def to_baseline_json(self) -> dict[str, Any]:
+        """The compact form a baseline file keeps: what a later comparison reads, queries by id."""
+        return {
+            "suite": self.suite,
+            "system": self.system,
+            **({"kind": self.kind} if self.kind != DEFAULT_KIND else {}),
+            "fingerprint": dict(self.fingerprint),
+            "k": list(self.k),
+            "metrics": dict(self.metrics),
+            "queries": {
+                q.id: {
+                    "digest": q.digest,
+                    "category": q.category,
+                    "difficulty": q.difficulty,
+                    "metrics": dict(q.metrics),
+                    "ranking": list(q.ranking),
+                    "relevant_ranks": dict(q.relevant_ranks),
+                }
+                for q in self.queries
+            },
+            **drift_json(self.drift_rankings),
+        }
+
+    @classmethod
+    def from_baseline_json(cls, data: Mapping[str, Any], *, suite_path: str = "") -> RunRecord:
+        """A run read back from a baseline file (validated by the baseline loader first).
+
+        What the compact form does not keep is empty: groups, latency and stats; each query's
+        latency is None.
+        """
+        kind = data.get("kind", DEFAULT_KIND)
+        queries = tuple(
+            QueryRecord.from_json({"id": qid, **query}, kind)
+            for qid, query in data["queries"].items()
+        )
+        return cls(
+            suite=data.get("suite", ""),
+            suite_path=suite_path,
+            system=data.get("system", ""),
+            n=len(queries),
+            k=tuple(data.get("k", ())),
+            fingerprint=dict(data.get("fingerprint", {})),
+            metrics=dict(data.get("metrics", {})),
+            categories={},
+            difficulties={},
+            latency_ms={},
+            stats={},
+            queries=queries,
+            kind=kind,
+            drift_rankings=drift_from_json(data),
+        )
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    """A suite x system whose run could not complete, with the one-line reason."""
+
+    suite: str
+    system: str
+    error: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.suite, self.system)
+
+    def to_json(self) -> dict[str, str]:
+        return {"suite": self.suite, "system": self.system, "error": self.error}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunFailure:
+        return cls(suite=data["suite"], system=data["system"], error=data["error"])

@@ -1,0 +1,168 @@
+"""The vectors of an embedding system: its embedder opened once per session, the embedding
+cache's look-up and store (a store that fails warns instead of failing the run), the query-vector
+cache, and texts embedded through the cache for suites that embed rather than search."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.systems.base import RunOptions
+
+if TYPE_CHECKING:
+    from retrieval_gate.embed import Embedder
+    from retrieval_gate.embed.cache import EmbeddingCache
+    from retrieval_gate.systems.config import SystemConfig
+
+
+#: Appended to an embedder's identity to name its query-vector cache: the same text embedded as
+#: a query and as a document differs wherever the two prompts do.
+QUERY_IDENTITY_SUFFIX = " queries"
+
+
+def store_or_warn(cache: Any, digests: list[str], vectors: Any) -> None:
+    """Store fresh vectors; a cache folder that cannot be written costs re-embedding next
+    time, not this run (a ``CacheWarning`` says why and what to do)."""
+    import errno
+    import warnings
+
+    from retrieval_gate.errors import CacheWarning
+
+    try:
+        cache.store(digests, vectors)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            advice = "no space left on the device; free space, or give --rg-cache-dir elsewhere"
+        else:
+            advice = f"{exc.strerror or exc}; give a writable cache folder with --rg-cache-dir"
+        warnings.warn(
+            f"embedding cache {cache.directory} could not store {len(digests)} vectors "
+            f"({advice}); they will be embedded again next run",
+            CacheWarning,
+            stacklevel=2,
+        )
+
+
+def missing_digests(cache: Any, digests: list[str]) -> tuple[Any, list[str]]:
+    """The cache's vectors for ``digests`` and the digests it lacks."""
+    found, positions = cache.lookup(digests)
+    return found, [digests[i] for i in positions]
+
+
+def query_cache(options: RunOptions, embedder: Embedder) -> EmbeddingCache:
+    """The embedder's query-vector cache, one instance per session (it keeps what it read)."""
+    from retrieval_gate.embed import known_dim
+    from retrieval_gate.embed.cache import EmbeddingCache
+
+    root = options.cache_dir / "embeddings"
+    key = ("query-cache", str(root), embedder.identity)
+    found = options.shared.get(key)
+    if isinstance(found, EmbeddingCache):
+        return found
+    cache = EmbeddingCache(
+        EmbeddingCache.folder(root, embedder.identity) / "queries",
+        embedder.identity + QUERY_IDENTITY_SUFFIX,
+        known_dim(embedder),
+    )
+    options.shared[key] = cache
+    return cache
+
+
+def load_system_embedder(
+    system: SystemConfig, options: RunOptions, *, source: Path | None = None
+) -> Embedder:
+    """The embedding system's embedder, opened once per session and spec (``options.embedders``)
+    for suites that embed texts rather than search a corpus (pair suites); the model loads on the
+    first text the cache lacks."""
+    from retrieval_gate.embed import EmbedderSpec, open_embedder
+
+    opt = system.options
+    distill_from = opt.get("distill_from")
+    spec = EmbedderSpec(
+        kind=opt["embedder"],
+        model=opt["model"] or distill_from or "",
+        query_prompt=opt["query_prompt"],
+        document_prompt=opt["document_prompt"],
+        normalize=opt["normalize"],
+        batch_size=opt["batch_size"],
+        distill_from=distill_from,
+        pca_dims=opt.get("pca_dims", 256),
+        device=opt["device"],
+        backend=opt.get("backend", "torch"),
+    )
+    try:
+        embedder = options.embedders.get(spec)
+        if embedder is None:
+            embedder = options.embedders[spec] = open_embedder(spec, cache_dir=options.cache_dir)
+        if opt.get("embed_executor") == "ray":  # documents the cache lacks go to Ray: embed/ray.py
+            from retrieval_gate.embed.ray import ray_embedder
+
+            embedder = ray_embedder(
+                embedder,
+                spec,
+                opt["ray_address"],
+                cache_dir=options.cache_dir,
+                embedders=options.embedders,
+            )
+    except RetrievalGateError as exc:
+        if exc.entry is None:
+            exc.entry = f"system.{system.name}"
+            exc.path = exc.path or (None if source is None else str(source))
+            exc.args = (exc.format(),)
+        raise
+    return embedder
+
+
+def embed_texts(
+    embedder: Embedder, texts: Sequence[str], options: RunOptions, *, label: str
+) -> tuple[Any, int]:
+    """``texts`` as document vectors (float32, one row each) through the embedding cache, and
+    how many had to be embedded. Each distinct text is embedded once."""
+    import numpy as np
+
+    from retrieval_gate.embed import LazyEmbedder, known_dim
+    from retrieval_gate.embed.cache import EmbeddingCache
+    from retrieval_gate.progress import task
+
+    digests = [EmbeddingCache.digest(text) for text in texts]
+    first: dict[str, int] = {}
+    for i, digest in enumerate(digests):
+        first.setdefault(digest, i)
+    unique = list(first)
+    found: dict[str, Any] = {}
+    todo = unique
+    cache = (
+        EmbeddingCache(options.cache_dir / "embeddings", embedder.identity, known_dim(embedder))
+        if options.use_cache
+        else None
+    )
+    if cache is not None:
+        hits, missing = cache.lookup(unique)
+        if missing and hits.shape[0] and hits.shape[1] != embedder.dim:
+            # Read before a lazy model said its width: as EmbeddingIndex, drop other widths.
+            cache = EmbeddingCache(
+                options.cache_dir / "embeddings", embedder.identity, embedder.dim
+            )
+            hits, missing = cache.lookup(unique)
+        if not missing and hits.shape[0] and isinstance(embedder, LazyEmbedder):
+            embedder.know_dim(hits.shape[1])
+        absent = set(missing)
+        hit_digests = [d for i, d in enumerate(unique) if i not in absent]
+        found.update(zip(hit_digests, hits, strict=True))
+        todo = [unique[i] for i in missing]
+    if todo:
+        progress = task(f"{label}: embedding", len(todo))
+        try:
+            fresh = embedder.encode_documents([texts[first[d]] for d in todo])
+        finally:
+            progress.update(len(todo))
+            progress.close()
+        found.update(zip(todo, fresh, strict=True))
+        if cache is not None:
+            store_or_warn(cache, todo, fresh)
+    vectors = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+    for i, digest in enumerate(digests):
+        vectors[i] = found[digest]
+    return vectors, len(todo)
