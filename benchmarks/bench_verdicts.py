@@ -41,7 +41,8 @@ Carlo standard error.
 
 ``--methods`` is why the resolution has its small-sample parts: the same cells (``lose``; one
 system, and five on HPO) with a normal critical value and no pseudo-query, a t value and no
-pseudo-query, a t value and a pseudo-query of weight 1, and the plugin's: weight c^2 / 4.
+pseudo-query, a t value and a pseudo-query of weight 1, weight c^2 / 4 without the skewness term,
+and the plugin's: weight c^2 / 4 and the skewness term.
 
 Each coverage cell also says at how many of its true drops at least 10 % of sessions had an item
 outside the band (below t - epsilon / above t + epsilon; 0 means no true drop the metric allows
@@ -102,7 +103,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -424,9 +425,11 @@ def _pairs(data: str, systems: int) -> list[tuple[np.ndarray, np.ndarray]]:
 #: The resolution variants ``--methods`` compares: (critical value, pseudo-query weight; "c2" is
 #: c^2 / 4). The plugin's is ("t", "c2"); the others are what it would be without its
 #: small-sample parts, or with a pseudo-query of fixed weight 1.
-PLUGIN = "t, pseudo-query c^2/4 (the plugin's)"
-METHODS: dict[str, tuple[str, float | str]] = {
-    PLUGIN: ("t", "c2"),
+PLUGIN = "t, pseudo-query c^2/4, skewness term (the plugin's)"
+NO_SKEW = "t, pseudo-query c^2/4 (before the skewness term)"
+METHODS: dict[str, tuple[str, float | str] | tuple[str, float | str, str]] = {
+    PLUGIN: ("t", "c2", "skew"),
+    NO_SKEW: ("t", "c2"),
     "t, pseudo-query 1": ("t", 1.0),
     "t": ("t", 0.0),
     "z": ("z", 0.0),
@@ -437,7 +440,7 @@ def stated_epsilon(
     drops: np.ndarray,
     level: float,
     seed: int = 0,
-    method: tuple[str, float | str] = ("t", "c2"),
+    method: tuple[str, float | str] | tuple[str, float | str, str] = ("t", "c2", "skew"),
 ) -> np.ndarray:
     """Each simulated item's resolution as the plugin states it, for ``drops`` of shape
     (reps, n, metrics): retrieval_gate.gates.resolution's block_resolution, its pieces
@@ -449,7 +452,7 @@ def stated_epsilon(
         normal_joint_quantile,
     )
 
-    quantile, weight = method
+    quantile, weight = method[0], method[1]
     reps, n, _ = drops.shape
     ss = ((drops - drops.mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
     matrices = _correlations(drops) if n >= 3 else [correlation(drops[r]) for r in range(reps)]
@@ -460,7 +463,14 @@ def stated_epsilon(
     cs = np.asarray(c)[:, None]
     # (SS + w R^2) / (n - 1 + w) is the variance (R = 1); w = 0 is the plain sample variance.
     w = cs * cs / 4.0 if weight == "c2" else float(weight)
-    result: np.ndarray = cs * np.sqrt((ss + w) / (n - 1 + w)) / math.sqrt(n)
+    sd = np.sqrt((ss + w) / (n - 1 + w))
+    if len(method) > 2:
+        # Edgeworth's first-order term for the studentised mean's skewed tail (the plugin's
+        # ItemSpread.skew_term): c + |g| (2 c^2 + 1) / (6 sqrt(n)), g = m3 / sd^3.
+        m3 = ((drops - drops.mean(axis=1, keepdims=True)) ** 3).mean(axis=1)
+        skew = np.abs(m3) / sd**3
+        cs = cs + skew * (2.0 * cs * cs + 1.0) / (6.0 * math.sqrt(n))
+    result: np.ndarray = cs * sd / math.sqrt(n)
     return result
 
 
@@ -648,9 +658,9 @@ def coverage(
         from multiprocessing import Pool
 
         with Pool(jobs) as pool:
-            results = pool.map(coverage_cell, cells, chunksize=1)
+            results: Iterable[dict[str, object]] = pool.map(coverage_cell, cells, chunksize=1)
     else:
-        results = [coverage_cell(cell) for cell in cells]
+        results = (coverage_cell(cell) for cell in cells)  # each row as soon as it is measured
     for r in results:
         tested_fail, tested_pass = r["tested"]  # type: ignore[misc]
         cond_fail, cond_pass = r["conditional"]  # type: ignore[misc]
@@ -685,9 +695,9 @@ def methods(reps: int, jobs: int) -> None:
         from multiprocessing import Pool
 
         with Pool(jobs) as pool:
-            results = pool.map(coverage_cell, cells, chunksize=1)
+            results: Iterable[dict[str, object]] = pool.map(coverage_cell, cells, chunksize=1)
     else:
-        results = [coverage_cell(cell) for cell in cells]
+        results = (coverage_cell(cell) for cell in cells)  # each row as soon as it is measured
     for r in results:
         print(
             f"| {r['data']} | {r['n']} | {r['systems']} | {r['method']} | {r['epsilon']:.3f} "

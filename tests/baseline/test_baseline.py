@@ -513,13 +513,16 @@ def test_more_blocks_widen_the_resolution_and_change_no_decision() -> None:
     for a, b in zip(alone, shared_out, strict=True):
         assert (a.passed, figures(a).verdict) == (b.passed, figures(b).verdict)
         # 6 blocks: each at 1 - 0.95^(1/6) = 0.008512, c = t_{1 - 0.004256, 9}. Drops: two 1s,
-        # eight 0s, SS = 2 * 0.8^2 + 8 * 0.2^2 = 1.6.
+        # eight 0s, SS = 2 * 0.8^2 + 8 * 0.2^2 = 1.6, skewed: m3 = (2 * 0.8^3 - 8 * 0.2^3) / 10
+        # = 0.096, and c grows by the skewness term (m3 / s^3) (2 c^2 + 1) / (6 sqrt(10)).
         for c, found in (
             (t_quantile(0.975, 9), figures(a)),
             (t_quantile(1 - block_level(0.05, 6) / 2, 9), figures(b)),
         ):
             w = c * c / 4
-            assert found.resolution == pytest.approx(c * math.sqrt((1.6 + w) / (9 + w) / 10))
+            sd = math.sqrt((1.6 + w) / (9 + w))
+            k = 0.096 / sd**3 * (2 * c * c + 1) / (6 * math.sqrt(10))
+            assert found.resolution == pytest.approx((c + k) * sd / math.sqrt(10))
         assert figures(b).resolution > figures(a).resolution  # type: ignore[operator]
     # Drop 0.2: over 0.1, within 0.3.
     assert [o.passed for o in alone] == [False, True]

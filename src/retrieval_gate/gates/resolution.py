@@ -12,7 +12,8 @@ the metric's range (1 for a metric within [0, 1]):
 
     epsilon = c * sqrt((SS + w R^2) / (n - 1 + w)) / sqrt(n),   SS = sum (d_i - D^)^2,  w = c^2 / 4
 
-that is c times the standard error of D^ with a pseudo-query of full range, of weight w, added to
+(times (c + k) / c with k the skewness term below), that is c times the standard error of D^ with a
+pseudo-query of full range, of weight w, added to
 the spread (``(SS + w R^2) / (n - 1 + w)`` is the sample variance of the n differences and w more
 at distance R from their mean; :func:`pseudo_weight`: w = 1 at c = 2, growing with c^2 as the
 Wilson and Agresti-Coull corrections do, so a session of many blocks, whose c is larger, adds
@@ -21,6 +22,13 @@ correction: with all-or-nothing losses on a few queries, a small suite often see
 its plug-in spread is 0 (Wald's interval for a proportion fails the same way; Agresti and Min 2005
 add pseudo-counts for paired proportions). Without it the stated epsilon under-covers at 12 and 35
 queries (benchmarks/bench_verdicts.py measures it).
+
+Skewed drops (a few queries that lose everything, the rest unchanged) make the studentised mean's
+tail heavier on one side: a sample that saw fewer of the losses states both a smaller drop and a
+smaller epsilon. Each item's c then grows by Edgeworth's first-order term, k = |g| (2 c^2 + 1) /
+(6 sqrt(n)), g the drops' skewness m3 / s^3 (s with the pseudo-query), in both directions (the
+stated epsilon is symmetric); k is 0 for symmetric drops, so a change without skew keeps its
+epsilon (benchmarks/bench_verdicts.py, the ``gone`` change; docs/verdicts.md).
 
 c is one critical value shared by the items of a *block* (one suite x system x scope: the metrics
 measured on the same queries): the (1 - level) quantile of max_j |T_j| over the block's metrics,
@@ -235,6 +243,21 @@ class ItemSpread:
         sd = self.bootstrap_sd or 0.0
         return math.sqrt(sd * sd + weight * (self.width / self.n) ** 2)
 
+    def skew_term(self, c: float, weight: float) -> float:
+        """What the drops' skewness adds to c: Edgeworth's first-order term for the tail of a
+        studentised mean, |g| (2 c^2 + 1) / (6 sqrt(n)), g = m3 / s^3 with m3 the drops' third
+        central moment and s their sd with the pseudo-query (so a small suite's few drops do not
+        make it explode). 0 for symmetric drops and for an aggregate that is not a mean."""
+        if self.drops is None or self.n < 3:
+            return 0.0
+        centred = self.drops - self.drops.mean()
+        m3 = float((centred**3).mean())
+        ss = float((centred**2).sum())
+        sd = math.sqrt((ss + weight * self.width * self.width) / (self.n - 1 + weight))
+        if sd <= 0.0 or m3 == 0.0:
+            return 0.0
+        return abs(m3) / sd**3 * (2.0 * c * c + 1.0) / (6.0 * math.sqrt(self.n))
+
     def unit_sd(self) -> float:
         """The spread of the drops per unit: their sample sd, or sd_boot * sqrt(n)."""
         if self.drops is not None:
@@ -277,9 +300,14 @@ def block_resolution(
         c=c,
         level=level,
         df=n - 1,
-        epsilon={k: c * usable[k].standard_error(pseudo_weight(c)) for k in names},
+        epsilon={k: _epsilon(usable[k], c) for k in names},
         c_normal=normal_joint_quantile(corr, level, seed),
     )
+
+
+def _epsilon(item: ItemSpread, c: float) -> float:
+    w = pseudo_weight(c)
+    return (c + item.skew_term(c, w)) * item.standard_error(w)
 
 
 def pseudo_weight(c: float) -> float:
