@@ -2,6 +2,12 @@
 
     python benchmarks/compare_examples.py --before /path/to/older/worktree \\
         [--work /tmp/rg-compare-examples] [--examples quickstart vaswani extraction pairs]
+    python benchmarks/compare_examples.py --xdist [--examples ...]
+
+With ``--xdist`` this tree runs each example twice, serially and under ``-n 2``, each from an
+empty cache of its own (so each builds its indexes and embeds everything itself), and the two
+are compared the same way: the same inputs must give the same rankings and metrics however the
+run is run (docs/performance.md, "Serial and -n 2").
 
 Each example runs from its own tree's repository root (``pytest --retrieval-gate
 examples/NAME``, ``PYTHONPATH`` at that tree's ``src``, the same interpreter and packages), this
@@ -37,7 +43,9 @@ EXTRA = {
 }
 
 
-def _report(tree: Path, example: str, cache: Path, out: Path) -> dict[str, Any]:
+def _report(
+    tree: Path, example: str, cache: Path, out: Path, extra: tuple[str, ...] = ()
+) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(tree / "src"), "HF_HUB_OFFLINE": "1"}
     args = [
         sys.executable,
@@ -51,6 +59,7 @@ def _report(tree: Path, example: str, cache: Path, out: Path) -> dict[str, Any]:
         *EXTRA.get(example, []),
         f"--rg-cache-dir={cache}",
         f"--rg-report={out}",
+        *extra,
     ]
     done = subprocess.run(args, cwd=tree, env=env, capture_output=True, text=True, check=False)
     if done.returncode not in (0, 1) or " skipped" in done.stdout:
@@ -67,7 +76,11 @@ def _report(tree: Path, example: str, cache: Path, out: Path) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--before", type=Path, required=True)
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--before", type=Path, help="the other checkout to compare with")
+    group.add_argument(
+        "--xdist", action="store_true", help="compare this tree serial with this tree under -n 2"
+    )
     parser.add_argument("--work", type=Path, default=Path("/tmp/rg-compare-examples"))
     parser.add_argument(
         "--examples", nargs="+", default=["quickstart", "vaswani", "extraction", "pairs"]
@@ -78,8 +91,22 @@ def main() -> None:
     differ = False
     for example in args.examples:
         cache = work / f"{example}-cache"
-        this = _report(REPO, example, cache, work / f"{example}-this.md")
-        before = _report(args.before.resolve(), example, cache, work / f"{example}-before.md")
+        if args.xdist:
+            import shutil
+
+            for folder in (cache, work / f"{example}-xdist-cache"):
+                shutil.rmtree(folder, ignore_errors=True)
+            this = _report(REPO, example, cache, work / f"{example}-serial.md")
+            before = _report(
+                REPO,
+                example,
+                work / f"{example}-xdist-cache",
+                work / f"{example}-xdist.md",
+                ("-n", "2"),
+            )
+        else:
+            this = _report(REPO, example, cache, work / f"{example}-this.md")
+            before = _report(args.before.resolve(), example, cache, work / f"{example}-before.md")
         queries = sum(len(v["rankings"]) for v in this.values())
         same_rankings = {k: v["rankings"] for k, v in this.items()} == {
             k: v["rankings"] for k, v in before.items()

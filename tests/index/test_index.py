@@ -10,6 +10,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -175,8 +176,9 @@ def test_chroma_reopen_reuses_collection_without_re_adding(tmp_path: Path) -> No
 
 def test_chroma_records_a_build_id_per_build_and_keeps_it_on_reopen(tmp_path: Path) -> None:
     from retrieval_gate.index import INDEXES
-    from retrieval_gate.index.chroma import build_file, read_build
+    from retrieval_gate.index.chroma import build_file, embedded_key, read_build
 
+    key = embedded_key("ids", "reproducible")  # the collection's key: its default build's
     built = INDEXES["chroma"].built
     assert built is not None and INDEXES["exact"].built is None
     assert INDEXES["chroma-server"].built is None
@@ -186,17 +188,19 @@ def test_chroma_records_a_build_id_per_build_and_keeps_it_on_reopen(tmp_path: Pa
     build = built(tmp_path, "ids", {})
     assert build is not None and len(build) == 32
     assert build_file(tmp_path / "chroma", "ids").name == ".retrieval-gate-build-rg-ids"
+    assert build_file(tmp_path / "chroma", key).exists()
     # Reopened with nothing new to add: the same graph, the same build.
     make_index("chroma", cache_dir=tmp_path, key="ids").add(IDS[:3], VECTORS[:3])
-    assert read_build(tmp_path / "chroma", "ids") == build
+    assert read_build(tmp_path / "chroma", key) == build
     # New vectors change the graph: a new build id.
     make_index("chroma", cache_dir=tmp_path, key="ids").add(IDS, VECTORS)
-    rebuilt = read_build(tmp_path / "chroma", "ids")
+    rebuilt = read_build(tmp_path / "chroma", key)
     assert rebuilt is not None and rebuilt != build
-    # A collection found without an id (built before ids existed) gets one when reopened.
-    build_file(tmp_path / "chroma", "ids").unlink()
+    # A collection found without an id (built before ids existed, or by a run killed before its
+    # graph was persisted) is built again, with a new one.
+    build_file(tmp_path / "chroma", key).unlink()
     make_index("chroma", cache_dir=tmp_path, key="ids").add(IDS, VECTORS)
-    assert read_build(tmp_path / "chroma", "ids") not in (None, build, rebuilt)
+    assert read_build(tmp_path / "chroma", key) not in (None, build, rebuilt)
 
 
 def test_chroma_adds_in_batches_under_the_client_limit(tmp_path: Path) -> None:
@@ -252,10 +256,11 @@ def test_chroma_failures_are_one_line_run_errors(
         index.search(QUERIES, k=3)
     assert isinstance(info.value, ValueError)  # the Index protocol's error for callers
     assert info.value.format() == (
-        f"chroma collection 'rg-broken' at {tmp_path / 'chroma'} query failed: "
+        f"chroma collection 'rg-broken-r1' at {tmp_path / 'chroma'} query failed: "
         "Error executing plan: Nothing found on disk"
     )
-    monkeypatch.setattr(index._collection, "count", fail)
+    # On the class: add() takes the collection by name again under the store lock.
+    monkeypatch.setattr(type(index._collection), "count", fail)
     with pytest.raises(RunError, match="could not be counted: Error executing plan"):
         index.add(["f"], VECTORS[:1])
 
@@ -312,7 +317,8 @@ def test_a_disk_filling_up_while_adding_says_so(
     def full(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(index._collection, "add", full)
+    # On the class: a reproducible build creates its collection again before adding.
+    monkeypatch.setattr(type(index._collection), "add", full)
     with pytest.raises(ChromaError) as info:
         index.add(IDS, VECTORS)
     assert info.value.problem == "full"
@@ -430,3 +436,54 @@ def test_chroma_server_unreachable_is_a_config_error(tmp_path: Path) -> None:
     port = _free_port()
     with pytest.raises(ConfigError, match=rf"chroma server at http://127.0.0.1:{port} is not"):
         make_index("chroma-server", cache_dir=tmp_path, key="k", port=port, entry="system.s")
+
+
+#: A graph coarse enough (few links, a short candidate list) that two different graphs of the
+#: same vectors rank differently.
+COARSE: dict[str, Any] = {"hnsw_ef_search": 4, "hnsw_max_neighbors": 4, "hnsw_ef_construction": 8}
+
+
+def test_chroma_builds_of_the_same_vectors_rank_the_same_in_any_insert_order(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("chromadb")
+    ids = [f"d{i:03d}" for i in range(150)]
+    vectors, queries = _random(150, 16, seed=5), _random(30, 16, seed=6)
+    first = make_index("chroma", cache_dir=tmp_path / "one", key="same", **COARSE)
+    first.add(ids, vectors)
+    again = make_index("chroma", cache_dir=tmp_path / "two", key="same", **COARSE)
+    again.add(ids[::-1], vectors[::-1])  # inserted in id order whatever the caller's order
+    found = first.search(queries, k=10)
+    assert again.search(queries, k=10) == found
+    exact = make_index("exact", cache_dir=tmp_path, key="same")
+    exact.add(ids, vectors)
+    truth = [[doc for doc, _ in row] for row in exact.search(queries, k=10)]
+    # An approximate graph, so which graph is searched decides the rankings.
+    assert index_recall([[doc for doc, _ in row] for row in found], truth, 10) < 1.0
+
+
+def test_a_half_built_chroma_collection_is_built_again_from_nothing(tmp_path: Path) -> None:
+    pytest.importorskip("chromadb")
+    from retrieval_gate.index.chroma import ChromaIndex
+
+    ids = [f"d{i:03d}" for i in range(120)]
+    vectors, queries = _random(120, 16, seed=7), _random(20, 16, seed=8)
+    clean = make_index("chroma", cache_dir=tmp_path / "clean", key="half", **COARSE)
+    clean.add(ids, vectors)
+    # A run killed mid-build left 50 records (not persisted: reopening replays them in an
+    # order of chroma's choosing) and no build id.
+    half = make_index("chroma", cache_dir=tmp_path / "half", key="half", **COARSE)
+    assert isinstance(half, ChromaIndex)
+    half._collection.add(ids=ids[:50], embeddings=vectors[:50])
+    half.add(ids, vectors)
+    assert len(half) == 120
+    assert half.search(queries, k=10) == clean.search(queries, k=10)
+
+
+def test_a_reproducible_build_keeps_what_an_earlier_add_put_in(tmp_path: Path) -> None:
+    pytest.importorskip("chromadb")
+    index = make_index("chroma", cache_dir=tmp_path, key="two-adds")
+    index.add(IDS[:2], VECTORS[:2])
+    index.add(IDS[2:], VECTORS[2:])  # rebuilt from nothing, with the first two kept
+    assert len(index) == 5
+    _check(index.search(QUERIES, k=5), EXPECTED_FULL, 1e-5)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -118,7 +119,7 @@ def test_a_rebuilt_index_searches_again_and_replaces_the_old_results(tmp_path: P
     assert (len(second.opened), second.search.hits) == (1, 0)
     second.search.close()
     (shard,) = (tmp_path / RESULTS_FOLDER).glob("*/??.json")
-    assert json.loads(shard.read_text())["build"] == "build-2"
+    assert json.loads(shard.read_text())["payload"]["build"] == "build-2"
 
 
 def test_the_vector_digest_is_the_sha256_of_its_float32_bytes() -> None:
@@ -130,29 +131,55 @@ def test_the_vector_digest_is_the_sha256_of_its_float32_bytes() -> None:
     assert vector_digest(np.array([0.5, -1.0000001], dtype=np.float32)) != expected
 
 
+def _flip_a_score_digit(text: bytes) -> bytes:
+    # The last digit of the first score: the JSON stays valid, one result changes.
+    at = text.index(b'"results"')
+    at = text.index(b"0.", at) + 2
+    digit = b"1" if text[at : at + 1] != b"1" else b"2"
+    return text[:at] + digit + text[at + 1 :]
+
+
+def _foreign(tmp_path: Path) -> bytes:
+    # The shard another index (same build id, same query) wrote: valid, sealed, not ours.
+    other = ResultCache(tmp_path / "elsewhere", "chroma\nanother-key")
+    other.store("build-1", {(vector_digest(Q1), 3): [("c", 0.5)]})
+    (shard,) = other.directory.glob("??.json")
+    return shard.read_bytes()
+
+
 @pytest.mark.parametrize(
-    "damage",
+    ("damage", "said"),
     [
-        b'{"format": 1, "build": "build-1", "resu',  # cut short
-        b"\xff\xfe\x00 not text",
-        b'{"format": 1, "build": "build-1", "results": {"x": 5}}',  # wrong shape
-        b'["a list"]',
-        b'{"format": 99, "build": "build-1", "results": {}}',  # a later format
+        (lambda text, tmp: text[: len(text) // 2], "not complete JSON (torn or damaged)"),
+        (lambda text, tmp: b"\xff\xfe\x00 not text", "not UTF-8"),
+        (lambda text, tmp: _flip_a_score_digit(text), "does not match its digest"),
+        (lambda text, tmp: b'["a list"]', "not a sealed cache entry of this version"),
+        (lambda text, tmp: _foreign(tmp), "holds another entry's data"),
     ],
-    ids=["truncated", "binary", "bad-results", "not-an-object", "format"],
+    ids=["truncated", "binary", "flipped-digit", "not-an-object", "foreign"],
 )
-def test_a_damaged_shard_is_a_miss_and_is_rewritten(tmp_path: Path, damage: bytes) -> None:
+def test_a_damaged_shard_is_a_miss_said_in_one_warning_and_rewritten(
+    tmp_path: Path, damage: Any, said: str
+) -> None:
+    from retrieval_gate.errors import CacheWarning
+
     first = Harness(tmp_path)
     expected = first.search.search(Q1[None, :], 3)
     first.search.close()
     (shard,) = (tmp_path / RESULTS_FOLDER).glob("*/??.json")
-    shard.write_bytes(damage)
+    shard.write_bytes(damage(shard.read_bytes(), tmp_path))
 
     second = Harness(tmp_path)
-    assert second.search.search(Q1[None, :], 3) == expected
+    with pytest.warns(CacheWarning) as caught:
+        assert second.search.search(Q1[None, :], 3) == expected
+    (warning,) = caught
+    message = str(warning.message)
+    assert message.startswith(f"index result cache shard {shard} was not used: ")
+    assert said in message and message.endswith("; computed again")
+    assert "\n" not in message
     assert (len(second.opened), second.search.hits) == (1, 0)
     second.search.close()
-    assert json.loads(shard.read_text())["results"] == {
+    assert json.loads(shard.read_text())["payload"]["results"] == {
         f"{vector_digest(Q1)}:3": [[doc, score] for doc, score in expected[0]]
     }
     third = Harness(tmp_path)
@@ -160,16 +187,19 @@ def test_a_damaged_shard_is_a_miss_and_is_rewritten(tmp_path: Path, damage: byte
     assert third.opened == []
 
 
-def test_a_damaged_entry_misses_alone(tmp_path: Path) -> None:
+def test_an_edited_entry_distrusts_its_whole_shard(tmp_path: Path) -> None:
+    from retrieval_gate.errors import CacheWarning
+
     cache = ResultCache(tmp_path, "i")
     # Two digests in the same shard (same first two hex digits).
     one, two = "ab" + "0" * 62, "ab" + "1" * 62
     cache.store("b", {(one, 1): [("x", 0.5)], (two, 1): [("y", 0.25)]})
     (shard,) = cache.directory.glob("??.json")
     data = json.loads(shard.read_text())
-    data["results"][f"{one}:1"] = [["x"]]
+    data["payload"]["results"][f"{one}:1"] = [["z", 0.5]]  # a plausible lie
     shard.write_text(json.dumps(data))
-    assert ResultCache(tmp_path, "i").lookup("b", [one, two], 1) == {1: [("y", 0.25)]}
+    with pytest.warns(CacheWarning, match="does not match its digest"):
+        assert ResultCache(tmp_path, "i").lookup("b", [one, two], 1) == {}
 
 
 def test_shards_are_written_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -183,6 +213,7 @@ def test_shards_are_written_atomically(tmp_path: Path, monkeypatch: pytest.Monke
         path.write_text(text)
 
     monkeypatch.setattr(results, "write_text_atomic", record)
+    monkeypatch.setattr("retrieval_gate.files.atomic.write_text_atomic", record)
     cache = ResultCache(tmp_path, "i")
     cache.store("b", {("ab" + "0" * 62, 1): [("x", 0.5)], ("cd" + "0" * 62, 1): [("y", 0.5)]})
     assert sorted(p.name for p in written) == ["ab.json", "cd.json", "identity.txt"]
@@ -305,3 +336,18 @@ def test_a_cached_result_the_index_could_not_have_given_is_searched_again(
     again = Harness(tmp_path)
     assert again.search.search(Q1[None, :], 3) == expected
     assert again.search.hits == 1
+
+
+def test_a_shard_written_before_shards_were_sealed_is_searched_again_unsaid(
+    tmp_path: Path,
+) -> None:
+    first = Harness(tmp_path)
+    expected = first.search.search(Q1[None, :], 3)
+    first.search.close()
+    (shard,) = (tmp_path / RESULTS_FOLDER).glob("*/??.json")
+    # The earlier form: a plain object; its (here wrong) results are never used.
+    old = {"format": 1, "build": "build-1", "results": {f"{vector_digest(Q1)}:3": [["c", 0.5]]}}
+    shard.write_text(json.dumps(old))
+    second = Harness(tmp_path)  # no warning: this test session makes one an error
+    assert second.search.search(Q1[None, :], 3) == expected
+    assert (len(second.opened), second.search.hits) == (1, 0)

@@ -66,11 +66,11 @@ def test_a_collection_is_built_with_its_hnsw_settings(tmp_path: Path) -> None:
     assert (config["hnsw"]["space"], config["hnsw"]["ef_search"]) == ("cosine", 7)
 
 
-def test_inserts_go_in_batches_of_the_client_size(
+def test_a_batched_build_inserts_in_batches_of_the_client_size(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("chromadb")
-    index = make_index("chroma", cache_dir=tmp_path, key="batched")
+    index = make_index("chroma", cache_dir=tmp_path, key="batched", build="batched")
     assert index._batch == index._client.get_max_batch_size()  # type: ignore[attr-defined]
     calls: list[int] = []
     collection = index._collection  # type: ignore[attr-defined]

@@ -167,3 +167,33 @@ def test_a_warm_run_reads_the_figures_back_instead_of_building_again(
     assert stability and stability == {
         k: v for k, v in again.items() if k.startswith("index_stability")
     }
+
+
+@pytest.mark.parametrize("damage", ["flipped-byte", "truncated", "foreign"])
+def test_a_damaged_figures_entry_is_said_in_one_line_and_measured_again(
+    pytester: pytest.Pytester, damage: str
+) -> None:
+    _project(pytester)
+    pytester.runpytest("--retrieval-gate").assert_outcomes(passed=1)
+    clean = _stats(pytester)
+    (entry,) = (pytester.path / ".retrieval-gate-cache" / "index-stability").glob("*.json")
+    text = entry.read_bytes()
+    if damage == "flipped-byte":
+        at = text.index(b'"index_stability_rbo":') + len(b'"index_stability_rbo":') + 3
+        entry.write_bytes(text[:at] + bytes([text[at] ^ 0x01]) + text[at + 1 :])
+    elif damage == "truncated":
+        entry.write_bytes(text[: len(text) // 2])
+    else:  # another entry's file (another collection, query set or k) copied over this one
+        entry.with_name("0" * 64 + ".json").write_bytes(text)
+        entry.write_bytes(text.replace(entry.stem.encode(), b"0" * 64))
+    # As a user's run shows it (this test session makes warnings errors).
+    result = pytester.runpytest("--retrieval-gate", "-W", "default::UserWarning")
+    result.assert_outcomes(passed=1, warnings=1)
+    lines = [line for line in result.outlines if f"index stability cache entry {entry}" in line]
+    assert len(lines) == 1 and lines[0].endswith("; computed again")
+    # Measured again (a second build), with the clean run's figures; the entry is whole again.
+    assert (pytester.path / "builds.txt").read_text() == "2"
+    figures = {k: v for k, v in clean.items() if k.startswith("index_")}
+    assert {k: v for k, v in _stats(pytester).items() if k.startswith("index_")} == figures
+    pytester.runpytest("--retrieval-gate").assert_outcomes(passed=1)
+    assert (pytester.path / "builds.txt").read_text() == "1"

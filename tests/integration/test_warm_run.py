@@ -250,7 +250,7 @@ def test_a_rebuilt_collection_never_answers_with_the_old_builds_results(
     (new_build,) = (pytester.path / "cache" / "chroma").glob(".retrieval-gate-build-*")
     assert new_build.read_text() != old_id
     assert all(
-        json.loads(s.read_text())["build"] == new_build.read_text().strip()
+        json.loads(s.read_text())["payload"]["build"] == new_build.read_text().strip()
         for s in _shards(pytester)
     )
     assert _per_query(rebuilt) == _per_query(cold)

@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from retrieval_gate.baseline.provenance import Provenance, commit_provenance
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.records import RunRecord
@@ -37,6 +38,8 @@ def run_key(suite: str, system: str) -> str:
 class Baseline:
     path: Path
     runs: Mapping[str, RunRecord] = field(default_factory=dict)
+    # The commit and time it was saved (``saved``; None in a file written before 0.3).
+    saved: Provenance | None = None
 
     def get(self, suite: str, system: str) -> RunRecord | None:
         return self.runs.get(run_key(suite, system))
@@ -55,12 +58,12 @@ def load_baseline(path: Path) -> Baseline | None:
         data = parse_structured(text, format="json", path=path, error=BaselineError, constants=True)
     except BaselineError as exc:
         raise BaselineError(
-            f"corrupt baseline ({exc.message}); restore it from version control or save a new "
-            "one with --rg-save-baseline",
-            path=path,
+            f"corrupt baseline ({exc.message}); {repair_advice(path)}", path=path
         ) from None
     if not isinstance(data, dict) or not isinstance(data.get("runs"), dict):
-        raise BaselineError("corrupt baseline: expected an object with 'runs'", path=path)
+        raise BaselineError(
+            f"corrupt baseline: expected an object with 'runs'; {repair_advice(path)}", path=path
+        )
     if data.get("version") != VERSION:
         raise BaselineError(
             f"baseline version {data.get('version')!r} is not supported (expected {VERSION}); "
@@ -69,10 +72,81 @@ def load_baseline(path: Path) -> Baseline | None:
         )
     runs = {}
     for key, run in data["runs"].items():
-        _check_run(run, path, key)
+        try:
+            _check_run(run, path, key)
+        except BaselineError as exc:
+            raise BaselineError(
+                f"{exc.message}; {repair_advice(path)}", path=path, entry=exc.entry
+            ) from None
         suite, _, system = str(key).rpartition("::")
         runs[key] = RunRecord.from_baseline_json({"suite": suite, "system": system, **run})
-    return Baseline(path=path, runs=runs)
+    saved = data.get("saved")
+    return Baseline(
+        path=path,
+        runs=runs,
+        saved=Provenance.from_json(saved) if isinstance(saved, dict) else None,
+    )
+
+
+def repair_advice(path: Path) -> str:
+    """What to do about a corrupt baseline file, in words that work when followed literally.
+
+    ``--rg-save-baseline`` replaces a corrupt baseline only when the file is one this plugin
+    wrote (files/outputs.py: its first bytes say so); any other file is never written over, so
+    for it the advice is to move it away first.
+    """
+    import shlex
+
+    from retrieval_gate.files.outputs import owned
+
+    if owned(path, "json"):
+        return "restore it from version control or save a new one with --rg-save-baseline"
+    moved = shlex.quote(f"{path}.bad")
+    return (
+        "it does not start as a baseline of this plugin, so --rg-save-baseline will not write "
+        f"over it: restore it from version control, or move it away (mv {shlex.quote(str(path))} "
+        f"{moved}) and save a new one with --rg-save-baseline"
+    )
+
+
+#: A metric's ``(lo, hi)`` value bounds by its name (None: a metric this installation does
+#: not know), and how the bounds are written in messages. The metric registry sits above this
+#: layer, so the plugin hands them in (`use_metric_bounds`) when the gate is on; until then
+#: values are checked for type and finiteness only.
+MetricBounds = Callable[[str], "tuple[float | None, float | None] | None"]
+_bounds: tuple[MetricBounds, Callable[[tuple[float | None, float | None]], str]] | None = None
+
+
+def use_metric_bounds(
+    bounds_of: MetricBounds, show: Callable[[tuple[float | None, float | None]], str]
+) -> None:
+    """Check loaded baselines' values against ``bounds_of(metric name)``, written by ``show``."""
+    global _bounds
+    _bounds = (bounds_of, show)
+
+
+def _check_bounds(metrics: Mapping[str, Any], path: Path, key: str, where: str) -> None:
+    """A metric value outside its metric's bounds (a P@10 of 5.0) is an error naming the file,
+    suite, system and metric; a metric this installation does not know is left to the
+    comparison (a plugin's family that is not loaded)."""
+    if _bounds is None:
+        return
+    bounds_of, show = _bounds
+    suite, _, system = str(key).rpartition("::")
+    for name, value in metrics.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue  # said by the type check
+        bounds = bounds_of(str(name))
+        if bounds is None:
+            continue
+        lo, hi = bounds
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            raise BaselineError(
+                f"corrupt baseline: {name} of suite {suite!r}, system {system!r} is {value!r}, "
+                f"outside its bounds {show(bounds)}",
+                path=path,
+                entry=where,
+            )
 
 
 # What the comparison reads from each query of a baseline run, and the JSON type it must have.
@@ -124,16 +198,25 @@ def _check_run(run: Any, path: Path, key: str) -> None:
                     path=path,
                     entry=where,
                 )
+        _check_bounds(query["metrics"], path, key, where)
+    _check_bounds(run.get("metrics", {}), path, key, key)
 
 
-def save_baseline(path: Path, records: Iterable[RunRecord], previous: Baseline | None) -> None:
-    """Write this session's runs, keeping the previous baseline's runs this session didn't run."""
+def save_baseline(
+    path: Path,
+    records: Iterable[RunRecord],
+    previous: Baseline | None,
+    saved: Provenance | None = None,
+) -> None:
+    """Write this session's runs, keeping the previous baseline's runs this session didn't run;
+    ``saved``: the commit and time it is saved at (the baseline's age is read from it)."""
     runs: dict[str, RunRecord] = dict(previous.runs) if previous is not None else {}
     for record in records:
         runs[run_key(record.suite, record.system)] = record
     payload = {
         "version": VERSION,
         "generator": f"pytest-retrieval-gate {__version__}",
+        **({"saved": saved.to_json()} if saved is not None else {}),
         "runs": {key: runs[key].to_baseline_json() for key in sorted(runs)},
     }
     write_text_atomic(path, json.dumps(payload, indent=1, sort_keys=False) + "\n")
@@ -198,7 +281,7 @@ class JsonFileStore:
         return load_baseline(self.path)
 
     def save(self, records: Iterable[RunRecord], previous: Baseline | None) -> None:
-        save_baseline(self.path, records, previous)
+        save_baseline(self.path, records, previous, commit_provenance(self.path.parent))
 
 
 STORE_ENTRY_POINT_GROUP = "retrieval_gate.baselines"

@@ -18,8 +18,8 @@ import importlib.util
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
@@ -31,6 +31,7 @@ from retrieval_gate.progress import task
 from retrieval_gate.schema import (
     Option,
     OptionTable,
+    Where,
     at_least,
     beside_settings,
     one_of,
@@ -55,6 +56,7 @@ __all__ = [
     "probe_hub",
     "register_embedder",
     "resolve_model_ref",
+    "spec_backend_options",
     "torch_device",
 ]
 
@@ -82,6 +84,18 @@ class EmbedderSpec:
     backend: str = (
         "torch"  # sentence-transformers: torch, onnx, onnx-int8, openvino (embed/onnx.py)
     )
+    #: The backend's own option values (its option table's keys), as sorted pairs so that the
+    #: spec stays hashable: e.g. the http embedder's base_url and concurrency (embed/http.py).
+    backend_options: tuple[tuple[str, Any], ...] = ()
+
+
+def spec_backend_options(kind: str, options: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """For ``EmbedderSpec.backend_options``: the values in a system's parsed ``options`` of the
+    embedder ``kind``'s own keys, less those the spec holds as fields (model2vec's ``pca_dims``,
+    sentence-transformers' ``backend``), sorted."""
+    held = {field.name for field in fields(EmbedderSpec)}
+    table = EMBEDDERS[kind].options
+    return tuple(sorted((key, options[key]) for key in table if key not in held))
 
 
 @runtime_checkable
@@ -127,6 +141,14 @@ def import_optional(module: str, *, package: str, extra: str) -> ModuleType:
             raise MissingExtraError(f"{package} is not installed; {hint}") from exc
         # The package is there but one of its own dependencies is broken or missing.
         raise MissingExtraError(f"{package} could not be imported ({exc}); {hint}") from exc
+    except Exception as exc:
+        # Installed, and broken on import in another way (built against another numpy, a bad
+        # setting read at import): the user's environment, said in one line, not a traceback.
+        reason = str(exc).splitlines()[0] if str(exc) else ""
+        raise MissingExtraError(
+            f"{package} is installed but could not be imported ({type(exc).__name__}: "
+            f"{reason}); repair or reinstall it (pip install --force-reinstall {package})"
+        ) from exc
 
 
 def _looks_like_path(ref: str) -> bool:
@@ -391,6 +413,9 @@ class EmbedderBackend:
     #: the model's files without importing the backend library, or None when it cannot be
     #: known before loading (a hub model not downloaded yet). Lets a warm run skip the load.
     identify: Callable[[EmbedderSpec, Path, str | None], str | None] | None = None
+    #: ``check(options, where)``: checks of the system's parsed options the table cannot
+    #: express (a key it requires), raising a ``ConfigError`` naming the system.
+    check: Callable[[Mapping[str, Any], Where], None] | None = None
 
 
 #: Embedders by name; "unknown embedder" lists these keys.
@@ -596,3 +621,7 @@ def open_embedder(spec: EmbedderSpec, *, cache_dir: Path, entry: str | None = No
         if identity is not None:
             return LazyEmbedder(identity, lambda: backend.load(spec, Path(cache_dir), entry))
     return backend.load(spec, Path(cache_dir), entry)
+
+
+# Backends that register themselves in their own module (after the names they import exist).
+from retrieval_gate.embed import http as _http  # noqa: E402, F401

@@ -46,8 +46,15 @@ class _Unreadable(Exception):
     pass
 
 
-def _load_shard(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """Read one shard; FileNotFoundError passes through, any damage is `_Unreadable`."""
+def _load_shard(path: Path, owner: str) -> tuple[np.ndarray, np.ndarray]:
+    """Read one shard; FileNotFoundError passes through, any damage is `_Unreadable`.
+
+    The zip's CRC-32 of each array catches a flipped or torn byte (numpy reads each array to
+    its end, where zipfile checks it); ``owner`` (sha256 of the embedder identity, written in
+    every shard) catches a shard copied from another identity's folder, whose vectors of the
+    same width would otherwise answer for this model's texts. Shards written before the owner
+    was recorded have none and are read as they are.
+    """
     from retrieval_gate.files.read import open_regular
 
     try:
@@ -59,10 +66,13 @@ def _load_shard(path: Path) -> tuple[np.ndarray, np.ndarray]:
         ):
             digests = np.asarray(data["digests"])
             vectors = np.asarray(data["vectors"])
+            written_for = str(data["owner"]) if "owner" in data.files else owner
     except FileNotFoundError:
         raise
     except Exception as exc:
         raise _Unreadable(str(exc) or type(exc).__name__) from exc
+    if written_for != owner:
+        raise _Unreadable("written for another embedder identity, not this folder's")
     if digests.ndim != 1 or digests.dtype.kind != "U":
         raise _Unreadable(f"digests have dtype {digests.dtype} and shape {digests.shape}")
     if vectors.ndim != 2 or vectors.dtype != np.float32 or vectors.shape[0] != digests.shape[0]:
@@ -90,6 +100,8 @@ class EmbeddingCache:
 
     def __init__(self, root: Path, identity: str, dim: int | None = None) -> None:
         self.identity = identity
+        #: sha256 of the identity, written in every shard and checked when one is read.
+        self.owner = hashlib.sha256(identity.encode()).hexdigest()
         self.directory = self.folder(root, identity)
         self._loaded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._index: dict[str, tuple[str, int]] | None = None
@@ -183,7 +195,7 @@ class EmbeddingCache:
         try:
             # A file object, so numpy does not append its own ".npz" to the temporary name.
             with open(tmp, "wb") as fh:
-                np.savez(fh, digests=digests, vectors=vectors)
+                np.savez(fh, digests=digests, vectors=vectors, owner=np.array(self.owner))
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, final)
@@ -223,7 +235,7 @@ class EmbeddingCache:
                 if path.name in self._loaded:
                     continue
                 try:
-                    digests, vectors = _load_shard(path)
+                    digests, vectors = _load_shard(path, self.owner)
                 except FileNotFoundError:
                     # Compacted away by another process after we listed it; its entries now
                     # live in a newer shard that a rescan finds.
@@ -321,7 +333,7 @@ class EmbeddingCache:
         dim = self._dim
         for path in self.shard_paths():
             try:
-                digests, vectors = _load_shard(path)
+                digests, vectors = _load_shard(path, self.owner)
             except FileNotFoundError:
                 continue
             except _Unreadable as exc:

@@ -174,7 +174,8 @@ def hnsw_settings(options: Mapping[str, Any]) -> dict[str, int]:
 
 def index_identity(options: Mapping[str, Any]) -> dict[str, Any]:
     """The settings of the system's index backend (``options["index"]``) that name a build,
-    beyond the HNSW keys: empty for exact and chroma, so their identities stay as they were."""
+    beyond the HNSW keys: empty for exact and for chroma's default build, so their identities
+    stay as they were."""
     backend = INDEXES.get(str(options.get("index")))
     if backend is None or backend.identity is None:
         return {}
@@ -184,13 +185,38 @@ def index_identity(options: Mapping[str, Any]) -> dict[str, Any]:
 def _chroma(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Index:
     from retrieval_gate.index.chroma import open_embedded
 
-    return open_embedded(Path(cache_dir) / "chroma", key, hnsw=hnsw_settings(options))
+    build = options.get("build", "reproducible")
+    return open_embedded(Path(cache_dir) / "chroma", key, hnsw=hnsw_settings(options), build=build)
 
 
 def _chroma_built(cache_dir: Path, key: str, options: Mapping[str, Any]) -> str | None:
-    from retrieval_gate.index.chroma import read_build
+    from retrieval_gate.index.chroma import embedded_key, read_build
 
-    return read_build(Path(cache_dir) / "chroma", key)
+    build = options.get("build", "reproducible")
+    return read_build(Path(cache_dir) / "chroma", embedded_key(key, build))
+
+
+def _chroma_identity(options: Mapping[str, Any]) -> dict[str, Any]:
+    # Only the non-default build names itself: identities of systems that keep the default
+    # stay as they were.
+    build = options.get("build", "reproducible")
+    return {"build": build} if build != "reproducible" else {}
+
+
+#: The embedded chroma index's own keys: the HNSW ones and how the graph is built.
+CHROMA_OPTIONS: OptionTable = {
+    **HNSW_OPTIONS,
+    "build": Option(
+        str,
+        "reproducible",
+        "how the graph is built: `reproducible` (one vector per insert, in id order, persisted "
+        "whole: every build of the same vectors ranks the same) or `batched` (chroma's batched, "
+        "parallel inserts: faster to build, but each build ranks a little differently; "
+        "docs/embedding.md)",
+        check=lambda v: v in ("reproducible", "batched"),
+        rule="reproducible, batched",
+    ),
+}
 
 
 def _chroma_server(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Index:
@@ -217,18 +243,20 @@ register_index(
 register_index(
     IndexBackend(
         name="chroma",
-        options=HNSW_OPTIONS,
+        options=CHROMA_OPTIONS,
         open=_chroma,
-        summary="embedded chroma store in the cache folder, reused between runs",
+        summary="embedded chroma store in the cache folder, reused between runs, built "
+        "reproducibly",
         rebuildable=True,
         built=_chroma_built,
+        identity=_chroma_identity,
     )
 )
 register_index(
     IndexBackend(
         name="chroma-server",
         options={
-            "host": Option(str, "127.0.0.1", "host of a running `chroma run` server"),
+            "host": Option(str, "127.0.0.1", "host of a running `chroma run` server", secret=True),
             "port": Option(int, 8000, "its port", check=lambda v: 0 < v < 65536, rule="1 to 65535"),
             # The system's own 'timeout' (the same key): how long the server may take to answer.
             "timeout": Option(

@@ -3,6 +3,11 @@
 Imported only when a chroma index is asked for. Collections use the cosine space and no
 embedding function (vectors come from our embedders), and are named from the caller's key, so
 a warm run finds the collection it built last time and adds nothing.
+
+An embedded collection is built reproducibly by default (`reproducible` below): the same
+vectors give the same graph in every process, so a run ranks the same whether it built the
+collection, reopened it, rebuilt it after the cache was deleted, or an xdist worker built it
+(docs/embedding.md, "Reproducible chroma builds").
 """
 
 from __future__ import annotations
@@ -31,6 +36,17 @@ _MAX_PLAIN_KEY = 60
 LOCK_FILE = ".retrieval-gate.lock"
 #: Beside it, per collection, the id of its current build (``BUILD_PREFIX + collection name``).
 BUILD_PREFIX = ".retrieval-gate-build-"
+#: The embedded index's ``build`` values: one vector per insert in id order, the graph persisted
+#: whole (the default), or chroma's own batched inserts (fast, but each build differs).
+BUILDS = ("reproducible", "batched")
+#: Part of a reproducible collection's key: collections built before builds were reproducible
+#: are never reused as if they were.
+REPRODUCIBLE_TAG = "-r1"
+
+
+def embedded_key(key: str, build: str) -> str:
+    """The collection key of an embedded index with ``build`` (one of `BUILDS`)."""
+    return key + REPRODUCIBLE_TAG if build == "reproducible" else key
 
 
 class ChromaError(RunError, ValueError):
@@ -198,10 +214,13 @@ class ChromaIndex:
         lock_path: Path | None = None,
         hnsw: dict[str, int] | None = None,
         build_path: Path | None = None,
+        reproducible: bool = False,
     ) -> None:
         self._client = client
         #: File holding the collection's build id (embedded stores only): see `read_build`.
         self.build_path = build_path
+        #: Build the graph the same way every time (`_build_reproducibly`).
+        self.reproducible = reproducible
         #: HNSW settings beyond the cosine space (``ef_search``, ...): chroma's defaults if empty.
         self.hnsw = dict(hnsw or {})
         self.key = key
@@ -212,7 +231,7 @@ class ChromaIndex:
             with _store_lock(lock_path):
                 self._collection = client.get_or_create_collection(
                     name=self.name,
-                    configuration={"hnsw": {"space": "cosine", **self.hnsw}},
+                    configuration=self._configuration(),
                     embedding_function=None,
                 )
         except Exception as exc:
@@ -229,6 +248,9 @@ class ChromaIndex:
             self._batch = int(client.get_max_batch_size()) or _FALLBACK_BATCH
         except Exception:
             self._batch = _FALLBACK_BATCH
+
+    def _configuration(self, **extra: int) -> dict[str, Any]:
+        return {"hnsw": {"space": "cosine", **self.hnsw, **extra}}
 
     def __len__(self) -> int:
         return self._count()
@@ -274,8 +296,15 @@ class ChromaIndex:
                 stack.enter_context(_store_lock(self._lock_path))
             except OSError as exc:  # the lock file cannot be opened: read-only or full folder
                 raise self._failed("could not be locked", exc) from exc
+            if self.reproducible:
+                self._reopen()
             present = self._present(id_list)
             new = [i for i, doc_id in enumerate(id_list) if doc_id not in present]
+            if self.reproducible and self.build_path is not None:
+                if new or not self.build_path.exists():
+                    ids, vectors = self._kept(id_list, array, present)
+                    self._build_reproducibly(ids, vectors)
+                return
             if new and self.build_path is not None:
                 # The graph changes: results cached for the old build must not answer for it,
                 # even if this add fails half way.
@@ -291,6 +320,73 @@ class ChromaIndex:
                     raise self._failed("rejected vectors", exc) from exc
             if self.build_path is not None and (new or not self.build_path.exists()):
                 self._new_build(self.build_path)
+
+    def _reopen(self) -> None:
+        """Take the collection by name again, under the store lock: another process may have
+        built it again (a new collection of that name) since this one opened it."""
+        try:
+            self._collection = self._client.get_or_create_collection(
+                name=self.name, configuration=self._configuration(), embedding_function=None
+            )
+        except Exception as exc:
+            raise self._failed("could not be opened", exc) from exc
+
+    def _kept(
+        self, ids: list[str], array: np.ndarray, present: set[str]
+    ) -> tuple[list[str], np.ndarray]:
+        """``ids`` and ``array`` with the records the collection holds beyond them (added by an
+        earlier call): a rebuild keeps what was added before."""
+        if self._count() <= len(present):
+            return ids, array
+        try:
+            held = self._collection.get(include=["embeddings"])
+        except Exception as exc:
+            raise self._failed("could not be read", exc) from exc
+        asked = set(ids)
+        extra = [
+            (str(doc_id), row)
+            for doc_id, row in zip(held["ids"], held["embeddings"], strict=True)
+            if str(doc_id) not in asked
+        ]
+        if not extra:
+            return ids, array
+        rows = np.asarray([row for _, row in extra], dtype=np.float32)
+        return ids + [doc_id for doc_id, _ in extra], np.vstack([array, rows])
+
+    def _build_reproducibly(self, ids: list[str], array: np.ndarray) -> None:
+        """Build the collection again from nothing, so that the same vectors give the same graph.
+
+        chroma (1.x, embedded) inserts the records of one `add` call into its HNSW graph in
+        parallel and in hash-map order (a new order in every process), and on opening a store
+        it inserts every record added since the graph was last persisted again, the same way;
+        its level generator has a fixed seed. So one record per call, in id order, builds the
+        same graph every time, and ``sync_threshold`` = the number of records persists that
+        graph whole with the last one: a later process loads it and replays nothing. A store
+        holding part of the records, or all of them without a build id (a run killed before
+        its last insert was persisted), is not trusted: reopening it would replay records in
+        a random order.
+        """
+        assert self.build_path is not None
+        try:
+            self.build_path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise self._failed("could not be written", exc) from exc
+        try:
+            # Emptied, or recreated with our threshold (chroma fixes it at creation).
+            self._client.delete_collection(self.name)
+            self._collection = self._client.create_collection(
+                name=self.name,
+                configuration=self._configuration(sync_threshold=len(ids)),
+                embedding_function=None,
+            )
+        except Exception as exc:
+            raise self._failed("could not be rebuilt", exc) from exc
+        for row in sorted(range(len(ids)), key=ids.__getitem__):
+            try:
+                self._collection.add(ids=[ids[row]], embeddings=array[row : row + 1])
+            except Exception as exc:
+                raise self._failed("rejected vectors", exc) from exc
+        self._new_build(self.build_path)
 
     @staticmethod
     def _new_build(path: Path) -> None:
@@ -334,9 +430,13 @@ def _settings() -> Any:
     return Settings(anonymized_telemetry=False)
 
 
-def open_embedded(path: Path, key: str, *, hnsw: dict[str, int] | None = None) -> ChromaIndex:
+def open_embedded(
+    path: Path, key: str, *, hnsw: dict[str, int] | None = None, build: str = "reproducible"
+) -> ChromaIndex:
     """An embedded, persistent chroma store at `path` (created if missing); ``hnsw`` holds
-    HNSW settings by chroma's names (``ef_search``, ``max_neighbors``, ...)."""
+    HNSW settings by chroma's names (``ef_search``, ``max_neighbors``, ...), ``build`` is one
+    of `BUILDS`. The collection is keyed by `embedded_key`."""
+    key = embedded_key(key, build)
     chromadb = import_optional("chromadb", package="chromadb", extra="chroma")
     lock_path = path / LOCK_FILE
     try:
@@ -362,6 +462,7 @@ def open_embedded(path: Path, key: str, *, hnsw: dict[str, int] | None = None) -
         lock_path=lock_path,
         hnsw=hnsw,
         build_path=build_file(path, key),
+        reproducible=build == "reproducible",
     )
 
 

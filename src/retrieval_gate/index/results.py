@@ -8,20 +8,21 @@ its results never answer for another build). :class:`CachedSearch` answers from 
 opens the real index only for what they lack.
 
 Layout: ``<cache>/index-results/<sha256(identity)[:32]>/`` holds ``identity.txt`` (for people)
-and up to 256 JSON shards ``<first two hex digits of the entry key>.json``::
+and up to 256 shards ``<first two hex digits of the entry key>.json``, each a sealed entry
+(files/sealed.py) under the key ``<identity>\n<shard file name>`` holding::
 
-    {"format": 1, "build": "<build id>", "results": {"<vector digest>:<k>": [[id, score], ...]}}
+    {"build": "<build id>", "results": {"<vector digest>:<k>": [[id, score], ...]}}
 
 Scores are written by ``repr`` (JSON's floats), so they read back bit for bit. A shard of
-another build, or one that cannot be read, answers nothing and is replaced on the next store;
-shards are written whole to a temporary file and renamed into place.
+another build answers nothing and is replaced on the next store; a shard that is torn, damaged,
+edited or another shard's copy is said in one `CacheWarning` line naming it, answers nothing and
+is replaced too. Shards are written whole to a temporary file and renamed into place.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
@@ -30,13 +31,13 @@ from typing import Any
 import numpy as np
 
 from retrieval_gate.files.atomic import write_text_atomic
+from retrieval_gate.files.sealed import read_sealed, write_sealed
 from retrieval_gate.index import Index, check_vectors
 
 __all__ = ["RESULTS_FOLDER", "CachedSearch", "ResultCache"]
 
 #: Folder of the cache directory that holds every index's cached search results.
 RESULTS_FOLDER = "index-results"
-_FORMAT = 1
 # New entries are written once this many wait, and whenever the owner flushes.
 _FLUSH_EVERY = 4096
 
@@ -52,13 +53,9 @@ def _entry(digest: str, k: int) -> str:
     return f"{digest}:{k}"
 
 
-def _parse(text: str, build: str) -> dict[str, Hits]:
-    """The results of a shard written for ``build``; empty for another build or any damage."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return {}
-    if not isinstance(data, dict) or data.get("format") != _FORMAT or data.get("build") != build:
+def _parse(data: Any, build: str) -> dict[str, Hits]:
+    """The results of a shard's payload written for ``build``; empty for another build."""
+    if not isinstance(data, dict) or data.get("build") != build:
         return {}
     results = data.get("results")
     if not isinstance(results, dict):
@@ -86,17 +83,14 @@ class ResultCache:
     def _shard_path(self, entry: str) -> Path:
         return self.directory / f"{entry[:2]}.json"
 
-    def _read(self, path: Path, build: str) -> dict[str, Hits]:
-        from retrieval_gate.errors import RetrievalGateError
-        from retrieval_gate.files.read import read_text
+    def _key(self, path: Path) -> str:
+        # The shard's own name in the key: a shard copied over another's is refused.
+        return f"{self.identity}\n{path.name}"
 
-        if not path.exists():
-            return {}
-        try:
-            text = read_text(path, what="index result cache")
-        except RetrievalGateError:
-            return {}  # a pipe, a huge or a binary file in our folder: a miss, replaced on store
-        return _parse(text, build)
+    def _read(self, path: Path, build: str, *, quiet: bool = False) -> dict[str, Hits]:
+        # Damage (a pipe, a torn, edited or foreign shard): a miss, said once, replaced on store.
+        payload = read_sealed(path, self._key(path), what="index result cache shard", quiet=quiet)
+        return {} if payload is None else _parse(payload, build)
 
     def _shard(self, path: Path, build: str) -> dict[str, Hits]:
         memo = (build, path.name)
@@ -133,16 +127,15 @@ class ResultCache:
         if not label.exists():
             write_text_atomic(label, self.identity + "\n")
         for path, entries in sorted(by_shard.items()):
-            merged = {**self._read(path, build), **entries}
-            document = {
-                "format": _FORMAT,
+            merged = {**self._read(path, build, quiet=True), **entries}
+            payload = {
                 "build": build,
                 "results": {
                     entry: [[doc_id, score] for doc_id, score in hits]
                     for entry, hits in sorted(merged.items())
                 },
             }
-            write_text_atomic(path, json.dumps(document, separators=(",", ":")))
+            write_sealed(path, self._key(path), payload)
             self._shards[(build, path.name)] = merged
 
 

@@ -397,6 +397,14 @@ class Metric:
         return self.name
 
 
+def bounds_by_name(text: str) -> tuple[float | None, float | None] | None:
+    """The value bounds of the metric ``text`` names, None when it names none known here."""
+    try:
+        return parse_metric(text).bounds
+    except UnknownMetricError:
+        return None
+
+
 def parse_metric(text: str) -> Metric:
     """Parse ``"nDCG@10"``, ``"p@5"``, ``"success@1"``, ``"R-Prec"``, ``"latency_p95_ms"``.
 

@@ -116,12 +116,14 @@ def measure_stability(
             + np.ascontiguousarray(qmat, dtype=np.float32).tobytes()
         ).hexdigest()
         saved = cache_dir / "index-stability" / f"{digest}.json"
-        try:
-            read: dict[str, Any] = {}
-            read.update(json.loads(saved.read_text(encoding="utf-8")))
+        from retrieval_gate.files.sealed import read_sealed
+
+        # Sealed under its own digest (files/sealed.py): a torn, edited or foreign file is said
+        # in one warning and measured again, never reported.
+        found = read_sealed(saved, digest, what="index stability cache entry")
+        if isinstance(found, dict):
+            read: dict[str, Any] = dict(found)
             return read
-        except (OSError, ValueError):
-            pass  # not measured yet for this build, or unreadable: measure again
     scratch = Path(tempfile.mkdtemp(prefix="rg-stability-"))
     try:
         again = make_index(
@@ -151,11 +153,11 @@ def measure_stability(
         "index_stability_jaccard": sum(jaccard_at_k(a, b, k) for a, b in pairs) / len(pairs),
     }
     if saved is not None:
-        from retrieval_gate.files.atomic import write_text_atomic
+        import contextlib
 
-        try:
-            saved.parent.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(saved, json.dumps(figures))
-        except OSError:
-            pass  # a read-only cache: measured again next time, nothing lost
+        from retrieval_gate.files.sealed import write_sealed
+
+        # A read-only cache: measured again next time, nothing lost.
+        with contextlib.suppress(OSError):
+            write_sealed(saved, saved.stem, figures)
     return figures

@@ -84,6 +84,7 @@ OPTIONS: OptionTable = {
         None,
         'the Ray cluster for embed_executor = "ray" (ray://host:10001, host:6379 or auto); '
         "unset: a local cluster started for the session (not in the identity)",
+        secret=True,
     ),
     "search_block_mb": Option(
         (int, float),
@@ -164,6 +165,11 @@ def check_options(options: Mapping[str, Any], where: Where) -> None:
             entry=where.entry,
         )
     check_fields(options, where)  # systems/fields.py
+    from retrieval_gate.embed import EMBEDDERS
+
+    embedder_check = EMBEDDERS[options["embedder"]].check
+    if embedder_check is not None:
+        embedder_check(options, where)  # the backend's own checks (embed/http.py's base_url)
     from retrieval_gate.index import INDEXES
 
     backend = INDEXES.get(str(options.get("index")))

@@ -76,7 +76,7 @@ def load_system_embedder(
     """The embedding system's embedder, opened once per session and spec (``options.embedders``)
     for suites that embed texts rather than search a corpus (pair suites); the model loads on the
     first text the cache lacks."""
-    from retrieval_gate.embed import EmbedderSpec, open_embedder
+    from retrieval_gate.embed import EmbedderSpec, open_embedder, spec_backend_options
 
     opt = system.options
     distill_from = opt.get("distill_from")
@@ -91,6 +91,7 @@ def load_system_embedder(
         pca_dims=opt.get("pca_dims", 256),
         device=opt["device"],
         backend=opt.get("backend", "torch"),
+        backend_options=spec_backend_options(opt["embedder"], opt),
     )
     try:
         embedder = options.embedders.get(spec)

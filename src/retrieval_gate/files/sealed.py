@@ -1,0 +1,114 @@
+"""Cache entries that say what they hold, and are checked against it when read back.
+
+A sealed entry is a JSON document ``{"sealed": 1, "key": KEY, "sha256": DIGEST, "payload": ...}``:
+``KEY`` names the entry (the question it answers: an index's identity and shard, the inputs of a
+measurement) and ``DIGEST`` is the sha256 of the payload's canonical JSON (sorted keys, no
+spaces; floats by ``repr``, so they read back bit for bit). :func:`read_sealed` gives the payload
+only when the file parses, its digest matches and its key is the one asked for. A torn file (a
+killed writer, a truncated copy), a flipped byte, an edited value or another entry's file copied
+over it is said in one `CacheWarning` line naming the file, and answers nothing: the caller
+computes the entry again and writes it over the bad one. Entries are written whole to a
+temporary file and renamed into place (:func:`write_sealed`), so concurrent writers leave a
+complete entry or none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+from retrieval_gate.errors import CacheWarning, RetrievalGateError
+
+__all__ = [
+    "NotSealed",
+    "SealBroken",
+    "payload_digest",
+    "read_sealed",
+    "seal",
+    "unseal",
+    "write_sealed",
+]
+
+_FORMAT = 1
+
+
+class SealBroken(ValueError):
+    """A sealed entry that cannot be trusted; the message says why."""
+
+
+class NotSealed(SealBroken):
+    """A JSON object written before entries were sealed: stale, not damaged (a miss, unsaid)."""
+
+
+def payload_digest(payload: Any) -> str:
+    """sha256 of ``payload``'s canonical JSON."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def seal(key: str, payload: Any) -> str:
+    """The sealed JSON text of ``payload`` under ``key``."""
+    document = {
+        "sealed": _FORMAT,
+        "key": key,
+        "sha256": payload_digest(payload),
+        "payload": payload,
+    }
+    return json.dumps(document, sort_keys=True, separators=(",", ":"))
+
+
+def unseal(text: str, key: str) -> Any:
+    """The payload of sealed ``text`` written under ``key``; `SealBroken` saying why not."""
+    try:
+        document = json.loads(text)
+    except ValueError:
+        raise SealBroken("not complete JSON (torn or damaged)") from None
+    if isinstance(document, dict) and "sealed" not in document:
+        raise NotSealed("written before cache entries were sealed")
+    if not isinstance(document, dict) or document.get("sealed") != _FORMAT:
+        raise SealBroken("not a sealed cache entry of this version")
+    if "payload" not in document:
+        raise SealBroken("holds no payload")
+    try:
+        digest = payload_digest(document["payload"])
+    except ValueError:
+        raise SealBroken("holds values JSON cannot hold") from None
+    if document.get("sha256") != digest:
+        raise SealBroken("its content does not match its digest (damaged or edited)")
+    if document.get("key") != key:
+        raise SealBroken("holds another entry's data")
+    return document["payload"]
+
+
+def read_sealed(path: Path, key: str, *, what: str, quiet: bool = False) -> Any | None:
+    """The payload of the sealed entry at ``path`` for ``key``; None when there is none, or (with
+    one `CacheWarning` line naming the file and why, unless ``quiet``: the caller said so
+    already) when it cannot be trusted."""
+    from retrieval_gate.files.read import read_text
+
+    if not path.exists():
+        return None
+    try:
+        return unseal(read_text(path, what=what), key)
+    except (SealBroken, RetrievalGateError) as exc:
+        # An entry of an earlier version is stale, not damaged: computed again, unsaid (an
+        # upgrade would otherwise warn once per shard).
+        if quiet or isinstance(exc, NotSealed):
+            return None
+        reason = exc.message if isinstance(exc, RetrievalGateError) else str(exc)
+        warnings.warn(
+            f"{what} {path} was not used: {reason}; computed again", CacheWarning, stacklevel=2
+        )
+        return None
+
+
+def write_sealed(path: Path, key: str, payload: Any) -> None:
+    """Write ``payload`` sealed under ``key`` to ``path``, whole or not at all. Raises OSError
+    when it cannot be written."""
+    from retrieval_gate.files.atomic import write_text_atomic
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, seal(key, payload))
