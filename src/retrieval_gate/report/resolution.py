@@ -67,6 +67,11 @@ class Coarse:
         )
 
 
+def metric_width(metric: str) -> float:
+    """The width of a metric's range (0 for an unbounded one: no cell says "none (range)")."""
+    return _width(metric)
+
+
 def _width(metric: str) -> float:
     from retrieval_gate.metrics import parse_metric
 
