@@ -158,7 +158,8 @@ def _report(pytester: pytest.Pytester) -> dict[str, Any]:
 
 def _gate(data: dict[str, Any], nodeid: str) -> dict[str, Any]:
     (found,) = [g for g in data["gates"] if g["nodeid"] == nodeid]
-    return found
+    gate: dict[str, Any] = found
+    return gate
 
 
 def test_a_pull_request_with_a_coarse_category_a_changed_model_and_a_deleted_document(
