@@ -24,7 +24,13 @@ average (a neutral change). On top, the true drop:
   population mean of metric j over a and b. A negative drop (an improvement): the baseline's
   value is the one at 0, so D_j = -q m_j;
 * ``shrink``: "now" scaled by (1 - q) on every query (dense and small): D_j = q m_j;
-* ``one``: five systems, only the first changes (``lose``), the other four neutral (D = 0).
+* ``one``: five systems, only the first changes (``lose``), the other four neutral (D = 0);
+* ``gone``: all-or-nothing losses of whole queries, the same queries for every system (their
+  relevant documents left the corpus or the index: every system loses them), and nothing else:
+  "then" is ranker a's value, "now" the same with each lost query at 0 on every metric, so the
+  drops are 0 or a query's whole value. D_j = q m_j with m_j the population mean of a. The
+  sessions that saw fewer of the losses state both a smaller drop and a smaller epsilon (the
+  skewed case the resolution's skewness term is for).
 
 The true drops are a grid around the tolerance, t + k e for k in +-{0.6, 0.8, 1, 1.2, 1.5, 2}
 and D = 0, with e the median stated epsilon of the cell at D = 0. For each grid point ``--reps``
@@ -35,7 +41,8 @@ Carlo standard error.
 
 ``--methods`` is why the resolution has its small-sample parts: the same cells (``lose``; one
 system, and five on HPO) with a normal critical value and no pseudo-query, a t value and no
-pseudo-query, a t value and a pseudo-query of weight 1, and the plugin's: weight c^2 / 4.
+pseudo-query, a t value and a pseudo-query of weight 1, weight c^2 / 4 without the skewness term,
+and the plugin's: weight c^2 / 4 and the skewness term.
 
 Each coverage cell also says at how many of its true drops at least 10 % of sessions had an item
 outside the band (below t - epsilon / above t + epsilon; 0 means no true drop the metric allows
@@ -96,7 +103,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -418,9 +425,11 @@ def _pairs(data: str, systems: int) -> list[tuple[np.ndarray, np.ndarray]]:
 #: The resolution variants ``--methods`` compares: (critical value, pseudo-query weight; "c2" is
 #: c^2 / 4). The plugin's is ("t", "c2"); the others are what it would be without its
 #: small-sample parts, or with a pseudo-query of fixed weight 1.
-PLUGIN = "t, pseudo-query c^2/4 (the plugin's)"
-METHODS: dict[str, tuple[str, float | str]] = {
-    PLUGIN: ("t", "c2"),
+PLUGIN = "t, pseudo-query c^2/4, skewness term (the plugin's)"
+NO_SKEW = "t, pseudo-query c^2/4 (before the skewness term)"
+METHODS: dict[str, tuple[str, float | str] | tuple[str, float | str, str]] = {
+    PLUGIN: ("t", "c2", "skew"),
+    NO_SKEW: ("t", "c2"),
     "t, pseudo-query 1": ("t", 1.0),
     "t": ("t", 0.0),
     "z": ("z", 0.0),
@@ -431,7 +440,7 @@ def stated_epsilon(
     drops: np.ndarray,
     level: float,
     seed: int = 0,
-    method: tuple[str, float | str] = ("t", "c2"),
+    method: tuple[str, float | str] | tuple[str, float | str, str] = ("t", "c2", "skew"),
 ) -> np.ndarray:
     """Each simulated item's resolution as the plugin states it, for ``drops`` of shape
     (reps, n, metrics): retrieval_gate.gates.resolution's block_resolution, its pieces
@@ -443,7 +452,7 @@ def stated_epsilon(
         normal_joint_quantile,
     )
 
-    quantile, weight = method
+    quantile, weight = method[0], method[1]
     reps, n, _ = drops.shape
     ss = ((drops - drops.mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
     matrices = _correlations(drops) if n >= 3 else [correlation(drops[r]) for r in range(reps)]
@@ -454,7 +463,14 @@ def stated_epsilon(
     cs = np.asarray(c)[:, None]
     # (SS + w R^2) / (n - 1 + w) is the variance (R = 1); w = 0 is the plain sample variance.
     w = cs * cs / 4.0 if weight == "c2" else float(weight)
-    result: np.ndarray = cs * np.sqrt((ss + w) / (n - 1 + w)) / math.sqrt(n)
+    sd = np.sqrt((ss + w) / (n - 1 + w))
+    if len(method) > 2:
+        # Edgeworth's first-order term for the studentised mean's skewed tail (the plugin's
+        # ItemSpread.skew_term): c + |g| (2 c^2 + 1) / (6 sqrt(n)), g = m3 / sd^3.
+        m3 = ((drops - drops.mean(axis=1, keepdims=True)) ** 3).mean(axis=1)
+        skew = np.abs(m3) / sd**3
+        cs = cs + skew * (2.0 * cs * cs + 1.0) / (6.0 * math.sqrt(n))
+    result: np.ndarray = cs * sd / math.sqrt(n)
     return result
 
 
@@ -506,6 +522,14 @@ def draw_session(
         qq = 0.0 if model == "one" and s > 0 else abs(q)
         sign = 1.0 if q >= 0 else -1.0
         va, vb = a[idx], b[idx]
+        if model == "gone":
+            if s == 0:  # the queries that lose everything: one draw shared by every system
+                shared = (rng.random((reps, n)) < qq)[..., None]
+            qq = abs(q)
+            then = np.where(shared, 0.0, va) if sign < 0 else va
+            now = np.where(shared, 0.0, va) if sign > 0 else va
+            out.append((then - now, sign * qq * a.mean(axis=0)))
+            continue
         coin = (rng.random((reps, n)) < 0.5)[..., None]
         then, now = np.where(coin, va, vb), np.where(coin, vb, va)
         if model in ("lose", "one"):
@@ -535,6 +559,8 @@ def coverage_cell(
     rng = np.random.default_rng(seed)
     # The primary metric (nDCG) of the first system sets the grid's scale.
     primary = (pops[0][0][:, 0].mean() + pops[0][1][:, 0].mean()) / 2.0
+    if model == "gone":  # the drop is of ranker a's values alone
+        primary = float(pops[0][0][:, 0].mean())
     pilot = draw_session(pops, n, 400, 0.0, model, rng)
     _agrees(pilot[0][0], level)
     # The grid's scale is the plugin's resolution whatever the method, so methods meet the same
@@ -595,17 +621,27 @@ def coverage_cell(
     }
 
 
-def coverage(reps: int, jobs: int, datasets: tuple[str, ...] = DATASETS) -> None:
+def coverage(
+    reps: int,
+    jobs: int,
+    datasets: tuple[str, ...] = DATASETS,
+    models: tuple[str, ...] = ("lose", "shrink", "one", "gone"),
+    sizes: tuple[int, ...] = SIZES,
+    seed: int = 1000,
+) -> None:
     cells = [
-        (data, n, systems, model, reps, 1000 + i)
+        (data, n, systems, model, reps, seed + i)
         for i, (data, n, systems, model) in enumerate(
             (data, n, systems, model)
             for data in DATASETS
             for n in SIZES
-            for systems, models in ((1, ("lose", "shrink")), (5, ("lose", "shrink", "one")))
+            for systems, models in (
+                (1, ("lose", "shrink", "gone")),
+                (5, ("lose", "shrink", "one", "gone")),
+            )
             for model in models
         )
-        if data in datasets
+        if data in datasets and model in models and n in sizes
     ]
     se = math.sqrt(DELTA * (1 - DELTA) / reps)
     print(
@@ -622,9 +658,9 @@ def coverage(reps: int, jobs: int, datasets: tuple[str, ...] = DATASETS) -> None
         from multiprocessing import Pool
 
         with Pool(jobs) as pool:
-            results = pool.map(coverage_cell, cells, chunksize=1)
+            results: Iterable[dict[str, object]] = pool.map(coverage_cell, cells, chunksize=1)
     else:
-        results = [coverage_cell(cell) for cell in cells]
+        results = (coverage_cell(cell) for cell in cells)  # each row as soon as it is measured
     for r in results:
         tested_fail, tested_pass = r["tested"]  # type: ignore[misc]
         cond_fail, cond_pass = r["conditional"]  # type: ignore[misc]
@@ -659,9 +695,9 @@ def methods(reps: int, jobs: int) -> None:
         from multiprocessing import Pool
 
         with Pool(jobs) as pool:
-            results = pool.map(coverage_cell, cells, chunksize=1)
+            results: Iterable[dict[str, object]] = pool.map(coverage_cell, cells, chunksize=1)
     else:
-        results = [coverage_cell(cell) for cell in cells]
+        results = (coverage_cell(cell) for cell in cells)  # each row as soon as it is measured
     for r in results:
         print(
             f"| {r['data']} | {r['n']} | {r['systems']} | {r['method']} | {r['epsilon']:.3f} "
@@ -752,6 +788,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--data", default=",".join(DATASETS), help="data sets, comma-separated")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--models", default="lose,shrink,one,gone", help="--coverage's changes")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="--coverage's n")
+    parser.add_argument("--seed", type=int, default=1000, help="--coverage's first seed")
     parser.add_argument("--calibration", action="store_true")
     parser.add_argument("--calibration-reps", type=int, default=20000)
     args = parser.parse_args(argv)
@@ -759,7 +798,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.methods:
             methods(args.reps or 2000, args.jobs)
         if args.coverage:
-            coverage(args.reps or 2000, args.jobs, tuple(args.data.split(",")))
+            coverage(
+                args.reps or 2000,
+                args.jobs,
+                tuple(args.data.split(",")),
+                tuple(args.models.split(",")),
+                tuple(int(x) for x in args.sizes.split(",")),
+                args.seed,
+            )
         if args.plan:
             plan(args.reps or 2000, args.jobs)
         return 0

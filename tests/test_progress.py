@@ -90,3 +90,49 @@ def test_a_quick_step_says_nothing_and_a_long_one_speaks_after_the_quiet_time() 
     assert [line for line, _ in lines] == [
         "retrieval gate: embedding 6/10 (60%), 3 s, about 2 s left"
     ]
+
+
+def test_a_step_inside_about_names_its_suite_and_system() -> None:
+    from retrieval_gate import progress
+
+    clock = Clock()
+    sink, lines = _sink(False, clock)
+    progress.install(sink)
+    try:
+        with progress.about("pkg-search x minilm"):
+            task = progress.task("embedding documents", 2)
+        outside = progress.task("querying", 2)
+    finally:
+        progress.install(None)
+    clock.now += 1
+    task.update(2)
+    outside.update(2)
+    assert [line for line, _ in lines] == [
+        "retrieval gate: pkg-search x minilm: embedding documents 2/2 (100%), 1 s",
+        "retrieval gate: querying 2/2 (100%), 1 s",
+    ]
+
+
+# What transformers' logger writes when a checkpoint has keys the model does not use (colour
+# codes included), a tqdm bar rewritten with carriage returns, and a user's own print.
+LOAD_REPORT = (
+    "\x1b[1mBertModel LOAD REPORT\x1b[0m from: /models/minilm\n"
+    "Key                     | Status     |  | \n"
+    "------------------------+------------+--+-\n"
+    "embeddings.position_ids | \x1b[38;5;208mUNEXPECTED\x1b[0m |  | \n"
+    "\n"
+    "\x1b[3mNotes:\n"
+    "- UNEXPECTED\x1b[3m\t:can be ignored when loading from different task/architecture; not ok "
+    "if you expect identical arch.\x1b[0m\n"
+    "\n"
+)
+
+
+def test_captured_output_keeps_the_users_lines_and_drops_library_noise() -> None:
+    from retrieval_gate.progress import clean_captured
+
+    bar = "Batches:   0%|          | 0/3 [00:00<?, ?it/s]\rBatches: 100%|##########| 3/3 [00:00]\n"
+    text = "retriever: warming up\n" + LOAD_REPORT + bar + "\x1b[31mindex ready\x1b[0m\n"
+    assert clean_captured(text) == "retriever: warming up\nindex ready\n"
+    # Nothing but noise: nothing left to show.
+    assert clean_captured(LOAD_REPORT + bar).strip() == ""

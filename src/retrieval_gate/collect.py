@@ -182,7 +182,8 @@ class SystemNode(pytest.Collector):
         suite, system = self.suite, self.system
         by_scope: dict[str, list[Gate]] = {}
         latency = []
-        for gate in suite.gates:
+        gates = list(suite.gates_for(system.name))  # the suite's floors, or this system's own
+        for gate in gates:
             if gate.metric.is_latency:
                 latency.append(gate)
             else:
@@ -213,7 +214,7 @@ class SystemNode(pytest.Collector):
         for check in gate_session.history.drift_checks(suite, system.name):
             name = f"{DRIFT_SCOPE}::{check.metric}"
             yield HistoryDriftItem.from_parent(self, name=name, suite=suite, system=system)
-        if not suite.gates and not any(q.expect for q in suite.queries):
+        if not gates and not any(q.expect for q in suite.queries):
             # A suite without floors still runs, so its numbers reach the report.
             yield RunItem.from_parent(self, name="run", suite=suite, system=system)
 
@@ -324,6 +325,15 @@ class _SuiteItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         return self.path, 0, shown(f"{self.suite.name} x {self.system.name}: {self.name}")
+
+    def add_report_section(self, when: str, key: str, content: str) -> None:
+        # What libraries print while the run loads a model (transformers' load report, twice:
+        # stderr and log), their bars and colour codes stay out of the failure text.
+        from retrieval_gate.progress import clean_captured
+
+        cleaned = clean_captured(content)
+        if cleaned.strip():
+            super().add_report_section(when, key, cleaned)
 
 
 class GateItem(_SuiteItem):

@@ -39,6 +39,11 @@ class SuiteError(RetrievalGateError):
     """A ground-truth suite cannot be loaded: bad syntax, schema, ids or values."""
 
 
+class MissingRelevantError(SuiteError):
+    """Relevant ids of a suite that its corpus lacks (stale ground truth): the suite's runs fail
+    with every missing id in one message, and the session's other suites still run."""
+
+
 class CorpusError(RetrievalGateError):
     """A corpus is missing, unreadable or malformed."""
 

@@ -101,14 +101,28 @@ def test_a_mean_metric_spread_by_hand() -> None:
     assert spread.unit_sd() == pytest.approx(0.5)  # sqrt(0.75 / 3)
     block = block_resolution({"MRR@10": spread}, 0.05)
     # One metric, one block: c = t_{0.975, 3} = 3.1824463; the pseudo-query weighs c^2 / 4 =
-    # 2.5319911: epsilon = c * sqrt((0.75 + 2.5319911) / (3 + 2.5319911)) / sqrt(4) = 1.2256291.
+    # 2.5319911: s = sqrt((0.75 + 2.5319911) / (3 + 2.5319911)) = 0.7702433 and c s / sqrt(4) =
+    # 1.2256291. The drops are skewed: m3 = (0.75^3 - 3 * 0.25^3) / 4 = 0.09375, g = m3 / s^3 =
+    # 0.2051575, skewness term g (2 c^2 + 1) / (6 sqrt(4)) = 0.3634011; epsilon
+    # (c + 0.3634011) s / 2 = 1.3655827.
     assert block.c == pytest.approx(3.1824463053)
     assert block.df == 3
     assert pseudo_weight(block.c) == pytest.approx(2.5319911215)
     assert spread.standard_error(2.5319911215) == pytest.approx(
         math.sqrt(3.2819911215 / 5.5319911215) / 2
     )
-    assert block.epsilon["MRR@10"] == pytest.approx(1.2256290693)
+    assert spread.skew_term(block.c, 2.5319911215) == pytest.approx(0.3634011, abs=1e-7)
+    assert block.epsilon["MRR@10"] == pytest.approx(1.3655827, abs=1e-7)
+
+
+def test_symmetric_drops_add_no_skewness_term() -> None:
+    # Drops 1, -1, 1, -1, 0: m3 = 0, so epsilon is c times the standard error alone.
+    spread = ItemSpread(5, 1.0, drops=np.array([1.0, -1.0, 1.0, -1.0, 0.0]))
+    block = block_resolution({"P@1": spread}, 0.05)
+    assert spread.skew_term(block.c, pseudo_weight(block.c)) == 0.0
+    assert block.epsilon["P@1"] == pytest.approx(
+        block.c * spread.standard_error(pseudo_weight(block.c))
+    )
 
 
 def test_nothing_changed_still_has_a_resolution() -> None:

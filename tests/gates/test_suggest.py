@@ -147,10 +147,12 @@ def test_one_floor_for_every_system_is_the_lowest_bound(tmp_path: Path) -> None:
     # Suite (floor 0.2, both meet it): "other" has no spread, so its bound is Wilson's for 0.4 of
     # the 5 comparable queries, 0.117620 -> 0.11, below sys's 0.50. Category c (floor 0.9):
     # neither meets it (sys 0.7, other 0.4), so the floor follows the best bound, sys's 0.45.
-    assert [(s.gate.scope, s.suggested, s.left_out) for s in found] == [
-        ("suite", 0.11, ()),
-        ("category[c]", 0.45, ("sys", "other")),
+    assert [(s.gate.scope, s.suggested, [n for n, _ in s.left_out]) for s in found] == [
+        ("suite", 0.11, []),
+        ("category[c]", 0.45, ["sys", "other"]),
     ]
+    # Each left-out system with its own baseline mean over the scope: (0.6 + 0.8 + 0.7) / 3, 0.4.
+    assert [m for _, m in found[1].left_out] == [pytest.approx(0.7), pytest.approx(0.4)]
 
 
 def test_a_system_below_the_floor_does_not_switch_the_floor_off(tmp_path: Path) -> None:
@@ -161,14 +163,37 @@ def test_a_system_below_the_floor_does_not_switch_the_floor_off(tmp_path: Path) 
     baseline = _baseline(tmp_path / "b.json", {"sys": VALUES, "broken": [0.0] * 6})
     found = suggest_floors([load_suite(path)], baseline, ["sys", "broken"])
     suite = next(s for s in found if s.gate.scope == "suite")
-    assert (suite.suggested, suite.left_out) == (0.5, ("broken",))
+    assert (suite.suggested, suite.left_out) == (0.5, (("broken", 0.0),))
     lines = session_suggestions(
         "-", [_run("sys"), _run("broken")], baseline, rootpath=tmp_path, cwd=tmp_path
     )
     assert (
-        "suggested floors: s suite nDCG@3: left out broken (below the current floor 0.2 in the "
-        "baseline)" in lines
+        "suggested floors: s suite nDCG@3: left out broken 0.0000 (their baseline nDCG@3 over "
+        "the suite is below the floor 0.2; give such a system its own floor under "
+        "system_floors)" in lines
     )
+
+
+def test_a_system_with_its_own_floor_gets_its_own_suggestion(tmp_path: Path) -> None:
+    # "weak" has its own floor (0.05) over the suite: the suite's floor (0.2) is suggested from
+    # sys alone, 0.50 as above, never from weak's values; weak's own from weak's values: 0.3 on
+    # q1..q5 (q6 edited), no spread, Wilson's bound for 0.3 of 5 = 0.0726 -> 0.07.
+    text = SUITE.replace("queries:", "system_floors:\n  weak: {gates: {nDCG@3: 0.05}}\nqueries:")
+    path = tmp_path / "s.retrieval.yaml"
+    path.write_text(text, encoding="utf-8")
+    baseline = _baseline(tmp_path / "b.json", {"sys": VALUES, "weak": [0.3] * 6})
+    found = suggest_floors([load_suite(path)], baseline, ["sys", "weak"])
+    z2 = 1.959963984540054**2
+    wilson = (0.3 + z2 / 10 - math.sqrt(z2) * math.sqrt(0.21 / 5 + z2 / 100)) / (1 + z2 / 5)
+    assert wilson == pytest.approx(0.072584, abs=1e-6)
+    assert [(s.owner, s.gate.scope, s.suggested, s.systems, s.left_out) for s in found] == [
+        ("", "suite", 0.5, ("sys",), ()),
+        ("", "category[c]", 0.45, ("sys",), (("sys", pytest.approx(0.7)), ("weak", 0.3))),
+        ("weak", "suite", 0.07, ("weak",), ()),
+    ]
+    diff = floors_diff(found, tmp_path)
+    assert "-  weak: {gates: {nDCG@3: 0.05}}" in diff.splitlines()
+    assert "+  weak: {gates: {nDCG@3: 0.07}}" in diff.splitlines()
 
 
 def _run(system: str) -> RunRecord:

@@ -384,6 +384,29 @@ CASES: tuple[BadInput, ...] = (
         {"lineage.retrieval.yaml": SUITE.replace("id: refunds", "id: join_orders")},
     ),
     BadInput(
+        "missing-relevant-choice",
+        "a 'missing_relevant' that is neither error nor miss",
+        "lineage.retrieval.yaml [missing_relevant]: 'missing_relevant' must be one of error, miss, "
+        "got 'skip'",
+        "collection error",
+        {"lineage.retrieval.yaml": "missing_relevant: skip\n" + SUITE},
+    ),
+    BadInput(
+        "suite-reference-unknown",
+        "a suite's 'reference' naming no configured system",
+        "lineage.retrieval.yaml [reference]: reference system 'bm25' is not configured; "
+        "configured systems: keyword, reverse",
+        "collection error",
+        {"lineage.retrieval.yaml": "reference: bm25\n" + SUITE},
+    ),
+    BadInput(
+        "resolution-choice",
+        "a suite's 'resolution' that is neither warn nor accept",
+        "lineage.retrieval.yaml [resolution]: 'resolution' must be one of warn, accept, got 0.1",
+        "collection error",
+        {"lineage.retrieval.yaml": "resolution: 0.1\n" + SUITE},
+    ),
+    BadInput(
         "empty-relevant",
         "a query with nothing relevant",
         "lineage.retrieval.yaml [queries[2] (id refunds)]: empty relevant set (no document with "
@@ -394,9 +417,10 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "not-in-corpus",
         "a relevant id the corpus does not have",
-        "lineage.retrieval.yaml [queries[2] (id refunds)]: relevant ids not in corpus *corpus: "
-        "docs/faq.md",
-        "collection error",
+        "lineage.retrieval.yaml [queries[2] (id refunds)]: 1 relevant id of 1 query not in corpus "
+        "*corpus (refunds: docs/faq.md); fix the labels, or count them as misses with "
+        "'missing_relevant: miss'",
+        "failed items",
         {
             "lineage.retrieval.yaml": "corpus: corpus\n" + SUITE,
             "corpus/sql/orders.sql": "select 1",
@@ -1112,9 +1136,10 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "corpus-dot-git",
         "a corpus folder holding .git (hidden folders are not documents)",
-        "lineage.retrieval.yaml [queries[2] (id refunds)]: relevant ids not in corpus *corpus: "
-        ".git/HEAD",
-        "collection error",
+        "lineage.retrieval.yaml [queries[2] (id refunds)]: 1 relevant id of 1 query not in corpus "
+        "*corpus (refunds: .git/HEAD); fix the labels, or count them as misses with "
+        "'missing_relevant: miss'",
+        "failed items",
         {
             "lineage.retrieval.yaml": "corpus: corpus\n"
             + SUITE.replace("relevant: [docs/faq.md]", "relevant: [.git/HEAD]"),
@@ -1469,8 +1494,9 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "units-file-not-in-corpus",
         "a relevant id the corpus does not have, in a units file (queries: cases.json)",
-        "cases.json [queries[0] (id q)]: relevant ids not in corpus *corpus: sql/nothere.sql",
-        "collection error",
+        "cases.json [queries[0] (id q)]: 1 relevant id of 1 query not in corpus *corpus (q: "
+        "sql/nothere.sql); fix the labels, or count them as misses with 'missing_relevant: miss'",
+        "failed items",
         {
             "lineage.retrieval.yaml": "corpus: corpus\nqueries: cases.json\n",
             "cases.json": '[{"id": "q", "text": "orders", "relevant": ["sql/nothere.sql"]}]',

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import SUITE, lit, only_system, write_suite
+from .conftest import RETRIEVER, SUITE, lit, only_system, write_suite
 
 
 def _collect_error(project: pytest.Pytester, line: str) -> None:
@@ -110,17 +110,51 @@ def test_malformed_json(project: pytest.Pytester) -> None:
     )
 
 
-def test_relevant_ids_not_in_corpus(project: pytest.Pytester) -> None:
+def test_stale_labels_fail_their_suite_only_listing_every_missing_id(
+    project: pytest.Pytester,
+) -> None:
+    import fnmatch
+    import json
+
     corpus = project.mkdir("corpus")
     (corpus / "sql").mkdir()
-    for doc in ("sql/orders.sql", "sql/payments.sql", "sql/customers.sql"):
+    for doc in ("sql/orders.sql", "sql/customers.sql"):
         (corpus / doc).write_text("select 1")
+    # Two queries of lineage lose documents: sql/payments.sql and docs/faq.md. One error lists
+    # both, with their queries; its items error; the other suite runs; the report is written.
     write_suite(project, "corpus: corpus\n" + SUITE)
-    _collect_error(
-        project,
-        "*lineage.retrieval.yaml [queries[2] (id refunds)]: relevant ids not in corpus *corpus: "
-        "docs/faq.md",
+    write_suite(project, SUITE.replace("name: lineage", "name: other"), name="other.retrieval.yaml")
+    result = project.runpytest("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    where = "lineage.retrieval.yaml [queries[0] (id join_orders) and 1 more]: "
+    message = (
+        "2 relevant ids of 2 queries not in corpus *corpus (join_orders: sql/payments.sql; "
+        "refunds: docs/faq.md); fix the labels, or count them as misses with "
+        "'missing_relevant: miss'"
     )
+    result.stdout.fnmatch_lines(["*" + lit(where) + message])
+    assert "Traceback" not in result.stdout.str()
+    outcomes = result.parseoutcomes()
+    # Every item of the other suite ran (P@1, R@3, MRR@3, Hit@3, query[customer_names]); every
+    # item of lineage failed: the first says why, the others point there.
+    assert (outcomes["passed"], outcomes["failed"]) == (5, 5)
+    report = json.loads((project.path / "retrieval-gate-report.json").read_text())
+    assert [run["suite"] for run in report["runs"]] == ["other"]
+    (error,) = report["errors"]
+    assert error["suite"] == "lineage"
+    assert fnmatch.fnmatchcase(error["error"], "*" + lit(where) + message)
+    # missing_relevant: miss counts them as misses instead (the retriever, like the corpus, no
+    # longer has them): R@3 of join_orders is 1 of its 2 relevant found, of refunds 0 of 1.
+    write_suite(project, "corpus: corpus\nmissing_relevant: miss\n" + SUITE)
+    gone = ('    "sql/payments.sql": "payments join orders on order id",\n', '    "docs/faq.md"')
+    app = RETRIEVER.replace(gone[0], "").replace(gone[1], '    "unrelated.md"')
+    project.makepyfile(search_app=app)
+    project.runpytest("--retrieval-gate")
+    report = json.loads((project.path / "retrieval-gate-report.json").read_text())
+    (lineage,) = [run for run in report["runs"] if run["suite"] == "lineage"]
+    by_id = {q["id"]: q["metrics"] for q in lineage["queries"]}
+    assert (by_id["join_orders"]["R@3"], by_id["refunds"]["R@3"]) == (0.5, 0.0)
+    assert report["errors"] == []
 
 
 def test_missing_corpus(project: pytest.Pytester) -> None:

@@ -455,7 +455,7 @@ def test_unknown_local_model_path_is_one_line(pytester: pytest.Pytester) -> None
     assert "[system.broken]: model '" in data["errors"][0]["error"]
 
 
-def test_relevant_ids_missing_from_the_corpus_are_a_collection_error(
+def test_relevant_ids_missing_from_the_corpus_fail_the_suite_before_any_model_loads(
     pytester: pytest.Pytester,
 ) -> None:
     make_project(
@@ -464,15 +464,15 @@ def test_relevant_ids_missing_from_the_corpus_are_a_collection_error(
         suite=SUITE.replace("[ops/oncall.md]", "[ops/oncall.md, ops/pager.md]"),
     )
     result = pytester.runpytest("--retrieval-gate")
-    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            lit("*handbook.retrieval.yaml [queries[3] (id paging)]: relevant ids not in corpus ")
-            + "*corpus: ops/pager.md"
+            lit("*handbook.retrieval.yaml [queries[3] (id paging)]: 1 relevant id of 1 query ")
+            + "not in corpus *corpus (paging: ops/pager.md); *"
         ]
     )
     assert "Traceback" not in result.stdout.str()
-    # Collection stops before any model is loaded or anything is cached.
+    # The suite's run fails at collection, before any model is loaded or anything is cached.
     assert not (pytester.path / ".retrieval-gate-cache").exists()
 
 

@@ -208,14 +208,63 @@ def test_a_worse_model_regresses_against_the_baseline_by_the_paired_bootstrap(
     assert gate["resolution"] > 0
     assert gate["baseline"] - gate["value"] > 0.02
     assert any("over 60 shared pairs" in d for d in gate["detail"])
-    # The most dropped pairs are explained by their cosines against their gold scores.
-    assert any(d.startswith("p-") and "(gold score" in d for d in gate["detail"])
+    # The pairs that lowered pearson are explained by their error against their gold scores.
+    assert any(
+        d.startswith("p-") and ", gold " in d and "): pearson -" in d for d in gate["detail"]
+    )
     # The same model again: nothing changed, the verdict is ok.
     (proj.path / "angles.json").write_text(json.dumps(good))
     monkeypatch.setenv("ANGLES_VERSION", "1")
     proj.runpytest("--retrieval-gate").assert_outcomes(passed=2)
     (gate,) = [g for g in run_json(proj)["gates"] if "::regression::" in g["nodeid"]]
     assert gate["verdict"] == "ok"
+
+
+def test_the_worse_pairs_of_a_spearman_regression_are_those_that_lowered_it(
+    proj: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Six pairs whose similarity order matches the gold order exactly (spearman 1). The new model
+    # lowers every cosine (each angle grows by 5 to 15 degrees) and swaps the order of two pairs
+    # (gold 3 and gold 2). Raw cosine change would call all six worse; what lowered Spearman is
+    # the two swapped pairs, each displaced by one rank: d = (0, 0, 1, 1, 0, 0), so
+    # rho = 1 - 6 * 2 / (6 * 35) = 0.942857, a drop of 2 / 35 = 0.057143, 1 / 35 = 0.028571 each.
+    gold = [5.0, 4.0, 3.0, 2.0, 1.0, 0.2]
+    then = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
+    now = [15.0, 25.0, 45.0, 35.0, 55.0, 65.0]
+    rows = "\n".join(f"  - [t{i}, u{i}, {g}]" for i, g in enumerate(gold))
+    write_suite(proj, f"name: sim\nkind: pairs\ntolerance: {{spearman: 0.01}}\npairs:\n{rows}\n")
+
+    def angles(of: list[float]) -> str:
+        return json.dumps({f"t{i}": 0.0 for i in range(6)} | {f"u{i}": a for i, a in enumerate(of)})
+
+    (proj.path / "angles.json").write_text(angles(then))
+    proj.runpytest("--retrieval-gate", "--rg-save-baseline").assert_outcomes(passed=1)
+    (proj.path / "angles.json").write_text(angles(now))
+    monkeypatch.setenv("ANGLES_VERSION", "2")
+    result = proj.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=1, failed=1)
+    data = run_json(proj)
+    ids = {q["text"]: q["id"] for q in data["run"]["queries"]}
+    (gate,) = [g for g in data["gates"] if "::regression::" in g["nodeid"]]
+    assert gate["value"] == pytest.approx(1 - 12 / 210)
+    assert {w["id"] for w in gate["worst"]} == {ids["t2"], ids["t3"]}
+    assert [w["value"] for w in gate["worst"]] == [pytest.approx(-1 / 35)] * 2
+    assert sum(w["value"] for w in gate["worst"]) == pytest.approx(gate["value"] - 1)
+    # Similarity ranks ascend with the cosine: t2 was 4th (as its gold), is 3rd now; t3 the
+    # other way round.
+    result.stdout.fnmatch_lines(
+        [
+            "baseline 1 -> now 0.9429 (drop 0.0571, tolerance 0.01) over 6 shared pairs; "
+            "2 worse, 0 better",
+        ]
+    )
+    shown = {line for line in result.outlines if ": similarity rank " in line}
+    assert shown == {
+        f"{ids['t2']}: similarity rank 4 -> 3 of 6, gold rank 4 (displacement 0 -> 1): "
+        "spearman -0.0286",
+        f"{ids['t3']}: similarity rank 3 -> 4 of 6, gold rank 3 (displacement 0 -> 1): "
+        "spearman -0.0286",
+    }
 
 
 def test_pair_suites_under_xdist_give_the_same_report(proj: pytest.Pytester) -> None:
@@ -304,7 +353,7 @@ def test_the_baseline_comparison_counts_pairs_not_queries(proj: pytest.Pytester)
     markdown = (proj.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
     assert "Compared on 6 pairs shared with `retrieval-baseline.json`." in markdown
     assert (
-        "| system | metric | pairs | tolerance | resolution | from the baseline "
+        "| system | metric | pairs | tolerance | resolution | from the baseline (--rg-plan) "
         "| pairs for the tolerance |" in markdown
     )
     assert "queries" not in markdown

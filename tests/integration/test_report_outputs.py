@@ -29,11 +29,11 @@ def test_junit_test_cases_are_named_by_their_gate(
     project.runpytest("--retrieval-gate", "--junitxml=junit.xml", *workers)
     cases = sorted(_cases(str(project.path / "junit.xml")))
     assert cases == [
-        ("lineage.retrieval.yaml.keyword", "query[customer_names]"),
-        ("lineage.retrieval.yaml.keyword.category[joins]", "MRR@3"),
-        ("lineage.retrieval.yaml.keyword.difficulty[hard]", "Hit@3"),
-        ("lineage.retrieval.yaml.keyword.suite", "P@1"),
-        ("lineage.retrieval.yaml.keyword.suite", "R@3"),
+        ("lineage_retrieval_yaml.keyword", "query[customer_names]"),
+        ("lineage_retrieval_yaml.keyword.category[joins]", "MRR@3"),
+        ("lineage_retrieval_yaml.keyword.difficulty[hard]", "Hit@3"),
+        ("lineage_retrieval_yaml.keyword.suite", "P@1"),
+        ("lineage_retrieval_yaml.keyword.suite", "R@3"),
     ]
     assert not any(name.endswith("]") and "[" not in name for _, name in cases)
 

@@ -51,6 +51,9 @@ def test_plots_per_metric_and_per_query_deltas(project: pytest.Pytester) -> None
     project.runpytest("--retrieval-gate", "--rg-plots", "plots").assert_outcomes(passed=7)
     deltas = folder / "lineage--keyword--deltas-P@1.png"
     assert deltas.read_bytes()[:8] == PNG
+    # One deltas plot per metric a regression item gates, not only the first one.
+    deltas_plots = {p.name for p in folder.glob("*--deltas-*.png")}
+    assert deltas_plots == {"lineage--keyword--deltas-P@1.png", "lineage--keyword--deltas-R@3.png"}
     counts = pixels(deltas)
     assert _near(counts, WORSE) == 0 and _near(counts, BETTER) == 0
     # The manifest names exactly what this run wrote; stale plots of earlier runs are gone.

@@ -25,8 +25,9 @@ def test_a_failing_system_is_left_out_and_no_spread_is_not_a_perfect_floor(
     # minimum would be 0.00).
     result.stdout.fnmatch_lines(
         [
-            "suggested floors: lineage suite P@1: left out broken (below the current floor 0.5 "
-            "in the baseline)",
+            "suggested floors: lineage suite P@1: left out broken 0.0000 (their baseline P@1 "
+            "over the suite is below the floor 0.5; give such a system its own floor under "
+            "system_floors)",
             "*",
             "-  P@1: 0.5",
             "+  P@1: 0.43",

@@ -119,7 +119,7 @@ def test_junit_xml_carries_each_gate_s_numbers(project: pytest.Pytester) -> None
     result.assert_outcomes(passed=5)
     tree = ET.parse(project.path / "junit.xml")
     cases = {(c.get("classname"), c.get("name")): c for c in tree.iter("testcase")}
-    case = cases[("lineage.retrieval.yaml.keyword.suite", "P@1")]
+    case = cases[("lineage_retrieval_yaml.keyword.suite", "P@1")]
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
     # P@1 over the three queries: join_orders and customer_names hit at rank 1, refunds too: 3/3.
     assert props == {
@@ -146,7 +146,7 @@ def test_progress_reaches_the_log_around_capture(
     # Not a terminal: a line per tenth crossed; three queries, one per step.
     result.stdout.fnmatch_lines(
         [
-            "retrieval gate: lineage: querying keyword 1/3 (33%), * s*",
-            "retrieval gate: lineage: querying keyword 3/3 (100%), * s",
+            "retrieval gate: lineage x keyword: querying 1/3 (33%), * s*",
+            "retrieval gate: lineage x keyword: querying 3/3 (100%), * s",
         ]
     )

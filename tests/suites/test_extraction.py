@@ -590,8 +590,8 @@ def test_run_extraction_results_fingerprint_and_progress(
     assert run.stats["chunks"] == 3
     # Documents x chunks: a line per document here (a log gets one per tenth at most).
     assert lines == [
-        "retrieval gate: s: extracting with f (chunks) 2/3 (66%), 0 s",
-        "retrieval gate: s: extracting with f (chunks) 3/3 (100%), 0 s",
+        "retrieval gate: s x f: extracting (chunks) 2/3 (66%), 0 s",
+        "retrieval gate: s x f: extracting (chunks) 3/3 (100%), 0 s",
     ]
     # A ranking run of the same system keeps the identity it always had.
     assert settings.systems["f"].identity == {"retriever": "extract_finder:retrieve"}

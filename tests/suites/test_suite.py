@@ -46,7 +46,7 @@ def test_the_header_every_kind_shares(tmp_path: Path) -> None:
     assert suite.categories == ("joins",)
     assert {
         "name", "description", "kind", "gates", "categories", "difficulties", "tolerance",
-        "systems",
+        "systems", "resolution", "missing_relevant", "reference", "system_floors",
     } == HEADER_KEYS  # fmt: skip
 
 

@@ -9,6 +9,7 @@ they are.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,9 @@ class Alignment:
     not_comparable: str | None  # the reason, when nothing can be compared
     notes: tuple[str, ...]  # what changed that is still compared (model, corpus, ...)
     redefined: Mapping[str, str] = field(default_factory=dict)  # metric -> why not comparable
+    # What was measured differently, old -> new (``system: pca_dims 128 -> 64``): the terminal
+    # summary and each regressed item's failure text name it.
+    changes: tuple[str, ...] = ()
 
 
 def metric_definitions(fingerprint: Mapping[str, Any], metrics: Iterable[str]) -> dict[str, str]:
@@ -68,11 +72,16 @@ def align(record: RunRecord, base: RunRecord) -> Alignment:
             break
     if reason is None and not shared:
         reason = "no query is unchanged since the baseline"
-    notes = [
-        _note(key, base_fp[key], fp.get(key))
+    changed = {
+        key: identity_changes(base_fp[key], fp.get(key))
         for key in DESCRIPTIVE
         if key in base_fp and fp.get(key) != base_fp.get(key)
+    }
+    notes = [
+        f"{key} changed since the baseline" + (f": {', '.join(diff)}" if diff else "")
+        for key, diff in changed.items()
     ]
+    changes = tuple(f"{key}: {', '.join(diff) or 'changed'}" for key, diff in changed.items())
     now_defs = metric_definitions(fp, record.metrics)
     then_defs = metric_definitions(base_fp, base.metrics)
     redefined = {
@@ -82,11 +91,54 @@ def align(record: RunRecord, base: RunRecord) -> Alignment:
         if name in then_defs and now_defs[name] != then_defs[name]
     }
     notes += [f"{name}: not compared, {why}" for name, why in redefined.items()]
-    return Alignment(shared, added, removed, edited, reason, tuple(notes), redefined)
+    return Alignment(
+        shared, added, removed, edited, reason, tuple(notes), redefined, tuple(changes)
+    )
 
 
-def _note(key: str, before: Any, now: Any) -> str:
-    # Identities (a system's settings, a model's revision) are long; short values are shown.
-    if isinstance(before, (str, int, float, list)) and len(repr(before)) + len(repr(now)) <= 80:
-        return f"{key} changed since the baseline: {before!r} -> {now!r}"
-    return f"{key} changed since the baseline"
+#: Changes named per fingerprint entry; more are counted.
+MAX_CHANGES = 6
+_SHOWN = 60  # characters of a value shown; a digest shows its first 12
+
+
+def identity_changes(before: Any, now: Any) -> list[str]:
+    """What differs between two values of a fingerprint entry, leaf by leaf, old -> new: a
+    system's options (``pca_dims 128 -> 64``), a model identity's fields (an identity string
+    ``"<tag> {json}"`` is read as its JSON), a digest (its first 12 characters)."""
+    found: list[str] = []
+    _diff(_structured(before), _structured(now), "", found)
+    if len(found) > MAX_CHANGES:
+        found = [*found[:MAX_CHANGES], f"{len(found) - MAX_CHANGES} more"]
+    return found
+
+
+def _structured(value: Any) -> Any:
+    if isinstance(value, str) and " {" in value and value.endswith("}"):
+        tag, _, body = value.partition(" ")
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            return value
+        if isinstance(parsed, dict):
+            return {"identity": tag, **parsed}
+    return value
+
+
+def _diff(before: Any, now: Any, path: str, found: list[str]) -> None:
+    if isinstance(before, Mapping) and isinstance(now, Mapping):
+        for key in dict.fromkeys([*before, *now]):
+            if before.get(key) != now.get(key):
+                inner = f"{path}.{key}" if path else str(key)
+                _diff(_structured(before.get(key)), _structured(now.get(key)), inner, found)
+        return
+    where = f"{path} " if path else ""
+    found.append(f"{where}{_shown(before)} -> {_shown(now)}")
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    text = repr(value)
+    if isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value):
+        return repr(value[:12])
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."

@@ -55,7 +55,8 @@ class PlanRow:
     # shared units, which resolve nothing
     resolution: float
     reliability: float
-    needed: int | None  # units for a resolution within the tolerance
+    needed: int | None  # units for a resolution within the tolerance (the suite scope only)
+    width: float = 1.0  # the metric's range: a resolution as wide resolves no drop
     target: float | None = None  # the ``resolution`` setting, when set
     needed_target: int | None = None  # units for it
 
@@ -203,7 +204,10 @@ class RegressionPlan:
                     tolerance=p.check.tolerance,
                     resolution=block.epsilon[metric],
                     reliability=1.0 - alpha,
-                    needed=needed(p.check.tolerance),
+                    # A category grows with its suite: its own figure would ask for a suite
+                    # many times the size the suite scope needs (docs/verdicts.md).
+                    needed=needed(p.check.tolerance) if p.check.scope == "suite" else None,
+                    width=width,
                     target=target,
                     needed_target=None if target is None else needed(target),
                 )
@@ -265,6 +269,14 @@ class RegressionPlan:
     ) -> Regressions:
         """``record`` compared with its baseline run ``base``, every check decided; ``path``
         names the baseline in the report."""
+        # The plan's own figure for each gated check, so the report's "from the baseline" is
+        # the number --rg-plan printed.
+        planned = {
+            (row.scope, row.metric): row.resolution
+            for key, block in self._blocks.items()
+            if key[:2] == (str(suite.path), record.system)
+            for row in self._rows(block, self.blocks)
+        }
         return compare_with_baseline(
             record,
             base,
@@ -276,6 +288,7 @@ class RegressionPlan:
             strict=self.settings.strict_verdicts,
             policy=self.settings.verdicts,
             blocks=self.blocks,
+            planned=planned,
         )
 
 

@@ -25,6 +25,7 @@ from retrieval_gate.records import (
     RegressionFigures,
     RegressionRow,
     RunRecord,
+    format_delta,
     parse_scope,
 )
 from retrieval_gate.suites.suite import Suite
@@ -48,6 +49,7 @@ class RegressionCheck:
     metric: str
     tolerance: float
     gated: bool = True  # an item in the session's family; False: a diagnostic the report shows
+    accepted: bool = False  # the suite acknowledged its coarse resolution (``resolution: accept``)
 
 
 #: Scopes whose regressions are pytest items (and family members) unless settings say otherwise.
@@ -68,7 +70,7 @@ def regression_checks(
     difficulty is gated only when ``scopes`` names its kind ("category", "difficulty"); otherwise
     it is a diagnostic: compared and reported, never an item nor a member of the family."""
     wanted: dict[tuple[str, str], None] = {}
-    for gate in suite.gates:
+    for gate in suite.all_gates:
         if not gate.metric.is_latency:
             wanted[(gate.scope, gate.metric.name)] = None
     for name in (*suite.tolerance, *default):
@@ -81,7 +83,10 @@ def regression_checks(
         group = parse_scope(scope)
         return group is None or group[0] in scopes
 
-    return [RegressionCheck(scope, metric, tol(metric), gated(scope)) for scope, metric in wanted]
+    return [
+        RegressionCheck(scope, metric, tol(metric), gated(scope), suite.accepts_resolution)
+        for scope, metric in wanted
+    ]
 
 
 def family_size(shared_counts: list[int], alpha: float) -> int:
@@ -131,6 +136,21 @@ class _Compared:
     spread: ItemSpread | None  # what the check adds to its block's resolution
     planned_sd: float  # the spread planning assumes for the drops (docs/verdicts.md)
     test: MarginTest | BootstrapMarginTest
+    # For an aggregate its kind decomposes (a correlation): each unit's share of the change and
+    # why (SuiteKind.contributions); worse and better units are counted and explained by these.
+    shares: Mapping[str, tuple[float, str]] | None = None
+
+    @property
+    def degraded(self) -> int:
+        if self.shares is not None:
+            return sum(1 for share, _ in self.shares.values() if share < -_TIE)
+        return self.test.degraded
+
+    @property
+    def improved(self) -> int:
+        if self.shares is not None:
+            return sum(1 for share, _ in self.shares.values() if share > _TIE)
+        return self.test.improved
 
     @property
     def drop(self) -> float:
@@ -163,6 +183,7 @@ def _compare(
     width = _width(metric, now, then)
     n = len(ids)
     test: MarginTest | BootstrapMarginTest
+    shares = None
     if is_mean(metric):
         test = margin_test(now, then, check.tolerance)
         mean_now = sum(now) / n if n else 0.0
@@ -181,8 +202,21 @@ def _compare(
         spread = ItemSpread(n=n, width=width, bootstrap_sd=test.sd)
         # As a per-unit sd, so planning reads both kinds alike: sd_boot * sqrt(n).
         planned = bootstrap_sd(metric, series_then, seed) * math.sqrt(n) if n > 1 else 0.0
+        from retrieval_gate.suites import kind_named
+
+        shares = kind_named(record.kind).contributions(check.metric, ids, record, base)
     return _Compared(
-        check, ids, now, then, missing, mean_now, mean_then, spread if n else None, planned, test
+        check,
+        ids,
+        now,
+        then,
+        missing,
+        mean_now,
+        mean_then,
+        spread if n else None,
+        planned,
+        test,
+        shares,
     )
 
 
@@ -231,6 +265,8 @@ def check_regressions(
     strict: bool = False,
     policy: str = DEFAULT_POLICY,
     blocks: int = 1,
+    planned: Mapping[tuple[str, str], float] | None = None,
+    changes: tuple[str, ...] = (),
 ) -> list[Outcome]:
     """Each check decided over the queries shared with the baseline, by ``policy``.
 
@@ -251,7 +287,10 @@ def check_regressions(
     (:func:`~retrieval_gate.gates.stats.bootstrap_margin_test`, seeded with ``seed``) instead.
 
     Either way a metric in ``redefined`` (metric -> reason) is not compared: its definition
-    changed since the baseline.
+    changed since the baseline. ``planned``: each gated check's resolution from the baseline,
+    by (scope, metric), as ``--rg-plan`` computed it (:class:`~retrieval_gate.gates.plan.
+    RegressionPlan`), so the report's figure is the plan's; ``changes``: what was measured that
+    differs from the baseline (model, options, corpus), named in each regressed item.
     """
     from retrieval_gate.gates.resolution import block_level, block_resolution
 
@@ -271,14 +310,26 @@ def check_regressions(
     for item in compared:
         block = resolved.get(item.check.scope)
         epsilon = None if block is None else block.epsilon.get(item.check.metric)
-        figures = _resolution_figures(item, epsilon, block, level, alpha)
+        from_plan = (planned or {}).get((item.check.scope, item.check.metric))
+        figures = _resolution_figures(item, epsilon, block, level, from_plan)
         if policy == "tolerance":
-            outcomes.append(_tolerance_outcome(record, base, item, alpha, blocks, figures))
+            outcome = _tolerance_outcome(record, base, item, alpha, blocks, figures)
         else:
-            outcomes.append(
-                _margin_outcome(record, base, item, alpha, family, strict, seed, figures)
-            )
+            outcome = _margin_outcome(record, base, item, alpha, family, strict, seed, figures)
+        outcomes.append(_with_changes(outcome, changes))
     return outcomes
+
+
+def _with_changes(outcome: Outcome, changes: tuple[str, ...]) -> Outcome:
+    """A regressed item's failure text names what was measured differently since the baseline
+    (``system: pca_dims 128 -> 64``), the likely cause a CI log must show."""
+    figures = outcome.regression
+    if not changes or figures is None or figures.verdict != "regressed":
+        return outcome
+    from dataclasses import replace
+
+    lines = [f"changed since the baseline: {change}" for change in changes]
+    return replace(outcome, detail=(*outcome.detail[:2], *lines, *outcome.detail[2:]))
 
 
 @dataclass(frozen=True)
@@ -294,18 +345,26 @@ def _resolution_figures(
     epsilon: float | None,
     block: BlockResolution | None,
     level: float,
-    alpha: float,
+    from_plan: float | None,
 ) -> _Resolved:
+    """The item's figures, computed once here and read by every writer: today's epsilon, the
+    plan's (``from_plan``, else the same formula on the baseline's spread for a check the plan
+    does not hold, a diagnostic), and, for the suite scope only, the units its tolerance needs
+    (a category's own figure would ask for a suite many times its size: docs/verdicts.md)."""
     from retrieval_gate.gates.resolution import planned_epsilon, queries_needed
 
     if epsilon is None or block is None or item.spread is None:
         return _Resolved(None, None, None, 0.0)
     n = item.spread.n
-    planned = planned_epsilon(item.planned_sd, n, item.spread.width, block.c)
-    # Today's spread of the drops when a change shows one, else the baseline's (planning).
-    sd = max(item.spread.unit_sd(), item.planned_sd)
-    joint = block.c_normal if len(block.epsilon) > 1 else None
-    needed = queries_needed(sd, item.spread.width, item.check.tolerance, level, joint=joint)
+    planned = from_plan
+    if planned is None:
+        planned = planned_epsilon(item.planned_sd, n, item.spread.width, block.c)
+    needed = None
+    if item.check.scope == "suite":
+        # Today's spread of the drops when a change shows one, else the baseline's (planning).
+        sd = max(item.spread.unit_sd(), item.planned_sd)
+        joint = block.c_normal if len(block.epsilon) > 1 else None
+        needed = queries_needed(sd, item.spread.width, item.check.tolerance, level, joint=joint)
     return _Resolved(epsilon, planned, needed, block.c)
 
 
@@ -317,8 +376,17 @@ def _common_detail(item: _Compared, units: str) -> str:
     return (
         f"baseline {_fmt(item.mean_then)} -> now {_fmt(item.mean_now)} (drop {_fmt(item.drop)}, "
         f"tolerance {_fmt(item.check.tolerance)}) over {len(item.ids)} shared {units}; "
-        f"{item.test.degraded} worse, {item.test.improved} better"
+        f"{item.degraded} worse, {item.improved} better"
     )
+
+
+def _resolution_words(item: _Compared, epsilon: float, alpha: float) -> str:
+    """ "resolution +-0.06 at 95 %", or, as wide as the metric's range, that nothing resolves."""
+    from retrieval_gate.gates.resolution import resolves_nothing
+
+    if item.spread is not None and resolves_nothing(epsilon, item.spread.width):
+        return f"resolves no drop at {_percent(alpha)}"
+    return f"resolution +-{_fmt(epsilon)} at {_percent(alpha)}"
 
 
 def _statement(item: _Compared, epsilon: float | None, alpha: float) -> str:
@@ -333,7 +401,7 @@ def _statement(item: _Compared, epsilon: float | None, alpha: float) -> str:
     else:
         said = f"{metric} rose {_fmt(-item.drop)} (tolerance {t})"
     if epsilon is not None:
-        said += f" (resolution +-{_fmt(epsilon)} at {_percent(alpha)})"
+        said += f" ({_resolution_words(item, epsilon, alpha)})"
     return said
 
 
@@ -353,19 +421,27 @@ def _tolerance_outcome(
     verdict = "regressed" if regressed else "ok"
     passed = not regressed or not check.gated or item.missing is not None
     detail = [f"{verdict}: {_statement(item, epsilon, alpha)}", _common_detail(item, units)]
-    if epsilon is not None:
+    if epsilon is not None and item.spread is not None:
+        from retrieval_gate.gates.resolution import cannot_resolve, resolves_nothing
+
         t = check.tolerance
         scopes = "scope" if blocks == 1 else "scopes"
-        lower = t - epsilon
-        # Below zero the lower edge is a gain: say so rather than "a drop below -0.12".
-        passes = f"one below {_fmt(lower)}" if lower >= 0 else f"a true gain above {_fmt(-lower)}"
-        detail.append(
-            f"resolution +-{_fmt(epsilon)} at {_percent(alpha)} reliability, shared over the "
-            f"session's {blocks} suite x system {scopes} (c {resolved.c:.3f}): a true drop above "
-            f"{_fmt(t + epsilon)} fails and {passes} passes"
-        )
+        shared = f"shared over the session's {blocks} suite x system {scopes} (c {resolved.c:.3f})"
+        if resolves_nothing(epsilon, item.spread.width):
+            said = cannot_resolve(check.metric, check.scope, item.spread.n, units)
+            detail.append(f"resolution: {said} at {_percent(alpha)} reliability, {shared}")
+        else:
+            lower = t - epsilon
+            # Below zero the lower edge is a gain: say so rather than "a drop below -0.12".
+            passes = (
+                f"one below {_fmt(lower)}" if lower >= 0 else f"a true gain above {_fmt(-lower)}"
+            )
+            detail.append(
+                f"resolution +-{_fmt(epsilon)} at {_percent(alpha)} reliability, {shared}: a true "
+                f"drop above {_fmt(t + epsilon)} fails and {passes} passes"
+            )
         if epsilon > t:
-            detail.append(_too_coarse(check, epsilon, resolved.needed, units))
+            detail.append(_too_coarse(item, epsilon, resolved.needed, units))
     deltas = _deltas(item)
     if item.missing is not None:
         detail = [f"not compared: {item.missing}"]
@@ -376,16 +452,38 @@ def _tolerance_outcome(
     return _outcome(record, item, passed, verdict, detail, deltas, alpha, resolved, "tolerance")
 
 
-def _too_coarse(check: RegressionCheck, epsilon: float, needed: int | None, units: str) -> str:
-    more = f", or about {needed:,} {units}," if needed is not None else ""
+def _too_coarse(item: _Compared, epsilon: float, needed: int | None, units: str) -> str:
+    """The item's advice when its resolution is wider than its tolerance (the same words the
+    terminal summary and the report use: :func:`~retrieval_gate.gates.resolution.coarse_advice`).
+    """
+    from retrieval_gate.gates.resolution import coarse_advice, scope_words
+
+    check = item.check
+    width = item.spread.width if item.spread is not None else 0.0
+    advice = coarse_advice(
+        metric=check.metric,
+        scope=check.scope,
+        n=len(item.ids),
+        units=units,
+        epsilon=epsilon,
+        width=width,
+        tolerance=check.tolerance,
+        needed=needed,
+    )
+    if check.accepted:
+        return f"coarse, accepted by the suite (resolution: accept): {advice}"
     return (
-        f"WARNING: the resolution (+-{_fmt(epsilon)}) is wider than the tolerance "
-        f"({_fmt(check.tolerance)}): changes with no real effect on {check.metric} will often "
-        f"fail; a tolerance of at least {_fmt(epsilon)}{more} would resolve it"
+        f"coarse: changes with no real effect on {check.metric} will often fail over "
+        f"{scope_words(check.scope)}; {advice}"
     )
 
 
 def _deltas(item: _Compared) -> list[tuple[str, float]]:
+    """The worse units, most first: each one's change of the metric, or its share of the
+    aggregate's change where its kind decomposes it (a correlation)."""
+    if item.shares is not None:
+        worse = [(qid, share) for qid, (share, _) in item.shares.items() if share < -_TIE]
+        return sorted(worse, key=lambda x: (x[1], x[0]))
     return sorted(
         ((qid, a - b) for qid, a, b in zip(item.ids, item.now, item.then, strict=True) if a < b),
         key=lambda x: x[1],
@@ -398,14 +496,17 @@ def _explanations(
     from retrieval_gate.suites import units_of
 
     metric = item.check.metric
+    shares = item.shares
     lines = [
-        explain(qid, record.query(qid), base.query(qid), metric, record.kind)
+        shares[qid][1]
+        if shares is not None
+        else explain(qid, record.query(qid), base.query(qid), metric, record.kind)
         for qid, _ in deltas[:EXPLAIN]
     ]
     rest = deltas[EXPLAIN:]
     if rest:
         # The others are named, so a reader does not take the explained ones for all of them.
-        shown = ", ".join(f"{qid} ({delta:+.4f})" for qid, delta in rest[:MORE_NAMED])
+        shown = ", ".join(f"{qid} ({format_delta(delta)})" for qid, delta in rest[:MORE_NAMED])
         unnamed = f" and {len(rest) - MORE_NAMED} more" if len(rest) > MORE_NAMED else ""
         lines.append(
             f"{len(rest)} more worse {units_of(record.kind)} not explained here: {shown}{unnamed}"
@@ -441,8 +542,8 @@ def _outcome(
         regression=RegressionFigures(
             baseline=item.mean_then,
             tolerance=check.tolerance,
-            improved=item.test.improved,
-            degraded=item.test.degraded,
+            improved=item.improved,
+            degraded=item.degraded,
             not_compared=item.missing,
             verdict=verdict,
             diagnostic=not check.gated,
@@ -451,6 +552,7 @@ def _outcome(
             reliability=1.0 - session_alpha,
             planned_resolution=resolved.planned,
             queries_needed=resolved.needed,
+            width=None if item.spread is None else item.spread.width,
             **margin,
         ),
     )
@@ -588,6 +690,7 @@ def compare_with_baseline(
     strict: bool = False,
     policy: str = DEFAULT_POLICY,
     blocks: int = 1,
+    planned: Mapping[tuple[str, str], float] | None = None,
 ) -> Regressions:
     """Align a run with its baseline run and decide every regression check (see
     :func:`check_regressions`); ``path`` names the baseline file in the report."""
@@ -627,6 +730,8 @@ def compare_with_baseline(
         strict=strict,
         policy=policy,
         blocks=blocks,
+        planned=planned,
+        changes=alignment.changes,
     )
     rows = {}
     for check, outcome in zip(checks, outcomes, strict=True):
@@ -654,6 +759,7 @@ def compare_with_baseline(
             reliability=figures.reliability,
             planned_resolution=figures.planned_resolution,
             queries_needed=figures.queries_needed,
+            accepted=check.accepted,
         )
     return Regressions(
         comparison(rows),

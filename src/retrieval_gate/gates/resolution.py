@@ -10,15 +10,25 @@ suite stands for, of which the suite's are a sample), the item's resolution epsi
 Per item, over n shared queries with per-query drops d_i = baseline_i - now_i and R the width of
 the metric's range (1 for a metric within [0, 1]):
 
-    epsilon = c * sqrt(SS + R^2) / n,        SS = sum (d_i - D^)^2
+    epsilon = c * sqrt((SS + w R^2) / (n - 1 + w)) / sqrt(n),   SS = sum (d_i - D^)^2,  w = c^2 / 4
 
-that is c times the standard error of D^ with one pseudo-query of full range added to the spread
-(``(SS + R^2) / n`` is the sample variance of the n differences and one more at distance R from
-their mean, weight 1 over n - 1 + 1 degrees of freedom). The pseudo-query is the small-sample
+(times (c + k) / c with k the skewness term below), that is c times the standard error of D^ with a
+pseudo-query of full range, of weight w, added to
+the spread (``(SS + w R^2) / (n - 1 + w)`` is the sample variance of the n differences and w more
+at distance R from their mean; :func:`pseudo_weight`: w = 1 at c = 2, growing with c^2 as the
+Wilson and Agresti-Coull corrections do, so a session of many blocks, whose c is larger, adds
+more). The pseudo-query is the small-sample
 correction: with all-or-nothing losses on a few queries, a small suite often sees none of them and
 its plug-in spread is 0 (Wald's interval for a proportion fails the same way; Agresti and Min 2005
 add pseudo-counts for paired proportions). Without it the stated epsilon under-covers at 12 and 35
 queries (benchmarks/bench_verdicts.py measures it).
+
+Skewed drops (a few queries that lose everything, the rest unchanged) make the studentised mean's
+tail heavier on one side: a sample that saw fewer of the losses states both a smaller drop and a
+smaller epsilon. Each item's c then grows by Edgeworth's first-order term, k = |g| (2 c^2 + 1) /
+(6 sqrt(n)), g the drops' skewness m3 / s^3 (s with the pseudo-query), in both directions (the
+stated epsilon is symmetric); k is 0 for symmetric drops, so a change without skew keeps its
+epsilon (benchmarks/bench_verdicts.py, the ``gone`` change; docs/verdicts.md).
 
 c is one critical value shared by the items of a *block* (one suite x system x scope: the metrics
 measured on the same queries): the (1 - level) quantile of max_j |T_j| over the block's metrics,
@@ -34,8 +44,8 @@ same level alone; an added block raises c for the others (epsilon widens) and ne
 decision, which reads D^ and t only.
 
 A metric whose value is not a mean of per-unit values (micro F1, a correlation) takes the paired
-bootstrap's standard deviation of its aggregate difference in place of sqrt(SS) / n, with the same
-pseudo-query term R / n; it is treated as uncorrelated with the block's other metrics
+bootstrap's standard deviation of its aggregate difference in place of the standard error, with the
+pseudo-query term w (R / n)^2 added to its square; it is treated as uncorrelated with the block's other metrics
 (independence gives the largest c).
 
 Planning (:func:`planned_epsilon`, :func:`queries_needed`): before a change exists the drops are
@@ -54,6 +64,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+
+from retrieval_gate.records import format_value
 
 #: Draws of the Monte Carlo max-|Z| quantile of a block of more than one metric. At a level of
 #: 0.0025 (20 blocks) the tail holds 500 draws: c to about half a percent.
@@ -231,6 +243,21 @@ class ItemSpread:
         sd = self.bootstrap_sd or 0.0
         return math.sqrt(sd * sd + weight * (self.width / self.n) ** 2)
 
+    def skew_term(self, c: float, weight: float) -> float:
+        """What the drops' skewness adds to c: Edgeworth's first-order term for the tail of a
+        studentised mean, |g| (2 c^2 + 1) / (6 sqrt(n)), g = m3 / s^3 with m3 the drops' third
+        central moment and s their sd with the pseudo-query (so a small suite's few drops do not
+        make it explode). 0 for symmetric drops and for an aggregate that is not a mean."""
+        if self.drops is None or self.n < 3:
+            return 0.0
+        centred = self.drops - self.drops.mean()
+        m3 = float((centred**3).mean())
+        ss = float((centred**2).sum())
+        sd = math.sqrt((ss + weight * self.width * self.width) / (self.n - 1 + weight))
+        if sd <= 0.0 or m3 == 0.0:
+            return 0.0
+        return abs(m3) / sd**3 * (2.0 * c * c + 1.0) / (6.0 * math.sqrt(self.n))
+
     def unit_sd(self) -> float:
         """The spread of the drops per unit: their sample sd, or sd_boot * sqrt(n)."""
         if self.drops is not None:
@@ -273,9 +300,14 @@ def block_resolution(
         c=c,
         level=level,
         df=n - 1,
-        epsilon={k: c * usable[k].standard_error(pseudo_weight(c)) for k in names},
+        epsilon={k: _epsilon(usable[k], c) for k in names},
         c_normal=normal_joint_quantile(corr, level, seed),
     )
+
+
+def _epsilon(item: ItemSpread, c: float) -> float:
+    w = pseudo_weight(c)
+    return (c + item.skew_term(c, w)) * item.standard_error(w)
 
 
 def pseudo_weight(c: float) -> float:
@@ -335,3 +367,59 @@ def queries_needed(
 def sample_sd(values: Sequence[float]) -> float:
     """The sample standard deviation (n - 1); 0 for fewer than two values."""
     return statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+# -- how a resolution reads ---------------------------------------------------------------------
+# One wording for the failure text, the terminal summary, the report and --rg-plan, so that each
+# figure a person reads is the item's own and none is beyond the metric's range.
+
+
+def resolves_nothing(epsilon: float, width: float) -> bool:
+    """Whether a resolution of ``epsilon`` is as wide as the metric's range ``width``: then no
+    tolerance can tell a real drop from none, and "+-1.087" on a [0, 1] metric means nothing."""
+    return width > 0 and epsilon >= width
+
+
+def scope_words(scope: str) -> str:
+    """ "this suite" for the suite scope, else the scope as items name it (``category[x]``)."""
+    return "this suite" if scope == "suite" else scope
+
+
+def cannot_resolve(metric: str, scope: str, n: int, units: str) -> str:
+    """ "with 4 queries category[x] cannot resolve any drop of Hit@5"."""
+    return f"with {n} {units} {scope_words(scope)} cannot resolve any drop of {metric}"
+
+
+def resolution_cell(epsilon: float | None, width: float) -> str:
+    """A table's resolution cell: ``+-0.1516``, ``none`` beyond the metric's range, ``-``."""
+    if epsilon is None:
+        return "-"
+    if resolves_nothing(epsilon, width):
+        return "none (range)"
+    return f"+-{format_value(epsilon)}"
+
+
+def coarse_advice(
+    *,
+    metric: str,
+    scope: str,
+    n: int,
+    units: str,
+    epsilon: float,
+    width: float,
+    tolerance: float,
+    needed: int | None,
+) -> str:
+    """What a team can do about a check whose resolution is wider than its tolerance, first the
+    tolerance today's size resolves; a suite size only for the suite scope (a category grows
+    with its suite, and a category's own figure would ask for a suite of thousands)."""
+    tol = format_value(tolerance)
+    if resolves_nothing(epsilon, width):
+        hint = ": gate this metric at the suite scope" if scope != "suite" else ""
+        return cannot_resolve(metric, scope, n, units) + hint
+    eps = format_value(epsilon)
+    where = "" if scope == "suite" else f" of {scope}"
+    out = f"set a tolerance of at least {eps} (what today's {n} {units}{where} resolve)"
+    if scope == "suite" and needed is not None:
+        out += f", or grow the suite to about {needed:,} {units} for {tol}"
+    return out

@@ -14,10 +14,12 @@ a proportion ``mean`` out of ``n`` (n = 10 at 1.0: 0.72), never the mean itself,
 falling does not fail a floor suggested from a perfect run; a metric with other bounds gets no
 suggestion then.
 
-One floor gates every system of the suite, so the suggestion is the lowest bound over the systems
-whose baseline meets the current floor: a system already failing it (a broken one at 0.00) would
-switch the floor off, so it is left out and named. When no system meets it, the floor follows the
-best system's bound. Rounded down to 2 decimals, so the baseline clears it and the file stays
+A floor gates every system it applies to: the suite's floor the systems without one of their own,
+a ``system_floors`` entry the systems it names. The suggestion for each floor is the lowest bound
+over those of its systems whose baseline meets it: a system already failing it (a broken one at
+0.00) would switch the floor off, so it is left out and named with its own baseline value over the
+scope (give it its own floor under ``system_floors``). When no system meets it, the floor follows
+the best system's bound. Rounded down to 2 decimals, so the baseline clears it and the file stays
 readable, then clamped to the metric's bounds.
 
 Edge cases: a scope with fewer than 2 comparable queries, or a metric the baseline lacks, gets no
@@ -30,6 +32,7 @@ parser's marks, so comments, order and quoting stay). Nothing here writes a suit
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -68,8 +71,11 @@ class FloorSuggestion:
     gate: Gate
     suggested: float
     n: int  # queries the bound is computed over (the fewest over systems)
-    # Systems whose baseline does not meet the current floor, left out of the suggestion.
-    left_out: tuple[str, ...] = ()
+    # Systems whose baseline does not meet the current floor, left out of the suggestion, each
+    # with its baseline mean over the floor's scope.
+    left_out: tuple[tuple[str, float], ...] = ()
+    owner: str = ""  # the ``system_floors`` entry that holds the floor; "" for the suite's own
+    systems: tuple[str, ...] = ()  # the systems the floor gates (the bounds are theirs)
 
 
 def lower_bound(
@@ -140,73 +146,98 @@ def suggest_floors(
     """Each gated floor whose baseline lower bound (see the module docstring) differs from it."""
     out = []
     for suite in suites:
-        for gate in suite.gates:
-            if gate.metric.is_latency:
+        # Which systems each floor gates: the suite's floor, or a system's own that replaces it.
+        gated: dict[int, list[str]] = {}
+        for system in systems:
+            for gate in suite.gates_for(system):
+                gated.setdefault(id(gate), []).append(system)
+        owners = [("", g) for g in suite.gates]
+        owners += [(pattern, g) for pattern, gates in suite.system_gates for g in gates]
+        for owner, gate in owners:
+            names = gated.get(id(gate), [])
+            if gate.metric.is_latency or not names:
                 continue
-            bounds: list[tuple[float, int, str, bool]] = []  # bound, n, system, meets floor
-            group = parse_scope(gate.scope)
-            lo, hi = gate.metric.bounds
-            unit = lo is not None and hi is not None and lo >= 0.0 and hi <= 1.0
-            for system in systems:
-                base = baseline.get(suite.name, system)
-                if base is None:
-                    continue
-                digests = {
-                    q.id: q.digest
-                    for q in suite.queries
-                    if group is None or getattr(q, group[0]) == group[1]
-                }
-                values = [
-                    q.metrics[gate.metric.name]
-                    for q in base.queries
-                    if digests.get(q.id) == q.digest and gate.metric.name in q.metrics
-                ]
-                bound = lower_bound(values, unit_interval=unit)
-                if bound is not None:
-                    meets = math.fsum(values) / len(values) >= gate.threshold - 1e-9
-                    bounds.append((bound, len(values), system, meets))
-            if not bounds:
-                continue
-            used = [b for b in bounds if b[3]] or [max(bounds)]
-            floor = round_down(min(b for b, _, _, _ in used))
-            floor = max(floor, lo) if lo is not None else floor
-            floor = min(floor, hi) if hi is not None else floor
-            left_out = tuple(name for _, _, name, meets in bounds if not meets)
-            if abs(floor - gate.threshold) > 1e-12:
-                n = min(n for _, n, _, _ in used)
-                out.append(FloorSuggestion(suite, gate, floor, n, left_out))
+            found = _suggestion(suite, gate, names, baseline)
+            if found is not None:
+                out.append(dataclasses.replace(found, owner=owner))
     return out
 
 
-def _threshold_spans(text: str, path: Path) -> dict[tuple[str, str], tuple[int, int]]:
-    """(scope, canonical metric) -> (start, end) character offsets of each floor's value."""
+def _suggestion(
+    suite: Suite, gate: Gate, systems: Sequence[str], baseline: Baseline
+) -> FloorSuggestion | None:
+    bounds: list[tuple[float, int, str, float]] = []  # bound, n, system, baseline mean
+    group = parse_scope(gate.scope)
+    lo, hi = gate.metric.bounds
+    unit = lo is not None and hi is not None and lo >= 0.0 and hi <= 1.0
+    digests = {
+        q.id: q.digest for q in suite.queries if group is None or getattr(q, group[0]) == group[1]
+    }
+    for system in systems:
+        base = baseline.get(suite.name, system)
+        if base is None:
+            continue
+        values = [
+            q.metrics[gate.metric.name]
+            for q in base.queries
+            if digests.get(q.id) == q.digest and gate.metric.name in q.metrics
+        ]
+        bound = lower_bound(values, unit_interval=unit)
+        if bound is not None:
+            bounds.append((bound, len(values), system, math.fsum(values) / len(values)))
+    if not bounds:
+        return None
+    meets = [b for b in bounds if b[3] >= gate.threshold - 1e-9]
+    used = meets or [max(bounds)]
+    floor = round_down(min(b for b, _, _, _ in used))
+    floor = max(floor, lo) if lo is not None else floor
+    floor = min(floor, hi) if hi is not None else floor
+    left_out = tuple((name, mean) for _, _, name, mean in bounds if mean < gate.threshold - 1e-9)
+    if abs(floor - gate.threshold) <= 1e-12:
+        return None
+    n = min(n for _, n, _, _ in used)
+    return FloorSuggestion(
+        suite, gate, floor, n, left_out, systems=tuple(name for _, _, name, _ in used)
+    )
+
+
+def _threshold_spans(text: str, path: Path) -> dict[tuple[str, str, str], tuple[int, int]]:
+    """(owner, scope, canonical metric) -> (start, end) character offsets of each floor's value;
+    owner "" for the suite's floors, the ``system_floors`` entry for a system's own."""
     import yaml
 
     try:
         root = yaml.compose(text)
     except yaml.YAMLError as exc:
         raise RetrievalGateError(f"cannot locate the floors to change: {exc}", path=path) from None
-    spans: dict[tuple[str, str], tuple[int, int]] = {}
+    spans: dict[tuple[str, str, str], tuple[int, int]] = {}
 
     def items(node: Any) -> list[tuple[Any, Any]]:
         return list(node.value) if isinstance(node, yaml.MappingNode) else []
 
-    def gates(node: Any, scope: str) -> None:
+    def gates(node: Any, scope: str, owner: str) -> None:
         for key, value in items(node):
             try:
                 name = parse_metric(str(key.value)).name
             except UnknownMetricError:
                 continue  # the suite loader has refused it already; nothing to suggest
             if isinstance(value, yaml.ScalarNode):
-                spans[(scope, name)] = (value.start_mark.index, value.end_mark.index)
+                spans[(owner, scope, name)] = (value.start_mark.index, value.end_mark.index)
 
+    def floors(node: Any, owner: str) -> None:
+        for key, value in items(node):
+            if key.value == "gates":
+                gates(value, "suite", owner)
+            elif key.value in ("categories", "difficulties"):
+                kind = "category" if key.value == "categories" else "difficulty"
+                for label, group in items(value):
+                    gates(group, f"{kind}[{label.value}]", owner)
+
+    floors(root, "")
     for key, value in items(root):
-        if key.value == "gates":
-            gates(value, "suite")
-        elif key.value in ("categories", "difficulties"):
-            kind = "category" if key.value == "categories" else "difficulty"
-            for label, group in items(value):
-                gates(group, f"{kind}[{label.value}]")
+        if key.value == "system_floors":
+            for pattern, table in items(value):
+                floors(table, str(pattern.value))
     return spans
 
 
@@ -220,9 +251,9 @@ def floors_diff(suggestions: Sequence[FloorSuggestion], rootpath: Path) -> str:
         text = path.read_text(encoding="utf-8")
         spans = _threshold_spans(text, path)
         edits: Mapping[tuple[int, int], str] = {
-            spans[(s.gate.scope, s.gate.metric.name)]: f"{s.suggested:.2f}"
+            spans[(s.owner, s.gate.scope, s.gate.metric.name)]: f"{s.suggested:.2f}"
             for s in found
-            if (s.gate.scope, s.gate.metric.name) in spans
+            if (s.owner, s.gate.scope, s.gate.metric.name) in spans
         }
         changed = text
         # From the end, so earlier offsets stay valid.
@@ -243,6 +274,19 @@ def floors_diff(suggestions: Sequence[FloorSuggestion], rootpath: Path) -> str:
             )
         )
     return "".join(chunks)
+
+
+def _left_out_line(s: FloorSuggestion) -> str:
+    """Which systems a floor's suggestion leaves out and why: each one's own baseline mean over
+    the floor's scope, below the floor."""
+    whose = f" (system_floors.{s.owner})" if s.owner else ""
+    below = ", ".join(f"{name} {mean:.4f}" for name, mean in s.left_out)
+    scope = "the suite" if s.gate.scope == "suite" else s.gate.scope
+    return (
+        f"{s.suite.name} {s.gate.scope} {s.gate.metric.name}{whose}: left out {below} (their "
+        f"baseline {s.gate.metric.name} over {scope} is below the floor {s.gate.threshold:g}; "
+        "give such a system its own floor under system_floors)"
+    )
 
 
 def session_suggestions(
@@ -277,12 +321,7 @@ def session_suggestions(
     diff = floors_diff(found, rootpath)
     files = len({s.suite.path for s in found})
     summary = f"{len(found)} floors in {files} suite files"
-    lines += [
-        f"suggested floors: {s.suite.name} {s.gate.scope} {s.gate.metric.name}: left out "
-        f"{', '.join(s.left_out)} (below the current floor {s.gate.threshold:g} in the baseline)"
-        for s in found
-        if s.left_out
-    ]
+    lines += [f"suggested floors: {_left_out_line(s)}" for s in found if s.left_out]
     if target == TERMINAL:
         return [*lines, f"suggested floors ({summary}), from the baseline's lower 95 % bounds:"] + (
             diff.splitlines() or ["(no floor to change)"]

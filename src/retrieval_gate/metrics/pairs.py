@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from retrieval_gate.metrics.registry import Aggregation, MetricFamily
 
-__all__ = ["FAMILIES", "PairInputs", "average_ranks", "pearson", "spearman"]
+__all__ = ["FAMILIES", "PairInputs", "average_ranks", "correlation_shares", "pearson", "spearman"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -89,6 +89,35 @@ def spearman(x: FloatArray, y: FloatArray) -> float:
     if x.size < 2:
         return 0.0
     return pearson(average_ranks(x), average_ranks(y))
+
+
+def _standard(x: FloatArray) -> FloatArray | None:
+    sd = float(x.std())
+    return None if x.size < 2 or sd <= 0.0 else (x - x.mean()) / sd
+
+
+def correlation_shares(
+    then: FloatArray, now: FloatArray, gold: FloatArray, *, ranks: bool
+) -> tuple[FloatArray, FloatArray, FloatArray] | None:
+    """Each pair's share of the change of Pearson's r (``ranks`` False) or Spearman's rho
+    (True, r of the average ranks) between two similarity series against one gold series.
+
+    With z(x) = (x - mean x) / sd(x) (population sd) and e_i = z(s)_i - z(g)_i, a pair's signed
+    error against gold, r = 1 - sum(e_i^2) / (2n) exactly; so each pair's share of r_now - r_then
+    is (e_then,i^2 - e_now,i^2) / (2n), and the shares sum to the change: a negative share is a
+    pair that lowered the correlation (its error, or for Spearman its standardised rank
+    displacement, grew). Returns (shares, e_then, e_now); None when a series is constant or
+    there are fewer than 2 pairs (r is then 0 by definition, not this sum)."""
+
+    def prepare(x: FloatArray) -> FloatArray:
+        x = np.asarray(x, dtype=np.float64)
+        return average_ranks(x) if ranks else x
+
+    z_then, z_now, z_gold = (_standard(prepare(x)) for x in (then, now, gold))
+    if z_then is None or z_now is None or z_gold is None:
+        return None
+    e_then, e_now = z_then - z_gold, z_now - z_gold
+    return (e_then**2 - e_now**2) / (2 * z_gold.size), e_then, e_now
 
 
 def _similarity(inputs: PairInputs, k: int | None) -> FloatArray:

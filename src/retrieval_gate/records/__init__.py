@@ -37,7 +37,13 @@ from retrieval_gate.records.run import (
 )
 from retrieval_gate.records.sections import Section, Table
 from retrieval_gate.records.transport import ItemPayload, Undecided
-from retrieval_gate.records.wording import format_value, parse_scope, scope_name, shorten
+from retrieval_gate.records.wording import (
+    format_delta,
+    format_value,
+    parse_scope,
+    scope_name,
+    shorten,
+)
 
 __all__ = [
     "DEFAULT_KIND",
@@ -56,6 +62,7 @@ __all__ = [
     "Table",
     "Undecided",
     "UnitExtras",
+    "format_delta",
     "format_value",
     "parse_scope",
     "query_digest",

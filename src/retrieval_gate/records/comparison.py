@@ -31,9 +31,11 @@ class RegressionRow:
     reliability: float = 0.95
     planned_resolution: float | None = None
     queries_needed: int | None = None
+    accepted: bool = False  # the suite acknowledged its coarse resolution (resolution: accept)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "accepted": self.accepted,
             "policy": self.policy,
             "resolution": self.resolution,
             "reliability": self.reliability,

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from retrieval_gate.records.wording import format_value, shorten
+from retrieval_gate.records.wording import format_delta, format_value, shorten
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,11 @@ class RegressionFigures:
     reliability: float = 0.95
     planned_resolution: float | None = None
     queries_needed: int | None = None
+    width: float | None = None  # the metric's range: a resolution as wide resolves no drop
+
+    @property
+    def resolves_nothing(self) -> bool:
+        return bool(self.width) and (self.resolution or 0.0) >= (self.width or 0.0)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -59,6 +64,7 @@ class RegressionFigures:
             "reliability": self.reliability,
             "planned_resolution": self.planned_resolution,
             "queries_needed": self.queries_needed,
+            "width": self.width,
             "p_value": self.p_value,
             "p_adjusted": self.p_adjusted,
             "improved": self.improved,
@@ -97,6 +103,7 @@ class RegressionFigures:
             reliability=data.get("reliability", 0.95),
             planned_resolution=data.get("planned_resolution"),
             queries_needed=data.get("queries_needed"),
+            width=data.get("width"),
         )
 
     @property
@@ -145,6 +152,8 @@ class Outcome:
                 if figures.policy == "tolerance" and figures.resolution is not None
                 else ""
             )
+            if resolution and figures.resolves_nothing:
+                resolution = f", resolves no drop at {figures.percent}"
             return (
                 f"{self.metric} regression over {where} ({self.suite} x {self.system}): "
                 f"{status}: {format_value(self.value)} vs baseline "
@@ -169,7 +178,8 @@ class Outcome:
         out = [self.headline()]
         if self.worst and self.regression is not None:
             out.append(
-                "most dropped: " + ", ".join(f"{self._named(q)} ({v:+.4f})" for q, v in self.worst)
+                "most dropped: "
+                + ", ".join(f"{self._named(q)} ({format_delta(v)})" for q, v in self.worst)
             )
         elif self.worst:
             label = "slowest queries" if self.ceiling else "worst queries"

@@ -25,4 +25,14 @@ def shorten(text: str, width: int = 60) -> str:
 
 def format_value(value: float) -> str:
     """A metric value as messages show it: 4 decimals, trailing zeros dropped, ``nan`` for NaN."""
-    return f"{value:.4f}".rstrip("0").rstrip(".") if value == value else "nan"
+    if value != value:
+        return "nan"
+    text = f"{value:.4f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text  # a value that rounds to zero has no sign
+
+
+def format_delta(value: float) -> str:
+    """A signed difference as messages show it, ``+0.0312``; one that rounds to zero is
+    ``0.0000``, never ``-0.0000``."""
+    text = f"{value:+.4f}"
+    return "0.0000" if text in ("+0.0000", "-0.0000") else text

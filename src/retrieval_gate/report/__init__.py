@@ -142,6 +142,21 @@ class ReportData:
     def runs_of(self, suite: str) -> list[RunRecord]:
         return [run for run in self.runs if run.suite == suite]
 
+    def reference_of(self, suite: str) -> str | None:
+        """The system the suite's other runs are compared against: the suite's own
+        ``reference`` when that system ran it, else the session's when it did, else the suite's
+        first system (a session's reference that a suite does not run would leave it without
+        paired comparisons)."""
+        runs = self.runs_of(suite)
+        ran = [run.system for run in runs]
+        own = next(
+            (r.stats.get("suite_reference") for r in runs if "suite_reference" in r.stats), None
+        )
+        for candidate in (own, self.reference):
+            if candidate in ran:
+                return str(candidate)
+        return ran[0] if ran else None
+
     def comparison(self, run: RunRecord) -> BaselineComparison | None:
         """The run's comparison with its baseline run, None when the baseline has none."""
         return self.comparisons.get(run.key)

@@ -42,13 +42,19 @@ def _shelf(history: HistoryReport, suite: str) -> Iterator[str]:
     yield ""
     yield "| system | metric | n | decisions | resolution fresh | resolution now | tolerance | left |"
     yield "|---|---|---|---|---|---|---|---|"
+    from retrieval_gate.gates.resolution import resolution_cell
+    from retrieval_gate.report.resolution import metric_width
+
     for s in rows:
         left = (
             "spent" if s.spent else (f"{s.remaining}+" if s.remaining >= 1000 else str(s.remaining))
         )
+        # No figure beyond the metric's range: "none (range)" says it resolves no drop.
+        width = metric_width(s.metric)
         yield (
-            f"| `{s.system}` | {s.metric} | {s.n} | {s.decisions} | +-{format_value(s.fresh)} | "
-            f"+-{format_value(s.now)} | {format_value(s.tolerance)} | {left} |"
+            f"| `{s.system}` | {s.metric} | {s.n} | {s.decisions} | "
+            f"{resolution_cell(s.fresh, width)} | {resolution_cell(s.now, width)} | "
+            f"{format_value(s.tolerance)} | {left} |"
         )
     yield ""
 

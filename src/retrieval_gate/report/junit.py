@@ -6,8 +6,9 @@ the parts before it.
 pytest's JUnit writer reads a ``[`` in a node id as the start of a parametrisation, so
 ``lineage.retrieval.yaml::minilm::category[joins]::P@5`` became the test case
 ``category[joins]::P@5]`` (a stray bracket, the metric in the name). :class:`JunitNames`
-sets ``classname`` ``lineage.retrieval.yaml.minilm.category[joins]`` and ``name`` ``P@5``,
-as the writer does for a node id without brackets (``...minilm.suite`` / ``P@5``). It runs
+sets ``classname`` ``lineage_retrieval_yaml.minilm.category[joins]`` and ``name`` ``P@5``
+(the file name's dots made ``_``, so a viewer does not nest ``lineage``, ``retrieval`` and
+``yaml`` as packages). It runs
 where the XML is written (the xdist controller too), from the test reports alone.
 """
 
@@ -37,10 +38,13 @@ GATE_MARKER = "retrieval_gate"
 
 
 def junit_names(nodeid: str, prefix: str | None = None) -> tuple[str, str]:
-    """(classname, name) of a gate item's test case: the file as a dotted path and every node
-    id part but the last as the class, the last part as the name."""
+    """(classname, name) of a gate item's test case: the file's folders as a dotted path, then
+    the file name and every node id part but the last, each with its own dots made ``_`` (a
+    viewer nests a classname's dots as packages: ``lineage.retrieval.yaml`` would be three), as
+    the class; the last part as the name."""
     path, *names = nodeid.split("::")
-    classes = [path.replace("/", "."), *names[:-1]]
+    *folders, file = path.split("/")
+    classes = [*folders, *(part.replace(".", "_") for part in (file, *names[:-1]))]
     if prefix:
         classes.insert(0, prefix)
     return ".".join(classes), names[-1] if names else path

@@ -16,6 +16,7 @@ from retrieval_gate.records import (
     RegressionRow,
     RunRecord,
     Section,
+    format_delta,
 )
 from retrieval_gate.report import ReportData, Writer
 from retrieval_gate.report.history import age_lines, history_lines
@@ -48,7 +49,10 @@ def _kind(run: RunRecord) -> SuiteKind | None:
 
 
 def fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
+    if value is None:
+        return "-"
+    text = f"{value:.4f}"
+    return "0.0000" if text == "-0.0000" else text  # a drop that rounds to zero has no sign
 
 
 def _count(value: float | None) -> str:
@@ -219,7 +223,7 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
     shown = headline_metrics(runs, gates)
     yield from _chart(suite, runs, shown)
     yield from _decision(data, suite)
-    if len(runs) > 1 and data.reference is not None:
+    if len(runs) > 1 and data.reference_of(suite) is not None:
         yield from _reference(data, runs, shown)
     for run in runs:
         missing = data.without_baseline_run(run)
@@ -337,10 +341,10 @@ def _resolution(data: ReportData, runs: list[RunRecord], units: str) -> Iterator
     """Once per suite: what its regression checks resolve, and the warning when that is wider
     than a tolerance (docs/verdicts.md)."""
     from retrieval_gate.report.resolution import (
-        coarse_metrics,
+        coarse_checks,
+        report_warning,
         resolution_header,
         resolution_rows,
-        warning_lines,
     )
 
     comparisons = [c for run in runs if (c := data.comparison(run)) is not None]
@@ -353,13 +357,14 @@ def _resolution(data: ReportData, runs: list[RunRecord], units: str) -> Iterator
     yield (
         f"An item fails when its observed drop is larger than its tolerance. With probability "
         f"{reliability} over the session, a true drop above tolerance + resolution fails and one "
-        f"below tolerance - resolution passes. *From the baseline*: the resolution a change as "
-        f"large as the baseline's own spread would get."
+        f"below tolerance - resolution passes; *none (range)*: as wide as the metric's range, "
+        f"no drop is resolved. *From the baseline*: the resolution a change as large as the "
+        f"baseline's own spread would get, as `--rg-plan` states it before a run."
     )
     yield ""
     yield from _table(resolution_header(units), rows)
     yield ""
-    warning = warning_lines(coarse_metrics(comparisons), units)
+    warning = report_warning(coarse_checks(comparisons), units)
     if warning:
         yield f"**{warning[0]}**"
         yield ""
@@ -381,10 +386,11 @@ def _baseline_means(comparison: BaselineComparison | None) -> dict[str, float]:
 def _reference(data: ReportData, runs: list[RunRecord], metrics: list[str]) -> Iterator[str]:
     from retrieval_gate.report.compare import against_reference
 
-    comparisons = against_reference(runs, data.reference or "", metrics, seed=data.seed)
+    reference = data.reference_of(runs[0].suite) or ""
+    comparisons = against_reference(runs, reference, metrics, seed=data.seed)
     if not comparisons:
         return
-    yield f"### Against the reference system `{data.reference}`"
+    yield f"### Against the reference system `{reference}`"
     yield ""
     yield (
         f"Paired two-sided randomisation test per metric over the same queries; "
@@ -397,7 +403,7 @@ def _reference(data: ReportData, runs: list[RunRecord], metrics: list[str]) -> I
             c.metric,
             fmt(c.reference_value),
             fmt(c.value),
-            f"{c.delta:+.4f}",
+            format_delta(c.delta),
             f"{c.p_value:.4f}" + (" *" if c.p_value < data.alpha else ""),
             str(c.improved),
             str(c.degraded),
@@ -405,7 +411,7 @@ def _reference(data: ReportData, runs: list[RunRecord], metrics: list[str]) -> I
         for c in comparisons
     ]
     yield from _table(
-        ["system", "metric", str(data.reference), "system value", "delta", "p", "better", "worse"],
+        ["system", "metric", reference, "system value", "delta", "p", "better", "worse"],
         rows,
     )
     yield ""
@@ -479,6 +485,8 @@ _Rows = tuple[list[str], list[list[str]], list[str]]
 def _tolerance_rows(table: Mapping[str, RegressionRow]) -> _Rows:
     """The baseline table under the tolerance rule: the drop against the tolerance, and the
     resolution of that decision (the suite's warning comes once, after its systems)."""
+    from retrieval_gate.report.resolution import row_resolution
+
     rows = [
         [
             name,
@@ -486,7 +494,7 @@ def _tolerance_rows(table: Mapping[str, RegressionRow]) -> _Rows:
             fmt(m.current),
             fmt(m.baseline - m.current),
             fmt(m.tolerance),
-            "-" if m.resolution is None else f"+-{fmt(m.resolution)}",
+            row_resolution(name, m),
             str(m.improved),
             str(m.degraded),
             _verdict_cell(m),
@@ -507,7 +515,7 @@ def _margin_rows(table: Mapping[str, RegressionRow]) -> _Rows:
                 name,
                 fmt(m.baseline),
                 fmt(m.current),
-                f"{m.current - m.baseline:+.4f}",
+                format_delta(m.current - m.baseline),
                 fmt(m.tolerance),
                 "-" if m.p_value is None else f"{m.p_value:.4g}",
                 "-" if m.p_adjusted is None else f"{m.p_adjusted:.4g}",

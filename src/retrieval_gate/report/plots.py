@@ -9,11 +9,13 @@ with a short digest of the names as given, so two suites never share a file.
   bootstrap of the mean over the run's units, :func:`retrieval_gate.metrics.bootstrap.bootstrap_ci`).
 * ``<suite>--<system>--deltas-<metric>.png`` for a run with a baseline run: each query's value
   now minus its value in the baseline (queries with the same digest, so unchanged text and
-  judgments), sorted, worse ones red.
+  judgments), sorted, worse ones red; one per metric a regression item gates and per metric that
+  regressed (a diagnostic scope's too), else for the first headline metric.
 * ``<suite>--<system>--history-<metric>.png`` for a run with a history: the metric at each
   record and today, the drift anchor dashed, each change point a line labelled with its shift.
 
-The metrics are those the suite's summary shows (gated ones, then its kind's headline). Drawn
+The value plots' metrics are those the suite's summary shows (gated ones, then its kind's
+headline). Drawn
 with matplotlib's Agg canvas (no pyplot, no display, no global backend switch) and imported only
 when the option is given. Each file is written atomically; the folder's manifest
 (``.retrieval-gate-plots``) names the files this plugin wrote, so the next run replaces them and
@@ -62,9 +64,10 @@ def write(data: ReportData, targets: Targets) -> list[Path]:
             base = data.baseline_runs.get(run.key)
             if base is None or not metrics:
                 continue
-            path = folder / _name(suite, run.system, f"deltas-{metrics[0]}")
-            _save(_delta_figure(run, base, metrics[0]), path)
-            written.append(path)
+            for metric in delta_metrics(data, run, metrics):
+                path = folder / _name(suite, run.system, f"deltas-{metric}")
+                _save(_delta_figure(run, base, metric), path)
+                written.append(path)
         for trend in () if data.history is None else data.history.of(suite):
             path = folder / _name(suite, trend.system, f"history-{trend.metric}")
             _save(_trend_figure(trend), path)
@@ -85,6 +88,23 @@ def write(data: ReportData, targets: Targets) -> list[Path]:
 
 
 WRITER = Writer(name="plots", write=write, noun="plots")
+
+
+def delta_metrics(data: ReportData, run: RunRecord, headline: list[str]) -> list[str]:
+    """The metrics whose per-query deltas are drawn for ``run``: each one a regression item of
+    the run gates, then each one that regressed in any scope (gated or diagnostic); the first
+    headline metric when there are none. Only metrics both the run and its baseline computed."""
+    wanted = [
+        g.metric
+        for g in data.gates
+        if g.regression is not None and (g.suite, g.system) == (run.suite, run.system)
+    ]
+    comparison = data.comparison(run)
+    for name, row in ((comparison.rows or {}) if comparison is not None else {}).items():
+        if row.verdict == "regressed" and not row.not_compared:
+            wanted.append(name.rpartition("::")[2])
+    found = [m for m in dict.fromkeys(wanted) if m in run.metrics]
+    return found or headline[:1]
 
 
 def _name(*parts: str) -> str:

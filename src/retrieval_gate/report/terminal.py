@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from retrieval_gate.display import shown
 from retrieval_gate.report import ReportData
 from retrieval_gate.report.markdown import headline_metrics
-from retrieval_gate.report.resolution import coarse_metrics, render_plan, warning_lines
+from retrieval_gate.report.resolution import coarse_checks, render_plan, session_warning
 from retrieval_gate.suites import units_of
 
 __all__ = ["render", "render_plan"]
@@ -60,6 +60,10 @@ def _lines(data: ReportData) -> Iterator[str]:
                     f"  {run.system} vs baseline: {base.shared} shared {units_of(run.kind)}"
                     + (f" ({', '.join(extra)})" if extra else "")
                 )
+                # What is measured differently (a model, an option, the corpus), old -> new:
+                # the likely cause of any regression below, where a CI log is read.
+                for note in base.notes:
+                    yield f"  {run.system} vs baseline: {note}"
         failed = [g for g in gates if not g.passed]
         yield f"  gates: {len(gates) - len(failed)} passed, {len(failed)} failed"
         for g in failed:
@@ -70,11 +74,10 @@ def _lines(data: ReportData) -> Iterator[str]:
         for g in gates:
             if g.passed and g.regression is not None and g.regression.verdict == "underpowered":
                 yield f"  UNDERPOWERED (passed) {g.nodeid}: {g.detail[0]}"
-        comparisons = [c for run in runs if (c := data.comparison(run)) is not None]
-        for i, line in enumerate(
-            warning_lines(coarse_metrics(comparisons), units_of(runs[0].kind))
-        ):
-            yield ("  " if i == 0 else "    ") + line
+    # One block for the session: counts by suite and scope; each check is listed in the report.
+    units = {suite: units_of(data.runs_of(suite)[0].kind) for suite in data.suites()}
+    comparisons = [c for run in data.runs if (c := data.comparison(run)) is not None]
+    yield from session_warning(coarse_checks(comparisons), units)
     for error in data.errors:
         not_decided = sum(1 for u in data.undecided if (u.suite, u.system) == error.key)
         yield (

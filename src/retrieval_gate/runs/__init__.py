@@ -26,7 +26,7 @@ __all__ = ["latency_needed", "latency_sample", "run_suite"]
 def latency_needed(suite: Suite, settings: Settings) -> bool:
     """Whether the run's query latency counts: a latency gate in the suite, or a latency weight
     in the decision score."""
-    return settings.latency_weighted or any(gate.metric.is_latency for gate in suite.gates)
+    return settings.latency_weighted or any(gate.metric.is_latency for gate in suite.all_gates)
 
 
 def latency_sample(suite: Suite, settings: Settings) -> int:
@@ -75,4 +75,8 @@ def run_suite(
         latency_needed=sample > 0,
         latency_sample=sample,
     )
-    return kind.run(suite, system, context)
+    from retrieval_gate.progress import about
+
+    # Every progress line of the run (embedding, querying, extracting) names whose run it is.
+    with about(f"{suite.name} x {system.name}"):
+        return kind.run(suite, system, context)

@@ -113,9 +113,16 @@ class RunCache:
         return suite.kind_object.corpus(suite, fallback, self)
 
     def check(self, suite: Suite, systems: Sequence[SystemConfig]) -> None:
-        """Collection-time checks of the suite against each system's corpus."""
+        """Collection-time checks of the suite against each system's corpus. Stale labels
+        (relevant ids the corpus lacks) fail that suite x system's run, not the session: its
+        items error with the one message, the other suites run and the report is written."""
+        from retrieval_gate.errors import MissingRelevantError
+
         for system in systems:
-            suite.kind_object.check(suite, self.corpus_for(suite, system))
+            try:
+                suite.kind_object.check(suite, self.corpus_for(suite, system))
+            except MissingRelevantError as exc:
+                self._records[(suite.path, system.name)] = exc
 
     def record(
         self, suite: Suite, system: SystemConfig, extra: tuple[Metric, ...] = ()

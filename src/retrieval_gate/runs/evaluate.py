@@ -104,7 +104,7 @@ def evaluate_run(
     suite = run.suite
     kind = suite.kind_object
     wanted: dict[str, Metric] = {m.name: m for m in kind.default_metrics(suite)}
-    for gate in suite.gates:
+    for gate in suite.all_gates:
         if not gate.metric.is_latency:
             wanted.setdefault(gate.metric.name, gate.metric)
     for query in suite.queries:
@@ -218,6 +218,7 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
     stats: dict[str, object] = {
         **run.stats,
         **({"suite_notes": list(suite.notes)} if suite.notes else {}),
+        **({"suite_reference": suite.reference} if suite.reference else {}),
         **kind.run_stats(run, metrics),
     }
     if stats.get("latency_queries") == 0:

@@ -84,6 +84,10 @@ class UnitRecord:
     shown: tuple[str, ...] = ()
 
 
+#: Queries a stale-label error names with their missing ids; the rest are counted.
+MISSING_SHOWN = 10
+
+
 class SuiteKind:
     """The base of every suite kind: a kind whose units are judged by ranking metrics.
 
@@ -145,7 +149,7 @@ class SuiteKind:
 
     def depth(self, suite: Suite) -> int:
         """Results a system must return so every measured cutoff is exact."""
-        cutoffs = [*suite.k, *(g.metric.k or 0 for g in suite.gates)]
+        cutoffs = [*suite.k, *(g.metric.k or 0 for g in suite.all_gates)]
         for query in suite.queries:
             cutoffs.append(query.n_relevant)
             for exp in query.expect:
@@ -177,20 +181,44 @@ class SuiteKind:
         return None if path is None else resources.corpus(path)
 
     def check(self, suite: Suite, corpus: Corpus | None) -> None:
-        """Collection-time checks against the corpus (every relevant id exists in it)."""
-        from retrieval_gate.errors import SuiteError
+        """Collection-time checks against the corpus: every relevant id exists in it, else one
+        :class:`~retrieval_gate.errors.MissingRelevantError` listing them all (counts, and the
+        first ones by query), unless the suite says ``missing_relevant: miss``: then a relevant
+        document the corpus lacks is one no system can return, a miss of every metric."""
+        from retrieval_gate.errors import MissingRelevantError
 
-        if corpus is None:
+        if corpus is None or suite.missing_relevant == "miss":
             return
-        for query in suite.queries:
-            missing = sorted(doc for doc in query.relevant if doc not in corpus)
-            if missing:
-                shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
-                raise SuiteError(
-                    f"relevant ids not in corpus {corpus.source}: {shown}",
-                    path=suite.units_source,
-                    entry=f"{self.units_key}[{query.position}] (id {query.id})",
-                )
+        missing = [
+            (query, sorted(doc for doc in query.relevant if doc not in corpus))
+            for query in suite.queries
+        ]
+        missing = [(query, docs) for query, docs in missing if docs]
+        if not missing:
+            return
+        total = sum(len(docs) for _, docs in missing)
+        shown = "; ".join(
+            f"{query.id}: {', '.join(docs[:3])}{' ...' if len(docs) > 3 else ''}"
+            for query, docs in missing[:MISSING_SHOWN]
+        )
+        more = (
+            f"; and {len(missing) - MISSING_SHOWN} more queries"
+            if len(missing) > MISSING_SHOWN
+            else ""
+        )
+        first = missing[0][0]
+        entry = f"{self.units_key}[{first.position}] (id {first.id})"
+        if len(missing) > 1:
+            entry += f" and {len(missing) - 1} more"
+        ids = "relevant id" if total == 1 else "relevant ids"
+        units = self.unit if len(missing) == 1 else self.units
+        raise MissingRelevantError(
+            f"{total} {ids} of {len(missing)} {units} not in corpus {corpus.source} "
+            f"({shown}{more}); fix the labels, or count them as misses with "
+            "'missing_relevant: miss'",
+            path=suite.units_source,
+            entry=entry,
+        )
 
     # -- run ----------------------------------------------------------------------------------
 
@@ -232,6 +260,16 @@ class SuiteKind:
         """The inputs of the wanted metric families, by input name (``ranking`` is computed by
         the shared kernel from the run's rankings and needs no entry here)."""
         return {}
+
+    def contributions(
+        self, metric: str, ids: Sequence[str], now: RunRecord, then: RunRecord
+    ) -> Mapping[str, tuple[float, str]] | None:
+        """For an aggregate that is not a mean of per-unit values (a correlation): each unit's
+        share of its change from ``then`` to ``now`` over ``ids`` (negative: the unit lowered
+        it; the shares sum to the change) with one line saying why. A regression counts and
+        explains its worse units by these. None (the default): a unit's own value change
+        explains it."""
+        return None
 
     def unit_record(self, run: RunResult, index: int) -> UnitRecord:
         """What the record keeps of unit ``index`` (its ranking cut to the largest cutoff)."""

@@ -368,6 +368,54 @@ class PairsKind(SuiteKind):
         text_b = data.get("text_b")
         return PairExtras(text_b=text_b) if isinstance(text_b, str) else None
 
+    def contributions(
+        self, metric: str, ids: Sequence[str], now: RunRecord, then: RunRecord
+    ) -> Mapping[str, tuple[float, str]] | None:
+        """Each pair's share of the change of Pearson's r or Spearman's rho against gold
+        (:func:`~retrieval_gate.metrics.pairs.correlation_shares`): its signed error for
+        Pearson, its rank displacement for Spearman; not its cosine's change (a pair whose
+        cosine fell may sit closer to its gold now)."""
+        import numpy as np
+
+        from retrieval_gate.metrics.pairs import average_ranks, correlation_shares
+        from retrieval_gate.records import format_delta, format_value
+
+        family = metric.partition("@")[0]
+        if family not in ("pearson", "spearman") or not ids:
+            return None
+
+        def series(record: RunRecord, name: str) -> np.ndarray:
+            return np.array([record.query(q).metrics.get(name, 0.0) for q in ids])
+
+        s_then, s_now, gold = (
+            series(then, "cosine"),
+            series(now, "cosine"),
+            series(now, "gold_score"),
+        )
+        found = correlation_shares(s_then, s_now, gold, ranks=family == "spearman")
+        if found is None:
+            return None
+        shares, e_then, e_now = found
+        out = {}
+        if family == "spearman":
+            r_then, r_now, r_gold = (average_ranks(x) for x in (s_then, s_now, gold))
+            for i, qid in enumerate(ids):
+                out[qid] = (
+                    float(shares[i]),
+                    f"{qid}: similarity rank {r_then[i]:g} -> {r_now[i]:g} of {len(ids)}, gold "
+                    f"rank {r_gold[i]:g} (displacement {abs(r_then[i] - r_gold[i]):g} -> "
+                    f"{abs(r_now[i] - r_gold[i]):g}): spearman {format_delta(float(shares[i]))}",
+                )
+        else:
+            for i, qid in enumerate(ids):
+                out[qid] = (
+                    float(shares[i]),
+                    f"{qid}: cosine {format_value(s_then[i])} -> {format_value(s_now[i])}, gold "
+                    f"{format_value(gold[i])} (standardised error {e_then[i]:+.2f} -> "
+                    f"{e_now[i]:+.2f}): pearson {format_delta(float(shares[i]))}",
+                )
+        return out
+
     def explain(self, qid: str, now: QueryRecord, then: QueryRecord, metric: str) -> str:
         """A pair: its cosine before and after, against its gold score."""
         from retrieval_gate.records import format_value

@@ -315,7 +315,7 @@ def _rank_in_batches(
     from retrieval_gate.systems import retrieve_hits
 
     step = max(_MIN_BATCH, math.ceil(len(queries) / 20))
-    progress = task(f"{suite.name}: querying {opened.config.name}", len(queries))
+    progress = task("querying", len(queries))  # named "suite x system" by the runner
     hits: list[Mapping[str, float]] = []
     try:
         for start in range(0, len(queries), step):
@@ -333,7 +333,7 @@ def _retrieve_with_progress(
     """Every query, in twentieths so a long run reports progress between them (a system's
     stats, index recall included, cover every call of the run)."""
     step = max(1, math.ceil(len(queries) / 20))
-    progress = task(f"{suite.name}: querying {opened.config.name}", len(queries))
+    progress = task("querying", len(queries))  # named "suite x system" by the runner
     results: list[Retrieved] = []
     try:
         for start in range(0, len(queries), step):

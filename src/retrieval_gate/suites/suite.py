@@ -42,8 +42,27 @@ __all__ = [
 
 #: The keys every kind's suite may give; ``k`` where the kind takes cutoffs.
 HEADER_KEYS = frozenset(
-    {"name", "description", "kind", "gates", "categories", "difficulties", "tolerance", "systems"}
+    {
+        "name",
+        "description",
+        "kind",
+        "gates",
+        "categories",
+        "difficulties",
+        "tolerance",
+        "systems",
+        "resolution",
+        "missing_relevant",
+        "reference",
+        "system_floors",
+    }
 )
+#: ``resolution:``: ``accept`` acknowledges that the suite's checks resolve more coarsely than
+#: their tolerances (the report still states it; the session's warning leaves the suite out).
+RESOLUTION_CHOICES = ("warn", "accept")
+#: ``missing_relevant:``: a relevant id the corpus lacks is an ``error`` of the suite's items, or
+#: a ``miss``: a relevant document no system can return (docs/suite-format.md).
+MISSING_RELEVANT_CHOICES = ("error", "miss")
 #: The kind a suite is when it names none and no kind selects it.
 FALLBACK_KIND = "ranking"
 
@@ -78,6 +97,33 @@ class Suite:
     notes: tuple[str, ...] = ()  # what collection changed in the suite (ids mapped), for the report
     # The systems the suite is for (names or glob patterns, ``systems:``); None: every system.
     systems: tuple[str, ...] | None = None
+    resolution: str = "warn"  # RESOLUTION_CHOICES
+    missing_relevant: str = "error"  # MISSING_RELEVANT_CHOICES
+    # The system the report compares this suite's other systems against (``reference:``).
+    reference: str | None = None
+    # ``system_floors``: (system name or glob pattern, its floors), each replacing the suite's
+    # floor of the same scope and metric for the systems it matches (:meth:`gates_for`).
+    system_gates: tuple[tuple[str, tuple[Gate, ...]], ...] = ()
+
+    def gates_for(self, system: str) -> tuple[Gate, ...]:
+        """The floors that gate ``system``: the suite's, each replaced by the floor of the same
+        scope and metric that a matching ``system_floors`` entry gives (later entries win), plus
+        the entries' floors the suite has not."""
+        found = {(g.scope, g.metric.name): g for g in self.gates}
+        for pattern, gates in self.system_gates:
+            if fnmatch.fnmatchcase(system, pattern):
+                found.update({(g.scope, g.metric.name): g for g in gates})
+        return tuple(found.values())
+
+    @property
+    def all_gates(self) -> tuple[Gate, ...]:
+        """Every floor the file gives, the suite's and every system's (what must be computed)."""
+        return (*self.gates, *(g for _, gates in self.system_gates for g in gates))
+
+    @property
+    def accepts_resolution(self) -> bool:
+        """Whether the team acknowledged the suite's coarse resolution (``resolution: accept``)."""
+        return self.resolution == "accept"
 
     @property
     def units_source(self) -> Path:
@@ -154,9 +200,15 @@ def parse_suite(data: Any, path: Path) -> Suite:
     gates += _parse_group_gates(data.get("categories"), "category", units, path)
     gates += _parse_group_gates(data.get("difficulties"), "difficulty", units, path)
     tolerance = _parse_tolerance(data.get("tolerance"), path)
+    system_gates = _parse_system_floors(data.get("system_floors"), units, path)
     systems = _parse_systems(data.get("systems"), path)
     units_file = kind.units_file(spec)
     named = [(g.metric, f"gates.{g.metric.name}", path) for g in gates]
+    named += [
+        (g.metric, f"system_floors.{pattern}.{g.metric.name}", path)
+        for pattern, own in system_gates
+        for g in own
+    ]
     named += [
         (
             exp.metric,
@@ -187,7 +239,66 @@ def parse_suite(data: Any, path: Path) -> Suite:
         kind=kind.name,
         spec=spec,
         systems=systems,
+        resolution=_choice(data, "resolution", RESOLUTION_CHOICES, path),
+        missing_relevant=_choice(data, "missing_relevant", MISSING_RELEVANT_CHOICES, path),
+        reference=_reference(data.get("reference"), path),
+        system_gates=system_gates,
     )
+
+
+def _parse_system_floors(
+    raw: Any, units: Sequence[Unit], path: Path
+) -> tuple[tuple[str, tuple[Gate, ...]], ...]:
+    """``system_floors``: a system name or glob pattern -> its ``gates``, ``categories`` and
+    ``difficulties``, in the grammar of the suite's own."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping) or not raw:
+        raise SuiteError(
+            "'system_floors' must map a system name (or pattern) to its gates, categories and "
+            "difficulties",
+            path=path,
+            entry="system_floors",
+        )
+    out = []
+    for pattern, table in raw.items():
+        where = f"system_floors.{pattern}"
+        if not isinstance(table, Mapping) or not table:
+            raise SuiteError(
+                "must give 'gates', 'categories' or 'difficulties'", path=path, entry=where
+            )
+        unknown = sorted(str(k) for k in table if k not in ("gates", "categories", "difficulties"))
+        if unknown:
+            raise SuiteError(
+                f"unknown key {unknown[0]!r}; known keys: categories, difficulties, gates",
+                path=path,
+                entry=f"{where}.{unknown[0]}",
+            )
+        gates = _parse_gates(table.get("gates"), "suite", path, f"{where}.gates")
+        for key, kind in (("categories", "category"), ("difficulties", "difficulty")):
+            gates += _parse_group_gates(table.get(key), kind, units, path, f"{where}.")
+        out.append((str(pattern), tuple(gates)))
+    return tuple(out)
+
+
+def _reference(raw: Any, path: Path) -> str | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw.strip():
+        raise SuiteError(
+            f"'reference' must be a system name, got {raw!r}", path=path, entry="reference"
+        )
+    return raw.strip()
+
+
+def _choice(data: Mapping[str, Any], key: str, choices: tuple[str, ...], path: Path) -> str:
+    """A header key that takes one of ``choices`` (the first when absent)."""
+    value = data.get(key, choices[0])
+    if value not in choices:
+        raise SuiteError(
+            f"'{key}' must be one of {', '.join(choices)}, got {value!r}", path=path, entry=key
+        )
+    return str(value)
 
 
 def _parse_systems(raw: Any, path: Path) -> tuple[str, ...] | None:
@@ -218,6 +329,21 @@ def suite_systems(suite: Suite, configured: Sequence[str], session: Sequence[str
     for: all of them when the suite names none, else those matching one of its names or glob
     patterns (``bm25*``). A name or pattern that matches no ``configured`` system is an error
     naming its entry (a typo would otherwise silently run nothing)."""
+    if suite.reference is not None and suite.reference not in configured:
+        raise SuiteError(
+            f"reference system {suite.reference!r} is not configured; configured systems: "
+            f"{', '.join(sorted(configured))}",
+            path=suite.path,
+            entry="reference",
+        )
+    for pattern, _ in suite.system_gates:
+        if not any(fnmatch.fnmatchcase(name, pattern) for name in configured):
+            raise SuiteError(
+                f"no configured system matches {pattern!r}; configured systems: "
+                f"{', '.join(sorted(configured))}",
+                path=suite.path,
+                entry=f"system_floors.{pattern}",
+            )
     if suite.systems is None:
         return list(session)
     for i, pattern in enumerate(suite.systems):
@@ -318,8 +444,10 @@ def _parse_gates(raw: Any, scope: str, path: Path, entry: str) -> list[Gate]:
     return gates
 
 
-def _parse_group_gates(raw: Any, kind: str, queries: Sequence[Unit], path: Path) -> list[Gate]:
-    key = "categories" if kind == "category" else "difficulties"
+def _parse_group_gates(
+    raw: Any, kind: str, queries: Sequence[Unit], path: Path, prefix: str = ""
+) -> list[Gate]:
+    key = prefix + ("categories" if kind == "category" else "difficulties")
     if raw is None:
         return []
     if not isinstance(raw, Mapping):

@@ -145,7 +145,7 @@ def _chunks_in_batches(
     from retrieval_gate.systems import retrieve_hits
 
     step = max(_MIN_BATCH, math.ceil(total / 20))
-    progress = task(f"{suite.name}: extracting with {opened.config.name} (chunks)", total)
+    progress = task("extracting (chunks)", total)  # named "suite x system" by the runner
     out: list[list[Mapping[str, float]]] = []
     try:
         start = 0
@@ -193,7 +193,7 @@ def _documents_one_by_one(
     extract: Callable[[list[tuple[str, str]], Sequence[Mapping[str, float]]], Extracted],
 ) -> tuple[list[Extracted], list[float]]:
     """Each document's chunks in one call, timed with its aggregation."""
-    progress = task(f"{suite.name}: extracting with {opened.config.name} (chunks)", total)
+    progress = task("extracting (chunks)", total)  # named "suite x system" by the runner
     extracted: list[Extracted] = []
     latencies: list[float] = []
     try:
