@@ -136,7 +136,9 @@ def test_a_model_swapped_behind_the_same_name_misses_the_cache_and_shows_in_the_
     report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
     (run,) = report["runs"]
     assert run["stats"]["embedded_documents"] == 3
-    assert run["baseline"]["notes"] == ["model_identity changed since the baseline"]
+    (note,) = run["baseline"]["notes"]
+    # What changed is named, old -> new: the probe vector's digest.
+    assert re.fullmatch(r"model_identity changed since the baseline: probe '\w+' -> '\w+'", note)
     assert_key_nowhere(swapped, pytester.path)
 
 
@@ -382,7 +384,8 @@ def test_the_quickstart_through_a_real_service_equals_the_local_model(
     after = runs_by_system(pytester.path)["svc"]
     assert after["stats"]["embedded_documents"] == 15
     assert after["stats"]["embedder"] != svc["stats"]["embedder"]
-    assert after["baseline"]["notes"] == ["model_identity changed since the baseline"]
+    (note,) = after["baseline"]["notes"]
+    assert re.fullmatch(r"model_identity changed since the baseline: probe '\w+' -> '\w+'", note)
     assert_key_nowhere(swapped, pytester.path)
 
 

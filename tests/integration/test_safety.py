@@ -125,7 +125,8 @@ def test_nan_in_a_baseline_is_refused(project: pytest.Pytester) -> None:
         [
             "*retrieval-baseline.json "
             + lit("[lineage::keyword query refunds]")
-            + ": corrupt baseline: P@1 is nan; metric values must be finite"
+            + ": corrupt baseline: P@1 is nan; metric values must be finite; restore it from"
+            " version control or save a new one with --rg-save-baseline"
         ]
     )
 
