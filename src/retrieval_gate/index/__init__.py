@@ -19,10 +19,12 @@ from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 import numpy as np
 
 from retrieval_gate.errors import ConfigError, RetrievalGateError
+from retrieval_gate.registry import Registry, package_modules
 from retrieval_gate.schema import Option, OptionTable
-from retrieval_gate.usercode import DEFAULT_TIMEOUT_S
+from retrieval_gate.usercode import PluginLoadError
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "HNSW_OPTIONS",
     "INDEXES",
     "INDEX_KINDS",
@@ -130,22 +132,29 @@ class IndexBackend:
         return self.stored is not None and self.stored(options)
 
 
-#: Index backends by name; "unknown index" lists these keys.
-INDEXES: dict[str, IndexBackend] = {}
+ENTRY_POINT_GROUP = "retrieval_gate.indexes"
+
+#: Index backends by name, in registration order; "unknown index" lists these keys. Each
+#: built-in is the ``BACKEND`` of a module of this package (``ORDER`` orders them), loaded on the
+#: first look-up; then the ``retrieval_gate.indexes`` entry points; then `register_index`.
+INDEXES: Registry[IndexBackend] = Registry(
+    "index backend",
+    kind=IndexBackend,
+    attr="BACKEND",
+    group=ENTRY_POINT_GROUP,
+    builtins=lambda: package_modules(__name__, "BACKEND"),
+    name=lambda backend: backend.name,
+    error=PluginLoadError,
+    replace=True,
+)
 #: The same registry under its 0.1 name.
 INDEX_KINDS = INDEXES
 
 
 def register_index(backend: IndexBackend) -> IndexBackend:
-    """Add an index backend (a third-party package calls this when it is loaded)."""
-    INDEXES[backend.name] = backend
-    return backend
-
-
-def _exact(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Index:
-    from retrieval_gate.index.exact import ExactIndex
-
-    return ExactIndex()
+    """Add an index backend (a third-party package calls this when it is loaded, or names it in
+    the ``retrieval_gate.indexes`` entry-point group)."""
+    return INDEXES.register(backend)
 
 
 #: chroma's HNSW settings as system keys; unset ones keep chroma's defaults. Each set one is
@@ -179,72 +188,6 @@ def index_identity(options: Mapping[str, Any]) -> dict[str, Any]:
     if backend is None or backend.identity is None:
         return {}
     return backend.identity(options)
-
-
-def _chroma(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Index:
-    from retrieval_gate.index.chroma import open_embedded
-
-    return open_embedded(Path(cache_dir) / "chroma", key, hnsw=hnsw_settings(options))
-
-
-def _chroma_built(cache_dir: Path, key: str, options: Mapping[str, Any]) -> str | None:
-    from retrieval_gate.index.chroma import read_build
-
-    return read_build(Path(cache_dir) / "chroma", key)
-
-
-def _chroma_server(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Index:
-    from retrieval_gate.index.chroma import open_server
-
-    return open_server(
-        options["host"],
-        options["port"],
-        key,
-        hnsw=hnsw_settings(options),
-        timeout=options.get("timeout", DEFAULT_TIMEOUT_S),
-    )
-
-
-register_index(
-    IndexBackend(
-        name="exact",
-        options={},
-        open=_exact,
-        summary="brute-force cosine search, float32 in memory-bounded blocks (the reference)",
-        approximate=False,
-    )
-)
-register_index(
-    IndexBackend(
-        name="chroma",
-        options=HNSW_OPTIONS,
-        open=_chroma,
-        summary="embedded chroma store in the cache folder, reused between runs",
-        rebuildable=True,
-        built=_chroma_built,
-    )
-)
-register_index(
-    IndexBackend(
-        name="chroma-server",
-        options={
-            "host": Option(str, "127.0.0.1", "host of a running `chroma run` server"),
-            "port": Option(int, 8000, "its port", check=lambda v: 0 < v < 65536, rule="1 to 65535"),
-            # The system's own 'timeout' (the same key): how long the server may take to answer.
-            "timeout": Option(
-                (int, float),
-                DEFAULT_TIMEOUT_S,
-                "seconds the server may take to answer a request (the system's `timeout`); "
-                "0 for no limit",
-                check=lambda v: v >= 0,
-                rule=">= 0; 0 for no limit",
-            ),
-            **HNSW_OPTIONS,
-        },
-        open=_chroma_server,
-        summary="a collection on a running chroma server",
-    )
-)
 
 
 def make_index(
@@ -341,14 +284,3 @@ def index_recall(approx: Sequence[Sequence[str]], exact: Sequence[Sequence[str]]
             continue
         total += len(want.intersection(found[:k])) / len(want)
     return total / len(exact)
-
-
-def _register_engines() -> None:
-    # Their option tables live in their modules, which import their libraries only when opened.
-    from retrieval_gate.index import lancedb, pgvector
-
-    register_index(pgvector.BACKEND)
-    register_index(lancedb.BACKEND)
-
-
-_register_engines()

@@ -11,7 +11,7 @@ import contextlib
 import errno
 import hashlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import numpy as np
 
 from retrieval_gate.embed import import_optional
 from retrieval_gate.errors import ConfigError, RunError
-from retrieval_gate.index import check_ids, check_vectors
+from retrieval_gate.index import HNSW_OPTIONS, IndexBackend, check_ids, check_vectors, hnsw_settings
 
 # Used when the client cannot say; chroma 1.x reports ~5000 for the embedded sqlite backend.
 _FALLBACK_BATCH = 1000
@@ -420,3 +420,22 @@ def _limit_requests(client: Any, timeout: float | None) -> None:
 
     with contextlib.suppress(AttributeError, TypeError):
         session.timeout = httpx.Timeout(timeout)
+
+
+def _open(cache_dir: Path, key: str, options: Mapping[str, Any]) -> ChromaIndex:
+    return open_embedded(Path(cache_dir) / "chroma", key, hnsw=hnsw_settings(options))
+
+
+def _built(cache_dir: Path, key: str, options: Mapping[str, Any]) -> str | None:
+    return read_build(Path(cache_dir) / "chroma", key)
+
+
+ORDER = 20
+BACKEND = IndexBackend(
+    name="chroma",
+    options=HNSW_OPTIONS,
+    open=_open,
+    summary="embedded chroma store in the cache folder, reused between runs",
+    rebuildable=True,
+    built=_built,
+)

@@ -139,15 +139,13 @@ def backend_options(spec: Mapping[str, Any], where: Where) -> OptionTable:
 
 def check_options(options: Mapping[str, Any], where: Where) -> None:
     """The checks across the resolved options that no single option can make."""
-    if not isinstance(options["model"], str) and not isinstance(options.get("distill_from"), str):
+    from retrieval_gate.embed import EMBEDDERS
+
+    embedder = EMBEDDERS.get(str(options.get("embedder")))
+    if embedder is not None and embedder.check is not None:
+        embedder.check(options, where)  # the backend's own (model2vec: model or distill_from)
+    elif not isinstance(options["model"], str):
         raise ConfigError("an embedding system needs 'model'", path=where.source, entry=where.entry)
-    if isinstance(options["model"], str) and isinstance(options.get("distill_from"), str):
-        raise ConfigError(
-            "'model' and 'distill_from' exclude each other: distill_from makes the model "
-            "(the other would be ignored); keep one",
-            path=where.source,
-            entry=where.entry,
-        )
     size, overlap = options["chunk_size"], options["chunk_overlap"]
     if size is None and overlap:
         raise ConfigError(
