@@ -20,6 +20,7 @@ import importlib
 import pkgutil
 import threading
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
+from contextvars import ContextVar
 from types import ModuleType
 from typing import Any, Generic, TypeVar
 
@@ -29,6 +30,11 @@ from retrieval_gate.usercode import Plugin, PluginLoadError, plugins
 __all__ = ["Registry", "package_modules"]
 
 T = TypeVar("T")
+
+#: The registries this context is loading. The user's code runs in a thread of its own with
+#: the caller's context (usercode.py), so a plugin that registers itself while its registry
+#: loads is seen as part of that loading rather than waiting for it (which would never end).
+_LOADING: ContextVar[frozenset[int]] = ContextVar("retrieval_gate_loading", default=frozenset())
 
 
 def package_modules(package: str, attr: str) -> list[ModuleType]:
@@ -56,8 +62,8 @@ class Registry(MutableMapping[str, T], Generic[T]):
     :func:`package_modules`); ``name`` gives a thing's name; ``admit(thing, source)`` checks a
     thing before it is added and returns what is stored (raising the registry's error to refuse
     it; ``source`` says where it came from: a module's name, an entry point, ``register()``);
-    ``replace``: whether a name taken again replaces the first thing (else refused unless it is
-    the same thing); ``error``: the registry's error class; ``from_plugin`` replaces the default
+    ``replace``: whether a name taken again replaces the first thing (else refused, unless it is
+    the same thing again); ``error``: the registry's error class; ``from_plugin`` replaces the default
     reading of an entry point (the baseline stores' name is the entry point's);
     ``modules_register``: an entry point may name a module without ``attr`` that registers its
     things when imported (elsewhere such a module is an error: most likely a wrong name).
@@ -92,21 +98,21 @@ class Registry(MutableMapping[str, T], Generic[T]):
         self._things: dict[str, T] = {}
         self._sources: dict[str, str] = {}
         self._loaded = False
-        self._loading = False
-        self._lock = threading.RLock()
+        self._load_lock = threading.RLock()  # held while loading: other threads wait
+        self._lock = threading.Lock()  # held while the table changes, briefly
 
     # -- loading -----------------------------------------------------------------------------
 
     def load(self) -> None:
         """Built-ins, then the entry points; once per process. A look-up from inside the
-        loading (a plugin that asks the registry while it registers) sees what is loaded so
-        far rather than loading again; another thread waits for the loading to finish."""
-        if self._loaded:
+        loading (a plugin that asks the registry, or registers, while it loads) sees what is
+        loaded so far; another thread waits for the loading to finish."""
+        if self._loaded or id(self) in _LOADING.get():
             return
-        with self._lock:
-            if self._loaded or self._loading:
+        with self._load_lock:
+            if self._loaded:
                 return
-            self._loading = True
+            token = _LOADING.set(_LOADING.get() | {id(self)})
             try:
                 for module in self._builtins():
                     for thing in self._things_of(getattr(module, self.attr), module.__name__):
@@ -118,7 +124,9 @@ class Registry(MutableMapping[str, T], Generic[T]):
                     except PluginLoadError as exc:  # a broken third-party plugin: say which
                         raise self._error(exc.message) from None
             finally:
-                self._loaded, self._loading = True, False
+                # Loaded even when a plugin failed: its error is raised once, here.
+                self._loaded = True
+                _LOADING.reset(token)
 
     def _load_plugin(self, plugin: Plugin) -> None:
         if self._from_plugin is not None:
@@ -160,17 +168,22 @@ class Registry(MutableMapping[str, T], Generic[T]):
         """Add ``thing`` after the built-ins and the entry points (loaded first); returns what
         was stored (the registry's ``admit`` may wrap it)."""
         self.load()
-        with self._lock:
-            return self._add(thing, source, name)
+        return self._add(thing, source, name)
 
     def _add(self, thing: T, source: str, name: str | None = None) -> T:
+        with self._lock:
+            return self._add_locked(thing, source, name)
+
+    def _add_locked(self, thing: T, source: str, name: str | None) -> T:
         if not isinstance(thing, self.kind):
             raise self._error(f"{source} gave {thing!r}, not a {self.what}")
         key = self._name(thing) if name is None else name
         if not key:
             raise self._error(f"{source} gave {thing!r}, a {self.what} without a name")
         owner = self._things.get(key)
-        if owner is not None and owner is not thing and not self._replace:
+        if owner is not None and not self._replace:
+            if owner is thing or owner == thing:
+                return owner  # registered already (a module's KIND that an entry point names)
             raise self._error(
                 f"{source}: {self.what} {key!r} is already registered ({self._sources[key]})"
             )
