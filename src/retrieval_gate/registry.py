@@ -63,8 +63,8 @@ class Registry(MutableMapping[str, T], Generic[T]):
     thing before it is added and returns what is stored (raising the registry's error to refuse
     it; ``source`` says where it came from: a module's name, an entry point, ``register()``);
     ``replace``: whether a name taken again replaces the first thing (else refused, unless it is
-    the same thing again); ``error``: the registry's error class; ``from_plugin`` replaces the default
-    reading of an entry point (the baseline stores' name is the entry point's);
+    the same thing again); ``error``: the registry's error class; ``from_plugin`` replaces the
+    default reading of an entry point (the baseline stores' name is the entry point's);
     ``modules_register``: an entry point may name a module without ``attr`` that registers its
     things when imported (elsewhere such a module is an error: most likely a wrong name).
     """

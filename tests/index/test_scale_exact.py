@@ -183,7 +183,7 @@ def test_index_recall_is_measured_on_the_chosen_queries(
     table = {"embedder": "model2vec", "model": "m", "index_recall": mode}
     found = parse_settings({"system": {"s": table}}, tmp_path / "pyproject.toml")
     spec = EmbedderSpec(
-        kind="model2vec", model="m", options={"distill_from": None, "pca_dims": 256}
+        kind="model2vec", model="m", backend_options={"distill_from": None, "pca_dims": 256}
     )
     options = RunOptions(cache_dir=tmp_path / "cache", embedders={spec: _Hashed()})
     system = found.system("s")

@@ -67,7 +67,7 @@ _SAMPLE_COUNT = 16
 @dataclass(frozen=True)
 class EmbedderSpec:
     """What to load: backend kind, model reference, the settings every embedder shares, and the
-    backend's own options (``options``: declared by its option table, such as model2vec's
+    backend's own options (``backend_options``: declared by its option table, such as model2vec's
     ``distill_from`` and ``pca_dims`` or sentence-transformers' ``backend``; checked, with the
     defaults filled in, when the embedder is opened)."""
 
@@ -80,13 +80,13 @@ class EmbedderSpec:
     device: str = "cpu"
     # Not hashed (a dict is not hashable; specs that differ only here still compare unequal).
     # Never changed after construction.
-    options: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    backend_options: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     def option(self, name: str) -> Any:
         """The backend's own option ``name``: as given, else its default in the backend's option
         table."""
-        if name in self.options:
-            return self.options[name]
+        if name in self.backend_options:
+            return self.backend_options[name]
         return EMBEDDERS[self.kind].options[name].default
 
 
@@ -402,8 +402,11 @@ class EmbedderBackend:
     #: the model's files without importing the backend library, or None when it cannot be
     #: known before loading (a hub model not downloaded yet). Lets a warm run skip the load.
     identify: Callable[[EmbedderSpec, Path, str | None], str | None] | None = None
-    #: ``check(options, where)``: the backend's checks across an embedding system's resolved
-    #: options (model2vec: 'model' or 'distill_from', not both); None: the system needs 'model'.
+    #: The backend's own option that makes the model in place of ``model`` (model2vec's
+    #: ``distill_from``): a system then gives one of the two; None: it needs ``model``.
+    makes_model: str | None = None
+    #: ``check(options, where)``: checks of the system's parsed options the table cannot
+    #: express (across keys), raising a ``ConfigError`` naming the system.
     check: Callable[[Mapping[str, Any], Where], None] | None = None
 
 
@@ -456,7 +459,7 @@ def _backend(spec: EmbedderSpec, entry: str | None) -> tuple[EmbedderBackend, Em
         raise ConfigError(f"unknown embedder '{spec.kind}'; known: {known}", entry=entry)
     if spec.batch_size < 1:
         raise ConfigError(f"batch_size must be >= 1, got {spec.batch_size}", entry=entry)
-    unknown = sorted(set(spec.options) - set(backend.options))
+    unknown = sorted(set(spec.backend_options) - set(backend.options))
     if unknown:
         owners = [name for name, other in EMBEDDERS.items() if unknown[0] in other.options]
         where = f" (an option of the {' or '.join(owners)} embedder)" if owners else ""
@@ -465,8 +468,9 @@ def _backend(spec: EmbedderSpec, entry: str | None) -> tuple[EmbedderBackend, Em
         )
     # Checked as the settings are (schema.py); the values are final, so nothing is resolved.
     table = {name: dataclasses.replace(o, resolve=None) for name, o in backend.options.items()}
-    values = parse_options(table, spec.options, Where(source=None, entry=entry or "", base=Path()))
-    return backend, dataclasses.replace(spec, options=values)
+    given = spec.backend_options
+    values = parse_options(table, given, Where(source=None, entry=entry or "", base=Path()))
+    return backend, dataclasses.replace(spec, backend_options=values)
 
 
 def load_embedder(spec: EmbedderSpec, *, cache_dir: Path, entry: str | None = None) -> Embedder:

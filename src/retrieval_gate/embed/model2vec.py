@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,7 @@ from retrieval_gate.embed import (
 )
 from retrieval_gate.embed.sentence_transformers import source_identity
 from retrieval_gate.errors import ConfigError, RunError
-from retrieval_gate.schema import Option, Where, at_least, beside_settings
+from retrieval_gate.schema import Option, at_least, beside_settings
 
 KIND = "model2vec"
 
@@ -90,9 +90,10 @@ class Model2VecEmbedder:
                 use_multiprocessing=False,
             )
         except Exception as exc:  # the library failing underneath (tokenizer, weights)
+            name = self._spec.option("distill_from") or self._spec.model
             raise RunError(
-                f"model2vec model '{self._spec.option('distill_from') or self._spec.model}' failed to "
-                f"encode: {type(exc).__name__}: {_first_line(exc)}"
+                f"model2vec model '{name}' failed to encode: {type(exc).__name__}: "
+                f"{_first_line(exc)}"
             ) from exc
         return np.asarray(out, dtype=np.float32)
 
@@ -376,20 +377,6 @@ def _identify(spec: EmbedderSpec, cache_dir: Path, entry: str | None) -> str | N
     return identify_model2vec(spec, entry=entry)
 
 
-def _check(options: Mapping[str, Any], where: Where) -> None:
-    # The model is 'model', or the one 'distill_from' makes: exactly one of them.
-    model, source = options.get("model"), options.get("distill_from")
-    if not isinstance(model, str) and not isinstance(source, str):
-        raise ConfigError("an embedding system needs 'model'", path=where.source, entry=where.entry)
-    if isinstance(model, str) and isinstance(source, str):
-        raise ConfigError(
-            "'model' and 'distill_from' exclude each other: distill_from makes the model "
-            "(the other would be ignored); keep one",
-            path=where.source,
-            entry=where.entry,
-        )
-
-
 ORDER = 20
 BACKEND = EmbedderBackend(
     name="model2vec",
@@ -409,5 +396,5 @@ BACKEND = EmbedderBackend(
     load=_load,
     summary="static embeddings: a model2vec model, or one distilled from a transformer",
     identify=_identify,
-    check=_check,
+    makes_model="distill_from",
 )

@@ -344,8 +344,8 @@ class OnnxEmbedder:
 
 
 def load_onnx(spec: EmbedderSpec, cache_dir: Path, entry: str | None = None) -> OnnxEmbedder:
-    """The ONNX embedder for ``spec`` (its ``backend`` option in :data:`BACKENDS`), exporting on first
-    use into ``cache_dir``."""
+    """The ONNX embedder for ``spec`` (its ``backend`` option in :data:`BACKENDS`), exporting on
+    first use into ``cache_dir``."""
     if spec.option("backend") not in BACKENDS:
         raise ValueError(f"not an ONNX backend: {spec.option('backend')!r}")
     if spec.device != "cpu":

@@ -142,10 +142,17 @@ def check_options(options: Mapping[str, Any], where: Where) -> None:
     from retrieval_gate.embed import EMBEDDERS
 
     embedder = EMBEDDERS.get(str(options.get("embedder")))
-    if embedder is not None and embedder.check is not None:
-        embedder.check(options, where)  # the backend's own (model2vec: model or distill_from)
-    elif not isinstance(options["model"], str):
+    maker = embedder.makes_model if embedder is not None else None  # model2vec's distill_from
+    made = isinstance(options.get(maker), str) if maker is not None else False
+    if not isinstance(options["model"], str) and not made:
         raise ConfigError("an embedding system needs 'model'", path=where.source, entry=where.entry)
+    if isinstance(options["model"], str) and made:
+        raise ConfigError(
+            f"'model' and '{maker}' exclude each other: {maker} makes the model "
+            "(the other would be ignored); keep one",
+            path=where.source,
+            entry=where.entry,
+        )
     size, overlap = options["chunk_size"], options["chunk_overlap"]
     if size is None and overlap:
         raise ConfigError(
@@ -162,6 +169,8 @@ def check_options(options: Mapping[str, Any], where: Where) -> None:
             entry=where.entry,
         )
     check_fields(options, where)  # systems/fields.py
+    if embedder is not None and embedder.check is not None:
+        embedder.check(options, where)  # the backend's own checks across its keys
     from retrieval_gate.index import INDEXES
 
     backend = INDEXES.get(str(options.get("index")))

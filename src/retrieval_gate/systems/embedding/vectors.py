@@ -88,7 +88,7 @@ def load_system_embedder(
         batch_size=opt["batch_size"],
         device=opt["device"],
         # The backend's own keys, as its option table declares them (embed/).
-        options={key: opt[key] for key in EMBEDDERS[opt["embedder"]].options},
+        backend_options={key: opt[key] for key in EMBEDDERS[opt["embedder"]].options},
     )
     try:
         embedder = options.embedders.get(spec)
