@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -63,7 +63,9 @@ def _module(name: str, **attrs: object) -> types.ModuleType:
     return module
 
 
-def _registry(builtins: Callable[[], list[types.ModuleType]], **kwargs: object) -> Registry[Thing]:
+def _registry(
+    builtins: Callable[[], Iterable[types.ModuleType]], **kwargs: object
+) -> Registry[Thing]:
     options: dict[str, object] = {
         "kind": Thing,
         "attr": "THING",
