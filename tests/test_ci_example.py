@@ -37,3 +37,19 @@ def test_the_gate_runs_on_pull_requests_and_saves_on_main() -> None:
     gated = {s.get("if"): s["run"] for s in _steps() if "--retrieval-gate" in s.get("run", "")}
     assert "pytest --retrieval-gate -n 2" in gated["github.event_name == 'pull_request'"]
     assert "--rg-save-baseline" in gated["github.event_name == 'push'"]
+
+
+def completion_check() -> str:
+    """The workflow's step that checks the JSON report's completion marker."""
+    (check,) = [s["run"] for s in _steps() if "retrieval_gate.report.complete" in s.get("run", "")]
+    return str(check)
+
+
+def test_the_completion_check_follows_every_gate_run_on_a_fresh_report() -> None:
+    runs = [str(s.get("run", "")) for s in _steps()]
+    check = runs.index(completion_check())
+    gates = [i for i, r in enumerate(runs) if "--retrieval-gate" in r]
+    assert gates and all(i < check for i in gates)
+    # A report left from an earlier run would pass the check for a run that wrote none.
+    assert all(runs[i].startswith("rm -f retrieval-gate-report.json && pytest") for i in gates)
+    assert completion_check().endswith("retrieval-gate-report.json")

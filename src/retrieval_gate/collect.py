@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from retrieval_gate.display import escape, shown
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.gates.floors import check_gate, check_query
+from retrieval_gate.gates.history import DRIFT_SCOPE
 from retrieval_gate.gates.regressions import RegressionCheck
 from retrieval_gate.keys import SESSION_KEY
 from retrieval_gate.records import ItemPayload, Outcome, Undecided, parse_scope
@@ -55,7 +57,8 @@ class SuiteFile(pytest.File):
             systems = _systems_for(gate_session, suite)
             _check_suite(self.config, gate_session, suite, systems)
         except RetrievalGateError as exc:
-            raise self.CollectError(exc.format()) from None
+            raise self.CollectError(shown(exc.format())) from None
+        _note_collected(self.config, gate_session, suite, systems)
         for system in systems:
             yield SystemNode.from_parent(self, name=system.name, suite=suite, system=system)
 
@@ -66,6 +69,28 @@ def _systems_for(gate_session: GateSession, suite: Suite) -> list[SystemConfig]:
     running = {system.name: system for system in gate_session.systems}
     names = suite_systems(suite, list(gate_session.settings.systems), list(running))
     return [running[name] for name in names]
+
+
+def _note_collected(
+    config: pytest.Config, gate_session: GateSession, suite: Suite, systems: list[SystemConfig]
+) -> None:
+    """Tell the selection (report/selection.py) of the suite, and when it has no system left,
+    what left it none: said if the session then runs nothing."""
+    from retrieval_gate.report.selection import PLUGIN_NAME, Selection
+
+    selection = config.pluginmanager.get_plugin(PLUGIN_NAME)
+    if not isinstance(selection, Selection):
+        return
+    why = None
+    if not systems:
+        running = ", ".join(s.name for s in gate_session.systems)
+        chosen = "--rg-system" if config.getoption("rg_system", None) else "the 'systems' setting"
+        wanted = ", ".join(suite.systems or ())
+        why = (
+            f"{gate_session.relpath(suite.path)} names the systems [{wanted}] ('systems:'), and "
+            f"this session runs {running} (chosen by {chosen})"
+        )
+    selection.suite_collected(why)
 
 
 _SUITE_NAMES: pytest.StashKey[dict[str, Path]] = pytest.StashKey()
@@ -112,10 +137,39 @@ def _check_suite(
             raise RetrievalGateError(exc.message, path=suite.path, entry="corpus") from None
     gate_session.runs.check(suite, systems)
     # A suite too small for the 'resolution' setting, against its baseline, is an error now
-    # (--rg-plan shows it in its table instead).
-    if not config.getoption("rg_plan", False):
+    # (--rg-plan shows it in its table instead). Not while saving a baseline: only queries
+    # shared with the baseline count, so a suite grown to the size it needs could otherwise
+    # never have its new baseline saved.
+    if not config.getoption("rg_plan", False) and not gate_session.save_baseline:
         bases = {s.name: gate_session.base_run(suite, s) for s in systems}
         gate_session.plan.check_resolution(suite, bases)
+
+
+def check_decision_suites(session: pytest.Session) -> None:
+    """A ``decision.by_suite`` name that is no suite's is a collection error naming the entry
+    (a misspelt name would leave its suite scored by the other weights without a word). Only a
+    collection of the whole project can tell: one of named paths, or one with an error (the
+    suite that failed may be the one named), leaves the names unchecked."""
+    gate_session = session.config.stash[SESSION_KEY]
+    settings = gate_session.settings
+    decision = settings.decision
+    if decision is None or not decision.by_suite or session.testsfailed:
+        return
+    if session.config.args_source == pytest.Config.ArgsSource.ARGS:
+        return
+    names = session.config.stash.get(_SUITE_NAMES, {})
+    unknown = [name for name in decision.by_suite if name not in names]
+    if not unknown:
+        return
+    error = RetrievalGateError(
+        f"no suite is named {unknown[0]!r}; the suites: {', '.join(sorted(names)) or 'none'}",
+        path=settings.source,
+        entry=f"decision.by_suite.{unknown[0]}",
+    )
+    where = gate_session.relpath(settings.source) if settings.source else "[tool.retrieval_gate]"
+    session.ihook.pytest_collectreport(
+        report=pytest.CollectReport(where, "failed", error.format(), [])
+    )
 
 
 class SystemNode(pytest.Collector):
@@ -141,17 +195,24 @@ class SystemNode(pytest.Collector):
             )
         for query in suite.queries:
             if query.expect:
+                # The id is the user's: escaped, as the node id is printed and written as is.
+                name = f"query[{escape(query.id)}]"
                 yield QueryItem.from_parent(
-                    self, name=f"query[{query.id}]", suite=suite, system=system, query=query
+                    self, name=name, suite=suite, system=system, query=query
                 )
         gate_session = self.config.stash[SESSION_KEY]
         base = gate_session.base_run(suite, system)
-        if base is not None and any(c.gated for c in gate_session.plan.checks(suite)):
+        if base is None:
+            gate_session.plan.register(suite, system.name, None)  # --rg-plan says it is missing
+        elif any(c.gated for c in gate_session.plan.checks(suite)):
             yield RegressionNode.from_parent(self, name="regression", suite=suite, system=system)
         drift = suite.kind_object.drift(suite)
         if drift is not None and base is not None:
             for name in drift.metrics:
                 yield DriftItem.from_parent(self, name=f"drift::{name}", suite=suite, system=system)
+        for check in gate_session.history.drift_checks(suite, system.name):
+            name = f"{DRIFT_SCOPE}::{check.metric}"
+            yield HistoryDriftItem.from_parent(self, name=name, suite=suite, system=system)
         if not suite.gates and not any(q.expect for q in suite.queries):
             # A suite without floors still runs, so its numbers reach the report.
             yield RunItem.from_parent(self, name="run", suite=suite, system=system)
@@ -204,7 +265,8 @@ class _SuiteItem(pytest.Item):
         self.add_marker(pytest.mark.retrieval_gate)
         # All items of a suite x system share one worker, and so one retrieval run: under plain
         # -n N through RunGrouping (below), under an explicit --dist loadgroup through this.
-        self.add_marker(pytest.mark.xdist_group(f"{suite.name}::{system.name}"))
+        # (--dist loadgroup shows the group in node ids: the suite's name, escaped.)
+        self.add_marker(pytest.mark.xdist_group(escape(f"{suite.name}::{system.name}")))
 
     @property
     def gate_session(self) -> GateSession:
@@ -246,14 +308,22 @@ class _SuiteItem(pytest.Item):
     def repr_failure(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None
     ) -> str | TerminalRepr:
+        # Each line shown escaped and redacted: a query's text or a server's message is the
+        # user's or the server's, and a newline in it must not make a line of its own.
         if isinstance(excinfo.value, GateFailed):
-            return "\n".join(excinfo.value.outcome.lines())
+            return "\n".join(shown(line) for line in excinfo.value.outcome.lines())
         if isinstance(excinfo.value, RetrievalGateError):
-            return excinfo.value.format()
-        return super().repr_failure(excinfo, style=style)
+            return shown(excinfo.value.format())
+        # The plugin's own bug, with its traceback: a library's error in it may quote a DSN.
+        # Plain text only where something had to be masked or escaped (pytest's own keeps the
+        # colours and the crash line of the short summary).
+        found = super().repr_failure(excinfo, style=style)
+        text = str(found)
+        inert = shown(text, multiline=True)
+        return found if inert == text else inert
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, 0, f"{self.suite.name} x {self.system.name}: {self.name}"
+        return self.path, 0, shown(f"{self.suite.name} x {self.system.name}: {self.name}")
 
 
 class GateItem(_SuiteItem):
@@ -327,7 +397,7 @@ class RegressionItem(_SuiteItem):
                 return outcome
             reason = f"not compared with the baseline: {missing}"
         # Reported at the suite item, not at this line of the plugin.
-        raise pytest.skip.Exception(reason, _use_item_location=True)
+        raise pytest.skip.Exception(shown(reason), _use_item_location=True)
 
 
 class DriftItem(_SuiteItem):
@@ -337,8 +407,22 @@ class DriftItem(_SuiteItem):
     def check(self) -> Outcome:
         found = self.gate_session.drift(self.suite, self.system)
         if isinstance(found, str):
-            raise pytest.skip.Exception(found, _use_item_location=True)
+            raise pytest.skip.Exception(shown(found), _use_item_location=True)
         return found[self.name.removeprefix("drift::")]
+
+
+class HistoryDriftItem(_SuiteItem):
+    """``...::<system>::history-drift::nDCG@10``: today against an anchor in the history of
+    quality, so that accepted changes each within their tolerance cannot add up unseen
+    (gates/history.py)."""
+
+    def check(self) -> Outcome:
+        gs = self.gate_session
+        found = gs.history.drift(self.suite, self.system.name, gs.record(self.suite, self.system))
+        outcome = found[self.name.removeprefix(f"{DRIFT_SCOPE}::")]
+        if isinstance(outcome, str):
+            raise pytest.skip.Exception(outcome, _use_item_location=True)
+        return outcome
 
 
 # -- xdist: one worker per suite x system ------------------------------------------------------

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from retrieval_gate.display import redact
+
 
 class RetrievalGateError(Exception):
-    """Base class: a problem the user can fix in their data, settings or retriever."""
+    """Base class: a problem the user can fix in their data, settings or retriever.
+
+    Its message is redacted when made (credentials a library quoted become ``***``:
+    display/redact.py), so no copy of it, in a report or a record, holds one."""
 
     def __init__(self, message: str, *, path: str | Path | None = None, entry: str | None = None):
-        self.message = message
+        self.message = redact(message)
         self.path = None if path is None else str(path)
         self.entry = entry
         super().__init__(self.format())
@@ -27,7 +32,7 @@ class RetrievalGateError(Exception):
             where += ": "
         elif self.entry is not None:
             where = f"[{self.entry}]: "
-        return where + self.message
+        return redact(where + self.message)
 
 
 class SuiteError(RetrievalGateError):

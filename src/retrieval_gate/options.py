@@ -274,8 +274,9 @@ def check_plots_folder(
     in DIR's manifest), so DIR must not hold anything else (a file of the user's would be
     overwritten or mixed in), nor be or overlap the cache folder or a corpus, nor hold another
     output; a symbolic link to nowhere or a path under a file is refused, as the folder could
-    not be made there. matplotlib draws them: without it the option is refused before anything
-    runs."""
+    not be made there. matplotlib draws them: without it, or with one that fails to import, the
+    option is refused before anything runs."""
+    import importlib
     import importlib.util
 
     if folder.is_symlink() and not folder.exists():
@@ -338,6 +339,19 @@ def check_plots_folder(
         raise RetrievalGateError(
             "--rg-plots needs matplotlib: pip install 'pytest-retrieval-gate[plots]'"
         )
+    try:
+        # What the plots writer imports, imported now: an installed matplotlib that fails to
+        # import (a broken shared library, a numpy it was not built for) is said before the run,
+        # not as a traceback once every item has run.
+        importlib.import_module("matplotlib.backends.backend_agg")
+        importlib.import_module("matplotlib.figure")
+    except Exception as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else ""
+        raise RetrievalGateError(
+            "--rg-plots needs matplotlib, which is installed but could not be imported "
+            f"({type(exc).__name__}: {reason}); repair or reinstall it: pip install "
+            "--force-reinstall matplotlib"
+        ) from None
 
 
 def select_systems(

@@ -8,6 +8,7 @@ in ``pytest_configure`` only when the flag is on.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,8 @@ GATE_ONLY_OPTIONS: dict[str, str] = {
     "rg_suggest_floors": "--rg-suggest-floors",
     "rg_plan": "--rg-plan",
     "rg_plots": "--rg-plots",
+    "rg_record": "--rg-record",
+    "rg_pin": "--rg-pin",
 }
 
 
@@ -54,6 +57,14 @@ def _system_name(value: str) -> str:
 def _path_value(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError(f"invalid path {value!r}: must not be empty")
+    return value
+
+
+def _commit_value(value: str) -> str:
+    if not (4 <= len(value) <= 64 and all(c in "0123456789abcdefABCDEF" for c in value)):
+        raise argparse.ArgumentTypeError(
+            f"invalid commit {value!r}: give a commit hash or its prefix (4 to 64 hex digits)"
+        )
     return value
 
 
@@ -240,6 +251,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(pytest-retrieval-gate[plots]) (default: no plots)",
     )
     group.addoption(
+        "--rg-record",
+        action="store_true",
+        dest="rg_record",
+        default=False,
+        help="append this run to the history of quality without saving a baseline, as on the "
+        "main branch (docs/baselines.md) (default: only runs that save a baseline)",
+    )
+    group.addoption(
+        "--rg-pin",
+        dest="rg_pin",
+        metavar="COMMIT",
+        type=_commit_value,
+        default=None,
+        help="compare slow drift with the history's record at COMMIT (a release) instead of "
+        "the oldest record in the drift window (default: the window)",
+    )
+    group.addoption(
         "--rg-no-cache",
         action="store_true",
         dest="rg_no_cache",
@@ -297,10 +325,11 @@ def pytest_configure(config: pytest.Config) -> None:
             write_progress=progress_writer(config),
         )
     except RetrievalGateError as exc:
+        from retrieval_gate.display import shown
         from retrieval_gate.files import read
 
         read.configure(None)  # the session's size limit, set before it was refused
-        raise pytest.UsageError(exc.format()) from None
+        raise pytest.UsageError(shown(exc.format())) from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "retrieval_gate_session")
     from retrieval_gate.report.selection import PLUGIN_NAME, Selection
@@ -309,7 +338,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("xmlpath", None):
         from retrieval_gate.report.junit import JunitNames
 
-        config.pluginmanager.register(JunitNames(config), "retrieval_gate_junit")
+        age = session.history.age_properties(session.baseline)
+        config.pluginmanager.register(JunitNames(config, age), "retrieval_gate_junit")
 
 
 def _check_plan_options(config: pytest.Config) -> None:
@@ -320,6 +350,7 @@ def _check_plan_options(config: pytest.Config) -> None:
         ("rg_save_baseline", "--rg-save-baseline", "no run to save"),
         ("rg_suggest_floors", "--rg-suggest-floors", "no run to suggest floors from"),
         ("rg_plots", "--rg-plots", "no run to plot"),
+        ("rg_record", "--rg-record", "no run to record"),
     ):
         if config.getoption(dest, None):
             raise pytest.UsageError(f"--rg-plan runs nothing, so there is {what}: drop {flag}")
@@ -335,21 +366,47 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.clear()
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if SESSION_KEY in session.config.stash:
+        from retrieval_gate.collect import check_decision_suites
+
+        check_decision_suites(session)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     planned = SESSION_KEY in session.config.stash and session.config.getoption("rg_plan", False)
     if planned and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
         session.exitstatus = pytest.ExitCode.OK  # a plan that ran nothing did what it was asked
 
 
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    if SESSION_KEY not in config.stash or not config.getoption("rg_plan", False):
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if SESSION_KEY not in config.stash:
         return
+    if not config.getoption("rg_plan", False):
+        if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and not config.getoption("collectonly"):
+            from retrieval_gate.report.selection import PLUGIN_NAME, Selection
+
+            selection = config.pluginmanager.get_plugin(PLUGIN_NAME)
+            if isinstance(selection, Selection):
+                from retrieval_gate.display import shown
+
+                reason = selection.why_nothing_ran(config.getini("retrieval_gate_files"))
+                terminalreporter.write_line(shown(f"retrieval gate: nothing ran: {reason}"))
+        return
+    from retrieval_gate.display import shown
     from retrieval_gate.report.terminal import render_plan
 
     session = config.stash[SESSION_KEY]
     terminalreporter.write_sep("=", "retrieval gate plan")
-    for line in render_plan(session.plan.rows(), session.plan.blocks, session.settings.alpha):
-        terminalreporter.write_line(line)
+    plan = session.plan
+    for line in render_plan(
+        plan.rows(),
+        plan.blocks,
+        session.settings.alpha,
+        baseline=None if session.baseline is None else session.where,
+        unplanned=plan.without_baseline,
+    ):
+        terminalreporter.write_line(shown(line))
 
 
 @pytest.fixture(scope="session")
@@ -383,7 +440,9 @@ def retrieval_system(request: pytest.FixtureRequest) -> Any:
                 use_cache=not values.no_cache,
             )
     except RetrievalGateError as exc:
-        pytest.fail(f"retrieval_system: {exc.format()}", pytrace=False)
+        from retrieval_gate.display import shown
+
+        pytest.fail(f"retrieval_system: {shown(exc.format())}", pytrace=False)
     request.addfinalizer(opened.close)
     return opened
 
@@ -391,10 +450,12 @@ def retrieval_system(request: pytest.FixtureRequest) -> Any:
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
+        from retrieval_gate.display import forget_secrets
         from retrieval_gate.files import read
 
         session.close()
         read.configure(None)  # the settings' max_file_mb, which the session installed
+        forget_secrets()  # the session's settings registered them; a later session, its own
         config.pluginmanager.unregister(session)
         del config.stash[SESSION_KEY]
     for name in ("retrieval_gate_junit", "retrieval_gate_selection", "retrieval_gate_run_grouping"):
@@ -411,6 +472,51 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     from retrieval_gate.collect import SuiteFile
 
     return SuiteFile.from_parent(parent, path=file_path)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """A folder's suites that pytest passes over without a word: pytest hands only regular
+    files and folders to ``pytest_collect_file``, so a suite path that is a named pipe, a
+    socket, a device, a link to nowhere or a loop of links would vanish and the gate pass. They
+    are collected as suites, and reading them says what they are (files/read.py)."""
+    report = yield
+    if (
+        SESSION_KEY in collector.config.stash
+        and isinstance(collector, pytest.Directory)
+        and report.passed
+        and isinstance(report.result, list)
+    ):
+        from retrieval_gate.collect import SuiteFile
+
+        for path in _unlisted_suites(collector):
+            report.result.append(SuiteFile.from_parent(collector, path=path))
+    return report
+
+
+def _unlisted_suites(folder: pytest.Directory) -> list[Path]:
+    """The entries of ``folder`` named like a suite that are neither a regular file nor a
+    folder (followed through links), and that no ``--ignore`` or ``conftest`` leaves out."""
+    import os
+
+    try:
+        entries = sorted(os.scandir(folder.path), key=lambda e: e.name)
+    except OSError:
+        return []  # pytest's own listing of the folder says why
+    found = []
+    for entry in entries:
+        try:
+            listed = entry.is_file() or entry.is_dir()
+        except OSError:  # a loop of links: is_file() itself cannot tell
+            listed = False
+        path = Path(entry.path)
+        if listed or not _is_suite(path, folder):
+            continue
+        if not folder.ihook.pytest_ignore_collect(collection_path=path, config=folder.config):
+            found.append(path)
+    return found
 
 
 def _is_suite(file_path: Path, parent: pytest.Collector) -> bool:

@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from retrieval_gate.display import shown
+
 __all__ = ["QUIET_SECONDS", "ProgressSink", "Task", "install", "task"]
 
 #: Steps shorter than this stay silent; longer ones report from then on.
@@ -90,7 +92,7 @@ class Task:
         if 0 < self.done < self.total and elapsed > 0:
             left = elapsed * (self.total - self.done) / self.done
             text += f", about {left:.0f} s left"
-        return text
+        return shown(text)  # a suite's or system's name is the user's
 
 
 _SINK: list[ProgressSink | None] = [None]

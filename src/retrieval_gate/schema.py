@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from retrieval_gate.display import register_secret, register_secrets_in
 from retrieval_gate.errors import ConfigError
 
 __all__ = [
@@ -41,6 +43,11 @@ class Option:
     (a function, so the table's module is imported only when a system is parsed); the parsed
     value is that table's values, defaults filled in, and its unknown keys are errors naming
     ``system.NAME.key``.
+
+    ``secret`` marks a value that may hold credentials (a DSN, a URI, an address): what it
+    holds (a URL's password, a ``password=``) is masked wherever it shows up later; ``secret_env``
+    a value naming the environment variable that holds a secret (``dsn_env``): that variable's
+    value is masked whole (display/redact.py).
     """
 
     kind: type | tuple[type, ...]
@@ -50,6 +57,8 @@ class Option:
     rule: str = ""
     resolve: Callable[[Any, Path], Any] | None = None
     nested: Callable[[], OptionTable] | None = None
+    secret: bool = False
+    secret_env: bool = False
 
     @property
     def expected(self) -> str:
@@ -147,7 +156,21 @@ def parse_options(
                 entry=where.entry,
             )
         values[key] = option.resolve(value, where.base) if option.resolve is not None else value
+        _register_secrets(option, value)
     return values
+
+
+def _register_secrets(option: Option, value: Any) -> None:
+    """Register the secrets a ``secret`` or ``secret_env`` value holds or names, as it is read:
+    from then on every message and output of this process masks them."""
+    if not isinstance(value, str):
+        return
+    if option.secret:
+        register_secrets_in(value)
+    if option.secret_env:
+        held = os.environ.get(value, "")
+        register_secret(held.strip())
+        register_secrets_in(held)
 
 
 def _finite(value: Any) -> bool:
@@ -180,5 +203,10 @@ def table_markdown(table: OptionTable) -> list[str]:
         # Written as in TOML (true, "words", []), the way a user types it.
         default = "(none)" if option.default is None else f"`{json.dumps(option.default)}`"
         rule = f" ({option.rule})" if option.rule else ""
-        lines.append(f"| `{key}` | {option.type_name}{rule} | {default} | {option.doc} |")
+        doc = option.doc
+        if option.secret:
+            doc += "; its credentials are masked (`***`) in every output"
+        if option.secret_env:
+            doc += "; the variable's value is masked (`***`) in every output"
+        lines.append(f"| `{key}` | {option.type_name}{rule} | {default} | {doc} |")
     return lines

@@ -1,13 +1,9 @@
 """Per-session state of an active gate, registered as a plugin object while ``--retrieval-gate``.
 
-What pytest sees: the hooks, wired to plain parts that know nothing of pytest. ``options.py``
-resolves options and paths; the :class:`~retrieval_gate.runs.cache.RunCache` loads corpora and
-ontologies and runs each suite x system once; the
-:class:`~retrieval_gate.gates.plan.RegressionPlan` knows every regression check and the family
-they share; a baseline store (:mod:`retrieval_gate.baseline.store`) reads and saves the accepted
-runs; report writers (:mod:`retrieval_gate.report`) render. Items hand their records over as an
-:class:`~retrieval_gate.records.ItemPayload` on their test reports, so the report is complete
-under xdist too: workers only attach, the controller gathers and writes.
+What pytest sees: the hooks, wired to plain parts that know nothing of pytest (``options.py``,
+the ``RunCache``, the ``RegressionPlan``, the baseline store, the ``HistoryKeeper``, the
+writers). Items hand their records over as an ``ItemPayload`` on their test reports, so the
+report is complete under xdist too: workers only attach, the controller gathers and writes.
 """
 
 from __future__ import annotations
@@ -24,8 +20,10 @@ import pytest
 from retrieval_gate import progress
 from retrieval_gate.baseline.store import load_for_session, open_store
 from retrieval_gate.config import Settings, load_settings
+from retrieval_gate.display import shown
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.files import atomic, read
+from retrieval_gate.gates.keeper import HistoryKeeper
 from retrieval_gate.gates.plan import RegressionPlan
 from retrieval_gate.options import (
     OptionValues,
@@ -61,9 +59,8 @@ class GateSession:
         self.rootpath = config.rootpath
         self.settings: Settings = load_settings(self.rootpath)
         read.configure(self.settings.max_file_mb)  # plugin.py resets it at unconfigure
-        self.systems: tuple[SystemConfig, ...] = select_systems(
-            self.settings, values.systems, self.rootpath
-        )
+        self.systems: tuple[SystemConfig, ...]
+        self.systems = select_systems(self.settings, values.systems, self.rootpath)
         self.reference = select_reference(self.systems, values.reference, self.settings.reference)
         self.outputs = resolve_outputs(values, self.settings)
         check_outputs(
@@ -88,14 +85,15 @@ class GateSession:
         self.baseline, self.baseline_problem = load_for_session(
             self.store, named=bool(values.baseline), saving=self.save_baseline
         )
-        outputs = self.outputs
+        out = self.outputs
         self.runs = RunCache(
             self.settings,
             self.run_options,
-            exclude=(outputs.report, outputs.json, outputs.baseline, outputs.cache_dir),
+            exclude=(out.report, out.json, out.baseline, out.cache_dir),
             relpath=self.relpath,
         )
         self.plan = RegressionPlan(self.settings)
+        self.history = HistoryKeeper(self.settings, self.rootpath, self.plan, config.getoption)
         self._comparisons: dict[tuple[Path, str], Regressions] = {}
         self._attached: set[tuple[Path, str]] = set()
         self._first_failures: dict[tuple[Path, str], str] = {}
@@ -106,7 +104,7 @@ class GateSession:
         self._data: ReportData | None = None
 
     @property
-    def is_worker(self) -> bool:
+    def is_worker(self) -> bool:  # an xdist worker: it attaches payloads, never writes
         return hasattr(self.config, "workerinput")
 
     @property
@@ -198,6 +196,7 @@ class GateSession:
             decision=self.settings.decision,
             base=self.baseline,
             partial=partial_of(self.config),
+            complete=not interrupted,
         )
         if self.save_baseline and data.runs and not interrupted:
             try:
@@ -205,6 +204,9 @@ class GateSession:
                 self.saved_baseline = self.store.location
             except (OSError, RetrievalGateError) as exc:
                 self._fail(session, f"could not save the baseline {atomic.failed_write(exc)}")
+        data = self.history.finish(data, self.baseline, bool(self.saved_baseline), interrupted)
+        for message in self.history.failures:  # the history could not be appended to
+            self._fail(session, message)
         written = write_reports(data, Targets.of(self.outputs, os.environ))
         self.written = written.files
         for writer, error in written.failed:
@@ -237,12 +239,12 @@ class GateSession:
 
         terminalreporter.write_sep("=", "retrieval gate")
         for line in render(data):
-            terminalreporter.write_line(line)
+            terminalreporter.write_line(line)  # escaped and redacted there
         for path in self.written:
-            terminalreporter.write_sep("-", f"generated retrieval gate report: {path}")
-        if self.baseline_problem is not None:
-            terminalreporter.write_line(f"replaced an unreadable baseline: {self.baseline_problem}")
-        if self.saved_baseline is not None:
-            terminalreporter.write_sep("-", f"saved retrieval gate baseline: {self.saved_baseline}")
-        for line in self.closing_lines:
-            terminalreporter.write_line(line)
+            terminalreporter.write_sep("-", shown(f"generated retrieval gate report: {path}"))
+        if (problem := self.baseline_problem) is not None:
+            terminalreporter.write_line(shown(f"replaced an unreadable baseline: {problem}"))
+        if (saved := self.saved_baseline) is not None:
+            terminalreporter.write_sep("-", shown(f"saved retrieval gate baseline: {saved}"))
+        for line in [*self.history.lines, *self.closing_lines]:
+            terminalreporter.write_line(shown(line))

@@ -359,7 +359,9 @@ def test_the_hub_is_asked_once_per_candidate(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_bad_specs_are_config_errors(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="unknown embedder 'openai'; known: model2vec, sent"):
+    with pytest.raises(
+        ConfigError, match="unknown embedder 'openai'; known: http, model2vec, sent"
+    ):
         load_embedder(EmbedderSpec("openai", "x"), cache_dir=tmp_path)
     with pytest.raises(
         ConfigError,
@@ -605,3 +607,14 @@ def test_an_installed_package_that_fails_to_import_is_not_called_missing(
     )
     with pytest.raises(MissingExtraError, match=r"^absent-pkg is not installed"):
         import_optional("absent_pkg_xyz", package="absent-pkg", extra="x")
+    # Broken in another way than an ImportError: still one line saying so.
+    (tmp_path / "stale_build").mkdir()
+    (tmp_path / "stale_build" / "__init__.py").write_text(
+        "raise AttributeError('module numpy has no attribute float_')\n"
+    )
+    with pytest.raises(MissingExtraError) as info:
+        import_optional("stale_build", package="stale-build", extra="x")
+    assert str(info.value) == (
+        "stale-build is installed but could not be imported (AttributeError: module numpy has no "
+        "attribute float_); repair or reinstall it (pip install --force-reinstall stale-build)"
+    )

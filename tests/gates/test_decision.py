@@ -162,11 +162,15 @@ def test_parse_reads_the_table_and_canonical_metric_names() -> None:
         ({"weights": {}}, r"\[decision.weights\]: 'weights' must map"),
         (
             {"weights": {"P@5": -1}},
-            r"\[decision.weights.P@5\]: a weight must be a finite number >= 0",
+            r"\[decision.weights.P@5\]: a weight must be a number from 0 to 1,000,000, got -1",
+        ),
+        (
+            {"weights": {"P@5": 1e308, "R@10": 1e308}},
+            r"\[decision.weights.P@5\]: a weight must be a number from 0 to 1,000,000, got 1e\+308",
         ),
         (
             {"weights": {"P@5": float("inf")}},
-            r"\[decision.weights.P@5\]: a weight must be a finite number >= 0, got inf",
+            r"\[decision.weights.P@5\]: a weight must be a number from 0 to 1,000,000, got inf",
         ),
         (
             {"weights": {"P@5": 0, "latency": 0.0}},

@@ -21,6 +21,32 @@ import yaml
 from .conftest import RETRIEVER, SUITE
 
 QUERY = "  - id: q\n    query: q\n    relevant: [sql/orders.sql]\n"
+# The password of any case that gives one (a DSN, a key): the run's output must not show it.
+PASSWORD = "hunter2pw"
+
+
+def _tampered_history(root: Path) -> None:
+    """A history of suite ``lineage`` whose one record's value was edited after it was written."""
+    from retrieval_gate.baseline.history import HistoryRecord, encode_line
+    from retrieval_gate.baseline.provenance import Provenance
+
+    record = HistoryRecord(
+        suite="lineage",
+        system="keyword",
+        at=Provenance(commit="abc1234", time="2026-09-30T12:00:00Z"),
+        suite_digest="s",
+        identity="i",
+        source="baseline",
+        decided=False,
+        session="s",
+        n=3,
+        metrics={"P@1": 0.5},
+        tolerance={"P@1": 0.01},
+    )
+    line = encode_line(record).decode().replace('"P@1":0.5', '"P@1":0.9')
+    folder = root / ".retrieval-gate" / "history"
+    folder.mkdir(parents=True)
+    (folder / "lineage.jsonl").write_text(line)
 
 
 @dataclass(frozen=True)
@@ -39,6 +65,7 @@ class BadInput:
     what: str
     line: str
     # "collection error" | "usage error" | "failed items" | "session failed" | "warning" | "passes"
+    # | "nothing ran"
     outcome: str
     files: Mapping[str, str | bytes] = field(default_factory=dict)
     args: tuple[str, ...] = ()
@@ -47,6 +74,9 @@ class BadInput:
     sparse: Mapping[str, int] = field(default_factory=dict)
     setup: Callable[[Path], None] | None = None
     needs: tuple[str, ...] = ()  # optional packages the case's setup or system imports
+    # Run in a fresh interpreter: for a case about what a module import does, which an
+    # in-process run would find already imported by the tests themselves.
+    subprocess: bool = False
 
 
 def settings(*tables: str, pytest_ini: str = 'addopts = "-p no:cacheprovider"') -> str:
@@ -144,6 +174,18 @@ def static_model(root: Path) -> None:
     StaticModel(vectors=vectors, tokenizer=tokenizer, normalize=True).save_pretrained(
         str(root / "static-model")
     )
+
+
+def http_system(**extra: str) -> str:
+    """A system of the http embedder (values of ``extra`` as TOML), exact index."""
+    lines = [
+        "[tool.retrieval_gate.system.svc]",
+        'embedder = "http"',
+        'model = "served-model"',
+        'index = "exact"',
+        *(f"{key} = {value}" for key, value in extra.items()),
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def static_system(index: str = "exact", **extra: str) -> str:
@@ -355,6 +397,18 @@ CASES: tuple[BadInput, ...] = (
         {
             "lineage.retrieval.yaml": SUITE,
             "search_app.py": "def retrieve(query, k):\n    raise ValueError('index offline')\n",
+        },
+    ),
+    BadInput(
+        "retriever-quotes-a-password",
+        "a retriever whose error quotes its connection string (the password is masked)",
+        "lineage.retrieval.yaml [query join_orders]: retriever search_app:retrieve raised "
+        "ConnectionError: cannot reach postgresql://search:***@db/index",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "search_app.py": "def retrieve(query, k):\n    raise ConnectionError("
+            f"'cannot reach postgresql://search:{PASSWORD}@db/index')\n",
         },
     ),
     BadInput(
@@ -856,6 +910,39 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "http-without-base-url",
+        "an http embedder without the service's URL",
+        "ERROR: *pyproject.toml [system.svc]: the http embedder needs 'base_url' (e.g. "
+        '"http://localhost:11434/v1")',
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE, "pyproject.toml": settings(http_system())},
+    ),
+    BadInput(
+        "http-key-in-key-env",
+        "an API key pasted where the name of its environment variable belongs (never echoed)",
+        "ERROR: *pyproject.toml [system.svc]: invalid 'api_key_env': not an environment variable "
+        "name (letters, digits, '_'); give the name of the variable that holds the key, never "
+        "the key itself",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                http_system(base_url='"http://127.0.0.1:9/v1"', api_key_env='"sk-live-12ab34cd"')
+            ),
+        },
+    ),
+    BadInput(
+        "http-base-url-not-a-url",
+        "an http embedder whose base_url is not a URL",
+        "ERROR: *pyproject.toml [system.svc]: invalid 'base_url': 'localhost:11434'; expected "
+        "string (http:// or https:// URL)",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(http_system(base_url='"localhost:11434"')),
+        },
+    ),
+    BadInput(
         "decision-weights-zero",
         "decision weights that are all zero",
         "ERROR: *pyproject.toml [decision.weights]: every weight is 0: every system would score 0 "
@@ -927,7 +1014,7 @@ CASES: tuple[BadInput, ...] = (
         "timeout-inf",
         "a timeout of infinity (0 is no limit)",
         "ERROR: *pyproject.toml [system.keyword]: invalid 'timeout': inf; numbers must be finite; "
-        "expected integer or number (>= 0; 0 for no limit)",
+        "expected integer or number (0 to 1,000,000; 0 for no limit)",
         "usage error",
         {
             "lineage.retrieval.yaml": SUITE,
@@ -1146,6 +1233,78 @@ CASES: tuple[BadInput, ...] = (
         ("--rg-plan", "--rg-suggest-floors=-"),
     ),
     BadInput(
+        "plan-with-record",
+        "--rg-record with --rg-plan, which runs nothing",
+        "ERROR: --rg-plan runs nothing, so there is no run to record: drop --rg-record",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-plan", "--rg-record"),
+    ),
+    BadInput(
+        "pin-not-a-commit",
+        "--rg-pin given a tag rather than a commit",
+        "error: argument --rg-pin: invalid commit 'v1.0': give a commit hash or its prefix (4 to "
+        "64 hex digits)",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-pin", "v1.0"),
+    ),
+    BadInput(
+        "record-without-history",
+        "--rg-record where the settings switch the history off",
+        "ERROR: --rg-record needs the history, which the settings switch off (history = false)",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), "[tool.retrieval_gate]\nhistory = false\n"
+            ),
+        },
+        ("--rg-record",),
+    ),
+    BadInput(
+        "history-window",
+        "a drift window that is neither records nor days",
+        "ERROR: *pyproject.toml [history.drift_window]: 'drift_window' must be a number of "
+        "records >= 1 or days such as \"30d\", got 'a week'",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), '[tool.retrieval_gate.history]\ndrift_window = "a week"\n'
+            ),
+        },
+    ),
+    BadInput(
+        "history-unknown-key",
+        "an unknown key in the history settings",
+        "ERROR: *pyproject.toml [history]: unknown key 'window'; known: baseline_max_age, "
+        "baseline_max_commits, drift, drift_tolerance, drift_window, enabled, keep_values, store",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), "[tool.retrieval_gate.history]\nwindow = 3\n"
+            ),
+        },
+    ),
+    BadInput(
+        "history-not-a-folder",
+        "a history folder that is a file, when saving a baseline",
+        "retrieval gate: could not append to the history *.retrieval-gate/history: File exists",
+        "session failed",
+        {"lineage.retrieval.yaml": SUITE, ".retrieval-gate/history": "not a folder\n"},
+        ("--rg-save-baseline",),
+    ),
+    BadInput(
+        "history-tampered",
+        "a history record edited by hand",
+        "history: *lineage.jsonl line 1: tampered (its content does not match its digest); skipped",
+        "warning",
+        {"lineage.retrieval.yaml": SUITE},
+        setup=lambda root: _tampered_history(root),
+    ),
+    BadInput(
         "plan-with-plots",
         "--rg-plots with --rg-plan, which runs nothing",
         "ERROR: --rg-plan runs nothing, so there is no run to plot: drop --rg-plots",
@@ -1267,6 +1426,185 @@ CASES: tuple[BadInput, ...] = (
         ("--rg-plots=plots",),
         fifos=(PLOTS_MANIFEST,),
     ),
+    BadInput(
+        "seed-negative",
+        "a negative seed (numpy's generators take none)",
+        "ERROR: *pyproject.toml [seed]: 'seed' must be an integer from 0 to 4294967295 "
+        "(2**32 - 1), got -1",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings("[tool.retrieval_gate]\nseed = -1\n", retriever_system()),
+        },
+    ),
+    BadInput(
+        "decision-weight-huge",
+        "a decision weight so large the scores overflow to nan",
+        "ERROR: *pyproject.toml [decision.weights.P@1]: a weight must be a number from 0 to "
+        "1,000,000, got 1e+308",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(),
+                '[tool.retrieval_gate.decision]\nweights = {"P@1" = 1e308, "R@3" = 1e308}\n',
+            ),
+        },
+    ),
+    BadInput(
+        "timeout-huge",
+        "a time limit longer than a thread can wait",
+        "ERROR: *pyproject.toml [system.keyword]: invalid 'timeout': 1e+300; expected integer or "
+        "number (0 to 1,000,000; 0 for no limit)",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(retriever_system(timeout="1e300")),
+        },
+    ),
+    BadInput(
+        "grade-huge",
+        "a relevance grade of 10**30",
+        "lineage.retrieval.yaml [queries[1] (id customer_names)]: grade of 'sql/customers.sql' "
+        "must be from -100 to 100, got 1000000000000000000000000000000",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": SUITE.replace(
+                "sql/customers.sql: 2", "sql/customers.sql: 1000000000000000000000000000000"
+            )
+        },
+    ),
+    BadInput(
+        "grade-exponential-overflow",
+        "a grade whose exponential gain (2**grade - 1) overflows: nDCG would be nan",
+        "lineage.retrieval.yaml [queries[1] (id customer_names)]: grade of 'sql/customers.sql' "
+        "must be from -100 to 100, got 2000",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": "gain: exponential\n"
+            + SUITE.replace("sql/customers.sql: 2", "sql/customers.sql: 2000")
+        },
+    ),
+    BadInput(
+        "qrels-grade-huge",
+        "a TREC qrels grade out of range",
+        "lineage.retrieval.yaml [format: trec]: *qrels.txt [line 1]: relevance grade must be from "
+        "-100 to 100, got 5000",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": "format: trec\ntopics: topics.txt\nqrels: qrels.txt\n"
+            "gates: {P@1: 0.0}\n",
+            "topics.txt": "<top>\n<num> Number: 1\n<title> orders\n</top>\n",
+            "qrels.txt": "1 0 sql/orders.sql 5000\n",
+        },
+    ),
+    BadInput(
+        "json-id-lone-surrogate",
+        "a JSON suite whose query id holds a lone surrogate (an escape with no pair)",
+        "lineage.retrieval.json [queries[2].id]: 'a\\ud800b' holds a lone surrogate (an escape "
+        "such as \\ud800 with no pair), which is not a character and cannot be written as text; "
+        "write the character itself or a complete pair",
+        "collection error",
+        {"lineage.retrieval.json": JSON_SUITE.replace('"refunds"', '"a\\ud800b"')},
+    ),
+    BadInput(
+        "corpus-id-lone-surrogate",
+        "a JSONL corpus whose document id holds a lone surrogate",
+        "*docs.jsonl [line 2 id]: 'a\\udfffb' holds a lone surrogate (an escape such as \\ud800 "
+        "with no pair), which is not a character and cannot be written as text; write the "
+        "character itself or a complete pair",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": "corpus: docs.jsonl\n" + SUITE,
+            "docs.jsonl": '{"id": "sql/orders.sql", "text": "orders"}\n'
+            '{"id": "a\\udfffb", "text": "x"}\n',
+        },
+    ),
+    BadInput(
+        "suite-fifo",
+        "a suite path that is a named pipe (pytest lists only files and folders)",
+        "*pipe.retrieval.yaml: suite file is a named pipe (FIFO), not a regular file",
+        "collection error",
+        {"lineage.retrieval.yaml": SUITE},
+        fifos=("pipe.retrieval.yaml",),
+    ),
+    BadInput(
+        "suite-link-loop",
+        "a suite path that is a loop of symbolic links",
+        "*loop.retrieval.yaml: cannot read suite file: it is a loop of symbolic links (each leads "
+        "back to another)",
+        "collection error",
+        {"lineage.retrieval.yaml": SUITE},
+        links={
+            "loop.retrieval.yaml": "back.retrieval.yaml",
+            "back.retrieval.yaml": "loop.retrieval.yaml",
+        },
+    ),
+    BadInput(
+        "suite-dangling-link",
+        "a suite path that is a symbolic link to nowhere",
+        "*gone.retrieval.yaml: suite file is a symbolic link to moved/lineage.retrieval.yaml, "
+        "which does not exist",
+        "collection error",
+        {"lineage.retrieval.yaml": SUITE},
+        links={"gone.retrieval.yaml": "moved/lineage.retrieval.yaml"},
+    ),
+    BadInput(
+        "decision-by-suite-unknown",
+        "decision weights for a suite name no suite has",
+        "*pyproject.toml [decision.by_suite.lineag]: no suite is named 'lineag'; the suites: "
+        "lineage",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), '[tool.retrieval_gate.decision.by_suite.lineag]\n"P@1" = 1\n'
+            ),
+        },
+    ),
+    BadInput(
+        "selection-empty-k",
+        "a -k expression that leaves no gate item",
+        "retrieval gate: nothing ran: 5 gate items deselected by -k 'nothing', and no gate item "
+        "is left",
+        "nothing ran",
+        {"lineage.retrieval.yaml": SUITE},
+        ("-k", "nothing"),
+    ),
+    BadInput(
+        "selection-empty-systems",
+        "a suite for systems the session does not run",
+        "retrieval gate: nothing ran: no suite has an item for this session's systems: "
+        "lineage.retrieval.yaml names the systems [reverse] ('systems:'), and this session runs "
+        "keyword (chosen by --rg-system)",
+        "nothing ran",
+        {"lineage.retrieval.yaml": "systems: [reverse]\n" + SUITE},
+        ("--rg-system", "keyword"),
+    ),
+    BadInput(
+        "selection-no-suite",
+        "a session with the gate on and no suite file",
+        "retrieval gate: nothing ran: no suite file was collected (files named *.retrieval.yaml "
+        "*.retrieval.yml *.retrieval.json, or suite paths given on the command line; the setting "
+        "retrieval_gate_files names them)",
+        "nothing ran",
+        {"lineage.retrieval.yml.txt": SUITE},
+    ),
+    BadInput(
+        "matplotlib-broken",
+        "--rg-plots with a matplotlib that is installed but fails to import",
+        "ERROR: --rg-plots needs matplotlib, which is installed but could not be imported "
+        "(ImportError: libfreetype.so.6: cannot open shared object file); repair or reinstall "
+        "it: pip install --force-reinstall matplotlib",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "matplotlib/__init__.py": 'raise ImportError("libfreetype.so.6: cannot open shared '
+            'object file")\n',
+        },
+        ("--rg-plots=plots",),
+        subprocess=True,
+    ),
 )
 
 
@@ -1284,7 +1622,9 @@ def render() -> str:
         "How pytest reports it: a *collection error* or a *usage error* stops the session before",
         "anything runs; *failed items* fail the suite's items with the line; *session failed*:",
         "the items ran, the session exits 1 with the line at its end; *warning*: the run goes",
-        "on and the line is in pytest's warnings summary; *passes*: handled, nothing to fix. In",
+        "on and the line is in pytest's warnings summary; *passes*: handled, nothing to fix;",
+        "*nothing ran*: no item was left to run (pytest's exit status 5), and the line says which",
+        "option or setting left none. In",
         "every case no file of the project is written over (the test checks each file's bytes),",
         "and nothing waits forever: pipes, devices and folders are refused without being read,",
         "and the user's code (retrievers, rerankers, metric plugins and their imports) runs",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .bad_inputs import CASES, BadInput, render
+from .bad_inputs import CASES, PASSWORD, BadInput, render
 from .conftest import lit
 
 DOC = Path(__file__).parents[2] / "docs" / "bad-input.md"
@@ -21,6 +21,7 @@ _CODES = {
     "session failed": pytest.ExitCode.TESTS_FAILED,
     "warning": pytest.ExitCode.OK,
     "passes": pytest.ExitCode.OK,
+    "nothing ran": pytest.ExitCode.NO_TESTS_COLLECTED,
 }
 
 
@@ -73,11 +74,13 @@ def test_bad_input_is_the_documented_line(project: pytest.Pytester, case: BadInp
         pytest.importorskip(package)
     _make(project.path, case)
     before = _contents(project.path)
-    result = project.runpytest("--retrieval-gate", *case.args)
+    run = project.runpytest_subprocess if case.subprocess else project.runpytest
+    result = run("--retrieval-gate", *case.args)
     assert result.ret == _CODES[case.outcome]
     seen = result.stderr if case.outcome == "usage error" else result.stdout
     seen.fnmatch_lines(["*" + lit(case.line).replace("[*]", "*")])
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert PASSWORD not in result.stdout.str() + result.stderr.str()
     after = _contents(project.path)
     changed = sorted(name for name, data in before.items() if after.get(name) != data)
     assert not changed, f"written over or removed: {changed}"

@@ -448,8 +448,11 @@ def test_failing_run_saved_on_request_replaces_only_its_runs(gen: pytest.Pyteste
     second = json.loads((gen.path / BASELINE).read_text(encoding="utf-8"))
     assert second["runs"]["other::gen"] == first["runs"]["other::gen"]
     assert second["runs"]["topics::gen"]["queries"]["t000"]["relevant_ranks"] == {"d0": 3}
-    # Accepted: the next run compares against it and passes.
-    gen.runpytest("--retrieval-gate", "topics.retrieval.yaml").assert_outcomes(passed=6)
+    # Accepted: the next run compares against it and passes its regression items; the history
+    # still holds the first baseline, so the slow-drift item (docs/baselines.md) fails.
+    result = gen.runpytest("--retrieval-gate", "topics.retrieval.yaml")
+    result.assert_outcomes(passed=6, failed=1)
+    result.stdout.fnmatch_lines(["FAILED topics.retrieval.yaml::gen::history-drift::MRR@10*"])
     # "other" (topics 0-9, all damaged now) still compares against its kept baseline: every
     # query fell from 1 to 1/3, so the suite and both categories dropped 2/3 > 0.01 and fail.
     result = gen.runpytest("--retrieval-gate", "other.retrieval.yaml")

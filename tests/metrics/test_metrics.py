@@ -86,6 +86,19 @@ def test_exponential_gain(metric: str, expected: float) -> None:
     assert one(metric) != pytest.approx(expected, abs=1e-3)
 
 
+def test_exponential_gains_past_float64_stay_numbers() -> None:
+    # 2**2000 is inf in float64, and inf / inf nan; scaled by the query's largest grade, nDCG is
+    # (2**1999 / log2 3 + tiny) / (2**1999 + tiny / log2 3), with tiny = (2**1 - 1) / 2**1999
+    # vanishing: b (grade 2000) ranked second, a (grade 1) first, so nDCG@2 = 1 / log2 3.
+    qrels = {"q": {"a": 1, "b": 2000}}
+    run = {"q": {"a": 2.0, "b": 1.0}}
+    assert one("nDCG@2", qrels=qrels, run=run, gain="exponential") == pytest.approx(
+        1 / log2(3), abs=1e-12
+    )
+    # ERR: b stops every reader (R = 1 - 2**-2000), after a's (2**1 - 1) / 2**2000 = 0: 1/2.
+    assert one("ERR@2", qrels=qrels, run=run) == pytest.approx(1 / 2, abs=1e-12)
+
+
 def test_graded_ndcg_with_grade_above_three() -> None:
     qrels = {"q": {"a": 1, "b": 4}}
     run = {"q": {"a": 2.0, "b": 1.0}}

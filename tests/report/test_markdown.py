@@ -150,3 +150,20 @@ def test_charts_have_one_bar_series_each() -> None:
     one = "\n".join(markdown._chart("s", [_run("s", "x", 0.25)], ["P@1", "R@3"]))
     assert '    x-axis ["P@1", "R@3"]' in one and "    bar [0.2500, 0.5000]" in one
     assert "Bars left to right" not in two + one
+
+
+def test_a_lone_surrogate_and_a_credential_in_the_records_are_written_inert(
+    tmp_path: Path,
+) -> None:
+    # A lone surrogate cannot be encoded as UTF-8: the markdown shows it escaped, the JSON twin
+    # writes it as JSON escapes it; a credential in a failure is masked in both.
+    failure = RunFailure("s\ud800", "y", "cannot reach postgresql://gate:hunter2pw@db")
+    data = ReportData.gathered(ItemPayload(runs=(_run("s\ud800", "x", 0.5),), failures=(failure,)))
+    written = write_reports(data, Targets(markdown=tmp_path / "r.md", json=tmp_path / "r.json"))
+    assert written.failed == []
+    text = (tmp_path / "r.md").read_text(encoding="utf-8")
+    assert "## Suite `s\\ud800`" in text
+    assert "- `s\\ud800` x `y`: cannot reach postgresql://gate:***@db" in text
+    report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert report["runs"][0]["suite"] == "s\ud800"
+    assert report["errors"][0]["error"] == "cannot reach postgresql://gate:***@db"

@@ -124,3 +124,25 @@ def test_a_kind_that_provides_no_input_for_a_wanted_metric_is_the_plugins_error(
     run = _run(suite, [()] * 5, [(0.5,)] * 5)
     with pytest.raises(ValueError, match="inputs need the session's resources"):
         evaluate_run(run)
+
+
+def test_a_value_that_is_not_a_number_is_the_plugins_bug_not_a_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Inputs are bounded where they are read, so a nan can only come from a defect in a built-in
+    # metric (here simulated): it is raised, never recorded for a report or a baseline.
+    import retrieval_gate.runs.evaluate as evaluate_module
+    from retrieval_gate.metrics import compute
+
+    real = compute
+
+    def defective(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        values = real(*args, **kwargs)
+        values["P@1"] = np.array([1.0, np.nan])
+        return values
+
+    monkeypatch.setattr(evaluate_module, "compute", defective)
+    suite = _ranking_suite(tmp_path)
+    run = _run(suite, [("d1", "d9"), ("d9", "d2")], [(2.0, 1.0), (2.0, 1.0)])
+    with pytest.raises(ArithmeticError, match=r"^P@1 of s unit 'b' is not a finite number$"):
+        evaluate_run(run, resources=NoResources())

@@ -168,6 +168,14 @@ def test_pearson_and_spearman_by_hand() -> None:
     assert rho == pytest.approx(4.5 / math.sqrt(4.5 * 5), abs=1e-15)
 
 
+def test_pearson_of_gold_scores_near_the_float64_limit_is_a_number() -> None:
+    # The by-hand case above with y scaled by 2**1020 (exact): the centred squares, near
+    # 2**2040, would overflow to inf and r to nan; r does not change with scale: 0.5.
+    big = np.ldexp(np.array([1.0, 3, 2]), 1020)
+    assert pearson(np.array([1.0, 2, 3]), big) == pytest.approx(0.5, abs=1e-15)
+    assert pearson(big, np.array([1.0, 2, 3])) == pytest.approx(0.5, abs=1e-15)
+
+
 def test_correlations_are_zero_where_undefined() -> None:
     assert pearson(np.array([1.0]), np.array([2.0])) == 0.0
     assert pearson(np.array([1.0, 1.0, 1.0]), np.array([1.0, 2, 3])) == 0.0

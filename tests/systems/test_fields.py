@@ -247,7 +247,7 @@ def test_setting_mistakes_are_one_line() -> None:
         "invalid 'fields': ['label', 'label']; expected list (distinct names)"
     )
     assert _config_error(fields=["label"], weights={"label": -1}) == (
-        "invalid 'weights': {'label': -1}; expected table (>= 0, one > 0)"
+        "invalid 'weights': {'label': -1}; expected table (0 to 1,000,000, one > 0)"
     )
 
 

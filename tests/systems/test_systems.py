@@ -53,7 +53,7 @@ def config_error(spec: Mapping[str, Any]) -> str:
 def test_unknown_key_lists_the_kinds_own_keys() -> None:
     assert config_error({"retriever": "m:f", "model": "x"}) == (
         "/project/pyproject.toml [system.s]: unknown key 'model'; "
-        "known: corpus, depth, description, extraction, retriever, stages, timeout"
+        "known: corpus, depth, description, extraction, isolate, retriever, stages, timeout"
     )
     assert config_error({"run": "r.trec", "index": "exact"}) == (
         "/project/pyproject.toml [system.s]: unknown key 'index'; "
@@ -139,7 +139,7 @@ def test_invalid_values_and_kind_selection() -> None:
         where + "unknown key 'modle'; known: aggregation, batch_size, "
     )
     assert config_error({"embedder": "openai", "model": "m"}) == (
-        where + "unknown embedder 'openai'; known: model2vec, sentence-transformers"
+        where + "unknown embedder 'openai'; known: http, model2vec, sentence-transformers"
     )
     assert config_error({"embedder": "model2vec", "model": "m", "index": "faiss"}) == (
         where + "unknown index 'faiss'; known: chroma, chroma-server, exact, lancedb, pgvector"

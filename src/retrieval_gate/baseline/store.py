@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from retrieval_gate.baseline.provenance import Provenance, commit_provenance
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.records import RunRecord
@@ -39,6 +40,8 @@ def run_key(suite: str, system: str) -> str:
 class Baseline:
     path: Path
     runs: Mapping[str, RunRecord] = field(default_factory=dict)
+    # The commit and time it was saved (``saved``; None in a file written before 0.3).
+    saved: Provenance | None = None
 
     def get(self, suite: str, system: str) -> RunRecord | None:
         return self.runs.get(run_key(suite, system))
@@ -74,7 +77,12 @@ def load_baseline(path: Path) -> Baseline | None:
         _check_run(run, path, key)
         suite, _, system = str(key).rpartition("::")
         runs[key] = RunRecord.from_baseline_json({"suite": suite, "system": system, **run})
-    return Baseline(path=path, runs=runs)
+    saved = data.get("saved")
+    return Baseline(
+        path=path,
+        runs=runs,
+        saved=Provenance.from_json(saved) if isinstance(saved, dict) else None,
+    )
 
 
 # What the comparison reads from each query of a baseline run, and the JSON type it must have.
@@ -128,14 +136,21 @@ def _check_run(run: Any, path: Path, key: str) -> None:
                 )
 
 
-def save_baseline(path: Path, records: Iterable[RunRecord], previous: Baseline | None) -> None:
-    """Write this session's runs, keeping the previous baseline's runs this session didn't run."""
+def save_baseline(
+    path: Path,
+    records: Iterable[RunRecord],
+    previous: Baseline | None,
+    saved: Provenance | None = None,
+) -> None:
+    """Write this session's runs, keeping the previous baseline's runs this session didn't run;
+    ``saved``: the commit and time it is saved at (the baseline's age is read from it)."""
     runs: dict[str, RunRecord] = dict(previous.runs) if previous is not None else {}
     for record in records:
         runs[run_key(record.suite, record.system)] = record
     payload = {
         "version": VERSION,
         "generator": f"pytest-retrieval-gate {__version__}",
+        **({"saved": saved.to_json()} if saved is not None else {}),
         "runs": {key: runs[key].to_baseline_json() for key in sorted(runs)},
     }
     write_text_atomic(path, json.dumps(payload, indent=1, sort_keys=False) + "\n")
@@ -200,7 +215,7 @@ class JsonFileStore:
         return load_baseline(self.path)
 
     def save(self, records: Iterable[RunRecord], previous: Baseline | None) -> None:
-        save_baseline(self.path, records, previous)
+        save_baseline(self.path, records, previous, commit_provenance(self.path.parent))
 
 
 STORE_ENTRY_POINT_GROUP = "retrieval_gate.baselines"

@@ -22,6 +22,10 @@ LATENCY = "latency"
 DIMS = "dims"
 
 
+#: The largest weight. Weights are relative (a system's score is their weighted mean), and
+#: sums and products of larger ones overflow float64: 1e308 + 1e308 is inf, and the scores nan.
+MAX_WEIGHT = 1_000_000
+
 _KEYS = frozenset({"weights", "by_kind", "by_suite", "latency_budget_ms", "dims_budget"})
 
 
@@ -126,10 +130,12 @@ def _weights(weights: Any, source: Path, where: str) -> dict[str, float]:
         if (
             isinstance(weight, bool)
             or not isinstance(weight, (int, float))
-            or not 0 <= weight < math.inf
+            or not 0 <= weight <= MAX_WEIGHT
         ):
             raise ConfigError(
-                f"a weight must be a finite number >= 0, got {weight!r}", path=source, entry=entry
+                f"a weight must be a number from 0 to {MAX_WEIGHT:,}, got {weight!r}",
+                path=source,
+                entry=entry,
             )
         parsed[_term_name(str(name), source, entry)] = float(weight)
     if not any(parsed.values()):

@@ -19,6 +19,7 @@ from retrieval_gate.errors import ConfigError
 
 if TYPE_CHECKING:
     from retrieval_gate.config.decision import DecisionSettings
+    from retrieval_gate.config.history import HistorySettings
     from retrieval_gate.corpus import Corpus
     from retrieval_gate.systems.base import OpenContext, RunOptions
 from retrieval_gate.schema import OptionTable
@@ -30,6 +31,7 @@ DEFAULT_CACHE_DIR = ".retrieval-gate-cache"
 _SETTINGS_KEYS = frozenset(
     {
         "decision",
+        "history",
         "corpus",
         "baseline",
         "report",
@@ -53,6 +55,10 @@ _SETTINGS_KEYS = frozenset(
 #: The smallest ``alpha`` (the session's delta) the resolution's critical values can be
 #: computed at, whatever the number of blocks and metrics it is shared by.
 MIN_ALPHA = 1e-6
+
+#: The largest ``seed``: numpy's generators take any non-negative integer, and 32 bits is the
+#: range every random-number library reads the same way.
+MAX_SEED = 2**32 - 1
 
 #: The regression rules ``verdicts`` chooses between (docs/verdicts.md).
 VERDICT_POLICIES = ("tolerance", "margin")
@@ -97,6 +103,8 @@ class Settings:
 
     # The largest file the plugin reads, in MiB (files/read.py); 0: no limit.
     max_file_mb: float = 1024
+    # [tool.retrieval_gate.history]: the history of quality, slow drift, baseline age.
+    history: HistorySettings | None = None
 
     @property
     def where(self) -> str:
@@ -247,8 +255,14 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
             entry="alpha",
         )
     seed = table.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ConfigError(f"'seed' must be an integer, got {seed!r}", path=source, entry="seed")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        # numpy's generators (bootstrap intervals, the randomisation tests, the resolution's
+        # joint draws) take a non-negative seed only: refused here, not as a traceback later.
+        raise ConfigError(
+            f"'seed' must be an integer from 0 to {MAX_SEED} (2**32 - 1), got {seed!r}",
+            path=source,
+            entry="seed",
+        )
     tolerance = table.get("tolerance", {})
     if not isinstance(tolerance, Mapping):
         raise ConfigError("'tolerance' must map metric to amount", path=source, entry="tolerance")
@@ -328,6 +342,9 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
             path=source,
             entry="max_file_mb",
         )
+    from retrieval_gate.config.history import parse_history
+
+    history = parse_history(table.get("history", {}), source, base)
     raw_baseline = table.get("baseline")
     baseline_url = None
     if isinstance(raw_baseline, str) and url_scheme(raw_baseline) is not None:
@@ -336,6 +353,7 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
         else:
             baseline_url = raw_baseline
     return Settings(
+        history=history,
         max_file_mb=float(max_file_mb),
         decision=decision,
         latency_sample=None if sample == "auto" else sample,

@@ -102,6 +102,20 @@ def read_trec_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
+#: The largest relevance grade, either sign. Graded scales run 0 to 4 (TREC, MS MARCO, BEIR);
+#: nDCG's exponential gain is 2**grade - 1, which float64 holds up to 2**1023 and whose sums
+#: over a query's documents overflow to inf (and nDCG to nan) long before that: at 100 no
+#: number of documents can.
+MAX_GRADE = 100
+
+
+def grade_problem(grade: int) -> str | None:
+    """Why ``grade`` (an integer) is out of range, or None."""
+    if -MAX_GRADE <= grade <= MAX_GRADE:
+        return None
+    return f"must be from -{MAX_GRADE} to {MAX_GRADE}, got {grade}"
+
+
 def _is_int(value: str) -> bool:
     try:
         int(value)
@@ -125,6 +139,9 @@ def _add_judgment(
         raise CorpusError(
             f"relevance grade must be an integer, got {grade!r}", path=file, entry=f"line {lineno}"
         ) from None
+    problem = grade_problem(value)
+    if problem is not None:
+        raise CorpusError(f"relevance grade {problem}", path=file, entry=f"line {lineno}")
     key = (qid, docno)
     # trec_eval refuses a document judged twice for one query: which grade would count?
     if key in first_line:

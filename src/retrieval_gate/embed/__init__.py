@@ -133,6 +133,14 @@ def import_optional(module: str, *, package: str, extra: str) -> ModuleType:
             raise MissingExtraError(f"{package} is not installed; {hint}") from exc
         # The package is there but one of its own dependencies is broken or missing.
         raise MissingExtraError(f"{package} could not be imported ({exc}); {hint}") from exc
+    except Exception as exc:
+        # Installed, and broken on import in another way (built against another numpy, a bad
+        # setting read at import): the user's environment, said in one line, not a traceback.
+        reason = str(exc).splitlines()[0] if str(exc) else ""
+        raise MissingExtraError(
+            f"{package} is installed but could not be imported ({type(exc).__name__}: "
+            f"{reason}); repair or reinstall it (pip install --force-reinstall {package})"
+        ) from exc
 
 
 def _looks_like_path(ref: str) -> bool:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -115,7 +116,17 @@ def _too_large(size: int, what: str, path: Path, entry: str | None, error: Error
 
 def _reason(exc: OSError) -> str:
     # OSError's str() repeats the path; the error names it already.
+    if exc.errno == errno.ELOOP:
+        return "it is a loop of symbolic links (each leads back to another)"
     return exc.strerror or str(exc)
+
+
+def _not_found(what: str, path: Path) -> str:
+    """The words for a missing ``path``: for a link whose target is missing (which ``ls``
+    still lists), where it leads."""
+    if path.is_symlink():
+        return f"{what} is a symbolic link to {os.readlink(path)}, which does not exist"
+    return f"{what} not found"
 
 
 def check_regular(
@@ -150,7 +161,7 @@ def read_bytes(
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
-        raise error(f"{what} not found", path=path, entry=entry) from None
+        raise error(_not_found(what, path), path=path, entry=entry) from None
     except IsADirectoryError:
         raise error(f"{what} is a folder, not a regular file", path=path, entry=entry) from None
     except OSError as exc:
@@ -343,7 +354,53 @@ def parse_structured(
     problem = check_shape(data)
     if problem is not None:
         raise fail(problem)
+    # A lone surrogate can only come from an escape (\ud800 in JSON or a double-quoted YAML
+    # string; the text itself is strict UTF-8): look only when the text has one.
+    if "\\u" in text or "\\U" in text:
+        found = lone_surrogate(data)
+        if found is not None:
+            where, value = found
+            shown = repr(value if len(value) <= 60 else value[:60] + "...")
+            raise error(
+                f"{shown} holds a lone surrogate (an escape such as \\ud800 "
+                "with no pair), which is not a character and cannot be written as text; write "
+                "the character itself or a complete pair",
+                path=path,
+                entry=_escaped(where if entry is None else f"{entry} {where}".rstrip()),
+            )
     return data
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(data: Any) -> tuple[str, str] | None:
+    """The entry (``queries[2].id``) and the string of the first lone surrogate in ``data``
+    (parsed YAML or JSON, already measured by :func:`check_shape`), or None. Keys count as
+    strings too; the entry of the data itself is the empty string."""
+    stack: list[tuple[Any, str]] = [(data, "")]
+    seen: set[int] = set()
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, str):
+            if _SURROGATE.search(node):
+                return where, node
+        elif isinstance(node, (dict, list)) and id(node) not in seen:
+            seen.add(id(node))  # a YAML alias is looked at once
+            if isinstance(node, dict):
+                items = list(node.items())
+                for key, value in reversed(items):
+                    name = f"{where}.{key}" if where else str(key)
+                    stack.append((value, name))
+                    stack.append((key, name))
+            else:
+                stack.extend((v, f"{where}[{i}]") for i, v in reversed(list(enumerate(node))))
+    return None
+
+
+def _escaped(text: str) -> str:
+    """``text`` with each surrogate written as its escape: it cannot be encoded to be shown."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _value_problem(exc: ValueError) -> str:

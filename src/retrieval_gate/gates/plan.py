@@ -11,6 +11,7 @@ every item, finds the same figures alone. Plain Python: no pytest.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -50,7 +51,9 @@ class PlanRow:
     metric: str
     n: int  # shared units
     tolerance: float
-    resolution: float  # epsilon a change as large as the baseline's own spread would get
+    # epsilon a change as large as the baseline's own spread would get; inf with fewer than 2
+    # shared units, which resolve nothing
+    resolution: float
     reliability: float
     needed: int | None  # units for a resolution within the tolerance
     target: float | None = None  # the ``resolution`` setting, when set
@@ -84,6 +87,8 @@ class RegressionPlan:
         # (suite path, system, scope) -> the gated checks' baseline figures, by metric.
         self._blocks: dict[tuple[str, str, str], dict[str, _Planned]] = {}
         self._size: int | None = None
+        # "suite x system" of the gated checks that had no baseline run to plan from.
+        self.without_baseline: list[str] = []
 
     def checks(self, suite: Suite) -> list[RegressionCheck]:
         """The suite's regression checks: what its items are and what its runs must compute."""
@@ -99,6 +104,8 @@ class RegressionPlan:
     def register(self, suite: Suite, system: str, base: RunRecord | None) -> None:
         """Record the shared units of each gated check of ``suite`` x ``system`` against its
         baseline run ``base`` (none: nothing to compare, nothing registered)."""
+        if base is None and any(check.gated for check in self.checks(suite)):
+            self.without_baseline.append(f"{suite.name} x {system}")
         for key, planned in self._planned(suite, system, base).items():
             self._blocks[key] = planned
             for metric, item in planned.items():
@@ -163,9 +170,24 @@ class RegressionPlan:
         joint = block.c_normal if len(items) > 1 else None
         out = []
         for metric, p in planned.items():
-            if metric not in block.epsilon:
-                continue
             target = self.settings.max_resolution(metric)
+            if metric not in block.epsilon:
+                # Fewer than 2 shared units: no spread, no resolution, whatever the target.
+                out.append(
+                    PlanRow(
+                        suite=p.suite,
+                        system=p.system,
+                        scope=p.check.scope,
+                        metric=metric,
+                        n=p.spread.n,
+                        tolerance=p.check.tolerance,
+                        resolution=math.inf,
+                        reliability=1.0 - alpha,
+                        needed=None,
+                        target=target,
+                    )
+                )
+                continue
             width = p.spread.width
 
             def needed(goal: float, sd: float = p.sd, width: float = width) -> int | None:
@@ -200,14 +222,21 @@ class RegressionPlan:
             for system, base in bases.items()
             for key, value in self._planned(suite, system, base).items()
         }
-        coarse = [
-            row
-            for key in sorted(planned)
-            for row in self._rows(planned[key], len(planned))
-            if row.too_coarse
-        ]
+        rows = [row for key in sorted(planned) for row in self._rows(planned[key], len(planned))]
+        # No shared unit at all (every query edited since the baseline) compares nothing: the
+        # regression items say so, and saving a new baseline must stay possible.
+        coarse = [row for row in rows if row.too_coarse and row.n > 0]
         if not coarse:
             return
+        single = next((row for row in coarse if row.n == 1), None)
+        if single is not None:
+            raise RetrievalGateError(
+                f"{single.metric} over {single.scope} ({single.system}) has 1 {suite.kind_object.unit} "
+                f"shared with the baseline, and one has no spread to resolve a change by: it "
+                f"cannot meet the 'resolution' setting {single.target:g}; grow the suite",
+                path=suite.path,
+                entry="resolution",
+            )
         # The check that needs the most units names what the suite needs: growing it to what
         # the first coarse check needs could leave another still too coarse.
         row = max(coarse, key=lambda r: (r.needed_target is None, r.needed_target or 0))

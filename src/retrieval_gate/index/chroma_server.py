@@ -28,7 +28,7 @@ ORDER = 30
 BACKEND = IndexBackend(
     name="chroma-server",
     options={
-        "host": Option(str, "127.0.0.1", "host of a running `chroma run` server"),
+        "host": Option(str, "127.0.0.1", "host of a running `chroma run` server", secret=True),
         "port": Option(int, 8000, "its port", check=lambda v: 0 < v < 65536, rule="1 to 65535"),
         # The system's own 'timeout' (the same key): how long the server may take to answer.
         "timeout": Option(

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval_gate.display import register_secret
 from retrieval_gate.errors import ConfigError, RunError
 from retrieval_gate.index import IndexBackend, check_ids, check_vectors, hnsw_settings, named_errors
 from retrieval_gate.schema import Option, OptionTable, at_least, beside_settings, one_of
@@ -47,6 +48,15 @@ _QUERY_BATCH = 256
 _REMOTE = ("s3://", "s3+ddb://", "gs://", "az://", "abfs://", "db://", "memory://")
 
 ANN_KINDS = ("none", "ivf_flat", "ivf_pq", "ivf_hnsw_sq")
+#: The environment variables holding object-store credentials that LanceDB reads.
+_STORE_SECRETS = (
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AZURE_STORAGE_ACCOUNT_KEY",
+    "AZURE_STORAGE_SAS_TOKEN",
+    "AZURE_CLIENT_SECRET",
+    "GOOGLE_SERVICE_ACCOUNT_KEY",
+)
 
 
 OPTIONS: OptionTable = {
@@ -57,9 +67,13 @@ OPTIONS: OptionTable = {
         "object storage or db:// (LanceDB's hosted service); default: <cache_dir>/lancedb "
         "(not in the identity)",
         resolve=beside_settings,
+        secret=True,
     ),
     "api_key_env": Option(
-        str, None, "name of the environment variable holding the hosted service's API key"
+        str,
+        None,
+        "name of the environment variable holding the hosted service's API key",
+        secret_env=True,
     ),
     "region": Option(str, None, "the hosted service's region (LanceDB: us-east-1)"),
     "table": Option(
@@ -229,6 +243,7 @@ def connect(uri: str, options: Mapping[str, Any]) -> Any:
                 f"LanceDB at {uri} needs an API key: set 'api_key_env' to the name of the "
                 "environment variable holding it" + (f" ({env} is not set)" if env else "")
             )
+        register_secret(key)  # read now: masked in every message from here
         kwargs["api_key"] = key
         if options.get("region"):
             kwargs["region"] = options["region"]
@@ -237,6 +252,8 @@ def connect(uri: str, options: Mapping[str, Any]) -> Any:
             "retry_config": {"retries": 1},
         }
     elif not _local(uri):
+        for variable in _STORE_SECRETS:  # the object store's SDK reads them: masked if quoted
+            register_secret(os.environ.get(variable, ""))
         kwargs["storage_options"] = {"connect_timeout": f"{timeout}s", "timeout": f"{timeout * 6}s"}
     try:
         return lancedb.connect(uri, **kwargs)

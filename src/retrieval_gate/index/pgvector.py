@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval_gate.display import register_secret, register_secrets_in
 from retrieval_gate.errors import ConfigError, RunError
 from retrieval_gate.index import IndexBackend, check_ids, check_vectors, hnsw_settings, named_errors
 from retrieval_gate.schema import Option, OptionTable, at_least, one_of
@@ -64,9 +65,13 @@ OPTIONS: OptionTable = {
         None,
         "libpq connection string or postgresql:// URI (a cluster's primary, a replica or a "
         "pooler alike); prefer `dsn_env` for credentials",
+        secret=True,
     ),
     "dsn_env": Option(
-        str, None, "name of the environment variable holding the DSN (read when the system opens)"
+        str,
+        None,
+        "name of the environment variable holding the DSN (read when the system opens)",
+        secret_env=True,
     ),
     "table": Option(
         str,
@@ -174,11 +179,16 @@ def _stored(options: Mapping[str, Any]) -> bool:
 
 def resolve_dsn(options: Mapping[str, Any]) -> str:
     """The DSN from ``dsn_env`` (when given) or ``dsn``; neither is a ``ConfigError``."""
+    # libpq takes the password from PGPASSWORD when the DSN has none: a secret all the same.
+    register_secret(os.environ.get("PGPASSWORD", ""))
     env = options.get("dsn_env")
     if env:
         value = os.environ.get(env, "").strip()
         if not value:
             raise ConfigError(f"index 'pgvector': environment variable {env} (dsn_env) is not set")
+        # Read now, perhaps changed since the settings were: masked in every message from here.
+        register_secret(value)
+        register_secrets_in(value)
         return value
     dsn = options.get("dsn")
     if not dsn:

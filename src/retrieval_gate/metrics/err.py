@@ -41,7 +41,9 @@ def _cum_err(kernel: Kernel) -> FloatArray:
     g_max = float(ideal.max()) if ideal.size else 0.0
     if g_max <= 0.0:
         return np.zeros((kernel.n, kernel.depth), dtype=np.float64)
-    stop = (np.exp2(kernel.grades) - 1.0) / np.exp2(g_max)
+    # (2**g - 1) / 2**g_max, written so that no term overflows (2**g is inf past g = 1023, and
+    # inf / inf nan): the same bits while g + g_max < 53, as every power of two is exact.
+    stop = np.exp2(kernel.grades - g_max) - np.exp2(-g_max)
     # prod_{i<r} (1 - R_i): the probability that the user is still reading at rank r.
     reach = np.ones_like(stop)
     if kernel.depth > 1:

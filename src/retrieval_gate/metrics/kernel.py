@@ -87,10 +87,23 @@ class Kernel:
         return self.memo("cum_precision", self._cum_precision)
 
     def gains(self, grades: FloatArray) -> FloatArray:
-        """The suite's gain of each grade: the grade (linear) or ``2**grade - 1``."""
+        """The suite's gain of each grade: the grade (linear) or ``2**grade - 1``.
+
+        Exponential gains are scaled per query by ``2**-m``, ``m`` the query's largest grade
+        (``grades`` are a row per query, as ``judged.ideal``): ``2**grade`` overflows float64
+        past 1023, and nDCG = inf / inf would be nan. nDCG is a ratio of one query's sums, so
+        the scale cancels; with powers of two it is exact (the same bits) while grade + m < 53,
+        and a grade far below the query's largest then weighs what it does: next to nothing."""
         if self.gain == "exponential":
-            return np.exp2(grades) - 1.0
+            shift: FloatArray = self.memo("gain_shift", self._gain_shift)
+            scaled: FloatArray = np.exp2(grades - shift) - np.exp2(-shift)
+            return scaled
         return grades
+
+    def _gain_shift(self) -> FloatArray:
+        ideal = self.judged.ideal
+        top = ideal[:, 0] if ideal.shape[1] else np.zeros(ideal.shape[0], dtype=np.float64)
+        return np.asarray(top, dtype=np.float64)[:, None]
 
     @staticmethod
     def _cum_dcg(gains: FloatArray) -> FloatArray:

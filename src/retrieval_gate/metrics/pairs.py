@@ -38,8 +38,8 @@ def pearson(x: FloatArray, y: FloatArray) -> float:
     and warns), give 0.0, no linear association shown. Computed on centred values in float64,
     so it equals ``scipy.stats.pearsonr`` to float rounding.
     """
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
+    x = _unit_scale(np.asarray(x, dtype=np.float64))
+    y = _unit_scale(np.asarray(y, dtype=np.float64))
     if x.size < 2:
         return 0.0
     dx = x - x.mean()
@@ -50,6 +50,19 @@ def pearson(x: FloatArray, y: FloatArray) -> float:
         return 0.0
     r = float(dx @ dy) / np.sqrt(sxx * syy)
     return float(min(1.0, max(-1.0, r)))
+
+
+def _unit_scale(values: FloatArray) -> FloatArray:
+    """``values`` times the power of two that brings the largest magnitude into [0.5, 1): r
+    does not change with a series' scale, and gold scores near 1e308 would overflow the sums
+    (to inf, and r to nan). A power of two scales exactly: normal-sized values give the same
+    bits as unscaled ones."""
+    if values.size == 0:
+        return values
+    top = float(np.max(np.abs(values)))
+    if top == 0.0 or not np.isfinite(top):
+        return values
+    return np.ldexp(values, -int(np.frexp(top)[1]))
 
 
 def average_ranks(values: FloatArray) -> FloatArray:

@@ -152,6 +152,12 @@ class Outcome:
                 f"{format_value(figures.baseline - self.value)}, tolerance "
                 f"{format_value(figures.tolerance)}{resolution}, n={self.n})"
             )
+        if self.scope == "history-drift":  # gates/history.py: against an anchor, not a floor
+            return (
+                f"{self.metric} slow drift ({self.suite} x {self.system}): {verdict}: "
+                f"{format_value(self.value)} (needs >= {format_value(self.threshold)}: the "
+                f"anchor's value less the drift tolerance, n={self.n})"
+            )
         what = "ceiling" if self.ceiling else "floor"
         return (
             f"{self.metric} over {self.scope} ({self.suite} x {self.system}): {verdict}: "

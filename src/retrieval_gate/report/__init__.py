@@ -10,6 +10,7 @@ summary (:mod:`.terminal`) renders the same data for pytest's own summary.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from retrieval_gate.baseline.store import Baseline
     from retrieval_gate.config.decision import DecisionSettings
     from retrieval_gate.gates.decision import Decision
+    from retrieval_gate.gates.keeper import HistoryReport
     from retrieval_gate.options import Outputs
 
 
@@ -50,6 +52,15 @@ class ReportData:
     baseline_runs: Mapping[tuple[str, str], RunRecord] = field(default_factory=dict)
     # Why this report covers only part of the session's gates (-k, -m, node ids), else None.
     partial: str | None = None
+    # The history of quality: the baseline's age, trends (gates/keeper.py); None without one.
+    history: HistoryReport | None = None
+
+    # The session reached its end (not interrupted): the JSON twin's completion marker, which
+    # a CI step checks (report/complete.py), as a run ended by an interpreter exit writes none.
+    complete: bool = True
+
+    def with_history(self, history: HistoryReport) -> ReportData:
+        return dataclasses.replace(self, history=history)
 
     @classmethod
     def build(
@@ -67,6 +78,7 @@ class ReportData:
         decision: DecisionSettings | None = None,
         baseline_runs: Mapping[tuple[str, str], RunRecord] | None = None,
         partial: str | None = None,
+        complete: bool = True,
     ) -> ReportData:
         return cls(
             runs=tuple(runs[key] for key in sorted(runs)),
@@ -84,6 +96,7 @@ class ReportData:
             undecided=tuple(sorted(undecided)),
             baseline_runs=dict(baseline_runs or {}),
             partial=partial,
+            complete=complete,
         )
 
     @classmethod

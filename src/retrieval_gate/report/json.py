@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from retrieval_gate.display import redact_tree
 from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.report import Writer
 from retrieval_gate.version import __version__
@@ -34,6 +35,10 @@ def render(data: ReportData) -> dict[str, Any]:
         # Only when a selection (-k, -m, node ids) left gates out: the full report has no key.
         **({"partial": data.partial} if data.partial is not None else {}),
         **_decisions(data),
+        **({"history": data.history.to_json()} if data.history is not None else {}),
+        # Last, and only once the session has reached its end: `python -m
+        # retrieval_gate.report.complete` checks it (docs/ci.md).
+        "complete": data.complete,
     }
 
 
@@ -52,7 +57,9 @@ def _decisions(data: ReportData) -> dict[str, Any]:
 
 
 def write(data: ReportData, targets: Targets) -> list[Path]:
-    write_text_atomic(targets.json, json.dumps(render(data), indent=2) + "\n")
+    # Redacted; control characters stay as they are, as JSON escapes them (ASCII out, so a lone
+    # surrogate in an id is written as \ud800, not refused).
+    write_text_atomic(targets.json, json.dumps(redact_tree(render(data)), indent=2) + "\n")
     return [targets.json]
 
 

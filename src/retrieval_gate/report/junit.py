@@ -17,12 +17,17 @@ from typing import Any
 
 import pytest
 
+from retrieval_gate.display import shown
 from retrieval_gate.records import Outcome
 from retrieval_gate.report import Writer
 
 
 def properties(outcome: Outcome) -> list[tuple[str, object]]:
-    return outcome.properties()
+    # A scope names a query by its id (query[...]): escaped and redacted as everything shown.
+    return [
+        (name, shown(value) if isinstance(value, str) else value)
+        for name, value in outcome.properties()
+    ]
 
 
 WRITER = Writer(name="junit", item_properties=properties)
@@ -45,8 +50,20 @@ class JunitNames:
     """Names each gate item's JUnit test case (see the module docstring); registered only
     with ``--junitxml``."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(
+        self, config: pytest.Config, suite_properties: list[tuple[str, object]] | None = None
+    ) -> None:
         self.config = config
+        self.suite_properties = suite_properties or []
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """The session's own figures (the baseline's age, docs/baselines.md) as properties of
+        the test suite; pytest's writer exists only once every plugin is configured."""
+        xml = _log_xml(self.config)
+        if xml is None or not hasattr(xml, "add_global_property"):
+            return
+        for name, value in self.suite_properties:
+            xml.add_global_property(name, value)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

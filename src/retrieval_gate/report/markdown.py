@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from retrieval_gate.display import shown
 from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.metrics import parse_metric
 from retrieval_gate.records import (
@@ -17,6 +18,7 @@ from retrieval_gate.records import (
     Section,
 )
 from retrieval_gate.report import ReportData, Writer
+from retrieval_gate.report.history import age_lines, history_lines
 from retrieval_gate.suites import kinds, units_of
 from retrieval_gate.systems.timings import latency_notes
 
@@ -27,7 +29,9 @@ if TYPE_CHECKING:
 
 
 def render(data: ReportData) -> str:
-    return "\n".join(lines(data)) + "\n"
+    """The report's text. Every line is shown escaped and redacted (display/): a query's text,
+    an id or a server's message cannot break a line or a table, or carry a credential."""
+    return "\n".join(shown(line) for line in lines(data)) + "\n"
 
 
 def write(data: ReportData, targets: Targets) -> list[Path]:
@@ -71,10 +75,15 @@ def _numeric(cell: str) -> bool:
 def _table(header: list[str], rows: list[list[str]]) -> Iterator[str]:
     # Numbers align right so decimals line up; text columns stay left.
     right = [bool(rows) and all(_numeric(row[i]) for row in rows) for i in range(len(header))]
-    yield "| " + " | ".join(header) + " |"
+    yield "| " + " | ".join(_cell(c) for c in header) + " |"
     yield "|" + "|".join("---:" if r else "---" for r in right) + "|"
     for row in rows:
-        yield "| " + " | ".join(row) + " |"
+        yield "| " + " | ".join(_cell(c) for c in row) + " |"
+
+
+def _cell(text: str) -> str:
+    # A "|" in an id or a name would end the cell; render() escapes control characters.
+    return text.replace("|", "\\|")
 
 
 def lines(data: ReportData) -> Iterator[str]:
@@ -96,6 +105,7 @@ def lines(data: ReportData) -> Iterator[str]:
             "without the selection for the full report."
         )
         yield ""
+    yield from age_lines(data.history)
     if data.errors:
         yield "## Runs that failed"
         yield ""
@@ -222,6 +232,7 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
         if comparison is not None:
             yield from _baseline(run, comparison, [g for g in gates if g.system == run.system])
     yield from _resolution(data, runs, units)
+    yield from history_lines(data.history, suite)
 
     for grouping in ("category", "difficulty"):
         labels = list(dict.fromkeys(label for run in runs for label in run.groups(grouping)))

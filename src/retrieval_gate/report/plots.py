@@ -10,6 +10,8 @@ with a short digest of the names as given, so two suites never share a file.
 * ``<suite>--<system>--deltas-<metric>.png`` for a run with a baseline run: each query's value
   now minus its value in the baseline (queries with the same digest, so unchanged text and
   judgments), sorted, worse ones red.
+* ``<suite>--<system>--history-<metric>.png`` for a run with a history: the metric at each
+  record and today, the drift anchor dashed, each change point a line labelled with its shift.
 
 The metrics are those the suite's summary shows (gated ones, then its kind's headline). Drawn
 with matplotlib's Agg canvas (no pyplot, no display, no global backend switch) and imported only
@@ -25,9 +27,11 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from retrieval_gate.display import shown
 from retrieval_gate.report import ReportData, Writer
 
 if TYPE_CHECKING:
+    from retrieval_gate.gates.keeper import Trend
     from retrieval_gate.records import RunRecord
     from retrieval_gate.report import Targets
 
@@ -60,6 +64,10 @@ def write(data: ReportData, targets: Targets) -> list[Path]:
                 continue
             path = folder / _name(suite, run.system, f"deltas-{metrics[0]}")
             _save(_delta_figure(run, base, metrics[0]), path)
+            written.append(path)
+        for trend in () if data.history is None else data.history.of(suite):
+            path = folder / _name(suite, trend.system, f"history-{trend.metric}")
+            _save(_trend_figure(trend), path)
             written.append(path)
     manifest = folder / PLOTS_MANIFEST
     # Checked before the session ran (options.check_plots_folder): a manifest of the plugin's.
@@ -134,7 +142,7 @@ def _metric_figure(suite: str, metric: str, runs: list[RunRecord], seed: int) ->
             xytext=(12, 2),
             textcoords="offset points",
         )
-    axes.set_title(f"{suite}: {metric} (95 % intervals)", fontsize=10)
+    axes.set_title(shown(f"{suite}: {metric} (95 % intervals)"), fontsize=10)
     axes.set_ylabel(metric)
     if min(values, default=0.0) >= 0 and max(values, default=0.0) <= 1:
         axes.set_ylim(0, 1.05)
@@ -159,16 +167,44 @@ def _delta_figure(run: RunRecord, base: RunRecord, metric: str) -> Any:
     worse = sum(1 for d in values if d < 0)
     better = sum(1 for d in values if d > 0)
     axes.set_title(
-        f"{run.suite} x {run.system}: {metric} per query, now - baseline\n"
+        shown(f"{run.suite} x {run.system}: {metric} per query, now - baseline") + "\n"
         f"{worse} worse, {better} better, of {len(values)} compared",
         fontsize=10,
     )
     axes.set_ylabel(f"{metric} delta")
     axes.set_xlabel("queries, sorted by delta")
     if len(values) <= 30:
-        axes.set_xticks(range(len(values)), [qid for _, qid in deltas], rotation=90, fontsize=7)
+        labels = [shown(qid) for _, qid in deltas]
+        axes.set_xticks(range(len(values)), labels, rotation=90, fontsize=7)
     else:
         axes.set_xticks([])
+    return figure
+
+
+def _trend_figure(trend: Trend) -> Any:
+    """The metric over the history and today, the anchor a dashed grey line, each change point
+    a red line labelled with its shift."""
+    figure, axes = _figure(max(5.0, min(16.0, 0.3 * len(trend.values) + 3.0)))
+    xs = range(len(trend.values))
+    axes.plot(xs, trend.values, marker="o", color=COLOUR, linewidth=1.2, markersize=4)
+    if trend.anchor is not None:
+        axes.axvline(trend.anchor, color="grey", linestyle="--", linewidth=1.0, label="anchor")
+    for change in trend.changes:
+        axes.axvline(change.index - 0.5, color=WORSE if change.shift < 0 else BETTER, linewidth=1.2)
+        axes.annotate(
+            f"{change.shift:+.4f} at {trend.labels[change.index]}",
+            (change.index - 0.5, max(trend.values)),
+            fontsize=8,
+            rotation=90,
+            va="top",
+            ha="right",
+        )
+    axes.set_title(f"{trend.suite} x {trend.system}: {trend.metric} over its history", fontsize=10)
+    axes.set_ylabel(trend.metric)
+    step = max(1, len(trend.labels) // 30)
+    axes.set_xticks(list(xs)[::step], list(trend.labels)[::step], rotation=90, fontsize=7)
+    if trend.anchor is not None:
+        axes.legend(fontsize=8)
     return figure
 
 

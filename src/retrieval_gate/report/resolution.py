@@ -4,6 +4,7 @@ resolution table, and the ``--rg-plan`` table. Pure: reads comparison rows and p
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -101,11 +102,25 @@ def resolution_header(units: str) -> list[str]:
     ]
 
 
-def render_plan(rows: list[PlanRow], blocks: int, alpha: float) -> Iterator[str]:
+def render_plan(
+    rows: list[PlanRow], blocks: int, alpha: float, *, baseline: str | None, unplanned: list[str]
+) -> Iterator[str]:
     """The ``--rg-plan`` table: per suite, system, scope and metric, what the baseline says the
-    suite resolves today and the queries its tolerance (and the ``resolution`` setting) need."""
+    suite resolves today and the queries its tolerance (and the ``resolution`` setting) need.
+    ``baseline`` names the baseline (None: there is none); ``unplanned`` the suite x system
+    pairs with gated checks and no run in it."""
     if not rows:
-        yield "no regression checks to plan: save a baseline first (--rg-save-baseline)"
+        if baseline is None:
+            yield "no regression checks to plan: save a baseline first (--rg-save-baseline)"
+        elif unplanned:
+            shown = ", ".join(unplanned[:3]) + (" ..." if len(unplanned) > 3 else "")
+            yield (
+                f"no regression checks to plan: the baseline {baseline} has no run of {shown} "
+                "(saved before the suite or system existed, or under another name); save a "
+                "baseline with them (--rg-save-baseline)"
+            )
+        else:
+            yield "no regression checks to plan: no suite has a gated metric"
         return
     yield (
         f"resolution at {100 * (1 - alpha):.4g} % over the session's {blocks} suite x system "
@@ -125,12 +140,12 @@ def render_plan(rows: list[PlanRow], blocks: int, alpha: float) -> Iterator[str]
             metric,
             str(row.n),
             format_value(row.tolerance),
-            f"+-{format_value(row.resolution)}",
+            "none" if math.isinf(row.resolution) else f"+-{format_value(row.resolution)}",
             "-" if row.needed is None else f"{row.needed:,}",
         ]
         if targets:
             cells += [
-                "-" if row.target is None else format_value(row.target),
+                "-" if row.target is None else f"{row.target:g}",
                 "-" if row.needed_target is None else f"{row.needed_target:,}",
             ]
             if row.too_coarse:
@@ -139,3 +154,9 @@ def render_plan(rows: list[PlanRow], blocks: int, alpha: float) -> Iterator[str]
     widths = [max(len(r[i]) for r in [header, *table]) for i in range(len(header))]
     for r in [header, *table]:
         yield "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
+    if any(math.isinf(row.resolution) for row in rows):
+        yield (
+            "none: fewer than 2 queries shared with the baseline, which resolve no change (a "
+            "query edited since the baseline is not shared: save a baseline after editing a "
+            "suite, or grow it)"
+        )

@@ -1,6 +1,7 @@
 """Whether a session's report covers every gate its suites define, or only those ``-k``, ``-m``,
 ``--deselect`` or node ids selected: a partial report says so (markdown, JSON twin, terminal),
-so it is never mistaken for the full one it replaces.
+so it is never mistaken for the full one it replaces. A session that runs nothing at all
+(pytest's exit status 5) is told why in one line (:meth:`Selection.why_nothing_ran`).
 
 :class:`Selection` counts the gate items pytest deselected. Under xdist every worker collects
 (and deselects) the whole session; each sends its count through ``workeroutput`` and the
@@ -16,6 +17,7 @@ import pytest
 #: The marker every gate item carries (collect.py).
 GATE_MARKER = "retrieval_gate"
 _OUTPUT_KEY = "retrieval_gate_deselected"
+_SUITES_KEY = "retrieval_gate_suites"
 PLUGIN_NAME = "retrieval_gate_selection"
 
 
@@ -25,6 +27,16 @@ class Selection:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.deselected = 0
+        self.suites = 0  # suite files collected (each worker collects them all)
+        # Why each suite that got no items got none (its 'systems:' against the session's),
+        # in collect.py's words.
+        self.without_items: list[str] = []
+
+    def suite_collected(self, without_items: str | None = None) -> None:
+        """A suite file was collected; ``without_items`` says why it has none, if it has none."""
+        self.suites += 1
+        if without_items is not None:
+            self.without_items.append(without_items)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.deselected += sum(1 for item in items if item.get_closest_marker(GATE_MARKER))
@@ -33,11 +45,35 @@ class Selection:
         output = getattr(self.config, "workeroutput", None)
         if output is not None:
             output[_OUTPUT_KEY] = self.deselected
+            output[_SUITES_KEY] = [self.suites, self.without_items]
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         output = getattr(node, "workeroutput", None) or {}
         self.deselected = max(self.deselected, int(output.get(_OUTPUT_KEY, 0)))
+        suites, without_items = output.get(_SUITES_KEY, [0, []])
+        if int(suites) > self.suites:
+            self.suites, self.without_items = int(suites), list(without_items)
+
+    def why_nothing_ran(self, patterns: list[str]) -> str:
+        """Why a session with the gate on ran no item at all (pytest's exit status 5): which
+        option or setting emptied the selection."""
+        if self.deselected:
+            return f"{self.partial()}, and no gate item is left"
+        if self.without_items:
+            more = len(self.without_items) - 1
+            return "no suite has an item for this session's systems: " + (
+                self.without_items[0] + (f" (and {more} more suites)" if more else "")
+            )
+        if self.suites:
+            return (
+                f"the {self.suites} suites collected define no item (no 'gates', no 'expect', "
+                "and no baseline run to check for regressions)"
+            )
+        return (
+            "no suite file was collected (files named " + " ".join(patterns) + ", or suite "
+            "paths given on the command line; the setting retrieval_gate_files names them)"
+        )
 
     def partial(self) -> str | None:
         """Why the report is partial (the gate items deselected and by what, node ids named on

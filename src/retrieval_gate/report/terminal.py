@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from retrieval_gate.display import shown
 from retrieval_gate.report import ReportData
 from retrieval_gate.report.markdown import headline_metrics
 from retrieval_gate.report.resolution import coarse_metrics, render_plan, warning_lines
@@ -13,6 +14,12 @@ __all__ = ["render", "render_plan"]
 
 
 def render(data: ReportData) -> Iterator[str]:
+    """The summary's lines, as they may be shown: names, ids and messages escaped and redacted."""
+    for line in _lines(data):
+        yield shown(line)
+
+
+def _lines(data: ReportData) -> Iterator[str]:
     if data.partial is not None:
         yield f"partial run: {data.partial}; the report covers only the selected gates"
     for suite in data.suites():

@@ -138,6 +138,14 @@ def evaluate_run(
             )
     # Report order: the suite's metrics as wanted, whatever input each is computed from.
     values = {m.name: values[m.name] for m in metrics}
+    for name, found in values.items():
+        # Inputs are bounded where they are read (grades, scores, a plug-in metric's values), so
+        # a value that is not a number is this plugin's bug: raised as one (with its traceback),
+        # never passed on to a report or a baseline that would then be refused as corrupt.
+        if not np.isfinite(found).all():
+            at = int(np.flatnonzero(~np.isfinite(found))[0])
+            unit = run.qids[at] if at < len(run.qids) else f"#{at + 1}"
+            raise ArithmeticError(f"{name} of {suite.name} unit {unit!r} is not a finite number")
     # Untimed queries (NaN: outside the latency sample) have no latency to count.
     timed = [ms for ms in run.latencies_ms if not math.isnan(ms)]
     return Evaluation(

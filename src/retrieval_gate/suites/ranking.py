@@ -146,6 +146,8 @@ def _generated_id(text: str, seen: Mapping[str, int]) -> str:
 
 
 def _parse_relevant(item: Mapping[str, Any], path: Path, entry: str) -> dict[str, int]:
+    from retrieval_gate.corpus.collections import grade_problem
+
     key = next((k for k in _RELEVANT_KEYS if k in item), None)
     if key is None:
         raise SuiteError(
@@ -185,6 +187,10 @@ def _parse_relevant(item: Mapping[str, Any], path: Path, entry: str) -> dict[str
         raise SuiteError(
             f"'{key}' must be a list of ids or a mapping of id to grade", path=path, entry=entry
         )
+    for doc, grade in grades.items():
+        problem = grade_problem(grade)
+        if problem is not None:
+            raise SuiteError(f"grade of {doc!r} {problem}", path=path, entry=entry)
     if not any(grade >= 1 for grade in grades.values()):
         raise SuiteError("empty relevant set (no document with grade >= 1)", path=path, entry=entry)
     return grades

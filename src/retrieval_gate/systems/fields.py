@@ -116,12 +116,17 @@ def _names(value: Any) -> bool:
     )
 
 
+#: The largest field weight: weights are relative, and larger ones overflow the weighted sum of
+#: a document's scores (1e308 x 0.9 + 1e308 x 0.8 is inf; with a negative score, nan).
+MAX_FIELD_WEIGHT = 1_000_000
+
+
 def _weights(value: Any) -> bool:
     numbers = [v for v in value.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
     return (
         all(isinstance(k, str) for k in value)
         and len(numbers) == len(value)
-        and all(v >= 0 for v in numbers)
+        and all(0 <= v <= MAX_FIELD_WEIGHT for v in numbers)
         and any(v > 0 for v in numbers)
     )
 
@@ -150,7 +155,7 @@ FIELD_OPTIONS: OptionTable = {
         dict(DEFAULT_WEIGHTS),
         "field weights of `all_weighted`; a missing field contributes 0",
         check=_weights,
-        rule=">= 0, one > 0",
+        rule=f"0 to {MAX_FIELD_WEIGHT:,}, one > 0",
     ),
 }
 

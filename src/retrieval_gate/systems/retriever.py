@@ -23,6 +23,7 @@ from retrieval_gate.systems.base import OpenContext, Query, Retrieved, SystemKin
 from retrieval_gate.usercode import DEFAULT_TIMEOUT_S as DEFAULT_TIMEOUT_S
 from retrieval_gate.usercode import CallTimeout as CallTimeout
 from retrieval_gate.usercode import (
+    IsolatedFunction,
     UserCodeFailure,
     call_user_code,
     import_failure,
@@ -52,8 +53,14 @@ def _check(options: Mapping[str, Any], where: Where) -> None:
         )
 
 
+#: The longest time limit, in seconds (about 11.6 days): a thread waits at most
+#: threading.TIMEOUT_MAX (about 292 years on Linux, far less elsewhere), and a wait longer than
+#: that is an OverflowError, not a long wait. 0 is the way to say "no limit".
+MAX_TIMEOUT_S = 1_000_000
+
+
 def _timeout_ok(value: Any) -> bool:
-    return bool(value >= 0) and math.isfinite(value)
+    return bool(0 <= value <= MAX_TIMEOUT_S) and math.isfinite(value)
 
 
 #: The per-query time limit every kind that calls out per query takes (not part of the identity:
@@ -65,7 +72,7 @@ TIMEOUT_OPTION = Option(
     "seconds one query (and the import of the user's module, and a reranker's call) may take "
     "before the run stops with an error naming it; 0 for no limit",
     check=_timeout_ok,
-    rule=">= 0; 0 for no limit",
+    rule=f"0 to {MAX_TIMEOUT_S:,}; 0 for no limit",
 )
 
 OPTIONS = {
@@ -75,6 +82,14 @@ OPTIONS = {
         "`module:function` called as `f(query, k)`; the settings folder is importable",
     ),
     "timeout": TIMEOUT_OPTION,
+    "isolate": Option(
+        bool,
+        False,
+        "run the retriever in a child process of its own: an interpreter exit or a crash in it "
+        "(`os._exit(0)`) fails this system's run with one line instead of ending pytest, and a "
+        "call past `timeout` is stopped; results must pickle, and latency includes the trip "
+        "to the child (docs/ci.md)",
+    ),
 }
 
 
@@ -197,14 +212,29 @@ class RetrieverSystem:
         self.config = config
         self.ref: str = config.option("retriever")
         self.timeout = float(config.option("timeout"))
-        self._retrieve = load_retriever(config, context.root, context.source)
+        self._isolated: IsolatedFunction | None = None
+        if config.options.get("isolate", False):
+            try:
+                self._isolated = IsolatedFunction(self.ref, context.root, self.timeout)
+            except UserCodeFailure as exc:
+                raise ConfigError(
+                    import_failure("retriever", self.ref, exc, config.name),
+                    path=context.source,
+                    entry=f"system.{config.name}",
+                ) from None
+            self._retrieve: Retriever = self._isolated
+        else:
+            self._retrieve = load_retriever(config, context.root, context.source)
         self._corpus = context.corpus
         self._notes: tuple[str, ...] = ()
 
     def _call(self, qid: str, text: str, depth: int, where: Path | None) -> dict[str, float]:
         path = where if where is not None else Path(self.ref)
         try:
-            raw = call_user_code(lambda: self._retrieve(text, depth), self.timeout)
+            if self._isolated is not None:  # bounded, and stopped past its limit, in its process
+                raw = self._isolated(text, depth)
+            else:
+                raw = call_user_code(lambda: self._retrieve(text, depth), self.timeout)
         except UserCodeFailure as exc:  # the user's code: whatever it did is theirs to see
             hint = ""
             if exc.timed_out:
@@ -259,7 +289,8 @@ class RetrieverSystem:
         return {} if self._corpus is None else {"corpus_digest": self._corpus.digest}
 
     def close(self) -> None:
-        pass
+        if self._isolated is not None:
+            self._isolated.close()
 
 
 def _identity(options: Mapping[str, Any]) -> dict[str, Any]:

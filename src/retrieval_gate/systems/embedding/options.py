@@ -84,6 +84,7 @@ OPTIONS: OptionTable = {
         None,
         'the Ray cluster for embed_executor = "ray" (ray://host:10001, host:6379 or auto); '
         "unset: a local cluster started for the session (not in the identity)",
+        secret=True,
     ),
     "search_block_mb": Option(
         (int, float),

@@ -1,0 +1,39 @@
+"""What the plugin shows of text it did not write: credentials masked, control characters
+escaped.
+
+Two functions, applied wherever user or server text leaves the plugin (failure text, the
+terminal summary, the markdown, JSON and JUnit outputs, progress lines): :func:`redact`
+(``redact.py``) and :func:`escape` (``escape.py``); :func:`shown` is both, in that order.
+Standard library only, at the bottom of the layers: every other module may use them.
+"""
+
+from __future__ import annotations
+
+from retrieval_gate.display.escape import escape
+from retrieval_gate.display.redact import (
+    MASK,
+    forget_secrets,
+    redact,
+    redact_tree,
+    register_secret,
+    register_secrets_in,
+    secrets_in,
+)
+
+__all__ = [
+    "MASK",
+    "escape",
+    "forget_secrets",
+    "redact",
+    "redact_tree",
+    "register_secret",
+    "register_secrets_in",
+    "secrets_in",
+    "shown",
+]
+
+
+def shown(text: object, *, multiline: bool = False) -> str:
+    """``text`` as it may be shown: credentials masked (:func:`redact`), then control
+    characters escaped (:func:`escape`; newlines kept when ``multiline``)."""
+    return escape(redact(str(text)), multiline=multiline)

@@ -1,0 +1,37 @@
+"""User text made inert where it is shown: control characters written out, never passed on.
+
+A query, an id, a document's file name or a server's message may hold bytes a terminal, a CI
+log or a markdown viewer acts on: ESC starts a sequence that retitles the window or clears the
+screen, BEL rings, a carriage return overwrites the line, a bidirectional override reorders
+what follows it (the "Trojan Source" trick), a lone surrogate cannot even be encoded. Every
+place that shows such text passes it through :func:`escape`, which writes each of them as the
+escape a Python string literal would use (``\\x1b``, ``\\u202e``), so the reader sees that they
+are there and nothing acts on them.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["escape"]
+
+# C0 controls, DEL, C1 controls, the bidi embeddings and overrides (U+202A-U+202E) and isolates
+# (U+2066-U+2069), lone surrogates; a block of lines keeps its newlines and tabs.
+_ALWAYS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+_ONE_LINE = re.compile(f"[{_ALWAYS}\t\n]")
+_MULTI_LINE = re.compile(f"[{_ALWAYS}]")
+
+
+def _written(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape(text: str, *, multiline: bool = False) -> str:
+    """``text`` with every control character, bidi override or isolate and lone surrogate
+    written as its escape (``"\\x1b"``, ``"\\u202e"``, ``"\\ud800"``); newlines and tabs too,
+    unless ``multiline`` (a block of lines, such as a failure's text). Everything else, backslashes
+    included, is unchanged, so a path or a query reads as written. The result holds only
+    characters that print, so escaping it again changes nothing."""
+    pattern = _MULTI_LINE if multiline else _ONE_LINE
+    return pattern.sub(_written, text)

@@ -1,0 +1,195 @@
+"""Credentials masked in everything the plugin shows or writes: ``***`` in their place.
+
+Connection strings, object-store settings and API keys reach messages in two ways: the plugin
+quotes a setting (a LanceDB ``uri``, a Ray address), or a library quotes it in its own error
+(psycopg repeats a malformed DSN whole, password included). :func:`redact` masks, in any text,
+whether it parses or not:
+
+- a URL's password: ``postgresql://gate:***@host/db`` (up to the last ``@`` of the word, so a
+  password holding ``@`` or a URL that does not parse is masked all the same);
+- the value of a key that names a credential, written ``key=value`` (libpq keyword DSNs, query
+  strings, environment assignments) or ``key: value`` (headers, YAML, a printed mapping), the
+  value bare or quoted: ``password``, ``sslpassword``, ``secret``, ``token``, ``api_key``,
+  ``aws_secret_access_key``, ``AWS_SESSION_TOKEN``, ``account_key``, ``X-Api-Key`` ... (any key
+  ending in one of the words of ``_KEY_WORDS``);
+- an ``Authorization`` header's credentials and a bearer token;
+- an API key known by its prefix (``sk-...``, ``ghp_...``, ``hf_...``), also cut short;
+- every occurrence (not inside a longer word) of a value registered with
+  :func:`register_secret`: what code that reads a secret (the DSN a ``dsn_env`` variable holds,
+  an API key) knows to be one, wherever it shows up, however the text around it looks.
+
+It masks more rather than less: a word that only looks like a credential is masked too.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import quote
+
+__all__ = [
+    "MASK",
+    "forget_secrets",
+    "redact",
+    "redact_tree",
+    "register_secret",
+    "register_secrets_in",
+    "secrets_in",
+]
+
+MASK = "***"
+
+#: A registered value shorter than this is not masked wherever it appears (masking every "abc"
+#: would garble the text); the patterns still mask it where it stands as a credential.
+MIN_SECRET_LENGTH = 6
+
+# scheme://user:password@ ; the password runs to the last "@" before a space or a quote. Each
+# part has a bound, so that no text (a long run of "a.a.a" or "http://a") takes quadratic time.
+_URL_PASSWORD = re.compile(
+    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s:/?#@\[\]\"'<>]{0,256}:)"
+    r"(?P<secret>[^\s\"'<>]{0,1024})@"
+)
+
+_KEY_WORDS = (
+    "password",
+    "passwd",
+    "pwd",
+    "secret",
+    "token",
+    "api[_-]?key",
+    "access[_-]?key",
+    "account[_-]?key",
+    "private[_-]?key",
+    "secret[_-]?key",
+    "session[_-]?key",
+    "credentials?",
+)
+# key=value, key: value, "key": "value", 'key': 'value'; the key ends in a credential word.
+_KEY_VALUE = re.compile(
+    r"(?i)(?P<head>(?<![\w.-])(?P<quote>[\"']?)(?P<key>[\w.-]*?(?:"
+    + "|".join(_KEY_WORDS)
+    + r"))(?P=quote)\s*(?P<sep>=|:(?!:))\s*)"
+    r"(?P<secret>\"[^\"]*\"?|'(?:[^'\\]|\\.)*'?|[^\s&\"']+)"
+)
+_AUTHORIZATION = re.compile(
+    r"(?i)(?P<head>\b(?:proxy-)?authorization[\"']?\s*[=:]\s*[\"']?"
+    r"(?:(?:bearer|basic|digest|token|negotiate)\s+)?)(?P<secret>[^\s\"']+)"
+)
+# A bearer token has a digit or a punctuation mark (a JWT its dots): "the bearer certificate"
+# is prose.
+_BEARER = re.compile(
+    r"(?i)(?P<head>\bbearer\s+)(?P<secret>(?=[A-Za-z]*[0-9\-._~+/])[A-Za-z0-9\-._~+/]+=*)"
+)
+
+# API keys by their prefix, whole or as a service quotes them cut short ("sk-proj-****cdef"):
+# OpenAI's and Anthropic's sk-, GitHub's tokens, Hugging Face's hf_.
+_PREFIXED_KEY = re.compile(
+    r"(?P<head>)\b(?P<secret>sk-[A-Za-z0-9_\-*.]{4,}|gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{20,})"
+)
+
+_PATTERNS = (_URL_PASSWORD, _AUTHORIZATION, _KEY_VALUE, _BEARER, _PREFIXED_KEY)
+
+_lock = threading.Lock()
+_registered: tuple[str, ...] = ()  # longest first, so a secret inside another is masked whole
+# Every registered value, where it stands alone: not inside a longer word, so a password
+# "postgres" masks "postgres@db" but leaves "postgresql://" readable.
+_registered_pattern: re.Pattern[str] | None = None
+
+
+def _set_registered(values: Iterable[str]) -> None:
+    global _registered, _registered_pattern
+    _registered = tuple(sorted(set(values), key=lambda s: (-len(s), s)))
+    alternatives = "|".join(re.escape(secret) for secret in _registered)
+    _registered_pattern = (
+        re.compile(f"(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])") if _registered else None
+    )
+
+
+def _masked(match: re.Match[str]) -> str:
+    secret = match.group("secret")
+    if secret == MASK or _prose(match):
+        return match.group(0)
+    quote_char = secret[:1] if secret[:1] in "\"'" else ""
+    tail = "@" if match.re is _URL_PASSWORD else ""
+    closing = quote_char if quote_char and secret.endswith(quote_char) and len(secret) > 1 else ""
+    return f"{match.group('head')}{quote_char}{MASK}{closing}{tail}"
+
+
+def _prose(match: re.Match[str]) -> bool:
+    """A plain word before a colon ("lineage x secret: 3 gates") is prose, not a key: a colon
+    marks a key only when quoted ("password": ...) or compound (X-Api-Key:, aws_secret_key:)."""
+    if match.re is not _KEY_VALUE or match.group("sep") != ":" or match.group("quote"):
+        return False
+    return not any(char in match.group("key") for char in "_-.")
+
+
+def redact(text: str) -> str:
+    """``text`` with every credential in it replaced by ``***`` (see the module docstring)."""
+    pattern = _registered_pattern
+    if pattern is not None:
+        text = pattern.sub(MASK, text)
+    for pattern in _PATTERNS:
+        text = pattern.sub(_masked, text)
+    return text
+
+
+def redact_tree(value: Any) -> Any:
+    """``value`` (parsed JSON: mappings, lists, strings, numbers) with :func:`redact` applied to
+    every string in it, keys included."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact_tree(key): redact_tree(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_tree(item) for item in value]
+    return value
+
+
+def secrets_in(text: str) -> list[str]:
+    """The credentials :func:`redact` would mask in ``text`` by its patterns (quotes and URL
+    escapes removed, as a library that parsed ``text`` would see them)."""
+    from urllib.parse import unquote
+
+    found: list[str] = []
+    for pattern in _PATTERNS:
+        for match in pattern.finditer(text):
+            secret = match.group("secret")
+            if secret and secret[0] in "\"'":
+                secret = secret[1:-1] if secret.endswith(secret[0]) else secret[1:]
+            found += [secret, unquote(secret)]
+    return [secret for secret in dict.fromkeys(found) if secret and secret != MASK]
+
+
+def register_secret(value: str | None) -> None:
+    """Mask every occurrence of ``value`` and its URL-escaped form (not inside a longer word)
+    from now on, in this process. For code that reads a secret: the DSN a ``dsn_env`` variable
+    holds, an API key. Values shorter than ``MIN_SECRET_LENGTH`` are left to the patterns."""
+    if not value or len(value) < MIN_SECRET_LENGTH:
+        return
+    forms = {value, quote(value, safe=""), value.strip()}
+    with _lock:
+        new = {form for form in forms if len(form) >= MIN_SECRET_LENGTH} - set(_registered)
+        if new:
+            _set_registered([*_registered, *new])
+
+
+def register_secrets_in(text: str | None) -> None:
+    """Register the credentials ``text`` holds (a DSN, a URI, an address written in the
+    settings), so that they are masked wherever they show up later, even where a library
+    quotes them without the ``password=`` or ``user:...@`` around them."""
+    if not text:
+        return
+    # A host or address written without a scheme ("user:password@host") reads as a URL's.
+    schemed = text if "://" in text or "@" not in text else f"x://{text}"
+    for secret in secrets_in(schemed):
+        register_secret(secret)
+
+
+def forget_secrets(values: Iterable[str] | None = None) -> None:
+    """Stop masking ``values`` (every registered value when None): for tests."""
+    with _lock:
+        drop = set(_registered if values is None else values)
+        _set_registered(s for s in _registered if s not in drop)

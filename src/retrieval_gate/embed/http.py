@@ -1,0 +1,505 @@
+"""An embedding service over HTTP: ``embedder = "http"``, the OpenAI-compatible
+``POST {base_url}/embeddings`` protocol that Ollama, Hugging Face TEI, vLLM, infinity and OpenAI
+itself speak (docs/embedding.md, "Embedding services over HTTP").
+
+Texts go out ``batch_size`` per request, up to ``concurrency`` requests at once, through one
+httpx client. A 429 or a 5xx answer (and a connection the server dropped without answering) is
+tried again up to ``retries`` times, waiting what the server's ``Retry-After`` asks, else an
+exponential backoff; every request, its answer read whole, is bounded by the system's
+``timeout``. Every other fault (connection refused, a refused key, an answer that is not JSON, a
+wrong number of vectors or of dimensions) ends the run at once with one line. The API key is
+read from the environment variable ``api_key_env`` names and sent as a Bearer token only: it is
+never part of a message, the identity or the cache, and server text shown in a message has it
+(and any Bearer token or ``sk-`` key) replaced by ``***`` and its control characters escaped.
+
+The identity is what the service serves, asked when the embedder is opened: the model name the
+answer gives, and a digest of the vector of a fixed probe text (see :func:`probe_digest`). A
+service that silently swapped its model under the same name answers the probe differently, so
+the cached vectors and the baseline of the old model no longer match this one. The base URL is
+not part of it: the same model served on a laptop and in CI shares the cache and the baseline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import random
+import re
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from retrieval_gate.display import register_secret, shown
+from retrieval_gate.embed import (
+    EmbedderBackend,
+    EmbedderSpec,
+    encode_in_chunks,
+    import_optional,
+    make_identity,
+)
+from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.schema import Option, OptionTable, Where, at_least
+from retrieval_gate.usercode import DEFAULT_TIMEOUT_S
+
+__all__ = [
+    "OPTIONS",
+    "PROBE_TEXT",
+    "HttpEmbedder",
+    "check_options",
+    "load_http",
+    "probe_digest",
+]
+
+KIND = "http"
+
+#: Embedded alone when the embedder opens; its vector's digest is part of the identity.
+PROBE_TEXT = "retrieval-gate probe: which model answers? The quick brown fox jumps over a dog."
+
+#: Components of the unit probe vector that go into the digest, and the rounding step in units
+#: of a typical component (``1 / sqrt(dim)``); see :func:`probe_digest`.
+PROBE_COMPONENTS = 16
+PROBE_STEP = 0.5
+
+#: Seconds before the first retry without ``Retry-After``; doubled each time, at most the cap.
+BACKOFF_FIRST_S = 0.5
+BACKOFF_CAP_S = 30.0
+
+#: Characters of the server's own text a message quotes.
+_QUOTED = 160
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _url_ok(value: Any) -> bool:
+    parts = urlsplit(value)
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+OPTIONS: OptionTable = {
+    "base_url": Option(
+        str,
+        None,
+        "the service's URL up to the protocol version, e.g. http://localhost:11434/v1 "
+        "(`/embeddings` is appended); required; not in the identity",
+        check=_url_ok,
+        rule="http:// or https:// URL",
+        secret=True,
+    ),
+    "api_key_env": Option(
+        str,
+        None,
+        "name of the environment variable holding the API key, sent as a Bearer token (the "
+        "key itself is never printed nor part of the identity); unset: no key",
+        secret_env=True,
+    ),
+    "dimensions": Option(
+        int,
+        None,
+        "ask the service for vectors of this many dimensions (OpenAI's text-embedding-3 "
+        "models and servers that cut Matryoshka vectors); every answer is checked against it",
+        check=at_least(1),
+        rule=">= 1",
+    ),
+    "concurrency": Option(
+        int,
+        4,
+        "requests in flight at once (each of `batch_size` texts); does not change the vectors",
+        check=lambda v: 1 <= v <= 64,
+        rule="1 to 64",
+    ),
+    "retries": Option(
+        int,
+        5,
+        "times a request is tried again after a 429, a 5xx or a dropped connection, waiting "
+        f"what Retry-After asks, else {BACKOFF_FIRST_S:g} s doubled each time (at most "
+        f"{BACKOFF_CAP_S:g} s)",
+        check=at_least(0),
+        rule=">= 0",
+    ),
+    # The system's own 'timeout' (the same key): how long one request and its answer may take.
+    "timeout": Option(
+        (int, float),
+        DEFAULT_TIMEOUT_S,
+        "seconds one request may take, its answer read whole (the system's `timeout`); 0 for "
+        "no limit",
+        check=lambda v: v >= 0,
+        rule=">= 0; 0 for no limit",
+    ),
+}
+
+
+def check_options(options: Mapping[str, Any], where: Where) -> None:
+    """Settings checks the option table cannot express: ``base_url`` is required, and
+    ``api_key_env`` must name a variable (a key pasted there is refused without quoting it)."""
+    if options.get("base_url") is None:
+        raise ConfigError(
+            "the http embedder needs 'base_url' (e.g. \"http://localhost:11434/v1\")",
+            path=where.source,
+            entry=where.entry,
+        )
+    name = options.get("api_key_env")
+    if name is not None and not _ENV_NAME.fullmatch(name):
+        raise ConfigError(
+            "invalid 'api_key_env': not an environment variable name (letters, digits, '_'); "
+            "give the name of the variable that holds the key, never the key itself",
+            path=where.source,
+            entry=where.entry,
+        )
+
+
+def probe_digest(vector: np.ndarray) -> str:
+    """The digest of a probe vector that goes into the identity.
+
+    The vector is L2-normalised; its first ``PROBE_COMPONENTS`` components are rounded to
+    steps of ``PROBE_STEP / sqrt(dim)`` (half a typical component of a unit vector) and hashed
+    with ``dim``. Float noise between calls, machines or GPU kernels (1e-6 to 1e-4) almost never
+    moves a component across a step, so a service's identity is stable; another model's vector
+    lands in other steps in practically every component (and a 16-component match by chance is
+    about one in 10^13), so a swapped model is caught. A change small enough to stay within
+    every step (a requantised copy of the same weights) may pass unnoticed.
+    """
+    unit = np.asarray(vector, dtype=np.float64).ravel()
+    dim = unit.shape[0]
+    norm = float(np.linalg.norm(unit))
+    if norm > 0:
+        unit = unit / norm
+    steps = np.rint(unit[:PROBE_COMPONENTS] * math.sqrt(dim) / PROBE_STEP).astype(np.int64)
+    text = f"{dim}:" + ",".join(str(int(s)) for s in steps)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def _shown(text: str) -> str:
+    """Server text as a message may quote it: through display/ (credentials masked, the key
+    among them once read, control characters escaped), on one line, at most ``_QUOTED``
+    characters."""
+    inert = shown(" ".join(text.split()))
+    return inert if len(inert) <= _QUOTED else inert[: _QUOTED - 3] + "..."
+
+
+def shown_url(url: str) -> str:
+    """The URL without user, password and query (where credentials hide), as messages show it."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host + (f":{port}" if port else "")
+    return _shown(f"{parts.scheme}://{netloc}{parts.path}")
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds a ``Retry-After`` header asks for (a number or an HTTP date), None without one."""
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            seconds = parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def _sleep(seconds: float) -> None:
+    """Wait before a retry (one name, so the tests can see the waits without taking them)."""
+    time.sleep(seconds)
+
+
+class _Retry(Exception):
+    """A fault worth another try (a 429, a 5xx, a dropped connection): what happened, and how
+    long the server asked to wait (None: back off)."""
+
+    def __init__(self, what: str, after: float | None) -> None:
+        super().__init__(what)
+        self.what = what
+        self.after = after
+
+
+class HttpEmbedder:
+    """A model behind an OpenAI-compatible ``/embeddings`` endpoint (see the module docstring).
+
+    Opening it sends one request, the probe, which gives the dimension and the identity.
+    """
+
+    def __init__(self, spec: EmbedderSpec, *, entry: str | None = None) -> None:
+        httpx = import_optional("httpx", package="httpx", extra="http")
+        self._httpx = httpx
+        self._spec = spec
+        self._entry = entry
+        options = dict(spec.backend_options)
+        self._url = str(options["base_url"]).rstrip("/") + "/embeddings"
+        self._where = f"embedding service {shown_url(self._url)} (model '{_shown(spec.model)}')"
+        self._dimensions: int | None = options.get("dimensions")
+        self._concurrency = int(options.get("concurrency", 4))
+        self._retries = int(options.get("retries", 5))
+        timeout = float(options.get("timeout", DEFAULT_TIMEOUT_S))
+        self._timeout = timeout if timeout > 0 else None
+        env = options.get("api_key_env")
+        self._key_env: str | None = env
+        self._key: str | None = None
+        headers = {"User-Agent": "pytest-retrieval-gate"}
+        if env is not None:
+            key = os.environ.get(env, "").strip()
+            register_secret(key)  # masked in every message and output from here (display/)
+            if not key:
+                raise ConfigError(
+                    f"environment variable {env} (api_key_env) is not set or empty: it must "
+                    f"hold the API key of {self._where}",
+                    entry=entry,
+                )
+            if not (key.isascii() and key.isprintable()) or " " in key:
+                # Said before any request: the HTTP library's own error would quote the header.
+                raise ConfigError(
+                    f"environment variable {env} (api_key_env) holds characters an HTTP header "
+                    "cannot carry (spaces, line breaks, non-ASCII); it must hold the key alone",
+                    entry=entry,
+                )
+            self._key = key
+            headers["Authorization"] = f"Bearer {key}"
+        self._client = httpx.Client(
+            headers=headers,
+            timeout=httpx.Timeout(self._timeout),
+            limits=httpx.Limits(
+                max_connections=self._concurrency, max_keepalive_connections=self._concurrency
+            ),
+            # A proxy from the environment is the user's to choose; redirects are not followed
+            # (a POST redirected is a misconfigured base_url, better said than guessed).
+            follow_redirects=False,
+        )
+        # Closed when the embedder goes (the session keeps it to the end), before the garbage
+        # collector could finalise its sockets one by one, each with a ResourceWarning.
+        weakref.finalize(self, self._client.close)
+        self.dim = 0
+        try:
+            probe, served = self._request([PROBE_TEXT])
+        except BaseException:
+            self.close()
+            raise
+        self.dim = int(probe.shape[1])
+        #: The model name the service's answer gave (None if it gave none).
+        self.served = served
+        self.identity = make_identity(
+            kind=KIND,
+            model=spec.model,
+            served=served,
+            probe=probe_digest(probe[0]),
+            dims=self.dim,
+            dimensions=self._dimensions,
+            query_prompt=spec.query_prompt,
+            document_prompt=spec.document_prompt,
+            normalize=spec.normalize,
+        )
+
+    def __repr__(self) -> str:
+        return f"HttpEmbedder({self.identity})"
+
+    def close(self) -> None:
+        """Close the client's connections (idempotent)."""
+        self._client.close()
+
+    # -- one request ----------------------------------------------------------------------------
+
+    def _fail(self, message: str, *, config: bool = False) -> Exception:
+        kind = ConfigError if config else RunError
+        return kind(f"{self._where}: {message}", entry=self._entry)
+
+    def _post(self, body: dict[str, Any]) -> tuple[int, Mapping[str, str], bytes]:
+        """One POST, its answer read whole within the timeout (a server trickling bytes is as
+        slow as a silent one); the status, headers and body."""
+        httpx = self._httpx
+        deadline = None if self._timeout is None else time.monotonic() + self._timeout
+        slow = self._fail(
+            f"no answer within {self._timeout:g} s (the system's 'timeout'); a slower service "
+            "needs a larger 'timeout'"
+            if self._timeout is not None
+            else "no answer"
+        )
+        try:
+            with self._client.stream("POST", self._url, json=body) as response:
+                chunks = []
+                for chunk in response.iter_bytes():
+                    chunks.append(chunk)
+                    if deadline is not None and time.monotonic() > deadline:
+                        raise slow
+                return response.status_code, response.headers, b"".join(chunks)
+        except httpx.TimeoutException:
+            raise slow from None
+        except httpx.ConnectError as exc:
+            reason = _shown(str(exc) or type(exc).__name__)
+            raise self._fail(
+                f"could not connect ({reason}); is the service running at base_url?"
+            ) from None
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+            reason = _shown(str(exc) or type(exc).__name__)
+            raise _Retry(f"the connection broke ({reason})", None) from None
+        except httpx.HTTPError as exc:
+            reason = _shown(str(exc) or type(exc).__name__)
+            raise self._fail(f"request failed: {type(exc).__name__}: {reason}") from None
+
+    def _status_fault(self, status: int, headers: Mapping[str, str], payload: bytes) -> Exception:
+        text = _shown(payload.decode("utf-8", "replace"))
+        said = f": {text}" if text else ""
+        if status == 429 or status >= 500:
+            return _Retry(f"answered {status}{said}", _retry_after(headers.get("retry-after")))
+        if status in (401, 403):
+            if self._key_env is None:
+                return self._fail(
+                    f"answered {status} (it wants an API key): name the environment variable "
+                    "holding it with 'api_key_env'",
+                    config=True,
+                )
+            return self._fail(
+                f"answered {status}: the API key in {self._key_env} (api_key_env) was refused",
+                config=True,
+            )
+        if status == 404:
+            return self._fail(
+                f"answered 404{said}; check 'base_url' (most services want it to end in /v1) "
+                "and 'model'",
+                config=True,
+            )
+        return self._fail(f"answered {status}{said}")
+
+    def _decode(self, payload: bytes, count: int) -> tuple[np.ndarray, str | None]:
+        try:
+            answer = json.loads(payload)
+        except ValueError:
+            text = _shown(payload.decode("utf-8", "replace")) or "an empty body"
+            raise self._fail(f"answered something that is not JSON: {text}") from None
+        data = answer.get("data") if isinstance(answer, dict) else None
+        if not isinstance(data, list):
+            raise self._fail("answered JSON without a 'data' list of embeddings")
+        if len(data) != count:
+            raise self._fail(f"answered {len(data)} embeddings for {count} texts")
+        rows: list[Any] = [None] * count
+        for position, item in enumerate(data):
+            index = item.get("index", position) if isinstance(item, dict) else None
+            vector = item.get("embedding") if isinstance(item, dict) else None
+            if not isinstance(index, int) or not 0 <= index < count or rows[index] is not None:
+                raise self._fail(f"answered embedding #{position} with a missing or bad 'index'")
+            if not isinstance(vector, list) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in vector
+            ):
+                raise self._fail(f"answered embedding #{index} that is not a list of numbers")
+            rows[index] = vector
+        widths = {len(row) for row in rows}
+        if len(widths) != 1 or 0 in widths:
+            found = ", ".join(str(w) for w in sorted(widths))
+            raise self._fail(f"answered embeddings of unequal or zero width ({found} dimensions)")
+        (width,) = widths
+        expected = self._dimensions or self.dim
+        if expected and width != expected:
+            why = (
+                "its 'dimensions' setting"
+                if self._dimensions
+                else "the width of its first answer, the probe"
+            )
+            raise self._fail(f"answered {width} dimensions, expected {expected} ({why})")
+        served = answer.get("model")
+        return np.asarray(rows, dtype=np.float32), served if isinstance(served, str) else None
+
+    def _request(self, texts: list[str]) -> tuple[np.ndarray, str | None]:
+        """The vectors of ``texts`` from one request (tried again as the retries allow) and
+        the model name the answer gives."""
+        body: dict[str, Any] = {"model": self._spec.model, "input": texts}
+        if self._dimensions is not None:
+            body["dimensions"] = self._dimensions
+        for attempt in range(self._retries + 1):
+            try:
+                status, headers, payload = self._post(body)
+                if status != 200:
+                    raise self._status_fault(status, headers, payload)
+                vectors, served = self._decode(payload, len(texts))
+                return vectors, served
+            except _Retry as fault:
+                if attempt == self._retries:
+                    tries = "once" if attempt == 0 else f"{attempt + 1} times"
+                    raise self._fail(
+                        f"{fault.what} (tried {tries}; 'retries' = {self._retries})"
+                    ) from None
+                self._wait(fault, attempt)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _wait(self, fault: _Retry, attempt: int) -> None:
+        if fault.after is not None:
+            if self._timeout is not None and fault.after > self._timeout:
+                raise self._fail(
+                    f"{fault.what}, asking to retry after {fault.after:g} s, longer than the "
+                    f"system's 'timeout' ({self._timeout:g} s)"
+                )
+            _sleep(fault.after)
+            return
+        # Jittered, so that concurrent requests refused together do not return together.
+        delay = min(BACKOFF_CAP_S, BACKOFF_FIRST_S * 2**attempt)
+        _sleep(delay * random.uniform(0.5, 1.0))
+
+    # -- many texts -----------------------------------------------------------------------------
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        """The vectors of ``texts``: ``batch_size`` per request, ``concurrency`` at once, in
+        order; the first fault cancels the requests not yet sent."""
+        size = self._spec.batch_size
+        batches = [texts[start : start + size] for start in range(0, len(texts), size)]
+        if len(batches) == 1 or self._concurrency == 1:
+            parts = [self._request(batch)[0] for batch in batches]
+            return np.concatenate(parts) if parts else np.zeros((0, self.dim), np.float32)
+        pool = ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="rg-http")
+        try:
+            futures = [pool.submit(self._request, batch) for batch in batches]
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            for future in futures:
+                error = future.exception() if future in done else None
+                if error is not None:
+                    raise error
+            return np.concatenate([future.result()[0] for future in futures])
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _encode(self, texts: Sequence[str], prompt: str, progress: bool, desc: str) -> np.ndarray:
+        chunk = self._spec.batch_size * self._concurrency * 4 if progress else len(texts) or 1
+        return encode_in_chunks(
+            lambda batch: self._embed([prompt + text for text in batch]),
+            texts,
+            dim=self.dim,
+            normalize=self._spec.normalize,
+            chunk_size=chunk,
+            progress=progress,
+            desc=desc,
+        )
+
+    def encode_documents(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+        return self._encode(texts, self._spec.document_prompt, progress, "embedding documents")
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, self._spec.query_prompt, False, "embedding queries")
+
+
+def load_http(spec: EmbedderSpec, cache_dir: Path, entry: str | None = None) -> HttpEmbedder:
+    """The embedder of ``spec`` (``kind = "http"``), opened: its probe request answered. Nothing
+    is kept in ``cache_dir``: its vectors go to the embedding cache like any embedder's."""
+    return HttpEmbedder(spec, entry=entry)
+
+
+ORDER = 30
+BACKEND = EmbedderBackend(
+    name=KIND,
+    extra="http",
+    options=OPTIONS,
+    load=load_http,
+    summary="an OpenAI-compatible embedding service (Ollama, TEI, vLLM, infinity, OpenAI)",
+    check=check_options,
+)

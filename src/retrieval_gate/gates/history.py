@@ -1,0 +1,216 @@
+"""Slow drift, decided: today's run against an anchor in the history of quality.
+
+Every regression item compares a run with the last accepted baseline, so a team that accepts a
+baseline after each merge lets quality fall by any amount in steps each under its tolerance. The
+drift check compares today with an *anchor* instead: the oldest record within the window
+(``drift_window``: records or days) or the record ``--rg-pin`` names, with its own tolerance
+(``drift_tolerance``, by default twice the regression tolerance; docs/baselines.md).
+
+The rule is the regression rule (docs/verdicts.md): an item fails when the drop of its metric
+from the anchor, over the queries both hold unchanged (same id, same content digest), is larger
+than its drift tolerance; its resolution epsilon comes from the paired per-query drops the
+history keeps, through the same critical values as regression items
+(:mod:`~retrieval_gate.gates.resolution`). The drift items are a family of their own: the
+session's ``alpha`` is shared by the blocks of drift items (one per suite x system, its metrics
+the block) by Sidak, counted at collection so every xdist worker finds the same level.
+
+Items are named ``...::<system>::history-drift::<metric>``: ``-k drift`` selects them together
+with the label-free ranking drift items (``drift::RBO@10``, :mod:`~retrieval_gate.gates.drift`),
+``-k history-drift`` selects these alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from retrieval_gate.baseline.history import History, HistoryRecord
+from retrieval_gate.config.history import HistorySettings
+from retrieval_gate.records import Outcome, RunRecord, format_value
+
+#: The name of the drift items' scope and the first part of their item names.
+DRIFT_SCOPE = "history-drift"
+_TIE = 1e-12
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """The record today is compared with, and how it was chosen (``window`` or ``pinned``)."""
+
+    record: HistoryRecord
+    how: str
+    later: tuple[HistoryRecord, ...]  # the records after it, oldest first
+
+    def describe(self) -> str:
+        day = (self.record.at.time or "")[:10]
+        pinned = "pinned " if self.how == "pinned" else ""
+        return f"the {pinned}anchor of {day} ({self.record.at.short})"
+
+
+def find_anchor(
+    records: Sequence[HistoryRecord],
+    settings: HistorySettings,
+    *,
+    pin: str | None = None,
+    now: datetime | None = None,
+) -> Anchor | str:
+    """The anchor among one suite x system's ``records`` (oldest first), or why there is none.
+    ``pin``: a commit (or its prefix): the newest record at that commit. Otherwise the oldest of
+    the last ``drift_records`` records, or of those within ``drift_days`` of ``now``."""
+    if not records:
+        return "no history for this suite and system yet"
+    if pin is not None:
+        wanted = pin.lower()
+        for i in range(len(records) - 1, -1, -1):
+            commit = records[i].at.commit or ""
+            if commit.startswith(wanted):
+                return Anchor(records[i], "pinned", tuple(records[i + 1 :]))
+        return f"--rg-pin {pin}: no record of this suite and system at that commit"
+    if settings.drift_days is not None:
+        since = (now or datetime.now().astimezone()) - timedelta(days=settings.drift_days)
+        inside = [i for i, r in enumerate(records) if (r.at.when or since) >= since]
+        if not inside:
+            return f"no record within the last {settings.window_text}"
+        first = inside[0]
+    else:
+        first = max(0, len(records) - (settings.drift_records or 1))
+    return Anchor(records[first], "window", tuple(records[first + 1 :]))
+
+
+@dataclass(frozen=True)
+class DriftCheck:
+    metric: str
+    tolerance: float  # the drift tolerance
+    step_tolerance: float  # the regression tolerance each accepted step was held to today
+
+
+def _steps(anchor: Anchor, record: RunRecord, check: DriftCheck) -> tuple[int, int]:
+    """(steps from the anchor to today, how many of them dropped more than their tolerance),
+    each step read from the suite values of two consecutive records."""
+    chain = [anchor.record, *anchor.later]
+    values = [r.metrics.get(check.metric) for r in chain]
+    tolerances = [r.tolerance.get(check.metric, check.step_tolerance) for r in chain[1:]]
+    values.append(record.metrics.get(check.metric))
+    tolerances.append(check.step_tolerance)
+    beyond = 0
+    for before, after, t in zip(values, values[1:], tolerances, strict=False):
+        if before is not None and after is not None and before - after > t + _TIE:
+            beyond += 1
+    return len(values) - 1, beyond
+
+
+def drift_outcomes(
+    record: RunRecord,
+    anchor: Anchor,
+    checks: Sequence[DriftCheck],
+    *,
+    level: float,
+    alpha: float,
+    seed: int = 0,
+) -> dict[str, Outcome | str]:
+    """One outcome per check: the drop from the anchor over the queries both hold unchanged
+    (the anchor's suite value when it kept no per-query values) against the drift tolerance,
+    with its resolution at ``level`` (one block: the checks' metrics); or, for a metric whose
+    definition changed since the anchor, why it is not compared."""
+    from retrieval_gate.baseline.align import metric_definitions
+
+    now_defs = metric_definitions(record.fingerprint, record.metrics)
+    then_defs = anchor.record.definitions
+    redefined = {
+        c.metric: f"not compared with the anchor: the definition of {c.metric} changed since "
+        f"it ({then_defs[c.metric]} -> {now_defs[c.metric]})"
+        for c in checks
+        if c.metric in then_defs
+        and c.metric in now_defs
+        and then_defs[c.metric] != now_defs[c.metric]
+    }
+    checks = [c for c in checks if c.metric not in redefined]
+    from retrieval_gate.gates.regressions import _width
+    from retrieval_gate.gates.resolution import ItemSpread, block_resolution
+    from retrieval_gate.metrics import parse_metric
+
+    today = {(q.id, q.digest): q for q in record.queries}
+    paired: dict[str, tuple[list[float], list[float]]] = {}
+    for check in checks:
+        then = anchor.record.per_query(check.metric)
+        keys = [k for k in then if k in today and check.metric in today[k].metrics]
+        paired[check.metric] = (
+            [then[k] for k in keys],
+            [today[k].metrics[check.metric] for k in keys],
+        )
+    spreads = {}
+    for metric, (then_values, now_values) in paired.items():
+        if len(then_values) >= 2:
+            width = _width(parse_metric(metric), now_values, then_values)
+            drops = np.asarray(then_values) - np.asarray(now_values)
+            spreads[metric] = ItemSpread(len(drops), width, drops=drops)
+    resolved = block_resolution(spreads, level, seed)
+    outcomes: dict[str, Outcome | str] = dict(redefined)
+    for check in checks:
+        then_values, now_values = paired[check.metric]
+        if then_values:
+            before = sum(then_values) / len(then_values)
+            after = sum(now_values) / len(now_values)
+            n, over = len(then_values), "paired queries"
+        else:
+            before = anchor.record.metrics.get(check.metric, float("nan"))
+            after = record.metrics.get(check.metric, float("nan"))
+            n, over = record.n, "queries (suite values: the anchor kept no per-query values)"
+        drop = before - after
+        steps, beyond = _steps(anchor, record, check)
+        epsilon = resolved.epsilon.get(check.metric)
+        outcomes[check.metric] = Outcome(
+            suite=record.suite,
+            system=record.system,
+            scope=DRIFT_SCOPE,
+            metric=check.metric,
+            value=after,
+            threshold=before - check.tolerance,
+            passed=not drop > check.tolerance + _TIE,
+            n=n,
+            detail=(
+                _statement(check, drop, anchor, steps, beyond),
+                f"anchor {format_value(before)} -> now {format_value(after)} over {n} {over}; "
+                f"drift tolerance {format_value(check.tolerance)} (window "
+                f"{_window(anchor)})"
+                + (
+                    ""
+                    if epsilon is None
+                    else f"; resolution +-{format_value(epsilon)} at {100.0 * (1.0 - alpha):.4g} %"
+                ),
+            ),
+        )
+    return outcomes
+
+
+def _window(anchor: Anchor) -> str:
+    return "pinned" if anchor.how == "pinned" else "its oldest record"
+
+
+def _statement(check: DriftCheck, drop: float, anchor: Anchor, steps: int, beyond: int) -> str:
+    """ "nDCG@10 is 0.041 below the anchor of 2026-09-30 (abc1234), over 12 steps, each within
+    its tolerance"."""
+    where = anchor.describe()
+    if drop > 0:
+        said = f"{check.metric} is {format_value(drop)} below {where}"
+    elif drop < 0:
+        said = f"{check.metric} is {format_value(-drop)} above {where}"
+    else:
+        said = f"{check.metric} is level with {where}"
+    word = "step" if steps == 1 else "steps"
+    each = (
+        "each within its tolerance" if beyond == 0 else f"{beyond} of them beyond their tolerance"
+    )
+    said += f", over {steps} {word} (accepted baselines and this run), {each}"
+    if drop > check.tolerance + _TIE:
+        said += f"; more than the drift tolerance {format_value(check.tolerance)}"
+    return said
+
+
+def anchors_by_system(
+    history: History, systems: Sequence[str], settings: HistorySettings, pin: str | None
+) -> Mapping[str, Anchor | str]:
+    return {s: find_anchor(history.of(s), settings, pin=pin) for s in systems}

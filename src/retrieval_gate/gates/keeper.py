@@ -1,0 +1,420 @@
+"""The session's part in the history of quality (docs/baselines.md): what the session reads from
+the history when it starts (the anchors of the drift items, how old the baseline is), and what
+it appends when it finishes (one record per suite x system, on ``--rg-save-baseline`` and on
+``--rg-record``; only in the controller, never in an xdist worker).
+
+Every process reads the history once, when it first needs a suite's records, and never again,
+so the items of one session see one history however the session is run (serial or ``-n N``).
+Plain Python: ``session.py`` wires it to pytest.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from retrieval_gate.baseline.history import (
+    DEFAULT_HISTORY_DIR,
+    History,
+    HistoryError,
+    HistoryRecord,
+    HistoryStore,
+    JsonLinesHistory,
+    open_history,
+)
+from retrieval_gate.baseline.provenance import Provenance, commits_between, provenance
+from retrieval_gate.config.history import HistorySettings
+from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.gates.changepoints import ChangePoint, change_points
+from retrieval_gate.gates.history import Anchor, DriftCheck, drift_outcomes, find_anchor
+from retrieval_gate.gates.resolution import block_level
+from retrieval_gate.gates.shelflife import ShelfLife, decisions_made, shelf_life
+
+if TYPE_CHECKING:
+    from retrieval_gate.baseline.store import Baseline
+    from retrieval_gate.config import Settings
+    from retrieval_gate.gates.plan import RegressionPlan
+    from retrieval_gate.records import Outcome, RunRecord
+    from retrieval_gate.suites.suite import Suite
+
+
+@dataclass(frozen=True)
+class BaselineAge:
+    """How old the accepted baseline is: when and at which commit it was saved, the days and
+    commits since, and the runs it holds from another version of their suite."""
+
+    saved: Provenance | None
+    days: float | None
+    commits: int | None
+    other_digest: tuple[str, ...] = ()  # "suite x system" whose suite changed since
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "saved": None if self.saved is None else self.saved.to_json(),
+            "days": self.days,
+            "commits_behind": self.commits,
+            "other_suite_digest": list(self.other_digest),
+            "warnings": list(self.warnings),
+        }
+
+    def properties(self) -> list[tuple[str, object]]:
+        """JUnit ``<properties>`` of the test suite."""
+        out: list[tuple[str, object]] = []
+        if self.saved is not None:
+            out += [
+                ("baseline_commit", self.saved.commit or ""),
+                ("baseline_time", self.saved.time),
+            ]
+        if self.days is not None:
+            out.append(("baseline_age_days", round(self.days, 2)))
+        if self.commits is not None:
+            out.append(("baseline_commits_behind", self.commits))
+        return out
+
+
+def baseline_age(
+    baseline: Baseline | None,
+    conf: HistorySettings,
+    root: Path,
+    *,
+    now: datetime,
+    runs: Iterable[RunRecord] = (),
+) -> BaselineAge | None:
+    """The baseline's age against ``baseline_max_age`` and ``baseline_max_commits`` and, for
+    ``runs``, whether each was compared with a baseline run of another suite digest."""
+    if baseline is None:
+        return None
+    saved = baseline.saved
+    warnings = []
+    days = commits = None
+    when = None if saved is None else saved.when
+    if saved is not None and when is not None:
+        days = (now - when).total_seconds() / 86400.0
+        if conf.baseline_max_age and days > conf.baseline_max_age:
+            warnings.append(
+                f"the baseline is {days:.0f} days old (saved at {saved.short} of "
+                f"{when.date().isoformat()}; baseline_max_age {conf.baseline_max_age:g} days): "
+                "save a fresh one on the main branch"
+            )
+    if saved is not None and saved.commit is not None:
+        commits = commits_between(root, saved.commit)
+        limit = conf.baseline_max_commits
+        if commits is not None and limit and commits > limit:
+            warnings.append(
+                f"the baseline is {commits} commits behind (saved at {saved.short}; "
+                f"baseline_max_commits {limit})"
+            )
+    other = []
+    for run in runs:
+        base = baseline.get(run.suite, run.system)
+        digest = run.fingerprint.get("suite_digest")
+        if base is not None and base.fingerprint.get("suite_digest") not in (None, digest):
+            other.append(f"{run.suite} x {run.system}")
+    if other:
+        warnings.append(
+            "the baseline was saved from another version of "
+            + ", ".join(other)
+            + " (queries compared only where unchanged)"
+        )
+    return BaselineAge(saved, days, commits, tuple(other), tuple(warnings))
+
+
+@dataclass(frozen=True)
+class Trend:
+    """One metric of one suite x system over its history and today (the last point): the
+    points' labels (short commits, ``now``), values, the anchor's index and the change points."""
+
+    suite: str
+    system: str
+    metric: str
+    labels: tuple[str, ...]
+    values: tuple[float, ...]
+    anchor: int | None
+    changes: tuple[ChangePoint, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "suite": self.suite,
+            "system": self.system,
+            "metric": self.metric,
+            "points": [
+                {"commit": c, "value": v} for c, v in zip(self.labels, self.values, strict=True)
+            ],
+            "anchor": None if self.anchor is None else self.labels[self.anchor],
+            "change_points": [
+                {
+                    "commit": self.labels[c.index],
+                    "index": c.index,
+                    "before": c.before,
+                    "after": c.after,
+                    "shift": c.shift,
+                    "p_value": c.p_value,
+                }
+                for c in self.changes
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class HistoryReport:
+    """What the report says of the history: the baseline's age and each metric's trend."""
+
+    age: BaselineAge | None = None
+    trends: tuple[Trend, ...] = ()
+    shelf: tuple[ShelfLife, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "baseline_age": None if self.age is None else self.age.to_json(),
+            "trends": [t.to_json() for t in self.trends],
+            "shelf_life": [s.to_json() for s in self.shelf],
+        }
+
+    def of(self, suite: str) -> list[Trend]:
+        return [t for t in self.trends if t.suite == suite]
+
+    def shelf_of(self, suite: str) -> list[ShelfLife]:
+        return [s for s in self.shelf if s.suite == suite]
+
+
+R = TypeVar("R", bound="Reported")
+
+
+class Reported(Protocol):
+    """What the keeper reads of the session's report (``report.ReportData``)."""
+
+    @property
+    def runs(self) -> Sequence[RunRecord]: ...
+
+    @property
+    def gates(self) -> Sequence[Outcome]: ...
+
+    @property
+    def comparisons(self) -> Mapping[tuple[str, str], Any]: ...
+
+    def with_history(self: R, history: HistoryReport) -> R: ...
+
+
+class HistoryKeeper:
+    """Reads the history for the drift items and appends this session's records."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        root: Path,
+        plan: RegressionPlan,
+        option: Callable[[str, Any], Any] = lambda name, default: default,
+    ) -> None:
+        """``option(name, default)``: a command-line option (``rg_record``, ``rg_pin``)."""
+        record, pin = bool(option("rg_record", False)), option("rg_pin", None)
+        self.lines: list[str] = []  # what the terminal says at the end
+        self.failures: list[str] = []  # what failed the session (the history not appended)
+        self.conf = settings.history or HistorySettings()
+        self.settings = settings
+        self.root = root
+        self.plan = plan
+        self.record_runs = record
+        self.pin = pin
+        self.now = datetime.now().astimezone()
+        self.session_id = uuid.uuid4().hex[:12]
+        self.store: HistoryStore | None = None
+        if self.conf.enabled:
+            self.store = open_history(self.conf.store or root / DEFAULT_HISTORY_DIR)
+        elif record or pin:
+            flag = "--rg-record" if record else "--rg-pin"
+            raise RetrievalGateError(
+                f"{flag} needs the history, which the settings switch off (history = false)"
+            )
+        self._histories: dict[str, History] = {}
+        self._anchors: dict[tuple[str, str], Anchor | str] = {}  # str: why none (a pin)
+
+    def history(self, suite: str) -> History:
+        """The suite's history as this process first read it."""
+        if suite not in self._histories:
+            if self.store is None:
+                found = History(suite)
+            else:
+                try:
+                    found = self.store.read(suite)
+                except RetrievalGateError as exc:
+                    found = History(suite, problems=(f"history unreadable: {exc.format()}",))
+            self._histories[suite] = found
+        return self._histories[suite]
+
+    def drift_checks(self, suite: Suite, system: str) -> list[DriftCheck]:
+        """The suite x system's drift checks, registered as one block of the drift family:
+        none while it has no record older than the baseline; with ``--rg-pin`` and a history
+        that lacks the commit, items that say so (skipped) rather than none."""
+        if self.store is None or not self.conf.drift:
+            return []
+        records = self.history(suite.name).of(system)
+        anchor = find_anchor(records, self.conf, pin=self.pin, now=self.now)
+        if isinstance(anchor, str) and not (self.pin and records):
+            return []
+        if not isinstance(anchor, str) and anchor.how == "window" and not anchor.later:
+            # Only the newest record: that is the baseline the regression items compare with
+            # already (a history of one record has no drift yet).
+            return []
+        self._anchors[(suite.name, system)] = anchor
+        return [
+            DriftCheck(c.metric, self.conf.tolerance_for(c.metric, c.tolerance), c.tolerance)
+            for c in self.plan.checks(suite)
+            if c.gated and c.scope == "suite"
+        ]
+
+    def drift(self, suite: Suite, system: str, record: RunRecord) -> dict[str, Outcome | str]:
+        checks = self.drift_checks(suite, system)
+        anchor = self._anchors[(suite.name, system)]
+        if isinstance(anchor, str):
+            return {c.metric: anchor for c in checks}
+        blocks = sum(1 for a in self._anchors.values() if not isinstance(a, str))
+        level = block_level(self.settings.alpha, blocks)
+        return drift_outcomes(
+            record, anchor, checks, level=level, alpha=self.settings.alpha, seed=self.settings.seed
+        )
+
+    def age_properties(self, baseline: Baseline | None) -> list[tuple[str, object]]:
+        """The baseline's age as JUnit test-suite properties (without the suite digests, which
+        need the runs)."""
+        age = baseline_age(baseline, self.conf, self.root, now=self.now)
+        return [] if age is None else age.properties()
+
+    # -- at the end of the session (the controller) --------------------------------------------
+
+    def finish(self, data: R, baseline: Baseline | None, saved: bool, interrupted: bool) -> R:
+        """The report's history part (the baseline's age, each run's trend), and a record per
+        run appended when the baseline was saved or ``--rg-record`` asked (not when
+        interrupted). ``lines`` says what was recorded and what could not be read;
+        ``failures`` why the history could not be appended to."""
+        runs = data.runs
+        self.lines = [
+            f"history: {p}"
+            for suite in sorted({r.suite for r in runs})
+            for p in self.history(suite).problems
+        ]
+        age = baseline_age(baseline, self.conf, self.root, now=self.now, runs=runs)
+        if age is not None:
+            self.lines += [f"retrieval gate: warning: {w}" for w in age.warnings]
+        shelf = tuple(self._shelf(runs, data.gates))
+        for suite in sorted({s.suite for s in shelf if s.spent}):
+            spent = [s for s in shelf if s.suite == suite and s.spent]
+            worst = max(spent, key=lambda s: s.now - s.tolerance)
+            self.lines.append(
+                f"retrieval gate: warning: the shelf life of suite {suite} is spent: after "
+                f"{worst.decisions} decisions its {worst.metric} resolution is "
+                f"+-{worst.now:.4g} > tolerance {worst.tolerance:g}; add fresh queries (a "
+                "changed suite starts a new ledger)"
+            )
+        trends = tuple(self._trends(runs, data.gates))
+        summary = HistoryReport(age=age, trends=trends, shelf=shelf)
+        if self.store is not None and runs and not interrupted and (saved or self.record_runs):
+            try:
+                self._append(self.store, runs, data.gates, data.comparisons, saved)
+            except RetrievalGateError as exc:
+                self.failures.append(exc.message)  # the session fails with it
+        return data.with_history(summary)
+
+    def _append(
+        self,
+        store: HistoryStore,
+        runs: Sequence[RunRecord],
+        gates: Sequence[Outcome],
+        compared: Iterable[tuple[str, str]],
+        saved: bool,
+    ) -> None:
+        at = provenance(self.root)
+        decided = set(compared)
+        records = [
+            HistoryRecord.of_run(
+                run,
+                at=at,
+                source="baseline" if saved else "record",
+                decided=saved and run.key in decided,
+                session=self.session_id,
+                tolerance=self._tolerances(run, gates),
+            )
+            for run in runs
+        ]
+        try:
+            store.append(records)
+            if isinstance(store, JsonLinesHistory) and self.conf.keep_values:
+                for suite in sorted({r.suite for r in runs}):
+                    store.compact(suite, keep_values=self.conf.keep_values)
+        except (OSError, HistoryError) as exc:
+            from retrieval_gate.files.atomic import failed_write
+
+            raise HistoryError(f"could not append to the history {failed_write(exc)}") from None
+        self.lines.append(f"recorded {len(records)} run(s) in the history: {store.location}")
+
+    def _shelf(self, runs: Sequence[RunRecord], gates: Sequence[Outcome]) -> list[ShelfLife]:
+        """Each gated metric's shelf life, for the suites with a history."""
+        from retrieval_gate.gates.regressions import _width
+        from retrieval_gate.metrics import parse_metric
+
+        out = []
+        for run in runs:
+            history = self.history(run.suite)
+            if not history.records:
+                continue
+            decisions = decisions_made(history.records, str(run.fingerprint.get("suite_digest")))
+            for metric, tolerance in self._tolerances(run, gates, gated_only=True).items():
+                values = [q.metrics[metric] for q in run.queries if metric in q.metrics]
+                found = shelf_life(
+                    run.suite,
+                    run.system,
+                    metric,
+                    values,
+                    width=_width(parse_metric(metric), values, values),
+                    tolerance=tolerance,
+                    delta=self.settings.alpha,
+                    decisions=decisions,
+                )
+                if found is not None:
+                    out.append(found)
+        return out
+
+    def _trends(self, runs: Sequence[RunRecord], gates: Sequence[Outcome]) -> list[Trend]:
+        """Each gated metric's trend (every metric of a run without regression items is too
+        many charts: then its first three), with the anchor and the change points."""
+        out = []
+        for run in runs:
+            records = self.history(run.suite).of(run.system)
+            if not records:
+                continue
+            gated = [m for m in self._tolerances(run, gates, gated_only=True) if m in run.metrics]
+            anchor = find_anchor(records, self.conf, pin=self.pin, now=self.now)
+            at = None if isinstance(anchor, str) else records.index(anchor.record)
+            labels = (*(r.at.short for r in records), "now")
+            for metric in gated or list(run.metrics)[:3]:
+                values = (
+                    *(r.metrics.get(metric, float("nan")) for r in records),
+                    run.metrics[metric],
+                )
+                if any(v != v for v in values):
+                    continue  # a metric the older records did not measure
+                found = change_points(values, seed=self.settings.seed)
+                out.append(Trend(run.suite, run.system, metric, labels, values, at, tuple(found)))
+        return out
+
+    def _tolerances(
+        self, run: RunRecord, gates: Sequence[Outcome], gated_only: bool = False
+    ) -> Mapping[str, float]:
+        from retrieval_gate.gates.regressions import DEFAULT_TOLERANCE
+
+        found = {
+            g.metric: g.regression.tolerance
+            for g in gates
+            if g.regression is not None
+            and (g.suite, g.system) == run.key
+            and g.scope.removeprefix("regression").strip() in ("", "suite")
+        }
+        if gated_only:
+            return found
+        for metric in run.metrics:
+            found.setdefault(metric, self.settings.tolerance.get(metric, DEFAULT_TOLERANCE))
+        return found

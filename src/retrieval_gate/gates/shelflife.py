@@ -1,0 +1,147 @@
+"""The shelf life of a suite: how many decisions it can still inform (docs/verdicts.md).
+
+A suite used again and again to accept changes is overfit to: each accepted baseline was chosen
+after seeing how the suite scored it, so later decisions are adaptive (Dwork et al., "The reusable
+holdout", Science 2015). ease.ml/ci (Renggli et al., MLSys 2019) bounds it: a test whose every
+decision reveals one bit (pass or fail) can, after H such decisions, have followed one of at most
+2^H paths; a union bound over them keeps reliability 1 - delta when each decision is made at
+delta / 2^H. We apply that bound to the gate's own resolution (``resolution.py``) instead of
+Hoeffding's inequality, which ease.ml/ci uses: the union bound holds for any per-decision
+interval, and the gate's interval reads the spread of the per-query values, so it is much
+narrower than Hoeffding's worst case for the same reliability. With n queries, sd the sample
+standard deviation of today's per-query values (planning's stand-in for the drops' spread), R the
+metric's range and w = c^2 / 4:
+
+    epsilon_H = c_H * sqrt(((n - 1) sd^2 + w R^2) / (n - 1 + w)) / sqrt(n)
+    c_H       = t quantile at 1 - delta / 2^(H + 1), n - 1 degrees of freedom
+
+epsilon_0 is the resolution a fresh suite has (the ``--rg-plan`` figure before multiplicity
+across items). H counts the *decisions* the suite has informed: the sessions whose saved
+baseline was accepted after a gate run against an earlier one, for this suite digest (a changed
+suite starts a new ledger). The suite can inform decisions until epsilon_H exceeds the tolerance;
+``remaining`` is how many more.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from retrieval_gate.gates.resolution import _incomplete_beta, planned_epsilon
+
+#: Decisions beyond this many are not counted further (2^-1000 is near the smallest float).
+MAX_DECISIONS = 1000
+
+
+def upper_t_quantile(tail: float, df: float) -> float:
+    """x with P(T > x) = ``tail`` for Student's t with ``df`` degrees of freedom, for tails far
+    below 1e-16, where 1 - tail rounds to 1 (bisection on the tail 0.5 I_{df/(df+x^2)}(df/2,
+    1/2), in logs)."""
+    if not 0.0 < tail < 0.5:
+        raise ValueError(f"tail must be within (0, 0.5), got {tail}")
+    target = math.log(tail)
+
+    def log_tail(x: float) -> float:
+        value = 0.5 * _incomplete_beta(df / 2.0, 0.5, df / (df + x * x))
+        return math.log(value) if value > 0 else -math.inf
+
+    lo, hi = 0.0, 1.0
+    while log_tail(hi) > target:
+        lo, hi = hi, hi * 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if log_tail(mid) > target:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12 * max(1.0, hi):
+            break
+    return hi
+
+
+def adaptive_epsilon(sd: float, n: int, width: float, delta: float, decisions: int) -> float:
+    """epsilon_H of the module docstring, H = ``decisions``."""
+    tail = delta / 2.0 ** (min(decisions, MAX_DECISIONS) + 1)
+    return planned_epsilon(sd, n, width, upper_t_quantile(tail, n - 1))
+
+
+@dataclass(frozen=True)
+class ShelfLife:
+    """One suite x system x metric: the decisions made on this suite digest, the resolution a
+    fresh suite has and the one that holds after them, and how many more fit the tolerance."""
+
+    suite: str
+    system: str
+    metric: str
+    n: int
+    decisions: int
+    tolerance: float
+    fresh: float  # epsilon_0
+    now: float  # epsilon_H
+    remaining: int  # decisions left before epsilon exceeds the tolerance (MAX_DECISIONS: more)
+
+    @property
+    def spent(self) -> bool:
+        """Spent by use: a fresh suite resolved the tolerance, the decisions made since do not
+        (a suite too small even when fresh is the resolution warning's, docs/verdicts.md)."""
+        return self.fresh <= self.tolerance < self.now
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "suite": self.suite,
+            "system": self.system,
+            "metric": self.metric,
+            "n": self.n,
+            "decisions": self.decisions,
+            "tolerance": self.tolerance,
+            "resolution_fresh": self.fresh,
+            "resolution_now": self.now,
+            "remaining": self.remaining,
+            "spent": self.spent,
+        }
+
+
+def shelf_life(
+    suite: str,
+    system: str,
+    metric: str,
+    values: Sequence[float],
+    *,
+    width: float,
+    tolerance: float,
+    delta: float,
+    decisions: int,
+) -> ShelfLife | None:
+    """The shelf life of one metric from today's per-query ``values``; None under 2 queries."""
+    from retrieval_gate.gates.resolution import sample_sd
+
+    n = len(values)
+    if n < 2:
+        return None
+    sd = sample_sd(values)
+    fresh = adaptive_epsilon(sd, n, width, delta, 0)
+    now = adaptive_epsilon(sd, n, width, delta, decisions)
+    remaining = 0
+    if now <= tolerance:  # else spent, or never had a shelf life
+        # epsilon_H grows with H: the last H within the tolerance, by doubling then bisection.
+        lo, hi = decisions, decisions + 1
+        while hi < MAX_DECISIONS and adaptive_epsilon(sd, n, width, delta, hi) <= tolerance:
+            lo, hi = hi, min(MAX_DECISIONS, decisions + 2 * (hi - decisions))
+        if hi >= MAX_DECISIONS and adaptive_epsilon(sd, n, width, delta, hi) <= tolerance:
+            lo = MAX_DECISIONS
+        else:
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if adaptive_epsilon(sd, n, width, delta, mid) <= tolerance:
+                    lo = mid
+                else:
+                    hi = mid
+        remaining = lo - decisions
+    return ShelfLife(suite, system, metric, n, decisions, tolerance, fresh, now, remaining)
+
+
+def decisions_made(records: Sequence[Any], suite_digest: str) -> int:
+    """H: the sessions whose accepted baseline was a decision on this suite digest."""
+    return len({r.session for r in records if r.decided and r.suite_digest == suite_digest})

@@ -1,0 +1,104 @@
+"""The report's history section (docs/baselines.md): per suite, the baseline's age, and each
+gated metric's trend per system as a mermaid line chart GitHub renders, its anchor and change
+points marked on the x axis and listed by commit."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from retrieval_gate.records import format_value
+
+if TYPE_CHECKING:
+    from retrieval_gate.gates.keeper import HistoryReport, Trend
+
+#: The colour of the trend lines (one series per chart).
+LINE_COLOUR = "#e15759"
+
+
+def history_lines(history: HistoryReport | None, suite: str) -> Iterator[str]:
+    if history is None:
+        return
+    trends = history.of(suite)
+    if not trends:
+        return
+    yield "### History"
+    yield ""
+    for trend in trends:
+        yield from _trend(trend)
+    yield from _shelf(history, suite)
+
+
+def _shelf(history: HistoryReport, suite: str) -> Iterator[str]:
+    rows = history.shelf_of(suite)
+    if not rows:
+        return
+    yield (
+        f"Shelf life: {rows[0].decisions} decision(s) informed by this version of the suite; the "
+        "resolution after them (ease.ml/ci's adaptive bound, docs/verdicts.md) next to a fresh "
+        "suite's, and the decisions left at the tolerance:"
+    )
+    yield ""
+    yield "| system | metric | n | decisions | resolution fresh | resolution now | tolerance | left |"
+    yield "|---|---|---|---|---|---|---|---|"
+    for s in rows:
+        left = (
+            "spent" if s.spent else (f"{s.remaining}+" if s.remaining >= 1000 else str(s.remaining))
+        )
+        yield (
+            f"| `{s.system}` | {s.metric} | {s.n} | {s.decisions} | +-{format_value(s.fresh)} | "
+            f"+-{format_value(s.now)} | {format_value(s.tolerance)} | {left} |"
+        )
+    yield ""
+
+
+def age_lines(history: HistoryReport | None) -> Iterator[str]:
+    if history is None or history.age is None or not history.age.warnings:
+        return
+    for warning in history.age.warnings:
+        yield f"> **Warning:** {warning}."
+    yield ""
+
+
+def _label(trend: Trend, i: int) -> str:
+    marks = []
+    if trend.anchor == i:
+        marks.append("anchor")
+    if any(c.index == i for c in trend.changes):
+        marks.append("change")
+    text = trend.labels[i]
+    return f"{text} ({', '.join(marks)})" if marks else text
+
+
+def _trend(trend: Trend) -> Iterator[str]:
+    def quoted(text: str) -> str:
+        return '"' + text.replace('"', "'").replace("`", "'") + '"'
+
+    values = trend.values
+    low = math.floor(min(values) * 10) / 10
+    high = math.ceil(max(values) * 10) / 10
+    if high <= low:
+        high = low + 0.1
+    yield "```mermaid"
+    yield '%%{init: {"themeVariables": {"xyChart": {"plotColorPalette": "' + LINE_COLOUR + '"}}}}%%'
+    yield "xychart-beta"
+    yield f"    title {quoted(f'{trend.suite}: {trend.system}: {trend.metric}')}"
+    labels = [_label(trend, i) for i in range(len(values))]
+    yield f"    x-axis [{', '.join(quoted(label) for label in labels)}]"
+    yield f"    y-axis {quoted(trend.metric)} {low:g} --> {high:g}"
+    yield f"    line [{', '.join(f'{v:.4f}' for v in values)}]"
+    yield "```"
+    yield ""
+    said = []
+    if trend.anchor is not None:
+        said.append(f"anchor `{trend.labels[trend.anchor]}` ({format_value(values[trend.anchor])})")
+    for change in trend.changes:
+        said.append(
+            f"change point at `{trend.labels[change.index]}`: {format_value(change.before)} -> "
+            f"{format_value(change.after)} ({change.shift:+.4f}, p = {change.p_value:.3f})"
+        )
+    if not trend.changes:
+        said.append("no change point")
+    yield f"`{trend.system}` {trend.metric}: " + "; ".join(said) + "."
+    yield ""

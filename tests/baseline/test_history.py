@@ -1,0 +1,179 @@
+"""baseline/history.py: the append-only history of quality, under concurrent writers, kill -9
+and hand edits: every record written stays readable, and what is not a record is named."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from retrieval_gate.baseline.history import (
+    HistoryError,
+    HistoryRecord,
+    JsonLinesHistory,
+    encode_line,
+    open_history,
+    suite_file_name,
+)
+from retrieval_gate.baseline.provenance import Provenance, current_commit
+
+
+def record(i: int, suite: str = "lineage", system: str = "keyword") -> HistoryRecord:
+    return HistoryRecord(
+        suite=suite,
+        system=system,
+        at=Provenance(commit=f"{i:040x}", time="2026-09-30T12:00:00Z"),
+        suite_digest="s1",
+        identity="i1",
+        source="baseline",
+        decided=i > 0,
+        session=f"session{i}",
+        n=2,
+        metrics={"P@1": 0.5},
+        tolerance={"P@1": 0.01},
+        queries=("q1", "q2"),
+        digests=("d1", "d2"),
+        values={"P@1": (1.0, 0.0)},
+    )
+
+
+def test_records_round_trip_one_line_each(tmp_path: Path) -> None:
+    store = JsonLinesHistory(tmp_path)
+    store.append([record(0), record(1)])
+    text = store.path("lineage").read_text()
+    assert text.count("\n") == 2 and text.endswith("\n")
+    found = store.read("lineage")
+    assert found.records == (record(0), record(1))
+    assert found.problems == ()
+    assert found.records[1].per_query("P@1") == {("q1", "d1"): 1.0, ("q2", "d2"): 0.0}
+
+
+def test_a_tampered_record_is_named_and_the_others_stay(tmp_path: Path) -> None:
+    store = JsonLinesHistory(tmp_path)
+    store.append([record(0), record(1), record(2)])
+    path = store.path("lineage")
+    lines = path.read_text().splitlines()
+    body = json.loads(lines[1])
+    body["metrics"]["P@1"] = 0.9  # an edit that keeps the line valid JSON
+    lines[1] = json.dumps(body)
+    path.write_text("\n".join(lines) + "\n")
+    found = store.read("lineage")
+    assert [r.session for r in found.records] == ["session0", "session2"]
+    assert len(found.problems) == 1
+    assert "line 2: tampered" in found.problems[0]
+
+
+def test_a_torn_tail_is_named_and_the_next_append_is_whole(tmp_path: Path) -> None:
+    store = JsonLinesHistory(tmp_path)
+    store.append([record(0)])
+    path = store.path("lineage")
+    whole = encode_line(record(1))
+    with open(path, "ab") as out:
+        out.write(whole[: len(whole) // 2])  # a writer killed mid-write
+    found = store.read("lineage")
+    assert found.records == (record(0),)
+    assert found.problems == (f"{path} line 2: a torn tail (a write cut short); skipped",)
+    store.append([record(2)])
+    found = store.read("lineage")
+    assert found.records == (record(0), record(2))
+    assert found.problems == (f"{path} line 2: not a record (a torn write or an edit); skipped",)
+
+
+_WRITER = """
+import sys
+from retrieval_gate.baseline.history import HistoryRecord, JsonLinesHistory
+from retrieval_gate.baseline.provenance import Provenance
+
+folder, tag, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+compact = len(sys.argv) > 4  # also compact after each append, as a session does
+store = JsonLinesHistory(__import__("pathlib").Path(folder))
+values = tuple(float(i % 7) / 7 for i in range(2000))  # a long line: many write() calls' worth
+for i in range(count):
+    store.append([HistoryRecord(
+        suite="lineage", system=tag, at=Provenance(commit=None, time="2026-09-30T12:00:00Z"),
+        suite_digest="s", identity="i", source="record", decided=False, session=f"{tag}{i}",
+        n=2000, metrics={"P@1": 0.5}, tolerance={},
+        queries=tuple(f"q{j}" for j in range(2000)), digests=tuple("d" for _ in range(2000)),
+        values={"P@1": values},
+    )])
+    if compact:
+        store.compact("lineage", keep_values=5)
+"""
+
+
+def _writer(tmp_path: Path, tag: str, count: int, *extra: str) -> subprocess.Popen[bytes]:
+    script = tmp_path / "writer.py"
+    script.write_text(_WRITER)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    args = [sys.executable, str(script), str(tmp_path / "h"), tag, str(count), *extra]
+    return subprocess.Popen(args, env=env)
+
+
+def test_two_processes_appending_and_compacting_lose_nothing(tmp_path: Path) -> None:
+    # Compaction replaces the file; without the shared lock an append to the replaced file is
+    # lost. Both writers compact after every append, as a session does.
+    first, second = _writer(tmp_path, "a", 40, "compact"), _writer(tmp_path, "b", 40, "compact")
+    assert first.wait(timeout=120) == 0 and second.wait(timeout=120) == 0
+    found = JsonLinesHistory(tmp_path / "h").read("lineage")
+    assert found.problems == ()
+    assert sorted(r.session for r in found.records) == sorted(
+        [f"a{i}" for i in range(40)] + [f"b{i}" for i in range(40)]
+    )
+
+
+def test_kill_9_during_appends_keeps_every_whole_record(tmp_path: Path) -> None:
+    writer = _writer(tmp_path, "k", 100_000)
+    path = JsonLinesHistory(tmp_path / "h").path("lineage")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not path.exists() or path.stat().st_size < 200_000):
+        time.sleep(0.01)
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(timeout=30)
+    store = JsonLinesHistory(tmp_path / "h")
+    found = store.read("lineage")
+    text = path.read_text()
+    whole = text.count("\n")
+    assert len(found.records) == whole > 0
+    assert [r.session for r in found.records] == [f"k{i}" for i in range(whole)]
+    # Killed between writes the file ends whole; killed mid-write the tail is named, not lost.
+    assert found.problems == () if text.endswith("\n") else len(found.problems) == 1
+    store.append([record(0)])
+    assert store.read("lineage").records[-1] == record(0)
+
+
+def test_compaction_drops_old_per_query_values_but_no_record(tmp_path: Path) -> None:
+    store = JsonLinesHistory(tmp_path)
+    store.append([record(i) for i in range(5)])
+    with open(store.path("lineage"), "a") as out:
+        out.write("not json\n")
+    assert store.compact("lineage", keep_values=2) == (3, 1)
+    found = store.read("lineage")
+    assert [r.session for r in found.records] == [f"session{i}" for i in range(5)]
+    assert [r.compacted for r in found.records] == [True, True, True, False, False]
+    assert found.records[0].metrics == {"P@1": 0.5} and found.records[0].values == {}
+    assert found.problems == ()
+    rejected = store.path("lineage").with_name("lineage.jsonl.rejected")
+    assert rejected.read_text() == "not json\n"
+
+
+def test_a_suite_name_is_a_safe_file_name() -> None:
+    assert suite_file_name("lineage") == "lineage.jsonl"
+    odd = suite_file_name("../x/\x1b[31m")
+    assert "/" not in odd and "\x1b" not in odd and odd.endswith(".jsonl")
+
+
+def test_the_commit_comes_from_ci_before_git(tmp_path: Path) -> None:
+    assert current_commit(tmp_path, {"GITHUB_SHA": "ABC1234" + "0" * 33}) == "abc1234" + "0" * 33
+    assert current_commit(tmp_path, {"GITHUB_SHA": "not a sha"}) is None  # no git repo there
+
+
+def test_an_unknown_history_scheme_names_the_known(tmp_path: Path) -> None:
+    assert open_history(tmp_path) == JsonLinesHistory(tmp_path)
+    with pytest.raises(HistoryError, match=r"unknown history store 'nope'.*known: file"):
+        open_history("nope://x")

@@ -1,0 +1,286 @@
+"""Embedding servers for the http embedder's tests: a real one, and a stand-in for the faults.
+
+``infinity_server`` starts infinity-emb (an OpenAI-compatible embedding server from PyPI) on a
+free port of 127.0.0.1 serving a local sentence-transformers folder, offline, and stops it. It
+runs from its own virtualenv (it needs ``transformers<5``): ``$RETRIEVAL_GATE_INFINITY_VENV``,
+else ``/opt/rg-infinity-venv`` (``.ci/run`` builds it when it can); without one the tests that
+need it skip, saying so.
+
+``StandIn`` is a small stdlib HTTP server in a thread that answers the protocol with vectors
+made from each text's hash, or with whatever fault a test scripts: the statuses, delays and
+malformed answers a real server will not give on demand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+#: Where the tests look for infinity-emb's virtualenv.
+INFINITY_VENV_ENV = "RETRIEVAL_GATE_INFINITY_VENV"
+INFINITY_VENV_DEFAULT = Path("/opt/rg-infinity-venv")
+#: Seconds infinity may take to load a model and answer (two shared cores, torch imports).
+INFINITY_START_S = 180
+
+
+def infinity_executable() -> Path | None:
+    """infinity-emb's command in its virtualenv, or None where there is none."""
+    venv = Path(os.environ.get(INFINITY_VENV_ENV) or INFINITY_VENV_DEFAULT)
+    found = venv / "bin" / "infinity_emb"
+    return found if found.is_file() and os.access(found, os.X_OK) else None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Infinity:
+    """A running infinity server: its base URL (ending in /v1) and its process."""
+
+    base_url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+
+@contextmanager
+def infinity_server(
+    model: Path, *, name: str = "minilm", api_key: str | None = None, log_dir: Path
+) -> Iterator[Infinity]:
+    """infinity-emb serving the sentence-transformers folder ``model`` as ``name`` under
+    ``/v1`` on a free port (asking for ``api_key`` when given), stopped on exit. Skips the
+    test where infinity is not installed; fails it with the server's log when it cannot start."""
+    command = infinity_executable()
+    if command is None:
+        pytest.skip(
+            f"infinity-emb is not installed (a virtualenv at ${INFINITY_VENV_ENV} or "
+            f"{INFINITY_VENV_DEFAULT}; see .ci/run)"
+        )
+    port = free_port()
+    args = [
+        str(command),
+        "v2",
+        "--model-id",
+        str(model),
+        "--served-model-name",
+        name,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--url-prefix",
+        "/v1",
+        "--engine",
+        "torch",
+        "--device",
+        "cpu",
+        "--no-model-warmup",
+        "--no-vector-disk-cache",
+    ]
+    if api_key is not None:
+        args += ["--api-key", api_key]
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "DO_NOT_TRACK": "1",
+        "INFINITY_ANONYMOUS_USAGE_STATS": "0",
+        # The tests' own interpreter settings are not the server's.
+        "PYTHONPATH": "",
+    }
+    log = log_dir / f"infinity-{port}.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            args, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        _wait_ready(base_url, process, log, api_key)
+        yield Infinity(base_url, process, log)
+    finally:
+        _stop(process)
+
+
+def _wait_ready(
+    base_url: str, process: subprocess.Popen[bytes], log: Path, key: str | None
+) -> None:
+    deadline = time.monotonic() + INFINITY_START_S
+    request = urllib.request.Request(f"{base_url}/models")
+    if key is not None:
+        request.add_header("Authorization", f"Bearer {key}")
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            tail = log.read_text(errors="replace")[-3000:]
+            pytest.fail(f"infinity exited with {process.returncode}:\n{tail}")
+        try:
+            with urllib.request.urlopen(request, timeout=5) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    tail = log.read_text(errors="replace")[-3000:]
+    pytest.fail(f"infinity did not answer within {INFINITY_START_S} s:\n{tail}")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    # Its own session (start_new_session): the uvicorn process and any worker it started.
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=20)
+
+
+def hashed_vector(text: str, dim: int) -> list[float]:
+    """A deterministic unit vector for ``text`` (its SHA-256 seeds the generator)."""
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+    vector = np.random.default_rng(seed).standard_normal(dim)
+    return [float(v) for v in vector / np.linalg.norm(vector)]
+
+
+def vectors_body(texts: list[str], dim: int, *, model: str = "stand-in") -> bytes:
+    """An answer to ``/embeddings`` for ``texts``: their hashed vectors, ``dim`` wide."""
+    data = [
+        {"object": "embedding", "index": i, "embedding": hashed_vector(t, dim)}
+        for i, t in enumerate(texts)
+    ]
+    return json.dumps({"object": "list", "model": model, "data": data}).encode()
+
+
+@dataclass
+class Reply:
+    """What the stand-in answers one request with: status, body, headers, and a delay first."""
+
+    status: int = 200
+    body: bytes | None = None  # None: the vectors of the request's texts
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    trickle: float = 0.0  # seconds between the body's bytes, sent one at a time
+    drop: bool = False  # close the connection without answering
+
+
+@dataclass
+class Seen:
+    """One request the stand-in got."""
+
+    texts: list[str]
+    authorization: str | None
+    body: dict[str, Any]
+
+
+class StandIn:
+    """An OpenAI-compatible ``/v1/embeddings`` stand-in on a free port of 127.0.0.1.
+
+    ``script(n, seen)`` (n counts requests from 0) decides each answer; by default every
+    request gets ``dim``-wide hashed vectors. ``requests`` lists what came in and ``peak`` the
+    most requests it held at once.
+    """
+
+    def __init__(self, *, dim: int = 8, script: Callable[[int, Seen], Reply] | None = None):
+        self.dim = dim
+        self.script = script or (lambda n, seen: Reply())
+        self.requests: list[Seen] = []
+        self.peak = 0
+        self._inside = 0
+        self._lock = threading.Lock()
+        stand_in = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:
+                stand_in._answer(self)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.port = int(self._server.server_address[1])
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def vectors_body(self, texts: list[str]) -> bytes:
+        return vectors_body(texts, self.dim)
+
+    def _answer(self, handler: BaseHTTPRequestHandler) -> None:
+        length = int(handler.headers.get("Content-Length") or 0)
+        body = json.loads(handler.rfile.read(length) or b"{}")
+        texts = list(body.get("input") or [])
+        seen = Seen(texts, handler.headers.get("Authorization"), body)
+        with self._lock:
+            number = len(self.requests)
+            self.requests.append(seen)
+            self._inside += 1
+            self.peak = max(self.peak, self._inside)
+        try:
+            reply = self.script(number, seen)
+            if reply.delay:
+                time.sleep(reply.delay)
+            if reply.drop:
+                handler.close_connection = True
+                handler.connection.shutdown(socket.SHUT_RDWR)
+                return
+            payload = reply.body if reply.body is not None else self.vectors_body(texts)
+            handler.send_response(reply.status)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(payload)))
+            for key, value in reply.headers.items():
+                handler.send_header(key, value)
+            handler.end_headers()
+            if reply.trickle:
+                for start in range(len(payload)):
+                    handler.wfile.write(payload[start : start + 1])
+                    handler.wfile.flush()
+                    time.sleep(reply.trickle)
+            else:
+                handler.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a timeout test)
+        finally:
+            with self._lock:
+                self._inside -= 1
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=10)
+
+
+@contextmanager
+def stand_in(**kwargs: Any) -> Iterator[StandIn]:
+    server = StandIn(**kwargs)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def copy_model(source: Path, target: Path) -> Path:
+    """A copy of a sentence-transformers folder (for a changed copy served under one name)."""
+    shutil.copytree(source, target)
+    return target

@@ -1,0 +1,81 @@
+"""gates/history.py and config/history.py: which record is the anchor, and the drift settings."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from retrieval_gate.baseline.history import HistoryRecord
+from retrieval_gate.baseline.provenance import Provenance
+from retrieval_gate.config.history import HistorySettings, parse_history
+from retrieval_gate.errors import ConfigError
+from retrieval_gate.gates.history import find_anchor
+
+
+def _record(day: int, commit: str) -> HistoryRecord:
+    return HistoryRecord(
+        suite="s",
+        system="x",
+        at=Provenance(commit, f"2026-09-{day:02d}T12:00:00Z"),
+        suite_digest="d",
+        identity="i",
+        source="baseline",
+        decided=True,
+        session=commit,
+        n=1,
+        metrics={"P@1": 1.0},
+        tolerance={"P@1": 0.01},
+    )
+
+
+RECORDS = [_record(day, f"{day:07x}") for day in (1, 5, 10, 20, 28)]
+NOW = datetime(2026, 9, 30, tzinfo=UTC)
+
+
+def test_the_window_of_records_anchors_on_its_oldest() -> None:
+    anchor = find_anchor(RECORDS, HistorySettings(drift_records=3), now=NOW)
+    assert not isinstance(anchor, str)
+    assert anchor.record is RECORDS[2] and anchor.later == tuple(RECORDS[3:])
+    whole = find_anchor(RECORDS, HistorySettings(drift_records=20), now=NOW)
+    assert not isinstance(whole, str) and whole.record is RECORDS[0]
+
+
+def test_the_window_of_days_anchors_on_the_oldest_within_it() -> None:
+    settings = HistorySettings(drift_records=None, drift_days=15)  # since 2026-09-15 12:00
+    anchor = find_anchor(RECORDS, settings, now=NOW)
+    assert not isinstance(anchor, str) and anchor.record is RECORDS[3]
+    none = find_anchor(RECORDS, dataclasses.replace(settings, drift_days=1), now=NOW)
+    assert none == "no record within the last 1 days"
+
+
+def test_a_pin_is_the_newest_record_at_that_commit() -> None:
+    again = dataclasses.replace(RECORDS[1], session="again")
+    records = [*RECORDS[:2], again, *RECORDS[2:]]
+    anchor = find_anchor(records, HistorySettings(), pin="0000005", now=NOW)
+    assert not isinstance(anchor, str) and anchor.record is again and anchor.how == "pinned"
+    assert "no record of this suite and system at that commit" in str(
+        find_anchor(records, HistorySettings(), pin="abcdef", now=NOW)
+    )
+
+
+def test_drift_settings_and_their_defaults(tmp_path: Path) -> None:
+    found = parse_history(
+        {"drift_window": "30d", "drift_tolerance": {"nDCG@10": 0.05}}, tmp_path / "p", tmp_path
+    )
+    assert (found.drift_records, found.drift_days) == (None, 30.0)
+    assert found.tolerance_for("nDCG@10", 0.01) == 0.05
+    assert found.tolerance_for("P@1", 0.01) == 0.02  # twice the regression tolerance
+    assert (
+        parse_history({"drift_tolerance": 0.03}, tmp_path / "p", tmp_path).tolerance_for(
+            "P@1", 0.01
+        )
+        == 0.03
+    )
+    assert not parse_history(False, tmp_path / "p", tmp_path).enabled
+    with pytest.raises(ConfigError, match="drift_window"):
+        parse_history({"drift_window": 0}, tmp_path / "p", tmp_path)
+    with pytest.raises(ConfigError, match="baseline_max_commits"):
+        parse_history({"baseline_max_commits": 1.5}, tmp_path / "p", tmp_path)

@@ -1,0 +1,77 @@
+"""gates/shelflife.py: the resolution after H adaptive decisions, by hand.
+
+With n = 2 queries the t distribution has 1 degree of freedom (Cauchy): its upper quantile at
+tail q is cot(pi q), so c_H = cot(pi delta / 2^(H + 1)). With sd = 1 and R = 1 the planned
+spread sqrt(((n - 1) sd^2 + w R^2) / (n - 1 + w)) is sqrt((1 + w) / (1 + w)) = 1 for any w, so
+epsilon_H = c_H / sqrt(2). At delta = 0.5:
+
+    H = 0: c = cot(pi / 4)  = 1              epsilon = 1 / sqrt 2            = 0.70711
+    H = 1: c = cot(pi / 8)  = 1 + sqrt 2     epsilon = (1 + sqrt 2) / sqrt 2 = 1.70711
+    H = 2: c = cot(pi / 16) = 5.02734        epsilon = 5.02734 / sqrt 2      = 3.55487
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pytest
+
+from retrieval_gate.gates.shelflife import (
+    adaptive_epsilon,
+    decisions_made,
+    shelf_life,
+    upper_t_quantile,
+)
+
+
+def test_the_adaptive_resolution_by_hand() -> None:
+    assert adaptive_epsilon(1.0, 2, 1.0, 0.5, 0) == pytest.approx(1 / math.sqrt(2), rel=1e-9)
+    assert adaptive_epsilon(1.0, 2, 1.0, 0.5, 1) == pytest.approx(
+        (1 + math.sqrt(2)) / math.sqrt(2), rel=1e-9
+    )
+    assert adaptive_epsilon(1.0, 2, 1.0, 0.5, 2) == pytest.approx(
+        1 / math.tan(math.pi / 16) / math.sqrt(2), rel=1e-9
+    )
+
+
+def test_the_decisions_left_at_a_tolerance() -> None:
+    # Values 0 and sqrt(2): their sample sd is 1 (mean 1/sqrt 2, each 1/sqrt 2 from it).
+    values = [0.0, math.sqrt(2)]
+    kw = {"width": 1.0, "tolerance": 2.0, "delta": 0.5}
+    fresh = shelf_life("s", "x", "P@1", values, decisions=0, **kw)
+    assert fresh is not None and fresh.remaining == 1 and not fresh.spent  # 1.707 <= 2 < 3.555
+    spent = shelf_life("s", "x", "P@1", values, decisions=2, **kw)
+    assert spent is not None and spent.spent and spent.remaining == 0  # fresh 0.707 <= 2 < 3.555
+    assert spent.now == pytest.approx(1 / math.tan(math.pi / 16) / math.sqrt(2), rel=1e-9)
+
+
+def test_a_suite_too_small_even_fresh_is_not_spent_by_use() -> None:
+    found = shelf_life(
+        "s", "x", "P@1", [0.0, math.sqrt(2)], width=1.0, tolerance=0.5, delta=0.5, decisions=3
+    )
+    assert found is not None and not found.spent and found.remaining == 0  # 0.707 > 0.5 fresh
+
+
+def test_tails_beyond_double_precision() -> None:
+    # 1 - 1e-30 is 1 in floats; the tail itself is not: Cauchy's quantile cot(pi 1e-30).
+    assert upper_t_quantile(1e-30, 1) == pytest.approx(1 / (math.pi * 1e-30), rel=1e-6)
+
+
+@dataclass(frozen=True)
+class _Record:
+    session: str
+    decided: bool
+    suite_digest: str
+
+
+def test_the_ledger_counts_sessions_of_this_suite_version() -> None:
+    records = [
+        _Record("a", True, "v1"),
+        _Record("a", True, "v1"),  # the same decision, another system
+        _Record("b", False, "v1"),  # a --rg-record run, or the first baseline: no decision
+        _Record("c", True, "v1"),
+        _Record("d", True, "v2"),  # another version of the suite: another ledger
+    ]
+    assert decisions_made(records, "v1") == 2
+    assert decisions_made(records, "v2") == 1

