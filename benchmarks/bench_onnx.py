@@ -71,7 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     exports = scratch / "exports"
     export_s = {}
     for backend in BACKENDS[1:3]:  # openvino runs the float32 export: nothing more to make
-        spec = EmbedderSpec(kind="sentence-transformers", model=MODEL, backend=backend)
+        spec = EmbedderSpec(
+            kind="sentence-transformers", model=MODEL, backend_options={"backend": backend}
+        )
         export_s[backend], _, _ = timed_cpu(lambda s=spec: ensure_export(s, exports))
     systems = {
         backend: {

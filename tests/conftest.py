@@ -104,8 +104,7 @@ def distilled_cache(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) 
     spec = EmbedderSpec(
         kind="model2vec",
         model=str(tiny_model),
-        distill_from=str(tiny_model),
-        pca_dims=DISTILLED_PCA_DIMS,
+        backend_options={"distill_from": str(tiny_model), "pca_dims": DISTILLED_PCA_DIMS},
     )
     load_embedder(spec, cache_dir=cache)
     return cache

@@ -21,6 +21,7 @@ limit is stopped with it.
 
 from __future__ import annotations
 
+import contextvars
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -91,10 +92,12 @@ def call_bounded(function: Callable[[], Any], timeout: float | None) -> Any:
     An interrupt (Ctrl-C) arrives in the main thread and ends the wait at once.
     """
     outcome: list[tuple[bool, Any]] = []
+    # The caller's context goes with the call (a registry loading its plugins: registry.py).
+    context = contextvars.copy_context()
 
     def target() -> None:
         try:
-            outcome.append((True, function()))
+            outcome.append((True, context.run(function)))
         except BaseException as exc:  # handed to the caller's thread, which decides
             outcome.append((False, exc))
 

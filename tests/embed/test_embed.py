@@ -255,7 +255,8 @@ def test_missing_distill_extra_is_a_missing_extra(
     monkeypatch.setitem(sys.modules, "model2vec.distill", None)
     with pytest.raises(MissingExtraError) as info:
         load_embedder(
-            EmbedderSpec("model2vec", "static", distill_from=str(MINILM_DIR)), cache_dir=tmp_path
+            EmbedderSpec("model2vec", "static", backend_options={"distill_from": str(MINILM_DIR)}),
+            cache_dir=tmp_path,
         )
     assert info.value.message == (
         "model2vec[distill] is not installed; pip install 'pytest-retrieval-gate[model2vec]'"
@@ -365,9 +366,18 @@ def test_bad_specs_are_config_errors(tmp_path: Path) -> None:
         ConfigError, match="unknown embedder 'openai'; known: http, model2vec, sent"
     ):
         load_embedder(EmbedderSpec("openai", "x"), cache_dir=tmp_path)
-    with pytest.raises(ConfigError, match="distill_from only applies to the model2vec"):
+    with pytest.raises(
+        ConfigError,
+        match="embedder 'sentence-transformers' takes no option 'distill_from' "
+        r"\(an option of the model2vec embedder\)",
+    ):
         load_embedder(
-            EmbedderSpec("sentence-transformers", "x", distill_from="y"), cache_dir=tmp_path
+            EmbedderSpec("sentence-transformers", "x", backend_options={"distill_from": "y"}),
+            cache_dir=tmp_path,
+        )
+    with pytest.raises(ConfigError, match=r"invalid 'pca_dims': 0; expected integer \(>= 1\)"):
+        load_embedder(
+            EmbedderSpec("model2vec", "x", backend_options={"pca_dims": 0}), cache_dir=tmp_path
         )
     with pytest.raises(ConfigError, match="batch_size must be >= 1"):
         load_embedder(EmbedderSpec("model2vec", "x", batch_size=0), cache_dir=tmp_path)
@@ -381,8 +391,7 @@ def distill_spec(source: Path) -> EmbedderSpec:
     return EmbedderSpec(
         kind="model2vec",
         model="tiny-static",
-        distill_from=str(source),
-        pca_dims=DISTILLED_PCA_DIMS,
+        backend_options={"distill_from": str(source), "pca_dims": DISTILLED_PCA_DIMS},
     )
 
 

@@ -43,7 +43,7 @@ def http_spec(base_url: str, *, batch_size: int = 4, **options: Any) -> Embedder
         batch_size=batch_size,
         document_prompt="passage: ",
         query_prompt="query: ",
-        backend_options=tuple(sorted(values.items())),
+        backend_options=values,
     )
 
 

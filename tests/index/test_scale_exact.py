@@ -182,7 +182,9 @@ def test_index_recall_is_measured_on_the_chosen_queries(
         (tmp_path / "c" / f"d{i}.txt").write_text("x" * (i + 1))
     table = {"embedder": "model2vec", "model": "m", "index_recall": mode}
     found = parse_settings({"system": {"s": table}}, tmp_path / "pyproject.toml")
-    spec = EmbedderSpec(kind="model2vec", model="m", pca_dims=256)
+    spec = EmbedderSpec(
+        kind="model2vec", model="m", backend_options={"distill_from": None, "pca_dims": 256}
+    )
     options = RunOptions(cache_dir=tmp_path / "cache", embedders={spec: _Hashed()})
     system = found.system("s")
     context = found.context(options, system, corpus=load_corpus(tmp_path / "c"))

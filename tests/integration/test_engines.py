@@ -41,7 +41,7 @@ import re
 
 import numpy as np
 
-from retrieval_gate.embed import EMBEDDER_KINDS, EMBEDDERS, EmbedderBackend, register_embedder
+from retrieval_gate.embed import EMBEDDERS, EmbedderBackend, register_embedder
 
 WORD = re.compile(r"[a-z0-9]+")
 CACHE = {}
@@ -78,7 +78,6 @@ register_embedder(EmbedderBackend("words", "test", {}, lambda s, c, e: Hashing()
 
 def pytest_unconfigure(config):
     EMBEDDERS.pop("words", None)
-    EMBEDDER_KINDS.pop("words", None)
 """
 
 WORDS = 'embedder = "words"\nmodel = "words"\n'

@@ -13,7 +13,7 @@ from retrieval_gate.metrics.overlap import rbo_ext
 CONFTEST = '''
 import numpy as np
 
-from retrieval_gate.embed import EMBEDDER_KINDS, EMBEDDERS, EmbedderBackend, register_embedder
+from retrieval_gate.embed import EMBEDDERS, EmbedderBackend, register_embedder
 from retrieval_gate.index import INDEXES, IndexBackend, register_index
 
 VECTORS = {
@@ -76,7 +76,6 @@ def pytest_unconfigure(config):
 
     Path(str(config.rootpath), "builds.txt").write_text(str(len(BUILDS)))
     EMBEDDERS.pop("axis", None)
-    EMBEDDER_KINDS.pop("axis", None)
     INDEXES.pop("unstable", None)
 '''
 

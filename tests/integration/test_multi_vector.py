@@ -64,7 +64,7 @@ import math
 
 import numpy as np
 
-from retrieval_gate.embed import EMBEDDER_KINDS, EMBEDDERS, EmbedderBackend, register_embedder
+from retrieval_gate.embed import EMBEDDERS, EmbedderBackend, register_embedder
 
 T7 = "Short arm\\nArm shortening\\nBrachymelia of the arm\\nAn arm that is shorter than usual for age."
 COSINE = {"Arm shortening": 1.0, "Short arm": 0.6, "Long arm": 0.8, T7: 0.5}
@@ -92,7 +92,6 @@ register_embedder(
 
 def pytest_unconfigure(config):
     EMBEDDERS.pop("known-cosines", None)
-    EMBEDDER_KINDS.pop("known-cosines", None)
 """
 
 RERANKER = """

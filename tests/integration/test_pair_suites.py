@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval_gate.embed import EMBEDDER_KINDS, EMBEDDERS, EmbedderBackend, register_embedder
+from retrieval_gate.embed import EMBEDDERS, EmbedderBackend, register_embedder
 
 class Angles:
     # A text's vector is the unit vector at its angle (degrees), read from the file the system's
@@ -45,7 +45,6 @@ register_embedder(EmbedderBackend("angles", "test", {}, lambda s, c, e: Angles(s
 
 def pytest_unconfigure(config):
     EMBEDDERS.pop("angles", None)
-    EMBEDDER_KINDS.pop("angles", None)
 """
 
 SETTINGS = """

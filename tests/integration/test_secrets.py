@@ -213,7 +213,7 @@ def test_no_output_holds_the_password_under_xdist(
 # An embedder plug-in whose library fails quoting its connection string, as a client library
 # does: the plugin's own error path (not a one-line user error) shows its traceback, masked.
 QUOTING_EMBEDDER = f"""
-from retrieval_gate.embed import EMBEDDER_KINDS, EMBEDDERS, EmbedderBackend, register_embedder
+from retrieval_gate.embed import EMBEDDERS, EmbedderBackend, register_embedder
 
 
 class Quoting:
@@ -231,7 +231,6 @@ register_embedder(EmbedderBackend("quoting", "test", {{}}, lambda s, c, e: Quoti
 
 def pytest_unconfigure(config):
     EMBEDDERS.pop("quoting", None)
-    EMBEDDER_KINDS.pop("quoting", None)
 """
 
 

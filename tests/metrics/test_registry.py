@@ -36,9 +36,10 @@ FloatArray = npt.NDArray[np.float64]
 @pytest.fixture
 def scratch_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Registrations made by a test vanish after it: the registry is process-wide."""
-    registry._load()
-    monkeypatch.setattr(registry, "_families", dict(registry._families))
-    monkeypatch.setattr(registry, "_sources", dict(registry._sources))
+    families = registry._REGISTRY
+    families.load()
+    monkeypatch.setattr(families, "_things", dict(families._things))
+    monkeypatch.setattr(families, "_sources", dict(families._sources))
     monkeypatch.setattr(registry, "_aliases", dict(registry._aliases))
     yield
 
@@ -103,10 +104,11 @@ class _EntryPoint:
 
 def _reload_with(monkeypatch: pytest.MonkeyPatch, *points: _EntryPoint) -> list[str]:
     """Start the registry over, as in a fresh process, with these entry points installed."""
-    monkeypatch.setattr(registry, "_families", {})
-    monkeypatch.setattr(registry, "_sources", {})
+    families = registry._REGISTRY
+    monkeypatch.setattr(families, "_things", {})
+    monkeypatch.setattr(families, "_sources", {})
+    monkeypatch.setattr(families, "_loaded", False)
     monkeypatch.setattr(registry, "_aliases", {})
-    monkeypatch.setattr(registry, "_loaded", False)
     seen: list[str] = []
 
     def fake_entry_points(*, group: str) -> list[_EntryPoint]:

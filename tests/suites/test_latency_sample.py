@@ -17,7 +17,7 @@ import pytest
 
 from retrieval_gate.config import Settings, parse_settings
 from retrieval_gate.corpus import Corpus, Document
-from retrieval_gate.embed import EMBEDDER_KINDS, EMBEDDERS, EmbedderBackend, register_embedder
+from retrieval_gate.embed import EMBEDDERS, EmbedderBackend, register_embedder
 from retrieval_gate.errors import ConfigError
 from retrieval_gate.runs import latency_sample, run_suite
 from retrieval_gate.runs.evaluate import evaluate_run, record_run
@@ -66,7 +66,7 @@ def bag_embedder() -> Iterator[None]:
         )
     )
     yield
-    del EMBEDDERS["test-bag"], EMBEDDER_KINDS["test-bag"]
+    del EMBEDDERS["test-bag"]
 
 
 CORPUS = Corpus(

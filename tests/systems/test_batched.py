@@ -20,7 +20,7 @@ import pytest
 
 from retrieval_gate.config import parse_settings
 from retrieval_gate.corpus import Corpus, Document
-from retrieval_gate.embed import EMBEDDER_KINDS, EMBEDDERS, EmbedderBackend, register_embedder
+from retrieval_gate.embed import EMBEDDERS, EmbedderBackend, register_embedder
 from retrieval_gate.index.exact import ExactIndex, exact_dots, unit_rows
 from retrieval_gate.metrics import rank_scored
 from retrieval_gate.systems import RunOptions, is_batched, open_configured, retrieve_hits
@@ -254,7 +254,7 @@ def words_embedder() -> Iterator[None]:
         )
     )
     yield
-    del EMBEDDERS["test-words"], EMBEDDER_KINDS["test-words"]
+    del EMBEDDERS["test-words"]
 
 
 def _open(tmp_path: Path, corpus: Corpus, **table: Any) -> Any:

@@ -23,7 +23,7 @@ import pytest
 
 from retrieval_gate.config import Settings, parse_settings
 from retrieval_gate.corpus import Corpus, Document
-from retrieval_gate.embed import EMBEDDER_KINDS, EMBEDDERS, EmbedderBackend, register_embedder
+from retrieval_gate.embed import EMBEDDERS, EmbedderBackend, register_embedder
 from retrieval_gate.errors import ConfigError, CorpusError
 from retrieval_gate.systems import RunOptions
 from retrieval_gate.systems.embedding import EmbeddingIndex
@@ -95,7 +95,7 @@ def known_cosines() -> Iterator[None]:
         )
     )
     yield
-    del EMBEDDERS["known-cosines"], EMBEDDER_KINDS["known-cosines"]
+    del EMBEDDERS["known-cosines"]
 
 
 def _settings(**spec: Any) -> Settings:

@@ -698,7 +698,9 @@ def test_a_read_only_chroma_store_falls_back_to_exact_search_with_a_note(
     monkeypatch.setattr(chromadb, "PersistentClient", read_only)
     corpus = _corpus(tmp_path, "a.txt", "b.txt")
     found = settings({"s": {"embedder": "model2vec", "model": "m"}})
-    spec = EmbedderSpec(kind="model2vec", model="m", pca_dims=256)
+    spec = EmbedderSpec(
+        kind="model2vec", model="m", backend_options={"distill_from": None, "pca_dims": 256}
+    )
     options = RunOptions(cache_dir=tmp_path / "cache", embedders={spec: TwoWordEmbedder()})
     index = EmbeddingIndex(found.system("s"), options, corpus)
     try:
@@ -729,7 +731,9 @@ def test_an_embedding_cache_that_cannot_be_written_costs_a_warning_not_the_run(
     monkeypatch.setattr(EmbeddingCache, "store", full)
     corpus = _corpus(tmp_path, "a.txt", "b.txt")
     found = settings({"s": {"embedder": "model2vec", "model": "m", "index": "exact"}})
-    spec = EmbedderSpec(kind="model2vec", model="m", pca_dims=256)
+    spec = EmbedderSpec(
+        kind="model2vec", model="m", backend_options={"distill_from": None, "pca_dims": 256}
+    )
     options = RunOptions(cache_dir=tmp_path / "cache", embedders={spec: TwoWordEmbedder()})
     with pytest.warns(CacheWarning, match=r"could not store 2 vectors \(no space left on the "):
         index = EmbeddingIndex(found.system("s"), options, corpus)
@@ -754,7 +758,9 @@ def test_a_disk_that_fills_as_the_cache_folder_is_made_costs_a_warning_not_the_r
     monkeypatch.setattr(EmbeddingCache, "_atomic_write", full)
     corpus = _corpus(tmp_path, "a.txt", "b.txt")
     found = settings({"s": {"embedder": "model2vec", "model": "m", "index": "exact"}})
-    spec = EmbedderSpec(kind="model2vec", model="m", pca_dims=256)
+    spec = EmbedderSpec(
+        kind="model2vec", model="m", backend_options={"distill_from": None, "pca_dims": 256}
+    )
     options = RunOptions(cache_dir=tmp_path / "cache", embedders={spec: TwoWordEmbedder()})
     with pytest.warns(CacheWarning, match=r"cannot be written \(No space left on device\)"):
         index = EmbeddingIndex(found.system("s"), options, corpus)
@@ -780,7 +786,9 @@ def test_an_embedding_query_that_never_returns_is_one_line_after_its_timeout(
     found = settings(
         {"s": {"embedder": "model2vec", "model": "m", "index": "exact", "timeout": 0.2}}
     )
-    spec = EmbedderSpec(kind="model2vec", model="m", pca_dims=256)
+    spec = EmbedderSpec(
+        kind="model2vec", model="m", backend_options={"distill_from": None, "pca_dims": 256}
+    )
     options = RunOptions(cache_dir=tmp_path / "cache", embedders={spec: Stuck()})
     opened = open_configured(found.system("s"), found.context(options, corpus=corpus))
     try:

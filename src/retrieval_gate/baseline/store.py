@@ -21,6 +21,8 @@ from retrieval_gate.baseline.provenance import Provenance, commit_provenance
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.records import RunRecord
+from retrieval_gate.registry import Registry
+from retrieval_gate.usercode import Plugin, PluginLoadError
 from retrieval_gate.version import __version__
 
 VERSION = 1
@@ -285,24 +287,34 @@ class JsonFileStore:
 
 
 STORE_ENTRY_POINT_GROUP = "retrieval_gate.baselines"
-_STORES: dict[str, Any] = {}  # URL scheme -> factory(url) -> BaselineStore
-_stores_loaded = False
+
+
+def _store_from_plugin(registry: Registry[Any], plugin: Plugin) -> None:
+    # The entry point's name is the URL scheme; its object the factory.
+    registry.register(plugin.obj, name=plugin.name.lower(), source=plugin.source)
+
+
+#: URL scheme -> ``factory(url)`` returning a :class:`BaselineStore`; ``file`` is not in it.
+_STORES: Registry[Any] = Registry(
+    "baseline store",
+    kind=object,
+    attr="STORE",
+    group=STORE_ENTRY_POINT_GROUP,
+    builtins=lambda: [],
+    name=lambda factory: "",  # always registered under its scheme
+    error=PluginLoadError,
+    replace=True,
+    from_plugin=_store_from_plugin,
+)
 
 
 def register_store(scheme: str, factory: Any) -> None:
     """Add a store for URLs ``<scheme>://...``: ``factory(url)`` returns a :class:`BaselineStore`."""
-    _STORES[scheme.lower()] = factory
+    _STORES.register(factory, name=scheme.lower())
 
 
 def store_schemes() -> list[str]:
     """The URL schemes a baseline may name: ``file`` and those packages registered."""
-    global _stores_loaded
-    if not _stores_loaded:
-        _stores_loaded = True
-        from retrieval_gate.usercode import plugins
-
-        for plugin in plugins(STORE_ENTRY_POINT_GROUP):
-            register_store(plugin.name, plugin.obj)
     return ["file", *sorted(_STORES)]
 
 

@@ -12,6 +12,7 @@ things that are the same on every machine with the same install (never absolute 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import importlib.util
@@ -19,7 +20,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
@@ -28,18 +29,14 @@ import numpy as np
 
 from retrieval_gate.errors import ConfigError, MissingExtraError, RunError
 from retrieval_gate.progress import task
-from retrieval_gate.schema import (
-    Option,
-    OptionTable,
-    Where,
-    at_least,
-    beside_settings,
-    one_of,
-)
+from retrieval_gate.registry import Registry, package_modules
+from retrieval_gate.schema import OptionTable, Where, parse_options
+from retrieval_gate.usercode import PluginLoadError
 
 __all__ = [
     "EMBEDDERS",
     "EMBEDDER_KINDS",
+    "ENTRY_POINT_GROUP",
     "Embedder",
     "EmbedderBackend",
     "EmbedderSpec",
@@ -56,7 +53,6 @@ __all__ = [
     "probe_hub",
     "register_embedder",
     "resolve_model_ref",
-    "spec_backend_options",
     "torch_device",
 ]
 
@@ -70,7 +66,10 @@ _SAMPLE_COUNT = 16
 
 @dataclass(frozen=True)
 class EmbedderSpec:
-    """What to load: backend kind, model reference and the settings that change the vectors."""
+    """What to load: backend kind, model reference, the settings every embedder shares, and the
+    backend's own options (``backend_options``: declared by its option table, such as model2vec's
+    ``distill_from`` and ``pca_dims`` or sentence-transformers' ``backend``; checked, with the
+    defaults filled in, when the embedder is opened)."""
 
     kind: str
     model: str
@@ -78,24 +77,17 @@ class EmbedderSpec:
     document_prompt: str = ""
     normalize: bool = True
     batch_size: int = 64
-    distill_from: str | None = None
-    pca_dims: int | None = 256
     device: str = "cpu"
-    backend: str = (
-        "torch"  # sentence-transformers: torch, onnx, onnx-int8, openvino (embed/onnx.py)
-    )
-    #: The backend's own option values (its option table's keys), as sorted pairs so that the
-    #: spec stays hashable: e.g. the http embedder's base_url and concurrency (embed/http.py).
-    backend_options: tuple[tuple[str, Any], ...] = ()
+    # Not hashed (a dict is not hashable; specs that differ only here still compare unequal).
+    # Never changed after construction.
+    backend_options: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
-
-def spec_backend_options(kind: str, options: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
-    """For ``EmbedderSpec.backend_options``: the values in a system's parsed ``options`` of the
-    embedder ``kind``'s own keys, less those the spec holds as fields (model2vec's ``pca_dims``,
-    sentence-transformers' ``backend``), sorted."""
-    held = {field.name for field in fields(EmbedderSpec)}
-    table = EMBEDDERS[kind].options
-    return tuple(sorted((key, options[key]) for key in table if key not in held))
+    def option(self, name: str) -> Any:
+        """The backend's own option ``name``: as given, else its default in the backend's option
+        table."""
+        if name in self.backend_options:
+            return self.backend_options[name]
+        return EMBEDDERS[self.kind].options[name].default
 
 
 @runtime_checkable
@@ -283,6 +275,11 @@ def probe_hub(repo_ids: Sequence[str], *, what: str, entry: str | None = None) -
     )
 
 
+def hub_candidates(ref: str) -> list[str]:
+    """Hub ids the library would try for `ref`: bare names live under sentence-transformers/."""
+    return [ref] if "/" in ref else [ref, f"sentence-transformers/{ref}"]
+
+
 def cached_hub_folder(repo_ids: Sequence[str]) -> Path | None:
     """The local snapshot of the first hub id already in the Hugging Face cache, or None.
 
@@ -413,115 +410,75 @@ class EmbedderBackend:
     #: the model's files without importing the backend library, or None when it cannot be
     #: known before loading (a hub model not downloaded yet). Lets a warm run skip the load.
     identify: Callable[[EmbedderSpec, Path, str | None], str | None] | None = None
+    #: The backend's own option that makes the model in place of ``model`` (model2vec's
+    #: ``distill_from``): a system then gives one of the two; None: it needs ``model``.
+    makes_model: str | None = None
     #: ``check(options, where)``: checks of the system's parsed options the table cannot
-    #: express (a key it requires), raising a ``ConfigError`` naming the system.
+    #: express (across keys), raising a ``ConfigError`` naming the system.
     check: Callable[[Mapping[str, Any], Where], None] | None = None
 
 
-#: Embedders by name; "unknown embedder" lists these keys.
-EMBEDDERS: dict[str, EmbedderBackend] = {}
+ENTRY_POINT_GROUP = "retrieval_gate.embedders"
+
+#: Embedders by name, in registration order; "unknown embedder" lists these keys. Each built-in
+#: is the ``BACKEND`` of a module of this package (``ORDER`` orders them), loaded on the first
+#: look-up; then the ``retrieval_gate.embedders`` entry points; then `register_embedder`.
+EMBEDDERS: Registry[EmbedderBackend] = Registry(
+    "embedder backend",
+    kind=EmbedderBackend,
+    attr="BACKEND",
+    group=ENTRY_POINT_GROUP,
+    builtins=lambda: package_modules(__name__, "BACKEND"),
+    name=lambda backend: backend.name,
+    error=PluginLoadError,
+    replace=True,
+)
+
+
+class _Extras(Mapping[str, str]):
+    """Embedder names and the pip extra that installs each: a view of `EMBEDDERS`."""
+
+    def __getitem__(self, name: str) -> str:
+        return EMBEDDERS[name].extra
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(EMBEDDERS)
+
+    def __len__(self) -> int:
+        return len(EMBEDDERS)
+
+
 #: Embedder names and the pip extra that installs each backend.
-EMBEDDER_KINDS: dict[str, str] = {}
+EMBEDDER_KINDS: Mapping[str, str] = _Extras()
 
 
 def register_embedder(backend: EmbedderBackend) -> EmbedderBackend:
-    """Add an embedder backend (a third-party package calls this when it is loaded)."""
-    EMBEDDERS[backend.name] = backend
-    EMBEDDER_KINDS[backend.name] = backend.extra
-    return backend
+    """Add an embedder backend (a third-party package calls this when it is loaded, or names it
+    in the ``retrieval_gate.embedders`` entry-point group)."""
+    return EMBEDDERS.register(backend)
 
 
-def _load_sentence_transformer(spec: EmbedderSpec, cache_dir: Path, entry: str | None) -> Embedder:
-    if spec.backend != "torch":
-        from retrieval_gate.embed.onnx import load_onnx
-
-        return load_onnx(spec, cache_dir, entry)
-    from retrieval_gate.embed.sentence_transformers import load_sentence_transformer
-
-    return load_sentence_transformer(spec, entry=entry)
-
-
-def _identify_sentence_transformer(
-    spec: EmbedderSpec, cache_dir: Path, entry: str | None
-) -> str | None:
-    if spec.backend != "torch":
-        from retrieval_gate.embed.onnx import identify_onnx
-
-        return identify_onnx(spec, entry=entry)
-    from retrieval_gate.embed.sentence_transformers import identify_sentence_transformer
-
-    return identify_sentence_transformer(spec, entry=entry)
-
-
-def _load_model2vec(spec: EmbedderSpec, cache_dir: Path, entry: str | None) -> Embedder:
-    from retrieval_gate.embed.model2vec import load_model2vec
-
-    return load_model2vec(spec, cache_dir=Path(cache_dir), entry=entry)
-
-
-def _identify_model2vec(spec: EmbedderSpec, cache_dir: Path, entry: str | None) -> str | None:
-    from retrieval_gate.embed.model2vec import identify_model2vec
-
-    return identify_model2vec(spec, entry=entry)
-
-
-register_embedder(
-    EmbedderBackend(
-        name="sentence-transformers",
-        extra="sentence-transformers",
-        options={
-            "backend": Option(
-                str,
-                "torch",
-                "how the model runs: torch (sentence-transformers), onnx (exported once from "
-                "the local files into the cache, run by onnxruntime without torch), onnx-int8 "
-                "(that export with int8 weights) or openvino (the onnx export run by OpenVINO in "
-                "float32, extra 'openvino'); part of the identity",
-                check=one_of("torch", "onnx", "onnx-int8", "openvino"),
-                rule="torch, onnx, onnx-int8, openvino",
-            ),
-        },
-        load=_load_sentence_transformer,
-        summary="any sentence-transformers model (local folder, model package or hub id)",
-        identify=_identify_sentence_transformer,
-    )
-)
-register_embedder(
-    EmbedderBackend(
-        name="model2vec",
-        extra="model2vec",
-        options={
-            "distill_from": Option(
-                str,
-                None,
-                "a sentence-transformers model to distil a static model from (once, cached); "
-                "replaces `model`",
-                resolve=beside_settings,
-            ),
-            "pca_dims": Option(
-                int, 256, "dimensions a distilled model keeps", check=at_least(1), rule=">= 1"
-            ),
-        },
-        load=_load_model2vec,
-        summary="static embeddings: a model2vec model, or one distilled from a transformer",
-        identify=_identify_model2vec,
-    )
-)
-
-
-def _backend(spec: EmbedderSpec, entry: str | None) -> EmbedderBackend:
+def _backend(spec: EmbedderSpec, entry: str | None) -> tuple[EmbedderBackend, EmbedderSpec]:
+    """The backend of ``spec`` and the spec with its options checked against the backend's
+    table and their defaults filled in."""
     backend = EMBEDDERS.get(spec.kind)
     if backend is None:
         known = ", ".join(sorted(EMBEDDERS))
         raise ConfigError(f"unknown embedder '{spec.kind}'; known: {known}", entry=entry)
     if spec.batch_size < 1:
         raise ConfigError(f"batch_size must be >= 1, got {spec.batch_size}", entry=entry)
-    if spec.pca_dims is not None and spec.pca_dims < 1:
-        raise ConfigError(f"pca_dims must be >= 1, got {spec.pca_dims}", entry=entry)
-    if spec.distill_from is not None and "distill_from" not in backend.options:
-        owners = " or ".join(sorted(n for n, b in EMBEDDERS.items() if "distill_from" in b.options))
-        raise ConfigError(f"distill_from only applies to the {owners} embedder", entry=entry)
-    return backend
+    unknown = sorted(set(spec.backend_options) - set(backend.options))
+    if unknown:
+        owners = [name for name, other in EMBEDDERS.items() if unknown[0] in other.options]
+        where = f" (an option of the {' or '.join(owners)} embedder)" if owners else ""
+        raise ConfigError(
+            f"embedder '{spec.kind}' takes no option {unknown[0]!r}{where}", entry=entry
+        )
+    # Checked as the settings are (schema.py); the values are final, so nothing is resolved.
+    table = {name: dataclasses.replace(o, resolve=None) for name, o in backend.options.items()}
+    given = spec.backend_options
+    values = parse_options(table, given, Where(source=None, entry=entry or "", base=Path()))
+    return backend, dataclasses.replace(spec, backend_options=values)
 
 
 def load_embedder(spec: EmbedderSpec, *, cache_dir: Path, entry: str | None = None) -> Embedder:
@@ -530,7 +487,8 @@ def load_embedder(spec: EmbedderSpec, *, cache_dir: Path, entry: str | None = No
     `cache_dir` holds models this plugin builds itself (distilled model2vec models, under
     ``cache_dir / "models"``). `entry` (e.g. ``"system.minilm"``) is named in `ConfigError`s.
     """
-    return _backend(spec, entry).load(spec, Path(cache_dir), entry)
+    backend, spec = _backend(spec, entry)
+    return backend.load(spec, Path(cache_dir), entry)
 
 
 class LazyEmbedder:
@@ -615,13 +573,9 @@ def model_loaded(embedder: Embedder) -> bool:
 def open_embedder(spec: EmbedderSpec, *, cache_dir: Path, entry: str | None = None) -> Embedder:
     """The embedder `spec` describes, loaded only when first needed where its backend can tell
     its identity beforehand (a `LazyEmbedder`); otherwise loaded now, as `load_embedder`."""
-    backend = _backend(spec, entry)
+    backend, spec = _backend(spec, entry)
     if backend.identify is not None:
         identity = backend.identify(spec, Path(cache_dir), entry)
         if identity is not None:
             return LazyEmbedder(identity, lambda: backend.load(spec, Path(cache_dir), entry))
     return backend.load(spec, Path(cache_dir), entry)
-
-
-# Backends that register themselves in their own module (after the names they import exist).
-from retrieval_gate.embed import http as _http  # noqa: E402, F401

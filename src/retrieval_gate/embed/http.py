@@ -45,7 +45,6 @@ from retrieval_gate.embed import (
     encode_in_chunks,
     import_optional,
     make_identity,
-    register_embedder,
 )
 from retrieval_gate.errors import ConfigError, RunError
 from retrieval_gate.schema import Option, OptionTable, Where, at_least
@@ -499,13 +498,12 @@ def load_http(spec: EmbedderSpec, cache_dir: Path, entry: str | None = None) -> 
     return HttpEmbedder(spec, entry=entry)
 
 
-register_embedder(
-    EmbedderBackend(
-        name=KIND,
-        extra="http",
-        options=OPTIONS,
-        load=load_http,
-        summary="an OpenAI-compatible embedding service (Ollama, TEI, vLLM, infinity, OpenAI)",
-        check=check_options,
-    )
+ORDER = 30
+BACKEND = EmbedderBackend(
+    name=KIND,
+    extra="http",
+    options=OPTIONS,
+    load=load_http,
+    summary="an OpenAI-compatible embedding service (Ollama, TEI, vLLM, infinity, OpenAI)",
+    check=check_options,
 )

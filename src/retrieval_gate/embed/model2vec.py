@@ -23,11 +23,14 @@ import numpy as np
 
 from retrieval_gate import progress
 from retrieval_gate.embed import (
+    Embedder,
+    EmbedderBackend,
     EmbedderSpec,
     ResolvedModel,
     cached_hub_folder,
     encode_in_chunks,
     folder_digest,
+    hub_candidates,
     hub_offline,
     import_optional,
     make_identity,
@@ -35,8 +38,9 @@ from retrieval_gate.embed import (
     resolve_model_ref,
     torch_device,
 )
-from retrieval_gate.embed.sentence_transformers import hub_candidates, source_identity
+from retrieval_gate.embed.sentence_transformers import source_identity
 from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.schema import Option, at_least, beside_settings
 
 KIND = "model2vec"
 
@@ -86,9 +90,10 @@ class Model2VecEmbedder:
                 use_multiprocessing=False,
             )
         except Exception as exc:  # the library failing underneath (tokenizer, weights)
+            name = self._spec.option("distill_from") or self._spec.model
             raise RunError(
-                f"model2vec model '{self._spec.distill_from or self._spec.model}' failed to "
-                f"encode: {type(exc).__name__}: {_first_line(exc)}"
+                f"model2vec model '{name}' failed to encode: {type(exc).__name__}: "
+                f"{_first_line(exc)}"
             ) from exc
         return np.asarray(out, dtype=np.float32)
 
@@ -172,7 +177,9 @@ def _distill(
         try:
             with _distill_progress(ref):
                 return distill(
-                    model_name=source, pca_dims=spec.pca_dims, device=torch_device(spec.device)
+                    model_name=source,
+                    pca_dims=spec.option("pca_dims"),
+                    device=torch_device(spec.device),
                 )
         except Exception as exc:
             error = exc
@@ -264,7 +271,7 @@ def _save_atomically(model: Any, final: Path, info: dict[str, Any]) -> None:
 def _distilled_folder(
     spec: EmbedderSpec, cache_dir: Path, entry: str | None
 ) -> tuple[Path, dict[str, Any]]:
-    ref = spec.distill_from or ""
+    ref = spec.option("distill_from") or ""
     src = resolve_model_ref(ref, entry=entry)
     candidates = hub_candidates(src.ref)
     src_folder = src.path if src.path is not None else cached_hub_folder(candidates)
@@ -272,7 +279,7 @@ def _distilled_folder(
 
     if src_folder is not None:
         source = source_identity(src, src_folder)
-        final = models / distilled_key(source, spec.pca_dims)
+        final = models / distilled_key(source, spec.option("pca_dims"))
         if _complete(final):
             return final, source
         sources: Sequence[str] = [str(src_folder)]
@@ -293,10 +300,10 @@ def _distilled_folder(
         # Downloaded just now: key the copy by the files now in the cache, as later runs will.
         src_folder = cached_hub_folder(candidates)
     source = source_identity(src, src_folder)
-    final = models / distilled_key(source, spec.pca_dims)
+    final = models / distilled_key(source, spec.option("pca_dims"))
     info = {
         "distilled_from": source,
-        "pca_dims": spec.pca_dims,
+        "pca_dims": spec.option("pca_dims"),
         "model2vec": _model2vec_version(),
     }
     _save_atomically(static, final, info)
@@ -306,7 +313,11 @@ def _distilled_folder(
 def _distilled_fields(source: dict[str, str], spec: EmbedderSpec) -> dict[str, Any]:
     # Keyed by the source and settings, not the distilled bytes: PCA output may differ in the
     # last bits between machines, yet it is the same model for caching purposes.
-    return {"distilled_from": source, "pca_dims": spec.pca_dims, "model2vec": _model2vec_version()}
+    return {
+        "distilled_from": source,
+        "pca_dims": spec.option("pca_dims"),
+        "model2vec": _model2vec_version(),
+    }
 
 
 def _identity(fields: dict[str, Any], spec: EmbedderSpec) -> str:
@@ -323,8 +334,8 @@ def identify_model2vec(spec: EmbedderSpec, *, entry: str | None = None) -> str |
     """The identity `load_model2vec` gives `spec`, without importing model2vec or distilling:
     from the model's (or the distillation source's) local files. None when those are a hub id
     not downloaded yet."""
-    if spec.distill_from is not None:
-        src = resolve_model_ref(spec.distill_from, entry=entry)
+    if spec.option("distill_from") is not None:
+        src = resolve_model_ref(spec.option("distill_from"), entry=entry)
         src_folder = (
             src.path if src.path is not None else cached_hub_folder(hub_candidates(src.ref))
         )
@@ -344,7 +355,7 @@ def load_model2vec(
     m2v = import_optional("model2vec", package="model2vec", extra="model2vec")
     static_model = m2v.StaticModel
     fields: dict[str, Any]
-    if spec.distill_from is not None:
+    if spec.option("distill_from") is not None:
         folder, source = _distilled_folder(spec, cache_dir, entry)
         model = _load_static(static_model, str(folder), str(folder), entry)
         fields = _distilled_fields(source, spec)
@@ -356,3 +367,34 @@ def load_model2vec(
             "files": folder_digest(found) if found is not None else "unresolved",
         }
     return Model2VecEmbedder(model, spec, identity=_identity(fields, spec), path=folder)
+
+
+def _load(spec: EmbedderSpec, cache_dir: Path, entry: str | None) -> Embedder:
+    return load_model2vec(spec, cache_dir=Path(cache_dir), entry=entry)
+
+
+def _identify(spec: EmbedderSpec, cache_dir: Path, entry: str | None) -> str | None:
+    return identify_model2vec(spec, entry=entry)
+
+
+ORDER = 20
+BACKEND = EmbedderBackend(
+    name="model2vec",
+    extra="model2vec",
+    options={
+        "distill_from": Option(
+            str,
+            None,
+            "a sentence-transformers model to distil a static model from (once, cached); "
+            "replaces `model`",
+            resolve=beside_settings,
+        ),
+        "pca_dims": Option(
+            int, 256, "dimensions a distilled model keeps", check=at_least(1), rule=">= 1"
+        ),
+    },
+    load=_load,
+    summary="static embeddings: a model2vec model, or one distilled from a transformer",
+    identify=_identify,
+    makes_model="distill_from",
+)

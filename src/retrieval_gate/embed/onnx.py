@@ -44,6 +44,7 @@ from retrieval_gate.embed import (
     EmbedderSpec,
     encode_in_chunks,
     folder_digest,
+    hub_candidates,
     import_optional,
     make_identity,
     resolve_model_ref,
@@ -62,12 +63,11 @@ def _model_folder(spec: EmbedderSpec, entry: str | None) -> tuple[str, Path]:
     resolved = resolve_model_ref(spec.model, entry=entry)
     if resolved.path is None:
         from retrieval_gate.embed import cached_hub_folder
-        from retrieval_gate.embed.sentence_transformers import hub_candidates
 
         folder = cached_hub_folder(hub_candidates(resolved.ref))
         if folder is None:
             raise ConfigError(
-                f"backend '{spec.backend}' exports the model from local files: model "
+                f"backend '{spec.option('backend')}' exports the model from local files: model "
                 f"'{spec.model}' is neither a local folder, an installed model package nor in "
                 "the Hugging Face cache",
                 entry=entry,
@@ -87,11 +87,11 @@ def identify_onnx(spec: EmbedderSpec, *, entry: str | None = None) -> str:
         query_prompt=spec.query_prompt,
         document_prompt=spec.document_prompt,
         normalize=spec.normalize,
-        backend=spec.backend,
+        backend=spec.option("backend"),
         # The export recipe: a changed one must not compare with vectors of the old.
         export=f"torchscript-opset{_OPSET}"
-        + ("+dynamic-qint8-per-channel" if spec.backend == "onnx-int8" else "")
-        + ("+openvino-f32" if spec.backend == "openvino" else ""),
+        + ("+dynamic-qint8-per-channel" if spec.option("backend") == "onnx-int8" else "")
+        + ("+openvino-f32" if spec.option("backend") == "openvino" else ""),
     )
 
 
@@ -215,7 +215,7 @@ def ensure_export(spec: EmbedderSpec, cache_dir: Path, entry: str | None = None)
     _, folder = _model_folder(spec, entry)
     _sentence_config(folder, entry)
     fp32 = export_path(cache_dir, folder, "onnx")
-    target = export_path(cache_dir, folder, spec.backend)
+    target = export_path(cache_dir, folder, spec.option("backend"))
     if target.is_file():
         return target
     fp32.parent.mkdir(parents=True, exist_ok=True)
@@ -256,11 +256,11 @@ class OnnxEmbedder:
     def __init__(
         self, path: Path, folder: Path, spec: EmbedderSpec, *, identity: str, max_length: int
     ) -> None:
-        if spec.backend == "openvino":
+        if spec.option("backend") == "openvino":
             runtime = import_optional("openvino", package="openvino", extra="openvino")
         else:
             runtime = import_optional("onnxruntime", package="onnxruntime", extra="onnx")
-        extra = "openvino" if spec.backend == "openvino" else "onnx"
+        extra = "openvino" if spec.option("backend") == "openvino" else "onnx"
         tokenizers = import_optional("tokenizers", package="tokenizers", extra=extra)
         self._spec = spec
         self.identity = identity
@@ -280,7 +280,7 @@ class OnnxEmbedder:
     def _session(self, threads: int) -> Any:
         # 0: onnxruntime's default (all cores), for documents; 1 for single queries.
         found = self._sessions.get(threads)
-        if found is None and self._spec.backend == "openvino":
+        if found is None and self._spec.option("backend") == "openvino":
             found = self._sessions[threads] = _OpenVinoSession(self._runtime, self._path, threads)
         elif found is None:
             options = self._runtime.SessionOptions()
@@ -344,13 +344,13 @@ class OnnxEmbedder:
 
 
 def load_onnx(spec: EmbedderSpec, cache_dir: Path, entry: str | None = None) -> OnnxEmbedder:
-    """The ONNX embedder for ``spec`` (``spec.backend`` in :data:`BACKENDS`), exporting on first
-    use into ``cache_dir``."""
-    if spec.backend not in BACKENDS:
-        raise ValueError(f"not an ONNX backend: {spec.backend!r}")
+    """The ONNX embedder for ``spec`` (its ``backend`` option in :data:`BACKENDS`), exporting on
+    first use into ``cache_dir``."""
+    if spec.option("backend") not in BACKENDS:
+        raise ValueError(f"not an ONNX backend: {spec.option('backend')!r}")
     if spec.device != "cpu":
         raise ConfigError(
-            f"backend '{spec.backend}' runs on the CPU (onnxruntime's or OpenVINO's CPU "
+            f"backend '{spec.option('backend')}' runs on the CPU (onnxruntime's or OpenVINO's CPU "
             "plugin); "
             f"device '{spec.device}' needs backend 'torch'",
             entry=entry,

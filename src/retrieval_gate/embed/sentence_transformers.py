@@ -10,11 +10,14 @@ from typing import Any
 import numpy as np
 
 from retrieval_gate.embed import (
+    Embedder,
+    EmbedderBackend,
     EmbedderSpec,
     ResolvedModel,
     cached_hub_folder,
     encode_in_chunks,
     folder_digest,
+    hub_candidates,
     hub_offline,
     import_optional,
     make_identity,
@@ -23,6 +26,7 @@ from retrieval_gate.embed import (
     torch_device,
 )
 from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.schema import Option, one_of
 
 KIND = "sentence-transformers"
 
@@ -37,11 +41,6 @@ CANONICAL_ROWS = 8
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
-
-
-def hub_candidates(ref: str) -> list[str]:
-    """Hub ids the library would try for `ref`: bare names live under sentence-transformers/."""
-    return [ref] if "/" in ref else [ref, f"sentence-transformers/{ref}"]
 
 
 def _construct(st: Any, where: str, spec: EmbedderSpec, *, local_only: bool) -> Any:
@@ -266,3 +265,41 @@ def load_sentence_transformer(
     model, folder = _load_model(st, resolved, spec, entry)
     identity = _identity(resolved, folder, spec)
     return SentenceTransformerEmbedder(model, spec, identity=identity, dim=_dimension(model))
+
+
+def _load(spec: EmbedderSpec, cache_dir: Path, entry: str | None) -> Embedder:
+    if spec.option("backend") != "torch":
+        from retrieval_gate.embed.onnx import load_onnx
+
+        return load_onnx(spec, cache_dir, entry)
+    return load_sentence_transformer(spec, entry=entry)
+
+
+def _identify(spec: EmbedderSpec, cache_dir: Path, entry: str | None) -> str | None:
+    if spec.option("backend") != "torch":
+        from retrieval_gate.embed.onnx import identify_onnx
+
+        return identify_onnx(spec, entry=entry)
+    return identify_sentence_transformer(spec, entry=entry)
+
+
+ORDER = 10
+BACKEND = EmbedderBackend(
+    name="sentence-transformers",
+    extra="sentence-transformers",
+    options={
+        "backend": Option(
+            str,
+            "torch",
+            "how the model runs: torch (sentence-transformers), onnx (exported once from "
+            "the local files into the cache, run by onnxruntime without torch), onnx-int8 "
+            "(that export with int8 weights) or openvino (the onnx export run by OpenVINO in "
+            "float32, extra 'openvino'); part of the identity",
+            check=one_of("torch", "onnx", "onnx-int8", "openvino"),
+            rule="torch, onnx, onnx-int8, openvino",
+        ),
+    },
+    load=_load,
+    summary="any sentence-transformers model (local folder, model package or hub id)",
+    identify=_identify,
+)

@@ -19,10 +19,12 @@ from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 import numpy as np
 
 from retrieval_gate.errors import ConfigError, RetrievalGateError
+from retrieval_gate.registry import Registry, package_modules
 from retrieval_gate.schema import Option, OptionTable
-from retrieval_gate.usercode import DEFAULT_TIMEOUT_S
+from retrieval_gate.usercode import PluginLoadError
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "HNSW_OPTIONS",
     "INDEXES",
     "INDEX_KINDS",
@@ -138,22 +140,29 @@ class IndexBackend:
         return self.stored is not None and self.stored(options)
 
 
-#: Index backends by name; "unknown index" lists these keys.
-INDEXES: dict[str, IndexBackend] = {}
+ENTRY_POINT_GROUP = "retrieval_gate.indexes"
+
+#: Index backends by name, in registration order; "unknown index" lists these keys. Each
+#: built-in is the ``BACKEND`` of a module of this package (``ORDER`` orders them), loaded on the
+#: first look-up; then the ``retrieval_gate.indexes`` entry points; then `register_index`.
+INDEXES: Registry[IndexBackend] = Registry(
+    "index backend",
+    kind=IndexBackend,
+    attr="BACKEND",
+    group=ENTRY_POINT_GROUP,
+    builtins=lambda: package_modules(__name__, "BACKEND"),
+    name=lambda backend: backend.name,
+    error=PluginLoadError,
+    replace=True,
+)
 #: The same registry under its 0.1 name.
 INDEX_KINDS = INDEXES
 
 
 def register_index(backend: IndexBackend) -> IndexBackend:
-    """Add an index backend (a third-party package calls this when it is loaded)."""
-    INDEXES[backend.name] = backend
-    return backend
-
-
-def _exact(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Index:
-    from retrieval_gate.index.exact import ExactIndex
-
-    return ExactIndex()
+    """Add an index backend (a third-party package calls this when it is loaded, or names it in
+    the ``retrieval_gate.indexes`` entry-point group)."""
+    return INDEXES.register(backend)
 
 
 #: chroma's HNSW settings as system keys; unset ones keep chroma's defaults. Each set one is
@@ -188,99 +197,6 @@ def index_identity(options: Mapping[str, Any]) -> dict[str, Any]:
     if backend is None or backend.identity is None:
         return {}
     return backend.identity(options)
-
-
-def _chroma(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Index:
-    from retrieval_gate.index.chroma import open_embedded
-
-    build = options.get("build", "reproducible")
-    return open_embedded(Path(cache_dir) / "chroma", key, hnsw=hnsw_settings(options), build=build)
-
-
-def _chroma_built(cache_dir: Path, key: str, options: Mapping[str, Any]) -> str | None:
-    from retrieval_gate.index.chroma import embedded_key, read_build
-
-    build = options.get("build", "reproducible")
-    return read_build(Path(cache_dir) / "chroma", embedded_key(key, build))
-
-
-def _chroma_identity(options: Mapping[str, Any]) -> dict[str, Any]:
-    # Only the non-default build names itself: identities of systems that keep the default
-    # stay as they were.
-    build = options.get("build", "reproducible")
-    return {"build": build} if build != "reproducible" else {}
-
-
-#: The embedded chroma index's own keys: the HNSW ones and how the graph is built.
-CHROMA_OPTIONS: OptionTable = {
-    **HNSW_OPTIONS,
-    "build": Option(
-        str,
-        "reproducible",
-        "how the graph is built: `reproducible` (one vector per insert, in id order, persisted "
-        "whole: every build of the same vectors ranks the same) or `batched` (chroma's batched, "
-        "parallel inserts: faster to build, but each build ranks a little differently; "
-        "docs/embedding.md)",
-        check=lambda v: v in ("reproducible", "batched"),
-        rule="reproducible, batched",
-    ),
-}
-
-
-def _chroma_server(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Index:
-    from retrieval_gate.index.chroma import open_server
-
-    return open_server(
-        options["host"],
-        options["port"],
-        key,
-        hnsw=hnsw_settings(options),
-        timeout=options.get("timeout", DEFAULT_TIMEOUT_S),
-    )
-
-
-register_index(
-    IndexBackend(
-        name="exact",
-        options={},
-        open=_exact,
-        summary="brute-force cosine search, float32 in memory-bounded blocks (the reference)",
-        approximate=False,
-    )
-)
-register_index(
-    IndexBackend(
-        name="chroma",
-        options=CHROMA_OPTIONS,
-        open=_chroma,
-        summary="embedded chroma store in the cache folder, reused between runs, built "
-        "reproducibly",
-        rebuildable=True,
-        built=_chroma_built,
-        identity=_chroma_identity,
-    )
-)
-register_index(
-    IndexBackend(
-        name="chroma-server",
-        options={
-            "host": Option(str, "127.0.0.1", "host of a running `chroma run` server", secret=True),
-            "port": Option(int, 8000, "its port", check=lambda v: 0 < v < 65536, rule="1 to 65535"),
-            # The system's own 'timeout' (the same key): how long the server may take to answer.
-            "timeout": Option(
-                (int, float),
-                DEFAULT_TIMEOUT_S,
-                "seconds the server may take to answer a request (the system's `timeout`); "
-                "0 for no limit",
-                check=lambda v: v >= 0,
-                rule=">= 0; 0 for no limit",
-            ),
-            **HNSW_OPTIONS,
-        },
-        open=_chroma_server,
-        summary="a collection on a running chroma server",
-    )
-)
 
 
 def make_index(
@@ -429,14 +345,3 @@ def index_recall(approx: Sequence[Sequence[str]], exact: Sequence[Sequence[str]]
             continue
         total += len(want.intersection(found[:k])) / len(want)
     return total / len(exact)
-
-
-def _register_engines() -> None:
-    # Their option tables live in their modules, which import their libraries only when opened.
-    from retrieval_gate.index import lancedb, pgvector
-
-    register_index(pgvector.BACKEND)
-    register_index(lancedb.BACKEND)
-
-
-_register_engines()

@@ -16,7 +16,7 @@ import contextlib
 import errno
 import hashlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,8 @@ import numpy as np
 
 from retrieval_gate.embed import import_optional
 from retrieval_gate.errors import ConfigError, RunError
-from retrieval_gate.index import check_ids, check_vectors
+from retrieval_gate.index import HNSW_OPTIONS, IndexBackend, check_ids, check_vectors, hnsw_settings
+from retrieval_gate.schema import Option, OptionTable
 
 # Used when the client cannot say; chroma 1.x reports ~5000 for the embedded sqlite backend.
 _FALLBACK_BATCH = 1000
@@ -521,3 +522,47 @@ def _limit_requests(client: Any, timeout: float | None) -> None:
 
     with contextlib.suppress(AttributeError, TypeError):
         session.timeout = httpx.Timeout(timeout)
+
+
+def _open(cache_dir: Path, key: str, options: Mapping[str, Any]) -> ChromaIndex:
+    build = options.get("build", "reproducible")
+    return open_embedded(Path(cache_dir) / "chroma", key, hnsw=hnsw_settings(options), build=build)
+
+
+def _built(cache_dir: Path, key: str, options: Mapping[str, Any]) -> str | None:
+    build = options.get("build", "reproducible")
+    return read_build(Path(cache_dir) / "chroma", embedded_key(key, build))
+
+
+def _identity(options: Mapping[str, Any]) -> dict[str, Any]:
+    # Only the non-default build names itself: identities of systems that keep the default
+    # stay as they were.
+    build = options.get("build", "reproducible")
+    return {"build": build} if build != "reproducible" else {}
+
+
+#: The embedded chroma index's own keys: the HNSW ones and how the graph is built.
+OPTIONS: OptionTable = {
+    **HNSW_OPTIONS,
+    "build": Option(
+        str,
+        "reproducible",
+        "how the graph is built: `reproducible` (one vector per insert, in id order, persisted "
+        "whole: every build of the same vectors ranks the same) or `batched` (chroma's batched, "
+        "parallel inserts: faster to build, but each build ranks a little differently; "
+        "docs/embedding.md)",
+        check=lambda v: v in ("reproducible", "batched"),
+        rule="reproducible, batched",
+    ),
+}
+
+ORDER = 20
+BACKEND = IndexBackend(
+    name="chroma",
+    options=OPTIONS,
+    open=_open,
+    summary="embedded chroma store in the cache folder, reused between runs, built reproducibly",
+    rebuildable=True,
+    built=_built,
+    identity=_identity,
+)

@@ -11,11 +11,13 @@ vectors tie exactly wherever they are stored. The tie policy is the one of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from retrieval_gate.index import check_ids, check_vectors
+from retrieval_gate.index import IndexBackend, check_ids, check_vectors
 
 #: Default bound, in MiB, on one block's working memory (see `block_shape`).
 DEFAULT_BLOCK_MB = 256
@@ -339,3 +341,17 @@ def nonzero_pairs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     flat = np.flatnonzero(mask)
     rows, cols = np.divmod(flat, mask.shape[1])
     return rows, cols
+
+
+def _open(cache_dir: Path, key: str, options: Mapping[str, Any]) -> ExactIndex:
+    return ExactIndex()
+
+
+ORDER = 10  # first in the registry: the reference the others are measured against
+BACKEND = IndexBackend(
+    name="exact",
+    options={},
+    open=_open,
+    summary="brute-force cosine search, float32 in memory-bounded blocks (the reference)",
+    approximate=False,
+)

@@ -640,6 +640,7 @@ def read_build(cache_dir: Path, key: str, options: Mapping[str, Any]) -> str | N
         return None
 
 
+ORDER = 50
 BACKEND = IndexBackend(
     name="lancedb",
     options=OPTIONS,

@@ -986,6 +986,7 @@ def _open_checked(cache_dir: Path, key: str, options: Mapping[str, Any]) -> Pgve
     return open_index(cache_dir, key, options)
 
 
+ORDER = 40
 BACKEND = IndexBackend(
     name="pgvector",
     options=OPTIONS,

@@ -37,10 +37,7 @@ per-category scopes work unchanged.
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import pkgutil
-import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -48,13 +45,8 @@ import numpy as np
 import numpy.typing as npt
 
 from retrieval_gate.errors import RetrievalGateError, UnknownMetricError
-from retrieval_gate.usercode import (
-    DEFAULT_TIMEOUT_S,
-    PluginLoadError,
-    UserCodeFailure,
-    call_user_code,
-    plugins,
-)
+from retrieval_gate.registry import Registry, package_modules
+from retrieval_gate.usercode import DEFAULT_TIMEOUT_S, UserCodeFailure, call_user_code
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -173,11 +165,7 @@ class MetricFamily:
 
 # --- the registry proper ----------------------------------------------------------------------
 
-_families: dict[str, MetricFamily] = {}
-_sources: dict[str, str] = {}  # family name -> the module, entry point or call that added it
-_aliases: dict[str, str] = {}
-_loaded = False
-_lock = threading.RLock()
+_aliases: dict[str, str] = {}  # every name and alias, lower-cased -> its family's name
 
 
 def _guarded(family: MetricFamily, source: str) -> MetricFamily:
@@ -209,9 +197,8 @@ def _guarded(family: MetricFamily, source: str) -> MetricFamily:
     return dataclasses.replace(family, compute=compute)
 
 
-def _add(family: MetricFamily, source: str) -> None:
-    if not isinstance(family, MetricFamily):
-        raise MetricRegistryError(f"{source} gave {family!r}, not a MetricFamily")
+def _admit(family: MetricFamily, source: str) -> MetricFamily:
+    # A third party's compute runs guarded; a name or alias taken (case-insensitively) is refused.
     if not source.startswith(f"{__package__ or 'retrieval_gate.metrics'}."):
         family = _guarded(family, source)
     if not family.takes_k and family.needs_k:
@@ -223,55 +210,25 @@ def _add(family: MetricFamily, source: str) -> None:
             raise MetricRegistryError(
                 f"{source}: metric name {spelling!r} of {family.name} is already taken by {owner}"
             )
-    _families[family.name] = family
-    _sources[family.name] = source
     for spelling in claimed:
         _aliases[spelling.lower()] = family.name
+    return family
 
 
-def _as_families(obj: Any, source: str) -> list[MetricFamily]:
-    if callable(obj) and not isinstance(obj, MetricFamily):
-        obj = obj()
-    if isinstance(obj, MetricFamily):
-        return [obj]
-    if isinstance(obj, Iterable) and not isinstance(obj, (str, bytes)):
-        return list(obj)
-    raise MetricRegistryError(f"{source} gave {obj!r}, not a MetricFamily or a sequence of them")
-
-
-def _package_modules() -> list[Any]:
-    package = importlib.import_module(__package__ or "retrieval_gate.metrics")
-    modules = [
-        importlib.import_module(f"{package.__name__}.{info.name}")
-        for info in pkgutil.iter_modules(package.__path__)
-        if not info.name.startswith("_")
-    ]
-    with_families = [m for m in modules if hasattr(m, "FAMILIES")]
-    return sorted(with_families, key=lambda m: (getattr(m, "ORDER", 50), m.__name__))
-
-
-def _load() -> None:
-    """Built-in modules, then entry points; once per process, on the first lookup."""
-    global _loaded
-    if _loaded:
-        return
-    with _lock:
-        if _loaded:
-            return
-        # Marked first: a plugin module that looks a name up while loading must not recurse.
-        _loaded = True
-        for module in _package_modules():
-            for family in _as_families(module.FAMILIES, module.__name__):
-                _add(family, module.__name__)
-        try:
-            for plugin in plugins(ENTRY_POINT_GROUP):
-                obj = plugin.obj
-                if callable(obj) and not isinstance(obj, MetricFamily):
-                    obj = plugin.call()
-                for family in _as_families(obj, plugin.source):
-                    _add(family, plugin.source)
-        except PluginLoadError as exc:  # a broken third-party plugin: say which one
-            raise MetricRegistryError(exc.message) from None
+#: Every metric family by canonical name, in registration order (built-in modules, then entry
+#: points, then ``register_metric``); loaded on the first look-up.
+_REGISTRY: Registry[MetricFamily] = Registry(
+    "metric family",
+    kind=MetricFamily,
+    attr="FAMILIES",
+    group=ENTRY_POINT_GROUP,
+    builtins=lambda: package_modules(__package__ or "retrieval_gate.metrics", "FAMILIES"),
+    name=lambda family: family.name,
+    error=MetricRegistryError,
+    admit=_admit,
+    replace=True,  # refused by _admit, which knows every alias, with the owner's name
+)
+REGISTRY: Mapping[str, MetricFamily] = _REGISTRY
 
 
 def register_metric(family: MetricFamily | Sequence[MetricFamily]) -> None:
@@ -279,39 +236,22 @@ def register_metric(family: MetricFamily | Sequence[MetricFamily]) -> None:
 
     A name or alias already taken (case-insensitively) is a :class:`MetricRegistryError`.
     """
-    _load()
-    with _lock:
-        for f in _as_families(family, "register_metric()"):
-            _add(f, "register_metric()")
-
-
-class _RegistryView(Mapping[str, MetricFamily]):
-    """Read-only ``{canonical name: MetricFamily}``, in registration order; loads on first use."""
-
-    def __getitem__(self, name: str) -> MetricFamily:
-        _load()
-        return _families[name]
-
-    def __iter__(self) -> Iterator[str]:
-        _load()
-        return iter(list(_families))
-
-    def __len__(self) -> int:
-        _load()
-        return len(_families)
-
-    def __repr__(self) -> str:
-        return f"REGISTRY({', '.join(self)})"
-
-
-REGISTRY: Mapping[str, MetricFamily] = _RegistryView()
+    if isinstance(family, MetricFamily):
+        families = [family]
+    elif isinstance(family, Iterable) and not isinstance(family, (str, bytes)):
+        families = list(family)
+    else:
+        raise MetricRegistryError(
+            f"register_metric() gave {family!r}, not a MetricFamily or a sequence of them"
+        )
+    for one in families:
+        _REGISTRY.register(one, source="register_metric()")
 
 
 def builtin_families() -> list[MetricFamily]:
     """The families defined by this package's own modules, in registry order (for the docs)."""
-    _load()
     package = f"{__package__}."
-    return [f for name, f in _families.items() if _sources[name].startswith(package)]
+    return [f for name, f in REGISTRY.items() if _REGISTRY.source_of(name).startswith(package)]
 
 
 def _known() -> str:
@@ -319,9 +259,9 @@ def _known() -> str:
 
 
 def _lookup(spelling: str) -> MetricFamily | None:
-    _load()
+    _REGISTRY.load()
     name = _aliases.get(spelling.lower())
-    return None if name is None else _families[name]
+    return None if name is None else REGISTRY[name]
 
 
 @dataclass(frozen=True)
@@ -332,8 +272,7 @@ class Metric:
     k: int | None = None
 
     def __post_init__(self) -> None:
-        _load()
-        spec = _families.get(self.family)
+        spec = REGISTRY.get(self.family)
         if spec is None:
             raise UnknownMetricError(f"unknown metric family {self.family!r}; known: {_known()}")
         if self.k is None:

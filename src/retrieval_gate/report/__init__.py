@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.records import (
@@ -24,6 +25,8 @@ from retrieval_gate.records import (
     RunRecord,
     Undecided,
 )
+from retrieval_gate.registry import Registry
+from retrieval_gate.usercode import PluginLoadError
 
 if TYPE_CHECKING:
     from retrieval_gate.baseline.store import Baseline
@@ -218,32 +221,34 @@ class Writer:
 
 
 ENTRY_POINT_GROUP = "retrieval_gate.writers"
-_WRITERS: dict[str, Writer] = {}
-_loaded = False
+
+
+def _builtins() -> list[ModuleType]:
+    from retrieval_gate.report import json as json_report
+    from retrieval_gate.report import junit, markdown, plots, summary
+
+    return [markdown, json_report, summary, junit, plots]
+
+
+_WRITERS: Registry[Writer] = Registry(
+    "report writer",
+    kind=Writer,
+    attr="WRITER",
+    group=ENTRY_POINT_GROUP,
+    builtins=_builtins,
+    name=lambda writer: writer.name,
+    error=PluginLoadError,
+    replace=True,  # a package may override a built-in
+)
 
 
 def register_writer(writer: Writer) -> Writer:
     """Add an output; a name already taken is replaced (a package may override a built-in)."""
-    _WRITERS[writer.name] = writer
-    return writer
+    return _WRITERS.register(writer)
 
 
 def writers() -> list[Writer]:
     """Every registered writer: the built-ins (markdown, JSON, step summary, JUnit) first."""
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        from retrieval_gate.report import json as json_report
-        from retrieval_gate.report import junit, markdown, plots, summary
-        from retrieval_gate.usercode import plugins
-
-        for module in (markdown, json_report, summary, junit, plots):
-            register_writer(module.WRITER)
-        for plugin in plugins(ENTRY_POINT_GROUP):
-            if isinstance(plugin.obj, Writer):
-                register_writer(plugin.obj)
-            elif callable(plugin.obj):
-                plugin.call()
     return list(_WRITERS.values())
 
 

@@ -14,9 +14,11 @@ so the caller (``run.py``, the ``retrieval_system`` fixture) never knows which k
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from retrieval_gate.errors import ConfigError
+from retrieval_gate.registry import Registry
 from retrieval_gate.systems.base import (
     BatchSystem,
     OpenContext,
@@ -29,6 +31,7 @@ from retrieval_gate.systems.base import (
     is_batched,
     retrieve_hits,
 )
+from retrieval_gate.usercode import PluginLoadError
 
 if TYPE_CHECKING:
     from retrieval_gate.systems.config import SystemConfig
@@ -54,13 +57,9 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "retrieval_gate.systems"
 
-_KINDS: dict[str, SystemKind] = {}
-_STAGES: dict[str, StageKind] = {}
-_entry_points_loaded = False
 
-
-def register_kind(kind: SystemKind) -> SystemKind:
-    """Add a system kind. Its ``key`` must not be another kind's key or a shared key."""
+def _check_kind(kind: SystemKind, source: str) -> SystemKind:
+    # Its key selects it: not another kind's, nor a key every system has.
     from retrieval_gate.systems.common import COMMON_SYSTEM_OPTIONS
 
     for other in _KINDS.values():
@@ -68,42 +67,75 @@ def register_kind(kind: SystemKind) -> SystemKind:
             raise ValueError(f"kind {kind.name!r} selects by {kind.key!r}, as {other.name!r} does")
     if kind.key in COMMON_SYSTEM_OPTIONS or kind.key not in kind.options:
         raise ValueError(f"kind {kind.name!r}: {kind.key!r} must be one of its own options")
-    _KINDS[kind.name] = kind
     return kind
+
+
+def _check_stage(stage: StageKind, source: str) -> StageKind:
+    if "stage" in stage.options:
+        raise ValueError(f"stage {stage.name!r}: 'stage' names the stage; it is not an option")
+    return stage
+
+
+def _builtin_kinds() -> list[ModuleType]:
+    # Loaded on first use rather than at import: config.py imports this package for its option
+    # tables, and the kind modules read config.py's shared table when registering.
+    from retrieval_gate.systems import embedding, retriever, runfile
+
+    return [retriever, embedding, runfile]
+
+
+def _builtin_stages() -> list[ModuleType]:
+    from retrieval_gate.systems import rerank
+
+    return [rerank]
+
+
+#: System kinds, then the entry points of the group (a module or function that registers kinds
+#: and stages when loaded).
+_KINDS: Registry[SystemKind] = Registry(
+    "system kind",
+    kind=SystemKind,
+    attr="KIND",
+    group=ENTRY_POINT_GROUP,
+    builtins=_builtin_kinds,
+    name=lambda kind: kind.name,
+    error=PluginLoadError,
+    admit=_check_kind,
+    replace=True,
+    modules_register=True,
+)
+#: Stages; the group's entry points are loaded by the kinds' registry, first.
+_STAGES: Registry[StageKind] = Registry(
+    "stage",
+    kind=StageKind,
+    attr="STAGE",
+    group=None,
+    builtins=_builtin_stages,
+    name=lambda stage: stage.name,
+    error=PluginLoadError,
+    admit=_check_stage,
+    replace=True,
+)
+
+
+def register_kind(kind: SystemKind) -> SystemKind:
+    """Add a system kind. Its ``key`` must not be another kind's key or a shared key."""
+    return _KINDS.register(kind)
 
 
 def register_stage(stage: StageKind) -> StageKind:
     """Add a stage kind, listed in a system's ``stages`` as ``{stage = NAME, ...}``."""
-    if "stage" in stage.options:
-        raise ValueError(f"stage {stage.name!r}: 'stage' names the stage; it is not an option")
-    _STAGES[stage.name] = stage
-    return stage
-
-
-def _load_entry_points() -> None:
-    # Built-ins first, on first use rather than at import: config.py imports this package for
-    # its option tables, and the kind modules read config.py's shared table when registering.
-    global _entry_points_loaded
-    if _entry_points_loaded:
-        return
-    _entry_points_loaded = True
-    _register_builtins()
-    from retrieval_gate.usercode import plugins
-
-    for plugin in plugins(ENTRY_POINT_GROUP):
-        if callable(plugin.obj):
-            plugin.call()
+    return _STAGES.register(stage)
 
 
 def kinds() -> Mapping[str, SystemKind]:
     """Every registered system kind by name."""
-    _load_entry_points()
     return dict(_KINDS)
 
 
 def stages() -> Mapping[str, StageKind]:
-    """Every registered stage by name."""
-    _load_entry_points()
+    """Every registered stage by name (the entry points, which may add stages, loaded first)."""
+    _KINDS.load()
     return dict(_STAGES)
 
 
@@ -127,13 +159,3 @@ def open_configured(config: SystemConfig, context: OpenContext) -> System:
         system.close()
         raise
     return system
-
-
-def _register_builtins() -> None:
-    from retrieval_gate.systems import embedding, retriever, runfile
-
-    for module in (retriever, embedding, runfile):
-        register_kind(module.KIND)
-    from retrieval_gate.systems import rerank
-
-    register_stage(rerank.STAGE)

@@ -146,11 +146,16 @@ def backend_options(spec: Mapping[str, Any], where: Where) -> OptionTable:
 
 def check_options(options: Mapping[str, Any], where: Where) -> None:
     """The checks across the resolved options that no single option can make."""
-    if not isinstance(options["model"], str) and not isinstance(options.get("distill_from"), str):
+    from retrieval_gate.embed import EMBEDDERS
+
+    embedder = EMBEDDERS.get(str(options.get("embedder")))
+    maker = embedder.makes_model if embedder is not None else None  # model2vec's distill_from
+    made = isinstance(options.get(maker), str) if maker is not None else False
+    if not isinstance(options["model"], str) and not made:
         raise ConfigError("an embedding system needs 'model'", path=where.source, entry=where.entry)
-    if isinstance(options["model"], str) and isinstance(options.get("distill_from"), str):
+    if isinstance(options["model"], str) and made:
         raise ConfigError(
-            "'model' and 'distill_from' exclude each other: distill_from makes the model "
+            f"'model' and '{maker}' exclude each other: {maker} makes the model "
             "(the other would be ignored); keep one",
             path=where.source,
             entry=where.entry,
@@ -179,11 +184,8 @@ def check_options(options: Mapping[str, Any], where: Where) -> None:
             path=where.source,
             entry=where.entry,
         )
-    from retrieval_gate.embed import EMBEDDERS
-
-    embedder_check = EMBEDDERS[options["embedder"]].check
-    if embedder_check is not None:
-        embedder_check(options, where)  # the backend's own checks (embed/http.py's base_url)
+    if embedder is not None and embedder.check is not None:
+        embedder.check(options, where)  # the backend's own checks across its keys
     from retrieval_gate.index import INDEXES
 
     backend = INDEXES.get(str(options.get("index")))

@@ -77,22 +77,19 @@ def load_system_embedder(
     """The embedding system's embedder, opened once per session and spec (``options.embedders``)
     for suites that embed texts rather than search a corpus (pair suites); the model loads on the
     first text the cache lacks."""
-    from retrieval_gate.embed import EmbedderSpec, open_embedder, spec_backend_options
+    from retrieval_gate.embed import EMBEDDERS, EmbedderSpec, open_embedder
 
     opt = system.options
-    distill_from = opt.get("distill_from")
     spec = EmbedderSpec(
         kind=opt["embedder"],
-        model=opt["model"] or distill_from or "",
+        model=opt["model"] or "",
         query_prompt=opt["query_prompt"],
         document_prompt=opt["document_prompt"],
         normalize=opt["normalize"],
         batch_size=opt["batch_size"],
-        distill_from=distill_from,
-        pca_dims=opt.get("pca_dims", 256),
         device=opt["device"],
-        backend=opt.get("backend", "torch"),
-        backend_options=spec_backend_options(opt["embedder"], opt),
+        # The backend's own keys, as its option table declares them (embed/).
+        backend_options={key: opt[key] for key in EMBEDDERS[opt["embedder"]].options},
     )
     try:
         embedder = options.embedders.get(spec)
