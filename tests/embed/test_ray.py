@@ -3,6 +3,7 @@ only the cache's misses sent."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,22 @@ def test_only_the_caches_misses_go_to_ray(ray_cluster: Any, models: Path, local:
     assert (embedded, remote.sent) == (2, 42)
     assert again[:40].tobytes() == vectors.tobytes()
     assert again[40:].tobytes() == local.encode_documents(more[40:]).tobytes()
+
+
+def test_a_second_spec_on_a_cluster_the_first_fills_gets_actors(
+    ray_cluster: Any, models: Path, local: Embedder
+) -> None:
+    # The module's other tests start two actors, one per CPU of the two-CPU cluster. Another
+    # spec (two systems of one session, or a later session in this process) asked for actors
+    # of its own that could never be scheduled while those lived: ray.get waited for ever.
+    other = dataclasses.replace(SPEC, batch_size=8)
+    remote = RayEmbedder(local, other, address=None, cache_dir=models, timeout=120)
+    corpus = texts(12, seed=3)
+    got = remote.encode_documents(corpus)
+    assert got.tobytes() == local.encode_documents(corpus).tobytes()
+    # And the first spec again: the second's actors are let go in turn.
+    first = RayEmbedder(local, SPEC, address=None, cache_dir=models, timeout=120)
+    assert first.encode_documents(corpus).tobytes() == got.tobytes()
 
 
 # -- a cluster that cannot be used ends in one line, under the system's timeout ---------------

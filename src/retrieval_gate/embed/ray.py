@@ -185,6 +185,8 @@ class RayEmbedder(LazyEmbedder):
         # actor, however many systems or sessions of this process use it.
         self._pool_key = (spec, str(self.cache_dir), _cluster(ray))
         pool = _POOL.setdefault(self._pool_key, [])
+        if len(pool) < count:
+            _release_others(ray, self._pool_key)
         while len(pool) < count:
             actor = ray.remote(**options)(_Encoder)
             pool.append(actor.remote(spec, str(self.cache_dir)))
@@ -248,6 +250,19 @@ class RayEmbedder(LazyEmbedder):
         self.sent += len(texts)
         self.know_dim(int(vectors.shape[1]))
         return vectors
+
+
+def _release_others(ray: Any, keep: tuple[EmbedderSpec, str, str]) -> None:
+    """Other specs' actors on ``keep``'s cluster are killed and forgotten before its own start:
+    each holds a CPU (or GPU) while it lives, so on a cluster they fill (a local one has a CPU
+    per core) the new spec's actors could never be scheduled. This process embeds one spec at
+    a time, so they are idle; a later run of their spec starts them again."""
+    for key, actors in _POOL.items():
+        if key != keep and key[2] == keep[2] and actors:
+            for actor in actors:
+                with contextlib.suppress(Exception):  # already dead
+                    ray.kill(actor)
+            actors.clear()
 
 
 def _resources(ray: Any) -> str:
