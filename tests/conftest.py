@@ -12,6 +12,16 @@ from typing import Any
 
 import pytest
 
+from retrieval_gate.embed import EMBEDDERS
+from retrieval_gate.index import INDEXES
+
+# The built-in embedders and indexes are modules their registries import on the first look-up.
+# Loaded here, up front: a pytester in-process run drops every module first imported during it,
+# so a registry first loaded there would keep the dropped modules' classes, and a later test's
+# import would make new ones (isinstance fails between them).
+EMBEDDERS.load()
+INDEXES.load()
+
 #: Dimensions of the one distilled model the tests share (at most the tiny model's width).
 DISTILLED_PCA_DIMS = 8
 

@@ -257,7 +257,7 @@ import threading
 
 import numpy as np
 
-from retrieval_gate.embed import EMBEDDER_KINDS, EMBEDDERS, EmbedderBackend, register_embedder
+from retrieval_gate.embed import EMBEDDERS, EmbedderBackend, register_embedder
 
 
 class Bad:
@@ -287,7 +287,6 @@ register_embedder(EmbedderBackend("bad", "test", {{}}, lambda s, c, e: Bad(), "t
 
 def pytest_unconfigure(config):
     EMBEDDERS.pop("bad", None)
-    EMBEDDER_KINDS.pop("bad", None)
 """
     system = (
         "[tool.retrieval_gate.system.plugin]\n"

@@ -31,7 +31,7 @@ import threading
 
 import numpy as np
 
-from retrieval_gate.embed import EMBEDDER_KINDS, EMBEDDERS, EmbedderBackend, register_embedder
+from retrieval_gate.embed import EMBEDDERS, EmbedderBackend, register_embedder
 
 
 class Bad:
@@ -62,7 +62,6 @@ register_embedder(EmbedderBackend("bad", "test", {}, lambda s, c, e: Bad(), "tes
 
 def pytest_unconfigure(config):
     EMBEDDERS.pop("bad", None)
-    EMBEDDER_KINDS.pop("bad", None)
 """
 
 # Zero vectors for every document; the queries get word vectors.
@@ -83,7 +82,6 @@ register_embedder(EmbedderBackend("zero", "test", {}, lambda s, c, e: Zero(), "t
 def pytest_unconfigure(config):  # both plug-ins gone: later tests list the real embedders
     for name in ("words", "zero"):
         EMBEDDERS.pop(name, None)
-        EMBEDDER_KINDS.pop(name, None)
 """
 
 SYSTEMS = {
