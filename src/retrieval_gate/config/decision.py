@@ -1,4 +1,4 @@
-"""The ``[tool.retrieval_gate.decision]`` settings (SPEC section 13): the weights by metric name
+"""The ``[tool.retrieval_gate.decision]`` settings (docs/configuration.md): the weights by metric name
 (plus ``latency`` and ``dims``) and the two budgets the decision score
 (:mod:`retrieval_gate.gates.decision`, which gives the formula and how a term a system cannot
 have is reweighted away) ranks systems by. The weights may differ per suite kind (``by_kind``:

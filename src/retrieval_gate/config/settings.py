@@ -81,7 +81,7 @@ class Settings:
     seed: int = 0
     tolerance: Mapping[str, float] = field(default_factory=dict)
     reference: str | None = None  # the system others are compared against in the report
-    decision: DecisionSettings | None = None  # [tool.retrieval_gate.decision], SPEC section 13
+    decision: DecisionSettings | None = None  # [tool.retrieval_gate.decision]
     # An ``underpowered`` regression verdict fails instead of passing with a warning.
     strict_verdicts: bool = False
     # Scopes whose regressions are items in the session's family ("suite" always; "category",

@@ -1,4 +1,4 @@
-"""Extraction metrics: precision, recall and F1 of predicted term sets (SPEC section 11).
+"""Extraction metrics: precision, recall and F1 of predicted term sets (docs/extraction.md).
 
 Computed from :class:`SetInputs`, one entry per document: the gold terms a reader should find
 (affirmed), the gold terms annotated with another assertion status (negated: not expected), and

@@ -46,7 +46,7 @@ class ReportData:
     alpha: float = 0.05
     seed: int = 0
     baseline: str | None = None  # the baseline file read, when there was one
-    decision: DecisionSettings | None = None  # how to rank systems (SPEC section 13)
+    decision: DecisionSettings | None = None  # how to rank systems (docs/configuration.md)
     undecided: tuple[Undecided, ...] = ()  # gates not decided because their run failed
     # The baseline's runs of this session's suites x systems (per-query deltas in the plots).
     baseline_runs: Mapping[tuple[str, str], RunRecord] = field(default_factory=dict)

@@ -1,6 +1,6 @@
 """The ``rerank`` stage: re-scores the top ``rerank_depth`` hits of any system.
 
-Configured in a system's stages (SPEC section 10)::
+Configured in a system's stages (docs/configuration.md)::
 
     [tool.retrieval_gate.system.minilm-rerank]
     embedder = "sentence-transformers"

@@ -7,7 +7,7 @@ A run's ``stats["timings_ms"]`` holds milliseconds per stage:
 * ``index``: building or opening the index;
 * ``search``: the searches the rankings come from (with a stage's re-scoring, an extraction's
   aggregation), or every query of a system that is not searched in batches;
-* ``latency``: the timed queries (SPEC section 5), warm-up included;
+* ``latency``: the timed queries (docs/metrics.md), warm-up included;
 * ``metrics``: computing the metrics from the rankings.
 
 Standard library only at import.

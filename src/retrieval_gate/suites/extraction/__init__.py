@@ -1,4 +1,4 @@
-"""Extraction suites (SPEC section 11): documents with the terms a reader should find in them.
+"""Extraction suites (docs/extraction.md): documents with the terms a reader should find in them.
 
 A system chunks each document (:mod:`.chunking`), retrieves terms per chunk through the normal
 system protocol, and aggregates the per-chunk hits into the document's predicted set
@@ -217,7 +217,7 @@ class ExtractionKind(SuiteKind):
 
     def run_view(self, record: RunRecord) -> dict[str, Any]:
         """``documents``: per document its gold and predicted terms, enough to recompute every
-        figure (SPEC 11)."""
+        figure (docs/extraction.md)."""
         return {
             "documents": [
                 {

@@ -1,4 +1,4 @@
-"""From per-chunk hits to a document's predicted terms (SPEC section 11).
+"""From per-chunk hits to a document's predicted terms (docs/extraction.md).
 
 For each chunk, in document order: its hits ranked by score (ties by id, the one order of
 :func:`retrieval_gate.metrics.rank_scored`), the first ``num_results`` of them, those with a

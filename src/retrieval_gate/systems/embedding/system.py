@@ -41,7 +41,7 @@ class EmbeddingSystem:
 
     Rankings come from :meth:`retrieve_batch`: every query's vector (from the query-vector
     cache where it holds one, else embedded and stored), then one batched search. Latency comes
-    from :meth:`retrieve`, the single-query path SPEC section 5 times: each query embedded and
+    from :meth:`retrieve`, the single-query path latency is timed on: each query embedded and
     searched alone. When the run's latency counts (``context.latency_needed``: a latency gate,
     a decision weight or ``latency_sample``) the timed queries are embedded live; otherwise a
     cached vector stands in, so a run whose every vector is cached loads no model. Query
@@ -104,7 +104,7 @@ class EmbeddingSystem:
         where: Path | None = None,
     ) -> list[Retrieved]:
         """Each query embedded (or read from the cache, see the class docstring) and searched
-        alone, timed: the path SPEC section 5's latency is measured on."""
+        alone, timed: the path latency is measured on (docs/metrics.md)."""
         with self.timings.stage("latency"):
             return self._retrieve_timed(queries, depth, cutoff=cutoff, where=where)
 
