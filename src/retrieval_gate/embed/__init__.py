@@ -34,6 +34,7 @@ from retrieval_gate.schema import OptionTable, Where, parse_options
 from retrieval_gate.usercode import PluginLoadError
 
 __all__ = [
+    "CANONICAL_ROWS",
     "EMBEDDERS",
     "EMBEDDER_KINDS",
     "ENTRY_POINT_GROUP",
@@ -42,6 +43,7 @@ __all__ = [
     "EmbedderSpec",
     "LazyEmbedder",
     "ResolvedModel",
+    "canonical_batches",
     "encode_in_chunks",
     "folder_digest",
     "import_optional",
@@ -348,6 +350,39 @@ def make_identity(**fields: Any) -> str:
 def _progress_bar(total: int, desc: str) -> Any:
     # Through the session's sink, which writes around pytest's capture (retrieval_gate.progress).
     return task(desc, total)
+
+
+#: Rows of every document batch of the local transformer backends (sentence-transformers' torch
+#: path, ONNX, OpenVINO): one shape per token length, whatever ``batch_size`` says, so a
+#: document's vector depends on its text alone (`canonical_batches`).
+CANONICAL_ROWS = 8
+
+
+def canonical_batches(
+    lengths: Sequence[int], rows: int = CANONICAL_ROWS
+) -> Iterator[tuple[list[int], int]]:
+    """Batches of one fixed shape per token length over texts of token counts ``lengths``:
+    ``(positions, filler)``, ``rows`` positions of equal length, the last batch of a length
+    short by ``filler`` rows (the caller fills them with copies of its last text and drops
+    their vectors). Lengths in increasing order, positions in the order given. ``rows = 1``
+    for models whose vector depends on the other texts of its batch whatever its shape (int8
+    dynamic quantization scales activations by the whole batch's range).
+
+    Which texts share an encoder call depends on which ones the cache lacked, on progress
+    chunks and on ``batch_size``; a padded batch moves the last bits of a vector (attention and
+    pooling run over other shapes), and so does a batch of another size (the matrix kernels
+    block by shape: MiniLM gave two 5-token texts other bits in a batch of 2 than alone, and
+    onnxruntime does the same). With no padding and one shape per length, a text's vector
+    depends on the text alone (tests/embed/test_embed.py, tests/embed/test_onnx.py). The cost:
+    at most ``CANONICAL_ROWS - 1`` filler rows per distinct length.
+    """
+    groups: dict[int, list[int]] = {}
+    for position, length in enumerate(lengths):
+        groups.setdefault(length, []).append(position)
+    for _, positions in sorted(groups.items()):
+        for start in range(0, len(positions), rows):
+            part = positions[start : start + rows]
+            yield part, rows - len(part)
 
 
 def encode_in_chunks(

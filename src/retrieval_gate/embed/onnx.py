@@ -12,10 +12,12 @@ leave a half export behind.
 A session that finds the export imports neither torch nor sentence-transformers: texts are
 tokenized with the model's own ``tokenizer.json`` (the ``tokenizers`` library, the fast tokenizer
 sentence-transformers uses, with its truncation at the model's ``max_seq_length``) and run by
-onnxruntime. Texts are batched by length (longest first, as sentence-transformers does) so padding
-stays tight, ``batch_size`` texts per call. A float32 vector does not depend on its batch; an int8
-one does, slightly: dynamic quantization scales each batch's activations by that batch's range
-(Vaswani's nDCG@10 moved by 0.004 between two batchings). Queries run on one intra-op thread, as
+onnxruntime. Documents go in the canonical batches the PyTorch backend uses
+(`retrieval_gate.embed.canonical_batches`: 8 texts of one token length, no padding), so a
+document's vector depends on its text alone, bit for bit. ``onnx-int8`` documents go one per
+call: dynamic quantization scales each batch's activations by that batch's range, so an int8
+vector depended on the other texts of its batch even at one shape (0.02 apart; Vaswani's nDCG@10
+moved by 0.004 between two batchings of padded batches). Queries run on one intra-op thread, as
 the PyTorch backend does (see ``_one_torch_thread``), documents on all cores.
 
 ``openvino`` runs the same float32 export with Intel's OpenVINO runtime instead of onnxruntime
@@ -41,7 +43,9 @@ from typing import Any
 import numpy as np
 
 from retrieval_gate.embed import (
+    CANONICAL_ROWS,
     EmbedderSpec,
+    canonical_batches,
     encode_in_chunks,
     folder_digest,
     hub_candidates,
@@ -290,18 +294,31 @@ class OnnxEmbedder:
             )
         return found
 
-    def _run(self, texts: Sequence[str], *, threads: int) -> np.ndarray:
+    def _run(self, texts: Sequence[str], *, threads: int, canonical: bool = False) -> np.ndarray:
+        """``texts``' vectors; ``canonical``: in `canonical_batches` (documents: one fixed shape
+        per token length, no padding, so a vector does not depend on its batch), else in
+        length-sorted batches of ``batch_size`` padded to their longest text (queries, which
+        come one per call)."""
         encodings = self._tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
+        batches: list[tuple[list[int], int]]
+        if canonical:
+            # int8: one text per call. Its activations are quantized by the whole batch's range,
+            # so even a batch of equal shapes gave a text other vectors (0.02 apart) than alone.
+            per_batch = 1 if self._spec.option("backend") == "onnx-int8" else CANONICAL_ROWS
+            batches = list(canonical_batches([len(e.ids) for e in encodings], per_batch))
+        else:
+            order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
+            size = self._spec.batch_size
+            batches = [(order[start : start + size], 0) for start in range(0, len(order), size)]
+        # Sized by the first batch's answer: the width is not known before the first run (the
+        # constructor's probe asks for it here).
         out = np.zeros((len(texts), 0), dtype=np.float32)
-        rows: dict[int, np.ndarray] = {}
         session = self._session(threads)
-        size = self._spec.batch_size
-        for start in range(0, len(order), size):
-            batch = order[start : start + size]
-            width = max(len(encodings[i].ids) for i in batch)
-            feed = {name: np.zeros((len(batch), width), dtype=np.int64) for name in _INPUTS}
-            for row, i in enumerate(batch):
+        for batch, filler in batches:
+            rows = batch + [batch[-1]] * filler
+            width = max(len(encodings[i].ids) for i in rows)
+            feed = {name: np.zeros((len(rows), width), dtype=np.int64) for name in _INPUTS}
+            for row, i in enumerate(rows):
                 enc = encodings[i]
                 n = len(enc.ids)
                 feed["input_ids"][row, :n] = enc.ids
@@ -314,16 +331,15 @@ class OnnxEmbedder:
                     f"ONNX model '{self._spec.model}' failed to encode: {type(exc).__name__}: "
                     f"{str(exc).splitlines()[0] if str(exc) else ''}"
                 ) from exc
-            for row, i in enumerate(batch):
-                rows[i] = vectors[row]
-        if rows:
-            out = np.stack([rows[i] for i in range(len(texts))]).astype(np.float32)
+            if out.shape[1] == 0:
+                out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+            out[batch] = vectors[: len(batch)]
         return out
 
     def encode_documents(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
         prompt = self._spec.document_prompt
         return encode_in_chunks(
-            lambda batch: self._run([prompt + t for t in batch], threads=0),
+            lambda batch: self._run([prompt + t for t in batch], threads=0, canonical=True),
             texts,
             dim=self.dim,
             normalize=self._spec.normalize,

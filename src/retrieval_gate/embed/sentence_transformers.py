@@ -10,11 +10,13 @@ from typing import Any
 import numpy as np
 
 from retrieval_gate.embed import (
+    CANONICAL_ROWS,
     Embedder,
     EmbedderBackend,
     EmbedderSpec,
     ResolvedModel,
     cached_hub_folder,
+    canonical_batches,
     encode_in_chunks,
     folder_digest,
     hub_candidates,
@@ -33,9 +35,6 @@ KIND = "sentence-transformers"
 # Rows handed to one encode() call when a progress bar is wanted; without a bar everything goes
 # in one call so the library can sort all texts by length for tight padding.
 _PROGRESS_CHUNK_BATCHES = 16
-#: Rows of every document batch (`SentenceTransformerEmbedder._encode_unpadded`): one shape per
-#: token length, whatever ``batch_size`` says, so a document's vector depends on it alone.
-CANONICAL_ROWS = 8
 
 
 def _first_line(exc: BaseException) -> str:
@@ -168,35 +167,20 @@ class SentenceTransformerEmbedder:
             return None
 
     def _encode_unpadded(self, texts: list[str], prompt: str) -> np.ndarray:
-        """Encode ``texts`` in batches of one fixed shape per token length: `CANONICAL_ROWS`
-        texts of equal length, the last batch of a length filled up with copies of its last
-        text (their vectors are dropped).
-
-        Which texts share an encoder call depends on which ones the cache lacked, on progress
-        chunks and on ``batch_size``; a padded batch moves the last bits of a vector (the
-        attention and pooling run over other shapes), and so does a batch of another size
-        (the matrix kernels block by shape: MiniLM gave two 5-token texts other bits in a
-        batch of 2 than alone). With no padding and one shape per length, a text's vector
-        depends on the text alone (tests/embed/test_embed.py). The cost: at most
-        ``CANONICAL_ROWS - 1`` filler rows per distinct length.
-        """
+        """Encode ``texts`` in `canonical_batches` (one fixed shape per token length, no
+        padding), so a document's vector depends on its text alone."""
         lengths = self._token_lengths(texts, prompt)
         if lengths is None:
             return self._encode(texts, prompt)
-        groups: dict[int, list[int]] = {}
-        for row, length in enumerate(lengths):
-            groups.setdefault(length, []).append(row)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         # On one torch thread: small batches gain nothing from intra-op threads, which spin on
         # a busy machine (6.6x the CPU on two loaded cores), and the thread count cannot
         # change a bit either.
         with _one_torch_thread():
-            for _, rows in sorted(groups.items()):
-                for start in range(0, len(rows), CANONICAL_ROWS):
-                    part = rows[start : start + CANONICAL_ROWS]
-                    batch = [texts[row] for row in part]
-                    batch += [batch[-1]] * (CANONICAL_ROWS - len(batch))
-                    out[part] = self._encode(batch, prompt, rows=CANONICAL_ROWS)[: len(part)]
+            for part, filler in canonical_batches(lengths):
+                batch = [texts[row] for row in part]
+                batch += [batch[-1]] * filler
+                out[part] = self._encode(batch, prompt, rows=CANONICAL_ROWS)[: len(part)]
         return out
 
     def encode_documents(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
