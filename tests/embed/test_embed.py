@@ -20,6 +20,7 @@ from retrieval_gate.embed import (
     resolve_model_ref,
 )
 from retrieval_gate.errors import ConfigError, MissingExtraError
+from tests.damage import DAMAGES, damage
 
 from ..conftest import DISTILLED_PCA_DIMS
 
@@ -656,3 +657,44 @@ def test_a_document_gets_the_same_vector_alone_or_in_any_batch(
     )
     for vectors in (together, reversed_, halves):
         assert np.array_equal(vectors, alone)
+
+
+@pytest.mark.parametrize("how", DAMAGES)
+def test_a_damaged_distilled_model_is_said_in_one_line_and_distilled_again(
+    distilled: tuple[Embedder, Path], tiny_model: Path, tmp_path: Path, how: str
+) -> None:
+    # model2vec loads weights with a flipped bit without complaint; only the record of the
+    # files' digests (files/sealed.py) tells that its vectors are not the model's.
+    import shutil
+    import warnings
+
+    from retrieval_gate.errors import CacheWarning
+
+    embedder, cache_dir = distilled
+    clean = embedder.encode_documents(MIXED_DOCS)
+    cache = tmp_path / "cache"
+    shutil.copytree(cache_dir, cache)
+    (folder,) = (cache / "models").iterdir()
+    weights = folder / "model.safetensors"
+    foreign = None
+    if how == "foreign":  # the weights of a model distilled with other settings
+        other = EmbedderSpec(
+            kind="model2vec",
+            model="tiny-static",
+            backend_options={"distill_from": str(tiny_model), "pca_dims": 4},
+        )
+        load_embedder(other, cache_dir=tmp_path / "other")
+        (foreign,) = (tmp_path / "other" / "models").glob("*/model.safetensors")
+    damage(weights, how, foreign=foreign)
+    with pytest.warns(CacheWarning) as caught:
+        again = load_embedder(distill_spec(tiny_model), cache_dir=cache)
+    (warning,) = caught
+    message = str(warning.message)
+    assert message.startswith(f"distilled model2vec model {weights} was not used: ")
+    assert message.endswith("; distilling it again") and "\n" not in message
+    assert again.identity == embedder.identity
+    assert np.array_equal(again.encode_documents(MIXED_DOCS), clean)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reloaded = load_embedder(distill_spec(tiny_model), cache_dir=cache)
+    assert np.array_equal(reloaded.encode_documents(MIXED_DOCS), clean)

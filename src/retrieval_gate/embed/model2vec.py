@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import tempfile
+import uuid
 from collections.abc import Iterator, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -165,8 +166,39 @@ def distilled_key(source: dict[str, str], pca_dims: int | None) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
+#: Beside the marker: the sealed record of every file of the distilled model (files/sealed.py),
+#: written last. A flipped weight loads without complaint and its vectors would answer for the
+#: model's.
+RECORD = "retrieval-gate-files.seal.json"
+
+
 def _complete(folder: Path) -> bool:
     return (folder / MARKER).is_file()
+
+
+def _sound(folder: Path) -> bool:
+    """Whether the distilled model in ``folder`` is complete and the one its record vouches
+    for. One that is not (a file torn, flipped or copied from another model) is said in one
+    `CacheWarning` line naming the file and removed, to be distilled again; one without a record
+    (saved before records were kept) is distilled again unsaid."""
+    from retrieval_gate.files.sealed import check_files_record
+
+    if not _complete(folder):
+        return False
+    found = check_files_record(
+        folder / RECORD,
+        f"distilled-model {folder.name}",
+        what="distilled model2vec model",
+        again="distilling it again",
+    )
+    if found is not None:
+        return True
+    # Renamed away first, so a reader never sees a folder half removed.
+    aside = folder.with_name(f".tmp-{folder.name}-{uuid.uuid4().hex}")
+    with contextlib.suppress(OSError):
+        os.rename(folder, aside)
+        shutil.rmtree(aside, ignore_errors=True)
+    return False
 
 
 def _distill(
@@ -255,6 +287,10 @@ def _save_atomically(model: Any, final: Path, info: dict[str, Any]) -> None:
     try:
         model.save_pretrained(str(tmp))
         (tmp / MARKER).write_text(json.dumps(info, sort_keys=True, indent=1) + "\n")
+        from retrieval_gate.files.sealed import write_files_record
+
+        files = sorted(p for p in tmp.rglob("*") if p.is_file())
+        write_files_record(tmp / RECORD, f"distilled-model {final.name}", files)
         if final.exists() and not _complete(final):
             # Left half-built by hand or by a tool that bypassed the rename: replace it.
             shutil.rmtree(final, ignore_errors=True)
@@ -280,7 +316,7 @@ def _distilled_folder(
     if src_folder is not None:
         source = source_identity(src, src_folder)
         final = models / distilled_key(source, spec.option("pca_dims"))
-        if _complete(final):
+        if _sound(final):
             return final, source
         sources: Sequence[str] = [str(src_folder)]
     else:
