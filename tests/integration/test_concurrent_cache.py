@@ -1,0 +1,109 @@
+"""Concurrent writers and killed runs leave a cache whose entries are each complete and valid, or
+absent, and the next run's rankings and metrics equal a clean run's.
+
+Real processes, as users start them: two ``pytest --retrieval-gate`` sessions on the same
+project and cache folder started together on a cold cache (parallel CI jobs sharing a cache),
+and a cold session killed with SIGKILL while it embeds or builds its chroma collection. The
+project (tests/integration/cache_project.py) fills every kind of entry a run reads back:
+embedding and query-vector shards, a chroma collection and its build id, search results and
+stability figures.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.cache_project import (
+    finish,
+    outcome,
+    sound_entries,
+    start,
+    write_project,
+)
+
+pytest.importorskip("chromadb")
+pytest.importorskip("sentence_transformers")
+
+#: Any CacheWarning fails the session: nothing a crash or a second writer leaves is damage.
+NO_CACHE_WARNING = ("-W", "error::retrieval_gate.errors.CacheWarning")
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Path:
+    root = tmp_path_factory.mktemp("project")
+    write_project(root, tiny_model)
+    return root
+
+
+@pytest.fixture(scope="module")
+def clean(project: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """The rankings and metrics of one session alone on an empty cache of its own."""
+    here = tmp_path_factory.mktemp("clean")
+    finish(start(project, here / "cache", here / "clean.md"))
+    return outcome(here / "clean.md")
+
+
+def test_two_sessions_filling_one_cold_cache_agree_with_a_clean_run(
+    project: Path, tmp_path: Path, clean: dict[str, object]
+) -> None:
+    cache = tmp_path / "shared-cache"
+    first = start(project, cache, tmp_path / "a.md", *NO_CACHE_WARNING)
+    second = start(project, cache, tmp_path / "b.md", *NO_CACHE_WARNING)
+    finish(first)
+    finish(second)
+    assert outcome(tmp_path / "a.md") == clean
+    assert outcome(tmp_path / "b.md") == clean
+    held = sound_entries(cache)
+    assert any(name.startswith("embeddings/") and "/shard-" in name for name in held)
+    assert any(name.startswith("index-results/") for name in held)
+    assert any(name.startswith("index-stability/") for name in held)
+    # What the two left answers a third session as a clean cache would, without a warning.
+    finish(start(project, cache, tmp_path / "c.md", *NO_CACHE_WARNING))
+    assert outcome(tmp_path / "c.md") == clean
+
+
+def _kill_when(process: object, ready: object, *, timeout: float = 120) -> None:
+    import subprocess
+
+    assert isinstance(process, subprocess.Popen)
+    deadline = time.monotonic() + timeout
+    while not ready():  # type: ignore[operator]
+        if process.poll() is not None or time.monotonic() > deadline:
+            pytest.fail("the session ended before the moment it was to be killed")
+        time.sleep(0.005)
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=60)
+
+
+@pytest.mark.parametrize("moment", ["embedding", "chroma-build"])
+def test_a_session_killed_mid_write_leaves_entries_whole_or_absent(
+    project: Path, tmp_path: Path, clean: dict[str, object], moment: str
+) -> None:
+    cache = tmp_path / "cache"
+    chroma = cache / "chroma"
+
+    def embedding() -> bool:
+        # The embedding cache's folder is made when the corpus is looked up, before the model
+        # encodes it: killed inside the encoding or the shard's write.
+        return any((cache / "embeddings").glob("*/identity.txt"))
+
+    def chroma_build() -> bool:
+        # The store exists and the build id is not written yet: inserting one vector at a time.
+        return (chroma / "chroma.sqlite3").exists() and not any(
+            chroma.glob(".retrieval-gate-build-*")
+        )
+
+    killed = start(project, cache, tmp_path / "killed.md")
+    _kill_when(killed, embedding if moment == "embedding" else chroma_build)
+    assert killed.returncode == -signal.SIGKILL
+    sound_entries(cache)
+    if moment == "chroma-build":
+        # Killed before the build was complete: no build id, so nothing vouches for the graph.
+        assert not any(chroma.glob(".retrieval-gate-build-*"))
+    finish(start(project, cache, tmp_path / "after.md", *NO_CACHE_WARNING))
+    assert outcome(tmp_path / "after.md") == clean
+    sound_entries(cache)
