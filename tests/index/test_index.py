@@ -17,6 +17,7 @@ import pytest
 
 from retrieval_gate.errors import ConfigError, MissingExtraError
 from retrieval_gate.index import INDEX_KINDS, Index, index_recall, make_index
+from tests.damage import DAMAGES, damage
 
 IDS = ["a", "b", "c", "d", "e"]
 # b is deliberately not unit length: (3, 4, 0) has norm 5, so its cosine with x is 3/5.
@@ -201,6 +202,54 @@ def test_chroma_records_a_build_id_per_build_and_keeps_it_on_reopen(tmp_path: Pa
     build_file(tmp_path / "chroma", key).unlink()
     make_index("chroma", cache_dir=tmp_path, key="ids").add(IDS, VECTORS)
     assert read_build(tmp_path / "chroma", key) not in (None, build, rebuilt)
+
+
+@pytest.mark.parametrize(
+    ("how", "what"),
+    [(how, what) for how in DAMAGES for what in ("graph", "record")],
+)
+def test_a_damaged_chroma_build_is_said_in_one_line_and_built_again(
+    tmp_path: Path, how: str, what: str
+) -> None:
+    # chroma loads an HNSW graph with a flipped byte without complaint and ranks by it: the
+    # build record (files/sealed.py) holds the sha256 of each of the graph's files.
+    import warnings
+
+    from retrieval_gate.errors import CacheWarning
+    from retrieval_gate.index.chroma import build_file, embedded_key, read_build
+
+    store = tmp_path / "chroma"
+    ids = [f"doc{i:03d}" for i in range(120)]
+    docs = _random(120, 8, seed=5)
+    queries = _random(6, 8, seed=6)
+    make_index("chroma", cache_dir=tmp_path, key="mine").add(ids, docs)
+    clean = make_index("chroma", cache_dir=tmp_path, key="mine").search(queries, k=10)
+    key = embedded_key("mine", "reproducible")
+    record = build_file(store, key)
+    build = read_build(store, key)
+    (graph,) = [p for p in store.glob("*/data_level0.bin")]
+    # Another collection of the same width, whose files stand in for this one's.
+    make_index("chroma", cache_dir=tmp_path, key="other").add(ids, docs[::-1].copy())
+    other_record = build_file(store, embedded_key("other", "reproducible"))
+    (other_graph,) = [p for p in store.glob("*/data_level0.bin") if p != graph]
+    target, foreign = (graph, other_graph) if what == "graph" else (record, other_record)
+    damage(target, how, foreign=foreign)
+    with pytest.warns(CacheWarning) as caught:
+        assert read_build(store, key) is None
+    (warning,) = caught
+    message = str(warning.message)
+    named = (
+        f"chroma collection record {record}" if what == "record" else f"chroma collection {graph}"
+    )
+    assert message.startswith(f"{named} was not used: "), message
+    assert message.endswith("; building it again") and "\n" not in message
+    # The next open builds the collection again, and it ranks as the clean build did.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = make_index("chroma", cache_dir=tmp_path, key="mine")
+        again.add(ids, docs)
+        assert again.search(queries, k=10) == clean
+        assert read_build(store, key) not in (None, build)
 
 
 def test_chroma_adds_in_batches_under_the_client_limit(tmp_path: Path) -> None:

@@ -172,8 +172,8 @@ def outcome(report: Path) -> dict[str, Any]:
 
 def sound_entries(cache: Path) -> list[str]:
     """What the cache folder holds, every entry checked as a run would check it: each embedding
-    shard readable and written for its folder's identity, each sealed entry whole and matching
-    its digest and key, each build id whole. Fails naming the first unsound entry. Temporary
+    shard readable and written for its folder's identity, each sealed entry (search results,
+    stability figures, chroma build records) whole and matching its digest and key. Fails naming the first unsound entry. Temporary
     files of killed writers may remain: no run reads them."""
     from retrieval_gate.embed.cache import _load_shard
     from retrieval_gate.files.sealed import SealBroken, unseal
@@ -196,9 +196,8 @@ def sound_entries(cache: Path) -> list[str]:
         elif path.parent.name == "index-stability":
             _unsealed(path, path.stem, name, unseal, SealBroken)
         elif path.name.startswith(".retrieval-gate-build-"):
-            text = path.read_text().strip()
-            if len(text) != 32 or not all(c in "0123456789abcdef" for c in text):
-                pytest.fail(f"{name} is not a whole build id: {text!r}")
+            collection = path.name.removeprefix(".retrieval-gate-build-")
+            _unsealed(path, collection, name, unseal, SealBroken)
         seen.append(name)
     return seen
 

@@ -188,7 +188,10 @@ def test_a_warm_chroma_run_answers_from_the_result_cache_without_opening_chroma(
     assert (cold["stats"]["index_opened"], cold["stats"]["cached_results"]) == (True, 0)
     assert not any("search results" in note for note in cold["stats"]["notes"])
     builds = list((pytester.path / "cache" / "chroma").glob(".retrieval-gate-build-rg-*"))
-    assert len(builds) == 1 and len(builds[0].read_text().strip()) == 32
+    # A sealed record of the build id and the graph's files (index/chroma.py, read_build).
+    record = json.loads(builds[0].read_text())
+    assert len(builds) == 1 and len(record["payload"]["extra"]["build"]) == 32
+    assert record["payload"]["files"]
     assert _shards(pytester)
 
     modules, warm = _run(pytester)
@@ -249,10 +252,8 @@ def test_a_rebuilt_collection_never_answers_with_the_old_builds_results(
     assert (rebuilt["stats"]["index_opened"], rebuilt["stats"]["cached_results"]) == (True, 0)
     (new_build,) = (pytester.path / "cache" / "chroma").glob(".retrieval-gate-build-*")
     assert new_build.read_text() != old_id
-    assert all(
-        json.loads(s.read_text())["payload"]["build"] == new_build.read_text().strip()
-        for s in _shards(pytester)
-    )
+    new_id = json.loads(new_build.read_text())["payload"]["extra"]["build"]
+    assert all(json.loads(s.read_text())["payload"]["build"] == new_id for s in _shards(pytester))
     assert _per_query(rebuilt) == _per_query(cold)
 
 

@@ -152,7 +152,7 @@ def check_files_record(record: Path, key: str, *, what: str, again: str) -> Any 
     if payload is None:
         return None
     files = payload.get("files") if isinstance(payload, dict) else None
-    if not isinstance(files, dict) or not files:
+    if not isinstance(files, dict):
         warnings.warn(
             f"{what} record {record} was not used: it lists no files; {again}",
             CacheWarning,

@@ -173,17 +173,62 @@ def build_file(path: Path, key: str) -> Path:
 
 def read_build(path: Path, key: str) -> str | None:
     """The id of the build of ``key``'s collection in the embedded store at ``path``, read
-    without importing chroma; None when none was recorded (or it cannot be read).
+    without importing chroma; None when none was recorded, or when the record or the graph's
+    files it vouches for are not what was written (a `CacheWarning` line names the file; the
+    record is removed, so the collection is built again).
 
-    A new id is written whenever `ChromaIndex.add` puts vectors into the collection (its HNSW
-    graph, and so its rankings, may change), so results cached under one id came from the
-    graph that still answers.
+    A new record is written whenever `ChromaIndex.add` puts vectors into the collection (its
+    HNSW graph, and so its rankings, may change), so results cached under one id came from the
+    graph that still answers. It is sealed (files/sealed.py) under the collection's name and
+    holds the sha256 of each file of the collection's HNSW graph: chroma loads a graph with a
+    flipped byte without complaint, and would rank by it.
     """
+    from retrieval_gate.files.sealed import check_files_record
+
+    record = build_file(path, key)
     try:
-        text = build_file(path, key).read_text(encoding="utf-8").strip()
+        text = record.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
+        text = ""
+    if re.fullmatch(r"[0-9a-f]{32}\n?", text):
+        # A bare id, written before records were sealed: stale, not damaged (built again unsaid).
+        record.unlink(missing_ok=True)
         return None
-    return text or None
+    found = check_files_record(
+        record, collection_name(key), what="chroma collection", again="building it again"
+    )
+    if found is None:
+        with contextlib.suppress(OSError):
+            record.unlink(missing_ok=True)
+        return None
+    build = found[0].get("build") if isinstance(found[0], dict) else None
+    return str(build) if build else None
+
+
+def _graph_files(path: Path, name: str) -> list[Path]:
+    """The files of collection ``name``'s HNSW graph in the embedded store at ``path``: chroma
+    (1.x) keeps them in a folder named by the collection's vector segment, which its sqlite
+    catalogue lists. Empty when the catalogue cannot say (another chroma layout) or the graph
+    is not persisted yet; the record then vouches for the build id alone."""
+    import sqlite3
+
+    catalogue = path / "chroma.sqlite3"
+    if not catalogue.is_file():
+        return []
+    try:
+        with contextlib.closing(
+            sqlite3.connect(f"{catalogue.resolve().as_uri()}?mode=ro", uri=True)
+        ) as db:
+            rows = db.execute(
+                "SELECT s.id FROM segments s JOIN collections c ON s.collection = c.id "
+                "WHERE c.name = ? AND s.scope = 'VECTOR'",
+                (name,),
+            ).fetchall()
+    except sqlite3.Error:
+        return []
+    return sorted(
+        file for (segment,) in rows for file in (path / str(segment)).glob("*") if file.is_file()
+    )
 
 
 def _chunks(n: int, size: int) -> Iterator[slice]:
@@ -302,7 +347,7 @@ class ChromaIndex:
             present = self._present(id_list)
             new = [i for i, doc_id in enumerate(id_list) if doc_id not in present]
             if self.reproducible and self.build_path is not None:
-                if new or not self.build_path.exists():
+                if new or read_build(self.build_path.parent, self.key) is None:
                     ids, vectors = self._kept(id_list, array, present)
                     self._build_reproducibly(ids, vectors)
                 return
@@ -389,15 +434,19 @@ class ChromaIndex:
                 raise self._failed("rejected vectors", exc) from exc
         self._new_build(self.build_path)
 
-    @staticmethod
-    def _new_build(path: Path) -> None:
+    def _new_build(self, path: Path) -> None:
         import uuid
 
-        from retrieval_gate.files.atomic import write_text_atomic
+        from retrieval_gate.files.sealed import write_files_record
 
         # Unwritten, there is no build id: results are not cached, the index searched each run.
         with contextlib.suppress(OSError):
-            write_text_atomic(path, uuid.uuid4().hex + "\n")
+            write_files_record(
+                path,
+                self.name,
+                _graph_files(path.parent, self.name),
+                extra={"build": uuid.uuid4().hex},
+            )
 
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
         if k < 1:
