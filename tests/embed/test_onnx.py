@@ -78,7 +78,12 @@ def test_openvino_runs_the_export_in_float32_and_equals_pytorch(exported: Path) 
     )
     # No second export: OpenVINO reads the float32 ONNX file onnxruntime runs.
     (folder,) = (exported / "models").iterdir()
-    assert sorted(p.name for p in folder.iterdir()) == ["model-int8.onnx", "model.onnx"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "model-int8.onnx",
+        "model-int8.onnx.seal.json",
+        "model.onnx",
+        "model.onnx.seal.json",
+    ]
 
 
 def test_identities_name_the_backend_and_never_match(exported: Path) -> None:
@@ -101,7 +106,12 @@ def test_the_export_is_made_once(exported: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(onnx_module, "_quantize", no_export)
     load_embedder(_spec("onnx-int8"), cache_dir=exported)
     (folder,) = (exported / "models").iterdir()
-    assert sorted(p.name for p in folder.iterdir()) == ["model-int8.onnx", "model.onnx"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "model-int8.onnx",
+        "model-int8.onnx.seal.json",
+        "model.onnx",
+        "model.onnx.seal.json",
+    ]
 
 
 @pytest.mark.parametrize("backend", ["onnx", "openvino"])

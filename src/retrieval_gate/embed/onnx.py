@@ -97,6 +97,12 @@ def identify_onnx(spec: EmbedderSpec, *, entry: str | None = None) -> str:
         export=f"torchscript-opset{_OPSET}"
         + ("+dynamic-qint8-per-channel" if spec.option("backend") == "onnx-int8" else "")
         + ("+openvino-f32" if spec.option("backend") == "openvino" else ""),
+        # How documents are batched (`OnnxEmbedder._run`): vectors cached from the padded
+        # batches of earlier versions differ from these (int8 by up to 0.02), and a cold run
+        # must rank as a warm one does, so they are not reused.
+        documents="one-per-call"
+        if spec.option("backend") == "onnx-int8"
+        else f"canonical-{CANONICAL_ROWS}",
     )
 
 
