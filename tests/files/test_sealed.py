@@ -76,3 +76,22 @@ def test_a_record_of_another_key_is_refused(tmp_path: Path) -> None:
     write_files_record(tmp_path / "record.json", "another", [tmp_path / "a.bin"])
     with pytest.warns(CacheWarning, match=r"thing record .* holds another entry's data"):
         assert _check(tmp_path / "record.json") is None
+
+
+def test_a_record_checked_before_is_hashed_again_only_when_a_file_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A run asks for a chroma build id once per query batch: a big graph is not hashed each time.
+    import retrieval_gate.files.sealed as sealed
+
+    (tmp_path / "a.bin").write_bytes(b"graph")
+    write_files_record(tmp_path / "record.json", "k", [tmp_path / "a.bin"], extra=1)
+    hashed: list[Path] = []
+    digest = sealed.file_digest
+    monkeypatch.setattr(sealed, "file_digest", lambda path: hashed.append(path) or digest(path))
+    assert _check(tmp_path / "record.json") == [1]
+    assert _check(tmp_path / "record.json") == [1]
+    assert hashed == [tmp_path / "a.bin"]
+    damage(tmp_path / "a.bin", "flipped-byte")
+    with pytest.warns(CacheWarning, match="does not match the digest"):
+        assert _check(tmp_path / "record.json") is None
