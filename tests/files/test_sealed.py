@@ -88,7 +88,12 @@ def test_a_record_checked_before_is_hashed_again_only_when_a_file_changed(
     write_files_record(tmp_path / "record.json", "k", [tmp_path / "a.bin"], extra=1)
     hashed: list[Path] = []
     digest = sealed.file_digest
-    monkeypatch.setattr(sealed, "file_digest", lambda path: hashed.append(path) or digest(path))
+
+    def counted(path: Path) -> str:
+        hashed.append(path)
+        return digest(path)
+
+    monkeypatch.setattr(sealed, "file_digest", counted)
     assert _check(tmp_path / "record.json") == [1]
     assert _check(tmp_path / "record.json") == [1]
     assert hashed == [tmp_path / "a.bin"]
