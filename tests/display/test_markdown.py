@@ -21,7 +21,7 @@ TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9-]*|!--)")
 
 
 def _render(markdown: str) -> str:
-    return MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
+    return str(MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown))
 
 
 def _tags(html: str) -> set[str]:
