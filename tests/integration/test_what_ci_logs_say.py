@@ -295,6 +295,11 @@ def test_a_pull_request_with_a_coarse_category_a_changed_model_and_a_deleted_doc
         assert "-0.0000" not in output
     assert figures.findall(plan_text) and figures.findall(details)
     assert "with 3 queries category[rare] cannot resolve any drop of Hit@3" in markdown
+    # In JUnit too, with the metric's range beside it, never a figure above the range.
+    rare_junit = _junit_properties(
+        project, "docs_retrieval_yaml.keyword.regression.category[rare]", "Hit@3"
+    )
+    assert {("resolution", "none (range)"), ("width", "1.0")} <= rare_junit
     assert f"| +-{shown} | +-{planned} | {needed:,} |" in markdown
 
     # The pair model changed: the failing item names the change, old and new.
