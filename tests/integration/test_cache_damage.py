@@ -1,0 +1,50 @@
+"""A damaged vector shard, as a user's run meets it: one warning line naming the file, the
+vectors embedded again, and the run's rankings and metrics equal to a clean run's.
+
+The project is tests/integration/cache_project.py's (160 documents, a chroma and an exact system
+over the same vectors). Each shard is flipped, truncated, or replaced by the other kind's shard
+(written for another identity). The other cache kinds are damaged in their own modules' tests
+(docs/embedding.md, "Caches that cannot lie").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.damage import DAMAGES, damage
+from tests.integration.cache_project import outcome, write_project
+
+pytest.importorskip("chromadb")
+pytest.importorskip("sentence_transformers")
+
+
+def _run(pytester: pytest.Pytester, *extra: str) -> pytest.RunResult:
+    return pytester.runpytest(
+        "--retrieval-gate",
+        f"--rg-cache-dir={pytester.path / 'cache'}",
+        f"--rg-report={pytester.path / 'report.md'}",
+        *extra,
+    )
+
+
+@pytest.mark.parametrize("how", DAMAGES)
+@pytest.mark.parametrize("kind", ["documents", "queries"])
+def test_a_damaged_vector_shard_is_one_line_and_the_run_equals_a_clean_one(
+    pytester: pytest.Pytester, tiny_model: Path, kind: str, how: str
+) -> None:
+    write_project(pytester.path, tiny_model)
+    _run(pytester).assert_outcomes(passed=2)
+    clean: dict[str, Any] = outcome(pytester.path / "report.md")
+    (documents,) = (pytester.path / "cache" / "embeddings").glob("*/shard-*.npz")
+    (queries,) = (pytester.path / "cache" / "embeddings").glob("*/queries/*/shard-*.npz")
+    shard, other = (documents, queries) if kind == "documents" else (queries, documents)
+    damage(shard, how, foreign=other)
+    # As a user's run shows it (this test session makes warnings errors).
+    result = _run(pytester, "-W", "default::UserWarning")
+    result.assert_outcomes(passed=2, warnings=1)
+    lines = [line for line in result.outlines if f"embedding cache shard {shard} " in line]
+    assert len(lines) == 1 and lines[0].endswith("its entries will be re-embedded"), lines
+    assert outcome(pytester.path / "report.md") == clean
