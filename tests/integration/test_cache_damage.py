@@ -1,9 +1,9 @@
-"""A damaged vector shard, as a user's run meets it: one warning line naming the file, the
-vectors embedded again, and the run's rankings and metrics equal to a clean run's.
+"""A damaged vector shard or chroma graph, as a user's run meets it: one warning line naming the
+file, the entry computed again, and the run's rankings and metrics equal to a clean run's.
 
 The project is tests/integration/cache_project.py's (160 documents, a chroma and an exact system
 over the same vectors). Each shard is flipped, truncated, or replaced by the other kind's shard
-(written for another identity). The other cache kinds are damaged in their own modules' tests
+X
 (docs/embedding.md, "Caches that cannot lie").
 """
 
@@ -47,4 +47,28 @@ def test_a_damaged_vector_shard_is_one_line_and_the_run_equals_a_clean_one(
     result.assert_outcomes(passed=2, warnings=1)
     lines = [line for line in result.outlines if f"embedding cache shard {shard} " in line]
     assert len(lines) == 1 and lines[0].endswith("its entries will be re-embedded"), lines
+    assert outcome(pytester.path / "report.md") == clean
+
+
+@pytest.mark.parametrize("how", DAMAGES)
+def test_a_damaged_chroma_graph_is_one_line_and_the_run_equals_a_clean_one(
+    pytester: pytest.Pytester, tiny_model: Path, how: str
+) -> None:
+    # The warm run would answer from the result cache without opening chroma: the build id it
+    # keys them by is vouched for by the graph's digests, so a damaged graph's results go too.
+    write_project(pytester.path, tiny_model)
+    _run(pytester).assert_outcomes(passed=2)
+    clean: dict[str, Any] = outcome(pytester.path / "report.md")
+    store = pytester.path / "cache" / "chroma"
+    (graph,) = store.glob("*/data_level0.bin")
+    other = pytester.path / "other.bin"
+    other.write_bytes(bytes(reversed(graph.read_bytes())))  # another graph of the same size
+    damage(graph, how, foreign=other)
+    result = _run(pytester, "-W", "default::UserWarning")
+    result.assert_outcomes(passed=2, warnings=1)
+    lines = [line for line in result.outlines if f"chroma collection {graph} was not used" in line]
+    assert len(lines) == 1 and lines[0].endswith("; building it again"), result.outlines
+    assert outcome(pytester.path / "report.md") == clean
+    # Built again and recorded: the next run is clean and answers from the cache again.
+    _run(pytester, "-W", "error::retrieval_gate.errors.CacheWarning").assert_outcomes(passed=2)
     assert outcome(pytester.path / "report.md") == clean
