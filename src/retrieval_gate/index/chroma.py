@@ -439,14 +439,14 @@ class ChromaIndex:
 
         from retrieval_gate.files.sealed import write_files_record
 
+        # Only a reproducible build's graph is vouched for file by file: it is saved whole with
+        # its last insert and never written again. chromadb saves a batched build's graph when
+        # it likes (every sync_threshold records, replaying the rest in each process that opens
+        # it), so its files change under a sound collection; its record holds the id alone.
+        files = _graph_files(path.parent, self.name) if self.reproducible else []
         # Unwritten, there is no build id: results are not cached, the index searched each run.
         with contextlib.suppress(OSError):
-            write_files_record(
-                path,
-                self.name,
-                _graph_files(path.parent, self.name),
-                extra={"build": uuid.uuid4().hex},
-            )
+            write_files_record(path, self.name, files, extra={"build": uuid.uuid4().hex})
 
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
         if k < 1:
