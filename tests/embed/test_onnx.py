@@ -93,6 +93,9 @@ def test_identities_name_the_backend_and_never_match(exported: Path) -> None:
     identities = {b: load_embedder(_spec(b), cache_dir=exported).identity for b in backends}
     assert len(set(identities.values())) == len(backends)
     assert '"backend":"onnx-int8"' in identities["onnx-int8"]
+    # How documents are batched: vectors cached from the old padded batches are not reused.
+    assert '"documents":"one-per-call"' in identities["onnx-int8"]
+    assert '"documents":"canonical-8"' in identities["onnx"]
     assert "backend" not in identities["torch"]  # existing identities are unchanged
 
 
