@@ -1,7 +1,7 @@
 """How far the regression decisions can be trusted, on real per-query values.
 
-    PYTHONPATH=src python benchmarks/bench_verdicts.py --coverage [--reps 2000] [--jobs 2]
-    PYTHONPATH=src python benchmarks/bench_verdicts.py --plan [--reps 2000]
+    PYTHONPATH=src python benchmarks/bench_verdicts.py --coverage [--reps 2000] [--jobs 2] [--systems 1,2,3,4,5]
+    PYTHONPATH=src python benchmarks/bench_verdicts.py --plan [--reps 2000] [--plan-without-loss]
     PYTHONPATH=src python benchmarks/bench_verdicts.py --methods [--reps 2000]
     PYTHONPATH=src python benchmarks/bench_verdicts.py --margin [--reps 1000] [--seeds 3]
     PYTHONPATH=src python benchmarks/bench_verdicts.py --calibration [--calibration-reps 20000]
@@ -24,7 +24,7 @@ average (a neutral change). On top, the true drop:
   population mean of metric j over a and b. A negative drop (an improvement): the baseline's
   value is the one at 0, so D_j = -q m_j;
 * ``shrink``: "now" scaled by (1 - q) on every query (dense and small): D_j = q m_j;
-* ``one``: five systems, only the first changes (``lose``), the other four neutral (D = 0);
+* ``one``: of two to five systems only the first changes (``lose``), the others neutral (D = 0);
 * ``gone``: all-or-nothing losses of whole queries, the same queries for every system (their
   relevant documents left the corpus or the index: every system loses them), and nothing else:
   "then" is ranker a's value, "now" the same with each lost query at 0 on every metric, so the
@@ -50,9 +50,18 @@ lies outside it, so no error was possible) and the per-item conditional rates: a
 true drop was outside the band, the share decided the wrong way (the worst true drop at which at
 least half the items were outside the band).
 
-``--plan`` checks the queries-needed figure: from the baseline values of a 35-query suite,
-retrieval_gate's planned resolution and queries needed for a target; then, at that many queries,
-the stated resolution of simulated neutral changes (median, and the share within the target).
+``--coverage`` runs one to five systems (``--systems``, default 1 and 5); each cell's seed is its
+place in the full grid, so a cell measured alone draws the sessions it draws in the whole grid.
+
+``--plan`` checks the queries-needed figure (gates/resolution.py's ``planned_queries``, as
+``--rg-plan`` computes it) on one metric at a time, nDCG, MRR and the all-or-nothing Hit@k and P@1
+(values 0 or 1, the tie-heavy case), for three systems: a change between ranker families (TF-IDF
+words / character n-grams), BM25 / binary word overlap, and a ranker of many tied scores (the
+count of shared words) whose ties are reordered and nothing else. From the baseline of a 35-query
+suite (200 such suites) the queries a target needs; then the smallest size at which simulated
+changes state a median resolution within the target: ``swap`` (the neutral swap between the two
+rankers) and ``gone`` (the first ranker's queries losing everything, a true drop of tolerance +
+target). ``--plan-without-loss`` plans from the baseline's spread alone, as before the loss term.
 
 ``--margin`` and ``--calibration`` are the margin rule's study (issue 10, docs/verdicts.md,
 ``verdicts = "margin"``), unchanged:
@@ -770,8 +779,12 @@ def plan_cell(args: tuple[str, tuple[str, str], int, str, float, int, int]) -> d
     needed = int(np.median(planned))
     pops = [(a[:, None], b[:, None])]
 
-    def resolutions(n: int, count: int) -> np.ndarray:
-        drops, _ = draw_session(pops, n, count, q, model, rng)[0]
+    # Streams of their own, so that the size simulation finds does not depend on the plan (the
+    # plan with and without the loss meets the same simulated sessions).
+    search, check = np.random.default_rng([seed, 1]), np.random.default_rng([seed, 2])
+
+    def resolutions(n: int, count: int, stream: np.random.Generator) -> np.ndarray:
+        drops, _ = draw_session(pops, n, count, q, model, stream)[0]
         result: np.ndarray = stated_epsilon(drops, level)[:, 0]
         return result
 
@@ -788,19 +801,19 @@ def plan_cell(args: tuple[str, tuple[str, str], int, str, float, int, int]) -> d
     if abs(q) > 1.0:  # no such drop: the ranker's mean is below it
         row["change"] = f"{change} (no drop of {TOLERANCE + target:g})"
         return row
-    at_plan = resolutions(max(needed, 2), reps)
+    at_plan = resolutions(max(needed, 2), reps, check)
     row["median"] = float(np.median(at_plan))
     row["within"] = float(np.mean(at_plan <= target))
     # The smallest n whose median stated resolution is within the target: doubling, then
     # bisection (the median moves smoothly with n).
     lo, hi = 1, 2
-    while float(np.median(resolutions(hi, PLAN_PROBE))) > target:
+    while float(np.median(resolutions(hi, PLAN_PROBE, search))) > target:
         lo, hi = hi, hi * 2
         if hi > 1_000_000:
             return row
     while hi - lo > max(1, lo // 50):
         mid = (lo + hi) // 2
-        if float(np.median(resolutions(mid, PLAN_PROBE))) <= target:
+        if float(np.median(resolutions(mid, PLAN_PROBE, search))) <= target:
             hi = mid
         else:
             lo = mid

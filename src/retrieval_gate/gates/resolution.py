@@ -48,11 +48,15 @@ bootstrap's standard deviation of its aggregate difference in place of the stand
 pseudo-query term w (R / n)^2 added to its square; it is treated as uncorrelated with the block's other metrics
 (independence gives the largest c).
 
-Planning (:func:`planned_epsilon`, :func:`queries_needed`): before a change exists the drops are
-unknown, and the baseline's per-query values stand in: SS is taken as (n - 1) sd^2, sd the sample
-standard deviation of the baseline's values. On real systems that is the spread of a change as
-large as replacing the ranker by another family (TF-IDF words against character n-grams, BM25;
-docs/verdicts.md); a change to an unrelated system of the same quality would be sqrt(2) larger.
+Planning (:func:`planned_epsilon`, :func:`queries_needed`, :func:`planned_queries`): before a
+change exists the drops are unknown, and the baseline's per-query values stand in: SS is taken as
+(n - 1) sd^2, sd the sample standard deviation of the baseline's values. On real systems that is
+the spread of a change as large as replacing the ranker by another family (TF-IDF words against
+character n-grams, BM25; docs/verdicts.md); a change to an unrelated system of the same quality
+would be sqrt(2) larger. The queries a target needs are the larger of what that change needs and
+what whole queries losing their value need, adding up to a drop of tolerance + target
+(:func:`loss_spread`, with the skewness term): a baseline near the top of its range has little
+spread of its own, yet a lost answer drops by the whole value (docs/verdicts.md measures both).
 """
 
 from __future__ import annotations
