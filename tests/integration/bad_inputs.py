@@ -1402,6 +1402,47 @@ CASES: tuple[BadInput, ...] = (
         {"lineage.retrieval.yaml": "tolerance: {P@1: .inf}\n" + SUITE},
     ),
     BadInput(
+        "suite-holdout-range",
+        "a holdout fraction outside (0, 1)",
+        "lineage.retrieval.yaml [holdout]: 'holdout' must be a fraction of the queries strictly "
+        "between 0 and 1, got 1.5",
+        "collection error",
+        {"lineage.retrieval.yaml": "holdout: 1.5\n" + SUITE},
+    ),
+    BadInput(
+        "suite-holdout-one-query",
+        "a holdout in a suite of one query",
+        "lineage.retrieval.yaml [holdout]: a holdout needs at least 2 queries (one on each "
+        "side), the suite has 1",
+        "collection error",
+        {"lineage.retrieval.yaml": "holdout: 0.5\nqueries:\n" + QUERY},
+    ),
+    BadInput(
+        "suite-holdout-empty-side",
+        "a holdout fraction that holds out none of the queries under the session's seed",
+        "lineage.retrieval.yaml [holdout]: holdout 0.001 selects none of the 3 queries (seed 0; "
+        "queries with an 'expect' are never held out): a holdout needs at least one of them on "
+        "each side; change the fraction or add queries",
+        "collection error",
+        {"lineage.retrieval.yaml": "holdout: 0.001\n" + SUITE},
+    ),
+    BadInput(
+        "suite-holdout-tolerance-alone",
+        "a holdout tolerance without a holdout",
+        "lineage.retrieval.yaml [holdout_tolerance]: 'holdout_tolerance' needs a 'holdout' "
+        "fraction",
+        "collection error",
+        {"lineage.retrieval.yaml": "holdout_tolerance: {P@1: 0.1}\n" + SUITE},
+    ),
+    BadInput(
+        "suite-holdout-tolerance-negative",
+        "a negative holdout tolerance",
+        "lineage.retrieval.yaml [holdout_tolerance.P@1]: tolerance must be a finite number >= 0, "
+        "got -0.1",
+        "collection error",
+        {"lineage.retrieval.yaml": "holdout: 0.5\nholdout_tolerance: {P@1: -0.1}\n" + SUITE},
+    ),
+    BadInput(
         "plan-with-suggest-floors",
         "--rg-suggest-floors with --rg-plan, which runs nothing",
         "ERROR: --rg-plan runs nothing, so there is no run to suggest floors from: drop "

@@ -176,6 +176,18 @@ def _check_run(run: Any, path: Path, key: str) -> None:
             path=path,
             entry=key,
         )
+    holdout = run.get("holdout")
+    if holdout is not None:
+        from retrieval_gate.records import HoldoutRecord
+
+        try:
+            found = HoldoutRecord.from_json(holdout)
+            if not all(math.isfinite(x) for v in found.values.values() for x in v):
+                raise ValueError("values must be finite")
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BaselineError(
+                f"corrupt baseline: 'holdout' is not a holdout ({exc})", path=path, entry=key
+            ) from None
     for qid, query in run["queries"].items():
         where = f"{key} query {qid}"
         if not isinstance(query, dict):

@@ -131,6 +131,9 @@ class Outcome:
     detail: tuple[str, ...] = field(default_factory=tuple)
     regression: RegressionFigures | None = None
     nodeid: str = ""  # the pytest item that decided it; set where the item is known
+    # A holdout item (gates/holdout.py): only pass or fail is shown; ``value`` is not a figure
+    # (NaN), ``threshold`` is the holdout's tolerance, ``n`` the paired holdout units.
+    hidden: bool = False
 
     @property
     def comparison(self) -> str:
@@ -138,6 +141,13 @@ class Outcome:
 
     def headline(self) -> str:
         verdict = "ok" if self.passed else "FAILED"
+        if self.hidden:
+            within = "within" if self.passed else "beyond"
+            return (
+                f"{self.metric} holdout ({self.suite} x {self.system}): {verdict}: its drop from "
+                f"the baseline is {within} the holdout tolerance {format_value(self.threshold)} "
+                f"(n={self.n} held-out units; values not shown, docs/verdicts.md)"
+            )
         if self.scope.startswith("query["):
             qid = self.scope.removeprefix("query[").removesuffix("]")
             text = f' "{shorten(self.texts[qid])}"' if self.texts.get(qid) else ""
@@ -201,6 +211,14 @@ class Outcome:
 
     def properties(self) -> list[tuple[str, object]]:
         """The figures a CI dashboard charts, as JUnit XML ``<property>`` pairs."""
+        if self.hidden:
+            return [
+                ("scope", self.scope),
+                ("metric", self.metric),
+                ("tolerance", self.threshold),
+                ("n", self.n),
+                ("verdict", self.verdict),
+            ]
         out: list[tuple[str, object]] = [
             ("scope", self.scope),
             ("metric", self.metric),
@@ -225,6 +243,8 @@ class Outcome:
     @property
     def measured(self) -> str:
         """The measured value in its own unit: a rank, milliseconds, or a metric value."""
+        if self.hidden:
+            return "not shown (holdout)"
         if self.scope.startswith("query[") and self.ceiling:
             return "not retrieved" if self.value < 0 else f"rank {self.value:.0f}"
         if self.scope == "latency":
@@ -234,6 +254,8 @@ class Outcome:
     @property
     def needed(self) -> str:
         """The threshold in the same unit, with its direction: ``>= 0.8``, ``<= rank 3``."""
+        if self.hidden:
+            return f"drop <= {format_value(self.threshold)}"
         if self.scope.startswith("query[") and self.ceiling:
             return f"<= rank {self.threshold:.0f}"
         if self.scope == "latency":
@@ -251,7 +273,7 @@ class Outcome:
             "system": self.system,
             "scope": self.scope,
             "metric": self.metric,
-            "value": self.value,
+            "value": None if self.hidden else self.value,
             "threshold": self.threshold,
             "comparison": self.comparison,
             "passed": self.passed,
@@ -261,6 +283,7 @@ class Outcome:
                 for qid, v in self.worst
             ],
             "detail": list(self.detail),
+            **({"hidden": True} if self.hidden else {}),
         }
         if self.regression is not None:
             out.update(self.regression.to_json())
@@ -273,7 +296,7 @@ class Outcome:
             system=data["system"],
             scope=data["scope"],
             metric=data["metric"],
-            value=data["value"],
+            value=float("nan") if data["value"] is None else data["value"],
             threshold=data["threshold"],
             passed=data["passed"],
             n=data["n"],
@@ -283,4 +306,5 @@ class Outcome:
             detail=tuple(data["detail"]),
             regression=RegressionFigures.from_json(data) if "baseline" in data else None,
             nodeid=data["nodeid"],
+            hidden=bool(data.get("hidden", False)),
         )

@@ -140,8 +140,9 @@ def lines(data: ReportData) -> Iterator[str]:
             [
                 _status(g),
                 f"`{g.nodeid}`",
-                fmt(g.value) if g.regression is None else _measured(g),
-                f"{g.comparison} {fmt(g.threshold)}" if g.regression is None else _needed(g),
+                _measured(g) if g.regression is not None or g.hidden else fmt(g.value),
+                _needed(g) if g.regression is not None or g.hidden else f"{g.comparison} "
+                f"{fmt(g.threshold)}",
                 str(g.n),
             ]
             for g in data.gates

@@ -103,8 +103,13 @@ class RunCache:
     # -- suites ---------------------------------------------------------------------------------
 
     def prepare(self, suite: Suite) -> Suite:
-        """The suite with its ids checked and mapped by its kind."""
-        return suite.kind_object.prepare(suite, self)
+        """The suite with its ids checked and mapped by its kind, and its holdout checked (a
+        fraction that leaves a side empty is a collection error naming the file)."""
+        from retrieval_gate.suites.holdout import holdout_ids
+
+        prepared = suite.kind_object.prepare(suite, self)
+        holdout_ids(prepared, self.settings.seed)
+        return prepared
 
     def corpus_for(self, suite: Suite, system: SystemConfig) -> Corpus | None:
         """The corpus ``suite`` runs against with ``system``: the kind decides (the suite's own,

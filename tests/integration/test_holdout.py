@@ -1,0 +1,248 @@
+"""A suite's holdout (``holdout: 0.3``, docs/suite-format.md): a fixed, seeded part of the
+queries, evaluated but never shown query by query in any output; its own items say pass or fail
+against the holdout's tolerance, and the visible items are over the other queries.
+
+The project: 20 queries ``q00`` ... ``q19``, query ``q<i>`` ("ask zeta<i>x") with its one
+relevant document ``d<i>``, which the retriever ranks first unless ``bad.txt`` names ``i``. Under
+the default seed (0) the holdout of 0.3 is the 7 queries of ``HELD_OUT`` (sha256 of seed, suite
+name and id below 0.3), so 13 are visible: one visible query made wrong drops the visible P@1 by
+1/13 = 0.0769, one held-out query drops the holdout's by 1/7 = 0.1429.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from retrieval_gate.suites.holdout import holdout_ids, holdout_key
+from retrieval_gate.suites.suite import load_suite
+
+QUERIES = 20
+HELD_OUT = ("q00", "q04", "q09", "q12", "q13", "q15", "q18")
+VISIBLE = tuple(f"q{i:02d}" for i in range(QUERIES) if f"q{i:02d}" not in HELD_OUT)
+#: The inputs the test writes; every other file in the project is an output of the plugin.
+INPUTS = {"pyproject.toml", "held_app.py", "heldout.retrieval.yaml", "bad.txt"}
+
+SETTINGS = """
+[tool.pytest.ini_options]
+addopts = "-p no:cacheprovider"
+
+[tool.retrieval_gate]
+systems = ["held"]
+tolerance = {"P@1" = 0.01}
+
+[tool.retrieval_gate.system.held]
+retriever = "held_app:retrieve"
+"""
+
+RETRIEVER = f"""
+import pathlib
+
+QUERIES = {QUERIES}
+
+
+def retrieve(query, k):
+    bad = pathlib.Path(__file__).with_name("bad.txt").read_text().split()
+    i = int(query.removeprefix("ask zeta").removesuffix("x"))
+    right, wrong = f"d{{i}}", f"d{{(i + 1) % QUERIES}}"
+    order = [wrong, right] if str(i) in bad else [right, wrong]
+    return [(doc, float(2 - rank)) for rank, doc in enumerate(order)][:k]
+"""
+
+
+def text_of(qid: str) -> str:
+    return f"ask zeta{int(qid[1:])}x"
+
+
+def suite_text(holdout_tolerance: float = 0.1) -> str:
+    lines = [
+        "name: heldout",
+        "k: [1]",
+        "gates:",
+        "  P@1: 0.5",
+        "holdout: 0.3",
+        f"holdout_tolerance: {{P@1: {holdout_tolerance}}}",
+        "queries:",
+    ]
+    for i in range(QUERIES):
+        qid = f"q{i:02d}"
+        lines += [f"  - id: {qid}", f"    query: {text_of(qid)}", f"    relevant: [d{i}]"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def held(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makefile(".toml", pyproject=SETTINGS)
+    pytester.makepyfile(held_app=RETRIEVER)
+    (pytester.path / "heldout.retrieval.yaml").write_text(suite_text(), encoding="utf-8")
+    spoil(pytester)
+    pytester.syspathinsert()
+    return pytester
+
+
+def spoil(pytester: pytest.Pytester, *qids: str) -> None:
+    """Make the retriever rank a wrong document first for ``qids``."""
+    (pytester.path / "bad.txt").write_text(" ".join(str(int(q[1:])) for q in qids))
+
+
+def outcomes(result: pytest.RunResult) -> dict[str, str]:
+    """node id suffix after the system -> PASSED / FAILED / SKIPPED, from the -rA summary."""
+    out = {}
+    for line in result.outlines:
+        for word in ("PASSED", "FAILED", "SKIPPED"):
+            if line.startswith(word + " "):
+                found = re.search(r"::held::(\S+)", line)
+                if found:
+                    out[found.group(1)] = word
+    return out
+
+
+def test_the_holdout_is_the_seeded_part_the_docs_describe(held: pytest.Pytester) -> None:
+    suite = load_suite(held.path / "heldout.retrieval.yaml")
+    assert sorted(holdout_ids(suite, 0)) == list(HELD_OUT)
+
+
+def test_no_output_names_a_held_out_query(held: pytest.Pytester) -> None:
+    outputs = [
+        "--rg-json=out/report.json",
+        "--rg-report=out/report.md",
+        "--junitxml=out/junit.xml",
+        "-rA",
+    ]
+    if _has_matplotlib():
+        outputs.append("--rg-plots=out/plots")
+    summary = held.path / "out" / "summary.md"
+    env = {"GITHUB_STEP_SUMMARY": str(summary)}
+    texts = []
+    saved = _run(held, env, "--retrieval-gate", "--rg-save-baseline", *outputs)
+    assert saved.ret == 0, saved.stdout.str()
+    texts.append(saved.stdout.str() + saved.stderr.str())
+    # The rerun regresses a held-out query (q04) and a visible one (q03), records its run in the
+    # history and suggests floors on the terminal.
+    spoil(held, "q04", "q03")
+    rerun = _run(
+        held, env, "--retrieval-gate", "--rg-record", "--rg-suggest-floors", "-", *outputs
+    )
+    texts.append(rerun.stdout.str() + rerun.stderr.str())
+    assert outcomes(rerun) == {
+        "suite::P@1": "PASSED",
+        "regression::P@1": "FAILED",
+        "holdout::P@1": "FAILED",
+    }
+    plan = _run(held, env, "--retrieval-gate", "--rg-plan")
+    texts.append(plan.stdout.str() + plan.stderr.str())
+    written = [
+        p
+        for p in held.path.rglob("*")
+        if p.is_file() and str(p.relative_to(held.path)) not in INPUTS
+        and "__pycache__" not in p.parts
+    ]
+    names = {str(p.relative_to(held.path)) for p in written}
+    # Every output asked for was written (plots only where matplotlib is installed).
+    for expected in ("out/report.json", "out/report.md", "out/junit.xml", "out/summary.md"):
+        assert expected in names
+    assert any(n.startswith(".retrieval-gate/history/") for n in names)
+    assert "retrieval-baseline.json" in names
+    texts += [p.read_bytes().decode("utf-8", "replace") for p in written]
+    texts += sorted(names)
+    everything = "\n".join(texts)
+    for qid in HELD_OUT:
+        assert qid not in everything, qid
+        assert text_of(qid) not in everything, qid
+    # The visible query that regressed is named (as the worst dropped), as before.
+    assert "q03" in everything
+    assert text_of("q03") in everything
+    # What the report does say of the holdout: its size, and the item's bit.
+    report = json.loads((held.path / "out" / "report.json").read_text())
+    assert report["runs"][0]["holdout"] == {"fraction": 0.3, "n": 7}
+    assert report["runs"][0]["n"] == 13
+    item = next(g for g in report["gates"] if g["scope"] == "holdout")
+    assert item["value"] is None and item["passed"] is False and item["n"] == 7
+    rerun.stdout.fnmatch_lines(
+        [
+            "P@1 holdout (heldout x held): FAILED: its drop from the baseline is beyond the "
+            "holdout tolerance 0.1 (n=7 held-out units; values not shown, docs/verdicts.md)"
+        ]
+    )
+
+
+def _has_matplotlib() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def _run(held: pytest.Pytester, env: dict[str, str], *args: str) -> pytest.RunResult:
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            patch.setenv(name, value)
+        return held.runpytest(*args)
+
+
+@pytest.mark.parametrize(
+    ("spoiled", "holdout_tolerance", "regression", "holdout"),
+    [
+        ((), 0.1, "PASSED", "PASSED"),  # nothing changed
+        (("q03",), 0.1, "FAILED", "PASSED"),  # visible: 1/13 = 0.0769 > 0.01; holdout unchanged
+        (("q04",), 0.1, "PASSED", "FAILED"),  # held out: 1/7 = 0.1429 > 0.1; visible unchanged
+        (("q04",), 0.15, "PASSED", "PASSED"),  # held out: 1/7 = 0.1429 <= 0.15
+        (("q04", "q09"), 0.15, "PASSED", "FAILED"),  # held out: 2/7 = 0.2857 > 0.15
+    ],
+)
+def test_the_holdout_item_fails_on_the_holdout_alone(
+    held: pytest.Pytester,
+    spoiled: tuple[str, ...],
+    holdout_tolerance: float,
+    regression: str,
+    holdout: str,
+) -> None:
+    assert held.runpytest("--retrieval-gate", "--rg-save-baseline").ret == 0
+    (held.path / "heldout.retrieval.yaml").write_text(suite_text(holdout_tolerance))
+    spoil(held, *spoiled)
+    result = held.runpytest("--retrieval-gate", "-rA")
+    assert outcomes(result) == {
+        "suite::P@1": "PASSED",
+        "regression::P@1": regression,
+        "holdout::P@1": holdout,
+    }
+
+
+def test_the_same_holdout_serial_and_under_xdist(held: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    serial = held.runpytest("--retrieval-gate", "--rg-save-baseline", "--rg-baseline=a.json")
+    parallel = held.runpytest(
+        "--retrieval-gate", "--rg-save-baseline", "--rg-baseline=b.json", "-n", "2"
+    )
+    assert serial.ret == parallel.ret == 0
+    runs = [
+        json.loads((held.path / name).read_text())["runs"]["heldout::held"]
+        for name in ("a.json", "b.json")
+    ]
+    suite = load_suite(held.path / "heldout.retrieval.yaml")
+    keys = {holdout_key(u.id, u.digest) for u in suite.queries if u.id in HELD_OUT}
+    for run in runs:
+        assert set(run["queries"]) == set(VISIBLE)
+        assert set(run["holdout"]["keys"]) == keys
+    assert runs[0]["holdout"] == runs[1]["holdout"]
+    # And the verdicts agree: the holdout item fails in both when a held-out query regresses.
+    spoil(held, "q12")
+    one = held.runpytest("--retrieval-gate", "--rg-baseline=a.json", "-rA")
+    two = held.runpytest("--retrieval-gate", "--rg-baseline=b.json", "-rA", "-n", "2")
+    assert outcomes(one) == outcomes(two) == {
+        "suite::P@1": "PASSED",
+        "regression::P@1": "PASSED",
+        "history-drift::P@1": "PASSED",  # the two saves made a history: visible, unchanged
+        "holdout::P@1": "FAILED",
+    }
+
+
+def test_adding_an_unrelated_query_keeps_the_holdout(held: pytest.Pytester) -> None:
+    path = held.path / "heldout.retrieval.yaml"
+    before = holdout_ids(load_suite(path), 0)
+    path.write_text(
+        suite_text() + "  - id: extra\n    query: ask zeta3x again\n    relevant: [d3]\n"
+    )
+    after = holdout_ids(load_suite(path), 0)
+    assert after - {"extra"} == before
