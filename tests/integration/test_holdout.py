@@ -246,3 +246,33 @@ def test_adding_an_unrelated_query_keeps_the_holdout(held: pytest.Pytester) -> N
     )
     after = holdout_ids(load_suite(path), 0)
     assert after - {"extra"} == before
+
+
+def test_the_holdout_ledger_counts_each_revealed_verdict(held: pytest.Pytester) -> None:
+    from retrieval_gate.gates.shelflife import adaptive_epsilon
+
+    def shelf() -> dict[str, dict[str, float]]:
+        result = held.runpytest("--retrieval-gate", "--rg-save-baseline")
+        assert result.ret == 0, result.stdout.str()
+        report = json.loads((held.path / "retrieval-gate-report.json").read_text())
+        return {s["metric"]: s for s in report["history"]["shelf_life"]}
+
+    shelf()  # the first baseline: no holdout item (nothing to compare with), no verdict
+    shelf()  # a verdict revealed: the holdout's first decision
+    shelf()  # a second
+    rows = shelf()  # reads the history as it starts: H = 2 (the visible suite's ledger too)
+    held_row = rows["holdout::P@1"]
+    assert held_row["decisions"] == 2 and held_row["n"] == 7
+    assert held_row["tolerance"] == 0.1
+    # The formula of docs/verdicts.md with the holdout's n = 7, R = 1, sd = R / 2, delta =
+    # alpha = 0.05, H = 2 (tests/gates/test_shelflife.py checks it by hand).
+    assert held_row["resolution_now"] == pytest.approx(adaptive_epsilon(0.5, 7, 1.0, 0.05, 2))
+    assert held_row["resolution_fresh"] == pytest.approx(adaptive_epsilon(0.5, 7, 1.0, 0.05, 0))
+    assert rows["P@1"]["decisions"] == 2 and rows["P@1"]["n"] == 13
+    # A held-out query's judgments edited: another holdout, a new ledger (its earlier verdicts were about
+    # other units); the visible suite's digest changed too.
+    path = held.path / "heldout.retrieval.yaml"
+    path.write_text(path.read_text().replace("relevant: [d4]", "relevant: [d4, d5]"))
+    rows = shelf()
+    assert rows["holdout::P@1"]["decisions"] == 0
+    assert rows["P@1"]["decisions"] == 0
