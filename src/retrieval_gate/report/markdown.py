@@ -188,6 +188,13 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
         )
     else:
         yield f"{first.n} {units} from `{first.suite_path}`, cutoffs {list(first.k)}."
+    if first.holdout is not None:
+        # Its size only: the holdout is decided by its own items (docs/verdicts.md).
+        yield ""
+        yield (
+            f"Every figure below is over these {first.n}; a holdout of {first.holdout.n} more "
+            "is decided only by its `holdout::` items, pass or fail."
+        )
     yield ""
 
     yield "### Metrics"

@@ -242,6 +242,13 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
         **({"suite_reference": suite.reference} if suite.reference else {}),
         **kind.run_stats(_shown_run(run, evaluation.hidden), metrics),
     }
+    if evaluation.hidden and "latency_queries" in stats:
+        # Latency is over the visible queries too: count the ones timed among them.
+        stats["latency_queries"] = sum(
+            1
+            for i, ms in enumerate(run.latencies_ms)
+            if i not in evaluation.hidden and not math.isnan(ms)
+        )
     if stats.get("latency_queries") == 0:
         stats["latency_measured"] = False  # nothing was timed: no latency figure to show
     if "timings_ms" in stats:
