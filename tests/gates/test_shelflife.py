@@ -98,9 +98,7 @@ def test_the_holdout_resolution_by_hand() -> None:
     w = c * c / 4
     one = holdout_shelf_life("s", "x", "P@1", 2, decisions=1, **kw)
     assert one is not None and one.fresh == pytest.approx(math.sqrt(0.2), rel=1e-9)
-    assert one.now == pytest.approx(
-        c * math.sqrt((0.25 + w) / (1 + w)) / math.sqrt(2), rel=1e-9
-    )
+    assert one.now == pytest.approx(c * math.sqrt((0.25 + w) / (1 + w)) / math.sqrt(2), rel=1e-9)
     assert one.now == pytest.approx(1.42292, abs=1e-5)
     assert one.spent  # 0.447 <= 1 < 1.423
 

@@ -122,9 +122,7 @@ def test_no_output_names_a_held_out_query(held: pytest.Pytester) -> None:
     # The rerun regresses a held-out query (q04) and a visible one (q03), records its run in the
     # history and suggests floors on the terminal.
     spoil(held, "q04", "q03")
-    rerun = _run(
-        held, env, "--retrieval-gate", "--rg-record", "--rg-suggest-floors", "-", *outputs
-    )
+    rerun = _run(held, env, "--retrieval-gate", "--rg-record", "--rg-suggest-floors", "-", *outputs)
     texts.append(rerun.stdout.str() + rerun.stderr.str())
     assert outcomes(rerun) == {
         "suite::P@1": "PASSED",
@@ -136,7 +134,8 @@ def test_no_output_names_a_held_out_query(held: pytest.Pytester) -> None:
     written = [
         p
         for p in held.path.rglob("*")
-        if p.is_file() and str(p.relative_to(held.path)) not in INPUTS
+        if p.is_file()
+        and str(p.relative_to(held.path)) not in INPUTS
         and "__pycache__" not in p.parts
     ]
     names = {str(p.relative_to(held.path)) for p in written}
@@ -230,12 +229,16 @@ def test_the_same_holdout_serial_and_under_xdist(held: pytest.Pytester) -> None:
     spoil(held, "q12")
     one = held.runpytest("--retrieval-gate", "--rg-baseline=a.json", "-rA")
     two = held.runpytest("--retrieval-gate", "--rg-baseline=b.json", "-rA", "-n", "2")
-    assert outcomes(one) == outcomes(two) == {
-        "suite::P@1": "PASSED",
-        "regression::P@1": "PASSED",
-        "history-drift::P@1": "PASSED",  # the two saves made a history: visible, unchanged
-        "holdout::P@1": "FAILED",
-    }
+    assert (
+        outcomes(one)
+        == outcomes(two)
+        == {
+            "suite::P@1": "PASSED",
+            "regression::P@1": "PASSED",
+            "history-drift::P@1": "PASSED",  # the two saves made a history: visible, unchanged
+            "holdout::P@1": "FAILED",
+        }
+    )
 
 
 def test_adding_an_unrelated_query_keeps_the_holdout(held: pytest.Pytester) -> None:

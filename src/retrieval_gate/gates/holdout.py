@@ -20,7 +20,7 @@ every run, so the bits are counted instead.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -30,6 +30,7 @@ from retrieval_gate.records import Outcome, RunRecord
 
 if TYPE_CHECKING:
     from retrieval_gate.gates.regressions import RegressionCheck
+    from retrieval_gate.metrics import Metric
     from retrieval_gate.suites.suite import Suite
 
 #: The scope of the holdout items and the first part of their names.
@@ -73,14 +74,9 @@ def holdout_outcomes(
             out[check.metric] = "the baseline shares no holdout unit with this run"
             continue
 
-        def aggregate(side: dict[str, float], values: dict[str, tuple[float, ...]]) -> float:
-            index = {k: i for i, k in enumerate(side)}
-            rows = [index[k] for k in keys]
-            series = np.array([side[k] for k in keys], dtype=np.float64)
-            parts = {c: np.asarray(values[c], dtype=np.float64)[rows] for c in names[1:]}
-            return float(metric.aggregate(series, parts))
-
-        drop = aggregate(before, dict(then.values)) - aggregate(after, dict(now.values))
+        drop = _aggregate(metric, names, keys, before, then.values) - _aggregate(
+            metric, names, keys, after, now.values
+        )
         out[check.metric] = Outcome(
             suite=record.suite,
             system=record.system,
@@ -93,6 +89,22 @@ def holdout_outcomes(
             hidden=True,
         )
     return out
+
+
+def _aggregate(
+    metric: Metric,
+    names: Sequence[str],
+    keys: Sequence[str],
+    side: Mapping[str, float],
+    values: Mapping[str, Sequence[float]],
+) -> float:
+    """The metric's aggregate over the units ``keys`` of one side (``side``: key -> value, in
+    the order of ``values``; ``names[1:]``: the components its aggregation reads)."""
+    index = {k: i for i, k in enumerate(side)}
+    rows = [index[k] for k in keys]
+    series = np.array([side[k] for k in keys], dtype=np.float64)
+    parts = {c: np.asarray(values[c], dtype=np.float64)[rows] for c in names[1:]}
+    return float(metric.aggregate(series, parts))
 
 
 def holdout_checks(suite: Suite, checks: Sequence[RegressionCheck]) -> list[HoldoutCheck]:

@@ -31,8 +31,8 @@ from retrieval_gate.config.history import HistorySettings
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.gates.changepoints import ChangePoint, change_points
 from retrieval_gate.gates.history import Anchor, DriftCheck, drift_outcomes, find_anchor
-from retrieval_gate.gates.resolution import block_level
 from retrieval_gate.gates.holdout import HOLDOUT_SCOPE
+from retrieval_gate.gates.resolution import block_level
 from retrieval_gate.gates.shelflife import (
     ShelfLife,
     decisions_made,

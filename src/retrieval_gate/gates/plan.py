@@ -293,7 +293,6 @@ class RegressionPlan:
             planned=planned,
         )
 
-
     def without_holdout(self, suite: Suite, base: RunRecord) -> RunRecord:
         """``base`` without the units that are in ``suite``'s holdout today (a baseline saved
         before the suite had a holdout has them among its queries): neither compared nor listed

@@ -141,8 +141,9 @@ def lines(data: ReportData) -> Iterator[str]:
                 _status(g),
                 f"`{g.nodeid}`",
                 _measured(g) if g.regression is not None or g.hidden else fmt(g.value),
-                _needed(g) if g.regression is not None or g.hidden else f"{g.comparison} "
-                f"{fmt(g.threshold)}",
+                _needed(g)
+                if g.regression is not None or g.hidden
+                else f"{g.comparison} {fmt(g.threshold)}",
                 str(g.n),
             ]
             for g in data.gates

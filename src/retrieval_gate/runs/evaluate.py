@@ -183,7 +183,9 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
     began = time.perf_counter()
     held_out = holdout_ids(evaluation.run.suite, seed)
     if held_out:
-        hidden = frozenset(i for i, q in enumerate(evaluation.run.suite.queries) if q.id in held_out)
+        hidden = frozenset(
+            i for i, q in enumerate(evaluation.run.suite.queries) if q.id in held_out
+        )
         timed = [
             ms
             for i, ms in enumerate(evaluation.run.latencies_ms)
