@@ -1427,6 +1427,20 @@ CASES: tuple[BadInput, ...] = (
         {"lineage.retrieval.yaml": "holdout: 0.001\n" + SUITE},
     ),
     BadInput(
+        "suite-holdout-whole-category",
+        "a holdout that takes every query of a category with a floor",
+        "lineage.retrieval.yaml [categories.joins]: every query of category 'joins' is in the "
+        "holdout (holdout 0.99, seed 0), so its floor has nothing visible to gate; change the "
+        "fraction or add queries to it",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": "holdout: 0.99\n"
+            + SUITE
+            + "  - id: more\n    query: more\n    relevant: [docs/faq.md]\n"
+            + "    expect: {found_within: 3}\n"
+        },
+    ),
+    BadInput(
         "suite-holdout-tolerance-alone",
         "a holdout tolerance without a holdout",
         "lineage.retrieval.yaml [holdout_tolerance]: 'holdout_tolerance' needs a 'holdout' "

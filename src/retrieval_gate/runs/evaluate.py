@@ -208,6 +208,8 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
                 n=evaluation.n(scope_name(kind, label)), metrics=means(scope_name(kind, label))
             )
             for label in labels
+            # A label whose every unit is held out has no visible value (suites/holdout.py).
+            if scope_name(kind, label) in evaluation.scopes
         }
 
     # One tolist() per metric is far cheaper than a float() per value.

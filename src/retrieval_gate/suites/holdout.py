@@ -48,6 +48,21 @@ def holdout_ids(suite: Suite, seed: int) -> frozenset[str]:
             path=suite.path,
             entry="holdout",
         )
+    for gate in suite.all_gates:
+        group = gate.group
+        if group is None:
+            continue
+        kind, label = group
+        members = [u.id for u in suite.queries if getattr(u, kind) == label]
+        if members and all(m in chosen for m in members):
+            key = "categories" if kind == "category" else "difficulties"
+            raise SuiteError(
+                f"every {suite.kind_object.unit} of {kind} {label!r} is in the holdout (holdout "
+                f"{fraction:g}, seed {seed}), so its floor has nothing visible to gate; change "
+                f"the fraction or add {units} to it",
+                path=suite.path,
+                entry=f"{key}.{label}",
+            )
     return chosen
 
 
