@@ -279,3 +279,30 @@ def test_the_holdout_ledger_counts_each_revealed_verdict(held: pytest.Pytester) 
     rows = shelf()
     assert rows["holdout::P@1"]["decisions"] == 0
     assert rows["P@1"]["decisions"] == 0
+
+
+def test_a_baseline_from_before_the_holdout_names_none_of_it(held: pytest.Pytester) -> None:
+    path = held.path / "heldout.retrieval.yaml"
+    path.write_text(path.read_text().replace("holdout: 0.3\n", "").replace("holdout_tol", "#"))
+    assert held.runpytest("--retrieval-gate", "--rg-save-baseline").ret == 0
+    path.write_text(suite_text())
+    spoil(held, "q04")  # a held-out query regresses: nothing visible may say so
+    result = held.runpytest("--retrieval-gate", "-rA")
+    assert outcomes(result) == {"suite::P@1": "PASSED", "regression::P@1": "PASSED"}
+    assert result.parseoutcomes()["skipped"] == 1  # the holdout item, which says why:
+    result.stdout.fnmatch_lines(
+        ["*the baseline has no holdout values (saved before the suite had a holdout)*"]
+    )
+    report = json.loads((held.path / "retrieval-gate-report.json").read_text())
+    compared = report["runs"][0]["baseline"]
+    # The held-out queries are neither compared nor listed as removed from the suite.
+    assert compared["shared"] == 13 and compared["removed"] == []
+    shown = "\n".join(
+        [
+            result.stdout.str(),
+            (held.path / "retrieval-gate-report.md").read_text(),
+            json.dumps(report),
+        ]
+    )
+    for qid in HELD_OUT:
+        assert qid not in shown, qid
