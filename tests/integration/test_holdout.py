@@ -104,15 +104,31 @@ def test_the_holdout_is_the_seeded_part_the_docs_describe(held: pytest.Pytester)
     assert sorted(holdout_ids(suite, 0)) == list(HELD_OUT)
 
 
-def test_no_output_names_a_held_out_query(held: pytest.Pytester) -> None:
+def test_no_output_names_a_held_out_query(
+    held: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     outputs = [
         "--rg-json=out/report.json",
         "--rg-report=out/report.md",
         "--junitxml=out/junit.xml",
         "-rA",
     ]
+    drawn: list[str] = []  # every text the plots draw: a PNG holds pixels, not strings
     if _has_matplotlib():
+        # Loaded here, once, as tests/integration/test_rg_plots.py does: modules first imported
+        # inside an in-process run are dropped after it (tests/integration/conftest.py).
+        import matplotlib.backends.backend_agg
+        import matplotlib.figure  # noqa: F401
+        import matplotlib.text
+
         outputs.append("--rg-plots=out/plots")
+        set_text = matplotlib.text.Text.set_text
+
+        def recording(self: matplotlib.text.Text, s: object) -> None:
+            drawn.append(str(s))
+            set_text(self, s)
+
+        monkeypatch.setattr(matplotlib.text.Text, "set_text", recording)
     summary = held.path / "out" / "summary.md"
     env = {"GITHUB_STEP_SUMMARY": str(summary)}
     texts = []
@@ -144,8 +160,14 @@ def test_no_output_names_a_held_out_query(held: pytest.Pytester) -> None:
         assert expected in names
     assert any(n.startswith(".retrieval-gate/history/") for n in names)
     assert "retrieval-baseline.json" in names
-    texts += [p.read_bytes().decode("utf-8", "replace") for p in written]
+    # Text files as written; a PNG's compressed bytes could hold "q00" by chance, so plots are
+    # read through what they drew (above) and their names.
+    texts += [p.read_text(encoding="utf-8") for p in written if p.suffix != ".png"]
     texts += sorted(names)
+    if _has_matplotlib():
+        assert any(p.suffix == ".png" for p in written)
+        assert "q03" in drawn  # the per-query delta plot labels the visible query that dropped
+        texts += drawn
     everything = "\n".join(texts)
     for qid in HELD_OUT:
         assert qid not in everything, qid
