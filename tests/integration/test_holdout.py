@@ -118,7 +118,7 @@ def test_no_output_names_a_held_out_query(
         # Loaded here, once, as tests/integration/test_rg_plots.py does: modules first imported
         # inside an in-process run are dropped after it (tests/integration/conftest.py).
         import matplotlib.backends.backend_agg
-        import matplotlib.figure  # noqa: F401
+        import matplotlib.figure
         import matplotlib.text
 
         outputs.append("--rg-plots=out/plots")
