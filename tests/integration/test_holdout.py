@@ -328,3 +328,22 @@ def test_a_baseline_from_before_the_holdout_names_none_of_it(held: pytest.Pytest
     )
     for qid in HELD_OUT:
         assert qid not in shown, qid
+
+
+def test_a_run_that_fails_on_a_held_out_query_names_none_of_it(held: pytest.Pytester) -> None:
+    held.makepyfile(
+        held_app=RETRIEVER
+        + "\n\nfound = retrieve\n\n\ndef retrieve(query, k):\n"
+        + "    if query == 'ask zeta4x':\n"
+        + "        raise ValueError(f'cannot search {query}')\n"
+        + "    return found(query, k)\n"
+    )
+    result = held.runpytest("--retrieval-gate", "--rg-json=out.json")
+    assert result.ret == 1
+    assert (
+        "heldout.retrieval.yaml [query a held-out unit]: retriever held_app:retrieve raised "
+        "ValueError: cannot search a held-out unit"
+    ) in result.stdout.str()
+    shown = result.stdout.str() + (held.path / "out.json").read_text()
+    for qid in HELD_OUT:
+        assert qid not in shown and text_of(qid) not in shown, qid

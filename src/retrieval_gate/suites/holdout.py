@@ -17,11 +17,20 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from typing import TypeVar
 
-from retrieval_gate.errors import SuiteError
+from retrieval_gate.errors import RetrievalGateError, SuiteError
 from retrieval_gate.suites.suite import Suite
 
-__all__ = ["DEFAULT_HOLDOUT_FACTOR", "holdout_ids", "holdout_key", "holdout_tolerance"]
+E = TypeVar("E", bound=RetrievalGateError)
+
+__all__ = [
+    "DEFAULT_HOLDOUT_FACTOR",
+    "hide_held_out",
+    "holdout_ids",
+    "holdout_key",
+    "holdout_tolerance",
+]
 
 
 def _coin(seed: int, suite: str, unit: str) -> float:
@@ -95,3 +104,39 @@ def holdout_tolerance(suite: Suite, metric: str, regression_tolerance: float) ->
     if suite.holdout is None:
         return regression_tolerance
     return float(regression_tolerance / suite.holdout**0.5)
+
+
+#: What an error says in place of a held-out unit's id or text.
+HELD_OUT_NAME = "a held-out unit"
+
+
+def hide_held_out(error: E, suite: Suite, seed: int) -> E:
+    """``error`` (a run's failure: a retriever that raised on a query, stale labels) with each
+    held-out unit's id and text written as :data:`HELD_OUT_NAME`, whole words only, in its entry
+    and its message, so that a failed run names no held-out unit either. The same exception,
+    changed in place (its traceback and cause are kept)."""
+    import re
+
+    try:
+        hidden = holdout_ids(suite, seed)
+    except SuiteError:
+        return error  # the suite's own holdout error, raised at collection
+    if not hidden:
+        return error
+    words = sorted(
+        {*hidden, *(u.text for u in suite.queries if u.id in hidden and u.text)},
+        key=len,
+        reverse=True,
+    )
+    pattern = re.compile(
+        r"(?<![\w.:/-])(?:" + "|".join(re.escape(w) for w in words) + r")(?![\w.:/-])"
+    )
+
+    def scrub(text: str) -> str:
+        return pattern.sub(HELD_OUT_NAME, text)
+
+    error.message = scrub(error.message)
+    if error.entry is not None:
+        error.entry = scrub(error.entry)
+    error.args = (error.format(),)
+    return error
