@@ -652,6 +652,7 @@ BACKEND = IndexBackend(
     identity=_identity,
     scratch=open_scratch,
     stored=_stored,
+    reproducible=lambda options: not (_mode(options)[0] and _stored(options)),  # a team's ANN
     zero_vectors="LanceDB leaves a zero document vector out of every result, and finds nothing "
     "for a zero query vector (its cosine distance is undefined), where exact search scores "
     "them 0",

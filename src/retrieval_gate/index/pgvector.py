@@ -998,6 +998,7 @@ BACKEND = IndexBackend(
     identity=_identity,
     scratch=open_scratch,
     stored=_stored,
+    reproducible=lambda options: not (_mode(options)[0] and _stored(options)),  # a team's ANN
     zero_vectors="pgvector's exact scan scores a zero vector 0, as exact search does (an hnsw "
     "or ivfflat index ranks it last)",
 )
