@@ -1,0 +1,177 @@
+"""Index noise (docs/verdicts.md): a regression item of a system whose identity is unchanged and
+whose index may rank differently each run is decided on exact search over the same vectors, and
+states the index's part; a changed identity, or a side without exact-search values, gets none."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from retrieval_gate.baseline.align import align
+from retrieval_gate.baseline.store import load_baseline, save_baseline
+from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.gates.regressions import RegressionCheck, check_regressions
+from retrieval_gate.index import INDEXES
+from retrieval_gate.records import QueryRecord, RunRecord
+from tests.baseline.test_baseline import base_of, figures, query, record
+
+
+def noisy(qid: str, *, index: float, exact: float) -> QueryRecord:
+    """A query whose index found P@1 ``index`` and exact search ``exact`` (a different ranking
+    when they differ)."""
+    found = query(qid, metrics={"P@1": index}, ranking=[f"{qid}-doc" if index else "other"])
+    return dataclasses.replace(
+        found,
+        exact_metrics={"P@1": exact},
+        exact_ranking=(f"{qid}-doc",) if exact else ("other",),
+    )
+
+
+def _decide(now: RunRecord, then: RunRecord, tolerance: float, **kw: Any) -> Any:
+    base = base_of(then)
+    alignment = align(now, base)
+    [out] = check_regressions(
+        now,
+        base,
+        alignment.shared,
+        [RegressionCheck("suite", "P@1", tolerance)],
+        alpha=0.05,
+        steady=kw.get("steady", alignment.steady),
+    )
+    return out
+
+
+def test_the_index_alone_moving_passes_at_tolerance_0_and_says_so() -> None:
+    # Ten queries, exact search finds every one at rank 1 in both runs; today the index missed
+    # three (P@1 1 -> 0). Observed P@1 1 -> 0.7: a drop of 0.3, all of it the index's
+    # (change -0.3 - exact change 0 = -0.3); exact search dropped 0: the item passes at 0.
+    then = record([noisy(f"q{i}", index=1.0, exact=1.0) for i in range(10)])
+    now = record(
+        [noisy(f"q{i}", index=0.0, exact=1.0) for i in range(3)]
+        + [noisy(f"q{i}", index=1.0, exact=1.0) for i in range(3, 10)]
+    )
+    out = _decide(now, then, 0.0)
+    assert out.passed
+    noise = (
+        "index noise: 3 of 10 queries ranked differently from exact search (0 in the "
+        "baseline), P@1 -0.3000 of the change"
+    )
+    assert out.detail[0].startswith("ok: P@1 under exact search: no compared query changed")
+    assert out.detail[0].endswith(f"; {noise}")
+    assert out.detail[1].startswith("exact search: baseline 1 -> now 1 (drop 0, tolerance 0)")
+    assert out.detail[2].startswith(f"{noise}: the system's identity is unchanged")
+    assert "under the index's own ranking P@1 went 1 -> 0.7" in out.detail[2]
+    # The item shows the system's values as searched, and the figures of the decision.
+    assert (out.value, figures(out).baseline) == (pytest.approx(0.7), 1.0)
+    assert figures(out).index_part == pytest.approx(-0.3)
+    assert figures(out).decided_drop == 0.0
+    assert out.headline().endswith(f"n=10); {noise}")
+    assert ("index_noise", noise) in out.properties()
+    # Without the exact-search decision the same runs fail: 0.3 > 0.
+    plain = _decide(now, then, 0.0, steady=False)
+    assert not plain.passed
+    assert figures(plain).index_noise is None
+    assert plain.detail[0].startswith("regressed: P@1 dropped 0.3 > tolerance 0")
+
+
+def test_a_drop_under_exact_search_still_fails_and_the_index_part_is_stated_apart() -> None:
+    # Exact search itself lost two queries (P@1 1 -> 0.8, a drop of 0.2 > 0.1: fails); the index
+    # lost those two and one more (observed 1 -> 0.7): the index's part is -0.3 - (-0.2) = -0.1.
+    then = record([noisy(f"q{i}", index=1.0, exact=1.0) for i in range(10)])
+    now = record(
+        [noisy(f"q{i}", index=0.0, exact=0.0) for i in range(2)]
+        + [noisy("q2", index=0.0, exact=1.0)]
+        + [noisy(f"q{i}", index=1.0, exact=1.0) for i in range(3, 10)]
+    )
+    out = _decide(now, then, 0.1)
+    assert not out.passed
+    assert out.detail[0].startswith("regressed: P@1 under exact search dropped 0.2 > tolerance 0.1")
+    # Two queries rank as exact search does (both missed), so one ranked differently.
+    assert out.detail[0].endswith(
+        "; index noise: 1 of 10 queries ranked differently from exact search (0 in the "
+        "baseline), P@1 -0.1000 of the change"
+    )
+    assert figures(out).index_part == pytest.approx(-0.1)
+    assert figures(out).decided_drop == pytest.approx(0.2)
+    # The worse queries named are exact search's: q0 and q1, not q2.
+    assert [qid for qid, _ in out.worst] == ["q0", "q1"]
+
+
+def test_a_changed_identity_or_a_side_without_exact_search_gets_no_allowance() -> None:
+    then = record([noisy(f"q{i}", index=1.0, exact=1.0) for i in range(10)])
+    today = [noisy("q0", index=0.0, exact=1.0)] + [
+        noisy(f"q{i}", index=1.0, exact=1.0) for i in range(1, 10)
+    ]
+    for key, value in (
+        ("model_identity", "other-model"),
+        ("system", {"retriever": "app:other"}),
+        ("corpus_digest", "changed"),
+        ("suite_digest", "changed"),
+    ):
+        now = record(today, **{key: value})
+        assert not align(now, base_of(then)).steady
+        out = _decide(now, then, 0.0)
+        assert not out.passed and figures(out).index_noise is None, key
+    # A baseline saved before exact search was kept (or by a reproducible index): none either.
+    plain = record([query(f"q{i}") for i in range(10)])
+    out = _decide(record(today), plain, 0.0)
+    assert align(record(today), base_of(plain)).steady
+    assert not out.passed and figures(out).index_noise is None
+
+
+def test_exact_search_values_survive_the_baseline_file_and_the_report_json(
+    tmp_path: Path,
+) -> None:
+    then = record([noisy("q0", index=0.0, exact=1.0), noisy("q1", index=1.0, exact=1.0)])
+    back = base_of(then).query("q0")
+    assert (back.exact_metrics, back.exact_ranking) == ({"P@1": 1.0}, ("q0-doc",))
+    assert back.differs_from_exact
+    assert not base_of(then).query("q1").differs_from_exact
+    again = RunRecord.from_json(json.loads(json.dumps(then.to_json())))
+    assert again.queries == then.queries
+    # A query of a reproducible index keeps the JSON it had.
+    assert "exact_metrics" not in query("q2").to_json()
+    assert base_of(record([query("q2")])).query("q2").exact_ranking is None
+
+
+@pytest.mark.parametrize(
+    ("exact", "message"),
+    [
+        ("not an object", "'exact_metrics' must be an object and 'exact_ranking' a list"),
+        ({"P@1": 5.0}, "P@1 of suite 's', system 'sys' is 5.0, outside its bounds"),
+        ({"P@1": "x"}, "query metric values must be numbers"),
+    ],
+)
+def test_a_corrupt_exact_search_value_in_a_baseline_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exact: Any, message: str
+) -> None:
+    from retrieval_gate.baseline import store
+    from retrieval_gate.metrics.registry import bounds_by_name, format_bounds
+
+    # As the plugin sets it when the gate is on (plugin.py).
+    monkeypatch.setattr(store, "_bounds", (bounds_by_name, format_bounds))
+    path = tmp_path / "b.json"
+    save_baseline(path, [record([noisy("q0", index=1.0, exact=1.0)])], None)
+    data = json.loads(path.read_text())
+    data["runs"]["s::sys"]["queries"]["q0"]["exact_metrics"] = exact
+    path.write_text(json.dumps(data))
+    with pytest.raises(RetrievalGateError, match="corrupt baseline") as caught:
+        load_baseline(path)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_each_index_declares_whether_it_ranks_the_same_every_run() -> None:
+    assert INDEXES["exact"].reproducible_for({})
+    assert INDEXES["chroma"].reproducible_for({"build": "reproducible"})
+    assert not INDEXES["chroma"].reproducible_for({"build": "batched"})
+    assert not INDEXES["chroma-server"].reproducible_for({})
+    for name in ("pgvector", "lancedb"):
+        backend = INDEXES[name]
+        ann = "hnsw" if name == "pgvector" else "ivf_flat"
+        assert backend.reproducible_for({"ann_index": "none", "table": "docs"})
+        assert backend.reproducible_for({"ann_index": ann, "table": None})  # the gate's own
+        assert not backend.reproducible_for({"ann_index": ann, "table": "docs"})  # a team's
