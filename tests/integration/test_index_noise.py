@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.integration.chroma_server import chroma_server
 from tests.integration.hpo_project import write_project, write_static_model
 
 #: A coarse graph, built by chromadb's batched inserts: no two processes build the same one.
@@ -159,3 +160,41 @@ def test_an_unchanged_system_on_a_noisy_index_passes_at_tolerance_0_and_states_t
     assert failed
     assert all("index_noise" not in g for g in report["gates"])
     result.stdout.fnmatch_lines(["*changed since the baseline: model_identity*"])
+
+
+#: The same coarse graph on a chroma server: the server inserts a batch in its own order.
+SERVER_CHROMA = """
+index = "chroma-server"
+port = {port}
+hnsw_ef_search = 4
+hnsw_max_neighbors = 4
+hnsw_ef_construction = 8
+"""
+
+
+def test_a_fresh_chroma_server_is_index_noise_and_the_unchanged_system_passes(
+    pytester: pytest.Pytester,
+) -> None:
+    pytest.importorskip("chromadb")
+    pytest.importorskip("model2vec")
+    settings = pytester.path / "pyproject.toml"
+    with chroma_server(pytester.path / "server-a") as port:
+        write_project(
+            pytester.path,
+            documents=300,
+            queries=60,
+            system=SERVER_CHROMA.format(port=port),
+            settings=TOLERANCE_0,
+        )
+        saved, first = _run(pytester, "cache", "--rg-save-baseline")
+        saved.assert_outcomes(passed=1)
+    text = settings.read_text()
+    # A new server, as after a restart or on another CI runner: the collection is built again
+    # there (the port is not part of the system's identity).
+    with chroma_server(pytester.path / "server-b") as other:
+        settings.write_text(text.replace(f"port = {port}", f"port = {other}"))
+        junit = pytester.path / "junit.xml"
+        result, second = _run(pytester, "cache", f"--junitxml={junit}")
+        _check_items(pytester, result, second, first, junit)
+    # The new server's graph ranks otherwise (chroma-server declares itself not reproducible).
+    assert _rankings(second) != _rankings(first)
