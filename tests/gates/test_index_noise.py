@@ -106,13 +106,15 @@ def test_a_changed_identity_or_a_side_without_exact_search_gets_no_allowance() -
     today = [noisy("q0", index=0.0, exact=1.0)] + [
         noisy(f"q{i}", index=1.0, exact=1.0) for i in range(1, 10)
     ]
-    for key, value in (
+    changed: tuple[tuple[str, Any], ...] = (
         ("model_identity", "other-model"),
         ("system", {"retriever": "app:other"}),
         ("corpus_digest", "changed"),
         ("suite_digest", "changed"),
-    ):
-        now = record(today, **{key: value})
+    )
+    for key, value in changed:
+        fingerprint: dict[str, Any] = {key: value}
+        now = record(today, **fingerprint)
         assert not align(now, base_of(then)).steady
         out = _decide(now, then, 0.0)
         assert not out.passed and figures(out).index_noise is None, key
