@@ -177,3 +177,50 @@ def test_each_index_declares_whether_it_ranks_the_same_every_run() -> None:
         assert backend.reproducible_for({"ann_index": "none", "table": "docs"})
         assert backend.reproducible_for({"ann_index": ann, "table": None})  # the gate's own
         assert not backend.reproducible_for({"ann_index": ann, "table": "docs"})  # a team's
+
+
+# -- slow drift against the history's anchor ----------------------------------------------------
+
+
+def _anchor(run: RunRecord) -> Any:
+    from retrieval_gate.baseline.history import HistoryRecord
+    from retrieval_gate.baseline.provenance import Provenance
+    from retrieval_gate.gates.history import Anchor
+
+    at = Provenance(commit="a" * 40, time="2026-11-01T00:00:00+00:00")
+    record = HistoryRecord.of_run(
+        run, at=at, source="baseline", decided=False, session="s", tolerance={"P@1": 0.0}
+    )
+    # As the history file keeps it, read back.
+    return Anchor(HistoryRecord.from_json(json.loads(json.dumps(record.to_json()))), "window", ())
+
+
+def test_slow_drift_of_an_unchanged_system_is_decided_on_exact_search_too() -> None:
+    from retrieval_gate.gates.history import DriftCheck, drift_outcomes
+
+    then = record([noisy(f"q{i}", index=1.0, exact=1.0) for i in range(10)])
+    now = record(
+        [noisy(f"q{i}", index=0.0, exact=1.0) for i in range(3)]
+        + [noisy(f"q{i}", index=1.0, exact=1.0) for i in range(3, 10)]
+    )
+    anchor = _anchor(then)
+    assert anchor.record.exact == {"P@1": (1.0,) * 10}
+    check = [DriftCheck("P@1", 0.0, 0.0)]
+    found = drift_outcomes(now, anchor, check, level=0.05, alpha=0.05)["P@1"]
+    assert not isinstance(found, str)
+    # Exact search 1 -> 1: level with the anchor; the index's own 1 -> 0.7 is said beside.
+    assert found.passed and (found.value, found.threshold) == (1.0, 1.0)
+    assert found.detail[-1] == (
+        "index noise: 3 of 10 queries ranked differently from exact search today; decided on "
+        "exact search over the same vectors (the system's identity is unchanged since the "
+        "anchor); under the index's own ranking P@1 went 1 -> 0.7 (docs/verdicts.md, "
+        '"Index noise")'
+    )
+    # Another model since the anchor: the index's values decide, 1 -> 0.7 fails at 0.
+    moved = record(list(now.queries), model_identity="other-model")
+    other = drift_outcomes(moved, anchor, check, level=0.05, alpha=0.05)["P@1"]
+    assert not isinstance(other, str)
+    assert not other.passed and other.value == pytest.approx(0.7)
+    assert not any(line.startswith("index noise") for line in other.detail)
+    # A record of a reproducible index keeps the line it had: no "exact" key.
+    assert "exact" not in _anchor(record([query("q0")])).record.to_json()

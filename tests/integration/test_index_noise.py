@@ -30,11 +30,8 @@ hnsw_max_neighbors = 4
 hnsw_ef_construction = 8
 index_stability = "off"
 """
-# The slow-drift items against the history's anchor are off: they do not take the index's noise
-# out yet (docs/verdicts.md, "Index noise"), and this test is about the regression items.
-TOLERANCE_0 = """tolerance = { "nDCG@10" = 0, "P@1" = 0, "R@3" = 0, "MRR@10" = 0 }
-[tool.retrieval_gate.history]
-drift = false"""
+# The slow-drift items against the history's anchor get the same tolerance (twice 0).
+TOLERANCE_0 = 'tolerance = { "nDCG@10" = 0, "P@1" = 0, "R@3" = 0, "MRR@10" = 0 }'
 CHECKED = ("nDCG@10", "P@1", "R@3", "MRR@10")
 
 
@@ -67,8 +64,12 @@ def _check_items(
     junit: Path,
 ) -> None:
     """Every regression item passed at tolerance 0 on exact search, and states the noise in the
-    failure text, the terminal, the markdown report, the JSON and the JUnit properties."""
-    result.assert_outcomes(passed=1 + len(CHECKED))
+    failure text, the terminal, the markdown report, the JSON and the JUnit properties; so did
+    every slow-drift item against the history's anchor, and says so."""
+    drift = [g for g in report["gates"] if g["scope"] == "history-drift"]
+    result.assert_outcomes(passed=1 + len(CHECKED) + len(drift))
+    for item in drift:
+        assert any(line.startswith("index noise: ") for line in item["detail"]), item
     (run,) = report["runs"]
     (base_run,) = base["runs"]
     exact_now = {q["id"]: q["exact_ranking"] for q in run["queries"]}
@@ -144,9 +145,10 @@ def test_an_unchanged_system_on_a_noisy_index_passes_at_tolerance_0_and_states_t
     assert _rankings(second) != _rankings(first)
     (x_run,), (y_run,) = first["runs"], second["runs"]
     assert any(x_run["metrics"][m] != y_run["metrics"][m] for m in CHECKED)
-    # A third build, against the first's baseline.
+    # A third build, against the first's baseline and the history's anchor (the first build).
     result, third = _run(pytester, "cache-z", f"--junitxml={junit}")
     _check_items(pytester, result, third, first, junit)
+    assert {g["metric"] for g in third["gates"] if g["scope"] == "history-drift"} == set(CHECKED)
 
     # A real change (a much coarser model: 4 dimensions): no allowance, the items fail.
     small = write_static_model(

@@ -89,10 +89,15 @@ class HistoryRecord:
     compacted: bool = False  # per-query values dropped by compaction (metrics kept)
     # Each metric's definition version (docs/baselines.md): drift is not read across a change.
     definitions: Mapping[str, str] = field(default_factory=dict)
+    # On an index that does not rank the same every run: each metric's per-query values under
+    # exact search over the same vectors, in the order of ``queries`` (docs/verdicts.md, "Index
+    # noise"); empty otherwise.
+    exact: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
 
-    def per_query(self, metric: str) -> dict[tuple[str, str], float]:
-        """(query id, digest) -> value, empty when compacted or not measured."""
-        found = self.values.get(metric, ())
+    def per_query(self, metric: str, *, exact: bool = False) -> dict[tuple[str, str], float]:
+        """(query id, digest) -> value (under exact search with ``exact``), empty when
+        compacted or not measured."""
+        found = (self.exact if exact else self.values).get(metric, ())
         return dict(zip(zip(self.queries, self.digests, strict=True), found, strict=False))
 
     def to_json(self) -> dict[str, Any]:
@@ -117,6 +122,8 @@ class HistoryRecord:
             body["compacted"] = True
         if self.definitions:
             body["definitions"] = dict(self.definitions)
+        if self.exact:  # only then: every other record's line is as it was
+            body["exact"] = {m: list(v) for m, v in self.exact.items()}
         return body
 
     @classmethod
@@ -128,7 +135,9 @@ class HistoryRecord:
         queries = tuple(str(q) for q in data["queries"])
         digests = tuple(str(d) for d in data["digests"])
         values = {str(m): tuple(_number(x) for x in v) for m, v in data["values"].items()}
-        if len(digests) != len(queries) or any(len(v) != len(queries) for v in values.values()):
+        exact = {str(m): tuple(_number(x) for x in v) for m, v in data.get("exact", {}).items()}
+        lists = [*values.values(), *exact.values()]
+        if len(digests) != len(queries) or any(len(v) != len(queries) for v in lists):
             raise ValueError("per-query lists of different lengths")
         return cls(
             suite=str(data["suite"]),
@@ -147,6 +156,7 @@ class HistoryRecord:
             values=values,
             compacted=bool(data.get("compacted", False)),
             definitions={str(m): str(v) for m, v in data.get("definitions", {}).items()},
+            exact=exact,
         )
 
     @classmethod
@@ -178,7 +188,17 @@ class HistoryRecord:
             digests=tuple(q.digest for q in run.queries),
             values={m: tuple(float(q.metrics.get(m, 0.0)) for q in run.queries) for m in names},
             definitions=metric_definitions(run.fingerprint, run.metrics),
+            exact=_exact_values(run),
         )
+
+
+def _exact_values(run: RunRecord) -> dict[str, tuple[float, ...]]:
+    """Each metric's per-query values under exact search, when every query has them."""
+    found = [q.exact_metrics for q in run.queries]
+    if not found or any(values is None for values in found):
+        return {}
+    names = set.intersection(*(set(values or {}) for values in found))
+    return {m: tuple(float((values or {})[m]) for values in found) for m in sorted(names)}
 
 
 def _number(value: Any) -> float:
@@ -380,7 +400,7 @@ class JsonLinesHistory:
             for position, (slot, record) in enumerate(records):
                 if position < cut and not record.compacted:
                     record = dataclasses.replace(
-                        record, queries=(), digests=(), values={}, compacted=True
+                        record, queries=(), digests=(), values={}, exact={}, compacted=True
                     )
                     compacted += 1
                 kept[slot] = encode_line(record)
