@@ -224,3 +224,24 @@ def test_slow_drift_of_an_unchanged_system_is_decided_on_exact_search_too() -> N
     assert not any(line.startswith("index noise") for line in other.detail)
     # A record of a reproducible index keeps the line it had: no "exact" key.
     assert "exact" not in _anchor(record([query("q0")])).record.to_json()
+
+
+def test_the_margin_rule_decides_on_exact_search_too() -> None:
+    # The same three index misses as above: exact search changed no query, so "ok" (no compared
+    # query changed) where the index's 1 -> 0.7 alone would be tested.
+    then = record([noisy(f"q{i}", index=1.0, exact=1.0) for i in range(10)])
+    now = record(
+        [noisy(f"q{i}", index=0.0, exact=1.0) for i in range(3)]
+        + [noisy(f"q{i}", index=1.0, exact=1.0) for i in range(3, 10)]
+    )
+    base = base_of(then)
+    shared = align(now, base).shared
+    check = [RegressionCheck("suite", "P@1", 0.0)]
+    [out] = check_regressions(now, base, shared, check, alpha=0.05, policy="margin", steady=True)
+    assert out.passed and figures(out).verdict == "ok"
+    assert out.detail[0] == (
+        "ok: no compared query changed; index noise: 3 of 10 queries ranked differently from "
+        "exact search (0 in the baseline), P@1 -0.3000 of the change"
+    )
+    [plain] = check_regressions(now, base, shared, check, alpha=0.05, policy="margin")
+    assert figures(plain).verdict != "ok" and figures(plain).index_noise is None
