@@ -248,7 +248,7 @@ import os
 import signal
 
 import retrieval_gate.index.lancedb as lance
-import retrieval_gate.index.pgvector as pg
+import retrieval_gate.index.pgvector.index as pg
 
 if os.environ.get("RG_KILL") == "pgvector":
     real = pg._copy_payload
