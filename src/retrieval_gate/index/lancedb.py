@@ -161,7 +161,7 @@ def _mode(options: Mapping[str, Any]) -> tuple[bool, bool]:
 
 
 #: ANN indexes whose build from nothing the gate makes reproducible: it trains them itself.
-_TRAINED = ("ivf_flat", "ivf_pq")
+_SEEDED_ANN = ("ivf_flat", "ivf_pq")
 
 
 def _reproducible(options: Mapping[str, Any]) -> bool:
@@ -172,7 +172,7 @@ def _reproducible(options: Mapping[str, Any]) -> bool:
     if not approximate:
         return True
     hosted = str(options.get("uri") or "").startswith("db://")
-    return owned and not hosted and options.get("ann_index") in _TRAINED
+    return owned and not hosted and options.get("ann_index") in _SEEDED_ANN
 
 
 def _identity(options: Mapping[str, Any]) -> dict[str, Any]:
