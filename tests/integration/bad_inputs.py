@@ -486,6 +486,21 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "baseline-exact-search-not-an-object",
+        "a baseline whose exact-search values (an index that does not rank the same every run) "
+        "are not an object (hand-edited)",
+        "ERROR: *retrieval-baseline.json [lineage::keyword query q1]: corrupt baseline: "
+        "'exact_metrics' must be an object and 'exact_ranking' a list; restore it from version "
+        "control or save a new one with --rg-save-baseline",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"runs": {"lineage::keyword": {"queries": {"q1": {"digest": "d", "metrics": '
+            '{"P@10": 0.5}, "ranking": [], "relevant_ranks": {}, "exact_metrics": [0.5]}}}}}',
+        },
+    ),
+    BadInput(
         "retriever-raises",
         "a retriever that raises",
         "lineage.retrieval.yaml [query join_orders]: retriever search_app:retrieve raised "

@@ -97,10 +97,15 @@ class HistoryRecord:
     holdout_decisions: int = 0
     holdout_keys: tuple[str, ...] = ()
     holdout_values: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    # On an index that does not rank the same every run: each metric's per-query values under
+    # exact search over the same vectors, in the order of ``queries`` (docs/verdicts.md, "Index
+    # noise"); empty otherwise.
+    exact: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
 
-    def per_query(self, metric: str) -> dict[tuple[str, str], float]:
-        """(query id, digest) -> value, empty when compacted or not measured."""
-        found = self.values.get(metric, ())
+    def per_query(self, metric: str, *, exact: bool = False) -> dict[tuple[str, str], float]:
+        """(query id, digest) -> value (under exact search with ``exact``), empty when
+        compacted or not measured."""
+        found = (self.exact if exact else self.values).get(metric, ())
         return dict(zip(zip(self.queries, self.digests, strict=True), found, strict=False))
 
     def to_json(self) -> dict[str, Any]:
@@ -133,6 +138,8 @@ class HistoryRecord:
                 "keys": list(self.holdout_keys),
                 "values": {m: list(v) for m, v in self.holdout_values.items()},
             }
+        if self.exact:  # only then: every other record's line is as it was
+            body["exact"] = {m: list(v) for m, v in self.exact.items()}
         return body
 
     @classmethod
@@ -144,7 +151,9 @@ class HistoryRecord:
         queries = tuple(str(q) for q in data["queries"])
         digests = tuple(str(d) for d in data["digests"])
         values = {str(m): tuple(_number(x) for x in v) for m, v in data["values"].items()}
-        if len(digests) != len(queries) or any(len(v) != len(queries) for v in values.values()):
+        exact = {str(m): tuple(_number(x) for x in v) for m, v in data.get("exact", {}).items()}
+        lists = [*values.values(), *exact.values()]
+        if len(digests) != len(queries) or any(len(v) != len(queries) for v in lists):
             raise ValueError("per-query lists of different lengths")
         holdout = data.get("holdout") or {}
         held_keys = tuple(str(k) for k in holdout.get("keys", ()))
@@ -175,6 +184,7 @@ class HistoryRecord:
             holdout_decisions=int(holdout.get("decisions", 0)),
             holdout_keys=held_keys,
             holdout_values=held_values,
+            exact=exact,
         )
 
     @classmethod
@@ -214,7 +224,17 @@ class HistoryRecord:
             holdout_decisions=0 if held is None else holdout_decisions,
             holdout_keys=() if held is None else held.keys,
             holdout_values={} if held is None else dict(held.values),
+            exact=_exact_values(run),
         )
+
+
+def _exact_values(run: RunRecord) -> dict[str, tuple[float, ...]]:
+    """Each metric's per-query values under exact search, when every query has them."""
+    found = [q.exact_metrics for q in run.queries]
+    if not found or any(values is None for values in found):
+        return {}
+    names = set.intersection(*(set(values or {}) for values in found))
+    return {m: tuple(float((values or {})[m]) for values in found) for m in sorted(names)}
 
 
 def _number(value: Any) -> float:
@@ -420,6 +440,7 @@ class JsonLinesHistory:
                         queries=(),
                         digests=(),
                         values={},
+                        exact={},
                         holdout_keys=(),
                         holdout_values={},
                         compacted=True,

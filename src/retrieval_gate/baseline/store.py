@@ -199,7 +199,15 @@ def _check_run(run: Any, path: Path, key: str) -> None:
                     path=path,
                     entry=where,
                 )
-        for name, value in query["metrics"].items():
+        # An index that may rank differently each run keeps exact search's values beside its own.
+        exact = query.get("exact_metrics", {})
+        if not isinstance(exact, dict) or not isinstance(query.get("exact_ranking", []), list):
+            raise BaselineError(
+                "corrupt baseline: 'exact_metrics' must be an object and 'exact_ranking' a list",
+                path=path,
+                entry=where,
+            )
+        for name, value in (*query["metrics"].items(), *exact.items()):
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise BaselineError(
                     "corrupt baseline: query metric values must be numbers",
@@ -213,6 +221,7 @@ def _check_run(run: Any, path: Path, key: str) -> None:
                     entry=where,
                 )
         _check_bounds(query["metrics"], path, key, where)
+        _check_bounds(exact, path, key, where)
     _check_bounds(run.get("metrics", {}), path, key, key)
 
 

@@ -50,6 +50,13 @@ class RegressionFigures:
     planned_resolution: float | None = None
     queries_needed: int | None = None
     width: float | None = None  # the metric's range: a resolution as wide resolves no drop
+    # An item of an unchanged system whose index may rank differently each run is decided on
+    # exact search over the same vectors (docs/verdicts.md, "Index noise"): ``index_noise`` says
+    # how many units the index ranked otherwise and its part of the change, ``index_part`` that
+    # part (now - then), ``decided_drop`` the drop under exact search the item was decided on.
+    index_noise: str | None = None
+    index_part: float | None = None
+    decided_drop: float | None = None
 
     @property
     def resolves_nothing(self) -> bool:
@@ -79,6 +86,10 @@ class RegressionFigures:
         }
         if self.not_compared is not None:
             out["not_compared"] = self.not_compared
+        if self.index_noise is not None:
+            out["index_noise"] = self.index_noise
+            out["index_part"] = self.index_part
+            out["decided_drop"] = self.decided_drop
         return out
 
     @classmethod
@@ -104,6 +115,9 @@ class RegressionFigures:
             planned_resolution=data.get("planned_resolution"),
             queries_needed=data.get("queries_needed"),
             width=data.get("width"),
+            index_noise=data.get("index_noise"),
+            index_part=data.get("index_part"),
+            decided_drop=data.get("decided_drop"),
         )
 
     @property
@@ -170,6 +184,7 @@ class Outcome:
                 f"{format_value(figures.baseline)} (drop "
                 f"{format_value(figures.baseline - self.value)}, tolerance "
                 f"{format_value(figures.tolerance)}{resolution}, n={self.n})"
+                + (f"; {figures.index_noise}" if figures.index_noise is not None else "")
             )
         if self.scope == "history-drift":  # gates/history.py: against an anchor, not a floor
             return (
@@ -243,6 +258,9 @@ class Outcome:
                 out.append(("p_adjusted", figures.p_adjusted))
             if figures.detectable_drop is not None:
                 out.append(("detectable_drop", figures.detectable_drop))
+            if figures.index_noise is not None:
+                out += [("index_noise", figures.index_noise), ("index_part", figures.index_part)]
+                out.append(("decided_drop", figures.decided_drop))
         return out
 
     @property

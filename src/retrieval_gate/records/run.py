@@ -58,6 +58,25 @@ class QueryRecord:
     # A readable name of each id the record shows (an ontology term's label), from the suite's
     # kind; empty where ids are their own names (a document path). Not kept in a baseline file.
     labels: Mapping[str, str] = field(default_factory=dict)
+    # For an index that may rank differently each run (IndexBackend.reproducible): the values of
+    # the ranking metrics and the ranking (cut as ``ranking``) under exact search over the same
+    # vectors. None otherwise. A baseline keeps both (docs/verdicts.md, "Index noise").
+    exact_metrics: Mapping[str, float] | None = None
+    exact_ranking: tuple[str, ...] | None = None
+
+    @property
+    def differs_from_exact(self) -> bool:
+        """Whether the index ranked this unit otherwise than exact search did."""
+        return self.exact_ranking is not None and self.exact_ranking != self.ranking
+
+    def exact_json(self) -> dict[str, Any]:
+        """The exact-search keys of the unit's JSON; none when it has none (a JSON unchanged)."""
+        if self.exact_ranking is None:
+            return {}
+        return {
+            "exact_metrics": dict(self.exact_metrics or {}),
+            "exact_ranking": list(self.exact_ranking),
+        }
 
     def named(self, doc: str) -> str:
         """An id as messages and tables show it: with its label beside it when it has one
@@ -90,10 +109,12 @@ class QueryRecord:
             "unjudged": list(self.unjudged),
             # Only where the kind names its ids: a ranking query's JSON is unchanged.
             **({"labels": dict(self.labels)} if self.labels else {}),
+            **self.exact_json(),
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], kind: str = DEFAULT_KIND) -> QueryRecord:
+        exact = data.get("exact_ranking")
         return cls(
             id=data["id"],
             digest=data["digest"],
@@ -107,6 +128,8 @@ class QueryRecord:
             unjudged=tuple(data.get("unjudged", ())),
             extras=decode_extras(kind, data),
             labels=dict(data.get("labels", {})),
+            exact_metrics=None if exact is None else dict(data.get("exact_metrics", {})),
+            exact_ranking=None if exact is None else tuple(exact),
         )
 
 
@@ -322,6 +345,7 @@ class RunRecord:
                     "metrics": dict(q.metrics),
                     "ranking": list(q.ranking),
                     "relevant_ranks": dict(q.relevant_ranks),
+                    **q.exact_json(),
                 }
                 for q in self.queries
             },

@@ -465,6 +465,17 @@ def _baseline(run: RunRecord, base: BaselineComparison, gates: list[Outcome]) ->
     if rows:
         yield from _table(header, rows)
         yield ""
+    noisy = [f"- {name}: {m.index_noise}" for name, m in table.items() if m.index_noise]
+    if noisy:
+        # An unchanged system whose index may rank differently each run: decided on exact
+        # search over the same vectors (docs/verdicts.md, "Index noise").
+        yield (
+            "Decided on exact search over the same vectors (the index may rank differently "
+            "each run; the system's identity is unchanged since the baseline):"
+        )
+        yield ""
+        yield from noisy
+        yield ""
     if warnings:
         yield from warnings
         yield ""

@@ -47,6 +47,9 @@ class Evaluation:
     # The indices of the suite's holdout units (suites/holdout.py): in no scope below, so every
     # value of the record is over the other units.
     hidden: frozenset[int] = frozenset()
+    # The ranking metrics over each unit's exact-search ranking (RunResult.exact_rankings), for
+    # an index that may rank differently each run; None otherwise.
+    exact_values: Mapping[str, np.ndarray] | None = None
 
     @cached_property
     def scopes(self) -> dict[str, np.ndarray]:
@@ -129,9 +132,13 @@ def evaluate_run(
     metrics = tuple(wanted.values())
     ranked = [m for m in metrics if m.spec.input == "ranking"]
     values: dict[str, np.ndarray] = {}
+    exact_values = None
     if ranked:
         judged = judge(suite.qrels, run.qids, run.rankings)
         values = compute(judged, ranked, gain=kind.gain(suite))
+        if run.exact_rankings is not None:
+            searched = judge(suite.qrels, run.qids, run.exact_rankings)
+            exact_values = compute(searched, ranked, gain=kind.gain(suite))
     others: set[str] = {str(m.spec.input) for m in metrics} - _SHARED_INPUTS
     if others:
         if resources is None:
@@ -163,6 +170,7 @@ def evaluate_run(
         latency=latency_stats(timed),
         labels=None if resources is None else kind.labels(run, resources),
         seconds=time.perf_counter() - began,
+        exact_values=exact_values,
     )
 
 
@@ -214,12 +222,14 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
 
     # One tolist() per metric is far cheaper than a float() per value.
     columns = {m.name: evaluation.values[m.name].tolist() for m in metrics}
+    exact = {name: found.tolist() for name, found in (evaluation.exact_values or {}).items()}
     queries = []
     for i, query in enumerate(suite.queries):
         if i in evaluation.hidden:
             continue
         kept = kind.unit_record(run, i)
         ranks = evaluation.relevant_ranks(query.id)
+        exact_ranking = None if run.exact_rankings is None else run.exact_rankings[i][:cut]
         queries.append(
             QueryRecord(
                 id=query.id,
@@ -235,6 +245,10 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
                 unjudged=kept.unjudged,
                 extras=kept.extras,
                 labels=_labels(evaluation.labels, [*kept.ranking, *ranks, *kept.shown]),
+                exact_metrics=None
+                if exact_ranking is None
+                else {name: column[i] for name, column in exact.items()},
+                exact_ranking=exact_ranking,
             )
         )
     intervals = {}
@@ -253,6 +267,9 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
             for i, ms in enumerate(run.latencies_ms)
             if i not in evaluation.hidden and not math.isnan(ms)
         )
+    if run.exact_rankings is not None:
+        # How many units the index ranked otherwise than exact search (docs/verdicts.md).
+        stats["index_noise_queries"] = sum(1 for q in queries if q.differs_from_exact)
     if stats.get("latency_queries") == 0:
         stats["latency_measured"] = False  # nothing was timed: no latency figure to show
     if "timings_ms" in stats:
@@ -304,6 +321,7 @@ def _shown_run(run: RunResult, hidden: frozenset[int]) -> RunResult:
         scores=part(run.scores),
         latencies_ms=part(run.latencies_ms),
         extras=part(run.extras),
+        exact_rankings=None if run.exact_rankings is None else part(run.exact_rankings),
     )
 
 
