@@ -20,6 +20,12 @@ across items). H counts the *decisions* the suite has informed: the sessions who
 baseline was accepted after a gate run against an earlier one, for this suite digest (a changed
 suite starts a new ledger). The suite can inform decisions until epsilon_H exceeds the tolerance;
 ``remaining`` is how many more.
+
+A suite's holdout (gates/holdout.py) keeps a ledger of its own: H counts the pass/fail verdicts
+its items revealed (each a bit, one adaptive decision on the holdout), per holdout version (its
+fraction and units: a holdout that gains, loses or edits a unit starts a new ledger; a visible
+query added does not refresh it). Its resolution is the same formula over the holdout's n with
+sd = R / 2, so that it reads no figure of the holdout.
 """
 
 from __future__ import annotations
@@ -113,28 +119,82 @@ def shelf_life(
     tolerance: float,
     delta: float,
     decisions: int,
+    stated: float | None = None,
 ) -> ShelfLife | None:
-    """The shelf life of one metric from today's per-query ``values``; None under 2 queries."""
+    """The shelf life of one metric from today's per-query ``values``; None under 2 queries.
+
+    ``stated``: the resolution the metric's regression item states from the plan (its
+    ``planned_resolution``, the report's plan column), when it has one: the fresh figure is then
+    that one, not a second figure for the same item, and epsilon_H is it times the formula's
+    epsilon_H / epsilon_0."""
     from retrieval_gate.gates.resolution import sample_sd
 
-    n = len(values)
-    if n < 2:
+    if len(values) < 2:
         return None
     sd = sample_sd(values)
-    fresh = adaptive_epsilon(sd, n, width, delta, 0)
-    now = adaptive_epsilon(sd, n, width, delta, decisions)
+    n = len(values)
+    return _shelf(suite, system, metric, sd, n, width, tolerance, delta, decisions, stated)
+
+
+def holdout_shelf_life(
+    suite: str,
+    system: str,
+    metric: str,
+    n: int,
+    *,
+    width: float,
+    tolerance: float,
+    delta: float,
+    decisions: int,
+) -> ShelfLife | None:
+    """The shelf life of a holdout of ``n`` units (gates/holdout.py): the same formula with
+    sd = R / 2, the spread of values at both ends of the metric's range, in place of the
+    holdout's own spread, so that stating it reads no figure of the holdout's values; the
+    tolerance is the holdout's, H the holdout's own ledger (:func:`holdout_decisions`). Named
+    ``holdout::<metric>``."""
+    if n < 2:
+        return None
+    return _shelf(
+        suite, system, f"holdout::{metric}", width / 2.0, n, width, tolerance, delta, decisions
+    )
+
+
+def _shelf(
+    suite: str,
+    system: str,
+    metric: str,
+    sd: float,
+    n: int,
+    width: float,
+    tolerance: float,
+    delta: float,
+    decisions: int,
+    stated: float | None = None,
+) -> ShelfLife:
+    scale = 1.0
+    if stated is not None:
+        # The item's own planned figure, so the report states one fresh figure per item; the
+        # decisions grow it by the bound's factor epsilon_H / epsilon_0 (docs/verdicts.md).
+        base = adaptive_epsilon(sd, n, width, delta, 0)
+        scale = stated / base if base > 0 else 1.0
+
+    def epsilon(h: int) -> float:
+        return adaptive_epsilon(sd, n, width, delta, h) * scale
+
+    fresh = epsilon(0)
+    now = epsilon(decisions)
     remaining = 0
     if now <= tolerance:  # else spent, or never had a shelf life
         # epsilon_H grows with H: the last H within the tolerance, by doubling then bisection.
         lo, hi = decisions, decisions + 1
-        while hi < MAX_DECISIONS and adaptive_epsilon(sd, n, width, delta, hi) <= tolerance:
+        while hi < MAX_DECISIONS and epsilon(hi) <= tolerance:
             lo, hi = hi, min(MAX_DECISIONS, decisions + 2 * (hi - decisions))
-        if hi >= MAX_DECISIONS and adaptive_epsilon(sd, n, width, delta, hi) <= tolerance:
+        if hi >= MAX_DECISIONS and epsilon(hi) <= tolerance:
             lo = MAX_DECISIONS
         else:
             while hi - lo > 1:
                 mid = (lo + hi) // 2
-                if adaptive_epsilon(sd, n, width, delta, mid) <= tolerance:
+                if epsilon(mid) <= tolerance:
                     lo = mid
                 else:
                     hi = mid
@@ -145,3 +205,10 @@ def shelf_life(
 def decisions_made(records: Sequence[Any], suite_digest: str) -> int:
     """H: the sessions whose accepted baseline was a decision on this suite digest."""
     return len({r.session for r in records if r.decided and r.suite_digest == suite_digest})
+
+
+def holdout_decisions(records: Sequence[Any], holdout_digest: str) -> int:
+    """H of a holdout: the pass/fail verdicts its items revealed, over every recorded session
+    and system, for this version of the holdout (its fraction and units): each revealed bit is
+    one adaptive decision on it."""
+    return sum(r.holdout_decisions for r in records if r.holdout_digest == holdout_digest)
