@@ -80,9 +80,14 @@ def test_a_plugin_writer_writes_where_its_own_option_says(with_writer: pytest.Py
         ["P@1", "R@3", "MRR@3", "Hit@3", "query[customer_names]"], True
     )
     result.stdout.fnmatch_lines([f"*generated retrieval gate report: {target}*"])
-    # Its own file from the run before is the plugin's to write over; the ini key names it too.
-    again = with_writer.runpytest_subprocess("--retrieval-gate", "--rg-foo", "out/verdicts.json")
+    # Its own file from the run before is the plugin's to write over, under xdist too (each
+    # worker offers the option as well); the ini key names it too.
+    target.write_text('{"version": 1, "generator": "pytest-retrieval-gate toy-writer"}\n')
+    again = with_writer.runpytest_subprocess(
+        "--retrieval-gate", "--rg-foo", "out/verdicts.json", "-n", "2"
+    )
     again.assert_outcomes(passed=5)
+    assert json.loads(target.read_text()) == data
     settings = with_writer.path / "pyproject.toml"
     settings.write_text(
         settings.read_text().replace(
