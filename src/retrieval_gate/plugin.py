@@ -2,8 +2,8 @@
 
 Loaded in every pytest session, with or without ``--retrieval-gate``: it imports nothing but pytest,
 the standard library and the report writers' output declarations (files/outputs.py, itself
-standard library only), whose options it offers. Everything else (numpy, yaml, the suite and run machinery) is imported
-in ``pytest_configure`` only when the flag is on.
+standard library only), whose options it offers. Everything else (numpy, yaml, the suite and run
+machinery) is imported in ``pytest_configure`` only when the flag is on.
 """
 
 from __future__ import annotations

@@ -71,6 +71,7 @@ def test_a_declared_output_is_resolved_and_handed_to_its_writer() -> None:
         ),
         ({"name": "baseline"}, "its name 'baseline' is the plugin's own"),
         ({"kind": "html"}, "its kind 'html' is not one of markdown, json, plots"),
+        ({"setting": "report"}, "it names a [tool.retrieval_gate] key (setting)"),
     ],
 )
 def test_a_plugin_output_that_would_take_anothers_place_is_refused(

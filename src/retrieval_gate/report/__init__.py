@@ -277,8 +277,8 @@ def plugin_outputs(offered: Sequence[OutputOption]) -> list[tuple[OutputOption, 
     registry reads them: the built-in writers import numpy, which an xdist worker must not load
     before it sizes its thread pools (``plugin.share_cores``). A writer that declares an output
     already offered (a built-in writer replaced, with the same output) adds nothing; one whose
-    output would take another's name, option or ini key, or whose option is not an ``--rg-``
-    path, is refused in one line naming it."""
+    output would take another's name, option or ini key, whose option is not an ``--rg-``
+    path, or that names a settings key, is refused in one line naming it."""
     only_plugins: Registry[Writer] = Registry(
         "report writer",
         kind=Writer,
@@ -318,6 +318,8 @@ def _declaration_problem(output: OutputOption, taken: Sequence[OutputOption]) ->
         not output.ini.startswith("retrieval_gate_") or output.ini in _RESERVED_INI
     ):
         return f"its ini key {output.ini!r} must be a retrieval_gate_ key of its own"
+    if output.setting is not None:
+        return "it names a [tool.retrieval_gate] key (setting), which only the built-ins may"
     if output.kind not in ("markdown", "json", "plots"):
         return f"its kind {output.kind!r} is not one of markdown, json, plots"
     for other in taken:
