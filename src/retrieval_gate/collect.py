@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
@@ -21,7 +21,7 @@ from retrieval_gate.gates.floors import check_gate, check_query
 from retrieval_gate.gates.history import DRIFT_SCOPE
 from retrieval_gate.gates.regressions import RegressionCheck
 from retrieval_gate.keys import SESSION_KEY
-from retrieval_gate.records import ItemPayload, Outcome, Undecided, parse_scope
+from retrieval_gate.records import ItemPayload, Outcome, Undecided, parse_scope, scope_name
 from retrieval_gate.runs.cache import InternalRunError
 from retrieval_gate.suites.suite import Gate, Suite, load_suite, suite_systems
 from retrieval_gate.suites.units import Unit
@@ -30,6 +30,7 @@ from retrieval_gate.systems.config import SystemConfig
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
 
+    from retrieval_gate.records import RunRecord
     from retrieval_gate.session import GateSession
 
 
@@ -188,11 +189,18 @@ class SystemNode(pytest.Collector):
                 latency.append(gate)
             else:
                 by_scope.setdefault(gate.scope, []).append(gate)
+        gate_session = self.config.stash[SESSION_KEY]
+        base = gate_session.base_run(suite, system)
+        wide = _suite_wide_labels(self.config, suite, gates, gate_session.plan.checks(suite), base)
         for scope, gates in by_scope.items():
-            yield ScopeNode.from_parent(self, name=scope, suite=suite, system=system, specs=gates)
+            node = ScopeNode.from_parent(self, name=scope, suite=suite, system=system, specs=gates)
+            yield _marked(node, wide) if scope == "suite" else node
         for gate in latency:
-            yield GateItem.from_parent(
-                self, name=gate.metric.name, suite=suite, system=system, gate=gate
+            yield _marked(
+                GateItem.from_parent(
+                    self, name=gate.metric.name, suite=suite, system=system, gate=gate
+                ),
+                wide,
             )
         for query in suite.queries:
             if query.expect:
@@ -201,22 +209,57 @@ class SystemNode(pytest.Collector):
                 yield QueryItem.from_parent(
                     self, name=name, suite=suite, system=system, query=query
                 )
-        gate_session = self.config.stash[SESSION_KEY]
-        base = gate_session.base_run(suite, system)
         if base is None:
             gate_session.plan.register(suite, system.name, None)  # --rg-plan says it is missing
         elif any(c.gated for c in gate_session.plan.checks(suite)):
-            yield RegressionNode.from_parent(self, name="regression", suite=suite, system=system)
+            yield RegressionNode.from_parent(
+                self, name="regression", suite=suite, system=system, wide=wide
+            )
         drift = suite.kind_object.drift(suite)
         if drift is not None and base is not None:
             for name in drift.metrics:
-                yield DriftItem.from_parent(self, name=f"drift::{name}", suite=suite, system=system)
+                item = DriftItem.from_parent(
+                    self, name=f"drift::{name}", suite=suite, system=system
+                )
+                yield _marked(item, wide)
         for check in gate_session.history.drift_checks(suite, system.name):
             name = f"{DRIFT_SCOPE}::{check.metric}"
-            yield HistoryDriftItem.from_parent(self, name=name, suite=suite, system=system)
+            history = HistoryDriftItem.from_parent(self, name=name, suite=suite, system=system)
+            yield _marked(history, wide)
         if not gates and not any(q.expect for q in suite.queries):
             # A suite without floors still runs, so its numbers reach the report.
-            yield RunItem.from_parent(self, name="run", suite=suite, system=system)
+            yield _marked(RunItem.from_parent(self, name="run", suite=suite, system=system), wide)
+
+
+def _suite_wide_labels(
+    config: pytest.Config,
+    suite: Suite,
+    gates: list[Gate],
+    checks: list[RegressionCheck],
+    base: RunRecord | None,
+) -> list[pytest.MarkDecorator]:
+    """The markers of the categories and difficulties that have no item of their own for this
+    system (no floor, no regression item): their queries are gated only by the suite-wide items,
+    so those carry them, and ``-m hard`` selects the items that decide about the hard queries
+    with or without a ``difficulties:`` floor (docs/suite-format.md, "Markers")."""
+    own = {gate.scope for gate in gates if not gate.metric.is_latency}
+    if base is not None:
+        own |= {check.scope for check in checks if check.gated}
+    return [
+        _marker(config, label, kind)
+        for kind, labels in (("category", suite.categories), ("difficulty", suite.difficulties))
+        for label in labels
+        if scope_name(kind, label) not in own
+    ]
+
+
+_Node = TypeVar("_Node", pytest.Item, pytest.Collector)
+
+
+def _marked(node: _Node, markers: list[pytest.MarkDecorator]) -> _Node:
+    for marker in markers:
+        node.add_marker(marker)
+    return node
 
 
 class ScopeNode(pytest.Collector):
@@ -364,12 +407,21 @@ class RunItem(_SuiteItem):
 
 
 class RegressionNode(pytest.Collector):
-    """``...::<system>::regression``: one item per gated metric and scope against the baseline."""
+    """``...::<system>::regression``: one item per gated metric and scope against the baseline;
+    ``wide``: the markers its suite-scope items carry (:func:`_suite_wide_labels`)."""
 
-    def __init__(self, *, suite: Suite, system: SystemConfig, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        suite: Suite,
+        system: SystemConfig,
+        wide: list[pytest.MarkDecorator],
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.suite = suite
         self.system = system
+        self.wide = wide
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         gate_session = self.config.stash[SESSION_KEY]
@@ -381,7 +433,7 @@ class RegressionNode(pytest.Collector):
         scoped: dict[str, list[RegressionCheck]] = {}
         for check in checks:
             if check.scope == "suite":
-                yield _item_for(self, check, self.suite, self.system)
+                yield _marked(_item_for(self, check, self.suite, self.system), self.wide)
             else:
                 scoped.setdefault(check.scope, []).append(check)
         for scope, group in scoped.items():

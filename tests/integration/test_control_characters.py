@@ -115,3 +115,29 @@ def test_a_line_break_or_a_bar_in_an_id_breaks_no_line_and_no_table(
     )
     rows = [line for line in markdown.splitlines() if "::query[" in line]
     assert rows and all("query[a\\|b\\x0aPASSED everything]" in row for row in rows)
+
+
+def test_markdown_in_ids_and_texts_renders_as_text_in_the_report(
+    pytester: pytest.Pytester,
+) -> None:
+    # An HTML comment would hide the rest of a pull request's summary (the failure included);
+    # an image would be fetched from someone's server each time the summary is read.
+    from markdown_it import MarkdownIt
+
+    only_system(pytester, "kw", "hostile_app:retrieve", hostile_app=RETRIEVER)
+    suite = SUITE.replace(_quoted(f"q{HOSTILE}1"), _quoted("q<!--1")).replace(
+        _quoted(f"which tables{HOSTILE} join orders"),
+        _quoted("![p](https://tracker.invalid/p.png) <details> [x](https://phish.invalid)"),
+    )
+    (pytester.path / "lineage.retrieval.yaml").write_text(suite, encoding="utf-8")
+    result = pytester.runpytest("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    markdown = (pytester.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert "q<!--1" in markdown or "q&lt;!--1" in markdown  # the failing query is named
+    html = MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
+    tags = {m.lower() for m in re.findall(r"<(?:/?)([a-zA-Z][a-zA-Z0-9-]*|!--)", html)}
+    own = {"h1", "h2", "h3", "h4", "p", "ul", "li", "code", "pre", "table", "thead", "tbody"}
+    own |= {"tr", "th", "td", "em", "strong", "br", "hr"}
+    assert tags <= own, sorted(tags - own)
+    # The suite's section, after the failures that name the id, is still there for a reader.
+    assert html.index("q&lt;!--1") < html.index("<h2>Suite <code>lineage")

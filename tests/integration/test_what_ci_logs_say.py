@@ -156,6 +156,16 @@ def _report(pytester: pytest.Pytester) -> dict[str, Any]:
     return data
 
 
+def _junit_properties(pytester: pytest.Pytester, classname: str, name: str) -> set[tuple[str, str]]:
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(pytester.path / "junit.xml").getroot()
+    (case,) = [
+        c for c in root.iter("testcase") if (c.get("classname"), c.get("name")) == (classname, name)
+    ]
+    return {(p.get("name", ""), p.get("value", "")) for p in case.iter("property")}
+
+
 def _gate(data: dict[str, Any], nodeid: str) -> dict[str, Any]:
     (found,) = [g for g in data["gates"] if g["nodeid"] == nodeid]
     gate: dict[str, Any] = found
@@ -176,9 +186,19 @@ def test_a_pull_request_with_a_coarse_category_a_changed_model_and_a_deleted_doc
     assert "a run states the resolution of its own per-query drops" in plan_text
     (planned,) = re.findall(r"^docs\s+keyword\s+Hit@3\s+12\s+0\.01\s+\+-(\S+)", plan_text, re.M)
 
-    result = project.runpytest("--retrieval-gate", "--rg-plots", "plots")
+    result = project.runpytest("--retrieval-gate", "--rg-plots", "plots", "--junitxml=junit.xml")
     text = result.stdout.str()
     data = _report(project)
+    # docs: 4 floors and 4 regression items (keyword fails its Hit@3 regression); faq: its two
+    # items fail on the stale labels; sim: the run item passes, the regression fails; terms: 2.
+    result.assert_outcomes(passed=10, failed=4)
+    failed = {line.split(" ")[1] for line in result.outlines if line.startswith("FAILED ")}
+    assert failed == {
+        "docs.retrieval.yaml::keyword::regression::Hit@3",
+        "faq.retrieval.yaml::keyword::suite::Hit@3",
+        "faq.retrieval.yaml::keyword::regression::Hit@3",
+        "sim.retrieval.yaml::angles::regression::spearman",
+    }
 
     # The stale labels: one error listing both missing ids with their queries, at faq's items
     # only; every other suite ran and the report was written, faq marked as failed.
@@ -190,6 +210,10 @@ def test_a_pull_request_with_a_coarse_category_a_changed_model_and_a_deleted_doc
     result.stdout.fnmatch_lines(["*" + lit(stale)])
     assert {run["suite"] for run in data["runs"]} == {"docs", "terms-de", "sim"}
     assert [e["suite"] for e in data["errors"]] == ["faq"]
+    markdown = (project.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert "## Runs that failed" in markdown
+    assert "- `faq` x `keyword`: " in markdown and "(f5: d5.md; f6: d6.md)" in markdown
+    result.stdout.fnmatch_lines(["run failed: faq x keyword: *(f5: d5.md; f6: d6.md)*"])
 
     # Each system judged by its own floors: the suite's 0.8 for keyword, weak's own 0.3.
     weak = _gate(data, "docs.retrieval.yaml::weak::suite::Hit@3")
@@ -197,6 +221,12 @@ def test_a_pull_request_with_a_coarse_category_a_changed_model_and_a_deleted_doc
     keyword = _gate(data, "docs.retrieval.yaml::keyword::suite::Hit@3")
     # keyword_v2 finds 10 of 12: 0.8333 >= 0.8.
     assert (keyword["value"], keyword["threshold"], keyword["passed"]) == (10 / 12, 0.8, True)
+    # The rare category too: weak finds q10 of q9..q11, 1 / 3 >= its own 0.3 (the suite's 0.5
+    # would fail it); keyword keeps the suite's 0.5 and finds all three.
+    weak_rare = _gate(data, "docs.retrieval.yaml::weak::category[rare]::Hit@3")
+    assert (weak_rare["value"], weak_rare["threshold"], weak_rare["passed"]) == (1 / 3, 0.3, True)
+    keyword_rare = _gate(data, "docs.retrieval.yaml::keyword::category[rare]::Hit@3")
+    assert (keyword_rare["value"], keyword_rare["threshold"]) == (1.0, 0.5)
 
     # The regressed item: Hit@3 dropped 2 / 12 = 0.1667. Its one figure, and the same words,
     # in the failure text, the summary's block and the JSON; the plan's figure is the report's
@@ -219,6 +249,12 @@ def test_a_pull_request_with_a_coarse_category_a_changed_model_and_a_deleted_doc
             + advice,
         ]
     )
+    # JUnit XML carries the same figure as a property of the item.
+    assert _junit_properties(project, "docs_retrieval_yaml.keyword.regression", "Hit@3") >= {
+        ("resolution", str(epsilon)),
+        ("tolerance", "0.01"),
+        ("verdict", "regressed"),
+    }
     # The summary: the change named where CI logs are read, and one warning block for the
     # session, counted by suite and scope, its widest suite-scope item with the same figure.
     result.stdout.fnmatch_lines(
@@ -247,15 +283,23 @@ def test_a_pull_request_with_a_coarse_category_a_changed_model_and_a_deleted_doc
         "resolution: with 3 queries category[rare] cannot resolve any drop of Hit@3 at 95 % "
         "reliability" in "\n".join(rare["detail"])
     )
-    markdown = (project.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
-    beyond_1 = re.compile(r"\+-(1\.\d*[1-9]|[2-9][\d.]*)\b")
-    beyond_2 = re.compile(r"\+-(2\.\d*[1-9]|[3-9][\d.]*)\b")  # spearman's range is [-1, 1]
-    for output in (text, markdown, "\n".join(d for g in data["gates"] for d in g["detail"])):
+    # Every resolution or suggested tolerance a user reads, in the terminal, the plan, the
+    # markdown and the JSON's details: within its metric's range (width 1; 2 for a correlation).
+    details = "\n".join(d for g in data["gates"] for d in g["detail"])
+    figures = re.compile(r"(?:\+-|tolerance of at least )(\d[\d,]*(?:\.\d+)?)")
+    for output in (text, plan_text, markdown, details):
         for line in output.splitlines():
-            beyond = beyond_2 if "spearman" in line else beyond_1
-            assert not beyond.search(line), f"a figure beyond the metric's range: {line}"
+            width = 2.0 if "spearman" in line or "pearson" in line else 1.0
+            for figure in figures.findall(line):
+                assert float(figure.replace(",", "")) <= width, f"beyond the range: {line}"
         assert "-0.0000" not in output
+    assert figures.findall(plan_text) and figures.findall(details)
     assert "with 3 queries category[rare] cannot resolve any drop of Hit@3" in markdown
+    # In JUnit too, with the metric's range beside it, never a figure above the range.
+    rare_junit = _junit_properties(
+        project, "docs_retrieval_yaml.keyword.regression.category[rare]", "Hit@3"
+    )
+    assert {("resolution", "none (range)"), ("width", "1.0")} <= rare_junit
     assert f"| +-{shown} | +-{planned} | {needed:,} |" in markdown
 
     # The pair model changed: the failing item names the change, old and new.

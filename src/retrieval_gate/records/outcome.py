@@ -215,7 +215,12 @@ class Outcome:
             out += [("baseline", figures.baseline), ("tolerance", figures.tolerance)]
             out += [("policy", figures.policy), ("reliability", figures.reliability)]
             if figures.resolution is not None:
-                out.append(("resolution", figures.resolution))
+                # As wide as the metric's range it resolves no drop: a dashboard charting the
+                # figure would draw a number with no meaning (1.087 on a [0, 1] metric).
+                nothing = figures.resolves_nothing
+                out.append(("resolution", "none (range)" if nothing else figures.resolution))
+            if figures.width is not None:
+                out.append(("width", figures.width))
             if figures.p_adjusted is not None:
                 out.append(("p_adjusted", figures.p_adjusted))
             if figures.detectable_drop is not None:

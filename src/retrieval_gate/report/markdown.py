@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from retrieval_gate.display import shown
+from retrieval_gate.display.markdown import inert
 from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.files.outputs import REPORT_OUTPUT
 from retrieval_gate.metrics import parse_metric
@@ -32,8 +33,19 @@ if TYPE_CHECKING:
 
 def render(data: ReportData) -> str:
     """The report's text. Every line is shown escaped and redacted (display/): a query's text,
-    an id or a server's message cannot break a line or a table, or carry a credential."""
-    return "\n".join(shown(line) for line in lines(data)) + "\n"
+    an id or a server's message cannot break a line or a table, or carry a credential; and,
+    outside the plugin's own fenced charts, made inert (display/markdown.py): it cannot hide the
+    rest of the report in an HTML comment, add HTML, or load an image from elsewhere."""
+    out = []
+    fenced = False
+    for line in lines(data):
+        text = shown(line)
+        if line in ("```mermaid", "```"):  # the charts' fences, which only the plugin writes
+            fenced = line == "```mermaid"
+        elif not fenced:
+            text = inert(text)
+        out.append(text)
+    return "\n".join(out) + "\n"
 
 
 def write(data: ReportData, targets: Targets) -> list[Path]:
