@@ -153,3 +153,18 @@ def test_a_plugin_output_taking_a_built_in_option_is_named(with_writer: pytest.P
         ]
     )
     assert "Traceback" not in "\n".join(result.outlines + result.errlines)
+
+
+def test_a_plugin_writer_that_cannot_be_loaded_is_named_before_anything_runs(
+    with_writer: pytest.Pytester,
+) -> None:
+    (with_writer.path / "toy_writer.py").write_text("raise RuntimeError('half installed')\n")
+    result = with_writer.runpytest_subprocess("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    _output(result).fnmatch_lines(
+        [
+            "*entry point 'foo' (toy_writer) of group retrieval_gate.writers cannot be loaded: "
+            "RuntimeError: half installed*"
+        ]
+    )
+    assert "Traceback" not in "\n".join(result.outlines + result.errlines)
