@@ -19,6 +19,7 @@ from retrieval_gate.display import escape, shown
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.gates.floors import check_gate, check_query
 from retrieval_gate.gates.history import DRIFT_SCOPE
+from retrieval_gate.gates.holdout import HOLDOUT_SCOPE, holdout_checks, holdout_outcomes
 from retrieval_gate.gates.regressions import RegressionCheck
 from retrieval_gate.keys import SESSION_KEY
 from retrieval_gate.records import ItemPayload, Outcome, Undecided, parse_scope, scope_name
@@ -226,6 +227,12 @@ class SystemNode(pytest.Collector):
             name = f"{DRIFT_SCOPE}::{check.metric}"
             history = HistoryDriftItem.from_parent(self, name=name, suite=suite, system=system)
             yield _marked(history, wide)
+        if base is not None:
+            for held in holdout_checks(suite, gate_session.plan.checks(suite)):
+                holdout = HoldoutItem.from_parent(
+                    self, name=f"{HOLDOUT_SCOPE}::{held.metric}", suite=suite, system=system
+                )
+                yield _marked(holdout, wide)
         if not gates and not any(q.expect for q in suite.queries):
             # A suite without floors still runs, so its numbers reach the report.
             yield _marked(RunItem.from_parent(self, name="run", suite=suite, system=system), wide)
@@ -485,6 +492,24 @@ class HistoryDriftItem(_SuiteItem):
         if isinstance(outcome, str):
             raise pytest.skip.Exception(outcome, _use_item_location=True)
         return outcome
+
+
+class HoldoutItem(_SuiteItem):
+    """``...::<system>::holdout::nDCG@10``: the suite's held-out units against the baseline's,
+    pass or fail only (gates/holdout.py)."""
+
+    def check(self) -> Outcome:
+        gs = self.gate_session
+        metric = self.name.removeprefix(f"{HOLDOUT_SCOPE}::")
+        checks = holdout_checks(self.suite, gs.plan.checks(self.suite))
+        found = holdout_outcomes(
+            gs.record(self.suite, self.system),
+            gs.base_run(self.suite, self.system),
+            [c for c in checks if c.metric == metric],
+        )[metric]
+        if isinstance(found, str):
+            raise pytest.skip.Exception(found, _use_item_location=True)
+        return found
 
 
 # -- xdist: one worker per suite x system ------------------------------------------------------

@@ -20,6 +20,8 @@ import pytest
 from retrieval_gate.gates.shelflife import (
     adaptive_epsilon,
     decisions_made,
+    holdout_decisions,
+    holdout_shelf_life,
     shelf_life,
     upper_t_quantile,
 )
@@ -75,3 +77,45 @@ def test_the_ledger_counts_sessions_of_this_suite_version() -> None:
     ]
     assert decisions_made(records, "v1") == 2
     assert decisions_made(records, "v2") == 1
+
+
+def test_the_holdout_resolution_by_hand() -> None:
+    """A holdout of n = 2 units, R = 1: sd is R / 2 = 0.5 whatever its values. At delta = 0.5,
+    w = c^2 / 4 and spread^2 = ((n - 1) sd^2 + w R^2) / (n - 1 + w):
+
+        H = 0: c = 1,          w = 0.25,             spread^2 = 0.5 / 1.25 = 0.4,
+               epsilon = 1 x sqrt(0.4) / sqrt 2 = sqrt 0.2 = 0.44721
+        H = 1: c = 1 + sqrt 2, w = (3 + 2 sqrt 2) / 4 = 1.45711,
+               spread^2 = (0.25 + 1.45711) / 2.45711 = 0.69476,
+               epsilon = 2.41421 x 0.83352 / sqrt 2 = 1.42292
+    """
+    kw = {"width": 1.0, "tolerance": 1.0, "delta": 0.5}
+    fresh = holdout_shelf_life("s", "x", "P@1", 2, decisions=0, **kw)
+    assert fresh is not None and fresh.metric == "holdout::P@1"
+    assert fresh.now == pytest.approx(math.sqrt(0.2), rel=1e-9)
+    assert fresh.remaining == 0  # 1.42292 > 1 after one more decision
+    c = 1 + math.sqrt(2)
+    w = c * c / 4
+    one = holdout_shelf_life("s", "x", "P@1", 2, decisions=1, **kw)
+    assert one is not None and one.fresh == pytest.approx(math.sqrt(0.2), rel=1e-9)
+    assert one.now == pytest.approx(c * math.sqrt((0.25 + w) / (1 + w)) / math.sqrt(2), rel=1e-9)
+    assert one.now == pytest.approx(1.42292, abs=1e-5)
+    assert one.spent  # 0.447 <= 1 < 1.423
+
+
+@dataclass(frozen=True)
+class _Held:
+    holdout_digest: str
+    holdout_decisions: int
+
+
+def test_the_holdout_ledger_counts_revealed_verdicts_of_this_holdout() -> None:
+    records = [
+        _Held("h1", 0),  # the first baseline: no verdict revealed
+        _Held("h1", 2),  # two systems' (or metrics') verdicts in one session: two bits
+        _Held("h1", 1),
+        _Held("h2", 1),  # another holdout (a held-out query edited): another ledger
+        _Held("", 0),  # a record from before the suite had a holdout
+    ]
+    assert holdout_decisions(records, "h1") == 3
+    assert holdout_decisions(records, "h2") == 1

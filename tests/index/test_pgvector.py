@@ -413,7 +413,7 @@ def test_opening_is_bounded_by_connect_timeout_not_a_searchs_statement_timeout(
 KILLED = """
 import os, signal, sys
 import numpy as np
-import retrieval_gate.index.pgvector as pgvector
+import retrieval_gate.index.pgvector.index as pgvector
 from retrieval_gate.index import make_index
 
 real = pgvector._copy_payload

@@ -486,6 +486,21 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "baseline-exact-search-not-an-object",
+        "a baseline whose exact-search values (an index that does not rank the same every run) "
+        "are not an object (hand-edited)",
+        "ERROR: *retrieval-baseline.json [lineage::keyword query q1]: corrupt baseline: "
+        "'exact_metrics' must be an object and 'exact_ranking' a list; restore it from version "
+        "control or save a new one with --rg-save-baseline",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"runs": {"lineage::keyword": {"queries": {"q1": {"digest": "d", "metrics": '
+            '{"P@10": 0.5}, "ranking": [], "relevant_ranks": {}, "exact_metrics": [0.5]}}}}}',
+        },
+    ),
+    BadInput(
         "retriever-raises",
         "a retriever that raises",
         "lineage.retrieval.yaml [query join_orders]: retriever search_app:retrieve raised "
@@ -1400,6 +1415,61 @@ CASES: tuple[BadInput, ...] = (
         "lineage.retrieval.yaml [tolerance.P@1]: tolerance must be a finite number >= 0, got inf",
         "collection error",
         {"lineage.retrieval.yaml": "tolerance: {P@1: .inf}\n" + SUITE},
+    ),
+    BadInput(
+        "suite-holdout-range",
+        "a holdout fraction outside (0, 1)",
+        "lineage.retrieval.yaml [holdout]: 'holdout' must be a fraction of the queries strictly "
+        "between 0 and 1, got 1.5",
+        "collection error",
+        {"lineage.retrieval.yaml": "holdout: 1.5\n" + SUITE},
+    ),
+    BadInput(
+        "suite-holdout-one-query",
+        "a holdout in a suite of one query",
+        "lineage.retrieval.yaml [holdout]: a holdout needs at least 2 queries (one on each "
+        "side), the suite has 1",
+        "collection error",
+        {"lineage.retrieval.yaml": "holdout: 0.5\nqueries:\n" + QUERY},
+    ),
+    BadInput(
+        "suite-holdout-empty-side",
+        "a holdout fraction that holds out none of the queries under the session's seed",
+        "lineage.retrieval.yaml [holdout]: holdout 0.001 selects none of the 3 queries (seed 0; "
+        "queries with an 'expect' are never held out): a holdout needs at least one of them on "
+        "each side; change the fraction or add queries",
+        "collection error",
+        {"lineage.retrieval.yaml": "holdout: 0.001\n" + SUITE},
+    ),
+    BadInput(
+        "suite-holdout-whole-category",
+        "a holdout that takes every query of a category with a floor",
+        "lineage.retrieval.yaml [categories.joins]: every query of category 'joins' is in the "
+        "holdout (holdout 0.99, seed 0), so its floor has nothing visible to gate; change the "
+        "fraction or add queries to it",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": "holdout: 0.99\n"
+            + SUITE
+            + "  - id: more\n    query: more\n    relevant: [docs/faq.md]\n"
+            + "    expect: {found_within: 3}\n"
+        },
+    ),
+    BadInput(
+        "suite-holdout-tolerance-alone",
+        "a holdout tolerance without a holdout",
+        "lineage.retrieval.yaml [holdout_tolerance]: 'holdout_tolerance' needs a 'holdout' "
+        "fraction",
+        "collection error",
+        {"lineage.retrieval.yaml": "holdout_tolerance: {P@1: 0.1}\n" + SUITE},
+    ),
+    BadInput(
+        "suite-holdout-tolerance-negative",
+        "a negative holdout tolerance",
+        "lineage.retrieval.yaml [holdout_tolerance.P@1]: tolerance must be a finite number >= 0, "
+        "got -0.1",
+        "collection error",
+        {"lineage.retrieval.yaml": "holdout: 0.5\nholdout_tolerance: {P@1: -0.1}\n" + SUITE},
     ),
     BadInput(
         "plan-with-suggest-floors",

@@ -8,12 +8,21 @@ answered from the result cache, one reopening the stored collection in a new pro
 after the cache folder is deleted (built again) and one under ``-n 2`` must give the same
 rankings and every metric, and pass every regression item at tolerance 0. Before builds were
 reproducible, the rebuild and every reopening of the store ranked differently
-(docs/embedding.md, "Reproducible chroma builds")."""
+(docs/embedding.md, "Reproducible chroma builds").
+
+The same for the ANN indexes of the gate's own tables (300 terms): LanceDB IVF_PQ and IVF_FLAT,
+whose tables live in the cache folder, so that deleting it builds them again (before the gate
+trained their centroids and codebook itself, that build ranked differently); pgvector HNSW and
+IVFFlat, whose table lives on the server and is searched as stored (a build after the table is
+dropped is not reproducible: PostgreSQL's random generator places the HNSW levels and the
+IVFFlat k-means start, measured by benchmarks/bench_rebuilds.py; docs/embedding.md,
+"Reproducible ANN builds")."""
 
 from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -73,3 +82,103 @@ def test_a_chroma_baseline_saved_under_xdist_is_reproduced_by_every_later_run(
     shutil.rmtree(cache)  # built again from nothing, in this process
     assert run() == baseline
     assert run("-n", "2") == baseline
+
+
+# -- ANN indexes on the gate's own table -----------------------------------------------------
+
+#: Deliberately coarse (few links, a short candidate list, one list or partition probed), so
+#: that two different builds of the same vectors are certain to rank differently.
+COARSE_PGVECTOR = """
+index = "pgvector"
+dsn_env = "RG_TEST_DSN"
+ann_index = "hnsw"
+hnsw_max_neighbors = 4
+hnsw_ef_construction = 8
+hnsw_ef_search = 4
+index_stability = "off"
+"""
+COARSE_PGVECTOR_IVFFLAT = """
+index = "pgvector"
+dsn_env = "RG_TEST_DSN"
+ann_index = "ivfflat"
+ivfflat_lists = 16
+ivfflat_probes = 1
+index_stability = "off"
+"""
+COARSE_LANCEDB_PQ = """
+index = "lancedb"
+ann_index = "ivf_pq"
+num_partitions = 16
+nprobes = 1
+index_stability = "off"
+"""
+COARSE_LANCEDB_FLAT = """
+index = "lancedb"
+ann_index = "ivf_flat"
+num_partitions = 16
+nprobes = 1
+index_stability = "off"
+"""
+
+
+def _second_system(pytester: pytest.Pytester, name: str, keys: str) -> str:
+    """TOML for one more system of the HPO project, on its static model."""
+    model = pytester.path / "static-model"
+    return (
+        f'\n[tool.retrieval_gate.system.{name}]\nembedder = "model2vec"\nmodel = "{model}"\n{keys}'
+    )
+
+
+def _reproduced(pytester: pytest.Pytester, first: str, second: tuple[str, str]) -> dict[str, Any]:
+    """A baseline of two systems saved under ``-n 2``, then serial reruns (the first from the
+    result cache, the second reopening the stored table in a new process), one after the cache
+    folder is deleted and one under ``-n 2``: each must give the baseline's rankings and every
+    metric, and pass every item at tolerance 0. The baseline's runs."""
+    write_project(
+        pytester.path,
+        documents=300,
+        queries=40,
+        system=first + _second_system(pytester, *second),
+        settings=TOLERANCE_0,
+    )
+    cache = pytester.path / ".retrieval-gate-cache"
+
+    def run(*args: str) -> dict[str, Any]:
+        result = pytester.runpytest_subprocess("--retrieval-gate", *args, timeout=600)
+        outcomes = result.parseoutcomes()
+        assert outcomes.get("failed", 0) == outcomes.get("error", 0) == 0, result.outlines[-30:]
+        return _runs(pytester)
+
+    baseline = run("-n", "2", "--rg-save-baseline")
+    assert len(baseline) == 2
+    for only in baseline.values():
+        assert len(only["rankings"]) == 40
+        assert only["index_recall"] < 1.0  # approximate: which build is searched matters
+    assert run() == baseline
+    shutil.rmtree(cache / "index-results")
+    assert run() == baseline
+    shutil.rmtree(cache)  # LanceDB's tables live in it: built again from nothing
+    assert run() == baseline
+    assert run("-n", "2") == baseline
+    return baseline
+
+
+def test_a_lancedb_ann_baseline_is_reproduced_by_every_later_run_and_a_rebuild(
+    pytester: pytest.Pytester,
+) -> None:
+    pytest.importorskip("lancedb")
+    pytest.importorskip("lance", reason="pylance trains the gate's LanceDB index")
+    pytest.importorskip("model2vec")
+    pytest.importorskip("xdist")
+    _reproduced(pytester, COARSE_LANCEDB_PQ, ("lance-ivf-flat", COARSE_LANCEDB_FLAT))
+
+
+def test_a_pgvector_ann_baseline_is_reproduced_by_every_later_run(
+    pytester: pytest.Pytester,
+    postgres: tuple[str, Path | None],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("model2vec")
+    pytest.importorskip("xdist")
+    monkeypatch.setenv("RG_TEST_DSN", postgres[0])
+    _reproduced(pytester, COARSE_PGVECTOR, ("pg-ivfflat", COARSE_PGVECTOR_IVFFLAT))

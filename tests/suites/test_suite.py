@@ -46,7 +46,8 @@ def test_the_header_every_kind_shares(tmp_path: Path) -> None:
     assert suite.categories == ("joins",)
     assert {
         "name", "description", "kind", "gates", "categories", "difficulties", "tolerance",
-        "systems", "resolution", "missing_relevant", "reference", "system_floors",
+        "systems", "resolution", "missing_relevant", "reference", "system_floors", "holdout",
+        "holdout_tolerance",
     } == HEADER_KEYS  # fmt: skip
 
 

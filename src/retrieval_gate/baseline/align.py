@@ -41,6 +41,10 @@ class Alignment:
     # What was measured differently, old -> new (``system: pca_dims 128 -> 64``): the terminal
     # summary and each regressed item's failure text name it.
     changes: tuple[str, ...] = ()
+    # Nothing that names the system's inputs changed (model, options and index settings, corpus,
+    # suite, cutoffs, plugin version): what still moves is the index's noise, which an item may
+    # leave out of its decision (docs/verdicts.md, "Index noise").
+    steady: bool = False
 
 
 def metric_definitions(fingerprint: Mapping[str, Any], metrics: Iterable[str]) -> dict[str, str]:
@@ -91,8 +95,9 @@ def align(record: RunRecord, base: RunRecord) -> Alignment:
         if name in then_defs and now_defs[name] != then_defs[name]
     }
     notes += [f"{name}: not compared, {why}" for name, why in redefined.items()]
+    steady = all(fp.get(key) == base_fp.get(key) for key in (*DESCRIPTIVE, "suite_digest"))
     return Alignment(
-        shared, added, removed, edited, reason, tuple(notes), redefined, tuple(changes)
+        shared, added, removed, edited, reason, tuple(notes), redefined, tuple(changes), steady
     )
 
 

@@ -89,10 +89,23 @@ class HistoryRecord:
     compacted: bool = False  # per-query values dropped by compaction (metrics kept)
     # Each metric's definition version (docs/baselines.md): drift is not read across a change.
     definitions: Mapping[str, str] = field(default_factory=dict)
+    # The suite's holdout (docs/verdicts.md): its version, its size, the verdicts its items
+    # revealed in this session (the holdout ledger's count) and its units' values keyed by the
+    # digest of id and content (``suites/holdout.py``), never by id.
+    holdout_digest: str = ""
+    holdout_n: int = 0
+    holdout_decisions: int = 0
+    holdout_keys: tuple[str, ...] = ()
+    holdout_values: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    # On an index that does not rank the same every run: each metric's per-query values under
+    # exact search over the same vectors, in the order of ``queries`` (docs/verdicts.md, "Index
+    # noise"); empty otherwise.
+    exact: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
 
-    def per_query(self, metric: str) -> dict[tuple[str, str], float]:
-        """(query id, digest) -> value, empty when compacted or not measured."""
-        found = self.values.get(metric, ())
+    def per_query(self, metric: str, *, exact: bool = False) -> dict[tuple[str, str], float]:
+        """(query id, digest) -> value (under exact search with ``exact``), empty when
+        compacted or not measured."""
+        found = (self.exact if exact else self.values).get(metric, ())
         return dict(zip(zip(self.queries, self.digests, strict=True), found, strict=False))
 
     def to_json(self) -> dict[str, Any]:
@@ -117,6 +130,16 @@ class HistoryRecord:
             body["compacted"] = True
         if self.definitions:
             body["definitions"] = dict(self.definitions)
+        if self.holdout_digest:  # a record of a suite without a holdout is what it was
+            body["holdout"] = {
+                "digest": self.holdout_digest,
+                "n": self.holdout_n,
+                "decisions": self.holdout_decisions,
+                "keys": list(self.holdout_keys),
+                "values": {m: list(v) for m, v in self.holdout_values.items()},
+            }
+        if self.exact:  # only then: every other record's line is as it was
+            body["exact"] = {m: list(v) for m, v in self.exact.items()}
         return body
 
     @classmethod
@@ -128,8 +151,17 @@ class HistoryRecord:
         queries = tuple(str(q) for q in data["queries"])
         digests = tuple(str(d) for d in data["digests"])
         values = {str(m): tuple(_number(x) for x in v) for m, v in data["values"].items()}
-        if len(digests) != len(queries) or any(len(v) != len(queries) for v in values.values()):
+        exact = {str(m): tuple(_number(x) for x in v) for m, v in data.get("exact", {}).items()}
+        lists = [*values.values(), *exact.values()]
+        if len(digests) != len(queries) or any(len(v) != len(queries) for v in lists):
             raise ValueError("per-query lists of different lengths")
+        holdout = data.get("holdout") or {}
+        held_keys = tuple(str(k) for k in holdout.get("keys", ()))
+        held_values = {
+            str(m): tuple(_number(x) for x in v) for m, v in holdout.get("values", {}).items()
+        }
+        if any(len(v) != len(held_keys) for v in held_values.values()):
+            raise ValueError("holdout lists of different lengths")
         return cls(
             suite=str(data["suite"]),
             system=str(data["system"]),
@@ -147,6 +179,12 @@ class HistoryRecord:
             values=values,
             compacted=bool(data.get("compacted", False)),
             definitions={str(m): str(v) for m, v in data.get("definitions", {}).items()},
+            holdout_digest=str(holdout.get("digest", "")),
+            holdout_n=int(holdout.get("n", 0)),
+            holdout_decisions=int(holdout.get("decisions", 0)),
+            holdout_keys=held_keys,
+            holdout_values=held_values,
+            exact=exact,
         )
 
     @classmethod
@@ -159,8 +197,11 @@ class HistoryRecord:
         decided: bool,
         session: str,
         tolerance: Mapping[str, float],
+        holdout_decisions: int = 0,
     ) -> HistoryRecord:
+        """``holdout_decisions``: the verdicts the run's holdout items revealed."""
         queries = tuple(q.id for q in run.queries)
+        held = run.holdout
         names = sorted({m for q in run.queries for m in q.metrics})
         return cls(
             suite=run.suite,
@@ -178,7 +219,22 @@ class HistoryRecord:
             digests=tuple(q.digest for q in run.queries),
             values={m: tuple(float(q.metrics.get(m, 0.0)) for q in run.queries) for m in names},
             definitions=metric_definitions(run.fingerprint, run.metrics),
+            holdout_digest="" if held is None else held.digest,
+            holdout_n=0 if held is None else held.n,
+            holdout_decisions=0 if held is None else holdout_decisions,
+            holdout_keys=() if held is None else held.keys,
+            holdout_values={} if held is None else dict(held.values),
+            exact=_exact_values(run),
         )
+
+
+def _exact_values(run: RunRecord) -> dict[str, tuple[float, ...]]:
+    """Each metric's per-query values under exact search, when every query has them."""
+    found = [q.exact_metrics for q in run.queries]
+    if not found or any(values is None for values in found):
+        return {}
+    names = set.intersection(*(set(values or {}) for values in found))
+    return {m: tuple(float((values or {})[m]) for values in found) for m in sorted(names)}
 
 
 def _number(value: Any) -> float:
@@ -380,7 +436,14 @@ class JsonLinesHistory:
             for position, (slot, record) in enumerate(records):
                 if position < cut and not record.compacted:
                     record = dataclasses.replace(
-                        record, queries=(), digests=(), values={}, compacted=True
+                        record,
+                        queries=(),
+                        digests=(),
+                        values={},
+                        exact={},
+                        holdout_keys=(),
+                        holdout_values={},
+                        compacted=True,
                     )
                     compacted += 1
                 kept[slot] = encode_line(record)

@@ -176,6 +176,18 @@ def _check_run(run: Any, path: Path, key: str) -> None:
             path=path,
             entry=key,
         )
+    holdout = run.get("holdout")
+    if holdout is not None:
+        from retrieval_gate.records import HoldoutRecord
+
+        try:
+            found = HoldoutRecord.from_json(holdout)
+            if not all(math.isfinite(x) for v in found.values.values() for x in v):
+                raise ValueError("values must be finite")
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BaselineError(
+                f"corrupt baseline: 'holdout' is not a holdout ({exc})", path=path, entry=key
+            ) from None
     for qid, query in run["queries"].items():
         where = f"{key} query {qid}"
         if not isinstance(query, dict):
@@ -187,7 +199,15 @@ def _check_run(run: Any, path: Path, key: str) -> None:
                     path=path,
                     entry=where,
                 )
-        for name, value in query["metrics"].items():
+        # An index that may rank differently each run keeps exact search's values beside its own.
+        exact = query.get("exact_metrics", {})
+        if not isinstance(exact, dict) or not isinstance(query.get("exact_ranking", []), list):
+            raise BaselineError(
+                "corrupt baseline: 'exact_metrics' must be an object and 'exact_ranking' a list",
+                path=path,
+                entry=where,
+            )
+        for name, value in (*query["metrics"].items(), *exact.items()):
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise BaselineError(
                     "corrupt baseline: query metric values must be numbers",
@@ -201,6 +221,7 @@ def _check_run(run: Any, path: Path, key: str) -> None:
                     entry=where,
                 )
         _check_bounds(query["metrics"], path, key, where)
+        _check_bounds(exact, path, key, where)
     _check_bounds(run.get("metrics", {}), path, key, key)
 
 

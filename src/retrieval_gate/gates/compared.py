@@ -25,6 +25,33 @@ class RegressionCheck:
 
 
 @dataclass(frozen=True)
+class IndexNoise:
+    """What an index that may rank differently each run moved, on an item of a system whose
+    identity is unchanged since the baseline (docs/verdicts.md, "Index noise"): the item is
+    decided on exact search over the same vectors, and these figures say what the index's own
+    ranking did."""
+
+    observed_now: float  # the metric's mean under the index's ranking, today
+    observed_then: float  # and in the baseline
+    ranked_now: int  # compared units the index ranked otherwise than exact search, today
+    ranked_then: int  # and in the baseline
+    n: int  # compared units
+    index_part: float  # the index's part of the observed change (now - then), exact search's off
+
+    def short(self, metric: str, units: str) -> str:
+        """ "index noise: 7 of 60 queries ranked differently from exact search (5 in the
+        baseline), nDCG@10 -0.0040 of the change" """
+        from retrieval_gate.records import format_delta
+
+        return (
+            f"index noise: {self.ranked_now} of {self.n} {units} ranked differently from exact "
+            f"search "
+            f"({self.ranked_then} in the baseline), {metric} {format_delta(self.index_part)} of "
+            "the change"
+        )
+
+
+@dataclass(frozen=True)
 class Compared:
     """One check's values over its compared units, before any rule decides."""
 
@@ -41,6 +68,8 @@ class Compared:
     # For an aggregate its kind decomposes (a correlation): each unit's share of the change and
     # why (SuiteKind.contributions); worse and better units are counted and explained by these.
     shares: Mapping[str, tuple[float, str]] | None = None
+    # Set when the values are exact search's, not the index's (IndexNoise).
+    noise: IndexNoise | None = None
 
     @property
     def degraded(self) -> int:

@@ -31,8 +31,15 @@ from retrieval_gate.config.history import HistorySettings
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.gates.changepoints import ChangePoint, change_points
 from retrieval_gate.gates.history import Anchor, DriftCheck, drift_outcomes, find_anchor
+from retrieval_gate.gates.holdout import HOLDOUT_SCOPE
 from retrieval_gate.gates.resolution import block_level
-from retrieval_gate.gates.shelflife import ShelfLife, decisions_made, shelf_life
+from retrieval_gate.gates.shelflife import (
+    ShelfLife,
+    decisions_made,
+    holdout_decisions,
+    holdout_shelf_life,
+    shelf_life,
+)
 
 if TYPE_CHECKING:
     from retrieval_gate.baseline.store import Baseline
@@ -122,6 +129,11 @@ def baseline_age(
             + " (queries compared only where unchanged)"
         )
     return BaselineAge(saved, days, commits, tuple(other), tuple(warnings))
+
+
+def _holdout_gates(run: RunRecord, gates: Sequence[Outcome]) -> list[Outcome]:
+    """The run's decided holdout items: each revealed one bit about the holdout."""
+    return [g for g in gates if g.scope == HOLDOUT_SCOPE and (g.suite, g.system) == run.key]
 
 
 @dataclass(frozen=True)
@@ -337,6 +349,7 @@ class HistoryKeeper:
                 decided=saved and run.key in decided,
                 session=self.session_id,
                 tolerance=self._tolerances(run, gates),
+                holdout_decisions=len(_holdout_gates(run, gates)),
             )
             for run in runs
         ]
@@ -376,6 +389,36 @@ class HistoryKeeper:
                 )
                 if found is not None:
                     out.append(found)
+            out += self._holdout_shelf(run, gates, history.records)
+        return out
+
+    def _holdout_shelf(
+        self, run: RunRecord, gates: Sequence[Outcome], records: Sequence[HistoryRecord]
+    ) -> list[ShelfLife]:
+        """The holdout's shelf life per metric its items decided today: its own ledger, its
+        own tolerance, and no figure read from its values (gates/shelflife.py)."""
+        from retrieval_gate.gates.regressions import _width
+        from retrieval_gate.metrics import parse_metric
+
+        if run.holdout is None:
+            return []
+        decisions = holdout_decisions(records, run.holdout.digest)
+        out = []
+        for gate in _holdout_gates(run, gates):
+            # An unbounded metric's range from the visible values: the holdout's would be read.
+            visible = [q.metrics[gate.metric] for q in run.queries if gate.metric in q.metrics]
+            found = holdout_shelf_life(
+                run.suite,
+                run.system,
+                gate.metric,
+                run.holdout.n,
+                width=_width(parse_metric(gate.metric), visible, visible),
+                tolerance=gate.threshold,
+                delta=self.settings.alpha,
+                decisions=decisions,
+            )
+            if found is not None:
+                out.append(found)
         return out
 
     def _trends(self, runs: Sequence[RunRecord], gates: Sequence[Outcome]) -> list[Trend]:

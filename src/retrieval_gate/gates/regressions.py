@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from retrieval_gate.gates.compared import Compared, RegressionCheck, Resolved
+from retrieval_gate.gates.compared import Compared, IndexNoise, RegressionCheck, Resolved
 from retrieval_gate.gates.resolution import BlockResolution, ItemSpread, sample_sd
 from retrieval_gate.gates.wording import (
     explain,
@@ -129,6 +129,7 @@ def _compare(
     shared: set[str],
     redefined: Mapping[str, str],
     seed: int,
+    steady: bool = False,
 ) -> Compared:
     from retrieval_gate.gates.stats import bootstrap_margin_test, bootstrap_sd, is_mean, margin_test
 
@@ -141,6 +142,14 @@ def _compare(
     now = [record.query(qid).metrics[check.metric] for qid in ids]
     then = [base.query(qid).metrics[check.metric] for qid in ids]
     metric = parse_metric(check.metric)
+    noise = _index_noise(check.metric, ids, record, base, now, then) if steady else None
+    if noise is not None and is_mean(metric):
+        # Decided on exact search over the same vectors: the index's part is its noise.
+        now = [(record.query(qid).exact_metrics or {})[check.metric] for qid in ids]
+        then = [(base.query(qid).exact_metrics or {})[check.metric] for qid in ids]
+        noise = replace(noise, index_part=noise.index_part - (sum(now) - sum(then)) / len(ids))
+    else:
+        noise = None
     width = _width(metric, now, then)
     n = len(ids)
     test: MarginTest | BootstrapMarginTest
@@ -178,6 +187,35 @@ def _compare(
         planned,
         test,
         shares,
+        noise,
+    )
+
+
+def _index_noise(
+    metric: str,
+    ids: list[str],
+    record: RunRecord,
+    base: RunRecord,
+    now: list[float],
+    then: list[float],
+) -> IndexNoise | None:
+    """The index's noise over ``ids`` when both runs ranked them by exact search too (an index
+    that may rank differently each run: IndexBackend.reproducible), else None. ``index_part``
+    is here the whole observed change; the caller takes exact search's part off."""
+    if not ids:
+        return None
+    for run in (record, base):
+        for qid in ids:
+            exact = run.query(qid).exact_metrics
+            if exact is None or metric not in exact:
+                return None
+    return IndexNoise(
+        observed_now=sum(now) / len(ids),
+        observed_then=sum(then) / len(ids),
+        ranked_now=sum(1 for qid in ids if record.query(qid).differs_from_exact),
+        ranked_then=sum(1 for qid in ids if base.query(qid).differs_from_exact),
+        n=len(ids),
+        index_part=(sum(now) - sum(then)) / len(ids),
     )
 
 
@@ -228,6 +266,7 @@ def check_regressions(
     blocks: int = 1,
     planned: Mapping[tuple[str, str], float] | None = None,
     changes: tuple[str, ...] = (),
+    steady: bool = False,
 ) -> list[Outcome]:
     """Each check decided over the queries shared with the baseline, by ``policy``.
 
@@ -252,6 +291,11 @@ def check_regressions(
     by (scope, metric), as ``--rg-plan`` computed it (:class:`~retrieval_gate.gates.plan.
     RegressionPlan`), so the report's figure is the plan's; ``changes``: what was measured that
     differs from the baseline (model, options, corpus), named in each regressed item.
+
+    ``steady``: nothing naming the system's inputs changed since the baseline. Then a check
+    whose units both runs also ranked by exact search over the same vectors (an index that may
+    rank differently each run) is decided on exact search's values, and its outcome states the
+    index's noise (docs/verdicts.md, "Index noise").
     """
     from retrieval_gate.gates.resolution import block_level, block_resolution
 
@@ -259,7 +303,7 @@ def check_regressions(
         raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
     shared_set = set(shared)
     compared = [
-        _compare(check, record, base, shared_set, redefined or {}, seed) for check in checks
+        _compare(check, record, base, shared_set, redefined or {}, seed, steady) for check in checks
     ]
     level = block_level(alpha, blocks)
     by_scope: dict[str, dict[str, ItemSpread]] = {}
@@ -373,6 +417,7 @@ def compare_with_baseline(
         blocks=blocks,
         planned=planned,
         changes=alignment.changes,
+        steady=alignment.steady,
     )
     rows = {}
     for check, outcome in zip(checks, outcomes, strict=True):
@@ -401,6 +446,7 @@ def compare_with_baseline(
             planned_resolution=figures.planned_resolution,
             queries_needed=figures.queries_needed,
             accepted=check.accepted,
+            index_noise=figures.index_noise,
         )
     return Regressions(
         comparison(rows),

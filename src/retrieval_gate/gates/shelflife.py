@@ -20,6 +20,12 @@ across items). H counts the *decisions* the suite has informed: the sessions who
 baseline was accepted after a gate run against an earlier one, for this suite digest (a changed
 suite starts a new ledger). The suite can inform decisions until epsilon_H exceeds the tolerance;
 ``remaining`` is how many more.
+
+A suite's holdout (gates/holdout.py) keeps a ledger of its own: H counts the pass/fail verdicts
+its items revealed (each a bit, one adaptive decision on the holdout), per holdout version (its
+fraction and units: a holdout that gains, loses or edits a unit starts a new ledger; a visible
+query added does not refresh it). Its resolution is the same formula over the holdout's n with
+sd = R / 2, so that it reads no figure of the holdout.
 """
 
 from __future__ import annotations
@@ -117,10 +123,46 @@ def shelf_life(
     """The shelf life of one metric from today's per-query ``values``; None under 2 queries."""
     from retrieval_gate.gates.resolution import sample_sd
 
-    n = len(values)
-    if n < 2:
+    if len(values) < 2:
         return None
     sd = sample_sd(values)
+    return _shelf(suite, system, metric, sd, len(values), width, tolerance, delta, decisions)
+
+
+def holdout_shelf_life(
+    suite: str,
+    system: str,
+    metric: str,
+    n: int,
+    *,
+    width: float,
+    tolerance: float,
+    delta: float,
+    decisions: int,
+) -> ShelfLife | None:
+    """The shelf life of a holdout of ``n`` units (gates/holdout.py): the same formula with
+    sd = R / 2, the spread of values at both ends of the metric's range, in place of the
+    holdout's own spread, so that stating it reads no figure of the holdout's values; the
+    tolerance is the holdout's, H the holdout's own ledger (:func:`holdout_decisions`). Named
+    ``holdout::<metric>``."""
+    if n < 2:
+        return None
+    return _shelf(
+        suite, system, f"holdout::{metric}", width / 2.0, n, width, tolerance, delta, decisions
+    )
+
+
+def _shelf(
+    suite: str,
+    system: str,
+    metric: str,
+    sd: float,
+    n: int,
+    width: float,
+    tolerance: float,
+    delta: float,
+    decisions: int,
+) -> ShelfLife:
     fresh = adaptive_epsilon(sd, n, width, delta, 0)
     now = adaptive_epsilon(sd, n, width, delta, decisions)
     remaining = 0
@@ -145,3 +187,10 @@ def shelf_life(
 def decisions_made(records: Sequence[Any], suite_digest: str) -> int:
     """H: the sessions whose accepted baseline was a decision on this suite digest."""
     return len({r.session for r in records if r.decided and r.suite_digest == suite_digest})
+
+
+def holdout_decisions(records: Sequence[Any], holdout_digest: str) -> int:
+    """H of a holdout: the pass/fail verdicts its items revealed, over every recorded session
+    and system, for this version of the holdout (its fraction and units): each revealed bit is
+    one adaptive decision on it."""
+    return sum(r.holdout_decisions for r in records if r.holdout_digest == holdout_digest)

@@ -43,9 +43,27 @@ def _percent(alpha: float) -> str:
     return f"{100.0 * (1.0 - alpha):.4g} %"
 
 
+def _with_noise(item: Compared, detail: list[str], units: str) -> list[str]:
+    """An item decided on exact search states the index's noise: in its verdict line, and in a
+    line of its own with the index's values and why they are left out (docs/verdicts.md)."""
+    noise = item.noise
+    if noise is None or not detail:
+        return detail
+    metric = item.check.metric
+    line = (
+        f"{noise.short(metric, units)}: the system's identity is unchanged since the baseline "
+        f"and its index may rank differently each run, so this item is decided on exact search "
+        f"over the same vectors; under the index's own ranking {metric} went "
+        f"{_fmt(noise.observed_then)} -> {_fmt(noise.observed_now)} (docs/verdicts.md, "
+        f'"Index noise")'
+    )
+    return [f"{detail[0]}; {noise.short(metric, units)}", *detail[1:2], line, *detail[2:]]
+
+
 def _common_detail(item: Compared, units: str) -> str:
     return (
-        f"baseline {_fmt(item.mean_then)} -> now {_fmt(item.mean_now)} (drop {_fmt(item.drop)}, "
+        ("exact search: " if item.noise is not None else "")
+        + f"baseline {_fmt(item.mean_then)} -> now {_fmt(item.mean_now)} (drop {_fmt(item.drop)}, "
         f"tolerance {_fmt(item.check.tolerance)}) over {len(item.ids)} shared {units}; "
         f"{item.degraded} worse, {item.improved} better"
     )
@@ -61,8 +79,11 @@ def _resolution_words(item: Compared, epsilon: float, alpha: float) -> str:
 
 
 def _statement(item: Compared, epsilon: float | None, alpha: float) -> str:
-    """ "nDCG@10 dropped 0.142 > tolerance 0.01 (resolution +-0.06 at 95 %)"."""
+    """ "nDCG@10 dropped 0.142 > tolerance 0.01 (resolution +-0.06 at 95 %)"; decided on exact
+    search (index noise), "nDCG@10 under exact search dropped ..."."""
     metric, t = item.check.metric, _fmt(item.check.tolerance)
+    if item.noise is not None:
+        metric = f"{metric} under exact search"
     if item.unchanged:
         said = f"{metric}: no compared query changed (tolerance {t})"
     elif item.drop > item.check.tolerance + TIE:
@@ -120,6 +141,7 @@ def tolerance_outcome(
         detail.append("diagnostic: not a gated item (see regression_scopes)")
     if regressed and item.missing is None:
         detail += _explanations(record, base, item, deltas)
+    detail = _with_noise(item, detail, units)
     return _outcome(record, item, passed, verdict, detail, deltas, alpha, resolved, "tolerance")
 
 
@@ -198,20 +220,25 @@ def _outcome(
     policy: str,
     **margin: Any,
 ) -> Outcome:
-    check = item.check
+    from retrieval_gate.suites import units_of
+
+    check, noise = item.check, item.noise
+    # The values shown are the system's as searched; an item decided on exact search says so.
+    now = item.mean_now if noise is None else noise.observed_now
+    then = item.mean_then if noise is None else noise.observed_then
     return Outcome(
         suite=record.suite,
         system=record.system,
         scope="regression" if check.scope == "suite" else f"regression {check.scope}",
         metric=check.metric,
-        value=item.mean_now,
-        threshold=item.mean_then - check.tolerance,
+        value=now,
+        threshold=then - check.tolerance,
         passed=passed,
         n=len(item.ids),
         worst=tuple(deltas[:EXPLAIN]),
         detail=tuple(detail),
         regression=RegressionFigures(
-            baseline=item.mean_then,
+            baseline=then,
             tolerance=check.tolerance,
             improved=item.improved,
             degraded=item.degraded,
@@ -224,6 +251,9 @@ def _outcome(
             planned_resolution=resolved.planned,
             queries_needed=resolved.needed,
             width=None if item.spread is None else item.spread.width,
+            index_noise=None if noise is None else noise.short(check.metric, units_of(record.kind)),
+            index_part=None if noise is None else noise.index_part,
+            decided_drop=None if noise is None else item.drop,
             **margin,
         ),
     )
@@ -306,6 +336,7 @@ def margin_outcome(
         detail.append("diagnostic: not a gated item (see regression_scopes)")
     if verdict == "regressed":
         detail += _explanations(record, base, item, deltas)
+    detail = _with_noise(item, detail, units)
     return _outcome(
         record,
         item,

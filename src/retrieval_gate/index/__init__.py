@@ -126,6 +126,13 @@ class IndexBackend:
         "exact search scores a zero vector 0 against every other one, so it ranks by the tie "
         "order alone"
     )
+    #: Whether the same vectors with the same settings always rank the same, however the index
+    #: was built (in this run, reopened, rebuilt, by another process): a bool, or a function of
+    #: the options. One that is not (a chroma server, chroma's batched build, a team's own ANN
+    #: table) has every run rank its queries by exact search too, so that a regression item of
+    #: an unchanged system is decided without the index's noise (docs/verdicts.md, "Index
+    #: noise").
+    reproducible: bool | Callable[[Mapping[str, Any]], bool] = True
 
     def approximate_for(self, options: Mapping[str, Any]) -> bool:
         """Whether search with these options is approximate (its recall is measured)."""
@@ -134,6 +141,12 @@ class IndexBackend:
     def rebuildable_for(self, options: Mapping[str, Any]) -> bool:
         """Whether a second build with these options may be made, for its stability figures."""
         return self.mode(options)[1] if self.mode is not None else self.rebuildable
+
+    def reproducible_for(self, options: Mapping[str, Any]) -> bool:
+        """Whether search with these options ranks the same vectors the same in every run."""
+        if callable(self.reproducible):
+            return bool(self.reproducible(options))
+        return self.reproducible
 
     def stores_documents(self, options: Mapping[str, Any]) -> bool:
         """Whether the index already holds the documents (nothing to embed or add)."""

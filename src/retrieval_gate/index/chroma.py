@@ -565,4 +565,6 @@ BACKEND = IndexBackend(
     rebuildable=True,
     built=_built,
     identity=_identity,
+    # The batched build inserts in chromadb's hash-map order, seeded anew in every process.
+    reproducible=lambda options: options.get("build", "reproducible") == "reproducible",
 )

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -53,6 +54,8 @@ _RECORD_VERSION = 1
 BUILD_PREFIX = ".retrieval-gate-build-"
 LOCK_FILE = ".retrieval-gate.lock"
 _QUERY_BATCH = 256
+#: How the gate trains its ANN index (index/training.py); part of its tables' names.
+_TRAINED = "r1"
 _REMOTE = ("s3://", "s3+ddb://", "gs://", "az://", "abfs://", "db://", "memory://")
 
 ANN_KINDS = ("none", "ivf_flat", "ivf_pq", "ivf_hnsw_sq")
@@ -102,7 +105,7 @@ OPTIONS: OptionTable = {
         rule=", ".join(ANN_KINDS),
     ),
     "num_partitions": Option(
-        int, None, "IVF partitions (LanceDB: about sqrt(rows))", check=at_least(1), rule=">= 1"
+        int, None, "IVF partitions (default: sqrt(rows), rounded)", check=at_least(1), rule=">= 1"
     ),
     "num_sub_vectors": Option(
         int,
@@ -157,6 +160,21 @@ def _mode(options: Mapping[str, Any]) -> tuple[bool, bool]:
     return approximate, approximate and options.get("table") is None
 
 
+#: ANN indexes whose build from nothing the gate makes reproducible: it trains them itself.
+_SEEDED_ANN = ("ivf_flat", "ivf_pq")
+
+
+def _reproducible(options: Mapping[str, Any]) -> bool:
+    """Whether the same vectors rank the same after any rebuild (docs/embedding.md): exact scans;
+    the gate's own IVF tables, trained here with a seed; not a team's table, not the hosted
+    service (it trains its own index), not ``ivf_hnsw_sq`` (LanceDB builds its HNSW at random)."""
+    approximate, owned = _mode(options)
+    if not approximate:
+        return True
+    hosted = str(options.get("uri") or "").startswith("db://")
+    return owned and not hosted and options.get("ann_index") in _SEEDED_ANN
+
+
 def _identity(options: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if options.get("ann_index", "none") != "none":
@@ -177,6 +195,10 @@ def table_name(key: str, options: Mapping[str, Any]) -> str:
     """The gate's own table for ``key``: ``rg-`` and 32 hex digits of the key and the settings
     that shape a build."""
     build = {**_identity(options), **hnsw_settings(options)}
+    if options.get("ann_index", "none") != "none" and options.get("table") is None:
+        # Trained by the gate (index/training.py): never the table of an earlier version that
+        # let LanceDB train it, which a rebuild would not reproduce.
+        build["trained"] = _TRAINED
     digest = hashlib.sha256(json.dumps([key, build], sort_keys=True).encode()).hexdigest()
     return "rg-" + digest[:32]
 
@@ -455,6 +477,12 @@ class LanceDBIndex:
                 f"ivf_pq cuts each vector into that many equal sub-vectors; give a divisor of "
                 f"{dim}"
             )
+        # Rows in id order, whatever order the caller gives: the table, and so the training
+        # sample and the engine's own order of rows, is the same for the same documents.
+        order = sorted(range(len(ids)), key=ids.__getitem__)
+        if order != list(range(len(ids))):
+            ids = [ids[i] for i in order]
+            array = array[order]
         digest = _ids_digest(ids)
         table = self._existing()
         record = None if table is None else _record(table)
@@ -488,7 +516,7 @@ class LanceDBIndex:
                 self.name, data, schema=schema, mode="overwrite" if table is not None else "create"
             )
         if self.ann != "none" and not self._has_index(table):
-            table.create_index(self.vector_column, config=self._index_config(len(ids)))
+            table = self._build_index(table, array)
         self._table = table
         self._write_build(_build_of(table))
 
@@ -498,6 +526,46 @@ class LanceDBIndex:
         except Exception:
             return False
         return any(self.vector_column in list(index.columns) for index in indices)
+
+    def _partitions(self, rows: int) -> int:
+        given = self.options.get("num_partitions")
+        # Unset: about sqrt(rows), as LanceDB advises; never more partitions than rows.
+        wanted = int(given) if given is not None else round(math.sqrt(rows))
+        return min(max(1, wanted), max(1, rows))
+
+    def _build_index(self, table: Any, array: np.ndarray) -> Any:
+        """Build the ANN index, its IVF centroids (and PQ codebook) trained by the gate from
+        the rows in id order (index/training.py), so that every build of the same vectors is
+        the same index; the table as it is afterwards. LanceDB's hosted service trains its own
+        (docs/embedding.md, "Reproducible ANN builds")."""
+        config = self._index_config(len(array))
+        if self.uri.startswith("db://") or not hasattr(table, "to_lance"):
+            table.create_index(self.vector_column, config=config)
+            return table
+        from retrieval_gate.embed import import_optional
+        from retrieval_gate.index.training import ivf_centroids, pq_codebook, pq_sub_vectors
+
+        import_optional("lance", package="pylance", extra="lancedb")
+        centroids = ivf_centroids(array, self._partitions(len(array)))
+        kwargs: dict[str, Any] = {
+            "metric": "cosine",
+            "num_partitions": len(centroids),
+            "ivf_centroids": centroids,
+        }
+        if self.ann == "ivf_pq":
+            subs = self.options.get("num_sub_vectors") or pq_sub_vectors(array.shape[1])
+            kwargs["num_sub_vectors"] = int(subs)
+            kwargs["pq_codebook"] = pq_codebook(array, centroids, int(subs))
+        elif self.ann == "ivf_hnsw_sq":
+            hnsw = hnsw_settings(self.options)
+            if "max_neighbors" in hnsw:
+                kwargs["m"] = hnsw["max_neighbors"]
+            if "ef_construction" in hnsw:
+                kwargs["ef_construction"] = hnsw["ef_construction"]
+        kind = {"ivf_flat": "IVF_FLAT", "ivf_pq": "IVF_PQ", "ivf_hnsw_sq": "IVF_HNSW_SQ"}
+        table.to_lance().create_index(self.vector_column, kind[self.ann], **kwargs)
+        # The index is a new version of the table: read back as it is now.
+        return self._db.open_table(self.name)
 
     def _index_config(self, rows: int) -> Any:
         from lancedb.index import IvfFlat, IvfHnswSq, IvfPq
@@ -652,6 +720,7 @@ BACKEND = IndexBackend(
     identity=_identity,
     scratch=open_scratch,
     stored=_stored,
+    reproducible=_reproducible,
     zero_vectors="LanceDB leaves a zero document vector out of every result, and finds nothing "
     "for a zero query vector (its cosine distance is undefined), where exact search scores "
     "them 0",

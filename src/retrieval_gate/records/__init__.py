@@ -30,6 +30,7 @@ from retrieval_gate.records.outcome import Outcome, RegressionFigures
 from retrieval_gate.records.run import (
     DEFAULT_KIND,
     GroupRecord,
+    HoldoutRecord,
     QueryRecord,
     RunFailure,
     RunRecord,
@@ -49,6 +50,7 @@ __all__ = [
     "DEFAULT_KIND",
     "BaselineComparison",
     "GroupRecord",
+    "HoldoutRecord",
     "ItemPayload",
     "KindCodec",
     "Outcome",

@@ -77,6 +77,8 @@ QUERY_KEYS = frozenset(
         "text",
         "unjudged",
         "labels",
+        "exact_metrics",
+        "exact_ranking",
     }
 )
 

@@ -32,9 +32,12 @@ class RegressionRow:
     planned_resolution: float | None = None
     queries_needed: int | None = None
     accepted: bool = False  # the suite acknowledged its coarse resolution (resolution: accept)
+    # An item decided on exact search: the index's noise it states (records/outcome.py).
+    index_noise: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
+            **({"index_noise": self.index_noise} if self.index_noise is not None else {}),
             "accepted": self.accepted,
             "policy": self.policy,
             "resolution": self.resolution,

@@ -50,6 +50,13 @@ class RegressionFigures:
     planned_resolution: float | None = None
     queries_needed: int | None = None
     width: float | None = None  # the metric's range: a resolution as wide resolves no drop
+    # An item of an unchanged system whose index may rank differently each run is decided on
+    # exact search over the same vectors (docs/verdicts.md, "Index noise"): ``index_noise`` says
+    # how many units the index ranked otherwise and its part of the change, ``index_part`` that
+    # part (now - then), ``decided_drop`` the drop under exact search the item was decided on.
+    index_noise: str | None = None
+    index_part: float | None = None
+    decided_drop: float | None = None
 
     @property
     def resolves_nothing(self) -> bool:
@@ -79,6 +86,10 @@ class RegressionFigures:
         }
         if self.not_compared is not None:
             out["not_compared"] = self.not_compared
+        if self.index_noise is not None:
+            out["index_noise"] = self.index_noise
+            out["index_part"] = self.index_part
+            out["decided_drop"] = self.decided_drop
         return out
 
     @classmethod
@@ -104,6 +115,9 @@ class RegressionFigures:
             planned_resolution=data.get("planned_resolution"),
             queries_needed=data.get("queries_needed"),
             width=data.get("width"),
+            index_noise=data.get("index_noise"),
+            index_part=data.get("index_part"),
+            decided_drop=data.get("decided_drop"),
         )
 
     @property
@@ -131,6 +145,9 @@ class Outcome:
     detail: tuple[str, ...] = field(default_factory=tuple)
     regression: RegressionFigures | None = None
     nodeid: str = ""  # the pytest item that decided it; set where the item is known
+    # A holdout item (gates/holdout.py): only pass or fail is shown; ``value`` is not a figure
+    # (NaN), ``threshold`` is the holdout's tolerance, ``n`` the paired holdout units.
+    hidden: bool = False
 
     @property
     def comparison(self) -> str:
@@ -138,6 +155,13 @@ class Outcome:
 
     def headline(self) -> str:
         verdict = "ok" if self.passed else "FAILED"
+        if self.hidden:
+            within = "within" if self.passed else "beyond"
+            return (
+                f"{self.metric} holdout ({self.suite} x {self.system}): {verdict}: its drop from "
+                f"the baseline is {within} the holdout tolerance {format_value(self.threshold)} "
+                f"(n={self.n} held-out units; values not shown, docs/verdicts.md)"
+            )
         if self.scope.startswith("query["):
             qid = self.scope.removeprefix("query[").removesuffix("]")
             text = f' "{shorten(self.texts[qid])}"' if self.texts.get(qid) else ""
@@ -160,6 +184,7 @@ class Outcome:
                 f"{format_value(figures.baseline)} (drop "
                 f"{format_value(figures.baseline - self.value)}, tolerance "
                 f"{format_value(figures.tolerance)}{resolution}, n={self.n})"
+                + (f"; {figures.index_noise}" if figures.index_noise is not None else "")
             )
         if self.scope == "history-drift":  # gates/history.py: against an anchor, not a floor
             return (
@@ -201,6 +226,14 @@ class Outcome:
 
     def properties(self) -> list[tuple[str, object]]:
         """The figures a CI dashboard charts, as JUnit XML ``<property>`` pairs."""
+        if self.hidden:
+            return [
+                ("scope", self.scope),
+                ("metric", self.metric),
+                ("tolerance", self.threshold),
+                ("n", self.n),
+                ("verdict", self.verdict),
+            ]
         out: list[tuple[str, object]] = [
             ("scope", self.scope),
             ("metric", self.metric),
@@ -225,11 +258,16 @@ class Outcome:
                 out.append(("p_adjusted", figures.p_adjusted))
             if figures.detectable_drop is not None:
                 out.append(("detectable_drop", figures.detectable_drop))
+            if figures.index_noise is not None:
+                out += [("index_noise", figures.index_noise), ("index_part", figures.index_part)]
+                out.append(("decided_drop", figures.decided_drop))
         return out
 
     @property
     def measured(self) -> str:
         """The measured value in its own unit: a rank, milliseconds, or a metric value."""
+        if self.hidden:
+            return "not shown (holdout)"
         if self.scope.startswith("query[") and self.ceiling:
             return "not retrieved" if self.value < 0 else f"rank {self.value:.0f}"
         if self.scope == "latency":
@@ -239,6 +277,8 @@ class Outcome:
     @property
     def needed(self) -> str:
         """The threshold in the same unit, with its direction: ``>= 0.8``, ``<= rank 3``."""
+        if self.hidden:
+            return f"drop <= {format_value(self.threshold)}"
         if self.scope.startswith("query[") and self.ceiling:
             return f"<= rank {self.threshold:.0f}"
         if self.scope == "latency":
@@ -256,7 +296,7 @@ class Outcome:
             "system": self.system,
             "scope": self.scope,
             "metric": self.metric,
-            "value": self.value,
+            "value": None if self.hidden else self.value,
             "threshold": self.threshold,
             "comparison": self.comparison,
             "passed": self.passed,
@@ -266,6 +306,7 @@ class Outcome:
                 for qid, v in self.worst
             ],
             "detail": list(self.detail),
+            **({"hidden": True} if self.hidden else {}),
         }
         if self.regression is not None:
             out.update(self.regression.to_json())
@@ -278,7 +319,7 @@ class Outcome:
             system=data["system"],
             scope=data["scope"],
             metric=data["metric"],
-            value=data["value"],
+            value=float("nan") if data["value"] is None else data["value"],
             threshold=data["threshold"],
             passed=data["passed"],
             n=data["n"],
@@ -288,4 +329,5 @@ class Outcome:
             detail=tuple(data["detail"]),
             regression=RegressionFigures.from_json(data) if "baseline" in data else None,
             nodeid=data["nodeid"],
+            hidden=bool(data.get("hidden", False)),
         )

@@ -58,6 +58,25 @@ class QueryRecord:
     # A readable name of each id the record shows (an ontology term's label), from the suite's
     # kind; empty where ids are their own names (a document path). Not kept in a baseline file.
     labels: Mapping[str, str] = field(default_factory=dict)
+    # For an index that may rank differently each run (IndexBackend.reproducible): the values of
+    # the ranking metrics and the ranking (cut as ``ranking``) under exact search over the same
+    # vectors. None otherwise. A baseline keeps both (docs/verdicts.md, "Index noise").
+    exact_metrics: Mapping[str, float] | None = None
+    exact_ranking: tuple[str, ...] | None = None
+
+    @property
+    def differs_from_exact(self) -> bool:
+        """Whether the index ranked this unit otherwise than exact search did."""
+        return self.exact_ranking is not None and self.exact_ranking != self.ranking
+
+    def exact_json(self) -> dict[str, Any]:
+        """The exact-search keys of the unit's JSON; none when it has none (a JSON unchanged)."""
+        if self.exact_ranking is None:
+            return {}
+        return {
+            "exact_metrics": dict(self.exact_metrics or {}),
+            "exact_ranking": list(self.exact_ranking),
+        }
 
     def named(self, doc: str) -> str:
         """An id as messages and tables show it: with its label beside it when it has one
@@ -90,10 +109,12 @@ class QueryRecord:
             "unjudged": list(self.unjudged),
             # Only where the kind names its ids: a ranking query's JSON is unchanged.
             **({"labels": dict(self.labels)} if self.labels else {}),
+            **self.exact_json(),
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], kind: str = DEFAULT_KIND) -> QueryRecord:
+        exact = data.get("exact_ranking")
         return cls(
             id=data["id"],
             digest=data["digest"],
@@ -107,6 +128,8 @@ class QueryRecord:
             unjudged=tuple(data.get("unjudged", ())),
             extras=decode_extras(kind, data),
             labels=dict(data.get("labels", {})),
+            exact_metrics=None if exact is None else dict(data.get("exact_metrics", {})),
+            exact_ranking=None if exact is None else tuple(exact),
         )
 
 
@@ -123,6 +146,48 @@ class GroupRecord:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GroupRecord:
         return cls(n=data["n"], metrics=dict(data["metrics"]))
+
+
+@dataclass(frozen=True)
+class HoldoutRecord:
+    """A run's holdout (docs/verdicts.md): its units' values, never their ids. ``keys`` name the
+    units by a digest of id and content (``suites/holdout.py``), ``values`` each metric's values
+    in the order of ``keys``. The report's JSON twin shows only ``fraction`` and ``n``; the
+    baseline, the history and the xdist transport keep the values, so the next run can pair
+    them."""
+
+    fraction: float
+    keys: tuple[str, ...]
+    values: Mapping[str, tuple[float, ...]]
+    digest: str  # the holdout's version (its fraction and units): its shelf-life ledger's key
+
+    @property
+    def n(self) -> int:
+        return len(self.keys)
+
+    def per_unit(self, metric: str) -> dict[str, float]:
+        """key -> value of ``metric`` (empty when not measured)."""
+        return dict(zip(self.keys, self.values.get(metric, ()), strict=False))
+
+    def summary_json(self) -> dict[str, Any]:
+        """What the report shows: how large the holdout is, nothing of its units."""
+        return {"fraction": self.fraction, "n": self.n}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.summary_json(),
+            "digest": self.digest,
+            "keys": list(self.keys),
+            "values": {metric: list(values) for metric, values in self.values.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> HoldoutRecord:
+        keys = tuple(str(k) for k in data["keys"])
+        values = {str(m): tuple(float(x) for x in v) for m, v in data["values"].items()}
+        if any(len(v) != len(keys) for v in values.values()):
+            raise ValueError("holdout values of different lengths")
+        return cls(float(data["fraction"]), keys, values, str(data["digest"]))
 
 
 @dataclass(frozen=True)
@@ -146,6 +211,9 @@ class RunRecord:
     intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     # The suite's unjudged (drift) queries: id -> (digest of the text, top max(k)); drift.py.
     drift_rankings: Mapping[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    # The suite's holdout (``holdout:``): kept apart from ``queries`` so that nothing that shows
+    # queries can show one of its units; every figure above is over the other units.
+    holdout: HoldoutRecord | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -197,7 +265,9 @@ class RunRecord:
         found = self.groups(kind).get(label)
         return 0 if found is None else found.n
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, holdout_values: bool = False) -> dict[str, Any]:
+        """The run as the report's JSON twin shows it; ``holdout_values``: with the holdout's
+        values (the xdist transport only; the report says only how large the holdout is)."""
         return {
             "suite": self.suite,
             "suite_path": self.suite_path,
@@ -213,7 +283,13 @@ class RunRecord:
             "queries": [q.to_json() for q in self.queries],
             **self._kind_json(),
             **drift_json(self.drift_rankings),
+            **self._holdout_json(holdout_values),
         }
+
+    def _holdout_json(self, values: bool) -> dict[str, Any]:
+        if self.holdout is None:
+            return {}
+        return {"holdout": self.holdout.to_json() if values else self.holdout.summary_json()}
 
     def _kind_json(self) -> dict[str, Any]:
         if self.kind == DEFAULT_KIND:
@@ -249,6 +325,7 @@ class RunRecord:
             kind=data.get("kind", DEFAULT_KIND),
             intervals={name: (lo, hi) for name, (lo, hi) in data.get("intervals", {}).items()},
             drift_rankings=drift_from_json(data),
+            holdout=_holdout_from_json(data),
         )
 
     def to_baseline_json(self) -> dict[str, Any]:
@@ -268,10 +345,12 @@ class RunRecord:
                     "metrics": dict(q.metrics),
                     "ranking": list(q.ranking),
                     "relevant_ranks": dict(q.relevant_ranks),
+                    **q.exact_json(),
                 }
                 for q in self.queries
             },
             **drift_json(self.drift_rankings),
+            **self._holdout_json(True),
         }
 
     @classmethod
@@ -301,7 +380,16 @@ class RunRecord:
             queries=queries,
             kind=kind,
             drift_rankings=drift_from_json(data),
+            holdout=_holdout_from_json(data),
         )
+
+
+def _holdout_from_json(data: Mapping[str, Any]) -> HoldoutRecord | None:
+    """The holdout with its values, None without one or with only the report's summary."""
+    found = data.get("holdout")
+    if not isinstance(found, Mapping) or "keys" not in found:
+        return None
+    return HoldoutRecord.from_json(found)
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ class ItemPayload:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "runs": [run.to_json() for run in self.runs],
+            "runs": [run.to_json(holdout_values=True) for run in self.runs],
             "comparisons": [c.to_transport() for c in self.comparisons],
             "failures": [f.to_json() for f in self.failures],
             "gates": [g.to_json() for g in self.gates],

@@ -34,11 +34,22 @@ def _shelf(history: HistoryReport, suite: str) -> Iterator[str]:
     rows = history.shelf_of(suite)
     if not rows:
         return
-    yield (
-        f"Shelf life: {rows[0].decisions} decision(s) informed by this version of the suite; the "
-        "resolution after them (ease.ml/ci's adaptive bound, docs/verdicts.md) next to a fresh "
-        "suite's, and the decisions left at the tolerance:"
-    )
+    visible = [s for s in rows if not s.metric.startswith("holdout::")]
+    held = [s for s in rows if s.metric.startswith("holdout::")]
+    if visible:
+        yield (
+            f"Shelf life: {visible[0].decisions} decision(s) informed by this version of the "
+            "suite; the resolution after them (ease.ml/ci's adaptive bound, docs/verdicts.md) "
+            "next to a fresh suite's, and the decisions left at the tolerance:"
+        )
+    if held:
+        # The holdout's own ledger: its items' revealed verdicts, at its own tolerance, with
+        # the range's worst-case spread in place of its values' (docs/verdicts.md).
+        yield (
+            f"{'The' if visible else 'Shelf life: the'} holdout's rows (`holdout::`) count "
+            f"its {held[0].decisions} revealed pass/fail verdict(s) on this version of the "
+            "holdout, at its own tolerance, with no figure read from its values."
+        )
     yield ""
     yield "| system | metric | n | decisions | resolution fresh | resolution now | tolerance | left |"
     yield "|---|---|---|---|---|---|---|---|"
@@ -50,7 +61,7 @@ def _shelf(history: HistoryReport, suite: str) -> Iterator[str]:
             "spent" if s.spent else (f"{s.remaining}+" if s.remaining >= 1000 else str(s.remaining))
         )
         # No figure beyond the metric's range: "none (range)" says it resolves no drop.
-        width = metric_width(s.metric)
+        width = metric_width(s.metric.removeprefix("holdout::"))
         yield (
             f"| `{s.system}` | {s.metric} | {s.n} | {s.decisions} | "
             f"{resolution_cell(s.fresh, width)} | {resolution_cell(s.now, width)} | "

@@ -153,8 +153,10 @@ def lines(data: ReportData) -> Iterator[str]:
             [
                 _status(g),
                 f"`{g.nodeid}`",
-                fmt(g.value) if g.regression is None else _measured(g),
-                f"{g.comparison} {fmt(g.threshold)}" if g.regression is None else _needed(g),
+                _measured(g) if g.regression is not None or g.hidden else fmt(g.value),
+                _needed(g)
+                if g.regression is not None or g.hidden
+                else f"{g.comparison} {fmt(g.threshold)}",
                 str(g.n),
             ]
             for g in data.gates
@@ -200,6 +202,13 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
         )
     else:
         yield f"{first.n} {units} from `{first.suite_path}`, cutoffs {list(first.k)}."
+    if first.holdout is not None:
+        # Its size only: the holdout is decided by its own items (docs/verdicts.md).
+        yield ""
+        yield (
+            f"Every figure below is over these {first.n}; a holdout of {first.holdout.n} more "
+            "is decided only by its `holdout::` items, pass or fail."
+        )
     yield ""
 
     yield "### Metrics"
@@ -456,6 +465,17 @@ def _baseline(run: RunRecord, base: BaselineComparison, gates: list[Outcome]) ->
         header, rows, warnings = _margin_rows(table)
     if rows:
         yield from _table(header, rows)
+        yield ""
+    noisy = [f"- {name}: {m.index_noise}" for name, m in table.items() if m.index_noise]
+    if noisy:
+        # An unchanged system whose index may rank differently each run: decided on exact
+        # search over the same vectors (docs/verdicts.md, "Index noise").
+        yield (
+            "Decided on exact search over the same vectors (the index may rank differently "
+            "each run; the system's identity is unchanged since the baseline):"
+        )
+        yield ""
+        yield from noisy
         yield ""
     if warnings:
         yield from warnings

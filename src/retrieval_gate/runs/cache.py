@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["InternalRunError", "RunCache"]
 
 T = TypeVar("T")
+E = TypeVar("E", bound=RetrievalGateError)
 
 
 class InternalRunError(Exception):
@@ -103,8 +104,13 @@ class RunCache:
     # -- suites ---------------------------------------------------------------------------------
 
     def prepare(self, suite: Suite) -> Suite:
-        """The suite with its ids checked and mapped by its kind."""
-        return suite.kind_object.prepare(suite, self)
+        """The suite with its ids checked and mapped by its kind, and its holdout checked (a
+        fraction that leaves a side empty is a collection error naming the file)."""
+        from retrieval_gate.suites.holdout import holdout_ids
+
+        prepared = suite.kind_object.prepare(suite, self)
+        holdout_ids(prepared, self.settings.seed)
+        return prepared
 
     def corpus_for(self, suite: Suite, system: SystemConfig) -> Corpus | None:
         """The corpus ``suite`` runs against with ``system``: the kind decides (the suite's own,
@@ -122,7 +128,7 @@ class RunCache:
             try:
                 suite.kind_object.check(suite, self.corpus_for(suite, system))
             except MissingRelevantError as exc:
-                self._records[(suite.path, system.name)] = exc
+                self._records[(suite.path, system.name)] = self._hidden(exc, suite)
 
     def record(
         self, suite: Suite, system: SystemConfig, extra: tuple[Metric, ...] = ()
@@ -141,6 +147,12 @@ class RunCache:
         """The run's record or failure once it ran, None before."""
         return self._records.get((suite.path, system.name))
 
+    def _hidden(self, error: E, suite: Suite) -> E:
+        """A run's failure naming none of the suite's held-out units (suites/holdout.py)."""
+        from retrieval_gate.suites.holdout import hide_held_out
+
+        return hide_held_out(error, suite, self.settings.seed)
+
     def _measure(
         self, suite: Suite, system: SystemConfig, extra: tuple[Metric, ...]
     ) -> RunRecord | BaseException:
@@ -154,7 +166,7 @@ class RunCache:
             evaluation = evaluate_run(run, extra, resources=self)
             return record_run(evaluation, self.relpath(suite.path), seed=self.settings.seed)
         except RetrievalGateError as exc:
-            return exc
+            return self._hidden(exc, suite)
         except Warning as exc:
             # A warning the project's filters turned into an error (filterwarnings = error,
             # -W error::...CacheWarning): asked for by the user, so one line, no traceback.

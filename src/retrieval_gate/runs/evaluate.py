@@ -9,17 +9,18 @@ the other metric families), and the evaluation into the typed
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from retrieval_gate.metrics import Metric, compute, judge, latency_stats, metric_versions
-from retrieval_gate.records import GroupRecord, QueryRecord, RunRecord, scope_name
+from retrieval_gate.records import GroupRecord, HoldoutRecord, QueryRecord, RunRecord, scope_name
 from retrieval_gate.suites.drift import unjudged_digest
 from retrieval_gate.suites.result import RunResult
 from retrieval_gate.systems.timings import merge_timings
@@ -43,17 +44,25 @@ class Evaluation:
     # The kind's names for the ids its records show (SuiteKind.labels); None: ids are names.
     labels: Callable[[str], str | None] | None = None
     seconds: float = 0.0  # what computing the values took (the report's "metrics" time)
+    # The indices of the suite's holdout units (suites/holdout.py): in no scope below, so every
+    # value of the record is over the other units.
+    hidden: frozenset[int] = frozenset()
+    # The ranking metrics over each unit's exact-search ranking (RunResult.exact_rankings), for
+    # an index that may rank differently each run; None otherwise.
+    exact_values: Mapping[str, np.ndarray] | None = None
 
     @cached_property
     def scopes(self) -> dict[str, np.ndarray]:
-        """Scope name -> indices of its queries: suite, every category and difficulty."""
+        """Scope name -> indices of its queries (the holdout's left out): suite, every category
+        and difficulty."""
         queries = self.run.suite.queries
-        scopes = {"suite": np.arange(len(queries))}
+        shown = [i for i in range(len(queries)) if i not in self.hidden]
+        scopes = {"suite": np.array(shown, dtype=np.int64)}
         for kind in ("category", "difficulty"):
-            labels = [getattr(q, kind) for q in queries]
-            for label in sorted({x for x in labels if x is not None}):
+            labels = {i: getattr(queries[i], kind) for i in shown}
+            for label in sorted({x for x in labels.values() if x is not None}):
                 scopes[scope_name(kind, label)] = np.array(
-                    [i for i, x in enumerate(labels) if x == label], dtype=np.int64
+                    [i for i, x in labels.items() if x == label], dtype=np.int64
                 )
         return scopes
 
@@ -73,7 +82,9 @@ class Evaluation:
         from retrieval_gate.metrics.bootstrap import bootstrap_ci
 
         rows = self.scopes["suite"]
-        return bootstrap_ci(metric, self.values[metric.name], self.components(metric, rows), seed)
+        return bootstrap_ci(
+            metric, self.values[metric.name][rows], self.components(metric, rows), seed
+        )
 
     def n(self, scope: str = "suite") -> int:
         return int(self.scopes[scope].size)
@@ -121,9 +132,13 @@ def evaluate_run(
     metrics = tuple(wanted.values())
     ranked = [m for m in metrics if m.spec.input == "ranking"]
     values: dict[str, np.ndarray] = {}
+    exact_values = None
     if ranked:
         judged = judge(suite.qrels, run.qids, run.rankings)
         values = compute(judged, ranked, gain=kind.gain(suite))
+        if run.exact_rankings is not None:
+            searched = judge(suite.qrels, run.qids, run.exact_rankings)
+            exact_values = compute(searched, ranked, gain=kind.gain(suite))
     others: set[str] = {str(m.spec.input) for m in metrics} - _SHARED_INPUTS
     if others:
         if resources is None:
@@ -155,6 +170,7 @@ def evaluate_run(
         latency=latency_stats(timed),
         labels=None if resources is None else kind.labels(run, resources),
         seconds=time.perf_counter() - began,
+        exact_values=exact_values,
     )
 
 
@@ -170,7 +186,20 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
     latency, stats and every unit's values, ranking and relevant ranks (what each unit keeps is
     its kind's: :meth:`~retrieval_gate.suites.kind.SuiteKind.unit_record`). A kind with few units
     gets seeded bootstrap 95 % intervals of its values (``seed``: the settings' seed)."""
+    from retrieval_gate.suites.holdout import holdout_ids
+
     began = time.perf_counter()
+    held_out = holdout_ids(evaluation.run.suite, seed)
+    if held_out:
+        hidden = frozenset(
+            i for i, q in enumerate(evaluation.run.suite.queries) if q.id in held_out
+        )
+        timed = [
+            ms
+            for i, ms in enumerate(evaluation.run.latencies_ms)
+            if i not in hidden and not math.isnan(ms)
+        ]
+        evaluation = dataclasses.replace(evaluation, hidden=hidden, latency=latency_stats(timed))
     run = evaluation.run
     suite = run.suite
     kind = suite.kind_object
@@ -187,14 +216,20 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
                 n=evaluation.n(scope_name(kind, label)), metrics=means(scope_name(kind, label))
             )
             for label in labels
+            # A label whose every unit is held out has no visible value (suites/holdout.py).
+            if scope_name(kind, label) in evaluation.scopes
         }
 
     # One tolist() per metric is far cheaper than a float() per value.
     columns = {m.name: evaluation.values[m.name].tolist() for m in metrics}
+    exact = {name: found.tolist() for name, found in (evaluation.exact_values or {}).items()}
     queries = []
     for i, query in enumerate(suite.queries):
+        if i in evaluation.hidden:
+            continue
         kept = kind.unit_record(run, i)
         ranks = evaluation.relevant_ranks(query.id)
+        exact_ranking = None if run.exact_rankings is None else run.exact_rankings[i][:cut]
         queries.append(
             QueryRecord(
                 id=query.id,
@@ -210,6 +245,10 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
                 unjudged=kept.unjudged,
                 extras=kept.extras,
                 labels=_labels(evaluation.labels, [*kept.ranking, *ranks, *kept.shown]),
+                exact_metrics=None
+                if exact_ranking is None
+                else {name: column[i] for name, column in exact.items()},
+                exact_ranking=exact_ranking,
             )
         )
     intervals = {}
@@ -219,8 +258,18 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
         **run.stats,
         **({"suite_notes": list(suite.notes)} if suite.notes else {}),
         **({"suite_reference": suite.reference} if suite.reference else {}),
-        **kind.run_stats(run, metrics),
+        **kind.run_stats(_shown_run(run, evaluation.hidden), metrics),
     }
+    if evaluation.hidden and "latency_queries" in stats:
+        # Latency is over the visible queries too: count the ones timed among them.
+        stats["latency_queries"] = sum(
+            1
+            for i, ms in enumerate(run.latencies_ms)
+            if i not in evaluation.hidden and not math.isnan(ms)
+        )
+    if run.exact_rankings is not None:
+        # How many units the index ranked otherwise than exact search (docs/verdicts.md).
+        stats["index_noise_queries"] = sum(1 for q in queries if q.differs_from_exact)
     if stats.get("latency_queries") == 0:
         stats["latency_measured"] = False  # nothing was timed: no latency figure to show
     if "timings_ms" in stats:
@@ -231,7 +280,7 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
         suite=suite.name,
         suite_path=suite_path,
         system=run.system.name,
-        n=len(suite.queries),
+        n=len(queries),
         k=tuple(suite.k),
         # Each metric's own definition version: a baseline compares only what still means the same.
         fingerprint={
@@ -250,4 +299,43 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
             qid: (unjudged_digest(text), run.unjudged[qid][:cut])
             for qid, text in kind.drift_queries(suite)
         },
+        holdout=_holdout(evaluation, columns) if evaluation.hidden else None,
+    )
+
+
+def _shown_run(run: RunResult, hidden: frozenset[int]) -> RunResult:
+    """``run`` without its holdout units: what the figures a kind adds (tie ranges) are over."""
+    if not hidden:
+        return run
+    keep = [i for i in range(len(run.qids)) if i not in hidden]
+
+    def part(values: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(values[i] for i in keep) if len(values) == len(run.qids) else values
+
+    suite = dataclasses.replace(run.suite, queries=part(run.suite.queries))
+    return dataclasses.replace(
+        run,
+        suite=suite,
+        qids=part(run.qids),
+        rankings=part(run.rankings),
+        scores=part(run.scores),
+        latencies_ms=part(run.latencies_ms),
+        extras=part(run.extras),
+        exact_rankings=None if run.exact_rankings is None else part(run.exact_rankings),
+    )
+
+
+def _holdout(evaluation: Evaluation, columns: Mapping[str, list[float]]) -> HoldoutRecord:
+    """The holdout units' values, each unit named by its :func:`holdout_key` only."""
+    from retrieval_gate.suites.holdout import holdout_digest, holdout_key
+
+    suite = evaluation.run.suite
+    rows = sorted(evaluation.hidden)
+    keys = tuple(holdout_key(suite.queries[i].id, suite.queries[i].digest) for i in rows)
+    fraction = float(suite.holdout or 0.0)
+    return HoldoutRecord(
+        fraction=fraction,
+        keys=keys,
+        values={name: tuple(column[i] for i in rows) for name, column in columns.items()},
+        digest=holdout_digest(fraction, keys),
     )

@@ -289,6 +289,9 @@ def run_ranking(
             hits = [result.hits for result in results]
             latencies = [result.latency_ms for result in results[:judged]]
             positions = list(range(judged))
+        # An index that may rank differently each run: the same queries by exact search too.
+        exact_hits = getattr(opened, "exact_hits", None)
+        exact = exact_hits(queries[:judged], depth) if callable(exact_hits) else None
         identity = dict(opened.identity())
         stats = dict(opened.stats)
         extra = dict(opened.fingerprint_fields)
@@ -299,7 +302,13 @@ def run_ranking(
         stats["timings_ms"] = timings.as_ms()
     # The opened system's identity: it may name content only opening reads (a run file's digest).
     fp = {**fingerprint(suite, system, **extra), "system": identity}
-    return _result(suite, system, hits, latencies, fp, stats, depth)
+    ranked = _result(suite, system, hits, latencies, fp, stats, depth)
+    if exact is None:
+        return ranked
+    from retrieval_gate.metrics import rank_scored
+
+    rankings = tuple(tuple(rank_scored(found)[:depth]) for found in exact)
+    return dataclasses.replace(ranked, exact_rankings=rankings)
 
 
 #: Queries per batched call at least: fewer, larger batches let exact search read the corpus's

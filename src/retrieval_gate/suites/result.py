@@ -34,6 +34,9 @@ class RunResult:
     unjudged: Mapping[str, tuple[str, ...]] = field(
         default_factory=dict
     )  # drift query id -> ranking
+    # Per unit, its ranking under exact search over the same vectors, for an index that does
+    # not promise to rank the same every run (IndexBackend.reproducible); None otherwise.
+    exact_rankings: tuple[tuple[str, ...], ...] | None = None
 
 
 def fingerprint(suite: Suite, system: SystemConfig, **extra: Any) -> dict[str, Any]:

@@ -55,6 +55,8 @@ HEADER_KEYS = frozenset(
         "missing_relevant",
         "reference",
         "system_floors",
+        "holdout",
+        "holdout_tolerance",
     }
 )
 #: ``resolution:``: ``accept`` acknowledges that the suite's checks resolve more coarsely than
@@ -104,6 +106,10 @@ class Suite:
     # ``system_floors``: (system name or glob pattern, its floors), each replacing the suite's
     # floor of the same scope and metric for the systems it matches (:meth:`gates_for`).
     system_gates: tuple[tuple[str, tuple[Gate, ...]], ...] = ()
+    # ``holdout:``: the fraction of the units kept as a holdout (suites/holdout.py), None: none;
+    # ``holdout_tolerance:``: each metric's tolerance on the holdout (the default is there).
+    holdout: float | None = None
+    holdout_tolerance: Mapping[str, float] = field(default_factory=dict)
 
     def gates_for(self, system: str) -> tuple[Gate, ...]:
         """The floors that gate ``system``: the suite's, each replaced by the floor of the same
@@ -147,9 +153,12 @@ class Suite:
     def digest(self) -> str:
         """sha256 of what the metrics depend on: units, judgments, cutoffs and what the kind adds
         (a ranking suite's digest is the one 0.1.0 wrote)."""
-        blob = json.dumps(
-            self.kind_object.digest_payload(self), sort_keys=True, ensure_ascii=False
-        ).encode()
+        payload = self.kind_object.digest_payload(self)
+        if self.holdout is not None:
+            # Another fraction hides other units: another suite (a suite without one keeps the
+            # digest it had).
+            payload = {**payload, "holdout": self.holdout}
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()
         return hashlib.sha256(blob).hexdigest()
 
     @property
@@ -200,6 +209,12 @@ def parse_suite(data: Any, path: Path) -> Suite:
     gates += _parse_group_gates(data.get("categories"), "category", units, path)
     gates += _parse_group_gates(data.get("difficulties"), "difficulty", units, path)
     tolerance = _parse_tolerance(data.get("tolerance"), path)
+    holdout = _parse_holdout(data.get("holdout"), len(units), kind.units, path)
+    holdout_tolerance = _parse_tolerance(data.get("holdout_tolerance"), path, "holdout_tolerance")
+    if holdout_tolerance and holdout is None:
+        raise SuiteError(
+            "'holdout_tolerance' needs a 'holdout' fraction", path=path, entry="holdout_tolerance"
+        )
     system_gates = _parse_system_floors(data.get("system_floors"), units, path)
     systems = _parse_systems(data.get("systems"), path)
     units_file = kind.units_file(spec)
@@ -220,6 +235,9 @@ def parse_suite(data: Any, path: Path) -> Suite:
         if exp.metric is not None
     ]
     named += [(parse_metric(metric), f"tolerance.{metric}", path) for metric in tolerance]
+    named += [
+        (parse_metric(metric), f"holdout_tolerance.{metric}", path) for metric in holdout_tolerance
+    ]
     for metric, entry, where in named:
         problem = kind.check_metric(metric, spec)
         if problem is None and metric.spec.input not in kind.inputs:
@@ -243,7 +261,30 @@ def parse_suite(data: Any, path: Path) -> Suite:
         missing_relevant=_choice(data, "missing_relevant", MISSING_RELEVANT_CHOICES, path),
         reference=_reference(data.get("reference"), path),
         system_gates=system_gates,
+        holdout=holdout,
+        holdout_tolerance=holdout_tolerance,
     )
+
+
+def _parse_holdout(raw: Any, n: int, units: str, path: Path) -> float | None:
+    """``holdout``: a fraction strictly between 0 and 1 of a suite of at least two units (which
+    units it selects, and whether it leaves one on each side, is checked with the session's seed:
+    suites/holdout.py)."""
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 < raw < 1:
+        raise SuiteError(
+            f"'holdout' must be a fraction of the {units} strictly between 0 and 1, got {raw!r}",
+            path=path,
+            entry="holdout",
+        )
+    if n < 2:
+        raise SuiteError(
+            f"a holdout needs at least 2 {units} (one on each side), the suite has {n}",
+            path=path,
+            entry="holdout",
+        )
+    return float(raw)
 
 
 def _parse_system_floors(
@@ -461,16 +502,14 @@ def _parse_group_gates(
     return gates
 
 
-def _parse_tolerance(raw: Any, path: Path) -> dict[str, float]:
+def _parse_tolerance(raw: Any, path: Path, key: str = "tolerance") -> dict[str, float]:
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        raise SuiteError(
-            "'tolerance' must be a mapping of 'metric: amount'", path=path, entry="tolerance"
-        )
+        raise SuiteError(f"'{key}' must be a mapping of 'metric: amount'", path=path, entry=key)
     out = {}
     for name, value in raw.items():
-        where = f"tolerance.{name}"
+        where = f"{key}.{name}"
         metric = _metric(name, path, where)
         if metric.is_latency:
             raise SuiteError(

@@ -349,7 +349,9 @@ class EmbeddingIndex:
         :meth:`search_vectors`."""
         return self.search_vectors(vector, depth)[0]
 
-    def search_vectors(self, vectors: Any, depth: int) -> list[list[tuple[str, float]]]:
+    def search_vectors(
+        self, vectors: Any, depth: int, *, index: Any = None
+    ) -> list[list[tuple[str, float]]]:
         """The top ``depth`` documents for each embedded query (rows of ``vectors``; fewer only
         if the corpus is), searched together.
 
@@ -357,7 +359,8 @@ class EmbeddingIndex:
         index returns chunks in it, and the documents they map to are ranked by it again, so a
         tie between two documents at the cut keeps the one trec_eval ranks first. A query's
         result does not depend on the others searched with it (the exact index's scores do
-        not; the widening for chunks and fields is decided per query).
+        not; the widening for chunks and fields is decided per query). ``index``: search that
+        index instead of the system's (exact search over the same vectors, for the index noise).
         """
         import numpy as np
 
@@ -366,11 +369,12 @@ class EmbeddingIndex:
         from retrieval_gate.metrics import rank_scored
 
         q = np.asarray(vectors, dtype=np.float32)
+        searched = self.index if index is None else index
         if self.fields is not None and self.fields.multi_vector:  # aggregated: systems/fields.py
-            exact = self.index if isinstance(self.index, ExactIndex) else None
+            exact = searched if isinstance(searched, ExactIndex) else None
             return self.fields.search_batch(
                 self.vectors,
-                self.index,
+                searched,
                 q,
                 depth,
                 unit_matrix=None if exact is None else exact.unit_matrix(),
@@ -380,11 +384,11 @@ class EmbeddingIndex:
         n_units = len(self.unit_ids)
         fetch = self.fetch_depth(depth)
         if self.parent_of is None:
-            return self.index.search(q, fetch)
+            return list(searched.search(q, fetch))
         out: list[list[tuple[str, float]]] = [[] for _ in range(q.shape[0])]
         pending = list(range(q.shape[0]))
         while pending:
-            found = self.index.search(q[pending], fetch)
+            found = searched.search(q[pending], fetch)
             widen = []
             for position, hits in zip(pending, found, strict=True):
                 parents = dict(map_chunk_hits(hits, self.parent_of))

@@ -194,6 +194,22 @@ class EmbeddingSystem:
             self._recall_cutoff = cutoff
         return [dict(hits) for hits in found]
 
+    def exact_hits(self, queries: Sequence[Query], depth: int) -> list[dict[str, float]] | None:
+        """Each query's hits under exact search over the same vectors, for an index that does
+        not promise to rank the same vectors the same every run (its backend's
+        ``reproducible``); None for one that does. The rankings a regression item of an
+        unchanged system is decided on, and the index noise it states (docs/verdicts.md)."""
+        from retrieval_gate.index import INDEXES
+        from retrieval_gate.systems.embedding.options import index_options
+
+        backend = INDEXES[self.index.index_kind]
+        if backend.reproducible_for(index_options(self.config)) or not queries:
+            return None
+        vectors = self.query_vectors(queries)
+        with self.timings.stage("search"):
+            found = self.index.search_vectors(vectors, depth, index=self.index.exact_reference())
+        return [dict(hits) for hits in found]
+
     def query_vectors(self, queries: Sequence[Query]) -> Any:
         """The queries' vectors (float32 rows): the query-vector cache's where it holds them,
         the others embedded one text per encoder call (as a live query is) and stored."""

@@ -1,25 +1,6 @@
-"""PostgreSQL with pgvector: the gate's own table, or a team's existing one read as it is.
-
-Imported with the index registry (its option table), while psycopg is imported only when a
-pgvector system opens. A cluster is the same SQL over another DSN: ``dsn`` (or ``dsn_env``, the
-environment variable holding it) may name a primary, a replica for a team's read-only table, or
-a pooler.
-
-The gate's own table is ``rg_<hash>`` (the hash of the system's index key: embedder identity,
-corpus digest, chunking, fields and the build settings), ``(id text primary key, embedding
-vector(dim))``, written whole in one transaction under an advisory lock: created, filled by a
-binary COPY, its ANN index built, and a comment recording what it holds (the ids' digest, the
-dimension, a build id). A killed run rolls back and leaves nothing half written; a warm run finds
-the comment matching and writes nothing. Only tables carrying the gate's comment are ever
-replaced. A team's table (``table``) is only ever read.
-
-Search is exact by default (``ann_index = "none"``): a sequential scan ordered by cosine
-distance, then by id descending, so the cut at k keeps the documents trec_eval ranks first.
-``hnsw`` and ``ivfflat`` search the ANN index instead (its recall is measured against the exact
-scan). Queries go in batches, one statement per batch (a LATERAL top-k per query vector).
-Every statement runs under ``statement_timeout`` (loading and index builds under
-``build_timeout``) and a connection waits at most ``connect_timeout``, which also bounds the
-extension lookup made when the table is opened.
+"""``PgvectorIndex``: one table searched by cosine distance, and the writing of the gate's own
+table (one transaction under an advisory lock: created, filled by a binary COPY, its ANN index
+built, its comment recording what it holds).
 """
 
 from __future__ import annotations
@@ -28,31 +9,25 @@ import contextlib
 import hashlib
 import json
 import math
-import os
-import re
 import struct
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from retrieval_gate.display import register_secret, register_secrets_in
 from retrieval_gate.errors import ConfigError, RunError
 from retrieval_gate.index import (
-    IndexBackend,
     TableCensus,
     check_census,
     check_ids,
     check_vectors,
-    hnsw_settings,
     named_errors,
 )
-from retrieval_gate.schema import Option, OptionTable, at_least, one_of
+from retrieval_gate.index.pgvector.connection import _first_line, _is_database_error
 
-__all__ = ["BACKEND", "OPTIONS", "PgvectorError", "PgvectorIndex", "table_name"]
+__all__ = ["MARK", "PgvectorError", "PgvectorIndex"]
 
 #: Marks a table's comment as the gate's: only such tables are ever replaced.
 MARK = "retrieval-gate"
@@ -61,242 +36,10 @@ _COMMENT_VERSION = 1
 _QUERY_BATCH = 256
 # Rows per COPY message.
 _COPY_ROWS = 8192
-_PREFIX = "rg_"
-
-
-def _milliseconds(doc: str, default: float) -> Option:
-    # Sent to the server in whole milliseconds, where 0 means no limit at all: a value that
-    # would round to 0 ms is refused rather than silently lifting the limit.
-    return Option(
-        (int, float),
-        default,
-        doc,
-        check=lambda v: v >= 0.001 and math.isfinite(v),
-        rule=">= 0.001 (1 ms; PostgreSQL reads 0 ms as no limit)",
-    )
-
-
-OPTIONS: OptionTable = {
-    "dsn": Option(
-        str,
-        None,
-        "libpq connection string or postgresql:// URI (a cluster's primary, a replica or a "
-        "pooler alike); prefer `dsn_env` for credentials",
-        secret=True,
-    ),
-    "dsn_env": Option(
-        str,
-        None,
-        "name of the environment variable holding the DSN (read when the system opens)",
-        secret_env=True,
-    ),
-    "table": Option(
-        str,
-        None,
-        "a team's existing table (`name` or `schema.name`), searched read-only and never "
-        "written; unset: the gate's own table, named from the system's identity",
-    ),
-    "id_column": Option(str, "id", "column of `table` holding the document ids"),
-    "vector_column": Option(str, "embedding", "pgvector column of `table` holding the vectors"),
-    "ann_index": Option(
-        str,
-        "none",
-        "none: exact search (a sequential scan, reproducible); hnsw or ivfflat: search that "
-        "ANN index (built on the gate's own table; a team's table uses its own), its recall "
-        "measured against exact",
-        check=one_of("none", "hnsw", "ivfflat"),
-        rule="none, hnsw, ivfflat",
-    ),
-    "hnsw_ef_construction": Option(
-        int,
-        None,
-        "HNSW candidate list while building (pgvector: 64)",
-        check=at_least(1),
-        rule=">= 1",
-    ),
-    "hnsw_ef_search": Option(
-        int,
-        None,
-        "HNSW candidate list while searching (pgvector: 40, at most 1000)",
-        check=lambda v: 1 <= v <= 1000,
-        rule="1 to 1000",
-    ),
-    "hnsw_max_neighbors": Option(
-        int,
-        None,
-        "HNSW links per node, pgvector's m (pgvector: 16)",
-        check=at_least(2),
-        rule=">= 2",
-    ),
-    "ivfflat_lists": Option(
-        int,
-        None,
-        "IVFFlat lists (default: rows / 1000, at least 1, as pgvector advises)",
-        check=at_least(1),
-        rule=">= 1",
-    ),
-    "ivfflat_probes": Option(
-        int, None, "IVFFlat lists searched per query (pgvector: 1)", check=at_least(1), rule=">= 1"
-    ),
-    "build_memory": Option(
-        str,
-        None,
-        'maintenance_work_mem while the gate builds its ANN index, e.g. "1GB" (pgvector builds '
-        "HNSW far faster when the graph fits; unset: the server's setting; not in the identity)",
-        check=lambda v: bool(re.fullmatch(r"\d+\s*(kB|MB|GB|TB)", v)),
-        rule="a size such as 512MB or 2GB",
-    ),
-    "connect_timeout": Option(
-        int,
-        10,
-        "seconds to wait for the server to accept a connection and answer the gate's extension "
-        "lookup (not in the identity)",
-        check=at_least(1),
-        rule=">= 1",
-    ),
-    "statement_timeout": _milliseconds(
-        "seconds a search or catalogue statement may run on the server (not in the identity)", 60
-    ),
-    "build_timeout": _milliseconds(
-        "seconds loading the gate's table and building its ANN index may take (not in the "
-        "identity)",
-        3600,
-    ),
-}
 
 
 class PgvectorError(RunError):
     """PostgreSQL failed while the gate loaded or searched a table: a one-line run error."""
-
-
-# -- settings ---------------------------------------------------------------------------------
-
-
-def _mode(options: Mapping[str, Any]) -> tuple[bool, bool]:
-    approximate = options.get("ann_index", "none") != "none"
-    # A team's table and its index are theirs: never built a second time.
-    return approximate, approximate and options.get("table") is None
-
-
-def _identity(options: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if options.get("ann_index", "none") != "none":
-        out["ann_index"] = options["ann_index"]
-    for name in ("ivfflat_lists", "ivfflat_probes"):
-        if options.get(name) is not None:
-            out[name] = options[name]
-    if options.get("table") is not None:
-        out |= {key: options[key] for key in ("table", "id_column", "vector_column")}
-    return out
-
-
-def _stored(options: Mapping[str, Any]) -> bool:
-    return options.get("table") is not None
-
-
-def resolve_dsn(options: Mapping[str, Any]) -> str:
-    """The DSN from ``dsn_env`` (when given) or ``dsn``; neither is a ``ConfigError``."""
-    # libpq takes the password from PGPASSWORD when the DSN has none: a secret all the same.
-    register_secret(os.environ.get("PGPASSWORD", ""))
-    env = options.get("dsn_env")
-    if env:
-        value = os.environ.get(env, "").strip()
-        if not value:
-            raise ConfigError(f"index 'pgvector': environment variable {env} (dsn_env) is not set")
-        # Read now, perhaps changed since the settings were: masked in every message from here.
-        register_secret(value)
-        register_secrets_in(value)
-        return value
-    dsn = options.get("dsn")
-    if not dsn:
-        raise ConfigError(
-            "index 'pgvector' needs 'dsn' (a postgresql:// URI) or 'dsn_env' (the environment "
-            "variable holding it)"
-        )
-    return str(dsn)
-
-
-def describe(dsn: str) -> str:
-    """``user@host:port/dbname`` for messages: never the password."""
-    try:
-        from psycopg.conninfo import conninfo_to_dict
-
-        parts = conninfo_to_dict(dsn)
-    except Exception:
-        return "the configured server"
-    host = str(parts.get("host") or "localhost")
-    port = str(parts.get("port") or "5432")
-    user = parts.get("user")
-    db = parts.get("dbname")
-    where = f"{host}:{port}"
-    if user:
-        where = f"{user}@{where}"
-    if db:
-        where += f"/{db}"
-    return f"PostgreSQL at {where}"
-
-
-def table_name(key: str, options: Mapping[str, Any]) -> str:
-    """The gate's own table for ``key``: ``rg_`` and 32 hex digits of the key and the settings
-    that shape a build (an ANN index's kind and parameters)."""
-    build = {**_identity(options), **hnsw_settings(options)}
-    digest = hashlib.sha256(json.dumps([key, build], sort_keys=True).encode()).hexdigest()
-    return _PREFIX + digest[:32]
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
-
-
-_CREDENTIAL_WORDS = (
-    "password authentication failed",
-    "no password supplied",
-    "no pg_hba.conf entry",
-    "does not exist",  # role or database
-    "authentication failed",
-    "permission denied",
-)
-
-
-def _connect_seconds(options: Mapping[str, Any]) -> int:
-    """``connect_timeout``: how long opening waits for the server (connecting, the extension
-    lookup)."""
-    return int(options.get("connect_timeout") or OPTIONS["connect_timeout"].default)
-
-
-def connect(dsn: str, options: Mapping[str, Any]) -> Any:
-    """A psycopg connection with the timeouts set; a one-line ``ConfigError`` when the server
-    cannot be reached, does not answer in time or refuses the credentials."""
-    from retrieval_gate.embed import import_optional
-
-    psycopg = import_optional("psycopg", package="psycopg", extra="pgvector")
-    where = describe(dsn)
-    timeout = _connect_seconds(options)
-    try:
-        # Autocommit: each `transaction()` block is a real transaction. Statement timeouts are
-        # set per transaction (SET LOCAL), not as startup options, which poolers may refuse.
-        return psycopg.connect(
-            dsn,
-            connect_timeout=timeout,
-            autocommit=True,
-            application_name="pytest-retrieval-gate",
-        )
-    except psycopg.ProgrammingError as exc:  # a malformed DSN
-        raise ConfigError(f"invalid pgvector dsn: {_first_line(exc)}") from None
-    except psycopg.Error as exc:
-        text = _first_line(exc)
-        lower = str(exc).lower()
-        if "timeout" in lower:
-            raise ConfigError(
-                f"{where} did not answer within {timeout} s (connect_timeout): {text}"
-            ) from None
-        if any(word in lower for word in _CREDENTIAL_WORDS):
-            raise ConfigError(
-                f"{where} refused the connection: {text}; check the DSN's user, "
-                "password and database"
-            ) from None
-        raise ConfigError(f"{where} is not reachable: {text}") from None
 
 
 @dataclass(frozen=True)
@@ -856,148 +599,3 @@ class PgvectorIndex:
             with contextlib.suppress(Exception), self._conn.cursor() as cur:
                 cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(self.table.sql()))
         self._conn.close()
-
-
-def _is_database_error(exc: BaseException) -> bool:
-    try:
-        import psycopg
-    except ImportError:  # pragma: no cover - an index exists only with psycopg
-        return False
-    return isinstance(exc, psycopg.Error)
-
-
-# -- the backend ---------------------------------------------------------------------------
-
-
-def _ensure_extension(conn: Any, where: str, options: Mapping[str, Any]) -> None:
-    # Part of opening the connection, so bounded by connect_timeout: a statement_timeout tuned
-    # for searches (milliseconds, on a fast server) must not cancel this catalogue read.
-    import psycopg
-
-    seconds = _connect_seconds(options)
-    try:
-        with conn.transaction(), conn.cursor() as cur:
-            cur.execute(f"SET LOCAL statement_timeout = {seconds * 1000}")
-            cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
-            if cur.fetchone() is not None:
-                return
-    except psycopg.errors.QueryCanceled as exc:
-        raise ConfigError(
-            f"{where} did not answer the pgvector extension lookup within {seconds} s "
-            f"(connect_timeout): {_first_line(exc)}"
-        ) from None
-    except psycopg.Error as exc:
-        raise ConfigError(
-            f"{where}: looking up the pgvector extension failed: {_first_line(exc)}"
-        ) from None
-    try:
-        with conn.transaction(), conn.cursor() as cur:
-            cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    except Exception as exc:
-        raise ConfigError(
-            f"{where}: the pgvector extension is not installed in this database and could not "
-            f"be created ({_first_line(exc)}); run CREATE EXTENSION vector as its owner"
-        ) from None
-
-
-def _open(key: str, options: Mapping[str, Any], *, temporary: bool) -> PgvectorIndex:
-    dsn = resolve_dsn(options)
-    where = describe(dsn)
-    owned = options.get("table") is None
-    if owned:
-        name = table_name(key, options)
-        table = _Table(None, ("rg_scratch_" + name[len(_PREFIX) :])[:63] if temporary else name)
-    else:
-        if not re.fullmatch(r"[^.]+(\.[^.]+)?", str(options["table"])):
-            raise ConfigError(f"invalid 'table': {options['table']!r}; give name or schema.name")
-        table = _Table.parse(str(options["table"]))
-    conn = connect(dsn, options)
-    try:
-        if owned:
-            _ensure_extension(conn, where, options)
-        return PgvectorIndex(
-            conn,
-            table,
-            where=where,
-            options=options,
-            owned=owned,
-            build_key=where,
-            temporary=temporary,
-        )
-    except BaseException:
-        conn.close()
-        raise
-
-
-def open_index(cache_dir: Path, key: str, options: Mapping[str, Any]) -> PgvectorIndex:
-    """The system's table: the gate's own (``rg_<hash>``) or the team's ``table``."""
-    return _open(key, options, temporary=False)
-
-
-def open_scratch(cache_dir: Path, key: str, options: Mapping[str, Any]) -> PgvectorIndex:
-    """A temporary table of its own connection, for a second build (the stability figures):
-    nothing is left on the server once it is closed."""
-    return _open(key, options, temporary=True)
-
-
-def read_build(cache_dir: Path, key: str, options: Mapping[str, Any]) -> str | None:
-    """The build id of the gate's table for ``key`` (from its comment), asked of the server
-    once per process; None for a team's table (it may change under us), or when it cannot be
-    read (the run then opens the table and says why)."""
-    if options.get("table") is not None:
-        return None
-    try:
-        dsn = resolve_dsn(options)
-    except ConfigError:
-        return None
-    where = describe(dsn)
-    name = table_name(key, options)
-    memo = _BUILDS.get((where, name))
-    if memo is not None:
-        return memo
-    try:
-        conn = connect(dsn, options)
-    except Exception:
-        return None
-    try:
-        index = PgvectorIndex(
-            conn, _Table(None, name), where=where, options=options, owned=True, build_key=where
-        )
-        build = index.build_id()
-    except Exception:
-        return None
-    finally:
-        conn.close()
-    if build is not None:
-        _BUILDS[(where, name)] = build
-    return build
-
-
-def _check_options(options: Mapping[str, Any]) -> None:
-    m, ef = options.get("hnsw_max_neighbors"), options.get("hnsw_ef_construction")
-    if m is not None and ef is not None and ef < 2 * m:
-        raise ConfigError(
-            f"pgvector needs hnsw_ef_construction ({ef}) >= 2 x hnsw_max_neighbors ({m})"
-        )
-
-
-def _open_checked(cache_dir: Path, key: str, options: Mapping[str, Any]) -> PgvectorIndex:
-    _check_options(options)
-    return open_index(cache_dir, key, options)
-
-
-ORDER = 40
-BACKEND = IndexBackend(
-    name="pgvector",
-    options=OPTIONS,
-    open=_open_checked,
-    summary="a PostgreSQL table with pgvector (the gate's own, or a team's read-only), exact "
-    "by default",
-    built=read_build,
-    mode=_mode,
-    identity=_identity,
-    scratch=open_scratch,
-    stored=_stored,
-    zero_vectors="pgvector's exact scan scores a zero vector 0, as exact search does (an hnsw "
-    "or ivfflat index ranks it last)",
-)

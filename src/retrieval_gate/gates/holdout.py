@@ -1,0 +1,121 @@
+"""The holdout items: a suite's held-out units against the baseline's, pass or fail only.
+
+A suite with ``holdout: f`` keeps a fixed, seeded part of its units apart
+(:mod:`~retrieval_gate.suites.holdout`): every visible figure (floors, regressions, drift, the
+report's tables) is over the other units, and the holdout is decided by items of its own,
+``...::<system>::holdout::<metric>``, one per metric the suite's regression items gate. Each
+compares the holdout units the run and the baseline share (same id and content, paired through
+their keys, never their ids) and fails when the drop of the metric's aggregate over them is
+larger than the holdout's tolerance (``holdout_tolerance``, by default the regression tolerance
+/ sqrt(f)).
+
+What an item reveals is its one bit, pass or fail (Thresholdout's idea: Dwork et al., "The
+reusable holdout", Science 2015): not the values, not the drop, not a resolution (which would
+read the holdout's spread), not a unit. A drop's size is a real number about the holdout, and a
+team that reads it and tries again can fit the holdout as it fits the visible suite; a bit per
+decision is what the shelf-life ledger counts (:mod:`~retrieval_gate.gates.shelflife`). Unlike
+Thresholdout, no noise is added to the threshold: the same inputs must give the same verdict in
+every run, so the bits are counted instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from retrieval_gate.records import Outcome, RunRecord
+
+if TYPE_CHECKING:
+    from retrieval_gate.gates.regressions import RegressionCheck
+    from retrieval_gate.metrics import Metric
+    from retrieval_gate.suites.suite import Suite
+
+#: The scope of the holdout items and the first part of their names.
+HOLDOUT_SCOPE = "holdout"
+_TIE = 1e-12
+
+
+@dataclass(frozen=True)
+class HoldoutCheck:
+    metric: str
+    tolerance: float  # the holdout's tolerance for this metric
+
+
+def holdout_outcomes(
+    record: RunRecord, base: RunRecord | None, checks: Sequence[HoldoutCheck]
+) -> dict[str, Outcome | str]:
+    """One outcome per check, or why it is not decided (no baseline, no shared holdout unit,
+    a metric one side lacks)."""
+    from retrieval_gate.metrics import parse_metric
+
+    now, then = record.holdout, None if base is None else base.holdout
+    out: dict[str, Outcome | str] = {}
+    for check in checks:
+        if now is None:
+            out[check.metric] = "the run has no holdout"
+            continue
+        if base is None or then is None:
+            out[check.metric] = (
+                "the baseline has no holdout values (saved before the suite had a holdout); "
+                "save a baseline with --rg-save-baseline"
+            )
+            continue
+        metric = parse_metric(check.metric)
+        names = (check.metric, *metric.spec.aggregation.components)
+        if any(name not in now.values or name not in then.values for name in names):
+            out[check.metric] = f"{check.metric} is not measured on both sides of the holdout"
+            continue
+        before, after = then.per_unit(check.metric), now.per_unit(check.metric)
+        keys = [k for k in after if k in before]
+        if not keys:
+            out[check.metric] = "the baseline shares no holdout unit with this run"
+            continue
+
+        drop = _aggregate(metric, names, keys, before, then.values) - _aggregate(
+            metric, names, keys, after, now.values
+        )
+        out[check.metric] = Outcome(
+            suite=record.suite,
+            system=record.system,
+            scope=HOLDOUT_SCOPE,
+            metric=check.metric,
+            value=float("nan"),  # not a figure anyone sees
+            threshold=check.tolerance,
+            passed=not drop > check.tolerance + _TIE,
+            n=len(keys),
+            hidden=True,
+        )
+    return out
+
+
+def _aggregate(
+    metric: Metric,
+    names: Sequence[str],
+    keys: Sequence[str],
+    side: Mapping[str, float],
+    values: Mapping[str, Sequence[float]],
+) -> float:
+    """The metric's aggregate over the units ``keys`` of one side (``side``: key -> value, in
+    the order of ``values``; ``names[1:]``: the components its aggregation reads)."""
+    index = {k: i for i, k in enumerate(side)}
+    rows = [index[k] for k in keys]
+    series = np.array([side[k] for k in keys], dtype=np.float64)
+    parts = {c: np.asarray(values[c], dtype=np.float64)[rows] for c in names[1:]}
+    return float(metric.aggregate(series, parts))
+
+
+def holdout_checks(suite: Suite, checks: Sequence[RegressionCheck]) -> list[HoldoutCheck]:
+    """The suite's holdout checks: one per metric its suite-scope regression items gate, at the
+    holdout's tolerance; none without a ``holdout``."""
+    from retrieval_gate.suites.holdout import holdout_tolerance
+
+    if suite.holdout is None:
+        return []
+    return [
+        HoldoutCheck(c.metric, holdout_tolerance(suite, c.metric, c.tolerance))
+        for c in checks
+        if c.gated and c.scope == "suite"
+    ]
