@@ -62,7 +62,10 @@ def test_ini_paths_are_relative_to_the_rootdir_and_lose_to_the_command_line() ->
         ROOT / "ini-b.json",
         ROOT / "c",
     )
-    assert resolve_outputs(values(ini=ini, paths={"report": "cli.md"}), settings()).report == CWD / "cli.md"
+    assert (
+        resolve_outputs(values(ini=ini, paths={"report": "cli.md"}), settings()).report
+        == CWD / "cli.md"
+    )
 
 
 def test_settings_paths_come_after_ini_and_before_defaults() -> None:
