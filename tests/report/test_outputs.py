@@ -81,3 +81,9 @@ def test_a_plugin_output_that_would_take_anothers_place_is_refused(
     bad = dataclasses.replace(FOO, **change)  # type: ignore[arg-type]
     found = _declaration_problem(bad, BUILTIN_OUTPUTS)
     assert found is not None and found.startswith(problem)
+
+
+def test_a_declaration_that_is_not_an_output_option_is_named() -> None:
+    assert _declaration_problem("--rg-foo", BUILTIN_OUTPUTS) == (  # type: ignore[arg-type]
+        "'--rg-foo' is not an OutputOption (retrieval_gate.files.outputs)"
+    )

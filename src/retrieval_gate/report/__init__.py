@@ -298,7 +298,8 @@ def plugin_outputs(offered: Sequence[OutputOption]) -> list[tuple[OutputOption, 
                 continue
             problem = _declaration_problem(output, taken)
             if problem is not None:
-                raise PluginLoadError(f"{source} declares the output {output.name!r}: {problem}")
+                name = getattr(output, "name", output)
+                raise PluginLoadError(f"{source} declares the output {name!r}: {problem}")
             taken.append(output)
             found.append((output, source))
     return found
