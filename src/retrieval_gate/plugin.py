@@ -28,14 +28,19 @@ SUITE_SUFFIXES = (".yaml", ".yml", ".json")
 #: Options only the gate reads: given without ``--retrieval-gate`` they would be silently ignored.
 #: (``--rg-system``, ``--rg-cache-dir`` and ``--rg-no-cache`` also steer the ``retrieval_system``
 #: fixture, which works without the gate.)
-#: The report writers' outputs (files/outputs.py) are offered in the order declared.
+#: The report writers' outputs (files/outputs.py) are offered where --help has always listed
+#: them: those every session writes (the report, its twin) after --rg-save-baseline, those that
+#: are off until asked for (--rg-plots) after --rg-plan.
+WRITTEN_OUTPUTS = tuple(o for o in BUILTIN_OUTPUTS if o.default or o.twin_of)
+OPTIONAL_OUTPUTS = tuple(o for o in BUILTIN_OUTPUTS if o not in WRITTEN_OUTPUTS)
 GATE_ONLY_OPTIONS: dict[str, str] = {
     "rg_reference": "--rg-reference",
     "rg_baseline": "--rg-baseline",
     "rg_save_baseline": "--rg-save-baseline",
-    **{output.dest: output.flag for output in BUILTIN_OUTPUTS},
+    **{output.dest: output.flag for output in WRITTEN_OUTPUTS},
     "rg_suggest_floors": "--rg-suggest-floors",
     "rg_plan": "--rg-plan",
+    **{output.dest: output.flag for output in OPTIONAL_OUTPUTS},
     "rg_record": "--rg-record",
     "rg_pin": "--rg-pin",
 }
@@ -261,7 +266,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="write this run's results as the accepted baseline (default: off)",
     )
-    for output in BUILTIN_OUTPUTS:
+    for output in WRITTEN_OUTPUTS:
         _add_option(group, output)
     group.addoption(
         "--rg-suggest-floors",
@@ -280,6 +285,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="print each suite's regression resolution and the queries a tolerance needs, from "
         "the baseline, and run nothing (default: off)",
     )
+    for output in OPTIONAL_OUTPUTS:
+        _add_option(group, output)
     group.addoption(
         "--rg-record",
         action="store_true",
@@ -318,10 +325,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=list(DEFAULT_FILES),
         help="glob patterns of retrieval suite files (default: " + " ".join(DEFAULT_FILES) + ")",
     )
-    for output in BUILTIN_OUTPUTS:
+    for output in WRITTEN_OUTPUTS:
         _add_ini(parser, output)
     parser.addini("retrieval_gate_baseline", type="string", default="", help="baseline path")
     parser.addini("retrieval_gate_cache_dir", type="string", default="", help="cache folder")
+    for output in OPTIONAL_OUTPUTS:
+        _add_ini(parser, output)
 
 
 def pytest_configure(config: pytest.Config) -> None:
