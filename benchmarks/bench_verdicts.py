@@ -1,7 +1,7 @@
 """How far the regression decisions can be trusted, on real per-query values.
 
-    PYTHONPATH=src python benchmarks/bench_verdicts.py --coverage [--reps 2000] [--jobs 2]
-    PYTHONPATH=src python benchmarks/bench_verdicts.py --plan [--reps 2000]
+    PYTHONPATH=src python benchmarks/bench_verdicts.py --coverage [--reps 2000] [--jobs 2] [--systems 1,2,3,4,5]
+    PYTHONPATH=src python benchmarks/bench_verdicts.py --plan [--reps 2000] [--plan-without-loss]
     PYTHONPATH=src python benchmarks/bench_verdicts.py --methods [--reps 2000]
     PYTHONPATH=src python benchmarks/bench_verdicts.py --margin [--reps 1000] [--seeds 3]
     PYTHONPATH=src python benchmarks/bench_verdicts.py --calibration [--calibration-reps 20000]
@@ -24,7 +24,7 @@ average (a neutral change). On top, the true drop:
   population mean of metric j over a and b. A negative drop (an improvement): the baseline's
   value is the one at 0, so D_j = -q m_j;
 * ``shrink``: "now" scaled by (1 - q) on every query (dense and small): D_j = q m_j;
-* ``one``: five systems, only the first changes (``lose``), the other four neutral (D = 0);
+* ``one``: of two to five systems only the first changes (``lose``), the others neutral (D = 0);
 * ``gone``: all-or-nothing losses of whole queries, the same queries for every system (their
   relevant documents left the corpus or the index: every system loses them), and nothing else:
   "then" is ranker a's value, "now" the same with each lost query at 0 on every metric, so the
@@ -50,9 +50,18 @@ lies outside it, so no error was possible) and the per-item conditional rates: a
 true drop was outside the band, the share decided the wrong way (the worst true drop at which at
 least half the items were outside the band).
 
-``--plan`` checks the queries-needed figure: from the baseline values of a 35-query suite,
-retrieval_gate's planned resolution and queries needed for a target; then, at that many queries,
-the stated resolution of simulated neutral changes (median, and the share within the target).
+``--coverage`` runs one to five systems (``--systems``, default 1 and 5); each cell's seed is its
+place in the full grid, so a cell measured alone draws the sessions it draws in the whole grid.
+
+``--plan`` checks the queries-needed figure (gates/resolution.py's ``planned_queries``, as
+``--rg-plan`` computes it) on one metric at a time, nDCG, MRR and the all-or-nothing Hit@k and P@1
+(values 0 or 1, the tie-heavy case), for three systems: a change between ranker families (TF-IDF
+words / character n-grams), BM25 / binary word overlap, and a ranker of many tied scores (the
+count of shared words) whose ties are reordered and nothing else. From the baseline of a 35-query
+suite (200 such suites) the queries a target needs; then the smallest size at which simulated
+changes state a median resolution within the target: ``swap`` (the neutral swap between the two
+rankers) and ``gone`` (the first ranker's queries losing everything, a true drop of tolerance +
+target). ``--plan-without-loss`` plans from the baseline's spread alone, as before the loss term.
 
 ``--margin`` and ``--calibration`` are the margin rule's study (issue 10, docs/verdicts.md,
 ``verdicts = "margin"``), unchanged:
@@ -103,7 +112,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -403,20 +412,31 @@ PAIRS = (
     ("chars", "chars24"),
 )
 DATASETS = ("vaswani", "hpo", "quickstart")
+#: The changes of a coverage cell of more than one system (one system: all but ``one``).
+COVERAGE_MODELS = ("lose", "shrink", "one", "gone")
 GRID = (-2.0, -1.5, -1.2, -1.0, -0.8, -0.6, 0.6, 0.8, 1.0, 1.2, 1.5, 2.0)
 
 
-def _pairs(data: str, systems: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The (a, b) rankers' per-query values of each system, as (queries, metrics) arrays."""
+#: The graded metrics of a coverage block (nDCG, MRR and R at the data set's cutoff): the first
+#: three of each ranker's values; the all-or-nothing Hit@k and P@1 after them are --plan's.
+BLOCK_METRICS = 3
+
+
+def _pairs(
+    data: str, systems: int, metrics: Sequence[str] | None = None
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The (a, b) rankers' per-query values of each system, as (queries, metrics) arrays: the
+    block's graded metrics, or the ``metrics`` named."""
     from verdict_data import values as ranker_values
 
     found = ranker_values()[data]
     out = []
     for a, b in PAIRS[:systems]:
+        names = list(found[a])[:BLOCK_METRICS] if metrics is None else list(metrics)
         out.append(
             (
-                np.column_stack([np.asarray(v) for v in found[a].values()]),
-                np.column_stack([np.asarray(v) for v in found[b].values()]),
+                np.column_stack([np.asarray(found[a][m]) for m in names]),
+                np.column_stack([np.asarray(found[b][m]) for m in names]),
             )
         )
     return out
@@ -628,20 +648,23 @@ def coverage(
     models: tuple[str, ...] = ("lose", "shrink", "one", "gone"),
     sizes: tuple[int, ...] = SIZES,
     seed: int = 1000,
+    systems_run: tuple[int, ...] = (1, 5),
 ) -> None:
+    # Every cell's seed is its place in the full grid, so a cell run alone or with others draws
+    # the same sessions: the cells of 1 and 5 systems first (the order of the tables measured
+    # before 2 to 4 systems were added, whose seeds stay), then those of 2 to 4 systems.
+    grid = [
+        (data, n, systems, model)
+        for group in ((1, 5), (2, 3, 4))
+        for data in DATASETS
+        for n in SIZES
+        for systems in group
+        for model in (("lose", "shrink", "gone") if systems == 1 else COVERAGE_MODELS)
+    ]
     cells = [
         (data, n, systems, model, reps, seed + i)
-        for i, (data, n, systems, model) in enumerate(
-            (data, n, systems, model)
-            for data in DATASETS
-            for n in SIZES
-            for systems, models in (
-                (1, ("lose", "shrink", "gone")),
-                (5, ("lose", "shrink", "one", "gone")),
-            )
-            for model in models
-        )
-        if data in datasets and model in models and n in sizes
+        for i, (data, n, systems, model) in enumerate(grid)
+        if data in datasets and model in models and n in sizes and systems in systems_run
     ]
     se = math.sqrt(DELTA * (1 - DELTA) / reps)
     print(
@@ -654,14 +677,7 @@ def coverage(
         "| per item: P(fail given D <= t - eps), P(pass given D >= t + eps) |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
-    if jobs > 1:
-        from multiprocessing import Pool
-
-        with Pool(jobs) as pool:
-            results: Iterable[dict[str, object]] = pool.map(coverage_cell, cells, chunksize=1)
-    else:
-        results = (coverage_cell(cell) for cell in cells)  # each row as soon as it is measured
-    for r in results:
+    for r in _measured(cells, jobs):
         tested_fail, tested_pass = r["tested"]  # type: ignore[misc]
         cond_fail, cond_pass = r["conditional"]  # type: ignore[misc]
         print(
@@ -670,6 +686,18 @@ def coverage(
             f"| {tested_fail} / {tested_pass} | {cond_fail:.3f} / {cond_pass:.3f} |",
             flush=True,
         )
+
+
+def _measured(cells: Sequence[tuple[object, ...]], jobs: int) -> Iterator[dict[str, object]]:
+    """Each cell's :func:`coverage_cell`, in order, each as soon as it and those before it are
+    measured (a long run can be read while it goes on)."""
+    if jobs <= 1:
+        yield from (coverage_cell(cell) for cell in cells)  # type: ignore[arg-type]
+        return
+    from multiprocessing import Pool
+
+    with Pool(jobs) as pool:
+        yield from pool.imap(coverage_cell, cells, chunksize=1)  # type: ignore[arg-type]
 
 
 def methods(reps: int, jobs: int) -> None:
@@ -691,14 +719,7 @@ def methods(reps: int, jobs: int) -> None:
         "| P(pass, D >= t + eps) |"
     )
     print("|---|---|---|---|---|---|---|")
-    if jobs > 1:
-        from multiprocessing import Pool
-
-        with Pool(jobs) as pool:
-            results: Iterable[dict[str, object]] = pool.map(coverage_cell, cells, chunksize=1)
-    else:
-        results = (coverage_cell(cell) for cell in cells)  # each row as soon as it is measured
-    for r in results:
+    for r in _measured(cells, jobs):
         print(
             f"| {r['data']} | {r['n']} | {r['systems']} | {r['method']} | {r['epsilon']:.3f} "
             f"| {r['fail']:.3f} | {r['pass']:.3f} |",
@@ -706,74 +727,148 @@ def methods(reps: int, jobs: int) -> None:
         )
 
 
-def plan_cell(args: tuple[str, float, int, int]) -> dict[str, object]:
-    """The queries a 35-query baseline says a target needs, against simulation at that size."""
-    from retrieval_gate.gates.resolution import block_level, queries_needed, sample_sd
+#: --plan's systems: a change between two ranker families (graded scores), a change from BM25
+#: to a ranker of many tied scores, and that tie-heavy ranker's ties reordered (nothing else).
+PLAN_PAIRS = (("words", "chars"), ("bm25", "overlap"), ("count", "count_ties"))
+#: --plan's metrics by their place in verdict_data's values: nDCG@k, MRR@k, Hit@k, P@1 (the last
+#: two all-or-nothing: every per-query value is 0 or 1).
+PLAN_METRICS = (0, 1, 3, 4)
+PLAN_TARGETS = (0.1, 0.05)
+#: Suites of this many queries are what the plan reads the baseline of.
+PLAN_SUITE = 35
+#: Whether the plan takes the larger of the baseline's spread and an all-or-nothing loss (as
+#: gates/plan.py does); False measures the plan as it was before (``--plan-without-loss``).
+PLAN_LOSS = True
 
-    data, target, reps, seed = args
-    pops = _pairs(data, 1)
-    a, b = pops[0]
+
+def planned_queries(then: np.ndarray, target: float, level: float) -> int | None:
+    """What ``--rg-plan`` says a suite whose baseline values are ``then`` needs for a resolution
+    within ``target`` (one metric, range [0, 1]), as gates/plan.py computes it."""
+    from retrieval_gate.gates.resolution import planned_queries, queries_needed, sample_sd
+
+    if PLAN_LOSS:
+        return planned_queries(then, sample_sd(list(then)), 1.0, target, level, tolerance=TOLERANCE)
+    return queries_needed(sample_sd(list(then)), 1.0, target, level)
+
+
+def plan_cell(args: tuple[str, tuple[str, str], int, str, float, int, int]) -> dict[str, object]:
+    """The queries the baseline of a 35-query suite says a target needs, against the smallest
+    size at which simulated changes have a median stated resolution within the target."""
+    from verdict_data import values as ranker_values
+
+    from retrieval_gate.gates.resolution import block_level
+
+    data, pair, place, change, target, reps, seed = args
+    found = ranker_values()[data]
+    metric = list(found[pair[0]])[place]
+    a, b = np.asarray(found[pair[0]][metric]), np.asarray(found[pair[1]][metric])
     rng = np.random.default_rng(seed)
     level = block_level(DELTA, 1)
-    # Planning from the baseline of a 35-query suite, one metric (nDCG), as --rg-plan does.
+    # The change: "swap" a neutral swap between the pair's rankers (per query, either is the
+    # baseline), "gone" a's queries losing everything with a true drop of tolerance + target
+    # (the smallest drop the resolution promises to fail; its drops are 0 or a query's value).
+    q = 0.0 if change == "swap" else (TOLERANCE + target) / float(a.mean())
+    model = "lose" if change == "swap" else "gone"
     planned = []
     for _ in range(200):
-        idx = rng.integers(0, a.shape[0], 35)
-        coin = rng.random(35) < 0.5
-        then = np.where(coin, a[idx, 0], b[idx, 0])
-        planned.append(queries_needed(sample_sd(list(then)), 1.0, target, level) or 0)
+        idx = rng.integers(0, a.size, PLAN_SUITE)
+        then = (
+            np.where(rng.random(PLAN_SUITE) < 0.5, a[idx], b[idx]) if change == "swap" else a[idx]
+        )
+        planned.append(planned_queries(then, target, level) or 0)
     needed = int(np.median(planned))
-    drops, _ = draw_session([(a[:, :1], b[:, :1])], needed, reps, 0.0, "lose", rng)[0]
-    eps = stated_epsilon(drops, level)[:, 0]
-    # The size simulation says: the smallest n on a grid whose median stated resolution is
-    # within the target.
-    found = None
-    for n in sorted({int(needed * f) for f in (0.25, 0.35, 0.5, 0.7, 0.85, 1.0, 1.2, 1.5, 2.0)}):
-        if n < 2:
-            continue
-        d, _ = draw_session([(a[:, :1], b[:, :1])], n, 400, 0.0, "lose", rng)[0]
-        if float(np.median(stated_epsilon(d, level)[:, 0])) <= target:
-            found = n
-            break
-    return {
+    pops = [(a[:, None], b[:, None])]
+
+    # Streams of their own, so that the size simulation finds does not depend on the plan (the
+    # plan with and without the loss meets the same simulated sessions).
+    search, check = np.random.default_rng([seed, 1]), np.random.default_rng([seed, 2])
+
+    def resolutions(n: int, count: int, stream: np.random.Generator) -> np.ndarray:
+        drops, _ = draw_session(pops, n, count, q, model, stream)[0]
+        result: np.ndarray = stated_epsilon(drops, level)[:, 0]
+        return result
+
+    row: dict[str, object] = {
         "data": data,
+        "pair": "/".join(pair) if change == "swap" else pair[0],
+        "metric": metric,
+        "change": change,
         "target": target,
         "needed": needed,
         "spread": (float(np.percentile(planned, 10)), float(np.percentile(planned, 90))),
-        "median": float(np.median(eps)),
-        "within": float(np.mean(eps <= target)),
-        "simulated": found,
+        "simulated": None,
     }
+    if abs(q) > 1.0:  # no such drop: the ranker's mean is below it
+        row["change"] = f"{change} (no drop of {TOLERANCE + target:g})"
+        return row
+    at_plan = resolutions(max(needed, 2), reps, check)
+    row["median"] = float(np.median(at_plan))
+    row["within"] = float(np.mean(at_plan <= target))
+    # The smallest n whose median stated resolution is within the target: doubling, then
+    # bisection (the median moves smoothly with n).
+    lo, hi = 1, 2
+    while float(np.median(resolutions(hi, PLAN_PROBE, search))) > target:
+        lo, hi = hi, hi * 2
+        if hi > 1_000_000:
+            return row
+    while hi - lo > max(1, lo // 50):
+        mid = (lo + hi) // 2
+        if float(np.median(resolutions(mid, PLAN_PROBE, search))) <= target:
+            hi = mid
+        else:
+            lo = mid
+    row["simulated"] = hi
+    return row
 
 
-def plan(reps: int, jobs: int) -> None:
+#: Simulated sessions per probe of the search for the size simulation needs.
+PLAN_PROBE = 400
+
+
+def plan(reps: int, jobs: int, datasets: tuple[str, ...] = DATASETS, seed: int = 2000) -> None:
     cells = [
-        (data, target, reps, 2000 + i)
-        for i, (data, target) in enumerate(
-            (data, target) for data in ("vaswani", "hpo", "quickstart") for target in (0.1, 0.05)
+        (data, pair, place, change, target, reps, seed + i)
+        for i, (data, pair, place, change, target) in enumerate(
+            (data, pair, place, change, target)
+            for data in DATASETS
+            for pair in PLAN_PAIRS
+            for place in PLAN_METRICS
+            for change in ("swap", "gone")
+            for target in PLAN_TARGETS
         )
+        if data in datasets and (change == "swap" or pair == PLAN_PAIRS[0] or pair[0] == "count")
     ]
     print(
-        "queries needed (nDCG, one system, delta 0.05) from the baseline of a 35-query suite "
-        f"(median of 200 suites, 10-90 % range), and {reps} simulated neutral changes at that size"
+        f"queries needed (one metric, one system, delta {DELTA}) from the baseline of a "
+        f"{PLAN_SUITE}-query suite (median of 200 suites, 10-90 % range); {reps} simulated "
+        f"changes at that size; the smallest size whose median stated resolution is within the "
+        f"target ({PLAN_PROBE} sessions per probe); ratio = planned / simulated"
     )
     print(
-        "| data | target | planned queries (10-90 %) | median stated resolution there "
-        "| share within the target | smallest n with median resolution <= target |"
+        "| data | ranker(s) | metric | change | target | planned queries (10-90 %) "
+        "| median stated resolution there | share within the target | simulated | ratio |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     if jobs > 1:
         from multiprocessing import Pool
 
         with Pool(jobs) as pool:
-            results = pool.map(plan_cell, cells, chunksize=1)
+            results: Iterable[dict[str, object]] = pool.imap(plan_cell, cells, chunksize=1)
+            _plan_rows(results)
     else:
-        results = [plan_cell(cell) for cell in cells]
+        _plan_rows(plan_cell(cell) for cell in cells)
+
+
+def _plan_rows(results: Iterable[dict[str, object]]) -> None:
     for r in results:
         lo, hi = r["spread"]  # type: ignore[misc]
+        sim = r["simulated"]
+        median = f"{r['median']:.3f}" if "median" in r else "-"
+        within = f"{r['within']:.2f}" if "within" in r else "-"
+        ratio = f"{int(r['needed']) / int(sim):.2f}" if isinstance(sim, int) and sim else "-"  # type: ignore[call-overload]
         print(
-            f"| {r['data']} | {r['target']} | {r['needed']} ({lo:.0f}-{hi:.0f}) | "
-            f"{r['median']:.3f} | {r['within']:.2f} | {r['simulated']} |",
+            f"| {r['data']} | {r['pair']} | {r['metric']} | {r['change']} | {r['target']} "
+            f"| {r['needed']} ({lo:.0f}-{hi:.0f}) | {median} | {within} | {sim or '-'} | {ratio} |",
             flush=True,
         )
 
@@ -790,7 +885,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--models", default="lose,shrink,one,gone", help="--coverage's changes")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="--coverage's n")
-    parser.add_argument("--seed", type=int, default=1000, help="--coverage's first seed")
+    parser.add_argument("--seed", type=int, default=1000, help="the first cell's seed")
+    parser.add_argument(
+        "--plan-without-loss",
+        action="store_true",
+        help="--plan: the plan from the baseline's spread alone (as it was before)",
+    )
+    parser.add_argument(
+        "--systems", default="1,5", help="--coverage's numbers of systems (1 to 5), comma-separated"
+    )
     parser.add_argument("--calibration", action="store_true")
     parser.add_argument("--calibration-reps", type=int, default=20000)
     args = parser.parse_args(argv)
@@ -805,9 +908,12 @@ def main(argv: list[str] | None = None) -> int:
                 tuple(args.models.split(",")),
                 tuple(int(x) for x in args.sizes.split(",")),
                 args.seed,
+                tuple(int(x) for x in args.systems.split(",")),
             )
         if args.plan:
-            plan(args.reps or 2000, args.jobs)
+            global PLAN_LOSS
+            PLAN_LOSS = not args.plan_without_loss
+            plan(args.reps or 2000, args.jobs, tuple(args.data.split(",")), args.seed)
         return 0
     if not (args.margin or args.calibration):
         parser.error("choose --coverage, --plan, --methods, --margin or --calibration")

@@ -17,8 +17,13 @@ The rankers (all scikit-learn, cosine over L2-normalised vectors, except BM25):
     chars24      TF-IDF over character 2-4-grams
     bm25         Okapi BM25 over words (k1 1.2, b 0.75)
     overlap      binary word overlap, no idf
+    count        the number of distinct words a document shares with the query: many tied scores
+    count_ties   the same scores, ties broken in another (seeded random) order rather than
+                 trec_eval's: what a tie-heavy ranker's index rebuild can change alone
 
-and per query nDCG@k (trec_eval's ndcg_cut), MRR@k (recip_rank within k) and R@k (recall at k).
+and per query nDCG@k (trec_eval's ndcg_cut), MRR@k (recip_rank within k), R@k (recall at k), and
+the all-or-nothing Hit@k (a relevant document in the top k) and P@1 (the first one relevant), whose
+per-query values are 0 or 1 (the tie-heavy case of the --plan check).
 Cached in benchmarks/.cache/rankers.json as {data: {ranker: {metric: [value per query]}}}.
 """
 
@@ -40,7 +45,7 @@ CACHE = Path(
     os.environ.get("RG_RANKERS") or Path(__file__).resolve().parent / ".cache" / "rankers.json"
 )
 DATA = Path("/work/shared/data")
-RANKERS = ("words", "chars", "bigrams", "chars24", "bm25", "overlap")
+RANKERS = ("words", "chars", "bigrams", "chars24", "bm25", "overlap", "count", "count_ties")
 
 Values = dict[str, dict[str, dict[str, list[float]]]]
 
@@ -65,6 +70,10 @@ def _recall(ranking: Sequence[str], gains: dict[str, int], k: int) -> float:
 def _scores(name: str, texts: list[str], queries: list[str]) -> np.ndarray:
     from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 
+    if name in ("count", "count_ties"):
+        binary = CountVectorizer(binary=True)
+        matrix = binary.fit_transform(texts)
+        return np.asarray((binary.transform(queries) @ matrix.T).toarray(), dtype=np.float64)
     if name == "bm25":
         counts = CountVectorizer()
         tf = counts.fit_transform(texts).tocsr().astype(np.float64)
@@ -97,17 +106,29 @@ def measure(
     ids = list(docs)
     texts = [docs[i] for i in ids]
     id_rank = np.argsort(np.argsort(np.array(ids, dtype=object)))
+    # Another valid order of tied documents (an index that returns ties as it stores them).
+    other_rank = np.random.default_rng(0).permutation(len(ids))
     out: dict[str, dict[str, list[float]]] = {}
     for name in RANKERS:
         scores = _scores(name, texts, [text for text, _ in queries])
-        per: dict[str, list[float]] = {f"nDCG@{k}": [], f"MRR@{k}": [], f"R@{k}": []}
+        per: dict[str, list[float]] = {
+            f"nDCG@{k}": [],
+            f"MRR@{k}": [],
+            f"R@{k}": [],
+            f"Hit@{k}": [],
+            "P@1": [],
+        }
         for row, (_, gains) in zip(scores, queries, strict=True):
             # Score descending, ties by document id descending, as trec_eval orders them.
-            order = np.lexsort((id_rank, row))[::-1][:k]
+            ties = other_rank if name.endswith("_ties") else id_rank
+            order = np.lexsort((ties, row))[::-1][:k]
             ranking = [ids[j] for j in order]
             per[f"nDCG@{k}"].append(_ndcg(ranking, gains, k))
             per[f"MRR@{k}"].append(_mrr(ranking, gains, k))
             per[f"R@{k}"].append(_recall(ranking, gains, k))
+            # All-or-nothing per query: the tie-heavy metrics whose drops are 0 or +-1.
+            per[f"Hit@{k}"].append(float(any(gains.get(d, 0) > 0 for d in ranking[:k])))
+            per["P@1"].append(float(gains.get(ranking[0], 0) > 0) if ranking else 0.0)
         out[name] = per
         print(f"  {name}: " + ", ".join(f"{m} {np.mean(v):.4f}" for m, v in per.items()))
     return out
@@ -160,13 +181,21 @@ def values() -> Values:
     """Every data set's per-query values, computed once and cached."""
     if CACHE.exists():
         cached: Values = json.loads(CACHE.read_text())
-        return cached
+        # A cache from before a ranker or metric was added is computed again.
+        if all(
+            set(RANKERS) <= set(found) and all(len(v) == 5 for v in found.values())
+            for found in cached.values()
+        ):
+            return cached
     found: Values = {}
     for name, fn in (("vaswani", vaswani), ("hpo", hpo), ("quickstart", quickstart)):
         print(f"{name}:", flush=True)
         found[name] = fn()
     CACHE.parent.mkdir(parents=True, exist_ok=True)
-    CACHE.write_text(json.dumps(found))
+    # Atomically: a benchmark running meanwhile reads the old file or the new, never half.
+    partial = CACHE.with_name(CACHE.name + ".partial")
+    partial.write_text(json.dumps(found))
+    partial.replace(CACHE)
     return found
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import os
@@ -21,6 +22,11 @@ from retrieval_gate.index import INDEXES
 # import would make new ones (isinstance fails between them).
 EMBEDDERS.load()
 INDEXES.load()
+# pylance's Rust extension sets a process-wide trace dispatcher when it is first imported; one
+# imported inside an in-process run is dropped with the run's modules, and importing it again
+# panics ("a global default trace dispatcher has already been set"). Loaded once, up front.
+with contextlib.suppress(ImportError):
+    importlib.import_module("lance")
 
 #: Dimensions of the one distilled model the tests share (at most the tiny model's width).
 DISTILLED_PCA_DIMS = 8

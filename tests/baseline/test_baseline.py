@@ -433,6 +433,22 @@ def test_explain_with_unchanged_ranks() -> None:
 # -- check_regressions over a baseline read back from disk ---------------------------------------
 
 
+def test_an_unchanged_run_at_the_top_of_its_range_names_what_a_lost_answer_needs() -> None:
+    # Every query at 1, nothing changed: neither today's drops nor the baseline have a spread,
+    # but a lost answer drops by 1. The queries the tolerance needs are what whole queries
+    # losing tolerance + tolerance = 0.02 need (q = 0.02: sd sqrt(0.0196), m3 0.0196 * 0.96),
+    # the figure --rg-plan states for the same baseline (gates/plan.py).
+    then = record([query(f"q{i}") for i in range(10)])
+    base = base_of(then)
+    [out] = check_regressions(
+        then, base, align(then, base).shared, [RegressionCheck("suite", "P@1", 0.01)], alpha=0.05
+    )
+    assert out.passed
+    needed = queries_needed(math.sqrt(0.0196), 1.0, 0.01, 0.05, m3=0.0196 * 0.96)
+    assert needed is not None and needed > (queries_needed(0.0, 1.0, 0.01, 0.05) or 0)
+    assert figures(out).queries_needed == needed
+
+
 def test_the_default_rule_fails_an_observed_drop_beyond_the_tolerance() -> None:
     # Five of ten queries drop P@1 from 1 to 0: mean 1 -> 0.5, a drop of 0.5 > 0.01, so it fails
     # (the margin rule needs p <= alpha; this rule reads the drop). Its resolution: drops d =

@@ -94,6 +94,21 @@ def test_rows_give_the_resolution_from_the_baseline_and_the_queries_needed(
     assert row_b.resolution == row_a.resolution
 
 
+def test_a_baseline_at_the_top_of_its_range_plans_for_queries_losing_their_answer(
+    tmp_path: Path,
+) -> None:
+    # Every query at 1: no spread of its own, but a lost answer drops by 1. The plan is what
+    # whole queries losing tolerance + target = 0.02 need (q = 0.02: sd sqrt(0.0196), m3
+    # 0.0196 * 0.96), not the pseudo-query's few queries.
+    suite = _suite(tmp_path)
+    plan = RegressionPlan(parse_settings({}, tmp_path / "pyproject.toml"))
+    plan.register(suite, "a", _baseline(suite, [1.0] * 8))
+    [row] = plan.rows()
+    loss = queries_needed(math.sqrt(0.0196), 1.0, 0.01, 0.05, m3=0.0196 * 0.96)
+    assert loss is not None and loss > (queries_needed(0.0, 1.0, 0.01, 0.05) or 0)
+    assert row.needed == loss
+
+
 def test_a_suite_too_small_for_the_resolution_setting_is_refused(tmp_path: Path) -> None:
     suite = _suite(tmp_path)
     base = _baseline(suite, HALF)

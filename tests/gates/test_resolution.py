@@ -14,8 +14,10 @@ from retrieval_gate.gates.resolution import (
     block_resolution,
     correlation,
     joint_quantile,
+    loss_spread,
     normal_joint_quantile,
     planned_epsilon,
+    planned_queries,
     pseudo_weight,
     queries_needed,
     t_cdf,
@@ -175,3 +177,58 @@ def test_planned_epsilon_and_queries_needed_by_hand() -> None:
     assert needed == 82
     assert queries_needed(0.2, 1.0, 0.0, 0.05) is None
     assert queries_needed(0.2, 1.0, 1e-9, 0.05, limit=1000) is None
+
+
+def test_an_all_or_nothing_loss_has_the_spread_and_skew_of_its_drops() -> None:
+    # Every query at 1 losing its answer with probability q = 0.02 (a true drop of 0.02): the
+    # drops are 0 or 1, variance q (1 - q) = 0.0196, third central moment q (1 - q) (1 - 2q).
+    sd, m3 = loss_spread(np.ones(12), 0.02) or (0.0, 0.0)
+    assert sd == pytest.approx(math.sqrt(0.02 * 0.98))
+    assert m3 == pytest.approx(0.02 * 0.98 * 0.96)
+    # Values 0.5 and 1: mu_1 0.75, mu_2 0.625, mu_3 0.5625; a drop of 0.15 is q = 0.2:
+    # variance 0.2 * 0.625 - 0.15^2 = 0.1025, m3 0.2 * 0.5625 - 3 * 0.04 * 0.75 * 0.625
+    # + 2 * 0.15^3 = 0.063.
+    sd, m3 = loss_spread(np.array([0.5, 1.0]), 0.15) or (0.0, 0.0)
+    assert sd == pytest.approx(math.sqrt(0.1025))
+    assert m3 == pytest.approx(0.063)
+    # No such loss: the mean is not above the drop, or losing a negative value is a gain.
+    assert loss_spread(np.array([0.01, 0.01]), 0.02) is None
+    assert loss_spread(np.array([-0.5, 1.0]), 0.02) is None
+
+
+def test_planned_epsilon_with_skewed_drops_adds_edgeworths_term() -> None:
+    # sd 0.14, m3 0.018816, 100 queries, c = 2 (w = 1): s = sqrt((99 * 0.0196 + 1) / 100) =
+    # 0.1714759, g = 0.018816 / s^3 = 3.731794, k = g * 9 / (6 * 10) = 0.5597691,
+    # epsilon = (2 + k) * s / 10 = 0.0438939.
+    s = math.sqrt((99 * 0.0196 + 1) / 100)
+    k = 0.018816 / s**3 * 9 / 60
+    assert planned_epsilon(0.14, 100, 1.0, 2.0, 0.018816) == pytest.approx((2 + k) * s / 10)
+    assert planned_epsilon(0.14, 100, 1.0, 2.0, 0.018816) == pytest.approx(0.0438939, abs=1e-7)
+    # The item's epsilon for drops with these moments is the same figure: the plan's formula
+    # at the baseline's n is the item's.
+    drops = np.array([1.0] * 2 + [0.0] * 98)  # q = 0.02: sd 0.1407, m3 0.0188
+    item = ItemSpread(100, 1.0, drops=drops)
+    sd, m3 = float(drops.std(ddof=1)), item.third_moment()
+    assert planned_epsilon(sd, 100, 1.0, 2.0, m3) == pytest.approx(
+        (2.0 + item.skew_term(2.0, 1.0)) * item.standard_error(1.0)
+    )
+
+
+def test_the_queries_planned_are_the_larger_of_a_change_of_spread_and_a_loss() -> None:
+    # A baseline at the top of its range (every query at 1) has no spread: alone it would plan
+    # for the pseudo-query only, yet losing answers worth tolerance + target = 0.02 has drops
+    # of sd 0.14 and skew 6.9. The plan is what that loss needs.
+    ones = np.ones(12)
+    spread_only = queries_needed(0.0, 1.0, 0.01, 0.05)
+    loss = queries_needed(math.sqrt(0.02 * 0.98), 1.0, 0.01, 0.05, m3=0.02 * 0.98 * 0.96)
+    assert spread_only is not None and loss is not None and spread_only < loss
+    assert planned_queries(ones, 0.0, 1.0, 0.01, 0.05, tolerance=0.01) == loss
+    # A baseline of wide spread (half at 1, half at 0; sd 0.5222) needs more for a change of
+    # that spread than for the loss (q = 0.04: sd 0.1960, m3 0.0161): the larger stands.
+    half = np.array([1.0, 0.0] * 6)
+    sd = float(half.std(ddof=1))
+    assert planned_queries(half, sd, 1.0, 0.01, 0.05, tolerance=0.01) == queries_needed(
+        sd, 1.0, 0.01, 0.05
+    )
+    # An aggregate that is not a mean (no values): the spread alone.
+    assert planned_queries(None, 0.0, 1.0, 0.01, 0.05, tolerance=0.01) == spread_only

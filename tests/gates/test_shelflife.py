@@ -48,6 +48,24 @@ def test_the_decisions_left_at_a_tolerance() -> None:
     assert spent.now == pytest.approx(1 / math.tan(math.pi / 16) / math.sqrt(2), rel=1e-9)
 
 
+def test_the_items_stated_figure_is_the_fresh_one_and_grows_by_the_bounds_factor() -> None:
+    # The item states +-0.35 from the plan; the formula's factor from H = 0 to H = 1 is
+    # 1.70711 / 0.70711 = 1 + sqrt 2, to H = 2 it is 5.02734, so 0.35 -> 0.84497 -> 1.75957.
+    # At tolerance 1.0 one more decision fits (0.845 <= 1 < 1.760): remaining 1 from H = 0.
+    values = [0.0, math.sqrt(2)]
+    kw = {"width": 1.0, "tolerance": 1.0, "delta": 0.5, "stated": 0.35}
+    fresh = shelf_life("s", "x", "P@1", values, decisions=0, **kw)
+    assert fresh is not None
+    assert fresh.fresh == fresh.now == pytest.approx(0.35, rel=1e-12)
+    assert fresh.remaining == 1
+    once = shelf_life("s", "x", "P@1", values, decisions=1, **kw)
+    assert once is not None and once.fresh == pytest.approx(0.35, rel=1e-12)
+    assert once.now == pytest.approx(0.35 * (1 + math.sqrt(2)), rel=1e-9)
+    twice = shelf_life("s", "x", "P@1", values, decisions=2, **kw)
+    assert twice is not None and twice.spent and twice.remaining == 0
+    assert twice.now == pytest.approx(0.35 / math.tan(math.pi / 16), rel=1e-9)
+
+
 def test_a_suite_too_small_even_fresh_is_not_spent_by_use() -> None:
     found = shelf_life(
         "s", "x", "P@1", [0.0, math.sqrt(2)], width=1.0, tolerance=0.5, delta=0.5, decisions=3

@@ -558,3 +558,39 @@ def test_a_zero_vector_scores_0_as_exact_search_scores_it(
     _check(index.search(queries, 4), expected, 1e-6)
     _check(index.search(queries, 3), [row[:3] for row in expected], 1e-6)
     index.close()  # type: ignore[attr-defined]
+
+
+def test_two_sessions_creating_the_extension_at_once_both_open(dsn: str) -> None:
+    # xdist workers opening a fresh database at once: each looks the extension up, finds none,
+    # and creates it; the one that waits on the other's uncommitted row gets a unique violation
+    # when it commits. Held here by an open transaction that has created it.
+    from retrieval_gate.index.pgvector.connection import _ensure_extension
+
+    database = f"rg_race_{threading.get_ident()}"
+    sql(dsn, f"DROP DATABASE IF EXISTS {database}")
+    sql(dsn, f"CREATE DATABASE {database}")
+    fresh = psycopg.conninfo.make_conninfo(dsn, dbname=database)
+    try:
+        with psycopg.connect(fresh) as first, psycopg.connect(fresh, autocommit=True) as second:
+            first.execute("CREATE EXTENSION vector")  # uncommitted: its transaction stays open
+            failed: list[BaseException] = []
+
+            def open_second() -> None:
+                try:
+                    _ensure_extension(second, "second", {})
+                except BaseException as exc:  # reported below
+                    failed.append(exc)
+
+            thread = threading.Thread(target=open_second)
+            thread.start()
+            waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            for _ in range(200):  # until the second session waits on the first's row
+                if sql(dsn, waiting)[0][0]:
+                    break
+                thread.join(0.05)
+            first.commit()
+            thread.join(30)
+            assert not thread.is_alive()
+            assert failed == []
+    finally:
+        sql(dsn, f"DROP DATABASE IF EXISTS {database}")

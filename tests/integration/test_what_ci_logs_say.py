@@ -185,6 +185,9 @@ def test_a_pull_request_with_a_coarse_category_a_changed_model_and_a_deleted_doc
     plan_text = plan.stdout.str()
     assert "a run states the resolution of its own per-query drops" in plan_text
     (planned,) = re.findall(r"^docs\s+keyword\s+Hit@3\s+12\s+0\.01\s+\+-(\S+)", plan_text, re.M)
+    ((weak_planned, weak_needed),) = re.findall(
+        r"^docs\s+weak\s+Hit@3\s+12\s+0\.01\s+\+-(\S+)\s+(\S+)", plan_text, re.M
+    )
 
     result = project.runpytest("--retrieval-gate", "--rg-plots", "plots", "--junitxml=junit.xml")
     text = result.stdout.str()
@@ -235,6 +238,11 @@ def test_a_pull_request_with_a_coarse_category_a_changed_model_and_a_deleted_doc
     epsilon, needed = item["resolution"], item["queries_needed"]
     shown = f"{epsilon:.4f}".rstrip("0").rstrip(".")
     assert item["planned_resolution"] == pytest.approx(float(planned), abs=5e-5)
+    # weak did not change: its drops show no spread beyond the baseline's, so the run's figures
+    # are the plan's, the queries its tolerance needs included.
+    weak_item = _gate(data, "docs.retrieval.yaml::weak::regression::Hit@3")
+    assert weak_item["planned_resolution"] == pytest.approx(float(weak_planned), abs=5e-5)
+    assert weak_item["queries_needed"] == int(weak_needed.replace(",", ""))
     advice = (
         f"set a tolerance of at least {shown} (what today's 12 queries resolve), or grow the "
         f"suite to about {needed:,} queries for 0.01"
@@ -301,6 +309,10 @@ def test_a_pull_request_with_a_coarse_category_a_changed_model_and_a_deleted_doc
     )
     assert {("resolution", "none (range)"), ("width", "1.0")} <= rare_junit
     assert f"| +-{shown} | +-{planned} | {needed:,} |" in markdown
+    # The shelf-life table states the same planned figure as the item's fresh resolution, not
+    # a third figure for the same item.
+    shelf = [ln for ln in markdown.splitlines() if ln.startswith("| `keyword` | Hit@3 | 12 | 0 |")]
+    assert shelf and all(f"| +-{planned} |" in line for line in shelf), shelf
 
     # The pair model changed: the failing item names the change, old and new.
     sim = _gate(data, "sim.retrieval.yaml::angles::regression::spearman")

@@ -375,6 +375,13 @@ class HistoryKeeper:
             if not history.records:
                 continue
             decisions = decisions_made(history.records, str(run.fingerprint.get("suite_digest")))
+            stated = {
+                g.metric: g.regression.planned_resolution
+                for g in gates
+                if g.regression is not None
+                and (g.suite, g.system) == run.key
+                and g.scope == "regression"
+            }
             for metric, tolerance in self._tolerances(run, gates, gated_only=True).items():
                 values = [q.metrics[metric] for q in run.queries if metric in q.metrics]
                 found = shelf_life(
@@ -386,6 +393,7 @@ class HistoryKeeper:
                     tolerance=tolerance,
                     delta=self.settings.alpha,
                     decisions=decisions,
+                    stated=stated.get(metric),
                 )
                 if found is not None:
                     out.append(found)

@@ -29,7 +29,7 @@ from retrieval_gate.gates.resolution import (
     ItemSpread,
     block_level,
     block_resolution,
-    queries_needed,
+    planned_queries,
 )
 from retrieval_gate.records import parse_scope
 
@@ -193,8 +193,16 @@ class RegressionPlan:
                 continue
             width = p.spread.width
 
-            def needed(goal: float, sd: float = p.sd, width: float = width) -> int | None:
-                return queries_needed(sd, width, goal, level, joint=joint)
+            def needed(goal: float, p: _Planned = p, width: float = width) -> int | None:
+                return planned_queries(
+                    p.spread.drops,  # a mean metric's baseline values (None: an aggregate)
+                    p.sd,
+                    width,
+                    goal,
+                    level,
+                    tolerance=p.check.tolerance,
+                    joint=joint,
+                )
 
             out.append(
                 PlanRow(

@@ -336,7 +336,7 @@ def _resolution_figures(
     plan's (``from_plan``, else the same formula on the baseline's spread for a check the plan
     does not hold, a diagnostic), and, for the suite scope only, the units its tolerance needs
     (a category's own figure would ask for a suite many times its size: docs/verdicts.md)."""
-    from retrieval_gate.gates.resolution import planned_epsilon, queries_needed
+    from retrieval_gate.gates.resolution import planned_epsilon, planned_queries
 
     if epsilon is None or block is None or item.spread is None:
         return Resolved(None, None, None, 0.0)
@@ -349,7 +349,12 @@ def _resolution_figures(
         # Today's spread of the drops when a change shows one, else the baseline's (planning).
         sd = max(item.spread.unit_sd(), item.planned_sd)
         joint = block.c_normal if len(block.epsilon) > 1 else None
-        needed = queries_needed(sd, item.spread.width, item.check.tolerance, level, joint=joint)
+        # As the plan does (gates/plan.py), with an all-or-nothing loss of the baseline's values.
+        values = None if item.spread.drops is None else np.asarray(item.then, dtype=np.float64)
+        tolerance = item.check.tolerance
+        needed = planned_queries(
+            values, sd, item.spread.width, tolerance, level, tolerance=tolerance, joint=joint
+        )
     return Resolved(epsilon, planned, needed, block.c)
 
 

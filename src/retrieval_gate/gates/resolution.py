@@ -48,11 +48,15 @@ bootstrap's standard deviation of its aggregate difference in place of the stand
 pseudo-query term w (R / n)^2 added to its square; it is treated as uncorrelated with the block's other metrics
 (independence gives the largest c).
 
-Planning (:func:`planned_epsilon`, :func:`queries_needed`): before a change exists the drops are
-unknown, and the baseline's per-query values stand in: SS is taken as (n - 1) sd^2, sd the sample
-standard deviation of the baseline's values. On real systems that is the spread of a change as
-large as replacing the ranker by another family (TF-IDF words against character n-grams, BM25;
-docs/verdicts.md); a change to an unrelated system of the same quality would be sqrt(2) larger.
+Planning (:func:`planned_epsilon`, :func:`queries_needed`, :func:`planned_queries`): before a
+change exists the drops are unknown, and the baseline's per-query values stand in: SS is taken as
+(n - 1) sd^2, sd the sample standard deviation of the baseline's values. On real systems that is
+the spread of a change as large as replacing the ranker by another family (TF-IDF words against
+character n-grams, BM25; docs/verdicts.md); a change to an unrelated system of the same quality
+would be sqrt(2) larger. The queries a target needs are the larger of what that change needs and
+what whole queries losing their value need, adding up to a drop of tolerance + target
+(:func:`loss_spread`, with the skewness term): a baseline near the top of its range has little
+spread of its own, yet a lost answer drops by the whole value (docs/verdicts.md measures both).
 """
 
 from __future__ import annotations
@@ -251,12 +255,15 @@ class ItemSpread:
         if self.drops is None or self.n < 3:
             return 0.0
         centred = self.drops - self.drops.mean()
-        m3 = float((centred**3).mean())
         ss = float((centred**2).sum())
-        sd = math.sqrt((ss + weight * self.width * self.width) / (self.n - 1 + weight))
-        if sd <= 0.0 or m3 == 0.0:
+        return _skew_term(self.third_moment(), ss, self.n, self.width, c, weight)
+
+    def third_moment(self) -> float:
+        """m3 = mean((d_i - D^)^3), the drops' third central moment (0 for an aggregate that is
+        not a mean): planning carries the baseline's to the sizes it plans for."""
+        if self.drops is None or self.n < 3:
             return 0.0
-        return abs(m3) / sd**3 * (2.0 * c * c + 1.0) / (6.0 * math.sqrt(self.n))
+        return float(((self.drops - self.drops.mean()) ** 3).mean())
 
     def unit_sd(self) -> float:
         """The spread of the drops per unit: their sample sd, or sd_boot * sqrt(n)."""
@@ -320,11 +327,23 @@ def _spread(ss: float, n: int, width: float, weight: float) -> float:
     return math.sqrt((ss + weight * width * width) / (n - 1 + weight)) / math.sqrt(n)
 
 
-def planned_epsilon(sd: float, n: int, width: float, c: float) -> float:
-    """The resolution a suite of n queries gives before a change exists: c sqrt(((n - 1) sd^2 +
-    w R^2) / (n - 1 + w)) / sqrt(n), w = c^2 / 4, the baseline's sample sd standing in for the
-    spread of the drops."""
-    return c * _spread((n - 1) * sd * sd, n, width, pseudo_weight(c))
+def _skew_term(m3: float, ss: float, n: int, width: float, c: float, weight: float) -> float:
+    """Edgeworth's |g| (2 c^2 + 1) / (6 sqrt(n)), g = m3 / s^3, s the sd with the pseudo-query."""
+    sd = math.sqrt((ss + weight * width * width) / (n - 1 + weight))
+    if sd <= 0.0 or m3 == 0.0:
+        return 0.0
+    return abs(m3) / sd**3 * (2.0 * c * c + 1.0) / (6.0 * math.sqrt(n))
+
+
+def planned_epsilon(sd: float, n: int, width: float, c: float, m3: float = 0.0) -> float:
+    """The resolution a suite of n queries gives before a change exists: (c + k) sqrt(((n - 1)
+    sd^2 + w R^2) / (n - 1 + w)) / sqrt(n), w = c^2 / 4, the baseline's sample sd (and third
+    central moment ``m3``, for the skewness term k) standing in for the drops'. At the baseline's
+    own n it is the item's epsilon of drops equal to the baseline's values."""
+    w = pseudo_weight(c)
+    ss = (n - 1) * sd * sd
+    k = _skew_term(m3, ss, n, width, c, w) if n >= 3 else 0.0
+    return (c + k) * _spread(ss, n, width, w)
 
 
 def queries_needed(
@@ -334,6 +353,7 @@ def queries_needed(
     level: float,
     *,
     joint: float | None = None,
+    m3: float = 0.0,
     limit: int = 10_000_000,
 ) -> int | None:
     """The fewest queries with :func:`planned_epsilon` <= ``target`` at ``level``, c taken as
@@ -348,7 +368,7 @@ def queries_needed(
 
     def eps(n: int) -> float:
         c = base * t_quantile(1.0 - p / 2.0, n - 1) / _normal_quantile(1.0 - p / 2.0)
-        return planned_epsilon(sd, n, width, c)
+        return planned_epsilon(sd, n, width, c, m3)
 
     if eps(limit) > target:
         return None
@@ -362,6 +382,51 @@ def queries_needed(
         else:
             lo = mid
     return hi
+
+
+def loss_spread(values: np.ndarray, drop: float) -> tuple[float, float] | None:
+    """The sd and third central moment of the per-query drops of an all-or-nothing loss adding
+    up to a true drop of ``drop``: each query loses its whole value (to 0) with probability
+    q = drop / mean(values), so with mu_k = mean(values^k) a drop's moments are q mu_k and
+
+        variance = q mu_2 - (q mu_1)^2,   m3 = q mu_3 - 3 q^2 mu_1 mu_2 + 2 (q mu_1)^3.
+
+    None when no such loss exists (the mean is not above ``drop``, or a value is below 0, so
+    that losing it is no drop)."""
+    if values.size == 0 or drop <= 0 or float(values.min()) < 0:
+        return None
+    mu1, mu2, mu3 = (float((values**k).mean()) for k in (1, 2, 3))
+    if mu1 <= drop:
+        return None
+    q = drop / mu1
+    variance = q * mu2 - (q * mu1) ** 2
+    m3 = q * mu3 - 3.0 * q * q * mu1 * mu2 + 2.0 * (q * mu1) ** 3
+    return math.sqrt(max(variance, 0.0)), m3
+
+
+def planned_queries(
+    values: np.ndarray | None,
+    sd: float,
+    width: float,
+    target: float,
+    level: float,
+    *,
+    tolerance: float,
+    joint: float | None = None,
+) -> int | None:
+    """The queries a resolution within ``target`` needs, from the baseline alone: the larger
+    of what two changes need (docs/verdicts.md). One whose drops spread like the baseline's
+    values (``sd``; symmetric: a change of ranker); and, for a mean metric whose ``values``
+    are known, whole queries losing everything, adding up to the drop the target is about,
+    ``tolerance + target`` (:func:`loss_spread`; skewed, so with Edgeworth's term as the item's
+    epsilon has it). The second is what a baseline near the top of its range cannot show by
+    its own spread: every query at 1 has none, yet a lost answer drops by 1."""
+    swap = queries_needed(sd, width, target, level, joint=joint)
+    loss = None if values is None else loss_spread(values, tolerance + target)
+    if loss is None or swap is None:
+        return swap
+    lost = queries_needed(loss[0], width, target, level, joint=joint, m3=loss[1])
+    return None if lost is None else max(swap, lost)
 
 
 def sample_sd(values: Sequence[float]) -> float:

@@ -119,14 +119,21 @@ def shelf_life(
     tolerance: float,
     delta: float,
     decisions: int,
+    stated: float | None = None,
 ) -> ShelfLife | None:
-    """The shelf life of one metric from today's per-query ``values``; None under 2 queries."""
+    """The shelf life of one metric from today's per-query ``values``; None under 2 queries.
+
+    ``stated``: the resolution the metric's regression item states from the plan (its
+    ``planned_resolution``, the report's plan column), when it has one: the fresh figure is then
+    that one, not a second figure for the same item, and epsilon_H is it times the formula's
+    epsilon_H / epsilon_0."""
     from retrieval_gate.gates.resolution import sample_sd
 
     if len(values) < 2:
         return None
     sd = sample_sd(values)
-    return _shelf(suite, system, metric, sd, len(values), width, tolerance, delta, decisions)
+    n = len(values)
+    return _shelf(suite, system, metric, sd, n, width, tolerance, delta, decisions, stated)
 
 
 def holdout_shelf_life(
@@ -162,21 +169,32 @@ def _shelf(
     tolerance: float,
     delta: float,
     decisions: int,
+    stated: float | None = None,
 ) -> ShelfLife:
-    fresh = adaptive_epsilon(sd, n, width, delta, 0)
-    now = adaptive_epsilon(sd, n, width, delta, decisions)
+    scale = 1.0
+    if stated is not None:
+        # The item's own planned figure, so the report states one fresh figure per item; the
+        # decisions grow it by the bound's factor epsilon_H / epsilon_0 (docs/verdicts.md).
+        base = adaptive_epsilon(sd, n, width, delta, 0)
+        scale = stated / base if base > 0 else 1.0
+
+    def epsilon(h: int) -> float:
+        return adaptive_epsilon(sd, n, width, delta, h) * scale
+
+    fresh = epsilon(0)
+    now = epsilon(decisions)
     remaining = 0
     if now <= tolerance:  # else spent, or never had a shelf life
         # epsilon_H grows with H: the last H within the tolerance, by doubling then bisection.
         lo, hi = decisions, decisions + 1
-        while hi < MAX_DECISIONS and adaptive_epsilon(sd, n, width, delta, hi) <= tolerance:
+        while hi < MAX_DECISIONS and epsilon(hi) <= tolerance:
             lo, hi = hi, min(MAX_DECISIONS, decisions + 2 * (hi - decisions))
-        if hi >= MAX_DECISIONS and adaptive_epsilon(sd, n, width, delta, hi) <= tolerance:
+        if hi >= MAX_DECISIONS and epsilon(hi) <= tolerance:
             lo = MAX_DECISIONS
         else:
             while hi - lo > 1:
                 mid = (lo + hi) // 2
-                if adaptive_epsilon(sd, n, width, delta, mid) <= tolerance:
+                if epsilon(mid) <= tolerance:
                     lo = mid
                 else:
                     hi = mid

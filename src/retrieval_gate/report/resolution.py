@@ -231,7 +231,8 @@ def render_plan(
     yield (
         f"resolution at {100 * (1 - alpha):.4g} % over the session's {blocks} suite x system "
         "scopes, from the baseline's per-query values (a change as large as the baseline's own "
-        "spread)"
+        "spread); queries for the larger of that and whole queries losing their answers (a drop "
+        "of the tolerance plus the resolution sought)"
     )
     yield (
         "a run states the resolution of its own per-query drops, which this plan cannot see: the "

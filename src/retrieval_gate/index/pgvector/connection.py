@@ -146,6 +146,14 @@ def _ensure_extension(conn: Any, where: str, options: Mapping[str, Any]) -> None
     try:
         with conn.transaction(), conn.cursor() as cur:
             cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.errors.UniqueViolation:
+        # IF NOT EXISTS does not guard two sessions creating it at once (xdist workers on a
+        # fresh database): the one that waited gets a unique violation once the other commits,
+        # and the extension is there.
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
+            if cur.fetchone() is None:
+                raise
     except Exception as exc:
         raise ConfigError(
             f"{where}: the pgvector extension is not installed in this database and could not "
