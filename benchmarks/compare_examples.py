@@ -3,6 +3,7 @@
     python benchmarks/compare_examples.py --before /path/to/older/worktree \\
         [--work /tmp/rg-compare-examples] [--examples quickstart vaswani extraction pairs]
     python benchmarks/compare_examples.py --xdist [--examples ...]
+    python benchmarks/compare_examples.py --before ... --examples vaswani --system minilm-exact
 
 With ``--xdist`` this tree runs each example twice, serially and under ``-n 2``, each from an
 empty cache of its own (so each builds its indexes and embeds everything itself), and the two
@@ -12,7 +13,10 @@ run is run (docs/performance.md, "Serial and -n 2").
 Each example runs from its own tree's repository root (``pytest --retrieval-gate
 examples/NAME``, ``PYTHONPATH`` at that tree's ``src``, the same interpreter and packages), this
 tree first (it fills the example's cache, ``WORK/NAME-cache``), then the other tree on the same
-cache. ``extraction`` runs all six systems of its settings over both suites. The JSON reports
+cache. ``extraction`` runs all six systems of its settings over both suites; ``--system NAME``
+(repeatable) runs only those systems of each example in both trees (``--rg-system``), for a
+system too slow to build on the machine at hand (a reproducible chroma build adds one record per
+call, docs/performance.md). The JSON reports
 are compared run by run: every query's (document's) ranking and every metric. Exits 1 when
 anything differs. The HPO example is compared by bench_examples.py.
 """
@@ -44,7 +48,12 @@ EXTRA = {
 
 
 def _report(
-    tree: Path, example: str, cache: Path, out: Path, extra: tuple[str, ...] = ()
+    tree: Path,
+    example: str,
+    cache: Path,
+    out: Path,
+    extra: tuple[str, ...] = (),
+    systems: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(tree / "src"), "HF_HUB_OFFLINE": "1"}
     args = [
@@ -56,7 +65,7 @@ def _report(
         "no:cacheprovider",
         "--retrieval-gate",
         f"examples/{example}",
-        *EXTRA.get(example, []),
+        *([f"--rg-system={name}" for name in systems] or EXTRA.get(example, [])),
         f"--rg-cache-dir={cache}",
         f"--rg-report={out}",
         *extra,
@@ -85,7 +94,16 @@ def main() -> None:
     parser.add_argument(
         "--examples", nargs="+", default=["quickstart", "vaswani", "extraction", "pairs"]
     )
+    parser.add_argument(
+        "--system",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only this system of each example, in both trees; repeatable (default: the "
+        "example's own selection)",
+    )
     args = parser.parse_args()
+    systems = tuple(args.system)
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     differ = False
@@ -96,17 +114,20 @@ def main() -> None:
 
             for folder in (cache, work / f"{example}-xdist-cache"):
                 shutil.rmtree(folder, ignore_errors=True)
-            this = _report(REPO, example, cache, work / f"{example}-serial.md")
+            this = _report(REPO, example, cache, work / f"{example}-serial.md", (), systems)
             before = _report(
                 REPO,
                 example,
                 work / f"{example}-xdist-cache",
                 work / f"{example}-xdist.md",
                 ("-n", "2"),
+                systems,
             )
         else:
-            this = _report(REPO, example, cache, work / f"{example}-this.md")
-            before = _report(args.before.resolve(), example, cache, work / f"{example}-before.md")
+            this = _report(REPO, example, cache, work / f"{example}-this.md", (), systems)
+            before = _report(
+                args.before.resolve(), example, cache, work / f"{example}-before.md", (), systems
+            )
         queries = sum(len(v["rankings"]) for v in this.values())
         same_rankings = {k: v["rankings"] for k, v in this.items()} == {
             k: v["rankings"] for k, v in before.items()

@@ -45,7 +45,7 @@ def test_defaults_live_in_the_rootdir() -> None:
 
 def test_command_line_paths_are_relative_to_where_pytest_started() -> None:
     got = resolve_outputs(
-        values(report="out/r.md", baseline="b.json", cache_dir="cache"), settings()
+        values(paths={"report": "out/r.md"}, baseline="b.json", cache_dir="cache"), settings()
     )
     assert got.report == CWD / "out/r.md"
     assert got.json == CWD / "out/r.json"  # the twin follows the report
@@ -62,7 +62,10 @@ def test_ini_paths_are_relative_to_the_rootdir_and_lose_to_the_command_line() ->
         ROOT / "ini-b.json",
         ROOT / "c",
     )
-    assert resolve_outputs(values(ini=ini, report="cli.md"), settings()).report == CWD / "cli.md"
+    assert (
+        resolve_outputs(values(ini=ini, paths={"report": "cli.md"}), settings()).report
+        == CWD / "cli.md"
+    )
 
 
 def test_settings_paths_come_after_ini_and_before_defaults() -> None:
@@ -75,14 +78,14 @@ def test_settings_paths_come_after_ini_and_before_defaults() -> None:
 
 
 def test_absolute_and_home_paths() -> None:
-    got = resolve_outputs(values(report="/tmp/r.md", json="~/r.json"), settings())
+    got = resolve_outputs(values(paths={"report": "/tmp/r.md", "json": "~/r.json"}), settings())
     assert got.report == Path("/tmp/r.md")
     assert got.json == Path.home() / "r.json"
 
 
 def test_json_twin_equal_to_the_report_is_refused() -> None:
     with pytest.raises(RetrievalGateError, match="give the JSON twin its own path"):
-        resolve_outputs(values(report="r.md", json="r.md"), settings())
+        resolve_outputs(values(paths={"report": "r.md", "json": "r.md"}), settings())
 
 
 def test_systems_from_the_option_in_order_once_each() -> None:

@@ -22,9 +22,16 @@ from pathlib import Path, PurePath
 from retrieval_gate.baseline.store import url_scheme
 from retrieval_gate.config import Settings
 from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.files.outputs import (
+    BUILTIN_OUTPUTS,
+    JSON_OUTPUT,
+    REPORT_OUTPUT,
+    OutputKind,
+    OutputOption,
+    refusal,
+)
 from retrieval_gate.systems.config import SystemConfig
 
-DEFAULT_REPORT = "retrieval-gate-report.md"
 DEFAULT_BASELINE = "retrieval-baseline.json"
 DEFAULT_CACHE_DIR = ".retrieval-gate-cache"
 
@@ -32,41 +39,55 @@ DEFAULT_CACHE_DIR = ".retrieval-gate-cache"
 @dataclass(frozen=True)
 class OptionValues:
     """What pytest parsed: the ``--rg-*`` values (None when not given) and the ini values
-    (empty when not set), plus where pytest runs."""
+    (empty when not set), plus where pytest runs. ``outputs`` are the report writers' declared
+    outputs whose options pytest offered (the built-ins, and those of writers from the
+    ``retrieval_gate.writers`` entry-point group); ``paths`` their command-line values by name."""
 
     rootpath: Path
     cwd: Path
     systems: tuple[str, ...] = ()
     reference: str | None = None
-    report: str | None = None
-    json: str | None = None
     baseline: str | None = None
     cache_dir: str | None = None
     save_baseline: bool = False
     no_cache: bool = False
-    ini: Mapping[str, str] = field(default_factory=dict)  # short name -> value: report, json, ...
+    # short name -> value: each output's name (report, json, plots ...), baseline, cache_dir
+    ini: Mapping[str, str] = field(default_factory=dict)
     suggest_floors: str | None = None  # --rg-suggest-floors: a file, or "-" for the terminal
-    plots: str | None = None  # --rg-plots DIR
+    paths: Mapping[str, str | None] = field(default_factory=dict)  # output name -> its option
+    outputs: tuple[OutputOption, ...] = BUILTIN_OUTPUTS
 
 
 @dataclass(frozen=True)
 class Outputs:
     """Where the session writes and reads its files."""
 
-    report: Path
-    json: Path
     baseline: Path
     cache_dir: Path
+    # Each declared output's path by its name (report, json, plots, a plug-in writer's); an
+    # output that is off (plots without a folder) has none.
+    paths: Mapping[str, Path] = field(default_factory=dict)
+    declared: tuple[OutputOption, ...] = BUILTIN_OUTPUTS
     # A baseline store named by URL (``scheme://...``, baseline/store.py) rather than a file.
     baseline_url: str | None = None
     # The file --rg-suggest-floors writes (relative to where pytest runs); None for none or "-".
     floors: Path | None = None
-    plots: Path | None = None  # the folder of PNG plots (--rg-plots), None: no plots
 
     @property
-    def extra(self) -> dict[str, Path]:
-        """The outputs further report writers write (``Targets.extra``): ``plots``."""
-        return {} if self.plots is None else {"plots": self.plots}
+    def report(self) -> Path:
+        return self.paths[REPORT_OUTPUT.name]
+
+    @property
+    def json(self) -> Path:
+        return self.paths[JSON_OUTPUT.name]
+
+    def written(self) -> list[tuple[OutputOption, Path]]:
+        """Each output that is on, with its path, in the order declared."""
+        return [(o, self.paths[o.name]) for o in self.declared if o.name in self.paths]
+
+    def files(self) -> list[Path]:
+        """The paths of the outputs that are files (not a folder of plots)."""
+        return [path for output, path in self.written() if output.file_kind is not None]
 
 
 def _resolve(
@@ -99,22 +120,32 @@ def _file_path(value: str | None) -> str | None:
 
 
 def resolve_outputs(values: OptionValues, settings: Settings) -> Outputs:
-    """The report, its JSON twin (default: the report's path with ``.json``), the baseline and
-    the cache folder. The JSON twin and the report must differ."""
-    report = _resolve(
-        values.report,
-        values.ini.get("report"),
-        settings.report,
-        values.rootpath / DEFAULT_REPORT,
-        values,
-    )
-    json_path = _resolve(
-        values.json, values.ini.get("json"), settings.json, report.with_suffix(".json"), values
-    )
-    if json_path.resolve() == report.resolve():
-        raise RetrievalGateError(
-            f"--rg-json and the markdown report are both {report}; give the JSON twin its own path"
-        )
+    """Each declared output's path (the JSON twin's default: the report's path with ``.json``),
+    the baseline and the cache folder. A twin must differ from the output it follows."""
+    paths: dict[str, Path] = {}
+    for output in values.outputs:
+        given = values.paths.get(output.name)
+        ini = values.ini.get(output.name)
+        setting = settings.output_paths.get(output.setting) if output.setting else None
+        if output.default is not None:
+            default: Path | None = values.rootpath / output.default
+        elif output.twin_of is not None and output.twin_of in paths:
+            default = paths[output.twin_of].with_suffix(output.suffix)
+        else:
+            default = None
+        if default is None and setting is None and not given and not ini:
+            continue  # off: nothing asks for it
+        fallback = values.rootpath if default is None else default
+        paths[output.name] = _resolve(given, ini, setting, fallback, values)
+    for output in values.outputs:
+        twin = paths.get(output.twin_of or "")
+        own = paths.get(output.name)
+        if twin is not None and own is not None and own.resolve() == twin.resolve():
+            followed = next(o for o in values.outputs if o.name == output.twin_of)
+            raise RetrievalGateError(
+                f"{output.flag} and {followed.noun} are both {twin}; give {output.noun} its own "
+                "path"
+            )
     named = values.baseline or values.ini.get("baseline") or settings.baseline_url
     url = named if named and url_scheme(named) not in (None, "file") else None
     baseline = _resolve(
@@ -125,19 +156,15 @@ def resolve_outputs(values: OptionValues, settings: Settings) -> Outputs:
         values,
     )
     floors = values.suggest_floors
-    plots = None
-    if values.plots or values.ini.get("plots"):
-        plots = _resolve(values.plots, values.ini.get("plots"), None, values.rootpath, values)
     return Outputs(
-        report=report,
-        json=json_path,
         baseline=baseline,
-        baseline_url=url,
         cache_dir=resolve_cache_dir(values, settings),
+        paths=paths,
+        declared=values.outputs,
+        baseline_url=url,
         floors=_resolve(floors, None, None, values.cwd, values)
         if floors not in (None, "-")
         else None,
-        plots=plots,
     )
 
 
@@ -165,7 +192,8 @@ def check_outputs(
 ) -> None:
     """Refuse outputs that would destroy or pollute what the user has, before anything runs.
 
-    An output (report, JSON twin, baseline, the ``--rg-suggest-floors`` file) must not be another
+    An output (each file a report writer declares: the report, its JSON twin, a plug-in writer's;
+    the baseline, the ``--rg-suggest-floors`` file) must not be another
     output or the cache folder, a suite file (given on the command line, or named so the suite
     patterns would collect it on the next run), or lie inside a corpus (the next run would read
     it as a document). Paths compare resolved; ``corpora`` may name files or folders. Then each
@@ -174,11 +202,9 @@ def check_outputs(
     use; None ignored), code nor anything but a regular file, also through a symbolic link
     (:func:`retrieval_gate.files.outputs.refusal`).
     """
-    files = {
-        "--rg-report": outputs.report.resolve(),
-        "--rg-json": outputs.json.resolve(),
-        "--rg-baseline": outputs.baseline.resolve(),
-    }
+    # The declared outputs that are files, then the baseline and the floors file.
+    files = {o.flag: path.resolve() for o, path in outputs.written() if o.file_kind is not None}
+    files["--rg-baseline"] = outputs.baseline.resolve()
     floors = outputs.floors
     if floors is not None:
         files["--rg-suggest-floors"] = floors.resolve()
@@ -217,12 +243,9 @@ def check_outputs(
                     f"{flag} {path} lies inside the corpus {folder}: the next run would read it "
                     "as a document; write it outside the corpus"
                 )
-    from retrieval_gate.files.outputs import OutputKind, refusal
-
     kept = frozenset(p.resolve() for p in protected if p is not None)
     written: list[tuple[str, Path, OutputKind]] = [
-        ("--rg-report", outputs.report, "markdown"),
-        ("--rg-json", outputs.json, "json"),
+        (o.flag, path, kind) for o, path in outputs.written() if (kind := o.file_kind) is not None
     ]
     if save_baseline and outputs.baseline_url is None:
         written.append(("--rg-baseline", outputs.baseline, "json"))
@@ -232,8 +255,9 @@ def check_outputs(
         refused = refusal(path, kind, protected=kept)
         if refused is not None:
             raise RetrievalGateError(f"{flag} {path} {refused}")
-    if outputs.plots is not None:
-        check_plots_folder(outputs.plots, cache, files, corpora)
+    for output, path in outputs.written():
+        if output.file_kind is None:  # a folder of plots
+            check_plots_folder(path, cache, files, corpora)
 
 
 #: The file a plots folder keeps the names of the plots the plugin wrote in it.

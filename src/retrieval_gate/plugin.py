@@ -1,8 +1,9 @@
 """pytest11 entry point: options, configure, file collection.
 
-Loaded in every pytest session, with or without ``--retrieval-gate``: it imports nothing but pytest
-and the standard library. Everything else (numpy, yaml, the suite and run machinery) is imported
-in ``pytest_configure`` only when the flag is on.
+Loaded in every pytest session, with or without ``--retrieval-gate``: it imports nothing but pytest,
+the standard library and the report writers' output declarations (files/outputs.py, itself
+standard library only), whose options it offers. Everything else (numpy, yaml, the suite and run
+machinery) is imported in ``pytest_configure`` only when the flag is on.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from retrieval_gate.files.outputs import BUILTIN_OUTPUTS, OutputOption
 from retrieval_gate.keys import SESSION_KEY
 
 if TYPE_CHECKING:
@@ -26,18 +28,26 @@ SUITE_SUFFIXES = (".yaml", ".yml", ".json")
 #: Options only the gate reads: given without ``--retrieval-gate`` they would be silently ignored.
 #: (``--rg-system``, ``--rg-cache-dir`` and ``--rg-no-cache`` also steer the ``retrieval_system``
 #: fixture, which works without the gate.)
+#: The report writers' outputs (files/outputs.py) are offered where --help has always listed
+#: them: those every session writes (the report, its twin) after --rg-save-baseline, those that
+#: are off until asked for (--rg-plots) after --rg-plan.
+WRITTEN_OUTPUTS = tuple(o for o in BUILTIN_OUTPUTS if o.default or o.twin_of)
+OPTIONAL_OUTPUTS = tuple(o for o in BUILTIN_OUTPUTS if o not in WRITTEN_OUTPUTS)
 GATE_ONLY_OPTIONS: dict[str, str] = {
     "rg_reference": "--rg-reference",
     "rg_baseline": "--rg-baseline",
     "rg_save_baseline": "--rg-save-baseline",
-    "rg_report": "--rg-report",
-    "rg_json": "--rg-json",
+    **{output.dest: output.flag for output in WRITTEN_OUTPUTS},
     "rg_suggest_floors": "--rg-suggest-floors",
     "rg_plan": "--rg-plan",
-    "rg_plots": "--rg-plots",
+    **{output.dest: output.flag for output in OPTIONAL_OUTPUTS},
     "rg_record": "--rg-record",
     "rg_pin": "--rg-pin",
 }
+
+#: The outputs of the writers from the ``retrieval_gate.writers`` entry-point group whose options
+#: this session offers (``pytest_load_initial_conftests``).
+PLUGIN_OUTPUTS = pytest.StashKey[tuple[OutputOption, ...]]()
 
 
 def gate_only_given(given: dict[str, object]) -> list[str]:
@@ -78,12 +88,10 @@ def _floors_target(value: str) -> str:
     return _path_value(value)
 
 
+#: The ini keys of the paths that are not a report writer's output (those declare their own).
 INI_NAMES = {
-    "report": "retrieval_gate_report",
-    "json": "retrieval_gate_json",
     "baseline": "retrieval_gate_baseline",
     "cache_dir": "retrieval_gate_cache_dir",
-    "plots": "retrieval_gate_plots",
 }
 
 
@@ -92,21 +100,72 @@ def option_values(config: pytest.Config) -> OptionValues:
     nothing of pytest)."""
     from retrieval_gate.options import OptionValues
 
+    outputs = BUILTIN_OUTPUTS + config.stash.get(PLUGIN_OUTPUTS, ())
+    ini = {short: str(config.getini(name) or "") for short, name in INI_NAMES.items()}
+    ini.update({o.name: str(config.getini(o.ini) or "") for o in outputs if o.ini})
     return OptionValues(
         rootpath=config.rootpath,
         cwd=Path.cwd(),
         systems=tuple(config.getoption("rg_system") or ()),
         reference=config.getoption("rg_reference"),
-        report=config.getoption("rg_report"),
-        json=config.getoption("rg_json"),
         baseline=config.getoption("rg_baseline"),
         cache_dir=config.getoption("rg_cache_dir"),
         save_baseline=bool(config.getoption("rg_save_baseline")),
         no_cache=bool(config.getoption("rg_no_cache")),
-        ini={short: str(config.getini(name) or "") for short, name in INI_NAMES.items()},
+        ini=ini,
         suggest_floors=config.getoption("rg_suggest_floors", None),
-        plots=config.getoption("rg_plots", None),
+        paths={o.name: config.getoption(o.dest, None) for o in outputs},
+        outputs=outputs,
     )
+
+
+def _add_option(group: Any, output: OutputOption) -> None:
+    """Offer a report writer's output on the command line, as it declares it."""
+    group.addoption(
+        output.flag,
+        dest=output.dest,
+        metavar=output.metavar,
+        type=_path_value,
+        default=None,
+        help=output.help,
+    )
+
+
+def _add_ini(parser: pytest.Parser, output: OutputOption) -> None:
+    if output.ini:
+        parser.addini(output.ini, type="string", default="", help=output.ini_help)
+
+
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> None:
+    """With ``--retrieval-gate``, offer the outputs of the writers installed through the
+    ``retrieval_gate.writers`` entry-point group: pytest has read ``--retrieval-gate`` by now
+    (``known_args_namespace``) but not yet the other options. Without the flag nothing is
+    loaded, so such an option is unknown then."""
+    if not getattr(early_config.known_args_namespace, "retrieval_gate", False):
+        return
+    from retrieval_gate.display import shown
+    from retrieval_gate.report import plugin_outputs
+    from retrieval_gate.usercode import PluginLoadError
+
+    try:
+        found = plugin_outputs(BUILTIN_OUTPUTS)
+    except PluginLoadError as exc:
+        raise pytest.UsageError(shown(exc.message)) from None
+    group = parser.getgroup("retrieval gate")
+    for output, source in found:
+        try:
+            _add_option(group, output)
+            _add_ini(parser, output)
+        except ValueError as exc:  # an option or ini key another plugin already took
+            raise pytest.UsageError(
+                shown(
+                    f"{source} declares the output option {output.flag}, which cannot be "
+                    f"offered: {exc}"
+                )
+            ) from None
+    early_config.stash[PLUGIN_OUTPUTS] = tuple(output for output, _ in found)
 
 
 def named_files(config: pytest.Config) -> list[Path]:
@@ -207,22 +266,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="write this run's results as the accepted baseline (default: off)",
     )
-    group.addoption(
-        "--rg-report",
-        dest="rg_report",
-        metavar="PATH",
-        type=_path_value,
-        default=None,
-        help="markdown report path (default: retrieval-gate-report.md in the rootdir)",
-    )
-    group.addoption(
-        "--rg-json",
-        dest="rg_json",
-        metavar="PATH",
-        type=_path_value,
-        default=None,
-        help="JSON report path (default: the markdown report's path with .json)",
-    )
+    for output in WRITTEN_OUTPUTS:
+        _add_option(group, output)
     group.addoption(
         "--rg-suggest-floors",
         dest="rg_suggest_floors",
@@ -240,16 +285,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="print each suite's regression resolution and the queries a tolerance needs, from "
         "the baseline, and run nothing (default: off)",
     )
-    group.addoption(
-        "--rg-plots",
-        dest="rg_plots",
-        metavar="DIR",
-        type=_path_value,
-        default=None,
-        help="also write PNG plots into DIR: per suite and metric the systems' values with 95%% "
-        "intervals, per run the per-query deltas against the baseline; needs matplotlib "
-        "(pytest-retrieval-gate[plots]) (default: no plots)",
-    )
+    for output in OPTIONAL_OUTPUTS:
+        _add_option(group, output)
     group.addoption(
         "--rg-record",
         action="store_true",
@@ -288,11 +325,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=list(DEFAULT_FILES),
         help="glob patterns of retrieval suite files (default: " + " ".join(DEFAULT_FILES) + ")",
     )
-    parser.addini("retrieval_gate_report", type="string", default="", help="markdown report path")
-    parser.addini("retrieval_gate_json", type="string", default="", help="JSON report path")
+    for output in WRITTEN_OUTPUTS:
+        _add_ini(parser, output)
     parser.addini("retrieval_gate_baseline", type="string", default="", help="baseline path")
     parser.addini("retrieval_gate_cache_dir", type="string", default="", help="cache folder")
-    parser.addini("retrieval_gate_plots", type="string", default="", help="PNG plots folder")
+    for output in OPTIONAL_OUTPUTS:
+        _add_ini(parser, output)
 
 
 def pytest_configure(config: pytest.Config) -> None:

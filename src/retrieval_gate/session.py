@@ -89,7 +89,7 @@ class GateSession:
         self.runs = RunCache(
             self.settings,
             self.run_options,
-            exclude=(out.report, out.json, out.baseline, out.cache_dir),
+            exclude=(*out.files(), out.baseline, out.cache_dir),
             relpath=self.relpath,
         )
         self.plan = RegressionPlan(self.settings)

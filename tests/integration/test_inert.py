@@ -48,8 +48,18 @@ def test_without_the_flag_nothing_is_collected_or_imported(
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     result = project.runpytest_subprocess("-p", "retrieval_gate.plugin", "-s")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
-    # The entry module and the stash key only: not even the settings or option parsing.
-    own = "['retrieval_gate', 'retrieval_gate.keys', 'retrieval_gate.plugin', 'retrieval_gate.version']"
+    # The entry module, the stash key and the declarations of the report writers' outputs
+    # (their options are offered): not even the settings or option parsing.
+    own = str(
+        [
+            "retrieval_gate",
+            "retrieval_gate.files",
+            "retrieval_gate.files.outputs",
+            "retrieval_gate.keys",
+            "retrieval_gate.plugin",
+            "retrieval_gate.version",
+        ]
+    )
     result.stdout.fnmatch_lines([lit(f"HEAVY [] PLUGIN True OWN {own}")])
 
 

@@ -139,6 +139,13 @@ class Settings:
         )
 
     @property
+    def output_paths(self) -> dict[str, Path]:
+        """The output paths these settings give, by key (``report``, ``json``): a report
+        writer's declared output names the key that sets it (files/outputs.py)."""
+        given = {"report": self.report, "json": self.json}
+        return {key: path for key, path in given.items() if path is not None}
+
+    @property
     def latency_weighted(self) -> bool:
         """Whether the decision score weighs latency (then every run's latency counts)."""
         return self.decision is not None and self.decision.weighs("latency")

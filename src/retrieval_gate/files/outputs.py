@@ -15,6 +15,12 @@ Refused whether or not they exist: the project's settings and ini files, Python 
 (a folder, a FIFO, ``/dev/full``), and a symbolic link whose target is any of these or is
 missing (a link checked into a repository must not steer a write elsewhere). A path is judged by
 where it leads, so a link to ``pyproject.toml`` is refused as the settings file.
+
+Each report writer declares the outputs it writes (:class:`OutputOption`: its option, ini key,
+default path and kind), so that the plugin offers the option and checks the path without naming
+the writer; the built-in writers' declarations are here (:data:`BUILTIN_OUTPUTS`) because
+``plugin.py`` registers their options in every pytest session, where only the standard library
+may be imported (docs/architecture.md, "Report writers declare their outputs").
 """
 
 from __future__ import annotations
@@ -22,12 +28,108 @@ from __future__ import annotations
 import os
 import re
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["FLOORS_HEADER", "OutputKind", "owned", "refusal"]
+__all__ = [
+    "BUILTIN_OUTPUTS",
+    "FLOORS_HEADER",
+    "JSON_OUTPUT",
+    "PLOTS_OUTPUT",
+    "REPORT_OUTPUT",
+    "DeclaredKind",
+    "OutputKind",
+    "OutputOption",
+    "owned",
+    "refusal",
+]
 
 OutputKind = Literal["markdown", "json", "floors"]
+#: What a writer's output is: a file of one of the kinds :func:`refusal` recognises, or
+#: ``"plots"``, a folder of PNG plots with the plugin's manifest (``options.check_plots_folder``).
+DeclaredKind = Literal["markdown", "json", "plots"]
+
+
+@dataclass(frozen=True)
+class OutputOption:
+    """One output a report writer writes, as the writer declares it.
+
+    ``name`` keys its path (``Outputs.paths``, ``Targets.extra``) and its ini value; ``flag``
+    is its command-line option (``dest`` follows from it, as pytest derives it), ``ini`` its ini
+    key (None: none), ``setting`` the ``[tool.retrieval_gate]`` key that sets it (built-ins
+    only: the settings table is the plugin's). Its path when none of these is given:
+    ``default``, a file in the rootdir; else ``twin_of``'s path with ``suffix`` (the JSON twin
+    follows the markdown report); else none, and the output is off. ``kind`` is what an existing
+    file at the path must be for the plugin to write over it (:func:`refusal`); ``noun`` names
+    it where a message needs more than its flag.
+    """
+
+    name: str
+    flag: str
+    help: str
+    kind: DeclaredKind
+    metavar: str = "PATH"
+    ini: str | None = None
+    ini_help: str = ""
+    setting: str | None = None
+    default: str | None = None
+    twin_of: str | None = None
+    suffix: str = ""
+    noun: str = ""
+
+    @property
+    def file_kind(self) -> OutputKind | None:
+        """The kind :func:`refusal` checks a file output against; None for a folder."""
+        return None if self.kind == "plots" else self.kind
+
+    @property
+    def dest(self) -> str:
+        """The option's attribute, as pytest derives it from the flag (``--rg-json``:
+        ``rg_json``)."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+#: The markdown report (report/markdown.py).
+REPORT_OUTPUT = OutputOption(
+    name="report",
+    flag="--rg-report",
+    help="markdown report path (default: retrieval-gate-report.md in the rootdir)",
+    kind="markdown",
+    ini="retrieval_gate_report",
+    ini_help="markdown report path",
+    setting="report",
+    default="retrieval-gate-report.md",
+    noun="the markdown report",
+)
+#: The report's JSON twin (report/json.py).
+JSON_OUTPUT = OutputOption(
+    name="json",
+    flag="--rg-json",
+    help="JSON report path (default: the markdown report's path with .json)",
+    kind="json",
+    ini="retrieval_gate_json",
+    ini_help="JSON report path",
+    setting="json",
+    twin_of="report",
+    suffix=".json",
+    noun="the JSON twin",
+)
+#: The PNG plots (report/plots.py): off unless a folder is given.
+PLOTS_OUTPUT = OutputOption(
+    name="plots",
+    flag="--rg-plots",
+    help="also write PNG plots into DIR: per suite and metric the systems' values with 95%% "
+    "intervals, per run the per-query deltas against the baseline; needs matplotlib "
+    "(pytest-retrieval-gate[plots]) (default: no plots)",
+    kind="plots",
+    metavar="DIR",
+    ini="retrieval_gate_plots",
+    ini_help="PNG plots folder",
+)
+#: The built-in writers' outputs, in the order their options are offered; a test checks that
+#: they are exactly what the built-in writers declare.
+BUILTIN_OUTPUTS: tuple[OutputOption, ...] = (REPORT_OUTPUT, JSON_OUTPUT, PLOTS_OUTPUT)
 
 #: The first line of a ``--rg-suggest-floors`` file: how the next run knows the file is its own.
 FLOORS_HEADER = "# suggested floors by pytest-retrieval-gate: review, then git apply this file"

@@ -17,6 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from retrieval_gate.files.outputs import JSON_OUTPUT, REPORT_OUTPUT, OutputOption
 from retrieval_gate.records import (
     BaselineComparison,
     ItemPayload,
@@ -190,7 +191,8 @@ class ReportData:
 @dataclass(frozen=True)
 class Targets:
     """Where the session's outputs go: the markdown report and its JSON twin, the GitHub step
-    summary when ``GITHUB_STEP_SUMMARY`` names one, and paths further writers were given."""
+    summary when ``GITHUB_STEP_SUMMARY`` names one, and the paths of the other outputs writers
+    declared, by the output's name (``plots``, a plug-in writer's; absent when off)."""
 
     markdown: Path
     json: Path
@@ -200,24 +202,40 @@ class Targets:
     @classmethod
     def of(cls, outputs: Outputs, environ: Mapping[str, str]) -> Targets:
         """The session's resolved outputs, and the step summary ``GITHUB_STEP_SUMMARY`` names."""
+        own = (REPORT_OUTPUT.name, JSON_OUTPUT.name)
         return cls(
             markdown=outputs.report,
             json=outputs.json,
             step_summary=environ.get("GITHUB_STEP_SUMMARY") or None,
-            extra=outputs.extra,
+            extra={name: path for name, path in outputs.paths.items() if name not in own},
         )
+
+    def path(self, output: OutputOption) -> Path | None:
+        """Where ``output`` goes this session, None when it is off."""
+        if output.name == REPORT_OUTPUT.name:
+            return self.markdown
+        if output.name == JSON_OUTPUT.name:
+            return self.json
+        return self.extra.get(output.name)
 
 
 @dataclass(frozen=True)
 class Writer:
     """One output of the session. ``write`` puts the session's report where ``targets`` say
     (returning the files it wrote, announced in the terminal summary); ``item_properties``
-    gives each decided item's figures (JUnit XML ``<property>`` elements)."""
+    gives each decided item's figures (JUnit XML ``<property>`` elements).
+
+    ``outputs`` declares what it writes (files/outputs.py, :class:`OutputOption`): for each, the
+    plugin offers its option and ini key, resolves its path (``Targets.path``) and refuses one
+    that would overwrite something of the user's, before anything runs. A writer from the
+    ``retrieval_gate.writers`` entry-point group gets its options when ``--retrieval-gate`` is
+    given (plugin.py); one added by :func:`register_writer` later has no option to read."""
 
     name: str
     write: Callable[[ReportData, Targets], list[Path]] | None = None
     item_properties: Callable[[Outcome], list[tuple[str, object]]] | None = None
     noun: str = "report"  # what a failed write says it could not write ("the plots ...")
+    outputs: tuple[OutputOption, ...] = ()
 
 
 ENTRY_POINT_GROUP = "retrieval_gate.writers"
@@ -250,6 +268,72 @@ def register_writer(writer: Writer) -> Writer:
 def writers() -> list[Writer]:
     """Every registered writer: the built-ins (markdown, JSON, step summary, JUnit) first."""
     return list(_WRITERS.values())
+
+
+def plugin_outputs(offered: Sequence[OutputOption]) -> list[tuple[OutputOption, str]]:
+    """The outputs the writers of the ``retrieval_gate.writers`` entry-point group declare,
+    each with the writer it came from, read before pytest parses its options (plugin.py offers
+    them beside ``offered``, the built-ins'). Only the entry points are loaded here, read as the
+    registry reads them: the built-in writers import numpy, which an xdist worker must not load
+    before it sizes its thread pools (``plugin.share_cores``). A writer that declares an output
+    already offered (a built-in writer replaced, with the same output) adds nothing; one whose
+    output would take another's name, option or ini key, whose option is not an ``--rg-``
+    path, or that names a settings key, is refused in one line naming it."""
+    only_plugins: Registry[Writer] = Registry(
+        "report writer",
+        kind=Writer,
+        attr="WRITER",
+        group=ENTRY_POINT_GROUP,
+        builtins=list,
+        name=lambda writer: writer.name,
+        error=PluginLoadError,
+        replace=True,
+    )
+    taken = list(offered)
+    found: list[tuple[OutputOption, str]] = []
+    for writer in only_plugins.values():
+        source = f"report writer {writer.name!r} ({only_plugins.source_of(writer.name)})"
+        for output in writer.outputs:
+            if output in taken:
+                continue
+            problem = _declaration_problem(output, taken)
+            if problem is not None:
+                name = getattr(output, "name", output)
+                raise PluginLoadError(f"{source} declares the output {name!r}: {problem}")
+            taken.append(output)
+            found.append((output, source))
+    return found
+
+
+#: The names of the paths in ``OptionValues.ini`` that are not an output's, and their ini keys.
+_RESERVED = ("baseline", "cache_dir")
+_RESERVED_INI = ("retrieval_gate_files", "retrieval_gate_baseline", "retrieval_gate_cache_dir")
+
+
+def _declaration_problem(output: OutputOption, taken: Sequence[OutputOption]) -> str | None:
+    if not isinstance(output, OutputOption):
+        return f"{output!r} is not an OutputOption (retrieval_gate.files.outputs)"
+    if not output.flag.startswith("--rg-") or output.flag == "--rg-":
+        return f"its option {output.flag!r} must start with --rg- (the plugin's options do)"
+    if output.ini is not None and (
+        not output.ini.startswith("retrieval_gate_") or output.ini in _RESERVED_INI
+    ):
+        return f"its ini key {output.ini!r} must be a retrieval_gate_ key of its own"
+    if output.setting is not None:
+        return "it names a [tool.retrieval_gate] key (setting), which only the built-ins may"
+    if output.kind not in ("markdown", "json", "plots"):
+        return f"its kind {output.kind!r} is not one of markdown, json, plots"
+    for other in taken:
+        for what, mine, theirs in (
+            ("name", output.name, other.name),
+            ("option", output.flag, other.flag),
+            ("ini key", output.ini, other.ini),
+        ):
+            if mine is not None and mine == theirs:
+                return f"its {what} {mine!r} is already {other.flag}'s"
+    if output.name in _RESERVED:
+        return f"its name {output.name!r} is the plugin's own"
+    return None
 
 
 @dataclass(frozen=True)

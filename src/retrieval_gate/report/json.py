@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.display import redact_tree
 from retrieval_gate.files.atomic import write_text_atomic
+from retrieval_gate.files.outputs import JSON_OUTPUT
 from retrieval_gate.report import Writer
 from retrieval_gate.version import __version__
 
@@ -63,4 +64,4 @@ def write(data: ReportData, targets: Targets) -> list[Path]:
     return [targets.json]
 
 
-WRITER = Writer(name="json", write=write)
+WRITER = Writer(name="json", write=write, outputs=(JSON_OUTPUT,))

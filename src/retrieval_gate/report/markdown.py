@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from retrieval_gate.display import shown
 from retrieval_gate.display.markdown import inert
 from retrieval_gate.files.atomic import write_text_atomic
+from retrieval_gate.files.outputs import REPORT_OUTPUT
 from retrieval_gate.metrics import parse_metric
 from retrieval_gate.records import (
     BaselineComparison,
@@ -52,7 +53,7 @@ def write(data: ReportData, targets: Targets) -> list[Path]:
     return [targets.markdown]
 
 
-WRITER = Writer(name="markdown", write=write)
+WRITER = Writer(name="markdown", write=write, outputs=(REPORT_OUTPUT,))
 
 
 def _kind(run: RunRecord) -> SuiteKind | None:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.display import shown
+from retrieval_gate.files.outputs import PLOTS_OUTPUT
 from retrieval_gate.report import ReportData, Writer
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ WORSE = "#e15759"
 
 
 def write(data: ReportData, targets: Targets) -> list[Path]:
-    folder = targets.extra.get("plots")
+    folder = targets.path(PLOTS_OUTPUT)
     if folder is None or not data.runs:
         return []
     from retrieval_gate.options import PLOTS_MANIFEST, plots_manifest
@@ -87,7 +88,7 @@ def write(data: ReportData, targets: Targets) -> list[Path]:
     return [folder] if written else []
 
 
-WRITER = Writer(name="plots", write=write, noun="plots")
+WRITER = Writer(name="plots", write=write, noun="plots", outputs=(PLOTS_OUTPUT,))
 
 
 def delta_metrics(data: ReportData, run: RunRecord, headline: list[str]) -> list[str]:

@@ -1,0 +1,170 @@
+"""A report writer from outside the package declares its own output option: a project installs a
+distribution whose ``retrieval_gate.writers`` entry point names a module with a ``WRITER`` that
+declares ``--rg-foo PATH``; with ``--retrieval-gate`` the option is offered, the file is
+written there, and the path gets the built-in outputs' protections (docs/architecture.md,
+"Report writers declare their outputs"), with no file of the plugin changed.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import SUITE, lit, write_suite
+
+WRITER = '''
+"""A third party's writer: each gate's verdict, as JSON, into --rg-foo PATH."""
+
+import json
+
+from retrieval_gate.files.outputs import OutputOption
+from retrieval_gate.report import Writer
+
+FOO = OutputOption(
+    name="foo",
+    flag="--rg-foo",
+    help="each gate's verdict as JSON (default: none)",
+    kind="json",
+    ini="retrieval_gate_foo",
+    ini_help="gate verdicts file",
+)
+
+
+def write(data, targets):
+    path = targets.path(FOO)
+    if path is None:
+        return []
+    verdicts = {gate.nodeid.split("::")[-1]: gate.passed for gate in data.gates}
+    body = {"version": 1, "generator": "pytest-retrieval-gate toy-writer", "gates": verdicts}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(body) + "\\n")
+    return [path]
+
+
+WRITER = Writer(name="foo", write=write, outputs=(FOO,))
+'''
+
+DIST_INFO = {
+    "METADATA": "Metadata-Version: 2.1\nName: toy-writer\nVersion: 1.0\n",
+    "entry_points.txt": "[retrieval_gate.writers]\nfoo = toy_writer\n",
+}
+
+
+@pytest.fixture
+def with_writer(project: pytest.Pytester) -> pytest.Pytester:
+    write_suite(project, SUITE)
+    project.makepyfile(toy_writer=WRITER)
+    dist = project.path / "toy_writer-1.0.dist-info"
+    dist.mkdir()
+    for name, text in DIST_INFO.items():
+        (dist / name).write_text(text)
+    return project
+
+
+def _output(result: pytest.RunResult) -> pytest.LineMatcher:
+    """What the user sees, stdout and stderr (a usage error is on stderr)."""
+    return pytest.LineMatcher(result.outlines + result.errlines)
+
+
+def test_a_plugin_writer_writes_where_its_own_option_says(with_writer: pytest.Pytester) -> None:
+    # A fresh process, as a project that installed the plugin and the writer's package has it.
+    result = with_writer.runpytest_subprocess("--retrieval-gate", "--rg-foo", "out/verdicts.json")
+    result.assert_outcomes(passed=5)
+    assert result.ret == pytest.ExitCode.OK
+    target = with_writer.path / "out" / "verdicts.json"
+    data = json.loads(target.read_text())
+    # The suite's five gates (P@1, R@3; the joins category's MRR@3, the hard difficulty's
+    # Hit@3; one query's expectation), each passed: the writer got the path its option named.
+    assert data["gates"] == dict.fromkeys(
+        ["P@1", "R@3", "MRR@3", "Hit@3", "query[customer_names]"], True
+    )
+    result.stdout.fnmatch_lines([f"*generated retrieval gate report: {target}*"])
+    # Its own file from the run before is the plugin's to write over, under xdist too (each
+    # worker offers the option as well); the ini key names it too.
+    target.write_text('{"version": 1, "generator": "pytest-retrieval-gate toy-writer"}\n')
+    again = with_writer.runpytest_subprocess(
+        "--retrieval-gate", "--rg-foo", "out/verdicts.json", "-n", "2"
+    )
+    again.assert_outcomes(passed=5)
+    assert json.loads(target.read_text()) == data
+    settings = with_writer.path / "pyproject.toml"
+    settings.write_text(
+        settings.read_text().replace(
+            "[tool.pytest.ini_options]\n",
+            '[tool.pytest.ini_options]\nretrieval_gate_foo = "from-ini.json"\n',
+        )
+    )
+    by_ini = with_writer.runpytest_subprocess("--retrieval-gate")
+    by_ini.assert_outcomes(passed=5)
+    assert json.loads((with_writer.path / "from-ini.json").read_text())["version"] == 1
+
+
+@pytest.mark.parametrize(
+    ("target", "refused"),
+    [
+        ("pyproject.toml", "is the project's settings: writing there would destroy them"),
+        ("retrieval-gate-report.md", None),  # the markdown report's own path
+        ("lineage.retrieval.yaml", "is a suite file"),
+        (".retrieval-gate-cache/x.json", "and the cache folder (--rg-cache-dir)"),
+    ],
+)
+def test_a_plugin_writers_path_is_refused_like_the_built_ins(
+    with_writer: pytest.Pytester, target: str, refused: str | None
+) -> None:
+    settings = (with_writer.path / "pyproject.toml").read_text()
+    result = with_writer.runpytest_subprocess(
+        "--retrieval-gate", "lineage.retrieval.yaml", "--rg-foo", target
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    path = with_writer.path / target
+    if refused is None:
+        line = f"--rg-report and --rg-foo are both {path}; each output needs its own path"
+    else:
+        line = f"--rg-foo {path} {refused}"
+    _output(result).fnmatch_lines(["*" + lit(line) + "*"])
+    assert (with_writer.path / "pyproject.toml").read_text() == settings  # nothing written
+    assert "Traceback" not in "\n".join(result.outlines + result.errlines)
+
+
+def test_without_the_gate_a_plugin_writers_option_is_not_offered(
+    with_writer: pytest.Pytester,
+) -> None:
+    # Nothing of the writer's package is imported without --retrieval-gate.
+    result = with_writer.runpytest_subprocess("--rg-foo", "out.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unrecognized arguments: --rg-foo*"])
+
+
+def test_a_plugin_output_taking_a_built_in_option_is_named(with_writer: pytest.Pytester) -> None:
+    (with_writer.path / "toy_writer.py").write_text(
+        WRITER.replace('flag="--rg-foo"', 'flag="--rg-report"')
+    )
+    result = with_writer.runpytest_subprocess("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    _output(result).fnmatch_lines(
+        [
+            "*"
+            + lit(
+                "report writer 'foo' (entry point 'foo' (toy_writer) of group "
+                "retrieval_gate.writers) declares the output 'foo': its option '--rg-report' "
+                "is already --rg-report's"
+            )
+        ]
+    )
+    assert "Traceback" not in "\n".join(result.outlines + result.errlines)
+
+
+def test_a_plugin_writer_that_cannot_be_loaded_is_named_before_anything_runs(
+    with_writer: pytest.Pytester,
+) -> None:
+    (with_writer.path / "toy_writer.py").write_text("raise RuntimeError('half installed')\n")
+    result = with_writer.runpytest_subprocess("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    _output(result).fnmatch_lines(
+        [
+            "*entry point 'foo' (toy_writer) of group retrieval_gate.writers cannot be loaded: "
+            "RuntimeError: half installed*"
+        ]
+    )
+    assert "Traceback" not in "\n".join(result.outlines + result.errlines)
