@@ -313,7 +313,7 @@ def test_chroma_failures_are_one_line_run_errors(
         index.search(QUERIES, k=3)
     assert isinstance(info.value, ValueError)  # the Index protocol's error for callers
     assert info.value.format() == (
-        f"chroma collection 'rg-broken-r1' at {tmp_path / 'chroma'} query failed: "
+        f"chroma collection 'rg-broken-r2' at {tmp_path / 'chroma'} query failed: "
         "Error executing plan: Nothing found on disk"
     )
     # On the class: add() takes the collection by name again under the store lock.
@@ -544,3 +544,60 @@ def test_a_reproducible_build_keeps_what_an_earlier_add_put_in(tmp_path: Path) -
     index.add(IDS[2:], VECTORS[2:])  # rebuilt from nothing, with the first two kept
     assert len(index) == 5
     _check(index.search(QUERIES, k=5), EXPECTED_FULL, 1e-5)
+
+
+_PADDED_BUILD = """
+import json, sys
+from pathlib import Path
+import numpy as np
+import retrieval_gate.index.chroma as chroma
+from retrieval_gate.index import make_index
+
+chroma.SYNC_EVERY = int(sys.argv[2])
+rng = np.random.default_rng(0)
+docs = rng.standard_normal((60, 16)).astype(np.float32)
+queries = rng.standard_normal((12, 16)).astype(np.float32)
+ids = [f"doc{i:03d}" for i in range(60)]
+coarse = {"hnsw_max_neighbors": 4, "hnsw_ef_search": 4, "hnsw_ef_construction": 8}
+cache = Path(sys.argv[1])
+if sys.argv[3] == "build":
+    index = make_index("chroma", cache_dir=cache, key="padded", **coarse)
+    index.add(ids, docs)
+    print(len(index))
+else:
+    index = make_index("chroma", cache_dir=cache, key="padded", **coarse)
+    print(json.dumps([list(hits) for hits in index.search(queries, k=10)]))
+"""
+
+
+def test_a_reproducible_build_persisted_in_steps_ranks_the_same_in_every_process(
+    tmp_path: Path,
+) -> None:
+    # chroma's cost per insert grows with the inserts not yet persisted, so a build persists
+    # every SYNC_EVERY inserts (here 32) and pads the last step with records it then deletes:
+    # 60 documents and 4 padding records, all persisted, none ever returned. Without the
+    # padding the last 28 inserts would be replayed, in another order in each process.
+    pytest.importorskip("chromadb")
+    import subprocess
+    import sys
+
+    script = tmp_path / "build.py"
+    script.write_text(_PADDED_BUILD, encoding="utf-8")
+
+    def run(cache: Path, what: str) -> str:
+        done = subprocess.run(
+            [sys.executable, str(script), str(cache), "32", what],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
+        return done.stdout.strip()
+
+    results = []
+    for build in range(3):
+        cache = tmp_path / f"cache{build}"
+        assert run(cache, "build") == "60"
+        results += [run(cache, "search"), run(cache, "search")]
+    assert len(set(results)) == 1
+    assert "padding" not in results[0]

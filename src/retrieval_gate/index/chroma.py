@@ -40,9 +40,31 @@ BUILD_PREFIX = ".retrieval-gate-build-"
 #: The embedded index's ``build`` values: one vector per insert in id order, the graph persisted
 #: whole (the default), or chroma's own batched inserts (fast, but each build differs).
 BUILDS = ("reproducible", "batched")
-#: Part of a reproducible collection's key: collections built before builds were reproducible
-#: are never reused as if they were.
-REPRODUCIBLE_TAG = "-r1"
+#: Part of a reproducible collection's key: collections built before builds were reproducible,
+#: or by the first reproducible build (its graph had no padding records), are never reused as if
+#: they were this build's.
+REPRODUCIBLE_TAG = "-r2"
+#: A reproducible build persists its graph every this many inserts: chroma's cost per insert
+#: grows with the inserts not yet persisted (a graph persisted only at its end made a build
+#: quadratic: 11,000 records took about 5 min of CPU, 100,000 would take hours).
+SYNC_EVERY = 1000
+
+
+def _padding(ids: Sequence[str], count: int, dim: int) -> tuple[list[str], np.ndarray]:
+    """``count`` records no document can be: ids from a digest of the documents' ids, unit
+    vectors from a fixed seed, so every build of the same documents adds the same ones."""
+    import hashlib
+
+    if count == 0:
+        return [], np.zeros((0, dim), dtype=np.float32)
+    digest = hashlib.sha256("\n".join(sorted(ids)).encode("utf-8", "surrogatepass")).hexdigest()
+    taken = set(ids)
+    pad_ids = [f"retrieval-gate-padding-{digest[:16]}-{i}" for i in range(count)]
+    if taken.intersection(pad_ids):  # pragma: no cover - a document id chosen to collide
+        pad_ids = [f"retrieval-gate-padding-{digest}-{i}" for i in range(count)]
+    vectors = np.random.default_rng(20_261_126).standard_normal((count, dim))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return pad_ids, vectors.astype(np.float32)
 
 
 def embedded_key(key: str, build: str) -> str:
@@ -417,21 +439,31 @@ class ChromaIndex:
             self.build_path.unlink(missing_ok=True)
         except OSError as exc:
             raise self._failed("could not be written", exc) from exc
+        every = min(SYNC_EVERY, len(ids))
         try:
             # Emptied, or recreated with our threshold (chroma fixes it at creation).
             self._client.delete_collection(self.name)
             self._collection = self._client.create_collection(
                 name=self.name,
-                configuration=self._configuration(sync_threshold=len(ids)),
+                configuration=self._configuration(sync_threshold=every),
                 embedding_function=None,
             )
         except Exception as exc:
             raise self._failed("could not be rebuilt", exc) from exc
-        for row in sorted(range(len(ids)), key=ids.__getitem__):
-            try:
+        pad_ids, pad = _padding(ids, (-len(ids)) % every, array.shape[1])
+        rows = sorted(range(len(ids)), key=ids.__getitem__)
+        try:
+            for row in rows:
                 self._collection.add(ids=[ids[row]], embeddings=array[row : row + 1])
-            except Exception as exc:
-                raise self._failed("rejected vectors", exc) from exc
+            # Up to the next multiple of the threshold, so that the last insert persists the
+            # graph; then deleted (a deleted record steers no search to itself and is never
+            # returned; deleting replays in any order to the same marks).
+            for i, pad_id in enumerate(pad_ids):
+                self._collection.add(ids=[pad_id], embeddings=pad[i : i + 1])
+            if pad_ids:
+                self._collection.delete(ids=pad_ids)
+        except Exception as exc:
+            raise self._failed("rejected vectors", exc) from exc
         self._new_build(self.build_path)
 
     def _new_build(self, path: Path) -> None:
