@@ -2,12 +2,8 @@ from __future__ import annotations
 
 import math
 import re
-import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -415,65 +411,12 @@ def test_missing_chromadb_is_a_missing_extra(
 # -- chroma server -------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _drop_chroma_clients() -> None:
-    # chroma caches one client per server for the life of the process and has no close(); its
-    # HTTP connections would otherwise be reported as unclosed sockets at interpreter exit.
-    import gc
-    import warnings
-
-    from chromadb.api.shared_system_client import SharedSystemClient
-
-    SharedSystemClient.clear_system_cache()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResourceWarning)
-        gc.collect()
-
-
 @pytest.fixture(scope="module")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
-    exe = shutil.which("chroma")
-    if exe is None:
-        pytest.skip("the `chroma` CLI is not installed (pip install chromadb)")
-    port = _free_port()
-    data = tmp_path_factory.mktemp("chroma-server")
-    log = open(data / "server.log", "wb")  # noqa: SIM115 - closed in teardown
-    proc = subprocess.Popen(
-        [exe, "run", "--path", str(data / "db"), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"chroma server exited: {(data / 'server.log').read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(
-                    f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1
-                ) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("chroma server did not answer its heartbeat within 30 s")
-            time.sleep(0.2)
+    from tests.integration.chroma_server import chroma_server as started
+
+    with started(tmp_path_factory.mktemp("chroma-server")) as port:
         yield "127.0.0.1", port
-    finally:
-        _drop_chroma_clients()
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 def test_chroma_server_matches_exact_and_reuses(
@@ -490,7 +433,9 @@ def test_chroma_server_matches_exact_and_reuses(
 
 
 def test_chroma_server_unreachable_is_a_config_error(tmp_path: Path) -> None:
-    port = _free_port()
+    from tests.integration.chroma_server import free_port
+
+    port = free_port()
     with pytest.raises(ConfigError, match=rf"chroma server at http://127.0.0.1:{port} is not"):
         make_index("chroma-server", cache_dir=tmp_path, key="k", port=port, entry="system.s")
 
@@ -578,7 +523,6 @@ def test_a_reproducible_build_persisted_in_steps_ranks_the_same_in_every_process
     # 60 documents and 4 padding records, all persisted, none ever returned. Without the
     # padding the last 28 inserts would be replayed, in another order in each process.
     pytest.importorskip("chromadb")
-    import subprocess
     import sys
 
     script = tmp_path / "build.py"
