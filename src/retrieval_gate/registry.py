@@ -17,6 +17,7 @@ that registers things itself or returns them.
 from __future__ import annotations
 
 import importlib
+import operator
 import pkgutil
 import threading
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
@@ -77,7 +78,7 @@ class Registry(MutableMapping[str, T], Generic[T]):
         attr: str,
         group: str | None,
         builtins: Callable[[], Iterable[ModuleType]],
-        name: Callable[[T], str],
+        name: Callable[[T], str] | None = None,
         error: type[RetrievalGateError] | Callable[[str], Exception],
         admit: Callable[[T, str], T] | None = None,
         replace: bool = False,
@@ -89,7 +90,8 @@ class Registry(MutableMapping[str, T], Generic[T]):
         self.attr = attr
         self.group = group
         self._builtins = builtins
-        self._name = name
+        # Most things carry their name: ``thing.name`` unless a registry says otherwise.
+        self._name: Callable[[T], str] = name or operator.attrgetter("name")
         self._error = error
         self._admit = admit
         self._replace = replace

@@ -464,7 +464,6 @@ EMBEDDERS: Registry[EmbedderBackend] = Registry(
     attr="BACKEND",
     group=ENTRY_POINT_GROUP,
     builtins=lambda: package_modules(__name__, "BACKEND"),
-    name=lambda backend: backend.name,
     error=PluginLoadError,
     replace=True,
 )

@@ -164,7 +164,6 @@ INDEXES: Registry[IndexBackend] = Registry(
     attr="BACKEND",
     group=ENTRY_POINT_GROUP,
     builtins=lambda: package_modules(__name__, "BACKEND"),
-    name=lambda backend: backend.name,
     error=PluginLoadError,
     replace=True,
 )

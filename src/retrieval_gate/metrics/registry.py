@@ -223,7 +223,6 @@ _REGISTRY: Registry[MetricFamily] = Registry(
     attr="FAMILIES",
     group=ENTRY_POINT_GROUP,
     builtins=lambda: package_modules(__package__ or "retrieval_gate.metrics", "FAMILIES"),
-    name=lambda family: family.name,
     error=MetricRegistryError,
     admit=_admit,
     replace=True,  # refused by _admit, which knows every alias, with the owner's name

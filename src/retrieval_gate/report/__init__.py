@@ -254,7 +254,6 @@ _WRITERS: Registry[Writer] = Registry(
     attr="WRITER",
     group=ENTRY_POINT_GROUP,
     builtins=_builtins,
-    name=lambda writer: writer.name,
     error=PluginLoadError,
     replace=True,  # a package may override a built-in
 )
@@ -285,7 +284,6 @@ def plugin_outputs(offered: Sequence[OutputOption]) -> list[tuple[OutputOption, 
         attr="WRITER",
         group=ENTRY_POINT_GROUP,
         builtins=list,
-        name=lambda writer: writer.name,
         error=PluginLoadError,
         replace=True,
     )

@@ -66,7 +66,6 @@ _KINDS: Registry[SuiteKind] = Registry(
     attr="KIND",
     group=ENTRY_POINT_GROUP,
     builtins=_builtins,
-    name=lambda kind: kind.name,
     error=SuiteKindError,
     admit=_with_codec,
 )
