@@ -219,17 +219,16 @@ def test_a_worse_model_regresses_against_the_baseline_by_the_paired_bootstrap(
     assert gate["verdict"] == "ok"
 
 
-def test_the_worse_pairs_of_a_spearman_regression_are_those_that_lowered_it(
-    proj: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Six pairs whose similarity order matches the gold order exactly (spearman 1). The new model
-    # lowers every cosine (each angle grows by 5 to 15 degrees) and swaps the order of two pairs
-    # (gold 3 and gold 2). Raw cosine change would call all six worse; what lowered Spearman is
-    # the two swapped pairs, each displaced by one rank: d = (0, 0, 1, 1, 0, 0), so
-    # rho = 1 - 6 * 2 / (6 * 35) = 0.942857, a drop of 2 / 35 = 0.057143, 1 / 35 = 0.028571 each.
-    gold = [5.0, 4.0, 3.0, 2.0, 1.0, 0.2]
-    then = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
-    now = [15.0, 25.0, 45.0, 35.0, 55.0, 65.0]
+def _spearman_change(
+    proj: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    gold: list[float],
+    then: list[float],
+    now: list[float],
+) -> tuple[pytest.RunResult, dict[str, Any]]:
+    """Six pairs t_i-u_i with these gold scores, u_i at ``then`` degrees from t_i for the
+    baseline and at ``now`` for the rerun (a Spearman suite at tolerance 0.01), which fails its
+    regression item; the rerun's result and JSON report."""
     rows = "\n".join(f"  - [t{i}, u{i}, {g}]" for i, g in enumerate(gold))
     write_suite(proj, f"name: sim\nkind: pairs\ntolerance: {{spearman: 0.01}}\npairs:\n{rows}\n")
 
@@ -242,7 +241,21 @@ def test_the_worse_pairs_of_a_spearman_regression_are_those_that_lowered_it(
     monkeypatch.setenv("ANGLES_VERSION", "2")
     result = proj.runpytest("--retrieval-gate")
     result.assert_outcomes(passed=1, failed=1)
-    data = run_json(proj)
+    return result, run_json(proj)
+
+
+def test_the_worse_pairs_of_a_spearman_regression_are_those_that_lowered_it(
+    proj: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Six pairs whose similarity order matches the gold order exactly (spearman 1). The new model
+    # lowers every cosine (each angle grows by 5 to 15 degrees) and swaps the order of two pairs
+    # (gold 3 and gold 2). Raw cosine change would call all six worse; what lowered Spearman is
+    # the two swapped pairs, each displaced by one rank: d = (0, 0, 1, 1, 0, 0), so
+    # rho = 1 - 6 * 2 / (6 * 35) = 0.942857, a drop of 2 / 35 = 0.057143, 1 / 35 = 0.028571 each.
+    gold = [5.0, 4.0, 3.0, 2.0, 1.0, 0.2]
+    then = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
+    now = [15.0, 25.0, 45.0, 35.0, 55.0, 65.0]
+    result, data = _spearman_change(proj, monkeypatch, gold, then, now)
     ids = {q["text"]: q["id"] for q in data["run"]["queries"]}
     (gate,) = [g for g in data["gates"] if "::regression::" in g["nodeid"]]
     assert gate["value"] == pytest.approx(1 - 12 / 210)
@@ -278,19 +291,7 @@ def test_a_pair_whose_cosine_fell_into_its_gold_order_is_better_not_worse(
     gold = [5.0, 4.0, 3.0, 2.0, 1.0, 0.2]
     then = [10.0, 20.0, 30.0, 40.0, 65.0, 60.0]
     now = [20.0, 10.0, 45.0, 40.0, 65.0, 70.0]
-    rows = "\n".join(f"  - [t{i}, u{i}, {g}]" for i, g in enumerate(gold))
-    write_suite(proj, f"name: sim\nkind: pairs\ntolerance: {{spearman: 0.01}}\npairs:\n{rows}\n")
-
-    def angles(of: list[float]) -> str:
-        return json.dumps({f"t{i}": 0.0 for i in range(6)} | {f"u{i}": a for i, a in enumerate(of)})
-
-    (proj.path / "angles.json").write_text(angles(then))
-    proj.runpytest("--retrieval-gate", "--rg-save-baseline").assert_outcomes(passed=1)
-    (proj.path / "angles.json").write_text(angles(now))
-    monkeypatch.setenv("ANGLES_VERSION", "2")
-    result = proj.runpytest("--retrieval-gate")
-    result.assert_outcomes(passed=1, failed=1)
-    data = run_json(proj)
+    result, data = _spearman_change(proj, monkeypatch, gold, then, now)
     ids = {q["text"]: q["id"] for q in data["run"]["queries"]}
     (gate,) = [g for g in data["gates"] if "::regression::" in g["nodeid"]]
     assert (gate["baseline"], gate["value"]) == (
