@@ -266,9 +266,12 @@ def test_the_same_holdout_serial_and_under_xdist(held: pytest.Pytester) -> None:
 def test_adding_an_unrelated_query_keeps_the_holdout(held: pytest.Pytester) -> None:
     path = held.path / "heldout.retrieval.yaml"
     before = holdout_ids(load_suite(path), 0)
-    path.write_text(
-        suite_text() + "  - id: extra\n    query: ask zeta3x again\n    relevant: [d3]\n"
+    # First, so that every other query moves one place: membership is each query's own coin,
+    # keyed by its id, not by its position.
+    text = suite_text().replace(
+        "queries:\n", "queries:\n  - id: extra\n    query: ask zeta3x again\n    relevant: [d3]\n"
     )
+    path.write_text(text)
     after = holdout_ids(load_suite(path), 0)
     assert after - {"extra"} == before
 

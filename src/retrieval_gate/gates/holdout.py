@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from retrieval_gate.gates.compared import TIE
 from retrieval_gate.records import Outcome, RunRecord
 
 if TYPE_CHECKING:
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 
 #: The scope of the holdout items and the first part of their names.
 HOLDOUT_SCOPE = "holdout"
-_TIE = 1e-12
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def holdout_outcomes(
             metric=check.metric,
             value=float("nan"),  # not a figure anyone sees
             threshold=check.tolerance,
-            passed=not drop > check.tolerance + _TIE,
+            passed=not drop > check.tolerance + TIE,
             n=len(keys),
             hidden=True,
         )

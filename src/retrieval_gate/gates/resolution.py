@@ -260,7 +260,7 @@ class ItemSpread:
 
     def third_moment(self) -> float:
         """m3 = mean((d_i - D^)^3), the drops' third central moment (0 for an aggregate that is
-        not a mean): planning carries the baseline's to the sizes it plans for."""
+        not a mean), read by :meth:`skew_term`."""
         if self.drops is None or self.n < 3:
             return 0.0
         return float(((self.drops - self.drops.mean()) ** 3).mean())

@@ -190,6 +190,7 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
 
     began = time.perf_counter()
     held_out = holdout_ids(evaluation.run.suite, seed)
+    timed: list[float] | None = None  # the visible units' latencies, when some are held out
     if held_out:
         hidden = frozenset(
             i for i, q in enumerate(evaluation.run.suite.queries) if q.id in held_out
@@ -260,13 +261,8 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
         **({"suite_reference": suite.reference} if suite.reference else {}),
         **kind.run_stats(_shown_run(run, evaluation.hidden), metrics),
     }
-    if evaluation.hidden and "latency_queries" in stats:
-        # Latency is over the visible queries too: count the ones timed among them.
-        stats["latency_queries"] = sum(
-            1
-            for i, ms in enumerate(run.latencies_ms)
-            if i not in evaluation.hidden and not math.isnan(ms)
-        )
+    if timed is not None and "latency_queries" in stats:
+        stats["latency_queries"] = len(timed)  # latency is over the visible queries too
     if run.exact_rankings is not None:
         # How many units the index ranked otherwise than exact search (docs/verdicts.md).
         stats["index_noise_queries"] = sum(1 for q in queries if q.differs_from_exact)

@@ -25,7 +25,6 @@ from retrieval_gate.suites.suite import Suite
 E = TypeVar("E", bound=RetrievalGateError)
 
 __all__ = [
-    "DEFAULT_HOLDOUT_FACTOR",
     "hide_held_out",
     "holdout_ids",
     "holdout_key",
@@ -93,7 +92,6 @@ def holdout_digest(fraction: float, keys: Iterable[str]) -> str:
 #: tolerance times 1 / sqrt(fraction). A holdout a fifth of the suite has sqrt(5) times the
 #: standard error of a mean over the suite, so the same rule at the same false-alarm rate needs
 #: that much more room.
-DEFAULT_HOLDOUT_FACTOR = "1 / sqrt(holdout)"
 
 
 def holdout_tolerance(suite: Suite, metric: str, regression_tolerance: float) -> float:
