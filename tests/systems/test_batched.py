@@ -342,3 +342,33 @@ def test_systems_over_one_model_and_text_share_the_vectors_and_the_exact_index(
     finally:
         for opened_system in opened:
             opened_system.close()
+
+
+def test_exact_search_for_the_index_noise_reuses_the_searched_vectors(
+    tmp_path: Path, words_embedder: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On an index that does not rank the same every run (chroma, build = "batched"), each
+    # query is also ranked by exact search over the vectors it was searched with: without a
+    # query cache (--rg-no-cache) it must not be embedded again (a service's second paid call,
+    # and a vector that need not be the same).
+    pytest.importorskip("chromadb")
+    calls: list[str] = []
+
+    def counted(self: _Words, texts: Sequence[str]) -> np.ndarray:
+        calls.extend(texts)
+        return self.encode_documents(texts)
+
+    monkeypatch.setattr(_Words, "encode_queries", counted)
+    corpus = _term_corpus(3, 40)
+    spec = {"embedder": "test-words", "model": "m", "index": "chroma", "build": "batched"}
+    found = parse_settings({"system": {"s": spec}}, tmp_path / "pyproject.toml")
+    system = found.system("s")
+    options = RunOptions(cache_dir=tmp_path / "cache", use_cache=False)
+    opened = open_configured(system, found.context(options, system, corpus=corpus))
+    queries = _queries()
+    texts = {text for _, text in queries}  # one text twice: embedded once
+    searched = opened.retrieve_batch(queries, 10)
+    assert sorted(calls) == sorted(texts)
+    exact = opened.exact_hits(queries, 10)
+    assert sorted(calls) == sorted(texts)  # nothing embedded again
+    assert exact is not None and len(exact) == len(searched) == len(queries)

@@ -47,11 +47,6 @@ __all__ = ["RayEmbedder", "ray_embedder"]
 _COLOUR = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return _COLOUR.sub("", text.splitlines()[0])
-
-
 def _error_line(exc: BaseException) -> str:
     """A Ray error in one line, colour codes stripped: its first line (which task or actor,
     less the pid and ip) and, where a traceback follows, the error that ended it (an actor's

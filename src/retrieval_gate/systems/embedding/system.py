@@ -77,6 +77,10 @@ class EmbeddingSystem:
         self._queries_cached: set[str] = set()
         self._queries_embedded: set[str] = set()
         self._queries_timed: set[str] = set()
+        # The vector each query text was searched with this run, by text digest: exact search
+        # for the index noise reads these (docs/verdicts.md), never a second embedding, which
+        # would cost a service a second call and need not give the same vector.
+        self._searched: dict[str, Any] = {}
 
     def _cached_queries(self, queries: Sequence[Query]) -> tuple[list[str], list[Any]]:
         """Digests of the query texts and, per query, its cached ``[1, dim]`` vector or None
@@ -145,6 +149,7 @@ class EmbeddingSystem:
                 ) from None
             out.append(Retrieved(dict(hits), (time.perf_counter() - start) * 1000.0))
             vectors.append(vector[0])
+            self._searched[digest] = vector[0]
             self._queries_timed.add(qid)
             if ready is None:
                 self._queries_embedded.add(qid)
@@ -189,6 +194,10 @@ class EmbeddingSystem:
                     path=where,
                     entry=f"query {queries[0][0]}",
                 ) from None
+        from retrieval_gate.embed.cache import EmbeddingCache
+
+        for (_, text), vector in zip(queries, vectors, strict=True):
+            self._searched[EmbeddingCache.digest(text)] = vector
         if cutoff is not None:
             self._recall_vectors += list(vectors)
             self._recall_cutoff = cutoff
@@ -205,7 +214,15 @@ class EmbeddingSystem:
         backend = INDEXES[self.index.index_kind]
         if backend.reproducible_for(index_options(self.config)) or not queries:
             return None
-        vectors = self.query_vectors(queries)
+        import numpy as np
+
+        from retrieval_gate.embed.cache import EmbeddingCache
+
+        digests = [EmbeddingCache.digest(text) for _, text in queries]
+        if all(digest in self._searched for digest in digests):
+            vectors = np.stack([self._searched[digest] for digest in digests])
+        else:  # queries this run did not search (a caller's own): embedded as a search would
+            vectors = self.query_vectors(queries)
         with self.timings.stage("search"):
             found = self.index.search_vectors(vectors, depth, index=self.index.exact_reference())
         return [dict(hits) for hits in found]
