@@ -365,6 +365,7 @@ def test_exact_search_for_the_index_noise_reuses_the_searched_vectors(
     system = found.system("s")
     options = RunOptions(cache_dir=tmp_path / "cache", use_cache=False)
     opened = open_configured(system, found.context(options, system, corpus=corpus))
+    assert isinstance(opened, EmbeddingSystem)
     queries = _queries()
     texts = {text for _, text in queries}  # one text twice: embedded once
     searched = opened.retrieve_batch(queries, 10)
