@@ -444,9 +444,10 @@ def test_an_unchanged_run_at_the_top_of_its_range_names_what_a_lost_answer_needs
         then, base, align(then, base).shared, [RegressionCheck("suite", "P@1", 0.01)], alpha=0.05
     )
     assert out.passed
-    needed = queries_needed(math.sqrt(0.0196), 1.0, 0.01, 0.05, m3=0.0196 * 0.96)
-    assert needed is not None and needed > (queries_needed(0.0, 1.0, 0.01, 0.05) or 0)
-    assert figures(out).queries_needed == needed
+    # 1,039 for whole queries lost, against 195 for a pseudo-query's spread (docs/verdicts.md).
+    assert queries_needed(math.sqrt(0.0196), 1.0, 0.01, 0.05, m3=0.0196 * 0.96) == 1039
+    assert queries_needed(0.0, 1.0, 0.01, 0.05) == 195
+    assert figures(out).queries_needed == 1039
 
 
 def test_the_default_rule_fails_an_observed_drop_beyond_the_tolerance() -> None:

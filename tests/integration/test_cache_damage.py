@@ -3,7 +3,6 @@ file, the entry computed again, and the run's rankings and metrics equal to a cl
 
 The project is tests/integration/cache_project.py's (160 documents, a chroma and an exact system
 over the same vectors). Each shard is flipped, truncated, or replaced by the other kind's shard
-X
 (docs/embedding.md, "Caches that cannot lie").
 """
 

@@ -353,7 +353,8 @@ def test_a_teams_table_is_searched_read_only_with_nothing_embedded(
     # A team's ANN index may rank differently each run (docs/verdicts.md, "Index noise"): its
     # queries are ranked by the engine's exact scan too; here, four documents, alike.
     assert done["team-hnsw"]["stats"]["index_noise_queries"] == 0
-    assert all(q["exact_ranking"] == q["ranking"] for q in done["team-hnsw"]["queries"])
+    team_queries = done["team-hnsw"]["queries"]
+    assert team_queries and all(q["exact_ranking"] == q["ranking"] for q in team_queries)
     assert "index_noise_queries" not in done["team"]["stats"]
     assert done["exact"]["stats"]["embedded_documents"] == 4
     with psycopg.connect(dsn, autocommit=True) as conn, conn.cursor() as cur:
