@@ -21,6 +21,7 @@ import argparse
 import platform
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,9 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=48)
     parser.add_argument("--builds", type=int, default=4)
     parser.add_argument("--dsn", help="a PostgreSQL with pgvector (default: start pgserver)")
+    parser.add_argument(
+        "--engines", nargs="+", default=None, help="only the engines whose label starts so"
+    )
     args = parser.parse_args()
     docs, queries = clustered(args.docs, args.queries, args.dim)
     ids = [f"doc{i:06d}" for i in range(args.docs)]
@@ -98,18 +102,23 @@ def main() -> None:
     print(f"{args.docs} documents, {args.queries} queries, dim {args.dim}; {platform.platform()}")
     try:
         for label, kind, settings in ENGINES:
+            if args.engines and not label.startswith(tuple(args.engines)):
+                continue
             options = dict(settings)
             if kind == "pgvector":
                 options["dsn"] = dsn
             first: list[list[str]] | None = None
             recalls: list[float] = []
             differing: list[int] = []
+            seconds: list[float] = []
             for build in range(args.builds):
                 folder = scratch / f"{kind}-{build}"
                 index = make_index(kind, cache_dir=folder, key="rebuilds", **options)
                 if kind == "pgvector":
                     drop_table(dsn, index.table.name)  # type: ignore[attr-defined]
+                began = time.perf_counter()
                 index.add(ids, docs)
+                seconds.append(time.perf_counter() - began)
                 found = [[d for d, _ in row] for row in index.search(queries, 10)]
                 getattr(index, "close", lambda: None)()
                 recalls.append(index_recall(found, truth, 10))
@@ -119,7 +128,8 @@ def main() -> None:
                     differing.append(sum(a != b for a, b in zip(first, found, strict=True)))
             print(
                 f"{label:22} recall@10 per build {', '.join(f'{r:.4f}' for r in recalls)}; "
-                f"queries whose top 10 differs from build 1: {differing} of {args.queries}"
+                f"queries whose top 10 differs from build 1: {differing} of {args.queries}; "
+                f"build seconds (wall) {', '.join(f'{s:.1f}' for s in seconds)}"
             )
     finally:
         if server is not None:
