@@ -248,15 +248,19 @@ def _builtins() -> list[ModuleType]:
     return [markdown, json_report, summary, junit, plots]
 
 
-_WRITERS: Registry[Writer] = Registry(
-    "report writer",
-    kind=Writer,
-    attr="WRITER",
-    group=ENTRY_POINT_GROUP,
-    builtins=_builtins,
-    error=PluginLoadError,
-    replace=True,  # a package may override a built-in
-)
+def _registry(builtins: Callable[[], list[ModuleType]]) -> Registry[Writer]:
+    return Registry(
+        "report writer",
+        kind=Writer,
+        attr="WRITER",
+        group=ENTRY_POINT_GROUP,
+        builtins=builtins,
+        error=PluginLoadError,
+        replace=True,  # a package may override a built-in
+    )
+
+
+_WRITERS = _registry(_builtins)
 
 
 def register_writer(writer: Writer) -> Writer:
@@ -278,15 +282,7 @@ def plugin_outputs(offered: Sequence[OutputOption]) -> list[tuple[OutputOption, 
     already offered (a built-in writer replaced, with the same output) adds nothing; one whose
     output would take another's name, option or ini key, whose option is not an ``--rg-``
     path, or that names a settings key, is refused in one line naming it."""
-    only_plugins: Registry[Writer] = Registry(
-        "report writer",
-        kind=Writer,
-        attr="WRITER",
-        group=ENTRY_POINT_GROUP,
-        builtins=list,
-        error=PluginLoadError,
-        replace=True,
-    )
+    only_plugins = _registry(list)
     taken = list(offered)
     found: list[tuple[OutputOption, str]] = []
     for writer in only_plugins.values():
