@@ -28,6 +28,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,7 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     differ = False
     for example in args.examples:
+        began = time.perf_counter()
         cache = work / f"{example}-cache"
         if args.xdist:
             import shutil
@@ -138,7 +140,8 @@ def main() -> None:
         differ |= not (same_rankings and same_metrics)
         print(
             f"{example}: {len(this)} runs, {queries} queries or documents; rankings identical: "
-            f"{same_rankings}; metrics identical: {same_metrics}",
+            f"{same_rankings}; metrics identical: {same_metrics}; "
+            f"{time.perf_counter() - began:,.0f} s wall",
             flush=True,
         )
     sys.exit(1 if differ else 0)
