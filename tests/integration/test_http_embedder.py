@@ -8,6 +8,7 @@ HTTP")."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import textwrap
@@ -161,6 +162,17 @@ def test_429_with_retry_after_is_tried_again_and_the_run_goes_on(
     assert requests == 1 + 3 + 2
 
 
+def second_vector_starting(value: float, texts: list[str]) -> bytes:
+    """The stand-in's answer for ``texts`` (at least two), its second vector's first component
+    ``value``, written as Python's JSON writes it (``NaN``, ``Infinity``, ``1e+300``)."""
+    answer = json.loads(vectors_body(texts, 8))
+    answer["data"][1]["embedding"][0] = value
+    return json.dumps(answer).encode()
+
+
+#: A password and a token in a redirect's Location, which no output may show.
+HIDDEN = "t0ps3cret77"
+
 # Each scripted fault and the line the run ends with (after "run failed: lineage x svc: ").
 SERVICE = "embedding service http://127.0.0.1:*/v1/embeddings (model 'stand-in')"
 ECHO = f'{{"error": "bad key {KEY} from Bearer {KEY}"}}'.encode()
@@ -208,6 +220,26 @@ FAULTS: dict[str, tuple[dict[str, Any], Callable[[int, Seen], Reply], str]] = {
         lambda n, seen: Reply(body=vectors_body(seen.texts[:1], 8)) if n else Reply(),
         f"{SERVICE}: answered 1 embeddings for 3 texts",
     ),
+    "a NaN in a vector (Python's JSON reads it)": (
+        {},
+        lambda n, seen: Reply(body=second_vector_starting(math.nan, seen.texts)) if n else Reply(),
+        f"{SERVICE}: answered embedding #1 with a value that is not a finite float32 (NaN, "
+        "infinity, or beyond +-3.4e38)",
+    ),
+    "a number float32 cannot hold": (
+        {},
+        lambda n, seen: Reply(body=second_vector_starting(1e300, seen.texts)) if n else Reply(),
+        f"{SERVICE}: answered embedding #1 with a value that is not a finite float32 (NaN, "
+        "infinity, or beyond +-3.4e38)",
+    ),
+    "a redirect (not followed; where it points, without its credentials)": (
+        {},
+        lambda n, seen: Reply(
+            302, b"", {"Location": f"https://u:{HIDDEN}@svc.example/v1/embeddings?t={HIDDEN}"}
+        ),
+        f"{SERVICE}: answered 302, a redirect to https://svc.example/v1/embeddings, which is not "
+        "followed: set 'base_url' to the address the service answers at",
+    ),
     "a 401 (the key refused)": (
         {},
         lambda n, seen: Reply(401, ECHO),
@@ -228,6 +260,7 @@ def test_a_fault_ends_in_one_line_naming_the_system_without_the_key(
     # Faults found by the probe (when the system opens) also name the settings file and entry.
     result.stdout.fnmatch_lines(["run failed: lineage x svc: *" + lit(line) + "*"])
     assert "Traceback" not in result.stdout.str()
+    assert HIDDEN not in result.stdout.str()
     assert_key_nowhere(result, pytester.path)
 
 

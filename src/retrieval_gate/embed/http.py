@@ -34,7 +34,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import numpy as np
 
@@ -370,6 +370,15 @@ class HttpEmbedder:
                 f"answered {status}: the API key in {self._key_env} (api_key_env) was refused",
                 config=True,
             )
+        if 300 <= status < 400:
+            # Not followed (a POST redirected is a misconfigured base_url): say where it points.
+            location = headers.get("location")
+            to = f" to {shown_url(urljoin(self._url, location))}" if location else ""
+            return self._fail(
+                f"answered {status}, a redirect{to}, which is not followed: set 'base_url' to "
+                "the address the service answers at",
+                config=True,
+            )
         if status == 404:
             return self._fail(
                 f"answered 404{said}; check 'base_url' (most services want it to end in /v1) "
@@ -413,8 +422,19 @@ class HttpEmbedder:
                 else "the width of its first answer, the probe"
             )
             raise self._fail(f"answered {width} dimensions, expected {expected} ({why})")
+        # Python's JSON reads NaN and Infinity, and a number past float32's range becomes inf
+        # in float32: said here, naming the service and the vector, before any index sees it.
+        with np.errstate(over="ignore"):
+            vectors = np.asarray(rows, dtype=np.float32)
+        finite = np.isfinite(vectors).all(axis=1)
+        if not finite.all():
+            bad = int(np.flatnonzero(~finite)[0])
+            raise self._fail(
+                f"answered embedding #{bad} with a value that is not a finite float32 (NaN, "
+                "infinity, or beyond +-3.4e38)"
+            )
         served = answer.get("model")
-        return np.asarray(rows, dtype=np.float32), served if isinstance(served, str) else None
+        return vectors, served if isinstance(served, str) else None
 
     def _request(self, texts: list[str]) -> tuple[np.ndarray, str | None]:
         """The vectors of ``texts`` from one request (tried again as the retries allow) and
