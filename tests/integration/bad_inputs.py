@@ -1124,6 +1124,24 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "http-hex-key-in-key-env",
+        "an API key without a dash (hex, base62) pasted where the name of its environment "
+        "variable belongs: a valid variable name, refused without being echoed",
+        "ERROR: *pyproject.toml [system.svc]: invalid 'api_key_env': no environment variable of "
+        "that name is set, and the name looks like a key itself (a long run of letters and "
+        "digits); give the name of the variable that holds the key, never the key itself",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                http_system(
+                    base_url='"http://127.0.0.1:9/v1"',
+                    api_key_env='"a8f5f167f44f4964e6c998dee827110c"',
+                )
+            ),
+        },
+    ),
+    BadInput(
         "http-base-url-not-a-url",
         "an http embedder whose base_url is not a URL",
         "ERROR: *pyproject.toml [system.svc]: invalid 'base_url': 'localhost:11434'; expected "

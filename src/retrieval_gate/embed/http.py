@@ -154,6 +154,28 @@ def check_options(options: Mapping[str, Any], where: Where) -> None:
             path=where.source,
             entry=where.entry,
         )
+    if name is not None and name not in os.environ and _looks_like_a_key(name):
+        # A hex or base62 key (or jina_...) is a valid variable name too: the "is not set"
+        # line would print it.
+        raise ConfigError(
+            "invalid 'api_key_env': no environment variable of that name is set, and the name "
+            "looks like a key itself (a long run of letters and digits); give the name of the "
+            "variable that holds the key, never the key itself",
+            path=where.source,
+            entry=where.entry,
+        )
+
+
+def _looks_like_a_key(name: str) -> bool:
+    """Whether ``name`` is shaped as API keys are (a long run of letters and digits, lower
+    case among them, at most one ``_``: hex, base62, ``jina_...``) and variable names are not
+    (``OPENAI_API_KEY``, ``azure_openai_api_key_2024``)."""
+    return (
+        len(name) >= 24
+        and sum(c.isdigit() for c in name) >= 4
+        and any(c.islower() for c in name)
+        and name.count("_") <= 1
+    )
 
 
 def probe_digest(vector: np.ndarray) -> str:
