@@ -62,5 +62,6 @@ def test_main_uploads_the_history_with_the_baseline_from_a_full_clone() -> None:
     (upload,) = [s for s in _steps() if str(s.get("uses", "")).startswith("actions/upload-art")]
     paths = upload["with"]["path"].split()
     assert "retrieval-baseline.json" in paths and ".retrieval-gate/history/" in paths
+    assert upload["with"]["include-hidden-files"] is True  # else .retrieval-gate/ is left out
     (checkout,) = [s for s in _steps() if str(s.get("uses", "")).startswith("actions/checkout")]
     assert checkout["with"]["fetch-depth"] == 0
