@@ -770,6 +770,34 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "retriever-names-a-class",
+        "a retriever setting naming the class with the search method, not an instance of it",
+        "*pyproject.toml [system.keyword]: retriever 'engine_app:Engine' names a class; name an "
+        "instance of it (its search method is called) or a function f(query, k) -> "
+        "[(doc_id, score), ...]",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(retriever_system(ref="engine_app:Engine")),
+            "engine_app.py": "class Engine:\n    def search(self, query, k):\n"
+            "        return [('docs/faq.md', 1.0)]\n",
+        },
+    ),
+    BadInput(
+        "retriever-isolated-names-a-class",
+        "the same with isolate = true (the child process refuses it)",
+        "*pyproject.toml [system.keyword]: cannot import retriever 'engine_app:Engine': "
+        "TypeError: engine_app:Engine names a class; name an instance of it or a function "
+        "f(query, k) -> [(doc_id, score), ...]",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(retriever_system(ref="engine_app:Engine", isolate="true")),
+            "engine_app.py": "class Engine:\n    def search(self, query, k):\n"
+            "        return [('docs/faq.md', 1.0)]\n",
+        },
+    ),
+    BadInput(
         "retriever-import-exits",
         "sys.exit in a retriever module's import",
         "*pyproject.toml [system.keyword]: cannot import retriever 'exiting_app:retrieve': "
