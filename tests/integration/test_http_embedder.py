@@ -170,6 +170,15 @@ def second_vector_starting(value: float, texts: list[str]) -> bytes:
     return json.dumps(answer).encode()
 
 
+#: An error page as a proxy in front of a service answers it: what a message could quote of
+#: it in its first 160 characters is a doctype, comments and CSS.
+PROXY_PAGE = (
+    b"<!DOCTYPE html>\n<!--[if lt IE 7]> <html class='no-js ie6 oldie' lang='en-US'> "
+    b"<![endif]-->\n<head><style>body{font-family:sans-serif;margin:0;padding:0}"
+    + b"a{color:#000}" * 40
+    + b"</style>\n<title>example.com | 502: Bad gateway</title></head><body>...</body></html>"
+)
+
 #: A password and a token in a redirect's Location, which no output may show.
 HIDDEN = "t0ps3cret77"
 
@@ -212,8 +221,19 @@ FAULTS: dict[str, tuple[dict[str, Any], Callable[[int, Seen], Reply], str]] = {
     ),
     "an answer that is not JSON": (
         {},
-        lambda n, seen: Reply(body=b"<html>\x1b[2J bad gateway</html>") if n else Reply(),
-        f"{SERVICE}: answered something that is not JSON: <html>\\x1b[2J bad gateway</html>",
+        lambda n, seen: Reply(body=b"upstream \x1b[2J reset") if n else Reply(),
+        f"{SERVICE}: answered something that is not JSON: upstream \\x1b[2J reset",
+    ),
+    "an HTML page without a title where JSON belongs": (
+        {},
+        lambda n, seen: Reply(body=b"<html>\x1b[2J bad <b>gateway</b></html>") if n else Reply(),
+        f"{SERVICE}: answered something that is not JSON: an HTML page: \\x1b[2J bad gateway",
+    ),
+    "a proxy's HTML error page (said by its title, not its doctype and CSS)": (
+        {"retries": 0},
+        lambda n, seen: Reply(502, PROXY_PAGE) if n else Reply(),
+        f"{SERVICE}: answered 502: an HTML page titled 'example.com | 502: Bad gateway' (tried "
+        "once; 'retries' = 0)",
     ),
     "fewer vectors than texts": (
         {},

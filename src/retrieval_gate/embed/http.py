@@ -22,6 +22,7 @@ not part of it: the same model served on a laptop and in CI shares the cache and
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import math
 import os
@@ -207,6 +208,29 @@ def _shown(text: str) -> str:
     return inert if len(inert) <= _QUOTED else inert[: _QUOTED - 3] + "..."
 
 
+#: Of an answer's body, the part read for an HTML page's title or text.
+_PAGE_HEAD = 65536
+_TITLE = re.compile(r"(?is)<title[^>]*>(.*?)(?:</title|$)")
+_HTML = re.compile(r"(?is)\s*<(!doctype|html|head|body|!--)")
+# An unclosed script, style or comment runs to the end (as in a browser): each is scanned once.
+_NOT_TEXT = re.compile(r"(?is)<(script|style)\b.*?(?:</\1\s*>|$)|<!--.*?(?:-->|$)|<[^>]*>?")
+
+
+def _server_text(payload: bytes) -> str:
+    """An answer's body as a message quotes it. An HTML page (a proxy's or a login page in front
+    of the service) is said by its title, else by its text without tags, scripts and styles:
+    quoted as it is, its first characters would be a doctype, comments and CSS."""
+    text = payload.decode("utf-8", "replace")
+    if not _HTML.match(text):
+        return text
+    head = text[:_PAGE_HEAD]
+    title = _TITLE.search(head)
+    if title is not None and title.group(1).strip():
+        return f"an HTML page titled '{html.unescape(' '.join(title.group(1).split()))}'"
+    words = " ".join(html.unescape(_NOT_TEXT.sub(" ", head)).split())
+    return f"an HTML page: {words}" if words else "an HTML page without text"
+
+
 def shown_url(url: str) -> str:
     """The URL without user, password and query (where credentials hide), as messages show it."""
     parts = urlsplit(url)
@@ -377,7 +401,7 @@ class HttpEmbedder:
             raise self._fail(f"request failed: {type(exc).__name__}: {reason}") from None
 
     def _status_fault(self, status: int, headers: Mapping[str, str], payload: bytes) -> Exception:
-        text = _shown(payload.decode("utf-8", "replace"))
+        text = _shown(_server_text(payload))
         said = f": {text}" if text else ""
         if status == 429 or status >= 500:
             return _Retry(f"answered {status}{said}", _retry_after(headers.get("retry-after")))
@@ -413,7 +437,7 @@ class HttpEmbedder:
         try:
             answer = json.loads(payload)
         except ValueError:
-            text = _shown(payload.decode("utf-8", "replace")) or "an empty body"
+            text = _shown(_server_text(payload)) or "an empty body"
             raise self._fail(f"answered something that is not JSON: {text}") from None
         data = answer.get("data") if isinstance(answer, dict) else None
         if not isinstance(data, list):
