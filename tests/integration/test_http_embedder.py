@@ -284,6 +284,27 @@ def test_a_fault_ends_in_one_line_naming_the_system_without_the_key(
     assert_key_nowhere(result, pytester.path)
 
 
+def test_a_base_url_holding_the_endpoint_says_to_drop_it(
+    pytester: pytest.Pytester, keyed: None
+) -> None:
+    # The endpoint copied whole from a service's docs: /embeddings is appended to it again.
+    with stand_in(dim=8, script=lambda n, seen: Reply(404, b"not found")) as server:
+        http_project(pytester, server.base_url + "/embeddings")
+        result = pytester.runpytest("--retrieval-gate")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "run failed: lineage x svc: *"
+            + lit(
+                "embedding service http://127.0.0.1:*/v1/embeddings/embeddings (model "
+                "'stand-in'): answered 404: not found; 'base_url' ends in /embeddings, which the "
+                "embedder appends itself: drop it from 'base_url'"
+            )
+            + "*"
+        ]
+    )
+
+
 def test_a_key_variable_that_is_not_set_says_so(pytester: pytest.Pytester) -> None:
     with stand_in(dim=8) as server:
         http_project(pytester, server.base_url)

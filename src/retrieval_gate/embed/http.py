@@ -426,6 +426,13 @@ class HttpEmbedder:
                 config=True,
             )
         if status == 404:
+            if self._url.endswith("/embeddings/embeddings"):
+                # The endpoint copied whole from the service's docs.
+                return self._fail(
+                    f"answered 404{said}; 'base_url' ends in /embeddings, which the embedder "
+                    "appends itself: drop it from 'base_url'",
+                    config=True,
+                )
             return self._fail(
                 f"answered 404{said}; check 'base_url' (most services want it to end in /v1) "
                 "and 'model'",
