@@ -501,6 +501,61 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "baseline-run-value-not-a-number",
+        "a baseline whose run-level metric value is not a number (hand-edited)",
+        "ERROR: *retrieval-baseline.json [lineage::keyword]: corrupt baseline: run metric values "
+        "must be numbers, P@1 is 'high'; restore it from version control or save a new one with "
+        "--rg-save-baseline",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"runs": {"lineage::keyword": {"metrics": {"P@1": "high"}, "queries": {}}}}',
+        },
+    ),
+    BadInput(
+        "baseline-cutoffs-not-a-list",
+        "a baseline whose cutoffs are not a list of whole numbers (hand-edited)",
+        "ERROR: *retrieval-baseline.json [lineage::keyword]: corrupt baseline: 'k' must be a list "
+        "of whole numbers >= 1, got 10; restore it from version control or save a new one with "
+        "--rg-save-baseline",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"runs": {"lineage::keyword": {"k": 10, "queries": {}}}}',
+        },
+    ),
+    BadInput(
+        "baseline-rank-not-a-rank",
+        "a baseline whose rank of a relevant document is not a rank (hand-edited)",
+        "ERROR: *retrieval-baseline.json [lineage::keyword query join_orders]: corrupt baseline: "
+        "each of 'relevant_ranks' must be a rank >= 1 or null; restore it from version control "
+        "or save a new one with --rg-save-baseline",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"runs": {"lineage::keyword": {"queries": {"join_orders": {"digest": "d", "metrics": '
+            '{"P@1": 1.0}, "ranking": ["sql/orders.sql"], "relevant_ranks": {"sql/orders.sql": '
+            '"first"}}}}}}',
+        },
+    ),
+    BadInput(
+        "baseline-holdout-value-out-of-bounds",
+        "a baseline holding a held-out value its metric cannot take (hand-edited)",
+        "ERROR: *retrieval-baseline.json [lineage::keyword holdout]: corrupt baseline: P@1 of "
+        "suite 'lineage', system 'keyword' is 5.0, outside its bounds [0, 1]; restore it from "
+        "version control or save a new one with --rg-save-baseline",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"runs": {"lineage::keyword": {"queries": {}, "holdout": {"fraction": 0.5, "digest": '
+            '"h", "keys": ["k1", "k2"], "values": {"P@1": [1.0, 5.0]}}}}}',
+        },
+    ),
+    BadInput(
         "retriever-raises",
         "a retriever that raises",
         "lineage.retrieval.yaml [query join_orders]: retriever search_app:retrieve raised "
