@@ -1594,10 +1594,22 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "history-not-a-folder",
         "a history folder that is a file, when saving a baseline",
-        "retrieval gate: could not append to the history *.retrieval-gate/history: File exists",
+        "retrieval gate: could not append to the history *.retrieval-gate/history: the history "
+        "store is not a folder: move the file away, or name another folder in "
+        "[tool.retrieval_gate.history] store",
         "session failed",
         {"lineage.retrieval.yaml": SUITE, ".retrieval-gate/history": "not a folder\n"},
         ("--rg-save-baseline",),
+    ),
+    BadInput(
+        "history-not-a-folder-read",
+        "a history folder that is a file, on a run that reads it (its drift items would vanish "
+        "unsaid)",
+        "history: history unreadable: *.retrieval-gate/history: the history store is not a "
+        "folder: move the file away, or name another folder in [tool.retrieval_gate.history] "
+        "store",
+        "warning",
+        {"lineage.retrieval.yaml": SUITE, ".retrieval-gate/history": "not a folder\n"},
     ),
     BadInput(
         "history-tampered",

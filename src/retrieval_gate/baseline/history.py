@@ -355,6 +355,7 @@ class JsonLinesHistory:
         from retrieval_gate.files.read import read_text
 
         path = self.path(suite)
+        self._check_folder()
         if not os.path.lexists(path):
             return History(suite=suite, location=str(path))
         text = read_text(path, what="history", error=HistoryError)
@@ -367,10 +368,21 @@ class JsonLinesHistory:
             by_suite.setdefault(record.suite, []).append(record)
         if not by_suite:
             return
+        self._check_folder()
         self.folder.mkdir(parents=True, exist_ok=True)
         with self._locked():
             for suite, found in by_suite.items():
                 self._append_locked(self.path(suite), found)
+
+    def _check_folder(self) -> None:
+        """A file where the folder should be is said as such (reading it would find no history
+        and say nothing; making the folder would fail with "File exists")."""
+        if os.path.lexists(self.folder) and not self.folder.is_dir():
+            raise HistoryError(
+                "the history store is not a folder: move the file away, or name another folder "
+                "in [tool.retrieval_gate.history] store",
+                path=self.folder,
+            )
 
     def _append_locked(self, path: Path, records: Iterable[HistoryRecord]) -> None:
         flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
