@@ -244,3 +244,51 @@ def test_xdist_gives_the_same_drift_verdicts_and_writes_once(
     # One record appended, by the controller alone.
     history = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text()
     assert history.count("\n") == lines + 1
+
+
+def test_a_suite_whose_every_query_changed_is_not_compared_with_the_anchor(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The anchor's 50 queries all renamed: the drift item would compare the means of two other
+    # sets of queries (and did, failing with "the anchor kept no per-query values").
+    stepped_project(pytester)
+    run_step(pytester, monkeypatch, 0, quality=0)
+    run_step(pytester, monkeypatch, 1, quality=0)
+    suite = pytester.path / "merges.retrieval.yaml"
+    suite.write_text(suite.read_text().replace("id: q", "id: renamed-q"))
+    (pytester.path / "step.txt").write_text("10")  # P@1 0.8 against the anchor's 1
+    result = pytester.runpytest("--retrieval-gate", "-rs")
+    result.assert_outcomes(passed=1, skipped=2)
+    result.stdout.fnmatch_lines(
+        [
+            f"SKIPPED*not compared with the anchor of {_day(pytester, 0)} ({commit(0)[:7]}): "
+            "none of its queries is unchanged today (every one edited, renamed or removed)"
+        ]
+    )
+
+
+def test_a_metric_gated_since_the_anchor_is_not_compared_with_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # P@2 gated after the anchor was recorded: it passed as "level with the anchor" against a
+    # value the anchor never had, and the JSON twin's threshold was NaN (not JSON).
+    stepped_project(pytester)
+    run_step(pytester, monkeypatch, 0, quality=0)
+    run_step(pytester, monkeypatch, 1, quality=0)
+    suite = pytester.path / "merges.retrieval.yaml"
+    suite.write_text(
+        suite.read_text()
+        .replace("k: [1]", "k: [1, 2]")
+        .replace("  P@1: 0.0", "  P@1: 0.0\n  P@2: 0.0")
+    )
+    result = pytester.runpytest("--retrieval-gate", "-rs")
+    result.stdout.fnmatch_lines(
+        [
+            f"SKIPPED*not compared with the anchor of {_day(pytester, 0)} ({commit(0)[:7]}): it "
+            "has no P@2 (a metric measured since)"
+        ]
+    )
+    text = (pytester.path / "retrieval-gate-report.json").read_text()
+    assert "NaN" not in text
+    drift = [g for g in json.loads(text)["gates"] if g["scope"] == "history-drift"]
+    assert [(g["metric"], g["passed"]) for g in drift] == [("P@1", True)]
