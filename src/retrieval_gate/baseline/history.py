@@ -385,10 +385,7 @@ class JsonLinesHistory:
             )
 
     def _append_locked(self, path: Path, records: Iterable[HistoryRecord]) -> None:
-        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-        if os.path.islink(path):
-            raise HistoryError("history file is a symbolic link; refusing to write", path=path)
-        fd = os.open(path, flags, 0o644)
+        fd = _open_own(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
             if _ends_torn(fd):
                 os.write(fd, b"\n")  # the torn fragment stays a line of its own
@@ -400,7 +397,7 @@ class JsonLinesHistory:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        fd = os.open(self.folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = _open_own(self.folder / LOCK_NAME, os.O_RDWR | os.O_CREAT)
         try:
             try:
                 import fcntl
@@ -461,13 +458,27 @@ class JsonLinesHistory:
                 kept[slot] = encode_line(record)
             if rejected:
                 # Appended first: were the rewrite to fail, the lines are in both places.
-                with open(path.with_name(path.name + ".rejected"), "a", encoding="utf-8") as out:
-                    out.write("".join(f"{line}\n" for line in rejected))
-                    out.flush()
-                    os.fsync(out.fileno())
+                out = _open_own(
+                    path.with_name(path.name + ".rejected"), os.O_WRONLY | os.O_APPEND | os.O_CREAT
+                )
+                try:
+                    _write_all(out, "".join(f"{line}\n" for line in rejected).encode())
+                    os.fsync(out)
+                finally:
+                    os.close(out)
             if compacted or rejected:
                 write_bytes_atomic(path, b"".join(kept))
         return compacted, len(rejected)
+
+
+def _open_own(path: Path, flags: int) -> int:
+    """A descriptor on a file of the history folder, never through a symbolic link: a link
+    committed in its place (to a file elsewhere) would have the plugin append to that file
+    lines the history's own file held (the rejected ones), or create it."""
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    if os.path.islink(path):  # O_NOFOLLOW where the platform has it; this check elsewhere
+        raise HistoryError("history file is a symbolic link; refusing to write", path=path)
+    return os.open(path, flags | nofollow | getattr(os, "O_CLOEXEC", 0), 0o644)
 
 
 def _ends_torn(fd: int) -> bool:
