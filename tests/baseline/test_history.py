@@ -184,6 +184,15 @@ def test_no_file_of_the_history_is_written_through_a_link(tmp_path: Path) -> Non
     assert not (tmp_path / "created-elsewhere").exists()
 
 
+def test_a_pipe_in_place_of_the_history_is_refused_not_written(tmp_path: Path) -> None:
+    # A write to a pipe no one reads waits forever once past the pipe's buffer (a record of a
+    # large suite is): refused before anything is written.
+    store = JsonLinesHistory(tmp_path)
+    os.mkfifo(store.path("lineage"))
+    with pytest.raises(HistoryError, match=r"lineage\.jsonl: .*a named pipe \(FIFO\), not a"):
+        store.append([record(0)])
+
+
 def test_a_suite_name_is_a_safe_file_name() -> None:
     assert suite_file_name("lineage") == "lineage.jsonl"
     odd = suite_file_name("../x/\x1b[31m")

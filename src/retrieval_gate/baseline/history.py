@@ -32,6 +32,7 @@ import json
 import math
 import os
 import re
+import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -472,13 +473,23 @@ class JsonLinesHistory:
 
 
 def _open_own(path: Path, flags: int) -> int:
-    """A descriptor on a file of the history folder, never through a symbolic link: a link
-    committed in its place (to a file elsewhere) would have the plugin append to that file
-    lines the history's own file held (the rejected ones), or create it."""
-    nofollow = getattr(os, "O_NOFOLLOW", 0)
-    if os.path.islink(path):  # O_NOFOLLOW where the platform has it; this check elsewhere
+    """A descriptor on a regular file of the history folder, never through a symbolic link (a
+    link committed in its place, to a file elsewhere, would have the plugin append to that
+    file lines the history's own file held, the rejected ones, or create it) and never on a
+    pipe or device (a write with no reader would wait forever)."""
+    from retrieval_gate.files.read import special_kind
+
+    try:
+        status = os.lstat(path)
+    except FileNotFoundError:
+        status = None
+    if status is not None and stat.S_ISLNK(status.st_mode):
         raise HistoryError("history file is a symbolic link; refusing to write", path=path)
-    return os.open(path, flags | nofollow | getattr(os, "O_CLOEXEC", 0), 0o644)
+    if status is not None and (kind := special_kind(status.st_mode)) is not None:
+        raise HistoryError(f"history file is {kind}, not a regular file", path=path)
+    # O_NOFOLLOW and O_NONBLOCK where the platform has them: the checks above, made sure.
+    extra = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    return os.open(path, flags | extra | getattr(os, "O_CLOEXEC", 0), 0o644)
 
 
 def _ends_torn(fd: int) -> bool:
