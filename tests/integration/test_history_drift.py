@@ -292,3 +292,25 @@ def test_a_metric_gated_since_the_anchor_is_not_compared_with_it(
     assert "NaN" not in text
     drift = [g for g in json.loads(text)["gates"] if g["scope"] == "history-drift"]
     assert [(g["metric"], g["passed"]) for g in drift] == [("P@1", True)]
+
+
+def test_compaction_keeps_each_systems_anchor_with_many_systems(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # keep_values counted over the file's records (both systems') compacted the anchor of a
+    # drift window of 2 of each system's records: decided on suite values, with no resolution.
+    stepped_project(pytester)
+    settings = (pytester.path / "pyproject.toml").read_text()
+    settings = settings.replace('systems = ["stepped"]', 'systems = ["stepped", "twin"]')
+    settings += '\n[tool.retrieval_gate.system.twin]\nretriever = "stepped_app:retrieve"\n'
+    settings += "\n[tool.retrieval_gate.history]\nkeep_values = 2\ndrift_window = 2\n"
+    (pytester.path / "pyproject.toml").write_text(settings)
+    for step in range(3):
+        run_step(pytester, monkeypatch, step, quality=step)
+    report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+    drift = [g for g in report["gates"] if g["scope"] == "history-drift"]
+    assert [g["system"] for g in drift] == ["stepped", "twin"]
+    for gate in drift:  # anchor: merge 0 (P@1 1), now merge 2 (0.96)
+        assert gate["detail"][1].startswith("anchor 1 -> now 0.96 over 50 paired queries;")
+    lines = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text().splitlines()
+    assert [bool(json.loads(line).get("compacted")) for line in lines] == [True] * 2 + [False] * 4

@@ -33,6 +33,7 @@ import math
 import os
 import re
 import stat
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -414,9 +415,9 @@ class JsonLinesHistory:
             os.close(fd)
 
     def compact(self, suite: str, *, keep_values: int) -> tuple[int, int]:
-        """Drop the per-query values of every record but the newest ``keep_values`` (their
-        metrics, n and provenance stay; the record is marked ``compacted`` and gets a new
-        digest), and move unreadable lines to ``<file>.rejected``. Returns (records compacted,
+        """Drop the per-query values of every record but the newest ``keep_values`` of its
+        system (their metrics, n and provenance stay; the record is marked ``compacted`` and
+        gets a new digest), and move unreadable lines to ``<file>.rejected``. Returns (records compacted,
         lines moved). Every record stays; the file is replaced atomically under the lock."""
         from retrieval_gate.files.atomic import write_bytes_atomic
         from retrieval_gate.files.read import read_text
@@ -442,9 +443,14 @@ class JsonLinesHistory:
                 records.append((len(kept), found[0]))
                 kept.append(b"")
             compacted = 0
-            cut = max(0, len(records) - keep_values)
-            for position, (slot, record) in enumerate(records):
-                if position < cut and not record.compacted:
+            # Counted per system, as the drift window is: counted over the file, a suite run
+            # with more systems than keep_values / drift_window compacted every drift anchor.
+            per_system = Counter(record.system for _, record in records)
+            seen: Counter[str] = Counter()
+            for slot, record in records:
+                position = seen[record.system]
+                seen[record.system] += 1
+                if position < per_system[record.system] - keep_values and not record.compacted:
                     record = dataclasses.replace(
                         record,
                         queries=(),
