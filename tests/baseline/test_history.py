@@ -193,6 +193,26 @@ def test_a_pipe_in_place_of_the_history_is_refused_not_written(tmp_path: Path) -
         store.append([record(0)])
 
 
+def test_bytes_that_are_not_utf8_cost_their_line_only(tmp_path: Path) -> None:
+    store = JsonLinesHistory(tmp_path)
+    store.append([record(0)])
+    with open(store.path("lineage"), "ab") as out:
+        out.write(b"caf\xe9 \xff\n")  # an editor's Latin-1
+    store.append([record(1)])
+    with open(store.path("lineage"), "ab") as out:
+        out.write(b"\x00\x00\x00")  # a write lost to a power cut
+    found = store.read("lineage")
+    assert [r.session for r in found.records] == ["session0", "session1"]
+    assert [p.rsplit(" line ", 1)[1] for p in found.problems] == [
+        "2: not a record (a torn write or an edit); skipped",
+        "4: a torn tail (a write cut short); skipped",
+    ]
+    assert store.compact("lineage", keep_values=200) == (0, 2)
+    rejected = store.path("lineage").with_name("lineage.jsonl.rejected")
+    assert rejected.read_bytes() == b"caf\xe9 \xff\n\x00\x00\x00\n"  # byte for byte
+    assert [r.session for r in store.read("lineage").records] == ["session0", "session1"]
+
+
 def test_a_suite_name_is_a_safe_file_name() -> None:
     assert suite_file_name("lineage") == "lineage.jsonl"
     odd = suite_file_name("../x/\x1b[31m")

@@ -25,6 +25,30 @@ QUERY = "  - id: q\n    query: q\n    relevant: [sql/orders.sql]\n"
 PASSWORD = "hunter2pw"
 
 
+def _history_with_bytes(root: Path) -> None:
+    """A history of suite ``lineage``: one record, a line an editor saved in Latin-1 and the NUL
+    bytes a write lost to a power cut leaves."""
+    from retrieval_gate.baseline.history import HistoryRecord, encode_line
+    from retrieval_gate.baseline.provenance import Provenance
+
+    record = HistoryRecord(
+        suite="lineage",
+        system="keyword",
+        at=Provenance(commit="abc1234", time="2026-09-30T12:00:00Z"),
+        suite_digest="s",
+        identity="i",
+        source="baseline",
+        decided=False,
+        session="s",
+        n=3,
+        metrics={"P@1": 0.5},
+        tolerance={"P@1": 0.01},
+    )
+    folder = root / ".retrieval-gate" / "history"
+    folder.mkdir(parents=True)
+    (folder / "lineage.jsonl").write_bytes(encode_line(record) + b"caf\xe9\n\x00\x00\x00\x00")
+
+
 def _tampered_history(root: Path) -> None:
     """A history of suite ``lineage`` whose one record's value was edited after it was written."""
     from retrieval_gate.baseline.history import HistoryRecord, encode_line
@@ -1618,6 +1642,15 @@ CASES: tuple[BadInput, ...] = (
         "warning",
         {"lineage.retrieval.yaml": SUITE},
         setup=lambda root: _tampered_history(root),
+    ),
+    BadInput(
+        "history-not-utf8",
+        "a history with a line that is not UTF-8 (an editor's re-encoding, or the NUL bytes a "
+        "write lost to a power cut leaves): each such line is named, the other records read",
+        "history: *lineage.jsonl line 2: not a record (a torn write or an edit); skipped",
+        "warning",
+        {"lineage.retrieval.yaml": SUITE},
+        setup=lambda root: _history_with_bytes(root),
     ),
     BadInput(
         "plan-with-plots",

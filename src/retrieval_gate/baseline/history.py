@@ -354,13 +354,11 @@ class JsonLinesHistory:
         return self.folder / suite_file_name(suite)
 
     def read(self, suite: str) -> History:
-        from retrieval_gate.files.read import read_text
-
         path = self.path(suite)
         self._check_folder()
         if not os.path.lexists(path):
             return History(suite=suite, location=str(path))
-        text = read_text(path, what="history", error=HistoryError)
+        text = _read_history(path)
         records, problems = parse_history(text, suite=suite, where=str(path))
         return History(suite, tuple(records), tuple(problems), str(path))
 
@@ -420,13 +418,12 @@ class JsonLinesHistory:
         gets a new digest), and move unreadable lines to ``<file>.rejected``. Returns (records compacted,
         lines moved). Every record stays; the file is replaced atomically under the lock."""
         from retrieval_gate.files.atomic import write_bytes_atomic
-        from retrieval_gate.files.read import read_text
 
         path = self.path(suite)
         if not path.exists():
             return 0, 0
         with self._locked():
-            text = read_text(path, what="history", error=HistoryError)
+            text = _read_history(path)
             kept: list[bytes] = []
             rejected: list[str] = []
             records: list[tuple[int, HistoryRecord]] = []
@@ -438,7 +435,7 @@ class JsonLinesHistory:
                     if problems:
                         rejected.append(line)
                     else:
-                        kept.append((line + "\n").encode())  # another suite's record: as it is
+                        kept.append(_bytes(line + "\n"))  # another suite's record: as it is
                     continue
                 records.append((len(kept), found[0]))
                 kept.append(b"")
@@ -469,13 +466,29 @@ class JsonLinesHistory:
                     path.with_name(path.name + ".rejected"), os.O_WRONLY | os.O_APPEND | os.O_CREAT
                 )
                 try:
-                    _write_all(out, "".join(f"{line}\n" for line in rejected).encode())
+                    _write_all(out, _bytes("".join(f"{line}\n" for line in rejected)))
                     os.fsync(out)
                 finally:
                     os.close(out)
             if compacted or rejected:
                 write_bytes_atomic(path, b"".join(kept))
         return compacted, len(rejected)
+
+
+def _read_history(path: Path) -> str:
+    """A history file's text, whatever bytes a line holds. Records are ASCII; a line with other
+    bytes (an editor's re-encoding, the NUL bytes a write lost to a power cut leaves) is no
+    record, named and skipped like any other rather than making every record unreadable, and
+    it stays byte for byte what it was (:func:`_bytes`) when compaction moves it away."""
+    from retrieval_gate.files.read import read_bytes
+
+    raw = read_bytes(path, what="history", error=HistoryError)
+    return raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="surrogateescape")
+
+
+def _bytes(text: str) -> bytes:
+    """Text read by :func:`_read_history`, as the bytes it was read from."""
+    return text.encode("utf-8", errors="surrogateescape")
 
 
 def _open_own(path: Path, flags: int) -> int:
