@@ -314,3 +314,26 @@ def test_compaction_keeps_each_systems_anchor_with_many_systems(
         assert gate["detail"][1].startswith("anchor 1 -> now 0.96 over 50 paired queries;")
     lines = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text().splitlines()
     assert [bool(json.loads(line).get("compacted")) for line in lines] == [True] * 2 + [False] * 4
+
+
+def test_a_compaction_that_fails_after_the_append_says_the_records_are_in(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It said "could not append to the history", after appending: a rerun appends them twice.
+    stepped_project(pytester)
+    run_step(pytester, monkeypatch, 0, quality=0)
+    folder = pytester.path / ".retrieval-gate/history"
+    with open(folder / "merges.jsonl", "a") as out:
+        out.write("not a record\n")
+    (folder / "merges.jsonl.rejected").symlink_to(pytester.path / "elsewhere")
+    result = run_step(pytester, monkeypatch, 1, quality=0)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "recorded 1 run(s) in the history: *",
+            "retrieval gate: recorded, but could not compact the history "
+            "*merges.jsonl.rejected: history file is a symbolic link; refusing to write",
+        ]
+    )
+    assert (folder / "merges.jsonl").read_text().count("\n") == 3  # two records, the bad line
+    assert not (pytester.path / "elsewhere").exists()
