@@ -1390,6 +1390,33 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "tolerance-twice",
+        "a regression tolerance given twice under two spellings of one metric",
+        "ERROR: *pyproject.toml [tolerance.p@1]: P@1 is given twice",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(),
+                '[tool.retrieval_gate]\ntolerance = {"P@1" = 0.05, "p@1" = 0.01}\n',
+            ),
+        },
+    ),
+    BadInput(
+        "drift-tolerance-twice",
+        "a drift tolerance given twice under two spellings of one metric",
+        "ERROR: *pyproject.toml [history.drift_tolerance.ndcg@3]: nDCG@3 is given twice",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(),
+                "[tool.retrieval_gate.history]\n"
+                'drift_tolerance = {"nDCG@3" = 0.05, "ndcg@3" = 0.01}\n',
+            ),
+        },
+    ),
+    BadInput(
         "settings-fifo",
         "a retrieval-gate.yaml that is a named pipe",
         "ERROR: *retrieval-gate.yaml: settings file is a named pipe (FIFO), not a regular file",
