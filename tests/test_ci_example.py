@@ -53,3 +53,15 @@ def test_the_completion_check_follows_every_gate_run_on_a_fresh_report() -> None
     # A report left from an earlier run would pass the check for a run that wrote none.
     assert all(runs[i].startswith("rm -f retrieval-gate-report.json && pytest") for i in gates)
     assert completion_check().endswith("retrieval-gate-report.json")
+
+
+def test_main_uploads_the_history_with_the_baseline_from_a_full_clone() -> None:
+    # docs/ci.md: on main, commit retrieval-baseline.json and .retrieval-gate/history/ together
+    # (the artifact downloaded and committed), so the artifact must hold both; the baseline-age
+    # check counts commits, which a shallow clone does not have.
+    (upload,) = [s for s in _steps() if str(s.get("uses", "")).startswith("actions/upload-art")]
+    paths = upload["with"]["path"].split()
+    assert "retrieval-baseline.json" in paths and ".retrieval-gate/history/" in paths
+    assert upload["with"]["include-hidden-files"] is True  # else .retrieval-gate/ is left out
+    (checkout,) = [s for s in _steps() if str(s.get("uses", "")).startswith("actions/checkout")]
+    assert checkout["with"]["fetch-depth"] == 0

@@ -463,6 +463,7 @@ def retrieval_system(request: pytest.FixtureRequest) -> Any:
 
     config = request.config
     session = config.stash.get(SESSION_KEY, None)
+    failure: str | None = None
     try:
         if session is not None:
             opened = RetrievalSystem(session.systems[0], session.settings, session.run_options)
@@ -483,7 +484,11 @@ def retrieval_system(request: pytest.FixtureRequest) -> Any:
     except RetrievalGateError as exc:
         from retrieval_gate.display import shown
 
-        pytest.fail(f"retrieval_system: {shown(exc.format())}", pytrace=False)
+        failure = f"retrieval_system: {shown(exc.format())}"
+    if failure is not None:
+        # Outside the except block: raised inside it, pytest would print the setting's error
+        # twice, joined by "During handling of the above exception, another exception occurred".
+        pytest.fail(failure, pytrace=False)
     request.addfinalizer(opened.close)
     return opened
 

@@ -233,6 +233,11 @@ def _serve(conn: Any, ref: str, root: str, max_items: int) -> None:
     conn.send(("started", None, ""))
     try:
         function = _import(ref, Path(root))
+        if isinstance(function, type):  # as load_retriever refuses it (systems/retriever.py)
+            raise TypeError(
+                f"{ref} names a class; name an instance of it or a function f(query, k) -> "
+                "[(doc_id, score), ...]"
+            )
         if not callable(function) and callable(getattr(function, "search", None)):
             function = function.search
         if not callable(function):

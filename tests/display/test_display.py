@@ -56,6 +56,8 @@ def no_registered_secrets() -> Iterator[None]:
         # API keys by their prefix, also as a service quotes them cut short.
         ("Incorrect API key provided: sk-proj-****cdef.", "Incorrect API key provided: ***"),
         ("pushed with ghp_0123456789abcdefghijKLMN", "pushed with ***"),
+        ("bad token ghp_abcd****6789 and hf_Ab****xY.", "bad token *** and ***."),
+        ("github_pat_11AB****wxyz refused", "*** refused"),
         ("task-force sk-1", "task-force sk-1"),  # no key: too short
         # Object-store keys, as an environment assignment and as a printed mapping.
         (

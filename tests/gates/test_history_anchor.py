@@ -1,4 +1,5 @@
-"""gates/history.py and config/history.py: which record is the anchor, and the drift settings."""
+"""gates/history.py and config/history.py: which record is the anchor, and the drift settings;
+gates/keeper.py: the baseline age's JUnit properties."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from retrieval_gate.baseline.provenance import Provenance
 from retrieval_gate.config.history import HistorySettings, parse_history
 from retrieval_gate.errors import ConfigError
 from retrieval_gate.gates.history import find_anchor
+from retrieval_gate.gates.keeper import BaselineAge
 
 
 def _record(day: int, commit: str) -> HistoryRecord:
@@ -79,3 +81,18 @@ def test_drift_settings_and_their_defaults(tmp_path: Path) -> None:
         parse_history({"drift_window": 0}, tmp_path / "p", tmp_path)
     with pytest.raises(ConfigError, match="baseline_max_commits"):
         parse_history({"baseline_max_commits": 1.5}, tmp_path / "p", tmp_path)
+
+
+def test_junit_properties_of_the_baseline_age_hold_only_what_is_known() -> None:
+    # Saved outside git and CI: no commit and no time, so no property ('None' was written).
+    unknown = BaselineAge(saved=Provenance(commit=None, time=None), days=None, commits=None)
+    assert unknown.properties() == []
+    known = BaselineAge(
+        saved=Provenance(commit="abc0000", time="2026-01-01T00:00:00Z"), days=2.345, commits=3
+    )
+    assert known.properties() == [
+        ("baseline_commit", "abc0000"),
+        ("baseline_time", "2026-01-01T00:00:00Z"),
+        ("baseline_age_days", 2.35),
+        ("baseline_commits_behind", 3),
+    ]

@@ -849,6 +849,34 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "retriever-names-a-class",
+        "a retriever setting naming the class with the search method, not an instance of it",
+        "*pyproject.toml [system.keyword]: retriever 'engine_app:Engine' names a class; name an "
+        "instance of it (its search method is called) or a function f(query, k) -> "
+        "[(doc_id, score), ...]",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(retriever_system(ref="engine_app:Engine")),
+            "engine_app.py": "class Engine:\n    def search(self, query, k):\n"
+            "        return [('docs/faq.md', 1.0)]\n",
+        },
+    ),
+    BadInput(
+        "retriever-isolated-names-a-class",
+        "the same with isolate = true (the child process refuses it)",
+        "*pyproject.toml [system.keyword]: cannot import retriever 'engine_app:Engine': "
+        "TypeError: engine_app:Engine names a class; name an instance of it or a function "
+        "f(query, k) -> [(doc_id, score), ...]",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(retriever_system(ref="engine_app:Engine", isolate="true")),
+            "engine_app.py": "class Engine:\n    def search(self, query, k):\n"
+            "        return [('docs/faq.md', 1.0)]\n",
+        },
+    ),
+    BadInput(
         "retriever-import-exits",
         "sys.exit in a retriever module's import",
         "*pyproject.toml [system.keyword]: cannot import retriever 'exiting_app:retrieve': "
@@ -1199,6 +1227,24 @@ CASES: tuple[BadInput, ...] = (
             "lineage.retrieval.yaml": SUITE,
             "pyproject.toml": settings(
                 http_system(base_url='"http://127.0.0.1:9/v1"', api_key_env='"sk-live-12ab34cd"')
+            ),
+        },
+    ),
+    BadInput(
+        "http-hex-key-in-key-env",
+        "an API key without a dash (hex, base62) pasted where the name of its environment "
+        "variable belongs: a valid variable name, refused without being echoed",
+        "ERROR: *pyproject.toml [system.svc]: invalid 'api_key_env': no environment variable of "
+        "that name is set, and the name looks like a key itself (a long run of letters and "
+        "digits); give the name of the variable that holds the key, never the key itself",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                http_system(
+                    base_url='"http://127.0.0.1:9/v1"',
+                    api_key_env='"a8f5f167f44f4964e6c998dee827110c"',
+                )
             ),
         },
     ),

@@ -8,6 +8,7 @@ HTTP")."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import textwrap
@@ -161,6 +162,26 @@ def test_429_with_retry_after_is_tried_again_and_the_run_goes_on(
     assert requests == 1 + 3 + 2
 
 
+def second_vector_starting(value: float, texts: list[str]) -> bytes:
+    """The stand-in's answer for ``texts`` (at least two), its second vector's first component
+    ``value``, written as Python's JSON writes it (``NaN``, ``Infinity``, ``1e+300``)."""
+    answer = json.loads(vectors_body(texts, 8))
+    answer["data"][1]["embedding"][0] = value
+    return json.dumps(answer).encode()
+
+
+#: An error page as a proxy in front of a service answers it: what a message could quote of
+#: it in its first 160 characters is a doctype, comments and CSS.
+PROXY_PAGE = (
+    b"<!DOCTYPE html>\n<!--[if lt IE 7]> <html class='no-js ie6 oldie' lang='en-US'> "
+    b"<![endif]-->\n<head><style>body{font-family:sans-serif;margin:0;padding:0}"
+    + b"a{color:#000}" * 40
+    + b"</style>\n<title>example.com | 502: Bad gateway</title></head><body>...</body></html>"
+)
+
+#: A password and a token in a redirect's Location, which no output may show.
+HIDDEN = "t0ps3cret77"
+
 # Each scripted fault and the line the run ends with (after "run failed: lineage x svc: ").
 SERVICE = "embedding service http://127.0.0.1:*/v1/embeddings (model 'stand-in')"
 ECHO = f'{{"error": "bad key {KEY} from Bearer {KEY}"}}'.encode()
@@ -200,13 +221,44 @@ FAULTS: dict[str, tuple[dict[str, Any], Callable[[int, Seen], Reply], str]] = {
     ),
     "an answer that is not JSON": (
         {},
-        lambda n, seen: Reply(body=b"<html>\x1b[2J bad gateway</html>") if n else Reply(),
-        f"{SERVICE}: answered something that is not JSON: <html>\\x1b[2J bad gateway</html>",
+        lambda n, seen: Reply(body=b"upstream \x1b[2J reset") if n else Reply(),
+        f"{SERVICE}: answered something that is not JSON: upstream \\x1b[2J reset",
+    ),
+    "an HTML page without a title where JSON belongs": (
+        {},
+        lambda n, seen: Reply(body=b"<html>\x1b[2J bad <b>gateway</b></html>") if n else Reply(),
+        f"{SERVICE}: answered something that is not JSON: an HTML page: \\x1b[2J bad gateway",
+    ),
+    "a proxy's HTML error page (said by its title, not its doctype and CSS)": (
+        {"retries": 0},
+        lambda n, seen: Reply(502, PROXY_PAGE) if n else Reply(),
+        f"{SERVICE}: answered 502: an HTML page titled 'example.com | 502: Bad gateway' (tried "
+        "once; 'retries' = 0)",
     ),
     "fewer vectors than texts": (
         {},
         lambda n, seen: Reply(body=vectors_body(seen.texts[:1], 8)) if n else Reply(),
         f"{SERVICE}: answered 1 embeddings for 3 texts",
+    ),
+    "a NaN in a vector (Python's JSON reads it)": (
+        {},
+        lambda n, seen: Reply(body=second_vector_starting(math.nan, seen.texts)) if n else Reply(),
+        f"{SERVICE}: answered embedding #1 with a value that is not a finite float32 (NaN, "
+        "infinity, or beyond +-3.4e38)",
+    ),
+    "a number float32 cannot hold": (
+        {},
+        lambda n, seen: Reply(body=second_vector_starting(1e300, seen.texts)) if n else Reply(),
+        f"{SERVICE}: answered embedding #1 with a value that is not a finite float32 (NaN, "
+        "infinity, or beyond +-3.4e38)",
+    ),
+    "a redirect (not followed; where it points, without its credentials)": (
+        {},
+        lambda n, seen: Reply(
+            302, b"", {"Location": f"https://u:{HIDDEN}@svc.example/v1/embeddings?t={HIDDEN}"}
+        ),
+        f"{SERVICE}: answered 302, a redirect to https://svc.example/v1/embeddings, which is not "
+        "followed: set 'base_url' to the address the service answers at",
     ),
     "a 401 (the key refused)": (
         {},
@@ -228,7 +280,29 @@ def test_a_fault_ends_in_one_line_naming_the_system_without_the_key(
     # Faults found by the probe (when the system opens) also name the settings file and entry.
     result.stdout.fnmatch_lines(["run failed: lineage x svc: *" + lit(line) + "*"])
     assert "Traceback" not in result.stdout.str()
+    assert HIDDEN not in result.stdout.str()
     assert_key_nowhere(result, pytester.path)
+
+
+def test_a_base_url_holding_the_endpoint_says_to_drop_it(
+    pytester: pytest.Pytester, keyed: None
+) -> None:
+    # The endpoint copied whole from a service's docs: /embeddings is appended to it again.
+    with stand_in(dim=8, script=lambda n, seen: Reply(404, b"not found")) as server:
+        http_project(pytester, server.base_url + "/embeddings")
+        result = pytester.runpytest("--retrieval-gate")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "run failed: lineage x svc: *"
+            + lit(
+                "embedding service http://127.0.0.1:*/v1/embeddings/embeddings (model "
+                "'stand-in'): answered 404: not found; 'base_url' ends in /embeddings, which the "
+                "embedder appends itself: drop it from 'base_url'"
+            )
+            + "*"
+        ]
+    )
 
 
 def test_a_key_variable_that_is_not_set_says_so(pytester: pytest.Pytester) -> None:

@@ -118,7 +118,11 @@ def test_runs_that_failed_and_undecided_gates_are_reported() -> None:
     assert not data.passed
     text = markdown.render(data)
     assert "- `s` x `x`: s.yaml [queries[0]]: bad" in text
-    assert "0 of 1 gates passed; 1 not decided because their run failed" in text
+    # The failed run was run: its suite and system count.
+    assert (
+        "0 of 1 gates passed; 1 not decided because their run failed, over 1 suite(s) and "
+        "1 system(s)." in text
+    )
 
 
 def test_every_writer_writes_and_items_get_their_properties(tmp_path: Path) -> None:
@@ -167,3 +171,25 @@ def test_a_lone_surrogate_and_a_credential_in_the_records_are_written_inert(
     report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert report["runs"][0]["suite"] == "s\ud800"
     assert report["errors"][0]["error"] == "cannot reach postgresql://gate:***@db"
+
+
+def test_means_equal_but_for_float_noise_are_bold_together() -> None:
+    # Two systems' P@3 over 15 queries, both 4/15, summed in other orders: 0.26666666666666666
+    # and 0.2666666666666667. Both are the best; bolding one would name a winner that is not one.
+    data = ReportData.gathered(
+        ItemPayload(
+            runs=(
+                _run("s", "x", 0.26666666666666666),
+                _run("s", "y", 0.2666666666666667),
+                _run("s", "z", 0.1),
+            )
+        )
+    )
+    assert 0.26666666666666666 != 0.2666666666666667
+    text = markdown.render(data)
+    assert "| P@1 | **0.2667** | **0.2667** | 0.1000 |" in text
+    # Systems that differ only by float noise: no bold at all.
+    alone = ReportData.gathered(
+        ItemPayload(runs=(_run("s", "x", 0.26666666666666666), _run("s", "y", 0.2666666666666667)))
+    )
+    assert "| P@1 | 0.2667 | 0.2667 |" in markdown.render(alone)

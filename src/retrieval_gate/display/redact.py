@@ -87,7 +87,9 @@ _BEARER = re.compile(
 # OpenAI's and Anthropic's sk-, GitHub's tokens, Hugging Face's hf_.
 _PREFIXED_KEY = re.compile(
     r"(?P<head>)\b(?P<secret>sk-[A-Za-z0-9_\-*.]{4,}|gh[pousr]_[A-Za-z0-9]{20,}"
-    r"|github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{20,})"
+    r"|github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{20,}"
+    # The cut-short forms of the others ("ghp_abcd****6789"); sk-'s takes '*' above.
+    r"|(?:gh[pousr]|github_pat|hf)_[A-Za-z0-9_]*\*{2,}[A-Za-z0-9]*)"
 )
 
 _PATTERNS = (_URL_PASSWORD, _AUTHORIZATION, _KEY_VALUE, _BEARER, _PREFIXED_KEY)

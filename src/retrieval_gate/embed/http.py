@@ -22,6 +22,7 @@ not part of it: the same model served on a laptop and in CI shares the cache and
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import math
 import os
@@ -34,7 +35,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import numpy as np
 
@@ -154,6 +155,28 @@ def check_options(options: Mapping[str, Any], where: Where) -> None:
             path=where.source,
             entry=where.entry,
         )
+    if name is not None and name not in os.environ and _looks_like_a_key(name):
+        # A hex or base62 key (or jina_...) is a valid variable name too: the "is not set"
+        # line would print it.
+        raise ConfigError(
+            "invalid 'api_key_env': no environment variable of that name is set, and the name "
+            "looks like a key itself (a long run of letters and digits); give the name of the "
+            "variable that holds the key, never the key itself",
+            path=where.source,
+            entry=where.entry,
+        )
+
+
+def _looks_like_a_key(name: str) -> bool:
+    """Whether ``name`` is shaped as API keys are (a long run of letters and digits, lower
+    case among them, at most one ``_``: hex, base62, ``jina_...``) and variable names are not
+    (``OPENAI_API_KEY``, ``azure_openai_api_key_2024``)."""
+    return (
+        len(name) >= 24
+        and sum(c.isdigit() for c in name) >= 4
+        and any(c.islower() for c in name)
+        and name.count("_") <= 1
+    )
 
 
 def probe_digest(vector: np.ndarray) -> str:
@@ -183,6 +206,29 @@ def _shown(text: str) -> str:
     characters."""
     inert = shown(" ".join(text.split()))
     return inert if len(inert) <= _QUOTED else inert[: _QUOTED - 3] + "..."
+
+
+#: Of an answer's body, the part read for an HTML page's title or text.
+_PAGE_HEAD = 65536
+_TITLE = re.compile(r"(?is)<title[^>]*>(.*?)(?:</title|$)")
+_HTML = re.compile(r"(?is)\s*<(!doctype|html|head|body|!--)")
+# An unclosed script, style or comment runs to the end (as in a browser): each is scanned once.
+_NOT_TEXT = re.compile(r"(?is)<(script|style)\b.*?(?:</\1\s*>|$)|<!--.*?(?:-->|$)|<[^>]*>?")
+
+
+def _server_text(payload: bytes) -> str:
+    """An answer's body as a message quotes it. An HTML page (a proxy's or a login page in front
+    of the service) is said by its title, else by its text without tags, scripts and styles:
+    quoted as it is, its first characters would be a doctype, comments and CSS."""
+    text = payload.decode("utf-8", "replace")
+    if not _HTML.match(text):
+        return text
+    head = text[:_PAGE_HEAD]
+    title = _TITLE.search(head)
+    if title is not None and title.group(1).strip():
+        return f"an HTML page titled '{html.unescape(' '.join(title.group(1).split()))}'"
+    words = " ".join(html.unescape(_NOT_TEXT.sub(" ", head)).split())
+    return f"an HTML page: {words}" if words else "an HTML page without text"
 
 
 def shown_url(url: str) -> str:
@@ -355,7 +401,7 @@ class HttpEmbedder:
             raise self._fail(f"request failed: {type(exc).__name__}: {reason}") from None
 
     def _status_fault(self, status: int, headers: Mapping[str, str], payload: bytes) -> Exception:
-        text = _shown(payload.decode("utf-8", "replace"))
+        text = _shown(_server_text(payload))
         said = f": {text}" if text else ""
         if status == 429 or status >= 500:
             return _Retry(f"answered {status}{said}", _retry_after(headers.get("retry-after")))
@@ -370,7 +416,23 @@ class HttpEmbedder:
                 f"answered {status}: the API key in {self._key_env} (api_key_env) was refused",
                 config=True,
             )
+        if 300 <= status < 400:
+            # Not followed (a POST redirected is a misconfigured base_url): say where it points.
+            location = headers.get("location")
+            to = f" to {shown_url(urljoin(self._url, location))}" if location else ""
+            return self._fail(
+                f"answered {status}, a redirect{to}, which is not followed: set 'base_url' to "
+                "the address the service answers at",
+                config=True,
+            )
         if status == 404:
+            if self._url.endswith("/embeddings/embeddings"):
+                # The endpoint copied whole from the service's docs.
+                return self._fail(
+                    f"answered 404{said}; 'base_url' ends in /embeddings, which the embedder "
+                    "appends itself: drop it from 'base_url'",
+                    config=True,
+                )
             return self._fail(
                 f"answered 404{said}; check 'base_url' (most services want it to end in /v1) "
                 "and 'model'",
@@ -382,7 +444,7 @@ class HttpEmbedder:
         try:
             answer = json.loads(payload)
         except ValueError:
-            text = _shown(payload.decode("utf-8", "replace")) or "an empty body"
+            text = _shown(_server_text(payload)) or "an empty body"
             raise self._fail(f"answered something that is not JSON: {text}") from None
         data = answer.get("data") if isinstance(answer, dict) else None
         if not isinstance(data, list):
@@ -413,8 +475,19 @@ class HttpEmbedder:
                 else "the width of its first answer, the probe"
             )
             raise self._fail(f"answered {width} dimensions, expected {expected} ({why})")
+        # Python's JSON reads NaN and Infinity, and a number past float32's range becomes inf
+        # in float32: said here, naming the service and the vector, before any index sees it.
+        with np.errstate(over="ignore"):
+            vectors = np.asarray(rows, dtype=np.float32)
+        finite = np.isfinite(vectors).all(axis=1)
+        if not finite.all():
+            bad = int(np.flatnonzero(~finite)[0])
+            raise self._fail(
+                f"answered embedding #{bad} with a value that is not a finite float32 (NaN, "
+                "infinity, or beyond +-3.4e38)"
+            )
         served = answer.get("model")
-        return np.asarray(rows, dtype=np.float32), served if isinstance(served, str) else None
+        return vectors, served if isinstance(served, str) else None
 
     def _request(self, texts: list[str]) -> tuple[np.ndarray, str | None]:
         """The vectors of ``texts`` from one request (tried again as the retries allow) and

@@ -72,11 +72,11 @@ class BaselineAge:
     def properties(self) -> list[tuple[str, object]]:
         """JUnit ``<properties>`` of the test suite."""
         out: list[tuple[str, object]] = []
-        if self.saved is not None:
-            out += [
-                ("baseline_commit", self.saved.commit or ""),
-                ("baseline_time", self.saved.time),
-            ]
+        # Only what is known: a baseline saved outside git and CI has neither (no "None").
+        if self.saved is not None and self.saved.commit:
+            out.append(("baseline_commit", self.saved.commit))
+        if self.saved is not None and self.saved.time is not None:
+            out.append(("baseline_time", self.saved.time))
         if self.days is not None:
             out.append(("baseline_age_days", round(self.days, 2)))
         if self.commits is not None:

@@ -11,6 +11,7 @@ from retrieval_gate.display import shown
 from retrieval_gate.display.markdown import inert
 from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.files.outputs import REPORT_OUTPUT
+from retrieval_gate.gates.floors import EPSILON
 from retrieval_gate.metrics import parse_metric
 from retrieval_gate.records import (
     BaselineComparison,
@@ -109,11 +110,16 @@ def lines(data: ReportData) -> Iterator[str]:
     n_failed = len(data.failed)
     verdict = "PASSED" if data.passed else "FAILED"
     undecided = (
-        f"; {len(data.undecided)} not decided because their run failed" if data.undecided else ""
+        f"; {len(data.undecided)} not decided because their run failed," if data.undecided else ""
     )
+    # A run that failed has no record but was run all the same: a session whose every run
+    # failed covers its suites and systems, not "0 suite(s) and 0 system(s)".
+    ran = [(run.suite, run.system) for run in data.runs]
+    ran += [(error.suite, error.system) for error in data.errors]
+    suites, systems = {suite for suite, _ in ran}, {system for _, system in ran}
     yield (
         f"**{verdict}**: {len(data.gates) - n_failed} of {data.total} gates passed{undecided}"
-        f" over {len(data.suites())} suite(s) and {len({r.system for r in data.runs})} system(s)."
+        f" over {len(suites)} suite(s) and {len(systems)} system(s)."
     )
     yield ""
     if data.partial is not None:
@@ -225,13 +231,17 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
         present = [v for v in values if v is not None]
         spec = parse_metric(metric).spec
         # Bold marks the best system (lowest for FP, FN, latency), only where the systems differ.
+        # Means equal but for float noise (4/15 summed in another order) are equal: bolding
+        # one of two 0.2667 would name a winner that is not one (the floors' margin, EPSILON).
         pick = max if spec.higher_is_better else min
-        best = pick(present) if present and max(present) != min(present) else None
+        differ = bool(present) and max(present) - min(present) > EPSILON
+        best = pick(present) if differ else None
         # Counts (TP, FP, FN summed over documents) print as integers.
         show = _count if spec.aggregation.name == "sum" else fmt
         row = [metric]
         for run, v in zip(runs, values, strict=True):
-            cell = f"**{show(v)}**" if v is not None and v == best else show(v)
+            top = v is not None and best is not None and abs(v - best) <= EPSILON
+            cell = f"**{show(v)}**" if top else show(v)
             interval = run.intervals.get(metric)
             if interval is not None:
                 cell += f" [{show(interval[0])}, {show(interval[1])}]"

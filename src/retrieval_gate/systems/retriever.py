@@ -107,6 +107,16 @@ def load_retriever(
             path=source,
             entry=f"system.{system.name}",
         ) from None
+    if isinstance(obj, type):
+        # A class is callable, so it would be called as f(query, k) and fail on every query
+        # with its constructor's TypeError ("Engine() takes no arguments").
+        method = " (its search method is called)" if callable(getattr(obj, "search", None)) else ""
+        raise ConfigError(
+            f"retriever {ref!r} names a class; name an instance of it{method} or a function "
+            "f(query, k) -> [(doc_id, score), ...]",
+            path=source,
+            entry=f"system.{system.name}",
+        )
     if not callable(obj) and callable(getattr(obj, "search", None)):
         obj = obj.search
     if not callable(obj):
