@@ -173,6 +173,28 @@ def test_wrong_version_is_an_error(tmp_path: Path) -> None:
             {"version": 1, "runs": {"s::sys": {"queries": {}, "fingerprint": []}}},
             r"\[s::sys\]: corrupt baseline: run 'fingerprint' is not an object",
         ),
+        (
+            {"version": 1, "runs": {"s::sys": {"queries": {}, "metrics": {"P@1": float("nan")}}}},
+            r"\[s::sys\]: corrupt baseline: P@1 is nan; metric values must be finite",
+        ),
+        (
+            {
+                "version": 1,
+                "runs": {
+                    "s::sys": {
+                        "queries": {
+                            "q1": {
+                                "digest": "x",
+                                "metrics": {},
+                                "ranking": ["a", 7],
+                                "relevant_ranks": {},
+                            }
+                        }
+                    }
+                },
+            },
+            r"\[s::sys query q1\]: corrupt baseline: 'ranking' must be a list of document ids",
+        ),
     ],
 )
 def test_malformed_content_names_the_entry(tmp_path: Path, payload: Any, message: str) -> None:
