@@ -231,7 +231,11 @@ class SystemNode(pytest.Collector):
                     self, name=f"drift::{name}", suite=suite, system=system
                 )
                 yield _marked(item, wide)
-        for check in gate_session.history.drift_checks(suite, system.name):
+        try:
+            checks = gate_session.history.drift_checks(suite, system.name)
+        except RetrievalGateError as exc:  # an ambiguous --rg-pin
+            raise self.CollectError(shown(exc.format())) from None
+        for check in checks:
             name = f"{DRIFT_SCOPE}::{check.metric}"
             history = HistoryDriftItem.from_parent(self, name=name, suite=suite, system=system)
             yield _marked(history, wide)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from retrieval_gate.gates.changepoints import _q_statistics, change_points
+from retrieval_gate.gates import changepoints
+from retrieval_gate.gates.changepoints import ChangePoint, _q_statistics, change_points
 
 
 def test_a_level_shift_at_step_15_is_named_there() -> None:
@@ -32,3 +34,111 @@ def test_same_series_same_answer() -> None:
     rng = np.random.default_rng(3)
     values = rng.normal(0.5, 0.02, 25)
     assert change_points(values, seed=5) == change_points(values, seed=5)
+
+
+def _reference_change_points(
+    values: np.ndarray, *, level: float, permutations: int, seed: int, min_size: int = 3
+) -> list[ChangePoint]:
+    """The implementation before the permutation test stopped scoring decided splits: a loop
+    over tau for every permutation. The current one must give exactly its answers."""
+
+    def best_split(x: np.ndarray) -> tuple[int, float]:
+        n = len(x)
+        d = np.abs(x[:, None] - x[None, :])
+        s = np.zeros((n + 1, n + 1))
+        s[1:, 1:] = d.cumsum(0).cumsum(1)
+        out = np.full(n + 1, -np.inf)
+        for tau in range(min_size, n - min_size + 1):
+            m = n - tau
+            a = (s[tau, n] - s[tau, tau]) / (tau * m)
+            b = s[tau, tau] / 2.0 / (tau * (tau - 1) / 2.0)
+            c = (s[n, n] - s[tau, n] - s[n, tau] + s[tau, tau]) / 2.0 / (m * (m - 1) / 2.0)
+            out[tau] = tau * m / n * (2.0 * a - b - c)
+        best = int(np.argmax(out))
+        return best, float(out[best])
+
+    x = np.asarray(values, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    found: list[int] = []
+    p_values: dict[int, float] = {}
+    segments = [(0, len(x))]
+    while segments:
+        lo, hi = segments.pop()
+        part = x[lo:hi]
+        if len(part) < 2 * min_size or float(np.ptp(part)) == 0.0:
+            continue
+        tau, q = best_split(part)
+        if q <= 0.0:
+            continue
+        exceed = sum(best_split(rng.permutation(part))[1] >= q - 1e-12 for _ in range(permutations))
+        p = (1 + exceed) / (1 + permutations)
+        if p > level:
+            continue
+        found.append(lo + tau)
+        p_values[lo + tau] = p
+        segments += [(lo, lo + tau), (lo + tau, hi)]
+    found.sort()
+    bounds = [0, *found, len(x)]
+    return [
+        ChangePoint(
+            index,
+            float(x[bounds[i] : index].mean()),
+            float(x[index : bounds[i + 2]].mean()),
+            p_values[index],
+        )
+        for i, index in enumerate(found)
+    ]
+
+
+def _seeded_histories() -> list[np.ndarray]:
+    """Continuous noise, coarse metric values (many ties: P@1 over 4 or 10 queries), level
+    shifts of each, constant series and runs of one value, short and longer histories."""
+    out = []
+    for i in range(24):
+        rng = np.random.default_rng(500 + i)
+        n = int(rng.integers(6, 48))
+        if i % 3 == 0:
+            values = rng.normal(0.7, 0.01, n)
+        else:
+            values = rng.integers(0, 4 if i % 3 == 1 else 10, n) / (4 if i % 3 == 1 else 10)
+        if i % 2:
+            values[n // 2 :] += 0.5
+        out.append(values)
+    out += [
+        np.full(20, 0.7),
+        np.r_[np.full(10, 0.5), np.full(10, 0.75)],
+        np.r_[np.full(8, 1.0), np.full(8, 0.0), np.full(8, 1.0)],
+        np.tile([0.0, 1.0], 12),
+    ]
+    return out
+
+
+@pytest.mark.parametrize(("level", "permutations"), [(0.01, 199), (0.05, 99), (0.2, 29)])
+def test_the_same_change_points_and_p_values_as_scoring_every_permutation(
+    level: float, permutations: int
+) -> None:
+    for seed, values in enumerate(_seeded_histories()):
+        expected = _reference_change_points(
+            values, level=level, permutations=permutations, seed=seed
+        )
+        found = change_points(values, level=level, permutations=permutations, seed=seed)
+        assert found == expected, (seed, values)
+
+
+def test_a_rejected_split_stops_scoring_permutations_once_decided(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An unchanged, noisy history: its first split is rejected (no change point). With
+    # p = (1 + exceed) / 200 <= 0.01 needing exceed <= 1, scoring stops at the second permuted
+    # series whose max Q reaches the observed one, not after all 199.
+    scored = []
+    original = changepoints._SplitScores.__call__
+
+    def counting(self: changepoints._SplitScores, x: np.ndarray) -> np.ndarray:
+        scored.append(len(x))
+        return original(self, x)
+
+    monkeypatch.setattr(changepoints._SplitScores, "__call__", counting)
+    values = np.random.default_rng(10_000).normal(0.7, 0.01, 30)
+    assert change_points(values, seed=0) == []
+    assert 1 + 2 <= len(scored) < 1 + 199

@@ -73,6 +73,32 @@ def _tampered_history(root: Path) -> None:
     (folder / "lineage.jsonl").write_text(line)
 
 
+def _history_at_two_commits(root: Path) -> None:
+    """A history of suite ``lineage``: records at commits abc1234... and abc1299..."""
+    from retrieval_gate.baseline.history import HistoryRecord, encode_line
+    from retrieval_gate.baseline.provenance import Provenance
+
+    lines = b""
+    for day, commit in enumerate(("abc1234" + "0" * 33, "abc1299" + "0" * 33), start=1):
+        record = HistoryRecord(
+            suite="lineage",
+            system="keyword",
+            at=Provenance(commit=commit, time=f"2026-09-0{day}T12:00:00Z"),
+            suite_digest="s",
+            identity="i",
+            source="baseline",
+            decided=False,
+            session=f"s{day}",
+            n=3,
+            metrics={"P@1": 0.5},
+            tolerance={"P@1": 0.01},
+        )
+        lines += encode_line(record)
+    folder = root / ".retrieval-gate" / "history"
+    folder.mkdir(parents=True)
+    (folder / "lineage.jsonl").write_bytes(lines)
+
+
 @dataclass(frozen=True)
 class BadInput:
     """A mistake: the files it takes (on top of the test project), the options, how pytest
@@ -1648,6 +1674,16 @@ CASES: tuple[BadInput, ...] = (
         "usage error",
         {"lineage.retrieval.yaml": SUITE},
         ("--rg-pin", "v1.0"),
+    ),
+    BadInput(
+        "pin-ambiguous",
+        "--rg-pin given a commit prefix that two commits of the history start with",
+        "--rg-pin abc1: ambiguous: the history has records at abc1234 and abc1299; give more "
+        "digits of the commit",
+        "collection error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-pin", "abc1"),
+        setup=lambda root: _history_at_two_commits(root),
     ),
     BadInput(
         "record-without-history",

@@ -184,6 +184,26 @@ def test_a_pinned_anchor_is_named(
     )
 
 
+def test_a_pin_that_matches_two_commits_is_a_usage_error_naming_them(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stepped_project(pytester)
+    for step in range(3):
+        run_step(pytester, monkeypatch, step, quality=step)
+    # abc0000, abc0001 and abc0002 all start with abc0: the newest was silently taken.
+    result = pytester.runpytest("--retrieval-gate", "--rg-pin", "ABC0")
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # an error of the collection
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(
+        [
+            f"--rg-pin ABC0: ambiguous: the history has records at {commit(0)[:7]}, "
+            f"{commit(1)[:7]} and {commit(2)[:7]}; give more digits of the commit"
+        ]
+    )
+    result = pytester.runpytest("--retrieval-gate", "--rg-pin", commit(1)[:7])
+    assert result.ret == 0
+
+
 def test_a_suite_spent_by_decisions_is_warned(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

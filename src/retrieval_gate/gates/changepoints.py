@@ -51,30 +51,46 @@ class ChangePoint:
         return self.after - self.before
 
 
+class _SplitScores:
+    """Q(tau) for every split tau in [min_size, n - min_size] of series of one length n, with
+    the buffers reused across the permutations of a segment (allocating them cost as much as
+    the arithmetic). Each value is computed with the same floating-point operations in the same
+    order as a loop over tau would, so the change points and p-values do not move by a rounding
+    (tests/gates/test_changepoints.py compares them with the loop)."""
+
+    def __init__(self, n: int, min_size: int) -> None:
+        self.n = n
+        self.distances = np.empty((n, n))
+        # Prefix sums of the distance matrix give each block's sum in O(1).
+        self.sums = np.zeros((n + 1, n + 1))
+        self.out = np.full(n + 1, -np.inf)
+        self.tau = np.arange(min_size, n - min_size + 1)
+        self.m = n - self.tau
+        self.scale = self.tau * self.m / n
+        self.across_pairs = self.tau * self.m
+        self.before_pairs = self.tau * (self.tau - 1) / 2.0
+        self.after_pairs = self.m * (self.m - 1) / 2.0
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        n, d, s, tau = self.n, self.distances, self.sums, self.tau
+        np.subtract(x[:, None], x[None, :], out=d)
+        np.abs(d, out=d)
+        np.cumsum(d, axis=0, out=s[1:, 1:])
+        np.cumsum(s[1:, 1:], axis=1, out=s[1:, 1:])
+        diagonal = s[tau, tau]
+        across = s[tau, n] - diagonal  # rows < tau, columns >= tau
+        within_before = diagonal / 2.0
+        within_after = (s[n, n] - s[tau, n] - s[n, tau] + diagonal) / 2.0
+        a = across / self.across_pairs
+        b = within_before / self.before_pairs
+        c = within_after / self.after_pairs
+        self.out[tau] = self.scale * (2.0 * a - b - c)
+        return self.out
+
+
 def _q_statistics(x: np.ndarray, min_size: int) -> np.ndarray:
     """Q(tau) for every split tau in [min_size, n - min_size] (index = first point after)."""
-    n = len(x)
-    d = np.abs(x[:, None] - x[None, :])
-    # Prefix sums of the distance matrix give each block's sum in O(1).
-    s = np.zeros((n + 1, n + 1))
-    s[1:, 1:] = d.cumsum(0).cumsum(1)
-    out = np.full(n + 1, -np.inf)
-    for tau in range(min_size, n - min_size + 1):
-        m = n - tau
-        across = s[tau, n] - s[tau, tau]  # rows < tau, columns >= tau
-        within_before = s[tau, tau] / 2.0
-        within_after = (s[n, n] - s[tau, n] - s[n, tau] + s[tau, tau]) / 2.0
-        a = across / (tau * m)
-        b = within_before / (tau * (tau - 1) / 2.0)
-        c = within_after / (m * (m - 1) / 2.0)
-        out[tau] = tau * m / n * (2.0 * a - b - c)
-    return out
-
-
-def _best_split(x: np.ndarray, min_size: int) -> tuple[int, float]:
-    q = _q_statistics(x, min_size)
-    tau = int(np.argmax(q))
-    return tau, float(q[tau])
+    return _SplitScores(len(x), min_size)(x).copy()
 
 
 def change_points(
@@ -96,13 +112,20 @@ def change_points(
         part = x[lo:hi]
         if len(part) < 2 * min_size or float(np.ptp(part)) == 0.0:
             continue
-        tau, q = _best_split(part, min_size)
+        scores = _SplitScores(len(part), min_size)
+        observed = scores(part)
+        tau = int(np.argmax(observed))
+        q = float(observed[tau])
         if q <= 0.0:
             continue
-        exceed = sum(
-            _best_split(rng.permutation(part), min_size)[1] >= q - 1e-12
-            for _ in range(permutations)
-        )
+        exceed = 0
+        for _ in range(permutations):
+            permuted = rng.permutation(part)
+            # Once p > level whatever the remaining permutations give, the split is rejected
+            # and its p-value shown nowhere: the rest are still drawn (so the next segment
+            # sees the same random stream) but not scored.
+            if (1 + exceed) / (1 + permutations) <= level:
+                exceed += float(np.max(scores(permuted))) >= q - 1e-12
         p = (1 + exceed) / (1 + permutations)
         if p > level:
             continue

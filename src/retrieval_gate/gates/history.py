@@ -29,6 +29,7 @@ import numpy as np
 
 from retrieval_gate.baseline.history import History, HistoryRecord, identity_digest
 from retrieval_gate.config.history import HistorySettings
+from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.records import Outcome, RunRecord, format_value
 
 #: The name of the drift items' scope and the first part of their item names.
@@ -64,9 +65,16 @@ def find_anchor(
         return "no history for this suite and system yet"
     if pin is not None:
         wanted = pin.lower()
+        matches = sorted({c for r in records if (c := (r.at.commit or "").lower()).startswith(wanted)})
+        if len(matches) > 1:
+            # The newest match would be a guess at which release the user meant.
+            raise RetrievalGateError(
+                f"--rg-pin {pin}: ambiguous: the history has records at {_listed(matches)}; "
+                "give more digits of the commit"
+            )
         for i in range(len(records) - 1, -1, -1):
             commit = records[i].at.commit or ""
-            if commit.startswith(wanted):
+            if commit.lower().startswith(wanted):
                 return Anchor(records[i], "pinned", tuple(records[i + 1 :]))
         return f"--rg-pin {pin}: no record of this suite and system at that commit"
     if settings.drift_days is not None:
@@ -78,6 +86,15 @@ def find_anchor(
     else:
         first = max(0, len(records) - (settings.drift_records or 1))
     return Anchor(records[first], "window", tuple(records[first + 1 :]))
+
+
+def _listed(commits: Sequence[str]) -> str:
+    """Distinct commits, each as short as tells it from the others (at least 7 digits)."""
+    digits = 7
+    while len({c[:digits] for c in commits}) < len(commits):
+        digits += 1
+    names = [c[:digits] for c in commits]
+    return ", ".join(names[:-1]) + " and " + names[-1]
 
 
 @dataclass(frozen=True)

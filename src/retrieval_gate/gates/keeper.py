@@ -444,7 +444,10 @@ class HistoryKeeper:
             if not records:
                 continue
             gated = [m for m in self._tolerances(run, gates, gated_only=True) if m in run.metrics]
-            anchor = find_anchor(records, self.conf, pin=self.pin, now=self.now)
+            try:
+                anchor = find_anchor(records, self.conf, pin=self.pin, now=self.now)
+            except RetrievalGateError:  # an ambiguous --rg-pin, an error of the collection
+                anchor = "no anchor"
             at = None if isinstance(anchor, str) else records.index(anchor.record)
             labels = (*(r.at.short for r in records), "now")
             for metric in gated or list(run.metrics)[:3]:
