@@ -204,6 +204,20 @@ def test_a_pin_that_matches_two_commits_is_a_usage_error_naming_them(
     assert result.ret == 0
 
 
+def test_a_file_url_store_is_relative_to_the_rootdir_from_a_subfolder(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stepped_project(pytester)
+    with (pytester.path / "pyproject.toml").open("a") as settings:
+        settings.write('\n[tool.retrieval_gate.history]\nstore = "file://quality"\n')
+    monkeypatch.setenv("GITHUB_SHA", commit(0))
+    monkeypatch.chdir(pytester.mkdir("sub"))
+    result = pytester.runpytest("--retrieval-gate", "--rg-record", "..")
+    assert result.ret == 0
+    assert (pytester.path / "quality/merges.jsonl").read_text().count("\n") == 1
+    assert not (pytester.path / "sub/quality").exists()
+
+
 def test_a_suite_spent_by_decisions_is_warned(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
