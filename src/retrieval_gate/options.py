@@ -72,6 +72,8 @@ class Outputs:
     baseline_url: str | None = None
     # The file --rg-suggest-floors writes (relative to where pytest runs); None for none or "-".
     floors: Path | None = None
+    # Where the cache folder's path came from, as messages name it (_cache_origin).
+    cache_origin: str = "--rg-cache-dir"
 
     @property
     def report(self) -> Path:
@@ -119,6 +121,22 @@ def _file_path(value: str | None) -> str | None:
     return value
 
 
+_DEFAULT_CACHE_ORIGIN = "the default cache folder"
+
+
+def _cache_origin(values: OptionValues, settings: Settings) -> str:
+    """Where the cache folder's path came from, in the order resolve_cache_dir reads them: an
+    error about the folder names what the user wrote, not an option they never gave."""
+    if values.cache_dir:
+        return "--rg-cache-dir"
+    if values.ini.get("cache_dir"):
+        return "the ini option retrieval_gate_cache_dir"
+    if settings.cache_dir is not None:
+        where = f" in {display_path(settings.source, values.rootpath)}" if settings.source else ""
+        return f"the setting cache_dir{where}"
+    return _DEFAULT_CACHE_ORIGIN
+
+
 def resolve_outputs(values: OptionValues, settings: Settings) -> Outputs:
     """Each declared output's path (the JSON twin's default: the report's path with ``.json``),
     the baseline and the cache folder. A twin must differ from the output it follows."""
@@ -159,6 +177,7 @@ def resolve_outputs(values: OptionValues, settings: Settings) -> Outputs:
     return Outputs(
         baseline=baseline,
         cache_dir=resolve_cache_dir(values, settings),
+        cache_origin=_cache_origin(values, settings),
         paths=paths,
         declared=values.outputs,
         baseline_url=url,
@@ -209,10 +228,19 @@ def check_outputs(
     if floors is not None:
         files["--rg-suggest-floors"] = floors.resolve()
     cache = outputs.cache_dir.resolve()
+    by_default = outputs.cache_origin == _DEFAULT_CACHE_ORIGIN
+    cache_named = (
+        _DEFAULT_CACHE_ORIGIN if by_default else f"the cache folder ({outputs.cache_origin})"
+    )
     if cache.exists() and not cache.is_dir():
+        advice = (
+            "move the file away, or name a folder with --rg-cache-dir"
+            if by_default
+            else "name a folder (it is made when missing)"
+        )
         raise RetrievalGateError(
-            f"--rg-cache-dir {outputs.cache_dir} is a file, not a folder: the cache is a folder "
-            "the plugin fills; name a folder (it is made when missing)"
+            f"{outputs.cache_origin} {outputs.cache_dir} is a file, not a folder: the cache is "
+            f"a folder the plugin fills; {advice}"
         )
     seen: dict[Path, str] = {}
     for flag, path in files.items():
@@ -223,8 +251,8 @@ def check_outputs(
         seen[path] = flag
         if _inside(path, cache) or _inside(cache, path):
             raise RetrievalGateError(
-                f"{flag} {path} and the cache folder (--rg-cache-dir) {cache} overlap; the cache "
-                "is rebuilt at will, so keep outputs out of it"
+                f"{flag} {path} and {cache_named} {cache} overlap; the cache is rebuilt at "
+                "will, so keep outputs out of it"
             )
     suites = {p.resolve() for p in suite_files}
     for flag, path in files.items():

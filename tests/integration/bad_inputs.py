@@ -751,6 +751,28 @@ CASES: tuple[BadInput, ...] = (
         {"lineage.retrieval.yaml": SUITE, "cache.txt": "not a folder\n"},
         ("--rg-cache-dir=cache.txt",),
     ),
+    BadInput(
+        "cache-default-is-a-file",
+        "a file where the default cache folder goes (no --rg-cache-dir given)",
+        "ERROR: the default cache folder *.retrieval-gate-cache is a file, not a folder: the cache "
+        "is a folder the plugin fills; move the file away, or name a folder with --rg-cache-dir",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE, ".retrieval-gate-cache": "not a folder\n"},
+    ),
+    BadInput(
+        "cache-setting-is-a-file",
+        "a cache_dir setting that names an ordinary file",
+        "ERROR: the setting cache_dir in pyproject.toml *cache.txt is a file, not a folder: the "
+        "cache is a folder the plugin fills; name a folder (it is made when missing)",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "cache.txt": "not a folder\n",
+            "pyproject.toml": settings(
+                retriever_system(), '[tool.retrieval_gate]\ncache_dir = "cache.txt"\n'
+            ),
+        },
+    ),
     # -- nothing hangs ---------------------------------------------------------------------------
     BadInput(
         "fifo-run-file",
@@ -1738,7 +1760,7 @@ CASES: tuple[BadInput, ...] = (
         "history-not-a-folder-read",
         "a history folder that is a file, on a run that reads it (its drift items would vanish "
         "unsaid)",
-        "history: history unreadable: *.retrieval-gate/history: the history store is not a "
+        "history: unreadable: *.retrieval-gate/history: the history store is not a "
         "folder: move the file away, or name another folder in [tool.retrieval_gate.history] "
         "store",
         "warning",

@@ -308,4 +308,4 @@ def test_slow_drift_of_micro_f1_is_micro_f1(
     assert drift["value"] == pytest.approx(1 / 3)
     assert drift["threshold"] == pytest.approx(0.5 - 0.02)
     assert not drift["passed"]
-    assert drift["detail"][1].startswith("anchor 0.5 -> now 0.3333 over 3 paired documents;")
+    assert drift["detail"][1].startswith("anchor 0.5 -> now 0.3333 over 3 shared documents;")

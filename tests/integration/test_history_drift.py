@@ -345,7 +345,7 @@ def test_compaction_keeps_each_systems_anchor_with_many_systems(
     drift = [g for g in report["gates"] if g["scope"] == "history-drift"]
     assert [g["system"] for g in drift] == ["stepped", "twin"]
     for gate in drift:  # anchor: merge 0 (P@1 1), now merge 2 (0.96)
-        assert gate["detail"][1].startswith("anchor 1 -> now 0.96 over 50 paired queries;")
+        assert gate["detail"][1].startswith("anchor 1 -> now 0.96 over 50 shared queries;")
     lines = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text().splitlines()
     assert [bool(json.loads(line).get("compacted")) for line in lines] == [True] * 2 + [False] * 4
 

@@ -400,3 +400,17 @@ def test_the_baseline_comparison_counts_pairs_not_queries(proj: pytest.Pytester)
         "| pairs for the tolerance |" in markdown
     )
     assert "queries" not in markdown
+
+
+def test_slow_drift_of_a_pair_suite_counts_shared_pairs(
+    proj: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_suite(proj, suite(extra="tolerance: {pearson: 0.02}\n"))
+    for step in range(2):  # two merges, each saving a baseline: a history of two records
+        monkeypatch.setenv("GITHUB_SHA", f"{0xABC0000 + step:07x}" + "0" * 33)
+        assert proj.runpytest("--retrieval-gate", "--rg-save-baseline").ret == 0
+    assert proj.runpytest("--retrieval-gate").ret == 0
+    gates = run_json(proj)["gates"]
+    (drift,) = [g for g in gates if g["scope"] == "history-drift" and g["metric"] == "pearson"]
+    # Not "over 6 paired pairs": the unit noun once, as the regression item says it.
+    assert " over 6 shared pairs; drift tolerance 0.04 " in drift["detail"][1]

@@ -106,7 +106,7 @@ def test_a_plugin_writer_writes_where_its_own_option_says(with_writer: pytest.Py
         ("pyproject.toml", "is the project's settings: writing there would destroy them"),
         ("retrieval-gate-report.md", None),  # the markdown report's own path
         ("lineage.retrieval.yaml", "is a suite file"),
-        (".retrieval-gate-cache/x.json", "and the cache folder (--rg-cache-dir)"),
+        (".retrieval-gate-cache/x.json", "and the default cache folder"),
     ],
 )
 def test_a_plugin_writers_path_is_refused_like_the_built_ins(

@@ -240,7 +240,7 @@ def drift_outcomes(
             continue
         if check.metric in paired:
             before, after, n = paired[check.metric]
-            over = f"paired {units}"
+            over = f"shared {units}"  # as regression items say (gates/wording.py)
         else:
             before = anchor.record.metrics.get(check.metric, float("nan"))
             after = record.metrics.get(check.metric, float("nan"))

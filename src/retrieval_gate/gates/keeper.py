@@ -254,7 +254,7 @@ class HistoryKeeper:
                 try:
                     found = self.store.read(suite)
                 except RetrievalGateError as exc:
-                    found = History(suite, problems=(f"history unreadable: {exc.format()}",))
+                    found = History(suite, problems=(f"unreadable: {exc.format()}",))
             self._histories[suite] = found
         return self._histories[suite]
 
