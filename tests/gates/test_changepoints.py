@@ -113,10 +113,13 @@ def _seeded_histories() -> list[np.ndarray]:
     return out
 
 
+@pytest.mark.parametrize("quick_from", [changepoints.QUICK_FROM, 0])
 @pytest.mark.parametrize(("level", "permutations"), [(0.01, 199), (0.05, 99), (0.2, 29)])
 def test_the_same_change_points_and_p_values_as_scoring_every_permutation(
-    level: float, permutations: int
+    level: float, permutations: int, quick_from: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # quick_from 0: every segment's permutations are scored in O(n log n), as long ones are.
+    monkeypatch.setattr(changepoints, "QUICK_FROM", quick_from)
     for seed, values in enumerate(_seeded_histories()):
         expected = _reference_change_points(
             values, level=level, permutations=permutations, seed=seed
@@ -125,20 +128,78 @@ def test_the_same_change_points_and_p_values_as_scoring_every_permutation(
         assert found == expected, (seed, values)
 
 
+def test_a_long_history_has_the_same_change_points_and_p_values() -> None:
+    # 160 points: its segments past QUICK_FROM score permutations in O(n log n), at the default.
+    rng = np.random.default_rng(13)
+    values = np.r_[rng.normal(0.7, 0.01, 100), rng.normal(0.68, 0.01, 60)]
+    expected = _reference_change_points(values, level=0.01, permutations=199, seed=1)
+    assert [c.index for c in expected] == [101]  # the shift at 100, as this noise places it
+    assert change_points(values, seed=1) == expected
+
+
 def test_a_rejected_split_stops_scoring_permutations_once_decided(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # An unchanged, noisy history: its first split is rejected (no change point). With
     # p = (1 + exceed) / 200 <= 0.01 needing exceed <= 1, scoring stops at the second permuted
     # series whose max Q reaches the observed one, not after all 199.
+    monkeypatch.setattr(changepoints, "QUICK_FROM", 0)
     scored = []
-    original = changepoints._SplitScores.__call__
-
-    def counting(self: changepoints._SplitScores, x: np.ndarray) -> np.ndarray:
-        scored.append(len(x))
-        return original(self, x)
-
-    monkeypatch.setattr(changepoints._SplitScores, "__call__", counting)
+    quick_max = changepoints._quick_max
+    monkeypatch.setattr(
+        changepoints, "_quick_max", lambda x, size: scored.append(x) or quick_max(x, size)
+    )
     values = np.random.default_rng(10_000).normal(0.7, 0.01, 30)
     assert change_points(values, seed=0) == []
-    assert 1 + 2 <= len(scored) < 1 + 199
+    assert 2 <= len(scored) < 199
+
+
+def test_permutations_are_scored_in_o_n_log_n_and_decided_exactly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A shift of 5 sd at step 40 of 80: the first split passes all 199 permutations, each
+    # scored by _quick_max, far below the observed max Q; the n x n computation runs once per
+    # segment searched (the observed series), not once per permutation.
+    exact = []
+    call = changepoints._SplitScores.__call__
+
+    def counting(self: changepoints._SplitScores, x: np.ndarray) -> np.ndarray:
+        exact.append(len(x))
+        return call(self, x)
+
+    monkeypatch.setattr(changepoints._SplitScores, "__call__", counting)
+    monkeypatch.setattr(changepoints, "QUICK_FROM", 0)
+    rng = np.random.default_rng(11)
+    values = np.r_[rng.normal(0.70, 0.01, 40), rng.normal(0.65, 0.01, 40)]
+    (found,) = change_points(values, seed=0)
+    assert found.index == 40 and found.p_value == 1 / 200
+    assert exact[0] == 80 and len(exact) <= 3  # the series, then (at most) its two sides
+
+
+def test_the_quick_max_is_within_a_hundredth_of_its_rounding_bound() -> None:
+    rng = np.random.default_rng(12)
+    for trial in range(120):
+        n = int(rng.integers(6, 300))
+        values = [
+            rng.normal(0.7, 0.01, n),
+            rng.integers(0, 4, n) / 4,  # ties
+            1e6 + rng.normal(0.0, 1.0, n),  # far from 0: the centring's case
+            np.r_[rng.normal(0.7, 0.01, n // 2), rng.normal(0.5, 0.01, n - n // 2)],
+        ][trial % 4]
+        spread = float(np.ptp(values))
+        if spread == 0.0:
+            continue
+        exact = float(np.max(changepoints._SplitScores(n, 3)(values)))
+        quick = changepoints._quick_max(values, 3)
+        assert abs(quick - exact) <= changepoints._rounding_bound(n, spread) / 100, (trial, n)
+
+
+def test_the_n_x_n_computation_alone_gives_the_same_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An infinite bound sends every permutation to the n x n computation: the fallback path.
+    monkeypatch.setattr(changepoints, "_rounding_bound", lambda n, spread: float("inf"))
+    monkeypatch.setattr(changepoints, "QUICK_FROM", 0)
+    for seed, values in enumerate(_seeded_histories()[:12]):
+        expected = _reference_change_points(values, level=0.05, permutations=99, seed=seed)
+        assert change_points(values, level=0.05, permutations=99, seed=seed) == expected
