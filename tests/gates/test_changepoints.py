@@ -146,9 +146,12 @@ def test_a_rejected_split_stops_scoring_permutations_once_decided(
     monkeypatch.setattr(changepoints, "QUICK_FROM", 0)
     scored = []
     quick_max = changepoints._quick_max
-    monkeypatch.setattr(
-        changepoints, "_quick_max", lambda x, size: scored.append(x) or quick_max(x, size)
-    )
+
+    def counting(x: np.ndarray, size: int) -> float:
+        scored.append(len(x))
+        return quick_max(x, size)
+
+    monkeypatch.setattr(changepoints, "_quick_max", counting)
     values = np.random.default_rng(10_000).normal(0.7, 0.01, 30)
     assert change_points(values, seed=0) == []
     assert 2 <= len(scored) < 199

@@ -23,7 +23,7 @@ Seeded (``seed``): the same series gives the same change points. A series of ide
 Cost (docs/performance.md): the observed series' Q is computed from its n x n distances
 (_SplitScores). In a segment of ``QUICK_FROM`` points or more, each permuted series' max Q is
 computed in O(n log n) (_quick_max), which decides
-whether it reaches the observed one unless it lies within a proven bound of its rounding; then
+whether it reaches the observed one unless it lies within a bound on its rounding; then
 the n x n computation decides, so every answer is the one the n x n computation alone gives. A
 split is rejected as soon as enough permutations exceed it, the rest still drawn from the
 generator so later segments see the same permutations.
@@ -161,12 +161,14 @@ def _quick_max(x: np.ndarray, min_size: int) -> float:
 def _rounding_bound(n: int, spread: float) -> float:
     """A bound on |_quick_max - max of _SplitScores| for n points spread over ``spread``.
 
-    Every sum either computes has at most n^2 terms of at most ``spread`` each, rounded through
-    at most 2n additions (log2 n block sums in _within_sums; the centring moves each distance by
-    at most a rounding), so each is off by at most about (log2 n + 4) n^3 u ``spread`` (u the
-    unit roundoff), and Q weighs them by at most 2. The bound is that times 128: measured
-    errors are under a hundredth of it (tests/gates/test_changepoints.py)."""
-    return 128.0 * (np.log2(n) + 4.0) * n**3 * float(np.finfo(np.float64).eps) / 2.0 * spread
+    Q is made of a few sums of at most n^2 distances of at most ``spread`` each, rounded
+    through at most 2n additions (or log2 n block sums and n prefix sums in _within_sums; the
+    centring moves each distance by at most a rounding), each weighted by at most 2. A hand
+    error analysis puts either computation within about 12 (log2 n + 2) n^3 u ``spread`` of the
+    exact Q (u the unit roundoff); this bound is more than ten times that, and the measured
+    differences are under a hundredth of it (tests/gates/test_changepoints.py)."""
+    unit_roundoff = float(np.finfo(np.float64).eps) / 2.0
+    return float(128.0 * (np.log2(n) + 4.0) * n**3 * unit_roundoff * spread)
 
 
 def _q_statistics(x: np.ndarray, min_size: int) -> np.ndarray:

@@ -65,7 +65,9 @@ def find_anchor(
         return "no history for this suite and system yet"
     if pin is not None:
         wanted = pin.lower()
-        matches = sorted({c for r in records if (c := (r.at.commit or "").lower()).startswith(wanted)})
+        matches = sorted(
+            {c for r in records if (c := (r.at.commit or "").lower()).startswith(wanted)}
+        )
         if len(matches) > 1:
             # The newest match would be a guess at which release the user meant.
             raise RetrievalGateError(
