@@ -83,6 +83,18 @@ def test_drift_settings_and_their_defaults(tmp_path: Path) -> None:
         parse_history({"baseline_max_commits": 1.5}, tmp_path / "p", tmp_path)
 
 
+def test_a_file_url_store_is_a_folder_relative_to_the_settings(tmp_path: Path) -> None:
+    def store(text: str) -> str | None:
+        return parse_history({"store": text}, tmp_path / "p", tmp_path).store
+
+    assert store("file://quality") == str(tmp_path / "quality")
+    assert store("file:///srv/quality") == "/srv/quality"
+    assert store("s3://bucket/quality") == "s3://bucket/quality"
+    # Not the rootdir itself, where the suites' history files would land among the project's.
+    with pytest.raises(ConfigError, match="file:// names no folder"):
+        store("file://")
+
+
 def test_junit_properties_of_the_baseline_age_hold_only_what_is_known() -> None:
     # Saved outside git and CI: no commit and no time, so no property ('None' was written).
     unknown = BaselineAge(saved=Provenance(commit=None, time=None), days=None, commits=None)

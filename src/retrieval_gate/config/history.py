@@ -105,6 +105,10 @@ def parse_history(raw: Any, source: Path, root: Path) -> HistorySettings:
             )
         if url_scheme(store) == "file":  # a folder, as the baseline's file:// is
             store = store.partition("://")[2]
+            if not store.strip():
+                raise ConfigError(
+                    "'store' file:// names no folder", path=source, entry="history.store"
+                )
         if url_scheme(store) is None:
             store = str(root / store)
     records, days = _window(raw.get("drift_window", DEFAULT_DRIFT_WINDOW), source)
