@@ -77,6 +77,20 @@ def test_settings_paths_come_after_ini_and_before_defaults() -> None:
     assert resolve_cache_dir(values(ini={"cache_dir": "x"}), configured) == ROOT / "x"
 
 
+def test_the_cache_folder_is_named_by_where_its_path_came_from() -> None:
+    configured = settings(cache_dir=Path("/project/c"), source=ROOT / "pyproject.toml")
+
+    def origin(given: OptionValues, from_settings: Settings) -> str:
+        return resolve_outputs(given, from_settings).cache_origin
+
+    assert origin(values(), settings()) == "the default cache folder"
+    assert origin(values(), configured) == "the setting cache_dir in pyproject.toml"
+    assert origin(values(ini={"cache_dir": "c"}), configured) == (
+        "the ini option retrieval_gate_cache_dir"
+    )
+    assert origin(values(ini={"cache_dir": "c"}, cache_dir="c"), configured) == "--rg-cache-dir"
+
+
 def test_absolute_and_home_paths() -> None:
     got = resolve_outputs(values(paths={"report": "/tmp/r.md", "json": "~/r.json"}), settings())
     assert got.report == Path("/tmp/r.md")

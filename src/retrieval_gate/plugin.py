@@ -301,8 +301,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="COMMIT",
         type=_commit_value,
         default=None,
-        help="compare slow drift with the history's record at COMMIT (a release) instead of "
-        "the oldest record in the drift window (default: the window)",
+        help="compare slow drift with the history's record at COMMIT (a release; a prefix "
+        "only one commit of the history starts with) instead of the oldest record in the drift "
+        "window (default: the window)",
     )
     group.addoption(
         "--rg-no-cache",
