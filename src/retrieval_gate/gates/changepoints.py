@@ -149,13 +149,8 @@ def _quick_max(x: np.ndarray, min_size: int) -> float:
     m = n - tau
     b, c = before[tau], after[tau]
     across = before[n] - b - c
-    q = (
-        tau
-        * m
-        / n
-        * (2.0 * across / (tau * m) - b / (tau * (tau - 1) / 2.0) - c / (m * (m - 1) / 2.0))
-    )
-    return float(np.max(q))
+    energy = 2.0 * across / (tau * m) - b / (tau * (tau - 1) / 2.0) - c / (m * (m - 1) / 2.0)
+    return float(np.max(tau * m / n * energy))
 
 
 def _rounding_bound(n: int, spread: float) -> float:
