@@ -1141,8 +1141,8 @@ CASES: tuple[BadInput, ...] = (
         "http-key-in-key-env",
         "an API key pasted where the name of its environment variable belongs (never echoed)",
         "ERROR: *pyproject.toml [system.svc]: invalid 'api_key_env': not an environment variable "
-        "name (letters, digits, '_'); give the name of the variable that holds the key, never "
-        "the key itself",
+        "name (letters, digits, '_'); give the name of the variable that holds the secret, "
+        "never the secret itself",
         "usage error",
         {
             "lineage.retrieval.yaml": SUITE,
@@ -1157,7 +1157,7 @@ CASES: tuple[BadInput, ...] = (
         "variable belongs: a valid variable name, refused without being echoed",
         "ERROR: *pyproject.toml [system.svc]: invalid 'api_key_env': no environment variable of "
         "that name is set, and the name looks like a key itself (a long run of letters and "
-        "digits); give the name of the variable that holds the key, never the key itself",
+        "digits); give the name of the variable that holds the secret, never the secret itself",
         "usage error",
         {
             "lineage.retrieval.yaml": SUITE,
@@ -1165,6 +1165,41 @@ CASES: tuple[BadInput, ...] = (
                 http_system(
                     base_url='"http://127.0.0.1:9/v1"',
                     api_key_env='"a8f5f167f44f4964e6c998dee827110c"',
+                )
+            ),
+        },
+    ),
+    BadInput(
+        "lancedb-key-in-key-env",
+        "a LanceDB Cloud API key pasted where the name of its environment variable belongs: "
+        "refused at collection without being echoed",
+        "ERROR: *pyproject.toml [system.static]: invalid 'api_key_env': no environment variable "
+        "of that name is set, and the name looks like a key itself (a long run of letters and "
+        "digits); give the name of the variable that holds the secret, never the secret itself",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                static_system(
+                    index="lancedb",
+                    uri='"db://my-project"',
+                    api_key_env=f'"{PASSWORD}a8f5f167f44f4964e6c9"',
+                )
+            ),
+        },
+    ),
+    BadInput(
+        "pgvector-dsn-in-dsn-env",
+        "a DSN pasted where the name of its environment variable belongs (never echoed)",
+        "ERROR: *pyproject.toml [system.static]: invalid 'dsn_env': not an environment variable "
+        "name (letters, digits, '_'); give the name of the variable that holds the secret, "
+        "never the secret itself",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                static_system(
+                    index="pgvector", dsn_env=f'"postgresql://search:{PASSWORD}@db/index"'
                 )
             ),
         },
