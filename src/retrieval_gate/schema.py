@@ -137,6 +137,8 @@ def parse_options(
             values[key] = option.default
             continue
         value = spec[key]
+        # Before any check: a message quoting an invalid value masks what it holds.
+        _register_secrets(option, value)
         kinds = option.kind if isinstance(option.kind, tuple) else (option.kind,)
         # TOML's true is an int to Python: a boolean never passes for a number.
         ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
@@ -159,7 +161,6 @@ def parse_options(
         if option.secret_env:
             _check_env_name(key, value, where)
         values[key] = option.resolve(value, where.base) if option.resolve is not None else value
-        _register_secrets(option, value)
     return values
 
 

@@ -1216,6 +1216,34 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "http-base-url-not-a-url-with-password",
+        "an http embedder whose base_url is not a URL and holds a password (masked)",
+        "ERROR: *pyproject.toml [system.svc]: invalid 'base_url': 'search:***@localhost:11434/v1'; "
+        "expected string (http:// or https:// URL)",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                http_system(base_url=f'"search:{PASSWORD}@localhost:11434/v1"')
+            ),
+        },
+    ),
+    BadInput(
+        "http-base-url-with-password",
+        "an http embedder whose base_url holds a user name and password: sent as Basic auth in "
+        "place of the API key, refused without being echoed",
+        "ERROR: *pyproject.toml [system.svc]: invalid 'base_url': it holds a user name or "
+        "password ('user:password@'), which would be sent in place of the API key; drop them "
+        "from the URL and put the key in the environment variable that 'api_key_env' names",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                http_system(base_url=f'"http://search:{PASSWORD}@127.0.0.1:9/v1"')
+            ),
+        },
+    ),
+    BadInput(
         "decision-weights-zero",
         "decision weights that are all zero",
         "ERROR: *pyproject.toml [decision.weights]: every weight is 0: every system would score 0 "

@@ -113,7 +113,9 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "http-embedder-key-and-url",
-        _static("exact", base_url='"http://gate:{pw}@127.0.0.1:{port}/v1?api_key={pw}"')
+        # Credentials before the host are refused at collection (bad_inputs.py): the key in
+        # the query string and the environment only.
+        _static("exact", base_url='"http://127.0.0.1:{port}/v1?api_key={pw}"')
         .replace('"model2vec"', '"http"')
         .replace('"./static-model"', '"served"')
         + 'api_key_env = "RG_SECRET_KEY"\ntimeout = 2\n',

@@ -88,7 +88,8 @@ OPTIONS: OptionTable = {
         str,
         None,
         "the service's URL up to the protocol version, e.g. http://localhost:11434/v1 "
-        "(`/embeddings` is appended); required; not in the identity",
+        "(`/embeddings` is appended), without `user:password@` (the key goes in `api_key_env`); "
+        "required; not in the identity",
         check=_url_ok,
         rule="http:// or https:// URL",
         secret=True,
@@ -137,11 +138,21 @@ OPTIONS: OptionTable = {
 
 
 def check_options(options: Mapping[str, Any], where: Where) -> None:
-    """Settings checks the option table cannot express: ``base_url`` is required (a key pasted
-    into ``api_key_env`` is refused as every ``secret_env`` option's is, in schema.py)."""
+    """Settings checks the option table cannot express: ``base_url`` is required and holds no
+    credentials (a key pasted into ``api_key_env`` is refused as every ``secret_env`` option's
+    is, in schema.py)."""
     if options.get("base_url") is None:
         raise ConfigError(
             "the http embedder needs 'base_url' (e.g. \"http://localhost:11434/v1\")",
+            path=where.source,
+            entry=where.entry,
+        )
+    if "@" in urlsplit(options["base_url"]).netloc:
+        # httpx would send them as Basic auth in place of the Bearer key (not quoted here).
+        raise ConfigError(
+            "invalid 'base_url': it holds a user name or password ('user:password@'), which "
+            "would be sent in place of the API key; drop them from the URL and put the key in "
+            "the environment variable that 'api_key_env' names",
             path=where.source,
             entry=where.entry,
         )
