@@ -159,9 +159,10 @@ def rerank_settings(timeout: str = "60") -> str:
     )
 
 
-def static_model(root: Path) -> None:
+def static_model(root: Path, *, nan_word: str | None = None) -> None:
     """A tiny model2vec model (a random 8-dim vector per corpus word) at ``root/static-model``:
-    no download, numpy only, so an embedding system runs in milliseconds."""
+    no download, numpy only, so an embedding system runs in milliseconds. ``nan_word``'s vector
+    is NaN: a broken model, whose vector for any text holding that word is NaN."""
     import numpy as np
     from model2vec import StaticModel
     from tokenizers import Tokenizer, models, pre_tokenizers
@@ -171,6 +172,8 @@ def static_model(root: Path) -> None:
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     vectors = np.random.default_rng(0).random((len(vocab), 8)).astype(np.float32)
+    if nan_word is not None:
+        vectors[vocab[nan_word]] = np.nan
     StaticModel(vectors=vectors, tokenizer=tokenizer, normalize=True).save_pretrained(
         str(root / "static-model")
     )
@@ -279,7 +282,10 @@ class Bad:
         return rows
 
     def encode_queries(self, texts):
-        return np.ones((len(texts), 8), dtype=np.float32)
+        rows = np.ones((len(texts), 8), dtype=np.float32)
+        if {how!r} == "nan-query":
+            rows[["refunds" in text for text in texts], 0] = np.nan
+        return rows
 
 
 register_embedder(EmbedderBackend("bad", "test", {{}}, lambda s, c, e: Bad(), "test"))
@@ -877,9 +883,33 @@ CASES: tuple[BadInput, ...] = (
         "embedder-nan",
         "an embedder plug-in returning infinite values",
         "*pyproject.toml [system.plugin]: embedder 'bad' returned NaN or infinite values in 1 of 5 "
-        "document vectors (the first at row 2)",
+        "document vectors (the first for document 'sql/customers.sql')",
         "failed items",
         plugin_embedder("nan"),
+    ),
+    BadInput(
+        "embedder-nan-query",
+        "an embedder plug-in returning NaN for a query",
+        "*pyproject.toml [system.plugin]: embedder 'bad' returned NaN or infinite values in 1 of 1 "
+        "query vectors (the first for query 'refunds')",
+        "failed items",
+        plugin_embedder("nan-query"),
+    ),
+    BadInput(
+        "model2vec-nan",
+        "a model2vec model whose vector for a word is NaN (a broken model)",
+        "*pyproject.toml [system.static]: embedder 'model2vec' returned NaN or infinite values in 1 "
+        "of 5 document vectors (the first for document 'docs/faq.md')",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                '[tool.retrieval_gate]\ncorpus = "corpus"\n', static_system()
+            ),
+            **corpus(),
+        },
+        setup=lambda root: static_model(root, nan_word="refunds"),
+        needs=("model2vec",),
     ),
     BadInput(
         "embedder-too-few-rows",
