@@ -396,7 +396,7 @@ def _resolution(data: ReportData, runs: list[RunRecord], units: str) -> Iterator
     yield ""
     yield from _table(resolution_header(units), rows)
     yield ""
-    warning = report_warning(coarse_checks(comparisons), units)
+    warning = report_warning(coarse_checks(comparisons, data.gates), units)
     if warning:
         yield f"**{warning[0]}**"
         yield ""

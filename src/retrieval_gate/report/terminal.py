@@ -80,7 +80,7 @@ def _lines(data: ReportData) -> Iterator[str]:
     # One block for the session: counts by suite and scope; each check is listed in the report.
     units = {suite: units_of(data.runs_of(suite)[0].kind) for suite in data.suites()}
     comparisons = [c for run in data.runs if (c := data.comparison(run)) is not None]
-    yield from session_warning(coarse_checks(comparisons), units)
+    yield from session_warning(coarse_checks(comparisons, data.gates), units)
     for error in data.errors:
         not_decided = sum(1 for u in data.undecided if (u.suite, u.system) == error.key)
         yield (
