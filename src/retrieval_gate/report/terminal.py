@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 from retrieval_gate.display import shown
 from retrieval_gate.report import ReportData
@@ -10,13 +11,20 @@ from retrieval_gate.report.markdown import headline_metrics
 from retrieval_gate.report.resolution import coarse_checks, render_plan, session_warning
 from retrieval_gate.suites import units_of
 
-__all__ = ["render", "render_plan"]
+__all__ = ["announced", "render", "render_plan"]
 
 
 def render(data: ReportData) -> Iterator[str]:
     """The summary's lines, as they may be shown: names, ids and messages escaped and redacted."""
     for line in _lines(data):
         yield shown(line)
+
+
+def announced(path: Path) -> str:
+    """The summary's line for an output written: a report, or the ``--rg-plots`` folder (its
+    plots announced as one folder: a line per plot would bury the summary)."""
+    what = "plots (PNG files) in" if path.is_dir() else "report:"
+    return f"generated retrieval gate {what} {path}"
 
 
 def _lines(data: ReportData) -> Iterator[str]:
