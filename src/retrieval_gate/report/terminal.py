@@ -36,7 +36,7 @@ def _lines(data: ReportData) -> Iterator[str]:
         metrics = headline_metrics(runs, gates)
         width = max(len("system"), *(len(run.system) for run in runs))
         header = f"{'system':<{width}}  " + "  ".join(f"{m:>9}" for m in metrics) + "  p95 ms"
-        yield f"{suite} ({runs[0].n} {units_of(runs[0].kind)})"
+        yield f"{suite} ({runs[0].n} {units_of(runs[0].kind, runs[0].n)})"
         yield "  " + header
         for run in runs:
             cells = "  ".join(f"{run.metrics[m]:>9.4f}" for m in metrics)
@@ -65,7 +65,7 @@ def _lines(data: ReportData) -> Iterator[str]:
                 changed = {"added": base.added, "removed": base.removed, "edited": base.edited}
                 extra = [f"{len(ids)} {label}" for label, ids in changed.items() if ids]
                 yield (
-                    f"  {run.system} vs baseline: {base.shared} shared {units_of(run.kind)}"
+                    f"  {run.system} vs baseline: {base.shared} shared {units_of(run.kind, base.shared)}"
                     + (f" ({', '.join(extra)})" if extra else "")
                 )
                 # What is measured differently (a model, an option, the corpus), old -> new:
