@@ -188,3 +188,8 @@ def test_a_suite_of_one_query_is_said_in_the_singular(project: pytest.Pytester) 
     assert "1 query from `lineage.retrieval.yaml`, cutoffs [1]." in markdown
     assert "Compared on 1 query shared with `retrieval-baseline.json`." in markdown
     assert "latency: timed on 1 of 1 query;" in markdown
+    gates = json.loads((project.path / "retrieval-gate-report.json").read_text())["gates"]
+    (regression,) = [g for g in gates if g["scope"] == "regression"]
+    assert (
+        "(drop 0, tolerance 0.01) over 1 shared query; 0 worse, 0 better" in regression["detail"][1]
+    )
