@@ -112,16 +112,16 @@ def test_baseline_form_keeps_what_a_comparison_reads_and_round_trips() -> None:
 
 def test_values_by_scope_and_latency_names() -> None:
     assert RUN.value("P@1") == 0.5
-    assert RUN.value("R@3", "category[joins]") == 0.5
+    assert RUN.value("R@3", "category:joins") == 0.5
     assert RUN.value("latency_p95_ms") == 2.9
-    assert (RUN.n_in("suite"), RUN.n_in("category[joins]"), RUN.n_in("category[none]")) == (2, 1, 0)
-    assert RUN.scope_ids("difficulty[hard]") == ["q2"]
+    assert (RUN.n_in("suite"), RUN.n_in("category:joins"), RUN.n_in("category:none")) == (2, 1, 0)
+    assert RUN.scope_ids("difficulty:hard") == ["q2"]
     assert RUN.scope_ids("suite") == ["q1", "q2"]
 
 
 def test_scope_names_parse_back() -> None:
-    assert scope_name("category", "joins") == "category[joins]"
-    assert parse_scope("category[joins]") == ("category", "joins")
+    assert scope_name("category", "joins") == "category:joins"
+    assert parse_scope("category:joins") == ("category", "joins")
     assert parse_scope("suite") is None
 
 
@@ -141,14 +141,14 @@ def test_format_value(value: float, shown: str) -> None:
 FLOOR = Outcome(
     suite="s",
     system="sys",
-    scope="category[joins]",
+    scope="category:joins",
     metric="P@1",
     value=0.5,
     threshold=0.6,
     passed=False,
     n=2,
     worst=(("q2", 0.0), ("q1", 1.0)),
-    nodeid="s.retrieval.yaml::sys::category[joins]::P@1",
+    nodeid="s.retrieval.yaml::sys::category:joins::P@1",
 )
 REGRESSION = Outcome(
     suite="s",
@@ -269,7 +269,7 @@ def test_outcome_json_flattens_the_regression_figures_as_documented() -> None:
 
 def test_outcome_lines_read_as_a_failure_message() -> None:
     assert FLOOR.lines() == [
-        "P@1 over category[joins] (s x sys): FAILED: 0.5 (needs >= 0.6 floor, n=2)",
+        "P@1 over category:joins (s x sys): FAILED: 0.5 (needs >= 0.6 floor, n=2)",
         "worst queries: q2 (0), q1 (1)",
     ]
     assert REGRESSION.lines()[0] == (

@@ -1,7 +1,7 @@
 """The suite file as a pytest collector and its gate / query items.
 
 Tree: ``suite.retrieval.yaml`` > system > scope > metric, so node ids read
-``lineage.retrieval.yaml::minilm::suite::P@5``, ``...::minilm::category[join]::P@5``,
+``lineage.retrieval.yaml::minilm::suite::P@5``, ``...::minilm::category:join::P@5``,
 ``...::minilm::latency_p95_ms`` and ``...::minilm::query[join_001]``. Every item of a suite x
 system reads the same shared run; a failing item shows value, floor, n and the worst queries.
 """
@@ -207,8 +207,16 @@ class SystemNode(pytest.Collector):
             if query.expect:
                 # The id is the user's: escaped, as the node id is printed and written as is.
                 name = f"query[{escape(query.id)}]"
+                # Given whole, the id is read as pytest reads any id given as text (the name
+                # "query", its parameters the query id), so the id pytest 9's --lf reads back
+                # from its cache equals this item's and a failed expect item is rerun.
                 yield QueryItem.from_parent(
-                    self, name=name, suite=suite, system=system, query=query
+                    self,
+                    name=name,
+                    nodeid=f"{self.nodeid}::{name}",
+                    suite=suite,
+                    system=system,
+                    query=query,
                 )
         if base is None:
             gate_session.plan.register(suite, system.name, None)  # --rg-plan says it is missing
@@ -270,7 +278,7 @@ def _marked(node: _Node, markers: list[pytest.MarkDecorator]) -> _Node:
 
 
 class ScopeNode(pytest.Collector):
-    """``suite``, ``category[x]`` or ``difficulty[x]``: one item per gate or regression check of
+    """``suite``, ``category:x`` or ``difficulty:x``: one item per gate or regression check of
     that scope; a category or difficulty is a marker of everything below it."""
 
     def __init__(

@@ -173,6 +173,28 @@ def test_wrong_version_is_an_error(tmp_path: Path) -> None:
             {"version": 1, "runs": {"s::sys": {"queries": {}, "fingerprint": []}}},
             r"\[s::sys\]: corrupt baseline: run 'fingerprint' is not an object",
         ),
+        (
+            {"version": 1, "runs": {"s::sys": {"queries": {}, "metrics": {"P@1": float("nan")}}}},
+            r"\[s::sys\]: corrupt baseline: P@1 is nan; metric values must be finite",
+        ),
+        (
+            {
+                "version": 1,
+                "runs": {
+                    "s::sys": {
+                        "queries": {
+                            "q1": {
+                                "digest": "x",
+                                "metrics": {},
+                                "ranking": ["a", 7],
+                                "relevant_ranks": {},
+                            }
+                        }
+                    }
+                },
+            },
+            r"\[s::sys query q1\]: corrupt baseline: 'ranking' must be a list of document ids",
+        ),
     ],
 )
 def test_malformed_content_names_the_entry(tmp_path: Path, payload: Any, message: str) -> None:
@@ -757,7 +779,7 @@ def test_checks_that_compare_nothing_are_not_compared() -> None:
     then = record([query(f"q{i}") for i in range(5)])
     now = record([query(f"q{i}", metrics={"P@1": 0.0}) for i in range(5)])
     base = base_of(then)
-    checks = [RegressionCheck("suite", "P@1", 0.01), RegressionCheck("category[c]", "P@1", 0.01)]
+    checks = [RegressionCheck("suite", "P@1", 0.01), RegressionCheck("category:c", "P@1", 0.01)]
     suite, empty = check_regressions(
         now, base, align(now, base).shared, checks, alpha=0.05, policy="margin", seed=0
     )
@@ -769,7 +791,7 @@ def test_checks_that_compare_nothing_are_not_compared() -> None:
     )
     assert (empty.n, figures(empty).not_compared, empty.passed) == (
         0,
-        "no query of category[c] is shared with the baseline",
+        "no query of category:c is shared with the baseline",
         True,
     )
 
@@ -815,14 +837,14 @@ def test_comparison_rows_are_keyed_by_scope_and_skip_what_compared_nothing() -> 
     now = record([query(f"q{i}", metrics={"P@1": 0.0}, category="a") for i in range(5)])
     checks = [
         RegressionCheck("suite", "P@1", 0.01),
-        RegressionCheck("category[a]", "P@1", 0.01),
-        RegressionCheck("category[b]", "P@1", 0.01),  # no query: nothing to show
+        RegressionCheck("category:a", "P@1", 0.01),
+        RegressionCheck("category:b", "P@1", 0.01),  # no query: nothing to show
     ]
     got = compare_with_baseline(
         now, base_of(then), checks, path="b.json", alpha=0.05, policy="margin", family=2
     )
     assert got.comparison is not None and got.comparison.rows is not None
-    assert list(got.comparison.rows) == ["P@1", "category[a]::P@1"]
+    assert list(got.comparison.rows) == ["P@1", "category:a::P@1"]
     row = got.comparison.rows["P@1"]
     # Five of five drop: p = 2^-5 for both, times the family of 2.
     assert (row.baseline, row.current, row.p_value, row.p_adjusted, row.degraded) == (
@@ -834,7 +856,7 @@ def test_comparison_rows_are_keyed_by_scope_and_skip_what_compared_nothing() -> 
     )
     assert (row.passed, row.verdict) == (True, "underpowered")  # 1/32 > 0.05 / 2
     assert got.comparison.means == {"P@1": 1.0}
-    assert set(got.outcomes) == {("suite", "P@1"), ("category[a]", "P@1"), ("category[b]", "P@1")}
+    assert set(got.outcomes) == {("suite", "P@1"), ("category:a", "P@1"), ("category:b", "P@1")}
 
 
 # -- files written by 0.1.0 -------------------------------------------------------------------------

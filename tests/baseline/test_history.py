@@ -162,6 +162,57 @@ def test_compaction_drops_old_per_query_values_but_no_record(tmp_path: Path) -> 
     assert rejected.read_text() == "not json\n"
 
 
+def test_no_file_of_the_history_is_written_through_a_link(tmp_path: Path) -> None:
+    # A link committed in place of the rejected lines' file (or the lock) would have the plugin
+    # append the history's own lines, which anyone can write, to a file elsewhere.
+    store = JsonLinesHistory(tmp_path / "history")
+    store.append([record(0)])
+    with open(store.path("lineage"), "a") as out:
+        out.write("echo pwned\n")
+    elsewhere = tmp_path / "elsewhere.sh"
+    elsewhere.write_text("original\n")
+    store.path("lineage").with_name("lineage.jsonl.rejected").symlink_to(elsewhere)
+    with pytest.raises(HistoryError, match=r"lineage\.jsonl\.rejected: .*symbolic link"):
+        store.compact("lineage", keep_values=200)
+    assert elsewhere.read_text() == "original\n"
+    assert "echo pwned" in store.path("lineage").read_text()  # nothing lost either
+    lock = tmp_path / "history" / ".lock"
+    lock.unlink()
+    lock.symlink_to(tmp_path / "created-elsewhere")
+    with pytest.raises(HistoryError, match=r"\.lock: .*symbolic link"):
+        store.append([record(1)])
+    assert not (tmp_path / "created-elsewhere").exists()
+
+
+def test_a_pipe_in_place_of_the_history_is_refused_not_written(tmp_path: Path) -> None:
+    # A write to a pipe no one reads waits forever once past the pipe's buffer (a record of a
+    # large suite is): refused before anything is written.
+    store = JsonLinesHistory(tmp_path)
+    os.mkfifo(store.path("lineage"))
+    with pytest.raises(HistoryError, match=r"lineage\.jsonl: .*a named pipe \(FIFO\), not a"):
+        store.append([record(0)])
+
+
+def test_bytes_that_are_not_utf8_cost_their_line_only(tmp_path: Path) -> None:
+    store = JsonLinesHistory(tmp_path)
+    store.append([record(0)])
+    with open(store.path("lineage"), "ab") as out:
+        out.write(b"caf\xe9 \xff\n")  # an editor's Latin-1
+    store.append([record(1)])
+    with open(store.path("lineage"), "ab") as out:
+        out.write(b"\x00\x00\x00")  # a write lost to a power cut
+    found = store.read("lineage")
+    assert [r.session for r in found.records] == ["session0", "session1"]
+    assert [p.rsplit(" line ", 1)[1] for p in found.problems] == [
+        "2: not a record (a torn write or an edit); skipped",
+        "4: a torn tail (a write cut short); skipped",
+    ]
+    assert store.compact("lineage", keep_values=200) == (0, 2)
+    rejected = store.path("lineage").with_name("lineage.jsonl.rejected")
+    assert rejected.read_bytes() == b"caf\xe9 \xff\n\x00\x00\x00\n"  # byte for byte
+    assert [r.session for r in store.read("lineage").records] == ["session0", "session1"]
+
+
 def test_a_suite_name_is_a_safe_file_name() -> None:
     assert suite_file_name("lineage") == "lineage.jsonl"
     odd = suite_file_name("../x/\x1b[31m")

@@ -50,7 +50,7 @@ def test_floor_lists_only_imperfect_queries_with_their_text() -> None:
 
 
 def test_scoped_floor_reads_the_group() -> None:
-    out = check_gate(Gate("category[c]", parse_metric("P@1"), 0.5), RECORD)
+    out = check_gate(Gate("category:c", parse_metric("P@1"), 0.5), RECORD)
     assert (out.passed, out.value, out.n, out.worst) == (True, 0.5, 2, (("q2", 0.0),))
 
 

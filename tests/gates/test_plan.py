@@ -53,7 +53,7 @@ def test_checks_follow_gates_and_tolerances_and_name_what_runs_compute(tmp_path:
     suite = _suite(tmp_path)
     assert plan.checks(suite) == [
         RegressionCheck("suite", "P@1", 0.01),
-        RegressionCheck("category[c1]", "R@3", 0.01, gated=False),
+        RegressionCheck("category:c1", "R@3", 0.01, gated=False),
         RegressionCheck("suite", "nDCG@3", 0.05),
         RegressionCheck("suite", "MRR@3", 0.02),
     ]

@@ -116,7 +116,7 @@ def test_suggestions_and_the_diff(tmp_path: Path) -> None:
     # The latency ceiling is left alone.
     assert [(s.gate.scope, s.gate.metric.name, s.suggested, s.n) for s in found] == [
         ("suite", "nDCG@3", 0.5, 5),
-        ("category[c]", "nDCG@3", 0.45, 3),
+        ("category:c", "nDCG@3", 0.45, 3),
     ]
     diff = floors_diff(found, tmp_path)
     assert diff.splitlines() == [
@@ -149,7 +149,7 @@ def test_one_floor_for_every_system_is_the_lowest_bound(tmp_path: Path) -> None:
     # neither meets it (sys 0.7, other 0.4), so the floor follows the best bound, sys's 0.45.
     assert [(s.gate.scope, s.suggested, [n for n, _ in s.left_out]) for s in found] == [
         ("suite", 0.11, []),
-        ("category[c]", 0.45, ["sys", "other"]),
+        ("category:c", 0.45, ["sys", "other"]),
     ]
     # Each left-out system with its own baseline mean over the scope: (0.6 + 0.8 + 0.7) / 3, 0.4.
     assert [m for _, m in found[1].left_out] == [pytest.approx(0.7), pytest.approx(0.4)]
@@ -188,7 +188,7 @@ def test_a_system_with_its_own_floor_gets_its_own_suggestion(tmp_path: Path) -> 
     assert wilson == pytest.approx(0.072584, abs=1e-6)
     assert [(s.owner, s.gate.scope, s.suggested, s.systems, s.left_out) for s in found] == [
         ("", "suite", 0.5, ("sys",), ()),
-        ("", "category[c]", 0.45, ("sys",), (("sys", pytest.approx(0.7)), ("weak", 0.3))),
+        ("", "category:c", 0.45, ("sys",), (("sys", pytest.approx(0.7)), ("weak", 0.3))),
         ("weak", "suite", 0.07, ("weak",), ()),
     ]
     diff = floors_diff(found, tmp_path)

@@ -25,6 +25,30 @@ QUERY = "  - id: q\n    query: q\n    relevant: [sql/orders.sql]\n"
 PASSWORD = "hunter2pw"
 
 
+def _history_with_bytes(root: Path) -> None:
+    """A history of suite ``lineage``: one record, a line an editor saved in Latin-1 and the NUL
+    bytes a write lost to a power cut leaves."""
+    from retrieval_gate.baseline.history import HistoryRecord, encode_line
+    from retrieval_gate.baseline.provenance import Provenance
+
+    record = HistoryRecord(
+        suite="lineage",
+        system="keyword",
+        at=Provenance(commit="abc1234", time="2026-09-30T12:00:00Z"),
+        suite_digest="s",
+        identity="i",
+        source="baseline",
+        decided=False,
+        session="s",
+        n=3,
+        metrics={"P@1": 0.5},
+        tolerance={"P@1": 0.01},
+    )
+    folder = root / ".retrieval-gate" / "history"
+    folder.mkdir(parents=True)
+    (folder / "lineage.jsonl").write_bytes(encode_line(record) + b"caf\xe9\n\x00\x00\x00\x00")
+
+
 def _tampered_history(root: Path) -> None:
     """A history of suite ``lineage`` whose one record's value was edited after it was written."""
     from retrieval_gate.baseline.history import HistoryRecord, encode_line
@@ -504,6 +528,61 @@ CASES: tuple[BadInput, ...] = (
             "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
             '"runs": {"lineage::keyword": {"queries": {"q1": {"digest": "d", "metrics": '
             '{"P@10": 0.5}, "ranking": [], "relevant_ranks": {}, "exact_metrics": [0.5]}}}}}',
+        },
+    ),
+    BadInput(
+        "baseline-run-value-not-a-number",
+        "a baseline whose run-level metric value is not a number (hand-edited)",
+        "ERROR: *retrieval-baseline.json [lineage::keyword]: corrupt baseline: run metric values "
+        "must be numbers, P@1 is 'high'; restore it from version control or save a new one with "
+        "--rg-save-baseline",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"runs": {"lineage::keyword": {"metrics": {"P@1": "high"}, "queries": {}}}}',
+        },
+    ),
+    BadInput(
+        "baseline-cutoffs-not-a-list",
+        "a baseline whose cutoffs are not a list of whole numbers (hand-edited)",
+        "ERROR: *retrieval-baseline.json [lineage::keyword]: corrupt baseline: 'k' must be a list "
+        "of whole numbers >= 1, got 10; restore it from version control or save a new one with "
+        "--rg-save-baseline",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"runs": {"lineage::keyword": {"k": 10, "queries": {}}}}',
+        },
+    ),
+    BadInput(
+        "baseline-rank-not-a-rank",
+        "a baseline whose rank of a relevant document is not a rank (hand-edited)",
+        "ERROR: *retrieval-baseline.json [lineage::keyword query join_orders]: corrupt baseline: "
+        "each of 'relevant_ranks' must be a rank >= 1 or null; restore it from version control "
+        "or save a new one with --rg-save-baseline",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"runs": {"lineage::keyword": {"queries": {"join_orders": {"digest": "d", "metrics": '
+            '{"P@1": 1.0}, "ranking": ["sql/orders.sql"], "relevant_ranks": {"sql/orders.sql": '
+            '"first"}}}}}}',
+        },
+    ),
+    BadInput(
+        "baseline-holdout-value-out-of-bounds",
+        "a baseline holding a held-out value its metric cannot take (hand-edited)",
+        "ERROR: *retrieval-baseline.json [lineage::keyword holdout]: corrupt baseline: P@1 of "
+        "suite 'lineage', system 'keyword' is 5.0, outside its bounds [0, 1]; restore it from "
+        "version control or save a new one with --rg-save-baseline",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"runs": {"lineage::keyword": {"queries": {}, "holdout": {"fraction": 0.5, "digest": '
+            '"h", "keys": ["k1", "k2"], "values": {"P@1": [1.0, 5.0]}}}}}',
         },
     ),
     BadInput(
@@ -1450,6 +1529,33 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "tolerance-twice",
+        "a regression tolerance given twice under two spellings of one metric",
+        "ERROR: *pyproject.toml [tolerance.p@1]: P@1 is given twice",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(),
+                '[tool.retrieval_gate]\ntolerance = {"P@1" = 0.05, "p@1" = 0.01}\n',
+            ),
+        },
+    ),
+    BadInput(
+        "drift-tolerance-twice",
+        "a drift tolerance given twice under two spellings of one metric",
+        "ERROR: *pyproject.toml [history.drift_tolerance.ndcg@3]: nDCG@3 is given twice",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(),
+                "[tool.retrieval_gate.history]\n"
+                'drift_tolerance = {"nDCG@3" = 0.05, "ndcg@3" = 0.01}\n',
+            ),
+        },
+    ),
+    BadInput(
         "settings-fifo",
         "a retrieval-gate.yaml that is a named pipe",
         "ERROR: *retrieval-gate.yaml: settings file is a named pipe (FIFO), not a regular file",
@@ -1678,10 +1784,22 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "history-not-a-folder",
         "a history folder that is a file, when saving a baseline",
-        "retrieval gate: could not append to the history *.retrieval-gate/history: File exists",
+        "retrieval gate: could not append to the history *.retrieval-gate/history: the history "
+        "store is not a folder: move the file away, or name another folder in "
+        "[tool.retrieval_gate.history] store",
         "session failed",
         {"lineage.retrieval.yaml": SUITE, ".retrieval-gate/history": "not a folder\n"},
         ("--rg-save-baseline",),
+    ),
+    BadInput(
+        "history-not-a-folder-read",
+        "a history folder that is a file, on a run that reads it (its drift items would vanish "
+        "unsaid)",
+        "history: history unreadable: *.retrieval-gate/history: the history store is not a "
+        "folder: move the file away, or name another folder in [tool.retrieval_gate.history] "
+        "store",
+        "warning",
+        {"lineage.retrieval.yaml": SUITE, ".retrieval-gate/history": "not a folder\n"},
     ),
     BadInput(
         "history-tampered",
@@ -1690,6 +1808,15 @@ CASES: tuple[BadInput, ...] = (
         "warning",
         {"lineage.retrieval.yaml": SUITE},
         setup=lambda root: _tampered_history(root),
+    ),
+    BadInput(
+        "history-not-utf8",
+        "a history with a line that is not UTF-8 (an editor's re-encoding, or the NUL bytes a "
+        "write lost to a power cut leaves): each such line is named, the other records read",
+        "history: *lineage.jsonl line 2: not a record (a torn write or an edit); skipped",
+        "warning",
+        {"lineage.retrieval.yaml": SUITE},
+        setup=lambda root: _history_with_bytes(root),
     ),
     BadInput(
         "plan-with-plots",

@@ -5,11 +5,16 @@ terminal, the reports and JUnit XML's test-suite properties."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
-from .history_project import commit, run_step, stepped_project, suite_text
+from retrieval_gate.baseline.provenance import COMMIT_VARIABLES
+
+from .history_project import SETTINGS, commit, run_step, stepped_project, suite_text
 
 
 def _age_days(time: str) -> float:
@@ -69,3 +74,53 @@ def test_a_baseline_of_another_suite_version_is_said(
             "stepped (queries compared only where unchanged)"
         ]
     )
+
+
+def _git(root: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def test_commits_behind_are_counted_and_a_hand_edited_commit_reaches_no_git_option(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    for name in COMMIT_VARIABLES:  # the commit from git, not from the CI running these tests
+        monkeypatch.delenv(name, raising=False)
+    stepped_project(pytester)
+    pytester.makefile(
+        ".toml",
+        pyproject=SETTINGS + "\n[tool.retrieval_gate.history]\nbaseline_max_commits = 1\n",
+    )
+    _git(pytester.path, "init", "-q")
+    _git(pytester.path, "commit", "-q", "--allow-empty", "-m", "one")
+    pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
+    path = pytester.path / "retrieval-baseline.json"
+    saved = json.loads(path.read_text())["saved"]["commit"]
+    assert saved == _git(pytester.path, "rev-parse", "HEAD")
+    for message in ("two", "three"):
+        _git(pytester.path, "commit", "-q", "--allow-empty", "-m", message)
+    result = pytester.runpytest("--retrieval-gate")
+    result.stdout.fnmatch_lines(
+        [
+            f"retrieval gate: warning: the baseline is 2 commits behind (saved at {saved[:7]}; "
+            "baseline_max_commits 1)"
+        ]
+    )
+    # The commit is read from the file: a hand edit is no commit, never an option git obeys
+    # (rev-list's --output= would create the file 'pwned..HEAD').
+    baseline = json.loads(path.read_text())
+    baseline["saved"]["commit"] = "--output=pwned"
+    path.write_text(json.dumps(baseline))
+    result = pytester.runpytest("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.OK
+    assert not (pytester.path / "pwned..HEAD").exists()
+    report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+    assert report["history"]["baseline_age"]["commits_behind"] is None

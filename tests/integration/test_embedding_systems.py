@@ -189,7 +189,7 @@ def test_minilm_in_chroma_and_exact_agree_on_quickstart(
         f"--rg-cache-dir={shared_cache}",
         "-v",
     )
-    # Per system: 3 suite floors, latency, category[lineage], difficulty[hard], query[join_001].
+    # Per system: 3 suite floors, latency, category:lineage, difficulty:hard, query[join_001].
     result.assert_outcomes(passed=14)
     result.stdout.fnmatch_lines(
         [

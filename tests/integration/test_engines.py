@@ -147,7 +147,7 @@ def test_quickstart_engines_rank_as_exact_search_and_a_warm_run_writes_nothing(
     (project / "pyproject.toml").write_text(settings(engines(MINILM), corpus="corpus/"))
     cache = f"--rg-cache-dir={pytester.path / 'cache'}"
     result = pytester.runpytest("--retrieval-gate", str(project), cache)
-    # Per system: 3 suite floors, latency, category[lineage], difficulty[hard], query[join_001].
+    # Per system: 3 suite floors, latency, category:lineage, difficulty:hard, query[join_001].
     result.assert_outcomes(passed=35)
     cold = runs(project)
     reference = rankings(cold["exact"], 5)

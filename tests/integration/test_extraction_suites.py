@@ -290,3 +290,22 @@ def test_extraction_suites_under_xdist_give_the_same_report(proj: pytest.Pyteste
     assert spread["metrics"] == alone["metrics"]
     assert spread["intervals"] == alone["intervals"]
     assert spread["documents"] == alone["documents"]
+
+
+def test_slow_drift_of_micro_f1_is_micro_f1(
+    proj: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Micro F1 is not the mean of its documents' values: the drift item read it as one (the
+    # anchor's 0.4444 -> 0.2778, means of per-document F1) beside a suite value of 0.5 -> 0.3333.
+    write_suite(proj, suite(), name="notes.retrieval.yaml")
+    proj.runpytest("--retrieval-gate", "--rg-save-baseline")
+    proj.runpytest("--retrieval-gate", "--rg-save-baseline")
+    monkeypatch.setenv("FINDER_WORSE", "1")
+    proj.runpytest("--retrieval-gate")
+    gates = run_json(proj)["gates"]
+    (drift,) = [g for g in gates if g["scope"] == "history-drift"]
+    # Before: TP 3, FP 3, FN 3: 6 / 12. Now d1 predicts T:3 for T:10: TP 2, FP 4, FN 4: 4 / 12.
+    assert drift["value"] == pytest.approx(1 / 3)
+    assert drift["threshold"] == pytest.approx(0.5 - 0.02)
+    assert not drift["passed"]
+    assert drift["detail"][1].startswith("anchor 0.5 -> now 0.3333 over 3 paired documents;")

@@ -244,3 +244,96 @@ def test_xdist_gives_the_same_drift_verdicts_and_writes_once(
     # One record appended, by the controller alone.
     history = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text()
     assert history.count("\n") == lines + 1
+
+
+def test_a_suite_whose_every_query_changed_is_not_compared_with_the_anchor(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The anchor's 50 queries all renamed: the drift item would compare the means of two other
+    # sets of queries (and did, failing with "the anchor kept no per-query values").
+    stepped_project(pytester)
+    run_step(pytester, monkeypatch, 0, quality=0)
+    run_step(pytester, monkeypatch, 1, quality=0)
+    suite = pytester.path / "merges.retrieval.yaml"
+    suite.write_text(suite.read_text().replace("id: q", "id: renamed-q"))
+    (pytester.path / "step.txt").write_text("10")  # P@1 0.8 against the anchor's 1
+    result = pytester.runpytest("--retrieval-gate", "-rs")
+    result.assert_outcomes(passed=1, skipped=2)
+    result.stdout.fnmatch_lines(
+        [
+            f"SKIPPED*not compared with the anchor of {_day(pytester, 0)} ({commit(0)[:7]}): "
+            "none of its queries is unchanged today (every one edited, renamed or removed)"
+        ]
+    )
+
+
+def test_a_metric_gated_since_the_anchor_is_not_compared_with_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # P@2 gated after the anchor was recorded: it passed as "level with the anchor" against a
+    # value the anchor never had, and the JSON twin's threshold was NaN (not JSON).
+    stepped_project(pytester)
+    run_step(pytester, monkeypatch, 0, quality=0)
+    run_step(pytester, monkeypatch, 1, quality=0)
+    suite = pytester.path / "merges.retrieval.yaml"
+    suite.write_text(
+        suite.read_text()
+        .replace("k: [1]", "k: [1, 2]")
+        .replace("  P@1: 0.0", "  P@1: 0.0\n  P@2: 0.0")
+    )
+    result = pytester.runpytest("--retrieval-gate", "-rs")
+    result.stdout.fnmatch_lines(
+        [
+            f"SKIPPED*not compared with the anchor of {_day(pytester, 0)} ({commit(0)[:7]}): it "
+            "has no P@2 (a metric measured since)"
+        ]
+    )
+    text = (pytester.path / "retrieval-gate-report.json").read_text()
+    assert "NaN" not in text
+    drift = [g for g in json.loads(text)["gates"] if g["scope"] == "history-drift"]
+    assert [(g["metric"], g["passed"]) for g in drift] == [("P@1", True)]
+
+
+def test_compaction_keeps_each_systems_anchor_with_many_systems(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # keep_values counted over the file's records (both systems') compacted the anchor of a
+    # drift window of 2 of each system's records: decided on suite values, with no resolution.
+    stepped_project(pytester)
+    settings = (pytester.path / "pyproject.toml").read_text()
+    settings = settings.replace('systems = ["stepped"]', 'systems = ["stepped", "twin"]')
+    settings += '\n[tool.retrieval_gate.system.twin]\nretriever = "stepped_app:retrieve"\n'
+    settings += "\n[tool.retrieval_gate.history]\nkeep_values = 2\ndrift_window = 2\n"
+    (pytester.path / "pyproject.toml").write_text(settings)
+    for step in range(3):
+        run_step(pytester, monkeypatch, step, quality=step)
+    report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+    drift = [g for g in report["gates"] if g["scope"] == "history-drift"]
+    assert [g["system"] for g in drift] == ["stepped", "twin"]
+    for gate in drift:  # anchor: merge 0 (P@1 1), now merge 2 (0.96)
+        assert gate["detail"][1].startswith("anchor 1 -> now 0.96 over 50 paired queries;")
+    lines = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text().splitlines()
+    assert [bool(json.loads(line).get("compacted")) for line in lines] == [True] * 2 + [False] * 4
+
+
+def test_a_compaction_that_fails_after_the_append_says_the_records_are_in(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It said "could not append to the history", after appending: a rerun appends them twice.
+    stepped_project(pytester)
+    run_step(pytester, monkeypatch, 0, quality=0)
+    folder = pytester.path / ".retrieval-gate/history"
+    with open(folder / "merges.jsonl", "a") as out:
+        out.write("not a record\n")
+    (folder / "merges.jsonl.rejected").symlink_to(pytester.path / "elsewhere")
+    result = run_step(pytester, monkeypatch, 1, quality=0)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "recorded 1 run(s) in the history: *",
+            "retrieval gate: recorded, but could not compact the history "
+            "*merges.jsonl.rejected: history file is a symbolic link; refusing to write",
+        ]
+    )
+    assert (folder / "merges.jsonl").read_text().count("\n") == 3  # two records, the bad line
+    assert not (pytester.path / "elsewhere").exists()

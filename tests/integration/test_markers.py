@@ -49,7 +49,7 @@ SUITE_WIDE = {
     "lineage.retrieval.yaml::keyword::suite::R@3",
 }
 HARD_QUERY = "lineage.retrieval.yaml::keyword::query[customer_names]"
-JOINS = "lineage.retrieval.yaml::keyword::category[joins]::MRR@3"
+JOINS = "lineage.retrieval.yaml::keyword::category:joins::MRR@3"
 
 
 @pytest.mark.parametrize("workers", WORKERS, ids=WORKER_IDS)
@@ -76,7 +76,7 @@ def test_a_difficulty_with_floors_selects_only_its_own_items(
     if workers:
         pytest.importorskip("xdist")
     write_suite(project, SUITE)
-    hard = "lineage.retrieval.yaml::keyword::difficulty[hard]::Hit@3"
+    hard = "lineage.retrieval.yaml::keyword::difficulty:hard::Hit@3"
     assert _select(project, "hard", *workers) == {hard, HARD_QUERY}
     # easy has no floor of its own: the suite-wide items decide about its queries.
     assert _select(project, "easy", *workers) == SUITE_WIDE
@@ -95,8 +95,8 @@ def test_regression_items_follow_the_same_rule(
     regression = "lineage.retrieval.yaml::keyword::regression::"
     # hard has a floor, and with it a gated regression item: its own items only.
     assert _select(project, "hard", *workers) == {
-        "lineage.retrieval.yaml::keyword::difficulty[hard]::Hit@3",
-        regression + "difficulty[hard]::Hit@3",
+        "lineage.retrieval.yaml::keyword::difficulty:hard::Hit@3",
+        regression + "difficulty:hard::Hit@3",
         HARD_QUERY,
     }
     # easy has neither: the suite's floors and the suite's regression items.
@@ -129,7 +129,7 @@ def test_a_system_with_its_own_difficulty_floor_is_selected_by_it(
     both = ("--rg-system", "keyword", "--rg-system", "reverse")
     assert _select(project, "hard", *both) == SUITE_WIDE | {
         HARD_QUERY,
-        "lineage.retrieval.yaml::reverse::difficulty[hard]::Hit@3",
+        "lineage.retrieval.yaml::reverse::difficulty:hard::Hit@3",
         "lineage.retrieval.yaml::reverse::query[customer_names]",
     }
 

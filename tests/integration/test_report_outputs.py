@@ -30,8 +30,8 @@ def test_junit_test_cases_are_named_by_their_gate(
     cases = sorted(_cases(str(project.path / "junit.xml")))
     assert cases == [
         ("lineage_retrieval_yaml.keyword", "query[customer_names]"),
-        ("lineage_retrieval_yaml.keyword.category[joins]", "MRR@3"),
-        ("lineage_retrieval_yaml.keyword.difficulty[hard]", "Hit@3"),
+        ("lineage_retrieval_yaml.keyword.category:joins", "MRR@3"),
+        ("lineage_retrieval_yaml.keyword.difficulty:hard", "Hit@3"),
         ("lineage_retrieval_yaml.keyword.suite", "P@1"),
         ("lineage_retrieval_yaml.keyword.suite", "R@3"),
     ]

@@ -15,8 +15,8 @@ def test_passing_suite_yields_one_item_per_gate(project: pytest.Pytester) -> Non
         [
             "lineage.retrieval.yaml::keyword::suite::P@1 PASSED*",
             "lineage.retrieval.yaml::keyword::suite::R@3 PASSED*",
-            lit("lineage.retrieval.yaml::keyword::category[joins]::MRR@3 PASSED") + "*",
-            lit("lineage.retrieval.yaml::keyword::difficulty[hard]::Hit@3 PASSED") + "*",
+            lit("lineage.retrieval.yaml::keyword::category:joins::MRR@3 PASSED") + "*",
+            lit("lineage.retrieval.yaml::keyword::difficulty:hard::Hit@3 PASSED") + "*",
             lit("lineage.retrieval.yaml::keyword::query[customer_names] PASSED") + "*",
         ]
     )
@@ -53,9 +53,9 @@ def test_category_floor_fails_alone(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         [
             lit(
-                "P@3 over category[lookup] (lineage x keyword): FAILED: 0.5 (needs >= 0.6 floor, n=2)"
+                "P@3 over category:lookup (lineage x keyword): FAILED: 0.5 (needs >= 0.6 floor, n=2)"
             ),
-            lit("FAILED lineage.retrieval.yaml::keyword::category[lookup]::P@3 - ") + "*",
+            lit("FAILED lineage.retrieval.yaml::keyword::category:lookup::P@3 - ") + "*",
         ]
     )
 
@@ -85,13 +85,13 @@ def test_k_selects_a_category(project: pytest.Pytester) -> None:
     write_suite(project, SUITE)
     result = project.runpytest("--retrieval-gate", "-k", "joins", "-v")
     result.assert_outcomes(passed=1, deselected=4)
-    result.stdout.fnmatch_lines(["*" + lit("category[joins]::MRR@3 PASSED") + "*"])
+    result.stdout.fnmatch_lines(["*" + lit("category:joins::MRR@3 PASSED") + "*"])
 
 
 def test_m_selects_by_difficulty_marker(project: pytest.Pytester) -> None:
     write_suite(project, SUITE)
     result = project.runpytest("--retrieval-gate", "-m", "hard", "-v", "--strict-markers")
-    # difficulty[hard]::Hit@3 and the customer_names query (difficulty hard) are marked.
+    # difficulty:hard::Hit@3 and the customer_names query (difficulty hard) are marked.
     result.assert_outcomes(passed=2, deselected=3)
 
 

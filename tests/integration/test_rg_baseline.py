@@ -129,8 +129,8 @@ def save(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 BASELINE = "retrieval-baseline.json"
 REGRESSION_ITEMS = [
     "topics.retrieval.yaml::gen::regression::MRR@10",
-    "topics.retrieval.yaml::gen::regression::category[alpha]::MRR@10",
-    "topics.retrieval.yaml::gen::regression::category[beta]::MRR@10",
+    "topics.retrieval.yaml::gen::regression::category:alpha::MRR@10",
+    "topics.retrieval.yaml::gen::regression::category:beta::MRR@10",
 ]
 
 
@@ -169,7 +169,7 @@ def test_degraded_retriever_fails_the_regressed_scopes_and_explains_them(
     damage(margin, {i: 2 for i in range(10)})
     before = (margin.path / BASELINE).read_bytes()
     result = margin.runpytest("--retrieval-gate", "-rf")
-    # Floors (0.1) still hold; the suite and category[alpha] regressions fail, beta passes.
+    # Floors (0.1) still hold; the suite and category:alpha regressions fail, beta passes.
     result.assert_outcomes(passed=4, failed=2)
     # Suite: mean 30/40 + 10/3/40 = 0.8333, drop 0.1667 over 0.01; 10 of 40 worse. Shifted
     # differences x: ten -2/3 + 0.01 = -0.65667, thirty +0.01: T = -6.5667 + 0.3 = -6.2667,
@@ -196,7 +196,7 @@ def test_degraded_retriever_fails_the_regressed_scopes_and_explains_them(
     result.stdout.fnmatch_lines(
         [
             lit(
-                "MRR@10 regression over category[alpha] (topics x gen): FAILED: regressed: 0.6667 "
+                "MRR@10 regression over category:alpha (topics x gen): FAILED: regressed: 0.6667 "
                 "vs baseline 1 (drop 0.3333, tolerance 0.01, n=20)"
             ),
             "t004: MRR@10 1 -> 0.3333; d4 1 -> 3 (displaced by spam4-0, spam4-1)",
@@ -205,7 +205,7 @@ def test_degraded_retriever_fails_the_regressed_scopes_and_explains_them(
     result.stdout.fnmatch_lines(
         [
             lit("FAILED topics.retrieval.yaml::gen::regression::MRR@10 - ") + "*",
-            lit("FAILED topics.retrieval.yaml::gen::regression::category[alpha]::MRR@10 - ") + "*",
+            lit("FAILED topics.retrieval.yaml::gen::regression::category:alpha::MRR@10 - ") + "*",
         ]
     )
     assert "Traceback" not in result.stdout.str()
@@ -215,28 +215,28 @@ def test_degraded_retriever_fails_the_regressed_scopes_and_explains_them(
     gates = regression_gates(margin)
     assert {k: g["passed"] for k, g in gates.items()} == {
         "MRR@10": False,
-        "category[alpha]::MRR@10": False,
-        "category[beta]::MRR@10": True,
+        "category:alpha::MRR@10": False,
+        "category:beta::MRR@10": True,
     }
-    alpha = gates["category[alpha]::MRR@10"]
+    alpha = gates["category:alpha::MRR@10"]
     assert alpha["value"] == pytest.approx(10 / 20 + 10 / 3 / 20)
     assert (alpha["n"], alpha["degraded"], alpha["improved"]) == (20, 10, 0)
     # x: ten -0.65667, ten +0.01: T = -6.4667, sum x^2 = 4.31311, z = -3.1138, Phi(z) = 0.0009236.
     assert alpha["p_value"] == pytest.approx(0.0009236, abs=1e-7)
     assert alpha["p_adjusted"] == pytest.approx(3 * alpha["p_value"])
     assert alpha["verdict"] == "regressed"
-    assert gates["category[beta]::MRR@10"]["p_adjusted"] == 1.0
+    assert gates["category:beta::MRR@10"]["p_adjusted"] == 1.0
 
     markdown = (margin.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
     assert "### `gen` against the baseline" in markdown
     assert "Compared on 40 queries shared with `retrieval-baseline.json`." in markdown
-    assert "Regressed queries for MRR@10 (regression category[alpha]):" in markdown
+    assert "Regressed queries for MRR@10 (regression category:alpha):" in markdown
     assert "- t003: MRR@10 1 -> 0.3333; d3 1 -> 3 (displaced by spam3-0, spam3-1)" in markdown
     assert "**REGRESSED**" in markdown
     json_run = report(margin)["runs"][0]["baseline"]
     assert json_run["metrics"]["MRR@10"]["passed"] is False
     assert json_run["metrics"]["MRR@10"]["degraded"] == 10
-    assert json_run["metrics"]["category[beta]::MRR@10"]["passed"] is True
+    assert json_run["metrics"]["category:beta::MRR@10"]["passed"] is True
     # Failing without --rg-save-baseline leaves the accepted baseline as it was, byte for byte.
     assert (margin.path / BASELINE).read_bytes() == before
 
@@ -264,13 +264,13 @@ def test_small_degradation_within_tolerance_passes(margin: pytest.Pytester) -> N
     margin.runpytest("--retrieval-gate").assert_outcomes(passed=6)
     gates = regression_gates(margin)
     assert gates["MRR@10"]["baseline"] - gates["MRR@10"]["value"] == pytest.approx(0.125)
-    assert gates["category[alpha]::MRR@10"]["value"] == pytest.approx(0.75)
+    assert gates["category:alpha::MRR@10"]["value"] == pytest.approx(0.75)
     assert gates["MRR@10"]["verdict"] == "ok"
     assert gates["MRR@10"]["p_within"] == pytest.approx(3.5e-5, rel=0.02)
-    assert gates["category[alpha]::MRR@10"]["verdict"] == "underpowered"
-    assert gates["category[alpha]::MRR@10"]["p_within"] == pytest.approx(0.1902, abs=1e-4)
-    assert gates["category[beta]::MRR@10"]["verdict"] == "ok"
-    assert gates["category[alpha]::MRR@10"]["tolerance"] == 0.3
+    assert gates["category:alpha::MRR@10"]["verdict"] == "underpowered"
+    assert gates["category:alpha::MRR@10"]["p_within"] == pytest.approx(0.1902, abs=1e-4)
+    assert gates["category:beta::MRR@10"]["verdict"] == "ok"
+    assert gates["category:alpha::MRR@10"]["tolerance"] == 0.3
 
 
 def test_settings_tolerance_applies_and_the_suite_overrides_it(gen: pytest.Pytester) -> None:
@@ -303,7 +303,7 @@ def test_noise_on_a_handful_of_queries_in_a_large_suite_passes(margin: pytest.Py
     assert suite["p_value"] == pytest.approx(0.2077, abs=1e-4)
     assert (suite["verdict"], suite["passed"]) == ("underpowered", True)
     # Alpha (80): three -0.99, 77 +0.01: T = -2.2, sum x^2 = 2.948, z = -1.2813, p = 0.1000, x 3.
-    alpha = gates["category[alpha]::MRR@10"]
+    alpha = gates["category:alpha::MRR@10"]
     assert alpha["baseline"] - alpha["value"] == pytest.approx(3 / 80)
     assert alpha["p_adjusted"] == pytest.approx(0.3000, abs=3e-4)
 
@@ -459,8 +459,8 @@ def test_failing_run_saved_on_request_replaces_only_its_runs(gen: pytest.Pyteste
     result.assert_outcomes(passed=3, failed=3)
     assert [g for g, v in regression_gates(gen).items() if not v["passed"]] == [
         "MRR@10",
-        "category[alpha]::MRR@10",
-        "category[beta]::MRR@10",
+        "category:alpha::MRR@10",
+        "category:beta::MRR@10",
     ]
 
 

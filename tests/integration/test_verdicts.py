@@ -55,8 +55,8 @@ def test_regressed_fails_and_says_so(proj: pytest.Pytester) -> None:
     assert gates["MRR@10"]["detectable_drop"] == 0.01
     rows = report(proj)["runs"][0]["baseline"]["metrics"]
     # The category comparisons are still in the report, marked as diagnostics.
-    assert rows["category[alpha]::MRR@10"]["diagnostic"] is True
-    assert rows["category[alpha]::MRR@10"]["verdict"] == "regressed"
+    assert rows["category:alpha::MRR@10"]["diagnostic"] is True
+    assert rows["category:alpha::MRR@10"]["verdict"] == "regressed"
     assert rows["MRR@10"]["diagnostic"] is False
     markdown = (proj.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
     assert "| regressed (diagnostic) |" in markdown

@@ -226,9 +226,9 @@ def test_a_pull_request_with_a_coarse_category_a_changed_model_and_a_deleted_doc
     assert (keyword["value"], keyword["threshold"], keyword["passed"]) == (10 / 12, 0.8, True)
     # The rare category too: weak finds q10 of q9..q11, 1 / 3 >= its own 0.3 (the suite's 0.5
     # would fail it); keyword keeps the suite's 0.5 and finds all three.
-    weak_rare = _gate(data, "docs.retrieval.yaml::weak::category[rare]::Hit@3")
+    weak_rare = _gate(data, "docs.retrieval.yaml::weak::category:rare::Hit@3")
     assert (weak_rare["value"], weak_rare["threshold"], weak_rare["passed"]) == (1 / 3, 0.3, True)
-    keyword_rare = _gate(data, "docs.retrieval.yaml::keyword::category[rare]::Hit@3")
+    keyword_rare = _gate(data, "docs.retrieval.yaml::keyword::category:rare::Hit@3")
     assert (keyword_rare["value"], keyword_rare["threshold"]) == (1.0, 0.5)
 
     # The regressed item: Hit@3 dropped 2 / 12 = 0.1667. Its one figure, and the same words,
@@ -285,10 +285,10 @@ def test_a_pull_request_with_a_coarse_category_a_changed_model_and_a_deleted_doc
 
     # The coarse category: three queries resolve no drop of a [0, 1] metric, said in words;
     # no figure above the range anywhere a user reads, and no "-0.0000".
-    rare = _gate(data, "docs.retrieval.yaml::keyword::regression::category[rare]::Hit@3")
+    rare = _gate(data, "docs.retrieval.yaml::keyword::regression::category:rare::Hit@3")
     assert rare["resolution"] >= 1.0 and rare["queries_needed"] is None
     assert (
-        "resolution: with 3 queries category[rare] cannot resolve any drop of Hit@3 at 95 % "
+        "resolution: with 3 queries category:rare cannot resolve any drop of Hit@3 at 95 % "
         "reliability" in "\n".join(rare["detail"])
     )
     # Every resolution or suggested tolerance a user reads, in the terminal, the plan, the
@@ -302,10 +302,10 @@ def test_a_pull_request_with_a_coarse_category_a_changed_model_and_a_deleted_doc
                 assert float(figure.replace(",", "")) <= width, f"beyond the range: {line}"
         assert "-0.0000" not in output
     assert figures.findall(plan_text) and figures.findall(details)
-    assert "with 3 queries category[rare] cannot resolve any drop of Hit@3" in markdown
+    assert "with 3 queries category:rare cannot resolve any drop of Hit@3" in markdown
     # In JUnit too, with the metric's range beside it, never a figure above the range.
     rare_junit = _junit_properties(
-        project, "docs_retrieval_yaml.keyword.regression.category[rare]", "Hit@3"
+        project, "docs_retrieval_yaml.keyword.regression.category:rare", "Hit@3"
     )
     assert {("resolution", "none (range)"), ("width", "1.0")} <= rare_junit
     assert f"| +-{shown} | +-{planned} | {needed:,} |" in markdown

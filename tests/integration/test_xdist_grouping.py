@@ -90,7 +90,7 @@ def test_each_run_stays_on_one_worker(
 
 
 def test_the_unit_of_work_is_the_suite_file_and_system() -> None:
-    assert run_scope("a/s.retrieval.yaml::minilm::category[x]::P@5") == "a/s.retrieval.yaml::minilm"
+    assert run_scope("a/s.retrieval.yaml::minilm::category:x::P@5") == "a/s.retrieval.yaml::minilm"
     assert run_scope("a/s.retrieval.yaml::minilm::latency_p95_ms") == "a/s.retrieval.yaml::minilm"
     # Any other test is its own unit, as under --dist load.
     assert run_scope("tests/test_x.py::test_y") == "tests/test_x.py::test_y"

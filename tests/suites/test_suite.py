@@ -40,7 +40,7 @@ def test_the_header_every_kind_shares(tmp_path: Path) -> None:
     assert suite.k == (1, 10)  # sorted, once each
     assert [(g.scope, g.metric.name, g.threshold) for g in suite.gates] == [
         ("suite", "P@1", 0.5),
-        ("category[joins]", "R@10", 0.4),
+        ("category:joins", "R@10", 0.4),
     ]
     assert dict(suite.tolerance) == {"nDCG@10": 0.02}
     assert suite.categories == ("joins",)

@@ -32,6 +32,8 @@ import json
 import math
 import os
 import re
+import stat
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -352,12 +354,11 @@ class JsonLinesHistory:
         return self.folder / suite_file_name(suite)
 
     def read(self, suite: str) -> History:
-        from retrieval_gate.files.read import read_text
-
         path = self.path(suite)
+        self._check_folder()
         if not os.path.lexists(path):
             return History(suite=suite, location=str(path))
-        text = read_text(path, what="history", error=HistoryError)
+        text = _read_history(path)
         records, problems = parse_history(text, suite=suite, where=str(path))
         return History(suite, tuple(records), tuple(problems), str(path))
 
@@ -367,16 +368,24 @@ class JsonLinesHistory:
             by_suite.setdefault(record.suite, []).append(record)
         if not by_suite:
             return
+        self._check_folder()
         self.folder.mkdir(parents=True, exist_ok=True)
         with self._locked():
             for suite, found in by_suite.items():
                 self._append_locked(self.path(suite), found)
 
+    def _check_folder(self) -> None:
+        """A file where the folder should be is said as such (reading it would find no history
+        and say nothing; making the folder would fail with "File exists")."""
+        if os.path.lexists(self.folder) and not self.folder.is_dir():
+            raise HistoryError(
+                "the history store is not a folder: move the file away, or name another folder "
+                "in [tool.retrieval_gate.history] store",
+                path=self.folder,
+            )
+
     def _append_locked(self, path: Path, records: Iterable[HistoryRecord]) -> None:
-        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-        if os.path.islink(path):
-            raise HistoryError("history file is a symbolic link; refusing to write", path=path)
-        fd = os.open(path, flags, 0o644)
+        fd = _open_own(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
             if _ends_torn(fd):
                 os.write(fd, b"\n")  # the torn fragment stays a line of its own
@@ -388,7 +397,7 @@ class JsonLinesHistory:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        fd = os.open(self.folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = _open_own(self.folder / LOCK_NAME, os.O_RDWR | os.O_CREAT)
         try:
             try:
                 import fcntl
@@ -404,18 +413,17 @@ class JsonLinesHistory:
             os.close(fd)
 
     def compact(self, suite: str, *, keep_values: int) -> tuple[int, int]:
-        """Drop the per-query values of every record but the newest ``keep_values`` (their
-        metrics, n and provenance stay; the record is marked ``compacted`` and gets a new
-        digest), and move unreadable lines to ``<file>.rejected``. Returns (records compacted,
+        """Drop the per-query values of every record but the newest ``keep_values`` of its
+        system (their metrics, n and provenance stay; the record is marked ``compacted`` and
+        gets a new digest), and move unreadable lines to ``<file>.rejected``. Returns (records compacted,
         lines moved). Every record stays; the file is replaced atomically under the lock."""
         from retrieval_gate.files.atomic import write_bytes_atomic
-        from retrieval_gate.files.read import read_text
 
         path = self.path(suite)
         if not path.exists():
             return 0, 0
         with self._locked():
-            text = read_text(path, what="history", error=HistoryError)
+            text = _read_history(path)
             kept: list[bytes] = []
             rejected: list[str] = []
             records: list[tuple[int, HistoryRecord]] = []
@@ -427,14 +435,19 @@ class JsonLinesHistory:
                     if problems:
                         rejected.append(line)
                     else:
-                        kept.append((line + "\n").encode())  # another suite's record: as it is
+                        kept.append(_bytes(line + "\n"))  # another suite's record: as it is
                     continue
                 records.append((len(kept), found[0]))
                 kept.append(b"")
             compacted = 0
-            cut = max(0, len(records) - keep_values)
-            for position, (slot, record) in enumerate(records):
-                if position < cut and not record.compacted:
+            # Counted per system, as the drift window is: counted over the file, a suite run
+            # with more systems than keep_values / drift_window compacted every drift anchor.
+            per_system = Counter(record.system for _, record in records)
+            seen: Counter[str] = Counter()
+            for slot, record in records:
+                position = seen[record.system]
+                seen[record.system] += 1
+                if position < per_system[record.system] - keep_values and not record.compacted:
                     record = dataclasses.replace(
                         record,
                         queries=(),
@@ -449,13 +462,53 @@ class JsonLinesHistory:
                 kept[slot] = encode_line(record)
             if rejected:
                 # Appended first: were the rewrite to fail, the lines are in both places.
-                with open(path.with_name(path.name + ".rejected"), "a", encoding="utf-8") as out:
-                    out.write("".join(f"{line}\n" for line in rejected))
-                    out.flush()
-                    os.fsync(out.fileno())
+                out = _open_own(
+                    path.with_name(path.name + ".rejected"), os.O_WRONLY | os.O_APPEND | os.O_CREAT
+                )
+                try:
+                    _write_all(out, _bytes("".join(f"{line}\n" for line in rejected)))
+                    os.fsync(out)
+                finally:
+                    os.close(out)
             if compacted or rejected:
                 write_bytes_atomic(path, b"".join(kept))
         return compacted, len(rejected)
+
+
+def _read_history(path: Path) -> str:
+    """A history file's text, whatever bytes a line holds. Records are ASCII; a line with other
+    bytes (an editor's re-encoding, the NUL bytes a write lost to a power cut leaves) is no
+    record, named and skipped like any other rather than making every record unreadable, and
+    it stays byte for byte what it was (:func:`_bytes`) when compaction moves it away."""
+    from retrieval_gate.files.read import read_bytes
+
+    raw = read_bytes(path, what="history", error=HistoryError)
+    return raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="surrogateescape")
+
+
+def _bytes(text: str) -> bytes:
+    """Text read by :func:`_read_history`, as the bytes it was read from."""
+    return text.encode("utf-8", errors="surrogateescape")
+
+
+def _open_own(path: Path, flags: int) -> int:
+    """A descriptor on a regular file of the history folder, never through a symbolic link (a
+    link committed in its place, to a file elsewhere, would have the plugin append to that
+    file lines the history's own file held, the rejected ones, or create it) and never on a
+    pipe or device (a write with no reader would wait forever)."""
+    from retrieval_gate.files.read import special_kind
+
+    try:
+        status = os.lstat(path)
+    except FileNotFoundError:
+        status = None
+    if status is not None and stat.S_ISLNK(status.st_mode):
+        raise HistoryError("history file is a symbolic link; refusing to write", path=path)
+    if status is not None and (kind := special_kind(status.st_mode)) is not None:
+        raise HistoryError(f"history file is {kind}, not a regular file", path=path)
+    # O_NOFOLLOW and O_NONBLOCK where the platform has them: the checks above, made sure.
+    extra = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    return os.open(path, flags | extra | getattr(os, "O_CLOEXEC", 0), 0o644)
 
 
 def _ends_torn(fd: int) -> bool:

@@ -26,6 +26,10 @@ COMMIT_VARIABLES = (
 )
 
 
+#: A commit hash (full or abbreviated), as CI variables and git name it.
+_COMMIT = r"[0-9a-fA-F]{7,64}"
+
+
 @dataclass(frozen=True)
 class Provenance:
     """Where and when a run was made: the commit (None outside git and CI) and UTC time."""
@@ -77,14 +81,18 @@ def current_commit(root: Path, environ: Mapping[str, str] | None = None) -> str 
     env = os.environ if environ is None else environ
     for name in COMMIT_VARIABLES:
         value = env.get(name, "").strip()
-        if re.fullmatch(r"[0-9a-fA-F]{7,64}", value):
+        if re.fullmatch(_COMMIT, value):
             return value.lower()
     return _git(root, "rev-parse", "HEAD")
 
 
 def commits_between(root: Path, older: str, newer: str = "HEAD") -> int | None:
     """How many commits ``newer`` is ahead of ``older`` (None when git cannot say: no
-    repository, a shallow clone without it, or an unknown commit)."""
+    repository, a shallow clone without it, or an unknown commit). ``older`` is read from the
+    baseline file, so anything but a commit hash is unknown: never an argument git could take
+    for an option (``--output=...`` would write a file)."""
+    if not all(re.fullmatch(_COMMIT, c) for c in (older, newer) if c != "HEAD"):
+        return None
     found = _git(root, "rev-list", "--count", f"{older}..{newer}")
     return int(found) if found is not None and found.isdigit() else None
 

@@ -176,6 +176,14 @@ def _check_run(run: Any, path: Path, key: str) -> None:
             path=path,
             entry=key,
         )
+    cutoffs = run.get("k", [])
+    if not isinstance(cutoffs, list) or not all(_whole(c) for c in cutoffs):
+        raise BaselineError(
+            f"corrupt baseline: 'k' must be a list of whole numbers >= 1, got {cutoffs!r}",
+            path=path,
+            entry=key,
+        )
+    _check_values(run.get("metrics", {}), path, key, "run")
     holdout = run.get("holdout")
     if holdout is not None:
         from retrieval_gate.records import HoldoutRecord
@@ -188,6 +196,12 @@ def _check_run(run: Any, path: Path, key: str) -> None:
             raise BaselineError(
                 f"corrupt baseline: 'holdout' is not a holdout ({exc})", path=path, entry=key
             ) from None
+        # Checked like every other value (by their lowest and highest, which name no unit): a
+        # held-out value out of bounds would pass or fail the holdout's items whatever it ranks.
+        for name, values in found.values.items():
+            if values:
+                _check_bounds({name: min(values)}, path, key, f"{key} holdout")
+                _check_bounds({name: max(values)}, path, key, f"{key} holdout")
     for qid, query in run["queries"].items():
         where = f"{key} query {qid}"
         if not isinstance(query, dict):
@@ -207,22 +221,45 @@ def _check_run(run: Any, path: Path, key: str) -> None:
                 path=path,
                 entry=where,
             )
-        for name, value in (*query["metrics"].items(), *exact.items()):
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise BaselineError(
-                    "corrupt baseline: query metric values must be numbers",
-                    path=path,
-                    entry=where,
-                )
-            if not math.isfinite(value):
-                raise BaselineError(
-                    f"corrupt baseline: {name} is {value!r}; metric values must be finite",
-                    path=path,
-                    entry=where,
-                )
+        _check_values({**query["metrics"], **exact}, path, where, "query")
+        # Read back to explain a regressed query (its documents' ranks before and after).
+        if not all(isinstance(doc, str) for doc in query["ranking"]):
+            raise BaselineError(
+                "corrupt baseline: 'ranking' must be a list of document ids",
+                path=path,
+                entry=where,
+            )
+        ranks = query["relevant_ranks"]
+        if not all(rank is None or _whole(rank) for rank in ranks.values()):
+            raise BaselineError(
+                "corrupt baseline: each of 'relevant_ranks' must be a rank >= 1 or null",
+                path=path,
+                entry=where,
+            )
         _check_bounds(query["metrics"], path, key, where)
         _check_bounds(exact, path, key, where)
     _check_bounds(run.get("metrics", {}), path, key, key)
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _check_values(metrics: Mapping[str, Any], path: Path, entry: str, whose: str) -> None:
+    """Every value a finite number (the report formats them and the comparison subtracts)."""
+    for name, value in metrics.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise BaselineError(
+                f"corrupt baseline: {whose} metric values must be numbers, {name} is {value!r}",
+                path=path,
+                entry=entry,
+            )
+        if not math.isfinite(value):
+            raise BaselineError(
+                f"corrupt baseline: {name} is {value!r}; metric values must be finite",
+                path=path,
+                entry=entry,
+            )
 
 
 def save_baseline(

@@ -165,5 +165,7 @@ def _tolerances(raw: Any, source: Path) -> dict[str, float]:
             metric = parse_metric(str(name)).name
         except UnknownMetricError as exc:
             raise ConfigError(exc.message, path=source, entry=entry) from None
+        if metric in out:  # "P@1" and "p@1": the last would silently win
+            raise ConfigError(f"{metric} is given twice", path=source, entry=entry)
         out[metric] = _number(value, source, entry)
     return out

@@ -285,7 +285,10 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
                 path=source,
                 entry=f"tolerance.{name}",
             )
-        parsed_tolerance[_metric_name(str(name), source, f"tolerance.{name}")] = float(amount)
+        metric = _metric_name(str(name), source, f"tolerance.{name}")
+        if metric in parsed_tolerance:  # "P@1" and "p@1": the last would silently win
+            raise ConfigError(f"{metric} is given twice", path=source, entry=f"tolerance.{name}")
+        parsed_tolerance[metric] = float(amount)
     reference = table.get("reference")
     if reference is not None and reference not in systems:
         known = ", ".join(sorted(systems)) or "none configured"

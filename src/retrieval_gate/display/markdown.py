@@ -11,10 +11,11 @@ the report safe to render, whatever it holds, keeping what the plugin wrote:
   letter, ``/``, ``!`` or ``?``) becomes ``&lt;`` (``<=`` and ``< 0.05`` stay as they read);
   a ``]`` followed by ``(`` is backslash-escaped (no inline link or image); a ``[`` or ``~``
   that opens a line's content (after list or quote markers) is backslash-escaped (no link
-  reference definition, so no bracketed text elsewhere, such as ``category[rare]`` or
-  ``[queries[0]]:``, can become a link; no ``~~~`` fence that would swallow the rest); a run of backslashes before an escaped character or a backtick is
-  doubled, so the text's own backslashes cannot undo those escapes or hide a backtick from the
-  code-span rule below (elsewhere a backslash is left as written: ``\x1b`` stays readable);
+  reference definition, so no bracketed text elsewhere, such as ``query[q1]`` or
+  ``[queries[0]]:``, can become a link; no ``~~~`` fence that would swallow the rest); a run of
+  backslashes before an escaped character or a backtick is doubled, so the text's own
+  backslashes cannot undo those escapes or hide a backtick from the code-span rule below
+  (elsewhere a backslash is left as written: ``\x1b`` stays readable);
 * a run of backticks without a closing run of the same length on its line is backslash-escaped
   (CommonMark lets a code span continue onto the next line of its paragraph; with every span
   closed on its own line, what this function sees as inside a span is what a renderer sees);

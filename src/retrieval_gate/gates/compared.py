@@ -17,7 +17,7 @@ TIE = 1e-9
 
 @dataclass(frozen=True)
 class RegressionCheck:
-    scope: str  # "suite" | "category[x]" | "difficulty[x]"
+    scope: str  # "suite" | "category:x" | "difficulty:x"
     metric: str
     tolerance: float
     gated: bool = True  # an item in the session's family; False: a diagnostic the report shows

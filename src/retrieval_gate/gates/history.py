@@ -129,11 +129,20 @@ def drift_outcomes(
     }
     checks = [c for c in checks if c.metric not in redefined]
     from retrieval_gate.gates.regressions import _width
-    from retrieval_gate.gates.resolution import ItemSpread, block_resolution
+    from retrieval_gate.gates.resolution import ItemSpread, block_resolution, resolves_nothing
+    from retrieval_gate.gates.stats import bootstrap_margin_test, is_mean
     from retrieval_gate.metrics import parse_metric
+    from retrieval_gate.suites import kind_named
 
+    kind = kind_named(record.kind)
+    units = kind.units
     today = {(q.id, q.digest): q for q in record.queries}
-    paired: dict[str, tuple[list[float], list[float]]] = {}
+    # The anchor's and today's value of each check over the units both hold unchanged, and the
+    # spread its resolution reads (the paired drops of a mean; the bootstrap's of another
+    # aggregate, such as micro F1, which is not the mean of its per-unit values).
+    paired: dict[str, tuple[float, float, int]] = {}
+    spreads = {}
+    unpaired: dict[str, str] = {}
     # An unchanged system on an index that does not rank the same every run: decided on exact
     # search over the same vectors, as its regression items are (docs/verdicts.md, "Index
     # noise"); the index's own values are said beside.
@@ -142,20 +151,55 @@ def drift_outcomes(
     )
     noise: dict[str, str] = {}
     for check in checks:
+        metric = parse_metric(check.metric)
         then = anchor.record.per_query(check.metric)
         keys = [k for k in then if k in today and check.metric in today[k].metrics]
-        paired[check.metric] = (
-            [then[k] for k in keys],
-            [today[k].metrics[check.metric] for k in keys],
-        )
+        if not keys:
+            # Nothing to pair is nothing to compare, as for a regression item: the means of
+            # two other sets of units, or a value the anchor never measured, would decide it.
+            if then:
+                unpaired[check.metric] = (
+                    f"not compared with {anchor.describe()}: none of its {units} is unchanged "
+                    "today (every one edited, renamed or removed)"
+                )
+            elif check.metric not in anchor.record.metrics:
+                unpaired[check.metric] = (
+                    f"not compared with {anchor.describe()}: it has no {check.metric} (a "
+                    "metric measured since)"
+                )
+            continue
+        then_values = [then[k] for k in keys]
+        now_values = [today[k].metrics[check.metric] for k in keys]
+        width = _width(metric, now_values, then_values)
+        if not is_mean(metric):
+            names = (check.metric, *metric.spec.aggregation.components)
+            sides = [anchor.record.per_query(name) for name in names]
+            if not all(
+                k in side and name in today[k].metrics
+                for side, name in zip(sides, names, strict=True)
+                for k in keys
+            ):
+                continue  # components the anchor did not keep: its suite values, below
+            test = bootstrap_margin_test(
+                metric,
+                {n: np.array([today[k].metrics[n] for k in keys]) for n in names},
+                {
+                    n: np.array([side[k] for k in keys])
+                    for n, side in zip(names, sides, strict=True)
+                },
+                check.tolerance,
+                seed,
+            )
+            paired[check.metric] = (test.then, test.now, len(keys))
+            if len(keys) >= 2:
+                spreads[check.metric] = ItemSpread(len(keys), width, bootstrap_sd=test.sd)
+            continue
         exact_then = anchor.record.per_query(check.metric, exact=True)
         exact_now = {k: (today[k].exact_metrics or {}).get(check.metric) for k in keys}
-        if steady and keys and all(k in exact_then and exact_now[k] is not None for k in keys):
-            seen_then, seen_now = paired[check.metric]
-            paired[check.metric] = (
-                [exact_then[k] for k in keys],
-                [exact_now[k] or 0.0 for k in keys],
-            )
+        if steady and all(k in exact_then and exact_now[k] is not None for k in keys):
+            seen_then, seen_now = then_values, now_values
+            then_values = [exact_then[k] for k in keys]
+            now_values = [exact_now[k] or 0.0 for k in keys]
             differ = sum(1 for k in keys if today[k].differs_from_exact)
             noise[check.metric] = (
                 f"index noise: {differ} of {len(keys)} queries ranked differently from exact "
@@ -164,27 +208,37 @@ def drift_outcomes(
                 f"{check.metric} went {format_value(sum(seen_then) / len(keys))} -> "
                 f'{format_value(sum(seen_now) / len(keys))} (docs/verdicts.md, "Index noise")'
             )
-    spreads = {}
-    for metric, (then_values, now_values) in paired.items():
-        if len(then_values) >= 2:
-            width = _width(parse_metric(metric), now_values, then_values)
+        paired[check.metric] = (
+            sum(then_values) / len(keys),
+            sum(now_values) / len(keys),
+            len(keys),
+        )
+        if len(keys) >= 2:
             drops = np.asarray(then_values) - np.asarray(now_values)
-            spreads[metric] = ItemSpread(len(drops), width, drops=drops)
+            spreads[check.metric] = ItemSpread(len(drops), width, drops=drops)
     resolved = block_resolution(spreads, level, seed)
-    outcomes: dict[str, Outcome | str] = dict(redefined)
+    outcomes: dict[str, Outcome | str] = {**redefined, **unpaired}
     for check in checks:
-        then_values, now_values = paired[check.metric]
-        if then_values:
-            before = sum(then_values) / len(then_values)
-            after = sum(now_values) / len(now_values)
-            n, over = len(then_values), "paired queries"
+        if check.metric in unpaired:
+            continue
+        if check.metric in paired:
+            before, after, n = paired[check.metric]
+            over = f"paired {units}"
         else:
             before = anchor.record.metrics.get(check.metric, float("nan"))
             after = record.metrics.get(check.metric, float("nan"))
-            n, over = record.n, "queries (suite values: the anchor kept no per-query values)"
+            n = record.n
+            over = f"{units} (suite values: the anchor kept no per-{kind.unit} values)"
         drop = before - after
         steps, beyond = _steps(anchor, record, check)
         epsilon = resolved.epsilon.get(check.metric)
+        percent = f"{100.0 * (1.0 - alpha):.4g} %"
+        if epsilon is None:
+            resolution = ""
+        elif resolves_nothing(epsilon, spreads[check.metric].width):
+            resolution = f"; resolves no drop at {percent}"  # as wide as the metric's range
+        else:
+            resolution = f"; resolution +-{format_value(epsilon)} at {percent}"
         outcomes[check.metric] = Outcome(
             suite=record.suite,
             system=record.system,
@@ -198,12 +252,7 @@ def drift_outcomes(
                 _statement(check, drop, anchor, steps, beyond),
                 f"anchor {format_value(before)} -> now {format_value(after)} over {n} {over}; "
                 f"drift tolerance {format_value(check.tolerance)} (window "
-                f"{_window(anchor)})"
-                + (
-                    ""
-                    if epsilon is None
-                    else f"; resolution +-{format_value(epsilon)} at {100.0 * (1.0 - alpha):.4g} %"
-                ),
+                f"{_window(anchor)}){resolution}",
                 *([noise[check.metric]] if check.metric in noise else []),
             ),
         )

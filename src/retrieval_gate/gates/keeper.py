@@ -353,16 +353,22 @@ class HistoryKeeper:
             )
             for run in runs
         ]
+        from retrieval_gate.files.atomic import failed_write
+
         try:
             store.append(records)
+        except (OSError, HistoryError) as exc:
+            raise HistoryError(f"could not append to the history {failed_write(exc)}") from None
+        self.lines.append(f"recorded {len(records)} run(s) in the history: {store.location}")
+        try:
             if isinstance(store, JsonLinesHistory) and self.conf.keep_values:
                 for suite in sorted({r.suite for r in runs}):
                     store.compact(suite, keep_values=self.conf.keep_values)
         except (OSError, HistoryError) as exc:
-            from retrieval_gate.files.atomic import failed_write
-
-            raise HistoryError(f"could not append to the history {failed_write(exc)}") from None
-        self.lines.append(f"recorded {len(records)} run(s) in the history: {store.location}")
+            # The records are in: saying they are not would have a rerun append them twice.
+            raise HistoryError(
+                f"recorded, but could not compact the history {failed_write(exc)}"
+            ) from None
 
     def _shelf(self, runs: Sequence[RunRecord], gates: Sequence[Outcome]) -> list[ShelfLife]:
         """Each gated metric's shelf life, for the suites with a history."""

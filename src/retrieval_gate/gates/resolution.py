@@ -446,12 +446,12 @@ def resolves_nothing(epsilon: float, width: float) -> bool:
 
 
 def scope_words(scope: str) -> str:
-    """ "this suite" for the suite scope, else the scope as items name it (``category[x]``)."""
+    """ "this suite" for the suite scope, else the scope as items name it (``category:x``)."""
     return "this suite" if scope == "suite" else scope
 
 
 def cannot_resolve(metric: str, scope: str, n: int, units: str) -> str:
-    """ "with 4 queries category[x] cannot resolve any drop of Hit@5"."""
+    """ "with 4 queries category:x cannot resolve any drop of Hit@5"."""
     return f"with {n} {units} {scope_words(scope)} cannot resolve any drop of {metric}"
 
 

@@ -44,7 +44,7 @@ from typing import Any
 from retrieval_gate.baseline.store import Baseline
 from retrieval_gate.errors import RetrievalGateError, UnknownMetricError
 from retrieval_gate.metrics import parse_metric
-from retrieval_gate.records import RunRecord, parse_scope
+from retrieval_gate.records import RunRecord, parse_scope, scope_name
 from retrieval_gate.suites.suite import Gate, Suite, load_suite
 
 __all__ = [
@@ -231,7 +231,7 @@ def _threshold_spans(text: str, path: Path) -> dict[tuple[str, str, str], tuple[
             elif key.value in ("categories", "difficulties"):
                 kind = "category" if key.value == "categories" else "difficulty"
                 for label, group in items(value):
-                    gates(group, f"{kind}[{label.value}]", owner)
+                    gates(group, scope_name(kind, str(label.value)), owner)
 
     floors(root, "")
     for key, value in items(root):

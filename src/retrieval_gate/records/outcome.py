@@ -133,7 +133,7 @@ class Outcome:
 
     suite: str
     system: str
-    scope: str  # "suite", "category[x]", "difficulty[x]", "latency", "query[id]", "regression ..."
+    scope: str  # "suite", "category:x", "difficulty:x", "latency", "query[id]", "regression ..."
     metric: str
     value: float
     threshold: float

@@ -239,7 +239,7 @@ class RunRecord:
         return self.categories if kind == "category" else self.difficulties
 
     def scope_ids(self, scope: str) -> list[str]:
-        """Ids of the queries in a scope (``suite``, ``category[x]``, ``difficulty[x]``)."""
+        """Ids of the queries in a scope (``suite``, ``category:x``, ``difficulty:x``)."""
         group = parse_scope(scope)
         if group is None:
             return [q.id for q in self.queries]

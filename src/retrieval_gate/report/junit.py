@@ -3,12 +3,11 @@
 the values; and each gate item's test case named by its last node id part, in the class of
 the parts before it.
 
-pytest's JUnit writer reads a ``[`` in a node id as the start of a parametrisation, so
-``lineage.retrieval.yaml::minilm::category[joins]::P@5`` became the test case
-``category[joins]::P@5]`` (a stray bracket, the metric in the name). :class:`JunitNames`
-sets ``classname`` ``lineage_retrieval_yaml.minilm.category[joins]`` and ``name`` ``P@5``
-(the file name's dots made ``_``, so a viewer does not nest ``lineage``, ``retrieval`` and
-``yaml`` as packages). It runs
+pytest's JUnit writer keeps the file name's dots in the class, so a viewer nests
+``lineage``, ``retrieval`` and ``yaml`` as packages, and reads a ``[`` as the start of a
+parametrisation. :class:`JunitNames` sets ``classname``
+``lineage_retrieval_yaml.minilm.category:joins`` and ``name`` ``P@5`` for
+``lineage.retrieval.yaml::minilm::category:joins::P@5`` (the file name's dots made ``_``). It runs
 where the XML is written (the xdist controller too), from the test reports alone.
 """
 

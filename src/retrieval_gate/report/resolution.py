@@ -32,7 +32,7 @@ class Coarse:
 
     suite: str
     system: str
-    scope: str  # "suite" | "category[x]" | "difficulty[x]"
+    scope: str  # "suite" | "category:x" | "difficulty:x"
     metric: str
     row: RegressionRow
 

@@ -73,7 +73,7 @@ FALLBACK_KIND = "ranking"
 class Gate:
     """A floor (or, for latency, a ceiling) on a metric's mean over a scope of queries."""
 
-    scope: str  # "suite" | "category[<name>]" | "difficulty[<name>]"
+    scope: str  # "suite" | "category:<name>" | "difficulty:<name>"
     metric: Metric
     threshold: float
 

@@ -1,0 +1,68 @@
+"""Every item's node id works as pytest's own do: ``--lf`` reruns exactly the items that failed
+and each failed item's id, given on the command line, runs that item alone, serially and under
+xdist. A category's or difficulty's items sit below ``category:<label>`` (not
+``category[<label>]``, which pytest read as parameters: docs/suite-format.md, "Node ids on the
+command line")."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from .conftest import SETTINGS, SUITE, write_suite
+
+WORKERS = [(), ("-n", "2", "-p", "no:benchmark")]
+WORKER_IDS = ["serial", "xdist"]
+
+ITEM = re.compile(r"(lineage\.retrieval\.yaml::\S+)")
+
+# The reversed retriever ranks every query's relevant documents below the others: its category
+# floor and its expect item fail (its other floors too); the keyword retriever passes.
+FAILING = {
+    "lineage.retrieval.yaml::reverse::category:joins::MRR@3",
+    "lineage.retrieval.yaml::reverse::query[customer_names]",
+}
+
+
+def _outcomes(result: pytest.RunResult) -> dict[str, str]:
+    """node id -> PASSED / FAILED for the items that ran, from ``-v`` lines, serial
+    (``id PASSED``) or xdist (``[gw0] [ 50%] PASSED id``)."""
+    found = {}
+    for line in result.outlines:
+        if line.lstrip().startswith("FAILED "):
+            continue
+        for verdict in ("PASSED", "FAILED"):
+            if f" {verdict}" in line:
+                match = ITEM.search(line)
+                if match is not None:
+                    found[match.group(1)] = verdict
+    return found
+
+
+@pytest.mark.parametrize("workers", WORKERS, ids=WORKER_IDS)
+def test_lf_and_node_ids_rerun_exactly_the_failed_items(
+    project: pytest.Pytester, workers: tuple[str, ...]
+) -> None:
+    if workers:
+        pytest.importorskip("xdist")
+    # --lf needs pytest's cache, which the shared settings turn off.
+    settings = SETTINGS.replace('addopts = "-p no:cacheprovider"\n', "")
+    (project.path / "pyproject.toml").write_text(
+        settings.replace('systems = ["keyword"]', 'systems = ["keyword", "reverse"]'),
+        encoding="utf-8",
+    )
+    write_suite(project, SUITE)
+    first = _outcomes(project.runpytest("--retrieval-gate", "-v", *workers))
+    failed = {nodeid for nodeid, verdict in first.items() if verdict == "FAILED"}
+    assert failed >= FAILING
+    assert any(verdict == "PASSED" for verdict in first.values())
+
+    rerun = project.runpytest("--retrieval-gate", "-v", "--lf", *workers)
+    assert "known failures not in selected tests" not in rerun.stdout.str()
+    assert _outcomes(rerun) == dict.fromkeys(failed, "FAILED")
+
+    for nodeid in sorted(failed):
+        alone = project.runpytest("--retrieval-gate", "-v", nodeid, *workers)
+        assert "not found" not in alone.stdout.str() + alone.stderr.str()
+        assert _outcomes(alone) == {nodeid: "FAILED"}
