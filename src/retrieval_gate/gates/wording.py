@@ -112,7 +112,10 @@ def tolerance_outcome(
     regressed = bool(item.ids) and item.drop > check.tolerance + TIE
     verdict = "regressed" if regressed else "ok"
     passed = not regressed or not check.gated or item.missing is not None
-    detail = [f"{verdict}: {_statement(item, epsilon, alpha)}", _common_detail(item, units_of(record.kind, len(item.ids)))]
+    detail = [
+        f"{verdict}: {_statement(item, epsilon, alpha)}",
+        _common_detail(item, units_of(record.kind, len(item.ids))),
+    ]
     if epsilon is not None and item.spread is not None:
         from retrieval_gate.gates.resolution import cannot_resolve, resolves_nothing
 
