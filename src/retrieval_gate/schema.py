@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,6 +137,8 @@ def parse_options(
             values[key] = option.default
             continue
         value = spec[key]
+        # Before any check: a message quoting an invalid value masks what it holds.
+        _register_secrets(option, value)
         kinds = option.kind if isinstance(option.kind, tuple) else (option.kind,)
         # TOML's true is an int to Python: a boolean never passes for a number.
         ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
@@ -155,9 +158,46 @@ def parse_options(
                 path=where.source,
                 entry=where.entry,
             )
+        if option.secret_env:
+            _check_env_name(key, value, where)
         values[key] = option.resolve(value, where.base) if option.resolve is not None else value
-        _register_secrets(option, value)
     return values
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _check_env_name(key: str, name: str, where: Where) -> None:
+    """Refuse, without quoting it, a secret written where the name of the variable that holds
+    it belongs (``api_key_env``, ``dsn_env``): every later "variable NAME is not set" would
+    print it whole."""
+    advice = "give the name of the variable that holds the secret, never the secret itself"
+    if not _ENV_NAME.fullmatch(name):
+        raise ConfigError(
+            f"invalid {key!r}: not an environment variable name (letters, digits, '_'); {advice}",
+            path=where.source,
+            entry=where.entry,
+        )
+    if name not in os.environ and _looks_like_a_key(name):
+        # A hex or base62 key (or jina_...) is a valid variable name too.
+        raise ConfigError(
+            f"invalid {key!r}: no environment variable of that name is set, and the name looks "
+            f"like a key itself (a long run of letters and digits); {advice}",
+            path=where.source,
+            entry=where.entry,
+        )
+
+
+def _looks_like_a_key(name: str) -> bool:
+    """Whether ``name`` is shaped as API keys are (a long run of letters and digits, lower
+    case among them, at most one ``_``: hex, base62, ``jina_...``) and variable names are not
+    (``OPENAI_API_KEY``, ``azure_openai_api_key_2024``)."""
+    return (
+        len(name) >= 24
+        and sum(c.isdigit() for c in name) >= 4
+        and any(c.islower() for c in name)
+        and name.count("_") <= 1
+    )
 
 
 def _register_secrets(option: Option, value: Any) -> None:

@@ -235,13 +235,13 @@ class GateSession:
         data = self._data
         if data is None or self.is_worker:
             return
-        from retrieval_gate.report.terminal import render
+        from retrieval_gate.report.terminal import announced, render
 
         terminalreporter.write_sep("=", "retrieval gate")
         for line in render(data):
             terminalreporter.write_line(line)  # escaped and redacted there
         for path in self.written:
-            terminalreporter.write_sep("-", shown(f"generated retrieval gate report: {path}"))
+            terminalreporter.write_sep("-", shown(announced(path)))
         if (problem := self.baseline_problem) is not None:
             terminalreporter.write_line(shown(f"replaced an unreadable baseline: {problem}"))
         if (saved := self.saved_baseline) is not None:

@@ -209,9 +209,10 @@ def rerank_settings(timeout: str = "60") -> str:
     )
 
 
-def static_model(root: Path) -> None:
+def static_model(root: Path, *, nan_word: str | None = None) -> None:
     """A tiny model2vec model (a random 8-dim vector per corpus word) at ``root/static-model``:
-    no download, numpy only, so an embedding system runs in milliseconds."""
+    no download, numpy only, so an embedding system runs in milliseconds. ``nan_word``'s vector
+    is NaN: a broken model, whose vector for any text holding that word is NaN."""
     import numpy as np
     from model2vec import StaticModel
     from tokenizers import Tokenizer, models, pre_tokenizers
@@ -221,6 +222,8 @@ def static_model(root: Path) -> None:
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     vectors = np.random.default_rng(0).random((len(vocab), 8)).astype(np.float32)
+    if nan_word is not None:
+        vectors[vocab[nan_word]] = np.nan
     StaticModel(vectors=vectors, tokenizer=tokenizer, normalize=True).save_pretrained(
         str(root / "static-model")
     )
@@ -329,7 +332,10 @@ class Bad:
         return rows
 
     def encode_queries(self, texts):
-        return np.ones((len(texts), 8), dtype=np.float32)
+        rows = np.ones((len(texts), 8), dtype=np.float32)
+        if {how!r} == "nan-query":
+            rows[["refunds" in text for text in texts], 0] = np.nan
+        return rows
 
 
 register_embedder(EmbedderBackend("bad", "test", {{}}, lambda s, c, e: Bad(), "test"))
@@ -1004,9 +1010,33 @@ CASES: tuple[BadInput, ...] = (
         "embedder-nan",
         "an embedder plug-in returning infinite values",
         "*pyproject.toml [system.plugin]: embedder 'bad' returned NaN or infinite values in 1 of 5 "
-        "document vectors (the first at row 2)",
+        "document vectors (the first for document 'sql/customers.sql')",
         "failed items",
         plugin_embedder("nan"),
+    ),
+    BadInput(
+        "embedder-nan-query",
+        "an embedder plug-in returning NaN for a query",
+        "*pyproject.toml [system.plugin]: embedder 'bad' returned NaN or infinite values in 1 of 1 "
+        "query vectors (the first for query 'refunds')",
+        "failed items",
+        plugin_embedder("nan-query"),
+    ),
+    BadInput(
+        "model2vec-nan",
+        "a model2vec model whose vector for a word is NaN (a broken model)",
+        "*pyproject.toml [system.static]: embedder 'model2vec' returned NaN or infinite values in 1 "
+        "of 5 document vectors (the first for document 'docs/faq.md')",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                '[tool.retrieval_gate]\ncorpus = "corpus"\n', static_system()
+            ),
+            **corpus(),
+        },
+        setup=lambda root: static_model(root, nan_word="refunds"),
+        needs=("model2vec",),
     ),
     BadInput(
         "embedder-too-few-rows",
@@ -1268,8 +1298,8 @@ CASES: tuple[BadInput, ...] = (
         "http-key-in-key-env",
         "an API key pasted where the name of its environment variable belongs (never echoed)",
         "ERROR: *pyproject.toml [system.svc]: invalid 'api_key_env': not an environment variable "
-        "name (letters, digits, '_'); give the name of the variable that holds the key, never "
-        "the key itself",
+        "name (letters, digits, '_'); give the name of the variable that holds the secret, "
+        "never the secret itself",
         "usage error",
         {
             "lineage.retrieval.yaml": SUITE,
@@ -1284,7 +1314,7 @@ CASES: tuple[BadInput, ...] = (
         "variable belongs: a valid variable name, refused without being echoed",
         "ERROR: *pyproject.toml [system.svc]: invalid 'api_key_env': no environment variable of "
         "that name is set, and the name looks like a key itself (a long run of letters and "
-        "digits); give the name of the variable that holds the key, never the key itself",
+        "digits); give the name of the variable that holds the secret, never the secret itself",
         "usage error",
         {
             "lineage.retrieval.yaml": SUITE,
@@ -1292,6 +1322,41 @@ CASES: tuple[BadInput, ...] = (
                 http_system(
                     base_url='"http://127.0.0.1:9/v1"',
                     api_key_env='"a8f5f167f44f4964e6c998dee827110c"',
+                )
+            ),
+        },
+    ),
+    BadInput(
+        "lancedb-key-in-key-env",
+        "a LanceDB Cloud API key pasted where the name of its environment variable belongs: "
+        "refused at collection without being echoed",
+        "ERROR: *pyproject.toml [system.static]: invalid 'api_key_env': no environment variable "
+        "of that name is set, and the name looks like a key itself (a long run of letters and "
+        "digits); give the name of the variable that holds the secret, never the secret itself",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                static_system(
+                    index="lancedb",
+                    uri='"db://my-project"',
+                    api_key_env=f'"{PASSWORD}a8f5f167f44f4964e6c9"',
+                )
+            ),
+        },
+    ),
+    BadInput(
+        "pgvector-dsn-in-dsn-env",
+        "a DSN pasted where the name of its environment variable belongs (never echoed)",
+        "ERROR: *pyproject.toml [system.static]: invalid 'dsn_env': not an environment variable "
+        "name (letters, digits, '_'); give the name of the variable that holds the secret, "
+        "never the secret itself",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                static_system(
+                    index="pgvector", dsn_env=f'"postgresql://search:{PASSWORD}@db/index"'
                 )
             ),
         },
@@ -1305,6 +1370,34 @@ CASES: tuple[BadInput, ...] = (
         {
             "lineage.retrieval.yaml": SUITE,
             "pyproject.toml": settings(http_system(base_url='"localhost:11434"')),
+        },
+    ),
+    BadInput(
+        "http-base-url-not-a-url-with-password",
+        "an http embedder whose base_url is not a URL and holds a password (masked)",
+        "ERROR: *pyproject.toml [system.svc]: invalid 'base_url': 'search:***@localhost:11434/v1'; "
+        "expected string (http:// or https:// URL)",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                http_system(base_url=f'"search:{PASSWORD}@localhost:11434/v1"')
+            ),
+        },
+    ),
+    BadInput(
+        "http-base-url-with-password",
+        "an http embedder whose base_url holds a user name and password: sent as Basic auth in "
+        "place of the API key, refused without being echoed",
+        "ERROR: *pyproject.toml [system.svc]: invalid 'base_url': it holds a user name or "
+        "password ('user:password@'), which would be sent in place of the API key; drop them "
+        "from the URL and put the key in the environment variable that 'api_key_env' names",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                http_system(base_url=f'"http://search:{PASSWORD}@127.0.0.1:9/v1"')
+            ),
         },
     ),
     BadInput(

@@ -84,7 +84,7 @@ def test_control_characters_reach_no_output_raw(pytester: pytest.Pytester) -> No
     # the documents; the summary and the report name the suite; the collection error the label.
     assert f'expect on query[q{ESCAPED}1] "which tables{ESCAPED} join orders"' in terminal
     assert f"top results: doc{ESCAPED}.sql, plain.sql" in terminal
-    assert f"lineage{ESCAPED} (1 queries)" in terminal
+    assert f"lineage{ESCAPED} (1 query)" in terminal
     assert f"joins{ESCAPED}" in terminal
     assert f"## Suite `lineage{ESCAPED}`" in markdown
     charts = re.findall(r"```mermaid\n(.*?)```", markdown, flags=re.S)

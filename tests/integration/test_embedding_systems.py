@@ -615,3 +615,44 @@ def test_retrieval_system_fixture_reports_a_bad_setting_in_one_line(
     # exception, another exception occurred", then the same line again.
     assert "During handling" not in out
     assert out.count("[system.broken]: ") == 1
+
+
+def test_a_model_that_gives_nan_fails_its_run_in_the_documented_line(
+    pytester: pytest.Pytester, tiny_model: Path, tmp_path: Path
+) -> None:
+    # The tiny BERT with a NaN embedding for "refund": attention spreads it over the whole
+    # text, so billing/refunds.md's vector is NaN and the others are finite. Every backend's
+    # bad vector is the boundary's one line (docs/embedding.md, "Time limits and bad vectors"),
+    # naming the system, the settings file and the document.
+    from safetensors.numpy import load_file, save_file
+    from transformers import AutoTokenizer
+
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_model, broken)
+    (weights,) = broken.rglob("model.safetensors")
+    tensors = load_file(weights)
+    (key,) = [name for name in tensors if name.endswith("word_embeddings.weight")]
+    token = AutoTokenizer.from_pretrained(weights.parent).convert_tokens_to_ids("refund")
+    tensors[key][token] = float("nan")
+    save_file(tensors, weights, metadata={"format": "pt"})
+    model = f'embedder = "sentence-transformers"\nmodel = "{broken.as_posix()}"\nindex = "exact"\n'
+    backends = [
+        backend
+        for runtime, backend in (("onnxruntime", "onnx"), ("openvino", "openvino"))
+        if importlib.util.find_spec(runtime) is not None
+    ]
+    systems = {"torch": model, **{b: model + f'backend = "{b}"' for b in backends}}
+    make_project(pytester, systems, suite=ANY_MODEL_SUITE)
+    # In a subprocess, as the ONNX test above (native runtimes imported once per process).
+    result = pytester.runpytest_subprocess(
+        "--retrieval-gate", *(f"--rg-system={name}" for name in systems)
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    for name in systems:
+        result.stdout.fnmatch_lines(
+            [
+                f"*pyproject.toml [[]system.{name}[]]: embedder 'sentence-transformers' returned "
+                "NaN or infinite values in 1 of 6 document vectors (the first for document "
+                "'billing/refunds.md')"
+            ]
+        )

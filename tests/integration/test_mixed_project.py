@@ -247,7 +247,7 @@ def test_project_wide_weights_on_a_mixed_project_say_how_to_fix_it(
     result = mixed.runpytest("--retrieval-gate", "--rg-system", "terms")
     result.stdout.fnmatch_lines(
         [
-            "notes (1 documents)",
+            "notes (1 document)",
             "*decision score: not computed: decision weight P@1 is not reported for suite notes "
             "(an extraction suite; *give extraction suites their own weights: "
             "decision.by_kind.extraction",

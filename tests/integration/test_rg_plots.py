@@ -37,7 +37,9 @@ def test_plots_per_metric_and_per_query_deltas(project: pytest.Pytester) -> None
     write_suite(project, SUITE)
     first = project.runpytest("--retrieval-gate", "--rg-plots", "plots", "--rg-save-baseline")
     first.assert_outcomes(passed=5)
-    first.stdout.fnmatch_lines([f"*generated retrieval gate report: {project.path / 'plots'}*"])
+    first.stdout.fnmatch_lines(
+        [f"*generated retrieval gate plots (PNG files) in {project.path / 'plots'} -*"]
+    )
     folder = project.path / "plots"
     # The summary's metrics: the gated ones (P@1, R@3, MRR@3, Hit@3), then nDCG@3.
     names = {"lineage--P@1.png", "lineage--R@3.png", "lineage--MRR@3.png", "lineage--Hit@3.png"}

@@ -173,3 +173,23 @@ def test_decision_score_ranks_the_systems(project: pytest.Pytester) -> None:
         "| 1 | `keyword` | 1.2000 | 0.5 -> 0.6 x 1.0000 = 0.6000 | 0.5 -> 0.6 x 1.0000 = 0.6000 "
         "| n/a |" in markdown
     )
+
+
+def test_a_suite_of_one_query_is_said_in_the_singular(project: pytest.Pytester) -> None:
+    write_suite(
+        project,
+        "name: one\nk: [1]\ngates: {P@1: 0.5}\nqueries:\n"
+        "  - id: refunds\n    query: refunds questions\n    relevant: [docs/faq.md]\n",
+    )
+    project.runpytest("--retrieval-gate", "--rg-save-baseline").assert_outcomes(passed=1)
+    result = project.runpytest("--retrieval-gate")
+    result.stdout.fnmatch_lines(["one (1 query)", "*keyword vs baseline: 1 shared query"])
+    markdown = (project.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert "1 query from `lineage.retrieval.yaml`, cutoffs [1]." in markdown
+    assert "Compared on 1 query shared with `retrieval-baseline.json`." in markdown
+    assert "latency: timed on 1 of 1 query;" in markdown
+    gates = json.loads((project.path / "retrieval-gate-report.json").read_text())["gates"]
+    (regression,) = [g for g in gates if g["scope"] == "regression"]
+    assert (
+        "(drop 0, tolerance 0.01) over 1 shared query; 0 worse, 0 better" in regression["detail"][1]
+    )

@@ -85,6 +85,7 @@ def test_run_file_values_ties_and_missing_query(pytester: pytest.Pytester) -> No
     assert run["stats"]["run_file_missing_queries"] == 1
     assert run["stats"]["run_file_queries"] == 3
     assert run["stats"]["latency_measured"] is False
+    assert run["stats"]["latency_queries"] == 0  # no query was timed: a stored run has no latency
 
 
 def test_baseline_names_the_run_by_digest_and_notes_an_edit(pytester: pytest.Pytester) -> None:

@@ -6,8 +6,8 @@ that does not parse, a server that is not there, a DSN or key read from the envi
 LanceDB URI, a Ray address, a chroma server's host, the http embedder's URL and key): the
 project runs a plain retriever system beside it (so a baseline is saved) and the system of the
 row, which fails. The password must reach none of the terminal, the markdown and JSON reports,
-the step summary, the JUnit XML, the baseline and the cache folder; each output that fails says
-so by name. Adding a setting is adding a row.
+the step summary, the JUnit XML, the baseline, the history and the cache folder; each output
+that fails says so by name. Adding a setting is adding a row.
 """
 
 from __future__ import annotations
@@ -113,7 +113,9 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "http-embedder-key-and-url",
-        _static("exact", base_url='"http://gate:{pw}@127.0.0.1:{port}/v1?api_key={pw}"')
+        # Credentials before the host are refused at collection (bad_inputs.py): the key in
+        # the query string and the environment only.
+        _static("exact", base_url='"http://127.0.0.1:{port}/v1?api_key={pw}"')
         .replace('"model2vec"', '"http"')
         .replace('"./static-model"', '"served"')
         + 'api_key_env = "RG_SECRET_KEY"\ntimeout = 2\n',
@@ -153,9 +155,11 @@ def _outputs(root: Path, result: pytest.RunResult) -> Iterator[tuple[str, bytes]
         "retrieval-baseline.json",
     ):
         yield name, (root / name).read_bytes()
-    for path in sorted((root / ".retrieval-gate-cache").rglob("*")):
-        if path.is_file():
-            yield str(path.relative_to(root)), path.read_bytes()
+    # The cache, and the history (a run that saves a baseline appends to it).
+    for folder in (".retrieval-gate-cache", ".retrieval-gate"):
+        for path in sorted((root / folder).rglob("*")):
+            if path.is_file():
+                yield str(path.relative_to(root)), path.read_bytes()
 
 
 def _leaks(

@@ -433,3 +433,29 @@ def test_the_same_figures_with_and_without_xdist(pytester: pytest.Pytester) -> N
     ) == json.dumps(
         {k: {f: v for f, v in g.items() if f not in strip} for k, g in sorted(parallel.items())}
     )
+
+
+def test_the_coarse_resolution_warning_counts_only_the_checks_that_ran(
+    pytester: pytest.Pytester,
+) -> None:
+    # The unchanged run above warns of 9 checks (3 systems x 3 metrics); a session that -k
+    # narrows to one regression item decided one, and one that deselects them all decided none.
+    make(pytester, THREE)
+    write_suite(pytester, suite(35))
+    pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
+    one = pytester.runpytest("--retrieval-gate", "-k", "bm25 and regression and MRR")
+    one.assert_outcomes(passed=1)
+    one.stdout.fnmatch_lines(
+        [
+            "WARNING: 1 regression check resolves more coarsely than the tolerance, so changes "
+            "with no real effect may fail (each is listed in the report):",
+            "  docstrings: 1 at the suite scope; widest: bm25 MRR@10: *",
+        ]
+    )
+    report = (pytester.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    # The report's list of coarse checks: the one that ran (each line "- system metric: ...").
+    listed = report.split("**The resolution is wider than the tolerance", 1)[1].split("\n\n")[1]
+    assert [line.split(":")[0] for line in listed.splitlines()] == ["- bm25 MRR@10"]
+    none = pytester.runpytest("--retrieval-gate", "-k", "not regression")
+    none.assert_outcomes(passed=9)
+    assert "WARNING" not in none.stdout.str()

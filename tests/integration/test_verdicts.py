@@ -168,12 +168,11 @@ def test_ties_at_the_cutoff_reach_the_report(project: pytest.Pytester) -> None:
     assert run["queries"][0]["unjudged"] == ["sql/payments.sql"]
     markdown = (project.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
     assert (
-        "ties at the cutoff: nDCG@1 could be 0.0000-1.0000 depending on tie order (1 queries with "
+        "ties at the cutoff: nDCG@1 could be 0.0000-1.0000 depending on tie order (1 query with "
         "ties straddling 1); R@1 could be 0.0000-1.0000"
     ) in markdown
-    assert (
-        "ground truth: Judged@1 0.0000, 1 of 1 queries have unjudged documents in their top 1"
-        in (markdown)
+    assert "ground truth: Judged@1 0.0000, 1 of 1 query has unjudged documents in their top 1" in (
+        markdown
     )
 
 

@@ -146,6 +146,6 @@ def test_a_regressed_item_carries_the_line() -> None:
 def test_judged_note_is_the_mean_share_at_the_largest_cutoff() -> None:
     # q1: 0 of 3 judged; q2, q3: 3 of 3. Mean (0 + 1 + 1) / 3.
     assert judged_note(NOW) == (
-        "ground truth: Judged@3 0.6667, 1 of 3 queries have unjudged documents in their top 3"
+        "ground truth: Judged@3 0.6667, 1 of 3 queries has unjudged documents in their top 3"
     )
     assert judged_note(_record(_query("q2", 0.5, ("b", "c", "a"), ()))) is None

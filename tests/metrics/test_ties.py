@@ -119,6 +119,6 @@ def test_report_line() -> None:
     )
     assert ties_note(record, ["P@2", "R@2", "nDCG@2"]) == (
         "ties at the cutoff: P@2 could be 0.2500-0.5000 depending on tie order "
-        "(1 queries with ties straddling 2)"
+        "(1 query with ties straddling 2)"
     )
     assert ties_note(record, ["R@2"]) is None

@@ -398,7 +398,8 @@ def encode_in_chunks(
     """Run `encode` over `texts` in chunks and return checked float32 `[n, dim]` rows.
 
     Rows are L2-normalised here when asked (zero rows stay zero) so both backends behave the
-    same; non-finite values are a `RunError`, never silently indexed.
+    same. Non-finite rows stay non-finite: the embedding boundary (embed/checks.py) refuses them
+    with the one documented line naming the system and the text, as for every embedder.
     """
     if len(texts) == 0:
         return np.zeros((0, dim), dtype=np.float32)
@@ -415,12 +416,10 @@ def encode_in_chunks(
                     f"embedder returned shape {part.shape} for {len(chunk)} texts, expected "
                     f"({len(chunk)}, {dim})"
                 )
-            if not np.isfinite(part).all():
-                bad = start + int(np.flatnonzero(~np.isfinite(part).all(axis=1))[0])
-                raise RunError(f"embedder produced NaN or infinite values (first for text #{bad})")
             if normalize:
                 norms = np.linalg.norm(part, axis=1, keepdims=True)
-                np.divide(part, norms, out=part, where=norms > 0)
+                # A non-finite row is left as it is, for the boundary to refuse (inf / inf warns).
+                np.divide(part, norms, out=part, where=(norms > 0) & np.isfinite(norms))
             out[start : start + len(chunk)] = part
             if bar is not None:
                 bar.update(len(chunk))

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval_gate.display import shown
 from retrieval_gate.errors import RunError
 from retrieval_gate.usercode import CallTimeout, call_bounded
 
@@ -66,11 +67,13 @@ def encode(
     call: EmbeddingCall,
     progress: bool = False,
     bounded: bool = True,
+    names: Sequence[str] | None = None,
 ) -> np.ndarray:
     """``texts`` encoded as document (or query) vectors, float32 ``[len(texts), dim]``, checked.
 
     ``bounded``: run the encoder under the call's time limit (False where the caller already
-    bounds it, as a timed query's search does).
+    bounds it, as a timed query's search does). ``names``: each text's id (a document, chunk
+    or query id), which a message about a bad vector quotes in place of its row.
     """
     from retrieval_gate.embed import LazyEmbedder
 
@@ -100,13 +103,20 @@ def encode(
             f"did not return {len(texts)} {what} vector(s) within {limit:g} s (the system's "
             f"'timeout', {call.timeout:g} s{per}); check the embedder, or raise 'timeout'"
         ) from None
-    return check_rows(raw, len(texts), _width(embedder), what=what, call=call)
+    return check_rows(raw, len(texts), _width(embedder), what=what, call=call, names=names)
 
 
 def check_rows(
-    raw: Any, rows: int, width: int | None, *, what: str, call: EmbeddingCall
+    raw: Any,
+    rows: int,
+    width: int | None,
+    *,
+    what: str,
+    call: EmbeddingCall,
+    names: Sequence[str] | None = None,
 ) -> np.ndarray:
-    """``raw`` as float32 ``[rows, width]`` with finite values, else the call's one line."""
+    """``raw`` as float32 ``[rows, width]`` with finite values, else the call's one line (the
+    first bad row named by its id in ``names`` when given, else by its position)."""
     if raw is None:  # numpy would read it as one NaN
         raise call.error(f"returned None for {rows} {what} texts; expected a [{rows}, dim] array")
     try:
@@ -138,9 +148,9 @@ def check_rows(
             first = first if first >= 0 else start + int(np.flatnonzero(block)[0])
             bad += int(block.sum())
     if bad:
+        at = f"for {what} {shown(names[first])!r}" if names is not None else f"at row {first}"
         raise call.error(
-            f"returned NaN or infinite values in {bad} of {rows} {what} vectors "
-            f"(the first at row {first})"
+            f"returned NaN or infinite values in {bad} of {rows} {what} vectors (the first {at})"
         )
     return np.ascontiguousarray(array)
 

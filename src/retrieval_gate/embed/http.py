@@ -77,8 +77,6 @@ BACKOFF_CAP_S = 30.0
 #: Characters of the server's own text a message quotes.
 _QUOTED = 160
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
 
 def _url_ok(value: Any) -> bool:
     parts = urlsplit(value)
@@ -90,7 +88,8 @@ OPTIONS: OptionTable = {
         str,
         None,
         "the service's URL up to the protocol version, e.g. http://localhost:11434/v1 "
-        "(`/embeddings` is appended); required; not in the identity",
+        "(`/embeddings` is appended), without `user:password@` (the key goes in `api_key_env`); "
+        "required; not in the identity",
         check=_url_ok,
         rule="http:// or https:// URL",
         secret=True,
@@ -139,44 +138,24 @@ OPTIONS: OptionTable = {
 
 
 def check_options(options: Mapping[str, Any], where: Where) -> None:
-    """Settings checks the option table cannot express: ``base_url`` is required, and
-    ``api_key_env`` must name a variable (a key pasted there is refused without quoting it)."""
+    """Settings checks the option table cannot express: ``base_url`` is required and holds no
+    credentials (a key pasted into ``api_key_env`` is refused as every ``secret_env`` option's
+    is, in schema.py)."""
     if options.get("base_url") is None:
         raise ConfigError(
             "the http embedder needs 'base_url' (e.g. \"http://localhost:11434/v1\")",
             path=where.source,
             entry=where.entry,
         )
-    name = options.get("api_key_env")
-    if name is not None and not _ENV_NAME.fullmatch(name):
+    if "@" in urlsplit(options["base_url"]).netloc:
+        # httpx would send them as Basic auth in place of the Bearer key (not quoted here).
         raise ConfigError(
-            "invalid 'api_key_env': not an environment variable name (letters, digits, '_'); "
-            "give the name of the variable that holds the key, never the key itself",
+            "invalid 'base_url': it holds a user name or password ('user:password@'), which "
+            "would be sent in place of the API key; drop them from the URL and put the key in "
+            "the environment variable that 'api_key_env' names",
             path=where.source,
             entry=where.entry,
         )
-    if name is not None and name not in os.environ and _looks_like_a_key(name):
-        # A hex or base62 key (or jina_...) is a valid variable name too: the "is not set"
-        # line would print it.
-        raise ConfigError(
-            "invalid 'api_key_env': no environment variable of that name is set, and the name "
-            "looks like a key itself (a long run of letters and digits); give the name of the "
-            "variable that holds the key, never the key itself",
-            path=where.source,
-            entry=where.entry,
-        )
-
-
-def _looks_like_a_key(name: str) -> bool:
-    """Whether ``name`` is shaped as API keys are (a long run of letters and digits, lower
-    case among them, at most one ``_``: hex, base62, ``jina_...``) and variable names are not
-    (``OPENAI_API_KEY``, ``azure_openai_api_key_2024``)."""
-    return (
-        len(name) >= 24
-        and sum(c.isdigit() for c in name) >= 4
-        and any(c.islower() for c in name)
-        and name.count("_") <= 1
-    )
 
 
 def probe_digest(vector: np.ndarray) -> str:

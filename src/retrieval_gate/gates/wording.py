@@ -112,7 +112,10 @@ def tolerance_outcome(
     regressed = bool(item.ids) and item.drop > check.tolerance + TIE
     verdict = "regressed" if regressed else "ok"
     passed = not regressed or not check.gated or item.missing is not None
-    detail = [f"{verdict}: {_statement(item, epsilon, alpha)}", _common_detail(item, units)]
+    detail = [
+        f"{verdict}: {_statement(item, epsilon, alpha)}",
+        _common_detail(item, units_of(record.kind, len(item.ids))),
+    ]
     if epsilon is not None and item.spread is not None:
         from retrieval_gate.gates.resolution import cannot_resolve, resolves_nothing
 
@@ -309,7 +312,7 @@ def margin_outcome(
     deltas = _deltas(item)
     detail = [
         f"{verdict}: {_verdict_words(verdict, drop, check.tolerance, unchanged)}",
-        _common_detail(item, units),
+        _common_detail(item, units_of(record.kind, len(item.ids))),
         f"paired test of the drop against the tolerance ({how}): p(drop > tolerance) = "
         f"{test.p_worse:.4g}, p(drop < tolerance) = {test.p_within:.4g}, each at level "
         f"{level:.4g} (alpha {alpha:g} / {family} regression items)",

@@ -203,11 +203,15 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
     units = kind.units if kind is not None else "units"
     if first.intervals:
         yield (
-            f"{first.n} {units} from `{first.suite_path}`; [brackets]: seeded bootstrap "
+            f"{first.n} {units_of(first.kind, first.n)} from `{first.suite_path}`; [brackets]: "
+            "seeded bootstrap "
             f"95 % interval over {units}."
         )
     else:
-        yield f"{first.n} {units} from `{first.suite_path}`, cutoffs {list(first.k)}."
+        yield (
+            f"{first.n} {units_of(first.kind, first.n)} from `{first.suite_path}`, cutoffs "
+            f"{list(first.k)}."
+        )
     if first.holdout is not None:
         # Its size only: the holdout is decided by its own items (docs/verdicts.md).
         yield ""
@@ -396,7 +400,7 @@ def _resolution(data: ReportData, runs: list[RunRecord], units: str) -> Iterator
     yield ""
     yield from _table(resolution_header(units), rows)
     yield ""
-    warning = report_warning(coarse_checks(comparisons), units)
+    warning = report_warning(coarse_checks(comparisons, data.gates), units)
     if warning:
         yield f"**{warning[0]}**"
         yield ""
@@ -461,7 +465,7 @@ def _baseline(run: RunRecord, base: BaselineComparison, gates: list[Outcome]) ->
         yield f"**Baseline not comparable**: {base.reason} (`{base.path}`)."
         yield ""
         return
-    yield f"Compared on {base.shared} {units_of(run.kind)} shared with `{base.path}`."
+    yield f"Compared on {base.shared} {units_of(run.kind, base.shared)} shared with `{base.path}`."
     for label, ids in (("added", base.added), ("removed", base.removed), ("edited", base.edited)):
         if ids:
             yield f"- {len(ids)} {label} (not compared): {_ids(ids)}"
@@ -659,8 +663,9 @@ def judged_note(run: RunRecord) -> str | None:
         return None
     mean = sum(shares) / len(shares)
     return (
-        f"ground truth: Judged@{k} {mean:.4f}, {partial} of {len(shares)} queries have unjudged "
-        f"documents in their top {k}"
+        f"ground truth: Judged@{k} {mean:.4f}, {partial} of {len(shares)} "
+        f"{'query' if len(shares) == 1 else 'queries'} {'has' if partial == 1 else 'have'} "
+        f"unjudged documents in their top {k}"
     )
 
 
@@ -676,7 +681,8 @@ def ties_note(run: RunRecord, metrics: list[str]) -> str | None:
         cutoff = metric.rpartition("@")[2]
         parts.append(
             f"{metric} could be {found['low']:.4f}-{found['high']:.4f} depending on tie order "
-            f"({found['queries']} queries with ties straddling {cutoff})"
+            f"({found['queries']} {units_of(run.kind, found['queries'])} with ties straddling "
+            f"{cutoff})"
         )
     return "ties at the cutoff: " + "; ".join(parts) if parts else None
 

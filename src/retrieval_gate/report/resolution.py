@@ -16,7 +16,13 @@ from retrieval_gate.gates.resolution import (
     resolution_cell,
     resolves_nothing,
 )
-from retrieval_gate.records import BaselineComparison, RegressionRow, format_value, parse_scope
+from retrieval_gate.records import (
+    BaselineComparison,
+    Outcome,
+    RegressionRow,
+    format_value,
+    parse_scope,
+)
 
 
 @dataclass(frozen=True)
@@ -84,8 +90,19 @@ def _scope_and_metric(name: str) -> tuple[str, str]:
     return scope or "suite", metric
 
 
-def coarse_checks(comparisons: Iterable[BaselineComparison]) -> list[Coarse]:
-    """Every gated tolerance-rule check whose resolution is wider than its tolerance."""
+def coarse_checks(
+    comparisons: Iterable[BaselineComparison], decided: Iterable[Outcome] | None = None
+) -> list[Coarse]:
+    """Every gated tolerance-rule check whose resolution is wider than its tolerance; with
+    ``decided`` (the session's outcomes), only the checks whose item ran: one that ``-k``
+    deselected decided nothing, so it is no cause for a warning."""
+    ran = None
+    if decided is not None:
+        ran = {
+            (g.suite, g.system, g.scope.removeprefix("regression").strip() or "suite", g.metric)
+            for g in decided
+            if g.regression is not None
+        }
     out = []
     for comparison in comparisons:
         for name, row in (comparison.rows or {}).items():
@@ -94,6 +111,8 @@ def coarse_checks(comparisons: Iterable[BaselineComparison]) -> list[Coarse]:
             if row.resolution is None or row.resolution <= row.tolerance:
                 continue
             scope, metric = _scope_and_metric(name)
+            if ran is not None and (comparison.suite, comparison.system, scope, metric) not in ran:
+                continue
             out.append(Coarse(comparison.suite, comparison.system, scope, metric, row))
     return out
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 from retrieval_gate.display import shown
 from retrieval_gate.report import ReportData
@@ -10,13 +11,20 @@ from retrieval_gate.report.markdown import headline_metrics
 from retrieval_gate.report.resolution import coarse_checks, render_plan, session_warning
 from retrieval_gate.suites import units_of
 
-__all__ = ["render", "render_plan"]
+__all__ = ["announced", "render", "render_plan"]
 
 
 def render(data: ReportData) -> Iterator[str]:
     """The summary's lines, as they may be shown: names, ids and messages escaped and redacted."""
     for line in _lines(data):
         yield shown(line)
+
+
+def announced(path: Path) -> str:
+    """The summary's line for an output written: a report, or the ``--rg-plots`` folder (its
+    plots announced as one folder: a line per plot would bury the summary)."""
+    what = "plots (PNG files) in" if path.is_dir() else "report:"
+    return f"generated retrieval gate {what} {path}"
 
 
 def _lines(data: ReportData) -> Iterator[str]:
@@ -28,7 +36,7 @@ def _lines(data: ReportData) -> Iterator[str]:
         metrics = headline_metrics(runs, gates)
         width = max(len("system"), *(len(run.system) for run in runs))
         header = f"{'system':<{width}}  " + "  ".join(f"{m:>9}" for m in metrics) + "  p95 ms"
-        yield f"{suite} ({runs[0].n} {units_of(runs[0].kind)})"
+        yield f"{suite} ({runs[0].n} {units_of(runs[0].kind, runs[0].n)})"
         yield "  " + header
         for run in runs:
             cells = "  ".join(f"{run.metrics[m]:>9.4f}" for m in metrics)
@@ -57,7 +65,7 @@ def _lines(data: ReportData) -> Iterator[str]:
                 changed = {"added": base.added, "removed": base.removed, "edited": base.edited}
                 extra = [f"{len(ids)} {label}" for label, ids in changed.items() if ids]
                 yield (
-                    f"  {run.system} vs baseline: {base.shared} shared {units_of(run.kind)}"
+                    f"  {run.system} vs baseline: {base.shared} shared {units_of(run.kind, base.shared)}"
                     + (f" ({', '.join(extra)})" if extra else "")
                 )
                 # What is measured differently (a model, an option, the corpus), old -> new:
@@ -80,7 +88,7 @@ def _lines(data: ReportData) -> Iterator[str]:
     # One block for the session: counts by suite and scope; each check is listed in the report.
     units = {suite: units_of(data.runs_of(suite)[0].kind) for suite in data.suites()}
     comparisons = [c for run in data.runs if (c := data.comparison(run)) is not None]
-    yield from session_warning(coarse_checks(comparisons), units)
+    yield from session_warning(coarse_checks(comparisons, data.gates), units)
     for error in data.errors:
         not_decided = sum(1 for u in data.undecided if (u.suite, u.system) == error.key)
         yield (

@@ -266,6 +266,8 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
     if run.exact_rankings is not None:
         # How many units the index ranked otherwise than exact search (docs/verdicts.md).
         stats["index_noise_queries"] = sum(1 for q in queries if q.differs_from_exact)
+    if stats.get("latency_measured", True) is False and "latency_queries" in stats:
+        stats["latency_queries"] = 0  # a stored run, a pair suite: no query was timed
     if stats.get("latency_queries") == 0:
         stats["latency_measured"] = False  # nothing was timed: no latency figure to show
     if "timings_ms" in stats:

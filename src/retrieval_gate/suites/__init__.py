@@ -94,10 +94,12 @@ def kind_of(suite: Suite) -> SuiteKind:
     return kind_named(suite.kind)
 
 
-def units_of(kind: str) -> str:
+def units_of(kind: str, n: int | None = None) -> str:
     """What a kind's units are called ("queries"), also for a kind not installed here (a record
-    read back from another machine's JSON)."""
+    read back from another machine's JSON); with ``n``, the word for that many ("1 query")."""
     found = _KINDS.get(kind)
+    if n == 1:
+        return "unit" if found is None else found.unit
     return "units" if found is None else found.units
 
 

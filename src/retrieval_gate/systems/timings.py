@@ -95,7 +95,7 @@ def latency_notes(stats: Mapping[str, Any], n: int) -> list[str]:
     notes = []
     timed = stats.get("latency_queries")
     if isinstance(timed, int) and stats.get("latency_measured", True) is not False:
-        notes.append(f"latency: timed on {timed} of {n} queries")
+        notes.append(f"latency: timed on {timed} of {n} {'query' if n == 1 else 'queries'}")
     elif timed == 0:
         notes.append(
             "latency: not timed (no latency gate or decision weight reads it; "

@@ -196,7 +196,12 @@ class EmbeddingIndex:
                 vectors = found  # every row cached, in corpus order: no second copy
             elif todo and len(todo) == len(texts):
                 vectors = encode(
-                    embedder, texts, queries=False, call=self.call, progress=options.progress
+                    embedder,
+                    texts,
+                    queries=False,
+                    call=self.call,
+                    progress=options.progress,
+                    names=units.unit_ids,
                 )
             else:
                 width = embedder.dim if texts else (known_dim(embedder) or 0)
@@ -211,6 +216,7 @@ class EmbeddingIndex:
                         queries=False,
                         call=self.call,
                         progress=options.progress,
+                        names=[units.unit_ids[i] for i in todo],
                     )
             if todo and cache is not None:
                 fresh = vectors if len(todo) == len(texts) else vectors[todo]

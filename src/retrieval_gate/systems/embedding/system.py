@@ -128,10 +128,19 @@ class EmbeddingSystem:
         for (qid, text), digest, ready in zip(queries, digests, cached, strict=True):
             start = time.perf_counter()
 
-            def one(text: str = text, ready: Any = ready) -> tuple[Any, list[tuple[str, float]]]:
+            def one(
+                text: str = text, ready: Any = ready, qid: str = qid
+            ) -> tuple[Any, list[tuple[str, float]]]:
                 # Bounded here with its search: checked, not bounded a second time.
                 vector = (
-                    encode(embedder, [text], queries=True, call=self.index.call, bounded=False)
+                    encode(
+                        embedder,
+                        [text],
+                        queries=True,
+                        call=self.index.call,
+                        bounded=False,
+                        names=[qid],
+                    )
                     if ready is None
                     else ready
                 )
@@ -249,8 +258,10 @@ class EmbeddingSystem:
             for position in missing:
                 digest = digests[position]
                 if digest not in fresh:
-                    text = queries[position][1]
-                    fresh[digest] = encode(embedder, [text], queries=True, call=self.index.call)[0]
+                    qid, text = queries[position]
+                    fresh[digest] = encode(
+                        embedder, [text], queries=True, call=self.index.call, names=[qid]
+                    )[0]
             if fresh:
                 self.index._warn_zero(np.stack(list(fresh.values())), "query")
             # The cached rows' width where there are any: a team's table embeds no documents,
