@@ -253,6 +253,22 @@ def static_system(index: str = "exact", **extra: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def team_lance_table(root: Path) -> None:
+    """The ``static_model`` and a team's LanceDB table of its corpus at ``root/team`` (table
+    ``docs``), in which one document was loaded twice (a second row for sql/orders.sql)."""
+    import lancedb
+    import pyarrow as pa
+
+    static_model(root)
+    rng = __import__("numpy").random.default_rng(1)
+    ids = [*CORPUS, "sql/orders.sql"]
+    vectors = rng.random((len(ids), 8)).astype("float32").tolist()
+    table = pa.table(
+        {"id": pa.array(ids), "vector": pa.array(vectors, type=pa.list_(pa.float32(), 8))}
+    )
+    lancedb.connect(root / "team").create_table("docs", table)
+
+
 def silent_server(root: Path) -> None:
     """A chroma "server" that accepts connections and never answers, and settings that point a
     system at it. It never closes them either: the abandoned client thread stays blocked, and
@@ -1143,6 +1159,25 @@ CASES: tuple[BadInput, ...] = (
         needs=("model2vec",),
     ),
     # -- nothing silent ---------------------------------------------------------------------------
+    BadInput(
+        "lancedb-team-table-duplicate-id",
+        "a team's LanceDB table holding one document on two rows (chunks, or a load run twice)",
+        "*pyproject.toml [system.static]: LanceDB table 'docs' at *team: id 'sql/orders.sql' "
+        "is on more than one row of column 'id', so one search found it twice; the gate ranks "
+        "one vector per document: keep one row per id (chunked tables are not supported)",
+        "failed items",
+        {
+            "pyproject.toml": settings(
+                '[tool.retrieval_gate]\ncorpus = "corpus"\n',
+                static_system(index="lancedb", uri='"team"', table='"docs"'),
+            ),
+            "lineage.retrieval.yaml": LENIENT,
+            **corpus(),
+        },
+        setup=team_lance_table,
+        needs=("model2vec", "lancedb"),
+        subprocess=True,
+    ),
     BadInput(
         "warm-wrong-width",
         "a warm run whose cached shard has the wrong width",

@@ -189,7 +189,7 @@ def test_all_zero_vectors_are_said_on_every_index_with_what_each_does(
     assert said + effects["lance"] in "\n".join(runs["lance"]["stats"]["notes"])
 
 
-def _team_pg(dsn: str, rows: list[tuple[str, str | None]]) -> None:
+def _team_pg(dsn: str, rows: list[tuple[str | None, str | None]]) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn, conn.cursor() as cur:
         cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
         cur.execute("DROP TABLE IF EXISTS team_fruit_odd")
@@ -206,7 +206,9 @@ TEAM = {
 }
 
 
-def team_project(pytester: pytest.Pytester, rows: list[tuple[str, list[float] | None]]) -> None:
+def team_project(
+    pytester: pytest.Pytester, rows: list[tuple[str | None, list[float] | None]]
+) -> None:
     pytester.makeconftest(EMBEDDER)
     words = 'embedder = "words"\nmodel = "words"\n'
     pytester.makefile(
@@ -235,7 +237,7 @@ def test_team_tables_with_null_vectors_are_searched_and_the_rows_counted(
 ) -> None:
     # Before: a TypeError from inside index/pgvector.py; LanceDB skipped the row silently.
     one = [1.0] + [0.0] * 31
-    rows: list[tuple[str, list[float] | None]] = [
+    rows: list[tuple[str | None, list[float] | None]] = [
         ("red.md", one),
         ("green.md", None),
         ("blue.md", one),
@@ -274,3 +276,56 @@ def test_empty_team_tables_are_one_line_not_every_metric_zero(
         consecutive=False,
     )
     assert "FAILED: 0" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("rows", "pg_line", "lance_line"),
+    [
+        (
+            # red.md twice: its second row's vector is green.md's.
+            [("red.md", "one"), ("red.md", "two"), ("green.md", "two"), ("blue.md", "one")],
+            "table team_fruit_odd: id 'red.md' is on more than one row of column 'doc_id', so "
+            "one search found it twice; the gate ranks one vector per document: keep one row "
+            "per id (chunked tables are not supported)",
+            "id 'red.md' is on more than one row of column 'doc_id', so one search found it "
+            "twice; the gate ranks one vector per document: keep one row per id (chunked "
+            "tables are not supported)",
+        ),
+        (
+            [(None, "one"), ("green.md", "two"), ("blue.md", "one"), ("pie.md", "one")],
+            "table team_fruit_odd: 1 of 4 rows have a NULL 'doc_id', so a search would find "
+            "rows that are no document; give them ids, or name a view of the rows that have "
+            "one in 'table'",
+            "1 of 4 rows have a NULL 'doc_id', so a search would find rows that are no "
+            "document; give them ids, or name a view of the rows that have one in 'table'",
+        ),
+    ],
+    ids=["duplicate id", "null id"],
+)
+def test_team_tables_with_duplicate_or_null_ids_are_one_line(
+    pytester: pytest.Pytester,
+    dsn: str,
+    rows: list[tuple[str | None, str]],
+    pg_line: str,
+    lance_line: str,
+) -> None:
+    # Before: a duplicate id ranked by whichever of its rows scored lowest (a chunked team
+    # table lost its best chunks), and a NULL id was ranked as a document named 'None'.
+    vectors = {"one": [1.0] + [0.0] * 31, "two": [0.0, 1.0] + [0.0] * 30}
+    _team_pg(dsn, [(d, str(vectors[v])) for d, v in rows])
+    team_project(pytester, [(d, vectors[v]) for d, v in rows])
+    result = pytester.runpytest("--retrieval-gate", f"--rg-cache-dir={pytester.path / 'c'}")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            f"*[[]system.pg[]]: PostgreSQL at *: {lit(pg_line)}",
+            f"*[[]system.lance[]]: LanceDB table 'docs' at *team: {lit(lance_line)}",
+        ],
+        consecutive=False,
+    )
+    assert "Traceback" not in result.stdout.str()
+    # Read only: the team's rows are all still there.
+    with psycopg.connect(dsn, autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute("SELECT count(*) FROM team_fruit_odd")
+        assert cur.fetchone() == (len(rows),)
+    assert lancedb.connect(pytester.path / "team").open_table("docs").count_rows() == len(rows)

@@ -32,6 +32,7 @@ __all__ = [
     "IndexBackend",
     "TableCensus",
     "check_census",
+    "check_hit_ids",
     "check_ids",
     "check_vectors",
     "hnsw_settings",
@@ -288,14 +289,15 @@ def name_error(
 class TableCensus:
     """What a team's table holds, counted when it is opened: its rows, those whose vector is
     NULL (never found by a search), those whose id is one of the corpus' documents, one of its
-    ids for the messages, and whether it has the ANN index the settings search (True for exact
-    search)."""
+    ids for the messages, whether it has the ANN index the settings search (True for exact
+    search), and the rows whose id is NULL."""
 
     rows: int
     null_vectors: int
     matched: int
     example_id: str | None
     has_ann_index: bool
+    null_ids: int = 0
 
 
 def check_census(
@@ -314,6 +316,13 @@ def check_census(
     scan's). Rows with a NULL vector are searched past: returned as lines to warn with."""
     if census.rows == 0:
         raise ConfigError(f"{where} is empty: there is no document to search")
+    if census.null_ids:
+        # A search would return such a row as a document named 'None', in a slot of the top k.
+        raise ConfigError(
+            f"{where}: {census.null_ids} of {census.rows} rows have a NULL {id_column!r}, so a "
+            f"search would find rows that are no document; give them ids, or name a view of "
+            f"the rows that have one in 'table'"
+        )
     if census.matched == 0:
         sample = f" (e.g. {census.example_id!r}" if census.example_id is not None else " ("
         corpus = f"; the corpus has e.g. {corpus_ids[0]!r})" if corpus_ids else ")"
@@ -334,6 +343,28 @@ def check_census(
             f"{vector_column!r} and are never found by a search"
         )
     return lines
+
+
+def check_hit_ids(
+    hits: Sequence[tuple[object, float]], *, where: str, id_column: str
+) -> list[tuple[str, float]]:
+    """One query's hits from a team's table, ``(id, score)`` in the engine's order, with each
+    id as text. An id found twice is a one-line ``ConfigError``: the table holds more than one
+    vector for that document (chunks, or a row loaded twice), and which row's score would rank
+    it, and how many distinct documents the top k holds, would be the engine's choice."""
+    seen: set[str] = set()
+    out: list[tuple[str, float]] = []
+    for raw, score in hits:
+        doc_id = str(raw)
+        if doc_id in seen:
+            raise ConfigError(
+                f"{where}: id {doc_id!r} is on more than one row of column {id_column!r}, so "
+                f"one search found it twice; the gate ranks one vector per document: keep one "
+                f"row per id (chunked tables are not supported)"
+            )
+        seen.add(doc_id)
+        out.append((doc_id, score))
+    return out
 
 
 def index_recall(approx: Sequence[Sequence[str]], exact: Sequence[Sequence[str]], k: int) -> float:

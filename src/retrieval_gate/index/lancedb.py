@@ -38,6 +38,7 @@ from retrieval_gate.index import (
     IndexBackend,
     TableCensus,
     check_census,
+    check_hit_ids,
     check_ids,
     check_vectors,
     hnsw_settings,
@@ -413,18 +414,22 @@ class LanceDBIndex:
         try:
             rows = int(table.count_rows())
             nulls = int(table.count_rows(f"`{self.vector_column}` IS NULL")) if rows else 0
+            null_ids = int(table.count_rows(f"`{self.id_column}` IS NULL")) if rows else 0
             found = table.search().select([self.id_column]).limit(None).to_arrow() if rows else None
             has_index = self.ann == "none" or self._has_index(table)
         except Exception as exc:
             raise self._failed("reading the table", exc) from exc
         wanted = set(ids)
-        table_ids = [] if found is None else [str(i) for i in found.column(0).to_pylist()]
+        table_ids = (
+            [] if found is None else [str(i) for i in found.column(0).to_pylist() if i is not None]
+        )
         census = TableCensus(
             rows,
             nulls,
             sum(1 for doc_id in table_ids if doc_id in wanted),
             min(table_ids) if table_ids else None,
             has_index,
+            null_ids=null_ids,
         )
         return check_census(
             census,
@@ -640,7 +645,9 @@ class LanceDBIndex:
                 distances = found.column("_distance").to_pylist()
                 for position, doc_id, distance in zip(positions, doc_ids, distances, strict=True):
                     rows[int(position)].append((str(doc_id), 1.0 - float(distance)))
-                results.extend(_best_first(pairs)[:k] for pairs in rows)
+                for pairs in rows:
+                    hits = check_hit_ids(pairs, where=self.where, id_column=self.id_column)
+                    results.append(_best_first(hits)[:k])
         except (ConfigError, LanceDBError):
             raise
         except Exception as exc:

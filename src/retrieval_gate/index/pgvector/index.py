@@ -21,6 +21,7 @@ from retrieval_gate.errors import ConfigError, RunError
 from retrieval_gate.index import (
     TableCensus,
     check_census,
+    check_hit_ids,
     check_ids,
     check_vectors,
     named_errors,
@@ -284,11 +285,12 @@ class PgvectorIndex:
             cur.execute(
                 sql.SQL(
                     "SELECT count(*), count(*) FILTER (WHERE {vec} IS NULL), "
-                    "count(*) FILTER (WHERE {id}::text = ANY(%s)), min({id}::text) FROM {table}"
+                    "count(*) FILTER (WHERE {id}::text = ANY(%s)), min({id}::text), "
+                    "count(*) FILTER (WHERE {id} IS NULL) FROM {table}"
                 ).format(**names),
                 (list(ids),),
             )
-            rows, nulls, matched, example = cur.fetchone()
+            rows, nulls, matched, example, null_ids = cur.fetchone()
             has_index = True
             if self.ann != "none":
                 # Searched by cosine distance: only an index of that kind with the cosine
@@ -304,7 +306,9 @@ class PgvectorIndex:
                 )
                 found = cur.fetchone()
                 has_index = found is not None and int(found[0]) > 0
-        census = TableCensus(int(rows), int(nulls), int(matched), example, has_index)
+        census = TableCensus(
+            int(rows), int(nulls), int(matched), example, has_index, null_ids=int(null_ids)
+        )
         return check_census(
             census,
             ids,
@@ -585,7 +589,11 @@ class PgvectorIndex:
                         found[int(ordinal) - 1].append(
                             (str(doc_id), 0.0 if math.isnan(score) else score)
                         )
-                results.extend(_best_first(pairs) for pairs in found)
+                where = f"{self.where}: table {self.table}"
+                results.extend(
+                    _best_first(check_hit_ids(pairs, where=where, id_column=self.id_column))
+                    for pairs in found
+                )
         return results
 
     def close(self) -> None:
