@@ -294,6 +294,33 @@ def silent_server(root: Path) -> None:
     )
 
 
+def web_server(root: Path) -> None:
+    """A plain HTTP server (not chroma) on the port a chroma-server system names: it answers
+    every request with 404 and an HTML page, as a web app left on that port would."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class NotFound(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            page = b"<!DOCTYPE HTML>\n<html><body><h1>404 Not Found</h1></body></html>\n"
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass  # quiet: the test reads the run's output
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    static_model(root)
+    system = static_system(index="chroma-server", port=str(server.server_address[1]))
+    (root / "pyproject.toml").write_text(
+        settings('[tool.retrieval_gate]\ncorpus = "corpus"\n', system), encoding="utf-8"
+    )
+
+
 def wrong_width_cache(root: Path) -> None:
     """A cache filled by this model (8 wide, as width.txt records) whose shard was replaced by
     one 3 wide: a warm run loads no model, so only the recorded width can tell."""
@@ -892,6 +919,32 @@ CASES: tuple[BadInput, ...] = (
         needs=("model2vec", "chromadb"),
     ),
     # -- the user's mistakes are one line, not a traceback ----------------------------------------
+    BadInput(
+        "chroma-server-not-chroma",
+        "a chroma-server system whose port has another web server on it (it answers 404)",
+        "*[system.static]: chroma server at http://127.0.0.1:* answered, but not as a chroma "
+        "server: 404 Not Found; check 'host' and 'port'",
+        "failed items",
+        {"lineage.retrieval.yaml": LENIENT, **corpus()},
+        setup=web_server,
+        needs=("model2vec", "chromadb"),
+    ),
+    BadInput(
+        "chroma-hnsw-rejected",
+        "HNSW settings chroma accepts but cannot build a graph with, on an embedded chroma",
+        "*pyproject.toml [system.static]: chroma collection 'rg-*' at *chroma rejected vectors: *",
+        "failed items",
+        {
+            "pyproject.toml": settings(
+                '[tool.retrieval_gate]\ncorpus = "corpus"\n',
+                static_system(index="chroma", hnsw_max_neighbors="2147483647"),
+            ),
+            "lineage.retrieval.yaml": LENIENT,
+            **corpus(),
+        },
+        setup=static_model,
+        needs=("model2vec", "chromadb"),
+    ),
     BadInput(
         "json-too-deep",
         "JSON nested 100,000 deep",

@@ -24,7 +24,14 @@ import numpy as np
 
 from retrieval_gate.embed import import_optional
 from retrieval_gate.errors import ConfigError, RunError
-from retrieval_gate.index import HNSW_OPTIONS, IndexBackend, check_ids, check_vectors, hnsw_settings
+from retrieval_gate.index import (
+    HNSW_OPTIONS,
+    IndexBackend,
+    check_ids,
+    check_vectors,
+    hnsw_settings,
+    named_errors,
+)
 from retrieval_gate.schema import Option, OptionTable
 
 # Used when the client cannot say; chroma 1.x reports ~5000 for the embedded sqlite backend.
@@ -139,6 +146,26 @@ def storage_message(problem: str, path: str, exc: BaseException) -> str:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
+
+
+def _chain_has(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> bool:
+    """Whether ``exc`` or an exception it was raised from (chromadb re-raises a refused
+    connection as a ValueError) is one of ``kinds``."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return False
+        if isinstance(seen, kinds):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _page_text(exc: BaseException, limit: int = 120) -> str:
+    """An error's text with any HTML tags dropped and its whitespace run together, cut at
+    ``limit`` characters: one line saying what another service answered."""
+    text = " ".join(re.sub(r"<[^>]*>", " ", str(exc)).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @contextlib.contextmanager
@@ -273,6 +300,10 @@ class ChromaIndex:
     and adding the same corpus again writes nothing.
     """
 
+    #: ``(settings file, entry)`` its errors name, set by `make_index`: a collection that
+    #: fails after it was opened (a server gone, a graph chroma cannot write) says which system.
+    errors_named: tuple[str | None, str | None] = (None, None)
+
     def __init__(
         self,
         client: Any,
@@ -320,6 +351,7 @@ class ChromaIndex:
     def _configuration(self, **extra: int) -> dict[str, Any]:
         return {"hnsw": {"space": "cosine", **self.hnsw, **extra}}
 
+    @named_errors
     def __len__(self) -> int:
         return self._count()
 
@@ -354,6 +386,7 @@ class ChromaIndex:
             present.update(got["ids"])
         return present
 
+    @named_errors
     def add(self, ids: Sequence[str], vectors: np.ndarray) -> None:
         id_list = check_ids(ids)
         array = check_vectors(vectors, rows=len(id_list))
@@ -480,6 +513,7 @@ class ChromaIndex:
         with contextlib.suppress(OSError):
             write_files_record(path, self.name, files, extra={"build": uuid.uuid4().hex})
 
+    @named_errors
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
@@ -584,6 +618,15 @@ def open_server(
             f"{timeout:g} s (the system's 'timeout' setting); check the server"
         ) from None
     except Exception as exc:
+        import httpx
+
+        if not _chain_has(exc, (httpx.TransportError, OSError)):
+            # Something answered the heartbeat, with an error: another service on that port
+            # (chromadb passes on its page whole; its first line is often just "<!DOCTYPE").
+            raise ConfigError(
+                f"chroma server at {where} answered, but not as a chroma server: "
+                f"{_page_text(exc)}; check 'host' and 'port'"
+            ) from exc
         raise ConfigError(
             f"chroma server at {where} is not reachable: {_first_line(exc)}; "
             'start one with `chroma run` or use index = "chroma"'
