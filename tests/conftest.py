@@ -52,10 +52,14 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     Built here in a second (no download), for tests that need a transformer model but not a
     good one: it imports torch and runs as MiniLM would, at a fraction of the cost.
     """
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-st"))
+
+
+def build_tiny_model(root: Path) -> Path:
+    """`tiny_model` built under ``root``; returns its sentence-transformers folder."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     st = pytest.importorskip("sentence_transformers")
-    root = tmp_path_factory.mktemp("tiny-st")
     bert_dir = root / "bert"
     bert_dir.mkdir()
     words = sorted(set(re.findall(r"[a-z0-9']+|[^\sa-z0-9']", TINY_WORDS.lower())))

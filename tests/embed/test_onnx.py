@@ -241,3 +241,23 @@ def test_a_document_gets_the_same_vector_alone_or_in_any_batch(
     )
     for vectors in (together, reversed_, halves):
         assert np.array_equal(vectors, alone)
+
+
+@pytest.mark.parametrize("backend", ["onnx", "openvino"])
+def test_a_model_without_max_seq_length_truncates_where_pytorch_does(
+    tiny_model: Path, tmp_path: Path, backend: str
+) -> None:
+    # The tiny model declares no max_seq_length and has 64 positions. Before: the export was
+    # fed up to 512 tokens, and a long document failed inside the runtime ("Attempting to
+    # broadcast an axis ...") where PyTorch truncates at 64.
+    pytest.importorskip(backend)
+    texts = ["orders table " * 200, "customers"]
+
+    def spec(name: str) -> EmbedderSpec:
+        return EmbedderSpec(
+            kind="sentence-transformers", model=str(tiny_model), backend_options={"backend": name}
+        )
+
+    reference = load_embedder(spec("torch"), cache_dir=tmp_path).encode_documents(texts)
+    vectors = load_embedder(spec(backend), cache_dir=tmp_path).encode_documents(texts)
+    np.testing.assert_allclose(vectors, reference, atol=1e-5)

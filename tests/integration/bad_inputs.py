@@ -321,6 +321,14 @@ def web_server(root: Path) -> None:
     )
 
 
+def tiny_transformer(root: Path) -> None:
+    """The tests' tiny BERT (tests/conftest.py) at ``root/tiny``."""
+    from tests.conftest import build_tiny_model
+
+    (root / "tiny").mkdir()
+    build_tiny_model(root / "tiny")
+
+
 def wrong_width_cache(root: Path) -> None:
     """A cache filled by this model (8 wide, as width.txt records) whose shard was replaced by
     one 3 wide: a warm run loads no model, so only the recorded width can tell."""
@@ -919,6 +927,25 @@ CASES: tuple[BadInput, ...] = (
         needs=("model2vec", "chromadb"),
     ),
     # -- the user's mistakes are one line, not a traceback ----------------------------------------
+    BadInput(
+        "device-not-here",
+        "a sentence-transformers system on a CUDA device this machine does not have",
+        "*pyproject.toml [system.st]: model * could not be loaded: device 'cuda:99' is not "
+        'available: torch sees * on this machine; set device = "cpu", or "auto" for a '
+        "GPU where there is one",
+        "failed items",
+        {
+            "pyproject.toml": settings(
+                '[tool.retrieval_gate]\ncorpus = "corpus"\n',
+                '[tool.retrieval_gate.system.st]\nembedder = "sentence-transformers"\n'
+                'model = "./tiny/model"\nindex = "exact"\ndevice = "cuda:99"\n',
+            ),
+            "lineage.retrieval.yaml": LENIENT,
+            **corpus(),
+        },
+        setup=tiny_transformer,
+        needs=("sentence_transformers",),
+    ),
     BadInput(
         "chroma-server-not-chroma",
         "a chroma-server system whose port has another web server on it (it answers 404)",

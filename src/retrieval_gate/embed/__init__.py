@@ -205,7 +205,20 @@ def resolve_model_ref(ref: str, *, entry: str | None = None) -> ResolvedModel:
 def torch_device(device: str) -> str:
     """The torch device for a ``device`` setting: ``auto`` is CUDA when torch sees a GPU, else
     Apple's MPS when available, else the CPU; anything else as given. Imports torch only for
-    ``auto``."""
+    ``auto`` and a CUDA device, which must exist: torch's own error ("Torch not compiled with
+    CUDA enabled") names neither the setting nor a way out."""
+    if device.partition(":")[0] == "cuda":
+        import torch
+
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        index = int(device.partition(":")[2] or 0)
+        if index >= count:
+            seen = f"{count} CUDA device(s)" if count else "no CUDA device"
+            raise ConfigError(
+                f"device {device!r} is not available: torch sees {seen} on this machine; "
+                'set device = "cpu", or "auto" for a GPU where there is one'
+            )
+        return device
     if device != "auto":
         return device
     import torch

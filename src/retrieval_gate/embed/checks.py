@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from retrieval_gate.display import shown
-from retrieval_gate.errors import RunError
+from retrieval_gate.errors import RetrievalGateError, RunError
 from retrieval_gate.usercode import CallTimeout, call_bounded
 
 __all__ = ["EmbeddingCall", "encode", "zero_rows", "zero_vectors_warning"]
@@ -47,6 +47,15 @@ class EmbeddingCall:
         return RunError(
             f"embedder {self.embedder!r} {message}", path=self.path, entry=f"system.{self.system}"
         )
+
+
+def _named(exc: RetrievalGateError, call: EmbeddingCall) -> None:
+    """``exc`` changed in place to name the call's settings file and system where it names
+    neither."""
+    if exc.entry is None and exc.path is None:
+        exc.entry = f"system.{call.system}"
+        exc.path = call.path
+        exc.args = (exc.format(),)
 
 
 def _width(embedder: Any) -> int | None:
@@ -85,8 +94,12 @@ def encode(
     # the local model's).
     bounds = getattr(embedder, "bounds_itself", False)
     own = bounds is True or (bounds == "documents" and not queries)
-    if bounded and not own and isinstance(embedder, LazyEmbedder):
-        _ = embedder.model  # loaded untimed: a download or a distillation is not an encoding
+    try:
+        if bounded and not own and isinstance(embedder, LazyEmbedder):
+            _ = embedder.model  # loaded untimed: a download or a distillation is not an encoding
+    except RetrievalGateError as exc:
+        _named(exc, call)
+        raise
     batches = 1 if queries else math.ceil(len(texts) / max(1, call.batch_size))
     limit = None if (own or not bounded or not call.timeout) else call.timeout * batches
 
@@ -97,6 +110,11 @@ def encode(
 
     try:
         raw = call_bounded(run, limit) if limit else run()
+    except RetrievalGateError as exc:
+        # A lazily loaded model's error (a missing file, a device that is not there) is
+        # raised here, far from where the system was opened: it names the system too.
+        _named(exc, call)
+        raise
     except CallTimeout:
         per = "" if queries else f" per batch of {call.batch_size} texts"
         raise call.error(

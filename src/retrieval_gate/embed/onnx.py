@@ -103,6 +103,9 @@ def identify_onnx(spec: EmbedderSpec, *, entry: str | None = None) -> str:
         documents="one-per-call"
         if spec.option("backend") == "onnx-int8"
         else f"canonical-{CANONICAL_ROWS}",
+        # A model without its own max_seq_length: the length inferred for it (vectors cached
+        # when it was a fixed 512 are not reused). Models that declare one keep their identity.
+        **({} if _declared_length(folder) else {"truncate": _fallback_length(folder)}),
     )
 
 
@@ -135,12 +138,33 @@ def _sentence_config(folder: Path, entry: str | None) -> int:
                     "prompt tokens out (include_prompt: false): use backend 'torch'",
                     entry=entry,
                 )
-    config = folder / "sentence_bert_config.json"
-    if config.is_file():
-        length = json.loads(config.read_text(encoding="utf-8")).get("max_seq_length")
-        if isinstance(length, int) and length > 0:
-            return length
-    return 512
+    return _declared_length(folder) or _fallback_length(folder)
+
+
+def _json_int(path: Path, key: str) -> int | None:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8")).get(key)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _declared_length(folder: Path) -> int | None:
+    """The model's own ``max_seq_length`` (sentence_bert_config.json), where it has one."""
+    return _json_int(folder / "sentence_bert_config.json", "max_seq_length")
+
+
+def _fallback_length(folder: Path) -> int:
+    """Where a model declares no ``max_seq_length``, the length sentence-transformers truncates
+    at: the smaller of its position embeddings and its tokenizer's ``model_max_length``. A
+    fixed 512 ran a text past a shorter model's position table (onnxruntime failed on the
+    first long document) and cut longer than PyTorch does."""
+    limits = [
+        _json_int(folder / "config.json", "max_position_embeddings"),
+        _json_int(folder / "tokenizer_config.json", "model_max_length"),
+    ]
+    known = [n for n in limits if n is not None]
+    return min(known) if known else 512
 
 
 def _export(folder: Path, target: Path, entry: str | None) -> None:
