@@ -822,6 +822,35 @@ CASES: tuple[BadInput, ...] = (
         fifos=("pairs.tsv",),
     ),
     BadInput(
+        "extraction-unknown-gold-term-in-folder",
+        "an unknown gold term in one file of an extraction suite's documents folder",
+        "notes/b.jsonl [line 2 (id d3)]: unknown term id 'T:9'",
+        "collection error",
+        {
+            "notes.retrieval.yaml": EXTRACTION_SUITE.replace("notes.jsonl", "notes"),
+            "terms.obo": OBO,
+            "notes/a.jsonl": '{"id": "d1", "text": "a leaf", "terms": ["T:2"]}\n',
+            "notes/b.jsonl": (
+                '{"id": "d2", "text": "a leaf", "terms": ["T:2"]}\n'
+                '{"id": "d3", "text": "a leaf", "terms": ["T:9"]}\n'
+            ),
+        },
+    ),
+    BadInput(
+        "extraction-ranking-metric-in-expect",
+        "a ranking metric in an extraction document's expect",
+        "notes.jsonl [line 1 (id d1) expect.nDCG@5]: nDCG@5 does not apply to an extraction "
+        "suite (its metrics: *",
+        "collection error",
+        {
+            "notes.retrieval.yaml": EXTRACTION_SUITE,
+            "terms.obo": OBO,
+            "notes.jsonl": (
+                '{"id": "d1", "text": "a leaf", "terms": ["T:2"], "expect": {"nDCG@5": 0.5}}\n'
+            ),
+        },
+    ),
+    BadInput(
         "fifo-corpus-file",
         "a corpus file that is a named pipe (skipped, said in the report)",
         "5 passed*",

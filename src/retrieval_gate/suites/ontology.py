@@ -158,8 +158,8 @@ class TermMapper:
             if self.keep_obsolete and known is not None and known.obsolete:
                 self.notes.append(f"{unit.id}: {exc.message}; kept as a gold term")
                 return term
-            entry = f"{self.units_key}[{unit.position}] (id {unit.id})"
-            raise RetrievalGateError(exc.message, path=self.path, entry=entry) from None
+            path, entry = unit.located(self.path, self.units_key)
+            raise RetrievalGateError(exc.message, path=path, entry=entry) from None
         if note is not None:
             self.notes.append(f"{unit.id}: {note}")
         return mapped

@@ -225,12 +225,9 @@ def parse_suite(data: Any, path: Path) -> Suite:
         for g in own
     ]
     named += [
-        (
-            exp.metric,
-            f"{kind.units_key}[{q.position}] (id {q.id}) expect.{exp.metric.name}",
-            units_file or path,
-        )
+        (exp.metric, f"{entry} expect.{exp.metric.name}", file)
         for q in units
+        for file, entry in [q.located(units_file or path, kind.units_key)]
         for exp in q.expect
         if exp.metric is not None
     ]
@@ -242,7 +239,7 @@ def parse_suite(data: Any, path: Path) -> Suite:
         problem = kind.check_metric(metric, spec)
         if problem is None and metric.spec.input not in kind.inputs:
             problem = (
-                f"{metric.name} does not apply to a {kind.name} suite (its metrics: "
+                f"{metric.name} does not apply to {_a(kind.name)} suite (its metrics: "
                 f"{', '.join(_kind_metrics(kind))})"
             )
         if problem is not None:
@@ -445,10 +442,16 @@ def _check_keys(
             )
         owners = [o.name for o in registry.values() if key in o.keys or (key == "k" and o.takes_k)]
         raise SuiteError(
-            f"'{key}' does not apply to a {kind.name} suite (a key of {', '.join(owners)} suites)",
+            f"'{key}' does not apply to {_a(kind.name)} suite "
+            f"(a key of {', '.join(owners)} suites)",
             path=path,
             entry=key,
         )
+
+
+def _a(word: str) -> str:
+    """``word`` with its indefinite article: an extraction suite, a pairs suite."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
 
 
 def _kind_metrics(kind: SuiteKind) -> list[str]:

@@ -73,6 +73,11 @@ class Unit:
     expect: tuple[Expectation, ...] = ()
     position: int = 0  # index in the file's list of units, for messages
 
+    def located(self, path: Path, units_key: str) -> tuple[Path, str]:
+        """The file and entry a message names for this unit; ``path`` is the file its kind read
+        the units from."""
+        return path, f"{units_key}[{self.position}] (id {self.id})"
+
     @property
     def n_relevant(self) -> int:
         return sum(1 for grade in self.relevant.values() if grade >= 1)
