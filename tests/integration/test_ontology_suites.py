@@ -154,6 +154,24 @@ def test_a_query_answered_only_by_terms_outside_the_corpus_is_a_miss_not_a_faile
     ]
 
 
+def test_a_huge_returned_id_is_shown_by_its_start(terms: pytest.Pytester) -> None:
+    # A retriever that returns a passage where an id belongs: the failure names it in one line
+    # of readable length, not 500 characters.
+    huge = "T:" + "9" * 498
+    terms.makepyfile(
+        term_app=RETRIEVER.replace('"microcephaly": ["T:0000009"]', f'"microcephaly": ["{huge}"]')
+    )
+    write_suite(
+        terms, SUITE.replace("MaxOntSim@1: 0.6", "MaxOntSim@1: 0.9"), name="t.retrieval.yaml"
+    )
+    result = terms.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*: expected T:0000010 (Small skull) at -; top 3: T:" + "9" * 97 + "…"]
+    )
+    assert "9" * 98 not in result.stdout.str()
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [

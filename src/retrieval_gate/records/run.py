@@ -27,6 +27,8 @@ from retrieval_gate.records.wording import parse_scope
 
 #: The kind a run has when its record names none (what 0.1.0 wrote: a ranking suite).
 DEFAULT_KIND = "ranking"
+#: The most characters of an id a message shows (:meth:`QueryRecord.named`).
+NAMED_WIDTH = 100
 
 
 def query_digest(text: str, relevant: Mapping[str, int], *extra: Any) -> str:
@@ -80,9 +82,11 @@ class QueryRecord:
 
     def named(self, doc: str) -> str:
         """An id as messages and tables show it: with its label beside it when it has one
-        (``HP:0000252 (Microcephaly)``)."""
+        (``HP:0000252 (Microcephaly)``), cut to ``NAMED_WIDTH`` characters."""
         label = self.labels.get(doc)
-        return f"{doc} ({label})" if label else doc
+        # An id is anything a retriever returned (a whole passage, by mistake): shown by its start.
+        shown = doc if len(doc) <= NAMED_WIDTH else doc[: NAMED_WIDTH - 1] + "…"
+        return f"{shown} ({label})" if label else shown
 
     @property
     def gold(self) -> tuple[str, ...]:
