@@ -822,6 +822,17 @@ CASES: tuple[BadInput, ...] = (
         fifos=("pairs.tsv",),
     ),
     BadInput(
+        "ontology-obsolete-root",
+        "an ontology suite's root that is an obsolete term without replacement",
+        "terms.retrieval.yaml [root]: term T:3 is obsolete and has no replacement",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": LENIENT,
+            "terms.retrieval.yaml": ONTOLOGY_SUITE.replace("k: [1]", "root: 'T:3'\nk: [1]"),
+            "terms.obo": OBO + "\n[Term]\nid: T:3\nname: gone\nis_obsolete: true\n",
+        },
+    ),
+    BadInput(
         "extraction-unknown-gold-term-in-folder",
         "an unknown gold term in one file of an extraction suite's documents folder",
         "notes/b.jsonl [line 2 (id d3)]: unknown term id 'T:9'",

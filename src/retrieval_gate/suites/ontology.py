@@ -99,8 +99,8 @@ class OntologySuiteSpec(RankingSpec):
 
 
 def load_ontology_of(spec: OntologySpec, suite: Suite, resources: Resources) -> Ontology:
-    """The suite's ontology, loaded once per session; an unknown ``root`` is an error naming
-    the suite's entry."""
+    """The suite's ontology, loaded once per session; an unknown ``root``, or an obsolete one
+    without replacement, is an error naming the suite's entry."""
     ontology = resources.ontology(spec.ref, base=spec.base, where=suite.path)
     if spec.root is not None and spec.root not in ontology:
         raise RetrievalGateError(
@@ -108,6 +108,11 @@ def load_ontology_of(spec: OntologySpec, suite: Suite, resources: Resources) -> 
             path=suite.path,
             entry="root",
         )
+    if spec.root is not None:
+        try:
+            ontology.resolve(spec.root)  # an obsolete root without replacement has no terms
+        except RetrievalGateError as exc:
+            raise RetrievalGateError(exc.message, path=suite.path, entry="root") from None
     return ontology
 
 
