@@ -822,6 +822,28 @@ CASES: tuple[BadInput, ...] = (
         fifos=("pairs.tsv",),
     ),
     BadInput(
+        "tolerance-in-e-notation",
+        "a tolerance written 1e-3, which YAML 1.1 reads as text",
+        "pairs.retrieval.yaml [tolerance.pearson]: tolerance must be a finite number >= 0, got "
+        "'1e-3' (YAML reads 1e-3 as text: write 1.0e-3)",
+        "collection error",
+        {
+            "pairs.retrieval.yaml": PAIR_SUITE + "tolerance: {pearson: 1e-3}\n",
+            "pairs.tsv": "a\tb\t1\nc\td\t2\n",
+        },
+    ),
+    BadInput(
+        "floor-in-e-notation",
+        "a floor written 5e-1, which YAML 1.1 reads as text",
+        "pairs.retrieval.yaml [gates.pearson]: threshold must be a number, got '5e-1' (YAML "
+        "reads 5e-1 as text: write 5.0e-1)",
+        "collection error",
+        {
+            "pairs.retrieval.yaml": PAIR_SUITE.replace("pearson: 0.1", "pearson: 5e-1"),
+            "pairs.tsv": "a\tb\t1\nc\td\t2\n",
+        },
+    ),
+    BadInput(
         "ontology-obsolete-root",
         "an ontology suite's root that is an obsolete term without replacement",
         "terms.retrieval.yaml [root]: term T:3 is obsolete and has no replacement",

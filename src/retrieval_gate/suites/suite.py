@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING, Any
 from retrieval_gate.errors import SuiteError, UnknownMetricError
 from retrieval_gate.metrics import Metric, parse_metric
 from retrieval_gate.records import parse_scope, scope_name
-from retrieval_gate.suites.units import DEFAULT_K, MAX_K, Unit, parse_cutoffs, threshold, type_name
+from retrieval_gate.suites.units import (
+    DEFAULT_K,
+    MAX_K,
+    Unit,
+    parse_cutoffs,
+    threshold,
+    type_name,
+    yaml_number_hint,
+)
 
 if TYPE_CHECKING:
     from retrieval_gate.suites import SuiteKind
@@ -526,7 +534,9 @@ def _parse_tolerance(raw: Any, path: Path, key: str = "tolerance") -> dict[str, 
             or not 0 <= value < math.inf
         ):
             raise SuiteError(
-                f"tolerance must be a finite number >= 0, got {value!r}", path=path, entry=where
+                f"tolerance must be a finite number >= 0, got {value!r}{yaml_number_hint(value)}",
+                path=path,
+                entry=where,
             )
         out[metric.name] = float(value)
     return out
