@@ -844,6 +844,18 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "obo-is_a-to-no-term",
+        "an OBO term whose is_a names no term of the file",
+        "terms.retrieval.yaml [ontology]: *terms.obo [line 15]: term T:3 has is_a T:9, which is "
+        "not a term",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": LENIENT,
+            "terms.retrieval.yaml": ONTOLOGY_SUITE,
+            "terms.obo": OBO + "\n[Term]\nid: T:3\nname: orphan\nis_a: T:9 ! gone\n",
+        },
+    ),
+    BadInput(
         "ontology-obsolete-root",
         "an ontology suite's root that is an obsolete term without replacement",
         "terms.retrieval.yaml [root]: term T:3 is obsolete and has no replacement",
