@@ -170,6 +170,11 @@ def test_a_huge_returned_id_is_shown_by_its_start(terms: pytest.Pytester) -> Non
         ["*: expected T:0000010 (Small skull) at -; top 3: T:" + "9" * 97 + "…"]
     )
     assert "9" * 98 not in result.stdout.str()
+    # The report's worst-queries table too; the JSON twin keeps the id whole, as data.
+    markdown = (terms.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert "`T:" + "9" * 97 + "…`" in markdown and "9" * 98 not in markdown
+    (run,) = _report(terms)["runs"]
+    assert huge in [doc for q in run["queries"] for doc in q["ranking"]]
 
 
 @pytest.mark.parametrize(

@@ -23,12 +23,10 @@ from retrieval_gate.records.codecs import (
     drift_json,
     kind_codec,
 )
-from retrieval_gate.records.wording import parse_scope
+from retrieval_gate.records.wording import parse_scope, shown_id
 
 #: The kind a run has when its record names none (what 0.1.0 wrote: a ranking suite).
 DEFAULT_KIND = "ranking"
-#: The most characters of an id a message shows (:meth:`QueryRecord.named`).
-NAMED_WIDTH = 100
 
 
 def query_digest(text: str, relevant: Mapping[str, int], *extra: Any) -> str:
@@ -82,11 +80,9 @@ class QueryRecord:
 
     def named(self, doc: str) -> str:
         """An id as messages and tables show it: with its label beside it when it has one
-        (``HP:0000252 (Microcephaly)``), cut to ``NAMED_WIDTH`` characters."""
+        (``HP:0000252 (Microcephaly)``), a long id cut (:func:`~.wording.shown_id`)."""
         label = self.labels.get(doc)
-        # An id is anything a retriever returned (a whole passage, by mistake): shown by its start.
-        shown = doc if len(doc) <= NAMED_WIDTH else doc[: NAMED_WIDTH - 1] + "…"
-        return f"{shown} ({label})" if label else shown
+        return f"{shown_id(doc)} ({label})" if label else shown_id(doc)
 
     @property
     def gold(self) -> tuple[str, ...]:
