@@ -856,6 +856,17 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "pair-score-given-twice",
+        "a pair object with two spellings of its score ('score' and 'label')",
+        "pairs.json [[1]]: the pair's score is given twice ('score' and 'label'); keep one",
+        "collection error",
+        {
+            "pairs.retrieval.yaml": PAIR_SUITE.replace("pairs.tsv", "pairs.json"),
+            "pairs.json": '[{"a": "x", "b": "y", "score": 1}, '
+            '{"sentence1": "x", "sentence2": "z", "score": 4.2, "label": 0.84}]',
+        },
+    ),
+    BadInput(
         "ontology-obsolete-root",
         "an ontology suite's root that is an obsolete term without replacement",
         "terms.retrieval.yaml [root]: term T:3 is obsolete and has no replacement",
