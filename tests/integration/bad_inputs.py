@@ -1532,8 +1532,8 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "run-file-ids-not-in-corpus",
         "a run file whose ids are not in the corpus",
-        "*runs/bm25.trec: none of the 2 document ids the run file returned is in the corpus "
-        "*corpus (5 documents), e.g. 'orders', 'payments'",
+        "*runs/bm25.trec: none of the 3 document ids the run file returned is in the corpus "
+        "*corpus (5 documents), e.g. 'orders', 'payments', 'customers'",
         "failed items",
         {
             "lineage.retrieval.yaml": SUITE,
