@@ -873,6 +873,91 @@ CASES: tuple[BadInput, ...] = (
         fifos=("pairs.tsv",),
     ),
     BadInput(
+        "tolerance-in-e-notation",
+        "a tolerance written 1e-3, which YAML 1.1 reads as text",
+        "pairs.retrieval.yaml [tolerance.pearson]: tolerance must be a finite number >= 0, got "
+        "'1e-3' (YAML reads 1e-3 as text: write 1.0e-3)",
+        "collection error",
+        {
+            "pairs.retrieval.yaml": PAIR_SUITE + "tolerance: {pearson: 1e-3}\n",
+            "pairs.tsv": "a\tb\t1\nc\td\t2\n",
+        },
+    ),
+    BadInput(
+        "floor-in-e-notation",
+        "a floor written 5e-1, which YAML 1.1 reads as text",
+        "pairs.retrieval.yaml [gates.pearson]: threshold must be a number, got '5e-1' (YAML "
+        "reads 5e-1 as text: write 5.0e-1)",
+        "collection error",
+        {
+            "pairs.retrieval.yaml": PAIR_SUITE.replace("pearson: 0.1", "pearson: 5e-1"),
+            "pairs.tsv": "a\tb\t1\nc\td\t2\n",
+        },
+    ),
+    BadInput(
+        "obo-is_a-to-no-term",
+        "an OBO term whose is_a names no term of the file",
+        "terms.retrieval.yaml [ontology]: *terms.obo [line 15]: term T:3 has is_a T:9, which is "
+        "not a term",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": LENIENT,
+            "terms.retrieval.yaml": ONTOLOGY_SUITE,
+            "terms.obo": OBO + "\n[Term]\nid: T:3\nname: orphan\nis_a: T:9 ! gone\n",
+        },
+    ),
+    BadInput(
+        "pair-score-given-twice",
+        "a pair object with two spellings of its score ('score' and 'label')",
+        "pairs.json [[1]]: the pair's score is given twice ('score' and 'label'); keep one",
+        "collection error",
+        {
+            "pairs.retrieval.yaml": PAIR_SUITE.replace("pairs.tsv", "pairs.json"),
+            "pairs.json": '[{"a": "x", "b": "y", "score": 1}, '
+            '{"sentence1": "x", "sentence2": "z", "score": 4.2, "label": 0.84}]',
+        },
+    ),
+    BadInput(
+        "ontology-obsolete-root",
+        "an ontology suite's root that is an obsolete term without replacement",
+        "terms.retrieval.yaml [root]: term T:3 is obsolete and has no replacement",
+        "collection error",
+        {
+            "lineage.retrieval.yaml": LENIENT,
+            "terms.retrieval.yaml": ONTOLOGY_SUITE.replace("k: [1]", "root: 'T:3'\nk: [1]"),
+            "terms.obo": OBO + "\n[Term]\nid: T:3\nname: gone\nis_obsolete: true\n",
+        },
+    ),
+    BadInput(
+        "extraction-unknown-gold-term-in-folder",
+        "an unknown gold term in one file of an extraction suite's documents folder",
+        "notes/b.jsonl [line 2 (id d3)]: unknown term id 'T:9'",
+        "collection error",
+        {
+            "notes.retrieval.yaml": EXTRACTION_SUITE.replace("notes.jsonl", "notes"),
+            "terms.obo": OBO,
+            "notes/a.jsonl": '{"id": "d1", "text": "a leaf", "terms": ["T:2"]}\n',
+            "notes/b.jsonl": (
+                '{"id": "d2", "text": "a leaf", "terms": ["T:2"]}\n'
+                '{"id": "d3", "text": "a leaf", "terms": ["T:9"]}\n'
+            ),
+        },
+    ),
+    BadInput(
+        "extraction-ranking-metric-in-expect",
+        "a ranking metric in an extraction document's expect",
+        "notes.jsonl [line 1 (id d1) expect.nDCG@5]: nDCG@5 does not apply to an extraction "
+        "suite (its metrics: *",
+        "collection error",
+        {
+            "notes.retrieval.yaml": EXTRACTION_SUITE,
+            "terms.obo": OBO,
+            "notes.jsonl": (
+                '{"id": "d1", "text": "a leaf", "terms": ["T:2"], "expect": {"nDCG@5": 0.5}}\n'
+            ),
+        },
+    ),
+    BadInput(
         "fifo-corpus-file",
         "a corpus file that is a named pipe (skipped, said in the report)",
         "5 passed*",
@@ -1562,8 +1647,8 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "run-file-ids-not-in-corpus",
         "a run file whose ids are not in the corpus",
-        "*runs/bm25.trec: none of the 2 document ids the run file returned is in the corpus "
-        "*corpus (5 documents), e.g. 'orders', 'payments'",
+        "*runs/bm25.trec: none of the 3 document ids the run file returned is in the corpus "
+        "*corpus (5 documents), e.g. 'orders', 'payments', 'customers'",
         "failed items",
         {
             "lineage.retrieval.yaml": SUITE,

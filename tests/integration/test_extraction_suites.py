@@ -309,3 +309,31 @@ def test_slow_drift_of_micro_f1_is_micro_f1(
     assert drift["threshold"] == pytest.approx(0.5 - 0.02)
     assert not drift["passed"]
     assert drift["detail"][1].startswith("anchor 0.5 -> now 0.3333 over 3 shared documents;")
+
+
+def test_a_document_whose_hits_are_all_outside_the_ontology_is_scored_not_failed(
+    proj: pytest.Pytester,
+) -> None:
+    # The finder answers d1's one chunk with T:15 only, an obsolete term: no document of the
+    # corpus. A retriever is asked one document per call; that answer is a false positive of
+    # d1, not a finder whose ids all name something else.
+    proj.makepyfile(
+        term_app=RETRIEVER.replace(
+            '"Broken bone.":', '"Odd skull.": {"T:0000015": 0.9},\n    "Broken bone.":'
+        )
+    )
+    write_suite(
+        proj,
+        "name: odd\nkind: extraction\nontology: tiny.obo\ngates: {F1_micro: 0.5}\ndocuments:\n"
+        "  - {id: d1, text: Odd skull., terms: [T:0000010]}\n"
+        "  - {id: d2, text: Short arm noted., terms: [T:0000007]}\n",
+        name="odd.retrieval.yaml",
+    )
+    proj.runpytest("--retrieval-gate").assert_outcomes(passed=1)
+    run = run_json(proj)["run"]
+    # d1: predicted {T:15}, gold {T:10}: FP 1, FN 1; d2: T:7 (0.9; T:8 0.4 under 0.5): TP 1.
+    assert (run["metrics"]["TP"], run["metrics"]["FP"], run["metrics"]["FN"]) == (1, 1, 1)
+    assert run["metrics"]["F1_micro"] == pytest.approx(2 / (2 + 1 + 1))
+    assert run["stats"]["notes"] == [
+        "1 returned ids are not in the corpus and count as non-relevant, e.g. 'T:0000015'"
+    ]

@@ -118,6 +118,65 @@ def test_other_similarities_by_name(terms: pytest.Pytester) -> None:
     assert short["metrics"]["MaxOntSim@1"] == pytest.approx(2 / 3, abs=1e-12)
 
 
+def test_a_query_answered_only_by_terms_outside_the_corpus_is_a_miss_not_a_failed_run(
+    terms: pytest.Pytester,
+) -> None:
+    # "odd skull" gets only T:15, an obsolete term without replacement: not a document of the
+    # corpus (the current terms). A suite of up to 20 queries asks a retriever one query per
+    # call; that one answer is a miss, not a retriever whose ids all name something else.
+    terms.makepyfile(
+        term_app=RETRIEVER.replace(
+            '"tiny arm": ["T:0000007"],',
+            '"tiny arm": ["T:0000007"],\n    "odd skull": ["T:0000015"],',
+        )
+    )
+    write_suite(
+        terms,
+        """
+        name: outside
+        ontology: tiny.obo
+        k: [1]
+        gates: {Hit@1: 0.5}
+        queries:
+          - {id: q1, query: short arm, relevant: [T:0000008]}
+          - {id: q2, query: odd skull, relevant: [T:0000010]}
+        """,
+        name="outside.retrieval.yaml",
+    )
+    result = terms.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=1)
+    (run,) = _report(terms)["runs"]
+    # q1's first hit is T:8, expected: 1; q2's only hit is no corpus term: 0. Mean 1/2.
+    assert run["metrics"]["Hit@1"] == 0.5
+    assert [q["metrics"]["MaxOntSim@1"] for q in run["queries"]] == [1.0, 0.0]
+    assert run["stats"]["notes"] == [
+        "1 returned ids are not in the corpus and count as non-relevant, e.g. 'T:0000015'"
+    ]
+
+
+def test_a_huge_returned_id_is_shown_by_its_start(terms: pytest.Pytester) -> None:
+    # A retriever that returns a passage where an id belongs: the failure names it in one line
+    # of readable length, not 500 characters.
+    huge = "T:" + "9" * 498
+    terms.makepyfile(
+        term_app=RETRIEVER.replace('"microcephaly": ["T:0000009"]', f'"microcephaly": ["{huge}"]')
+    )
+    write_suite(
+        terms, SUITE.replace("MaxOntSim@1: 0.6", "MaxOntSim@1: 0.9"), name="t.retrieval.yaml"
+    )
+    result = terms.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*: expected T:0000010 (Small skull) at -; top 3: T:" + "9" * 97 + "…"]
+    )
+    assert "9" * 98 not in result.stdout.str()
+    # The report's worst-queries table too; the JSON twin keeps the id whole, as data.
+    markdown = (terms.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert "`T:" + "9" * 97 + "…`" in markdown and "9" * 98 not in markdown
+    (run,) = _report(terms)["runs"]
+    assert huge in [doc for q in run["queries"] for doc in q["ranking"]]
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [

@@ -169,20 +169,38 @@ def test_a_folder_is_not_a_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (b"hello\x00\x01garbage\n[[[\nfoo", "not an OBO file pronto can read"),
-        (b"", "not an OBO file pronto can read"),
-        ("format-version: 1.2\nontology: empty\n", "the ontology has no terms"),
+        (b"hello\x00\x01garbage\n[[[\nfoo", ": not an OBO file pronto can read"),
+        (b"", ": not an OBO file pronto can read"),
+        ("format-version: 1.2\nontology: empty\n", ": the ontology has no terms"),
         (
             "format-version: 1.2\n\n[Term]\nid: X:1\nname: one\nis_a: X:2\n\n"
             "[Term]\nid: X:2\nname: two\nis_a: X:1\n",
-            "is_a cycle through X:1",
+            ": is_a cycle through X:1",
         ),
         (
-            "format-version: 1.2\n\n[Term]\nid: X:1\nname: one\nis_a: X:9\n",
-            "pronto cannot parse it (KeyError: 'X:9')",
+            "format-version: 1.2\n\n[Term]\nid: X:1\nname: one\nis_a: X:9 ! gone\n",
+            " [line 6]: term X:1 has is_a X:9, which is not a term",
+        ),
+        (
+            "format-version: 1.2\n\n[Term]\nid: X:1\nname: one\n\n"
+            "[Term]\nid: X:2\nname: old\nis_obsolete: true\nreplaced_by: X:9\n",
+            ": term X:2 has replaced_by X:9, which is not a term",
+        ),
+        (
+            "format-version: 1.2\n\n[Term]\nid: X:1\nname: one\n\n"
+            "[Term]\nid: X:2\nname: old\nis_obsolete: true\nconsider: X:9\n",
+            ": term X:2 has consider X:9, which is not a term",
         ),
     ],
-    ids=["garbage", "empty", "no-terms", "cycle", "dangling-is_a"],
+    ids=[
+        "garbage",
+        "empty",
+        "no-terms",
+        "cycle",
+        "dangling-is_a",
+        "dangling-replaced_by",
+        "dangling-consider",
+    ],
 )
 def test_bad_obo_is_one_line_naming_the_file(
     tmp_path: Path, content: str | bytes, message: str
@@ -190,7 +208,7 @@ def test_bad_obo_is_one_line_naming_the_file(
     path = write(tmp_path, content)
     with pytest.raises(OntologyError) as info:
         load_ontology(path, base=tmp_path, cache_dir=tmp_path / "cache")
-    assert str(info.value) == f"{path}: {message}"
+    assert str(info.value) == f"{path}{message}"
     assert isinstance(info.value, RetrievalGateError)
     # Nothing is cached for a file that failed.
     assert not (tmp_path / "cache").exists()

@@ -156,3 +156,27 @@ def test_queries_from_a_file_beside_the_suite(tmp_path: Path) -> None:
     assert "holds a list of queries" in _error(tmp_path, {"queries": "cases/n.json"}).message
     (tmp_path / "cases" / "dup.json").write_text('[{"text": "a", "text": "b"}]')
     assert "given twice" in _error(tmp_path, {"queries": "cases/dup.json"}).message
+
+
+@pytest.mark.parametrize(
+    ("written", "hint"),
+    [
+        ("1e-3", " (YAML reads 1e-3 as text: write 1.0e-3)"),
+        ("2e5", " (YAML reads 2e5 as text: write 2.0e+5)"),
+        ("1.5e2", " (YAML reads 1.5e2 as text: write 1.5e+2)"),
+        ("1.5e+2", ""),  # a number unquoted: it was quoted on purpose
+        ("0.5", ""),
+        ("abc", ""),
+        ("1e999", ""),
+        (0.5, ""),
+    ],
+)
+def test_a_number_yaml_read_as_text_gets_how_to_write_it(written: object, hint: str) -> None:
+    import yaml
+
+    from retrieval_gate.suites.units import yaml_number_hint
+
+    assert yaml_number_hint(written) == hint
+    if hint:  # what the hint says to write is a number to YAML
+        suggested = hint.rpartition("write ")[2].rstrip(")")
+        assert isinstance(yaml.safe_load(f"x: {suggested}")["x"], float)

@@ -614,6 +614,35 @@ def test_ids_none_of_which_is_in_the_corpus_are_a_run_error_with_a_hint(tmp_path
     assert check_ids([{}], corpus, source="r", where=Path("s")).notes == ()
 
 
+def test_ids_are_judged_over_every_call_of_a_run(tmp_path: Path) -> None:
+    from retrieval_gate.systems.retriever import IdCheck
+
+    # A runner asks one query per call in a small suite: a first query answered only outside
+    # the corpus is a miss, and the notes count the unknown ids of every call, not the last's.
+    corpus = _corpus(tmp_path, "a.txt", "b.txt")
+    check = IdCheck(corpus, source="retriever app:search", where=Path("s.retrieval.yaml"))
+    assert check.map([{"x" * 200: 1.0}]) == [{"x" * 200: 1.0}]
+    assert check.map([{"a.txt": 1.0, "other": 0.5}]) == [{"a.txt": 1.0, "other": 0.5}]
+    assert check.notes() == (
+        "2 returned ids are not in the corpus and count as non-relevant, "
+        f"e.g. '{'x' * 79}…', 'other'",
+    )
+    # Only when no call of the run returned a corpus id is it an error.
+    alone = IdCheck(corpus, source="retriever app:search", where=Path("s.retrieval.yaml"))
+    alone.map([{"x": 1.0}])
+    alone.map([{"y": 1.0}])
+    with pytest.raises(RunError, match="none of the 2 document ids"):
+        alone.notes()
+
+
+def test_run_file_counts_every_unanswered_query_of_the_run(project: Path) -> None:
+    # q1, the first query, is not in this run; the runner asks one query per call (q1 twice,
+    # with the warm-up), so the count is over every call, not the last one.
+    (project / "runs" / "r.trec").write_text("q2 Q0 a 1 0.5 t\n")
+    run = _run(project, "stored")
+    assert run.stats["run_file_missing_queries"] == 1
+
+
 # -- device ---------------------------------------------------------------------------------------
 
 

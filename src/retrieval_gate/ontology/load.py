@@ -22,7 +22,7 @@ import json
 import os
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final
 
@@ -140,8 +140,14 @@ def _parse_obo(data: bytes, path: Path) -> list[Term]:
             warnings.simplefilter("ignore")
             # import_depth=0: never fetch imported ontologies over the network.
             parsed = ProntoOntology(io.BytesIO(data), import_depth=0, encoding="utf-8")
-            raw = [_term_from_pronto(t) for t in parsed.terms()]
+            raw = [_term_from_pronto(t, path) for t in parsed.terms()]
+    except OntologyError:
+        raise
     except Exception as exc:
+        if isinstance(exc, KeyError) and exc.args:
+            dangling = _dangling_reference(data, str(exc.args[0]), path)
+            if dangling is not None:
+                raise dangling from None
         if isinstance(exc, ValueError) and "could not find a parser" in str(exc):
             raise OntologyError("not an OBO file pronto can read", path=path) from None
         # One line: parser messages can span several.
@@ -154,7 +160,36 @@ def _parse_obo(data: bytes, path: Path) -> list[Term]:
     return raw
 
 
-def _term_from_pronto(term: Any) -> Term:
+def _dangling_reference(data: bytes, target: str, path: Path) -> OntologyError | None:
+    """pronto's KeyError for a reference to no term (an ``is_a`` it links while parsing), as
+    the line that names it; None when no line does."""
+    term = "?"
+    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
+        tag, colon, value = line.partition(":")
+        if not colon:
+            continue
+        if tag.strip() == "id":
+            term = value.strip()
+        elif value.split("!")[0].split()[:1] == [target]:
+            return OntologyError(
+                f"term {term} has {tag.strip()} {target}, which is not a term",
+                path=path,
+                entry=f"line {number}",
+            )
+    return None
+
+
+def _term_from_pronto(term: Any, path: Path) -> Term:
+    def targets(tag: str, found: Callable[[], Iterable[Any]]) -> tuple[str, ...]:
+        # pronto looks a reference up when it is read: one to no term is a KeyError there.
+        try:
+            return tuple(sorted(str(t.id) for t in found()))
+        except KeyError as exc:
+            target = exc.args[0] if exc.args else "?"
+            raise OntologyError(
+                f"term {term.id} has {tag} {target}, which is not a term", path=path
+            ) from None
+
     return Term(
         id=str(term.id),
         label=str(term.name or ""),
@@ -162,10 +197,10 @@ def _term_from_pronto(term: Any) -> Term:
         synonyms=tuple(sorted({str(s.description) for s in term.synonyms})),
         definition=str(term.definition or ""),
         obsolete=bool(term.obsolete),
-        replaced_by=tuple(sorted(str(t.id) for t in term.replaced_by)),
-        consider=tuple(sorted(str(t.id) for t in term.consider)),
+        replaced_by=targets("replaced_by", lambda: term.replaced_by),
+        consider=targets("consider", lambda: term.consider),
         alt_ids=tuple(sorted(str(a) for a in term.alternate_ids)),
-        parents=tuple(sorted(str(p.id) for p in term.superclasses(distance=1, with_self=False))),
+        parents=targets("is_a", lambda: term.superclasses(distance=1, with_self=False)),
     )
 
 

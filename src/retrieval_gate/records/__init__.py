@@ -44,6 +44,7 @@ from retrieval_gate.records.wording import (
     parse_scope,
     scope_name,
     shorten,
+    shown_id,
 )
 
 __all__ = [
@@ -71,4 +72,5 @@ __all__ = [
     "register_kind_codec",
     "scope_name",
     "shorten",
+    "shown_id",
 ]

@@ -23,7 +23,7 @@ from retrieval_gate.records.codecs import (
     drift_json,
     kind_codec,
 )
-from retrieval_gate.records.wording import parse_scope
+from retrieval_gate.records.wording import parse_scope, shown_id
 
 #: The kind a run has when its record names none (what 0.1.0 wrote: a ranking suite).
 DEFAULT_KIND = "ranking"
@@ -80,9 +80,9 @@ class QueryRecord:
 
     def named(self, doc: str) -> str:
         """An id as messages and tables show it: with its label beside it when it has one
-        (``HP:0000252 (Microcephaly)``)."""
+        (``HP:0000252 (Microcephaly)``), a long id cut (:func:`~.wording.shown_id`)."""
         label = self.labels.get(doc)
-        return f"{doc} ({label})" if label else doc
+        return f"{shown_id(doc)} ({label})" if label else shown_id(doc)
 
     @property
     def gold(self) -> tuple[str, ...]:

@@ -25,6 +25,16 @@ def parse_scope(scope: str) -> tuple[str, str] | None:
     return kind, label
 
 
+#: The most characters of an id that messages and tables show (:func:`shown_id`).
+ID_WIDTH = 100
+
+
+def shown_id(doc: str) -> str:
+    """An id as messages and tables show it: whole, or its first ``ID_WIDTH`` characters. An id
+    is whatever a system returned (a whole passage, by mistake), and one line stays readable."""
+    return doc if len(doc) <= ID_WIDTH else doc[: ID_WIDTH - 1] + "…"
+
+
 def shorten(text: str, width: int = 60) -> str:
     """Query text as messages and tables show it: one line, at most ``width`` characters."""
     flat = " ".join(text.split())

@@ -99,8 +99,8 @@ class OntologySuiteSpec(RankingSpec):
 
 
 def load_ontology_of(spec: OntologySpec, suite: Suite, resources: Resources) -> Ontology:
-    """The suite's ontology, loaded once per session; an unknown ``root`` is an error naming
-    the suite's entry."""
+    """The suite's ontology, loaded once per session; an unknown ``root``, or an obsolete one
+    without replacement, is an error naming the suite's entry."""
     ontology = resources.ontology(spec.ref, base=spec.base, where=suite.path)
     if spec.root is not None and spec.root not in ontology:
         raise RetrievalGateError(
@@ -108,6 +108,11 @@ def load_ontology_of(spec: OntologySpec, suite: Suite, resources: Resources) -> 
             path=suite.path,
             entry="root",
         )
+    if spec.root is not None:
+        try:
+            ontology.resolve(spec.root)  # an obsolete root without replacement has no terms
+        except RetrievalGateError as exc:
+            raise RetrievalGateError(exc.message, path=suite.path, entry="root") from None
     return ontology
 
 
@@ -158,8 +163,8 @@ class TermMapper:
             if self.keep_obsolete and known is not None and known.obsolete:
                 self.notes.append(f"{unit.id}: {exc.message}; kept as a gold term")
                 return term
-            entry = f"{self.units_key}[{unit.position}] (id {unit.id})"
-            raise RetrievalGateError(exc.message, path=self.path, entry=entry) from None
+            path, entry = unit.located(self.path, self.units_key)
+            raise RetrievalGateError(exc.message, path=path, entry=entry) from None
         if note is not None:
             self.notes.append(f"{unit.id}: {note}")
         return mapped

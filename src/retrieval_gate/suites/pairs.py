@@ -204,6 +204,16 @@ def _fields(
                 path=where,
                 entry=entry,
             )
+        for what, keys in (("text a", _A_KEYS), ("text b", _B_KEYS), ("score", _SCORE_KEYS)):
+            given = [k for k in keys if k in item]
+            if len(given) > 1:
+                # Which one was meant is a guess (a dataset's 0-1 'label' beside its 0-5
+                # 'score', say): refused rather than one of them silently read.
+                raise SuiteError(
+                    f"the pair's {what} is given twice ({given[0]!r} and {given[1]!r}); keep one",
+                    path=where,
+                    entry=entry,
+                )
         a, b, score = (
             next((item[k] for k in keys if k in item), None)
             for keys in (_A_KEYS, _B_KEYS, _SCORE_KEYS)

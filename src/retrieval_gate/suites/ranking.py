@@ -610,8 +610,10 @@ class RankingKind(SuiteKind):
 
 def _cell_id(query: QueryRecord, doc: str) -> str:
     """An id in a markdown table cell, with its label beside it when it has one."""
+    from retrieval_gate.records import shown_id
+
     label = query.labels.get(doc)
-    return f"`{doc}`" + (f" {label}".replace("|", "\\|") if label else "")
+    return f"`{shown_id(doc)}`" + (f" {label}".replace("|", "\\|") if label else "")
 
 
 KIND = RankingKind()

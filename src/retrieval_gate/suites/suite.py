@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING, Any
 from retrieval_gate.errors import SuiteError, UnknownMetricError
 from retrieval_gate.metrics import Metric, parse_metric
 from retrieval_gate.records import parse_scope, scope_name
-from retrieval_gate.suites.units import DEFAULT_K, MAX_K, Unit, parse_cutoffs, threshold, type_name
+from retrieval_gate.suites.units import (
+    DEFAULT_K,
+    MAX_K,
+    Unit,
+    parse_cutoffs,
+    threshold,
+    type_name,
+    yaml_number_hint,
+)
 
 if TYPE_CHECKING:
     from retrieval_gate.suites import SuiteKind
@@ -225,12 +233,9 @@ def parse_suite(data: Any, path: Path) -> Suite:
         for g in own
     ]
     named += [
-        (
-            exp.metric,
-            f"{kind.units_key}[{q.position}] (id {q.id}) expect.{exp.metric.name}",
-            units_file or path,
-        )
+        (exp.metric, f"{entry} expect.{exp.metric.name}", file)
         for q in units
+        for file, entry in [q.located(units_file or path, kind.units_key)]
         for exp in q.expect
         if exp.metric is not None
     ]
@@ -242,7 +247,7 @@ def parse_suite(data: Any, path: Path) -> Suite:
         problem = kind.check_metric(metric, spec)
         if problem is None and metric.spec.input not in kind.inputs:
             problem = (
-                f"{metric.name} does not apply to a {kind.name} suite (its metrics: "
+                f"{metric.name} does not apply to {_a(kind.name)} suite (its metrics: "
                 f"{', '.join(_kind_metrics(kind))})"
             )
         if problem is not None:
@@ -445,10 +450,16 @@ def _check_keys(
             )
         owners = [o.name for o in registry.values() if key in o.keys or (key == "k" and o.takes_k)]
         raise SuiteError(
-            f"'{key}' does not apply to a {kind.name} suite (a key of {', '.join(owners)} suites)",
+            f"'{key}' does not apply to {_a(kind.name)} suite "
+            f"(a key of {', '.join(owners)} suites)",
             path=path,
             entry=key,
         )
+
+
+def _a(word: str) -> str:
+    """``word`` with its indefinite article: an extraction suite, a pairs suite."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
 
 
 def _kind_metrics(kind: SuiteKind) -> list[str]:
@@ -523,7 +534,9 @@ def _parse_tolerance(raw: Any, path: Path, key: str = "tolerance") -> dict[str, 
             or not 0 <= value < math.inf
         ):
             raise SuiteError(
-                f"tolerance must be a finite number >= 0, got {value!r}", path=path, entry=where
+                f"tolerance must be a finite number >= 0, got {value!r}{yaml_number_hint(value)}",
+                path=path,
+                entry=where,
             )
         out[metric.name] = float(value)
     return out

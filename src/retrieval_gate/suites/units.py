@@ -73,6 +73,11 @@ class Unit:
     expect: tuple[Expectation, ...] = ()
     position: int = 0  # index in the file's list of units, for messages
 
+    def located(self, path: Path, units_key: str) -> tuple[Path, str]:
+        """The file and entry a message names for this unit; ``path`` is the file its kind read
+        the units from."""
+        return path, f"{units_key}[{self.position}] (id {self.id})"
+
     @property
     def n_relevant(self) -> int:
         return sum(1 for grade in self.relevant.values() if grade >= 1)
@@ -93,10 +98,34 @@ class Query(Unit):
     """A ranking suite's unit: a query and the documents that should come back."""
 
 
+def yaml_number_hint(value: Any) -> str:
+    """Why a number came as text: YAML 1.1 (PyYAML) reads ``1e-3`` as a string, because its
+    floats need a dot; the hint says how to write it."""
+    if not isinstance(value, str):
+        return ""
+    try:
+        number = float(value)
+    except ValueError:
+        return ""
+    if not math.isfinite(number) or "e" not in value.lower():
+        return ""
+    mantissa, _, exponent = value.strip().lower().partition("e")
+    if "." in mantissa and exponent[:1] in ("+", "-"):
+        return ""  # YAML reads it as a number unquoted: it was quoted
+    # A YAML 1.1 float needs a dot in its mantissa and a sign in its exponent.
+    dotted = mantissa if "." in mantissa else f"{mantissa}.0"
+    signed = exponent if exponent[:1] in ("+", "-") else f"+{exponent}"
+    return f" (YAML reads {value.strip()} as text: write {dotted}e{signed})"
+
+
 def threshold(value: Any, metric: Metric, path: Path, entry: str) -> float:
     """A floor (or latency ceiling) as written, checked against the metric's bounds."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise SuiteError(f"threshold must be a number, got {value!r}", path=path, entry=entry)
+        raise SuiteError(
+            f"threshold must be a number, got {value!r}{yaml_number_hint(value)}",
+            path=path,
+            entry=entry,
+        )
     if math.isinf(value):
         # An infinite ceiling gates nothing and an infinite floor fails whatever: both mistakes.
         raise SuiteError(

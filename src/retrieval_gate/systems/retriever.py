@@ -236,7 +236,11 @@ class RetrieverSystem:
         else:
             self._retrieve = load_retriever(config, context.root, context.source)
         self._corpus = context.corpus
-        self._notes: tuple[str, ...] = ()
+        self._ids = (
+            None
+            if context.corpus is None
+            else IdCheck(context.corpus, source=f"retriever {self.ref}", where=Path(self.ref))
+        )
 
     def _call(self, qid: str, text: str, depth: int, where: Path | None) -> dict[str, float]:
         path = where if where is not None else Path(self.ref)
@@ -269,28 +273,23 @@ class RetrieverSystem:
             start = time.perf_counter()
             hits = self._call(qid, text, depth, where)
             out.append(Retrieved(hits, (time.perf_counter() - start) * 1000.0))
-        if self._corpus is None:
+        if self._ids is None:
             return out
-        checked = check_ids(
-            [result.hits for result in out],
-            self._corpus,
-            source=f"retriever {self.ref}",
-            where=where if where is not None else Path(self.ref),
-        )
-        self._notes = checked.notes
-        return [
-            Retrieved(hits, result.latency_ms)
-            for hits, result in zip(checked.hits, out, strict=True)
-        ]
+        if where is not None:
+            self._ids.where = where
+        mapped = self._ids.map([result.hits for result in out])
+        return [Retrieved(h, result.latency_ms) for h, result in zip(mapped, out, strict=True)]
 
     def identity(self) -> Mapping[str, Any]:
         return _identity(self.config.options)
 
     @property
     def stats(self) -> Mapping[str, Any]:
-        if self._corpus is None:
+        if self._corpus is None or self._ids is None:
             return {}
-        found = [*self._corpus.notes, *self._notes]
+        # Read once the run's queries are asked: whether any returned id is a corpus id is a
+        # question about the whole run (IdCheck).
+        found = [*self._corpus.notes, *self._ids.notes()]
         notes = {"notes": found} if found else {}
         return {"corpus_documents": len(self._corpus), **notes}
 
@@ -315,8 +314,13 @@ class CheckedIds:
     notes: tuple[str, ...]
 
 
+def _shortened(doc_id: str, width: int = 80) -> str:
+    # A retriever may return anything as an id (a whole document's text): messages show its start.
+    return doc_id if len(doc_id) <= width else doc_id[: width - 1] + "…"
+
+
 def _examples(items: Sequence[str], limit: int = 3) -> str:
-    shown = ", ".join(repr(item) for item in items[:limit])
+    shown = ", ".join(repr(_shortened(item)) for item in items[:limit])
     return shown + (", ..." if len(items) > limit else "")
 
 
@@ -345,63 +349,91 @@ def _stem_hint(unknown: Sequence[str], corpus: Corpus) -> str:
     return ""
 
 
-def check_ids(
-    results: Sequence[Mapping[str, float]], corpus: Corpus, *, source: str, where: Path
-) -> CheckedIds:
-    """Map each returned id onto the corpus, or say that it is not there.
+class IdCheck:
+    """The ids a system returns over a whole run, mapped onto the corpus and tallied.
 
     An id in the corpus is kept. One that is not, but ends with exactly one corpus id as a path
     (``/repo/sql/x.sql`` for ``sql/x.sql``, as path matching in lineage evaluation does), is
     mapped to it (a document reached twice keeps its best score), and a note says so once with
     an example. The others are kept and count as non-relevant; a note gives their count. When
-    the results hold ids and none of them is (or maps to) a corpus id, the retriever and the
-    corpus name documents differently and every metric would be 0: that is a :class:`RunError`
-    with counts, up to 3 examples, and a hint when an id is a corpus id without its extension.
+    the run's results hold ids and none of them is (or maps to) a corpus id, the retriever and
+    the corpus name documents differently and every metric would be 0: :meth:`notes` raises a
+    :class:`RunError` with counts, up to 3 examples, and a hint when an id is a corpus id
+    without its extension.
+
+    The tally spans every call of the run, because a runner asks in batches (one query each in
+    a suite of up to 20, and one chunk's worth in an extraction document): a query whose every
+    hit lies outside the corpus (an obsolete term, another collection's document) is a
+    non-relevant answer, not a run whose ids are all wrong.
     """
-    ids = frozenset(corpus.ids)
-    mapping: dict[str, str | None] = {}
-    returned = known = 0
-    mapped: dict[str, str] = {}
-    unknown: dict[str, None] = {}
-    out: list[dict[str, float]] = []
-    for hits in results:
-        fixed: dict[str, float] = {}
-        for doc, score in hits.items():
-            returned += 1
-            target = doc
-            if doc not in ids:
-                if doc not in mapping:
-                    mapping[doc] = _suffix_match(doc, ids)
-                found = mapping[doc]
-                if found is None:
-                    unknown.setdefault(doc)
-                else:
-                    target = mapped.setdefault(doc, found)
-            if target in ids:
-                known += 1
-            if target not in fixed or score > fixed[target]:
-                fixed[target] = score
-        out.append(fixed)
-    missing = list(unknown)
-    if returned and not known:
-        raise RunError(
-            f"none of the {len(missing)} document ids {source} returned is in the corpus "
-            f"{corpus.source} ({len(ids)} documents), e.g. {_examples(missing)}"
-            f"{_stem_hint(missing, corpus)}",
-            path=where,
-        )
-    notes = []
-    if mapped:
-        first, target = next(iter(mapped.items()))
-        notes.append(
-            f"mapped {len(mapped)} ids by path suffix onto corpus ids, e.g. {first} -> {target}"
-        )
-    if missing:
-        notes.append(
-            f"{len(missing)} returned ids are not in the corpus and count as non-relevant, "
-            f"e.g. {_examples(missing)}{_stem_hint(missing, corpus)}"
-        )
-    return CheckedIds(out, tuple(notes))
+
+    def __init__(self, corpus: Corpus, *, source: str, where: Path) -> None:
+        self._corpus = corpus
+        self._ids = frozenset(corpus.ids)
+        self._source = source
+        self.where = where  # the suite file a failure names (the latest asking)
+        self._mapping: dict[str, str | None] = {}
+        self._returned = self._known = 0
+        self._mapped: dict[str, str] = {}
+        self._unknown: dict[str, None] = {}
+
+    def map(self, results: Sequence[Mapping[str, float]]) -> list[dict[str, float]]:
+        """Each result's ids mapped onto the corpus (see the class), tallied for :meth:`notes`."""
+        ids = self._ids
+        out: list[dict[str, float]] = []
+        for hits in results:
+            fixed: dict[str, float] = {}
+            for doc, score in hits.items():
+                self._returned += 1
+                target = doc
+                if doc not in ids:
+                    if doc not in self._mapping:
+                        self._mapping[doc] = _suffix_match(doc, ids)
+                    found = self._mapping[doc]
+                    if found is None:
+                        self._unknown.setdefault(doc)
+                    else:
+                        target = self._mapped.setdefault(doc, found)
+                if target in ids:
+                    self._known += 1
+                if target not in fixed or score > fixed[target]:
+                    fixed[target] = score
+            out.append(fixed)
+        return out
+
+    def notes(self) -> tuple[str, ...]:
+        """The run's notes on its ids so far; a :class:`RunError` when it returned ids and none
+        is a corpus id."""
+        missing = list(self._unknown)
+        if self._returned and not self._known:
+            raise RunError(
+                f"none of the {len(missing)} document ids {self._source} returned is in the "
+                f"corpus {self._corpus.source} ({len(self._ids)} documents), e.g. "
+                f"{_examples(missing)}{_stem_hint(missing, self._corpus)}",
+                path=self.where,
+            )
+        notes = []
+        if self._mapped:
+            first, target = next(iter(self._mapped.items()))
+            notes.append(
+                f"mapped {len(self._mapped)} ids by path suffix onto corpus ids, e.g. "
+                f"{_shortened(first)} -> {_shortened(target)}"
+            )
+        if missing:
+            notes.append(
+                f"{len(missing)} returned ids are not in the corpus and count as non-relevant, "
+                f"e.g. {_examples(missing)}{_stem_hint(missing, self._corpus)}"
+            )
+        return tuple(notes)
+
+
+def check_ids(
+    results: Sequence[Mapping[str, float]], corpus: Corpus, *, source: str, where: Path
+) -> CheckedIds:
+    """The ids of ``results`` alone mapped onto the corpus, as :class:`IdCheck` maps a run's."""
+    check = IdCheck(corpus, source=source, where=where)
+    hits = check.map(results)
+    return CheckedIds(hits, check.notes())
 
 
 KIND = SystemKind(

@@ -33,7 +33,9 @@ from retrieval_gate.schema import Option
 from retrieval_gate.systems.base import OpenContext, Query, Retrieved, SystemKind
 
 if TYPE_CHECKING:
+    from retrieval_gate.corpus import Corpus
     from retrieval_gate.systems.config import SystemConfig
+    from retrieval_gate.systems.retriever import IdCheck
 
 OPTIONS = {
     "run": Option(
@@ -162,8 +164,8 @@ class RunFileSystem:
                 path=self.path,
             )
         self._corpus = context.corpus
-        self._missing = 0
-        self._notes: tuple[str, ...] = ()
+        self._unanswered: set[str] = set()
+        self._ids = None if context.corpus is None else _id_check(context.corpus, self.path)
         self._warnings = self._coverage(context.query_ids)
 
     def _coverage(self, asked: Sequence[str]) -> tuple[str, ...]:
@@ -193,13 +195,11 @@ class RunFileSystem:
     ) -> list[Retrieved]:
         """The run's hits for each query, their ids checked against the corpus as a
         retriever's are (none of them in it is an error: every metric would be 0)."""
-        self._missing = sum(1 for qid, _ in queries if qid not in self.run)
+        # Tallied over every call: a runner asks in batches, a warm-up query among them.
+        self._unanswered.update(qid for qid, _ in queries if qid not in self.run)
         hits = [dict(self.run.get(qid, {})) for qid, _ in queries]
-        if self._corpus is not None:
-            from retrieval_gate.systems.retriever import check_ids
-
-            checked = check_ids(hits, self._corpus, source="the run file", where=self.path)
-            hits, self._notes = checked.hits, checked.notes
+        if self._ids is not None:
+            hits = self._ids.map(hits)
         return [Retrieved(h, 0.0) for h in hits]
 
     def identity(self) -> Mapping[str, Any]:
@@ -211,10 +211,12 @@ class RunFileSystem:
         if self._corpus is not None:
             stats["corpus_documents"] = len(self._corpus)
         stats["run_file_queries"] = len(self.run)
-        stats["run_file_missing_queries"] = self._missing
+        stats["run_file_missing_queries"] = len(self._unanswered)
         stats["latency_measured"] = False
-        if self._corpus is not None and (self._corpus.notes or self._notes):
-            stats["notes"] = [*self._corpus.notes, *self._notes]
+        # Read once the run's queries are asked: IdCheck judges the ids of the whole run.
+        notes = () if self._ids is None else self._ids.notes()
+        if self._corpus is not None and (self._corpus.notes or notes):
+            stats["notes"] = [*self._corpus.notes, *notes]
         if self._warnings:
             stats["warnings"] = list(self._warnings)
         return stats
@@ -225,6 +227,12 @@ class RunFileSystem:
 
     def close(self) -> None:
         pass
+
+
+def _id_check(corpus: Corpus, path: Path) -> IdCheck:
+    from retrieval_gate.systems.retriever import IdCheck
+
+    return IdCheck(corpus, source="the run file", where=path)
 
 
 def _identity(options: Mapping[str, Any]) -> dict[str, Any]:

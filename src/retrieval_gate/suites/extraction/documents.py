@@ -22,7 +22,7 @@ mentions) is affirmed. Each document becomes a unit: ``id``, ``text`` the full t
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,12 @@ class DocumentUnit(Unit):
     (``negated``: not expected; predicting one affirmed counts as a false positive)."""
 
     negated: frozenset[str] = frozenset()
+    #: The file and entry it was read from: a folder's documents come from several files, where
+    #: ``position`` counts across them.
+    read_from: tuple[Path, str] | None = field(default=None, compare=False)
+
+    def located(self, path: Path, units_key: str) -> tuple[Path, str]:
+        return self.read_from if self.read_from is not None else super().located(path, units_key)
 
     def digest_extra(self) -> tuple[Any, ...]:
         return (sorted(self.negated),) if self.negated else ()
@@ -173,6 +179,7 @@ def _document(item: Any, file: Path, entry: str, position: int) -> DocumentUnit:
     from retrieval_gate.suites.units import optional_label, parse_expect
 
     return DocumentUnit(
+        read_from=(file, entry),
         id=doc_id,
         text=text,
         relevant={term: 1 for term in sorted(affirmed)},
