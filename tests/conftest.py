@@ -55,8 +55,9 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("tiny-st"))
 
 
-def build_tiny_model(root: Path) -> Path:
+def build_tiny_model(root: Path | str) -> Path:
     """`tiny_model` built under ``root``; returns its sentence-transformers folder."""
+    root = Path(root)
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     st = pytest.importorskip("sentence_transformers")

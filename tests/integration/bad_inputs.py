@@ -322,11 +322,18 @@ def web_server(root: Path) -> None:
 
 
 def tiny_transformer(root: Path) -> None:
-    """The tests' tiny BERT (tests/conftest.py) at ``root/tiny``."""
-    from tests.conftest import build_tiny_model
+    """The tests' tiny BERT (tests/conftest.py) at ``root/tiny``, built in a child process:
+    transformers imported here would be undone after the test (pytester restores the modules
+    it found), and a later test would find it half there."""
+    import subprocess
+    import sys
 
     (root / "tiny").mkdir()
-    build_tiny_model(root / "tiny")
+    build = "import sys; from tests.conftest import build_tiny_model; build_tiny_model(sys.argv[1])"
+    repo = Path(__file__).resolve().parents[2]
+    subprocess.run(
+        [sys.executable, "-c", build, str(root / "tiny")], cwd=repo, check=True, capture_output=True
+    )
 
 
 def wrong_width_cache(root: Path) -> None:
@@ -1030,6 +1037,8 @@ CASES: tuple[BadInput, ...] = (
         },
         setup=tiny_transformer,
         needs=("sentence_transformers",),
+        # In-process, the run's first import of the model's modules would be undone after it.
+        subprocess=True,
     ),
     BadInput(
         "chroma-server-not-chroma",
