@@ -1274,6 +1274,25 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "pgvector-hnsw-m-out-of-range",
+        "a pgvector HNSW setting past pgvector's own bounds (m at most 100), refused before "
+        "the server is asked",
+        "ERROR: *pyproject.toml [system.static]: invalid 'hnsw_max_neighbors': 200; expected "
+        "integer (2 to 100)*",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                static_system(
+                    index="pgvector",
+                    dsn='"postgresql://x@h/db"',
+                    ann_index='"hnsw"',
+                    hnsw_max_neighbors="200",
+                )
+            ),
+        },
+    ),
+    BadInput(
         "pgvector-statement-timeout-below-1ms",
         "a pgvector 'statement_timeout' that rounds to 0 ms (PostgreSQL's 'no limit')",
         "ERROR: *pyproject.toml [system.static]: invalid 'statement_timeout': 0.0004; expected "

@@ -66,9 +66,9 @@ OPTIONS: OptionTable = {
     "hnsw_ef_construction": Option(
         int,
         None,
-        "HNSW candidate list while building (pgvector: 64)",
-        check=at_least(1),
-        rule=">= 1",
+        "HNSW candidate list while building (pgvector: 64, 4 to 1000)",
+        check=lambda v: 4 <= v <= 1000,
+        rule="4 to 1000",
     ),
     "hnsw_ef_search": Option(
         int,
@@ -80,16 +80,16 @@ OPTIONS: OptionTable = {
     "hnsw_max_neighbors": Option(
         int,
         None,
-        "HNSW links per node, pgvector's m (pgvector: 16)",
-        check=at_least(2),
-        rule=">= 2",
+        "HNSW links per node, pgvector's m (pgvector: 16, 2 to 100)",
+        check=lambda v: 2 <= v <= 100,
+        rule="2 to 100",
     ),
     "ivfflat_lists": Option(
         int,
         None,
-        "IVFFlat lists (default: rows / 1000, at least 1, as pgvector advises)",
-        check=at_least(1),
-        rule=">= 1",
+        "IVFFlat lists (default: rows / 1000, at least 1, as pgvector advises; at most 32768)",
+        check=lambda v: 1 <= v <= 32768,
+        rule="1 to 32768",
     ),
     "ivfflat_probes": Option(
         int, None, "IVFFlat lists searched per query (pgvector: 1)", check=at_least(1), rule=">= 1"
