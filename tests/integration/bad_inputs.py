@@ -25,78 +25,55 @@ QUERY = "  - id: q\n    query: q\n    relevant: [sql/orders.sql]\n"
 PASSWORD = "hunter2pw"
 
 
-def _history_with_bytes(root: Path) -> None:
-    """A history of suite ``lineage``: one record, a line an editor saved in Latin-1 and the NUL
-    bytes a write lost to a power cut leaves."""
+def _history_line(commit: str = "abc1234", day: int = 30, session: str = "s") -> bytes:
+    """One encoded history record of suite ``lineage`` x ``keyword`` (P@1 0.5) at ``commit``,
+    recorded on 2026-09-``day``."""
     from retrieval_gate.baseline.history import HistoryRecord, encode_line
     from retrieval_gate.baseline.provenance import Provenance
 
-    record = HistoryRecord(
-        suite="lineage",
-        system="keyword",
-        at=Provenance(commit="abc1234", time="2026-09-30T12:00:00Z"),
-        suite_digest="s",
-        identity="i",
-        source="baseline",
-        decided=False,
-        session="s",
-        n=3,
-        metrics={"P@1": 0.5},
-        tolerance={"P@1": 0.01},
-    )
-    folder = root / ".retrieval-gate" / "history"
-    folder.mkdir(parents=True)
-    (folder / "lineage.jsonl").write_bytes(encode_line(record) + b"caf\xe9\n\x00\x00\x00\x00")
-
-
-def _tampered_history(root: Path) -> None:
-    """A history of suite ``lineage`` whose one record's value was edited after it was written."""
-    from retrieval_gate.baseline.history import HistoryRecord, encode_line
-    from retrieval_gate.baseline.provenance import Provenance
-
-    record = HistoryRecord(
-        suite="lineage",
-        system="keyword",
-        at=Provenance(commit="abc1234", time="2026-09-30T12:00:00Z"),
-        suite_digest="s",
-        identity="i",
-        source="baseline",
-        decided=False,
-        session="s",
-        n=3,
-        metrics={"P@1": 0.5},
-        tolerance={"P@1": 0.01},
-    )
-    line = encode_line(record).decode().replace('"P@1":0.5', '"P@1":0.9')
-    folder = root / ".retrieval-gate" / "history"
-    folder.mkdir(parents=True)
-    (folder / "lineage.jsonl").write_text(line)
-
-
-def _history_at_two_commits(root: Path) -> None:
-    """A history of suite ``lineage``: records at commits abc1234... and abc1299..."""
-    from retrieval_gate.baseline.history import HistoryRecord, encode_line
-    from retrieval_gate.baseline.provenance import Provenance
-
-    lines = b""
-    for day, commit in enumerate(("abc1234" + "0" * 33, "abc1299" + "0" * 33), start=1):
-        record = HistoryRecord(
+    return encode_line(
+        HistoryRecord(
             suite="lineage",
             system="keyword",
-            at=Provenance(commit=commit, time=f"2026-09-0{day}T12:00:00Z"),
+            at=Provenance(commit=commit, time=f"2026-09-{day:02d}T12:00:00Z"),
             suite_digest="s",
             identity="i",
             source="baseline",
             decided=False,
-            session=f"s{day}",
+            session=session,
             n=3,
             metrics={"P@1": 0.5},
             tolerance={"P@1": 0.01},
         )
-        lines += encode_line(record)
+    )
+
+
+def _write_history(root: Path, body: bytes) -> None:
     folder = root / ".retrieval-gate" / "history"
     folder.mkdir(parents=True)
-    (folder / "lineage.jsonl").write_bytes(lines)
+    (folder / "lineage.jsonl").write_bytes(body)
+
+
+def _history_with_bytes(root: Path) -> None:
+    """A history of suite ``lineage``: one record, a line an editor saved in Latin-1 and the NUL
+    bytes a write lost to a power cut leaves."""
+    _write_history(root, _history_line() + b"caf\xe9\n\x00\x00\x00\x00")
+
+
+def _tampered_history(root: Path) -> None:
+    """A history of suite ``lineage`` whose one record's value was edited after it was written."""
+    _write_history(root, _history_line().replace(b'"P@1":0.5', b'"P@1":0.9'))
+
+
+def _history_at_two_commits(root: Path) -> None:
+    """A history of suite ``lineage``: records at commits abc1234... and abc1299..."""
+    commits = ("abc1234" + "0" * 33, "abc1299" + "0" * 33)
+    _write_history(
+        root,
+        b"".join(
+            _history_line(commit, day, f"s{day}") for day, commit in enumerate(commits, start=1)
+        ),
+    )
 
 
 @dataclass(frozen=True)

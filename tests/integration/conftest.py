@@ -124,6 +124,23 @@ def lit(text: str) -> str:
     return re.sub(r"([\[\]?])", r"[\1]", text)
 
 
+def item_verdicts(
+    result: pytest.RunResult, pattern: str = r"lineage\.retrieval\.yaml::\S+"
+) -> dict[str, str]:
+    """node id -> ``PASSED`` / ``FAILED`` for the items that ran, from ``-v`` lines, serial
+    (``id PASSED``) or xdist (``[gw0] [ 50%] PASSED id``); the short summary is not read."""
+    item = re.compile(f"({pattern})")
+    found = {}
+    for line in result.outlines:
+        if line.lstrip().startswith("FAILED "):
+            continue
+        for verdict in ("PASSED", "FAILED"):
+            match = item.search(line) if f" {verdict}" in line else None
+            if match is not None:
+                found[match.group(1)] = verdict
+    return found
+
+
 def only_system(pytester: pytest.Pytester, name: str, retriever: str, **modules: str) -> None:
     """Replace the settings with a single retriever system, writing the modules it imports."""
     if modules:

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from .conftest import SETTINGS, SUITE, write_suite
+from .conftest import SETTINGS, SUITE, item_verdicts, write_suite
 
 WORKERS = [(), ("-n", "2", "-p", "no:benchmark")]
 WORKER_IDS = ["serial", "xdist"]
@@ -16,27 +16,13 @@ WORKER_IDS = ["serial", "xdist"]
 # The lineage suite without its 'difficulties:' floors: hard and easy are labels only.
 NO_DIFFICULTY_FLOORS = SUITE.replace("difficulties:\n  hard: {Hit@3: 0.5}\n", "")
 
-ITEM = re.compile(r"(lineage\.retrieval\.yaml::\S+)")
-
-
-def _ran(result: pytest.RunResult) -> set[str]:
-    """The node ids of the items that ran (passed or failed), from ``-v`` lines, serial
-    (``id PASSED``) or xdist (``[gw0] [ 50%] PASSED id``)."""
-    found = set()
-    for line in result.outlines:
-        if (" PASSED" in line or " FAILED" in line) and not line.lstrip().startswith("FAILED "):
-            match = ITEM.search(line)
-            if match is not None:
-                found.add(match.group(1))
-    return found
-
 
 def _select(project: pytest.Pytester, expression: str, *args: str) -> set[str]:
     result = project.runpytest(
         "--retrieval-gate", "-v", "--strict-markers", "-m", expression, *args
     )
     assert "Traceback" not in result.stdout.str()
-    return _ran(result)
+    return set(item_verdicts(result))
 
 
 def _settings(project: pytest.Pytester, extra: str) -> None:

@@ -6,16 +6,12 @@ command line")."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
-from .conftest import SETTINGS, SUITE, write_suite
+from .conftest import SETTINGS, SUITE, item_verdicts, write_suite
 
 WORKERS = [(), ("-n", "2", "-p", "no:benchmark")]
 WORKER_IDS = ["serial", "xdist"]
-
-ITEM = re.compile(r"(lineage\.retrieval\.yaml::\S+)")
 
 # The reversed retriever ranks every query's relevant documents below the others: its category
 # floor and its expect item fail (its other floors too); the keyword retriever passes.
@@ -23,21 +19,6 @@ FAILING = {
     "lineage.retrieval.yaml::reverse::category:joins::MRR@3",
     "lineage.retrieval.yaml::reverse::query[customer_names]",
 }
-
-
-def _outcomes(result: pytest.RunResult) -> dict[str, str]:
-    """node id -> PASSED / FAILED for the items that ran, from ``-v`` lines, serial
-    (``id PASSED``) or xdist (``[gw0] [ 50%] PASSED id``)."""
-    found = {}
-    for line in result.outlines:
-        if line.lstrip().startswith("FAILED "):
-            continue
-        for verdict in ("PASSED", "FAILED"):
-            if f" {verdict}" in line:
-                match = ITEM.search(line)
-                if match is not None:
-                    found[match.group(1)] = verdict
-    return found
 
 
 @pytest.mark.parametrize("workers", WORKERS, ids=WORKER_IDS)
@@ -53,16 +34,16 @@ def test_lf_and_node_ids_rerun_exactly_the_failed_items(
         encoding="utf-8",
     )
     write_suite(project, SUITE)
-    first = _outcomes(project.runpytest("--retrieval-gate", "-v", *workers))
+    first = item_verdicts(project.runpytest("--retrieval-gate", "-v", *workers))
     failed = {nodeid for nodeid, verdict in first.items() if verdict == "FAILED"}
     assert failed >= FAILING
     assert any(verdict == "PASSED" for verdict in first.values())
 
     rerun = project.runpytest("--retrieval-gate", "-v", "--lf", *workers)
     assert "known failures not in selected tests" not in rerun.stdout.str()
-    assert _outcomes(rerun) == dict.fromkeys(failed, "FAILED")
+    assert item_verdicts(rerun) == dict.fromkeys(failed, "FAILED")
 
     for nodeid in sorted(failed):
         alone = project.runpytest("--retrieval-gate", "-v", nodeid, *workers)
         assert "not found" not in alone.stdout.str() + alone.stderr.str()
-        assert _outcomes(alone) == {nodeid: "FAILED"}
+        assert item_verdicts(alone) == {nodeid: "FAILED"}
