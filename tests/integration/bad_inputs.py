@@ -902,6 +902,18 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "pair-category-not-a-label",
+        "a pair's category that would not make a node id or marker ('::', brackets)",
+        "pairs.json [[0]]: 'category' 'renal::kidney' must start with a letter and hold only "
+        "letters, digits, '_' and '-' (it names test items and a marker)",
+        "collection error",
+        {
+            "pairs.retrieval.yaml": PAIR_SUITE.replace("pairs.tsv", "pairs.json"),
+            "pairs.json": '[{"a": "x", "b": "y", "score": 1, "category": "renal::kidney"}, '
+            '{"a": "x", "b": "z", "score": 2}]',
+        },
+    ),
+    BadInput(
         "ontology-obsolete-root",
         "an ontology suite's root that is an obsolete term without replacement",
         "terms.retrieval.yaml [root]: term T:3 is obsolete and has no replacement",

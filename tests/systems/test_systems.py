@@ -17,6 +17,7 @@ import retrieval_gate.systems as systems
 from retrieval_gate.config import Settings, parse_settings
 from retrieval_gate.errors import ConfigError, RunError
 from retrieval_gate.metrics import rank_scored
+from retrieval_gate.records.wording import ID_WIDTH
 from retrieval_gate.runs import run_suite
 from retrieval_gate.runs.handle import open_system
 from retrieval_gate.schema import Option
@@ -625,7 +626,7 @@ def test_ids_are_judged_over_every_call_of_a_run(tmp_path: Path) -> None:
     assert check.map([{"a.txt": 1.0, "other": 0.5}]) == [{"a.txt": 1.0, "other": 0.5}]
     assert check.notes() == (
         "2 returned ids are not in the corpus and count as non-relevant, "
-        f"e.g. '{'x' * 79}…', 'other'",
+        f"e.g. '{'x' * (ID_WIDTH - 1)}…', 'other'",
     )
     # Only when no call of the run returned a corpus id is it an error.
     alone = IdCheck(corpus, source="retriever app:search", where=Path("s.retrieval.yaml"))

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import RunError, SuiteError
 from retrieval_gate.suites.kind import Resources, SuiteKind, UnitRecord
-from retrieval_gate.suites.units import Unit
+from retrieval_gate.suites.units import Unit, optional_label
 
 if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
@@ -226,7 +226,7 @@ def _fields(
                 )
             pid = str(raw_id)
         category, difficulty = (
-            _label(item, key, where, entry) for key in ("category", "difficulty")
+            optional_label(item, key, where, entry) for key in ("category", "difficulty")
         )
     elif isinstance(item, (list, tuple)) and len(item) == 3:
         a, b, score = item
@@ -243,15 +243,6 @@ def _fields(
             f"pair score must be a finite number, got {score!r}", path=where, entry=entry
         )
     return str(a), str(b), float(value), pid, category, difficulty
-
-
-def _label(item: Mapping[str, Any], key: str, where: Path, entry: str) -> str | None:
-    value = item.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise SuiteError(f"'{key}' must be a non-empty string", path=where, entry=entry)
-    return value
 
 
 def _generated_id(a: str, b: str, seen: Mapping[str, str]) -> str:

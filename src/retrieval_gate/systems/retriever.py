@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.records.wording import shown_id
 from retrieval_gate.schema import Option, Where
 from retrieval_gate.systems.base import OpenContext, Query, Retrieved, SystemKind
 from retrieval_gate.usercode import DEFAULT_TIMEOUT_S as DEFAULT_TIMEOUT_S
@@ -314,13 +315,8 @@ class CheckedIds:
     notes: tuple[str, ...]
 
 
-def _shortened(doc_id: str, width: int = 80) -> str:
-    # A retriever may return anything as an id (a whole document's text): messages show its start.
-    return doc_id if len(doc_id) <= width else doc_id[: width - 1] + "…"
-
-
 def _examples(items: Sequence[str], limit: int = 3) -> str:
-    shown = ", ".join(repr(_shortened(item)) for item in items[:limit])
+    shown = ", ".join(repr(shown_id(item)) for item in items[:limit])
     return shown + (", ..." if len(items) > limit else "")
 
 
@@ -417,7 +413,7 @@ class IdCheck:
             first, target = next(iter(self._mapped.items()))
             notes.append(
                 f"mapped {len(self._mapped)} ids by path suffix onto corpus ids, e.g. "
-                f"{_shortened(first)} -> {_shortened(target)}"
+                f"{shown_id(first)} -> {shown_id(target)}"
             )
         if missing:
             notes.append(
