@@ -570,25 +570,23 @@ def _corpus(tmp_path: Path, *ids: str) -> Any:
 
 
 def test_ids_ending_with_one_corpus_id_as_a_path_are_mapped_once(tmp_path: Path) -> None:
-    from retrieval_gate.systems.retriever import check_ids
+    from retrieval_gate.systems.retriever import IdCheck
 
     corpus = _corpus(tmp_path, "sql/x.sql", "sql/y.sql", "b/c.sql", "c.sql")
-    checked = check_ids(
+    check = IdCheck(corpus, source="retriever app:search", where=Path("s.retrieval.yaml"))
+    hits = check.map(
         [
             {"/repo/sql/x.sql": 2.0, "sql/y.sql": 1.0, "other.md": 0.5},
             # Both b/c.sql and c.sql end a/b/c.sql: ambiguous, kept as it is.
             {"/repo/sql/x.sql": 1.0, "/srv/sql/x.sql": 3.0, "a/b/c.sql": 0.1},
-        ],
-        corpus,
-        source="retriever app:search",
-        where=Path("s.retrieval.yaml"),
+        ]
     )
     # Two returned ids reach sql/x.sql in the second query: it keeps the best score, 3.0.
-    assert checked.hits == [
+    assert hits == [
         {"sql/x.sql": 2.0, "sql/y.sql": 1.0, "other.md": 0.5},
         {"sql/x.sql": 3.0, "a/b/c.sql": 0.1},
     ]
-    assert checked.notes == (
+    assert check.notes() == (
         "mapped 2 ids by path suffix onto corpus ids, e.g. /repo/sql/x.sql -> sql/x.sql",
         "2 returned ids are not in the corpus and count as non-relevant, "
         "e.g. 'other.md', 'a/b/c.sql'",
@@ -596,23 +594,22 @@ def test_ids_ending_with_one_corpus_id_as_a_path_are_mapped_once(tmp_path: Path)
 
 
 def test_ids_none_of_which_is_in_the_corpus_are_a_run_error_with_a_hint(tmp_path: Path) -> None:
-    from retrieval_gate.systems.retriever import check_ids
+    from retrieval_gate.systems.retriever import IdCheck
 
     corpus = _corpus(tmp_path, "a.txt", "b.txt", "c.txt", "d.txt")
+    check = IdCheck(corpus, source="retriever app:search", where=Path("s.retrieval.yaml"))
+    check.map([{"a": 1.0, "b": 0.5}, {"c": 1.0, "d": 0.9}])
     with pytest.raises(RunError) as info:
-        check_ids(
-            [{"a": 1.0, "b": 0.5}, {"c": 1.0, "d": 0.9}],
-            corpus,
-            source="retriever app:search",
-            where=Path("s.retrieval.yaml"),
-        )
+        check.notes()
     assert str(info.value) == (
         "s.retrieval.yaml: none of the 4 document ids retriever app:search returned is in the "
         f"corpus {tmp_path / 'c'} (4 documents), e.g. 'a', 'b', 'c', ...; the corpus has 'a.txt' "
         "for 'a': return the corpus ids, file extension included"
     )
     # Nothing returned at all is not an id mismatch.
-    assert check_ids([{}], corpus, source="r", where=Path("s")).notes == ()
+    nothing = IdCheck(corpus, source="r", where=Path("s"))
+    nothing.map([{}])
+    assert nothing.notes() == ()
 
 
 def test_ids_are_judged_over_every_call_of_a_run(tmp_path: Path) -> None:

@@ -13,7 +13,6 @@ import itertools
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -286,7 +285,7 @@ class RetrieverSystem:
 
     @property
     def stats(self) -> Mapping[str, Any]:
-        if self._corpus is None or self._ids is None:
+        if self._ids is None or self._corpus is None:
             return {}
         # Read once the run's queries are asked: whether any returned id is a corpus id is a
         # question about the whole run (IdCheck).
@@ -305,14 +304,6 @@ class RetrieverSystem:
 
 def _identity(options: Mapping[str, Any]) -> dict[str, Any]:
     return {"retriever": options["retriever"]}
-
-
-@dataclass(frozen=True)
-class CheckedIds:
-    """Hits with ids mapped onto the corpus, and the one-line notes saying what was done."""
-
-    hits: list[dict[str, float]]
-    notes: tuple[str, ...]
 
 
 def _examples(items: Sequence[str], limit: int = 3) -> str:
@@ -421,15 +412,6 @@ class IdCheck:
                 f"e.g. {_examples(missing)}{_stem_hint(missing, self._corpus)}"
             )
         return tuple(notes)
-
-
-def check_ids(
-    results: Sequence[Mapping[str, float]], corpus: Corpus, *, source: str, where: Path
-) -> CheckedIds:
-    """The ids of ``results`` alone mapped onto the corpus, as :class:`IdCheck` maps a run's."""
-    check = IdCheck(corpus, source=source, where=where)
-    hits = check.map(results)
-    return CheckedIds(hits, check.notes())
 
 
 KIND = SystemKind(

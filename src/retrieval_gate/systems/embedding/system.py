@@ -203,10 +203,6 @@ class EmbeddingSystem:
                     path=where,
                     entry=f"query {queries[0][0]}",
                 ) from None
-        from retrieval_gate.embed.cache import EmbeddingCache
-
-        for (_, text), vector in zip(queries, vectors, strict=True):
-            self._searched[EmbeddingCache.digest(text)] = vector
         if cutoff is not None:
             self._recall_vectors += list(vectors)
             self._recall_cutoff = cutoff
@@ -278,6 +274,9 @@ class EmbeddingSystem:
                     self._queries_cached.add(qid)
             if cache is not None and fresh:
                 store_or_warn(cache, list(fresh), np.stack(list(fresh.values())))
+        # A batch search searches exactly these rows (retrieve_batch): kept by the digests
+        # computed above, for exact search's index-noise reference (_searched).
+        self._searched.update(zip(digests, out, strict=True))
         return out
 
     def _store_queries(self, fresh: Mapping[str, Any]) -> None:
