@@ -7,6 +7,7 @@ The plugin turns them into collection errors, usage errors or failed items, neve
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Self
 
 from retrieval_gate.display import redact
 
@@ -33,6 +34,15 @@ class RetrievalGateError(Exception):
         elif self.entry is not None:
             where = f"[{self.entry}]: "
         return redact(where + self.message)
+
+    def located(self, path: str | Path | None, entry: str | None) -> Self:
+        """This error naming the file and the entry (``system.NAME``) where it names neither;
+        changed in place (a caller re-raises it) and returned."""
+        if (self.entry is None and entry is not None) or (self.path is None and path is not None):
+            self.entry = self.entry or entry
+            self.path = self.path or (None if path is None else str(path))
+            self.args = (self.format(),)
+        return self
 
 
 class SuiteError(RetrievalGateError):

@@ -49,15 +49,6 @@ class EmbeddingCall:
         )
 
 
-def _named(exc: RetrievalGateError, call: EmbeddingCall) -> None:
-    """``exc`` changed in place to name the call's settings file and system where it names
-    neither."""
-    if exc.entry is None and exc.path is None:
-        exc.entry = f"system.{call.system}"
-        exc.path = call.path
-        exc.args = (exc.format(),)
-
-
 def _width(embedder: Any) -> int | None:
     """The width the embedder said, without loading a model for it."""
     from retrieval_gate.embed import known_dim
@@ -98,7 +89,7 @@ def encode(
         if bounded and not own and isinstance(embedder, LazyEmbedder):
             _ = embedder.model  # loaded untimed: a download or a distillation is not an encoding
     except RetrievalGateError as exc:
-        _named(exc, call)
+        exc.located(call.path, f"system.{call.system}")
         raise
     batches = 1 if queries else math.ceil(len(texts) / max(1, call.batch_size))
     limit = None if (own or not bounded or not call.timeout) else call.timeout * batches
@@ -113,7 +104,7 @@ def encode(
     except RetrievalGateError as exc:
         # A lazily loaded model's error (a missing file, a device that is not there) is
         # raised here, far from where the system was opened: it names the system too.
-        _named(exc, call)
+        exc.located(call.path, f"system.{call.system}")
         raise
     except CallTimeout:
         per = "" if queries else f" per batch of {call.batch_size} texts"

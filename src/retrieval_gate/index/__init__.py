@@ -39,7 +39,6 @@ __all__ = [
     "index_identity",
     "index_recall",
     "make_index",
-    "name_error",
     "named_errors",
     "register_index",
 ]
@@ -246,7 +245,7 @@ def make_index(
     except ConfigError as exc:
         # Named in place: the subclass (a read-only store's, which a caller may handle) and its
         # attributes stay.
-        name_error(exc, path, entry)
+        exc.located(path, entry)
         raise
     if hasattr(index, "errors_named"):
         # A server's index fails later too (a search, a load): its errors say where as well.
@@ -267,22 +266,10 @@ def named_errors(method: _Method) -> _Method:
             return method(self, *args, **kwargs)
         except RetrievalGateError as exc:
             path, entry = getattr(self, "errors_named", (None, None))
-            name_error(exc, path, entry)
+            exc.located(path, entry)
             raise
 
     return cast(_Method, wrapper)
-
-
-def name_error(
-    exc: RetrievalGateError, path: str | Path | None, entry: str | None
-) -> RetrievalGateError:
-    """``exc`` naming the settings file and the entry (``system.NAME``) where it names neither;
-    changed in place and returned."""
-    if (exc.entry is None and entry is not None) or (exc.path is None and path is not None):
-        exc.entry = exc.entry or entry
-        exc.path = exc.path or (None if path is None else str(path))
-        exc.args = (exc.format(),)
-    return exc
 
 
 @dataclass(frozen=True)

@@ -107,10 +107,7 @@ def load_system_embedder(
                 timeout=float(opt["timeout"]),
             )
     except RetrievalGateError as exc:
-        if exc.entry is None:
-            exc.entry = f"system.{system.name}"
-            exc.path = exc.path or (None if source is None else str(source))
-            exc.args = (exc.format(),)
+        exc.located(source, f"system.{system.name}")
         raise
     return embedder
 
