@@ -376,7 +376,16 @@ class _SuiteItem(pytest.Item):
         if isinstance(excinfo.value, GateFailed):
             return "\n".join(shown(line) for line in excinfo.value.outcome.lines())
         if isinstance(excinfo.value, RetrievalGateError):
-            return shown(excinfo.value.format())
+            line = shown(excinfo.value.format())
+            # A library's failure (errors.LibraryError) keeps its traceback for who asks for
+            # tracebacks: -v, --tb=long or --tb=native.
+            detail = excinfo.value.traceback
+            asked = self.config.getoption("verbose", 0) > 0 or self.config.getoption(
+                "tbstyle", "auto"
+            ) in ("long", "native")
+            if detail and asked:
+                return f"{line}\n\n{shown(detail, multiline=True)}"
+            return line
         # The plugin's own bug, with its traceback: a library's error in it may quote a DSN.
         # Plain text only where something had to be masked or escaped (pytest's own keeps the
         # colours and the crash line of the short summary).

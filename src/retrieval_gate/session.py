@@ -33,8 +33,8 @@ from retrieval_gate.options import (
     select_reference,
     select_systems,
 )
-from retrieval_gate.records import ItemPayload, Outcome, RunFailure, RunRecord
-from retrieval_gate.runs.cache import RunCache
+from retrieval_gate.records import ItemPayload, Outcome, RunRecord
+from retrieval_gate.runs.cache import RunCache, run_failure
 from retrieval_gate.systems import RunOptions
 
 if TYPE_CHECKING:
@@ -151,8 +151,7 @@ class GateSession:
             return ItemPayload()
         self._attached.add(key)
         if isinstance(found, BaseException):
-            message = found.format() if isinstance(found, RetrievalGateError) else str(found)
-            return ItemPayload(failures=(RunFailure(suite.name, system.name, message),))
+            return ItemPayload(failures=(run_failure(suite.name, system.name, found),))
         comparison = None
         if self.base_run(suite, system) is not None:
             comparison = self.regressions(suite, system).comparison

@@ -69,7 +69,7 @@ class ReportData:
         runs: Mapping[tuple[str, str], RunRecord],
         comparisons: Mapping[tuple[str, str], BaselineComparison],
         gates: list[Outcome],
-        errors: Mapping[tuple[str, str], str],
+        errors: Mapping[tuple[str, str], RunFailure],
         *,
         undecided: Sequence[Undecided] = (),
         reference: str | None = None,
@@ -84,10 +84,7 @@ class ReportData:
         return cls(
             runs=tuple(runs[key] for key in sorted(runs)),
             gates=tuple(sorted(gates, key=lambda g: (g.passed, g.nodeid))),
-            errors=tuple(
-                RunFailure(suite=suite, system=system, error=message)
-                for (suite, system), message in sorted(errors.items())
-            ),
+            errors=tuple(errors[key] for key in sorted(errors)),
             comparisons=dict(comparisons),
             reference=reference,
             alpha=alpha,
@@ -117,7 +114,9 @@ class ReportData:
         comparisons: dict[tuple[str, str], BaselineComparison] = {}
         for comparison in payload.comparisons:
             comparisons.setdefault(comparison.key, comparison)
-        errors = {failure.key: failure.error for failure in payload.failures}
+        errors: dict[tuple[str, str], RunFailure] = {}
+        for failure in payload.failures:
+            errors[failure.key] = failure  # the last, as before
         return cls.build(
             runs,
             comparisons,

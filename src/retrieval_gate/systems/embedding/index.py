@@ -272,20 +272,27 @@ class EmbeddingIndex:
         if exact and share_key in self.options.shared:
             found: Any = self.options.shared[share_key]
             return found
+        building = (
+            f"opening the team's {self.index_kind} table"
+            if self.stored
+            else f"building the {self.index_kind} index of {len(self.unit_ids)} vectors"
+        )
         with self.timings.stage("index"):
             try:
-                index = make_index(
-                    self.index_kind,
-                    cache_dir=self.index_dir,
-                    key=self.key,
-                    entry=f"system.{self.system.name}",
-                    path=self.system.source,
-                    **index_options(self.system),
-                )
+                with self._library_failures(building):
+                    index = make_index(
+                        self.index_kind,
+                        cache_dir=self.index_dir,
+                        key=self.key,
+                        entry=f"system.{self.system.name}",
+                        path=self.system.source,
+                        **index_options(self.system),
+                    )
                 try:
                     self._set_block(index)
                     if not self.stored:
-                        index.add(self.unit_ids, self.vectors)
+                        with self._library_failures(building):
+                            index.add(self.unit_ids, self.vectors)
                     else:
                         # A team's table: empty, unmatched or without its ANN index is one
                         # line; rows no search can find are said (index/__init__.py).
@@ -370,12 +377,23 @@ class EmbeddingIndex:
         """
         import numpy as np
 
+        q = np.asarray(vectors, dtype=np.float32)
+        searched = self.index if index is None else index
+        with self._library_failures(f"searching the {self.index_kind} index"):
+            return self._search_vectors(searched, q, depth)
+
+    def _library_failures(self, doing: str) -> Any:
+        """A library failing in ``doing`` (an index backend's, errors.py) as its one line naming
+        this system."""
+        from retrieval_gate.errors import library_failures
+
+        return library_failures(doing, path=self.system.source, entry=f"system.{self.system.name}")
+
+    def _search_vectors(self, searched: Any, q: Any, depth: int) -> list[list[tuple[str, float]]]:
         from retrieval_gate.corpus import map_chunk_hits
         from retrieval_gate.index.exact import ExactIndex
         from retrieval_gate.metrics import rank_scored
 
-        q = np.asarray(vectors, dtype=np.float32)
-        searched = self.index if index is None else index
         if self.fields is not None and self.fields.multi_vector:  # aggregated: systems/fields.py
             exact = searched if isinstance(searched, ExactIndex) else None
             return self.fields.search_batch(

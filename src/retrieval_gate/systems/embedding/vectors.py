@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.errors import RetrievalGateError, library_failures
 from retrieval_gate.systems.base import RunOptions
 
 if TYPE_CHECKING:
@@ -94,7 +94,9 @@ def load_system_embedder(
     try:
         embedder = options.embedders.get(spec)
         if embedder is None:
-            embedder = options.embedders[spec] = open_embedder(spec, cache_dir=options.cache_dir)
+            with library_failures(f"loading model {spec.model!r}"):
+                embedder = open_embedder(spec, cache_dir=options.cache_dir)
+            options.embedders[spec] = embedder
         if opt.get("embed_executor") == "ray":  # documents the cache lacks go to Ray: embed/ray.py
             from retrieval_gate.embed.ray import ray_embedder
 
