@@ -6,7 +6,6 @@ The plugin turns them into collection errors, usage errors or failed items, neve
 
 from __future__ import annotations
 
-import itertools
 import sys
 import traceback
 from collections.abc import Iterator, Mapping
@@ -14,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 from retrieval_gate.display import redact
 
@@ -143,10 +142,13 @@ def _distributions() -> Mapping[str, list[str]]:
 
 def _package(module: str) -> str:
     """The module's package as pip names it (``sentence_transformers`` is sentence-transformers),
-    else its top-level name (the team's own module: ``conftest``, ``search_app``)."""
+    else the team's own module by its file (``conftest.py``) or package (``search_app``)."""
     top = module.partition(".")[0]
     found = _distributions().get(top)
-    return found[0] if found else top
+    if found:
+        return found[0]
+    file = getattr(sys.modules.get(top), "__file__", None) or ""
+    return f"{top}.py" if file.endswith(f"{top}.py") else top
 
 
 @dataclass(frozen=True)
@@ -168,9 +170,8 @@ def origin_of(exc: BaseException) -> Origin | None:
     library's when the exception's class is the library's (onnxruntime's ``Fail``), else as the
     plugin's. The library named is the first package below the plugin's innermost frame: the
     one the plugin called."""
-    modules = [
-        frame.f_globals.get("__name__") or "" for frame, _ in traceback.walk_tb(exc.__traceback__)
-    ]
+    frames = [frame for frame, _ in traceback.walk_tb(exc.__traceback__)]
+    modules = [frame.f_globals.get("__name__") or "" for frame in frames]
     parties = [_party(module) for module in modules]
     deciding = [i for i, party in enumerate(parties) if party != "neutral"]
     if not deciding or parties[deciding[-1]] == "plugin":
@@ -182,18 +183,27 @@ def origin_of(exc: BaseException) -> Origin | None:
     raised = deciding[-1]
     plugin_frames = [i for i in deciding if parties[i] == "plugin"]
     below = plugin_frames[-1] + 1 if plugin_frames else 0
-    packages = {
-        i: _package(modules[i]) for i in range(below, raised + 1) if parties[i] == "foreign"
-    }
-    frames = sorted(packages)
     # A decorator of another package around the method called (torch's no_grad around
-    # sentence-transformers' encode) is a frame that hands straight on to another package:
-    # the package called is the first whose frame is followed by its own (or raised).
+    # sentence-transformers' encode) hands straight on to the next frame: not the one called.
     called = next(
-        (i for i, j in itertools.pairwise(frames) if packages[i] == packages[j]),
+        (
+            i
+            for i in range(below, raised)
+            if parties[i] == "foreign" and not _hands_on(frames[i], frames[i + 1].f_code)
+        ),
         raised,
     )
-    return Origin(library=packages[called], raised_in=packages[raised])
+    return Origin(library=_package(modules[called]), raised_in=_package(modules[raised]))
+
+
+def _hands_on(frame: Any, code: Any) -> bool:
+    """Whether ``frame`` is a wrapper that called a function it holds (a decorator's closure,
+    torch's ``forward_call``) whose code is ``code``, the next frame's."""
+    for value in frame.f_locals.values():
+        target = getattr(value, "__func__", value)
+        if getattr(target, "__code__", None) is code:
+            return True
+    return False
 
 
 def _brief(exc: BaseException) -> str:

@@ -41,15 +41,15 @@ def test_options_the_fixture_reads_are_accepted_without_the_gate(project: pytest
 def test_a_bug_in_the_plugin_is_an_internal_error_with_its_traceback(
     project: pytest.Pytester,
 ) -> None:
-    # A KeyError inside the plugin's own evaluation must not read as the user's retriever failing.
+    # A KeyError inside the plugin's own evaluation must not read as the user's retriever failing,
+    # nor as a library's failure: raised in a frame of the plugin's package (errors.origin_of).
     project.makeconftest(
         """
         import retrieval_gate.runs.evaluate as evaluation
 
-        def broken(*args, **kwargs):
-            return {}["P@1"]
-
-        evaluation.record_run = broken
+        namespace = {"__name__": "retrieval_gate.runs.evaluate"}
+        exec("def broken(*args, **kwargs):\\n    return {}['P@1']\\n", namespace)
+        evaluation.record_run = namespace["broken"]
         """
     )
     write_suite(project, SUITE)
@@ -58,7 +58,7 @@ def test_a_bug_in_the_plugin_is_an_internal_error_with_its_traceback(
     assert outcomes.get("failed", 0) == 5 and "passed" not in outcomes
     result.stdout.fnmatch_lines(
         [
-            "*return {}*",  # the traceback reaches the line that failed
+            "*record_run(*",  # the traceback reaches the call that failed
             "*InternalRunError: internal error in pytest-retrieval-gate while running lineage x "
             "keyword: KeyError: 'P@1'",
             # The other items point at the first instead of repeating it.
@@ -74,6 +74,7 @@ def test_a_bug_in_the_plugin_is_an_internal_error_with_its_traceback(
     assert report["passed"] is False
     (error,) = report["errors"]
     assert error["error"].startswith("internal error in pytest-retrieval-gate while running")
+    assert error["traceback"].endswith("KeyError: 'P@1'\n")  # for the bug report
 
 
 def test_the_user_s_retriever_failing_stays_one_line(project: pytest.Pytester) -> None:
