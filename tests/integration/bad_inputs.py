@@ -313,6 +313,29 @@ def tiny_transformer(root: Path) -> None:
     )
 
 
+def mismatched_tokenizer(root: Path) -> None:
+    """The tiny BERT (``tiny_transformer``) whose tokenizer gives 'refunds' an id past the
+    model's vocabulary, as a tokenizer from another model would: loading works, encoding a
+    text with that word raises inside the library."""
+    tiny_transformer(root)
+    path = root / "tiny" / "model" / "tokenizer.json"
+    tokenizer = json.loads(path.read_text(encoding="utf-8"))
+    tokenizer["model"]["vocab"]["refunds"] = 5000
+    path.write_text(json.dumps(tokenizer), encoding="utf-8")
+
+
+def tiny_system(**extra: str) -> str:
+    """Settings of a sentence-transformers system ``st`` of the tiny BERT (values as TOML)."""
+    lines = [
+        "[tool.retrieval_gate.system.st]",
+        'embedder = "sentence-transformers"',
+        'model = "./tiny/model"',
+        'index = "exact"',
+        *(f"{key} = {value}" for key, value in extra.items()),
+    ]
+    return settings('[tool.retrieval_gate]\ncorpus = "corpus"\n', "\n".join(lines) + "\n")
+
+
 def wrong_width_cache(root: Path) -> None:
     """A cache filled by this model (8 wide, as width.txt records) whose shard was replaced by
     one 3 wide: a warm run loads no model, so only the recorded width can tell."""
@@ -364,6 +387,8 @@ class Bad:
             rows[1:3] = 0.0
         elif {how!r} == "hang":
             threading.Event().wait()
+        elif {how!r} == "raise" and any("refunds" in text for text in texts):
+            raise KeyError("refunds")
         return rows
 
     def encode_queries(self, texts):
@@ -1240,6 +1265,44 @@ CASES: tuple[BadInput, ...] = (
         "embedder, or raise 'timeout'",
         "failed items",
         plugin_embedder("hang"),
+    ),
+    # -- a library failing underneath is that library's one line, not the plugin's bug --------
+    BadInput(
+        "st-tokenizer-past-vocabulary",
+        "a sentence-transformers model whose tokenizer gives a word an id past the model's "
+        "vocabulary (a tokenizer from another model): the library fails on that document",
+        "*pyproject.toml [system.st]: sentence-transformers failed while embedding document "
+        "'docs/faq.md' (raised in torch): IndexError: index out of range in self",
+        "failed items",
+        {"lineage.retrieval.yaml": LENIENT, "pyproject.toml": tiny_system(), **corpus()},
+        setup=mismatched_tokenizer,
+        needs=("sentence_transformers",),
+        subprocess=True,
+    ),
+    BadInput(
+        "onnx-fails-at-run-time",
+        "the same model run by onnxruntime (backend = \"onnx\"): the runtime fails on that "
+        "document",
+        "*pyproject.toml [system.st]: onnxruntime failed while embedding document 'docs/faq.md': "
+        "InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code "
+        "returned while running Gather node. *",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": LENIENT,
+            "pyproject.toml": tiny_system(backend='"onnx"'),
+            **corpus(),
+        },
+        setup=mismatched_tokenizer,
+        needs=("sentence_transformers", "onnxruntime", "onnx"),
+        subprocess=True,
+    ),
+    BadInput(
+        "embedder-plugin-raises",
+        "an embedder plug-in (the team's conftest) raising on one document",
+        "*pyproject.toml [system.plugin]: conftest.py failed while embedding document "
+        "'docs/faq.md': KeyError: 'refunds'",
+        "failed items",
+        plugin_embedder("raise"),
     ),
     BadInput(
         "embedder-zero-vectors",
