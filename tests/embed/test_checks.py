@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -108,3 +109,33 @@ def test_an_embedder_that_bounds_its_documents_still_has_its_queries_bounded() -
         "did not return 1 query vector(s) within 0.2 s (the system's 'timeout', 0.2 s); check "
         "the embedder, or raise 'timeout'"
     )
+
+
+def test_a_systems_cold_queries_are_embedded_on_its_one_worker_thread() -> None:
+    # A thread started per cold query cost more than a small model's encoding: the system's
+    # call carries one worker (systems/embedding/vectors.py), and the limit still holds.
+    from retrieval_gate.config import parse_settings
+    from retrieval_gate.systems.embedding.vectors import embedding_call
+
+    settings = parse_settings(
+        {"system": {"s": {"embedder": "model2vec", "model": "m", "timeout": 0.2}}},
+        Path("pyproject.toml"),
+    )
+    call = embedding_call(settings.system("s"))
+    seen: list[threading.Thread] = []
+
+    class Recording(Returns):
+        def encode_queries(self, texts: Sequence[str]) -> Any:
+            seen.append(threading.current_thread())
+            if texts == ["stuck"]:
+                threading.Event().wait()
+            return [[1.0, 0.0, 0.0]]
+
+    embedder = Recording(None)
+    for text in ("a", "b", "c"):
+        encode(embedder, [text], queries=True, call=call)
+    assert len(set(seen)) == 1 and seen[0] is not threading.current_thread()
+    with pytest.raises(RunError, match="did not return 1 query vector"):
+        encode(embedder, ["stuck"], queries=True, call=call)
+    encode(embedder, ["d"], queries=True, call=call)
+    assert seen[-1] is not seen[0]  # the stuck thread was abandoned, a new one took over

@@ -143,3 +143,24 @@ def test_ids_with_a_path_prefix_are_mapped_and_said_once(pytester: pytest.Pytest
     assert run["stats"]["notes"] == [
         "mapped 3 ids by path suffix onto corpus ids, e.g. /repo/sql/orders.sql -> sql/orders.sql"
     ]
+
+
+def test_a_systems_queries_run_on_one_thread_under_their_time_limit(
+    pytester: pytest.Pytester,
+) -> None:
+    # A thread per query cost more than a fast retriever's own work: one reused worker
+    # (usercode.Worker), still bounded by the system's 'timeout', still not the main thread.
+    _system(
+        pytester,
+        "import threading\n\nSEEN = []\n\n\ndef search(query, k):\n"
+        "    SEEN.append(threading.current_thread())\n"
+        "    with open('threads.txt', 'a') as out:\n"
+        "        out.write(f'{id(SEEN[-1])} {SEEN[-1] is threading.main_thread()}\\n')\n"
+        "    return [('sql/orders.sql', 1.0)]\n",
+        "timeout = 30\n",
+    )
+    write_suite(pytester, SUITE)
+    pytester.runpytest("--retrieval-gate")
+    calls = (pytester.path / "threads.txt").read_text().splitlines()
+    assert len(calls) == 4  # a warm-up call and the suite's three queries
+    assert len(set(calls)) == 1 and calls[0].endswith(" False")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,7 @@ from retrieval_gate.errors import (
     library_error,
     library_failures,
 )
-from retrieval_gate.usercode import CallTimeout, call_bounded
+from retrieval_gate.usercode import CallTimeout, Worker, call_bounded
 
 __all__ = ["EmbeddingCall", "encode", "zero_rows", "zero_vectors_warning"]
 
@@ -48,6 +48,15 @@ class EmbeddingCall:
     batch_size: int = 64
     path: str | None = None
     zero_effect: str = "cosine similarity with a zero vector is 0 whatever the other vector"
+    #: The system's one thread for its bounded calls (usercode.Worker), reused query after
+    #: query; None: a thread per call.
+    worker: Worker | None = field(default=None, compare=False, repr=False)
+
+    def bounded(self, function: Any, limit: float | None) -> Any:
+        """``function()`` under ``limit`` seconds, on the system's worker when it has one."""
+        if self.worker is not None:
+            return self.worker.call(function, limit)
+        return call_bounded(function, limit)
 
     def error(self, message: str) -> RunError:
         return RunError(
@@ -111,7 +120,7 @@ def encode(
         # A library failing underneath (a tokenizer, torch, onnxruntime, a plug-in's own code)
         # is that library's one line naming the texts; the plugin's own bug stays internal.
         with library_failures(_doing(what, texts, names), path=call.path, entry=entry):
-            raw = call_bounded(run, limit) if limit else run()
+            raw = call.bounded(run, limit) if limit else run()
     except LibraryError as exc:
         if queries or names is None or len(texts) < 2:
             raise

@@ -434,6 +434,9 @@ class EmbeddingIndex:
         return self.search_vector(vector, k)
 
     def close(self) -> None:
+        call = getattr(self, "call", None)
+        if call is not None and call.worker is not None:
+            call.worker.close()
         cached = getattr(self, "cached_search", None)
         if cached is not None:
             cached.close()  # writes the results found this run

@@ -184,6 +184,7 @@ def embedding_call(system: SystemConfig) -> EmbeddingCall:
     'batch_size', and what its index does with a zero vector."""
     from retrieval_gate.embed.checks import EmbeddingCall
     from retrieval_gate.index import INDEXES
+    from retrieval_gate.usercode import Worker
 
     opt = system.options
     backend = INDEXES.get(str(opt["index"]))
@@ -193,5 +194,6 @@ def embedding_call(system: SystemConfig) -> EmbeddingCall:
         timeout=float(opt["timeout"]),
         batch_size=int(opt["batch_size"]),
         path=None if system.source is None else str(system.source),
+        worker=Worker(f"retrieval-gate-{system.name}"),
         **({"zero_effect": backend.zero_vectors} if backend is not None else {}),
     )
