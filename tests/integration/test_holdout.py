@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -350,3 +351,21 @@ def test_a_run_that_fails_on_a_held_out_query_names_none_of_it(held: pytest.Pyte
     shown = result.stdout.str() + (held.path / "out.json").read_text()
     for qid in HELD_OUT:
         assert qid not in shown and text_of(qid) not in shown, qid
+
+
+def test_a_librarys_traceback_names_no_held_out_query(tmp_path: Path) -> None:
+    # A library's failure keeps its traceback for the JSON report: a held-out query it quotes
+    # is scrubbed there as in the line (suites/holdout.py).
+    from retrieval_gate.errors import LibraryError
+    from retrieval_gate.suites.holdout import hide_held_out
+
+    path = tmp_path / "heldout.retrieval.yaml"
+    path.write_text(suite_text(), encoding="utf-8")
+    error = LibraryError(
+        "tokenizers failed while embedding query 'q04': ValueError: bad text 'ask zeta4x'",
+        library="tokenizers",
+        detail="Traceback (most recent call last):\nValueError: bad text 'ask zeta4x'\n",
+    )
+    hidden = hide_held_out(error, load_suite(path), 0)
+    assert "q04" not in str(hidden) and text_of("q04") not in str(hidden)
+    assert hidden.traceback is not None and text_of("q04") not in hidden.traceback
