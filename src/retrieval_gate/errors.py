@@ -168,8 +168,10 @@ def origin_of(exc: BaseException) -> Origin | None:
     any other package (or the team's own module), that code's failure. An extension function
     called straight from the plugin has no frame of its own: its exception counts as its
     library's when the exception's class is the library's (onnxruntime's ``Fail``), else as the
-    plugin's. The library named is the first package below the plugin's innermost frame: the
-    one the plugin called."""
+    plugin's. The library named is the first package below the plugin's innermost frame, a
+    wrapper that hands straight on (a decorator) passed over: the one the plugin called. Where
+    the plugin hands a library bad arguments and the library raises, the library is named:
+    frames cannot tell that apart, and its traceback (kept) shows the call."""
     frames = [frame for frame, _ in traceback.walk_tb(exc.__traceback__)]
     modules = [frame.f_globals.get("__name__") or "" for frame in frames]
     parties = [_party(module) for module in modules]
