@@ -25,7 +25,8 @@ class RetrievalGateError(Exception):
     display/redact.py), so no copy of it, in a report or a record, holds one."""
 
     #: The traceback behind the message, for ``-v`` / ``--tb=long`` and the JSON report: set
-    #: where the error is a library's (:class:`LibraryError`), None for the user's data.
+    #: where code raised it (a library's, :class:`LibraryError`; the team's retriever's), None
+    #: for the user's data.
     traceback: str | None = None
 
     def __init__(self, message: str, *, path: str | Path | None = None, entry: str | None = None):
@@ -44,6 +45,12 @@ class RetrievalGateError(Exception):
         elif self.entry is not None:
             where = f"[{self.entry}]: "
         return redact(where + self.message)
+
+    def behind(self, cause: BaseException | None) -> Self:
+        """This error keeping ``cause``'s traceback (redacted) as :attr:`traceback`; returned."""
+        if cause is not None:
+            self.traceback = redact("".join(traceback.format_exception(cause)))
+        return self
 
     def located(self, path: str | Path | None, entry: str | None) -> Self:
         """This error naming the file and the entry (``system.NAME``) where it names neither;

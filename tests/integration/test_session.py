@@ -112,6 +112,33 @@ def test_the_user_s_retriever_failing_stays_one_line(project: pytest.Pytester) -
     assert "**FAILED**: 0 of 5 gates passed; 5 not decided because their run failed" in markdown
 
 
+def test_the_user_s_retriever_s_traceback_is_there_when_asked_for(
+    project: pytest.Pytester,
+) -> None:
+    # Theirs, not the plugin's: the one line by default; -v shows where in their code it raised.
+    project.makepyfile(
+        search_app="""
+        def retrieve(query, k):
+            raise ValueError("index offline")
+        """
+    )
+    write_suite(project, SUITE)
+    result = project.runpytest("--retrieval-gate", "-v")
+    result.stdout.fnmatch_lines(
+        [
+            "*" + lit("retriever search_app:retrieve raised ValueError: index offline"),
+            "",
+            "Traceback (most recent call last):",
+            "*search_app.py*, line 2, in retrieve",
+            '*raise ValueError("index offline")',
+            "ValueError: index offline",
+        ]
+    )
+    report = json.loads((project.path / "retrieval-gate-report.json").read_text())
+    (error,) = report["errors"]
+    assert error["traceback"].endswith("ValueError: index offline\n")
+
+
 def test_junit_xml_carries_each_gate_s_numbers(project: pytest.Pytester) -> None:
     import xml.etree.ElementTree as ET
 

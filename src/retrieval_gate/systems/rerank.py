@@ -194,7 +194,7 @@ class RerankStage(Stage):
             limit = (
                 f" (the 'timeout' setting of system.{self.config.name})" if exc.timed_out else ""
             )
-            raise self._error(qid, f"{exc.reason}{limit}") from None
+            raise self._error(qid, f"{exc.reason}{limit}").behind(exc.error) from None
         if isinstance(raw, (str, bytes)) or not isinstance(raw, (Mapping, Sequence)):
             raise self._error(
                 qid, f"returned {type(raw).__name__}, expected [(doc_id, score)] of its candidates"

@@ -261,7 +261,7 @@ class RetrieverSystem:
                 hint = f" for query {qid} (the 'timeout' setting of system.{self.config.name})"
             raise RunError(
                 f"retriever {self.ref} {exc.reason}{hint}", path=path, entry=f"query {qid}"
-            ) from None
+            ).behind(exc.error) from None  # its traceback for -v, not by default
         return normalise_hits(
             raw, where=(path, f"query {qid}"), source=f"retriever {self.ref}", depth=depth
         )
