@@ -1281,8 +1281,7 @@ CASES: tuple[BadInput, ...] = (
     ),
     BadInput(
         "onnx-fails-at-run-time",
-        "the same model run by onnxruntime (backend = \"onnx\"): the runtime fails on that "
-        "document",
+        'the same model run by onnxruntime (backend = "onnx"): the runtime fails on that document',
         "*pyproject.toml [system.st]: onnxruntime failed while embedding document 'docs/faq.md': "
         "InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code "
         "returned while running Gather node. *",
