@@ -419,6 +419,32 @@ def pytest_unconfigure(config):
     }
 
 
+#: A conftest registering an index plug-in ``broken`` whose every search raises.
+BROKEN_INDEX = """
+from retrieval_gate.index import INDEXES, IndexBackend, register_index
+
+
+class Broken:
+    def add(self, ids, vectors):
+        self.size = len(ids)
+
+    def search(self, queries, k):
+        raise RuntimeError("the index server went away")
+
+    def __len__(self):
+        return self.size
+
+
+register_index(
+    IndexBackend("broken", {}, lambda cache_dir, key, options: Broken(), "test", approximate=False)
+)
+
+
+def pytest_unconfigure(config):
+    INDEXES.pop("broken", None)
+"""
+
+
 SHOW_VECTOR_WARNINGS = 'addopts = "-p no:cacheprovider"\nfilterwarnings = ["default::UserWarning"]'
 
 
@@ -1302,6 +1328,23 @@ CASES: tuple[BadInput, ...] = (
         "'docs/faq.md': KeyError: 'refunds'",
         "failed items",
         plugin_embedder("raise"),
+    ),
+    BadInput(
+        "index-plugin-raises",
+        "an index plug-in (the team's conftest) raising when searched",
+        "*pyproject.toml [system.static]: conftest.py failed while searching the broken index: "
+        "RuntimeError: the index server went away",
+        "failed items",
+        {
+            "conftest.py": BROKEN_INDEX,
+            "lineage.retrieval.yaml": LENIENT,
+            "pyproject.toml": settings(
+                '[tool.retrieval_gate]\ncorpus = "corpus"\n', static_system(index="broken")
+            ),
+            **corpus(),
+        },
+        setup=static_model,
+        needs=("model2vec",),
     ),
     BadInput(
         "embedder-zero-vectors",
