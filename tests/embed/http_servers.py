@@ -180,6 +180,7 @@ class Reply:
     delay: float = 0.0
     trickle: float = 0.0  # seconds between the body's bytes, sent one at a time
     drop: bool = False  # close the connection without answering
+    cut: int | None = None  # close the connection after this many bytes of the body
 
 
 @dataclass
@@ -252,7 +253,12 @@ class StandIn:
             for key, value in reply.headers.items():
                 handler.send_header(key, value)
             handler.end_headers()
-            if reply.trickle:
+            if reply.cut is not None:
+                handler.wfile.write(payload[: reply.cut])
+                handler.wfile.flush()
+                handler.close_connection = True
+                handler.connection.shutdown(socket.SHUT_RDWR)
+            elif reply.trickle:
                 for start in range(len(payload)):
                     handler.wfile.write(payload[start : start + 1])
                     handler.wfile.flush()

@@ -4,6 +4,8 @@ parallel, vectors in order, retries, the probe digest, and what its messages may
 from __future__ import annotations
 
 import email.utils
+import gzip
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from retrieval_gate.embed.http import (
 )
 from retrieval_gate.errors import ConfigError, RunError
 
-from .http_servers import Reply, Seen, hashed_vector, stand_in
+from .http_servers import Reply, Seen, hashed_vector, stand_in, vectors_body
 
 pytest.importorskip("httpx", reason="httpx is needed (pip install '.[http]')")
 
@@ -193,6 +195,30 @@ def test_a_dropped_connection_is_tried_again(tmp_path: Path) -> None:
         vectors = embedder.encode_documents(["a", "b"])
         assert len(server.requests) == 1 + 2
     np.testing.assert_allclose(vectors[0], hashed_vector("passage: a", 8), atol=1e-6)
+
+
+def test_a_connection_closed_mid_body_is_tried_again(tmp_path: Path) -> None:
+    # Headers promising the whole body, half of it, then the connection closed.
+    with stand_in(dim=8, script=lambda n, seen: Reply(cut=40 if n == 1 else None)) as server:
+        embedder = load_embedder(http_spec(server.base_url, retries=1), cache_dir=tmp_path)
+        vectors = embedder.encode_documents(["a", "b"])
+        assert len(server.requests) == 1 + 2
+    np.testing.assert_allclose(vectors[1], hashed_vector("passage: b", 8), atol=1e-6)
+
+
+def test_vectors_are_placed_by_their_index_and_gzip_bodies_are_read(tmp_path: Path) -> None:
+    def reversed_and_gzipped(n: int, seen: Seen) -> Reply:
+        # The answer lists the vectors last text first, each with its 'index' (OpenAI's field).
+        answer = json.loads(vectors_body(seen.texts, 8))
+        answer["data"].reverse()
+        body = gzip.compress(json.dumps(answer).encode())
+        return Reply(body=body, headers={"Content-Encoding": "gzip"})
+
+    with stand_in(dim=8, script=reversed_and_gzipped) as server:
+        embedder = load_embedder(http_spec(server.base_url), cache_dir=tmp_path)
+        vectors = embedder.encode_documents(["a", "b", "c"])
+    expected = [hashed_vector(f"passage: {t}", 8) for t in ("a", "b", "c")]
+    np.testing.assert_allclose(vectors, np.asarray(expected, dtype=np.float32), atol=1e-6)
 
 
 def test_an_answer_trickling_past_the_timeout_is_as_slow_as_a_silent_one(tmp_path: Path) -> None:

@@ -298,6 +298,38 @@ def web_server(root: Path) -> None:
     )
 
 
+def ollama_native_api(root: Path) -> None:
+    """An Ollama stand-in answering its native ``POST /api/embeddings`` as Ollama does a request
+    without its ``prompt`` (``{"embedding": []}``, status 200), and an http system whose
+    ``base_url`` ends in ``/api`` (the address of Ollama's own API, not its ``/v1``)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Ollama(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            found = self.path == "/api/embeddings"
+            answer = b'{"embedding":[]}' if found else b"404 page not found"
+            self.send_response(200 if found else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass  # quiet: the test reads the run's output
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Ollama)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    system = http_system(base_url=f'"http://127.0.0.1:{server.server_address[1]}/api"')
+    (root / "pyproject.toml").write_text(
+        settings('[tool.retrieval_gate]\ncorpus = "corpus"\n', system), encoding="utf-8"
+    )
+
+
 def tiny_transformer(root: Path) -> None:
     """The tests' tiny BERT (tests/conftest.py) at ``root/tiny``, built in a child process:
     transformers imported here would be undone after the test (pytester restores the modules
@@ -1616,6 +1648,19 @@ CASES: tuple[BadInput, ...] = (
                 http_system(base_url=f'"http://search:{PASSWORD}@127.0.0.1:9/v1"')
             ),
         },
+    ),
+    BadInput(
+        "http-ollama-native-api",
+        "an http system pointed at Ollama's own API (base_url ending in /api) instead of its "
+        "OpenAI-compatible one (/v1)",
+        "*pyproject.toml [system.svc]: embedding service http://127.0.0.1:*/api/embeddings "
+        "(model 'served-model'): answered JSON with 'embedding' where the OpenAI protocol has a "
+        "'data' list, as a service's native API does (Ollama's /api, TEI's /embed): set "
+        "'base_url' to its OpenAI-compatible address, which ends in /v1 for both",
+        "failed items",
+        {"lineage.retrieval.yaml": LENIENT, **corpus()},
+        setup=ollama_native_api,
+        needs=("httpx",),
     ),
     BadInput(
         "decision-weights-zero",

@@ -252,6 +252,31 @@ FAULTS: dict[str, tuple[dict[str, Any], Callable[[int, Seen], Reply], str]] = {
         f"{SERVICE}: answered embedding #1 with a value that is not a finite float32 (NaN, "
         "infinity, or beyond +-3.4e38)",
     ),
+    "an integer no float can hold": (
+        {},
+        lambda n, seen: Reply(body=second_vector_starting(10**400, seen.texts)) if n else Reply(),
+        f"{SERVICE}: answered embedding #1 with a value that is not a finite float32 (NaN, "
+        "infinity, or beyond +-3.4e38)",
+    ),
+    "JSON nested deeper than Python's reader recurses": (
+        {},
+        lambda n, seen: Reply(body=b"[" * 100_000 + b"]" * 100_000) if n else Reply(),
+        f"{SERVICE}: answered JSON nested too deeply to be an embeddings answer",
+    ),
+    "an error said with status 200 (quoted as written, its JSON escapes inert)": (
+        {},
+        lambda n, seen: Reply(body=b'{"error": "model \\u001b[2J not loaded"}') if n else Reply(),
+        f"{SERVICE}: answered JSON without a 'data' list of embeddings: "
+        '{"error": "model \\u001b[2J not loaded"}',
+    ),
+    "a body far larger than its vectors (not read on until the timeout)": (
+        {},
+        lambda n, seen: (
+            Reply(body=b" " * (2 << 20) + vectors_body(seen.texts, 8)) if n else Reply()
+        ),
+        f"{SERVICE}: answered more than 1 MiB for 3 texts, more than their embeddings take; is "
+        "'base_url' the embedding service?",
+    ),
     "a redirect (not followed; where it points, without its credentials)": (
         {},
         lambda n, seen: Reply(

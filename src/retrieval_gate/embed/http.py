@@ -6,8 +6,9 @@ Texts go out ``batch_size`` per request, up to ``concurrency`` requests at once,
 httpx client. A 429 or a 5xx answer (and a connection the server dropped without answering) is
 tried again up to ``retries`` times, waiting what the server's ``Retry-After`` asks, else an
 exponential backoff; every request, its answer read whole, is bounded by the system's
-``timeout``. Every other fault (connection refused, a refused key, an answer that is not JSON, a
-wrong number of vectors or of dimensions) ends the run at once with one line. The API key is
+``timeout`` and by the size its vectors take. Every other fault (connection refused, a refused
+key, an answer that is not JSON or not in the OpenAI shape, a wrong number of vectors or of
+dimensions) ends the run at once with one line. The API key is
 read from the environment variable ``api_key_env`` names and sent as a Bearer token only: it is
 never part of a message, the identity or the cache, and server text shown in a message has it
 (and any Bearer token or ``sk-`` key) replaced by ``***`` and its control characters escaped.
@@ -76,6 +77,14 @@ BACKOFF_CAP_S = 30.0
 
 #: Characters of the server's own text a message quotes.
 _QUOTED = 160
+
+#: The most an answer may hold, read as it arrives (its gzip undone): ``_BODY_SLACK`` bytes
+#: plus ``_BYTES_PER_NUMBER`` per number it should carry (a float written by JSON takes about
+#: 20, pretty-printed about 30). A probe's width is not known yet: ``_WIDEST`` numbers. An
+#: answer past it is no embeddings answer, and is not read on into memory until the timeout.
+_BODY_SLACK = 1 << 20
+_BYTES_PER_NUMBER = 64
+_WIDEST = 65536
 
 
 def _url_ok(value: Any) -> bool:
@@ -346,10 +355,13 @@ class HttpEmbedder:
         kind = ConfigError if config else RunError
         return kind(f"{self._where}: {message}", entry=self._entry)
 
-    def _post(self, body: dict[str, Any]) -> tuple[int, Mapping[str, str], bytes]:
-        """One POST, its answer read whole within the timeout (a server trickling bytes is as
-        slow as a silent one); the status, headers and body."""
+    def _post(self, body: dict[str, Any], count: int) -> tuple[int, Mapping[str, str], bytes]:
+        """One POST of ``count`` texts, its answer read whole within the timeout (a server
+        trickling bytes is as slow as a silent one) and within the size their vectors take;
+        the status, headers and body."""
         httpx = self._httpx
+        width = self._dimensions or self.dim or _WIDEST
+        most = _BODY_SLACK + count * width * _BYTES_PER_NUMBER
         deadline = None if self._timeout is None else time.monotonic() + self._timeout
         slow = self._fail(
             f"no answer within {self._timeout:g} s (the system's 'timeout'); a slower service "
@@ -360,8 +372,17 @@ class HttpEmbedder:
         try:
             with self._client.stream("POST", self._url, json=body) as response:
                 chunks = []
+                size = 0
                 for chunk in response.iter_bytes():
                     chunks.append(chunk)
+                    size += len(chunk)
+                    if size > most:
+                        texts = "text" if count == 1 else "texts"
+                        raise self._fail(
+                            f"answered more than {most / (1 << 20):.0f} MiB for {count} {texts}, "
+                            "more than their embeddings take; is 'base_url' the embedding "
+                            "service?"
+                        )
                     if deadline is not None and time.monotonic() > deadline:
                         raise slow
                 return response.status_code, response.headers, b"".join(chunks)
@@ -425,9 +446,12 @@ class HttpEmbedder:
         except ValueError:
             text = _shown(_server_text(payload)) or "an empty body"
             raise self._fail(f"answered something that is not JSON: {text}") from None
+        except RecursionError:
+            # Python's JSON reader recurses per level of nesting: no answer nests that deep.
+            raise self._fail("answered JSON nested too deeply to be an embeddings answer") from None
         data = answer.get("data") if isinstance(answer, dict) else None
         if not isinstance(data, list):
-            raise self._fail("answered JSON without a 'data' list of embeddings")
+            raise self._fail(self._not_openai(answer, payload))
         if len(data) != count:
             raise self._fail(f"answered {len(data)} embeddings for {count} texts")
         rows: list[Any] = [None] * count
@@ -456,8 +480,18 @@ class HttpEmbedder:
             raise self._fail(f"answered {width} dimensions, expected {expected} ({why})")
         # Python's JSON reads NaN and Infinity, and a number past float32's range becomes inf
         # in float32: said here, naming the service and the vector, before any index sees it.
+        # An integer past float64's range cannot be converted at all: it is said the same way.
         with np.errstate(over="ignore"):
-            vectors = np.asarray(rows, dtype=np.float32)
+            try:
+                vectors = np.asarray(rows, dtype=np.float32)
+            except OverflowError:
+                vectors = np.asarray(
+                    [
+                        [v if isinstance(v, float) or abs(v) < 2**128 else math.inf for v in row]
+                        for row in rows
+                    ],
+                    dtype=np.float32,
+                )
         finite = np.isfinite(vectors).all(axis=1)
         if not finite.all():
             bad = int(np.flatnonzero(~finite)[0])
@@ -468,6 +502,28 @@ class HttpEmbedder:
         served = answer.get("model")
         return vectors, served if isinstance(served, str) else None
 
+    def _not_openai(self, answer: Any, payload: bytes) -> str:
+        """What to say of JSON without a ``data`` list: a service's native API (Ollama's
+        ``/api/embed`` answers ``{"embeddings": [...]}``, its older ``/api/embeddings``
+        ``{"embedding": [...]}``, TEI's ``/embed`` a bare list) is a ``base_url`` pointing
+        beside the OpenAI-compatible endpoint; anything else (an error said with status 200) is
+        quoted."""
+        if isinstance(answer, list) or (
+            isinstance(answer, dict) and ("embeddings" in answer or "embedding" in answer)
+        ):
+            shape = (
+                "a bare list"
+                if isinstance(answer, list)
+                else ("'embeddings'" if "embeddings" in answer else "'embedding'")
+            )
+            return (
+                f"answered JSON with {shape} where the OpenAI protocol has a 'data' list, as a "
+                "service's native API does (Ollama's /api, TEI's /embed): set 'base_url' to its "
+                "OpenAI-compatible address, which ends in /v1 for both"
+            )
+        text = _shown(_server_text(payload))
+        return f"answered JSON without a 'data' list of embeddings: {text}"
+
     def _request(self, texts: list[str]) -> tuple[np.ndarray, str | None]:
         """The vectors of ``texts`` from one request (tried again as the retries allow) and
         the model name the answer gives."""
@@ -476,7 +532,7 @@ class HttpEmbedder:
             body["dimensions"] = self._dimensions
         for attempt in range(self._retries + 1):
             try:
-                status, headers, payload = self._post(body)
+                status, headers, payload = self._post(body, len(texts))
                 if status != 200:
                     raise self._status_fault(status, headers, payload)
                 vectors, served = self._decode(payload, len(texts))
