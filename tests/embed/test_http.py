@@ -132,6 +132,25 @@ def test_the_identity_holds_the_served_name_and_the_probe_but_not_the_url_or_key
     assert "sk-unit" not in repr(embedder)
 
 
+def test_a_key_echoed_as_the_served_model_name_stays_out_of_the_identity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The identity is written to the cache's identity.txt, the baseline and the reports.
+    monkeypatch.setenv("RG_UNIT_KEY", "plainKeyOfNoShape0987")
+
+    def echo(n: int, seen: Seen) -> Reply:
+        key = (seen.authorization or "").removeprefix("Bearer ")
+        return Reply(body=vectors_body(seen.texts, 8, model=f"served for {key}"))
+
+    try:
+        with stand_in(dim=8, script=echo) as server:
+            spec = http_spec(server.base_url, api_key_env="RG_UNIT_KEY")
+            embedder = load_embedder(spec, cache_dir=tmp_path)
+        assert '"served":"served for ***"' in embedder.identity
+    finally:
+        forget_secrets(["plainKeyOfNoShape0987"])
+
+
 def test_the_probe_digest_ignores_float_noise_but_not_another_model() -> None:
     rng = np.random.default_rng(7)
     vector = rng.standard_normal(384)

@@ -40,7 +40,7 @@ from urllib.parse import urljoin, urlsplit
 
 import numpy as np
 
-from retrieval_gate.display import register_secret, shown
+from retrieval_gate.display import redact, register_secret, shown
 from retrieval_gate.embed import (
     EmbedderBackend,
     EmbedderSpec,
@@ -500,7 +500,9 @@ class HttpEmbedder:
                 "infinity, or beyond +-3.4e38)"
             )
         served = answer.get("model")
-        return vectors, served if isinstance(served, str) else None
+        # The identity is written to the cache, the baseline and the reports: a service that
+        # echoes the key (or any credential) as its model name must not put it there.
+        return vectors, redact(served) if isinstance(served, str) else None
 
     def _not_openai(self, answer: Any, payload: bytes) -> str:
         """What to say of JSON without a ``data`` list: a service's native API (Ollama's
