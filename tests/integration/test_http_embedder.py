@@ -302,8 +302,10 @@ def test_a_fault_ends_in_one_line_naming_the_system_without_the_key(
         http_project(pytester, server.base_url, **options)
         result = pytester.runpytest("--retrieval-gate")
     result.assert_outcomes(failed=1)
-    # Faults found by the probe (when the system opens) also name the settings file and entry.
-    result.stdout.fnmatch_lines(["run failed: lineage x svc: *" + lit(line) + "*"])
+    # Whether the probe or a later request meets it, the line names the settings file and entry.
+    result.stdout.fnmatch_lines(
+        ["run failed: lineage x svc: *pyproject.toml [[]system.svc]: " + lit(line) + "*"]
+    )
     assert "Traceback" not in result.stdout.str()
     assert HIDDEN not in result.stdout.str()
     assert_key_nowhere(result, pytester.path)
