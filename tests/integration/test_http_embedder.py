@@ -162,11 +162,13 @@ def test_429_with_retry_after_is_tried_again_and_the_run_goes_on(
     assert requests == 1 + 3 + 2
 
 
-def second_vector_starting(value: float, texts: list[str]) -> bytes:
-    """The stand-in's answer for ``texts`` (at least two), its second vector's first component
-    ``value``, written as Python's JSON writes it (``NaN``, ``Infinity``, ``1e+300``)."""
+def second_vector_starting(value: float, texts: list[str], *, width: int = 8) -> bytes:
+    """The stand-in's answer for ``texts`` (at least two), 8 wide, its second vector's first
+    component ``value``, written as Python's JSON writes it (``NaN``, ``Infinity``, ``1e+300``),
+    and that vector cut to ``width``."""
     answer = json.loads(vectors_body(texts, 8))
     answer["data"][1]["embedding"][0] = value
+    answer["data"][1]["embedding"] = answer["data"][1]["embedding"][:width]
     return json.dumps(answer).encode()
 
 
@@ -234,6 +236,13 @@ FAULTS: dict[str, tuple[dict[str, Any], Callable[[int, Seen], Reply], str]] = {
         lambda n, seen: Reply(502, PROXY_PAGE) if n else Reply(),
         f"{SERVICE}: answered 502: an HTML page titled 'example.com | 502: Bad gateway' (tried "
         "once; 'retries' = 0)",
+    ),
+    "vectors of unequal widths in one answer": (
+        {},
+        lambda n, seen: (
+            Reply(body=second_vector_starting(0.5, seen.texts, width=4)) if n else Reply()
+        ),
+        f"{SERVICE}: answered embeddings of unequal or zero width (4, 8 dimensions)",
     ),
     "fewer vectors than texts": (
         {},
