@@ -84,7 +84,7 @@ def test_5xx_is_tried_again_after_a_backoff_and_429_after_its_retry_after(
     import retrieval_gate.embed.http as http
 
     waits: list[float] = []
-    monkeypatch.setattr(http, "_sleep", waits.append)
+    monkeypatch.setattr(http, "_sleep", lambda seconds, stop=None: waits.append(seconds))
 
     def script(n: int, seen: Seen) -> Reply:
         if n in (1, 2):  # the probe passes; the documents' request fails twice
@@ -110,6 +110,22 @@ def test_the_first_fault_stops_the_requests_not_yet_sent(tmp_path: Path) -> None
         with pytest.raises(RunError, match=r"answered 400: bad input$"):
             embedder.encode_documents([f"t{i}" for i in range(40)])
         assert len(s.requests) < 1 + 40
+
+
+def test_the_first_fault_ends_the_retries_of_the_requests_beside_it(tmp_path: Path) -> None:
+    def script(n: int, seen: Seen) -> Reply:
+        if n == 0 or seen.texts == ["passage: a"]:  # the probe passes; "a" is refused at once
+            return Reply() if n == 0 else Reply(400, b"bad input")
+        # "b", in parallel, is rate limited: without the fault beside it, tried once more.
+        return Reply(429, b"slow down", {"Retry-After": "5"}, delay=0.3)
+
+    with stand_in(dim=8, script=script) as server:
+        spec = http_spec(server.base_url, concurrency=2, batch_size=1, retries=1)
+        embedder = load_embedder(spec, cache_dir=tmp_path)
+        with pytest.raises(RunError, match=r"answered 400: bad input$"):
+            embedder.encode_documents(["a", "b"])
+        sent = [seen.texts for seen in server.requests[1:]]
+    assert sorted(sent) == [["passage: a"], ["passage: b"]]
 
 
 def test_the_identity_holds_the_served_name_and_the_probe_but_not_the_url_or_key(

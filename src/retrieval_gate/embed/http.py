@@ -29,6 +29,7 @@ import math
 import os
 import random
 import re
+import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
@@ -248,9 +249,17 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
-def _sleep(seconds: float) -> None:
-    """Wait before a retry (one name, so the tests can see the waits without taking them)."""
-    time.sleep(seconds)
+def _sleep(seconds: float, stop: threading.Event | None = None) -> None:
+    """Wait before a retry, cut short when ``stop`` is set (one name, so the tests can see the
+    waits without taking them)."""
+    if stop is None:
+        time.sleep(seconds)
+    else:
+        stop.wait(seconds)
+
+
+class _Abandoned(Exception):
+    """A request given up unanswered because another request of the same texts failed."""
 
 
 class _Retry(Exception):
@@ -526,9 +535,12 @@ class HttpEmbedder:
         text = _shown(_server_text(payload))
         return f"answered JSON without a 'data' list of embeddings: {text}"
 
-    def _request(self, texts: list[str]) -> tuple[np.ndarray, str | None]:
+    def _request(
+        self, texts: list[str], stop: threading.Event | None = None
+    ) -> tuple[np.ndarray, str | None]:
         """The vectors of ``texts`` from one request (tried again as the retries allow) and
-        the model name the answer gives."""
+        the model name the answer gives. Once ``stop`` is set (a parallel request failed), it
+        is not tried again: the run ends on the first fault, not after every retry's wait."""
         body: dict[str, Any] = {"model": self._spec.model, "input": texts}
         if self._dimensions is not None:
             body["dimensions"] = self._dimensions
@@ -545,35 +557,39 @@ class HttpEmbedder:
                     raise self._fail(
                         f"{fault.what} (tried {tries}; 'retries' = {self._retries})"
                     ) from None
-                self._wait(fault, attempt)
+                self._wait(fault, attempt, stop)
+                if stop is not None and stop.is_set():
+                    raise _Abandoned from None
         raise AssertionError("unreachable")  # the loop returns or raises
 
-    def _wait(self, fault: _Retry, attempt: int) -> None:
+    def _wait(self, fault: _Retry, attempt: int, stop: threading.Event | None) -> None:
         if fault.after is not None:
             if self._timeout is not None and fault.after > self._timeout:
                 raise self._fail(
                     f"{fault.what}, asking to retry after {fault.after:g} s, longer than the "
                     f"system's 'timeout' ({self._timeout:g} s)"
                 )
-            _sleep(fault.after)
+            _sleep(fault.after, stop)
             return
         # Jittered, so that concurrent requests refused together do not return together.
         delay = min(BACKOFF_CAP_S, BACKOFF_FIRST_S * 2**attempt)
-        _sleep(delay * random.uniform(0.5, 1.0))
+        _sleep(delay * random.uniform(0.5, 1.0), stop)
 
     # -- many texts -----------------------------------------------------------------------------
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         """The vectors of ``texts``: ``batch_size`` per request, ``concurrency`` at once, in
-        order; the first fault cancels the requests not yet sent."""
+        order; the first fault cancels the requests not yet sent and the retries not yet
+        taken (a request in flight ends within the timeout)."""
         size = self._spec.batch_size
         batches = [texts[start : start + size] for start in range(0, len(texts), size)]
         if len(batches) == 1 or self._concurrency == 1:
             parts = [self._request(batch)[0] for batch in batches]
             return np.concatenate(parts) if parts else np.zeros((0, self.dim), np.float32)
         pool = ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="rg-http")
+        stop = threading.Event()
         try:
-            futures = [pool.submit(self._request, batch) for batch in batches]
+            futures = [pool.submit(self._request, batch, stop) for batch in batches]
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
             for future in futures:
                 error = future.exception() if future in done else None
@@ -581,6 +597,7 @@ class HttpEmbedder:
                     raise error
             return np.concatenate([future.result()[0] for future in futures])
         finally:
+            stop.set()
             pool.shutdown(wait=True, cancel_futures=True)
 
     def _encode(self, texts: Sequence[str], prompt: str, progress: bool, desc: str) -> np.ndarray:
