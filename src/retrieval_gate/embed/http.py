@@ -122,7 +122,8 @@ OPTIONS: OptionTable = {
     "concurrency": Option(
         int,
         4,
-        "requests in flight at once (each of `batch_size` texts); does not change the vectors",
+        "requests in flight at once (each of `batch_size` texts); changes the vectors by float "
+        "noise at most, as the service batches them",
         check=lambda v: 1 <= v <= 64,
         rule="1 to 64",
     ),
