@@ -241,6 +241,16 @@ def test_a_connection_closed_mid_body_is_tried_again(tmp_path: Path) -> None:
     np.testing.assert_allclose(vectors[1], hashed_vector("passage: b", 8), atol=1e-6)
 
 
+def test_a_large_error_page_is_read_only_as_far_as_a_message_quotes_it(tmp_path: Path) -> None:
+    # A 503 page past the size of any answer of two vectors: still a 503, tried again.
+    page = b"<html><title>busy</title>" + b" " * (2 << 20) + b"</html>"
+    with stand_in(dim=8, script=lambda n, seen: Reply(503, page) if n == 1 else Reply()) as s:
+        embedder = load_embedder(http_spec(s.base_url, retries=1), cache_dir=tmp_path)
+        vectors = embedder.encode_documents(["a", "b"])
+        assert len(s.requests) == 1 + 2
+    np.testing.assert_allclose(vectors[0], hashed_vector("passage: a", 8), atol=1e-6)
+
+
 def test_vectors_are_placed_by_their_index_and_gzip_bodies_are_read(tmp_path: Path) -> None:
     def reversed_and_gzipped(n: int, seen: Seen) -> Reply:
         # The answer lists the vectors last text first, each with its 'index' (OpenAI's field).
