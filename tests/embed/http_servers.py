@@ -19,6 +19,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -200,7 +201,13 @@ class StandIn:
     most requests it held at once.
     """
 
-    def __init__(self, *, dim: int = 8, script: Callable[[int, Seen], Reply] | None = None):
+    def __init__(
+        self,
+        *,
+        dim: int = 8,
+        script: Callable[[int, Seen], Reply] | None = None,
+        tls: tuple[Path, Path] | None = None,
+    ):
         self.dim = dim
         self.script = script or (lambda n, seen: Reply())
         self.requests: list[Seen] = []
@@ -220,8 +227,15 @@ class StandIn:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        if tls is not None:
+            # HTTPS with ``tls`` = (certificate, key); a handshake the client refuses is an
+            # OSError in accept, which the server drops quietly.
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self.port = int(self._server.server_address[1])
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        scheme = "http" if tls is None else "https"
+        self.base_url = f"{scheme}://127.0.0.1:{self.port}/v1"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 
@@ -284,6 +298,38 @@ def stand_in(**kwargs: Any) -> Iterator[StandIn]:
         yield server
     finally:
         server.close()
+
+
+def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 signed by its own key, and the key, made by the openssl
+    command (the test skips where there is none): a service behind a CA no client trusts."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("the openssl command is needed to make a test certificate")
+    cert, key = folder / "service-cert.pem", folder / "service-key.pem"
+    subprocess.run(
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
 
 
 def copy_model(source: Path, target: Path) -> Path:

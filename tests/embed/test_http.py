@@ -17,6 +17,7 @@ from retrieval_gate.display import forget_secrets, register_secret
 from retrieval_gate.embed import EmbedderSpec, load_embedder
 from retrieval_gate.embed.http import (
     PROBE_TEXT,
+    _connect_hint,
     _retry_after,
     _shown,
     probe_digest,
@@ -192,6 +193,20 @@ def test_server_text_is_shown_without_the_key_or_control_characters() -> None:
     # A key the server quotes cut short (OpenAI shows "sk-proj-****cdef") is still hidden.
     assert _shown("key sk-proj-****cdef refused") == "key *** refused"
     assert len(_shown("x" * 1000)) == 160
+
+
+def test_a_failed_connection_says_what_to_do_by_openssls_reason() -> None:
+    untrusted = "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed"
+    assert "point the SSL_CERT_FILE environment variable at the CA" in _connect_hint(untrusted)
+    # A plain-HTTP service at an https:// URL, as OpenSSL 3.0 and 3.2+ say it.
+    for plain in (
+        "[SSL: WRONG_VERSION_NUMBER] wrong version number",
+        "[SSL: RECORD_LAYER_FAILURE] record layer failure",
+    ):
+        assert _connect_hint(plain) == (
+            "it does not speak TLS: 'base_url' says https://, the service may want http://"
+        )
+    assert _connect_hint("[Errno 111] Connection refused") == "is the service running at base_url?"
 
 
 def test_urls_are_shown_without_credentials() -> None:

@@ -330,6 +330,22 @@ def ollama_native_api(root: Path) -> None:
     )
 
 
+def untrusted_service(root: Path) -> None:
+    """An embedding service over HTTPS whose certificate signs itself (as one behind a
+    company's own CA does, to a client without that CA), and an http system pointing at it."""
+    from ..embed.http_servers import StandIn, self_signed_certificate
+
+    (root / "tls").mkdir()
+    server = StandIn(tls=self_signed_certificate(root / "tls"))
+    (root / "pyproject.toml").write_text(
+        settings(
+            '[tool.retrieval_gate]\ncorpus = "corpus"\n',
+            http_system(base_url=f'"{server.base_url}"'),
+        ),
+        encoding="utf-8",
+    )
+
+
 def tiny_transformer(root: Path) -> None:
     """The tests' tiny BERT (tests/conftest.py) at ``root/tiny``, built in a child process:
     transformers imported here would be undone after the test (pytester restores the modules
@@ -1660,6 +1676,19 @@ CASES: tuple[BadInput, ...] = (
         "failed items",
         {"lineage.retrieval.yaml": LENIENT, **corpus()},
         setup=ollama_native_api,
+        needs=("httpx",),
+    ),
+    BadInput(
+        "http-untrusted-certificate",
+        "an http system whose service's TLS certificate the client does not trust (a company's "
+        "own CA)",
+        "*pyproject.toml [system.svc]: embedding service https://127.0.0.1:*/v1/embeddings "
+        "(model 'served-model'): could not connect (*CERTIFICATE_VERIFY_FAILED*); its TLS "
+        "certificate is not trusted: point the SSL_CERT_FILE environment variable at the CA "
+        "certificate that signed it",
+        "failed items",
+        {"lineage.retrieval.yaml": LENIENT, **corpus()},
+        setup=untrusted_service,
         needs=("httpx",),
     ),
     BadInput(

@@ -19,7 +19,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ..embed.http_servers import Infinity, Reply, Seen, infinity_server, stand_in, vectors_body
+from ..embed.http_servers import (
+    Infinity,
+    Reply,
+    Seen,
+    infinity_server,
+    self_signed_certificate,
+    stand_in,
+    vectors_body,
+)
 from .conftest import lit
 
 pytest.importorskip("httpx", reason="httpx is needed (pip install '.[http]')")
@@ -374,6 +382,20 @@ def test_a_refused_connection_says_where(pytester: pytest.Pytester, keyed: None)
         ]
     )
     assert_key_nowhere(result, pytester.path)
+
+
+def test_a_service_behind_a_company_ca_is_trusted_through_ssl_cert_file(
+    pytester: pytest.Pytester, keyed: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Untrusted, the run ends in one line (the bad-input table shows it); with the CA named in
+    # SSL_CERT_FILE, as that line says, it runs.
+    cert, key = self_signed_certificate(pytester.path)
+    with stand_in(dim=8, tls=(cert, key)) as server:
+        http_project(pytester, server.base_url)
+        pytester.runpytest("--retrieval-gate").assert_outcomes(failed=1)
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        trusted = pytester.runpytest("--retrieval-gate")
+    trusted.assert_outcomes(passed=1)
 
 
 # -- the real server ---------------------------------------------------------------------------------

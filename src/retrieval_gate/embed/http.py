@@ -250,6 +250,21 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
+def _connect_hint(reason: str) -> str:
+    """What to do about a connection that failed: OpenSSL's reason names a certificate the
+    client does not trust (a company's own CA) and an https:// URL of a plain-HTTP service;
+    anything else is a service not there."""
+    if "CERTIFICATE_VERIFY_FAILED" in reason:
+        return (
+            "its TLS certificate is not trusted: point the SSL_CERT_FILE environment variable "
+            "at the CA certificate that signed it"
+        )
+    if "WRONG_VERSION_NUMBER" in reason or "RECORD_LAYER_FAILURE" in reason:
+        # What OpenSSL 3.0 and 3.2+ say of a plain-HTTP answer to a TLS handshake.
+        return "it does not speak TLS: 'base_url' says https://, the service may want http://"
+    return "is the service running at base_url?"
+
+
 def _sleep(seconds: float, stop: threading.Event | None = None) -> None:
     """Wait before a retry, cut short when ``stop`` is set (one name, so the tests can see the
     waits without taking them)."""
@@ -402,9 +417,7 @@ class HttpEmbedder:
             raise slow from None
         except httpx.ConnectError as exc:
             reason = _shown(str(exc) or type(exc).__name__)
-            raise self._fail(
-                f"could not connect ({reason}); is the service running at base_url?"
-            ) from None
+            raise self._fail(f"could not connect ({reason}); {_connect_hint(str(exc))}") from None
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
             reason = _shown(str(exc) or type(exc).__name__)
             raise _Retry(f"the connection broke ({reason})", None) from None
