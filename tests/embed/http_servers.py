@@ -191,6 +191,7 @@ class Seen:
     texts: list[str]
     authorization: str | None
     body: dict[str, Any]
+    path: str = ""  # the request's path and query
 
 
 class StandIn:
@@ -246,7 +247,7 @@ class StandIn:
         length = int(handler.headers.get("Content-Length") or 0)
         body = json.loads(handler.rfile.read(length) or b"{}")
         texts = list(body.get("input") or [])
-        seen = Seen(texts, handler.headers.get("Authorization"), body)
+        seen = Seen(texts, handler.headers.get("Authorization"), body, handler.path)
         with self._lock:
             number = len(self.requests)
             self.requests.append(seen)

@@ -209,6 +209,13 @@ def test_a_failed_connection_says_what_to_do_by_openssls_reason() -> None:
     assert _connect_hint("[Errno 111] Connection refused") == "is the service running at base_url?"
 
 
+def test_embeddings_goes_on_the_path_and_a_query_string_stays_after_it(tmp_path: Path) -> None:
+    with stand_in(dim=8) as server:
+        spec = http_spec(server.base_url + "/?api-version=2024-02-01")
+        load_embedder(spec, cache_dir=tmp_path)
+        assert server.requests[0].path == "/v1/embeddings?api-version=2024-02-01"
+
+
 def test_urls_are_shown_without_credentials() -> None:
     url = "https://user:pa55word@example.com:8443/v1/embeddings?api-key=secret"
     assert shown_url(url) == "https://example.com:8443/v1/embeddings"

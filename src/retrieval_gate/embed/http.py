@@ -37,7 +37,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import numpy as np
 
@@ -98,8 +98,8 @@ OPTIONS: OptionTable = {
         str,
         None,
         "the service's URL up to the protocol version, e.g. http://localhost:11434/v1 "
-        "(`/embeddings` is appended), without `user:password@` (the key goes in `api_key_env`); "
-        "required; not in the identity",
+        "(`/embeddings` is appended to its path, before any query string), without "
+        "`user:password@` (the key goes in `api_key_env`); required; not in the identity",
         check=_url_ok,
         rule="http:// or https:// URL",
         secret=True,
@@ -304,7 +304,9 @@ class HttpEmbedder:
         self._spec = spec
         self._entry = entry
         options = dict(spec.backend_options)
-        self._url = str(options["base_url"]).rstrip("/") + "/embeddings"
+        # /embeddings goes on the path: a query string (a gateway's api-version) stays after it.
+        base = urlsplit(str(options["base_url"]))
+        self._url = urlunsplit(base._replace(path=base.path.rstrip("/") + "/embeddings"))
         self._where = f"embedding service {shown_url(self._url)} (model '{_shown(spec.model)}')"
         self._dimensions: int | None = options.get("dimensions")
         self._concurrency = int(options.get("concurrency", 4))
@@ -451,7 +453,7 @@ class HttpEmbedder:
                 config=True,
             )
         if status == 404:
-            if self._url.endswith("/embeddings/embeddings"):
+            if urlsplit(self._url).path.endswith("/embeddings/embeddings"):
                 # The endpoint copied whole from the service's docs.
                 return self._fail(
                     f"answered 404{said}; 'base_url' ends in /embeddings, which the embedder "
