@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from retrieval_gate.display import forget_secrets
+
 from ..embed.http_servers import (
     Infinity,
     Reply,
@@ -326,6 +328,32 @@ def test_a_fault_ends_in_one_line_naming_the_system_without_the_key(
     assert "Traceback" not in result.stdout.str()
     assert HIDDEN not in result.stdout.str()
     assert_key_nowhere(result, pytester.path)
+
+
+def test_a_key_of_no_known_shape_echoed_by_the_service_is_in_no_output_under_xdist(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No pattern knows this key: only its being read from api_key_env masks it, in the worker
+    # that read it; the controller writes the reports, JUnit, baseline and history from there.
+    pytest.importorskip("xdist")
+    plain = "Zq7plainKeyOfNoShape42"
+    monkeypatch.setenv(KEY_ENV, plain)
+    echo = f"no such key: {plain}".encode()
+    try:
+        with stand_in(dim=8, script=lambda n, seen: Reply(500, echo) if n else Reply()) as server:
+            http_project(pytester, server.base_url, retries=0)
+            result = pytester.runpytest(
+                "--retrieval-gate", "-n", "2", "-p", "no:benchmark", "--junitxml=junit.xml"
+            )
+    finally:
+        forget_secrets([plain])
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["run failed: lineage x svc: *answered 500: no such key: *** (*"])
+    assert plain not in "\n".join(result.outlines + result.errlines)
+    assert (pytester.path / "junit.xml").is_file()
+    for path in pytester.path.rglob("*"):
+        if path.is_file():
+            assert plain.encode() not in path.read_bytes(), path
 
 
 def test_a_base_url_holding_the_endpoint_says_to_drop_it(
