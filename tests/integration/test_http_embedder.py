@@ -333,8 +333,9 @@ def test_a_fault_ends_in_one_line_naming_the_system_without_the_key(
 def test_a_key_of_no_known_shape_echoed_by_the_service_is_in_no_output_under_xdist(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # No pattern knows this key: only its being read from api_key_env masks it, in the worker
-    # that read it; the controller writes the reports, JUnit, baseline and history from there.
+    # No pattern knows this key: only its being read through api_key_env (as the settings are
+    # read, and again by the embedder) masks it, in every worker and in the controller, which
+    # writes the reports, the JUnit XML, the baseline and the history.
     pytest.importorskip("xdist")
     plain = "Zq7plainKeyOfNoShape42"
     monkeypatch.setenv(KEY_ENV, plain)
