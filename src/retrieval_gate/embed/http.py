@@ -8,10 +8,10 @@ tried again up to ``retries`` times, waiting what the server's ``Retry-After`` a
 exponential backoff; every request, its answer read whole, is bounded by the system's
 ``timeout`` and by the size its vectors take. Every other fault (connection refused, a refused
 key, an answer that is not JSON or not in the OpenAI shape, a wrong number of vectors or of
-dimensions) ends the run at once with one line. The API key is
-read from the environment variable ``api_key_env`` names and sent as a Bearer token only: it is
-never part of a message, the identity or the cache, and server text shown in a message has it
-(and any Bearer token or ``sk-`` key) replaced by ``***`` and its control characters escaped.
+dimensions) ends the run at once with one line, and the requests beside it with it. The API key
+is read from the environment variable ``api_key_env`` names and sent as a Bearer token only: it
+is never part of a message, the identity or the cache, and server text shown in a message has
+it (and any Bearer token or ``sk-`` key) replaced by ``***`` and its control characters escaped.
 
 The identity is what the service serves, asked when the embedder is opened: the model name the
 answer gives, and a digest of the vector of a fixed probe text (see :func:`probe_digest`). A
