@@ -13,13 +13,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from retrieval_gate.display import forget_secrets, register_secret
+from retrieval_gate.display import forget_secrets, quoted, register_secret
 from retrieval_gate.embed import EmbedderSpec, load_embedder
 from retrieval_gate.embed.http import (
     PROBE_TEXT,
     _connect_hint,
     _retry_after,
-    _shown,
     probe_digest,
     shown_url,
 )
@@ -186,13 +185,13 @@ def test_server_text_is_shown_without_the_key_or_control_characters() -> None:
         text = (
             f'{{"error": "Incorrect API key provided: {key}", "auth": "Bearer xyz.987"}}\x1b[2J\n'
         )
-        shown = _shown(text)
+        shown = quoted(text)
     finally:
         forget_secrets([key])
     assert shown == '{"error": "Incorrect API key provided: ***", "auth": "Bearer ***"}\\x1b[2J'
     # A key the server quotes cut short (OpenAI shows "sk-proj-****cdef") is still hidden.
-    assert _shown("key sk-proj-****cdef refused") == "key *** refused"
-    assert len(_shown("x" * 1000)) == 160
+    assert quoted("key sk-proj-****cdef refused") == "key *** refused"
+    assert len(quoted("x" * 1000)) == 160
 
 
 def test_a_failed_connection_says_what_to_do_by_openssls_reason() -> None:
@@ -231,7 +230,7 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
     assert found is not None and 25 <= found <= 31
 
 
-def test_a_key_a_header_cannot_carry_is_refused_without_being_shown(
+def test_a_key_a_header_cannot_carry_is_refused_without_beingquoted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RG_UNIT_KEY", "sk-unit-abc\ndef")

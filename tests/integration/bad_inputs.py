@@ -233,17 +233,71 @@ def static_system(index: str = "exact", **extra: str) -> str:
 def team_lance_table(root: Path) -> None:
     """The ``static_model`` and a team's LanceDB table of its corpus at ``root/team`` (table
     ``docs``), in which one document was loaded twice (a second row for sql/orders.sql)."""
+    static_model(root)
+    _in_child("write_team_lance", str(root / "team"), "repeated")
+
+
+def team_lance_nan_table(root: Path) -> None:
+    """`team_lance_table` with no id twice, and a NaN in sql/orders.sql's vector."""
+    static_model(root)
+    _in_child("write_team_lance", str(root / "team"), "nan")
+
+
+def team_lance_case(case: str, what: str, line: str, setup: Callable[[Path], None]) -> BadInput:
+    """A failed run of a project whose one system searches the team's table that ``setup``
+    writes (`team_lance_table`, `team_lance_nan_table`)."""
+    return BadInput(
+        case,
+        what,
+        line,
+        "failed items",
+        {
+            "pyproject.toml": settings(
+                '[tool.retrieval_gate]\ncorpus = "corpus"\n',
+                static_system(index="lancedb", uri='"team"', table='"docs"'),
+            ),
+            "lineage.retrieval.yaml": LENIENT,
+            **corpus(),
+        },
+        setup=setup,
+        needs=("model2vec", "lancedb"),
+        subprocess=True,
+    )
+
+
+def write_team_lance(folder: str, fault: str) -> None:
+    """The team's table of `team_lance_table` (``fault`` ``repeated``) or of
+    `team_lance_nan_table` (``nan``) in ``folder``."""
     import lancedb
+    import numpy as np
     import pyarrow as pa
 
-    static_model(root)
-    rng = __import__("numpy").random.default_rng(1)
-    ids = [*CORPUS, "sql/orders.sql"]
-    vectors = rng.random((len(ids), 8)).astype("float32").tolist()
+    ids = [*CORPUS, "sql/orders.sql"] if fault == "repeated" else list(CORPUS)
+    vectors = np.random.default_rng(1).random((len(ids), 8)).astype("float32")
+    if fault == "nan":
+        vectors[ids.index("sql/orders.sql"), 3] = np.nan
     table = pa.table(
-        {"id": pa.array(ids), "vector": pa.array(vectors, type=pa.list_(pa.float32(), 8))}
+        {"id": pa.array(ids), "vector": pa.array(vectors.tolist(), type=pa.list_(pa.float32(), 8))}
     )
-    lancedb.connect(root / "team").create_table("docs", table)
+    if fault == "nan":
+        # Written as another client would: lancedb's create_table refuses a NaN in a column
+        # named "vector" (not in one named otherwise); lance itself writes it.
+        import lance
+
+        lance.write_dataset(table, f"{folder}/docs.lance")
+        return
+    lancedb.connect(folder).create_table("docs", table)
+
+
+def _in_child(function: str, *args: str) -> None:
+    """This module's ``function(*args)`` in a child process: lancedb's native module, imported
+    during an in-process run, is dropped with the run's modules, and a second import panics."""
+    import subprocess
+    import sys
+
+    call = f"import sys; from tests.integration.bad_inputs import {function}; {function}(*sys.argv[1:])"
+    repo = Path(__file__).resolve().parents[2]
+    subprocess.run([sys.executable, "-c", call, *args], cwd=repo, check=True, capture_output=True)
 
 
 def silent_server(root: Path) -> None:
@@ -279,7 +333,11 @@ def web_server(root: Path) -> None:
 
     class NotFound(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            page = b"<!DOCTYPE HTML>\n<html><body><h1>404 Not Found</h1></body></html>\n"
+            # Said by its title: not its doctype, and not its style sheet's rules.
+            page = (
+                b"<!DOCTYPE HTML>\n<html><head><title>Error 404</title><style>body {margin: 0}"
+                b"</style></head><body><h1>404 Not Found</h1></body></html>\n"
+            )
             self.send_response(404)
             self.send_header("Content-Type", "text/html")
             self.send_header("Content-Length", str(len(page)))
@@ -1081,17 +1139,19 @@ CASES: tuple[BadInput, ...] = (
         "chroma-server-not-chroma",
         "a chroma-server system whose port has another web server on it (it answers 404)",
         "*[system.static]: chroma server at http://127.0.0.1:* answered, but not as a chroma "
-        "server: 404 Not Found; check 'host' and 'port'",
+        "server: an HTML page titled 'Error 404'; check 'host' and 'port'",
         "failed items",
         {"lineage.retrieval.yaml": LENIENT, **corpus()},
         setup=web_server,
         needs=("model2vec", "chromadb"),
     ),
     BadInput(
-        "chroma-hnsw-rejected",
-        "HNSW settings chroma accepts but cannot build a graph with, on an embedded chroma",
-        "*pyproject.toml [system.static]: chroma collection 'rg-*' at *chroma rejected vectors: *",
-        "failed items",
+        "chroma-hnsw-out-of-range",
+        "an HNSW setting chroma would take but cannot build a graph with (M = 2**31 - 1 failed at "
+        "the first insert; 10**6 ran for minutes), refused when the settings are read",
+        "ERROR: *pyproject.toml [system.static]: invalid 'hnsw_max_neighbors': 2147483647; "
+        "expected integer (2 to 100)*",
+        "usage error",
         {
             "pyproject.toml": settings(
                 '[tool.retrieval_gate]\ncorpus = "corpus"\n',
@@ -1100,8 +1160,6 @@ CASES: tuple[BadInput, ...] = (
             "lineage.retrieval.yaml": LENIENT,
             **corpus(),
         },
-        setup=static_model,
-        needs=("model2vec", "chromadb"),
     ),
     BadInput(
         "json-too-deep",
@@ -1389,24 +1447,22 @@ CASES: tuple[BadInput, ...] = (
         needs=("model2vec",),
     ),
     # -- nothing silent ---------------------------------------------------------------------------
-    BadInput(
+    team_lance_case(
         "lancedb-team-table-duplicate-id",
         "a team's LanceDB table holding one document on two rows (chunks, or a load run twice)",
-        "*pyproject.toml [system.static]: LanceDB table 'docs' at *team: id 'sql/orders.sql' "
-        "is on more than one row of column 'id', so one search found it twice; the gate ranks "
-        "one vector per document: keep one row per id (chunked tables are not supported)",
-        "failed items",
-        {
-            "pyproject.toml": settings(
-                '[tool.retrieval_gate]\ncorpus = "corpus"\n',
-                static_system(index="lancedb", uri='"team"', table='"docs"'),
-            ),
-            "lineage.retrieval.yaml": LENIENT,
-            **corpus(),
-        },
-        setup=team_lance_table,
-        needs=("model2vec", "lancedb"),
-        subprocess=True,
+        "*pyproject.toml [system.static]: LanceDB table 'docs' at *team: 1 of 6 rows repeat an "
+        "id of another row in column 'id' (e.g. 'sql/orders.sql'); the gate ranks one vector "
+        "per document: keep one row per id (chunked tables are not supported)",
+        team_lance_table,
+    ),
+    team_lance_case(
+        "lancedb-team-table-nan-vector",
+        "a team's LanceDB table with a NaN in a document's vector (LanceDB left that document "
+        "out of every result, with no word said)",
+        "*pyproject.toml [system.static]: LanceDB table 'docs' at *team holds NaN or infinite "
+        "values in 1 of 5 vectors in 'vector' (e.g. document 'sql/orders.sql'), which no search "
+        "can score; embed those documents again, or name a view without them in 'table'",
+        team_lance_nan_table,
     ),
     BadInput(
         "warm-wrong-width",

@@ -23,12 +23,10 @@ not part of it: the same model served on a laptop and in CI shares the cache and
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 import math
 import os
 import random
-import re
 import threading
 import time
 import weakref
@@ -41,7 +39,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import numpy as np
 
-from retrieval_gate.display import redact, register_secret, shown
+from retrieval_gate.display import page_text, quoted, redact, register_secret
 from retrieval_gate.embed import (
     EmbedderBackend,
     EmbedderSpec,
@@ -50,7 +48,7 @@ from retrieval_gate.embed import (
     make_identity,
 )
 from retrieval_gate.errors import ConfigError, RunError
-from retrieval_gate.schema import Option, OptionTable, Where, at_least
+from retrieval_gate.schema import Option, OptionTable, Where, at_least, between
 from retrieval_gate.usercode import DEFAULT_TIMEOUT_S
 
 __all__ = [
@@ -75,9 +73,6 @@ PROBE_STEP = 0.5
 #: Seconds before the first retry without ``Retry-After``; doubled each time, at most the cap.
 BACKOFF_FIRST_S = 0.5
 BACKOFF_CAP_S = 30.0
-
-#: Characters of the server's own text a message quotes.
-_QUOTED = 160
 
 #: The most an answer may hold, read as it arrives (its gzip undone): ``_BODY_SLACK`` bytes
 #: plus ``_BYTES_PER_NUMBER`` per number it should carry (a float written by JSON takes about
@@ -124,8 +119,7 @@ OPTIONS: OptionTable = {
         4,
         "requests in flight at once (each of `batch_size` texts); changes the vectors by float "
         "noise at most, as the service batches them",
-        check=lambda v: 1 <= v <= 64,
-        rule="1 to 64",
+        **between(1, 64),
     ),
     "retries": Option(
         int,
@@ -190,37 +184,6 @@ def probe_digest(vector: np.ndarray) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def _shown(text: str) -> str:
-    """Server text as a message may quote it: through display/ (credentials masked, the key
-    among them once read, control characters escaped), on one line, at most ``_QUOTED``
-    characters."""
-    inert = shown(" ".join(text.split()))
-    return inert if len(inert) <= _QUOTED else inert[: _QUOTED - 3] + "..."
-
-
-#: Of an answer's body, the part read for an HTML page's title or text.
-_PAGE_HEAD = 65536
-_TITLE = re.compile(r"(?is)<title[^>]*>(.*?)(?:</title|$)")
-_HTML = re.compile(r"(?is)\s*<(!doctype|html|head|body|!--)")
-# An unclosed script, style or comment runs to the end (as in a browser): each is scanned once.
-_NOT_TEXT = re.compile(r"(?is)<(script|style)\b.*?(?:</\1\s*>|$)|<!--.*?(?:-->|$)|<[^>]*>?")
-
-
-def _server_text(payload: bytes) -> str:
-    """An answer's body as a message quotes it. An HTML page (a proxy's or a login page in front
-    of the service) is said by its title, else by its text without tags, scripts and styles:
-    quoted as it is, its first characters would be a doctype, comments and CSS."""
-    text = payload.decode("utf-8", "replace")
-    if not _HTML.match(text):
-        return text
-    head = text[:_PAGE_HEAD]
-    title = _TITLE.search(head)
-    if title is not None and title.group(1).strip():
-        return f"an HTML page titled '{html.unescape(' '.join(title.group(1).split()))}'"
-    words = " ".join(html.unescape(_NOT_TEXT.sub(" ", head)).split())
-    return f"an HTML page: {words}" if words else "an HTML page without text"
-
-
 def shown_url(url: str) -> str:
     """The URL without user, password and query (where credentials hide), as messages show it."""
     parts = urlsplit(url)
@@ -232,7 +195,7 @@ def shown_url(url: str) -> str:
     except ValueError:
         port = None
     netloc = host + (f":{port}" if port else "")
-    return _shown(f"{parts.scheme}://{netloc}{parts.path}")
+    return quoted(f"{parts.scheme}://{netloc}{parts.path}")
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -307,7 +270,7 @@ class HttpEmbedder:
         # /embeddings goes on the path: a query string (a gateway's api-version) stays after it.
         base = urlsplit(str(options["base_url"]))
         self._url = urlunsplit(base._replace(path=base.path.rstrip("/") + "/embeddings"))
-        self._where = f"embedding service {shown_url(self._url)} (model '{_shown(spec.model)}')"
+        self._where = f"embedding service {shown_url(self._url)} (model '{quoted(spec.model)}')"
         self._dimensions: int | None = options.get("dimensions")
         self._concurrency = int(options.get("concurrency", 4))
         self._retries = int(options.get("retries", 5))
@@ -418,17 +381,17 @@ class HttpEmbedder:
         except httpx.TimeoutException:
             raise slow from None
         except httpx.ConnectError as exc:
-            reason = _shown(str(exc) or type(exc).__name__)
+            reason = quoted(str(exc) or type(exc).__name__)
             raise self._fail(f"could not connect ({reason}); {_connect_hint(str(exc))}") from None
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-            reason = _shown(str(exc) or type(exc).__name__)
+            reason = quoted(str(exc) or type(exc).__name__)
             raise _Retry(f"the connection broke ({reason})", None) from None
         except httpx.HTTPError as exc:
-            reason = _shown(str(exc) or type(exc).__name__)
+            reason = quoted(str(exc) or type(exc).__name__)
             raise self._fail(f"request failed: {type(exc).__name__}: {reason}") from None
 
     def _status_fault(self, status: int, headers: Mapping[str, str], payload: bytes) -> Exception:
-        text = _shown(_server_text(payload))
+        text = quoted(page_text(payload.decode("utf-8", "replace")))
         said = f": {text}" if text else ""
         if status == 429 or status >= 500:
             return _Retry(f"answered {status}{said}", _retry_after(headers.get("retry-after")))
@@ -471,7 +434,7 @@ class HttpEmbedder:
         try:
             answer = json.loads(payload)
         except ValueError:
-            text = _shown(_server_text(payload)) or "an empty body"
+            text = quoted(page_text(payload.decode("utf-8", "replace"))) or "an empty body"
             raise self._fail(f"answered something that is not JSON: {text}") from None
         except RecursionError:
             # Python's JSON reader recurses per level of nesting: no answer nests that deep.
@@ -550,7 +513,7 @@ class HttpEmbedder:
                 "service's native API does (Ollama's /api, TEI's /embed): set 'base_url' to its "
                 "OpenAI-compatible address, which ends in /v1 for both"
             )
-        text = _shown(_server_text(payload))
+        text = quoted(page_text(payload.decode("utf-8", "replace")))
         return f"answered JSON without a 'data' list of embeddings: {text}"
 
     def _request(
