@@ -114,8 +114,10 @@ def test_the_first_fault_stops_the_requests_not_yet_sent(tmp_path: Path) -> None
 
 def test_the_first_fault_ends_the_retries_of_the_requests_beside_it(tmp_path: Path) -> None:
     def script(n: int, seen: Seen) -> Reply:
-        if n == 0 or seen.texts == ["passage: a"]:  # the probe passes; "a" is refused at once
-            return Reply() if n == 0 else Reply(400, b"bad input")
+        if n == 0:
+            return Reply()  # the probe
+        if seen.texts == ["passage: a"]:
+            return Reply(400, b"bad input")  # refused at once
         # "b", in parallel, is rate limited: without the fault beside it, tried once more.
         return Reply(429, b"slow down", {"Retry-After": "5"}, delay=0.3)
 
