@@ -14,6 +14,7 @@ import pytest
 from retrieval_gate.embed import LazyEmbedder
 from retrieval_gate.embed.checks import EmbeddingCall, encode, zero_rows, zero_vectors_warning
 from retrieval_gate.errors import RunError
+from retrieval_gate.usercode import Worker
 
 CALL = EmbeddingCall(system="s", embedder="mine", timeout=0.2, batch_size=2, path="pyproject.toml")
 
@@ -111,9 +112,9 @@ def test_an_embedder_that_bounds_its_documents_still_has_its_queries_bounded() -
     )
 
 
-def test_a_systems_cold_queries_are_embedded_on_its_one_worker_thread() -> None:
-    # A thread started per cold query cost more than a small model's encoding: the system's
-    # call carries one worker (systems/embedding/vectors.py), and the limit still holds.
+def test_encodings_on_a_worker_share_its_thread_under_the_same_limit() -> None:
+    # A thread started per cold query cost more than a small model's encoding: an embedding
+    # system's call carries one worker (systems/embedding/index.py), and the limit still holds.
     from retrieval_gate.config import parse_settings
     from retrieval_gate.systems.embedding.vectors import embedding_call
 
@@ -121,7 +122,8 @@ def test_a_systems_cold_queries_are_embedded_on_its_one_worker_thread() -> None:
         {"system": {"s": {"embedder": "model2vec", "model": "m", "timeout": 0.2}}},
         Path("pyproject.toml"),
     )
-    call = embedding_call(settings.system("s"))
+    # The call an embedding system's index makes: one worker for all its queries.
+    call = embedding_call(settings.system("s"), worker=Worker("s"))
     seen: list[threading.Thread] = []
 
     class Recording(Returns):

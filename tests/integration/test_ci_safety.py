@@ -164,3 +164,63 @@ def test_a_systems_queries_run_on_one_thread_under_their_time_limit(
     calls = (pytester.path / "threads.txt").read_text().splitlines()
     assert len(calls) == 4  # a warm-up call and the suite's three queries
     assert len(set(calls)) == 1 and calls[0].endswith(" False")
+
+
+EMBEDDER = """
+import threading
+
+import numpy as np
+
+from retrieval_gate.embed import EMBEDDERS, EmbedderBackend, register_embedder
+
+SEEN = []
+
+
+class Recording:
+    identity = "recording/1"
+    dim = 4
+
+    def encode_documents(self, texts, *, progress=False):
+        return np.eye(4, dtype=np.float32)[[len(t) % 4 for t in texts]] + 0.1
+
+    def encode_queries(self, texts):
+        SEEN.append(threading.current_thread())  # kept: no id is reused by another thread
+        with open("threads.txt", "a") as out:
+            out.write(f"{id(SEEN[-1])} {SEEN[-1] is threading.main_thread()}\\n")
+        return self.encode_documents(texts)
+
+
+register_embedder(EmbedderBackend("recording", "test", {}, lambda s, c, e: Recording(), "test"))
+
+
+def pytest_unconfigure(config):
+    EMBEDDERS.pop("recording", None)
+"""
+
+
+def test_an_embedding_systems_cold_queries_run_on_its_one_worker_thread(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(EMBEDDER)
+    corpus = pytester.mkdir("corpus")
+    for name, text in {"a.md": "orders", "b.md": "customer names", "c.md": "refunds"}.items():
+        (corpus / name).write_text(text)
+    pytester.makefile(
+        ".toml",
+        pyproject='[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider"\n'
+        '[tool.retrieval_gate]\ncorpus = "corpus"\n'
+        '[tool.retrieval_gate.system.rec]\nembedder = "recording"\nmodel = "r"\n'
+        'index = "exact"\n',
+    )
+    write_suite(
+        pytester,
+        "name: s\nk: [1]\ngates: {P@1: 0.0}\nqueries:\n"
+        "  - {id: q1, query: orders, relevant: [a.md]}\n"
+        "  - {id: q2, query: customer, relevant: [b.md]}\n"
+        "  - {id: q3, query: refunds, relevant: [c.md]}\n",
+    )
+    result = pytester.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=1)
+    calls = (pytester.path / "threads.txt").read_text().splitlines()
+    assert len(calls) >= 3  # each query embedded alone, as a live query is
+    assert len(set(calls)) == 1 and calls[0].endswith(" False")

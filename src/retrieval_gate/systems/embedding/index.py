@@ -23,6 +23,7 @@ from retrieval_gate.systems.embedding.vectors import (
     store_or_warn,
 )
 from retrieval_gate.systems.timings import Timings
+from retrieval_gate.usercode import Worker
 
 if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
@@ -78,7 +79,9 @@ class EmbeddingIndex:
             embedder = load_system_embedder(system, options, source=source)
         self.embedder: Embedder = embedder
         #: Who embeds and under which time limit: every encoder call passes embed/checks.py.
-        self.call = embedding_call(system)
+        #: Its calls (each cold query's, each timed search's) on one worker thread, not a
+        #: thread started per query (usercode.Worker); ended in :meth:`close`.
+        self.call = embedding_call(system, worker=Worker(f"retrieval-gate-{system.name}"))
         vectors, embedded = self._document_vectors(units)
         self._warn_zero(vectors, "document")
         self.vectors = vectors

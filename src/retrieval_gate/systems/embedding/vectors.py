@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from retrieval_gate.embed.cache import EmbeddingCache
     from retrieval_gate.embed.checks import EmbeddingCall
     from retrieval_gate.systems.config import SystemConfig
+    from retrieval_gate.usercode import Worker
 
 
 #: Appended to an embedder's identity to name its query-vector cache: the same text embedded as
@@ -179,12 +180,12 @@ def embed_texts(
     return vectors, len(todo)
 
 
-def embedding_call(system: SystemConfig) -> EmbeddingCall:
+def embedding_call(system: SystemConfig, *, worker: Worker | None = None) -> EmbeddingCall:
     """The system's embedding boundary (embed/checks.py): its names, its 'timeout' and
-    'batch_size', and what its index does with a zero vector."""
+    'batch_size', what its index does with a zero vector, and the ``worker`` thread its calls
+    run on (None: a thread per call, for a caller that makes one or two)."""
     from retrieval_gate.embed.checks import EmbeddingCall
     from retrieval_gate.index import INDEXES
-    from retrieval_gate.usercode import Worker
 
     opt = system.options
     backend = INDEXES.get(str(opt["index"]))
@@ -194,6 +195,6 @@ def embedding_call(system: SystemConfig) -> EmbeddingCall:
         timeout=float(opt["timeout"]),
         batch_size=int(opt["batch_size"]),
         path=None if system.source is None else str(system.source),
-        worker=Worker(f"retrieval-gate-{system.name}"),
+        worker=worker,
         **({"zero_effect": backend.zero_vectors} if backend is not None else {}),
     )
