@@ -13,7 +13,7 @@ import pytest
 
 from retrieval_gate.embed import LazyEmbedder
 from retrieval_gate.embed.checks import EmbeddingCall, encode, zero_rows, zero_vectors_warning
-from retrieval_gate.errors import RunError
+from retrieval_gate.errors import LibraryError, RunError
 from retrieval_gate.usercode import Worker
 
 CALL = EmbeddingCall(system="s", embedder="mine", timeout=0.2, batch_size=2, path="pyproject.toml")
@@ -141,3 +141,47 @@ def test_encodings_on_a_worker_share_its_thread_under_the_same_limit() -> None:
         encode(embedder, ["stuck"], queries=True, call=call)
     encode(embedder, ["d"], queries=True, call=call)
     assert seen[-1] is not seen[0]  # the stuck thread was abandoned, a new one took over
+
+
+def _team_encoder() -> Any:
+    """``encode_documents`` of the team's module ``team_vectors`` (its frame names it): fails on
+    every text holding the embedder's ``word`` (every text when it is empty)."""
+    namespace: dict[str, Any] = {"__name__": "team_vectors", "np": np}
+    exec(
+        "def encode_documents(self, texts, *, progress=False):\n"
+        "    if any(self.word in text for text in texts):\n"
+        "        raise ValueError('cannot embed ' + (self.word or 'anything'))\n"
+        "    return np.ones((len(texts), 3))\n",
+        namespace,
+    )
+    return namespace["encode_documents"]
+
+
+class Failing(Returns):
+    """An embedder plug-in whose encoding is the team's module's (``_team_encoder``)."""
+
+    encode_documents = _team_encoder()
+
+    def __init__(self, word: str) -> None:
+        super().__init__(None)
+        self.word = word
+
+
+def test_the_document_a_library_fails_on_is_named_by_halving_the_batch() -> None:
+    texts = [f"text {i}" for i in range(9)]
+    with pytest.raises(LibraryError) as info:
+        encode(Failing("7"), texts, queries=False, call=CALL, names=[f"d{i}" for i in range(9)])
+    assert str(info.value) == (
+        "pyproject.toml [system.s]: team_vectors failed while embedding document 'd7': "
+        "ValueError: cannot embed 7"
+    )
+
+
+def test_a_library_failing_on_every_document_names_the_batch() -> None:
+    names = [f"d{i}" for i in range(5)]
+    with pytest.raises(LibraryError) as info:
+        encode(Failing(""), ["a", "b", "c", "d", "e"], queries=False, call=CALL, names=names)
+    assert str(info.value) == (
+        "pyproject.toml [system.s]: team_vectors failed while embedding 5 documents ('d0', "
+        "'d1', 'd2' and 2 more): ValueError: cannot embed anything"
+    )

@@ -152,13 +152,14 @@ def _failing_text(
 ) -> tuple[int, Exception] | None:
     """The position of a text whose encoding fails alone, and what it raised, found by
     halving ``texts`` (each part under the call's time limit); None when no text fails alone
-    (the failure needs the batch) or a part does not return in time."""
+    (the failure needs the batch), another text fails alone too (a model that fails on every
+    text: no one document to name), or a part does not return in time."""
 
     def error_of(part: Sequence[str]) -> Exception | None:
         batches = math.ceil(len(part) / max(1, call.batch_size))
         limit = call.timeout * batches if bounded and call.timeout else None
         try:
-            call_bounded(lambda: embedder.encode_documents(list(part)), limit)
+            call.bounded(lambda: embedder.encode_documents(list(part)), limit)
         except CallTimeout:
             raise
         except Exception as exc:
@@ -175,9 +176,12 @@ def _failing_text(
             else:
                 low = middle
         error = error_of(texts[low:high])
+        other = len(texts) - 1 if low == 0 else 0
+        if error is None or error_of(texts[other : other + 1]) is not None:
+            return None
     except CallTimeout:
         return None
-    return None if error is None else (low, error)
+    return low, error
 
 
 def _doing(what: str, texts: Sequence[str], names: Sequence[str] | None) -> str:
