@@ -231,8 +231,19 @@ def test_a_suite_spent_by_decisions_is_warned(
     result = pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
     store = JsonLinesHistory(pytester.path / ".retrieval-gate/history")
     (first,) = store.read("merges").records
-    # Six earlier decisions on this version of the suite (sessions d0..d5).
-    store.append([dataclasses.replace(first, decided=True, session=f"d{i}") for i in range(6)])
+    # Six earlier decisions on this version of the suite (sessions d0..d5, each at its own
+    # commit: copies at one commit would be one measurement, counted once).
+    store.append(
+        [
+            dataclasses.replace(
+                first,
+                at=dataclasses.replace(first.at, commit=commit(i)),
+                decided=True,
+                session=f"d{i}",
+            )
+            for i in range(6)
+        ]
+    )
     result = pytester.runpytest("--retrieval-gate")
     report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
     (shelf,) = report["history"]["shelf_life"]
@@ -267,6 +278,7 @@ def test_xdist_gives_the_same_drift_verdicts_and_writes_once(
     pytester.runpytest("--retrieval-gate")  # serial, writing nothing to the history
     serial = _drift_gate(pytester)
     lines = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text().count("\n")
+    monkeypatch.setenv("GITHUB_SHA", commit(5))  # at merge 4's commit it would be merge 4 again
     result = pytester.runpytest_subprocess(
         "--retrieval-gate", "--rg-record", "-n", "2", "-p", "no:benchmark"
     )
@@ -371,3 +383,60 @@ def test_a_compaction_that_fails_after_the_append_says_the_records_are_in(
     )
     assert (folder / "merges.jsonl").read_text().count("\n") == 3  # two records, the bad line
     assert not (pytester.path / "elsewhere").exists()
+
+
+def test_a_run_from_uncommitted_changes_is_recorded_as_such_and_no_merge(
+    pytester: pytest.Pytester,
+) -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=pytester.path,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout.strip()
+
+    stepped_project(pytester)
+    git("init", "-q")
+    git("add", "pyproject.toml", "stepped_app.py", "merges.retrieval.yaml", "step.txt")
+    git("commit", "-q", "-m", "one")
+    first = git("rev-parse", "HEAD")
+    pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
+    git("add", "retrieval-baseline.json", ".retrieval-gate/history")
+    git("commit", "-q", "-m", "the baseline")
+    second = git("rev-parse", "HEAD")
+    # A developer's change, run and saved before it is committed: measured on top of HEAD, not
+    # at it. The history recorded it as HEAD, a merge: an anchor, a step, a trend point.
+    (pytester.path / "step.txt").write_text("3")  # P@1 0.94
+    result = pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
+    result.stdout.fnmatch_lines(
+        [
+            f"retrieval gate: warning: the working tree has uncommitted changes: recorded as "
+            f"{second[:7]}-dirty, counted in the shelf-life ledger but no drift anchor, step or "
+            "trend point (record from a clean checkout of the commit for that)"
+        ]
+    )
+    lines = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text().splitlines()
+    assert [json.loads(line).get("dirty") for line in lines] == [None, True]
+    saved = json.loads((pytester.path / "retrieval-baseline.json").read_text())["saved"]
+    assert saved["commit"] == second and saved["dirty"] is True
+    # Committed, then run on main: drift is read from the first merge over one step, the dirty
+    # record neither a step nor a point of the trend.
+    git("commit", "-q", "-a", "-m", "the change")
+    pytester.runpytest("--retrieval-gate", "--rg-record")
+    drift = _drift_gate(pytester)
+    assert drift["detail"][0].startswith(
+        f"P@1 is 0.06 below the anchor of {_day(pytester, 0)} ({first[:7]}), over 1 step "
+    )
+    report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+    (trend,) = report["history"]["trends"]
+    assert [p["commit"] for p in trend["points"]] == [first[:7], "now"]
+    assert report["history"]["baseline_age"]["saved"]["dirty"] is True

@@ -230,6 +230,46 @@ class HistoryRecord:
         )
 
 
+def run_key(record: HistoryRecord) -> tuple[Any, ...]:
+    """What makes two records one measurement: the suite and system at one commit of a committed
+    tree, on one suite digest and system identity, with the same figures. A rerun of the same CI
+    job, a line copied or a file merged twice measures nothing new (same inputs, same rankings:
+    docs/baselines.md), so it is one point of the line and one entry of each ledger. A record
+    from uncommitted changes is another tree each time: only its own copies (same session) are
+    it; outside git and CI, likewise (its time and session)."""
+    at = record.at
+    where = (
+        (at.commit, record.session if at.dirty else "") if at.commit else (at.time, record.session)
+    )
+    return (
+        record.suite,
+        record.system,
+        *where,
+        record.suite_digest,
+        record.identity,
+        record.holdout_digest,
+        record.n,
+        tuple(sorted(record.metrics.items())),
+    )
+
+
+def distinct(records: Sequence[HistoryRecord]) -> tuple[tuple[HistoryRecord, ...], int]:
+    """Each measurement once (:func:`run_key`), where its first record stands, and how many
+    records repeated an earlier one. The one kept says what any of its copies said: a decision
+    if one was (``decided``, its session), the most holdout verdicts one revealed."""
+    kept: dict[tuple[Any, ...], HistoryRecord] = {}
+    for record in records:
+        key = run_key(record)
+        first = kept.get(key)
+        if first is None:
+            kept[key] = record
+            continue
+        merged = record if record.decided and not first.decided else first
+        held = max(first.holdout_decisions, record.holdout_decisions)
+        kept[key] = dataclasses.replace(merged, at=first.at, holdout_decisions=held)
+    return tuple(kept.values()), len(records) - len(kept)
+
+
 def _exact_values(run: RunRecord) -> dict[str, tuple[float, ...]]:
     """Each metric's per-query values under exact search, when every query has them."""
     found = [q.exact_metrics for q in run.queries]
