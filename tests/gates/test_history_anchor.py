@@ -135,3 +135,24 @@ def test_a_record_from_uncommitted_changes_is_no_anchor_and_no_step() -> None:
         "no record of a committed tree yet (the 1 in the history were made from uncommitted "
         "changes)"
     )
+
+
+def test_an_accepted_drift_starts_that_metrics_window_again() -> None:
+    # The baseline of day 10 was saved over a failing MRR@5 drift item: MRR@5's drop before it
+    # was seen and accepted; P@1's was not, and still counts from the window's oldest.
+    accepted = dataclasses.replace(RECORDS[2], accepted_drift=("MRR@5",))
+    records = [*RECORDS[:2], accepted, *RECORDS[3:]]
+    settings = HistorySettings(drift_records=20)
+    mrr = find_anchor(records, settings, now=NOW, metric="MRR@5")
+    assert not isinstance(mrr, str) and mrr.record is accepted and mrr.how == "accepted"
+    assert mrr.later == tuple(RECORDS[3:])
+    assert mrr.rule == "the newest baseline saved over a failing MRR@5 drift item"
+    p1 = find_anchor(records, settings, now=NOW, metric="P@1")
+    assert not isinstance(p1, str) and p1.record is RECORDS[0] and p1.how == "window"
+    assert p1.rule == "the oldest of the last 20 records"
+    # Older than the window's oldest, it is nothing: the window is the later start.
+    narrow = find_anchor(records, HistorySettings(drift_records=2), now=NOW, metric="MRR@5")
+    assert not isinstance(narrow, str) and narrow.record is RECORDS[3]
+    # A pin is the team's own anchor, whatever was accepted since.
+    pinned = find_anchor(records, settings, pin="0000001", now=NOW, metric="MRR@5")
+    assert not isinstance(pinned, str) and pinned.record is RECORDS[0]

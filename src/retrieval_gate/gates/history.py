@@ -41,11 +41,14 @@ _TIE = 1e-12
 
 @dataclass(frozen=True)
 class Anchor:
-    """The record today is compared with, and how it was chosen (``window`` or ``pinned``)."""
+    """The record today is compared with, and how it was chosen: ``window`` (the oldest in the
+    window), ``accepted`` (the newest baseline saved over a failing drift item, within the
+    window) or ``pinned`` (``--rg-pin``); ``rule`` says which in words."""
 
     record: HistoryRecord
     how: str
     later: tuple[HistoryRecord, ...]  # the records after it, oldest first
+    rule: str = ""
 
     def describe(self) -> str:
         day = (self.record.at.time or "")[:10]
@@ -59,6 +62,7 @@ def find_anchor(
     *,
     pin: str | None = None,
     now: datetime | None = None,
+    metric: str | None = None,
 ) -> Anchor | str:
     """The anchor among one suite x system's ``records`` (oldest first), or why there is none.
     ``pin``: a commit (or its prefix): the newest record at that commit. Otherwise the oldest of
@@ -66,7 +70,11 @@ def find_anchor(
 
     Only records of committed trees take part (:func:`merges`): a record made from uncommitted
     changes names a commit it was not, so it is neither an anchor, nor counted in the window,
-    nor a step after the anchor."""
+    nor a step after the anchor.
+
+    ``metric``: the anchor of that metric's item, which starts again at the newest baseline
+    saved over a failing drift item of that metric (an accepted drift); without it, the
+    window's own anchor (the trends' mark, whether drift items exist at all)."""
     if not records:
         return "no history for this suite and system yet"
     removed = [r for r in records if r.at.dirty]
@@ -90,7 +98,7 @@ def find_anchor(
         for i in range(len(records) - 1, -1, -1):
             commit = records[i].at.commit or ""
             if commit.lower().startswith(wanted):
-                return Anchor(records[i], "pinned", tuple(records[i + 1 :]))
+                return Anchor(records[i], "pinned", tuple(records[i + 1 :]), "pinned by --rg-pin")
         return f"--rg-pin {pin}: no record of this suite and system at that commit" + (
             " (only records made from uncommitted changes on top of it, which are no anchor)"
             if any((r.at.commit or "").lower().startswith(wanted) for r in removed)
@@ -102,9 +110,25 @@ def find_anchor(
         if not inside:
             return f"no record within the last {settings.window_text}"
         first = inside[0]
+        rule = f"the oldest record within {settings.window_text}"
     else:
         first = max(0, len(records) - (settings.drift_records or 1))
-    return Anchor(records[first], "window", tuple(records[first + 1 :]))
+        rule = f"the oldest of the last {settings.window_text}"
+    # A drift accepted (a baseline saved over a failing drift item, as a regression is
+    # accepted) is where the window starts again: the drop before it was seen and taken.
+    # Per metric: a drift of MRR@5 accepted says nothing of P@1, whose drop would add up unseen.
+    accepted = [
+        i for i, r in enumerate(records) if metric in r.accepted_drift and r.source == "baseline"
+    ]
+    if accepted and accepted[-1] > first:
+        first = accepted[-1]
+        return Anchor(
+            records[first],
+            "accepted",
+            tuple(records[first + 1 :]),
+            f"the newest baseline saved over a failing {metric} drift item",
+        )
+    return Anchor(records[first], "window", tuple(records[first + 1 :]), rule)
 
 
 def merges(records: Sequence[HistoryRecord]) -> tuple[HistoryRecord, ...]:
@@ -281,16 +305,12 @@ def drift_outcomes(
             detail=(
                 _statement(check, drop, anchor, steps, beyond),
                 f"anchor {format_value(before)} -> now {format_value(after)} over {n} {over}; "
-                f"drift tolerance {format_value(check.tolerance)} (window "
-                f"{_window(anchor)}){resolution}",
+                f"drift tolerance {format_value(check.tolerance)} (anchor: {anchor.rule})"
+                f"{resolution}",
                 *([noise[check.metric]] if check.metric in noise else []),
             ),
         )
     return outcomes
-
-
-def _window(anchor: Anchor) -> str:
-    return "pinned" if anchor.how == "pinned" else "its oldest record"
 
 
 def _statement(check: DriftCheck, drop: float, anchor: Anchor, steps: int, beyond: int) -> str:

@@ -53,7 +53,7 @@ from retrieval_gate.gates.shelflife import (
     holdout_shelf_life,
     shelf_life,
 )
-from retrieval_gate.records import HOLDOUT_SCOPE
+from retrieval_gate.records import DRIFT_SCOPE, HOLDOUT_SCOPE
 
 if TYPE_CHECKING:
     from retrieval_gate.baseline.store import Baseline
@@ -151,6 +151,19 @@ def _held(there: HistoryRecord | None, new: HistoryRecord) -> bool:
         there is not None
         and there.decided >= new.decided
         and there.holdout_decisions >= new.holdout_decisions
+        and set(there.accepted_drift) >= set(new.accepted_drift)
+    )
+
+
+def _failed_drift(run: RunRecord, gates: Sequence[Outcome]) -> tuple[str, ...]:
+    """The metrics whose slow-drift item failed for the run: saved as the baseline, the drift
+    is accepted (docs/baselines.md)."""
+    return tuple(
+        sorted(
+            g.metric
+            for g in gates
+            if g.scope == DRIFT_SCOPE and not g.passed and (g.suite, g.system) == run.key
+        )
     )
 
 
@@ -306,7 +319,7 @@ class HistoryKeeper:
         anchor = find_anchor(records, self.conf, pin=self.pin, now=self.now)
         if isinstance(anchor, str) and not (self.pin and records):
             return []
-        if not isinstance(anchor, str) and anchor.how == "window" and anchor.record is records[-1]:
+        if not isinstance(anchor, str) and anchor.how != "pinned" and anchor.record is records[-1]:
             # Only the newest record: that is the baseline the regression items compare with
             # already (a history of one record has no drift yet). Not so when records from
             # uncommitted changes (no anchor) came after it: the baseline may be one of them.
@@ -325,9 +338,26 @@ class HistoryKeeper:
             return {c.metric: anchor for c in checks}
         blocks = sum(1 for a in self._anchors.values() if not isinstance(a, str))
         level = block_level(self.settings.alpha, blocks)
-        return drift_outcomes(
-            record, anchor, checks, level=level, alpha=self.settings.alpha, seed=self.settings.seed
-        )
+        # Each metric from its own anchor: the window's, or where a drift of it was accepted.
+        records = self.history(suite.name).of(system)
+        by_anchor: dict[int, tuple[Anchor, list[DriftCheck]]] = {}
+        for check in checks:
+            own = find_anchor(records, self.conf, pin=self.pin, now=self.now, metric=check.metric)
+            found = anchor if isinstance(own, str) else own
+            by_anchor.setdefault(id(found.record), (found, []))[1].append(check)
+        out: dict[str, Outcome | str] = {}
+        for found, group in by_anchor.values():
+            out.update(
+                drift_outcomes(
+                    record,
+                    found,
+                    group,
+                    level=level,
+                    alpha=self.settings.alpha,
+                    seed=self.settings.seed,
+                )
+            )
+        return out
 
     def age_properties(self, baseline: Baseline | None) -> list[tuple[str, object]]:
         """The baseline's age as JUnit test-suite properties (without the suite digests, which
@@ -390,6 +420,7 @@ class HistoryKeeper:
                 session=self.session_id,
                 tolerance=self._tolerances(run, gates),
                 holdout_decisions=len(_holdout_gates(run, gates)),
+                accepted_drift=_failed_drift(run, gates) if saved else (),
             )
             for run in runs
         ]
@@ -502,13 +533,15 @@ class HistoryKeeper:
             if not records:
                 continue
             gated = [m for m in self._tolerances(run, gates, gated_only=True) if m in run.metrics]
-            try:
-                anchor = find_anchor(records, self.conf, pin=self.pin, now=self.now)
-            except RetrievalGateError:  # an ambiguous --rg-pin, an error of the collection
-                anchor = "no anchor"
-            at = None if isinstance(anchor, str) else records.index(anchor.record)
             labels = (*(r.at.short for r in records), "now")
             for metric in gated or list(run.metrics)[:3]:
+                try:
+                    anchor = find_anchor(
+                        records, self.conf, pin=self.pin, now=self.now, metric=metric
+                    )
+                except RetrievalGateError:  # an ambiguous --rg-pin, an error of the collection
+                    anchor = "no anchor"
+                at = None if isinstance(anchor, str) else records.index(anchor.record)
                 values = (
                     *(r.metrics.get(metric, float("nan")) for r in records),
                     run.metrics[metric],
