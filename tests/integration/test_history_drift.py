@@ -93,6 +93,9 @@ def test_thirty_small_merges_fail_drift_when_they_add_up(
     assert shelf["resolution_now"] == pytest.approx(planned * factor)
     # 50 queries cannot resolve 0.0333 even fresh: the resolution warning says so, not this.
     assert shelf["resolution_fresh"] > TOLERANCE and not shelf["spent"]
+    # Nor does the table read "0" decisions left, as if used up.
+    markdown = (pytester.path / "retrieval-gate-report.md").read_text()
+    assert "| 0.0333 | none: too few units even fresh |" in markdown
 
 
 def test_thirty_unchanged_merges_raise_no_drift(
