@@ -303,6 +303,13 @@ def test_xdist_gives_the_same_drift_verdicts_and_writes_once(
     )
     assert result.ret == 1  # the drift item fails: 0.08 below merge 0's record, over 4 steps
     parallel = _drift_gate(pytester)
+    # The report's failing gates say what the item is against, as the terminal does.
+    markdown = (pytester.path / "retrieval-gate-report.md").read_text()
+    assert (
+        f"- `merges.retrieval.yaml::stepped::history-drift::P@1`: P@1 is 0.08 below the anchor "
+        f"of {_day(pytester, 0)} ({commit(0)[:7]}), over 4 steps (accepted baselines and this "
+        "run), each within its tolerance; more than the drift tolerance 0.0667\n"
+    ) in markdown
     assert {k: parallel[k] for k in ("passed", "value", "threshold", "detail")} == {
         k: serial[k] for k in ("passed", "value", "threshold", "detail")
     }
