@@ -262,11 +262,14 @@ def test_a_tree_is_dirty_by_its_tracked_files_not_the_plugins_own(tmp_path: Path
     assert not uncommitted_changes(tmp_path, own)
     assert uncommitted_changes(tmp_path)  # they are tracked files all the same
     (tmp_path / "app.py").write_text("two\n")
-    assert uncommitted_changes(tmp_path, own)
+    assert uncommitted_changes(tmp_path, own) == ("app.py",)
     _git(tmp_path, "add", "app.py")  # staged is uncommitted too
-    assert uncommitted_changes(tmp_path, own)
+    assert uncommitted_changes(tmp_path, own) == ("app.py",)
+    _git(tmp_path, "commit", "-q", "-m", "two")
+    assert not uncommitted_changes(tmp_path, own)
     _git(tmp_path, "mv", "app.py", "renamed app.py")  # a rename, a space in the name
-    assert uncommitted_changes(tmp_path / ".retrieval-gate", own)  # from a subfolder
+    found = uncommitted_changes(tmp_path / ".retrieval-gate", own)  # from a subfolder
+    assert found == ("renamed app.py", "app.py")  # "R  new\0old\0": both, in that order
     at = provenance(tmp_path, {}, dirty=True)
     assert at.dirty and at.commit is not None and at.short == at.commit[:7] + "-dirty"
     assert Provenance.from_json(at.to_json()) == at

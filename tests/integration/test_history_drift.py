@@ -435,6 +435,21 @@ def test_a_run_from_uncommitted_changes_is_recorded_as_such_and_no_merge(
     git("add", "pyproject.toml", "stepped_app.py", "merges.retrieval.yaml", "step.txt")
     git("commit", "-q", "-m", "one")
     first = git("rev-parse", "HEAD")
+    # A tracked file edited (as a CI step that rewrites a lock file would): named, and while
+    # every record is from uncommitted changes, said to leave drift without an anchor.
+    (pytester.path / "step.txt").write_text("0\n")
+    result = pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
+    result.stdout.fnmatch_lines(
+        ["retrieval gate: warning: the working tree has uncommitted changes (step.txt): *"]
+    )
+    result = pytester.runpytest("--retrieval-gate")
+    result.stdout.fnmatch_lines(
+        [
+            "retrieval gate: warning: no slow-drift check for merges x stepped: each of its 1 "
+            "record(s) in the history was made from uncommitted changes, so none is a drift anchor"
+        ]
+    )
+    (pytester.path / "step.txt").write_text("0")
     pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
     git("add", "retrieval-baseline.json", ".retrieval-gate/history")
     git("commit", "-q", "-m", "the baseline")
@@ -445,13 +460,13 @@ def test_a_run_from_uncommitted_changes_is_recorded_as_such_and_no_merge(
     result = pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
     result.stdout.fnmatch_lines(
         [
-            f"retrieval gate: warning: the working tree has uncommitted changes: recorded as "
-            f"{second[:7]}-dirty, counted in the shelf-life ledger but no drift anchor, step or "
-            "trend point (record from a clean checkout of the commit for that)"
+            f"retrieval gate: warning: the working tree has uncommitted changes (step.txt): "
+            f"recorded as {second[:7]}-dirty, counted in the shelf-life ledger but no drift "
+            "anchor, step or trend point (record from a clean checkout of the commit for that)"
         ]
     )
     lines = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text().splitlines()
-    assert [json.loads(line).get("dirty") for line in lines] == [None, True]
+    assert [json.loads(line).get("dirty") for line in lines] == [True, None, True]
     saved = json.loads((pytester.path / "retrieval-baseline.json").read_text())["saved"]
     assert saved["commit"] == second and saved["dirty"] is True
     # Committed, then run on main: drift is read from the first merge over one step, the dirty
@@ -460,7 +475,7 @@ def test_a_run_from_uncommitted_changes_is_recorded_as_such_and_no_merge(
     pytester.runpytest("--retrieval-gate", "--rg-record")
     drift = _drift_gate(pytester)
     assert drift["detail"][0].startswith(
-        f"P@1 is 0.06 below the anchor of {_day(pytester, 0)} ({first[:7]}), over 1 step "
+        f"P@1 is 0.06 below the anchor of {_day(pytester, 1)} ({first[:7]}), over 1 step "
     )
     report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
     (trend,) = report["history"]["trends"]

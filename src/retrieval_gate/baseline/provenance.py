@@ -127,15 +127,16 @@ def _git(root: Path, *args: str, strip: bool = True) -> str | None:
     return out if done.returncode == 0 and out else None
 
 
-def uncommitted_changes(root: Path, ignore: Iterable[Path] = ()) -> bool:
-    """Whether a tracked file of the repository around ``root`` differs from ``HEAD`` (staged
-    or not), the files and folders in ``ignore`` aside: the plugin's own outputs (the baseline,
-    the history, the reports), which a run rewrites and a team commits after it. Untracked
-    files do not count, as for ``git describe --dirty``. False outside git."""
+def uncommitted_changes(root: Path, ignore: Iterable[Path] = ()) -> tuple[str, ...]:
+    """The tracked files of the repository around ``root`` that differ from ``HEAD`` (staged or
+    not; as git names them, from the top of the repository), the files and folders in
+    ``ignore`` aside: the plugin's own outputs (the baseline, the history, the reports), which a
+    run rewrites and a team commits after it. Untracked files do not count, as for ``git
+    describe --dirty``. None outside git."""
     top = _git(root, "rev-parse", "--show-toplevel")
     found = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=no", strip=False)
     if top is None or found is None:
-        return False
+        return ()
     skipped = [Path(p).resolve() for p in ignore]
     entries = found.split("\0")
     paths: list[str] = []
@@ -149,11 +150,13 @@ def uncommitted_changes(root: Path, ignore: Iterable[Path] = ()) -> bool:
         if entry[0] in "RC":  # a rename or copy: its source path follows as its own entry
             paths.append(entries[i])
             i += 1
-    for name in paths:
-        path = (Path(top) / name).resolve()
-        if not any(path == s or s in path.parents for s in skipped):
-            return True
-    return False
+    return tuple(
+        name
+        for name in paths
+        if not any(
+            (path := (Path(top) / name).resolve()) == s or s in path.parents for s in skipped
+        )
+    )
 
 
 def provenance(
@@ -175,5 +178,5 @@ def commit_provenance(
     ``ignore``: the plugin's own files, which do not make the tree dirty."""
     commit = current_commit(root, environ)
     time = None if commit is None else _git(root, "show", "-s", "--format=%cI", commit)
-    dirty = commit is not None and uncommitted_changes(root, ignore)
+    dirty = commit is not None and bool(uncommitted_changes(root, ignore))
     return Provenance(commit=commit, time=time, dirty=dirty)

@@ -391,6 +391,14 @@ class HistoryKeeper:
                 f"+-{worst.now:.4g} > tolerance {worst.tolerance:g}; add fresh queries (a "
                 "changed suite starts a new ledger)"
             )
+        for run in runs:
+            records = self.history(run.suite).of(run.system)
+            if self.conf.drift and records and not merges(records):
+                self.lines.append(
+                    f"retrieval gate: warning: no slow-drift check for {run.suite} x "
+                    f"{run.system}: each of its {len(records)} record(s) in the history was made "
+                    "from uncommitted changes, so none is a drift anchor"
+                )
         trends = tuple(self._trends(runs, data.gates))
         summary = HistoryReport(age=age, trends=trends, shelf=shelf)
         if self.store is not None and runs and not interrupted and (saved or self.record_runs):
@@ -409,7 +417,8 @@ class HistoryKeeper:
         saved: bool,
     ) -> None:
         own = [*self.own_files, *([store.folder] if isinstance(store, JsonLinesHistory) else [])]
-        at = provenance(self.root, dirty=uncommitted_changes(self.root, own))
+        changed = uncommitted_changes(self.root, own)
+        at = provenance(self.root, dirty=bool(changed))
         decided = set(compared)
         made = [
             HistoryRecord.of_run(
@@ -443,10 +452,15 @@ class HistoryKeeper:
             raise HistoryError(f"could not append to the history {failed_write(exc)}") from None
         self.lines.append(f"recorded {len(records)} run(s) in the history: {store.location}")
         if at.dirty:
+            # Named, so that a CI step that edits a tracked file (a lock file) is found: its
+            # every record would be dirty, and drift would have no anchor.
+            named = ", ".join(changed[:3]) + (
+                f" and {len(changed) - 3} more" if changed[3:] else ""
+            )
             self.lines.append(
-                "retrieval gate: warning: the working tree has uncommitted changes: recorded as "
-                f"{at.short}, counted in the shelf-life ledger but no drift anchor, step or "
-                "trend point (record from a clean checkout of the commit for that)"
+                f"retrieval gate: warning: the working tree has uncommitted changes ({named}): "
+                f"recorded as {at.short}, counted in the shelf-life ledger but no drift anchor, "
+                "step or trend point (record from a clean checkout of the commit for that)"
             )
         try:
             if isinstance(store, JsonLinesHistory) and self.conf.keep_values:
