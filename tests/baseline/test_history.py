@@ -306,3 +306,22 @@ def test_a_run_recorded_twice_is_one_measurement() -> None:
     assert distinct([dirty, dirty])[1] == 1
     nowhere = dataclasses.replace(first, at=Provenance(commit=None, time=first.at.time))
     assert distinct([nowhere, dataclasses.replace(nowhere, session="other")])[1] == 0
+
+
+def test_an_accepted_drift_round_trips_and_a_malformed_one_is_no_record() -> None:
+    import dataclasses
+
+    from retrieval_gate.baseline.history import parse_history, record_digest
+
+    accepted = dataclasses.replace(record(1), accepted_drift=("MRR@5", "P@1"))
+    line = encode_line(accepted).decode()
+    (found,), problems = parse_history(line, suite="lineage", where="h.jsonl")
+    assert found == accepted and not problems
+    assert "accepted_drift" not in encode_line(record(1)).decode()  # other lines as they were
+    # Written with a valid digest, a string in its place is no record (not "P", "@", "1").
+    body = {**json.loads(line), "accepted_drift": "P@1"}
+    body["digest"] = record_digest(body)
+    records, problems = parse_history(json.dumps(body) + "\n", suite="lineage", where="h.jsonl")
+    assert records == [] and problems == [
+        "h.jsonl line 1: not a record (accepted_drift is not a list); skipped"
+    ]

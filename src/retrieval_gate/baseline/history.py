@@ -169,6 +169,9 @@ class HistoryRecord:
         }
         if any(len(v) != len(held_keys) for v in held_values.values()):
             raise ValueError("holdout lists of different lengths")
+        accepted = data.get("accepted_drift", [])
+        if not isinstance(accepted, list):  # a string would be read as its letters
+            raise ValueError("accepted_drift is not a list")
         return cls(
             suite=str(data["suite"]),
             system=str(data["system"]),
@@ -192,7 +195,7 @@ class HistoryRecord:
             holdout_keys=held_keys,
             holdout_values=held_values,
             exact=exact,
-            accepted_drift=tuple(str(m) for m in data.get("accepted_drift", ())),
+            accepted_drift=tuple(str(m) for m in accepted),
         )
 
     @classmethod
