@@ -86,14 +86,10 @@ class GateSession:
             self.store, named=bool(values.baseline), saving=self.save_baseline
         )
         out = self.outputs
-        self.runs = RunCache(
-            self.settings,
-            self.run_options,
-            exclude=(*out.files(), out.baseline, out.cache_dir),
-            relpath=self.relpath,
-        )
+        own = (*out.files(), out.baseline, out.cache_dir)  # the plugin's files, not the user's
+        self.runs = RunCache(self.settings, self.run_options, exclude=own, relpath=self.relpath)
         self.plan = RegressionPlan(self.settings)
-        self.history = HistoryKeeper(self.settings, self.rootpath, self.plan, config.getoption)
+        self.history = HistoryKeeper(self.settings, self.rootpath, self.plan, config.getoption, own)
         self._comparisons: dict[tuple[Path, str], Regressions] = {}
         self._attached: set[tuple[Path, str]] = set()
         self._first_failures: dict[tuple[Path, str], str] = {}

@@ -14,6 +14,7 @@ from retrieval_gate.files.outputs import REPORT_OUTPUT
 from retrieval_gate.gates.floors import EPSILON
 from retrieval_gate.metrics import parse_metric
 from retrieval_gate.records import (
+    DRIFT_SCOPE,
     BaselineComparison,
     Outcome,
     RegressionRow,
@@ -150,6 +151,11 @@ def lines(data: ReportData) -> Iterator[str]:
         ]
         yield from _table(["gate", "value", "needs", "n", "worst queries"], rows)
         yield ""
+        # A slow-drift item's value and floor do not say what it is against: its anchor (which
+        # commit, how many accepted steps ago), which its first line states (gates/history.py).
+        drifted = [g for g in data.failed if g.scope == DRIFT_SCOPE and g.detail]
+        yield from (f"- `{g.nodeid}`: {g.detail[0]}" for g in drifted)
+        yield from [""] if drifted else []
     for suite in data.suites():
         yield from _suite(data, suite)
     if data.gates:

@@ -11,17 +11,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from retrieval_gate.gates.plan import PlanRow
-from retrieval_gate.gates.resolution import (
-    coarse_advice,
-    resolution_cell,
-    resolves_nothing,
-)
+from retrieval_gate.gates.resolution import coarse_advice, resolution_cell
 from retrieval_gate.records import (
     BaselineComparison,
     Outcome,
     RegressionRow,
     format_value,
     parse_scope,
+    resolves_nothing,
 )
 
 
