@@ -1,0 +1,107 @@
+"""What a reviewer reads when a team runs several systems on one project: each failure headed by
+the item it is about, a fact every system shares said once, and a TREC judging round gated
+against the JSONL corpus the team searches."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .bad_inputs import CORPUS
+from .conftest import SUITE, write_suite
+
+BOTH = ("--rg-system", "keyword", "--rg-system", "reverse")
+
+
+def test_a_trec_suite_reads_its_jsonl_corpus_as_jsonl(project: pytest.Pytester) -> None:
+    # The topics and qrels of a judging round beside the corpus the team's search indexes.
+    docs = {
+        "sql/orders.sql": "orders table join customers on customer id",
+        "sql/payments.sql": "payments join orders on order id",
+        "docs/faq.md": "frequently asked questions about refunds",
+    }
+    (project.path / "docs.jsonl").write_text(
+        "".join(json.dumps({"id": doc, "text": text}) + "\n" for doc, text in docs.items())
+    )
+    (project.path / "topics.trec").write_text(
+        "<top>\n<num> Number: 1\n<title> which tables join orders\n</top>\n"
+    )
+    (project.path / "qrels.txt").write_text("1 0 sql/orders.sql 1\n")
+    write_suite(
+        project,
+        "name: judged\nformat: trec\ntopics: topics.trec\nqrels: qrels.txt\n"
+        "corpus: docs.jsonl\nk: [3]\ngates: {MRR@3: 0.5}\n",
+        "judged.retrieval.yaml",
+    )
+    result = project.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=1)
+    # orders.sql and payments.sql share 2 query words (join, orders): the tie goes to the larger
+    # id, payments.sql, so the relevant orders.sql is second: MRR@3 = 1/2.
+    report = json.loads((project.path / "retrieval-gate-report.json").read_text())
+    assert report["runs"][0]["metrics"]["MRR@3"] == 1 / 2
+
+
+def test_each_failure_is_headed_by_its_scope(project: pytest.Pytester) -> None:
+    # One metric gated three ways: over the suite, over a category, against the baseline.
+    write_suite(project, SUITE.replace("joins: {MRR@3: 0.5}", "joins: {P@1: 0.9}"))
+    project.runpytest("--retrieval-gate", "--rg-save-baseline").assert_outcomes(passed=5)
+    # The change under review: keyword now ranks as reverse does.
+    settings = project.path / "pyproject.toml"
+    settings.write_text(settings.read_text().replace(':retrieve"', ':retrieve_reversed"', 1))
+    result = project.runpytest("--retrieval-gate")
+    headers = [line.strip("_ ") for line in result.outlines if line.startswith("___")]
+    for item in ("suite::P@1", "category:joins::P@1", "regression::P@1"):
+        assert f"lineage x keyword: {item}" in headers, headers
+    assert len(headers) == len(set(headers)), headers
+
+
+def test_the_comparison_every_system_shares_is_said_once(project: pytest.Pytester) -> None:
+    write_suite(project, SUITE)
+    project.runpytest("--retrieval-gate", "--rg-save-baseline", *BOTH)
+    # The query refunds renamed: the same rename for every system.
+    write_suite(project, SUITE.replace("id: refunds", "id: refund-questions"))
+    result = project.runpytest("--retrieval-gate", *BOTH)
+    result.stdout.fnmatch_lines(
+        ["  every system vs baseline: 2 shared queries (1 added, 1 removed)"]
+    )
+    assert "keyword vs baseline" not in result.stdout.str()
+    assert "reverse vs baseline" not in result.stdout.str()
+
+
+def test_a_suite_fault_failing_every_system_is_one_line(project: pytest.Pytester) -> None:
+    for name in ("sql/orders.sql", "sql/payments.sql", "sql/customers.sql"):
+        path = project.path / "corpus" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("select 1")
+    write_suite(project, "corpus: corpus\n" + SUITE)
+    result = project.runpytest("--retrieval-gate", *BOTH)
+    failed = [line for line in result.outlines if line.startswith("run failed:")]
+    assert len(failed) == 1, failed
+    assert failed[0].startswith("run failed: lineage x keyword, reverse: ")
+    assert failed[0].endswith("(10 gates not decided)")
+
+
+def test_a_change_every_system_shares_is_said_once(project: pytest.Pytester) -> None:
+    for name, text in CORPUS.items():
+        path = project.path / "corpus" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    write_suite(project, "corpus: corpus\n" + SUITE)
+    project.runpytest("--retrieval-gate", "--rg-save-baseline", *BOTH)
+    (project.path / "corpus" / "docs" / "lineage.md").write_text("lineage, rewritten")
+    # A third system with no baseline run: the two that have one still share a line.
+    settings = project.path / "pyproject.toml"
+    settings.write_text(
+        settings.read_text()
+        + '\n[tool.retrieval_gate.system.fresh]\nretriever = "search_app:retrieve"\n'
+    )
+    result = project.runpytest("--retrieval-gate", *BOTH, "--rg-system", "fresh")
+    result.stdout.fnmatch_lines(
+        [
+            "  keyword, reverse vs baseline: 3 shared queries",
+            "  keyword, reverse vs baseline: corpus_digest changed since the baseline: *",
+            "  fresh vs baseline: retrieval-baseline.json has no run for lineage x fresh: *",
+        ]
+    )
+    assert result.stdout.str().count("corpus_digest changed") == 1
