@@ -105,3 +105,17 @@ def test_a_change_every_system_shares_is_said_once(project: pytest.Pytester) -> 
         ]
     )
     assert result.stdout.str().count("corpus_digest changed") == 1
+
+
+def test_a_new_suite_without_baseline_runs_is_one_line(project: pytest.Pytester) -> None:
+    write_suite(project, SUITE)
+    project.runpytest("--retrieval-gate", "--rg-save-baseline", *BOTH)
+    write_suite(project, SUITE.replace("name: lineage", "name: fresh"), "fresh.retrieval.yaml")
+    result = project.runpytest("--retrieval-gate", *BOTH)
+    result.stdout.fnmatch_lines(
+        [
+            "  every system vs baseline: retrieval-baseline.json has no run for fresh x keyword, "
+            "reverse: nothing to compare; save one with --rg-save-baseline"
+        ]
+    )
+    assert result.stdout.str().count("has no run for") == 1

@@ -178,12 +178,15 @@ class ReportData:
         except ConfigError as exc:
             return exc.message
 
-    def without_baseline_run(self, run: RunRecord) -> str | None:
-        """A note when a baseline was read but holds no run for this suite x system."""
-        if self.baseline is None or run.key in self.comparisons:
+    def without_baseline_run(self, *runs: RunRecord) -> str | None:
+        """A note when a baseline was read but holds no run for these suite x systems (runs of
+        one suite, named together: a new suite has none for any of its systems)."""
+        missing = [run for run in runs if run.key not in self.comparisons]
+        if self.baseline is None or not missing:
             return None
+        systems = ", ".join(run.system for run in missing)
         return (
-            f"{self.baseline} has no run for {run.suite} x {run.system}: nothing to compare; "
+            f"{self.baseline} has no run for {missing[0].suite} x {systems}: nothing to compare; "
             "save one with --rg-save-baseline"
         )
 

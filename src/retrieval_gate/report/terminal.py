@@ -110,15 +110,18 @@ def _against_baseline(data: ReportData, runs: list[RunRecord]) -> Iterator[str]:
     for note in common:
         who = "every system" if len(notes) == len(runs) else ", ".join(notes)
         yield f"  {who} vs baseline: {note}"
+    # The systems the baseline has no run for, on one line (a new suite: all of them).
+    uncompared = [run for run in runs if data.without_baseline_run(run) is not None]
+    if uncompared:
+        every = len(uncompared) == len(runs) > 1
+        who = "every system" if every else ", ".join(run.system for run in uncompared)
+        yield f"  {who} vs baseline: {data.without_baseline_run(*uncompared)}"
     for run in runs:
         # What a system found wrong with its own run (a stored run missing queries) is said
         # where the user looks first, not only in the report.
         for warning in run.stats.get("warnings", ()):
             yield f"  {run.system}: {warning}"
         base = data.comparison(run)
-        missing = data.without_baseline_run(run)
-        if missing is not None:
-            yield f"  {run.system} vs baseline: {missing}"
         if base is not None and not base.comparable:
             yield f"  {run.system} vs baseline: not comparable: {base.reason}"
         # What is measured differently (a model, an option, the corpus), old -> new:
