@@ -80,6 +80,10 @@ def test_a_suite_fault_failing_every_system_is_one_line(project: pytest.Pytester
     assert len(failed) == 1, failed
     assert failed[0].startswith("run failed: lineage x keyword, reverse: ")
     assert failed[0].endswith("(10 gates not decided)")
+    markdown = (project.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    section = markdown.split("## Runs that failed\n\n")[1].split("\n\n")[0]
+    assert section.startswith("- `lineage` x `keyword`, `reverse`: "), section
+    assert section.count("\n") == 0, section
 
 
 def test_a_change_every_system_shares_is_said_once(project: pytest.Pytester) -> None:

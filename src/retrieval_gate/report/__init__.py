@@ -178,6 +178,14 @@ class ReportData:
         except ConfigError as exc:
             return exc.message
 
+    def failed_runs(self) -> list[tuple[str, tuple[str, ...], str]]:
+        """The runs that failed as (suite, systems, reason): a suite's own fault (a relevant
+        document deleted from the corpus) fails every system's run alike, and is said once."""
+        grouped: dict[tuple[str, str], list[str]] = {}
+        for error in self.errors:
+            grouped.setdefault((error.suite, error.error), []).append(error.system)
+        return [(suite, tuple(systems), reason) for (suite, reason), systems in grouped.items()]
+
     def without_baseline_run(self, *runs: RunRecord) -> str | None:
         """A note when a baseline was read but holds no run for these suite x systems (runs of
         one suite, named together: a new suite has none for any of its systems)."""

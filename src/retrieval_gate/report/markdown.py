@@ -132,8 +132,8 @@ def lines(data: ReportData) -> Iterator[str]:
     if data.errors:
         yield "## Runs that failed"
         yield ""
-        for error in data.errors:
-            yield f"- `{error.suite}` x `{error.system}`: {error.error}"
+        for suite, systems, reason in data.failed_runs():
+            yield f"- `{suite}` x {', '.join(f'`{system}`' for system in systems)}: {reason}"
         yield ""
     if data.failed:
         yield "## Failing gates"

@@ -67,12 +67,7 @@ def _lines(data: ReportData) -> Iterator[str]:
     units = {suite: units_of(data.runs_of(suite)[0].kind) for suite in data.suites()}
     comparisons = [c for run in data.runs if (c := data.comparison(run)) is not None]
     yield from session_warning(coarse_checks(comparisons, data.gates), units)
-    # A suite's own fault (a relevant document deleted from the corpus) fails the run of every
-    # system alike: one line names them all instead of one equal line per system.
-    failed_systems: dict[tuple[str, str], list[str]] = {}
-    for error in data.errors:
-        failed_systems.setdefault((error.suite, error.error), []).append(error.system)
-    for (suite, message), systems in failed_systems.items():
+    for suite, systems, message in data.failed_runs():
         not_decided = sum(1 for u in data.undecided if u.suite == suite and u.system in systems)
         yield (
             f"run failed: {suite} x {', '.join(systems)}: {message}"
