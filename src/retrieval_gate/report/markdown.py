@@ -132,8 +132,8 @@ def lines(data: ReportData) -> Iterator[str]:
     if data.errors:
         yield "## Runs that failed"
         yield ""
-        for suite, systems, reason in data.failed_runs():
-            yield f"- `{suite}` x {', '.join(f'`{system}`' for system in systems)}: {reason}"
+        for suite, failed, reason in data.failed_runs():
+            yield f"- `{suite}` x {', '.join(f'`{system}`' for system in failed)}: {reason}"
         yield ""
     if data.failed:
         yield "## Failing gates"

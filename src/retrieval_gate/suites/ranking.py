@@ -198,7 +198,7 @@ def _parse_relevant(item: Mapping[str, Any], path: Path, entry: str) -> dict[str
 
 def _collection_queries(
     data: Mapping[str, Any], fmt: str, path: Path
-) -> tuple[list[JudgedQuery], Path | None]:
+) -> tuple[list[Query], Path | None]:
     """Queries and judgments from an existing BEIR or TREC collection the suite points at."""
     from retrieval_gate import corpus as corpus_mod
 
@@ -228,7 +228,7 @@ def _collection_queries(
     except CorpusError as exc:
         raise SuiteError(exc.format(), path=path, entry=f"format: {fmt}") from None
 
-    queries = []
+    queries: list[Query] = []
     # Judged topics without a topic text, or topics without a relevant document, can't be
     # evaluated; trec_eval skips topics absent from the qrels the same way.
     for position, (qid, judgments) in enumerate(
