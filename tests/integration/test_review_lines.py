@@ -123,3 +123,21 @@ def test_a_new_suite_without_baseline_runs_is_one_line(project: pytest.Pytester)
         ]
     )
     assert result.stdout.str().count("has no run for") == 1
+
+
+def test_a_suite_that_gates_nothing_says_so(project: pytest.Pytester) -> None:
+    # Another tool's file, a bare list of queries: it loads, runs and has nothing to fail.
+    cases = [{"question": "which tables join orders", "relevant_ids": ["sql/orders.sql"]}]
+    (project.path / "cases.retrieval.json").write_text(json.dumps(cases))
+    project.runpytest("--retrieval-gate", "--rg-save-baseline").assert_outcomes(passed=1)
+    result = project.runpytest("--retrieval-gate")
+    result.stdout.fnmatch_lines(["  gates: none: nothing in this suite can fail: *"])
+    assert "0 passed, 0 failed" not in result.stdout.str()
+    markdown = (project.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert "**No gates**: nothing in this suite can fail: " in markdown
+    # The advice, followed: a header naming the file, with a tolerance, gates a regression.
+    (project.path / "cases.retrieval.json").rename(project.path / "cases.json")
+    write_suite(project, "name: cases\nqueries: cases.json\ntolerance: {MRR@10: 0.1}\n")
+    result = project.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["  gates: 1 passed, 0 failed"])

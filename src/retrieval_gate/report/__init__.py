@@ -178,6 +178,19 @@ class ReportData:
         except ConfigError as exc:
             return exc.message
 
+    def ungated(self, suite: str) -> str | None:
+        """Why nothing in ``suite`` can fail, when nothing can (a suite in another tool's shape
+        has no floors): a run that passes while gating nothing must not read as a pass."""
+        if self.partial is not None or any(g.suite == suite for g in self.gates):
+            return None
+        if any(u.suite == suite for u in self.undecided):
+            return None
+        return (
+            "nothing in this suite can fail: it has no floors, no 'expect' and no regression "
+            "check; add 'gates:' (floors) or 'tolerance:' (regressions against the baseline) to "
+            "it, or to a suite header naming it ('queries: <file>') if it is a bare list"
+        )
+
     def failed_runs(self) -> list[tuple[str, tuple[str, ...], str]]:
         """The runs that failed as (suite, systems, reason): a suite's own fault (a relevant
         document deleted from the corpus) fails every system's run alike, and is said once."""

@@ -212,6 +212,9 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
             f"{first.n} {units_of(first.kind, first.n)} from `{first.suite_path}`, cutoffs "
             f"{list(first.k)}."
         )
+    if (ungated := data.ungated(suite)) is not None:
+        yield ""
+        yield f"**No gates**: {ungated}."
     if first.holdout is not None:
         # Its size only: the holdout is decided by its own items (docs/verdicts.md).
         yield ""

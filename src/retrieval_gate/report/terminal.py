@@ -51,7 +51,10 @@ def _lines(data: ReportData) -> Iterator[str]:
             yield f"  recommended: {best.system} (decision score {best.score:.4f})"
         yield from _against_baseline(data, runs)
         failed = [g for g in gates if not g.passed]
-        yield f"  gates: {len(gates) - len(failed)} passed, {len(failed)} failed"
+        if (ungated := data.ungated(suite)) is not None:
+            yield f"  gates: none: {ungated}"
+        else:
+            yield f"  gates: {len(gates) - len(failed)} passed, {len(failed)} failed"
         for g in failed:
             if g.regression is not None:
                 yield f"  FAILED {g.nodeid}: {g.detail[0]}"
