@@ -141,3 +141,23 @@ def test_a_suite_that_gates_nothing_says_so(project: pytest.Pytester) -> None:
     result = project.runpytest("--retrieval-gate")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["  gates: 1 passed, 0 failed"])
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_a_settings_table_the_yaml_overrides_is_named_once(
+    project: pytest.Pytester, workers: tuple[str, ...]
+) -> None:
+    # The team moved its settings to retrieval-gate.yaml; pyproject.toml still has the old table.
+    pytest.importorskip("xdist")
+    write_suite(project, SUITE)
+    (project.path / "retrieval-gate.yaml").write_text(
+        "system:\n  keyword: {retriever: 'search_app:retrieve'}\n"
+    )
+    result = project.runpytest_subprocess("--retrieval-gate", *workers)
+    line = (
+        "retrieval gate: warning: retrieval-gate.yaml holds the settings; the "
+        "[tool.retrieval_gate] table in pyproject.toml is not read (move what it needs into "
+        "retrieval-gate.yaml and delete the table)"
+    )
+    result.stdout.fnmatch_lines([line])
+    assert result.stdout.str().count("is not read") == 1
