@@ -63,7 +63,10 @@ def test_the_comparison_every_system_shares_is_said_once(project: pytest.Pyteste
     write_suite(project, SUITE.replace("id: refunds", "id: refund-questions"))
     result = project.runpytest("--retrieval-gate", *BOTH)
     result.stdout.fnmatch_lines(
-        ["  every system vs baseline: 2 shared queries (1 added, 1 removed)"]
+        [
+            "  every system vs baseline: 2 shared queries (1 added: refund-questions; "
+            "1 removed: refunds)"
+        ]
     )
     assert "keyword vs baseline" not in result.stdout.str()
     assert "reverse vs baseline" not in result.stdout.str()

@@ -14,6 +14,9 @@ from retrieval_gate.suites import units_of
 
 __all__ = ["announced", "render", "render_plan"]
 
+#: Added, removed or edited ids named in a ``vs baseline`` line (more are counted).
+NAMED_IDS = 3
+
 
 def render(data: ReportData) -> Iterator[str]:
     """The summary's lines, as they may be shown: names, ids and messages escaped and redacted."""
@@ -92,9 +95,15 @@ def _against_baseline(data: ReportData, runs: list[RunRecord]) -> Iterator[str]:
         base = data.comparison(run)
         if base is not None and base.comparable:
             changed = {"added": base.added, "removed": base.removed, "edited": base.edited}
-            extra = [f"{len(ids)} {label}" for label, ids in changed.items() if ids]
+            # A few ids by name: a renamed query reads as one added and one removed, and the
+            # reviewer sees which (the report lists them all).
+            extra = [
+                f"{len(ids)} {label}" + (f": {', '.join(ids)}" if len(ids) <= NAMED_IDS else "")
+                for label, ids in changed.items()
+                if ids
+            ]
             count = f"{base.shared} shared {units_of(run.kind, base.shared)}" + (
-                f" ({', '.join(extra)})" if extra else ""
+                f" ({'; '.join(extra)})" if extra else ""
             )
             counts.setdefault(count, []).append(run.system)
             notes[run.system] = tuple(base.notes)
