@@ -164,3 +164,14 @@ def test_a_settings_table_the_yaml_overrides_is_named_once(
     )
     result.stdout.fnmatch_lines([line])
     assert result.stdout.str().count("is not read") == 1
+
+
+def test_a_suite_change_no_system_can_compare_is_one_line(project: pytest.Pytester) -> None:
+    write_suite(project, SUITE)
+    project.runpytest("--retrieval-gate", "--rg-save-baseline", *BOTH)
+    write_suite(project, SUITE.replace("name: lineage\n", "name: lineage\ngain: exponential\n"))
+    result = project.runpytest("--retrieval-gate", *BOTH)
+    result.stdout.fnmatch_lines(
+        ["  every system vs baseline: not comparable: gain changed from 'linear' to 'exponential'"]
+    )
+    assert result.stdout.str().count("not comparable: gain") == 1

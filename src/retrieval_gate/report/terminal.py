@@ -86,14 +86,18 @@ def _lines(data: ReportData) -> Iterator[str]:
 
 
 def _against_baseline(data: ReportData, runs: list[RunRecord]) -> Iterator[str]:
-    """Each system's comparison with the baseline. Systems with the same shared-query count are
-    named on one line (``every system`` when all are): five systems would otherwise print five
-    equal lines, and a note every system has (the corpus changed) is the suite's, said once."""
+    """Each system's comparison with the baseline. Systems with the same shared-query count (or
+    the same reason not to compare) are named on one line (``every system`` when all are): five
+    systems would otherwise print five equal lines, and a note every system has (the corpus
+    changed) is the suite's, said once."""
     counts: dict[str, list[str]] = {}
     notes: dict[str, tuple[str, ...]] = {}
     for run in runs:
         base = data.comparison(run)
-        if base is not None and base.comparable:
+        if base is not None and not base.comparable:
+            # The suite's own change (its gain, its cutoffs) makes every system's not comparable.
+            counts.setdefault(f"not comparable: {base.reason}", []).append(run.system)
+        elif base is not None:
             changed = {"added": base.added, "removed": base.removed, "edited": base.edited}
             # A few ids by name: a renamed query reads as one added and one removed, and the
             # reviewer sees which (the report lists them all).
@@ -128,9 +132,6 @@ def _against_baseline(data: ReportData, runs: list[RunRecord]) -> Iterator[str]:
         # where the user looks first, not only in the report.
         for warning in run.stats.get("warnings", ()):
             yield f"  {run.system}: {warning}"
-        base = data.comparison(run)
-        if base is not None and not base.comparable:
-            yield f"  {run.system} vs baseline: not comparable: {base.reason}"
         # What is measured differently (a model, an option, the corpus), old -> new:
         # the likely cause of any regression below, where a CI log is read.
         for note in notes.get(run.system, ()):
