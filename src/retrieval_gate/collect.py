@@ -403,7 +403,14 @@ class _SuiteItem(pytest.Item):
         return found if inert == text else inert
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, 0, shown(f"{self.suite.name} x {self.system.name}: {self.name}")
+        # The scope as well as the metric: a suite floor, a category's floor and a regression
+        # check of Hit@5 would otherwise head their failures alike ("s x sys: Hit@5").
+        below = [self.name]
+        node = self.parent
+        while node is not None and not isinstance(node, SystemNode):
+            below.insert(0, node.name)
+            node = node.parent
+        return self.path, 0, shown(f"{self.suite.name} x {self.system.name}: {'::'.join(below)}")
 
     def add_report_section(self, when: str, key: str, content: str) -> None:
         # What libraries print while the run loads a model (transformers' load report, twice:

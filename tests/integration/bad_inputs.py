@@ -2340,7 +2340,8 @@ CASES: tuple[BadInput, ...] = (
         "units-file-not-in-corpus",
         "a relevant id the corpus does not have, in a units file (queries: cases.json)",
         "cases.json [queries[0] (id q)]: 1 relevant id of 1 query not in corpus *corpus (q: "
-        "sql/nothere.sql); fix the labels, or count them as misses with 'missing_relevant: miss'",
+        "sql/nothere.sql); fix the labels, or count them as misses with 'missing_relevant: miss' "
+        "in lineage.retrieval.yaml",
         "failed items",
         {
             "lineage.retrieval.yaml": "corpus: corpus\nqueries: cases.json\n",
@@ -2521,6 +2522,24 @@ CASES: tuple[BadInput, ...] = (
             "gates: {P@1: 0.0}\n",
             "topics.txt": "<top>\n<num> Number: 1\n<title> orders\n</top>\n",
             "qrels.txt": "1 0 sql/orders.sql 5000\n",
+        },
+    ),
+    BadInput(
+        "qrels-not-in-corpus",
+        "a TREC qrels line judging a document the corpus no longer has",
+        "qrels.txt [query 2]: 1 relevant id of 1 query not in corpus *docs.jsonl (2: "
+        "sql/refunds.sql); fix the labels, or count them as misses with 'missing_relevant: miss' "
+        "in lineage.retrieval.yaml",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": "format: trec\ntopics: topics.txt\nqrels: qrels.txt\n"
+            "corpus: docs.jsonl\ngates: {P@1: 0.0}\n",
+            "topics.txt": "<top>\n<num> Number: 1\n<title> orders\n</top>\n"
+            "<top>\n<num> Number: 2\n<title> refunds\n</top>\n",
+            "qrels.txt": "1 0 sql/orders.sql 1\n2 0 sql/refunds.sql 1\n",
+            "docs.jsonl": "".join(
+                json.dumps({"id": doc, "text": text}) + "\n" for doc, text in CORPUS.items()
+            ),
         },
     ),
     BadInput(

@@ -204,7 +204,8 @@ def _explanations(
         shown = ", ".join(f"{qid} ({format_delta(delta)})" for qid, delta in rest[:MORE_NAMED])
         unnamed = f" and {len(rest) - MORE_NAMED} more" if len(rest) > MORE_NAMED else ""
         lines.append(
-            f"{len(rest)} more worse {units_of(record.kind)} not explained here: {shown}{unnamed}"
+            f"{len(rest)} more worse {units_of(record.kind, len(rest))} not explained here: "
+            f"{shown}{unnamed}"
         )
     stale = stale_labels(record, base, [qid for qid, _ in deltas], metric)
     return lines + ([stale] if stale is not None else [])

@@ -133,8 +133,8 @@ def lines(data: ReportData) -> Iterator[str]:
     if data.errors:
         yield "## Runs that failed"
         yield ""
-        for error in data.errors:
-            yield f"- `{error.suite}` x `{error.system}`: {error.error}"
+        for suite, failed, reason in data.failed_runs():
+            yield f"- `{suite}` x {', '.join(f'`{system}`' for system in failed)}: {reason}"
         yield ""
     if data.failed:
         yield "## Failing gates"
@@ -218,6 +218,9 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
             f"{first.n} {units_of(first.kind, first.n)} from `{first.suite_path}`, cutoffs "
             f"{list(first.k)}."
         )
+    if (ungated := data.ungated(suite)) is not None:
+        yield ""
+        yield f"**No gates**: {ungated}."
     if first.holdout is not None:
         # Its size only: the holdout is decided by its own items (docs/verdicts.md).
         yield ""
