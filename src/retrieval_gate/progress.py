@@ -29,7 +29,16 @@ from dataclasses import dataclass, field
 
 from retrieval_gate.display import shown
 
-__all__ = ["QUIET_SECONDS", "ProgressSink", "Task", "about", "clean_captured", "install", "task"]
+__all__ = [
+    "QUIET_SECONDS",
+    "ProgressSink",
+    "Task",
+    "about",
+    "clean_captured",
+    "install",
+    "say",
+    "task",
+]
 
 #: Steps shorter than this stay silent; longer ones report from then on.
 QUIET_SECONDS = 2.0
@@ -134,6 +143,17 @@ def about(what: str) -> Iterator[None]:
 def task(desc: str, total: int) -> Task:
     """A task reporting to the installed sink, named by the enclosing :func:`about`."""
     return Task(desc=desc, total=total, sink=_SINK[0], about=_ABOUT[0])
+
+
+def say(text: str) -> None:
+    """Say ``text`` once, as a line that stays, where progress goes (nothing without a sink),
+    named by the enclosing :func:`about`: for a step that waits on something outside (an
+    embedding service rate limiting the run), which no count of work done would show."""
+    sink = _SINK[0]
+    if sink is None:
+        return
+    whose = f"{_ABOUT[0]}: " if _ABOUT[0] else ""
+    sink.write(shown(f"retrieval gate: {whose}{text}"), True)
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")

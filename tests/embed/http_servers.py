@@ -13,6 +13,7 @@ malformed answers a real server will not give on demand.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -183,6 +184,9 @@ class Reply:
     trickle: float = 0.0  # seconds between the body's bytes, sent one at a time
     drop: bool = False  # close the connection without answering
     cut: int | None = None  # close the connection after this many bytes of the body
+    # Stop listening (and close every connection) before answering: a service going down for a
+    # restart, which ``StandIn.start`` brings back on the same port.
+    then_stop: bool = False
 
 
 @dataclass
@@ -210,7 +214,8 @@ class StandIn:
 
     ``script(n, seen)`` (n counts requests from 0) decides each answer; by default every
     request gets ``dim``-wide hashed vectors. ``requests`` lists what came in and ``peak`` the
-    most requests it held at once.
+    most requests it held at once. ``stop`` and ``start`` take it down and bring it back on the
+    same port, as a service restarting does.
     """
 
     def __init__(
@@ -226,6 +231,15 @@ class StandIn:
         self.peak = 0
         self._inside = 0
         self._lock = threading.Lock()
+        self._tls = tls
+        self._connections: set[socket.socket] = set()
+        self.port = 0
+        self.start()
+        scheme = "http" if tls is None else "https"
+        self.base_url = f"{scheme}://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> None:
+        """Listen (again) on ``port``: a free one the first time."""
         stand_in = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -234,22 +248,41 @@ class StandIn:
             def log_message(self, format: str, *args: Any) -> None:  # quiet
                 pass
 
+            def setup(self) -> None:
+                super().setup()
+                with stand_in._lock:
+                    stand_in._connections.add(self.connection)
+
+            def finish(self) -> None:
+                with stand_in._lock:
+                    stand_in._connections.discard(self.connection)
+                super().finish()
+
             def do_POST(self) -> None:
                 stand_in._answer(self)
 
-        self._server = _Server(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True
-        if tls is not None:
+        if self._tls is not None:
             # HTTPS with ``tls`` = (certificate, key); a handshake the client refuses is an
             # OSError in accept, which the server drops quietly.
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.load_cert_chain(*tls)
+            context.load_cert_chain(*self._tls)
             self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self.port = int(self._server.server_address[1])
-        scheme = "http" if tls is None else "https"
-        self.base_url = f"{scheme}://127.0.0.1:{self.port}/v1"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
+
+    def stop(self, *, keep: socket.socket | None = None) -> None:
+        """Stop listening and close the connections held open (all but ``keep``): a client
+        connecting now is refused."""
+        self._server.shutdown()
+        self._server.server_close()
+        with self._lock:
+            held = [c for c in self._connections if c is not keep]
+        for connection in held:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
     def vectors_body(self, texts: list[str]) -> bytes:
         return vectors_body(texts, self.dim)
@@ -268,6 +301,10 @@ class StandIn:
             reply = self.script(number, seen)
             if reply.delay:
                 time.sleep(reply.delay)
+            if reply.then_stop:
+                self.stop(keep=handler.connection)
+                handler.close_connection = True
+                reply.headers["Connection"] = "close"
             if reply.drop:
                 handler.close_connection = True
                 handler.connection.shutdown(socket.SHUT_RDWR)
@@ -298,8 +335,7 @@ class StandIn:
                 self._inside -= 1
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self.stop()
         self._thread.join(timeout=10)
 
 

@@ -295,3 +295,105 @@ def test_an_answer_trickling_past_the_timeout_is_as_slow_as_a_silent_one(tmp_pat
         embedder = load_embedder(http_spec(server.base_url, timeout=1), cache_dir=tmp_path)
         with pytest.raises(RunError, match=r"no answer within 1 s \(the system's 'timeout'\)"):
             embedder.encode_documents(["a"])
+
+
+def test_a_retry_after_longer_than_the_longest_wait_ends_the_run_with_timeout_0(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 'timeout' = 0 sets no limit on a request; a server asking for a day is still not waited.
+    import retrieval_gate.embed.http as http
+
+    waits: list[float] = []
+    monkeypatch.setattr(http, "_sleep", lambda seconds, stop=None: waits.append(seconds))
+    asking = http.RETRY_AFTER_MAX_S + 1
+    refused = Reply(429, b"quota", {"Retry-After": f"{asking:g}"})
+    with stand_in(dim=8, script=lambda n, seen: refused if n else Reply()) as server:
+        spec = http_spec(server.base_url, retries=3, timeout=0)
+        embedder = load_embedder(spec, cache_dir=tmp_path)
+        with pytest.raises(RunError) as caught:
+            embedder.encode_documents(["a"])
+        assert len(server.requests) == 1 + 1  # the probe, then one try: no retry after it
+    assert waits == []
+    assert str(caught.value).endswith(
+        f"answered 429: quota, asking to retry after {asking:g} s, longer than the "
+        f"{http.RETRY_AFTER_MAX_S:g} s waited at most with 'timeout' = 0"
+    )
+
+
+def test_the_first_noticeable_wait_is_said_once_where_progress_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import retrieval_gate.embed.http as http
+    from retrieval_gate import progress
+
+    waits: list[float] = []
+    monkeypatch.setattr(http, "_sleep", lambda seconds, stop=None: waits.append(seconds))
+    lines: list[tuple[str, bool]] = []
+    sink = progress.ProgressSink(
+        write=lambda line, final: lines.append((line, final)), interactive=False
+    )
+
+    def script(n: int, seen: Seen) -> Reply:
+        # After the probe, each request refused once: 3 s asked, but 1 s for "a" (too short a
+        # wait to be said, whenever it comes).
+        first_try = sum(s.texts == seen.texts for s in server.requests) == 1
+        after = "1" if seen.texts == ["passage: a"] else "3"
+        return Reply(429, b"slow down", {"Retry-After": after}) if first_try and n else Reply()
+
+    progress.install(sink)
+    try:
+        with stand_in(dim=8, script=script) as server, progress.about("lineage x svc"):
+            spec = http_spec(server.base_url, retries=2, concurrency=2, batch_size=1)
+            embedder = load_embedder(spec, cache_dir=tmp_path)
+            embedder.encode_documents(["a", "b", "c", "d"])
+    finally:
+        progress.install(None)
+    assert sorted(waits) == [1.0, 3.0, 3.0, 3.0]  # four requests, each waited once
+    (said,) = lines
+    assert said[1]
+    assert said[0] == (
+        "retrieval gate: lineage x svc: embedding service "
+        f"http://127.0.0.1:{server.port}/v1/embeddings (model 'stand-in') is rate limiting "
+        "(answered 429: slow down): waiting 3 s before trying again ('retries' = 2); later "
+        "waits are not said"
+    )
+
+
+def test_a_service_that_stops_after_the_probe_and_comes_back_is_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import retrieval_gate.embed.http as http
+
+    # The probe's answer is the last before the service goes down; it comes back while the
+    # embedder waits to try again (each wait brings it back, as a restart would in time).
+    waits: list[float] = []
+
+    def wait(seconds: float, stop: Any = None) -> None:
+        waits.append(seconds)
+        server.start()
+
+    monkeypatch.setattr(http, "_sleep", wait)
+    with stand_in(dim=8, script=lambda n, seen: Reply(then_stop=n == 0)) as server:
+        embedder = load_embedder(http_spec(server.base_url, retries=2), cache_dir=tmp_path)
+        vectors = embedder.encode_documents(["a", "b"])
+        # The documents' request: refused, then sent again to the service back on its port.
+        assert [seen.texts for seen in server.requests[1:]] == [["passage: a", "passage: b"]]
+    assert len(waits) == 1
+    np.testing.assert_allclose(vectors[1], hashed_vector("passage: b", 8), atol=1e-6)
+
+
+def test_a_service_that_stays_down_after_the_probe_ends_the_run_after_the_retries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import retrieval_gate.embed.http as http
+
+    waits: list[float] = []
+    monkeypatch.setattr(http, "_sleep", lambda seconds, stop=None: waits.append(seconds))
+    with stand_in(dim=8, script=lambda n, seen: Reply(then_stop=n == 0)) as server:
+        embedder = load_embedder(http_spec(server.base_url, retries=2), cache_dir=tmp_path)
+        with pytest.raises(
+            RunError, match=r"\) after it had answered \(tried 3 times; 'retries' = 2\)$"
+        ) as caught:
+            embedder.encode_documents(["a"])
+    assert len(waits) == 2
+    assert "could not connect (" in str(caught.value)

@@ -172,6 +172,55 @@ def test_429_with_retry_after_is_tried_again_and_the_run_goes_on(
     assert requests == 1 + 3 + 2
 
 
+def test_a_rate_limited_run_says_once_that_it_waits(
+    pytester: pytest.Pytester, keyed: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import retrieval_gate.embed.http as http
+
+    waits: list[float] = []
+    monkeypatch.setattr(http, "_sleep", lambda seconds, stop=None: waits.append(seconds))
+    refused = Reply(429, b"slow down", {"Retry-After": "20"})
+    # After the probe, every request is refused once, then answered.
+    with stand_in(dim=8, script=lambda n, seen: refused if n % 2 else Reply()) as server:
+        http_project(pytester, server.base_url, batch_size=1, concurrency=1, retries=1)
+        result = pytester.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=1)
+    assert waits == [20.0] * 5  # three documents and two queries, each refused once
+    said = [line for line in result.outlines if "waiting" in line]
+    assert said == [
+        "retrieval gate: lineage x svc: embedding service "
+        f"http://127.0.0.1:{server.port}/v1/embeddings (model 'stand-in') is rate limiting "
+        "(answered 429: slow down): waiting 20 s before trying again ('retries' = 1); later "
+        "waits are not said"
+    ]
+
+
+def test_a_service_restarting_mid_run_is_waited_for_within_the_retries(
+    pytester: pytest.Pytester, keyed: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import retrieval_gate.embed.http as http
+
+    # The service goes down after answering the probe and is back by the embedder's second
+    # wait: two refused connections, then the run goes on.
+    waits: list[float] = []
+
+    def wait(seconds: float, stop: Any = None) -> None:
+        waits.append(seconds)
+        if len(waits) == 2:
+            server.start()
+
+    monkeypatch.setattr(http, "_sleep", wait)
+    with stand_in(dim=8, script=lambda n, seen: Reply(then_stop=n == 0)) as server:
+        http_project(pytester, server.base_url, batch_size=10, retries=2)
+        result = pytester.runpytest("--retrieval-gate")
+        sent = [seen.texts for seen in server.requests]
+    result.assert_outcomes(passed=1)
+    assert len(waits) == 2
+    # The probe, the documents (sent once: refused connections reach no server), two queries.
+    assert [len(texts) for texts in sent] == [1, 3, 1, 1]
+    assert_key_nowhere(result, pytester.path)
+
+
 def second_vector_starting(value: float, texts: list[str], *, width: int = 8) -> bytes:
     """The stand-in's answer for ``texts`` (at least two), 8 wide, its second vector's first
     component ``value``, written as Python's JSON writes it (``NaN``, ``Infinity``, ``1e+300``),
@@ -208,6 +257,12 @@ FAULTS: dict[str, tuple[dict[str, Any], Callable[[int, Seen], Reply], str]] = {
         lambda n, seen: Reply(429, b"", {"Retry-After": "120"}) if n else Reply(),
         f"{SERVICE}: answered 429, asking to retry after 120 s, longer than the system's "
         "'timeout' (5 s)",
+    ),
+    "429 asking for longer than the longest wait, with no timeout": (
+        {"timeout": 0},
+        lambda n, seen: Reply(429, b"", {"Retry-After": "86400"}) if n else Reply(),
+        f"{SERVICE}: answered 429, asking to retry after 86400 s, longer than the 300 s waited "
+        "at most with 'timeout' = 0",
     ),
     "500 echoing the key": (
         {"retries": 0},

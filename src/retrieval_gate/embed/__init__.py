@@ -463,6 +463,9 @@ class EmbedderBackend:
     #: ``check(options, where)``: checks of the system's parsed options the table cannot
     #: express (across keys), raising a ``ConfigError`` naming the system.
     check: Callable[[Mapping[str, Any], Where], None] | None = None
+    #: Keys every embedding system has that mean nothing for this backend, each with why (the
+    #: http embedder's ``device``: the service picks it): a system giving one is refused.
+    not_applicable: Mapping[str, str] = field(default_factory=dict)
 
 
 ENTRY_POINT_GROUP = "retrieval_gate.embedders"

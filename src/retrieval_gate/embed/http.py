@@ -3,12 +3,15 @@
 itself speak (docs/embedding.md, "Embedding services over HTTP").
 
 Texts go out ``batch_size`` per request, up to ``concurrency`` requests at once, through one
-httpx client. A 429 or a 5xx answer (and a connection the server dropped without answering) is
-tried again up to ``retries`` times, waiting what the server's ``Retry-After`` asks, else an
-exponential backoff; every request, its answer read whole, is bounded by the system's
-``timeout`` and by the size its vectors take. Every other fault (connection refused, a refused
-key, an answer that is not JSON or not in the OpenAI shape, a wrong number of vectors or of
-dimensions) ends the run at once with one line, and the requests beside it with it. The API key
+httpx client. A 429 or a 5xx answer (and a connection the server dropped without answering,
+or refused once the service had answered the probe: a restart) is tried again up to
+``retries`` times, waiting what the server's ``Retry-After`` asks (at most the ``timeout``,
+``RETRY_AFTER_MAX_S`` without one), else an exponential backoff, the first wait worth noticing
+said where progress goes; every request, its answer read whole, is bounded by the system's
+``timeout`` and by the size its vectors take. Every other fault (no service at ``base_url``
+when the run starts, a refused key, an answer that is not JSON or not in the OpenAI shape, a
+wrong number of vectors or of dimensions) ends the run at once with one line, and the requests
+beside it with it. The API key
 is read from the environment variable ``api_key_env`` names and sent as a Bearer token only: it
 is never part of a message, the identity or the cache, and server text shown in a message has
 it (and any Bearer token or ``sk-`` key) replaced by ``***`` and its control characters escaped.
@@ -39,6 +42,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import numpy as np
 
+from retrieval_gate import progress
 from retrieval_gate.display import page_text, quoted, redact, register_secret
 from retrieval_gate.embed import (
     EmbedderBackend,
@@ -54,6 +58,7 @@ from retrieval_gate.usercode import DEFAULT_TIMEOUT_S
 __all__ = [
     "OPTIONS",
     "PROBE_TEXT",
+    "RETRY_AFTER_MAX_S",
     "HttpEmbedder",
     "check_options",
     "load_http",
@@ -73,6 +78,11 @@ PROBE_STEP = 0.5
 #: Seconds before the first retry without ``Retry-After``; doubled each time, at most the cap.
 BACKOFF_FIRST_S = 0.5
 BACKOFF_CAP_S = 30.0
+
+#: The longest ``Retry-After`` waited out when the system's ``timeout`` is 0 (no limit on a
+#: request): a server asking for more (a daily quota's reset) ends the run in one line saying
+#: so, rather than hold a CI job for as long as it asks.
+RETRY_AFTER_MAX_S = 300.0
 
 #: The most an answer may hold, read as it arrives (its gzip undone): ``_BODY_SLACK`` bytes
 #: plus ``_BYTES_PER_NUMBER`` per number it should carry (a float written by JSON takes about
@@ -124,9 +134,10 @@ OPTIONS: OptionTable = {
     "retries": Option(
         int,
         5,
-        "times a request is tried again after a 429, a 5xx or a dropped connection, waiting "
-        f"what Retry-After asks, else {BACKOFF_FIRST_S:g} s doubled each time (at most "
-        f"{BACKOFF_CAP_S:g} s)",
+        "times a request is tried again after a 429, a 5xx, or a connection dropped or (once "
+        "the service has answered) refused, waiting what Retry-After asks (at most the "
+        f"`timeout`, else {RETRY_AFTER_MAX_S:g} s), else {BACKOFF_FIRST_S:g} s doubled each "
+        f"time (at most {BACKOFF_CAP_S:g} s)",
         check=at_least(0),
         rule=">= 0",
     ),
@@ -225,7 +236,11 @@ def _connect_hint(reason: str) -> str:
     if "WRONG_VERSION_NUMBER" in reason or "RECORD_LAYER_FAILURE" in reason:
         # What OpenSSL 3.0 and 3.2+ say of a plain-HTTP answer to a TLS handshake.
         return "it does not speak TLS: 'base_url' says https://, the service may want http://"
-    return "is the service running at base_url?"
+    return _NOT_THERE
+
+
+#: The hint for a connection refused (or a name not found): no service there, or not now.
+_NOT_THERE = "is the service running at base_url?"
 
 
 def _sleep(seconds: float, stop: threading.Event | None = None) -> None:
@@ -242,13 +257,15 @@ class _Abandoned(Exception):
 
 
 class _Retry(Exception):
-    """A fault worth another try (a 429, a 5xx, a dropped connection): what happened, and how
-    long the server asked to wait (None: back off)."""
+    """A fault worth another try (a 429, a 5xx, a dropped or refused connection): what
+    happened, how long the server asked to wait (None: back off), and what that makes the
+    service, in the line that says the run waits (``is rate limiting``)."""
 
-    def __init__(self, what: str, after: float | None) -> None:
+    def __init__(self, what: str, after: float | None, state: str) -> None:
         super().__init__(what)
         self.what = what
         self.after = after
+        self.state = state
 
 
 class HttpEmbedder:
@@ -274,6 +291,8 @@ class HttpEmbedder:
         self._dimensions: int | None = options.get("dimensions")
         self._concurrency = int(options.get("concurrency", 4))
         self._retries = int(options.get("retries", 5))
+        self._said_lock = threading.Lock()
+        self._said_waiting = False  # see _say_waiting
         timeout = float(options.get("timeout", DEFAULT_TIMEOUT_S))
         self._timeout = timeout if timeout > 0 else None
         env = options.get("api_key_env")
@@ -382,10 +401,15 @@ class HttpEmbedder:
             raise slow from None
         except httpx.ConnectError as exc:
             reason = quoted(str(exc) or type(exc).__name__)
-            raise self._fail(f"could not connect ({reason}); {_connect_hint(str(exc))}") from None
+            hint = _connect_hint(str(exc))
+            if self.dim and hint == _NOT_THERE:
+                # It answered the probe: a service restarting mid-run, waited for as a 503 is.
+                what = f"could not connect ({reason}) after it had answered"
+                raise _Retry(what, None, "is unreachable") from None
+            raise self._fail(f"could not connect ({reason}); {hint}") from None
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
             reason = quoted(str(exc) or type(exc).__name__)
-            raise _Retry(f"the connection broke ({reason})", None) from None
+            raise _Retry(f"the connection broke ({reason})", None, "is unreachable") from None
         except httpx.HTTPError as exc:
             reason = quoted(str(exc) or type(exc).__name__)
             raise self._fail(f"request failed: {type(exc).__name__}: {reason}") from None
@@ -394,7 +418,9 @@ class HttpEmbedder:
         text = quoted(page_text(payload.decode("utf-8", "replace")))
         said = f": {text}" if text else ""
         if status == 429 or status >= 500:
-            return _Retry(f"answered {status}{said}", _retry_after(headers.get("retry-after")))
+            after = _retry_after(headers.get("retry-after"))
+            state = "is rate limiting" if status == 429 else "is unavailable"
+            return _Retry(f"answered {status}{said}", after, state)
         if status in (401, 403):
             if self._key_env is None:
                 return self._fail(
@@ -544,17 +570,41 @@ class HttpEmbedder:
         raise AssertionError("unreachable")  # the loop returns or raises
 
     def _wait(self, fault: _Retry, attempt: int, stop: threading.Event | None) -> None:
+        """Wait before the next try: what ``Retry-After`` asked, at most the system's
+        ``timeout`` (``RETRY_AFTER_MAX_S`` without one), else a jittered backoff; the first
+        wait long enough to notice is said where progress goes."""
         if fault.after is not None:
-            if self._timeout is not None and fault.after > self._timeout:
-                raise self._fail(
-                    f"{fault.what}, asking to retry after {fault.after:g} s, longer than the "
-                    f"system's 'timeout' ({self._timeout:g} s)"
+            longest = RETRY_AFTER_MAX_S if self._timeout is None else self._timeout
+            if fault.after > longest:
+                bound = (
+                    f"the system's 'timeout' ({self._timeout:g} s)"
+                    if self._timeout is not None
+                    else f"the {RETRY_AFTER_MAX_S:g} s waited at most with 'timeout' = 0"
                 )
-            _sleep(fault.after, stop)
+                raise self._fail(
+                    f"{fault.what}, asking to retry after {fault.after:g} s, longer than {bound}"
+                )
+            delay = fault.after
+        else:
+            # Jittered, so that concurrent requests refused together do not return together.
+            delay = min(BACKOFF_CAP_S, BACKOFF_FIRST_S * 2**attempt) * random.uniform(0.5, 1.0)
+        self._say_waiting(fault, delay)
+        _sleep(delay, stop)
+
+    def _say_waiting(self, fault: _Retry, delay: float) -> None:
+        """Say, once per embedder, that the service makes the run wait: a rate-limited run is
+        not silent for up to ``retries`` x ``timeout`` a request, nor a line per request (the
+        requests beside it wait alike). A wait too short for a progress line says nothing."""
+        if delay < progress.QUIET_SECONDS:
             return
-        # Jittered, so that concurrent requests refused together do not return together.
-        delay = min(BACKOFF_CAP_S, BACKOFF_FIRST_S * 2**attempt)
-        _sleep(delay * random.uniform(0.5, 1.0), stop)
+        with self._said_lock:
+            if self._said_waiting:
+                return
+            self._said_waiting = True
+        progress.say(
+            f"{self._where} {fault.state} ({fault.what}): waiting {delay:.0f} s before trying "
+            f"again ('retries' = {self._retries}); later waits are not said"
+        )
 
     # -- many texts -----------------------------------------------------------------------------
 
@@ -614,4 +664,5 @@ BACKEND = EmbedderBackend(
     load=load_http,
     summary="an OpenAI-compatible embedding service (Ollama, TEI, vLLM, infinity, OpenAI)",
     check=check_options,
+    not_applicable={"device": "the service decides where its model runs"},
 )

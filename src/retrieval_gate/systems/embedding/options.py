@@ -123,7 +123,8 @@ OPTIONS: OptionTable = {
 
 def backend_options(spec: Mapping[str, Any], where: Where) -> OptionTable:
     """The option tables of the embedder and the index the system ``spec`` names, merged; an
-    unknown name is a ``ConfigError`` listing the known ones."""
+    unknown name is a ``ConfigError`` listing the known ones; a shared key the embedder
+    declares meaningless for it (``EmbedderBackend.not_applicable``) is one too."""
     from retrieval_gate.embed import EMBEDDERS
     from retrieval_gate.index import INDEXES
 
@@ -134,6 +135,14 @@ def backend_options(spec: Mapping[str, Any], where: Where) -> OptionTable:
             path=where.source,
             entry=where.entry,
         )
+    for key, why in EMBEDDERS[embedder].not_applicable.items():
+        if key in spec:
+            # Refused rather than ignored: the user meant it to change something.
+            raise ConfigError(
+                f"'{key}' does not apply to the {embedder} embedder ({why}); drop it",
+                path=where.source,
+                entry=where.entry,
+            )
     index = spec.get("index", "chroma")
     if not isinstance(index, str) or index not in INDEXES:
         raise ConfigError(
