@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -402,6 +403,37 @@ def untrusted_service(root: Path) -> None:
         ),
         encoding="utf-8",
     )
+
+
+def scripted_service(script: Callable[[int, Any], Any], **extra: str) -> Callable[[Path], None]:
+    """A setup: an embedding service stand-in answering as ``script`` does (the probe is
+    request 0), and an http system pointing at it with ``extra`` keys (values as TOML)."""
+
+    def setup(root: Path) -> None:
+        from ..embed.http_servers import StandIn
+
+        server = StandIn(script=script)
+        (root / "pyproject.toml").write_text(
+            settings(
+                '[tool.retrieval_gate]\ncorpus = "corpus"\n',
+                http_system(base_url=f'"{server.base_url}"', **extra),
+            ),
+            encoding="utf-8",
+        )
+
+    return setup
+
+
+def _quota_for_a_day(n: int, seen: Any) -> Any:
+    from ..embed.http_servers import Reply
+
+    return Reply(429, b"daily quota spent", {"Retry-After": "86400"}) if n else Reply()
+
+
+def _down_after_the_probe(n: int, seen: Any) -> Any:
+    from ..embed.http_servers import Reply
+
+    return Reply(then_stop=n == 0)
 
 
 def tiny_transformer(root: Path) -> None:
@@ -1850,6 +1882,42 @@ CASES: tuple[BadInput, ...] = (
         "failed items",
         {"lineage.retrieval.yaml": LENIENT, **corpus()},
         setup=untrusted_service,
+        needs=("httpx",),
+    ),
+    BadInput(
+        "http-device",
+        "a device on an http system, whose service decides where its model runs",
+        "ERROR: *pyproject.toml [system.svc]: 'device' does not apply to the http embedder (the "
+        "service decides where its model runs); drop it",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                http_system(base_url='"http://127.0.0.1:9/v1"', device='"cuda"')
+            ),
+        },
+    ),
+    BadInput(
+        "http-retry-after-past-the-longest-wait",
+        "a service asking to retry after a day, with no time limit on a request (timeout = 0): "
+        "not waited out",
+        "*pyproject.toml [system.svc]: embedding service http://127.0.0.1:*/v1/embeddings "
+        "(model 'served-model'): answered 429: daily quota spent, asking to retry after 86400 s, "
+        "longer than the 300 s waited at most with 'timeout' = 0",
+        "failed items",
+        {"lineage.retrieval.yaml": LENIENT, **corpus()},
+        setup=scripted_service(_quota_for_a_day, timeout="0"),
+        needs=("httpx",),
+    ),
+    BadInput(
+        "http-service-down-mid-run",
+        "a service that stops after the run's first request and is not back within the retries",
+        "*pyproject.toml [system.svc]: embedding service http://127.0.0.1:*/v1/embeddings "
+        "(model 'served-model'): could not connect (*Connection refused*) after it had answered "
+        "(tried 2 times; 'retries' = 1)",
+        "failed items",
+        {"lineage.retrieval.yaml": LENIENT, **corpus()},
+        setup=scripted_service(_down_after_the_probe, retries="1"),
         needs=("httpx",),
     ),
     BadInput(
