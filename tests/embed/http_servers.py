@@ -335,7 +335,9 @@ class StandIn:
                 self._inside -= 1
 
     def close(self) -> None:
-        self.stop()
+        # Not ``stop``: a connection held open may still be used (a test's last query).
+        self._server.shutdown()
+        self._server.server_close()
         self._thread.join(timeout=10)
 
 
