@@ -209,9 +209,14 @@ def _hands_on(frame: Any, code: Any) -> bool:
     """Whether ``frame`` is a wrapper that called a function it holds (a decorator's closure,
     torch's ``forward_call``) whose code is ``code``, the next frame's."""
     for value in frame.f_locals.values():
-        target = getattr(value, "__func__", value)
-        if getattr(target, "__code__", None) is code:
-            return True
+        try:
+            target = getattr(value, "__func__", value)
+            if getattr(target, "__code__", None) is code:
+                return True
+        except Exception:
+            # A local that raises on any lookup (a context-bound proxy) is no wrapped
+            # function; its error must not replace the one being attributed.
+            continue
     return False
 
 
