@@ -1149,7 +1149,7 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "fields-without-fields",
         "'fields' on a corpus whose documents have no fields",
-        "*corpus [fields]: none of the corpus' 5 documents has the field(s) 'label' that the "
+        "*corpus [fields]: none of the corpus' 5 documents has the field 'label' that the "
         "system's 'fields' names *",
         "failed items",
         {
@@ -1197,7 +1197,7 @@ CASES: tuple[BadInput, ...] = (
         "embedder-nan-query",
         "an embedder plug-in returning NaN for a query",
         "*pyproject.toml [system.plugin]: embedder 'bad' returned NaN or infinite values in 1 of 1 "
-        "query vectors (the first for query 'refunds')",
+        "query vector (the first for query 'refunds')",
         "failed items",
         plugin_embedder("nan-query"),
     ),
@@ -1235,7 +1235,7 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "embedder-never-returns",
         "an embedder plug-in whose document encoding never returns",
-        "*pyproject.toml [system.plugin]: embedder 'bad' did not return 5 document vector(s) "
+        "*pyproject.toml [system.plugin]: embedder 'bad' did not return 5 document vectors "
         "within 0.5 s (the system's 'timeout', 0.5 s per batch of 64 texts); check the "
         "embedder, or raise 'timeout'",
         "failed items",
@@ -1245,7 +1245,7 @@ CASES: tuple[BadInput, ...] = (
         "embedder-zero-vectors",
         "an embedder plug-in returning all-zero vectors",
         "*VectorWarning: *pyproject.toml [system.plugin]: embedder 'bad' returned 2 all-zero "
-        "document vector(s) of 5: exact search scores a zero vector 0 against every other one, "
+        "document vectors of 5: exact search scores a zero vector 0 against every other one, "
         "so it ranks by the tie order alone",
         "warning",
         plugin_embedder("zero"),
@@ -1410,7 +1410,7 @@ CASES: tuple[BadInput, ...] = (
         "run-file-covers-some",
         "a run file that answers only some of the queries (said in the terminal)",
         "  bm25: runs/bm25.trec answers 2 of the suite's 3 queries; the 1 it does not answer "
-        "score 0 (e.g. 'refunds')",
+        "scores 0 (e.g. 'refunds')",
         "passes",
         {
             "lineage.retrieval.yaml": SUITE,

@@ -48,6 +48,7 @@ from retrieval_gate.embed import (
     make_identity,
 )
 from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.records import counted
 from retrieval_gate.schema import Option, OptionTable, Where, at_least
 from retrieval_gate.usercode import DEFAULT_TIMEOUT_S
 
@@ -429,7 +430,9 @@ class HttpEmbedder:
         if not isinstance(data, list):
             raise self._fail("answered JSON without a 'data' list of embeddings")
         if len(data) != count:
-            raise self._fail(f"answered {len(data)} embeddings for {count} texts")
+            raise self._fail(
+                f"answered {counted(len(data), 'embedding')} for {counted(count, 'text')}"
+            )
         rows: list[Any] = [None] * count
         for position, item in enumerate(data):
             index = item.get("index", position) if isinstance(item, dict) else None

@@ -30,7 +30,7 @@ import numpy as np
 from retrieval_gate.baseline.history import History, HistoryRecord, identity_digest
 from retrieval_gate.config.history import HistorySettings
 from retrieval_gate.errors import RetrievalGateError
-from retrieval_gate.records import Outcome, RunRecord, format_value
+from retrieval_gate.records import Outcome, RunRecord, counted, format_value, plural
 
 #: The name of the drift items' scope and the first part of their item names.
 DRIFT_SCOPE = "history-drift"
@@ -221,8 +221,8 @@ def drift_outcomes(
             now_values = [exact_now[k] or 0.0 for k in keys]
             differ = sum(1 for k in keys if today[k].differs_from_exact)
             noise[check.metric] = (
-                f"index noise: {differ} of {len(keys)} queries ranked differently from exact "
-                f"search today; decided on exact search over the same vectors (the system's "
+                f"index noise: {differ} of {counted(len(keys), 'query')} ranked differently "
+                f"from exact search today; decided on exact search over the same vectors (the system's "
                 f"identity is unchanged since the anchor); under the index's own ranking "
                 f"{check.metric} went {format_value(sum(seen_then) / len(keys))} -> "
                 f'{format_value(sum(seen_now) / len(keys))} (docs/verdicts.md, "Index noise")'
@@ -292,7 +292,7 @@ def _statement(check: DriftCheck, drop: float, anchor: Anchor, steps: int, beyon
         said = f"{check.metric} is {format_value(-drop)} above {where}"
     else:
         said = f"{check.metric} is level with {where}"
-    word = "step" if steps == 1 else "steps"
+    word = plural(steps, "step")
     each = (
         "each within its tolerance" if beyond == 0 else f"{beyond} of them beyond their tolerance"
     )

@@ -40,6 +40,7 @@ from retrieval_gate.gates.shelflife import (
     holdout_shelf_life,
     shelf_life,
 )
+from retrieval_gate.records import counted, plural
 
 if TYPE_CHECKING:
     from retrieval_gate.baseline.store import Baseline
@@ -103,9 +104,11 @@ def baseline_age(
     if saved is not None and when is not None:
         days = (now - when).total_seconds() / 86400.0
         if conf.baseline_max_age and days > conf.baseline_max_age:
+            shown_days = f"{days:.0f}"
             warnings.append(
-                f"the baseline is {days:.0f} days old (saved at {saved.short} of "
-                f"{when.date().isoformat()}; baseline_max_age {conf.baseline_max_age:g} days): "
+                f"the baseline is {shown_days} {plural(float(shown_days), 'day')} old (saved at "
+                f"{saved.short} of {when.date().isoformat()}; baseline_max_age "
+                f"{conf.baseline_max_age:g} {plural(conf.baseline_max_age, 'day')}): "
                 "save a fresh one on the main branch"
             )
     if saved is not None and saved.commit is not None:
@@ -113,7 +116,7 @@ def baseline_age(
         limit = conf.baseline_max_commits
         if commits is not None and limit and commits > limit:
             warnings.append(
-                f"the baseline is {commits} commits behind (saved at {saved.short}; "
+                f"the baseline is {counted(commits, 'commit')} behind (saved at {saved.short}; "
                 f"baseline_max_commits {limit})"
             )
     other = []
@@ -318,7 +321,7 @@ class HistoryKeeper:
             worst = max(spent, key=lambda s: s.now - s.tolerance)
             self.lines.append(
                 f"retrieval gate: warning: the shelf life of suite {suite} is spent: after "
-                f"{worst.decisions} decisions its {worst.metric} resolution is "
+                f"{counted(worst.decisions, 'decision')} its {worst.metric} resolution is "
                 f"+-{worst.now:.4g} > tolerance {worst.tolerance:g}; add fresh queries (a "
                 "changed suite starts a new ledger)"
             )
@@ -359,7 +362,9 @@ class HistoryKeeper:
             store.append(records)
         except (OSError, HistoryError) as exc:
             raise HistoryError(f"could not append to the history {failed_write(exc)}") from None
-        self.lines.append(f"recorded {len(records)} run(s) in the history: {store.location}")
+        self.lines.append(
+            f"recorded {counted(len(records), 'run')} in the history: {store.location}"
+        )
         try:
             if isinstance(store, JsonLinesHistory) and self.conf.keep_values:
                 for suite in sorted({r.suite for r in runs}):

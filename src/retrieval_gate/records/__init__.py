@@ -39,9 +39,11 @@ from retrieval_gate.records.run import (
 from retrieval_gate.records.sections import Section, Table
 from retrieval_gate.records.transport import ItemPayload, Undecided
 from retrieval_gate.records.wording import (
+    counted,
     format_delta,
     format_value,
     parse_scope,
+    plural,
     scope_name,
     shorten,
     shown_id,
@@ -65,9 +67,11 @@ __all__ = [
     "Table",
     "Undecided",
     "UnitExtras",
+    "counted",
     "format_delta",
     "format_value",
     "parse_scope",
+    "plural",
     "query_digest",
     "register_kind_codec",
     "scope_name",

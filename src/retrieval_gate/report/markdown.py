@@ -19,7 +19,9 @@ from retrieval_gate.records import (
     RegressionRow,
     RunRecord,
     Section,
+    counted,
     format_delta,
+    plural,
 )
 from retrieval_gate.report import ReportData, Writer
 from retrieval_gate.report.history import age_lines, history_lines
@@ -113,13 +115,14 @@ def lines(data: ReportData) -> Iterator[str]:
         f"; {len(data.undecided)} not decided because their run failed," if data.undecided else ""
     )
     # A run that failed has no record but was run all the same: a session whose every run
-    # failed covers its suites and systems, not "0 suite(s) and 0 system(s)".
+    # failed covers its suites and systems, not "0 suites and 0 systems".
     ran = [(run.suite, run.system) for run in data.runs]
     ran += [(error.suite, error.system) for error in data.errors]
     suites, systems = {suite for suite, _ in ran}, {system for _, system in ran}
     yield (
-        f"**{verdict}**: {len(data.gates) - n_failed} of {data.total} gates passed{undecided}"
-        f" over {len(suites)} suite(s) and {len(systems)} system(s)."
+        f"**{verdict}**: {len(data.gates) - n_failed} of {data.total} "
+        f"{plural(data.total, 'gate')} passed{undecided}"
+        f" over {counted(len(suites), 'suite')} and {counted(len(systems), 'system')}."
     )
     yield ""
     if data.partial is not None:
@@ -321,12 +324,13 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
                 f"a second build of the index from the same vectors: RBO "
                 f"{stats['index_stability_rbo']:.4f}, overlap@{k} "
                 f"{stats['index_stability_overlap']:.4f}, same top {k} for "
-                f"{stats['index_stability_identical']} of {n} queries"
+                f"{stats['index_stability_identical']} of {counted(n, 'query')}"
             )
         parts += [str(note) for note in stats.get("suite_notes", ())]
         parts += [str(note) for note in stats.get("warnings", ())]
         parts += [str(note) for note in stats.get("notes", ())]
-        parts += latency_notes(stats, run.n)  # timed queries and time per stage: systems/timings
+        # Timed units and time per stage: systems/timings.
+        parts += latency_notes(stats, run.n, units_of(run.kind, 1), units_of(run.kind))
         judged = judged_note(run) if kind is not None and kind.shows_judged(run) else None
         parts += [note for note in (judged, ties_note(run, shown)) if note is not None]
         if parts:
@@ -476,7 +480,7 @@ def _baseline(run: RunRecord, base: BaselineComparison, gates: list[Outcome]) ->
     if any(m.policy == "tolerance" for m in table.values()):
         header, rows, warnings = _tolerance_rows(table)
     else:
-        header, rows, warnings = _margin_rows(table)
+        header, rows, warnings = _margin_rows(table, run.kind)
     if rows:
         yield from _table(header, rows)
         yield ""
@@ -496,7 +500,7 @@ def _baseline(run: RunRecord, base: BaselineComparison, gates: list[Outcome]) ->
         yield ""
     regressed = [g for g in gates if g.regression is not None and not g.passed]
     for gate in regressed:
-        yield f"Regressed queries for {gate.metric} ({gate.scope}):"
+        yield f"Regressed {units_of(run.kind)} for {gate.metric} ({gate.scope}):"
         yield ""
         for line in _explained(gate):
             yield f"- {line}"
@@ -552,7 +556,7 @@ def _tolerance_rows(table: Mapping[str, RegressionRow]) -> _Rows:
     return [*header, "verdict"], rows, []
 
 
-def _margin_rows(table: Mapping[str, RegressionRow]) -> _Rows:
+def _margin_rows(table: Mapping[str, RegressionRow], kind: str) -> _Rows:
     rows = []
     warnings = []
     for name, m in table.items():
@@ -577,7 +581,8 @@ def _margin_rows(table: Mapping[str, RegressionRow]) -> _Rows:
             continue
         if m.verdict == "underpowered":
             warnings.append(
-                f"- **warning**: {name} is underpowered: over {m.n} queries neither a drop larger "
+                f"- **warning**: {name} is underpowered: over {m.n} {units_of(kind, m.n)} neither "
+                "a drop larger "
                 f"than the tolerance {fmt(m.tolerance)} nor one within it can be shown"
             )
         if detectable is not None and m.tolerance > 0 and detectable > 2 * m.tolerance:
@@ -664,7 +669,7 @@ def judged_note(run: RunRecord) -> str | None:
     mean = sum(shares) / len(shares)
     return (
         f"ground truth: Judged@{k} {mean:.4f}, {partial} of {len(shares)} "
-        f"{'query' if len(shares) == 1 else 'queries'} {'has' if partial == 1 else 'have'} "
+        f"{plural(len(shares), 'query')} {plural(partial, 'has', 'have')} "
         f"unjudged documents in their top {k}"
     )
 

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from retrieval_gate.display import shown
+from retrieval_gate.records import counted
 from retrieval_gate.report import ReportData
 from retrieval_gate.report.markdown import headline_metrics
 from retrieval_gate.report.resolution import coarse_checks, render_plan, session_warning
@@ -93,5 +94,5 @@ def _lines(data: ReportData) -> Iterator[str]:
         not_decided = sum(1 for u in data.undecided if (u.suite, u.system) == error.key)
         yield (
             f"run failed: {error.suite} x {error.system}: {error.error}"
-            + (f" ({not_decided} gates not decided)" if not_decided else "")
+            + (f" ({counted(not_decided, 'gate')} not decided)" if not_decided else "")
         )

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import RunError
+from retrieval_gate.records import counted, plural
 from retrieval_gate.schema import Option
 from retrieval_gate.systems.base import OpenContext, Query, Retrieved, SystemKind
 
@@ -176,13 +177,15 @@ class RunFileSystem:
             return ()
         if len(missing) == len(asked):
             raise RunError(
-                f"the run answers none of the suite's {len(asked)} queries: its query ids "
+                f"the run answers none of the suite's {counted(len(asked), 'query')}: its "
+                "query ids "
                 f"({_examples(sorted(self.run))}) are not the suite's ({_examples(list(asked))})",
                 path=self.path,
             )
         return (
-            f"{self.written} answers {len(asked) - len(missing)} of the suite's {len(asked)} "
-            f"queries; the {len(missing)} it does not answer score 0 (e.g. {_examples(missing)})",
+            f"{self.written} answers {len(asked) - len(missing)} of the suite's "
+            f"{counted(len(asked), 'query')}; the {len(missing)} it does not answer "
+            f"{plural(len(missing), 'scores', 'score')} 0 (e.g. {_examples(missing)})",
         )
 
     def retrieve(
