@@ -186,6 +186,7 @@ def test_a_suite_of_one_query_is_said_in_the_singular(project: pytest.Pytester) 
     result.stdout.fnmatch_lines(["one (1 query)", "*keyword vs baseline: 1 shared query"])
     markdown = (project.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
     assert "1 query from `lineage.retrieval.yaml`, cutoffs [1]." in markdown
+    assert "**PASSED**: 2 of 2 gates passed over 1 suite and 1 system." in markdown
     assert "Compared on 1 query shared with `retrieval-baseline.json`." in markdown
     assert "latency: timed on the suite's one query;" in markdown
     gates = json.loads((project.path / "retrieval-gate-report.json").read_text())["gates"]
