@@ -134,17 +134,25 @@ def test_pearson_and_spearman_of_known_cosines_gate_and_report(proj: pytest.Pyte
     assert run["metrics"]["spearman"] == pytest.approx(
         scipy_stats.spearmanr(cos, GOLD).statistic, abs=1e-12
     )
-    # Per pair: its cosine and gold score, and both texts, so a reader can recompute.
+    # Per pair: its cosine and gold score, and both texts, so a reader can recompute; no
+    # "pearson" of one pair (there is none: it was the pair's cosine), and no time (none taken).
     first = run["queries"][0]
     assert (first["text"], first["text_b"]) == ("a cat", "a kitten")
-    assert first["metrics"]["cosine"] == pytest.approx(math.cos(math.radians(10)), abs=1e-7)
-    assert first["metrics"]["gold_score"] == 5.0
+    assert first["metrics"] == {
+        "cosine": pytest.approx(math.cos(math.radians(10)), abs=1e-7),
+        "gold_score": 5.0,
+    }
+    assert first["latency_ms"] is None
     lo, hi = run["intervals"]["pearson"]
     assert lo <= run["metrics"]["pearson"] <= hi
     assert run["stats"]["latency_measured"] is False
     assert run["stats"]["embedded_texts"] == len(ANGLES)  # each distinct text once
     text = "\n".join(result.outlines)
     assert "sim (6 pairs)" in text
+    # No latency column: a pair suite times nothing, and a "-" would read as a missing figure.
+    result.stdout.re_match_lines(
+        [r"^  system +pearson +spearman$", r"^  angles +-?\d\.\d{4} +-?\d\.\d{4}$"]
+    )
     markdown = (proj.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
     assert "6 pairs from `sim.retrieval.yaml`" in markdown
     assert "### Pairs furthest from the gold order" in markdown

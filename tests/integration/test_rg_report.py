@@ -20,7 +20,7 @@ def test_report_and_json_written_with_the_documented_layout(project: pytest.Pyte
         ]
     )
     report = json.loads((project.path / "retrieval-gate-report.json").read_text())
-    assert report["version"] == 2
+    assert report["version"] == 3
     assert report["passed"] is False
     (run,) = report["runs"]
     assert (run["suite"], run["system"], run["n"], run["k"]) == ("lineage", "keyword", 3, [1, 3])

@@ -36,13 +36,16 @@ def _lines(data: ReportData) -> Iterator[str]:
         gates = [g for g in data.gates if g.suite == suite]
         metrics = headline_metrics(runs, gates)
         width = max(len("system"), *(len(run.system) for run in runs))
-        header = f"{'system':<{width}}  " + "  ".join(f"{m:>9}" for m in metrics) + "  p95 ms"
+        # A latency column only where some run timed its queries (a pair suite never does): a
+        # run in it that timed none (a stored run file) says n/a, not a figure.
+        timed = any(run.latency_measured for run in runs)
+        header = f"{'system':<{width}}  " + "  ".join(f"{m:>9}" for m in metrics)
         yield f"{suite} ({runs[0].n} {units_of(runs[0].kind, runs[0].n)})"
-        yield "  " + header
+        yield "  " + header + ("  p95 ms" if timed else "")
         for run in runs:
             cells = "  ".join(f"{run.metrics[m]:>9.4f}" for m in metrics)
-            p95 = f"{run.latency_ms['p95']:>6.1f}" if run.latency_measured else f"{'-':>6}"
-            yield f"  {run.system:<{width}}  {cells}  {p95}"
+            p95 = f"{run.latency_ms['p95']:>6.1f}" if run.latency_measured else f"{'n/a':>6}"
+            yield f"  {run.system:<{width}}  {cells}" + (f"  {p95}" if timed else "")
         decisions = data.decisions(suite)
         if isinstance(decisions, str):
             yield f"  decision score: not computed: {decisions}"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import ConfigError, RunError
-from retrieval_gate.records.wording import counted, plural, shown_id
+from retrieval_gate.records.wording import counted, shown_id
 from retrieval_gate.schema import Option, Where
 from retrieval_gate.systems.base import OpenContext, Query, Retrieved, SystemKind
 from retrieval_gate.usercode import DEFAULT_TIMEOUT_S as DEFAULT_TIMEOUT_S

@@ -216,6 +216,8 @@ class RunFileSystem:
         stats["run_file_queries"] = len(self.run)
         stats["run_file_missing_queries"] = len(self._unanswered)
         stats["latency_measured"] = False
+        # Why, for the report: "not timed" alone would read as a sample nobody asked for.
+        stats["latency_reason"] = "a stored run holds no query times"
         # Read once the run's queries are asked: IdCheck judges the ids of the whole run.
         notes = () if self._ids is None else self._ids.notes()
         if self._corpus is not None and (self._corpus.notes or notes):

@@ -106,6 +106,8 @@ def latency_notes(
             notes.append(f"latency: timed on every {unit} ({n})")
         else:
             notes.append(f"latency: timed on {timed} of {counted(n, unit, units)}")
+    elif isinstance(stats.get("latency_reason"), str):
+        notes.append(f"latency: none ({stats['latency_reason']})")
     elif timed == 0:
         notes.append(
             "latency: not timed (no latency gate or decision weight reads it; "
