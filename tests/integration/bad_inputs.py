@@ -940,6 +940,19 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "extraction-similarity",
+        "a similarity measure named by an extraction suite (its metrics are set-based: it would "
+        "be ignored)",
+        "notes.retrieval.yaml [similarity]: 'similarity' does not apply to an extraction suite "
+        "(a key of ontology suites)",
+        "collection error",
+        {
+            "notes.retrieval.yaml": EXTRACTION_SUITE + "similarity: lin\n",
+            "terms.obo": OBO,
+            "notes.jsonl": '{"id": "d1", "text": "a leaf", "terms": ["T:2"]}\n',
+        },
+    ),
+    BadInput(
         "extraction-ranking-metric-in-expect",
         "a ranking metric in an extraction document's expect",
         "notes.jsonl [line 1 (id d1) expect.nDCG@5]: nDCG@5 does not apply to an extraction "
