@@ -21,6 +21,7 @@ from retrieval_gate.records import (
     Section,
     counted,
     format_delta,
+    format_value,
     plural,
 )
 from retrieval_gate.report import ReportData, Writer
@@ -158,20 +159,18 @@ def lines(data: ReportData) -> Iterator[str]:
     if data.gates:
         yield "## All gates"
         yield ""
-        rows = [
-            [
-                _status(g),
-                f"`{g.nodeid}`",
-                _measured(g) if g.regression is not None or g.hidden else fmt(g.value),
-                _needed(g)
-                if g.regression is not None or g.hidden
-                else f"{g.comparison} {fmt(g.threshold)}",
-                str(g.n),
-            ]
-            for g in data.gates
-        ]
+        rows = [[_status(g), f"`{g.nodeid}`", *_value_and_need(g), str(g.n)] for g in data.gates]
         yield from _table(["status", "gate", "value", "needs", "n"], rows)
         yield ""
+
+
+def _value_and_need(gate: Outcome) -> tuple[str, str]:
+    """The All gates row's value and need: a metric value in 4 decimals, as every table shows
+    one; a rank, milliseconds, a drop or a hidden value in its own words, as the failing gates
+    table says them (a found_within rank is not "1.0000", nor "-1.0000" when not retrieved)."""
+    if gate.regression is None and not gate.hidden and gate.measured == format_value(gate.value):
+        return fmt(gate.value), f"{gate.comparison} {fmt(gate.threshold)}"
+    return _measured(gate), _needed(gate)
 
 
 def _status(gate: Outcome) -> str:
