@@ -17,6 +17,7 @@ CONFTEST = """
 import json
 import math
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,7 @@ class Angles:
         self.angles = json.loads(Path(model).read_text())
 
     def encode_documents(self, texts, *, progress=False):
+        time.sleep(float(os.environ.get("ANGLES_SLEEP", "0")))  # a slow model: progress shows
         rad = [math.radians(self.angles[t]) for t in texts]
         return np.array([[math.cos(a), math.sin(a)] for a in rad], dtype=np.float32)
 
@@ -422,3 +424,15 @@ def test_slow_drift_of_a_pair_suite_counts_shared_pairs(
     (drift,) = [g for g in gates if g["scope"] == "history-drift" and g["metric"] == "pearson"]
     # Not "over 6 paired pairs": the unit noun once, as the regression item says it.
     assert " over 6 shared pairs; drift tolerance 0.04 " in drift["detail"][1]
+
+
+def test_the_progress_line_names_the_suite_once(
+    proj: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past the 2 s a step stays quiet, the embedding of the pairs' texts says how far it is.
+    monkeypatch.setenv("ANGLES_SLEEP", "2.2")
+    write_suite(proj, suite())
+    result = proj.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["retrieval gate: sim x angles: pairs: embedding 6/6 (100%)*"])
+    assert not [line for line in result.outlines if "sim: pairs" in line]

@@ -282,7 +282,12 @@ def run_pairs(
     texts = [p.text for p in pairs] + [p.text_b for p in pairs]
     # Through the embedding boundary: a plug-in's NaN or short result is one line naming it.
     vectors, embedded = embed_texts(
-        embedder, texts, options, label=f"{suite.name}: pairs", call=embedding_call(system)
+        # The progress line names the suite and system already ("sim x angles: pairs: ...").
+        embedder,
+        texts,
+        options,
+        label="pairs",
+        call=embedding_call(system),
     )
     n = len(suite.queries)
     a, b = vectors[:n].astype(np.float64), vectors[n:].astype(np.float64)
