@@ -147,6 +147,32 @@ def test_terminal_summary_is_compact(project: pytest.Pytester) -> None:
     )
 
 
+def test_a_stored_run_beside_a_timed_system_has_no_latency_figure(
+    project: pytest.Pytester,
+) -> None:
+    # A run file holds no query times: n/a in the p95 column the timed retriever fills, not a
+    # dash that reads as a figure gone missing.
+    settings = (project.path / "pyproject.toml").read_text(encoding="utf-8")
+    settings += '\n[tool.retrieval_gate.system.stored]\nrun = "stored.trec"\n'
+    (project.path / "pyproject.toml").write_text(settings, encoding="utf-8")
+    (project.path / "stored.trec").write_text(
+        "join_orders Q0 sql/orders.sql 1 1.0 x\ncustomer_names Q0 sql/customers.sql 1 1.0 x\n"
+        "refunds Q0 docs/faq.md 1 1.0 x\n",
+        encoding="utf-8",
+    )
+    write_suite(project, SUITE)
+    result = project.runpytest(
+        "--retrieval-gate", "--rg-system", "keyword", "--rg-system", "stored"
+    )
+    result.stdout.re_match_lines(
+        [
+            r"^  system +P@1 +R@3 +MRR@3 +Hit@3 +nDCG@3  p95 ms$",
+            r"^  keyword +(\d\.\d{4} +){5} *\d+\.\d$",
+            r"^  stored +(\d\.\d{4} +){5} *n/a$",
+        ]
+    )
+
+
 def test_decision_score_ranks_the_systems(project: pytest.Pytester) -> None:
     settings = (project.path / "pyproject.toml").read_text(encoding="utf-8")
     settings = settings.replace(
