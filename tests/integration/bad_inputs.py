@@ -953,6 +953,19 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "extraction-k",
+        "cutoffs named by an extraction suite (its systems' extraction settings cut each "
+        "document's terms: they would be ignored)",
+        "notes.retrieval.yaml [k]: 'k' does not apply to an extraction suite (a key of ranking, "
+        "ontology suites)",
+        "collection error",
+        {
+            "notes.retrieval.yaml": EXTRACTION_SUITE + "k: [1, 5]\n",
+            "terms.obo": OBO,
+            "notes.jsonl": '{"id": "d1", "text": "a leaf", "terms": ["T:2"]}\n',
+        },
+    ),
+    BadInput(
         "extraction-ranking-metric-in-expect",
         "a ranking metric in an extraction document's expect",
         "notes.jsonl [line 1 (id d1) expect.nDCG@5]: nDCG@5 does not apply to an extraction "

@@ -110,6 +110,7 @@ def test_micro_macro_weighted_by_hand_with_floors_and_expect(proj: pytest.Pytest
     result.stdout.fnmatch_lines(["*query[[]d2]*", "R_micro = 0.3333, expected >= 0.5"])
     run = run_json(proj)["run"]
     assert run["kind"] == "extraction"
+    assert run["k"] == []  # an extraction suite has no cutoffs (it listed [1, 3, 5, 10])
     m = run["metrics"]
     # micro: TP 2+1+0 = 3, FP 0+2+1 = 3, FN 0+2+1 = 3.
     assert (m["TP"], m["FP"], m["FN"], m["n_gold"]) == (3, 3, 3, 6)

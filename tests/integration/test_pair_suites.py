@@ -127,6 +127,7 @@ def test_pearson_and_spearman_of_known_cosines_gate_and_report(proj: pytest.Pyte
     out = run_json(proj)
     run = out["run"]
     assert run["kind"] == "pairs"
+    assert run["k"] == []  # a pair suite has no cutoffs (it listed [1, 3, 5, 10])
     assert run["metrics"]["pearson"] == pytest.approx(pearson(cos, GOLD), abs=1e-12)
     assert run["metrics"]["spearman"] == pytest.approx(spearman(cos, GOLD), abs=1e-12)
     scipy_stats = pytest.importorskip("scipy.stats")

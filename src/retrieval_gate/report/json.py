@@ -18,16 +18,25 @@ if TYPE_CHECKING:
 # 2: a category's or difficulty's scope and node id are written category:<label> (version 1
 # wrote category[<label>], which pytest could not select: docs/suite-format.md, "Node ids").
 # 3: a pair's metrics no longer hold a `pearson` and a `spearman` (they were the pair's cosine:
-# one pair has no correlation), and a pair's `latency_ms` is null (no pair is timed).
+# one pair has no correlation), a pair's `latency_ms` is null (no pair is timed), and a pair or
+# extraction run's `k` is [] (it listed default cutoffs those kinds never read).
 VERSION = 3
 
 
-def _unit_metrics(entry: dict[str, Any]) -> dict[str, Any]:
+def _as_reported(entry: dict[str, Any]) -> dict[str, Any]:
     """The run's JSON with each unit's ``metrics`` holding only values that are the unit's own:
     a family whose per-unit series is an input of its aggregation (a correlation's cosine,
-    ``MetricFamily.per_unit``) is left out, so no pair shows its cosine under ``pearson``."""
+    ``MetricFamily.per_unit``) is left out, so no pair shows its cosine under ``pearson``. A
+    kind that takes no cutoffs (pairs, extraction) reports ``k`` as ``[]``, not the defaults it
+    never read."""
     from retrieval_gate.errors import UnknownMetricError
     from retrieval_gate.metrics import parse_metric
+    from retrieval_gate.records import DEFAULT_KIND
+    from retrieval_gate.suites import kinds
+
+    kind = kinds().get(entry.get("kind", DEFAULT_KIND))
+    if kind is not None and not kind.takes_k:
+        entry["k"] = []
 
     def own(name: str) -> bool:
         try:
@@ -46,7 +55,7 @@ def _unit_metrics(entry: dict[str, Any]) -> dict[str, Any]:
 def render(data: ReportData) -> dict[str, Any]:
     runs = []
     for run in data.runs:
-        entry = _unit_metrics(run.to_json())
+        entry = _as_reported(run.to_json())
         comparison = data.comparison(run)
         if comparison is not None:
             entry["baseline"] = comparison.to_json()
