@@ -366,6 +366,7 @@ def test_a_second_system_is_compared_with_the_reference_by_its_correlation(
     proj.runpytest("--retrieval-gate", "--rg-reference=angles").assert_outcomes(passed=4)
     markdown = (proj.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
     assert "### Against the reference system `angles`" in markdown
+    assert "per metric over the same pairs; * marks p < 0.05. Better/worse count pairs." in markdown
     good, bad = pearson(_cosines(ANGLES), GOLD), pearson(_cosines(moved), GOLD)
     row = next(line for line in markdown.splitlines() if line.startswith("| `moved` | pearson"))
     cells = [c.strip() for c in row.strip("|").split("|")]

@@ -431,9 +431,10 @@ def _reference(data: ReportData, runs: list[RunRecord], metrics: list[str]) -> I
         return
     yield f"### Against the reference system `{reference}`"
     yield ""
+    units = units_of(runs[0].kind)
     yield (
-        f"Paired two-sided randomisation test per metric over the same queries; "
-        f"* marks p < {data.alpha:g}. Better/worse count queries."
+        f"Paired two-sided randomisation test per metric over the same {units}; "
+        f"* marks p < {data.alpha:g}. Better/worse count {units}."
     )
     yield ""
     rows = [
