@@ -173,6 +173,11 @@ def test_negation_and_top_term_only_are_system_settings(proj: pytest.Pytester) -
     d2 = next(d for d in top["documents"] if d["id"] == "d2")
     assert d2["predicted"] == ["T:0000008", "T:0000009"]
     assert (top["metrics"]["TP"], top["metrics"]["FP"], top["metrics"]["FN"]) == (3, 2, 3)
+    # The suite's own note (an obsolete gold id mapped) is said once, not once per system.
+    (note,) = [n for n in top["stats"]["suite_notes"] if "T:0000014" in n]
+    markdown = (proj.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert markdown.count(note) == 1
+    assert f"- the suite: {note}" in markdown
 
 
 def test_a_worse_finder_regresses_against_the_baseline(

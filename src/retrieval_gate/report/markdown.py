@@ -305,7 +305,10 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
         ]
         yield from _table(["system", "p50", "p95", "p99", "mean"], rows)
         yield ""
-    stats_rows = []
+    # What collection changed in the suite (ids mapped to current terms) is the suite's, the
+    # same for every system: said once, not once per system.
+    suite_notes = dict.fromkeys(str(n) for run in runs for n in run.stats.get("suite_notes", ()))
+    stats_rows = [f"- the suite: {'; '.join(suite_notes)}"] if suite_notes else []
     for run in runs:
         stats = run.stats
         parts = []
@@ -325,7 +328,6 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
                 f"{stats['index_stability_overlap']:.4f}, same top {k} for "
                 f"{stats['index_stability_identical']} of {counted(n, 'query')}"
             )
-        parts += [str(note) for note in stats.get("suite_notes", ())]
         parts += [str(note) for note in stats.get("warnings", ())]
         parts += [str(note) for note in stats.get("notes", ())]
         # Timed units and time per stage: systems/timings.
