@@ -276,7 +276,13 @@ def test_an_obsolete_gold_id_without_replacement_stays_gold(proj: pytest.Pyteste
         "  - {id: d, text: Short arm noted., terms: [T:0000007, T:0000015]}\n",
         name="old.retrieval.yaml",
     )
-    proj.runpytest("--retrieval-gate").assert_outcomes(passed=1)
+    result = proj.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=1)
+    # No gate: the run item passed, and the summaries say there was nothing to pass, not "0 of
+    # 0 gates passed".
+    result.stdout.fnmatch_lines(["  gates: none set (no floor, no expect, no baseline run): *"])
+    markdown = (proj.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert "**PASSED**: no gate was set over 1 suite and 1 system; the figures" in markdown
     run = run_json(proj)["run"]
     assert (run["metrics"]["TP"], run["metrics"]["FN"]) == (1, 1)
     assert run["documents"][0]["gold"] == ["T:0000007", "T:0000015"]

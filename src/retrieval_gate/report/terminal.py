@@ -77,7 +77,11 @@ def _lines(data: ReportData) -> Iterator[str]:
                 for note in base.notes:
                     yield f"  {run.system} vs baseline: {note}"
         failed = [g for g in gates if not g.passed]
-        yield f"  gates: {len(gates) - len(failed)} passed, {len(failed)} failed"
+        yield (
+            f"  gates: {len(gates) - len(failed)} passed, {len(failed)} failed"
+            if gates
+            else "  gates: none set (no floor, no expect, no baseline run): measured only"
+        )
         for g in failed:
             if g.regression is not None:
                 yield f"  FAILED {g.nodeid}: {g.detail[0]}"
