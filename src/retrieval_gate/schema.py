@@ -25,6 +25,7 @@ __all__ = [
     "Where",
     "at_least",
     "beside_settings",
+    "between",
     "one_of",
     "parse_options",
     "table_markdown",
@@ -99,6 +100,17 @@ def at_least(low: int) -> Callable[[Any], bool]:
         return bool(value >= low)
 
     return check
+
+
+def between(low: int, high: int) -> dict[str, Any]:
+    """An option's ``check`` and ``rule`` for a whole number from ``low`` to ``high``, both
+    included: ``Option(int, None, doc, **between(2, 100))``. The bound a message and the docs
+    state is the one checked."""
+
+    def check(value: Any) -> bool:
+        return bool(low <= value <= high)
+
+    return {"check": check, "rule": f"{low} to {high}"}
 
 
 def one_of(*choices: str) -> Callable[[Any], bool]:

@@ -9,6 +9,8 @@ import pytest
 from retrieval_gate.display import (
     escape,
     forget_secrets,
+    page_text,
+    quoted,
     redact,
     redact_tree,
     register_secret,
@@ -151,3 +153,32 @@ def test_a_block_of_lines_keeps_its_newlines_and_tabs() -> None:
 def test_shown_redacts_then_escapes() -> None:
     assert shown("dsn\x1b[2J postgresql://u:pw\u202e@h") == "dsn\\x1b[2J postgresql://u:***@h"
     assert shown(3.5) == "3.5"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Another web server on a chroma server's port: its title, not its CSS.
+        (
+            "<!DOCTYPE HTML>\n<html><head><title>Grafana</title><style>body{x:1}</style></head>"
+            "<body><h1>404 Not Found</h1></body></html>\n",
+            "an HTML page titled 'Grafana'",
+        ),
+        (
+            "<!DOCTYPE HTML>\n<html><body><h1>404 Not Found</h1></body></html>\n",
+            "an HTML page: 404 Not Found",
+        ),
+        ("  <html><script>x()</script><!-- c --></html>", "an HTML page without text"),
+        ('{"error": "no <b>such</b> model"}', '{"error": "no <b>such</b> model"}'),
+    ],
+    ids=["titled", "untitled", "no text", "not a page"],
+)
+def test_a_page_is_said_by_its_title_or_its_words(text: str, expected: str) -> None:
+    assert page_text(text) == expected
+
+
+def test_quoted_text_is_one_line_masked_escaped_and_cut() -> None:
+    register_secret("hunter2-the-secret")
+    assert quoted("key hunter2-the-secret\n\x1b[2J  refused") == "key *** \\x1b[2J refused"
+    assert quoted("x" * 1000) == "x" * 157 + "..."
+    assert quoted("x" * 50, limit=20) == "x" * 17 + "..."

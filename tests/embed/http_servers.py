@@ -19,7 +19,9 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -180,6 +182,7 @@ class Reply:
     delay: float = 0.0
     trickle: float = 0.0  # seconds between the body's bytes, sent one at a time
     drop: bool = False  # close the connection without answering
+    cut: int | None = None  # close the connection after this many bytes of the body
 
 
 @dataclass
@@ -189,6 +192,17 @@ class Seen:
     texts: list[str]
     authorization: str | None
     body: dict[str, Any]
+    path: str = ""  # the request's path and query
+
+
+class _Server(ThreadingHTTPServer):
+    """The stand-in's server: a client that hung up (a test's fault cut an answer short, and
+    the client closed the connection) is no error worth a traceback in the run's output."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class StandIn:
@@ -199,7 +213,13 @@ class StandIn:
     most requests it held at once.
     """
 
-    def __init__(self, *, dim: int = 8, script: Callable[[int, Seen], Reply] | None = None):
+    def __init__(
+        self,
+        *,
+        dim: int = 8,
+        script: Callable[[int, Seen], Reply] | None = None,
+        tls: tuple[Path, Path] | None = None,
+    ):
         self.dim = dim
         self.script = script or (lambda n, seen: Reply())
         self.requests: list[Seen] = []
@@ -217,10 +237,17 @@ class StandIn:
             def do_POST(self) -> None:
                 stand_in._answer(self)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        if tls is not None:
+            # HTTPS with ``tls`` = (certificate, key); a handshake the client refuses is an
+            # OSError in accept, which the server drops quietly.
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self.port = int(self._server.server_address[1])
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        scheme = "http" if tls is None else "https"
+        self.base_url = f"{scheme}://127.0.0.1:{self.port}/v1"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 
@@ -231,7 +258,7 @@ class StandIn:
         length = int(handler.headers.get("Content-Length") or 0)
         body = json.loads(handler.rfile.read(length) or b"{}")
         texts = list(body.get("input") or [])
-        seen = Seen(texts, handler.headers.get("Authorization"), body)
+        seen = Seen(texts, handler.headers.get("Authorization"), body, handler.path)
         with self._lock:
             number = len(self.requests)
             self.requests.append(seen)
@@ -252,7 +279,12 @@ class StandIn:
             for key, value in reply.headers.items():
                 handler.send_header(key, value)
             handler.end_headers()
-            if reply.trickle:
+            if reply.cut is not None:
+                handler.wfile.write(payload[: reply.cut])
+                handler.wfile.flush()
+                handler.close_connection = True
+                handler.connection.shutdown(socket.SHUT_RDWR)
+            elif reply.trickle:
                 for start in range(len(payload)):
                     handler.wfile.write(payload[start : start + 1])
                     handler.wfile.flush()
@@ -278,6 +310,38 @@ def stand_in(**kwargs: Any) -> Iterator[StandIn]:
         yield server
     finally:
         server.close()
+
+
+def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 signed by its own key, and the key, made by the openssl
+    command (the test skips where there is none): a service behind a CA no client trusts."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("the openssl command is needed to make a test certificate")
+    cert, key = folder / "service-cert.pem", folder / "service-key.pem"
+    subprocess.run(
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
 
 
 def copy_model(source: Path, target: Path) -> Path:

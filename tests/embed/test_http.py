@@ -4,6 +4,8 @@ parallel, vectors in order, retries, the probe digest, and what its messages may
 from __future__ import annotations
 
 import email.utils
+import gzip
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -11,18 +13,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from retrieval_gate.display import forget_secrets, register_secret
+from retrieval_gate.display import forget_secrets, quoted, register_secret
 from retrieval_gate.embed import EmbedderSpec, load_embedder
 from retrieval_gate.embed.http import (
     PROBE_TEXT,
+    _connect_hint,
     _retry_after,
-    _shown,
     probe_digest,
     shown_url,
 )
 from retrieval_gate.errors import ConfigError, RunError
 
-from .http_servers import Reply, Seen, hashed_vector, stand_in
+from .http_servers import Reply, Seen, hashed_vector, stand_in, vectors_body
 
 pytest.importorskip("httpx", reason="httpx is needed (pip install '.[http]')")
 
@@ -82,7 +84,7 @@ def test_5xx_is_tried_again_after_a_backoff_and_429_after_its_retry_after(
     import retrieval_gate.embed.http as http
 
     waits: list[float] = []
-    monkeypatch.setattr(http, "_sleep", waits.append)
+    monkeypatch.setattr(http, "_sleep", lambda seconds, stop=None: waits.append(seconds))
 
     def script(n: int, seen: Seen) -> Reply:
         if n in (1, 2):  # the probe passes; the documents' request fails twice
@@ -110,6 +112,24 @@ def test_the_first_fault_stops_the_requests_not_yet_sent(tmp_path: Path) -> None
         assert len(s.requests) < 1 + 40
 
 
+def test_the_first_fault_ends_the_retries_of_the_requests_beside_it(tmp_path: Path) -> None:
+    def script(n: int, seen: Seen) -> Reply:
+        if n == 0:
+            return Reply()  # the probe
+        if seen.texts == ["passage: a"]:
+            return Reply(400, b"bad input")  # refused at once
+        # "b", in parallel, is rate limited: without the fault beside it, tried once more.
+        return Reply(429, b"slow down", {"Retry-After": "5"}, delay=0.3)
+
+    with stand_in(dim=8, script=script) as server:
+        spec = http_spec(server.base_url, concurrency=2, batch_size=1, retries=1)
+        embedder = load_embedder(spec, cache_dir=tmp_path)
+        with pytest.raises(RunError, match=r"answered 400: bad input$"):
+            embedder.encode_documents(["a", "b"])
+        sent = [seen.texts for seen in server.requests[1:]]
+    assert sorted(sent) == [["passage: a"], ["passage: b"]]
+
+
 def test_the_identity_holds_the_served_name_and_the_probe_but_not_the_url_or_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -130,6 +150,25 @@ def test_the_identity_holds_the_served_name_and_the_probe_but_not_the_url_or_key
     assert "sk-unit" not in repr(embedder)
 
 
+def test_a_key_echoed_as_the_served_model_name_stays_out_of_the_identity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The identity is written to the cache's identity.txt, the baseline and the reports.
+    monkeypatch.setenv("RG_UNIT_KEY", "plainKeyOfNoShape0987")
+
+    def echo(n: int, seen: Seen) -> Reply:
+        key = (seen.authorization or "").removeprefix("Bearer ")
+        return Reply(body=vectors_body(seen.texts, 8, model=f"served for {key}"))
+
+    try:
+        with stand_in(dim=8, script=echo) as server:
+            spec = http_spec(server.base_url, api_key_env="RG_UNIT_KEY")
+            embedder = load_embedder(spec, cache_dir=tmp_path)
+        assert '"served":"served for ***"' in embedder.identity
+    finally:
+        forget_secrets(["plainKeyOfNoShape0987"])
+
+
 def test_the_probe_digest_ignores_float_noise_but_not_another_model() -> None:
     rng = np.random.default_rng(7)
     vector = rng.standard_normal(384)
@@ -148,13 +187,34 @@ def test_server_text_is_shown_without_the_key_or_control_characters() -> None:
         text = (
             f'{{"error": "Incorrect API key provided: {key}", "auth": "Bearer xyz.987"}}\x1b[2J\n'
         )
-        shown = _shown(text)
+        shown = quoted(text)
     finally:
         forget_secrets([key])
     assert shown == '{"error": "Incorrect API key provided: ***", "auth": "Bearer ***"}\\x1b[2J'
     # A key the server quotes cut short (OpenAI shows "sk-proj-****cdef") is still hidden.
-    assert _shown("key sk-proj-****cdef refused") == "key *** refused"
-    assert len(_shown("x" * 1000)) == 160
+    assert quoted("key sk-proj-****cdef refused") == "key *** refused"
+    assert len(quoted("x" * 1000)) == 160
+
+
+def test_a_failed_connection_says_what_to_do_by_openssls_reason() -> None:
+    untrusted = "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed"
+    assert "point the SSL_CERT_FILE environment variable at the CA" in _connect_hint(untrusted)
+    # A plain-HTTP service at an https:// URL, as OpenSSL 3.0 and 3.2+ say it.
+    for plain in (
+        "[SSL: WRONG_VERSION_NUMBER] wrong version number",
+        "[SSL: RECORD_LAYER_FAILURE] record layer failure",
+    ):
+        assert _connect_hint(plain) == (
+            "it does not speak TLS: 'base_url' says https://, the service may want http://"
+        )
+    assert _connect_hint("[Errno 111] Connection refused") == "is the service running at base_url?"
+
+
+def test_embeddings_goes_on_the_path_and_a_query_string_stays_after_it(tmp_path: Path) -> None:
+    with stand_in(dim=8) as server:
+        spec = http_spec(server.base_url + "/?api-version=2024-02-01")
+        load_embedder(spec, cache_dir=tmp_path)
+        assert server.requests[0].path == "/v1/embeddings?api-version=2024-02-01"
 
 
 def test_urls_are_shown_without_credentials() -> None:
@@ -172,7 +232,7 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
     assert found is not None and 25 <= found <= 31
 
 
-def test_a_key_a_header_cannot_carry_is_refused_without_being_shown(
+def test_a_key_a_header_cannot_carry_is_refused_without_beingquoted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RG_UNIT_KEY", "sk-unit-abc\ndef")
@@ -193,6 +253,40 @@ def test_a_dropped_connection_is_tried_again(tmp_path: Path) -> None:
         vectors = embedder.encode_documents(["a", "b"])
         assert len(server.requests) == 1 + 2
     np.testing.assert_allclose(vectors[0], hashed_vector("passage: a", 8), atol=1e-6)
+
+
+def test_a_connection_closed_mid_body_is_tried_again(tmp_path: Path) -> None:
+    # Headers promising the whole body, half of it, then the connection closed.
+    with stand_in(dim=8, script=lambda n, seen: Reply(cut=40 if n == 1 else None)) as server:
+        embedder = load_embedder(http_spec(server.base_url, retries=1), cache_dir=tmp_path)
+        vectors = embedder.encode_documents(["a", "b"])
+        assert len(server.requests) == 1 + 2
+    np.testing.assert_allclose(vectors[1], hashed_vector("passage: b", 8), atol=1e-6)
+
+
+def test_a_large_error_page_is_read_only_as_far_as_a_message_quotes_it(tmp_path: Path) -> None:
+    # A 503 page past the size of any answer of two vectors: still a 503, tried again.
+    page = b"<html><title>busy</title>" + b" " * (2 << 20) + b"</html>"
+    with stand_in(dim=8, script=lambda n, seen: Reply(503, page) if n == 1 else Reply()) as s:
+        embedder = load_embedder(http_spec(s.base_url, retries=1), cache_dir=tmp_path)
+        vectors = embedder.encode_documents(["a", "b"])
+        assert len(s.requests) == 1 + 2
+    np.testing.assert_allclose(vectors[0], hashed_vector("passage: a", 8), atol=1e-6)
+
+
+def test_vectors_are_placed_by_their_index_and_gzip_bodies_are_read(tmp_path: Path) -> None:
+    def reversed_and_gzipped(n: int, seen: Seen) -> Reply:
+        # The answer lists the vectors last text first, each with its 'index' (OpenAI's field).
+        answer = json.loads(vectors_body(seen.texts, 8))
+        answer["data"].reverse()
+        body = gzip.compress(json.dumps(answer).encode())
+        return Reply(body=body, headers={"Content-Encoding": "gzip"})
+
+    with stand_in(dim=8, script=reversed_and_gzipped) as server:
+        embedder = load_embedder(http_spec(server.base_url), cache_dir=tmp_path)
+        vectors = embedder.encode_documents(["a", "b", "c"])
+    expected = [hashed_vector(f"passage: {t}", 8) for t in ("a", "b", "c")]
+    np.testing.assert_allclose(vectors, np.asarray(expected, dtype=np.float32), atol=1e-6)
 
 
 def test_an_answer_trickling_past_the_timeout_is_as_slow_as_a_silent_one(tmp_path: Path) -> None:

@@ -324,6 +324,46 @@ def test_a_team_table_that_cannot_be_measured_is_one_line(
     assert str(info.value) == f"[system.team]: LanceDB table 'docs' at {tmp_path / 'odd'}{message}"
 
 
+def test_an_id_on_two_rows_is_refused_when_the_table_is_opened_not_when_a_search_meets_it(
+    tmp_path: Path,
+) -> None:
+    # a's second row points away from its first: no search for one hit meets both (the flat
+    # scan fetches 2: for q = [1, 0, 0] the rows score 1, 0.8, 0 and -1), so a check of each
+    # search's hits let the table pass, a ranked by whichever of its rows the engine returned.
+    index = _team(tmp_path, ["a", "b", "c", "a"], [[1, 0, 0], [0.8, 0.6, 0], [0, 1, 0], [-1, 0, 0]])
+    assert [d for d, _ in index.search(np.array([[1, 0, 0]], dtype=np.float32), 1)[0]] == ["a"]
+    with pytest.raises(ConfigError) as info:
+        index.check_table(["a", "b", "c"])
+    assert str(info.value) == (
+        f"[system.team]: LanceDB table 'docs' at {tmp_path / 'odd'}: 1 of 4 rows repeat an id "
+        "of another row in column 'doc_id' (e.g. 'a'); the gate ranks one vector per document: "
+        "keep one row per id (chunked tables are not supported)"
+    )
+
+
+def test_a_vector_with_nan_or_infinity_is_refused_not_left_out_of_every_result(
+    tmp_path: Path,
+) -> None:
+    nan, inf = float("nan"), float("inf")
+    # The NaN 0 / 0 gives on x86 has its sign bit set: LanceDB sorts it below every number.
+    with np.errstate(invalid="ignore"):
+        negative_nan = float(np.float32(0) / np.float32(0))
+    ids = ["a", "b", "c", "d", "e"]
+    index = _team(
+        tmp_path, ids, [[1, 0, 0], [nan, 1, 0], [0, 1, 0], [1, -inf, 0], [0, negative_nan, 1]]
+    )
+    # Before: LanceDB left b, d and e out of every result, with no word said (cos(q, a) = 1,
+    # cos(q, c) = 0).
+    _check(index.search(np.array([[1, 0, 0]], dtype=np.float32), 5), [[("a", 1), ("c", 0)]], 1e-6)
+    with pytest.raises(ConfigError) as info:
+        index.check_table(ids)
+    assert str(info.value) == (
+        f"[system.team]: LanceDB table 'docs' at {tmp_path / 'odd'} holds NaN or infinite "
+        "values in 3 of 5 vectors in 'emb' (e.g. document 'b'), which no search can score; "
+        "embed those documents again, or name a view without them in 'table'"
+    )
+
+
 def test_a_team_table_with_its_index_passes_the_check(tmp_path: Path) -> None:
     ids = [f"d{i}" for i in range(300)]
     rows = _random(300, 3, seed=1).tolist()

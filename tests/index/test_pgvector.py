@@ -538,6 +538,48 @@ def test_a_team_table_that_cannot_be_measured_is_one_line(
     sql(dsn, "DROP TABLE team_odd")
 
 
+@pytest.mark.parametrize(
+    ("kind", "ids", "repeated"),
+    [
+        (
+            "text",
+            ["a", "b", "c", "a"],
+            "1 of 4 rows repeat an id of another row in column 'doc_id' (e.g. 'a')",
+        ),
+        # Told apart by numeric's equality (1.0 = 1.00), never by the text a search returns:
+        # counted as text, 2 and 2.0 are two ids, 1.0 and 1.0 one.
+        (
+            "numeric",
+            ["1.0", "2", "2.0", "1.0"],
+            "1 of 4 rows repeat an id of another row in column 'doc_id' (e.g. '1.0')",
+        ),
+    ],
+    ids=["text", "numeric"],
+)
+def test_an_id_on_two_rows_is_refused_when_the_table_is_opened_not_when_a_search_meets_it(
+    dsn: str, tmp_path: Path, kind: str, ids: list[str], repeated: str
+) -> None:
+    # The first id's second row points away from its first: no search's top 2 holds both
+    # (q = [1, 0, 0]: the rows score 1, 0.8, 0 and -1), so a check of each search's hits let
+    # the table pass, the id ranked by whichever row the engine returned.
+    sql(dsn, "CREATE EXTENSION IF NOT EXISTS vector")
+    sql(dsn, "DROP TABLE IF EXISTS team_odd")
+    sql(dsn, f"CREATE TABLE team_odd (doc_id {kind}, emb vector(3))")
+    for doc_id, vector in zip(ids, ["[1,0,0]", "[0.8,0.6,0]", "[0,1,0]", "[-1,0,0]"], strict=True):
+        sql(dsn, f"INSERT INTO team_odd VALUES (%s::{kind}, %s::vector)", doc_id, vector)
+    index = _open_team(dsn, tmp_path)
+    found = index.search(np.array([[1, 0, 0]], dtype=np.float32), k=2)
+    assert [d for d, _ in found[0]] == ids[:2]
+    with pytest.raises(ConfigError) as info:
+        index.check_table(ids)
+    assert str(info.value) == (
+        f"[system.team]: PostgreSQL at {_where(dsn)}: table team_odd: {repeated}; the gate "
+        "ranks one vector per document: keep one row per id (chunked tables are not supported)"
+    )
+    index.close()
+    sql(dsn, "DROP TABLE team_odd")
+
+
 def test_a_zero_vector_scores_0_as_exact_search_scores_it(
     dsn: str, key: str, tmp_path: Path
 ) -> None:

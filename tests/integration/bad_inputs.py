@@ -233,17 +233,71 @@ def static_system(index: str = "exact", **extra: str) -> str:
 def team_lance_table(root: Path) -> None:
     """The ``static_model`` and a team's LanceDB table of its corpus at ``root/team`` (table
     ``docs``), in which one document was loaded twice (a second row for sql/orders.sql)."""
+    static_model(root)
+    _in_child("write_team_lance", str(root / "team"), "repeated")
+
+
+def team_lance_nan_table(root: Path) -> None:
+    """`team_lance_table` with no id twice, and a NaN in sql/orders.sql's vector."""
+    static_model(root)
+    _in_child("write_team_lance", str(root / "team"), "nan")
+
+
+def team_lance_case(case: str, what: str, line: str, setup: Callable[[Path], None]) -> BadInput:
+    """A failed run of a project whose one system searches the team's table that ``setup``
+    writes (`team_lance_table`, `team_lance_nan_table`)."""
+    return BadInput(
+        case,
+        what,
+        line,
+        "failed items",
+        {
+            "pyproject.toml": settings(
+                '[tool.retrieval_gate]\ncorpus = "corpus"\n',
+                static_system(index="lancedb", uri='"team"', table='"docs"'),
+            ),
+            "lineage.retrieval.yaml": LENIENT,
+            **corpus(),
+        },
+        setup=setup,
+        needs=("model2vec", "lancedb"),
+        subprocess=True,
+    )
+
+
+def write_team_lance(folder: str, fault: str) -> None:
+    """The team's table of `team_lance_table` (``fault`` ``repeated``) or of
+    `team_lance_nan_table` (``nan``) in ``folder``."""
     import lancedb
+    import numpy as np
     import pyarrow as pa
 
-    static_model(root)
-    rng = __import__("numpy").random.default_rng(1)
-    ids = [*CORPUS, "sql/orders.sql"]
-    vectors = rng.random((len(ids), 8)).astype("float32").tolist()
+    ids = [*CORPUS, "sql/orders.sql"] if fault == "repeated" else list(CORPUS)
+    vectors = np.random.default_rng(1).random((len(ids), 8)).astype("float32")
+    if fault == "nan":
+        vectors[ids.index("sql/orders.sql"), 3] = np.nan
     table = pa.table(
-        {"id": pa.array(ids), "vector": pa.array(vectors, type=pa.list_(pa.float32(), 8))}
+        {"id": pa.array(ids), "vector": pa.array(vectors.tolist(), type=pa.list_(pa.float32(), 8))}
     )
-    lancedb.connect(root / "team").create_table("docs", table)
+    if fault == "nan":
+        # Written as another client would: lancedb's create_table refuses a NaN in a column
+        # named "vector" (not in one named otherwise); lance itself writes it.
+        import lance
+
+        lance.write_dataset(table, f"{folder}/docs.lance")
+        return
+    lancedb.connect(folder).create_table("docs", table)
+
+
+def _in_child(function: str, *args: str) -> None:
+    """This module's ``function(*args)`` in a child process: lancedb's native module, imported
+    during an in-process run, is dropped with the run's modules, and a second import panics."""
+    import subprocess
+    import sys
+
+    call = f"import sys; from tests.integration.bad_inputs import {function}; {function}(*sys.argv[1:])"
+    repo = Path(__file__).resolve().parents[2]
+    subprocess.run([sys.executable, "-c", call, *args], cwd=repo, check=True, capture_output=True)
 
 
 def silent_server(root: Path) -> None:
@@ -279,7 +333,11 @@ def web_server(root: Path) -> None:
 
     class NotFound(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            page = b"<!DOCTYPE HTML>\n<html><body><h1>404 Not Found</h1></body></html>\n"
+            # Said by its title: not its doctype, and not its style sheet's rules.
+            page = (
+                b"<!DOCTYPE HTML>\n<html><head><title>Error 404</title><style>body {margin: 0}"
+                b"</style></head><body><h1>404 Not Found</h1></body></html>\n"
+            )
             self.send_response(404)
             self.send_header("Content-Type", "text/html")
             self.send_header("Content-Length", str(len(page)))
@@ -295,6 +353,54 @@ def web_server(root: Path) -> None:
     system = static_system(index="chroma-server", port=str(server.server_address[1]))
     (root / "pyproject.toml").write_text(
         settings('[tool.retrieval_gate]\ncorpus = "corpus"\n', system), encoding="utf-8"
+    )
+
+
+def ollama_native_api(root: Path) -> None:
+    """An Ollama stand-in answering its native ``POST /api/embeddings`` as Ollama does a request
+    without its ``prompt`` (``{"embedding": []}``, status 200), and an http system whose
+    ``base_url`` ends in ``/api`` (the address of Ollama's own API, not its ``/v1``)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Ollama(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            found = self.path == "/api/embeddings"
+            answer = b'{"embedding":[]}' if found else b"404 page not found"
+            self.send_response(200 if found else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass  # quiet: the test reads the run's output
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Ollama)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    system = http_system(base_url=f'"http://127.0.0.1:{server.server_address[1]}/api"')
+    (root / "pyproject.toml").write_text(
+        settings('[tool.retrieval_gate]\ncorpus = "corpus"\n', system), encoding="utf-8"
+    )
+
+
+def untrusted_service(root: Path) -> None:
+    """An embedding service over HTTPS whose certificate signs itself (as one behind a
+    company's own CA does, to a client without that CA), and an http system pointing at it."""
+    from ..embed.http_servers import StandIn, self_signed_certificate
+
+    (root / "tls").mkdir()
+    server = StandIn(tls=self_signed_certificate(root / "tls"))
+    (root / "pyproject.toml").write_text(
+        settings(
+            '[tool.retrieval_gate]\ncorpus = "corpus"\n',
+            http_system(base_url=f'"{server.base_url}"'),
+        ),
+        encoding="utf-8",
     )
 
 
@@ -1059,17 +1165,19 @@ CASES: tuple[BadInput, ...] = (
         "chroma-server-not-chroma",
         "a chroma-server system whose port has another web server on it (it answers 404)",
         "*[system.static]: chroma server at http://127.0.0.1:* answered, but not as a chroma "
-        "server: 404 Not Found; check 'host' and 'port'",
+        "server: an HTML page titled 'Error 404'; check 'host' and 'port'",
         "failed items",
         {"lineage.retrieval.yaml": LENIENT, **corpus()},
         setup=web_server,
         needs=("model2vec", "chromadb"),
     ),
     BadInput(
-        "chroma-hnsw-rejected",
-        "HNSW settings chroma accepts but cannot build a graph with, on an embedded chroma",
-        "*pyproject.toml [system.static]: chroma collection 'rg-*' at *chroma rejected vectors: *",
-        "failed items",
+        "chroma-hnsw-out-of-range",
+        "an HNSW setting chroma would take but cannot build a graph with (M = 2**31 - 1 failed at "
+        "the first insert; 10**6 ran for minutes), refused when the settings are read",
+        "ERROR: *pyproject.toml [system.static]: invalid 'hnsw_max_neighbors': 2147483647; "
+        "expected integer (2 to 100)*",
+        "usage error",
         {
             "pyproject.toml": settings(
                 '[tool.retrieval_gate]\ncorpus = "corpus"\n',
@@ -1078,8 +1186,6 @@ CASES: tuple[BadInput, ...] = (
             "lineage.retrieval.yaml": LENIENT,
             **corpus(),
         },
-        setup=static_model,
-        needs=("model2vec", "chromadb"),
     ),
     BadInput(
         "json-too-deep",
@@ -1367,24 +1473,22 @@ CASES: tuple[BadInput, ...] = (
         needs=("model2vec",),
     ),
     # -- nothing silent ---------------------------------------------------------------------------
-    BadInput(
+    team_lance_case(
         "lancedb-team-table-duplicate-id",
         "a team's LanceDB table holding one document on two rows (chunks, or a load run twice)",
-        "*pyproject.toml [system.static]: LanceDB table 'docs' at *team: id 'sql/orders.sql' "
-        "is on more than one row of column 'id', so one search found it twice; the gate ranks "
-        "one vector per document: keep one row per id (chunked tables are not supported)",
-        "failed items",
-        {
-            "pyproject.toml": settings(
-                '[tool.retrieval_gate]\ncorpus = "corpus"\n',
-                static_system(index="lancedb", uri='"team"', table='"docs"'),
-            ),
-            "lineage.retrieval.yaml": LENIENT,
-            **corpus(),
-        },
-        setup=team_lance_table,
-        needs=("model2vec", "lancedb"),
-        subprocess=True,
+        "*pyproject.toml [system.static]: LanceDB table 'docs' at *team: 1 of 6 rows repeat an "
+        "id of another row in column 'id' (e.g. 'sql/orders.sql'); the gate ranks one vector "
+        "per document: keep one row per id (chunked tables are not supported)",
+        team_lance_table,
+    ),
+    team_lance_case(
+        "lancedb-team-table-nan-vector",
+        "a team's LanceDB table with a NaN in a document's vector (LanceDB left that document "
+        "out of every result, with no word said)",
+        "*pyproject.toml [system.static]: LanceDB table 'docs' at *team holds NaN or infinite "
+        "values in 1 of 5 vectors in 'vector' (e.g. document 'sql/orders.sql'), which no search "
+        "can score; embed those documents again, or name a view without them in 'table'",
+        team_lance_nan_table,
     ),
     BadInput(
         "warm-wrong-width",
@@ -1642,6 +1746,32 @@ CASES: tuple[BadInput, ...] = (
                 http_system(base_url=f'"http://search:{PASSWORD}@127.0.0.1:9/v1"')
             ),
         },
+    ),
+    BadInput(
+        "http-ollama-native-api",
+        "an http system pointed at Ollama's own API (base_url ending in /api) instead of its "
+        "OpenAI-compatible one (/v1)",
+        "*pyproject.toml [system.svc]: embedding service http://127.0.0.1:*/api/embeddings "
+        "(model 'served-model'): answered JSON with 'embedding' where the OpenAI protocol has a "
+        "'data' list, as a service's native API does (Ollama's /api, TEI's /embed): set "
+        "'base_url' to its OpenAI-compatible address, which ends in /v1 for both",
+        "failed items",
+        {"lineage.retrieval.yaml": LENIENT, **corpus()},
+        setup=ollama_native_api,
+        needs=("httpx",),
+    ),
+    BadInput(
+        "http-untrusted-certificate",
+        "an http system whose service's TLS certificate the client does not trust (a company's "
+        "own CA)",
+        "*pyproject.toml [system.svc]: embedding service https://127.0.0.1:*/v1/embeddings "
+        "(model 'served-model'): could not connect (*CERTIFICATE_VERIFY_FAILED*); its TLS "
+        "certificate is not trusted: point the SSL_CERT_FILE environment variable at the CA "
+        "certificate that signed it",
+        "failed items",
+        {"lineage.retrieval.yaml": LENIENT, **corpus()},
+        setup=untrusted_service,
+        needs=("httpx",),
     ),
     BadInput(
         "decision-weights-zero",

@@ -19,7 +19,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ..embed.http_servers import Infinity, Reply, Seen, infinity_server, stand_in, vectors_body
+from retrieval_gate.display import forget_secrets
+
+from ..embed.http_servers import (
+    Infinity,
+    Reply,
+    Seen,
+    infinity_server,
+    self_signed_certificate,
+    stand_in,
+    vectors_body,
+)
 from .conftest import lit
 
 pytest.importorskip("httpx", reason="httpx is needed (pip install '.[http]')")
@@ -162,11 +172,13 @@ def test_429_with_retry_after_is_tried_again_and_the_run_goes_on(
     assert requests == 1 + 3 + 2
 
 
-def second_vector_starting(value: float, texts: list[str]) -> bytes:
-    """The stand-in's answer for ``texts`` (at least two), its second vector's first component
-    ``value``, written as Python's JSON writes it (``NaN``, ``Infinity``, ``1e+300``)."""
+def second_vector_starting(value: float, texts: list[str], *, width: int = 8) -> bytes:
+    """The stand-in's answer for ``texts`` (at least two), 8 wide, its second vector's first
+    component ``value``, written as Python's JSON writes it (``NaN``, ``Infinity``, ``1e+300``),
+    and that vector cut to ``width``."""
     answer = json.loads(vectors_body(texts, 8))
     answer["data"][1]["embedding"][0] = value
+    answer["data"][1]["embedding"] = answer["data"][1]["embedding"][:width]
     return json.dumps(answer).encode()
 
 
@@ -235,6 +247,13 @@ FAULTS: dict[str, tuple[dict[str, Any], Callable[[int, Seen], Reply], str]] = {
         f"{SERVICE}: answered 502: an HTML page titled 'example.com | 502: Bad gateway' (tried "
         "once; 'retries' = 0)",
     ),
+    "vectors of unequal widths in one answer": (
+        {},
+        lambda n, seen: (
+            Reply(body=second_vector_starting(0.5, seen.texts, width=4)) if n else Reply()
+        ),
+        f"{SERVICE}: answered embeddings of unequal or zero width (4, 8 dimensions)",
+    ),
     "fewer vectors than texts": (
         {},
         lambda n, seen: Reply(body=vectors_body(seen.texts[:1], 8)) if n else Reply(),
@@ -251,6 +270,31 @@ FAULTS: dict[str, tuple[dict[str, Any], Callable[[int, Seen], Reply], str]] = {
         lambda n, seen: Reply(body=second_vector_starting(1e300, seen.texts)) if n else Reply(),
         f"{SERVICE}: answered embedding #1 with a value that is not a finite float32 (NaN, "
         "infinity, or beyond +-3.4e38)",
+    ),
+    "an integer no float can hold": (
+        {},
+        lambda n, seen: Reply(body=second_vector_starting(10**400, seen.texts)) if n else Reply(),
+        f"{SERVICE}: answered embedding #1 with a value that is not a finite float32 (NaN, "
+        "infinity, or beyond +-3.4e38)",
+    ),
+    "JSON nested deeper than Python's reader recurses": (
+        {},
+        lambda n, seen: Reply(body=b"[" * 100_000 + b"]" * 100_000) if n else Reply(),
+        f"{SERVICE}: answered JSON nested too deeply to be an embeddings answer",
+    ),
+    "an error said with status 200 (quoted as written, its JSON escapes inert)": (
+        {},
+        lambda n, seen: Reply(body=b'{"error": "model \\u001b[2J not loaded"}') if n else Reply(),
+        f"{SERVICE}: answered JSON without a 'data' list of embeddings: "
+        '{"error": "model \\u001b[2J not loaded"}',
+    ),
+    "a body far larger than its vectors (not read on until the timeout)": (
+        {},
+        lambda n, seen: (
+            Reply(body=b" " * (2 << 20) + vectors_body(seen.texts, 8)) if n else Reply()
+        ),
+        f"{SERVICE}: answered more than 1 MiB for 3 texts, more than their embeddings take; is "
+        "'base_url' the embedding service?",
     ),
     "a redirect (not followed; where it points, without its credentials)": (
         {},
@@ -277,11 +321,40 @@ def test_a_fault_ends_in_one_line_naming_the_system_without_the_key(
         http_project(pytester, server.base_url, **options)
         result = pytester.runpytest("--retrieval-gate")
     result.assert_outcomes(failed=1)
-    # Faults found by the probe (when the system opens) also name the settings file and entry.
-    result.stdout.fnmatch_lines(["run failed: lineage x svc: *" + lit(line) + "*"])
+    # Whether the probe or a later request meets it, the line names the settings file and entry.
+    result.stdout.fnmatch_lines(
+        ["run failed: lineage x svc: *pyproject.toml [[]system.svc]: " + lit(line) + "*"]
+    )
     assert "Traceback" not in result.stdout.str()
     assert HIDDEN not in result.stdout.str()
     assert_key_nowhere(result, pytester.path)
+
+
+def test_a_key_of_no_known_shape_echoed_by_the_service_is_in_no_output_under_xdist(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No pattern knows this key: only its being read through api_key_env (as the settings are
+    # read, and again by the embedder) masks it, in every worker and in the controller, which
+    # writes the reports, the JUnit XML, the baseline and the history.
+    pytest.importorskip("xdist")
+    plain = "Zq7plainKeyOfNoShape42"
+    monkeypatch.setenv(KEY_ENV, plain)
+    echo = f"no such key: {plain}".encode()
+    try:
+        with stand_in(dim=8, script=lambda n, seen: Reply(500, echo) if n else Reply()) as server:
+            http_project(pytester, server.base_url, retries=0)
+            result = pytester.runpytest(
+                "--retrieval-gate", "-n", "2", "-p", "no:benchmark", "--junitxml=junit.xml"
+            )
+    finally:
+        forget_secrets([plain])
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["run failed: lineage x svc: *answered 500: no such key: *** (*"])
+    assert plain not in "\n".join(result.outlines + result.errlines)
+    assert (pytester.path / "junit.xml").is_file()
+    for path in pytester.path.rglob("*"):
+        if path.is_file():
+            assert plain.encode() not in path.read_bytes(), path
 
 
 def test_a_base_url_holding_the_endpoint_says_to_drop_it(
@@ -338,6 +411,20 @@ def test_a_refused_connection_says_where(pytester: pytest.Pytester, keyed: None)
         ]
     )
     assert_key_nowhere(result, pytester.path)
+
+
+def test_a_service_behind_a_company_ca_is_trusted_through_ssl_cert_file(
+    pytester: pytest.Pytester, keyed: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Untrusted, the run ends in one line (the bad-input table shows it); with the CA named in
+    # SSL_CERT_FILE, as that line says, it runs.
+    cert, key = self_signed_certificate(pytester.path)
+    with stand_in(dim=8, tls=(cert, key)) as server:
+        http_project(pytester, server.base_url)
+        pytester.runpytest("--retrieval-gate").assert_outcomes(failed=1)
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        trusted = pytester.runpytest("--retrieval-gate")
+    trusted.assert_outcomes(passed=1)
 
 
 # -- the real server ---------------------------------------------------------------------------------

@@ -4,12 +4,15 @@ escaped.
 Two functions, applied wherever user or server text leaves the plugin (failure text, the
 terminal summary, the markdown, JSON and JUnit outputs, progress lines): :func:`redact`
 (``redact.py``) and :func:`escape` (``escape.py``); :func:`shown` is both, in that order.
+Another service's answer is quoted by :func:`quoted`, an HTML page said first by its title or
+its words (:func:`page_text`, ``page.py``).
 Standard library only, at the bottom of the layers: every other module may use them.
 """
 
 from __future__ import annotations
 
 from retrieval_gate.display.escape import escape
+from retrieval_gate.display.page import page_text, quoted
 from retrieval_gate.display.redact import (
     MASK,
     forget_secrets,
@@ -24,6 +27,8 @@ __all__ = [
     "MASK",
     "escape",
     "forget_secrets",
+    "page_text",
+    "quoted",
     "redact",
     "redact_tree",
     "register_secret",

@@ -6,11 +6,12 @@ Texts go out ``batch_size`` per request, up to ``concurrency`` requests at once,
 httpx client. A 429 or a 5xx answer (and a connection the server dropped without answering) is
 tried again up to ``retries`` times, waiting what the server's ``Retry-After`` asks, else an
 exponential backoff; every request, its answer read whole, is bounded by the system's
-``timeout``. Every other fault (connection refused, a refused key, an answer that is not JSON, a
-wrong number of vectors or of dimensions) ends the run at once with one line. The API key is
-read from the environment variable ``api_key_env`` names and sent as a Bearer token only: it is
-never part of a message, the identity or the cache, and server text shown in a message has it
-(and any Bearer token or ``sk-`` key) replaced by ``***`` and its control characters escaped.
+``timeout`` and by the size its vectors take. Every other fault (connection refused, a refused
+key, an answer that is not JSON or not in the OpenAI shape, a wrong number of vectors or of
+dimensions) ends the run at once with one line, and the requests beside it with it. The API key
+is read from the environment variable ``api_key_env`` names and sent as a Bearer token only: it
+is never part of a message, the identity or the cache, and server text shown in a message has
+it (and any Bearer token or ``sk-`` key) replaced by ``***`` and its control characters escaped.
 
 The identity is what the service serves, asked when the embedder is opened: the model name the
 answer gives, and a digest of the vector of a fixed probe text (see :func:`probe_digest`). A
@@ -22,12 +23,11 @@ not part of it: the same model served on a laptop and in CI shares the cache and
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 import math
 import os
 import random
-import re
+import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
@@ -35,11 +35,11 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import numpy as np
 
-from retrieval_gate.display import register_secret, shown
+from retrieval_gate.display import page_text, quoted, redact, register_secret
 from retrieval_gate.embed import (
     EmbedderBackend,
     EmbedderSpec,
@@ -49,7 +49,7 @@ from retrieval_gate.embed import (
 )
 from retrieval_gate.errors import ConfigError, RunError
 from retrieval_gate.records import counted
-from retrieval_gate.schema import Option, OptionTable, Where, at_least
+from retrieval_gate.schema import Option, OptionTable, Where, at_least, between
 from retrieval_gate.usercode import DEFAULT_TIMEOUT_S
 
 __all__ = [
@@ -75,8 +75,13 @@ PROBE_STEP = 0.5
 BACKOFF_FIRST_S = 0.5
 BACKOFF_CAP_S = 30.0
 
-#: Characters of the server's own text a message quotes.
-_QUOTED = 160
+#: The most an answer may hold, read as it arrives (its gzip undone): ``_BODY_SLACK`` bytes
+#: plus ``_BYTES_PER_NUMBER`` per number it should carry (a float written by JSON takes about
+#: 20, pretty-printed about 30). A probe's width is not known yet: ``_WIDEST`` numbers. An
+#: answer past it is no embeddings answer, and is not read on into memory until the timeout.
+_BODY_SLACK = 1 << 20
+_BYTES_PER_NUMBER = 64
+_WIDEST = 65536
 
 
 def _url_ok(value: Any) -> bool:
@@ -89,8 +94,8 @@ OPTIONS: OptionTable = {
         str,
         None,
         "the service's URL up to the protocol version, e.g. http://localhost:11434/v1 "
-        "(`/embeddings` is appended), without `user:password@` (the key goes in `api_key_env`); "
-        "required; not in the identity",
+        "(`/embeddings` is appended to its path, before any query string), without "
+        "`user:password@` (the key goes in `api_key_env`); required; not in the identity",
         check=_url_ok,
         rule="http:// or https:// URL",
         secret=True,
@@ -113,9 +118,9 @@ OPTIONS: OptionTable = {
     "concurrency": Option(
         int,
         4,
-        "requests in flight at once (each of `batch_size` texts); does not change the vectors",
-        check=lambda v: 1 <= v <= 64,
-        rule="1 to 64",
+        "requests in flight at once (each of `batch_size` texts); changes the vectors by float "
+        "noise at most, as the service batches them",
+        **between(1, 64),
     ),
     "retries": Option(
         int,
@@ -180,37 +185,6 @@ def probe_digest(vector: np.ndarray) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def _shown(text: str) -> str:
-    """Server text as a message may quote it: through display/ (credentials masked, the key
-    among them once read, control characters escaped), on one line, at most ``_QUOTED``
-    characters."""
-    inert = shown(" ".join(text.split()))
-    return inert if len(inert) <= _QUOTED else inert[: _QUOTED - 3] + "..."
-
-
-#: Of an answer's body, the part read for an HTML page's title or text.
-_PAGE_HEAD = 65536
-_TITLE = re.compile(r"(?is)<title[^>]*>(.*?)(?:</title|$)")
-_HTML = re.compile(r"(?is)\s*<(!doctype|html|head|body|!--)")
-# An unclosed script, style or comment runs to the end (as in a browser): each is scanned once.
-_NOT_TEXT = re.compile(r"(?is)<(script|style)\b.*?(?:</\1\s*>|$)|<!--.*?(?:-->|$)|<[^>]*>?")
-
-
-def _server_text(payload: bytes) -> str:
-    """An answer's body as a message quotes it. An HTML page (a proxy's or a login page in front
-    of the service) is said by its title, else by its text without tags, scripts and styles:
-    quoted as it is, its first characters would be a doctype, comments and CSS."""
-    text = payload.decode("utf-8", "replace")
-    if not _HTML.match(text):
-        return text
-    head = text[:_PAGE_HEAD]
-    title = _TITLE.search(head)
-    if title is not None and title.group(1).strip():
-        return f"an HTML page titled '{html.unescape(' '.join(title.group(1).split()))}'"
-    words = " ".join(html.unescape(_NOT_TEXT.sub(" ", head)).split())
-    return f"an HTML page: {words}" if words else "an HTML page without text"
-
-
 def shown_url(url: str) -> str:
     """The URL without user, password and query (where credentials hide), as messages show it."""
     parts = urlsplit(url)
@@ -222,7 +196,7 @@ def shown_url(url: str) -> str:
     except ValueError:
         port = None
     netloc = host + (f":{port}" if port else "")
-    return _shown(f"{parts.scheme}://{netloc}{parts.path}")
+    return quoted(f"{parts.scheme}://{netloc}{parts.path}")
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -240,9 +214,32 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
-def _sleep(seconds: float) -> None:
-    """Wait before a retry (one name, so the tests can see the waits without taking them)."""
-    time.sleep(seconds)
+def _connect_hint(reason: str) -> str:
+    """What to do about a connection that failed: OpenSSL's reason names a certificate the
+    client does not trust (a company's own CA) and an https:// URL of a plain-HTTP service;
+    anything else is a service not there."""
+    if "CERTIFICATE_VERIFY_FAILED" in reason:
+        return (
+            "its TLS certificate is not trusted: point the SSL_CERT_FILE environment variable "
+            "at the CA certificate that signed it"
+        )
+    if "WRONG_VERSION_NUMBER" in reason or "RECORD_LAYER_FAILURE" in reason:
+        # What OpenSSL 3.0 and 3.2+ say of a plain-HTTP answer to a TLS handshake.
+        return "it does not speak TLS: 'base_url' says https://, the service may want http://"
+    return "is the service running at base_url?"
+
+
+def _sleep(seconds: float, stop: threading.Event | None = None) -> None:
+    """Wait before a retry, cut short when ``stop`` is set (one name, so the tests can see the
+    waits without taking them)."""
+    if stop is None:
+        time.sleep(seconds)
+    else:
+        stop.wait(seconds)
+
+
+class _Abandoned(Exception):
+    """A request given up unanswered because another request of the same texts failed."""
 
 
 class _Retry(Exception):
@@ -271,8 +268,10 @@ class HttpEmbedder:
         self._spec = spec
         self._entry = entry
         options = dict(spec.backend_options)
-        self._url = str(options["base_url"]).rstrip("/") + "/embeddings"
-        self._where = f"embedding service {shown_url(self._url)} (model '{_shown(spec.model)}')"
+        # /embeddings goes on the path: a query string (a gateway's api-version) stays after it.
+        base = urlsplit(str(options["base_url"]))
+        self._url = urlunsplit(base._replace(path=base.path.rstrip("/") + "/embeddings"))
+        self._where = f"embedding service {shown_url(self._url)} (model '{quoted(spec.model)}')"
         self._dimensions: int | None = options.get("dimensions")
         self._concurrency = int(options.get("concurrency", 4))
         self._retries = int(options.get("retries", 5))
@@ -347,10 +346,13 @@ class HttpEmbedder:
         kind = ConfigError if config else RunError
         return kind(f"{self._where}: {message}", entry=self._entry)
 
-    def _post(self, body: dict[str, Any]) -> tuple[int, Mapping[str, str], bytes]:
-        """One POST, its answer read whole within the timeout (a server trickling bytes is as
-        slow as a silent one); the status, headers and body."""
+    def _post(self, body: dict[str, Any], count: int) -> tuple[int, Mapping[str, str], bytes]:
+        """One POST of ``count`` texts, its answer read whole within the timeout (a server
+        trickling bytes is as slow as a silent one) and within the size their vectors take;
+        the status, headers and body."""
         httpx = self._httpx
+        width = self._dimensions or self.dim or _WIDEST
+        most = _BODY_SLACK + count * width * _BYTES_PER_NUMBER
         deadline = None if self._timeout is None else time.monotonic() + self._timeout
         slow = self._fail(
             f"no answer within {self._timeout:g} s (the system's 'timeout'); a slower service "
@@ -361,27 +363,36 @@ class HttpEmbedder:
         try:
             with self._client.stream("POST", self._url, json=body) as response:
                 chunks = []
+                size = 0
                 for chunk in response.iter_bytes():
                     chunks.append(chunk)
+                    size += len(chunk)
+                    if size > most:
+                        if response.status_code != 200:
+                            break  # an error page: its head is all a message quotes
+                        texts = "text" if count == 1 else "texts"
+                        raise self._fail(
+                            f"answered more than {most / (1 << 20):.0f} MiB for {count} {texts}, "
+                            "more than their embeddings take; is 'base_url' the embedding "
+                            "service?"
+                        )
                     if deadline is not None and time.monotonic() > deadline:
                         raise slow
                 return response.status_code, response.headers, b"".join(chunks)
         except httpx.TimeoutException:
             raise slow from None
         except httpx.ConnectError as exc:
-            reason = _shown(str(exc) or type(exc).__name__)
-            raise self._fail(
-                f"could not connect ({reason}); is the service running at base_url?"
-            ) from None
+            reason = quoted(str(exc) or type(exc).__name__)
+            raise self._fail(f"could not connect ({reason}); {_connect_hint(str(exc))}") from None
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-            reason = _shown(str(exc) or type(exc).__name__)
+            reason = quoted(str(exc) or type(exc).__name__)
             raise _Retry(f"the connection broke ({reason})", None) from None
         except httpx.HTTPError as exc:
-            reason = _shown(str(exc) or type(exc).__name__)
+            reason = quoted(str(exc) or type(exc).__name__)
             raise self._fail(f"request failed: {type(exc).__name__}: {reason}") from None
 
     def _status_fault(self, status: int, headers: Mapping[str, str], payload: bytes) -> Exception:
-        text = _shown(_server_text(payload))
+        text = quoted(page_text(payload.decode("utf-8", "replace")))
         said = f": {text}" if text else ""
         if status == 429 or status >= 500:
             return _Retry(f"answered {status}{said}", _retry_after(headers.get("retry-after")))
@@ -406,7 +417,7 @@ class HttpEmbedder:
                 config=True,
             )
         if status == 404:
-            if self._url.endswith("/embeddings/embeddings"):
+            if urlsplit(self._url).path.endswith("/embeddings/embeddings"):
                 # The endpoint copied whole from the service's docs.
                 return self._fail(
                     f"answered 404{said}; 'base_url' ends in /embeddings, which the embedder "
@@ -424,11 +435,14 @@ class HttpEmbedder:
         try:
             answer = json.loads(payload)
         except ValueError:
-            text = _shown(_server_text(payload)) or "an empty body"
+            text = quoted(page_text(payload.decode("utf-8", "replace"))) or "an empty body"
             raise self._fail(f"answered something that is not JSON: {text}") from None
+        except RecursionError:
+            # Python's JSON reader recurses per level of nesting: no answer nests that deep.
+            raise self._fail("answered JSON nested too deeply to be an embeddings answer") from None
         data = answer.get("data") if isinstance(answer, dict) else None
         if not isinstance(data, list):
-            raise self._fail("answered JSON without a 'data' list of embeddings")
+            raise self._fail(self._not_openai(answer, payload))
         if len(data) != count:
             raise self._fail(
                 f"answered {counted(len(data), 'embedding')} for {counted(count, 'text')}"
@@ -459,8 +473,18 @@ class HttpEmbedder:
             raise self._fail(f"answered {width} dimensions, expected {expected} ({why})")
         # Python's JSON reads NaN and Infinity, and a number past float32's range becomes inf
         # in float32: said here, naming the service and the vector, before any index sees it.
+        # An integer past float64's range cannot be converted at all: it is said the same way.
         with np.errstate(over="ignore"):
-            vectors = np.asarray(rows, dtype=np.float32)
+            try:
+                vectors = np.asarray(rows, dtype=np.float32)
+            except OverflowError:
+                vectors = np.asarray(
+                    [
+                        [v if isinstance(v, float) or abs(v) < 2**128 else math.inf for v in row]
+                        for row in rows
+                    ],
+                    dtype=np.float32,
+                )
         finite = np.isfinite(vectors).all(axis=1)
         if not finite.all():
             bad = int(np.flatnonzero(~finite)[0])
@@ -469,17 +493,44 @@ class HttpEmbedder:
                 "infinity, or beyond +-3.4e38)"
             )
         served = answer.get("model")
-        return vectors, served if isinstance(served, str) else None
+        # The identity is written to the cache, the baseline and the reports: a service that
+        # echoes the key (or any credential) as its model name must not put it there.
+        return vectors, redact(served) if isinstance(served, str) else None
 
-    def _request(self, texts: list[str]) -> tuple[np.ndarray, str | None]:
+    def _not_openai(self, answer: Any, payload: bytes) -> str:
+        """What to say of JSON without a ``data`` list: a service's native API (Ollama's
+        ``/api/embed`` answers ``{"embeddings": [...]}``, its older ``/api/embeddings``
+        ``{"embedding": [...]}``, TEI's ``/embed`` a bare list) is a ``base_url`` pointing
+        beside the OpenAI-compatible endpoint; anything else (an error said with status 200) is
+        quoted."""
+        if isinstance(answer, list) or (
+            isinstance(answer, dict) and ("embeddings" in answer or "embedding" in answer)
+        ):
+            shape = (
+                "a bare list"
+                if isinstance(answer, list)
+                else ("'embeddings'" if "embeddings" in answer else "'embedding'")
+            )
+            return (
+                f"answered JSON with {shape} where the OpenAI protocol has a 'data' list, as a "
+                "service's native API does (Ollama's /api, TEI's /embed): set 'base_url' to its "
+                "OpenAI-compatible address, which ends in /v1 for both"
+            )
+        text = quoted(page_text(payload.decode("utf-8", "replace")))
+        return f"answered JSON without a 'data' list of embeddings: {text}"
+
+    def _request(
+        self, texts: list[str], stop: threading.Event | None = None
+    ) -> tuple[np.ndarray, str | None]:
         """The vectors of ``texts`` from one request (tried again as the retries allow) and
-        the model name the answer gives."""
+        the model name the answer gives. Once ``stop`` is set (a parallel request failed), it
+        is not tried again: the run ends on the first fault, not after every retry's wait."""
         body: dict[str, Any] = {"model": self._spec.model, "input": texts}
         if self._dimensions is not None:
             body["dimensions"] = self._dimensions
         for attempt in range(self._retries + 1):
             try:
-                status, headers, payload = self._post(body)
+                status, headers, payload = self._post(body, len(texts))
                 if status != 200:
                     raise self._status_fault(status, headers, payload)
                 vectors, served = self._decode(payload, len(texts))
@@ -490,35 +541,39 @@ class HttpEmbedder:
                     raise self._fail(
                         f"{fault.what} (tried {tries}; 'retries' = {self._retries})"
                     ) from None
-                self._wait(fault, attempt)
+                self._wait(fault, attempt, stop)
+                if stop is not None and stop.is_set():
+                    raise _Abandoned from None
         raise AssertionError("unreachable")  # the loop returns or raises
 
-    def _wait(self, fault: _Retry, attempt: int) -> None:
+    def _wait(self, fault: _Retry, attempt: int, stop: threading.Event | None) -> None:
         if fault.after is not None:
             if self._timeout is not None and fault.after > self._timeout:
                 raise self._fail(
                     f"{fault.what}, asking to retry after {fault.after:g} s, longer than the "
                     f"system's 'timeout' ({self._timeout:g} s)"
                 )
-            _sleep(fault.after)
+            _sleep(fault.after, stop)
             return
         # Jittered, so that concurrent requests refused together do not return together.
         delay = min(BACKOFF_CAP_S, BACKOFF_FIRST_S * 2**attempt)
-        _sleep(delay * random.uniform(0.5, 1.0))
+        _sleep(delay * random.uniform(0.5, 1.0), stop)
 
     # -- many texts -----------------------------------------------------------------------------
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         """The vectors of ``texts``: ``batch_size`` per request, ``concurrency`` at once, in
-        order; the first fault cancels the requests not yet sent."""
+        order; the first fault cancels the requests not yet sent and the retries not yet
+        taken (a request in flight ends within the timeout)."""
         size = self._spec.batch_size
         batches = [texts[start : start + size] for start in range(0, len(texts), size)]
         if len(batches) == 1 or self._concurrency == 1:
             parts = [self._request(batch)[0] for batch in batches]
             return np.concatenate(parts) if parts else np.zeros((0, self.dim), np.float32)
         pool = ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="rg-http")
+        stop = threading.Event()
         try:
-            futures = [pool.submit(self._request, batch) for batch in batches]
+            futures = [pool.submit(self._request, batch, stop) for batch in batches]
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
             for future in futures:
                 error = future.exception() if future in done else None
@@ -526,6 +581,7 @@ class HttpEmbedder:
                     raise error
             return np.concatenate([future.result()[0] for future in futures])
         finally:
+            stop.set()
             pool.shutdown(wait=True, cancel_futures=True)
 
     def _encode(self, texts: Sequence[str], prompt: str, progress: bool, desc: str) -> np.ndarray:

@@ -85,6 +85,13 @@ def identify_onnx(spec: EmbedderSpec, *, entry: str | None = None) -> str:
     """The identity of ``spec`` under an ONNX backend: the sentence-transformers identity of the
     same files plus the backend, so baselines never mix backends."""
     name, folder = _model_folder(spec, entry)
+    return _identity(spec, name, folder, _truncation(folder))
+
+
+def _identity(spec: EmbedderSpec, name: str, folder: Path, truncation: tuple[int, bool]) -> str:
+    """`identify_onnx`'s identity, for the model in ``folder`` that truncates as ``truncation``
+    (`_truncation`) says."""
+    length, declared = truncation
     return make_identity(
         kind="sentence-transformers",
         model=name,
@@ -105,7 +112,7 @@ def identify_onnx(spec: EmbedderSpec, *, entry: str | None = None) -> str:
         else f"canonical-{CANONICAL_ROWS}",
         # A model without its own max_seq_length: the length inferred for it (vectors cached
         # when it was a fixed 512 are not reused). Models that declare one keep their identity.
-        **({} if _declared_length(folder) else {"truncate": _fallback_length(folder)}),
+        **({} if declared else {"truncate": length}),
     )
 
 
@@ -116,8 +123,8 @@ def export_path(cache_dir: Path, folder: Path, backend: str) -> Path:
     return cache_dir / "models" / f"onnx-{digest}" / name
 
 
-def _sentence_config(folder: Path, entry: str | None) -> int:
-    """The model's max_seq_length, after checking that its modules are ones the export covers."""
+def _check_modules(folder: Path, entry: str | None) -> None:
+    """A one-line ``ConfigError`` unless the model's modules are ones the export covers."""
     modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
     kinds = [m.get("type", "") for m in modules]
     allowed = ("Transformer", "Pooling", "Normalize")
@@ -138,7 +145,6 @@ def _sentence_config(folder: Path, entry: str | None) -> int:
                     "prompt tokens out (include_prompt: false): use backend 'torch'",
                     entry=entry,
                 )
-    return _declared_length(folder) or _fallback_length(folder)
 
 
 def _json_int(path: Path, key: str) -> int | None:
@@ -149,22 +155,23 @@ def _json_int(path: Path, key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def _declared_length(folder: Path) -> int | None:
-    """The model's own ``max_seq_length`` (sentence_bert_config.json), where it has one."""
-    return _json_int(folder / "sentence_bert_config.json", "max_seq_length")
+def _truncation(folder: Path) -> tuple[int, bool]:
+    """The token length the model's texts are cut at, and whether the model declares it.
 
-
-def _fallback_length(folder: Path) -> int:
-    """Where a model declares no ``max_seq_length``, the length sentence-transformers truncates
-    at: the smaller of its position embeddings and its tokenizer's ``model_max_length``. A
-    fixed 512 ran a text past a shorter model's position table (onnxruntime failed on the
-    first long document) and cut longer than PyTorch does."""
+    Its own ``max_seq_length`` (sentence_bert_config.json), where it has one; else the length
+    sentence-transformers truncates at: the smaller of its position embeddings and its
+    tokenizer's ``model_max_length``. A fixed 512 ran a text past a shorter model's position
+    table (onnxruntime failed on the first long document) and cut longer than PyTorch does.
+    Read once per load: the identity and the tokenizer take it from here."""
+    declared = _json_int(folder / "sentence_bert_config.json", "max_seq_length")
+    if declared is not None:
+        return declared, True
     limits = [
         _json_int(folder / "config.json", "max_position_embeddings"),
         _json_int(folder / "tokenizer_config.json", "model_max_length"),
     ]
     known = [n for n in limits if n is not None]
-    return min(known) if known else 512
+    return (min(known) if known else 512), False
 
 
 def _export(folder: Path, target: Path, entry: str | None) -> None:
@@ -280,11 +287,12 @@ def _seal_export(export: Path) -> None:
         )
 
 
-def ensure_export(spec: EmbedderSpec, cache_dir: Path, entry: str | None = None) -> Path:
-    """The ONNX file for ``spec`` (exported, and quantized for ``onnx-int8``, on first use, and
-    made again when the cache's copy is not the one its record vouches for)."""
-    _, folder = _model_folder(spec, entry)
-    _sentence_config(folder, entry)
+def ensure_export(
+    spec: EmbedderSpec, folder: Path, cache_dir: Path, entry: str | None = None
+) -> Path:
+    """The ONNX file for ``spec``'s model in ``folder``, whose modules `load_onnx` checked
+    (exported, and quantized for ``onnx-int8``, on first use, and made again when the cache's
+    copy is not the one its record vouches for)."""
     fp32 = export_path(cache_dir, folder, "onnx")
     target = export_path(cache_dir, folder, spec.option("backend"))
     if _sound_export(target):
@@ -440,14 +448,16 @@ def load_onnx(spec: EmbedderSpec, cache_dir: Path, entry: str | None = None) -> 
             f"device '{spec.device}' needs backend 'torch'",
             entry=entry,
         )
-    _, folder = _model_folder(spec, entry)
-    max_length = _sentence_config(folder, entry)
-    identity = identify_onnx(spec, entry=entry)
+    name, folder = _model_folder(spec, entry)
+    _check_modules(folder, entry)
+    truncation = _truncation(folder)
+    max_length = truncation[0]
+    identity = _identity(spec, name, folder, truncation)
     # A damaged export in the cache (a truncated write, a disk error, a hand edit) is the
     # cache's problem, not the model's: made again, with a CacheWarning saying so; first the
     # file itself (a quantized one is quick to redo), then the float32 export it came from.
     fp32 = export_path(cache_dir, folder, "onnx")
-    path = ensure_export(spec, cache_dir, entry)
+    path = ensure_export(spec, folder, cache_dir, entry)
     repairs = [path] if path == fp32 else [path, fp32]
     while True:
         try:
@@ -474,4 +484,4 @@ def load_onnx(spec: EmbedderSpec, cache_dir: Path, entry: str | None = None) -> 
             )
             for gone in {path, stale}:
                 gone.unlink(missing_ok=True)
-        path = ensure_export(spec, cache_dir, entry)
+        path = ensure_export(spec, folder, cache_dir, entry)

@@ -21,7 +21,7 @@ import numpy as np
 from retrieval_gate.errors import ConfigError, RetrievalGateError
 from retrieval_gate.records import counted, plural
 from retrieval_gate.registry import Registry, package_modules
-from retrieval_gate.schema import Option, OptionTable
+from retrieval_gate.schema import Option, OptionTable, between
 from retrieval_gate.usercode import PluginLoadError
 
 __all__ = [
@@ -33,7 +33,6 @@ __all__ = [
     "IndexBackend",
     "TableCensus",
     "check_census",
-    "check_hit_ids",
     "check_ids",
     "check_vectors",
     "hnsw_settings",
@@ -180,15 +179,23 @@ def register_index(backend: IndexBackend) -> IndexBackend:
 
 #: chroma's HNSW settings as system keys; unset ones keep chroma's defaults. Each set one is
 #: part of the system's identity and of the collection's name (a built graph keeps them).
-def _hnsw(doc: str, low: int) -> Option:
-    return Option(int, None, doc, check=lambda v: v >= low, rule=f">= {low}")
+#: chroma checks only a lower bound, so a value with a zero too many was taken and failed late
+#: (M = 2**31 - 1: "Failed to get hnsw segment writer" at the first insert) or ran for ever
+#: (M = 10**6 took 11 s for 300 vectors, its memory growing with M): each is bounded here, as
+#: pgvector bounds its own. M to 100 is hnswlib's advised range (and pgvector's cap); a
+#: candidate list past 10,000 costs more than the exact search it approximates; threads past
+#: 1,024 are no machine's cores.
+def _hnsw(doc: str, low: int, high: int) -> Option:
+    return Option(int, None, doc, **between(low, high))
 
 
 HNSW_OPTIONS: OptionTable = {
-    "hnsw_ef_construction": _hnsw("HNSW candidate list size while building (chroma: 100)", 1),
-    "hnsw_ef_search": _hnsw("HNSW candidate list size while searching (chroma: 100)", 1),
-    "hnsw_max_neighbors": _hnsw("HNSW links per node, hnswlib's M (chroma: 16)", 2),
-    "hnsw_num_threads": _hnsw("threads building the graph (chroma: all cores)", 1),
+    "hnsw_ef_construction": _hnsw(
+        "HNSW candidate list size while building (chroma: 100)", 1, 10_000
+    ),
+    "hnsw_ef_search": _hnsw("HNSW candidate list size while searching (chroma: 100)", 1, 10_000),
+    "hnsw_max_neighbors": _hnsw("HNSW links per node, hnswlib's M (chroma: 16)", 2, 100),
+    "hnsw_num_threads": _hnsw("threads building the graph (chroma: all cores)", 1, 1024),
 }
 
 
@@ -275,10 +282,12 @@ def named_errors(method: _Method) -> _Method:
 
 @dataclass(frozen=True)
 class TableCensus:
-    """What a team's table holds, counted when it is opened: its rows, those whose vector is
-    NULL (never found by a search), those whose id is one of the corpus' documents, one of its
-    ids for the messages, whether it has the ANN index the settings search (True for exact
-    search), and the rows whose id is NULL."""
+    """What a team's table holds, counted once when it is opened (never per search): its rows,
+    those whose vector is NULL (never found by a search), those whose id is one of the corpus'
+    documents, one of its ids for the messages, whether it has the ANN index the settings
+    search (True for exact search); the rows whose id is NULL; the rows whose id (as text, as
+    a search returns it) another row has too, and the least such id; the rows whose vector
+    holds a NaN or an infinity, and the least id among them."""
 
     rows: int
     null_vectors: int
@@ -286,6 +295,10 @@ class TableCensus:
     example_id: str | None
     has_ann_index: bool
     null_ids: int = 0
+    repeated_ids: int = 0
+    repeated_example: str | None = None
+    nonfinite_vectors: int = 0
+    nonfinite_example: str | None = None
 
 
 def check_census(
@@ -300,8 +313,11 @@ def check_census(
 ) -> list[str]:
     """A team's table that cannot be measured as the settings say is a one-line
     ``ConfigError``: empty, its ids none of the corpus' (every metric would be 0 with no
-    reason), or without the ANN index ``ann_index`` names (its "index recall" would be a full
-    scan's). Rows with a NULL vector are searched past: returned as lines to warn with."""
+    reason), an id on more than one row, a vector with a NaN or an infinity, or without the
+    ANN index ``ann_index`` names (its "index recall" would be a full scan's). Rows with a NULL
+    vector are searched past: returned as lines to warn with."""
+    from retrieval_gate.records.wording import shown_id
+
     if census.rows == 0:
         raise ConfigError(f"{where} is empty: there is no document to search")
     if census.null_ids:
@@ -320,6 +336,25 @@ def check_census(
             "corpus "
             f"document id{sample}{corpus}; 'id_column' must hold the corpus' ids"
         )
+    if census.repeated_ids:
+        # Which of an id's rows would rank it, and how many distinct documents a top k holds,
+        # would be the engine's choice; a top k would count one relevant document twice.
+        raise ConfigError(
+            f"{where}: {census.repeated_ids} of {census.rows} rows repeat an id of another row "
+            f"in column {id_column!r} (e.g. {shown_id(census.repeated_example or '')!r}); the "
+            f"gate ranks one vector per document: keep one row per id (chunked tables are not "
+            f"supported)"
+        )
+    # LanceDB leaves such a row out of every result: the document would never be found, and
+    # its metrics would drop with no reason given. As an embedder's NaN is refused
+    # (embed/checks.py), so is a table's.
+    if census.nonfinite_vectors:
+        raise ConfigError(
+            f"{where} holds NaN or infinite values in {census.nonfinite_vectors} of "
+            f"{census.rows} vectors in {vector_column!r} (e.g. document "
+            f"{shown_id(census.nonfinite_example or '')!r}), which no search can score; embed "
+            f"those documents again, or name a view without them in 'table'"
+        )
     if not census.has_ann_index:
         raise ConfigError(
             f"{where} has no {ann} index on {vector_column!r} ({ann_hint}), so a search would "
@@ -335,28 +370,6 @@ def check_census(
             "search"
         )
     return lines
-
-
-def check_hit_ids(
-    hits: Sequence[tuple[object, float]], *, where: str, id_column: str
-) -> list[tuple[str, float]]:
-    """One query's hits from a team's table, ``(id, score)`` in the engine's order, with each
-    id as text. An id found twice is a one-line ``ConfigError``: the table holds more than one
-    vector for that document (chunks, or a row loaded twice), and which row's score would rank
-    it, and how many distinct documents the top k holds, would be the engine's choice."""
-    seen: set[str] = set()
-    out: list[tuple[str, float]] = []
-    for raw, score in hits:
-        doc_id = str(raw)
-        if doc_id in seen:
-            raise ConfigError(
-                f"{where}: id {doc_id!r} is on more than one row of column {id_column!r}, so "
-                f"one search found it twice; the gate ranks one vector per document: keep one "
-                f"row per id (chunked tables are not supported)"
-            )
-        seen.add(doc_id)
-        out.append((doc_id, score))
-    return out
 
 
 def index_recall(approx: Sequence[Sequence[str]], exact: Sequence[Sequence[str]], k: int) -> float:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval_gate.display import page_text, quoted
 from retrieval_gate.embed import import_optional
 from retrieval_gate.errors import ConfigError, RunError
 from retrieval_gate.index import (
@@ -110,10 +111,7 @@ _FULL_WORDS = ("no space left", "database or disk is full", "disk quota exceeded
 def storage_problem(exc: BaseException) -> str | None:
     """``"read-only"`` or ``"full"`` when ``exc`` (or an exception it was raised from) says the
     store's folder cannot be written, else None."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in _chain(exc):
         if isinstance(current, OSError) and current.errno is not None:
             if current.errno in _FULL_ERRNOS:
                 return "full"
@@ -124,7 +122,6 @@ def storage_problem(exc: BaseException) -> str | None:
             return "full"
         if any(word in text for word in _READ_ONLY_WORDS):
             return "read-only"
-        current = current.__cause__ or current.__context__
     return None
 
 
@@ -148,24 +145,16 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0]
 
 
-def _chain_has(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> bool:
-    """Whether ``exc`` or an exception it was raised from (chromadb re-raises a refused
-    connection as a ValueError) is one of ``kinds``."""
-    seen: BaseException | None = exc
-    for _ in range(10):
-        if seen is None:
-            return False
-        if isinstance(seen, kinds):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
-def _page_text(exc: BaseException, limit: int = 120) -> str:
-    """An error's text with any HTML tags dropped and its whitespace run together, cut at
-    ``limit`` characters: one line saying what another service answered."""
-    text = " ".join(re.sub(r"<[^>]*>", " ", str(exc)).split()) or type(exc).__name__
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, then each exception it was raised from (``__cause__``, else ``__context__``),
+    each once: chromadb re-raises what went wrong (a refused connection, a full disk) as a
+    ValueError or its own error."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
 
 
 @contextlib.contextmanager
@@ -620,12 +609,12 @@ def open_server(
     except Exception as exc:
         import httpx
 
-        if not _chain_has(exc, (httpx.TransportError, OSError)):
+        if not any(isinstance(cause, (httpx.TransportError, OSError)) for cause in _chain(exc)):
             # Something answered the heartbeat, with an error: another service on that port
             # (chromadb passes on its page whole; its first line is often just "<!DOCTYPE").
             raise ConfigError(
                 f"chroma server at {where} answered, but not as a chroma server: "
-                f"{_page_text(exc)}; check 'host' and 'port'"
+                f"{quoted(page_text(str(exc) or type(exc).__name__))}; check 'host' and 'port'"
             ) from exc
         raise ConfigError(
             f"chroma server at {where} is not reachable: {_first_line(exc)}; "

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_gate.index import HNSW_OPTIONS, Index, IndexBackend, hnsw_settings
-from retrieval_gate.schema import Option
+from retrieval_gate.schema import Option, between
 from retrieval_gate.usercode import DEFAULT_TIMEOUT_S
 
 
@@ -29,7 +29,7 @@ BACKEND = IndexBackend(
     name="chroma-server",
     options={
         "host": Option(str, "127.0.0.1", "host of a running `chroma run` server", secret=True),
-        "port": Option(int, 8000, "its port", check=lambda v: 0 < v < 65536, rule="1 to 65535"),
+        "port": Option(int, 8000, "its port", **between(1, 65535)),
         # The system's own 'timeout' (the same key): how long the server may take to answer.
         "timeout": Option(
             (int, float),

@@ -20,6 +20,7 @@ go in batches, one LanceDB query per batch.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import json
@@ -38,7 +39,6 @@ from retrieval_gate.index import (
     IndexBackend,
     TableCensus,
     check_census,
-    check_hit_ids,
     check_ids,
     check_vectors,
     hnsw_settings,
@@ -318,6 +318,14 @@ def _best_first(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
     return [(doc_id, scores[doc_id]) for doc_id in rank_scored(scores)]
 
 
+def _least_id(found: Any) -> str | None:
+    """The least id, as text, of an Arrow table whose first column holds ids; None for none."""
+    if found is None:
+        return None
+    ids = [str(i) for i in found.column(0).to_pylist() if i is not None]
+    return min(ids) if ids else None
+
+
 class LanceDBIndex:
     """One LanceDB table searched by cosine distance; scores are ``1 - distance``."""
 
@@ -411,18 +419,38 @@ class LanceDBIndex:
         table = self._table if self._table is not None else self._existing()
         if table is None:
             raise ConfigError(f"{self.where} does not exist")
+        # Vectors with a NaN or an infinity, which a search leaves out of every result as it
+        # does a NULL one. In the total order LanceDB sorts floats by, a NaN is the greatest
+        # value or, with its sign bit set (what 0 / 0 gives on x86), the least; so it is found
+        # by a row's maximum and minimum (an element lookup of NaN missed the negative one, and
+        # took three times as long).
+        column = f"`{self.vector_column}`"
+        nonfinite = (
+            f"isnan(array_max({column})) OR isnan(array_min({column})) OR "
+            f"array_max({column}) = CAST('Infinity' AS FLOAT) OR "
+            f"array_min({column}) = CAST('-Infinity' AS FLOAT)"
+        )
         try:
             rows = int(table.count_rows())
             nulls = int(table.count_rows(f"`{self.vector_column}` IS NULL")) if rows else 0
             null_ids = int(table.count_rows(f"`{self.id_column}` IS NULL")) if rows else 0
+            bad = int(table.count_rows(nonfinite)) if rows else 0
             found = table.search().select([self.id_column]).limit(None).to_arrow() if rows else None
+            # Only for the message, only when the table is refused.
+            bad_ids = (
+                table.search().where(nonfinite).select([self.id_column]).limit(None).to_arrow()
+                if bad
+                else None
+            )
             has_index = self.ann == "none" or self._has_index(table)
         except Exception as exc:
             raise self._failed("reading the table", exc) from exc
         wanted = set(ids)
+        # As text, the form a search returns them in.
         table_ids = (
             [] if found is None else [str(i) for i in found.column(0).to_pylist() if i is not None]
         )
+        counts = collections.Counter(table_ids)
         census = TableCensus(
             rows,
             nulls,
@@ -430,6 +458,10 @@ class LanceDBIndex:
             min(table_ids) if table_ids else None,
             has_index,
             null_ids=null_ids,
+            repeated_ids=len(table_ids) - len(counts),
+            repeated_example=min((i for i, n in counts.items() if n > 1), default=None),
+            nonfinite_vectors=bad,
+            nonfinite_example=_least_id(bad_ids),
         )
         return check_census(
             census,
@@ -645,9 +677,9 @@ class LanceDBIndex:
                 distances = found.column("_distance").to_pylist()
                 for position, doc_id, distance in zip(positions, doc_ids, distances, strict=True):
                     rows[int(position)].append((str(doc_id), 1.0 - float(distance)))
-                for pairs in rows:
-                    hits = check_hit_ids(pairs, where=self.where, id_column=self.id_column)
-                    results.append(_best_first(hits)[:k])
+                # An id on two rows of a team's table was refused by its census
+                # (`check_table`), once, not per search.
+                results.extend(_best_first(pairs)[:k] for pairs in rows)
         except (ConfigError, LanceDBError):
             raise
         except Exception as exc:

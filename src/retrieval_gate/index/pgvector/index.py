@@ -21,7 +21,6 @@ from retrieval_gate.errors import ConfigError, RunError
 from retrieval_gate.index import (
     TableCensus,
     check_census,
-    check_hit_ids,
     check_ids,
     check_vectors,
     named_errors,
@@ -282,15 +281,30 @@ class PgvectorIndex:
         ):
             self._set_timeout(cur, self._statement_ms)
             self._column_dim(cur)  # a missing table or column first, as a search says it
+            # One scan. Ids are compared as the text a search returns (numeric's 2 and 2.0 are
+            # one value but two ids to a search). pgvector refuses NaN and infinities in a
+            # vector, so there are none to count.
             cur.execute(
                 sql.SQL(
                     "SELECT count(*), count(*) FILTER (WHERE {vec} IS NULL), "
                     "count(*) FILTER (WHERE {id}::text = ANY(%s)), min({id}::text), "
-                    "count(*) FILTER (WHERE {id} IS NULL) FROM {table}"
+                    "count(*) FILTER (WHERE {id} IS NULL), "
+                    "count({id}) - count(DISTINCT {id}::text) FROM {table}"
                 ).format(**names),
                 (list(ids),),
             )
-            rows, nulls, matched, example, null_ids = cur.fetchone()
+            rows, nulls, matched, example, null_ids, repeated = cur.fetchone()
+            repeated_example = None
+            if repeated:
+                # Only for the message, only when the table is refused.
+                cur.execute(
+                    sql.SQL(
+                        "SELECT {id}::text FROM {table} WHERE {id} IS NOT NULL GROUP BY 1 "
+                        "HAVING count(*) > 1 ORDER BY 1 LIMIT 1"
+                    ).format(**names)
+                )
+                found_repeat = cur.fetchone()
+                repeated_example = None if found_repeat is None else found_repeat[0]
             has_index = True
             if self.ann != "none":
                 # Searched by cosine distance: only an index of that kind with the cosine
@@ -307,7 +321,14 @@ class PgvectorIndex:
                 found = cur.fetchone()
                 has_index = found is not None and int(found[0]) > 0
         census = TableCensus(
-            int(rows), int(nulls), int(matched), example, has_index, null_ids=int(null_ids)
+            int(rows),
+            int(nulls),
+            int(matched),
+            example,
+            has_index,
+            null_ids=int(null_ids),
+            repeated_ids=int(repeated),
+            repeated_example=repeated_example,
         )
         return check_census(
             census,
@@ -589,11 +610,9 @@ class PgvectorIndex:
                         found[int(ordinal) - 1].append(
                             (str(doc_id), 0.0 if math.isnan(score) else score)
                         )
-                where = f"{self.where}: table {self.table}"
-                results.extend(
-                    _best_first(check_hit_ids(pairs, where=where, id_column=self.id_column))
-                    for pairs in found
-                )
+                # An id on two rows of a team's table was refused by its census
+                # (`check_table`), once, not per search.
+                results.extend(_best_first(pairs) for pairs in found)
         return results
 
     def close(self) -> None:

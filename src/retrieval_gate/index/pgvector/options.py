@@ -13,7 +13,7 @@ from typing import Any
 
 from retrieval_gate.errors import ConfigError
 from retrieval_gate.index import hnsw_settings
-from retrieval_gate.schema import Option, OptionTable, at_least, one_of
+from retrieval_gate.schema import Option, OptionTable, at_least, between, one_of
 
 __all__ = ["OPTIONS", "table_name"]
 
@@ -67,29 +67,25 @@ OPTIONS: OptionTable = {
         int,
         None,
         "HNSW candidate list while building (pgvector: 64, 4 to 1000)",
-        check=lambda v: 4 <= v <= 1000,
-        rule="4 to 1000",
+        **between(4, 1000),
     ),
     "hnsw_ef_search": Option(
         int,
         None,
         "HNSW candidate list while searching (pgvector: 40, at most 1000)",
-        check=lambda v: 1 <= v <= 1000,
-        rule="1 to 1000",
+        **between(1, 1000),
     ),
     "hnsw_max_neighbors": Option(
         int,
         None,
         "HNSW links per node, pgvector's m (pgvector: 16, 2 to 100)",
-        check=lambda v: 2 <= v <= 100,
-        rule="2 to 100",
+        **between(2, 100),
     ),
     "ivfflat_lists": Option(
         int,
         None,
         "IVFFlat lists (default: rows / 1000, at least 1, as pgvector advises; at most 32768)",
-        check=lambda v: 1 <= v <= 32768,
-        rule="1 to 32768",
+        **between(1, 32768),
     ),
     "ivfflat_probes": Option(
         int, None, "IVFFlat lists searched per query (pgvector: 1)", check=at_least(1), rule=">= 1"
