@@ -284,10 +284,10 @@ def test_empty_team_tables_are_one_line_not_every_metric_zero(
         (
             # red.md twice: its second row's vector is green.md's.
             [("red.md", "one"), ("red.md", "two"), ("green.md", "two"), ("blue.md", "one")],
-            "table team_fruit_odd: 1 of 4 rows repeat an id of another row in column 'doc_id' "
+            "table team_fruit_odd: 1 of 4 rows repeats an id of another row in column 'doc_id' "
             "(e.g. 'red.md'); the gate ranks one vector per document: keep one row per id "
             "(chunked tables are not supported)",
-            "1 of 4 rows repeat an id of another row in column 'doc_id' (e.g. 'red.md'); the "
+            "1 of 4 rows repeats an id of another row in column 'doc_id' (e.g. 'red.md'); the "
             "gate ranks one vector per document: keep one row per id (chunked tables are not "
             "supported)",
         ),

@@ -340,7 +340,8 @@ def check_census(
         # Which of an id's rows would rank it, and how many distinct documents a top k holds,
         # would be the engine's choice; a top k would count one relevant document twice.
         raise ConfigError(
-            f"{where}: {census.repeated_ids} of {census.rows} rows repeat an id of another row "
+            f"{where}: {census.repeated_ids} of {counted(census.rows, 'row')} "
+            f"{plural(census.repeated_ids, 'repeats', 'repeat')} an id of another row "
             f"in column {id_column!r} (e.g. {shown_id(census.repeated_example or '')!r}); the "
             f"gate ranks one vector per document: keep one row per id (chunked tables are not "
             f"supported)"
