@@ -1476,7 +1476,7 @@ CASES: tuple[BadInput, ...] = (
     team_lance_case(
         "lancedb-team-table-duplicate-id",
         "a team's LanceDB table holding one document on two rows (chunks, or a load run twice)",
-        "*pyproject.toml [system.static]: LanceDB table 'docs' at *team: 1 of 6 rows repeat an "
+        "*pyproject.toml [system.static]: LanceDB table 'docs' at *team: 1 of 6 rows repeats an "
         "id of another row in column 'id' (e.g. 'sql/orders.sql'); the gate ranks one vector "
         "per document: keep one row per id (chunked tables are not supported)",
         team_lance_table,
