@@ -94,6 +94,16 @@ def build_tiny_model(root: Path | str) -> Path:
     return model_dir
 
 
+def raising_in(module: str, error: BaseException) -> Any:
+    """A function raising ``error`` from a frame of ``module`` (its globals name it), whatever
+    its arguments: as ``errors.origin_of`` sees a failure there. ``retrieval_gate.x``: a bug of
+    the plugin's own code; ``model2vec.model``: model2vec's. (A function written in a test
+    module is neither: raising there is the tests' own package failing.)"""
+    namespace: dict[str, Any] = {"__name__": module, "error": error}
+    exec("def broken(*args, **kwargs):\n    raise error\n", namespace)
+    return namespace["broken"]
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--reverse-order",

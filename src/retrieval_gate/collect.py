@@ -18,11 +18,18 @@ import pytest
 from retrieval_gate.display import escape, shown
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.gates.floors import check_gate, check_query
-from retrieval_gate.gates.history import DRIFT_SCOPE
-from retrieval_gate.gates.holdout import HOLDOUT_SCOPE, holdout_checks, holdout_outcomes
+from retrieval_gate.gates.holdout import holdout_checks, holdout_outcomes
 from retrieval_gate.gates.regressions import RegressionCheck
 from retrieval_gate.keys import SESSION_KEY
-from retrieval_gate.records import ItemPayload, Outcome, Undecided, parse_scope, scope_name
+from retrieval_gate.records import (
+    DRIFT_SCOPE,
+    HOLDOUT_SCOPE,
+    ItemPayload,
+    Outcome,
+    Undecided,
+    parse_scope,
+    scope_name,
+)
 from retrieval_gate.runs.cache import InternalRunError
 from retrieval_gate.suites.suite import Gate, Suite, load_suite, suite_systems
 from retrieval_gate.suites.units import Unit
@@ -192,7 +199,8 @@ class SystemNode(pytest.Collector):
                 by_scope.setdefault(gate.scope, []).append(gate)
         gate_session = self.config.stash[SESSION_KEY]
         base = gate_session.base_run(suite, system)
-        wide = _suite_wide_labels(self.config, suite, gates, gate_session.plan.checks(suite), base)
+        checks = gate_session.plan.checks(suite)
+        wide = _suite_wide_labels(self.config, suite, gates, checks, base)
         for scope, gates in by_scope.items():
             node = ScopeNode.from_parent(self, name=scope, suite=suite, system=system, specs=gates)
             yield _marked(node, wide) if scope == "suite" else node
@@ -220,7 +228,7 @@ class SystemNode(pytest.Collector):
                 )
         if base is None:
             gate_session.plan.register(suite, system.name, None)  # --rg-plan says it is missing
-        elif any(c.gated for c in gate_session.plan.checks(suite)):
+        elif any(c.gated for c in checks):
             yield RegressionNode.from_parent(
                 self, name="regression", suite=suite, system=system, wide=wide
             )
@@ -232,15 +240,15 @@ class SystemNode(pytest.Collector):
                 )
                 yield _marked(item, wide)
         try:
-            checks = gate_session.history.drift_checks(suite, system.name)
+            drifts = gate_session.history.drift_checks(suite, system.name)
         except RetrievalGateError as exc:  # an ambiguous --rg-pin
             raise self.CollectError(shown(exc.format())) from None
-        for check in checks:
+        for check in drifts:
             name = f"{DRIFT_SCOPE}::{check.metric}"
             history = HistoryDriftItem.from_parent(self, name=name, suite=suite, system=system)
             yield _marked(history, wide)
         if base is not None:
-            for held in holdout_checks(suite, gate_session.plan.checks(suite)):
+            for held in holdout_checks(suite, checks):
                 holdout = HoldoutItem.from_parent(
                     self, name=f"{HOLDOUT_SCOPE}::{held.metric}", suite=suite, system=system
                 )
@@ -376,7 +384,16 @@ class _SuiteItem(pytest.Item):
         if isinstance(excinfo.value, GateFailed):
             return "\n".join(shown(line) for line in excinfo.value.outcome.lines())
         if isinstance(excinfo.value, RetrievalGateError):
-            return shown(excinfo.value.format())
+            line = shown(excinfo.value.format())
+            # A library's failure (errors.LibraryError) keeps its traceback for who asks for
+            # tracebacks: -v, --tb=long or --tb=native.
+            detail = excinfo.value.traceback
+            asked = self.config.getoption("verbose", 0) > 0 or self.config.getoption(
+                "tbstyle", "auto"
+            ) in ("long", "native")
+            if detail and asked:
+                return f"{line}\n\n{shown(detail, multiline=True)}"
+            return line
         # The plugin's own bug, with its traceback: a library's error in it may quote a DSN.
         # Plain text only where something had to be masked or escaped (pytest's own keeps the
         # colours and the crash line of the short summary).
@@ -386,7 +403,14 @@ class _SuiteItem(pytest.Item):
         return found if inert == text else inert
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, 0, shown(f"{self.suite.name} x {self.system.name}: {self.name}")
+        # The scope as well as the metric: a suite floor, a category's floor and a regression
+        # check of Hit@5 would otherwise head their failures alike ("s x sys: Hit@5").
+        below = [self.name]
+        node = self.parent
+        while node is not None and not isinstance(node, SystemNode):
+            below.insert(0, node.name)
+            node = node.parent
+        return self.path, 0, shown(f"{self.suite.name} x {self.system.name}: {'::'.join(below)}")
 
     def add_report_section(self, when: str, key: str, content: str) -> None:
         # What libraries print while the run loads a model (transformers' load report, twice:

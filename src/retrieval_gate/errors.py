@@ -6,8 +6,14 @@ The plugin turns them into collection errors, usage errors or failed items, neve
 
 from __future__ import annotations
 
+import sys
+import traceback
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 from retrieval_gate.display import redact
 
@@ -17,6 +23,11 @@ class RetrievalGateError(Exception):
 
     Its message is redacted when made (credentials a library quoted become ``***``:
     display/redact.py), so no copy of it, in a report or a record, holds one."""
+
+    #: The traceback behind the message, for ``-v`` / ``--tb=long`` and the JSON report: set
+    #: where code raised it (a library's, :class:`LibraryError`; the team's retriever's), None
+    #: for the user's data.
+    traceback: str | None = None
 
     def __init__(self, message: str, *, path: str | Path | None = None, entry: str | None = None):
         self.message = redact(message)
@@ -34,6 +45,12 @@ class RetrievalGateError(Exception):
         elif self.entry is not None:
             where = f"[{self.entry}]: "
         return redact(where + self.message)
+
+    def behind(self, cause: BaseException | None) -> Self:
+        """This error keeping ``cause``'s traceback (redacted) as :attr:`traceback`; returned."""
+        if cause is not None:
+            self.traceback = redact("".join(traceback.format_exception(cause)))
+        return self
 
     def located(self, path: str | Path | None, entry: str | None) -> Self:
         """This error naming the file and the entry (``system.NAME``) where it names neither;
@@ -70,6 +87,26 @@ class RunError(RetrievalGateError):
     """Running a system failed: the retriever raised or returned something unusable."""
 
 
+class LibraryError(RunError):
+    """A library the user configured (a model's, an index's, an embedder plug-in's code) raised
+    while the plugin ran it: one line naming the library, what the plugin was doing and the
+    error; the library's traceback is kept (:attr:`traceback`, and ``__cause__``), shown with
+    ``-v`` or ``--tb=long`` and in the JSON report. Made by :func:`library_error` alone."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        library: str,
+        path: str | Path | None = None,
+        entry: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        super().__init__(message, path=path, entry=entry)
+        self.library = library
+        self.traceback = None if detail is None else redact(detail)
+
+
 class MissingExtraError(RetrievalGateError, ImportError):
     """An optional dependency is not installed; the message says what to install."""
 
@@ -82,3 +119,143 @@ class CacheWarning(UserWarning):
 class VectorWarning(UserWarning):
     """Vectors a search cannot rank by direction: an embedder's all-zero vectors, or a team's
     table's rows with a NULL vector. The run goes on; the warning and the report say how many."""
+
+
+# -- whose code raised: the plugin's or a library's ---------------------------------------------
+
+#: Top-level modules whose frames say nothing about whose mistake it was: the standard library
+#: and the plugin's own dependencies (pyproject's ``dependencies``). The plugin calling numpy
+#: wrongly is the plugin's bug; sentence-transformers calling it wrongly is sentence-transformers'.
+_NEUTRAL = frozenset({"numpy", "yaml", "_yaml", "pytest", "_pytest", "pluggy", "py"})
+_PLUGIN = "retrieval_gate"
+
+
+def _party(module: str) -> str:
+    """``plugin``, ``neutral`` or ``foreign`` for the module a frame or a class belongs to."""
+    top = module.partition(".")[0]
+    if top == _PLUGIN:
+        return "plugin"
+    if not top or top in sys.stdlib_module_names or top in _NEUTRAL or top == "builtins":
+        return "neutral"
+    return "foreign"
+
+
+@cache
+def _distributions() -> Mapping[str, list[str]]:
+    from importlib.metadata import packages_distributions
+
+    return packages_distributions()
+
+
+def _package(module: str) -> str:
+    """The module's package as pip names it (``sentence_transformers`` is sentence-transformers),
+    else the team's own module by its file (``conftest.py``) or package (``search_app``)."""
+    top = module.partition(".")[0]
+    found = _distributions().get(top)
+    if found:
+        return found[0]
+    file = getattr(sys.modules.get(top), "__file__", None) or ""
+    return f"{top}.py" if file.endswith(f"{top}.py") else top
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a library's exception came from: ``library``, the package the plugin called, and
+    ``raised_in``, the package whose code raised (torch, under sentence-transformers)."""
+
+    library: str
+    raised_in: str
+
+
+def origin_of(exc: BaseException) -> Origin | None:
+    """The library ``exc`` was raised in, or None when it is the plugin's own.
+
+    Decided by the innermost traceback frame that is neither the standard library nor one of
+    the plugin's own dependencies (``_NEUTRAL``): in the plugin's package, the plugin's bug; in
+    any other package (or the team's own module), that code's failure. An extension function
+    called straight from the plugin has no frame of its own: its exception counts as its
+    library's when the exception's class is the library's (onnxruntime's ``Fail``), else as the
+    plugin's. The library named is the first package below the plugin's innermost frame, a
+    wrapper that hands straight on (a decorator) passed over: the one the plugin called. Where
+    the plugin hands a library bad arguments and the library raises, the library is named:
+    frames cannot tell that apart, and its traceback (kept) shows the call."""
+    frames = [frame for frame, _ in traceback.walk_tb(exc.__traceback__)]
+    modules = [frame.f_globals.get("__name__") or "" for frame in frames]
+    parties = [_party(module) for module in modules]
+    deciding = [i for i, party in enumerate(parties) if party != "neutral"]
+    if not deciding or parties[deciding[-1]] == "plugin":
+        own_class = type(exc).__module__
+        if deciding and _party(own_class) == "foreign":
+            name = _package(own_class)
+            return Origin(library=name, raised_in=name)
+        return None
+    raised = deciding[-1]
+    plugin_frames = [i for i in deciding if parties[i] == "plugin"]
+    below = plugin_frames[-1] + 1 if plugin_frames else 0
+    # A decorator of another package around the method called (torch's no_grad around
+    # sentence-transformers' encode) hands straight on to the next frame: not the one called.
+    called = next(
+        (
+            i
+            for i in range(below, raised)
+            if parties[i] == "foreign" and not _hands_on(frames[i], frames[i + 1].f_code)
+        ),
+        raised,
+    )
+    return Origin(library=_package(modules[called]), raised_in=_package(modules[raised]))
+
+
+def _hands_on(frame: Any, code: Any) -> bool:
+    """Whether ``frame`` is a wrapper that called a function it holds (a decorator's closure,
+    torch's ``forward_call``) whose code is ``code``, the next frame's."""
+    for value in frame.f_locals.values():
+        target = getattr(value, "__func__", value)
+        if getattr(target, "__code__", None) is code:
+            return True
+    return False
+
+
+def _brief(exc: BaseException) -> str:
+    """``Type: first line of the message`` (a library's message may run to pages)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
+def library_error(
+    exc: BaseException, doing: str, *, path: str | Path | None = None, entry: str | None = None
+) -> LibraryError | None:
+    """``exc`` as the one line of the library that raised it (:func:`origin_of`), saying what
+    the plugin was ``doing`` (``embedding document 'docs/faq.md'``); None when it is the
+    plugin's own bug (or the user's data: a :class:`RetrievalGateError`, or a ``Warning`` the
+    warning filters made an error, which are said as they are)."""
+    if isinstance(exc, (RetrievalGateError, Warning)):
+        return None
+    origin = origin_of(exc)
+    if origin is None:
+        return None
+    raised_in = "" if origin.raised_in == origin.library else f" (raised in {origin.raised_in})"
+    error = LibraryError(
+        f"{origin.library} failed while {doing}{raised_in}: {_brief(exc)}",
+        library=origin.library,
+        path=path,
+        entry=entry,
+        detail="".join(traceback.format_exception(exc)),
+    )
+    error.__cause__ = exc
+    return error
+
+
+@contextmanager
+def library_failures(
+    doing: str, *, path: str | Path | None = None, entry: str | None = None
+) -> Iterator[None]:
+    """Around a step that runs libraries (embedding, indexing): an exception a library raised
+    in it leaves as that library's :class:`LibraryError` (:func:`library_error`); the plugin's
+    own bugs and the user's errors leave unchanged."""
+    try:
+        yield
+    except Exception as exc:
+        error = library_error(exc, doing, path=path, entry=entry)
+        if error is None:
+            raise
+        raise error from exc

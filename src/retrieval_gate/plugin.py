@@ -334,6 +334,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         _add_ini(parser, output)
 
 
+def _warn_ignored_settings(config: pytest.Config, session: Any) -> None:
+    """Said once, in the summary (not per xdist worker): a settings table the gate does not read,
+    where an edit would change nothing."""
+    from retrieval_gate.config import ignored_settings
+
+    if session.is_worker or (ignored := ignored_settings(config.rootpath)) is None:
+        return
+    source = session.settings.source.name
+    session.closing_lines.append(
+        f"retrieval gate: warning: {source} holds the settings; the [tool.retrieval_gate] table "
+        f"in {ignored.name} is not read (move what it needs into {source} and delete the table)"
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("retrieval_gate", False):
         given = gate_only_given({dest: config.getoption(dest, None) for dest in GATE_ONLY_OPTIONS})
@@ -374,6 +388,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(shown(exc.format())) from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "retrieval_gate_session")
+    _warn_ignored_settings(config, session)
     from retrieval_gate.report.selection import PLUGIN_NAME, Selection
 
     config.pluginmanager.register(Selection(config), PLUGIN_NAME)

@@ -33,8 +33,8 @@ from retrieval_gate.options import (
     select_reference,
     select_systems,
 )
-from retrieval_gate.records import ItemPayload, Outcome, RunFailure, RunRecord
-from retrieval_gate.runs.cache import RunCache
+from retrieval_gate.records import ItemPayload, Outcome, RunRecord
+from retrieval_gate.runs.cache import RunCache, run_failure
 from retrieval_gate.systems import RunOptions
 
 if TYPE_CHECKING:
@@ -86,14 +86,10 @@ class GateSession:
             self.store, named=bool(values.baseline), saving=self.save_baseline
         )
         out = self.outputs
-        self.runs = RunCache(
-            self.settings,
-            self.run_options,
-            exclude=(*out.files(), out.baseline, out.cache_dir),
-            relpath=self.relpath,
-        )
+        own = (*out.files(), out.baseline, out.cache_dir)  # the plugin's files, not the user's
+        self.runs = RunCache(self.settings, self.run_options, exclude=own, relpath=self.relpath)
         self.plan = RegressionPlan(self.settings)
-        self.history = HistoryKeeper(self.settings, self.rootpath, self.plan, config.getoption)
+        self.history = HistoryKeeper(self.settings, self.rootpath, self.plan, config.getoption, own)
         self._comparisons: dict[tuple[Path, str], Regressions] = {}
         self._attached: set[tuple[Path, str]] = set()
         self._first_failures: dict[tuple[Path, str], str] = {}
@@ -151,8 +147,7 @@ class GateSession:
             return ItemPayload()
         self._attached.add(key)
         if isinstance(found, BaseException):
-            message = found.format() if isinstance(found, RetrievalGateError) else str(found)
-            return ItemPayload(failures=(RunFailure(suite.name, system.name, message),))
+            return ItemPayload(failures=(run_failure(suite.name, system.name, found),))
         comparison = None
         if self.base_run(suite, system) is not None:
             comparison = self.regressions(suite, system).comparison

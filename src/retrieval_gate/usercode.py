@@ -22,6 +22,7 @@ limit is stopped with it.
 from __future__ import annotations
 
 import contextvars
+import queue
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -38,6 +39,7 @@ __all__ = [
     "Plugin",
     "PluginLoadError",
     "UserCodeFailure",
+    "Worker",
     "call_bounded",
     "call_user_code",
     "describe",
@@ -112,6 +114,92 @@ def call_bounded(function: Callable[[], Any], timeout: float | None) -> Any:
     return value
 
 
+class Worker:
+    """One daemon thread that runs calls under a time limit, reused call after call: a
+    system's queries (a retriever's, a reranker's, an embedding system's encodings and
+    searches) each cost a hand-over, not a thread's start and end.
+
+    The same rules as :func:`call_bounded`: whatever the call raises is raised in the caller's
+    thread; the caller's context goes with it; an interrupt ends the wait at once. A call past
+    its limit is abandoned with its thread (a daemon, told to end once the call returns), and
+    the next call starts a new thread. A call made while the worker is busy (from inside one of
+    its own calls, or from another thread) runs as :func:`call_bounded` does, in a thread of
+    its own. The user's code sees one thread for all of a system's calls."""
+
+    def __init__(self, name: str = "retrieval-gate-worker") -> None:
+        self.name = name
+        self._lock = threading.Lock()
+        self._busy = False
+        self._thread: threading.Thread | None = None
+        self._tasks: queue.SimpleQueue[_Task | None] | None = None
+
+    def call(self, function: Callable[[], Any], timeout: float | None) -> Any:
+        """``function()``'s result, or :class:`CallTimeout` after ``timeout`` seconds (``0`` or
+        None: wait as long as it takes)."""
+        with self._lock:
+            if self._busy:
+                return call_bounded(function, timeout)
+            self._busy = True
+            if self._tasks is None:
+                self._tasks = queue.SimpleQueue()
+                self._thread = threading.Thread(
+                    target=_serve_tasks, args=(self._tasks,), name=self.name, daemon=True
+                )
+                self._thread.start()
+            tasks = self._tasks
+        task = _Task(function, contextvars.copy_context())
+        try:
+            tasks.put(task)
+            if not task.done.wait(timeout if timeout else None) and not task.done.is_set():
+                with self._lock:
+                    # Abandoned with its stuck call; it ends when (if) the call returns.
+                    tasks.put(None)
+                    self._tasks = self._thread = None
+                raise CallTimeout(float(timeout or 0))
+        finally:
+            with self._lock:
+                self._busy = False
+        ok, value = task.outcome
+        if not ok:
+            raise value
+        return value
+
+    def close(self) -> None:
+        """End the thread once its current call (if any) returns."""
+        with self._lock:
+            if self._tasks is not None:
+                self._tasks.put(None)
+            self._tasks = self._thread = None
+
+
+class _Task:
+    """One call handed to a :class:`Worker`: the function, the caller's context, and its
+    outcome ``(True, result)`` or ``(False, exception)`` once ``done`` is set."""
+
+    def __init__(self, function: Callable[[], Any], context: contextvars.Context) -> None:
+        self.function = function
+        self.context = context
+        self.done = threading.Event()
+        self.outcome: tuple[bool, Any] = (False, None)
+
+    def run(self) -> None:
+        try:
+            self.outcome = (True, self.context.run(self.function))
+        except BaseException as exc:  # handed to the caller's thread, which decides
+            self.outcome = (False, exc)
+        finally:
+            self.done.set()
+
+
+def _serve_tasks(tasks: queue.SimpleQueue[_Task | None]) -> None:
+    while True:
+        task = tasks.get()
+        if task is None:
+            return
+        task.run()
+        del task  # the result, held until the next call otherwise
+
+
 def describe(exc: BaseException) -> str:
     """How the user's code failed, in one line: ``raised T: message``, ``called sys.exit(N)``."""
     if isinstance(exc, CallTimeout):
@@ -122,10 +210,14 @@ def describe(exc: BaseException) -> str:
     return f"raised {type(exc).__name__}: {text}" if text else f"raised {type(exc).__name__}"
 
 
-def call_user_code(function: Callable[[], Any], timeout: float | None) -> Any:
-    """``function()``'s result under ``timeout``; any failure of it but an interrupt is a
-    :class:`UserCodeFailure`."""
+def call_user_code(
+    function: Callable[[], Any], timeout: float | None, *, worker: Worker | None = None
+) -> Any:
+    """``function()``'s result under ``timeout`` (on ``worker``'s thread when given, else a
+    thread of its own); any failure of it but an interrupt is a :class:`UserCodeFailure`."""
     try:
+        if worker is not None:
+            return worker.call(function, timeout)
         return call_bounded(function, timeout)
     except KeyboardInterrupt:
         raise

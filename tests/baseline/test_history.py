@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -228,3 +229,99 @@ def test_an_unknown_history_scheme_names_the_known(tmp_path: Path) -> None:
     assert open_history(tmp_path) == JsonLinesHistory(tmp_path)
     with pytest.raises(HistoryError, match=r"unknown history store 'nope'.*known: file"):
         open_history("nope://x")
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=root,
+        capture_output=True,
+        check=True,
+    )
+
+
+def test_a_tree_is_dirty_by_its_tracked_files_not_the_plugins_own(tmp_path: Path) -> None:
+    from retrieval_gate.baseline.provenance import provenance, uncommitted_changes
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    own = [tmp_path / "retrieval-baseline.json", tmp_path / ".retrieval-gate"]
+    (tmp_path / "app.py").write_text("one\n")
+    (tmp_path / "retrieval-baseline.json").write_text("{}\n")
+    (tmp_path / ".retrieval-gate/history").mkdir(parents=True)
+    (tmp_path / ".retrieval-gate/history/s.jsonl").write_text("\n")
+    assert not uncommitted_changes(tmp_path)  # not a repository
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "one")
+    assert not uncommitted_changes(tmp_path)
+    # The plugin's outputs rewritten (a baseline saved, a record appended): not the user's.
+    (tmp_path / "retrieval-baseline.json").write_text('{"v": 2}\n')
+    (tmp_path / ".retrieval-gate/history/s.jsonl").write_text("\n\n")
+    (tmp_path / "new.py").write_text("untracked\n")  # as for git describe --dirty
+    assert not uncommitted_changes(tmp_path, own)
+    assert uncommitted_changes(tmp_path)  # they are tracked files all the same
+    (tmp_path / "app.py").write_text("two\n")
+    assert uncommitted_changes(tmp_path, own) == ("app.py",)
+    _git(tmp_path, "add", "app.py")  # staged is uncommitted too
+    assert uncommitted_changes(tmp_path, own) == ("app.py",)
+    _git(tmp_path, "commit", "-q", "-m", "two")
+    assert not uncommitted_changes(tmp_path, own)
+    _git(tmp_path, "mv", "app.py", "renamed app.py")  # a rename, a space in the name
+    found = uncommitted_changes(tmp_path / ".retrieval-gate", own)  # from a subfolder
+    assert found == ("renamed app.py", "app.py")  # "R  new\0old\0": both, in that order
+    at = provenance(tmp_path, {}, dirty=True)
+    assert at.dirty and at.commit is not None and at.short == at.commit[:7] + "-dirty"
+    assert Provenance.from_json(at.to_json()) == at
+    clean = Provenance(commit="a" * 40, time="2026-09-30T12:00:00Z")
+    assert "dirty" not in clean.to_json()  # a clean record's line is what it was
+    assert Provenance.from_json({**clean.to_json(), "dirty": "yes"}) is None
+
+
+def test_a_run_recorded_twice_is_one_measurement() -> None:
+    import dataclasses
+
+    from retrieval_gate.baseline.history import distinct
+
+    first = dataclasses.replace(record(1), decided=False, holdout_digest="h", holdout_decisions=1)
+    copied = first  # a line copied, a file merged twice
+    rerun = dataclasses.replace(  # the CI job rerun at the same commit: the same figures
+        first,
+        at=Provenance(commit=first.at.commit, time="2026-10-01T12:00:00Z"),
+        session="rerun",
+        decided=True,
+        holdout_decisions=2,
+    )
+    later = record(2)
+    moved = dataclasses.replace(first, metrics={"P@1": 0.25})  # another result: not the same
+    records, repeated = distinct([first, later, copied, rerun, moved])
+    assert repeated == 2
+    assert [r.at.commit for r in records] == [first.at.commit, later.at.commit, first.at.commit]
+    kept = records[0]  # where the first stood, saying what any copy said
+    assert kept.decided and kept.session == "rerun" and kept.holdout_decisions == 2
+    assert kept.at == first.at
+    # From uncommitted changes each session is its own tree; outside git each its own time.
+    dirty = dataclasses.replace(first, at=dataclasses.replace(first.at, dirty=True))
+    assert distinct([dirty, dataclasses.replace(dirty, session="other")])[1] == 0
+    assert distinct([dirty, dirty])[1] == 1
+    nowhere = dataclasses.replace(first, at=Provenance(commit=None, time=first.at.time))
+    assert distinct([nowhere, dataclasses.replace(nowhere, session="other")])[1] == 0
+
+
+def test_an_accepted_drift_round_trips_and_a_malformed_one_is_no_record() -> None:
+    import dataclasses
+
+    from retrieval_gate.baseline.history import parse_history, record_digest
+
+    accepted = dataclasses.replace(record(1), accepted_drift=("MRR@5", "P@1"))
+    line = encode_line(accepted).decode()
+    (found,), problems = parse_history(line, suite="lineage", where="h.jsonl")
+    assert found == accepted and not problems
+    assert "accepted_drift" not in encode_line(record(1)).decode()  # other lines as they were
+    # Written with a valid digest, a string in its place is no record (not "P", "@", "1").
+    body = {**json.loads(line), "accepted_drift": "P@1"}
+    body["digest"] = record_digest(body)
+    records, problems = parse_history(json.dumps(body) + "\n", suite="lineage", where="h.jsonl")
+    assert records == [] and problems == [
+        "h.jsonl line 1: not a record (accepted_drift is not a list); skipped"
+    ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,8 @@ import pytest
 
 from retrieval_gate.embed import LazyEmbedder
 from retrieval_gate.embed.checks import EmbeddingCall, encode, zero_rows, zero_vectors_warning
-from retrieval_gate.errors import RunError
+from retrieval_gate.errors import LibraryError, RunError
+from retrieval_gate.usercode import Worker
 
 CALL = EmbeddingCall(system="s", embedder="mine", timeout=0.2, batch_size=2, path="pyproject.toml")
 
@@ -107,4 +109,79 @@ def test_an_embedder_that_bounds_its_documents_still_has_its_queries_bounded() -
     assert str(info.value).endswith(
         "did not return 1 query vector within 0.2 s (the system's 'timeout', 0.2 s); check "
         "the embedder, or raise 'timeout'"
+    )
+
+
+def test_encodings_on_a_worker_share_its_thread_under_the_same_limit() -> None:
+    # A thread started per cold query cost more than a small model's encoding: an embedding
+    # system's call carries one worker (systems/embedding/index.py), and the limit still holds.
+    from retrieval_gate.config import parse_settings
+    from retrieval_gate.systems.embedding.vectors import embedding_call
+
+    settings = parse_settings(
+        {"system": {"s": {"embedder": "model2vec", "model": "m", "timeout": 0.2}}},
+        Path("pyproject.toml"),
+    )
+    # The call an embedding system's index makes: one worker for all its queries.
+    call = embedding_call(settings.system("s"), worker=Worker("s"))
+    seen: list[threading.Thread] = []
+
+    class Recording(Returns):
+        def encode_queries(self, texts: Sequence[str]) -> Any:
+            seen.append(threading.current_thread())
+            if texts == ["stuck"]:
+                threading.Event().wait()
+            return [[1.0, 0.0, 0.0]]
+
+    embedder = Recording(None)
+    for text in ("a", "b", "c"):
+        encode(embedder, [text], queries=True, call=call)
+    assert len(set(seen)) == 1 and seen[0] is not threading.current_thread()
+    with pytest.raises(RunError, match="did not return 1 query vector"):
+        encode(embedder, ["stuck"], queries=True, call=call)
+    encode(embedder, ["d"], queries=True, call=call)
+    assert seen[-1] is not seen[0]  # the stuck thread was abandoned, a new one took over
+
+
+def _team_encoder() -> Any:
+    """``encode_documents`` of the team's module ``team_vectors`` (its frame names it): fails on
+    every text holding the embedder's ``word`` (every text when it is empty)."""
+    namespace: dict[str, Any] = {"__name__": "team_vectors", "np": np}
+    exec(
+        "def encode_documents(self, texts, *, progress=False):\n"
+        "    if any(self.word in text for text in texts):\n"
+        "        raise ValueError('cannot embed ' + (self.word or 'anything'))\n"
+        "    return np.ones((len(texts), 3))\n",
+        namespace,
+    )
+    return namespace["encode_documents"]
+
+
+class Failing(Returns):
+    """An embedder plug-in whose encoding is the team's module's (``_team_encoder``)."""
+
+    encode_documents = _team_encoder()
+
+    def __init__(self, word: str) -> None:
+        super().__init__(None)
+        self.word = word
+
+
+def test_the_document_a_library_fails_on_is_named_by_halving_the_batch() -> None:
+    texts = [f"text {i}" for i in range(9)]
+    with pytest.raises(LibraryError) as info:
+        encode(Failing("7"), texts, queries=False, call=CALL, names=[f"d{i}" for i in range(9)])
+    assert str(info.value) == (
+        "pyproject.toml [system.s]: team_vectors failed while embedding document 'd7': "
+        "ValueError: cannot embed 7"
+    )
+
+
+def test_a_library_failing_on_every_document_names_the_batch() -> None:
+    names = [f"d{i}" for i in range(5)]
+    with pytest.raises(LibraryError) as info:
+        encode(Failing(""), ["a", "b", "c", "d", "e"], queries=False, call=CALL, names=names)
+    assert str(info.value) == (
+        "pyproject.toml [system.s]: team_vectors failed while embedding 5 documents ('d0', "
+        "'d1', 'd2' and 2 more): ValueError: cannot embed anything"
     )

@@ -108,3 +108,56 @@ def test_junit_properties_of_the_baseline_age_hold_only_what_is_known() -> None:
         ("baseline_age_days", 2.35),
         ("baseline_commits_behind", 3),
     ]
+
+
+def _dirty(record: HistoryRecord) -> HistoryRecord:
+    return dataclasses.replace(record, at=dataclasses.replace(record.at, dirty=True))
+
+
+def test_a_record_from_uncommitted_changes_is_no_anchor_and_no_step() -> None:
+    # The oldest record and one in the middle made from uncommitted changes: on top of the
+    # commit they name, not at it.
+    records = [_dirty(RECORDS[0]), *RECORDS[1:3], _dirty(RECORDS[3]), RECORDS[4]]
+    anchor = find_anchor(records, HistorySettings(drift_records=3), now=NOW)
+    # The window is the last 3 merges (days 5, 10, 28): the dirty record takes no place in it.
+    assert not isinstance(anchor, str)
+    assert anchor.record is RECORDS[1] and anchor.later == (RECORDS[2], RECORDS[4])
+    whole = find_anchor(records, HistorySettings(drift_records=20), now=NOW)
+    assert not isinstance(whole, str) and whole.record is RECORDS[1]
+    days = find_anchor(records, HistorySettings(drift_records=None, drift_days=15), now=NOW)
+    assert not isinstance(days, str) and days.record is RECORDS[4]
+    # A pin names a commit: a record made on top of it is not it.
+    assert find_anchor(records, HistorySettings(), pin="0000014", now=NOW) == (
+        "--rg-pin 0000014: no record of this suite and system at that commit (only records "
+        "made from uncommitted changes on top of it, which are no anchor)"
+    )
+    assert find_anchor([_dirty(RECORDS[0])], HistorySettings(), now=NOW) == (
+        "no record of a committed tree yet (the 1 in the history were made from uncommitted "
+        "changes)"
+    )
+
+
+def test_an_accepted_drift_starts_that_metrics_window_again() -> None:
+    # The baseline of day 10 was saved over a failing MRR@5 drift item: MRR@5's drop before it
+    # was seen and accepted; P@1's was not, and still counts from the window's oldest.
+    accepted = dataclasses.replace(RECORDS[2], accepted_drift=("MRR@5",))
+    records = [*RECORDS[:2], accepted, *RECORDS[3:]]
+    settings = HistorySettings(drift_records=20)
+    mrr = find_anchor(records, settings, now=NOW, metric="MRR@5")
+    assert not isinstance(mrr, str) and mrr.record is accepted and mrr.how == "accepted"
+    assert mrr.later == tuple(RECORDS[3:])
+    assert mrr.rule == "the newest baseline saved over a failing MRR@5 drift item"
+    p1 = find_anchor(records, settings, now=NOW, metric="P@1")
+    assert not isinstance(p1, str) and p1.record is RECORDS[0] and p1.how == "window"
+    assert p1.rule == "the oldest of the last 20 records"
+    # Older than the window's oldest, it is nothing: the window is the later start.
+    narrow = find_anchor(records, HistorySettings(drift_records=2), now=NOW, metric="MRR@5")
+    assert not isinstance(narrow, str) and narrow.record is RECORDS[3]
+    # Saved from uncommitted changes, or only recorded: no merge to start again from.
+    for other in (_dirty(accepted), dataclasses.replace(accepted, source="record")):
+        rest = [*RECORDS[:2], other, *RECORDS[3:]]
+        found = find_anchor(rest, settings, now=NOW, metric="MRR@5")
+        assert not isinstance(found, str) and found.record is RECORDS[0]
+    # A pin is the team's own anchor, whatever was accepted since.
+    pinned = find_anchor(records, settings, pin="0000001", now=NOW, metric="MRR@5")
+    assert not isinstance(pinned, str) and pinned.record is RECORDS[0]

@@ -419,6 +419,29 @@ def tiny_transformer(root: Path) -> None:
     )
 
 
+def mismatched_tokenizer(root: Path) -> None:
+    """The tiny BERT (``tiny_transformer``) whose tokenizer gives 'refunds' an id past the
+    model's vocabulary, as a tokenizer from another model would: loading works, encoding a
+    text with that word raises inside the library."""
+    tiny_transformer(root)
+    path = root / "tiny" / "model" / "tokenizer.json"
+    tokenizer = json.loads(path.read_text(encoding="utf-8"))
+    tokenizer["model"]["vocab"]["refunds"] = 5000
+    path.write_text(json.dumps(tokenizer), encoding="utf-8")
+
+
+def tiny_system(**extra: str) -> str:
+    """Settings of a sentence-transformers system ``st`` of the tiny BERT (values as TOML)."""
+    lines = [
+        "[tool.retrieval_gate.system.st]",
+        'embedder = "sentence-transformers"',
+        'model = "./tiny/model"',
+        'index = "exact"',
+        *(f"{key} = {value}" for key, value in extra.items()),
+    ]
+    return settings('[tool.retrieval_gate]\ncorpus = "corpus"\n', "\n".join(lines) + "\n")
+
+
 def wrong_width_cache(root: Path) -> None:
     """A cache filled by this model (8 wide, as width.txt records) whose shard was replaced by
     one 3 wide: a warm run loads no model, so only the recorded width can tell."""
@@ -470,6 +493,8 @@ class Bad:
             rows[1:3] = 0.0
         elif {how!r} == "hang":
             threading.Event().wait()
+        elif {how!r} == "raise" and any("refunds" in text for text in texts):
+            raise KeyError("refunds")
         return rows
 
     def encode_queries(self, texts):
@@ -498,6 +523,32 @@ def pytest_unconfigure(config):
         ),
         **corpus(),
     }
+
+
+#: A conftest registering an index plug-in ``broken`` whose every search raises.
+BROKEN_INDEX = """
+from retrieval_gate.index import INDEXES, IndexBackend, register_index
+
+
+class Broken:
+    def add(self, ids, vectors):
+        self.size = len(ids)
+
+    def search(self, queries, k):
+        raise RuntimeError("the index server went away")
+
+    def __len__(self):
+        return self.size
+
+
+register_index(
+    IndexBackend("broken", {}, lambda cache_dir, key, options: Broken(), "test", approximate=False)
+)
+
+
+def pytest_unconfigure(config):
+    INDEXES.pop("broken", None)
+"""
 
 
 SHOW_VECTOR_WARNINGS = 'addopts = "-p no:cacheprovider"\nfilterwarnings = ["default::UserWarning"]'
@@ -1372,6 +1423,60 @@ CASES: tuple[BadInput, ...] = (
         "embedder, or raise 'timeout'",
         "failed items",
         plugin_embedder("hang"),
+    ),
+    # -- a library failing underneath is that library's one line, not the plugin's bug --------
+    BadInput(
+        "st-tokenizer-past-vocabulary",
+        "a sentence-transformers model whose tokenizer gives a word an id past the model's "
+        "vocabulary (a tokenizer from another model): the library fails on that document",
+        "*pyproject.toml [system.st]: sentence-transformers failed while embedding document "
+        "'docs/faq.md' (raised in torch): IndexError: index out of range in self",
+        "failed items",
+        {"lineage.retrieval.yaml": LENIENT, "pyproject.toml": tiny_system(), **corpus()},
+        setup=mismatched_tokenizer,
+        needs=("sentence_transformers",),
+        subprocess=True,
+    ),
+    BadInput(
+        "onnx-fails-at-run-time",
+        'the same model run by onnxruntime (backend = "onnx"): the runtime fails on that document',
+        "*pyproject.toml [system.st]: onnxruntime failed while embedding document 'docs/faq.md': "
+        "InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code "
+        "returned while running Gather node. *",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": LENIENT,
+            "pyproject.toml": tiny_system(backend='"onnx"'),
+            **corpus(),
+        },
+        setup=mismatched_tokenizer,
+        needs=("sentence_transformers", "onnxruntime", "onnx"),
+        subprocess=True,
+    ),
+    BadInput(
+        "embedder-plugin-raises",
+        "an embedder plug-in (the team's conftest) raising on one document",
+        "*pyproject.toml [system.plugin]: conftest.py failed while embedding document "
+        "'docs/faq.md': KeyError: 'refunds'",
+        "failed items",
+        plugin_embedder("raise"),
+    ),
+    BadInput(
+        "index-plugin-raises",
+        "an index plug-in (the team's conftest) raising when searched",
+        "*pyproject.toml [system.static]: conftest.py failed while searching the broken index: "
+        "RuntimeError: the index server went away",
+        "failed items",
+        {
+            "conftest.py": BROKEN_INDEX,
+            "lineage.retrieval.yaml": LENIENT,
+            "pyproject.toml": settings(
+                '[tool.retrieval_gate]\ncorpus = "corpus"\n', static_system(index="broken")
+            ),
+            **corpus(),
+        },
+        setup=static_model,
+        needs=("model2vec",),
     ),
     BadInput(
         "embedder-zero-vectors",
@@ -2261,7 +2366,8 @@ CASES: tuple[BadInput, ...] = (
         "units-file-not-in-corpus",
         "a relevant id the corpus does not have, in a units file (queries: cases.json)",
         "cases.json [queries[0] (id q)]: 1 relevant id of 1 query not in corpus *corpus (q: "
-        "sql/nothere.sql); fix the labels, or count them as misses with 'missing_relevant: miss'",
+        "sql/nothere.sql); fix the labels, or count them as misses with 'missing_relevant: miss' "
+        "in lineage.retrieval.yaml",
         "failed items",
         {
             "lineage.retrieval.yaml": "corpus: corpus\nqueries: cases.json\n",
@@ -2445,6 +2551,24 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "qrels-not-in-corpus",
+        "a TREC qrels line judging a document the corpus no longer has",
+        "qrels.txt [query 2]: 1 relevant id of 1 query not in corpus *docs.jsonl (2: "
+        "sql/refunds.sql); fix the labels, or count them as misses with 'missing_relevant: miss' "
+        "in lineage.retrieval.yaml",
+        "failed items",
+        {
+            "lineage.retrieval.yaml": "format: trec\ntopics: topics.txt\nqrels: qrels.txt\n"
+            "corpus: docs.jsonl\ngates: {P@1: 0.0}\n",
+            "topics.txt": "<top>\n<num> Number: 1\n<title> orders\n</top>\n"
+            "<top>\n<num> Number: 2\n<title> refunds\n</top>\n",
+            "qrels.txt": "1 0 sql/orders.sql 1\n2 0 sql/refunds.sql 1\n",
+            "docs.jsonl": "".join(
+                json.dumps({"id": doc, "text": text}) + "\n" for doc, text in CORPUS.items()
+            ),
+        },
+    ),
+    BadInput(
         "json-id-lone-surrogate",
         "a JSON suite whose query id holds a lone surrogate (an escape with no pair)",
         "lineage.retrieval.json [queries[2].id]: 'a\\ud800b' holds a lone surrogate (an escape "
@@ -2574,7 +2698,9 @@ def render() -> str:
         "every case no file of the project is written over (the test checks each file's bytes),",
         "and nothing waits forever: pipes, devices and folders are refused without being read,",
         "and the user's code (retrievers, rerankers, metric plugins and their imports) runs",
-        "under the system's `timeout`.",
+        "under the system's `timeout`. A library that fails underneath (a model, a runtime, an",
+        "index, an embedder plug-in) is its own one line, naming what it was doing; `-v` or",
+        "`--tb=long` shows its traceback, and the JSON report keeps it.",
         "",
         "| input | how pytest reports it | the line you read |",
         "|---|---|---|",

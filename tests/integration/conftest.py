@@ -22,6 +22,17 @@ for _name in ("scipy.stats", "torch", "sentence_transformers"):
         importlib.import_module(_name)
 
 
+@pytest.fixture(autouse=True)
+def _no_ci_commit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runs see no commit of the CI running these tests (``GITHUB_SHA`` there): a test
+    names its commits itself, so it records the same history locally and in CI (runs at one
+    commit with the same figures are one measurement, recorded once: docs/baselines.md)."""
+    from retrieval_gate.baseline.provenance import COMMIT_VARIABLES
+
+    for name in COMMIT_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture(scope="session")
 def minilm_in_process() -> None:
     """MiniLM loaded once in this process, outside any pytester run: transformers imports a

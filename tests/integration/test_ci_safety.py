@@ -143,3 +143,84 @@ def test_ids_with_a_path_prefix_are_mapped_and_said_once(pytester: pytest.Pytest
     assert run["stats"]["notes"] == [
         "mapped 3 ids by path suffix onto corpus ids, e.g. /repo/sql/orders.sql -> sql/orders.sql"
     ]
+
+
+def test_a_systems_queries_run_on_one_thread_under_their_time_limit(
+    pytester: pytest.Pytester,
+) -> None:
+    # A thread per query cost more than a fast retriever's own work: one reused worker
+    # (usercode.Worker), still bounded by the system's 'timeout', still not the main thread.
+    _system(
+        pytester,
+        "import threading\n\nSEEN = []\n\n\ndef search(query, k):\n"
+        "    SEEN.append(threading.current_thread())\n"
+        "    with open('threads.txt', 'a') as out:\n"
+        "        out.write(f'{id(SEEN[-1])} {SEEN[-1] is threading.main_thread()}\\n')\n"
+        "    return [('sql/orders.sql', 1.0)]\n",
+        "timeout = 30\n",
+    )
+    write_suite(pytester, SUITE)
+    pytester.runpytest("--retrieval-gate")
+    calls = (pytester.path / "threads.txt").read_text().splitlines()
+    assert len(calls) == 4  # a warm-up call and the suite's three queries
+    assert len(set(calls)) == 1 and calls[0].endswith(" False")
+
+
+EMBEDDER = """
+import threading
+
+import numpy as np
+
+from retrieval_gate.embed import EMBEDDERS, EmbedderBackend, register_embedder
+
+SEEN = []
+
+
+class Recording:
+    identity = "recording/1"
+    dim = 4
+
+    def encode_documents(self, texts, *, progress=False):
+        return np.eye(4, dtype=np.float32)[[len(t) % 4 for t in texts]] + 0.1
+
+    def encode_queries(self, texts):
+        SEEN.append(threading.current_thread())  # kept: no id is reused by another thread
+        with open("threads.txt", "a") as out:
+            out.write(f"{id(SEEN[-1])} {SEEN[-1] is threading.main_thread()}\\n")
+        return self.encode_documents(texts)
+
+
+register_embedder(EmbedderBackend("recording", "test", {}, lambda s, c, e: Recording(), "test"))
+
+
+def pytest_unconfigure(config):
+    EMBEDDERS.pop("recording", None)
+"""
+
+
+def test_an_embedding_systems_cold_queries_run_on_its_one_worker_thread(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(EMBEDDER)
+    corpus = pytester.mkdir("corpus")
+    for name, text in {"a.md": "orders", "b.md": "customer names", "c.md": "refunds"}.items():
+        (corpus / name).write_text(text)
+    pytester.makefile(
+        ".toml",
+        pyproject='[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider"\n'
+        '[tool.retrieval_gate]\ncorpus = "corpus"\n'
+        '[tool.retrieval_gate.system.rec]\nembedder = "recording"\nmodel = "r"\n'
+        'index = "exact"\n',
+    )
+    write_suite(
+        pytester,
+        "name: s\nk: [1]\ngates: {P@1: 0.0}\nqueries:\n"
+        "  - {id: q1, query: orders, relevant: [a.md]}\n"
+        "  - {id: q2, query: customer, relevant: [b.md]}\n"
+        "  - {id: q3, query: refunds, relevant: [c.md]}\n",
+    )
+    result = pytester.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=1)
+    calls = (pytester.path / "threads.txt").read_text().splitlines()
+    assert len(calls) >= 3  # each query embedded alone, as a live query is
+    assert len(set(calls)) == 1 and calls[0].endswith(" False")

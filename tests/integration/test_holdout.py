@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -350,3 +351,63 @@ def test_a_run_that_fails_on_a_held_out_query_names_none_of_it(held: pytest.Pyte
     shown = result.stdout.str() + (held.path / "out.json").read_text()
     for qid in HELD_OUT:
         assert qid not in shown and text_of(qid) not in shown, qid
+
+
+def test_a_librarys_traceback_names_no_held_out_query(tmp_path: Path) -> None:
+    # A library's failure keeps its traceback for the JSON report: a held-out query it quotes
+    # is scrubbed there as in the line (suites/holdout.py).
+    from retrieval_gate.errors import LibraryError
+    from retrieval_gate.suites.holdout import hide_held_out
+
+    path = tmp_path / "heldout.retrieval.yaml"
+    path.write_text(suite_text(), encoding="utf-8")
+    error = LibraryError(
+        "tokenizers failed while embedding query 'q04': ValueError: bad text 'ask zeta4x'",
+        library="tokenizers",
+        detail="Traceback (most recent call last):\nValueError: bad text 'ask zeta4x'\n",
+    )
+    hidden = hide_held_out(error, load_suite(path), 0)
+    assert "q04" not in str(hidden) and text_of("q04") not in str(hidden)
+    assert hidden.traceback is not None and text_of("q04") not in hidden.traceback
+
+
+def test_a_history_copied_twice_counts_each_run_once(
+    held: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The history's lines doubled (a file merged twice, a CI job rerun appending again): the
+    # holdout's ledger summed the revealed verdicts of every line, 4 for 2; the drift window
+    # and the trend held each run twice.
+    def run(commit: str, *args: str) -> pytest.RunResult:
+        monkeypatch.setenv("GITHUB_SHA", commit * 40)
+        result = held.runpytest("--retrieval-gate", "--rg-save-baseline", *args)
+        assert result.ret == 0, result.stdout.str()
+        return result
+
+    for commit in "abc":  # the first has nothing to compare; two verdicts revealed after it
+        run(commit)
+    history = held.path / ".retrieval-gate/history/heldout.jsonl"
+    history.write_text(history.read_text() * 2)
+    result = run("d")
+    report = json.loads((held.path / "retrieval-gate-report.json").read_text())
+    rows = {s["metric"]: s for s in report["history"]["shelf_life"]}
+    assert rows["holdout::P@1"]["decisions"] == 2
+    assert rows["P@1"]["decisions"] == 2
+    (trend,) = report["history"]["trends"]
+    assert [p["commit"] for p in trend["points"]] == ["aaaaaaa", "bbbbbbb", "ccccccc", "now"]
+    (drift,) = [g for g in report["gates"] if g["scope"] == "history-drift"]
+    assert ", over 3 steps (accepted baselines and this run)," in drift["detail"][0]
+    result.stdout.fnmatch_lines(
+        [
+            f"history: {history}: 3 records repeat an earlier one (the same commit, system and "
+            "figures: a rerun or a copied line); each counted once"
+        ]
+    )
+    # The same job run again at the same commit: the same measurement, not appended again.
+    lines = history.read_text().count("\n")
+    run("d").stdout.fnmatch_lines(
+        [
+            "the history holds 1 run of this session already (the same commit, system and "
+            "figures): not appended again"
+        ]
+    )
+    assert history.read_text().count("\n") == lines

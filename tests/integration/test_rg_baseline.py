@@ -321,7 +321,7 @@ def test_edited_suite_compares_on_shared_queries_and_reports_the_rest(
     result = gen.runpytest("--retrieval-gate", "-v")
     result.assert_outcomes(passed=6)
     result.stdout.fnmatch_lines(
-        ["*gen vs baseline: 38 shared queries (1 added, 1 removed, 1 edited)"]
+        ["*gen vs baseline: 38 shared queries (1 added: t040; 1 removed: t039; 1 edited: t005)"]
     )
     base = report(gen)["runs"][0]["baseline"]
     assert (base["shared"], base["added"], base["removed"], base["edited"]) == (

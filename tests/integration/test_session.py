@@ -41,15 +41,15 @@ def test_options_the_fixture_reads_are_accepted_without_the_gate(project: pytest
 def test_a_bug_in_the_plugin_is_an_internal_error_with_its_traceback(
     project: pytest.Pytester,
 ) -> None:
-    # A KeyError inside the plugin's own evaluation must not read as the user's retriever failing.
+    # A KeyError inside the plugin's own evaluation must not read as the user's retriever failing,
+    # nor as a library's failure: raised in a frame of the plugin's package (errors.origin_of).
     project.makeconftest(
         """
         import retrieval_gate.runs.evaluate as evaluation
 
-        def broken(*args, **kwargs):
-            return {}["P@1"]
-
-        evaluation.record_run = broken
+        namespace = {"__name__": "retrieval_gate.runs.evaluate"}
+        exec("def broken(*args, **kwargs):\\n    return {}['P@1']\\n", namespace)
+        evaluation.record_run = namespace["broken"]
         """
     )
     write_suite(project, SUITE)
@@ -58,7 +58,7 @@ def test_a_bug_in_the_plugin_is_an_internal_error_with_its_traceback(
     assert outcomes.get("failed", 0) == 5 and "passed" not in outcomes
     result.stdout.fnmatch_lines(
         [
-            "*return {}*",  # the traceback reaches the line that failed
+            "*record_run(*",  # the traceback reaches the call that failed
             "*InternalRunError: internal error in pytest-retrieval-gate while running lineage x "
             "keyword: KeyError: 'P@1'",
             # The other items point at the first instead of repeating it.
@@ -74,6 +74,7 @@ def test_a_bug_in_the_plugin_is_an_internal_error_with_its_traceback(
     assert report["passed"] is False
     (error,) = report["errors"]
     assert error["error"].startswith("internal error in pytest-retrieval-gate while running")
+    assert error["traceback"].endswith("KeyError: 'P@1'\n")  # for the bug report
 
 
 def test_the_user_s_retriever_failing_stays_one_line(project: pytest.Pytester) -> None:
@@ -109,6 +110,33 @@ def test_the_user_s_retriever_failing_stays_one_line(project: pytest.Pytester) -
     assert len(pointers) == 4
     markdown = (project.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
     assert "**FAILED**: 0 of 5 gates passed; 5 not decided because their run failed" in markdown
+
+
+def test_the_user_s_retriever_s_traceback_is_there_when_asked_for(
+    project: pytest.Pytester,
+) -> None:
+    # Theirs, not the plugin's: the one line by default; -v shows where in their code it raised.
+    project.makepyfile(
+        search_app="""
+        def retrieve(query, k):
+            raise ValueError("index offline")
+        """
+    )
+    write_suite(project, SUITE)
+    result = project.runpytest("--retrieval-gate", "-v")
+    result.stdout.fnmatch_lines(
+        [
+            "*" + lit("retriever search_app:retrieve raised ValueError: index offline"),
+            "",
+            "Traceback (most recent call last):",
+            "*search_app.py*, line 2, in retrieve",
+            '*raise ValueError("index offline")',
+            "ValueError: index offline",
+        ]
+    )
+    report = json.loads((project.path / "retrieval-gate-report.json").read_text())
+    (error,) = report["errors"]
+    assert error["traceback"].endswith("ValueError: index offline\n")
 
 
 def test_junit_xml_carries_each_gate_s_numbers(project: pytest.Pytester) -> None:

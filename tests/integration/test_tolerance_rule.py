@@ -176,6 +176,17 @@ def test_a_broken_system_fails_its_regression_items_only(
     )
 
 
+def test_one_more_worse_query_is_one_query(pytester: pytest.Pytester) -> None:
+    # 6 queries got worse: five explained, the sixth named as one query, not "1 more ... queries".
+    make(pytester, ("bm25",))
+    write_suite(pytester, suite(12))
+    pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
+    break_top_hits(pytester, "bm25", [0, 2, 4, 6, 8, 10])
+    pytester.runpytest("--retrieval-gate")
+    gate = regression_gates(pytester)["bm25::regression::MRR@10"]
+    assert "1 more worse query not explained here: q10 (-0.5000)" in gate["detail"]
+
+
 def test_every_worse_query_of_a_regression_is_named(pytester: pytest.Pytester) -> None:
     # 12 queries got worse; five are explained rank by rank, the other seven are still named
     # (in the failure text and the report's "Regressed queries"), not silently left out.

@@ -13,6 +13,8 @@ from retrieval_gate.runs.cache import InternalRunError, RunCache
 from retrieval_gate.suites.suite import parse_suite
 from retrieval_gate.systems import RunOptions
 
+from ..conftest import raising_in
+
 APP = """
 from pathlib import Path
 
@@ -78,11 +80,10 @@ def test_the_plugins_own_bug_is_an_internal_error_with_its_cause(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = _cache(tmp_path)
-
-    def broken(*args: object, **kwargs: object) -> None:
-        raise KeyError("a bug of the plugin")
-
-    monkeypatch.setattr("retrieval_gate.runs.evaluate.record_run", broken)
+    monkeypatch.setattr(
+        "retrieval_gate.runs.evaluate.record_run",
+        raising_in("retrieval_gate.runs.evaluate", KeyError("a bug of the plugin")),
+    )
     with pytest.raises(InternalRunError) as info:
         cache.record(_suite(tmp_path), cache.settings.system("s"))  # type: ignore[arg-type]
     assert str(info.value).startswith("internal error in pytest-retrieval-gate while running q x s")

@@ -35,6 +35,8 @@ from retrieval_gate.systems import (
 from retrieval_gate.systems.config import StageConfig
 from retrieval_gate.systems.runfile import read_json_run, read_trec_run
 
+from ..conftest import raising_in
+
 SOURCE = Path("/project/pyproject.toml")
 
 
@@ -509,6 +511,7 @@ def test_chroma_order_is_rank_scored() -> None:
 
 
 def test_chunk_hits_tied_at_the_cut_keep_the_document_trec_eval_ranks_first() -> None:
+    from retrieval_gate.systems.config import SystemConfig
     from retrieval_gate.systems.embedding import EmbeddingIndex
 
     class Fixed:
@@ -521,6 +524,8 @@ def test_chunk_hits_tied_at_the_cut_keep_the_document_trec_eval_ranks_first() ->
     index.unit_ids = ["x#0", "y#0", "y#1", "z#0"]
     index.parent_of = {"x#0": "x", "y#0": "y", "y#1": "y", "z#0": "z"}
     index.corpus = ["x", "y", "z"]  # type: ignore[assignment]
+    index.index_kind = "fixed"
+    index.system = SystemConfig(name="s", kind="embedding")
     # y before x at equal score (id descending), so the cut at 2 keeps y.
     assert index.search_vector(np.zeros((1, 2), dtype=np.float32), 2) == [("z", 0.9), ("y", 0.5)]
 
@@ -528,24 +533,28 @@ def test_chunk_hits_tied_at_the_cut_keep_the_document_trec_eval_ranks_first() ->
 # -- libraries failing underneath ---------------------------------------------------------------
 
 
-def test_an_encoder_failing_is_a_run_error() -> None:
+def test_an_encoder_failing_is_its_library_s_one_line_naming_the_text() -> None:
     from retrieval_gate.embed import EmbedderSpec
+    from retrieval_gate.embed.checks import EmbeddingCall, encode
     from retrieval_gate.embed.model2vec import Model2VecEmbedder
+    from retrieval_gate.errors import LibraryError
 
     class Broken:
         dim = 4
-
-        def encode(self, texts: Any, **kwargs: Any) -> Any:
-            raise IndexError("token id 70000 out of range")
+        # Raised in model2vec's own code, as a tokenizer's id past the vocabulary would be.
+        encode = raising_in("model2vec.model", IndexError("token id 70000 out of range"))
 
     embedder = Model2VecEmbedder(
         Broken(), EmbedderSpec("model2vec", "static"), identity="i", path=Path("static")
     )
-    with pytest.raises(RunError) as info:
-        embedder.encode_queries(["q"])
+    call = EmbeddingCall(system="static", embedder="model2vec", timeout=0, path="pyproject.toml")
+    with pytest.raises(LibraryError) as info:
+        encode(embedder, ["q"], queries=True, call=call, names=["q1"])
     assert str(info.value) == (
-        "model2vec model 'static' failed to encode: IndexError: token id 70000 out of range"
+        "pyproject.toml [system.static]: model2vec failed while embedding query 'q1': "
+        "IndexError: token id 70000 out of range"
     )
+    assert "IndexError: token id 70000 out of range" in (info.value.traceback or "")
 
 
 def test_option_reference_in_the_docs_is_current() -> None:

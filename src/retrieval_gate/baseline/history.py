@@ -103,6 +103,9 @@ class HistoryRecord:
     # exact search over the same vectors, in the order of ``queries`` (docs/verdicts.md, "Index
     # noise"); empty otherwise.
     exact: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    # The metrics whose slow-drift item failed in the session that saved this baseline: the
+    # drift accepted, so the drift window starts again here (gates/history.py).
+    accepted_drift: tuple[str, ...] = ()
 
     def per_query(self, metric: str, *, exact: bool = False) -> dict[tuple[str, str], float]:
         """(query id, digest) -> value (under exact search with ``exact``), empty when
@@ -142,6 +145,8 @@ class HistoryRecord:
             }
         if self.exact:  # only then: every other record's line is as it was
             body["exact"] = {m: list(v) for m, v in self.exact.items()}
+        if self.accepted_drift:
+            body["accepted_drift"] = list(self.accepted_drift)
         return body
 
     @classmethod
@@ -164,6 +169,9 @@ class HistoryRecord:
         }
         if any(len(v) != len(held_keys) for v in held_values.values()):
             raise ValueError("holdout lists of different lengths")
+        accepted = data.get("accepted_drift", [])
+        if not isinstance(accepted, list):  # a string would be read as its letters
+            raise ValueError("accepted_drift is not a list")
         return cls(
             suite=str(data["suite"]),
             system=str(data["system"]),
@@ -187,6 +195,7 @@ class HistoryRecord:
             holdout_keys=held_keys,
             holdout_values=held_values,
             exact=exact,
+            accepted_drift=tuple(str(m) for m in accepted),
         )
 
     @classmethod
@@ -200,8 +209,11 @@ class HistoryRecord:
         session: str,
         tolerance: Mapping[str, float],
         holdout_decisions: int = 0,
+        accepted_drift: tuple[str, ...] = (),
     ) -> HistoryRecord:
-        """``holdout_decisions``: the verdicts the run's holdout items revealed."""
+        """``holdout_decisions``: the verdicts the run's holdout items revealed;
+        ``accepted_drift``: the metrics whose drift item failed in a session saving this run as
+        the baseline."""
         queries = tuple(q.id for q in run.queries)
         held = run.holdout
         names = sorted({m for q in run.queries for m in q.metrics})
@@ -227,7 +239,52 @@ class HistoryRecord:
             holdout_keys=() if held is None else held.keys,
             holdout_values={} if held is None else dict(held.values),
             exact=_exact_values(run),
+            accepted_drift=accepted_drift,
         )
+
+
+def run_key(record: HistoryRecord) -> tuple[Any, ...]:
+    """What makes two records one measurement: the suite and system at one commit of a committed
+    tree, on one suite digest and system identity, with the same figures. A rerun of the same CI
+    job, a line copied or a file merged twice measures nothing new (same inputs, same rankings:
+    docs/baselines.md), so it is one point of the line and one entry of each ledger. A record
+    from uncommitted changes is another tree each time: only its own copies (same session) are
+    it; outside git and CI, likewise (its time and session)."""
+    at = record.at
+    where = (
+        (at.commit, record.session if at.dirty else "") if at.commit else (at.time, record.session)
+    )
+    return (
+        record.suite,
+        record.system,
+        *where,
+        record.suite_digest,
+        record.identity,
+        record.holdout_digest,
+        record.n,
+        tuple(sorted(record.metrics.items())),
+    )
+
+
+def distinct(records: Sequence[HistoryRecord]) -> tuple[tuple[HistoryRecord, ...], int]:
+    """Each measurement once (:func:`run_key`), where its first record stands, and how many
+    records repeated an earlier one. The one kept says what any of its copies said: a decision
+    if one was (``decided``, its session), the most holdout verdicts one revealed, every drift
+    one accepted."""
+    kept: dict[tuple[Any, ...], HistoryRecord] = {}
+    for record in records:
+        key = run_key(record)
+        first = kept.get(key)
+        if first is None:
+            kept[key] = record
+            continue
+        merged = record if record.decided and not first.decided else first
+        held = max(first.holdout_decisions, record.holdout_decisions)
+        accepted = tuple(sorted({*first.accepted_drift, *record.accepted_drift}))
+        kept[key] = dataclasses.replace(
+            merged, at=first.at, holdout_decisions=held, accepted_drift=accepted
+        )
+    return tuple(kept.values()), len(records) - len(kept)
 
 
 def _exact_values(run: RunRecord) -> dict[str, tuple[float, ...]]:

@@ -341,10 +341,17 @@ class JsonFileStore:
         return load_baseline(self.path)
 
     def save(self, records: Iterable[RunRecord], previous: Baseline | None) -> None:
-        save_baseline(self.path, records, previous, commit_provenance(self.path.parent))
+        # Its own file and the history beside it are the plugin's outputs: rewritten by a run
+        # and committed after it, they do not make the tree dirty (baseline/provenance.py).
+        own = (self.path, self.path.parent / DEFAULT_OWN_DIR)
+        saved = commit_provenance(self.path.parent, ignore=own)
+        save_baseline(self.path, records, previous, saved)
 
 
 STORE_ENTRY_POINT_GROUP = "retrieval_gate.baselines"
+
+#: The folder of the plugin's own files beside the baseline (the history, the caches).
+DEFAULT_OWN_DIR = ".retrieval-gate"
 
 
 def _store_from_plugin(registry: Registry[Any], plugin: Plugin) -> None:

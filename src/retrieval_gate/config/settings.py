@@ -187,6 +187,23 @@ def find_settings_file(root: Path) -> tuple[Path, Mapping[str, Any]] | None:
     return None
 
 
+def ignored_settings(root: Path) -> Path | None:
+    """pyproject.toml when it holds a ``[tool.retrieval_gate]`` table that a
+    ``retrieval-gate.yaml`` beside it overrides: an edit there would change nothing, unsaid."""
+    found = find_settings_file(root)
+    pyproject = root / "pyproject.toml"
+    if found is None or found[0] == pyproject or not pyproject.is_file():
+        return None
+    import tomllib
+
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        return None  # not read: nothing of it is in effect either way
+    tool = data.get("tool")
+    return pyproject if isinstance(tool, Mapping) and "retrieval_gate" in tool else None
+
+
 def _read_yaml(path: Path) -> Mapping[str, Any]:
     from retrieval_gate.files.read import read_structured
 

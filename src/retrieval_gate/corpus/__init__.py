@@ -18,7 +18,7 @@ from retrieval_gate.corpus.collections import (
     read_trec_qrels,
     read_trec_topics,
 )
-from retrieval_gate.corpus.loaders import FORMATS, load_corpus
+from retrieval_gate.corpus.loaders import FORMATS, load_corpus, names_jsonl
 from retrieval_gate.corpus.model import Chunk, ChunkingError, Corpus, Document
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "chunk_documents",
     "load_corpus",
     "map_chunk_hits",
+    "names_jsonl",
     "read_beir_qrels",
     "read_beir_queries",
     "read_trec_qrels",

@@ -80,10 +80,16 @@ def load_corpus(
     return Corpus(source=source, documents=tuple(documents), notes=notes)
 
 
+def names_jsonl(path: Path) -> bool:
+    """Whether the file's name says JSONL (``*.jsonl``, ``*.json``, ``*.ndjson``, also ``.gz``):
+    detection reads such a file as JSONL whatever else the suite is."""
+    return _plain_suffix(path) in (".jsonl", ".json", ".ndjson")
+
+
 def _detect_format(source: Path) -> str:
     if source.is_dir():
         return "beir" if (source / "corpus.jsonl").is_file() else "folder"
-    if _plain_suffix(source) in (".jsonl", ".json", ".ndjson"):
+    if names_jsonl(source):
         return "jsonl"
     head = _peek(source).lstrip("\ufeff \t\r\n")[:5].lower()
     if head.startswith("<doc>"):

@@ -18,15 +18,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from retrieval_gate.display import shown
-from retrieval_gate.errors import RetrievalGateError, RunError
+from retrieval_gate.errors import (
+    LibraryError,
+    RetrievalGateError,
+    RunError,
+    library_error,
+    library_failures,
+)
 from retrieval_gate.records import counted, plural
-from retrieval_gate.usercode import CallTimeout, call_bounded
+from retrieval_gate.usercode import CallTimeout, Worker, call_bounded
 
 __all__ = ["EmbeddingCall", "encode", "zero_rows", "zero_vectors_warning"]
 
@@ -43,6 +49,15 @@ class EmbeddingCall:
     batch_size: int = 64
     path: str | None = None
     zero_effect: str = "cosine similarity with a zero vector is 0 whatever the other vector"
+    #: The system's one thread for its bounded calls (usercode.Worker), reused query after
+    #: query; None: a thread per call.
+    worker: Worker | None = field(default=None, compare=False, repr=False)
+
+    def bounded(self, function: Any, limit: float | None) -> Any:
+        """``function()`` under ``limit`` seconds, on the system's worker when it has one."""
+        if self.worker is not None:
+            return self.worker.call(function, limit)
+        return call_bounded(function, limit)
 
     def error(self, message: str) -> RunError:
         return RunError(
@@ -86,11 +101,13 @@ def encode(
     # the local model's).
     bounds = getattr(embedder, "bounds_itself", False)
     own = bounds is True or (bounds == "documents" and not queries)
+    entry = f"system.{call.system}"
     try:
         if bounded and not own and isinstance(embedder, LazyEmbedder):
-            _ = embedder.model  # loaded untimed: a download or a distillation is not an encoding
+            with library_failures("loading the model", path=call.path, entry=entry):
+                _ = embedder.model  # loaded untimed: a download or a distillation is not encoding
     except RetrievalGateError as exc:
-        exc.located(call.path, f"system.{call.system}")
+        exc.located(call.path, entry)
         raise
     batches = 1 if queries else math.ceil(len(texts) / max(1, call.batch_size))
     limit = None if (own or not bounded or not call.timeout) else call.timeout * batches
@@ -101,7 +118,22 @@ def encode(
         return embedder.encode_documents(list(texts), progress=progress)
 
     try:
-        raw = call_bounded(run, limit) if limit else run()
+        # A library failing underneath (a tokenizer, torch, onnxruntime, a plug-in's own code)
+        # is that library's one line naming the texts; the plugin's own bug stays internal.
+        with library_failures(_doing(what, texts, names), path=call.path, entry=entry):
+            raw = call.bounded(run, limit) if limit else run()
+    except LibraryError as exc:
+        if queries or names is None or len(texts) < 2:
+            raise
+        # Which document? A tokenizer that fails on one text fails on it alone: halving the
+        # batch finds it (about as many texts again as the failed call, only on failure).
+        found = _failing_text(embedder, texts, call, bounded=bool(limit))
+        if found is None:
+            raise
+        position, error = found
+        doing = f"embedding document {shown(names[position])!r}"
+        alone = library_error(error, doing, path=call.path, entry=entry)
+        raise (alone or exc) from (error if alone else exc.__cause__)
     except RetrievalGateError as exc:
         # A lazily loaded model's error (a missing file, a device that is not there) is
         # raised here, far from where the system was opened: it names the system too.
@@ -115,6 +147,55 @@ def encode(
             f"'timeout', {call.timeout:g} s{per}); check the embedder, or raise 'timeout'"
         ) from None
     return check_rows(raw, len(texts), _width(embedder), what=what, call=call, names=names)
+
+
+def _failing_text(
+    embedder: Any, texts: Sequence[str], call: EmbeddingCall, *, bounded: bool
+) -> tuple[int, Exception] | None:
+    """The position of a text whose encoding fails alone, and what it raised, found by
+    halving ``texts`` (each part under the call's time limit); None when no text fails alone
+    (the failure needs the batch), another text fails alone too (a model that fails on every
+    text: no one document to name), or a part does not return in time."""
+
+    def error_of(part: Sequence[str]) -> Exception | None:
+        batches = math.ceil(len(part) / max(1, call.batch_size))
+        limit = call.timeout * batches if bounded and call.timeout else None
+        try:
+            call.bounded(lambda: embedder.encode_documents(list(part)), limit)
+        except CallTimeout:
+            raise
+        except Exception as exc:
+            exc.__suppress_context__ = True  # its own traceback, not the batch's again
+            return exc
+        return None
+
+    low, high = 0, len(texts)  # the culprit lies in texts[low:high]
+    try:
+        while high - low > 1:
+            middle = (low + high) // 2
+            if error_of(texts[low:middle]) is not None:
+                high = middle
+            else:
+                low = middle
+        error = error_of(texts[low:high])
+        other = len(texts) - 1 if low == 0 else 0
+        if error is None or error_of(texts[other : other + 1]) is not None:
+            return None
+    except CallTimeout:
+        return None
+    return low, error
+
+
+def _doing(what: str, texts: Sequence[str], names: Sequence[str] | None) -> str:
+    """What an encoder call was doing, for a library's failure in it: the text by its id when
+    there is one, else the first few of the batch."""
+    if names is None:
+        return f"embedding {counted(len(texts), f'{what} text')}"
+    if len(names) == 1:
+        return f"embedding {what} {shown(names[0])!r}"
+    listed = ", ".join(repr(shown(name)) for name in names[:3])
+    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+    return f"embedding {len(names)} {what}s ({listed}{more})"
 
 
 def check_rows(

@@ -40,7 +40,7 @@ from retrieval_gate.embed import (
     torch_device,
 )
 from retrieval_gate.embed.sentence_transformers import source_identity
-from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.errors import ConfigError
 from retrieval_gate.schema import Option, at_least, beside_settings
 
 KIND = "model2vec"
@@ -81,21 +81,16 @@ class Model2VecEmbedder:
     def _encode(self, texts: list[str], prompt: str) -> np.ndarray:
         if prompt:
             texts = [prompt + text for text in texts]
-        try:
-            out = self._model.encode(
-                texts,
-                show_progress_bar=False,
-                normalize=False,
-                batch_size=self._spec.batch_size,
-                # Worker processes under pytest (and xdist) cost more than they save at CI sizes.
-                use_multiprocessing=False,
-            )
-        except Exception as exc:  # the library failing underneath (tokenizer, weights)
-            name = self._spec.option("distill_from") or self._spec.model
-            raise RunError(
-                f"model2vec model '{name}' failed to encode: {type(exc).__name__}: "
-                f"{_first_line(exc)}"
-            ) from exc
+        # The library failing underneath (tokenizer, weights) is its one line, said where every
+        # encoder call passes (embed/checks.py), with the texts it was embedding.
+        out = self._model.encode(
+            texts,
+            show_progress_bar=False,
+            normalize=False,
+            batch_size=self._spec.batch_size,
+            # Worker processes under pytest (and xdist) cost more than they save at CI sizes.
+            use_multiprocessing=False,
+        )
         return np.asarray(out, dtype=np.float32)
 
     def _run(self, texts: Sequence[str], prompt: str, *, progress: bool, desc: str) -> np.ndarray:

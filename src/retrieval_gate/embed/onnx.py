@@ -54,7 +54,7 @@ from retrieval_gate.embed import (
     make_identity,
     resolve_model_ref,
 )
-from retrieval_gate.errors import ConfigError, RetrievalGateError, RunError
+from retrieval_gate.errors import ConfigError, RetrievalGateError, library_failures
 
 __all__ = ["BACKENDS", "OnnxEmbedder", "export_path", "load_onnx"]
 
@@ -353,7 +353,10 @@ class OnnxEmbedder:
         self._runtime = runtime
         self._sessions: dict[int, Any] = {}
         self._inputs = [i.name for i in self._session(0).get_inputs()]
-        self.dim = int(self._run(["dimension probe"], threads=0).shape[1])
+        # A runtime that fails on every text fails here: its one line, not a damaged export
+        # to make again (load_onnx repairs only what fails outside a run).
+        with library_failures("running the model on one text to learn its width"):
+            self.dim = int(self._run(["dimension probe"], threads=0).shape[1])
 
     def __repr__(self) -> str:
         return f"OnnxEmbedder({self.identity})"
@@ -401,13 +404,9 @@ class OnnxEmbedder:
                 feed["input_ids"][row, :n] = enc.ids
                 feed["attention_mask"][row, :n] = enc.attention_mask
                 feed["token_type_ids"][row, :n] = enc.type_ids
-            try:
-                (vectors,) = session.run(None, {k: v for k, v in feed.items() if k in self._inputs})
-            except Exception as exc:
-                raise RunError(
-                    f"ONNX model '{self._spec.model}' failed to encode: {type(exc).__name__}: "
-                    f"{str(exc).splitlines()[0] if str(exc) else ''}"
-                ) from exc
+            # The runtime failing is its one line, said where every encoder call passes
+            # (embed/checks.py), with the texts it was embedding.
+            (vectors,) = session.run(None, {k: v for k, v in feed.items() if k in self._inputs})
             if out.shape[1] == 0:
                 out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
             out[batch] = vectors[: len(batch)]

@@ -27,7 +27,7 @@ from retrieval_gate.embed import (
     resolve_model_ref,
     torch_device,
 )
-from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.errors import ConfigError
 from retrieval_gate.schema import Option, one_of
 
 KIND = "sentence-transformers"
@@ -132,22 +132,18 @@ class SentenceTransformerEmbedder:
         return f"SentenceTransformerEmbedder({self.identity})"
 
     def _encode(self, texts: list[str], prompt: str, *, rows: int | None = None) -> np.ndarray:
-        try:
-            out = self._model.encode(
-                texts,
-                # The library's own prompt argument, not string concatenation: models whose
-                # pooling excludes the prompt tokens (include_prompt=False) then pool correctly.
-                prompt=prompt or None,
-                batch_size=rows or self._spec.batch_size,
-                show_progress_bar=False,
-                convert_to_numpy=True,
-                normalize_embeddings=False,
-            )
-        except Exception as exc:  # the library (or the model's own code) failing underneath
-            raise RunError(
-                f"sentence-transformers model '{self._spec.model}' failed to encode: "
-                f"{type(exc).__name__}: {_first_line(exc)}"
-            ) from exc
+        # The library (or the model's own code) failing underneath is its one line, said where
+        # every encoder call passes (embed/checks.py), with the texts it was embedding.
+        out = self._model.encode(
+            texts,
+            # The library's own prompt argument, not string concatenation: models whose
+            # pooling excludes the prompt tokens (include_prompt=False) then pool correctly.
+            prompt=prompt or None,
+            batch_size=rows or self._spec.batch_size,
+            show_progress_bar=False,
+            convert_to_numpy=True,
+            normalize_embeddings=False,
+        )
         return np.asarray(out, dtype=np.float32)
 
     def _token_lengths(self, texts: list[str], prompt: str) -> list[int] | None:

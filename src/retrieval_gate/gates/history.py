@@ -25,25 +25,32 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-import numpy as np
-
 from retrieval_gate.baseline.history import History, HistoryRecord, identity_digest
 from retrieval_gate.config.history import HistorySettings
 from retrieval_gate.errors import RetrievalGateError
-from retrieval_gate.records import Outcome, RunRecord, counted, format_value, plural
+from retrieval_gate.records import (
+    DRIFT_SCOPE,
+    Outcome,
+    RunRecord,
+    counted,
+    format_value,
+    plural,
+    resolution_words,
+)
 
-#: The name of the drift items' scope and the first part of their item names.
-DRIFT_SCOPE = "history-drift"
 _TIE = 1e-12
 
 
 @dataclass(frozen=True)
 class Anchor:
-    """The record today is compared with, and how it was chosen (``window`` or ``pinned``)."""
+    """The record today is compared with, and how it was chosen: ``window`` (the oldest in the
+    window), ``accepted`` (the newest baseline saved over a failing drift item, within the
+    window) or ``pinned`` (``--rg-pin``); ``rule`` says which in words."""
 
     record: HistoryRecord
     how: str
     later: tuple[HistoryRecord, ...]  # the records after it, oldest first
+    rule: str = ""
 
     def describe(self) -> str:
         day = (self.record.at.time or "")[:10]
@@ -57,12 +64,28 @@ def find_anchor(
     *,
     pin: str | None = None,
     now: datetime | None = None,
+    metric: str | None = None,
 ) -> Anchor | str:
     """The anchor among one suite x system's ``records`` (oldest first), or why there is none.
     ``pin``: a commit (or its prefix): the newest record at that commit. Otherwise the oldest of
-    the last ``drift_records`` records, or of those within ``drift_days`` of ``now``."""
+    the last ``drift_records`` records, or of those within ``drift_days`` of ``now``.
+
+    Only records of committed trees take part (:func:`merges`): a record made from uncommitted
+    changes names a commit it was not, so it is neither an anchor, nor counted in the window,
+    nor a step after the anchor.
+
+    ``metric``: the anchor of that metric's item, which starts again at the newest baseline
+    saved over a failing drift item of that metric (an accepted drift); without it, the
+    window's own anchor (the trends' mark, whether drift items exist at all)."""
     if not records:
         return "no history for this suite and system yet"
+    removed = [r for r in records if r.at.dirty]
+    records = merges(records)
+    if not records and pin is None:
+        return (
+            f"no record of a committed tree yet (the {len(removed)} in the history were made from "
+            "uncommitted changes)"
+        )
     if pin is not None:
         wanted = pin.lower()
         matches = sorted(
@@ -77,17 +100,44 @@ def find_anchor(
         for i in range(len(records) - 1, -1, -1):
             commit = records[i].at.commit or ""
             if commit.lower().startswith(wanted):
-                return Anchor(records[i], "pinned", tuple(records[i + 1 :]))
-        return f"--rg-pin {pin}: no record of this suite and system at that commit"
+                return Anchor(records[i], "pinned", tuple(records[i + 1 :]), "pinned by --rg-pin")
+        return f"--rg-pin {pin}: no record of this suite and system at that commit" + (
+            " (only records made from uncommitted changes on top of it, which are no anchor)"
+            if any((r.at.commit or "").lower().startswith(wanted) for r in removed)
+            else ""
+        )
     if settings.drift_days is not None:
         since = (now or datetime.now().astimezone()) - timedelta(days=settings.drift_days)
         inside = [i for i, r in enumerate(records) if (r.at.when or since) >= since]
         if not inside:
             return f"no record within the last {settings.window_text}"
         first = inside[0]
+        rule = f"the oldest record within {settings.window_text}"
     else:
         first = max(0, len(records) - (settings.drift_records or 1))
-    return Anchor(records[first], "window", tuple(records[first + 1 :]))
+        rule = f"the oldest of the last {settings.window_text}"
+    # A drift accepted (a baseline saved over a failing drift item, as a regression is
+    # accepted) is where the window starts again: the drop before it was seen and taken.
+    # Per metric: a drift of MRR@5 accepted says nothing of P@1, whose drop would add up unseen.
+    accepted = [
+        i for i, r in enumerate(records) if metric in r.accepted_drift and r.source == "baseline"
+    ]
+    if accepted and accepted[-1] > first:
+        first = accepted[-1]
+        return Anchor(
+            records[first],
+            "accepted",
+            tuple(records[first + 1 :]),
+            f"the newest baseline saved over a failing {metric} drift item",
+        )
+    return Anchor(records[first], "window", tuple(records[first + 1 :]), rule)
+
+
+def merges(records: Sequence[HistoryRecord]) -> tuple[HistoryRecord, ...]:
+    """The records of committed trees: the points of the history's line (anchors, steps,
+    trends). A record made from uncommitted changes (``at.dirty``) stays in the history and in
+    the shelf-life ledger (a decision the suite informed however it was made) but is no merge."""
+    return tuple(r for r in records if not r.at.dirty)
 
 
 def _listed(commits: Sequence[str]) -> str:
@@ -147,9 +197,9 @@ def drift_outcomes(
         and then_defs[c.metric] != now_defs[c.metric]
     }
     checks = [c for c in checks if c.metric not in redefined]
-    from retrieval_gate.gates.regressions import _width
-    from retrieval_gate.gates.resolution import ItemSpread, block_resolution, resolves_nothing
-    from retrieval_gate.gates.stats import bootstrap_margin_test, is_mean
+    from retrieval_gate.gates.regressions import _width, paired
+    from retrieval_gate.gates.resolution import block_resolution
+    from retrieval_gate.gates.stats import is_mean
     from retrieval_gate.metrics import parse_metric
     from retrieval_gate.suites import kind_named
 
@@ -159,7 +209,7 @@ def drift_outcomes(
     # The anchor's and today's value of each check over the units both hold unchanged, and the
     # spread its resolution reads (the paired drops of a mean; the bootstrap's of another
     # aggregate, such as micro F1, which is not the mean of its per-unit values).
-    paired: dict[str, tuple[float, float, int]] = {}
+    paired_values: dict[str, tuple[float, float, int]] = {}
     spreads = {}
     unpaired: dict[str, str] = {}
     # An unchanged system on an index that does not rank the same every run: decided on exact
@@ -190,8 +240,10 @@ def drift_outcomes(
         then_values = [then[k] for k in keys]
         now_values = [today[k].metrics[check.metric] for k in keys]
         width = _width(metric, now_values, then_values)
+        names = (check.metric, *metric.spec.aggregation.components)
+        series_then = {check.metric: then_values}
+        series_now = {check.metric: now_values}
         if not is_mean(metric):
-            names = (check.metric, *metric.spec.aggregation.components)
             sides = [anchor.record.per_query(name) for name in names]
             if not all(
                 k in side and name in today[k].metrics
@@ -199,49 +251,36 @@ def drift_outcomes(
                 for k in keys
             ):
                 continue  # components the anchor did not keep: its suite values, below
-            test = bootstrap_margin_test(
-                metric,
-                {n: np.array([today[k].metrics[n] for k in keys]) for n in names},
-                {
-                    n: np.array([side[k] for k in keys])
-                    for n, side in zip(names, sides, strict=True)
-                },
-                check.tolerance,
-                seed,
-            )
-            paired[check.metric] = (test.then, test.now, len(keys))
-            if len(keys) >= 2:
-                spreads[check.metric] = ItemSpread(len(keys), width, bootstrap_sd=test.sd)
-            continue
-        exact_then = anchor.record.per_query(check.metric, exact=True)
-        exact_now = {k: (today[k].exact_metrics or {}).get(check.metric) for k in keys}
-        if steady and all(k in exact_then and exact_now[k] is not None for k in keys):
-            seen_then, seen_now = then_values, now_values
-            then_values = [exact_then[k] for k in keys]
-            now_values = [exact_now[k] or 0.0 for k in keys]
-            differ = sum(1 for k in keys if today[k].differs_from_exact)
-            noise[check.metric] = (
-                f"index noise: {differ} of {counted(len(keys), 'query')} ranked differently "
-                f"from exact search today; decided on exact search over the same vectors (the system's "
-                f"identity is unchanged since the anchor); under the index's own ranking "
-                f"{check.metric} went {format_value(sum(seen_then) / len(keys))} -> "
-                f'{format_value(sum(seen_now) / len(keys))} (docs/verdicts.md, "Index noise")'
-            )
-        paired[check.metric] = (
-            sum(then_values) / len(keys),
-            sum(now_values) / len(keys),
-            len(keys),
-        )
+            series_then = {n: [side[k] for k in keys] for n, side in zip(names, sides, strict=True)}
+            series_now = {n: [today[k].metrics[n] for k in keys] for n in names}
+        else:
+            exact_then = anchor.record.per_query(check.metric, exact=True)
+            exact_now = {k: (today[k].exact_metrics or {}).get(check.metric) for k in keys}
+            if steady and all(k in exact_then and exact_now[k] is not None for k in keys):
+                differ = sum(1 for k in keys if today[k].differs_from_exact)
+                noise[check.metric] = (
+                    f"index noise: {differ} of {counted(len(keys), 'query')} ranked differently from "
+                    f"exact search today; decided on exact search over the same vectors (the "
+                    f"system's identity is unchanged since the anchor); under the index's own "
+                    f"ranking {check.metric} went {format_value(sum(then_values) / len(keys))} "
+                    f"-> {format_value(sum(now_values) / len(keys))} (docs/verdicts.md, "
+                    f'"Index noise")'
+                )
+                series_then = {check.metric: [exact_then[k] for k in keys]}
+                series_now = {check.metric: [exact_now[k] or 0.0 for k in keys]}
+        # As the regression item reads a change (gates/regressions.py): the paired drops of a
+        # mean; the bootstrap's spread of another aggregate, such as micro F1.
+        found = paired(metric, check.metric, series_now, series_then, check.tolerance, seed)
+        paired_values[check.metric] = (found.then, found.now, len(keys))
         if len(keys) >= 2:
-            drops = np.asarray(then_values) - np.asarray(now_values)
-            spreads[check.metric] = ItemSpread(len(drops), width, drops=drops)
+            spreads[check.metric] = found.spread(width)
     resolved = block_resolution(spreads, level, seed)
     outcomes: dict[str, Outcome | str] = {**redefined, **unpaired}
     for check in checks:
         if check.metric in unpaired:
             continue
-        if check.metric in paired:
-            before, after, n = paired[check.metric]
+        if check.metric in paired_values:
+            before, after, n = paired_values[check.metric]
             over = f"shared {units}"  # as regression items say (gates/wording.py)
         else:
             before = anchor.record.metrics.get(check.metric, float("nan"))
@@ -251,13 +290,11 @@ def drift_outcomes(
         drop = before - after
         steps, beyond = _steps(anchor, record, check)
         epsilon = resolved.epsilon.get(check.metric)
-        percent = f"{100.0 * (1.0 - alpha):.4g} %"
-        if epsilon is None:
-            resolution = ""
-        elif resolves_nothing(epsilon, spreads[check.metric].width):
-            resolution = f"; resolves no drop at {percent}"  # as wide as the metric's range
-        else:
-            resolution = f"; resolution +-{format_value(epsilon)} at {percent}"
+        resolution = (
+            ""
+            if epsilon is None
+            else f"; {resolution_words(epsilon, spreads[check.metric].width, 1.0 - alpha)}"
+        )
         outcomes[check.metric] = Outcome(
             suite=record.suite,
             system=record.system,
@@ -270,16 +307,12 @@ def drift_outcomes(
             detail=(
                 _statement(check, drop, anchor, steps, beyond),
                 f"anchor {format_value(before)} -> now {format_value(after)} over {n} {over}; "
-                f"drift tolerance {format_value(check.tolerance)} (window "
-                f"{_window(anchor)}){resolution}",
+                f"drift tolerance {format_value(check.tolerance)} (anchor: {anchor.rule})"
+                f"{resolution}",
                 *([noise[check.metric]] if check.metric in noise else []),
             ),
         )
     return outcomes
-
-
-def _window(anchor: Anchor) -> str:
-    return "pinned" if anchor.how == "pinned" else "its oldest record"
 
 
 def _statement(check: DriftCheck, drop: float, anchor: Anchor, steps: int, beyond: int) -> str:

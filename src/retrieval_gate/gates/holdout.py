@@ -27,15 +27,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from retrieval_gate.gates.compared import TIE
-from retrieval_gate.records import Outcome, RunRecord
+from retrieval_gate.records import HOLDOUT_SCOPE, Outcome, RunRecord
 
 if TYPE_CHECKING:
     from retrieval_gate.gates.regressions import RegressionCheck
     from retrieval_gate.metrics import Metric
     from retrieval_gate.suites.suite import Suite
-
-#: The scope of the holdout items and the first part of their names.
-HOLDOUT_SCOPE = "holdout"
 
 
 @dataclass(frozen=True)
@@ -80,13 +77,12 @@ def holdout_outcomes(
         out[check.metric] = Outcome(
             suite=record.suite,
             system=record.system,
-            scope=HOLDOUT_SCOPE,
+            scope=HOLDOUT_SCOPE,  # which makes it hidden (Outcome.hidden): one bit shown
             metric=check.metric,
             value=float("nan"),  # not a figure anyone sees
             threshold=check.tolerance,
             passed=not drop > check.tolerance + TIE,
             n=len(keys),
-            hidden=True,
         )
     return out
 

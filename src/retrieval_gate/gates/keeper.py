@@ -10,6 +10,7 @@ Plain Python: ``session.py`` wires it to pytest.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,14 +25,26 @@ from retrieval_gate.baseline.history import (
     HistoryRecord,
     HistoryStore,
     JsonLinesHistory,
+    distinct,
     open_history,
+    run_key,
 )
-from retrieval_gate.baseline.provenance import Provenance, commits_between, provenance
+from retrieval_gate.baseline.provenance import (
+    Provenance,
+    commits_between,
+    provenance,
+    uncommitted_changes,
+)
 from retrieval_gate.config.history import HistorySettings
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.gates.changepoints import ChangePoint, change_points
-from retrieval_gate.gates.history import Anchor, DriftCheck, drift_outcomes, find_anchor
-from retrieval_gate.gates.holdout import HOLDOUT_SCOPE
+from retrieval_gate.gates.history import (
+    Anchor,
+    DriftCheck,
+    drift_outcomes,
+    find_anchor,
+    merges,
+)
 from retrieval_gate.gates.resolution import block_level
 from retrieval_gate.gates.shelflife import (
     ShelfLife,
@@ -40,7 +53,7 @@ from retrieval_gate.gates.shelflife import (
     holdout_shelf_life,
     shelf_life,
 )
-from retrieval_gate.records import counted, plural
+from retrieval_gate.records import DRIFT_SCOPE, HOLDOUT_SCOPE, counted, plural
 
 if TYPE_CHECKING:
     from retrieval_gate.baseline.store import Baseline
@@ -134,6 +147,28 @@ def baseline_age(
     return BaselineAge(saved, days, commits, tuple(other), tuple(warnings))
 
 
+def _held(there: HistoryRecord | None, new: HistoryRecord) -> bool:
+    """Whether ``there`` (the history's record of the same measurement) says all ``new`` does."""
+    return (
+        there is not None
+        and there.decided >= new.decided
+        and there.holdout_decisions >= new.holdout_decisions
+        and set(there.accepted_drift) >= set(new.accepted_drift)
+    )
+
+
+def _failed_drift(run: RunRecord, gates: Sequence[Outcome]) -> tuple[str, ...]:
+    """The metrics whose slow-drift item failed for the run: saved as the baseline, the drift
+    is accepted (docs/baselines.md)."""
+    return tuple(
+        sorted(
+            g.metric
+            for g in gates
+            if g.scope == DRIFT_SCOPE and not g.passed and (g.suite, g.system) == run.key
+        )
+    )
+
+
 def _holdout_gates(run: RunRecord, gates: Sequence[Outcome]) -> list[Outcome]:
     """The run's decided holdout items: each revealed one bit about the holdout."""
     return [g for g in gates if g.scope == HOLDOUT_SCOPE and (g.suite, g.system) == run.key]
@@ -224,8 +259,11 @@ class HistoryKeeper:
         root: Path,
         plan: RegressionPlan,
         option: Callable[[str, Any], Any] = lambda name, default: default,
+        own_files: Iterable[Path] = (),
     ) -> None:
-        """``option(name, default)``: a command-line option (``rg_record``, ``rg_pin``)."""
+        """``option(name, default)``: a command-line option (``rg_record``, ``rg_pin``);
+        ``own_files``: the plugin's outputs (baseline, reports, caches), which a run rewrites
+        and so do not make the working tree dirty."""
         record, pin = bool(option("rg_record", False)), option("rg_pin", None)
         self.lines: list[str] = []  # what the terminal says at the end
         self.failures: list[str] = []  # what failed the session (the history not appended)
@@ -237,6 +275,7 @@ class HistoryKeeper:
         self.pin = pin
         self.now = datetime.now().astimezone()
         self.session_id = uuid.uuid4().hex[:12]
+        self.own_files = tuple(own_files)
         self.store: HistoryStore | None = None
         if self.conf.enabled:
             self.store = open_history(self.conf.store or root / DEFAULT_HISTORY_DIR)
@@ -258,6 +297,18 @@ class HistoryKeeper:
                     found = self.store.read(suite)
                 except RetrievalGateError as exc:
                     found = History(suite, problems=(f"unreadable: {exc.format()}",))
+            # Each measurement once, however many lines hold it: a rerun CI job or a copied
+            # line would count twice in the window, the trend and the ledgers.
+            records, repeated = distinct(found.records)
+            if repeated:
+                said = (
+                    f"{found.location or suite}: {counted(repeated, 'record')} "
+                    f"{plural(repeated, 'repeats', 'repeat')} an earlier one (the "
+                    "same commit, system and figures: a rerun or a copied line); each counted once"
+                )
+                found = dataclasses.replace(
+                    found, records=records, problems=(*found.problems, said)
+                )
             self._histories[suite] = found
         return self._histories[suite]
 
@@ -271,9 +322,10 @@ class HistoryKeeper:
         anchor = find_anchor(records, self.conf, pin=self.pin, now=self.now)
         if isinstance(anchor, str) and not (self.pin and records):
             return []
-        if not isinstance(anchor, str) and anchor.how == "window" and not anchor.later:
+        if not isinstance(anchor, str) and anchor.how != "pinned" and anchor.record is records[-1]:
             # Only the newest record: that is the baseline the regression items compare with
-            # already (a history of one record has no drift yet).
+            # already (a history of one record has no drift yet). Not so when records from
+            # uncommitted changes (no anchor) came after it: the baseline may be one of them.
             return []
         self._anchors[(suite.name, system)] = anchor
         return [
@@ -289,9 +341,26 @@ class HistoryKeeper:
             return {c.metric: anchor for c in checks}
         blocks = sum(1 for a in self._anchors.values() if not isinstance(a, str))
         level = block_level(self.settings.alpha, blocks)
-        return drift_outcomes(
-            record, anchor, checks, level=level, alpha=self.settings.alpha, seed=self.settings.seed
-        )
+        # Each metric from its own anchor: the window's, or where a drift of it was accepted.
+        records = self.history(suite.name).of(system)
+        by_anchor: dict[int, tuple[Anchor, list[DriftCheck]]] = {}
+        for check in checks:
+            own = find_anchor(records, self.conf, pin=self.pin, now=self.now, metric=check.metric)
+            found = anchor if isinstance(own, str) else own
+            by_anchor.setdefault(id(found.record), (found, []))[1].append(check)
+        out: dict[str, Outcome | str] = {}
+        for found, group in by_anchor.values():
+            out.update(
+                drift_outcomes(
+                    record,
+                    found,
+                    group,
+                    level=level,
+                    alpha=self.settings.alpha,
+                    seed=self.settings.seed,
+                )
+            )
+        return out
 
     def age_properties(self, baseline: Baseline | None) -> list[tuple[str, object]]:
         """The baseline's age as JUnit test-suite properties (without the suite digests, which
@@ -325,6 +394,15 @@ class HistoryKeeper:
                 f"+-{worst.now:.4g} > tolerance {worst.tolerance:g}; add fresh queries (a "
                 "changed suite starts a new ledger)"
             )
+        for run in runs:
+            records = self.history(run.suite).of(run.system)
+            if self.conf.drift and records and not merges(records):
+                self.lines.append(
+                    f"retrieval gate: warning: no slow-drift check for {run.suite} x "
+                    f"{run.system}: each of its {counted(len(records), 'record')} in the history "
+                    "was made "
+                    "from uncommitted changes, so none is a drift anchor"
+                )
         trends = tuple(self._trends(runs, data.gates))
         summary = HistoryReport(age=age, trends=trends, shelf=shelf)
         if self.store is not None and runs and not interrupted and (saved or self.record_runs):
@@ -342,9 +420,11 @@ class HistoryKeeper:
         compared: Iterable[tuple[str, str]],
         saved: bool,
     ) -> None:
-        at = provenance(self.root)
+        own = [*self.own_files, *([store.folder] if isinstance(store, JsonLinesHistory) else [])]
+        changed = uncommitted_changes(self.root, own)
+        at = provenance(self.root, dirty=bool(changed))
         decided = set(compared)
-        records = [
+        made = [
             HistoryRecord.of_run(
                 run,
                 at=at,
@@ -353,11 +433,24 @@ class HistoryKeeper:
                 session=self.session_id,
                 tolerance=self._tolerances(run, gates),
                 holdout_decisions=len(_holdout_gates(run, gates)),
+                accepted_drift=_failed_drift(run, gates) if saved else (),
             )
             for run in runs
         ]
+        # A measurement the history holds already (a rerun of the same job) is not appended
+        # again, unless this one says more of it (a decision, more holdout verdicts).
+        held = {run_key(r): r for s in {r.suite for r in made} for r in self.history(s).records}
+        records = [r for r in made if not _held(held.get(run_key(r)), r)]
         from retrieval_gate.files.atomic import failed_write
 
+        if len(records) < len(made):
+            self.lines.append(
+                f"the history holds {counted(len(made) - len(records), 'run')} of this "
+                "session already "
+                "(the same commit, system and figures): not appended again"
+            )
+        if not records:
+            return
         try:
             store.append(records)
         except (OSError, HistoryError) as exc:
@@ -365,6 +458,17 @@ class HistoryKeeper:
         self.lines.append(
             f"recorded {counted(len(records), 'run')} in the history: {store.location}"
         )
+        if at.dirty:
+            # Named, so that a CI step that edits a tracked file (a lock file) is found: its
+            # every record would be dirty, and drift would have no anchor.
+            named = ", ".join(changed[:3]) + (
+                f" and {len(changed) - 3} more" if changed[3:] else ""
+            )
+            self.lines.append(
+                f"retrieval gate: warning: the working tree has uncommitted changes ({named}): "
+                f"recorded as {at.short}, counted in the shelf-life ledger but no drift anchor, "
+                "step or trend point (record from a clean checkout of the commit for that)"
+            )
         try:
             if isinstance(store, JsonLinesHistory) and self.conf.keep_values:
                 for suite in sorted({r.suite for r in runs}):
@@ -445,17 +549,20 @@ class HistoryKeeper:
         many charts: then its first three), with the anchor and the change points."""
         out = []
         for run in runs:
-            records = self.history(run.suite).of(run.system)
+            # The merges only: a record from uncommitted changes is no point of the line.
+            records = merges(self.history(run.suite).of(run.system))
             if not records:
                 continue
             gated = [m for m in self._tolerances(run, gates, gated_only=True) if m in run.metrics]
-            try:
-                anchor = find_anchor(records, self.conf, pin=self.pin, now=self.now)
-            except RetrievalGateError:  # an ambiguous --rg-pin, an error of the collection
-                anchor = "no anchor"
-            at = None if isinstance(anchor, str) else records.index(anchor.record)
             labels = (*(r.at.short for r in records), "now")
             for metric in gated or list(run.metrics)[:3]:
+                try:
+                    anchor = find_anchor(
+                        records, self.conf, pin=self.pin, now=self.now, metric=metric
+                    )
+                except RetrievalGateError:  # an ambiguous --rg-pin, an error of the collection
+                    anchor = "no anchor"
+                at = None if isinstance(anchor, str) else records.index(anchor.record)
                 values = (
                     *(r.metrics.get(metric, float("nan")) for r in records),
                     run.metrics[metric],

@@ -131,7 +131,7 @@ def _compare(
     seed: int,
     steady: bool = False,
 ) -> Compared:
-    from retrieval_gate.gates.stats import bootstrap_margin_test, bootstrap_sd, is_mean, margin_test
+    from retrieval_gate.gates.stats import bootstrap_sd, is_mean
 
     in_scope = [qid for qid in record.scope_ids(check.scope) if qid in shared]
     missing = redefined.get(check.metric) if in_scope else None
@@ -152,43 +152,87 @@ def _compare(
         noise = None
     width = _width(metric, now, then)
     n = len(ids)
-    test: MarginTest | BootstrapMarginTest
     shares = None
     if is_mean(metric):
-        test = margin_test(now, then, check.tolerance)
-        mean_now = sum(now) / n if n else 0.0
-        mean_then = sum(then) / n if n else 0.0
-        drops = np.asarray(then, dtype=np.float64) - np.asarray(now, dtype=np.float64)
-        spread = ItemSpread(n=n, width=width, drops=drops)
+        series_now, series_then = {check.metric: now}, {check.metric: then}
         planned = sample_sd(then)
     else:
-        # Micro F1, a correlation: the aggregate is not a mean of per-unit values, so the
-        # units are resampled together with the components the aggregate reads.
         names = (check.metric, *metric.spec.aggregation.components)
-        series_now = {c: np.array([record.query(q).metrics[c] for q in ids]) for c in names}
-        series_then = {c: np.array([base.query(q).metrics[c] for q in ids]) for c in names}
-        test = bootstrap_margin_test(metric, series_now, series_then, check.tolerance, seed)
-        mean_now, mean_then = test.now, test.then
-        spread = ItemSpread(n=n, width=width, bootstrap_sd=test.sd)
+        series_now = {c: [record.query(q).metrics[c] for q in ids] for c in names}
+        series_then = {c: [base.query(q).metrics[c] for q in ids] for c in names}
         # As a per-unit sd, so planning reads both kinds alike: sd_boot * sqrt(n).
-        planned = bootstrap_sd(metric, series_then, seed) * math.sqrt(n) if n > 1 else 0.0
+        planned = bootstrap_sd(metric, _arrays(series_then), seed) * math.sqrt(n) if n > 1 else 0.0
         from retrieval_gate.suites import kind_named
 
         shares = kind_named(record.kind).contributions(check.metric, ids, record, base)
+    found = paired(metric, check.metric, series_now, series_then, check.tolerance, seed)
     return Compared(
         check,
         ids,
         now,
         then,
         missing,
-        mean_now,
-        mean_then,
-        spread if n else None,
+        found.now,
+        found.then,
+        found.spread(width) if n else None,
         planned,
-        test,
+        found.test,
         shares,
         noise,
     )
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A metric's aggregate on both sides over the same ``n`` units (``now``, ``then``), the test
+    the margin rule reads, and the spread the resolution reads: a mean's paired per-unit drops,
+    or another aggregate's bootstrap sd (:meth:`spread`)."""
+
+    n: int
+    now: float
+    then: float
+    test: MarginTest | BootstrapMarginTest
+    drops: np.ndarray | None = None
+    bootstrap_sd: float = 0.0
+
+    def spread(self, width: float) -> ItemSpread:
+        if self.drops is not None:
+            return ItemSpread(n=self.n, width=width, drops=self.drops)
+        return ItemSpread(n=self.n, width=width, bootstrap_sd=self.bootstrap_sd)
+
+
+def paired(
+    metric: Metric,
+    name: str,
+    now: Mapping[str, list[float]],
+    then: Mapping[str, list[float]],
+    tolerance: float,
+    seed: int,
+) -> Paired:
+    """``metric`` (named ``name``) over the same units on both sides: ``now`` and ``then`` map
+    its name (and, for an aggregate that is not a mean, each component it reads) to the units'
+    values in one order. Shared by the regression items and the slow-drift items
+    (gates/history.py), so both read a change alike."""
+    from retrieval_gate.gates.stats import bootstrap_margin_test, is_mean, margin_test
+
+    n = len(now[name])
+    if is_mean(metric):
+        return Paired(
+            n=n,
+            now=sum(now[name]) / n if n else 0.0,
+            then=sum(then[name]) / n if n else 0.0,
+            test=margin_test(now[name], then[name], tolerance),
+            drops=np.asarray(then[name], dtype=np.float64)
+            - np.asarray(now[name], dtype=np.float64),
+        )
+    # Micro F1, a correlation: the aggregate is not a mean of per-unit values, so the units
+    # are resampled together with the components the aggregate reads.
+    test = bootstrap_margin_test(metric, _arrays(now), _arrays(then), tolerance, seed)
+    return Paired(n=n, now=test.now, then=test.then, test=test, bootstrap_sd=test.sd)
+
+
+def _arrays(series: Mapping[str, list[float]]) -> dict[str, np.ndarray]:
+    return {name: np.array(values) for name, values in series.items()}
 
 
 def _index_noise(

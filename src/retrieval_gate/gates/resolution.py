@@ -69,7 +69,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from retrieval_gate.records import format_value
+from retrieval_gate.records import format_value, resolves_nothing
 
 #: Draws of the Monte Carlo max-|Z| quantile of a block of more than one metric. At a level of
 #: 0.0025 (20 blocks) the tail holds 500 draws: c to about half a percent.
@@ -437,12 +437,6 @@ def sample_sd(values: Sequence[float]) -> float:
 # -- how a resolution reads ---------------------------------------------------------------------
 # One wording for the failure text, the terminal summary, the report and --rg-plan, so that each
 # figure a person reads is the item's own and none is beyond the metric's range.
-
-
-def resolves_nothing(epsilon: float, width: float) -> bool:
-    """Whether a resolution of ``epsilon`` is as wide as the metric's range ``width``: then no
-    tolerance can tell a real drop from none, and "+-1.087" on a [0, 1] metric means nothing."""
-    return width > 0 and epsilon >= width
 
 
 def scope_words(scope: str) -> str:

@@ -18,6 +18,8 @@ from retrieval_gate.records import (
     RunRecord,
     counted,
     format_delta,
+    resolution_words,
+    resolves_nothing,
 )
 
 EXPLAIN = 5
@@ -72,11 +74,8 @@ def _common_detail(item: Compared, units: str) -> str:
 
 def _resolution_words(item: Compared, epsilon: float, alpha: float) -> str:
     """ "resolution +-0.06 at 95 %", or, as wide as the metric's range, that nothing resolves."""
-    from retrieval_gate.gates.resolution import resolves_nothing
-
-    if item.spread is not None and resolves_nothing(epsilon, item.spread.width):
-        return f"resolves no drop at {_percent(alpha)}"
-    return f"resolution +-{_fmt(epsilon)} at {_percent(alpha)}"
+    width = None if item.spread is None else item.spread.width
+    return resolution_words(epsilon, width, 1.0 - alpha)
 
 
 def _statement(item: Compared, epsilon: float | None, alpha: float) -> str:
@@ -118,7 +117,7 @@ def tolerance_outcome(
         _common_detail(item, units_of(record.kind, len(item.ids))),
     ]
     if epsilon is not None and item.spread is not None:
-        from retrieval_gate.gates.resolution import cannot_resolve, resolves_nothing
+        from retrieval_gate.gates.resolution import cannot_resolve
 
         t = check.tolerance
         scopes = counted(blocks, "suite x system scope")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from retrieval_gate.records.codecs import KindCodec, RawExtras, UnitExtras, register_kind_codec
 from retrieval_gate.records.comparison import BaselineComparison, RegressionRow
-from retrieval_gate.records.outcome import Outcome, RegressionFigures
+from retrieval_gate.records.outcome import DRIFT_SCOPE, HOLDOUT_SCOPE, Outcome, RegressionFigures
 from retrieval_gate.records.run import (
     DEFAULT_KIND,
     GroupRecord,
@@ -44,6 +44,8 @@ from retrieval_gate.records.wording import (
     format_value,
     parse_scope,
     plural,
+    resolution_words,
+    resolves_nothing,
     scope_name,
     shorten,
     shown_id,
@@ -51,6 +53,8 @@ from retrieval_gate.records.wording import (
 
 __all__ = [
     "DEFAULT_KIND",
+    "DRIFT_SCOPE",
+    "HOLDOUT_SCOPE",
     "BaselineComparison",
     "GroupRecord",
     "HoldoutRecord",
@@ -74,6 +78,8 @@ __all__ = [
     "plural",
     "query_digest",
     "register_kind_codec",
+    "resolution_words",
+    "resolves_nothing",
     "scope_name",
     "shorten",
     "shown_id",

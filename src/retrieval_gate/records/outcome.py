@@ -7,7 +7,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from retrieval_gate.records.wording import format_delta, format_value, shorten
+from retrieval_gate.records.wording import (
+    format_delta,
+    format_value,
+    resolution_words,
+    resolves_nothing,
+    shorten,
+)
+
+#: The scope of the holdout items (gates/holdout.py): only pass or fail is shown of them.
+HOLDOUT_SCOPE = "holdout"
+#: The scope of the slow-drift items (gates/history.py): against an anchor, not a floor.
+DRIFT_SCOPE = "history-drift"
 
 
 @dataclass(frozen=True)
@@ -60,7 +71,7 @@ class RegressionFigures:
 
     @property
     def resolves_nothing(self) -> bool:
-        return bool(self.width) and (self.resolution or 0.0) >= (self.width or 0.0)
+        return resolves_nothing(self.resolution or 0.0, self.width)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -145,9 +156,12 @@ class Outcome:
     detail: tuple[str, ...] = field(default_factory=tuple)
     regression: RegressionFigures | None = None
     nodeid: str = ""  # the pytest item that decided it; set where the item is known
-    # A holdout item (gates/holdout.py): only pass or fail is shown; ``value`` is not a figure
-    # (NaN), ``threshold`` is the holdout's tolerance, ``n`` the paired holdout units.
-    hidden: bool = False
+
+    @property
+    def hidden(self) -> bool:
+        """A holdout item (gates/holdout.py): only pass or fail is shown; ``value`` is not a
+        figure (NaN), ``threshold`` is the holdout's tolerance, ``n`` the paired holdout units."""
+        return self.scope == HOLDOUT_SCOPE
 
     @property
     def comparison(self) -> str:
@@ -172,12 +186,10 @@ class Outcome:
             status = figures.verdict
             status = status if self.passed else f"FAILED: {status}"
             resolution = (
-                f", resolution +-{format_value(figures.resolution)} at {figures.percent}"
+                f", {resolution_words(figures.resolution, figures.width, figures.reliability)}"
                 if figures.policy == "tolerance" and figures.resolution is not None
                 else ""
             )
-            if resolution and figures.resolves_nothing:
-                resolution = f", resolves no drop at {figures.percent}"
             return (
                 f"{self.metric} regression over {where} ({self.suite} x {self.system}): "
                 f"{status}: {format_value(self.value)} vs baseline "
@@ -186,7 +198,7 @@ class Outcome:
                 f"{format_value(figures.tolerance)}{resolution}, n={self.n})"
                 + (f"; {figures.index_noise}" if figures.index_noise is not None else "")
             )
-        if self.scope == "history-drift":  # gates/history.py: against an anchor, not a floor
+        if self.scope == DRIFT_SCOPE:
             return (
                 f"{self.metric} slow drift ({self.suite} x {self.system}): {verdict}: "
                 f"{format_value(self.value)} (needs >= {format_value(self.threshold)}: the "
@@ -329,5 +341,4 @@ class Outcome:
             detail=tuple(data["detail"]),
             regression=RegressionFigures.from_json(data) if "baseline" in data else None,
             nodeid=data["nodeid"],
-            hidden=bool(data.get("hidden", False)),
         )

@@ -394,19 +394,29 @@ def _holdout_from_json(data: Mapping[str, Any]) -> HoldoutRecord | None:
 
 @dataclass(frozen=True)
 class RunFailure:
-    """A suite x system whose run could not complete, with the one-line reason."""
+    """A suite x system whose run could not complete, with the one-line reason and, for a
+    library's failure or the plugin's own bug, the traceback behind it (redacted)."""
 
     suite: str
     system: str
     error: str
+    traceback: str | None = None
 
     @property
     def key(self) -> tuple[str, str]:
         return (self.suite, self.system)
 
     def to_json(self) -> dict[str, str]:
-        return {"suite": self.suite, "system": self.system, "error": self.error}
+        out = {"suite": self.suite, "system": self.system, "error": self.error}
+        if self.traceback is not None:
+            out["traceback"] = self.traceback
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunFailure:
-        return cls(suite=data["suite"], system=data["system"], error=data["error"])
+        return cls(
+            suite=data["suite"],
+            system=data["system"],
+            error=data["error"],
+            traceback=data.get("traceback"),
+        )

@@ -75,3 +75,18 @@ def plural(n: float, word: str, words: str | None = None) -> str:
 def counted(n: int, word: str, words: str | None = None) -> str:
     """``n`` with its noun in the right number: ``1 query``, ``0 queries``, ``2 suites``."""
     return f"{n} {plural(n, word, words)}"
+
+
+def resolves_nothing(epsilon: float, width: float | None) -> bool:
+    """Whether a resolution of ``epsilon`` is as wide as the metric's range ``width``: then no
+    tolerance can tell a real drop from none, and "+-1.087" on a [0, 1] metric means nothing."""
+    return width is not None and width > 0 and epsilon >= width
+
+
+def resolution_words(epsilon: float, width: float | None, reliability: float) -> str:
+    """An item's resolution as every message says it: ``resolution +-0.06 at 95 %``, or, as
+    wide as the metric's range ``width``, ``resolves no drop at 95 %`` (docs/verdicts.md)."""
+    percent = f"{100.0 * reliability:.4g} %"
+    if resolves_nothing(epsilon, width):
+        return f"resolves no drop at {percent}"
+    return f"resolution +-{format_value(epsilon)} at {percent}"

@@ -69,7 +69,7 @@ class ReportData:
         runs: Mapping[tuple[str, str], RunRecord],
         comparisons: Mapping[tuple[str, str], BaselineComparison],
         gates: list[Outcome],
-        errors: Mapping[tuple[str, str], str],
+        errors: Mapping[tuple[str, str], RunFailure],
         *,
         undecided: Sequence[Undecided] = (),
         reference: str | None = None,
@@ -84,10 +84,7 @@ class ReportData:
         return cls(
             runs=tuple(runs[key] for key in sorted(runs)),
             gates=tuple(sorted(gates, key=lambda g: (g.passed, g.nodeid))),
-            errors=tuple(
-                RunFailure(suite=suite, system=system, error=message)
-                for (suite, system), message in sorted(errors.items())
-            ),
+            errors=tuple(errors[key] for key in sorted(errors)),
             comparisons=dict(comparisons),
             reference=reference,
             alpha=alpha,
@@ -117,7 +114,9 @@ class ReportData:
         comparisons: dict[tuple[str, str], BaselineComparison] = {}
         for comparison in payload.comparisons:
             comparisons.setdefault(comparison.key, comparison)
-        errors = {failure.key: failure.error for failure in payload.failures}
+        errors: dict[tuple[str, str], RunFailure] = {}
+        for failure in payload.failures:
+            errors[failure.key] = failure  # the last, as before
         return cls.build(
             runs,
             comparisons,
@@ -178,12 +177,36 @@ class ReportData:
         except ConfigError as exc:
             return exc.message
 
-    def without_baseline_run(self, run: RunRecord) -> str | None:
-        """A note when a baseline was read but holds no run for this suite x system."""
-        if self.baseline is None or run.key in self.comparisons:
+    def ungated(self, suite: str) -> str | None:
+        """Why nothing in ``suite`` can fail, when nothing can (a suite in another tool's shape
+        has no floors): a run that passes while gating nothing must not read as a pass."""
+        if self.partial is not None or any(g.suite == suite for g in self.gates):
+            return None
+        if any(u.suite == suite for u in self.undecided):
             return None
         return (
-            f"{self.baseline} has no run for {run.suite} x {run.system}: nothing to compare; "
+            "nothing in this suite can fail: it has no floors, no 'expect' and no regression "
+            "check; add 'gates:' (floors) or 'tolerance:' (regressions against the baseline) to "
+            "it, or to a suite header naming it ('queries: <file>') if it is a bare list"
+        )
+
+    def failed_runs(self) -> list[tuple[str, tuple[str, ...], str]]:
+        """The runs that failed as (suite, systems, reason): a suite's own fault (a relevant
+        document deleted from the corpus) fails every system's run alike, and is said once."""
+        grouped: dict[tuple[str, str], list[str]] = {}
+        for error in self.errors:
+            grouped.setdefault((error.suite, error.error), []).append(error.system)
+        return [(suite, tuple(systems), reason) for (suite, reason), systems in grouped.items()]
+
+    def without_baseline_run(self, *runs: RunRecord) -> str | None:
+        """A note when a baseline was read but holds no run for these suite x systems (runs of
+        one suite, named together: a new suite has none for any of its systems)."""
+        missing = [run for run in runs if run.key not in self.comparisons]
+        if self.baseline is None or not missing:
+            return None
+        systems = ", ".join(run.system for run in missing)
+        return (
+            f"{self.baseline} has no run for {missing[0].suite} x {systems}: nothing to compare; "
             "save one with --rg-save-baseline"
         )
 

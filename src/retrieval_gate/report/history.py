@@ -62,6 +62,10 @@ def _shelf(history: HistoryReport, suite: str) -> Iterator[str]:
         left = (
             "spent" if s.spent else (f"{s.remaining}+" if s.remaining >= 1000 else str(s.remaining))
         )
+        if s.fresh > s.tolerance:
+            # Not spent by use: even a fresh suite this size resolves no drop at the tolerance
+            # (the resolution warning's case); "0" would read as used up.
+            left = "none: too few units even fresh"
         # No figure beyond the metric's range: "none (range)" says it resolves no drop.
         width = metric_width(s.metric.removeprefix("holdout::"))
         yield (

@@ -14,6 +14,7 @@ from retrieval_gate.files.outputs import REPORT_OUTPUT
 from retrieval_gate.gates.floors import EPSILON
 from retrieval_gate.metrics import parse_metric
 from retrieval_gate.records import (
+    DRIFT_SCOPE,
     BaselineComparison,
     Outcome,
     RegressionRow,
@@ -141,8 +142,8 @@ def lines(data: ReportData) -> Iterator[str]:
     if data.errors:
         yield "## Runs that failed"
         yield ""
-        for error in data.errors:
-            yield f"- `{error.suite}` x `{error.system}`: {error.error}"
+        for suite, failed, reason in data.failed_runs():
+            yield f"- `{suite}` x {', '.join(f'`{system}`' for system in failed)}: {reason}"
         yield ""
     if data.failed:
         yield "## Failing gates"
@@ -159,6 +160,11 @@ def lines(data: ReportData) -> Iterator[str]:
         ]
         yield from _table(["gate", "value", "needs", "n", "worst queries"], rows)
         yield ""
+        # A slow-drift item's value and floor do not say what it is against: its anchor (which
+        # commit, how many accepted steps ago), which its first line states (gates/history.py).
+        drifted = [g for g in data.failed if g.scope == DRIFT_SCOPE and g.detail]
+        yield from (f"- `{g.nodeid}`: {g.detail[0]}" for g in drifted)
+        yield from [""] if drifted else []
     for suite in data.suites():
         yield from _suite(data, suite)
     if data.gates:
@@ -219,6 +225,9 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
             f"{first.n} {units_of(first.kind, first.n)} from `{first.suite_path}`, cutoffs "
             f"{list(first.k)}."
         )
+    if (ungated := data.ungated(suite)) is not None:
+        yield ""
+        yield f"**No gates**: {ungated}."
     if first.holdout is not None:
         # Its size only: the holdout is decided by its own items (docs/verdicts.md).
         yield ""

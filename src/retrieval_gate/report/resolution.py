@@ -11,11 +11,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from retrieval_gate.gates.plan import PlanRow
-from retrieval_gate.gates.resolution import (
-    coarse_advice,
-    resolution_cell,
-    resolves_nothing,
-)
+from retrieval_gate.gates.resolution import coarse_advice, resolution_cell
 from retrieval_gate.records import (
     BaselineComparison,
     Outcome,
@@ -24,6 +20,7 @@ from retrieval_gate.records import (
     format_value,
     parse_scope,
     plural,
+    resolves_nothing,
 )
 
 

@@ -6,13 +6,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from retrieval_gate.display import shown
-from retrieval_gate.records import counted
+from retrieval_gate.records import RunRecord, counted
 from retrieval_gate.report import ReportData
 from retrieval_gate.report.markdown import headline_metrics
 from retrieval_gate.report.resolution import coarse_checks, render_plan, session_warning
 from retrieval_gate.suites import units_of
 
 __all__ = ["announced", "render", "render_plan"]
+
+#: Added, removed or edited ids named in a ``vs baseline`` line (more are counted).
+NAMED_IDS = 3
 
 
 def render(data: ReportData) -> Iterator[str]:
@@ -52,36 +55,12 @@ def _lines(data: ReportData) -> Iterator[str]:
         elif decisions:
             best = decisions[0]
             yield f"  recommended: {best.system} (decision score {best.score:.4f})"
-        for run in runs:
-            # What a system found wrong with its own run (a stored run missing queries) is said
-            # where the user looks first, not only in the report.
-            for warning in run.stats.get("warnings", ()):
-                yield f"  {run.system}: {warning}"
-            base = data.comparison(run)
-            missing = data.without_baseline_run(run)
-            if missing is not None:
-                yield f"  {run.system} vs baseline: {missing}"
-            if base is None:
-                continue
-            if not base.comparable:
-                yield f"  {run.system} vs baseline: not comparable: {base.reason}"
-            else:
-                changed = {"added": base.added, "removed": base.removed, "edited": base.edited}
-                extra = [f"{len(ids)} {label}" for label, ids in changed.items() if ids]
-                yield (
-                    f"  {run.system} vs baseline: {base.shared} shared {units_of(run.kind, base.shared)}"
-                    + (f" ({', '.join(extra)})" if extra else "")
-                )
-                # What is measured differently (a model, an option, the corpus), old -> new:
-                # the likely cause of any regression below, where a CI log is read.
-                for note in base.notes:
-                    yield f"  {run.system} vs baseline: {note}"
+        yield from _against_baseline(data, runs)
         failed = [g for g in gates if not g.passed]
-        yield (
-            f"  gates: {len(gates) - len(failed)} passed, {len(failed)} failed"
-            if gates
-            else "  gates: none set (no floor, no expect, no baseline run): measured only"
-        )
+        if (ungated := data.ungated(suite)) is not None:
+            yield f"  gates: none: {ungated}"
+        else:
+            yield f"  gates: {len(gates) - len(failed)} passed, {len(failed)} failed"
         for g in failed:
             if g.regression is not None:
                 yield f"  FAILED {g.nodeid}: {g.detail[0]}"
@@ -97,9 +76,63 @@ def _lines(data: ReportData) -> Iterator[str]:
     units = {suite: units_of(data.runs_of(suite)[0].kind) for suite in data.suites()}
     comparisons = [c for run in data.runs if (c := data.comparison(run)) is not None]
     yield from session_warning(coarse_checks(comparisons, data.gates), units)
-    for error in data.errors:
-        not_decided = sum(1 for u in data.undecided if (u.suite, u.system) == error.key)
+    for suite, systems, message in data.failed_runs():
+        not_decided = sum(1 for u in data.undecided if u.suite == suite and u.system in systems)
         yield (
-            f"run failed: {error.suite} x {error.system}: {error.error}"
+            f"run failed: {suite} x {', '.join(systems)}: {message}"
             + (f" ({counted(not_decided, 'gate')} not decided)" if not_decided else "")
         )
+
+
+def _against_baseline(data: ReportData, runs: list[RunRecord]) -> Iterator[str]:
+    """Each system's comparison with the baseline. Systems with the same shared-query count (or
+    the same reason not to compare) are named on one line (``every system`` when all are): five
+    systems would otherwise print five equal lines, and a note every system has (the corpus
+    changed) is the suite's, said once."""
+    counts: dict[str, list[str]] = {}
+    notes: dict[str, tuple[str, ...]] = {}
+    for run in runs:
+        base = data.comparison(run)
+        if base is not None and not base.comparable:
+            # The suite's own change (its gain, its cutoffs) makes every system's not comparable.
+            counts.setdefault(f"not comparable: {base.reason}", []).append(run.system)
+        elif base is not None:
+            changed = {"added": base.added, "removed": base.removed, "edited": base.edited}
+            # A few ids by name: a renamed query reads as one added and one removed, and the
+            # reviewer sees which (the report lists them all).
+            extra = [
+                f"{len(ids)} {label}" + (f": {', '.join(ids)}" if len(ids) <= NAMED_IDS else "")
+                for label, ids in changed.items()
+                if ids
+            ]
+            count = f"{base.shared} shared {units_of(run.kind, base.shared)}" + (
+                f" ({'; '.join(extra)})" if extra else ""
+            )
+            counts.setdefault(count, []).append(run.system)
+            notes[run.system] = tuple(base.notes)
+    compared = list(notes.values())
+    common = [
+        n for n in (compared[0] if len(compared) > 1 else ()) if all(n in o for o in compared)
+    ]
+    for count, systems in counts.items():
+        who = "every system" if len(systems) == len(runs) > 1 else ", ".join(systems)
+        yield f"  {who} vs baseline: {count}"
+    for note in common:
+        who = "every system" if len(notes) == len(runs) else ", ".join(notes)
+        yield f"  {who} vs baseline: {note}"
+    # The systems the baseline has no run for, on one line (a new suite: all of them).
+    uncompared = [run for run in runs if data.without_baseline_run(run) is not None]
+    if uncompared:
+        every = len(uncompared) == len(runs) > 1
+        who = "every system" if every else ", ".join(run.system for run in uncompared)
+        yield f"  {who} vs baseline: {data.without_baseline_run(*uncompared)}"
+    for run in runs:
+        # What a system found wrong with its own run (a stored run missing queries) is said
+        # where the user looks first, not only in the report.
+        for warning in run.stats.get("warnings", ()):
+            yield f"  {run.system}: {warning}"
+        # What is measured differently (a model, an option, the corpus), old -> new:
+        # the likely cause of any regression below, where a CI log is read.
+        for note in notes.get(run.system, ()):
+            if note not in common:
+                yield f"  {run.system} vs baseline: {note}"

@@ -4,8 +4,10 @@ record of every suite x system.
 :class:`RunCache` is the :class:`~retrieval_gate.suites.kind.Resources` the suite kinds load
 through, and the one place a suite x system is run, measured and recorded, however many items
 read the result. A run that fails is kept and raised again for each reader: the user's mistake
-(a :class:`~retrieval_gate.errors.RetrievalGateError`) as its one-line message, the plugin's
-own as an :class:`InternalRunError` with the original traceback chained. Plain Python: no
+(a :class:`~retrieval_gate.errors.RetrievalGateError`) as its one-line message, a library's
+failure as its :class:`~retrieval_gate.errors.LibraryError` (decided by where it was raised:
+``errors.origin_of``), the plugin's own as an :class:`InternalRunError` with the original
+traceback chained. Plain Python: no
 pytest here (tests/runs/test_cache.py).
 """
 
@@ -15,19 +17,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.errors import RetrievalGateError, library_error
 
 if TYPE_CHECKING:
     from retrieval_gate.config import Settings
     from retrieval_gate.corpus import Corpus
     from retrieval_gate.metrics import Metric
     from retrieval_gate.ontology import Ontology
-    from retrieval_gate.records import RunRecord
+    from retrieval_gate.records import RunFailure, RunRecord
     from retrieval_gate.suites.suite import Suite
     from retrieval_gate.systems import RunOptions
     from retrieval_gate.systems.config import SystemConfig
 
-__all__ = ["InternalRunError", "RunCache"]
+__all__ = ["InternalRunError", "RunCache", "run_failure"]
 
 T = TypeVar("T")
 E = TypeVar("E", bound=RetrievalGateError)
@@ -36,6 +38,22 @@ E = TypeVar("E", bound=RetrievalGateError)
 class InternalRunError(Exception):
     """A run failed inside the plugin itself (a bug, not the user's data): shown with its
     traceback, and in the report as an internal error."""
+
+
+def run_failure(suite: str, system: str, error: BaseException) -> RunFailure:
+    """A failed run as the report keeps it: its line and, for a library's failure
+    (:class:`~retrieval_gate.errors.LibraryError`) or the plugin's own bug, the traceback
+    behind it (redacted), which the JSON report carries; none for the user's data."""
+    from traceback import format_exception
+
+    from retrieval_gate.display import redact
+    from retrieval_gate.records import RunFailure
+
+    if isinstance(error, RetrievalGateError):
+        return RunFailure(suite, system, error.format(), error.traceback)
+    cause = error.__cause__
+    detail = None if cause is None else redact("".join(format_exception(cause)))
+    return RunFailure(suite, system, str(error), detail)
 
 
 class RunCache:
@@ -174,6 +192,16 @@ class RunCache:
                 f"{type(exc).__name__} (made an error by the warning filters): {exc}"
             )
         except Exception as exc:
+            # A library the user configured raising outside any step that says what it was
+            # doing (an index backend, a stage): that library's one line, not the plugin's bug.
+            theirs = library_error(
+                exc,
+                f"running {suite.name} x {system.name}",
+                path=system.source,
+                entry=f"system.{system.name}",
+            )
+            if theirs is not None:
+                return self._hidden(theirs, suite)
             error = InternalRunError(
                 f"internal error in pytest-retrieval-gate while running {suite.name} x "
                 f"{system.name}: {type(exc).__name__}: {exc}"

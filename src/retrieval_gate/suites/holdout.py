@@ -134,6 +134,8 @@ def hide_held_out(error: E, suite: Suite, seed: int) -> E:
         return pattern.sub(HELD_OUT_NAME, text)
 
     error.message = scrub(error.message)
+    if error.traceback is not None:  # a library's, which may quote a query
+        error.traceback = scrub(error.traceback)
     if error.entry is not None:
         error.entry = scrub(error.entry)
     error.args = (error.format(),)

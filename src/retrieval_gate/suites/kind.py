@@ -207,15 +207,18 @@ class SuiteKind:
             else ""
         )
         first = missing[0][0]
-        entry = f"{self.units_key}[{first.position}] (id {first.id})"
+        # The unit says where it was read from (a collection's qrels file, a units file).
+        source, entry = first.located(suite.units_source, self.units_key)
         if len(missing) > 1:
             entry += f" and {len(missing) - 1} more"
+        # The setting goes in the suite file, which the message does not name otherwise.
+        where = "" if source == suite.path else f" in {suite.path.name}"
         raise MissingRelevantError(
             f"{counted(total, 'relevant id')} of {counted(len(missing), self.unit, self.units)} "
             f"not in corpus {corpus.source} "
             f"({shown}{more}); fix the labels, or count them as misses with "
-            "'missing_relevant: miss'",
-            path=suite.units_source,
+            f"'missing_relevant: miss'{where}",
+            path=source,
             entry=entry,
         )
 

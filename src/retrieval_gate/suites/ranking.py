@@ -15,7 +15,7 @@ import dataclasses
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -215,18 +215,20 @@ def _collection_queries(
             folder = resolve("path", ".")
             split = data.get("split", "test")
             texts = corpus_mod.read_beir_queries(folder / "queries.jsonl")
-            qrels = corpus_mod.read_beir_qrels(folder / "qrels" / f"{split}.tsv")
+            qrels_path = folder / "qrels" / f"{split}.tsv"
+            qrels = corpus_mod.read_beir_qrels(qrels_path)
             corpus_path: Path | None = folder / "corpus.jsonl"
         else:
             texts = corpus_mod.read_trec_topics(
                 resolve("topics"), field=str(data.get("topic_field", "title"))
             )
-            qrels = corpus_mod.read_trec_qrels(resolve("qrels"))
+            qrels_path = resolve("qrels")
+            qrels = corpus_mod.read_trec_qrels(qrels_path)
             corpus_path = resolve("corpus") if data.get("corpus") is not None else None
     except CorpusError as exc:
         raise SuiteError(exc.format(), path=path, entry=f"format: {fmt}") from None
 
-    queries = []
+    queries: list[Query] = []
     # Judged topics without a topic text, or topics without a relevant document, can't be
     # evaluated; trec_eval skips topics absent from the qrels the same way.
     for position, (qid, judgments) in enumerate(
@@ -236,8 +238,23 @@ def _collection_queries(
             raise SuiteError(f"judged topic {qid!r} has no text", path=path, entry=f"format: {fmt}")
         if not any(g >= 1 for g in judgments.values()):
             continue
-        queries.append(Query(id=qid, text=texts[qid], relevant=judgments, position=position))
+        queries.append(
+            JudgedQuery(
+                id=qid, text=texts[qid], relevant=judgments, position=position, judged_in=qrels_path
+            )
+        )
     return queries, corpus_path
+
+
+@dataclass(frozen=True)
+class JudgedQuery(Query):
+    """A query of a BEIR or TREC collection: a message about its judgments names the qrels file
+    and the query's id, since the suite file has no ``queries[i]`` to look up."""
+
+    judged_in: Path = field(default=Path(), compare=False)
+
+    def located(self, path: Path, units_key: str) -> tuple[Path, str]:
+        return self.judged_in, f"query {self.id}"
 
 
 def _natural(qid: str) -> tuple[int, int | str]:
@@ -449,7 +466,13 @@ class RankingKind(SuiteKind):
                 path=path,
                 entry="format",
             )
-        corpus_format = data.get("corpus_format", "trec" if fmt == "trec" else None)
+        # A TREC collection's corpus is read as TREC (a folder of TREC files would otherwise be
+        # taken for a folder of text files), unless its name says JSONL: teams keep the corpus
+        # their search indexes (docs.jsonl) beside topics and qrels from a judging round.
+        from retrieval_gate.corpus import names_jsonl
+
+        trec_default = fmt == "trec" and not (corpus is not None and names_jsonl(corpus))
+        corpus_format = data.get("corpus_format", "trec" if trec_default else None)
         if corpus_format not in (None, "folder", "jsonl", "beir", "trec"):
             raise SuiteError(
                 f"'corpus_format' must be one of folder, jsonl, beir, trec, got {corpus_format!r}",

@@ -35,7 +35,7 @@ from retrieval_gate.errors import ConfigError, RunError
 from retrieval_gate.schema import Option, OptionTable, at_least, beside_settings
 from retrieval_gate.systems.base import OpenContext, Stage, StageKind, System
 from retrieval_gate.systems.retriever import finite_score
-from retrieval_gate.usercode import DEFAULT_TIMEOUT_S, UserCodeFailure, call_user_code
+from retrieval_gate.usercode import DEFAULT_TIMEOUT_S, UserCodeFailure, Worker, call_user_code
 
 if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
@@ -156,6 +156,8 @@ class RerankStage(Stage):
         self.depth: int = stage.options["rerank_depth"]
         # The reranker is the user's code too: the system's time limit covers its calls.
         self.timeout = float(inner.config.options.get("timeout", DEFAULT_TIMEOUT_S))
+        # Each query's call on this one thread, under the same limit (usercode.Worker).
+        self._worker = Worker(f"retrieval-gate-{inner.config.name}-rerank")
         self.scorer, self.scorer_identity = load_scorer(
             ref,
             root=context.root,
@@ -185,12 +187,14 @@ class RerankStage(Stage):
             raise self._error(qid, f"got hit {missing[0]!r}, which is not in the corpus")
         candidates = [(doc, self.texts[doc]) for doc in top]
         try:
-            raw = call_user_code(lambda: self.scorer(text, candidates), self.timeout)
+            raw = call_user_code(
+                lambda: self.scorer(text, candidates), self.timeout, worker=self._worker
+            )
         except UserCodeFailure as exc:  # the user's function or the model: theirs to see
             limit = (
                 f" (the 'timeout' setting of system.{self.config.name})" if exc.timed_out else ""
             )
-            raise self._error(qid, f"{exc.reason}{limit}") from None
+            raise self._error(qid, f"{exc.reason}{limit}").behind(exc.error) from None
         if isinstance(raw, (str, bytes)) or not isinstance(raw, (Mapping, Sequence)):
             raise self._error(
                 qid, f"returned {type(raw).__name__}, expected [(doc_id, score)] of its candidates"
@@ -221,6 +225,10 @@ class RerankStage(Stage):
         for i, doc in enumerate(rest):
             scores[doc] = floor - 1.0 - i
         return scores
+
+    def close(self) -> None:
+        self._worker.close()
+        super().close()
 
     def identity(self) -> Mapping[str, Any]:
         identity = dict(super().identity())

@@ -25,6 +25,7 @@ from retrieval_gate.usercode import CallTimeout as CallTimeout
 from retrieval_gate.usercode import (
     IsolatedFunction,
     UserCodeFailure,
+    Worker,
     call_user_code,
     import_failure,
     import_object,
@@ -222,6 +223,9 @@ class RetrieverSystem:
         self.config = config
         self.ref: str = config.option("retriever")
         self.timeout = float(config.option("timeout"))
+        # Each query's call on this one thread (its time limit as before): a thread started
+        # per query cost more than a fast retriever's own work.
+        self._worker = Worker(f"retrieval-gate-{config.name}")
         self._isolated: IsolatedFunction | None = None
         if config.options.get("isolate", False):
             try:
@@ -248,14 +252,16 @@ class RetrieverSystem:
             if self._isolated is not None:  # bounded, and stopped past its limit, in its process
                 raw = self._isolated(text, depth)
             else:
-                raw = call_user_code(lambda: self._retrieve(text, depth), self.timeout)
+                raw = call_user_code(
+                    lambda: self._retrieve(text, depth), self.timeout, worker=self._worker
+                )
         except UserCodeFailure as exc:  # the user's code: whatever it did is theirs to see
             hint = ""
             if exc.timed_out:
                 hint = f" for query {qid} (the 'timeout' setting of system.{self.config.name})"
             raise RunError(
                 f"retriever {self.ref} {exc.reason}{hint}", path=path, entry=f"query {qid}"
-            ) from None
+            ).behind(exc.error) from None  # its traceback for -v, not by default
         return normalise_hits(
             raw, where=(path, f"query {qid}"), source=f"retriever {self.ref}", depth=depth
         )
@@ -298,6 +304,7 @@ class RetrieverSystem:
         return {} if self._corpus is None else {"corpus_digest": self._corpus.digest}
 
     def close(self) -> None:
+        self._worker.close()
         if self._isolated is not None:
             self._isolated.close()
 

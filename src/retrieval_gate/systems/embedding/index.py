@@ -24,6 +24,7 @@ from retrieval_gate.systems.embedding.vectors import (
     store_or_warn,
 )
 from retrieval_gate.systems.timings import Timings
+from retrieval_gate.usercode import Worker
 
 if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
@@ -79,7 +80,9 @@ class EmbeddingIndex:
             embedder = load_system_embedder(system, options, source=source)
         self.embedder: Embedder = embedder
         #: Who embeds and under which time limit: every encoder call passes embed/checks.py.
-        self.call = embedding_call(system)
+        #: Its calls (each cold query's, each timed search's) on one worker thread, not a
+        #: thread started per query (usercode.Worker); ended in :meth:`close`.
+        self.call = embedding_call(system, worker=Worker(f"retrieval-gate-{system.name}"))
         vectors, embedded = self._document_vectors(units)
         self._warn_zero(vectors, "document")
         self.vectors = vectors
@@ -273,20 +276,27 @@ class EmbeddingIndex:
         if exact and share_key in self.options.shared:
             found: Any = self.options.shared[share_key]
             return found
+        building = (
+            f"opening the team's {self.index_kind} table"
+            if self.stored
+            else f"building the {self.index_kind} index of {len(self.unit_ids)} vectors"
+        )
         with self.timings.stage("index"):
             try:
-                index = make_index(
-                    self.index_kind,
-                    cache_dir=self.index_dir,
-                    key=self.key,
-                    entry=f"system.{self.system.name}",
-                    path=self.system.source,
-                    **index_options(self.system),
-                )
+                with self._library_failures(building):
+                    index = make_index(
+                        self.index_kind,
+                        cache_dir=self.index_dir,
+                        key=self.key,
+                        entry=f"system.{self.system.name}",
+                        path=self.system.source,
+                        **index_options(self.system),
+                    )
                 try:
                     self._set_block(index)
                     if not self.stored:
-                        index.add(self.unit_ids, self.vectors)
+                        with self._library_failures(building):
+                            index.add(self.unit_ids, self.vectors)
                     else:
                         # A team's table: empty, unmatched or without its ANN index is one
                         # line; rows no search can find are said (index/__init__.py).
@@ -371,12 +381,23 @@ class EmbeddingIndex:
         """
         import numpy as np
 
+        q = np.asarray(vectors, dtype=np.float32)
+        searched = self.index if index is None else index
+        with self._library_failures(f"searching the {self.index_kind} index"):
+            return self._search_vectors(searched, q, depth)
+
+    def _library_failures(self, doing: str) -> Any:
+        """A library failing in ``doing`` (an index backend's, errors.py) as its one line naming
+        this system."""
+        from retrieval_gate.errors import library_failures
+
+        return library_failures(doing, path=self.system.source, entry=f"system.{self.system.name}")
+
+    def _search_vectors(self, searched: Any, q: Any, depth: int) -> list[list[tuple[str, float]]]:
         from retrieval_gate.corpus import map_chunk_hits
         from retrieval_gate.index.exact import ExactIndex
         from retrieval_gate.metrics import rank_scored
 
-        q = np.asarray(vectors, dtype=np.float32)
-        searched = self.index if index is None else index
         if self.fields is not None and self.fields.multi_vector:  # aggregated: systems/fields.py
             exact = searched if isinstance(searched, ExactIndex) else None
             return self.fields.search_batch(
@@ -417,6 +438,9 @@ class EmbeddingIndex:
         return self.search_vector(vector, k)
 
     def close(self) -> None:
+        call = getattr(self, "call", None)
+        if call is not None and call.worker is not None:
+            call.worker.close()
         cached = getattr(self, "cached_search", None)
         if cached is not None:
             cached.close()  # writes the results found this run

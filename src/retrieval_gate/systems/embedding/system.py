@@ -22,7 +22,7 @@ from retrieval_gate.systems.embedding.options import (
 )
 from retrieval_gate.systems.embedding.units import require_corpus
 from retrieval_gate.systems.embedding.vectors import missing_digests, store_or_warn
-from retrieval_gate.systems.retriever import CallTimeout, call_bounded
+from retrieval_gate.systems.retriever import CallTimeout
 from retrieval_gate.systems.timings import Timings
 
 if TYPE_CHECKING:
@@ -148,8 +148,9 @@ class EmbeddingSystem:
                 return vector, self.index.search_vector(vector, depth)
 
             try:
-                # A chroma server that stops answering must not hang the session.
-                vector, hits = call_bounded(one, timeout)
+                # A chroma server that stops answering must not hang the session. On the
+                # system's one worker thread: a thread per query cost more than a small search.
+                vector, hits = self.index.call.bounded(one, timeout)
             except CallTimeout:
                 raise RunError(
                     f"system {self.config.name} did not return within {timeout:g} s for query "
@@ -194,7 +195,7 @@ class EmbeddingSystem:
         with self.timings.stage("search"):
             try:
                 # Each query has the 'timeout' a single search has.
-                found = call_bounded(
+                found = self.index.call.bounded(
                     lambda: self.index.search_vectors(vectors, depth), timeout * len(queries)
                 )
             except CallTimeout:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.errors import RetrievalGateError, library_failures
 from retrieval_gate.records import counted
 from retrieval_gate.systems.base import RunOptions
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from retrieval_gate.embed.cache import EmbeddingCache
     from retrieval_gate.embed.checks import EmbeddingCall
     from retrieval_gate.systems.config import SystemConfig
+    from retrieval_gate.usercode import Worker
 
 
 #: Appended to an embedder's identity to name its query-vector cache: the same text embedded as
@@ -95,7 +96,9 @@ def load_system_embedder(
     try:
         embedder = options.embedders.get(spec)
         if embedder is None:
-            embedder = options.embedders[spec] = open_embedder(spec, cache_dir=options.cache_dir)
+            with library_failures(f"loading model {spec.model!r}"):
+                embedder = open_embedder(spec, cache_dir=options.cache_dir)
+            options.embedders[spec] = embedder
         if opt.get("embed_executor") == "ray":  # documents the cache lacks go to Ray: embed/ray.py
             from retrieval_gate.embed.ray import ray_embedder
 
@@ -178,9 +181,10 @@ def embed_texts(
     return vectors, len(todo)
 
 
-def embedding_call(system: SystemConfig) -> EmbeddingCall:
+def embedding_call(system: SystemConfig, *, worker: Worker | None = None) -> EmbeddingCall:
     """The system's embedding boundary (embed/checks.py): its names, its 'timeout' and
-    'batch_size', and what its index does with a zero vector."""
+    'batch_size', what its index does with a zero vector, and the ``worker`` thread its calls
+    run on (None: a thread per call, for a caller that makes one or two)."""
     from retrieval_gate.embed.checks import EmbeddingCall
     from retrieval_gate.index import INDEXES
 
@@ -192,5 +196,6 @@ def embedding_call(system: SystemConfig) -> EmbeddingCall:
         timeout=float(opt["timeout"]),
         batch_size=int(opt["batch_size"]),
         path=None if system.source is None else str(system.source),
+        worker=worker,
         **({"zero_effect": backend.zero_vectors} if backend is not None else {}),
     )

@@ -1,0 +1,114 @@
+"""errors.py: whose code raised (errors.origin_of) decides whether a failure is a library's one
+line (LibraryError) or the plugin's own bug; the user's errors are said as they are."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from retrieval_gate.errors import LibraryError, Origin, RunError, library_error, origin_of
+
+from .conftest import raising_in
+
+
+def _raised(function: Any, *args: Any) -> BaseException:
+    try:
+        function(*args)
+    except BaseException as exc:
+        return exc
+    raise AssertionError("did not raise")
+
+
+def _via(module: str, inner: Any) -> Any:
+    """A function of ``module`` (its frame's globals name it) that calls ``inner``."""
+    namespace: dict[str, Any] = {"__name__": module, "inner": inner}
+    exec("def call(*args, **kwargs):\n    return inner(*args, **kwargs)\n", namespace)
+    return namespace["call"]
+
+
+def test_raised_in_the_plugins_own_code_is_the_plugins() -> None:
+    bug = raising_in("retrieval_gate.runs.evaluate", KeyError("P@1"))
+    assert origin_of(_raised(bug)) is None
+    assert library_error(_raised(bug), "running s x m") is None
+
+
+def test_raised_in_a_library_the_plugin_called_is_that_librarys() -> None:
+    library = raising_in("model2vec.model", IndexError("token id 70000 out of range"))
+    plugin = _via("retrieval_gate.embed.model2vec", library)
+    assert origin_of(_raised(plugin)) == Origin(library="model2vec", raised_in="model2vec")
+
+
+def test_the_library_called_is_named_and_the_one_that_raised_beside_it() -> None:
+    # sentence-transformers' encode runs torch, which raises: the user configured the first.
+    torch = raising_in("torch.nn.functional", IndexError("index out of range in self"))
+    plugin = _via(
+        "retrieval_gate.embed.sentence_transformers", _via("sentence_transformers", torch)
+    )
+    error = library_error(
+        _raised(plugin), "embedding document 'd7'", path="pyproject.toml", entry="system.minilm"
+    )
+    assert isinstance(error, LibraryError) and isinstance(error, RunError)
+    assert str(error) == (
+        "pyproject.toml [system.minilm]: sentence-transformers failed while embedding document "
+        "'d7' (raised in torch): IndexError: index out of range in self"
+    )
+    assert isinstance(error.__cause__, IndexError)
+    assert error.traceback is not None and "torch.nn" not in error.traceback.splitlines()[0]
+    assert error.traceback.endswith("IndexError: index out of range in self\n")
+
+
+def _wrapping(module: str, inner: Any) -> Any:
+    """A decorator's wrapper defined in ``module``, around ``inner`` (held in its closure)."""
+    namespace: dict[str, Any] = {"__name__": module}
+    exec(
+        "def decorate(inner):\n"
+        "    def wrapper(*args, **kwargs):\n"
+        "        return inner(*args, **kwargs)\n"
+        "    return wrapper\n",
+        namespace,
+    )
+    return namespace["decorate"](inner)
+
+
+def test_a_decorator_of_another_package_is_not_the_library_called() -> None:
+    # torch's no_grad wraps sentence-transformers' encode: the first frame below the plugin is
+    # torch's, handing straight on to sentence-transformers.
+    inner = raising_in("transformers.models.bert", ValueError("bad input"))
+    st = _via("sentence_transformers.model", inner)
+    plugin = _via("retrieval_gate.embed.sentence_transformers", _wrapping("torch.utils", st))
+    assert origin_of(_raised(plugin)) == Origin("sentence-transformers", "transformers")
+
+
+def test_the_standard_library_and_numpy_under_the_plugin_are_the_plugins() -> None:
+    # The plugin calling json or numpy wrongly is its own bug, whatever frame raised last.
+    plugin = _via("retrieval_gate.files.structured", json.loads)
+    assert origin_of(_raised(plugin, "{")) is None
+    import numpy as np
+
+    plugin = _via("retrieval_gate.index.exact", np.stack)
+    assert origin_of(_raised(plugin, [])) is None
+
+
+def test_an_extension_called_straight_from_the_plugin_is_known_by_its_exception_class() -> None:
+    # No frame of its own (a C or Rust function): its library's exception class names it.
+    fail = type("Fail", (Exception,), {"__module__": "onnxruntime.capi.state"})
+    plugin = _via("retrieval_gate.embed.onnx", raising_in("builtins", fail("INVALID_ARGUMENT")))
+    assert origin_of(_raised(plugin)) == Origin("onnxruntime", "onnxruntime")
+
+
+def test_the_users_errors_and_warnings_made_errors_are_never_a_librarys() -> None:
+    user = raising_in("chromadb.api", RunError("already one line"))
+    assert library_error(_raised(_via("retrieval_gate.index.chroma", user)), "x") is None
+    warned = raising_in("chromadb.api", DeprecationWarning("old"))
+    assert library_error(_raised(_via("retrieval_gate.index.chroma", warned)), "x") is None
+
+
+def test_the_teams_own_module_is_named_by_itself() -> None:
+    # A plug-in embedder in the team's own module (no installed package holds it).
+    team = raising_in("team_embedder_module", ValueError("no vector for you"))
+    error = library_error(
+        _raised(_via("retrieval_gate.embed.checks", team)), "embedding query 'q1'"
+    )
+    assert str(error) == (
+        "team_embedder_module failed while embedding query 'q1': ValueError: no vector for you"
+    )

@@ -1,0 +1,76 @@
+"""usercode.Worker: a system's bounded calls on one reused thread, with call_bounded's rules (the
+time limit, exceptions and the context handed to the caller, a stuck call abandoned)."""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+
+import pytest
+
+from retrieval_gate.usercode import CallTimeout, UserCodeFailure, Worker, call_user_code
+
+
+def test_calls_run_one_after_another_on_one_thread() -> None:
+    worker = Worker()
+    threads = [worker.call(threading.current_thread, 5) for _ in range(20)]
+    assert len(set(threads)) == 1
+    assert threads[0] is not threading.current_thread()
+    assert threads[0].daemon
+    worker.close()
+    threads[0].join(5)
+    assert not threads[0].is_alive()  # closed: its thread ended
+
+
+def test_a_call_past_its_limit_is_abandoned_and_the_next_gets_a_new_thread() -> None:
+    worker = Worker()
+    release = threading.Event()
+    first = worker.call(threading.current_thread, 5)
+    with pytest.raises(CallTimeout):
+        worker.call(release.wait, 0.2)
+    after = worker.call(threading.current_thread, 5)
+    assert after is not first and first.is_alive()  # the stuck call still holds the first
+    release.set()
+    first.join(5)
+    assert not first.is_alive()  # and ends once its call returns
+    worker.close()
+
+
+def test_what_the_call_raises_is_raised_in_the_caller_and_the_worker_goes_on() -> None:
+    worker = Worker()
+
+    def leave() -> None:
+        raise SystemExit(3)
+
+    with pytest.raises(SystemExit):
+        worker.call(leave, 5)
+    with pytest.raises(UserCodeFailure, match=r"called sys.exit\(3\)"):
+        call_user_code(leave, 5, worker=worker)
+    assert worker.call(lambda: 42, 5) == 42
+    worker.close()
+
+
+def test_a_call_from_inside_a_call_runs_in_a_thread_of_its_own_under_its_own_limit() -> None:
+    worker = Worker()
+    stuck = threading.Event()
+
+    def outer() -> str:
+        with pytest.raises(CallTimeout):
+            worker.call(stuck.wait, 0.2)  # not waiting for itself: no deadlock
+        return "done"
+
+    assert worker.call(outer, 5) == "done"
+    stuck.set()
+    worker.close()
+
+
+def test_the_callers_context_goes_with_the_call() -> None:
+    variable: contextvars.ContextVar[str] = contextvars.ContextVar("variable", default="unset")
+    worker = Worker()
+    token = variable.set("the caller's")
+    try:
+        assert worker.call(variable.get, 5) == "the caller's"
+    finally:
+        variable.reset(token)
+    assert worker.call(variable.get, 5) == "unset"
+    worker.close()
