@@ -370,9 +370,9 @@ class HttpEmbedder:
                     if size > most:
                         if response.status_code != 200:
                             break  # an error page: its head is all a message quotes
-                        texts = "text" if count == 1 else "texts"
                         raise self._fail(
-                            f"answered more than {most / (1 << 20):.0f} MiB for {count} {texts}, "
+                            f"answered more than {most / (1 << 20):.0f} MiB for "
+                            f"{counted(count, 'text')}, "
                             "more than their embeddings take; is 'base_url' the embedding "
                             "service?"
                         )
