@@ -50,7 +50,7 @@ def test_the_window_of_days_anchors_on_the_oldest_within_it() -> None:
     anchor = find_anchor(RECORDS, settings, now=NOW)
     assert not isinstance(anchor, str) and anchor.record is RECORDS[3]
     none = find_anchor(RECORDS, dataclasses.replace(settings, drift_days=1), now=NOW)
-    assert none == "no record within the last 1 days"
+    assert none == "no record within the last 1 day"
 
 
 def test_a_pin_is_the_newest_record_at_that_commit() -> None:

@@ -402,7 +402,7 @@ def test_a_compaction_that_fails_after_the_append_says_the_records_are_in(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "recorded 1 run(s) in the history: *",
+            "recorded 1 run in the history: *",
             "retrieval gate: recorded, but could not compact the history "
             "*merges.jsonl.rejected: history file is a symbolic link; refusing to write",
         ]
@@ -446,7 +446,7 @@ def test_a_run_from_uncommitted_changes_is_recorded_as_such_and_no_merge(
     result.stdout.fnmatch_lines(
         [
             "retrieval gate: warning: no slow-drift check for merges x stepped: each of its 1 "
-            "record(s) in the history was made from uncommitted changes, so none is a drift anchor"
+            "record in the history was made from uncommitted changes, so none is a drift anchor"
         ]
     )
     (pytester.path / "step.txt").write_text("0")
