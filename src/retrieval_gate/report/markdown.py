@@ -323,9 +323,11 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
         stats = run.stats
         parts = []
         if "embedded_documents" in stats:
-            parts.append(
-                f"embedded {stats['embedded_documents']}, from cache {stats['cached_documents']}"
-            )
+            # --rg-no-cache: the rest came from another run of this session, not from a cache.
+            rest = stats.get("session_documents")
+            where = "from cache" if rest is None else "from this session"
+            rest = stats["cached_documents"] if rest is None else rest
+            parts.append(f"embedded {stats['embedded_documents']}, {where} {rest}")
         if "index_recall" in stats:
             parts.append(
                 f"index recall@{stats['index_recall_k']} vs exact search {stats['index_recall']:.4f}"
