@@ -1,5 +1,6 @@
 """The terminal summary's metric columns are the suite's declared ones, in declared order,
-however the session is run: which items ran (``--lf``, node ids) or failed changes nothing."""
+however the session is run: which items ran (``--lf``, node ids), in which process (``-n 2``)
+or failed changes nothing."""
 
 from __future__ import annotations
 
@@ -64,3 +65,10 @@ def test_columns_keep_declared_order_whichever_items_ran(pytester: pytest.Pytest
     )
     only_passing.assert_outcomes(passed=1)
     assert _header(only_passing) == expected
+
+    # Under xdist the records reach the controller through the workers' reports.
+    distributed = pytester.runpytest_subprocess(
+        "--retrieval-gate", "-p", "no:cacheprovider", "-n", "2"
+    )
+    distributed.assert_outcomes(passed=1, failed=1)
+    assert _header(distributed) == expected
