@@ -4,6 +4,7 @@ time limit, exceptions and the context handed to the caller, a stuck call abando
 from __future__ import annotations
 
 import contextvars
+import signal
 import threading
 
 import pytest
@@ -74,3 +75,62 @@ def test_the_callers_context_goes_with_the_call() -> None:
         variable.reset(token)
     assert worker.call(variable.get, 5) == "unset"
     worker.close()
+
+
+def test_a_call_past_its_limit_is_not_held_up_by_a_call_made_from_inside_it() -> None:
+    # The call made while the worker is busy runs in a thread of its own: waiting for it must
+    # not keep the outer call from ending at its own limit.
+    worker = Worker()
+    stuck = threading.Event()
+    outcome: list[BaseException] = []
+
+    def outer() -> None:
+        worker.call(stuck.wait, None)  # no limit of its own: waits until released
+
+    def caller() -> None:
+        try:
+            worker.call(outer, 0.3)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=caller, daemon=True)
+    thread.start()
+    thread.join(10)
+    finished = not thread.is_alive()
+    stuck.set()
+    worker.close()
+    assert finished, "the outer call waited for the inner one past its own limit"
+    assert len(outcome) == 1 and isinstance(outcome[0], CallTimeout)
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="needs POSIX signals")
+def test_a_call_whose_wait_was_interrupted_is_abandoned_and_the_next_gets_a_new_thread() -> None:
+    # A signal handler raising in the caller (pytest-timeout's, a service's SIGTERM) ends the
+    # wait; the call left running must not stand in the way of the next, which would wait out
+    # its whole limit behind it (or for ever, with no limit) and be called a timeout.
+    class Interrupted(Exception):
+        pass
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise Interrupted
+
+    worker = Worker()
+    release = threading.Event()
+    main = threading.main_thread().ident
+    assert main is not None and threading.current_thread().ident == main
+
+    def stuck() -> None:
+        signal.pthread_kill(main, signal.SIGUSR1)
+        release.wait()
+
+    previous = signal.signal(signal.SIGUSR1, interrupt)
+    try:
+        with pytest.raises(Interrupted):
+            worker.call(stuck, 30)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    try:
+        assert worker.call(lambda: 42, 10) == 42
+    finally:
+        release.set()
+        worker.close()

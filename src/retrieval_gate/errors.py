@@ -153,9 +153,29 @@ def _package(module: str) -> str:
     top = module.partition(".")[0]
     found = _distributions().get(top)
     if found:
-        return found[0]
+        # A namespace package (google.*: protobuf and googleapis-common-protos) is several
+        # distributions: the one whose files hold the module.
+        return next((name for name in found if _holds(name, module)), found[0])
     file = getattr(sys.modules.get(top), "__file__", None) or ""
     return f"{top}.py" if file.endswith(f"{top}.py") else top
+
+
+def _holds(distribution: str, module: str) -> bool:
+    """Whether ``distribution``'s files hold ``module``: its file (``.py``, or an extension's
+    ``.so``), or a file of its package."""
+    stem = module.replace(".", "/")
+    return any(path.startswith((f"{stem}.", f"{stem}/")) for path in _files(distribution))
+
+
+@cache
+def _files(distribution: str) -> frozenset[str]:
+    from importlib.metadata import PackageNotFoundError, files
+
+    try:
+        found = files(distribution) or []
+    except PackageNotFoundError:
+        return frozenset()
+    return frozenset(str(path).replace("\\", "/") for path in found)
 
 
 @dataclass(frozen=True)
@@ -209,9 +229,14 @@ def _hands_on(frame: Any, code: Any) -> bool:
     """Whether ``frame`` is a wrapper that called a function it holds (a decorator's closure,
     torch's ``forward_call``) whose code is ``code``, the next frame's."""
     for value in frame.f_locals.values():
-        target = getattr(value, "__func__", value)
-        if getattr(target, "__code__", None) is code:
-            return True
+        try:
+            target = getattr(value, "__func__", value)
+            if getattr(target, "__code__", None) is code:
+                return True
+        except Exception:
+            # A local that raises on any lookup (a context-bound proxy) is no wrapped
+            # function; its error must not replace the one being attributed.
+            continue
     return False
 
 

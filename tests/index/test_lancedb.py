@@ -335,7 +335,7 @@ def test_an_id_on_two_rows_is_refused_when_the_table_is_opened_not_when_a_search
     with pytest.raises(ConfigError) as info:
         index.check_table(["a", "b", "c"])
     assert str(info.value) == (
-        f"[system.team]: LanceDB table 'docs' at {tmp_path / 'odd'}: 1 of 4 rows repeat an id "
+        f"[system.team]: LanceDB table 'docs' at {tmp_path / 'odd'}: 1 of 4 rows repeats an id "
         "of another row in column 'doc_id' (e.g. 'a'); the gate ranks one vector per document: "
         "keep one row per id (chunked tables are not supported)"
     )

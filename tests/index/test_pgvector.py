@@ -544,14 +544,14 @@ def test_a_team_table_that_cannot_be_measured_is_one_line(
         (
             "text",
             ["a", "b", "c", "a"],
-            "1 of 4 rows repeat an id of another row in column 'doc_id' (e.g. 'a')",
+            "1 of 4 rows repeats an id of another row in column 'doc_id' (e.g. 'a')",
         ),
         # Told apart by numeric's equality (1.0 = 1.00), never by the text a search returns:
         # counted as text, 2 and 2.0 are two ids, 1.0 and 1.0 one.
         (
             "numeric",
             ["1.0", "2", "2.0", "1.0"],
-            "1 of 4 rows repeat an id of another row in column 'doc_id' (e.g. '1.0')",
+            "1 of 4 rows repeats an id of another row in column 'doc_id' (e.g. '1.0')",
         ),
     ],
     ids=["text", "numeric"],

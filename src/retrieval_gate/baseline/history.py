@@ -269,8 +269,9 @@ def run_key(record: HistoryRecord) -> tuple[Any, ...]:
 def distinct(records: Sequence[HistoryRecord]) -> tuple[tuple[HistoryRecord, ...], int]:
     """Each measurement once (:func:`run_key`), where its first record stands, and how many
     records repeated an earlier one. The one kept says what any of its copies said: a decision
-    if one was (``decided``, its session), the most holdout verdicts one revealed, every drift
-    one accepted."""
+    if one was (``decided``, its session), a saved baseline if one was (``source``: CI's
+    ``--rg-record`` line and the team's baseline at the same commit), the most holdout verdicts
+    one revealed, every drift one accepted."""
     kept: dict[tuple[Any, ...], HistoryRecord] = {}
     for record in records:
         key = run_key(record)
@@ -281,8 +282,10 @@ def distinct(records: Sequence[HistoryRecord]) -> tuple[tuple[HistoryRecord, ...
         merged = record if record.decided and not first.decided else first
         held = max(first.holdout_decisions, record.holdout_decisions)
         accepted = tuple(sorted({*first.accepted_drift, *record.accepted_drift}))
+        # An accepted drift counts only on a baseline (gates/history.py): kept with its source.
+        source = "baseline" if "baseline" in (first.source, record.source) else merged.source
         kept[key] = dataclasses.replace(
-            merged, at=first.at, holdout_decisions=held, accepted_drift=accepted
+            merged, at=first.at, source=source, holdout_decisions=held, accepted_drift=accepted
         )
     return tuple(kept.values()), len(records) - len(kept)
 

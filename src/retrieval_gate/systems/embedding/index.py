@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.records import counted
 from retrieval_gate.systems.base import RunOptions
 from retrieval_gate.systems.embedding.key import index_key
 from retrieval_gate.systems.embedding.options import index_options
@@ -197,8 +198,8 @@ class EmbeddingIndex:
                     found, todo = cache.lookup(digests)
         if cache is not None and cache.dropped:
             self.notes.append(
-                f"embedding cache: dropped {len(cache.dropped)} shard(s) ({cache.dropped[0]}); "
-                "their texts were embedded again"
+                f"embedding cache: dropped {counted(len(cache.dropped), 'shard')} "
+                f"({cache.dropped[0]}); their texts were embedded again"
             )
         with self._embedding():
             if not todo and found.shape[0]:
