@@ -241,5 +241,7 @@ class GateSession:
             terminalreporter.write_line(shown(f"replaced an unreadable baseline: {problem}"))
         if (saved := self.saved_baseline) is not None:
             terminalreporter.write_sep("-", shown(f"saved retrieval gate baseline: {saved}"))
+        for line in self.history.written:
+            terminalreporter.write_sep("-", shown(line))
         for line in [*self.history.lines, *self.closing_lines]:
             terminalreporter.write_line(shown(line))

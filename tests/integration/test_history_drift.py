@@ -402,7 +402,8 @@ def test_a_compaction_that_fails_after_the_append_says_the_records_are_in(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "recorded 1 run in the history: *",
+            # Announced as the reports and the baseline written are, in the singular.
+            "-* recorded 1 run in the retrieval gate history: * -*",
             "retrieval gate: recorded, but could not compact the history "
             "*merges.jsonl.rejected: history file is a symbolic link; refusing to write",
         ]

@@ -266,6 +266,8 @@ class HistoryKeeper:
         and so do not make the working tree dirty."""
         record, pin = bool(option("rg_record", False)), option("rg_pin", None)
         self.lines: list[str] = []  # what the terminal says at the end
+        # The history written, announced as the reports and the baseline written are.
+        self.written: list[str] = []
         self.failures: list[str] = []  # what failed the session (the history not appended)
         self.conf = settings.history or HistorySettings()
         self.settings = settings
@@ -455,8 +457,9 @@ class HistoryKeeper:
             store.append(records)
         except (OSError, HistoryError) as exc:
             raise HistoryError(f"could not append to the history {failed_write(exc)}") from None
-        self.lines.append(
-            f"recorded {counted(len(records), 'run')} in the history: {store.location}"
+        self.written.append(
+            f"recorded {counted(len(records), 'run')} in the retrieval gate history: "
+            f"{store.location}"
         )
         if at.dirty:
             # Named, so that a CI step that edits a tracked file (a lock file) is found: its

@@ -82,9 +82,15 @@ def headline_metrics(runs: list[RunRecord], gates: list[Outcome]) -> list[str]:
     R and MRR at max k for a ranking suite; F1 and its parts for an extraction suite, the
     correlations for a pair suite)."""
     available = list(runs[0].metrics)
-    # Whole-suite gates first, then the category / difficulty / regression ones.
-    ordered = sorted(gates, key=lambda g: g.scope != "suite")
-    wanted = [g.metric for g in ordered if g.metric in available]
+    declared = runs[0].stats.get("gated_metrics")
+    if declared is not None:
+        # What the suite declares (runs/evaluate.py), never which gates ran or failed: the
+        # columns stay the same under --lf, -k or -n 2.
+        wanted = [str(m) for m in declared]
+    else:
+        # A record without the list (one read back from an older JSON twin): the gates'.
+        ordered = sorted(gates, key=lambda g: g.scope != "suite")
+        wanted = [g.metric for g in ordered if g.metric in available]
     kind = _kind(runs[0])
     wanted += kind.headline(runs[0]) if kind is not None else ()
     return [m for m in dict.fromkeys(wanted) if m in available]
@@ -327,9 +333,11 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
         stats = run.stats
         parts = []
         if "embedded_documents" in stats:
-            parts.append(
-                f"embedded {stats['embedded_documents']}, from cache {stats['cached_documents']}"
-            )
+            # --rg-no-cache: the rest came from another run of this session, not from a cache.
+            rest = stats.get("session_documents")
+            where = "from cache" if rest is None else "from this session"
+            rest = stats["cached_documents"] if rest is None else rest
+            parts.append(f"embedded {stats['embedded_documents']}, {where} {rest}")
         if "index_recall" in stats:
             parts.append(
                 f"index recall@{stats['index_recall_k']} vs exact search {stats['index_recall']:.4f}"

@@ -83,6 +83,8 @@ class EmbeddingIndex:
         #: Its calls (each cold query's, each timed search's) on one worker thread, not a
         #: thread started per query (usercode.Worker); ended in :meth:`close`.
         self.call = embedding_call(system, worker=Worker(f"retrieval-gate-{system.name}"))
+        #: Units whose vectors came from another run of this session rather than the encoder.
+        self.from_session = 0
         vectors, embedded = self._document_vectors(units)
         self._warn_zero(vectors, "document")
         self.vectors = vectors
@@ -134,7 +136,10 @@ class EmbeddingIndex:
             "corpus_documents": len(corpus),
             "indexed_units": len(self.unit_ids),
             "embedded_documents": embedded,
-            "cached_documents": len(self.unit_ids) - embedded,
+            # Without the cache, what was not embedded is this session's copy (another suite's
+            # run embedded it), never the disk's.
+            "cached_documents": len(self.unit_ids) - embedded if options.use_cache else 0,
+            **({"session_documents": self.from_session} if not options.use_cache else {}),
             "embedder": embedder.identity,
             "dims": embedder.dim,
         }
@@ -162,13 +167,16 @@ class EmbeddingIndex:
         embedder, options = self.embedder, self.options
         share_key = ("vectors", embedder.identity, units.key)
         # A team's table holds the documents: nothing is embedded, and its empty matrix is
-        # not what another system over the same units may share.
-        share = options.use_cache and not self.stored
+        # not what another system over the same units may share. Shared without the cache
+        # too: --rg-no-cache keeps vectors off the disk (docs/embedding.md), and embedding a
+        # corpus again for every suite over it would only cost time.
+        share = not self.stored
         if share:
             shared = options.shared.get(share_key)
             if shared is not None:
                 if isinstance(embedder, LazyEmbedder):
                     embedder.know_dim(shared.shape[1])
+                self.from_session = len(units.unit_ids)
                 return shared, 0
         texts = [] if self.stored else units.texts
         with self.timings.stage("load"):
@@ -272,7 +280,7 @@ class EmbeddingIndex:
             self.key,
             float(self.system.options["search_block_mb"]),
         )
-        exact = self.index_kind == "exact" and self.options.use_cache
+        exact = self.index_kind == "exact"
         if exact and share_key in self.options.shared:
             found: Any = self.options.shared[share_key]
             return found
