@@ -98,6 +98,20 @@ def test_an_extension_called_straight_from_the_plugin_is_known_by_its_exception_
     assert origin_of(_raised(plugin)) == Origin("onnxruntime", "onnxruntime")
 
 
+def test_an_extension_raising_a_plain_exception_is_its_library_inside_extension_call() -> None:
+    # tokenizers' Rust raises builtins' Exception: no frame, no class of its own to name it.
+    from retrieval_gate.errors import extension_call
+
+    # The plugin's frame (embed/onnx.py) calling the extension inside extension_call.
+    rust = raising_in("builtins", Exception("WordLevel error: Missing [UNK] token"))
+    namespace: dict[str, Any] = {"__name__": "retrieval_gate.embed.onnx", "rust": rust}
+    namespace["extension_call"] = extension_call
+    exec("def run():\n    with extension_call('tokenizers'):\n        rust()\n", namespace)
+    assert origin_of(_raised(namespace["run"])) == Origin("tokenizers", "tokenizers")
+    bare = _via("retrieval_gate.embed.onnx", raising_in("builtins", Exception("WordLevel")))
+    assert origin_of(_raised(bare)) is None  # outside it: the plugin's, as before
+
+
 def test_the_users_errors_and_warnings_made_errors_are_never_a_librarys() -> None:
     user = raising_in("chromadb.api", RunError("already one line"))
     assert library_error(_raised(_via("retrieval_gate.index.chroma", user)), "x") is None

@@ -178,6 +178,25 @@ def _files(distribution: str) -> frozenset[str]:
     return frozenset(str(path).replace("\\", "/") for path in found)
 
 
+#: The attribute :func:`extension_call` sets on what an extension raised: its library's name.
+_CALLED = "_retrieval_gate_library"
+
+
+@contextmanager
+def extension_call(library: str) -> Iterator[None]:
+    """Around one call of ``library``'s extension function straight from the plugin's code
+    (tokenizers' Rust ``encode_batch``): the call has no Python frame of its own and raises a
+    plain ``Exception``, so :func:`origin_of` would read the plugin's frame as the one that
+    raised. What it raises is marked as ``library``'s and leaves as it is, for the
+    :func:`library_failures` around the step to say with the system and the texts."""
+    try:
+        yield
+    except Exception as exc:
+        if not isinstance(exc, (RetrievalGateError, Warning)):
+            setattr(exc, _CALLED, library)
+        raise
+
+
 @dataclass(frozen=True)
 class Origin:
     """Where a library's exception came from: ``library``, the package the plugin called, and
@@ -199,6 +218,9 @@ def origin_of(exc: BaseException) -> Origin | None:
     wrapper that hands straight on (a decorator) passed over: the one the plugin called. Where
     the plugin hands a library bad arguments and the library raises, the library is named:
     frames cannot tell that apart, and its traceback (kept) shows the call."""
+    called = getattr(exc, _CALLED, None)
+    if isinstance(called, str):
+        return Origin(library=called, raised_in=called)
     frames = [frame for frame, _ in traceback.walk_tb(exc.__traceback__)]
     modules = [frame.f_globals.get("__name__") or "" for frame in frames]
     parties = [_party(module) for module in modules]
