@@ -85,8 +85,13 @@ class EmbeddingIndex:
         self.call = embedding_call(system, worker=Worker(f"retrieval-gate-{system.name}"))
         #: Units whose vectors came from another run of this session rather than the encoder.
         self.from_session = 0
-        vectors, embedded = self._document_vectors(units)
-        self._warn_zero(vectors, "document")
+        self._scratch: Path | None = None  # the index's throwaway folder, made below
+        try:
+            vectors, embedded = self._document_vectors(units)
+            self._warn_zero(vectors, "document")  # an error under -W error
+        except BaseException:
+            self.close()  # the worker's thread, which would otherwise wait idle for good
+            raise
         self.vectors = vectors
         #: Query vectors of this embedder by the digest of the query text (its identity holds
         #: the query prompt), in a ``queries`` folder inside the documents' cache folder of the
