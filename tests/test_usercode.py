@@ -134,3 +134,45 @@ def test_a_call_whose_wait_was_interrupted_is_abandoned_and_the_next_gets_a_new_
     finally:
         release.set()
         worker.close()
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="needs POSIX signals")
+@pytest.mark.parametrize("on_worker", [True, False], ids=["worker", "own-thread"])
+def test_the_callers_interruption_during_the_wait_is_not_the_users_code_failing(
+    on_worker: bool,
+) -> None:
+    # pytest-timeout's Failed (a BaseException) raised by its signal handler in the waiting
+    # thread: it leaves as itself, not as "retriever X raised Failed", which blamed the team.
+    class Interrupted(BaseException):
+        pass
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise Interrupted("Timeout >30.0s")
+
+    worker = Worker() if on_worker else None
+    release = threading.Event()
+    main = threading.main_thread().ident
+    assert main is not None and threading.current_thread().ident == main
+
+    def stuck() -> None:
+        signal.pthread_kill(main, signal.SIGUSR1)
+        release.wait()
+
+    previous = signal.signal(signal.SIGUSR1, interrupt)
+    try:
+        with pytest.raises(Interrupted, match="Timeout"):
+            call_user_code(stuck, 30, worker=worker)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+        release.set()
+
+    # The same exception raised by the user's code is theirs, said in one line.
+    def theirs() -> None:
+        raise Interrupted("mine")
+
+    try:
+        with pytest.raises(UserCodeFailure, match=r"^raised Interrupted: mine$"):
+            call_user_code(theirs, 10, worker=worker)
+    finally:
+        if worker is not None:
+            worker.close()

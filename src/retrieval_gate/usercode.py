@@ -220,16 +220,33 @@ def call_user_code(
     function: Callable[[], Any], timeout: float | None, *, worker: Worker | None = None
 ) -> Any:
     """``function()``'s result under ``timeout`` (on ``worker``'s thread when given, else a
-    thread of its own); any failure of it but an interrupt is a :class:`UserCodeFailure`."""
+    thread of its own); any failure of it but an interrupt is a :class:`UserCodeFailure`.
+
+    Only what ``function`` itself raised is the user's: an exception raised in the caller's
+    thread during the wait (a signal handler's: pytest-timeout's ``Failed``, a service's
+    SIGTERM) is the caller's own interruption and leaves as itself, not as the code's failure.
+    """
+    raised: list[BaseException] = []  # what the call raised, told apart from the caller's
+
+    def run() -> Any:
+        try:
+            return function()
+        except BaseException as exc:
+            raised.append(exc)
+            raise
+
     try:
         if worker is not None:
-            return worker.call(function, timeout)
-        return call_bounded(function, timeout)
+            return worker.call(run, timeout)
+        return call_bounded(run, timeout)
     except KeyboardInterrupt:
         raise
     except CallTimeout as exc:
         raise UserCodeFailure(str(exc), timeout=exc.timeout) from None
-    except BaseException as exc:  # the user's code: whatever it raised is theirs to see
+    except BaseException as exc:
+        if not any(exc is own for own in raised):
+            raise  # raised in the caller while it waited: not the user's code
+        # The user's code: whatever it raised is theirs to see.
         raise UserCodeFailure(describe(exc), error=exc) from None
 
 
