@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextvars
 import signal
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -103,33 +104,57 @@ def test_a_call_past_its_limit_is_not_held_up_by_a_call_made_from_inside_it() ->
     assert len(outcome) == 1 and isinstance(outcome[0], CallTimeout)
 
 
+class Interrupted(BaseException):
+    """What a signal handler raises in the waiting caller (pytest-timeout's ``Failed`` is a
+    BaseException; a service's SIGTERM handler raises what it likes)."""
+
+
+def _interrupting(call: Callable[[Callable[[], None]], object], release: threading.Event) -> object:
+    """What ``call(stuck)`` raised, where ``stuck`` signals the main thread, whose handler
+    raises :class:`Interrupted` in the wait, then blocks until ``release``. The signal is sent
+    again until the handler has run: one landing just before the wait blocks is handled only
+    when the wait ends, its whole limit later."""
+    main = threading.main_thread().ident
+    assert main is not None and threading.current_thread().ident == main
+    fired = threading.Event()
+    quiet = threading.Event()  # no more signals: the default handler (which ends) may return
+
+    def interrupt(signum: int, frame: object) -> None:
+        if not fired.is_set():
+            fired.set()
+            raise Interrupted("Timeout >30.0s")
+
+    def stuck() -> None:
+        try:
+            while True:
+                signal.pthread_kill(main, signal.SIGUSR1)
+                if fired.wait(0.05):
+                    break
+        finally:
+            quiet.set()
+        release.wait()
+
+    previous = signal.signal(signal.SIGUSR1, interrupt)
+    try:
+        call(stuck)
+    except (Interrupted, Exception) as exc:
+        return exc
+    finally:
+        assert quiet.wait(10)
+        signal.signal(signal.SIGUSR1, previous)
+    raise AssertionError("the wait was not interrupted")
+
+
 @pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="needs POSIX signals")
 def test_a_call_whose_wait_was_interrupted_is_abandoned_and_the_next_gets_a_new_thread() -> None:
     # A signal handler raising in the caller (pytest-timeout's, a service's SIGTERM) ends the
     # wait; the call left running must not stand in the way of the next, which would wait out
     # its whole limit behind it (or for ever, with no limit) and be called a timeout.
-    class Interrupted(Exception):
-        pass
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise Interrupted
-
     worker = Worker()
     release = threading.Event()
-    main = threading.main_thread().ident
-    assert main is not None and threading.current_thread().ident == main
-
-    def stuck() -> None:
-        signal.pthread_kill(main, signal.SIGUSR1)
-        release.wait()
-
-    previous = signal.signal(signal.SIGUSR1, interrupt)
     try:
-        with pytest.raises(Interrupted):
-            worker.call(stuck, 30)
-    finally:
-        signal.signal(signal.SIGUSR1, previous)
-    try:
+        raised = _interrupting(lambda stuck: worker.call(stuck, 30), release)
+        assert isinstance(raised, Interrupted)
         assert worker.call(lambda: 42, 10) == 42
     finally:
         release.set()
@@ -141,38 +166,21 @@ def test_a_call_whose_wait_was_interrupted_is_abandoned_and_the_next_gets_a_new_
 def test_the_callers_interruption_during_the_wait_is_not_the_users_code_failing(
     on_worker: bool,
 ) -> None:
-    # pytest-timeout's Failed (a BaseException) raised by its signal handler in the waiting
-    # thread: it leaves as itself, not as "retriever X raised Failed", which blamed the team.
-    class Interrupted(BaseException):
-        pass
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise Interrupted("Timeout >30.0s")
-
+    # pytest-timeout's Failed raised by its signal handler in the waiting thread leaves as
+    # itself, not as "retriever X raised Failed", which blamed the team's code.
     worker = Worker() if on_worker else None
     release = threading.Event()
-    main = threading.main_thread().ident
-    assert main is not None and threading.current_thread().ident == main
-
-    def stuck() -> None:
-        signal.pthread_kill(main, signal.SIGUSR1)
-        release.wait()
-
-    previous = signal.signal(signal.SIGUSR1, interrupt)
     try:
-        with pytest.raises(Interrupted, match="Timeout"):
-            call_user_code(stuck, 30, worker=worker)
-    finally:
-        signal.signal(signal.SIGUSR1, previous)
-        release.set()
+        raised = _interrupting(lambda stuck: call_user_code(stuck, 30, worker=worker), release)
+        assert isinstance(raised, Interrupted), raised
 
-    # The same exception raised by the user's code is theirs, said in one line.
-    def theirs() -> None:
-        raise Interrupted("mine")
+        # The same exception raised by the user's code is theirs, said in one line.
+        def theirs() -> None:
+            raise Interrupted("mine")
 
-    try:
         with pytest.raises(UserCodeFailure, match=r"^raised Interrupted: mine$"):
             call_user_code(theirs, 10, worker=worker)
     finally:
+        release.set()
         if worker is not None:
             worker.close()
