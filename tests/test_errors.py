@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from retrieval_gate.errors import LibraryError, Origin, RunError, library_error, origin_of
 
 from .conftest import raising_in
@@ -96,6 +98,20 @@ def test_an_extension_called_straight_from_the_plugin_is_known_by_its_exception_
     assert origin_of(_raised(plugin)) == Origin("onnxruntime", "onnxruntime")
 
 
+def test_an_extension_raising_a_plain_exception_is_its_library_inside_extension_call() -> None:
+    # tokenizers' Rust raises builtins' Exception: no frame, no class of its own to name it.
+    from retrieval_gate.errors import extension_call
+
+    # The plugin's frame (embed/onnx.py) calling the extension inside extension_call.
+    rust = raising_in("builtins", Exception("WordLevel error: Missing [UNK] token"))
+    namespace: dict[str, Any] = {"__name__": "retrieval_gate.embed.onnx", "rust": rust}
+    namespace["extension_call"] = extension_call
+    exec("def run():\n    with extension_call('tokenizers'):\n        rust()\n", namespace)
+    assert origin_of(_raised(namespace["run"])) == Origin("tokenizers", "tokenizers")
+    bare = _via("retrieval_gate.embed.onnx", raising_in("builtins", Exception("WordLevel")))
+    assert origin_of(_raised(bare)) is None  # outside it: the plugin's, as before
+
+
 def test_the_users_errors_and_warnings_made_errors_are_never_a_librarys() -> None:
     user = raising_in("chromadb.api", RunError("already one line"))
     assert library_error(_raised(_via("retrieval_gate.index.chroma", user)), "x") is None
@@ -112,3 +128,39 @@ def test_the_teams_own_module_is_named_by_itself() -> None:
     assert str(error) == (
         "team_embedder_module failed while embedding query 'q1': ValueError: no vector for you"
     )
+
+
+class _ContextBound:
+    """A proxy that raises on any attribute it lacks outside its context (werkzeug's
+    ``LocalProxy``, a lazily connected client) rather than an AttributeError."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError("working outside of application context")
+
+
+def test_a_library_frame_holding_an_object_that_raises_on_any_attribute_is_still_named() -> None:
+    # Telling a decorator from the library called reads each frame's locals; one of them
+    # raising on a lookup must not replace the library's error with its own.
+    namespace: dict[str, Any] = {
+        "__name__": "flask_search.client",
+        "inner": raising_in("flask_search.model", ValueError("empty query")),
+        "_ContextBound": _ContextBound,
+    }
+    exec(
+        "def call(*args, **kwargs):\n"
+        "    proxy = _ContextBound()\n"
+        "    return inner(*args, **kwargs)\n",
+        namespace,
+    )
+    plugin = _via("retrieval_gate.embed.checks", namespace["call"])
+    error = library_error(_raised(plugin), "embedding query 'q1'")
+    assert str(error) == ("flask_search failed while embedding query 'q1': ValueError: empty query")
+
+
+def test_a_namespace_package_is_named_by_the_distribution_that_holds_the_module() -> None:
+    # google.* is shared by protobuf and googleapis-common-protos (opentelemetry's, beside
+    # chromadb): the one holding google.protobuf is named, not the first listed.
+    pytest.importorskip("google.protobuf")
+    library = raising_in("google.protobuf.message", ValueError("Error parsing message"))
+    plugin = _via("retrieval_gate.embed.onnx", library)
+    assert origin_of(_raised(plugin)) == Origin(library="protobuf", raised_in="protobuf")

@@ -17,8 +17,10 @@ from retrieval_gate.records import (
     RegressionRow,
     RunFailure,
     RunRecord,
+    counted,
     format_value,
     parse_scope,
+    plural,
     query_digest,
     scope_name,
 )
@@ -376,3 +378,16 @@ def test_labels_travel_with_a_query_and_only_where_there_are_some() -> None:
     back = QueryRecord.from_json(data, "ontology")
     assert back.labels == {"a": "Short arm"} and back.extras is None
     assert back.named("a") == "a (Short arm)"
+
+
+def test_a_count_is_worded_in_the_right_number() -> None:
+    assert [counted(n, "query") for n in (0, 1, 2)] == ["0 queries", "1 query", "2 queries"]
+    assert [counted(2, w) for w in ("suite", "day", "pass", "entry")] == [
+        "2 suites",
+        "2 days",
+        "2 passes",
+        "2 entries",
+    ]
+    assert counted(1, "document id") == "1 document id"
+    assert plural(3, "has", "have") == "have" and plural(1, "has", "have") == "has"
+    assert plural(1.5, "day") == "days" and plural(1.0, "day") == "day"

@@ -153,9 +153,48 @@ def _package(module: str) -> str:
     top = module.partition(".")[0]
     found = _distributions().get(top)
     if found:
-        return found[0]
+        # A namespace package (google.*: protobuf and googleapis-common-protos) is several
+        # distributions: the one whose files hold the module.
+        return next((name for name in found if _holds(name, module)), found[0])
     file = getattr(sys.modules.get(top), "__file__", None) or ""
     return f"{top}.py" if file.endswith(f"{top}.py") else top
+
+
+def _holds(distribution: str, module: str) -> bool:
+    """Whether ``distribution``'s files hold ``module``: its file (``.py``, or an extension's
+    ``.so``), or a file of its package."""
+    stem = module.replace(".", "/")
+    return any(path.startswith((f"{stem}.", f"{stem}/")) for path in _files(distribution))
+
+
+@cache
+def _files(distribution: str) -> frozenset[str]:
+    from importlib.metadata import PackageNotFoundError, files
+
+    try:
+        found = files(distribution) or []
+    except PackageNotFoundError:
+        return frozenset()
+    return frozenset(str(path).replace("\\", "/") for path in found)
+
+
+#: The attribute :func:`extension_call` sets on what an extension raised: its library's name.
+_CALLED = "_retrieval_gate_library"
+
+
+@contextmanager
+def extension_call(library: str) -> Iterator[None]:
+    """Around one call of ``library``'s extension function straight from the plugin's code
+    (tokenizers' Rust ``encode_batch``): the call has no Python frame of its own and raises a
+    plain ``Exception``, so :func:`origin_of` would read the plugin's frame as the one that
+    raised. What it raises is marked as ``library``'s and leaves as it is, for the
+    :func:`library_failures` around the step to say with the system and the texts."""
+    try:
+        yield
+    except Exception as exc:
+        if not isinstance(exc, (RetrievalGateError, Warning)):
+            setattr(exc, _CALLED, library)
+        raise
 
 
 @dataclass(frozen=True)
@@ -179,6 +218,9 @@ def origin_of(exc: BaseException) -> Origin | None:
     wrapper that hands straight on (a decorator) passed over: the one the plugin called. Where
     the plugin hands a library bad arguments and the library raises, the library is named:
     frames cannot tell that apart, and its traceback (kept) shows the call."""
+    called = getattr(exc, _CALLED, None)
+    if isinstance(called, str):
+        return Origin(library=called, raised_in=called)
     frames = [frame for frame, _ in traceback.walk_tb(exc.__traceback__)]
     modules = [frame.f_globals.get("__name__") or "" for frame in frames]
     parties = [_party(module) for module in modules]
@@ -209,9 +251,14 @@ def _hands_on(frame: Any, code: Any) -> bool:
     """Whether ``frame`` is a wrapper that called a function it holds (a decorator's closure,
     torch's ``forward_call``) whose code is ``code``, the next frame's."""
     for value in frame.f_locals.values():
-        target = getattr(value, "__func__", value)
-        if getattr(target, "__code__", None) is code:
-            return True
+        try:
+            target = getattr(value, "__func__", value)
+            if getattr(target, "__code__", None) is code:
+                return True
+        except Exception:
+            # A local that raises on any lookup (a context-bound proxy) is no wrapped
+            # function; its error must not replace the one being attributed.
+            continue
     return False
 
 

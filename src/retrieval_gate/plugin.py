@@ -190,8 +190,18 @@ def progress_writer(config: pytest.Config) -> Any:
                 if final:
                     tr.write("\n")
             else:
-                tr.ensure_newline()
-                tr.write_line(line)
+                # A log: the line goes between a file's result characters, and pytest resumes
+                # them on the next line, neither naming the file again nor leaving a "." alone
+                # on a line (pytest's write_line would end the file's line for good).
+                if tr._tw.width_of_current_line:  # mid-line: the file's name, its results
+                    tr.write("\n")
+                if tr.showlongtestinfo:
+                    # -v: left open; pytest ends it before the item's name and verdict (no blank
+                    # line), as anything else it writes does (a current path other than theirs).
+                    tr.write(line)
+                    tr.currentfspath = line
+                else:
+                    tr.write(line + "\n")
 
     return write
 

@@ -81,12 +81,12 @@ class GateSession:
             progress.install(sink)
         self.save_baseline = values.save_baseline
         self.suggest_floors: str | None = config.getoption("rg_suggest_floors", None)
-        self.store = open_store(self.outputs.baseline_url or self.outputs.baseline)
+        out = self.outputs
+        own = (*out.files(), out.baseline, out.cache_dir)  # the plugin's files, not the user's
+        self.store = open_store(out.baseline_url or out.baseline, own=own)
         self.baseline, self.baseline_problem = load_for_session(
             self.store, named=bool(values.baseline), saving=self.save_baseline
         )
-        out = self.outputs
-        own = (*out.files(), out.baseline, out.cache_dir)  # the plugin's files, not the user's
         self.runs = RunCache(self.settings, self.run_options, exclude=own, relpath=self.relpath)
         self.plan = RegressionPlan(self.settings)
         self.history = HistoryKeeper(self.settings, self.rootpath, self.plan, config.getoption, own)
@@ -241,5 +241,7 @@ class GateSession:
             terminalreporter.write_line(shown(f"replaced an unreadable baseline: {problem}"))
         if (saved := self.saved_baseline) is not None:
             terminalreporter.write_sep("-", shown(f"saved retrieval gate baseline: {saved}"))
+        for line in self.history.written:
+            terminalreporter.write_sep("-", shown(line))
         for line in [*self.history.lines, *self.closing_lines]:
             terminalreporter.write_line(shown(line))

@@ -121,10 +121,11 @@ class Worker:
 
     The same rules as :func:`call_bounded`: whatever the call raises is raised in the caller's
     thread; the caller's context goes with it; an interrupt ends the wait at once. A call past
-    its limit is abandoned with its thread (a daemon, told to end once the call returns), and
-    the next call starts a new thread. A call made while the worker is busy (from inside one of
-    its own calls, or from another thread) runs as :func:`call_bounded` does, in a thread of
-    its own. The user's code sees one thread for all of a system's calls."""
+    its limit, or whose wait was interrupted, is abandoned with its thread (a daemon, told to
+    end once the call returns), and the next call starts a new thread. A call made while the
+    worker is busy (from inside one of its own calls, or from another thread) runs as
+    :func:`call_bounded` does, in a thread of its own, without holding up the busy call. The
+    user's code sees one thread for all of a system's calls."""
 
     def __init__(self, name: str = "retrieval-gate-worker") -> None:
         self.name = name
@@ -137,27 +138,32 @@ class Worker:
         """``function()``'s result, or :class:`CallTimeout` after ``timeout`` seconds (``0`` or
         None: wait as long as it takes)."""
         with self._lock:
-            if self._busy:
-                return call_bounded(function, timeout)
-            self._busy = True
-            if self._tasks is None:
-                self._tasks = queue.SimpleQueue()
-                self._thread = threading.Thread(
-                    target=_serve_tasks, args=(self._tasks,), name=self.name, daemon=True
-                )
-                self._thread.start()
-            tasks = self._tasks
+            nested = self._busy
+            if not nested:
+                self._busy = True
+                if self._tasks is None:
+                    self._tasks = queue.SimpleQueue()
+                    self._thread = threading.Thread(
+                        target=_serve_tasks, args=(self._tasks,), name=self.name, daemon=True
+                    )
+                    self._thread.start()
+                tasks = self._tasks
+        if nested:
+            # Not under the lock: the busy call may end (at its limit, or done) meanwhile.
+            return call_bounded(function, timeout)
         task = _Task(function, contextvars.copy_context())
         try:
             tasks.put(task)
             if not task.done.wait(timeout if timeout else None) and not task.done.is_set():
-                with self._lock:
-                    # Abandoned with its stuck call; it ends when (if) the call returns.
-                    tasks.put(None)
-                    self._tasks = self._thread = None
                 raise CallTimeout(float(timeout or 0))
         finally:
             with self._lock:
+                if not task.done.is_set() and self._tasks is tasks:
+                    # Past its limit, or its wait interrupted (a signal handler raising): the
+                    # thread is abandoned with the call, and ends when (if) the call returns;
+                    # the next call starts a new one rather than queue behind it.
+                    tasks.put(None)
+                    self._tasks = self._thread = None
                 self._busy = False
         ok, value = task.outcome
         if not ok:
@@ -214,16 +220,33 @@ def call_user_code(
     function: Callable[[], Any], timeout: float | None, *, worker: Worker | None = None
 ) -> Any:
     """``function()``'s result under ``timeout`` (on ``worker``'s thread when given, else a
-    thread of its own); any failure of it but an interrupt is a :class:`UserCodeFailure`."""
+    thread of its own); any failure of it but an interrupt is a :class:`UserCodeFailure`.
+
+    Only what ``function`` itself raised is the user's: an exception raised in the caller's
+    thread during the wait (a signal handler's: pytest-timeout's ``Failed``, a service's
+    SIGTERM) is the caller's own interruption and leaves as itself, not as the code's failure.
+    """
+    raised: list[BaseException] = []  # what the call raised, told apart from the caller's
+
+    def run() -> Any:
+        try:
+            return function()
+        except BaseException as exc:
+            raised.append(exc)
+            raise
+
     try:
         if worker is not None:
-            return worker.call(function, timeout)
-        return call_bounded(function, timeout)
+            return worker.call(run, timeout)
+        return call_bounded(run, timeout)
     except KeyboardInterrupt:
         raise
     except CallTimeout as exc:
         raise UserCodeFailure(str(exc), timeout=exc.timeout) from None
-    except BaseException as exc:  # the user's code: whatever it raised is theirs to see
+    except BaseException as exc:
+        if not any(exc is own for own in raised):
+            raise  # raised in the caller while it waited: not the user's code
+        # The user's code: whatever it raised is theirs to see.
         raise UserCodeFailure(describe(exc), error=exc) from None
 
 

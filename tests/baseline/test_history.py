@@ -308,6 +308,34 @@ def test_a_run_recorded_twice_is_one_measurement() -> None:
     assert distinct([nowhere, dataclasses.replace(nowhere, session="other")])[1] == 0
 
 
+def test_a_measurement_keeps_the_per_query_values_of_the_copy_compaction_left_them_on(
+    tmp_path: Path,
+) -> None:
+    import dataclasses
+
+    from retrieval_gate.baseline.history import distinct
+
+    # A baseline, then its CI job rerun at the same commit (same figures): compaction keeping
+    # one record's values drops the older copy's, the one distinct keeps where it stood.
+    first = dataclasses.replace(record(1), decided=False)
+    rerun = dataclasses.replace(first, session="rerun")
+    store = JsonLinesHistory(tmp_path)
+    store.append([first, rerun])
+    assert store.compact("lineage", keep_values=1) == (1, 0)
+    found = store.read("lineage")
+    assert found.problems == () and found.records[0].compacted
+    (kept,), repeated = distinct(found.records)
+    assert repeated == 1 and not kept.compacted and kept.session == first.session
+    assert kept.per_query("P@1") == {("q1", "d1"): 1.0, ("q2", "d2"): 0.0}
+    # The kept copy decided the baseline: it stays the one kept, with the values too.
+    decided = dataclasses.replace(found.records[0], decided=True)
+    (kept,), _ = distinct([found.records[1], decided])
+    assert kept.decided and kept.per_query("P@1") == {("q1", "d1"): 1.0, ("q2", "d2"): 0.0}
+    # Kept as read back: its line verifies.
+    store.append([kept])
+    assert store.read("lineage").problems == ()
+
+
 def test_an_accepted_drift_round_trips_and_a_malformed_one_is_no_record() -> None:
     import dataclasses
 

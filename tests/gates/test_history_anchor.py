@@ -50,7 +50,7 @@ def test_the_window_of_days_anchors_on_the_oldest_within_it() -> None:
     anchor = find_anchor(RECORDS, settings, now=NOW)
     assert not isinstance(anchor, str) and anchor.record is RECORDS[3]
     none = find_anchor(RECORDS, dataclasses.replace(settings, drift_days=1), now=NOW)
-    assert none == "no record within the last 1 days"
+    assert none == "no record within the last 1 day"
 
 
 def test_a_pin_is_the_newest_record_at_that_commit() -> None:
@@ -161,3 +161,20 @@ def test_an_accepted_drift_starts_that_metrics_window_again() -> None:
     # A pin is the team's own anchor, whatever was accepted since.
     pinned = find_anchor(records, settings, pin="0000001", now=NOW, metric="MRR@5")
     assert not isinstance(pinned, str) and pinned.record is RECORDS[0]
+
+
+def test_a_drift_accepted_at_a_commit_ci_had_recorded_still_starts_the_window_again() -> None:
+    # CI recorded day 20's commit (--rg-record); the team then saved the first baseline there
+    # over a failing P@1 drift item (no earlier baseline: not a decision). Both lines are one
+    # measurement (the same commit and figures), read once: the drift is still accepted.
+    from retrieval_gate.baseline.history import distinct
+
+    recorded = dataclasses.replace(RECORDS[3], source="record", decided=False, session="ci")
+    saved = dataclasses.replace(
+        recorded, source="baseline", session="save", accepted_drift=("P@1",)
+    )
+    records, repeated = distinct([*RECORDS[:3], recorded, saved, RECORDS[4]])
+    assert repeated == 1
+    anchor = find_anchor(records, HistorySettings(drift_records=20), now=NOW, metric="P@1")
+    assert not isinstance(anchor, str) and anchor.how == "accepted"
+    assert anchor.record.at == RECORDS[3].at and anchor.later == (RECORDS[4],)

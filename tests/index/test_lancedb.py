@@ -286,7 +286,7 @@ def test_a_row_with_a_null_vector_is_counted_not_skipped_silently(tmp_path: Path
     _check(index.search(np.array([[1, 0, 0]], dtype=np.float32), 3), [[("a", 1), ("c", 0)]], 1e-6)
     # ... and opening the table says so.
     assert index.check_table(["a", "b", "c"]) == [
-        f"LanceDB table 'docs' at {tmp_path / 'odd'}: 1 of 3 rows have a NULL 'emb' and are "
+        f"LanceDB table 'docs' at {tmp_path / 'odd'}: 1 of 3 rows has a NULL 'emb' and is "
         "never found by a search"
     ]
 
@@ -335,7 +335,7 @@ def test_an_id_on_two_rows_is_refused_when_the_table_is_opened_not_when_a_search
     with pytest.raises(ConfigError) as info:
         index.check_table(["a", "b", "c"])
     assert str(info.value) == (
-        f"[system.team]: LanceDB table 'docs' at {tmp_path / 'odd'}: 1 of 4 rows repeat an id "
+        f"[system.team]: LanceDB table 'docs' at {tmp_path / 'odd'}: 1 of 4 rows repeats an id "
         "of another row in column 'doc_id' (e.g. 'a'); the gate ranks one vector per document: "
         "keep one row per id (chunked tables are not supported)"
     )

@@ -490,7 +490,7 @@ def test_rows_with_a_null_vector_are_searched_past_and_counted(dsn: str, tmp_pat
     # cos(q, a) = 1, cos(q, c) = 0; b has no vector, so it is never a hit.
     _check(index.search(np.array([[1, 0, 0]], dtype=np.float32), k=3), [[("a", 1), ("c", 0)]], 1e-6)
     assert index.check_table(["a", "b", "c"]) == [
-        f"PostgreSQL at {_where(dsn)}: table team_odd: 1 of 3 rows have a NULL 'emb' and are "
+        f"PostgreSQL at {_where(dsn)}: table team_odd: 1 of 3 rows has a NULL 'emb' and is "
         "never found by a search"
     ]
     index.close()
@@ -544,14 +544,14 @@ def test_a_team_table_that_cannot_be_measured_is_one_line(
         (
             "text",
             ["a", "b", "c", "a"],
-            "1 of 4 rows repeat an id of another row in column 'doc_id' (e.g. 'a')",
+            "1 of 4 rows repeats an id of another row in column 'doc_id' (e.g. 'a')",
         ),
         # Told apart by numeric's equality (1.0 = 1.00), never by the text a search returns:
         # counted as text, 2 and 2.0 are two ids, 1.0 and 1.0 one.
         (
             "numeric",
             ["1.0", "2", "2.0", "1.0"],
-            "1 of 4 rows repeat an id of another row in column 'doc_id' (e.g. '1.0')",
+            "1 of 4 rows repeats an id of another row in column 'doc_id' (e.g. '1.0')",
         ),
     ],
     ids=["text", "numeric"],

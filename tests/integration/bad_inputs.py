@@ -1129,6 +1129,32 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "extraction-similarity",
+        "a similarity measure named by an extraction suite (its metrics are set-based: it would "
+        "be ignored)",
+        "notes.retrieval.yaml [similarity]: 'similarity' does not apply to an extraction suite "
+        "(a key of ontology suites)",
+        "collection error",
+        {
+            "notes.retrieval.yaml": EXTRACTION_SUITE + "similarity: lin\n",
+            "terms.obo": OBO,
+            "notes.jsonl": '{"id": "d1", "text": "a leaf", "terms": ["T:2"]}\n',
+        },
+    ),
+    BadInput(
+        "extraction-k",
+        "cutoffs named by an extraction suite (its systems' extraction settings cut each "
+        "document's terms: they would be ignored)",
+        "notes.retrieval.yaml [k]: 'k' does not apply to an extraction suite (a key of ranking, "
+        "ontology suites)",
+        "collection error",
+        {
+            "notes.retrieval.yaml": EXTRACTION_SUITE + "k: [1, 5]\n",
+            "terms.obo": OBO,
+            "notes.jsonl": '{"id": "d1", "text": "a leaf", "terms": ["T:2"]}\n',
+        },
+    ),
+    BadInput(
         "extraction-ranking-metric-in-expect",
         "a ranking metric in an extraction document's expect",
         "notes.jsonl [line 1 (id d1) expect.nDCG@5]: nDCG@5 does not apply to an extraction "
@@ -1338,7 +1364,7 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "fields-without-fields",
         "'fields' on a corpus whose documents have no fields",
-        "*corpus [fields]: none of the corpus' 5 documents has the field(s) 'label' that the "
+        "*corpus [fields]: none of the corpus' 5 documents has the field 'label' that the "
         "system's 'fields' names *",
         "failed items",
         {
@@ -1386,7 +1412,7 @@ CASES: tuple[BadInput, ...] = (
         "embedder-nan-query",
         "an embedder plug-in returning NaN for a query",
         "*pyproject.toml [system.plugin]: embedder 'bad' returned NaN or infinite values in 1 of 1 "
-        "query vectors (the first for query 'refunds')",
+        "query vector (the first for query 'refunds')",
         "failed items",
         plugin_embedder("nan-query"),
     ),
@@ -1424,7 +1450,7 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "embedder-never-returns",
         "an embedder plug-in whose document encoding never returns",
-        "*pyproject.toml [system.plugin]: embedder 'bad' did not return 5 document vector(s) "
+        "*pyproject.toml [system.plugin]: embedder 'bad' did not return 5 document vectors "
         "within 0.5 s (the system's 'timeout', 0.5 s per batch of 64 texts); check the "
         "embedder, or raise 'timeout'",
         "failed items",
@@ -1488,7 +1514,7 @@ CASES: tuple[BadInput, ...] = (
         "embedder-zero-vectors",
         "an embedder plug-in returning all-zero vectors",
         "*VectorWarning: *pyproject.toml [system.plugin]: embedder 'bad' returned 2 all-zero "
-        "document vector(s) of 5: exact search scores a zero vector 0 against every other one, "
+        "document vectors of 5: exact search scores a zero vector 0 against every other one, "
         "so it ranks by the tie order alone",
         "warning",
         plugin_embedder("zero"),
@@ -1587,7 +1613,7 @@ CASES: tuple[BadInput, ...] = (
     team_lance_case(
         "lancedb-team-table-duplicate-id",
         "a team's LanceDB table holding one document on two rows (chunks, or a load run twice)",
-        "*pyproject.toml [system.static]: LanceDB table 'docs' at *team: 1 of 6 rows repeat an "
+        "*pyproject.toml [system.static]: LanceDB table 'docs' at *team: 1 of 6 rows repeats an "
         "id of another row in column 'id' (e.g. 'sql/orders.sql'); the gate ranks one vector "
         "per document: keep one row per id (chunked tables are not supported)",
         team_lance_table,
@@ -1651,7 +1677,7 @@ CASES: tuple[BadInput, ...] = (
         "run-file-covers-some",
         "a run file that answers only some of the queries (said in the terminal)",
         "  bm25: runs/bm25.trec answers 2 of the suite's 3 queries; the 1 it does not answer "
-        "score 0 (e.g. 'refunds')",
+        "scores 0 (e.g. 'refunds')",
         "passes",
         {
             "lineage.retrieval.yaml": SUITE,

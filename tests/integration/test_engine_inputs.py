@@ -131,7 +131,7 @@ def dsn(postgres: tuple[str, Path | None], monkeypatch: pytest.MonkeyPatch) -> s
         ),
         (
             "hang",
-            "did not return 4 document vector(s) within 0.5 s (the system's 'timeout', 0.5 s per "
+            "did not return 4 document vectors within 0.5 s (the system's 'timeout', 0.5 s per "
             "batch of 64 texts); check the embedder, or raise 'timeout'",
         ),
     ],
@@ -162,7 +162,7 @@ def test_all_zero_vectors_are_said_on_every_index_with_what_each_does(
     project(pytester, EMBEDDER + ZERO, 'embedder = "zero"\nmodel = "zero"\n')
     result = pytester.runpytest("--retrieval-gate", f"--rg-cache-dir={pytester.path / 'c'}")
     result.assert_outcomes(passed=3)
-    said = "embedder 'zero' returned 4 all-zero document vector(s) of 4: "
+    said = "embedder 'zero' returned 4 all-zero document vectors of 4: "
     effects = {
         "exact": "exact search scores a zero vector 0 against every other one, so it ranks by "
         "the tie order alone",
@@ -249,10 +249,10 @@ def test_team_tables_with_null_vectors_are_searched_and_the_rows_counted(
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
-            "*VectorWarning: PostgreSQL at *: table team_fruit_odd: 1 of 4 rows have a NULL "
-            "'emb' and are never found by a search",
-            "*VectorWarning: LanceDB table 'docs' at *team: 1 of 4 rows have a NULL 'emb' and "
-            "are never found by a search",
+            "*VectorWarning: PostgreSQL at *: table team_fruit_odd: 1 of 4 rows has a NULL "
+            "'emb' and is never found by a search",
+            "*VectorWarning: LanceDB table 'docs' at *team: 1 of 4 rows has a NULL 'emb' and "
+            "is never found by a search",
         ],
         consecutive=False,
     )
@@ -284,19 +284,19 @@ def test_empty_team_tables_are_one_line_not_every_metric_zero(
         (
             # red.md twice: its second row's vector is green.md's.
             [("red.md", "one"), ("red.md", "two"), ("green.md", "two"), ("blue.md", "one")],
-            "table team_fruit_odd: 1 of 4 rows repeat an id of another row in column 'doc_id' "
+            "table team_fruit_odd: 1 of 4 rows repeats an id of another row in column 'doc_id' "
             "(e.g. 'red.md'); the gate ranks one vector per document: keep one row per id "
             "(chunked tables are not supported)",
-            "1 of 4 rows repeat an id of another row in column 'doc_id' (e.g. 'red.md'); the "
+            "1 of 4 rows repeats an id of another row in column 'doc_id' (e.g. 'red.md'); the "
             "gate ranks one vector per document: keep one row per id (chunked tables are not "
             "supported)",
         ),
         (
             [(None, "one"), ("green.md", "two"), ("blue.md", "one"), ("pie.md", "one")],
-            "table team_fruit_odd: 1 of 4 rows have a NULL 'doc_id', so a search would find "
+            "table team_fruit_odd: 1 of 4 rows has a NULL 'doc_id', so a search would find "
             "rows that are no document; give them ids, or name a view of the rows that have "
             "one in 'table'",
-            "1 of 4 rows have a NULL 'doc_id', so a search would find rows that are no "
+            "1 of 4 rows has a NULL 'doc_id', so a search would find rows that are no "
             "document; give them ids, or name a view of the rows that have one in 'table'",
         ),
     ],

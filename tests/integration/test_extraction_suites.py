@@ -110,6 +110,7 @@ def test_micro_macro_weighted_by_hand_with_floors_and_expect(proj: pytest.Pytest
     result.stdout.fnmatch_lines(["*query[[]d2]*", "R_micro = 0.3333, expected >= 0.5"])
     run = run_json(proj)["run"]
     assert run["kind"] == "extraction"
+    assert run["k"] == []  # an extraction suite has no cutoffs (it listed [1, 3, 5, 10])
     m = run["metrics"]
     # micro: TP 2+1+0 = 3, FP 0+2+1 = 3, FN 0+2+1 = 3.
     assert (m["TP"], m["FP"], m["FN"], m["n_gold"]) == (3, 3, 3, 6)
@@ -172,6 +173,11 @@ def test_negation_and_top_term_only_are_system_settings(proj: pytest.Pytester) -
     d2 = next(d for d in top["documents"] if d["id"] == "d2")
     assert d2["predicted"] == ["T:0000008", "T:0000009"]
     assert (top["metrics"]["TP"], top["metrics"]["FP"], top["metrics"]["FN"]) == (3, 2, 3)
+    # The suite's own note (an obsolete gold id mapped) is said once, not once per system.
+    (note,) = [n for n in top["stats"]["suite_notes"] if "T:0000014" in n]
+    markdown = (proj.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert markdown.count(note) == 1
+    assert f"- the suite: {note}" in markdown
 
 
 def test_a_worse_finder_regresses_against_the_baseline(
@@ -270,7 +276,13 @@ def test_an_obsolete_gold_id_without_replacement_stays_gold(proj: pytest.Pyteste
         "  - {id: d, text: Short arm noted., terms: [T:0000007, T:0000015]}\n",
         name="old.retrieval.yaml",
     )
-    proj.runpytest("--retrieval-gate").assert_outcomes(passed=1)
+    result = proj.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=1)
+    # No gate: the run item passed, and the summaries say there was nothing to pass, not "0 of
+    # 0 gates passed".
+    result.stdout.fnmatch_lines(["  gates: none: nothing in this suite can fail: *"])
+    markdown = (proj.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert "**PASSED**: no gate was set over 1 suite and 1 system; the figures" in markdown
     run = run_json(proj)["run"]
     assert (run["metrics"]["TP"], run["metrics"]["FN"]) == (1, 1)
     assert run["documents"][0]["gold"] == ["T:0000007", "T:0000015"]

@@ -402,7 +402,8 @@ def test_a_compaction_that_fails_after_the_append_says_the_records_are_in(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "recorded 1 run(s) in the history: *",
+            # Announced as the reports and the baseline written are, in the singular.
+            "-* recorded 1 run in the retrieval gate history: * -*",
             "retrieval gate: recorded, but could not compact the history "
             "*merges.jsonl.rejected: history file is a symbolic link; refusing to write",
         ]
@@ -446,7 +447,7 @@ def test_a_run_from_uncommitted_changes_is_recorded_as_such_and_no_merge(
     result.stdout.fnmatch_lines(
         [
             "retrieval gate: warning: no slow-drift check for merges x stepped: each of its 1 "
-            "record(s) in the history was made from uncommitted changes, so none is a drift anchor"
+            "record in the history was made from uncommitted changes, so none is a drift anchor"
         ]
     )
     (pytester.path / "step.txt").write_text("0")
@@ -481,3 +482,37 @@ def test_a_run_from_uncommitted_changes_is_recorded_as_such_and_no_merge(
     (trend,) = report["history"]["trends"]
     assert [p["commit"] for p in trend["points"]] == [first[:7], "now"]
     assert report["history"]["baseline_age"]["saved"]["dirty"] is True
+
+
+def test_a_tracked_report_rewritten_by_the_last_run_leaves_the_baseline_clean(
+    pytester: pytest.Pytester,
+) -> None:
+    # A team that commits its markdown report: the last run rewrote it. The history does not
+    # count the plugin's outputs as uncommitted changes; the baseline's 'saved' must not either.
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=pytester.path,
+            capture_output=True,
+            check=True,
+        )
+
+    stepped_project(pytester)
+    (pytester.path / "step.txt").write_text("0")
+    pytester.runpytest("--retrieval-gate")
+    report = pytester.path / "retrieval-gate-report.md"
+    git("init", "-q")
+    git("add", "pyproject.toml", "stepped_app.py", "merges.retrieval.yaml", "step.txt")
+    git("add", report.name)
+    git("commit", "-q", "-m", "one")
+    report.write_text(report.read_text() + "\n(as another run wrote it)\n")
+    result = pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
+    assert "uncommitted changes" not in result.stdout.str()
+    saved = json.loads((pytester.path / "retrieval-baseline.json").read_text())["saved"]
+    assert "dirty" not in saved, saved

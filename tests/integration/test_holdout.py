@@ -398,7 +398,7 @@ def test_a_history_copied_twice_counts_each_run_once(
     assert ", over 3 steps (accepted baselines and this run)," in drift["detail"][0]
     result.stdout.fnmatch_lines(
         [
-            f"history: {history}: 3 record(s) repeat an earlier one (the same commit, system and "
+            f"history: {history}: 3 records repeat an earlier one (the same commit, system and "
             "figures: a rerun or a copied line); each counted once"
         ]
     )
@@ -406,7 +406,7 @@ def test_a_history_copied_twice_counts_each_run_once(
     lines = history.read_text().count("\n")
     run("d").stdout.fnmatch_lines(
         [
-            "the history holds 1 of this session's run(s) already (the same commit, system and "
+            "the history holds 1 run of this session already (the same commit, system and "
             "figures): not appended again"
         ]
     )

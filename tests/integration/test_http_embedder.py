@@ -312,7 +312,7 @@ FAULTS: dict[str, tuple[dict[str, Any], Callable[[int, Seen], Reply], str]] = {
     "fewer vectors than texts": (
         {},
         lambda n, seen: Reply(body=vectors_body(seen.texts[:1], 8)) if n else Reply(),
-        f"{SERVICE}: answered 1 embeddings for 3 texts",
+        f"{SERVICE}: answered 1 embedding for 3 texts",
     ),
     "a NaN in a vector (Python's JSON reads it)": (
         {},

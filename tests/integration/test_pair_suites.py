@@ -17,6 +17,7 @@ CONFTEST = """
 import json
 import math
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,7 @@ class Angles:
         self.angles = json.loads(Path(model).read_text())
 
     def encode_documents(self, texts, *, progress=False):
+        time.sleep(float(os.environ.get("ANGLES_SLEEP", "0")))  # a slow model: progress shows
         rad = [math.radians(self.angles[t]) for t in texts]
         return np.array([[math.cos(a), math.sin(a)] for a in rad], dtype=np.float32)
 
@@ -125,6 +127,7 @@ def test_pearson_and_spearman_of_known_cosines_gate_and_report(proj: pytest.Pyte
     out = run_json(proj)
     run = out["run"]
     assert run["kind"] == "pairs"
+    assert run["k"] == []  # a pair suite has no cutoffs (it listed [1, 3, 5, 10])
     assert run["metrics"]["pearson"] == pytest.approx(pearson(cos, GOLD), abs=1e-12)
     assert run["metrics"]["spearman"] == pytest.approx(spearman(cos, GOLD), abs=1e-12)
     scipy_stats = pytest.importorskip("scipy.stats")
@@ -134,17 +137,25 @@ def test_pearson_and_spearman_of_known_cosines_gate_and_report(proj: pytest.Pyte
     assert run["metrics"]["spearman"] == pytest.approx(
         scipy_stats.spearmanr(cos, GOLD).statistic, abs=1e-12
     )
-    # Per pair: its cosine and gold score, and both texts, so a reader can recompute.
+    # Per pair: its cosine and gold score, and both texts, so a reader can recompute; no
+    # "pearson" of one pair (there is none: it was the pair's cosine), and no time (none taken).
     first = run["queries"][0]
     assert (first["text"], first["text_b"]) == ("a cat", "a kitten")
-    assert first["metrics"]["cosine"] == pytest.approx(math.cos(math.radians(10)), abs=1e-7)
-    assert first["metrics"]["gold_score"] == 5.0
+    assert first["metrics"] == {
+        "cosine": pytest.approx(math.cos(math.radians(10)), abs=1e-7),
+        "gold_score": 5.0,
+    }
+    assert first["latency_ms"] is None
     lo, hi = run["intervals"]["pearson"]
     assert lo <= run["metrics"]["pearson"] <= hi
     assert run["stats"]["latency_measured"] is False
     assert run["stats"]["embedded_texts"] == len(ANGLES)  # each distinct text once
     text = "\n".join(result.outlines)
     assert "sim (6 pairs)" in text
+    # No latency column: a pair suite times nothing, and a "-" would read as a missing figure.
+    result.stdout.re_match_lines(
+        [r"^  system +pearson +spearman$", r"^  angles +-?\d\.\d{4} +-?\d\.\d{4}$"]
+    )
     markdown = (proj.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
     assert "6 pairs from `sim.retrieval.yaml`" in markdown
     assert "### Pairs furthest from the gold order" in markdown
@@ -355,6 +366,7 @@ def test_a_second_system_is_compared_with_the_reference_by_its_correlation(
     proj.runpytest("--retrieval-gate", "--rg-reference=angles").assert_outcomes(passed=4)
     markdown = (proj.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
     assert "### Against the reference system `angles`" in markdown
+    assert "per metric over the same pairs; * marks p < 0.05. Better/worse count pairs." in markdown
     good, bad = pearson(_cosines(ANGLES), GOLD), pearson(_cosines(moved), GOLD)
     row = next(line for line in markdown.splitlines() if line.startswith("| `moved` | pearson"))
     cells = [c.strip() for c in row.strip("|").split("|")]
@@ -414,3 +426,15 @@ def test_slow_drift_of_a_pair_suite_counts_shared_pairs(
     (drift,) = [g for g in gates if g["scope"] == "history-drift" and g["metric"] == "pearson"]
     # Not "over 6 paired pairs": the unit noun once, as the regression item says it.
     assert " over 6 shared pairs; drift tolerance 0.04 " in drift["detail"][1]
+
+
+def test_the_progress_line_names_the_suite_once(
+    proj: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past the 2 s a step stays quiet, the embedding of the pairs' texts says how far it is.
+    monkeypatch.setenv("ANGLES_SLEEP", "2.2")
+    write_suite(proj, suite())
+    result = proj.runpytest("--retrieval-gate")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["retrieval gate: sim x angles: pairs: embedding 6/6 (100%)*"])
+    assert not [line for line in result.outlines if "sim: pairs" in line]

@@ -79,6 +79,11 @@ def test_query_expectation_failure_names_ranks(project: pytest.Pytester) -> None
             "top results: docs/faq.md, sql/payments.sql, sql/orders.sql, sql/customers.sql, docs/lineage.md",
         ]
     )
+    # The report's table of all gates says the rank as a rank (it said 5.0000 <= 2.0000), and a
+    # latency in milliseconds, as its table of failing gates does.
+    markdown = (project.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    row = "| `lineage.retrieval.yaml::keyword::query[refunds]` | rank 5 | <= rank 2 | 1 |"
+    assert f"| **FAIL** {row}" in markdown
 
 
 def test_k_selects_a_category(project: pytest.Pytester) -> None:

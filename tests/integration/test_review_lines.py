@@ -146,6 +146,27 @@ def test_a_suite_that_gates_nothing_says_so(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["  gates: 1 passed, 0 failed"])
 
 
+def test_a_suite_whose_regression_checks_have_no_baseline_yet_says_to_save_one(
+    project: pytest.Pytester,
+) -> None:
+    # A tolerance and no floor, before any baseline: 'add tolerance:' would do nothing.
+    cases = [{"question": "which tables join orders", "relevant_ids": ["sql/orders.sql"]}]
+    (project.path / "cases.json").write_text(json.dumps(cases))
+    write_suite(project, "name: cases\nqueries: cases.json\ntolerance: {MRR@10: 0.1}\n")
+    result = project.runpytest("--retrieval-gate")
+    result.stdout.fnmatch_lines(
+        [
+            "  gates: none: nothing in this suite can fail yet: it has no floors and no "
+            "'expect', and its regression checks (MRR@10) have no baseline run to compare "
+            "with; save one with --rg-save-baseline, or add 'gates:' (floors)"
+        ]
+    )
+    # The advice, followed: the next run gates the regression.
+    project.runpytest("--retrieval-gate", "--rg-save-baseline")
+    result = project.runpytest("--retrieval-gate")
+    result.stdout.fnmatch_lines(["  gates: 1 passed, 0 failed"])
+
+
 @pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
 def test_a_settings_table_the_yaml_overrides_is_named_once(
     project: pytest.Pytester, workers: tuple[str, ...]

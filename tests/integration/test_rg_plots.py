@@ -4,12 +4,16 @@ refused before anything runs."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from retrieval_gate.records import QueryRecord, RunRecord
 
 from .conftest import SUITE, write_suite
 from .png import pixels
+from .test_pair_suites import CONFTEST as PAIR_CONFTEST
+from .test_pair_suites import SETTINGS as PAIR_SETTINGS
 
 pytest.importorskip("matplotlib")
 # pytester's in-process runs restore sys.modules afterwards, and matplotlib does not survive a
@@ -150,3 +154,41 @@ def test_intervals_are_the_runs_own_or_a_seeded_bootstrap() -> None:
     assert expected[0] < 0.75 < expected[1] or expected == (0.75, 0.75)
     kept = RunRecord(**{**run.__dict__, "intervals": {"P@1": (0.5, 1.0)}})
     assert interval(kept, "P@1", 7) == (0.5, 1.0)
+
+
+def test_a_correlation_is_drawn_as_each_pairs_share_of_its_change(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No pair has a Spearman of its own: its bars are each pair's share of the change, as the
+    regression item explains it, not the change of its cosine."""
+    from retrieval_gate.report.plots import BETTER, WORSE
+
+    pytester.makefile(".toml", pyproject=PAIR_SETTINGS)
+    pytester.makeconftest(PAIR_CONFTEST)
+    # Gold ranks ascend t5 < t4 < ... < t0. Then t4 and t5 are out of order; now t5's cosine
+    # falls into its gold order (t4 with it) while t0/t1 and t2/t3 swap: 4 pairs lowered rho by
+    # 6 / 210 each and 2 raised it by as much, so the red bars are twice the green ones. The
+    # cosines' own change is red for t0, t2, t5 (0.045 + 0.159 + 0.158) and green for t1 (0.045),
+    # eight times as much red.
+    gold = [5.0, 4.0, 3.0, 2.0, 1.0, 0.2]
+    rows = "\n".join(f"  - [t{i}, u{i}, {g}]" for i, g in enumerate(gold))
+    write_suite(
+        pytester,
+        f"name: sim\nkind: pairs\ntolerance: {{spearman: 0.01}}\npairs:\n{rows}\n",
+        name="sim.retrieval.yaml",
+    )
+
+    def angles(of: list[float]) -> str:
+        return json.dumps({f"t{i}": 0.0 for i in range(6)} | {f"u{i}": a for i, a in enumerate(of)})
+
+    (pytester.path / "angles.json").write_text(angles([10.0, 20.0, 30.0, 40.0, 65.0, 60.0]))
+    pytester.runpytest("--retrieval-gate", "--rg-save-baseline").assert_outcomes(passed=1)
+    (pytester.path / "angles.json").write_text(angles([20.0, 10.0, 45.0, 40.0, 65.0, 70.0]))
+    monkeypatch.setenv("ANGLES_VERSION", "2")
+    pytester.runpytest("--retrieval-gate", "--rg-plots", "plots").assert_outcomes(
+        passed=1, failed=1
+    )
+    counts = pixels(pytester.path / "plots" / "sim--angles--deltas-spearman.png")
+    red, green = _near(counts, WORSE), _near(counts, BETTER)
+    assert green > 50
+    assert 1.6 < red / green < 2.5

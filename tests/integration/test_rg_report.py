@@ -20,7 +20,7 @@ def test_report_and_json_written_with_the_documented_layout(project: pytest.Pyte
         ]
     )
     report = json.loads((project.path / "retrieval-gate-report.json").read_text())
-    assert report["version"] == 2
+    assert report["version"] == 3
     assert report["passed"] is False
     (run,) = report["runs"]
     assert (run["suite"], run["system"], run["n"], run["k"]) == ("lineage", "keyword", 3, [1, 3])
@@ -147,6 +147,32 @@ def test_terminal_summary_is_compact(project: pytest.Pytester) -> None:
     )
 
 
+def test_a_stored_run_beside_a_timed_system_has_no_latency_figure(
+    project: pytest.Pytester,
+) -> None:
+    # A run file holds no query times: n/a in the p95 column the timed retriever fills, not a
+    # dash that reads as a figure gone missing.
+    settings = (project.path / "pyproject.toml").read_text(encoding="utf-8")
+    settings += '\n[tool.retrieval_gate.system.stored]\nrun = "stored.trec"\n'
+    (project.path / "pyproject.toml").write_text(settings, encoding="utf-8")
+    (project.path / "stored.trec").write_text(
+        "join_orders Q0 sql/orders.sql 1 1.0 x\ncustomer_names Q0 sql/customers.sql 1 1.0 x\n"
+        "refunds Q0 docs/faq.md 1 1.0 x\n",
+        encoding="utf-8",
+    )
+    write_suite(project, SUITE)
+    result = project.runpytest(
+        "--retrieval-gate", "--rg-system", "keyword", "--rg-system", "stored"
+    )
+    result.stdout.re_match_lines(
+        [
+            r"^  system +P@1 +R@3 +MRR@3 +Hit@3 +nDCG@3  p95 ms$",
+            r"^  keyword +(\d\.\d{4} +){5} *\d+\.\d$",
+            r"^  stored +(\d\.\d{4} +){5} *n/a$",
+        ]
+    )
+
+
 def test_decision_score_ranks_the_systems(project: pytest.Pytester) -> None:
     settings = (project.path / "pyproject.toml").read_text(encoding="utf-8")
     settings = settings.replace(
@@ -186,8 +212,9 @@ def test_a_suite_of_one_query_is_said_in_the_singular(project: pytest.Pytester) 
     result.stdout.fnmatch_lines(["one (1 query)", "*keyword vs baseline: 1 shared query"])
     markdown = (project.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
     assert "1 query from `lineage.retrieval.yaml`, cutoffs [1]." in markdown
+    assert "**PASSED**: 2 of 2 gates passed over 1 suite and 1 system." in markdown
     assert "Compared on 1 query shared with `retrieval-baseline.json`." in markdown
-    assert "latency: timed on 1 of 1 query;" in markdown
+    assert "latency: timed on the suite's one query;" in markdown
     gates = json.loads((project.path / "retrieval-gate-report.json").read_text())["gates"]
     (regression,) = [g for g in gates if g["scope"] == "regression"]
     assert (

@@ -86,6 +86,12 @@ def test_run_file_values_ties_and_missing_query(pytester: pytest.Pytester) -> No
     assert run["stats"]["run_file_queries"] == 3
     assert run["stats"]["latency_measured"] is False
     assert run["stats"]["latency_queries"] == 0  # no query was timed: a stored run has no latency
+    # Said as such, not as a figure left out ("-") nor as a sample nobody asked for.
+    # Columns in the order the suite declares its floors (P@1, then MRR@3), then the rest.
+    result.stdout.re_match_lines([r"^  system +P@1 +MRR@3 +nDCG@3 +R@3$"])
+    markdown = (folder / "retrieval-gate-report.md").read_text(encoding="utf-8")
+    assert "; latency: none (a stored run holds no query times);" in markdown
+    assert "### Latency" not in markdown
 
 
 def test_baseline_names_the_run_by_digest_and_notes_an_edit(pytester: pytest.Pytester) -> None:

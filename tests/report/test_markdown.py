@@ -120,8 +120,8 @@ def test_runs_that_failed_and_undecided_gates_are_reported() -> None:
     assert "- `s` x `x`: s.yaml [queries[0]]: bad" in text
     # The failed run was run: its suite and system count.
     assert (
-        "0 of 1 gates passed; 1 not decided because their run failed, over 1 suite(s) and "
-        "1 system(s)." in text
+        "0 of 1 gate passed; 1 not decided because their run failed, over 1 suite and "
+        "1 system." in text
     )
 
 

@@ -138,8 +138,12 @@ def test_a_sample_is_timed_and_the_rest_is_not(tmp_path: Path) -> None:
     assert record.stats.get("latency_measured", True) is True
     assert record.latency_ms["p50"] > 0.0
     assert "latency: timed on 5 of 12 queries" in latency_notes(record.stats, record.n)
-    # One query, said in the singular.
-    assert latency_notes({"latency_queries": 1}, 1) == ["latency: timed on 1 of 1 query"]
+    # Every query timed is said so plainly; one query in the singular; a kind's own unit.
+    assert latency_notes({"latency_queries": 12}, 12) == ["latency: timed on every query (12)"]
+    assert latency_notes({"latency_queries": 1}, 1) == ["latency: timed on the suite's one query"]
+    assert latency_notes({"latency_queries": 1}, 3, "document", "documents") == [
+        "latency: timed on 1 of 3 documents"
+    ]
     # Timed or not, the rankings are the batched search's, the same as without any timing.
     untimed = _run(tmp_path, suite, _settings(tmp_path))
     assert untimed.stats["latency_queries"] == 0

@@ -81,7 +81,7 @@ def test_keys_of_other_kinds_say_which_kind_has_them(tmp_path: Path) -> None:
     assert error.entry == "root"
     error = _error(tmp_path, {"kind": "pairs", "k": [1], "pairs": [["a", "b", 1]]})
     assert error.message == (
-        "'k' does not apply to a pairs suite (a key of ranking, ontology, extraction suites)"
+        "'k' does not apply to a pairs suite (a key of ranking, ontology suites)"
     )
     # A key no kind knows.
     error = _error(tmp_path, {"queris": [QUERY]})

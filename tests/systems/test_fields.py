@@ -288,3 +288,20 @@ def test_index_key_follows_the_field_texts(tmp_path: Path) -> None:
         keys.add(index.key)
         index.close()
     assert len(keys) == 3
+
+
+def test_a_system_whose_documents_fail_to_embed_leaves_no_worker_thread(tmp_path: Path) -> None:
+    import threading
+
+    from retrieval_gate.errors import LibraryError
+
+    # "unknown" is no text KnownCosines embeds: the embedder raises on the first batch, on the
+    # system's worker thread (usercode.Worker), which the failed open must end.
+    corpus = Corpus(source=Path("terms.jsonl"), documents=(Document(id="X", text="unknown"),))
+    found = _settings()
+    with pytest.raises(LibraryError, match="failed while embedding"):
+        EmbeddingIndex(found.system("s"), RunOptions(cache_dir=tmp_path), corpus)
+    workers = [t for t in threading.enumerate() if t.name == "retrieval-gate-s"]
+    for thread in workers:
+        thread.join(timeout=10)  # told to end: it returns at once
+    assert not [t for t in workers if t.is_alive()]

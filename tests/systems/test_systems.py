@@ -295,10 +295,11 @@ def test_run_file_system_through_run_suite(project: Path) -> None:
         "run_file_queries": 1,
         "run_file_missing_queries": 1,
         "latency_measured": False,
+        "latency_reason": "a stored run holds no query times",
         # One call per query, as for a retriever: every query goes through the timed path.
         "latency_queries": 2,
         "warnings": [
-            "runs/r.trec answers 1 of the suite's 2 queries; the 1 it does not answer score 0 "
+            "runs/r.trec answers 1 of the suite's 2 queries; the 1 it does not answer scores 0 "
             "(e.g. 'q2')"
         ],
     }

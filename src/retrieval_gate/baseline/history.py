@@ -269,8 +269,10 @@ def run_key(record: HistoryRecord) -> tuple[Any, ...]:
 def distinct(records: Sequence[HistoryRecord]) -> tuple[tuple[HistoryRecord, ...], int]:
     """Each measurement once (:func:`run_key`), where its first record stands, and how many
     records repeated an earlier one. The one kept says what any of its copies said: a decision
-    if one was (``decided``, its session), the most holdout verdicts one revealed, every drift
-    one accepted."""
+    if one was (``decided``, its session), a saved baseline if one was (``source``: CI's
+    ``--rg-record`` line and the team's baseline at the same commit), the most holdout verdicts
+    one revealed, every drift one accepted, and the per-query values of a copy compaction
+    left them on."""
     kept: dict[tuple[Any, ...], HistoryRecord] = {}
     for record in records:
         key = run_key(record)
@@ -279,10 +281,27 @@ def distinct(records: Sequence[HistoryRecord]) -> tuple[tuple[HistoryRecord, ...
             kept[key] = record
             continue
         merged = record if record.decided and not first.decided else first
+        other = first if merged is record else record
+        if merged.compacted and not other.compacted:
+            # Compaction drops the older copy's per-query values (a rerun's line comes later
+            # and keeps them): the measurement keeps them, or a drift anchor on it falls back
+            # to unpaired means. Only lines carry a digest (encode_line): nothing to redo.
+            merged = dataclasses.replace(
+                merged,
+                queries=other.queries,
+                digests=other.digests,
+                values=other.values,
+                exact=other.exact,
+                holdout_keys=other.holdout_keys,
+                holdout_values=other.holdout_values,
+                compacted=False,
+            )
         held = max(first.holdout_decisions, record.holdout_decisions)
         accepted = tuple(sorted({*first.accepted_drift, *record.accepted_drift}))
+        # An accepted drift counts only on a baseline (gates/history.py): kept with its source.
+        source = "baseline" if "baseline" in (first.source, record.source) else merged.source
         kept[key] = dataclasses.replace(
-            merged, at=first.at, holdout_decisions=held, accepted_drift=accepted
+            merged, at=first.at, source=source, holdout_decisions=held, accepted_drift=accepted
         )
     return tuple(kept.values()), len(records) - len(kept)
 

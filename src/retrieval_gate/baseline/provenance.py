@@ -163,8 +163,8 @@ def provenance(
     root: Path, environ: Mapping[str, str] | None = None, *, dirty: bool = False
 ) -> Provenance:
     """The commit and the time now: what a history record says of when it was made. ``dirty``:
-    the tree had uncommitted changes (:func:`uncommitted_changes`, read when the session
-    started, before it wrote anything)."""
+    the tree had uncommitted changes (:func:`uncommitted_changes`, read as the session appends
+    its records, the plugin's own outputs aside)."""
     commit = current_commit(root, environ)
     return Provenance(commit=commit, time=now_text(), dirty=dirty and commit is not None)
 

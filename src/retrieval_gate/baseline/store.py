@@ -329,6 +329,9 @@ class JsonFileStore:
     """The baseline as one JSON file, written atomically (docs/baselines.md)."""
 
     path: Path
+    #: The session's other outputs (its reports, its cache), which a run rewrites and a team
+    #: may commit: as for the history's records, they do not make the tree dirty.
+    own: tuple[Path, ...] = field(default=(), compare=False)
 
     @property
     def location(self) -> str:
@@ -343,7 +346,7 @@ class JsonFileStore:
     def save(self, records: Iterable[RunRecord], previous: Baseline | None) -> None:
         # Its own file and the history beside it are the plugin's outputs: rewritten by a run
         # and committed after it, they do not make the tree dirty (baseline/provenance.py).
-        own = (self.path, self.path.parent / DEFAULT_OWN_DIR)
+        own = (self.path, self.path.parent / DEFAULT_OWN_DIR, *self.own)
         saved = commit_provenance(self.path.parent, ignore=own)
         save_baseline(self.path, records, previous, saved)
 
@@ -393,15 +396,17 @@ def url_scheme(ref: str) -> str | None:
     return head.lower()
 
 
-def open_store(ref: str | Path) -> BaselineStore:
+def open_store(ref: str | Path, *, own: Iterable[Path] = ()) -> BaselineStore:
     """The store ``ref`` names: a path (or ``file://`` URL) is the JSON file store; another
-    scheme is the store registered for it; an unknown scheme is an error listing the known."""
+    scheme is the store registered for it; an unknown scheme is an error listing the known.
+    ``own``: the session's other outputs, which do not make the tree dirty (the file store's
+    ``saved``)."""
     text = str(ref)
     scheme = url_scheme(text)
     if scheme is None:
-        return JsonFileStore(Path(ref))
+        return JsonFileStore(Path(ref), tuple(own))
     if scheme == "file":
-        return JsonFileStore(Path(text.partition("://")[2]))
+        return JsonFileStore(Path(text.partition("://")[2]), tuple(own))
     known = store_schemes()
     factory = _STORES.get(scheme)
     if factory is None:

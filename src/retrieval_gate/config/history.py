@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_gate.errors import ConfigError
+from retrieval_gate.records import plural
 
 #: The slow-drift check looks back over this many records (accepted baselines and recorded runs)
 #: by default: about a month of merges for a team that merges daily.
@@ -61,8 +62,8 @@ class HistorySettings:
     @property
     def window_text(self) -> str:
         if self.drift_days is not None:
-            return f"{self.drift_days:g} days"
-        return f"{self.drift_records} records"
+            return f"{self.drift_days:g} {plural(self.drift_days, 'day')}"
+        return f"{self.drift_records} {plural(self.drift_records or 0, 'record')}"
 
 
 def _number(raw: Any, source: Path, entry: str, *, integer: bool = False) -> float:

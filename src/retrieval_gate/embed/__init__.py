@@ -29,6 +29,7 @@ import numpy as np
 
 from retrieval_gate.errors import ConfigError, MissingExtraError, RunError
 from retrieval_gate.progress import task
+from retrieval_gate.records import counted
 from retrieval_gate.registry import Registry, package_modules
 from retrieval_gate.schema import OptionTable, Where, parse_options
 from retrieval_gate.usercode import PluginLoadError
@@ -213,7 +214,7 @@ def torch_device(device: str) -> str:
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         index = int(device.partition(":")[2] or 0)
         if index >= count:
-            seen = f"{count} CUDA device(s)" if count else "no CUDA device"
+            seen = counted(count, "CUDA device") if count else "no CUDA device"
             raise ConfigError(
                 f"device {device!r} is not available: torch sees {seen} on this machine; "
                 'set device = "cpu", or "auto" for a GPU where there is one'
@@ -426,7 +427,8 @@ def encode_in_chunks(
             part = np.asarray(encode(chunk), dtype=np.float32)
             if part.ndim != 2 or part.shape != (len(chunk), dim):
                 raise RunError(
-                    f"embedder returned shape {part.shape} for {len(chunk)} texts, expected "
+                    f"embedder returned shape {part.shape} for {counted(len(chunk), 'text')}, "
+                    "expected "
                     f"({len(chunk)}, {dim})"
                 )
             if normalize:

@@ -31,6 +31,7 @@ from retrieval_gate.errors import (
     library_error,
     library_failures,
 )
+from retrieval_gate.records import counted, plural
 from retrieval_gate.usercode import CallTimeout, Worker, call_bounded
 
 __all__ = ["EmbeddingCall", "encode", "zero_rows", "zero_vectors_warning"]
@@ -139,9 +140,10 @@ def encode(
         exc.located(call.path, f"system.{call.system}")
         raise
     except CallTimeout:
-        per = "" if queries else f" per batch of {call.batch_size} texts"
+        per = "" if queries else f" per batch of {counted(call.batch_size, 'text')}"
         raise call.error(
-            f"did not return {len(texts)} {what} vector(s) within {limit:g} s (the system's "
+            f"did not return {counted(len(texts), f'{what} vector')} within {limit:g} s (the "
+            "system's "
             f"'timeout', {call.timeout:g} s{per}); check the embedder, or raise 'timeout'"
         ) from None
     return check_rows(raw, len(texts), _width(embedder), what=what, call=call, names=names)
@@ -188,7 +190,7 @@ def _doing(what: str, texts: Sequence[str], names: Sequence[str] | None) -> str:
     """What an encoder call was doing, for a library's failure in it: the text by its id when
     there is one, else the first few of the batch."""
     if names is None:
-        return f"embedding {len(texts)} {what} text(s)"
+        return f"embedding {counted(len(texts), f'{what} text')}"
     if len(names) == 1:
         return f"embedding {what} {shown(names[0])!r}"
     listed = ", ".join(repr(shown(name)) for name in names[:3])
@@ -208,21 +210,27 @@ def check_rows(
     """``raw`` as float32 ``[rows, width]`` with finite values, else the call's one line (the
     first bad row named by its id in ``names`` when given, else by its position)."""
     if raw is None:  # numpy would read it as one NaN
-        raise call.error(f"returned None for {rows} {what} texts; expected a [{rows}, dim] array")
+        raise call.error(
+            f"returned None for {counted(rows, f'{what} text')}; expected a [{rows}, dim] array"
+        )
     try:
         array = np.asarray(raw, dtype=np.float32)
     except (TypeError, ValueError) as exc:
         raise call.error(
-            f"returned {type(raw).__name__} for {rows} texts, not a [texts, dim] array of "
+            f"returned {type(raw).__name__} for {counted(rows, 'text')}, not a [texts, dim] "
+            "array of "
             f"numbers ({' '.join(str(exc).split())})"
         ) from None
     if array.ndim != 2:
         raise call.error(
-            f"returned an array of shape {array.shape} for {rows} {what} texts; expected "
+            f"returned an array of shape {array.shape} for {counted(rows, f'{what} text')}; "
+            "expected "
             f"[{rows}, dim]"
         )
     if array.shape[0] != rows:
-        raise call.error(f"returned {array.shape[0]} {what} vectors for {rows} texts")
+        raise call.error(
+            f"returned {counted(array.shape[0], f'{what} vector')} for {counted(rows, 'text')}"
+        )
     if array.shape[1] == 0:
         raise call.error(f"returned {what} vectors of width 0")
     if width is not None and array.shape[1] != width:
@@ -240,7 +248,8 @@ def check_rows(
     if bad:
         at = f"for {what} {shown(names[first])!r}" if names is not None else f"at row {first}"
         raise call.error(
-            f"returned NaN or infinite values in {bad} of {rows} {what} vectors (the first {at})"
+            f"returned NaN or infinite values in {bad} of {counted(rows, f'{what} vector')} "
+            f"(the first {at})"
         )
     return np.ascontiguousarray(array)
 
@@ -261,6 +270,6 @@ def zero_vectors_warning(call: EmbeddingCall, zeros: int, total: int, *, what: s
     the system's index does with a vector that has no direction."""
     where = f"{call.path} [system.{call.system}]" if call.path else f"[system.{call.system}]"
     return (
-        f"{where}: embedder {call.embedder!r} returned {zeros} all-zero {what} vector(s) of "
-        f"{total}: {call.zero_effect}"
+        f"{where}: embedder {call.embedder!r} returned {zeros} all-zero {what} "
+        f"{plural(zeros, 'vector')} of {total}: {call.zero_effect}"
     )

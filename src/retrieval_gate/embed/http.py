@@ -52,6 +52,7 @@ from retrieval_gate.embed import (
     make_identity,
 )
 from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.records import counted
 from retrieval_gate.schema import Option, OptionTable, Where, at_least, between
 from retrieval_gate.usercode import DEFAULT_TIMEOUT_S
 
@@ -388,9 +389,9 @@ class HttpEmbedder:
                     if size > most:
                         if response.status_code != 200:
                             break  # an error page: its head is all a message quotes
-                        texts = "text" if count == 1 else "texts"
                         raise self._fail(
-                            f"answered more than {most / (1 << 20):.0f} MiB for {count} {texts}, "
+                            f"answered more than {most / (1 << 20):.0f} MiB for "
+                            f"{counted(count, 'text')}, "
                             "more than their embeddings take; is 'base_url' the embedding "
                             "service?"
                         )
@@ -469,7 +470,9 @@ class HttpEmbedder:
         if not isinstance(data, list):
             raise self._fail(self._not_openai(answer, payload))
         if len(data) != count:
-            raise self._fail(f"answered {len(data)} embeddings for {count} texts")
+            raise self._fail(
+                f"answered {counted(len(data), 'embedding')} for {counted(count, 'text')}"
+            )
         rows: list[Any] = [None] * count
         for position, item in enumerate(data):
             index = item.get("index", position) if isinstance(item, dict) else None

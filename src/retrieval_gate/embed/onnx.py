@@ -54,7 +54,12 @@ from retrieval_gate.embed import (
     make_identity,
     resolve_model_ref,
 )
-from retrieval_gate.errors import ConfigError, RetrievalGateError, library_failures
+from retrieval_gate.errors import (
+    ConfigError,
+    RetrievalGateError,
+    extension_call,
+    library_failures,
+)
 
 __all__ = ["BACKENDS", "OnnxEmbedder", "export_path", "load_onnx"]
 
@@ -379,7 +384,11 @@ class OnnxEmbedder:
         per token length, no padding, so a vector does not depend on its batch), else in
         length-sorted batches of ``batch_size`` padded to their longest text (queries, which
         come one per call)."""
-        encodings = self._tokenizer.encode_batch(list(texts))
+        texts = list(texts)
+        # Rust, called straight from here: what it raises (a plain Exception, "WordLevel error:
+        # Missing [UNK] token") is the tokenizers library's, not the plugin's bug.
+        with extension_call("tokenizers"):
+            encodings = self._tokenizer.encode_batch(texts)
         batches: list[tuple[list[int], int]]
         if canonical:
             # int8: one text per call. Its activations are quantized by the whole batch's range,

@@ -39,6 +39,7 @@ import numpy as np
 
 from retrieval_gate.embed import Embedder, EmbedderSpec, LazyEmbedder, import_optional
 from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.records import counted
 from retrieval_gate.usercode import CallTimeout, call_bounded
 
 __all__ = ["RayEmbedder", "ray_embedder"]
@@ -228,19 +229,22 @@ class RayEmbedder(LazyEmbedder):
             self._drop(ray, actors)
             if isinstance(exc, ray.exceptions.GetTimeoutError):
                 raise RunError(
-                    f"Ray did not embed {len(texts)} documents within {limit:g} s (the "
-                    f"system's 'timeout', {self.timeout:g} s per batch of {size} texts and one "
+                    f"Ray did not embed {counted(len(texts), 'document')} within {limit:g} s "
+                    f"(the system's 'timeout', {self.timeout:g} s per batch of "
+                    f"{counted(size, 'text')} and one "
                     f"for starting the actors): no actor asking for {self._options} may fit "
                     f"the cluster ({_resources(ray)}), or the model does not load there"
                 ) from None
             raise RunError(
-                f"embedding {len(texts)} documents on Ray failed: {_error_line(exc)}"
+                f"embedding {counted(len(texts), 'document')} on Ray failed: {_error_line(exc)}"
             ) from None
         vectors = np.zeros((len(texts), parts[0].shape[-1]), dtype=np.float32)
         for run, part in zip(runs, parts, strict=True):
             rows = np.concatenate(run)
             if part.shape != (rows.size, vectors.shape[1]):
-                raise RunError(f"Ray returned {part.shape} vectors for {rows.size} documents")
+                raise RunError(
+                    f"Ray returned {part.shape} vectors for {counted(rows.size, 'document')}"
+                )
             vectors[rows] = part
         self.sent += len(texts)
         self.know_dim(int(vectors.shape[1]))

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from retrieval_gate.metrics.overlap import jaccard_at_k, rbo_ext
-from retrieval_gate.records import Outcome, RunRecord, format_value
+from retrieval_gate.records import Outcome, RunRecord, counted, format_value
 from retrieval_gate.suites.drift import DriftFloors
 
 if TYPE_CHECKING:
@@ -69,7 +69,8 @@ def check_drift(
                 worst=tuple(moved[:SHOWN]),
                 texts={q: t for q, t in (texts or {}).items() if q in shown},
                 detail=(
-                    f"top {k} now against the baseline's top {k} over {len(values)} queries "
+                    f"top {k} now against the baseline's top {k} over "
+                    f"{counted(len(values), 'query')} "
                     f"({how}), {len(moved)} of them changed: mean {format_value(mean)}, floor "
                     f"{format_value(floor)}",
                 ),

@@ -32,7 +32,9 @@ from retrieval_gate.records import (
     DRIFT_SCOPE,
     Outcome,
     RunRecord,
+    counted,
     format_value,
+    plural,
     resolution_words,
 )
 
@@ -257,7 +259,7 @@ def drift_outcomes(
             if steady and all(k in exact_then and exact_now[k] is not None for k in keys):
                 differ = sum(1 for k in keys if today[k].differs_from_exact)
                 noise[check.metric] = (
-                    f"index noise: {differ} of {len(keys)} queries ranked differently from "
+                    f"index noise: {differ} of {counted(len(keys), 'query')} ranked differently from "
                     f"exact search today; decided on exact search over the same vectors (the "
                     f"system's identity is unchanged since the anchor); under the index's own "
                     f"ranking {check.metric} went {format_value(sum(then_values) / len(keys))} "
@@ -323,7 +325,7 @@ def _statement(check: DriftCheck, drop: float, anchor: Anchor, steps: int, beyon
         said = f"{check.metric} is {format_value(-drop)} above {where}"
     else:
         said = f"{check.metric} is level with {where}"
-    word = "step" if steps == 1 else "steps"
+    word = plural(steps, "step")
     each = (
         "each within its tolerance" if beyond == 0 else f"{beyond} of them beyond their tolerance"
     )

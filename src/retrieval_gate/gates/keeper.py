@@ -53,7 +53,7 @@ from retrieval_gate.gates.shelflife import (
     holdout_shelf_life,
     shelf_life,
 )
-from retrieval_gate.records import DRIFT_SCOPE, HOLDOUT_SCOPE
+from retrieval_gate.records import DRIFT_SCOPE, HOLDOUT_SCOPE, counted, plural
 
 if TYPE_CHECKING:
     from retrieval_gate.baseline.store import Baseline
@@ -117,9 +117,11 @@ def baseline_age(
     if saved is not None and when is not None:
         days = (now - when).total_seconds() / 86400.0
         if conf.baseline_max_age and days > conf.baseline_max_age:
+            shown_days = f"{days:.0f}"
             warnings.append(
-                f"the baseline is {days:.0f} days old (saved at {saved.short} of "
-                f"{when.date().isoformat()}; baseline_max_age {conf.baseline_max_age:g} days): "
+                f"the baseline is {shown_days} {plural(float(shown_days), 'day')} old (saved at "
+                f"{saved.short} of {when.date().isoformat()}; baseline_max_age "
+                f"{conf.baseline_max_age:g} {plural(conf.baseline_max_age, 'day')}): "
                 "save a fresh one on the main branch"
             )
     if saved is not None and saved.commit is not None:
@@ -127,7 +129,7 @@ def baseline_age(
         limit = conf.baseline_max_commits
         if commits is not None and limit and commits > limit:
             warnings.append(
-                f"the baseline is {commits} commits behind (saved at {saved.short}; "
+                f"the baseline is {counted(commits, 'commit')} behind (saved at {saved.short}; "
                 f"baseline_max_commits {limit})"
             )
     other = []
@@ -264,6 +266,8 @@ class HistoryKeeper:
         and so do not make the working tree dirty."""
         record, pin = bool(option("rg_record", False)), option("rg_pin", None)
         self.lines: list[str] = []  # what the terminal says at the end
+        # The history written, announced as the reports and the baseline written are.
+        self.written: list[str] = []
         self.failures: list[str] = []  # what failed the session (the history not appended)
         self.conf = settings.history or HistorySettings()
         self.settings = settings
@@ -300,7 +304,8 @@ class HistoryKeeper:
             records, repeated = distinct(found.records)
             if repeated:
                 said = (
-                    f"{found.location or suite}: {repeated} record(s) repeat an earlier one (the "
+                    f"{found.location or suite}: {counted(repeated, 'record')} "
+                    f"{plural(repeated, 'repeats', 'repeat')} an earlier one (the "
                     "same commit, system and figures: a rerun or a copied line); each counted once"
                 )
                 found = dataclasses.replace(
@@ -387,7 +392,7 @@ class HistoryKeeper:
             worst = max(spent, key=lambda s: s.now - s.tolerance)
             self.lines.append(
                 f"retrieval gate: warning: the shelf life of suite {suite} is spent: after "
-                f"{worst.decisions} decisions its {worst.metric} resolution is "
+                f"{counted(worst.decisions, 'decision')} its {worst.metric} resolution is "
                 f"+-{worst.now:.4g} > tolerance {worst.tolerance:g}; add fresh queries (a "
                 "changed suite starts a new ledger)"
             )
@@ -396,7 +401,8 @@ class HistoryKeeper:
             if self.conf.drift and records and not merges(records):
                 self.lines.append(
                     f"retrieval gate: warning: no slow-drift check for {run.suite} x "
-                    f"{run.system}: each of its {len(records)} record(s) in the history was made "
+                    f"{run.system}: each of its {counted(len(records), 'record')} in the history "
+                    "was made "
                     "from uncommitted changes, so none is a drift anchor"
                 )
         trends = tuple(self._trends(runs, data.gates))
@@ -441,7 +447,8 @@ class HistoryKeeper:
 
         if len(records) < len(made):
             self.lines.append(
-                f"the history holds {len(made) - len(records)} of this session's run(s) already "
+                f"the history holds {counted(len(made) - len(records), 'run')} of this "
+                "session already "
                 "(the same commit, system and figures): not appended again"
             )
         if not records:
@@ -450,7 +457,10 @@ class HistoryKeeper:
             store.append(records)
         except (OSError, HistoryError) as exc:
             raise HistoryError(f"could not append to the history {failed_write(exc)}") from None
-        self.lines.append(f"recorded {len(records)} run(s) in the history: {store.location}")
+        self.written.append(
+            f"recorded {counted(len(records), 'run')} in the retrieval gate history: "
+            f"{store.location}"
+        )
         if at.dirty:
             # Named, so that a CI step that edits a tracked file (a lock file) is found: its
             # every record would be dirty, and drift would have no anchor.

@@ -31,7 +31,7 @@ from retrieval_gate.gates.resolution import (
     block_resolution,
     planned_queries,
 )
-from retrieval_gate.records import parse_scope
+from retrieval_gate.records import counted, parse_scope
 
 if TYPE_CHECKING:
     from retrieval_gate.config import Settings
@@ -262,7 +262,7 @@ class RegressionPlan:
         )
         others = len(coarse) - 1
         also = (
-            f" ({others} other check{'s' if others > 1 else ''} too coarse as well, none "
+            f" ({counted(others, 'other check')} too coarse as well, none "
             "needing more; --rg-plan lists them)"
         )
         raise RetrievalGateError(

@@ -16,6 +16,7 @@ from retrieval_gate.records import (
     QueryRecord,
     RegressionFigures,
     RunRecord,
+    counted,
     format_delta,
     resolution_words,
     resolves_nothing,
@@ -119,8 +120,8 @@ def tolerance_outcome(
         from retrieval_gate.gates.resolution import cannot_resolve
 
         t = check.tolerance
-        scopes = "scope" if blocks == 1 else "scopes"
-        shared = f"shared over the session's {blocks} suite x system {scopes} (c {resolved.c:.3f})"
+        scopes = counted(blocks, "suite x system scope")
+        shared = f"shared over the session's {scopes} (c {resolved.c:.3f})"
         if resolves_nothing(epsilon, item.spread.width):
             said = cannot_resolve(check.metric, check.scope, item.spread.n, units)
             detail.append(f"resolution: {said} at {_percent(alpha)} reliability, {shared}")
@@ -328,11 +329,14 @@ def margin_outcome(
     if 0 < len(ids) <= SMALL_SCOPE and is_mean(metric):
         if fewest is None:
             detail.append(
-                f"even all {len(ids)} {units} falling to 0 would not be significant "
+                f"even all {len(ids)} {units_of(record.kind, len(ids))} falling to 0 would not "
+                "be significant "
                 f"(smallest possible p {smallest_margin_p(len(ids)):.4g} > {level:.4g})"
             )
         else:
-            detail.append(f"{fewest} of {len(ids)} {units} must fall to 0 to fail")
+            detail.append(
+                f"{fewest} of {len(ids)} {units_of(record.kind, len(ids))} must fall to 0 to fail"
+            )
     if item.missing is not None:
         detail = [f"not compared: {item.missing}"]
     if not check.gated:

@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 import numpy as np
 
 from retrieval_gate.errors import ConfigError, RetrievalGateError
+from retrieval_gate.records import counted, plural
 from retrieval_gate.registry import Registry, package_modules
 from retrieval_gate.schema import Option, OptionTable, between
 from retrieval_gate.usercode import PluginLoadError
@@ -322,7 +323,8 @@ def check_census(
     if census.null_ids:
         # A search would return such a row as a document named 'None', in a slot of the top k.
         raise ConfigError(
-            f"{where}: {census.null_ids} of {census.rows} rows have a NULL {id_column!r}, so a "
+            f"{where}: {census.null_ids} of {counted(census.rows, 'row')} "
+            f"{plural(census.null_ids, 'has', 'have')} a NULL {id_column!r}, so a "
             f"search would find rows that are no document; give them ids, or name a view of "
             f"the rows that have one in 'table'"
         )
@@ -330,14 +332,16 @@ def check_census(
         sample = f" (e.g. {census.example_id!r}" if census.example_id is not None else " ("
         corpus = f"; the corpus has e.g. {corpus_ids[0]!r})" if corpus_ids else ")"
         raise ConfigError(
-            f"{where}: none of the {census.rows} ids in column {id_column!r} is a corpus "
+            f"{where}: none of the {counted(census.rows, 'id')} in column {id_column!r} is a "
+            "corpus "
             f"document id{sample}{corpus}; 'id_column' must hold the corpus' ids"
         )
     if census.repeated_ids:
         # Which of an id's rows would rank it, and how many distinct documents a top k holds,
         # would be the engine's choice; a top k would count one relevant document twice.
         raise ConfigError(
-            f"{where}: {census.repeated_ids} of {census.rows} rows repeat an id of another row "
+            f"{where}: {census.repeated_ids} of {counted(census.rows, 'row')} "
+            f"{plural(census.repeated_ids, 'repeats', 'repeat')} an id of another row "
             f"in column {id_column!r} (e.g. {shown_id(census.repeated_example or '')!r}); the "
             f"gate ranks one vector per document: keep one row per id (chunked tables are not "
             f"supported)"
@@ -361,8 +365,10 @@ def check_census(
     lines = []
     if census.null_vectors:
         lines.append(
-            f"{where}: {census.null_vectors} of {census.rows} rows have a NULL "
-            f"{vector_column!r} and are never found by a search"
+            f"{where}: {census.null_vectors} of {counted(census.rows, 'row')} "
+            f"{plural(census.null_vectors, 'has', 'have')} a NULL "
+            f"{vector_column!r} and {plural(census.null_vectors, 'is', 'are')} never found by a "
+            "search"
         )
     return lines
 

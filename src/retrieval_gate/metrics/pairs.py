@@ -4,7 +4,9 @@ Computed from :class:`PairInputs` (per pair, the cosine similarity of the two te
 and the gold score). The per-pair series of ``pearson`` and ``spearman`` is the cosine itself;
 what makes them correlations is their aggregation, which also reads the per-pair ``gold_score``
 series (a registry component), so a category's correlation is computed over its own pairs and a
-bootstrap resamples pairs with both series together.
+bootstrap resamples pairs with both series together. One pair has no correlation: the families
+say so (``per_unit=False``), and the report's JSON shows a pair's ``cosine`` and ``gold_score``
+only.
 """
 
 from __future__ import annotations
@@ -144,12 +146,14 @@ FAMILIES: tuple[MetricFamily, ...] = (
         bounds=(-1.0, 1.0),
         aggregation=Aggregation("pearson", pearson, components=("gold_score",)),
         version="1",
+        per_unit=False,
         description=_COMMON
         + """
     pearson = sum((s_i - mean s)(g_i - mean g)) / sqrt(sum((s_i - mean s)^2) sum((g_i - mean g)^2))
 
 over the pairs of the scope. Fewer than 2 pairs, or constant similarities or gold scores (r
-undefined): 0.0. Equals `scipy.stats.pearsonr(s, g).statistic`. Not in trec_eval.""",
+undefined): 0.0. Equals `scipy.stats.pearsonr(s, g).statistic`. Not in trec_eval. One pair has
+no correlation: the JSON twin lists each pair's `cosine` and `gold_score`, not a `pearson`.""",
     ),
     MetricFamily(
         name="spearman",
@@ -161,13 +165,15 @@ undefined): 0.0. Equals `scipy.stats.pearsonr(s, g).statistic`. Not in trec_eval
         bounds=(-1.0, 1.0),
         aggregation=Aggregation("spearman", spearman, components=("gold_score",)),
         version="1",
+        per_unit=False,
         description=_COMMON
         + """
     spearman = pearson(rank(s), rank(g))
 
 with tied values given the mean of the ranks they span ([10, 20, 20, 30] ranks 1, 2.5, 2.5, 4).
 Fewer than 2 pairs, or a constant series: 0.0. Equals `scipy.stats.spearmanr(s, g).statistic`.
-Not in trec_eval.""",
+Not in trec_eval. One pair has no rank correlation: the JSON twin lists each pair's `cosine` and
+`gold_score`, not a `spearman`.""",
     ),
     MetricFamily(
         name="cosine",

@@ -122,6 +122,9 @@ class MetricFamily:
       baselines measured with the old definition stop being compared (:func:`metric_versions`).
     * ``title``: a few words for headings; ``description``: formula and edge cases (markdown,
       rendered into docs/metrics.md).
+    * ``per_unit``: whether a unit's own value is this metric's value. False for a correlation:
+      one pair has none, and its per-unit series is an input of the aggregation (the pair's
+      cosine), so the report's JSON leaves it out of each unit's ``metrics``.
     """
 
     name: str
@@ -138,6 +141,7 @@ class MetricFamily:
     higher_is_better: bool = True
     aggregation: Aggregation = mean
     version: str = "1"
+    per_unit: bool = True
 
     @property
     def is_latency(self) -> bool:

@@ -39,9 +39,11 @@ from retrieval_gate.records.run import (
 from retrieval_gate.records.sections import Section, Table
 from retrieval_gate.records.transport import ItemPayload, Undecided
 from retrieval_gate.records.wording import (
+    counted,
     format_delta,
     format_value,
     parse_scope,
+    plural,
     resolution_words,
     resolves_nothing,
     scope_name,
@@ -69,9 +71,11 @@ __all__ = [
     "Table",
     "Undecided",
     "UnitExtras",
+    "counted",
     "format_delta",
     "format_value",
     "parse_scope",
+    "plural",
     "query_digest",
     "register_kind_codec",
     "resolution_words",

@@ -1,5 +1,5 @@
 """How records write values and scopes in messages and tables: a metric value, a query's text
-on one line, a group's scope name (``category:joins``) and its parse."""
+on one line, a group's scope name (``category:joins``) and its parse, a count with its noun."""
 
 from __future__ import annotations
 
@@ -54,6 +54,27 @@ def format_delta(value: float) -> str:
     ``0.0000``, never ``-0.0000``."""
     text = f"{value:+.4f}"
     return "0.0000" if text in ("+0.0000", "-0.0000") else text
+
+
+def plural(n: float, word: str, words: str | None = None) -> str:
+    """``word`` for one (``n`` as shown: 1 day, 1.5 days), else its plural: ``words`` when given (an irregular one), else the
+    English rule (``query`` -> ``queries``, ``pass`` -> ``passes``, ``suite`` -> ``suites``).
+    Every count a message or a report words goes through here or :func:`counted`, so none says
+    "1 queries" or "suite(s)"."""
+    if n == 1:
+        return word
+    if words is not None:
+        return words
+    if word.endswith("y") and word[-2:-1] not in ("", "a", "e", "i", "o", "u"):
+        return word[:-1] + "ies"
+    if word.endswith(("s", "x", "z", "ch", "sh")):
+        return word + "es"
+    return word + "s"
+
+
+def counted(n: int, word: str, words: str | None = None) -> str:
+    """``n`` with its noun in the right number: ``1 query``, ``0 queries``, ``2 suites``."""
+    return f"{n} {plural(n, word, words)}"
 
 
 def resolves_nothing(epsilon: float, width: float | None) -> bool:

@@ -184,6 +184,15 @@ class ReportData:
             return None
         if any(u.suite == suite for u in self.undecided):
             return None
+        checked = {m for run in self.runs_of(suite) for m in run.stats.get("gated_metrics", ())}
+        if checked:
+            # It has regression checks (a tolerance names their metrics) and no floor: what it
+            # lacks is a baseline run to check them against; 'add tolerance:' would do nothing.
+            return (
+                "nothing in this suite can fail yet: it has no floors and no 'expect', and its "
+                f"regression checks ({', '.join(sorted(checked))}) have no baseline run to "
+                "compare with; save one with --rg-save-baseline, or add 'gates:' (floors)"
+            )
         return (
             "nothing in this suite can fail: it has no floors, no 'expect' and no regression "
             "check; add 'gates:' (floors) or 'tolerance:' (regressions against the baseline) to "

@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from retrieval_gate.records import format_value
+from retrieval_gate.records import counted, format_value
 
 if TYPE_CHECKING:
     from retrieval_gate.gates.keeper import HistoryReport, Trend
@@ -38,7 +38,8 @@ def _shelf(history: HistoryReport, suite: str) -> Iterator[str]:
     held = [s for s in rows if s.metric.startswith("holdout::")]
     if visible:
         yield (
-            f"Shelf life: {visible[0].decisions} decision(s) informed by this version of the "
+            f"Shelf life: {counted(visible[0].decisions, 'decision')} informed by this version "
+            "of the "
             "suite; the resolution after them (ease.ml/ci's adaptive bound, docs/verdicts.md) "
             "next to a fresh suite's, and the decisions left at the tolerance:"
         )
@@ -47,7 +48,8 @@ def _shelf(history: HistoryReport, suite: str) -> Iterator[str]:
         # the range's worst-case spread in place of its values' (docs/verdicts.md).
         yield (
             f"{'The' if visible else 'Shelf life: the'} holdout's rows (`holdout::`) count "
-            f"its {held[0].decisions} revealed pass/fail verdict(s) on this version of the "
+            f"its {counted(held[0].decisions, 'revealed pass/fail verdict')} on this version of "
+            "the "
             "holdout, at its own tolerance, with no figure read from its values."
         )
     yield ""

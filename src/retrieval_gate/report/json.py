@@ -17,13 +17,45 @@ if TYPE_CHECKING:
 
 # 2: a category's or difficulty's scope and node id are written category:<label> (version 1
 # wrote category[<label>], which pytest could not select: docs/suite-format.md, "Node ids").
-VERSION = 2
+# 3: a pair's metrics no longer hold a `pearson` and a `spearman` (they were the pair's cosine:
+# one pair has no correlation), a pair's `latency_ms` is null (no pair is timed), and a pair or
+# extraction run's `k` is [] (it listed default cutoffs those kinds never read).
+VERSION = 3
+
+
+def _as_reported(entry: dict[str, Any]) -> dict[str, Any]:
+    """The run's JSON with each unit's ``metrics`` holding only values that are the unit's own:
+    a family whose per-unit series is an input of its aggregation (a correlation's cosine,
+    ``MetricFamily.per_unit``) is left out, so no pair shows its cosine under ``pearson``. A
+    kind that takes no cutoffs (pairs, extraction) reports ``k`` as ``[]``, not the defaults it
+    never read."""
+    from retrieval_gate.errors import UnknownMetricError
+    from retrieval_gate.metrics import parse_metric
+    from retrieval_gate.records import DEFAULT_KIND
+    from retrieval_gate.suites import kinds
+
+    kind = kinds().get(entry.get("kind", DEFAULT_KIND))
+    if kind is not None and not kind.takes_k:
+        entry["k"] = []
+
+    def own(name: str) -> bool:
+        try:
+            return parse_metric(name).spec.per_unit
+        except UnknownMetricError:  # a plug-in's metric not installed here: kept as it came
+            return True
+
+    names = {name for query in entry["queries"] for name in query["metrics"]}
+    hidden = {name for name in names if not own(name)}
+    if hidden:
+        for query in entry["queries"]:
+            query["metrics"] = {k: v for k, v in query["metrics"].items() if k not in hidden}
+    return entry
 
 
 def render(data: ReportData) -> dict[str, Any]:
     runs = []
     for run in data.runs:
-        entry = run.to_json()
+        entry = _as_reported(run.to_json())
         comparison = data.comparison(run)
         if comparison is not None:
             entry["baseline"] = comparison.to_json()

@@ -20,7 +20,10 @@ from retrieval_gate.records import (
     RegressionRow,
     RunRecord,
     Section,
+    counted,
     format_delta,
+    format_value,
+    plural,
 )
 from retrieval_gate.report import ReportData, Writer
 from retrieval_gate.report.history import age_lines, history_lines
@@ -79,9 +82,15 @@ def headline_metrics(runs: list[RunRecord], gates: list[Outcome]) -> list[str]:
     R and MRR at max k for a ranking suite; F1 and its parts for an extraction suite, the
     correlations for a pair suite)."""
     available = list(runs[0].metrics)
-    # Whole-suite gates first, then the category / difficulty / regression ones.
-    ordered = sorted(gates, key=lambda g: g.scope != "suite")
-    wanted = [g.metric for g in ordered if g.metric in available]
+    declared = runs[0].stats.get("gated_metrics")
+    if declared is not None:
+        # What the suite declares (runs/evaluate.py), never which gates ran or failed: the
+        # columns stay the same under --lf, -k or -n 2.
+        wanted = [str(m) for m in declared]
+    else:
+        # A record without the list (one read back from an older JSON twin): the gates'.
+        ordered = sorted(gates, key=lambda g: g.scope != "suite")
+        wanted = [g.metric for g in ordered if g.metric in available]
     kind = _kind(runs[0])
     wanted += kind.headline(runs[0]) if kind is not None else ()
     return [m for m in dict.fromkeys(wanted) if m in available]
@@ -114,14 +123,20 @@ def lines(data: ReportData) -> Iterator[str]:
         f"; {len(data.undecided)} not decided because their run failed," if data.undecided else ""
     )
     # A run that failed has no record but was run all the same: a session whose every run
-    # failed covers its suites and systems, not "0 suite(s) and 0 system(s)".
+    # failed covers its suites and systems, not "0 suites and 0 systems".
     ran = [(run.suite, run.system) for run in data.runs]
     ran += [(error.suite, error.system) for error in data.errors]
     suites, systems = {suite for suite, _ in ran}, {system for _, system in ran}
-    yield (
-        f"**{verdict}**: {len(data.gates) - n_failed} of {data.total} gates passed{undecided}"
-        f" over {len(suites)} suite(s) and {len(systems)} system(s)."
-    )
+    over = f"{counted(len(suites), 'suite')} and {counted(len(systems), 'system')}"
+    if data.total == 0:
+        # Suites with no floor, no expect and no baseline run yet: their runs were measured
+        # (pytest counts them as passed items), but no gate was there to pass, not "0 of 0".
+        yield f"**{verdict}**: no gate was set over {over}; the figures below are measured only."
+    else:
+        yield (
+            f"**{verdict}**: {len(data.gates) - n_failed} of {data.total} "
+            f"{plural(data.total, 'gate')} passed{undecided} over {over}."
+        )
     yield ""
     if data.partial is not None:
         yield (
@@ -161,20 +176,18 @@ def lines(data: ReportData) -> Iterator[str]:
     if data.gates:
         yield "## All gates"
         yield ""
-        rows = [
-            [
-                _status(g),
-                f"`{g.nodeid}`",
-                _measured(g) if g.regression is not None or g.hidden else fmt(g.value),
-                _needed(g)
-                if g.regression is not None or g.hidden
-                else f"{g.comparison} {fmt(g.threshold)}",
-                str(g.n),
-            ]
-            for g in data.gates
-        ]
+        rows = [[_status(g), f"`{g.nodeid}`", *_value_and_need(g), str(g.n)] for g in data.gates]
         yield from _table(["status", "gate", "value", "needs", "n"], rows)
         yield ""
+
+
+def _value_and_need(gate: Outcome) -> tuple[str, str]:
+    """The All gates row's value and need: a metric value in 4 decimals, as every table shows
+    one; a rank, milliseconds, a drop or a hidden value in its own words, as the failing gates
+    table says them (a found_within rank is not "1.0000", nor "-1.0000" when not retrieved)."""
+    if gate.regression is None and not gate.hidden and gate.measured == format_value(gate.value):
+        return fmt(gate.value), f"{gate.comparison} {fmt(gate.threshold)}"
+    return _measured(gate), _needed(gate)
 
 
 def _status(gate: Outcome) -> str:
@@ -312,14 +325,19 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
         ]
         yield from _table(["system", "p50", "p95", "p99", "mean"], rows)
         yield ""
-    stats_rows = []
+    # What collection changed in the suite (ids mapped to current terms) is the suite's, the
+    # same for every system: said once, not once per system.
+    suite_notes = dict.fromkeys(str(n) for run in runs for n in run.stats.get("suite_notes", ()))
+    stats_rows = [f"- the suite: {'; '.join(suite_notes)}"] if suite_notes else []
     for run in runs:
         stats = run.stats
         parts = []
         if "embedded_documents" in stats:
-            parts.append(
-                f"embedded {stats['embedded_documents']}, from cache {stats['cached_documents']}"
-            )
+            # --rg-no-cache: the rest came from another run of this session, not from a cache.
+            rest = stats.get("session_documents")
+            where = "from cache" if rest is None else "from this session"
+            rest = stats["cached_documents"] if rest is None else rest
+            parts.append(f"embedded {stats['embedded_documents']}, {where} {rest}")
         if "index_recall" in stats:
             parts.append(
                 f"index recall@{stats['index_recall_k']} vs exact search {stats['index_recall']:.4f}"
@@ -330,12 +348,12 @@ def _suite(data: ReportData, suite: str) -> Iterator[str]:
                 f"a second build of the index from the same vectors: RBO "
                 f"{stats['index_stability_rbo']:.4f}, overlap@{k} "
                 f"{stats['index_stability_overlap']:.4f}, same top {k} for "
-                f"{stats['index_stability_identical']} of {n} queries"
+                f"{stats['index_stability_identical']} of {counted(n, 'query')}"
             )
-        parts += [str(note) for note in stats.get("suite_notes", ())]
         parts += [str(note) for note in stats.get("warnings", ())]
         parts += [str(note) for note in stats.get("notes", ())]
-        parts += latency_notes(stats, run.n)  # timed queries and time per stage: systems/timings
+        # Timed units and time per stage: systems/timings.
+        parts += latency_notes(stats, run.n, units_of(run.kind, 1), units_of(run.kind))
         judged = judged_note(run) if kind is not None and kind.shows_judged(run) else None
         parts += [note for note in (judged, ties_note(run, shown)) if note is not None]
         if parts:
@@ -437,9 +455,10 @@ def _reference(data: ReportData, runs: list[RunRecord], metrics: list[str]) -> I
         return
     yield f"### Against the reference system `{reference}`"
     yield ""
+    units = units_of(runs[0].kind)
     yield (
-        f"Paired two-sided randomisation test per metric over the same queries; "
-        f"* marks p < {data.alpha:g}. Better/worse count queries."
+        f"Paired two-sided randomisation test per metric over the same {units}; "
+        f"* marks p < {data.alpha:g}. Better/worse count {units}."
     )
     yield ""
     rows = [
@@ -485,7 +504,7 @@ def _baseline(run: RunRecord, base: BaselineComparison, gates: list[Outcome]) ->
     if any(m.policy == "tolerance" for m in table.values()):
         header, rows, warnings = _tolerance_rows(table)
     else:
-        header, rows, warnings = _margin_rows(table)
+        header, rows, warnings = _margin_rows(table, run.kind)
     if rows:
         yield from _table(header, rows)
         yield ""
@@ -505,7 +524,7 @@ def _baseline(run: RunRecord, base: BaselineComparison, gates: list[Outcome]) ->
         yield ""
     regressed = [g for g in gates if g.regression is not None and not g.passed]
     for gate in regressed:
-        yield f"Regressed queries for {gate.metric} ({gate.scope}):"
+        yield f"Regressed {units_of(run.kind)} for {gate.metric} ({gate.scope}):"
         yield ""
         for line in _explained(gate):
             yield f"- {line}"
@@ -561,7 +580,7 @@ def _tolerance_rows(table: Mapping[str, RegressionRow]) -> _Rows:
     return [*header, "verdict"], rows, []
 
 
-def _margin_rows(table: Mapping[str, RegressionRow]) -> _Rows:
+def _margin_rows(table: Mapping[str, RegressionRow], kind: str) -> _Rows:
     rows = []
     warnings = []
     for name, m in table.items():
@@ -586,7 +605,8 @@ def _margin_rows(table: Mapping[str, RegressionRow]) -> _Rows:
             continue
         if m.verdict == "underpowered":
             warnings.append(
-                f"- **warning**: {name} is underpowered: over {m.n} queries neither a drop larger "
+                f"- **warning**: {name} is underpowered: over {m.n} {units_of(kind, m.n)} neither "
+                "a drop larger "
                 f"than the tolerance {fmt(m.tolerance)} nor one within it can be shown"
             )
         if detectable is not None and m.tolerance > 0 and detectable > 2 * m.tolerance:
@@ -673,7 +693,7 @@ def judged_note(run: RunRecord) -> str | None:
     mean = sum(shares) / len(shares)
     return (
         f"ground truth: Judged@{k} {mean:.4f}, {partial} of {len(shares)} "
-        f"{'query' if len(shares) == 1 else 'queries'} {'has' if partial == 1 else 'have'} "
+        f"{plural(len(shares), 'query')} {plural(partial, 'has', 'have')} "
         f"unjudged documents in their top {k}"
     )
 

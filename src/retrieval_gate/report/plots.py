@@ -9,7 +9,8 @@ with a short digest of the names as given, so two suites never share a file.
   bootstrap of the mean over the run's units, :func:`retrieval_gate.metrics.bootstrap.bootstrap_ci`).
 * ``<suite>--<system>--deltas-<metric>.png`` for a run with a baseline run: each query's value
   now minus its value in the baseline (queries with the same digest, so unchanged text and
-  judgments), sorted, worse ones red; one per metric a regression item gates and per metric that
+  judgments), sorted, worse ones red (for a correlation, which no single pair has, each pair's
+  share of its change: :func:`unit_deltas`); one per metric a regression item gates and per metric that
   regressed (a diagnostic scope's too), else for the first headline metric.
 * ``<suite>--<system>--history-<metric>.png`` for a run with a history: the metric at each
   record and today, the drift anchor dashed, each change point a line labelled with its shift.
@@ -171,15 +172,37 @@ def _metric_figure(suite: str, metric: str, runs: list[RunRecord], seed: int) ->
     return figure
 
 
-def _delta_figure(run: RunRecord, base: RunRecord, metric: str) -> Any:
-    deltas = sorted(
-        (q.metrics[metric] - base.query(q.id).metrics[metric], q.id)
+def unit_deltas(
+    run: RunRecord, base: RunRecord, metric: str
+) -> tuple[list[tuple[float, str]], str]:
+    """Each compared unit's change of ``metric`` (now - baseline; units with the same digest),
+    sorted, and what that change is. A metric a unit has no value of (a correlation: one pair
+    has none, ``MetricFamily.per_unit``) is drawn as each unit's share of the metric's change,
+    as the regression item explains it (``SuiteKind.contributions``), never as the change of
+    the per-unit series behind it (a pair's cosine, which may fall as the pair moves into its
+    gold order)."""
+    from retrieval_gate.metrics import parse_metric
+    from retrieval_gate.suites import kinds
+
+    ids = [
+        q.id
         for q in run.queries
         if base.has_query(q.id)
         and base.query(q.id).digest == q.digest
         and metric in q.metrics
         and metric in base.query(q.id).metrics
-    )
+    ]
+    if not parse_metric(metric).spec.per_unit:
+        kind = kinds().get(run.kind)
+        shares = None if kind is None else kind.contributions(metric, ids, run, base)
+        found = sorted((share, qid) for qid, (share, _) in (shares or {}).items())
+        return found, "share of the change"
+    deltas = sorted((run.query(q).metrics[metric] - base.query(q).metrics[metric], q) for q in ids)
+    return deltas, "delta"
+
+
+def _delta_figure(run: RunRecord, base: RunRecord, metric: str) -> Any:
+    deltas, what = unit_deltas(run, base, metric)
     figure, axes = _figure(max(5.0, min(16.0, 0.15 * len(deltas) + 3.0)))
     values = [d for d, _ in deltas]
     colours = [WORSE if d < 0 else BETTER for d in values]
@@ -187,13 +210,17 @@ def _delta_figure(run: RunRecord, base: RunRecord, metric: str) -> Any:
     axes.axhline(0, color="black", linewidth=0.8)
     worse = sum(1 for d in values if d < 0)
     better = sum(1 for d in values if d > 0)
+    from retrieval_gate.suites import units_of
+
+    unit, units = units_of(run.kind, 1), units_of(run.kind)
+    change = "now - baseline" if what == "delta" else f"each {unit}'s share of its change"
     axes.set_title(
-        shown(f"{run.suite} x {run.system}: {metric} per query, now - baseline") + "\n"
+        shown(f"{run.suite} x {run.system}: {metric} per {unit}, {change}") + "\n"
         f"{worse} worse, {better} better, of {len(values)} compared",
         fontsize=10,
     )
-    axes.set_ylabel(f"{metric} delta")
-    axes.set_xlabel("queries, sorted by delta")
+    axes.set_ylabel(f"{metric} {what}")
+    axes.set_xlabel(f"{units}, sorted by {what}")
     if len(values) <= 30:
         labels = [shown(qid) for _, qid in deltas]
         axes.set_xticks(range(len(values)), labels, rotation=90, fontsize=7)

@@ -16,8 +16,10 @@ from retrieval_gate.records import (
     BaselineComparison,
     Outcome,
     RegressionRow,
+    counted,
     format_value,
     parse_scope,
+    plural,
     resolves_nothing,
 )
 
@@ -143,8 +145,8 @@ def session_warning(coarse: list[Coarse], units: dict[str, str]) -> list[str]:
     if not open_:
         return []
     out = [
-        f"WARNING: {len(open_)} regression check{'s' if len(open_) > 1 else ''} resolve"
-        f"{'' if len(open_) > 1 else 's'} more coarsely than the tolerance, so changes with no "
+        f"WARNING: {counted(len(open_), 'regression check')} "
+        f"{plural(len(open_), 'resolves', 'resolve')} more coarsely than the tolerance, so changes with no "
         "real effect may fail (each is listed in the report):"
     ]
     for suite in dict.fromkeys(c.suite for c in open_):

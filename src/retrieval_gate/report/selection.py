@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from retrieval_gate.records import counted, plural
+
 #: The marker every gate item carries (collect.py).
 GATE_MARKER = "retrieval_gate"
 _OUTPUT_KEY = "retrieval_gate_deselected"
@@ -63,11 +65,13 @@ class Selection:
         if self.without_items:
             more = len(self.without_items) - 1
             return "no suite has an item for this session's systems: " + (
-                self.without_items[0] + (f" (and {more} more suites)" if more else "")
+                self.without_items[0]
+                + (f" (and {more} more {plural(more, 'suite')})" if more else "")
             )
         if self.suites:
             return (
-                f"the {self.suites} suites collected define no item (no 'gates', no 'expect', "
+                f"the {counted(self.suites, 'suite')} collected "
+                f"{plural(self.suites, 'defines', 'define')} no item (no 'gates', no 'expect', "
                 "and no baseline run to check for regressions)"
             )
         return (

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from retrieval_gate.display import shown
-from retrieval_gate.records import RunRecord
+from retrieval_gate.records import RunRecord, counted
 from retrieval_gate.report import ReportData
 from retrieval_gate.report.markdown import headline_metrics
 from retrieval_gate.report.resolution import coarse_checks, render_plan, session_warning
@@ -39,13 +39,16 @@ def _lines(data: ReportData) -> Iterator[str]:
         gates = [g for g in data.gates if g.suite == suite]
         metrics = headline_metrics(runs, gates)
         width = max(len("system"), *(len(run.system) for run in runs))
-        header = f"{'system':<{width}}  " + "  ".join(f"{m:>9}" for m in metrics) + "  p95 ms"
+        # A latency column only where some run timed its queries (a pair suite never does): a
+        # run in it that timed none (a stored run file) says n/a, not a figure.
+        timed = any(run.latency_measured for run in runs)
+        header = f"{'system':<{width}}  " + "  ".join(f"{m:>9}" for m in metrics)
         yield f"{suite} ({runs[0].n} {units_of(runs[0].kind, runs[0].n)})"
-        yield "  " + header
+        yield "  " + header + ("  p95 ms" if timed else "")
         for run in runs:
             cells = "  ".join(f"{run.metrics[m]:>9.4f}" for m in metrics)
-            p95 = f"{run.latency_ms['p95']:>6.1f}" if run.latency_measured else f"{'-':>6}"
-            yield f"  {run.system:<{width}}  {cells}  {p95}"
+            p95 = f"{run.latency_ms['p95']:>6.1f}" if run.latency_measured else f"{'n/a':>6}"
+            yield f"  {run.system:<{width}}  {cells}" + (f"  {p95}" if timed else "")
         decisions = data.decisions(suite)
         if isinstance(decisions, str):
             yield f"  decision score: not computed: {decisions}"
@@ -77,11 +80,7 @@ def _lines(data: ReportData) -> Iterator[str]:
         not_decided = sum(1 for u in data.undecided if u.suite == suite and u.system in systems)
         yield (
             f"run failed: {suite} x {', '.join(systems)}: {message}"
-            + (
-                f" ({not_decided} {'gate' if not_decided == 1 else 'gates'} not decided)"
-                if not_decided
-                else ""
-            )
+            + (f" ({counted(not_decided, 'gate')} not decided)" if not_decided else "")
         )
 
 

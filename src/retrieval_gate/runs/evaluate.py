@@ -27,6 +27,7 @@ from retrieval_gate.systems.timings import merge_timings
 
 if TYPE_CHECKING:
     from retrieval_gate.suites.kind import Resources
+    from retrieval_gate.suites.suite import Suite
 
 __all__ = ["Evaluation", "evaluate_run", "record_run"]
 
@@ -50,6 +51,9 @@ class Evaluation:
     # The ranking metrics over each unit's exact-search ranking (RunResult.exact_rankings), for
     # an index that may rank differently each run; None otherwise.
     exact_values: Mapping[str, np.ndarray] | None = None
+    # The metrics the suite's floors and the session's regression checks name, whole-suite
+    # floors first, in the order declared: the summary's columns, whichever items ran.
+    gated: tuple[str, ...] = ()
 
     @cached_property
     def scopes(self) -> dict[str, np.ndarray]:
@@ -171,7 +175,20 @@ def evaluate_run(
         labels=None if resources is None else kind.labels(run, resources),
         seconds=time.perf_counter() - began,
         exact_values=exact_values,
+        gated=_gated(suite, extra, wanted),
     )
+
+
+def _gated(
+    suite: Suite, extra: tuple[Metric, ...], computed: Mapping[str, Metric]
+) -> tuple[str, ...]:
+    """The computed metrics the suite's floors name (whole-suite floors first, each group in
+    the order the file declares them), then those the regression checks name. Declared, not
+    taken from the gates that ran: ``--lf`` or ``-k`` would otherwise change the summary's
+    columns, and failing first would reorder them with the verdicts."""
+    floors = sorted(suite.all_gates, key=lambda g: g.scope != "suite")
+    names = [g.metric.name for g in floors] + [m.name for m in extra]
+    return tuple(name for name in dict.fromkeys(names) if name in computed)
 
 
 def _labels(labeler: Callable[[str], str | None] | None, ids: Iterable[str]) -> dict[str, str]:
@@ -260,6 +277,7 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
         **({"suite_notes": list(suite.notes)} if suite.notes else {}),
         **({"suite_reference": suite.reference} if suite.reference else {}),
         **kind.run_stats(_shown_run(run, evaluation.hidden), metrics),
+        "gated_metrics": list(evaluation.gated),
     }
     if timed is not None and "latency_queries" in stats:
         stats["latency_queries"] = len(timed)  # latency is over the visible queries too

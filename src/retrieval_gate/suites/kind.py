@@ -33,7 +33,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
-from retrieval_gate.records import QueryRecord, RunRecord, Section, UnitExtras
+from retrieval_gate.records import QueryRecord, RunRecord, Section, UnitExtras, counted, plural
 
 if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
@@ -202,7 +202,7 @@ class SuiteKind:
             for query, docs in missing[:MISSING_SHOWN]
         )
         more = (
-            f"; and {len(missing) - MISSING_SHOWN} more queries"
+            f"; and {len(missing) - MISSING_SHOWN} more {plural(len(missing) - MISSING_SHOWN, self.unit, self.units)}"
             if len(missing) > MISSING_SHOWN
             else ""
         )
@@ -211,12 +211,11 @@ class SuiteKind:
         source, entry = first.located(suite.units_source, self.units_key)
         if len(missing) > 1:
             entry += f" and {len(missing) - 1} more"
-        ids = "relevant id" if total == 1 else "relevant ids"
-        units = self.unit if len(missing) == 1 else self.units
         # The setting goes in the suite file, which the message does not name otherwise.
         where = "" if source == suite.path else f" in {suite.path.name}"
         raise MissingRelevantError(
-            f"{total} {ids} of {len(missing)} {units} not in corpus {corpus.source} "
+            f"{counted(total, 'relevant id')} of {counted(len(missing), self.unit, self.units)} "
+            f"not in corpus {corpus.source} "
             f"({shown}{more}); fix the labels, or count them as misses with "
             f"'missing_relevant: miss'{where}",
             path=source,

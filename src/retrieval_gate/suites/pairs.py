@@ -262,7 +262,8 @@ def run_pairs(
 ) -> RunResult:
     """Embed both texts of every pair (the cache answers what it has) and score each pair by the
     cosine similarity of its two vectors. The result's per-pair ``scores`` hold that cosine;
-    pair suites have no query latency (``latency_measured`` is False, as for a stored run)."""
+    pair suites have no query latency (``latency_measured`` is False, as for a stored run, and
+    each pair's time is NaN: not timed, ``null`` in the JSON twin)."""
     import numpy as np
 
     from retrieval_gate.suites.result import RunResult, fingerprint
@@ -281,7 +282,12 @@ def run_pairs(
     texts = [p.text for p in pairs] + [p.text_b for p in pairs]
     # Through the embedding boundary: a plug-in's NaN or short result is one line naming it.
     vectors, embedded = embed_texts(
-        embedder, texts, options, label=f"{suite.name}: pairs", call=embedding_call(system)
+        # The progress line names the suite and system already ("sim x angles: pairs: ...").
+        embedder,
+        texts,
+        options,
+        label="pairs",
+        call=embedding_call(system),
     )
     n = len(suite.queries)
     a, b = vectors[:n].astype(np.float64), vectors[n:].astype(np.float64)
@@ -309,7 +315,7 @@ def run_pairs(
         qids=tuple(q.id for q in suite.queries),
         rankings=tuple(() for _ in suite.queries),
         scores=tuple((float(c),) for c in cosine),
-        latencies_ms=tuple(0.0 for _ in suite.queries),
+        latencies_ms=tuple(math.nan for _ in suite.queries),
         fingerprint=fp,
         stats=stats,
     )

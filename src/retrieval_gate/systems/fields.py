@@ -68,6 +68,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import ConfigError, CorpusError
+from retrieval_gate.records import counted, plural
 from retrieval_gate.schema import Option, OptionTable, Where, one_of
 
 if TYPE_CHECKING:
@@ -714,8 +715,9 @@ def field_layout(corpus: Corpus, options: Mapping[str, Any]) -> FieldLayout | No
         from retrieval_gate.errors import CorpusError
 
         raise CorpusError(
-            f"none of the corpus' {len(corpus)} documents has the field(s) "
-            f"{', '.join(map(repr, fields))} that the system's 'fields' names (a folder of text "
+            f"none of the corpus' {counted(len(corpus), 'document')} has the "
+            f"{plural(len(fields), 'field')} {', '.join(map(repr, fields))} that the system's "
+            "'fields' names (a folder of text "
             "files has only 'text'; fields come from JSONL metadata or an ontology's terms)",
             path=corpus.source,
             entry="fields",

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import ConfigError, RunError
-from retrieval_gate.records.wording import shown_id
+from retrieval_gate.records.wording import counted, shown_id
 from retrieval_gate.schema import Option, Where
 from retrieval_gate.systems.base import OpenContext, Query, Retrieved, SystemKind
 from retrieval_gate.usercode import DEFAULT_TIMEOUT_S as DEFAULT_TIMEOUT_S
@@ -401,8 +401,9 @@ class IdCheck:
         missing = list(self._unknown)
         if self._returned and not self._known:
             raise RunError(
-                f"none of the {len(missing)} document ids {self._source} returned is in the "
-                f"corpus {self._corpus.source} ({len(self._ids)} documents), e.g. "
+                f"none of the {counted(len(missing), 'document id')} {self._source} returned "
+                f"is in the corpus {self._corpus.source} "
+                f"({counted(len(self._ids), 'document')}), e.g. "
                 f"{_examples(missing)}{_stem_hint(missing, self._corpus)}",
                 path=self.where,
             )
@@ -410,7 +411,7 @@ class IdCheck:
         if self._mapped:
             first, target = next(iter(self._mapped.items()))
             notes.append(
-                f"mapped {len(self._mapped)} ids by path suffix onto corpus ids, e.g. "
+                f"mapped {counted(len(self._mapped), 'id')} by path suffix onto corpus ids, e.g. "
                 f"{shown_id(first)} -> {shown_id(target)}"
             )
         if missing:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import RunError
+from retrieval_gate.records import counted, plural
 from retrieval_gate.schema import Option
 from retrieval_gate.systems.base import OpenContext, Query, Retrieved, SystemKind
 
@@ -176,13 +177,15 @@ class RunFileSystem:
             return ()
         if len(missing) == len(asked):
             raise RunError(
-                f"the run answers none of the suite's {len(asked)} queries: its query ids "
+                f"the run answers none of the suite's {counted(len(asked), 'query')}: its "
+                "query ids "
                 f"({_examples(sorted(self.run))}) are not the suite's ({_examples(list(asked))})",
                 path=self.path,
             )
         return (
-            f"{self.written} answers {len(asked) - len(missing)} of the suite's {len(asked)} "
-            f"queries; the {len(missing)} it does not answer score 0 (e.g. {_examples(missing)})",
+            f"{self.written} answers {len(asked) - len(missing)} of the suite's "
+            f"{counted(len(asked), 'query')}; the {len(missing)} it does not answer "
+            f"{plural(len(missing), 'scores', 'score')} 0 (e.g. {_examples(missing)})",
         )
 
     def retrieve(
@@ -213,6 +216,8 @@ class RunFileSystem:
         stats["run_file_queries"] = len(self.run)
         stats["run_file_missing_queries"] = len(self._unanswered)
         stats["latency_measured"] = False
+        # Why, for the report: "not timed" alone would read as a sample nobody asked for.
+        stats["latency_reason"] = "a stored run holds no query times"
         # Read once the run's queries are asked: IdCheck judges the ids of the whole run.
         notes = () if self._ids is None else self._ids.notes()
         if self._corpus is not None and (self._corpus.notes or notes):

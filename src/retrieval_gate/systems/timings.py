@@ -90,12 +90,24 @@ def merge_timings(stats: Mapping[str, object], **seconds: float) -> dict[str, fl
     return out
 
 
-def latency_notes(stats: Mapping[str, Any], n: int) -> list[str]:
-    """The report's lines on how a run's latency was measured and where its time went."""
+def latency_notes(
+    stats: Mapping[str, Any], n: int, unit: str = "query", units: str = "queries"
+) -> list[str]:
+    """The report's lines on how a run's latency was measured and where its time went; ``unit``
+    and ``units``: what the suite's kind times (a query, an extraction document)."""
+    from retrieval_gate.records import counted
+
     notes = []
     timed = stats.get("latency_queries")
     if isinstance(timed, int) and stats.get("latency_measured", True) is not False:
-        notes.append(f"latency: timed on {timed} of {n} {'query' if n == 1 else 'queries'}")
+        if timed == n == 1:
+            notes.append(f"latency: timed on the suite's one {unit}")
+        elif timed == n:
+            notes.append(f"latency: timed on every {unit} ({n})")
+        else:
+            notes.append(f"latency: timed on {timed} of {counted(n, unit, units)}")
+    elif isinstance(stats.get("latency_reason"), str):
+        notes.append(f"latency: none ({stats['latency_reason']})")
     elif timed == 0:
         notes.append(
             "latency: not timed (no latency gate or decision weight reads it; "

@@ -115,7 +115,12 @@ class ExtractionKind(SuiteKind):
     unit = "document"
     units = "documents"
     units_key = "documents"
-    keys = frozenset({"documents", "ontology", "similarity"})
+    # Not 'similarity': it says how MaxOntSim@k scores a near miss, and an extraction suite's
+    # metrics are set-based (a term is found or not), so the key would be read and ignored.
+    keys = frozenset({"documents", "ontology"})
+    # No cutoffs either: a document's predicted set is cut by the system's extraction settings
+    # (num_results, thresholds), and a 'k' would only have changed the suite's digest.
+    takes_k = False
     inputs = ("sets", "latency")
     system_options = SYSTEM_OPTIONS
     intervals = True

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.records import counted
 from retrieval_gate.systems.base import RunOptions
 from retrieval_gate.systems.embedding.key import index_key
 from retrieval_gate.systems.embedding.options import index_options
@@ -82,8 +83,15 @@ class EmbeddingIndex:
         #: Its calls (each cold query's, each timed search's) on one worker thread, not a
         #: thread started per query (usercode.Worker); ended in :meth:`close`.
         self.call = embedding_call(system, worker=Worker(f"retrieval-gate-{system.name}"))
-        vectors, embedded = self._document_vectors(units)
-        self._warn_zero(vectors, "document")
+        #: Units whose vectors came from another run of this session rather than the encoder.
+        self.from_session = 0
+        self._scratch: Path | None = None  # the index's throwaway folder, made below
+        try:
+            vectors, embedded = self._document_vectors(units)
+            self._warn_zero(vectors, "document")  # an error under -W error
+        except BaseException:
+            self.close()  # the worker's thread, which would otherwise wait idle for good
+            raise
         self.vectors = vectors
         #: Query vectors of this embedder by the digest of the query text (its identity holds
         #: the query prompt), in a ``queries`` folder inside the documents' cache folder of the
@@ -133,7 +141,10 @@ class EmbeddingIndex:
             "corpus_documents": len(corpus),
             "indexed_units": len(self.unit_ids),
             "embedded_documents": embedded,
-            "cached_documents": len(self.unit_ids) - embedded,
+            # Without the cache, what was not embedded is this session's copy (another suite's
+            # run embedded it), never the disk's.
+            "cached_documents": len(self.unit_ids) - embedded if options.use_cache else 0,
+            **({"session_documents": self.from_session} if not options.use_cache else {}),
             "embedder": embedder.identity,
             "dims": embedder.dim,
         }
@@ -161,13 +172,16 @@ class EmbeddingIndex:
         embedder, options = self.embedder, self.options
         share_key = ("vectors", embedder.identity, units.key)
         # A team's table holds the documents: nothing is embedded, and its empty matrix is
-        # not what another system over the same units may share.
-        share = options.use_cache and not self.stored
+        # not what another system over the same units may share. Shared without the cache
+        # too: --rg-no-cache keeps vectors off the disk (docs/embedding.md), and embedding a
+        # corpus again for every suite over it would only cost time.
+        share = not self.stored
         if share:
             shared = options.shared.get(share_key)
             if shared is not None:
                 if isinstance(embedder, LazyEmbedder):
                     embedder.know_dim(shared.shape[1])
+                self.from_session = len(units.unit_ids)
                 return shared, 0
         texts = [] if self.stored else units.texts
         with self.timings.stage("load"):
@@ -189,8 +203,8 @@ class EmbeddingIndex:
                     found, todo = cache.lookup(digests)
         if cache is not None and cache.dropped:
             self.notes.append(
-                f"embedding cache: dropped {len(cache.dropped)} shard(s) ({cache.dropped[0]}); "
-                "their texts were embedded again"
+                f"embedding cache: dropped {counted(len(cache.dropped), 'shard')} "
+                f"({cache.dropped[0]}); their texts were embedded again"
             )
         with self._embedding():
             if not todo and found.shape[0]:
@@ -271,7 +285,7 @@ class EmbeddingIndex:
             self.key,
             float(self.system.options["search_block_mb"]),
         )
-        exact = self.index_kind == "exact" and self.options.use_cache
+        exact = self.index_kind == "exact"
         if exact and share_key in self.options.shared:
             found: Any = self.options.shared[share_key]
             return found

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import RunError
+from retrieval_gate.records import counted
 from retrieval_gate.systems.base import OpenContext, Query, Retrieved, SystemKind
 from retrieval_gate.systems.embedding.diagnostics import measure_recall
 from retrieval_gate.systems.embedding.index import EmbeddingIndex
@@ -200,7 +201,7 @@ class EmbeddingSystem:
             except CallTimeout:
                 raise RunError(
                     f"system {self.config.name} did not return within {timeout:g} s per query "
-                    f"for {len(queries)} queries (its 'timeout' setting)",
+                    f"for {counted(len(queries), 'query')} (its 'timeout' setting)",
                     path=where,
                     entry=f"query {queries[0][0]}",
                 ) from None

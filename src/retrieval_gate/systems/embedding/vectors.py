@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import RetrievalGateError, library_failures
+from retrieval_gate.records import counted
 from retrieval_gate.systems.base import RunOptions
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def store_or_warn(cache: Any, digests: list[str], vectors: Any) -> None:
         else:
             advice = f"{exc.strerror or exc}; give a writable cache folder with --rg-cache-dir"
         warnings.warn(
-            f"embedding cache {cache.directory} could not store {len(digests)} vectors "
+            f"embedding cache {cache.directory} could not store {counted(len(digests), 'vector')} "
             f"({advice}); they will be embedded again next run",
             CacheWarning,
             stacklevel=2,
