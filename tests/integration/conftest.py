@@ -130,6 +130,22 @@ def write_suite(pytester: pytest.Pytester, text: str, name: str = "lineage.retri
     path.write_text(textwrap.dedent(text), encoding="utf-8")
 
 
+def embedder_project(pytester: pytest.Pytester, embedder: str, conftest: str) -> None:
+    """A project of three documents (orders, customer names, refunds) searched by one exact
+    system, ``embedder`` registered by ``conftest`` (a test's own embedder plug-in)."""
+    pytester.makeconftest(conftest)
+    corpus = pytester.mkdir("corpus")
+    for name, text in {"a.md": "orders", "b.md": "customer names", "c.md": "refunds"}.items():
+        (corpus / name).write_text(text)
+    pytester.makefile(
+        ".toml",
+        pyproject='[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider"\n'
+        '[tool.retrieval_gate]\ncorpus = "corpus"\n'
+        f'[tool.retrieval_gate.system.{embedder}]\nembedder = "{embedder}"\nmodel = "m"\n'
+        'index = "exact"\n',
+    )
+
+
 def lit(text: str) -> str:
     """``text`` as an fnmatch pattern that matches it literally (item names contain brackets)."""
     return re.sub(r"([\[\]?])", r"[\1]", text)

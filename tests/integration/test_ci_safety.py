@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from .conftest import SUITE, lit, write_suite
+from .conftest import SUITE, embedder_project, lit, write_suite
 
 
 def _system(pytester: pytest.Pytester, body: str, settings: str = "", top: str = "") -> None:
@@ -201,17 +201,7 @@ def pytest_unconfigure(config):
 def test_an_embedding_systems_cold_queries_run_on_its_one_worker_thread(
     pytester: pytest.Pytester,
 ) -> None:
-    pytester.makeconftest(EMBEDDER)
-    corpus = pytester.mkdir("corpus")
-    for name, text in {"a.md": "orders", "b.md": "customer names", "c.md": "refunds"}.items():
-        (corpus / name).write_text(text)
-    pytester.makefile(
-        ".toml",
-        pyproject='[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider"\n'
-        '[tool.retrieval_gate]\ncorpus = "corpus"\n'
-        '[tool.retrieval_gate.system.rec]\nembedder = "recording"\nmodel = "r"\n'
-        'index = "exact"\n',
-    )
+    embedder_project(pytester, "recording", EMBEDDER)
     write_suite(
         pytester,
         "name: s\nk: [1]\ngates: {P@1: 0.0}\nqueries:\n"

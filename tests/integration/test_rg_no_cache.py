@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from .conftest import write_suite
+from .conftest import embedder_project, write_suite
 
 # An embedder that writes how many texts each document call was given: the count of encoder
 # work, whatever the machine's speed.
@@ -53,17 +53,7 @@ queries:
 def test_a_corpus_is_embedded_once_per_session_without_the_cache(
     pytester: pytest.Pytester,
 ) -> None:
-    pytester.makeconftest(EMBEDDER)
-    corpus = pytester.mkdir("corpus")
-    for name, text in {"a.md": "orders", "b.md": "customer names", "c.md": "refunds"}.items():
-        (corpus / name).write_text(text)
-    pytester.makefile(
-        ".toml",
-        pyproject='[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider"\n'
-        '[tool.retrieval_gate]\ncorpus = "corpus"\n'
-        '[tool.retrieval_gate.system.counted]\nembedder = "counting"\nmodel = "c"\n'
-        'index = "exact"\n',
-    )
+    embedder_project(pytester, "counting", EMBEDDER)
     write_suite(pytester, SUITE.format(name="first"), "first.retrieval.yaml")
     write_suite(pytester, SUITE.format(name="second"), "second.retrieval.yaml")
 
