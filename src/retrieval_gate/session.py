@@ -33,11 +33,12 @@ from retrieval_gate.options import (
     select_reference,
     select_systems,
 )
-from retrieval_gate.records import ItemPayload, Outcome, RunRecord
+from retrieval_gate.records import ItemPayload, RunRecord
 from retrieval_gate.runs.cache import RunCache, run_failure
 from retrieval_gate.systems import RunOptions
 
 if TYPE_CHECKING:
+    from retrieval_gate.gates.context import RunContext
     from retrieval_gate.gates.regressions import Regressions
     from retrieval_gate.report import ReportData
     from retrieval_gate.suites.suite import Suite
@@ -91,6 +92,8 @@ class GateSession:
         self.plan = RegressionPlan(self.settings)
         self.history = HistoryKeeper(self.settings, self.rootpath, self.plan, config.getoption, own)
         self._comparisons: dict[tuple[Path, str], Regressions] = {}
+        self.shared: dict[tuple[Path, str, str], Any] = {}  # the rules' (gates/context.py)
+        self.rule_state: dict[str, Any] = {}
         self._attached: set[tuple[Path, str]] = set()
         self._first_failures: dict[tuple[Path, str], str] = {}
         self.collected = ItemPayload()  # from this process's items, or the workers' under xdist
@@ -125,15 +128,14 @@ class GateSession:
         """The run compared with its baseline run (computed once)."""
         key = (suite.path, system.name)
         if key not in self._comparisons:
-            record = self.record(suite, system)
-            base = self.base_run(suite, system)
+            record, base = self.record(suite, system), self.base_run(suite, system)
             self._comparisons[key] = self.plan.compare(suite, record, base, path=self.where)
         return self._comparisons[key]
 
-    def drift(self, suite: Suite, system: SystemConfig) -> dict[str, Outcome] | str:
-        from retrieval_gate.gates.drift import drift_outcomes
+    def context(self, suite: Suite, system: SystemConfig) -> RunContext:
+        from retrieval_gate.gates.context import RunContext  # what the rules read (gates/rule.py)
 
-        return drift_outcomes(suite, self.record(suite, system), self.base_run(suite, system))
+        return RunContext(self, suite, system)
 
     def first_failed_item(self, suite: Suite, system: SystemConfig, nodeid: str) -> str:
         """The node id of the first item that reported this suite x system's failed run."""
@@ -245,3 +247,4 @@ class GateSession:
             terminalreporter.write_sep("-", shown(line))
         for line in [*self.history.lines, *self.closing_lines]:
             terminalreporter.write_line(shown(line))
+

@@ -28,6 +28,7 @@ from retrieval_gate.gates.regressions import (
     family_size,
 )
 from retrieval_gate.gates.resolution import block_level, queries_needed, t_quantile
+from retrieval_gate.gates.rule import headline
 from retrieval_gate.metrics import metric_versions
 from retrieval_gate.records import QueryRecord, RegressionFigures, RunRecord, query_digest
 
@@ -652,7 +653,7 @@ def test_regression_verdicts_on_the_tolerance_as_a_margin() -> None:
         strict=True,
     )
     assert (figures(strict).verdict, strict.passed) == ("underpowered", False)
-    assert strict.headline().startswith("P@1 regression over suite (s x sys): FAILED: underpowered")
+    assert headline(strict).startswith("P@1 regression over suite (s x sys): FAILED: underpowered")
     # The baseline's own run: no query changed, ok whatever the tolerance.
     [same] = check_regressions(then, base, shared, checks, alpha=0.05, policy="margin")
     assert (figures(same).verdict, same.passed, same.detail[0]) == (
