@@ -80,7 +80,7 @@ class UserCodeFailure(Exception):
     def brief(self) -> str:
         if self.error is None:
             return self.reason
-        text = " ".join(str(self.error).split())
+        text = _shown(self.error, str)
         return f"{type(self.error).__name__}: {text}" if text else type(self.error).__name__
 
 
@@ -211,9 +211,25 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, CallTimeout):
         return str(exc)
     if isinstance(exc, SystemExit):
-        return f"called sys.exit({exc.code!r})"
-    text = " ".join(str(exc).split())
+        return f"called sys.exit({_shown(exc.code, repr)})"
+    text = _shown(exc, str)
     return f"raised {type(exc).__name__}: {text}" if text else f"raised {type(exc).__name__}"
+
+
+#: The most characters of the user's exception text kept in the one line that describes it.
+MAX_REASON = 2000
+
+
+def _shown(value: object, how: Callable[[object], str]) -> str:
+    """``how(value)`` (the user's ``__str__`` or ``__repr__``) on one line of at most
+    :data:`MAX_REASON` characters; never raising, as what it describes already failed."""
+    try:
+        text = " ".join(how(value).split())
+    except BaseException as exc:  # the user's __str__, whatever it raises
+        text = f"<{how.__name__}() of {type(value).__name__} raised {type(exc).__name__}>"
+    if len(text) > MAX_REASON:
+        text = f"{text[:MAX_REASON]}... ({len(text) - MAX_REASON:,} more characters)"
+    return text
 
 
 def call_user_code(
