@@ -166,7 +166,7 @@ OPTIONS: OptionTable = {
         "times a request is tried again after a 429, a 5xx, or a connection dropped or (once "
         "the service has answered) refused, waiting what Retry-After asks (at most the "
         f"`timeout`, else {RETRY_AFTER_MAX_S:g} s), else {BACKOFF_FIRST_S:g} s doubled each "
-        f"time (at most {BACKOFF_CAP_S:g} s)",
+        f"time (at most {BACKOFF_CAP_S:g} s); every try and wait within `total_timeout`",
         check=at_least(0),
         rule=">= 0",
     ),
