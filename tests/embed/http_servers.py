@@ -14,6 +14,7 @@ malformed answers a real server will not give on demand.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -26,6 +27,7 @@ import sys
 import threading
 import time
 import urllib.request
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -155,6 +157,20 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=20)
+
+
+@functools.cache
+def zeros_compressed(size_mib: int, *codings: str) -> bytes:
+    """``size_mib`` MiB of zero bytes under ``codings`` (applied in order, as Content-Encoding
+    lists them): a few hundred bytes to a few hundred KiB that inflate to the whole size."""
+    wbits = {"gzip": 31, "deflate": 15, "raw-deflate": -15}
+    packer = zlib.compressobj(9, zlib.DEFLATED, wbits[codings[0]])
+    block = bytes(1 << 20)
+    data = b"".join(packer.compress(block) for _ in range(size_mib)) + packer.flush()
+    for coding in codings[1:]:
+        packer = zlib.compressobj(9, zlib.DEFLATED, wbits[coding])
+        data = packer.compress(data) + packer.flush()
+    return data
 
 
 def hashed_vector(text: str, dim: int) -> list[float]:

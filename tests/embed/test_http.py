@@ -4,7 +4,6 @@ parallel, vectors in order, retries, the probe digest, and what its messages may
 from __future__ import annotations
 
 import email.utils
-import functools
 import gzip
 import json
 import os
@@ -12,7 +11,6 @@ import re
 import socket
 import time
 import tracemalloc
-import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +39,7 @@ from .http_servers import (
     http_answer,
     stand_in,
     vectors_body,
+    zeros_compressed,
 )
 
 pytest.importorskip("httpx", reason="httpx is needed (pip install '.[http]')")
@@ -495,20 +494,6 @@ def test_the_backoff_stays_a_number_after_a_thousand_tries(shared: StandIn, tmp_
     embedder = load_embedder(http_spec(shared.base_url), cache_dir=tmp_path)
     delay = embedder._delay(_Retry("answered 503", None, "is unavailable"), 5000)  # type: ignore[attr-defined]
     assert BACKOFF_CAP_S / 2 <= delay <= BACKOFF_CAP_S
-
-
-@functools.cache
-def zeros_compressed(size_mib: int, *codings: str) -> bytes:
-    """``size_mib`` MiB of zero bytes under ``codings`` (applied in order, as Content-Encoding
-    lists them): a few hundred bytes to a few hundred KiB that inflate to the whole size."""
-    wbits = {"gzip": 31, "deflate": 15, "raw-deflate": -15}
-    packer = zlib.compressobj(9, zlib.DEFLATED, wbits[codings[0]])
-    block = bytes(1 << 20)
-    data = b"".join(packer.compress(block) for _ in range(size_mib)) + packer.flush()
-    for coding in codings[1:]:
-        packer = zlib.compressobj(9, zlib.DEFLATED, wbits[coding])
-        data = packer.compress(data) + packer.flush()
-    return data
 
 
 def peak_mib(run: Callable[[], Any]) -> float:

@@ -26,7 +26,7 @@ import socket
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from typing import Any, TypeVar
@@ -39,6 +39,7 @@ __all__ = [
     "BadEncoding",
     "TooLarge",
     "Unfitted",
+    "bind",
     "call_within",
     "deadline",
     "fit",
@@ -63,7 +64,10 @@ class TooLarge(Exception):
     quoting an error page)."""
 
     def __init__(self, most: int, head: bytes) -> None:
-        super().__init__(f"more than {most} bytes")
+        super().__init__(
+            f"the server's answer was larger than {most / (1 << 20):g} MiB (read and decoded), "
+            "more than any answer it should give"
+        )
         self.most = most
         self.head = head
 
@@ -306,12 +310,16 @@ def _layers(header: str) -> list[_Layer]:
     return [_Layer(name) for name in reversed(names)]
 
 
-def read_body(response: Any, most: int, *, raw: Iterator[bytes] | None = None) -> bytes:
+def read_body(response: Any, most: int, *, raw: Iterable[bytes] | None = None) -> bytes:
     """The whole body of ``response`` (a streamed ``httpx.Response``), its ``Content-Encoding``
     undone here; :class:`TooLarge` as soon as the bytes that arrived and those every layer gave
     pass ``most``, :class:`BadEncoding` for a coding not read or broken. ``raw``: the raw bytes
     from elsewhere (default ``response.iter_raw()``)."""
-    layers = _layers(response.headers.get("content-encoding", ""))
+    return _decoded(response.headers.get("content-encoding", ""), most, raw or response.iter_raw())
+
+
+def _decoded(coding: str, most: int, raw: Iterable[bytes]) -> bytes:
+    layers = _layers(coding)
     parts: list[bytes] = []
     seen = 0
 
@@ -329,10 +337,67 @@ def read_body(response: Any, most: int, *, raw: Iterator[bytes] | None = None) -
             count(len(piece))
             through(depth + 1, piece)
 
-    for chunk in response.iter_raw() if raw is None else raw:
+    for chunk in raw:
         count(len(chunk))
         through(0, chunk)
     if layers and not all(layer.done for layer in layers):
         names = ", ".join(layer.name for layer in reversed(layers))
         raise BadEncoding(f"answered {names} bytes that end before their end")
     return b"".join(parts)
+
+
+# -- a third party's client --------------------------------------------------------------------------
+
+
+def bind(client: Any, seconds: float | None, most: int) -> bool:
+    """Bound every request a library's ``client`` (an ``httpx.Client`` it made) sends from now:
+    each ends ``seconds`` after it starts, connecting and its whole answer included (None: no
+    deadline), and its answer is read within ``most`` bytes, decoded here; only event hooks,
+    the response's stream and its headers are touched (httpx's public API). False when the
+    client's transports could not be fitted (:class:`Unfitted`): its answers are still bounded
+    in size, and its steps by its own per-read timeouts only."""
+    try:
+        fit(client)
+        fitted_now = True
+    except Unfitted:
+        fitted_now = False
+
+    def started(request: Any) -> None:
+        # Left set after the request: the answer's body is read after the hooks, within it too;
+        # the next request through a fitted client sets its own.
+        _deadline.at = None if seconds is None else time.monotonic() + seconds
+        request.headers["Accept-Encoding"] = ACCEPT_ENCODING
+
+    def answered(response: Any) -> None:
+        coding = response.headers.get("content-encoding", "")
+        response.stream = _bounded_stream()(response.stream, coding, most)
+        if "content-encoding" in response.headers:
+            del response.headers["content-encoding"]  # undone by the stream, not again by httpx
+
+    hooks = client.event_hooks
+    client.event_hooks = {
+        "request": [*hooks.get("request", []), started],
+        "response": [*hooks.get("response", []), answered],
+    }
+    return fitted_now
+
+
+@cache
+def _bounded_stream() -> type[Any]:
+    """A response's byte stream, its coding undone within ``most`` bytes (httpx reads a
+    ``SyncByteStream``; imported only now)."""
+    import httpx
+
+    class BoundedStream(httpx.SyncByteStream):
+        def __init__(self, inner: Any, coding: str, most: int) -> None:
+            self._inner = inner
+            self._coding = coding
+            self._most = most
+
+        def __iter__(self) -> Iterator[bytes]:
+            yield _decoded(self._coding, self._most, self._inner)
+
+        def close(self) -> None:
+            self._inner.close()
+
+    return BoundedStream
