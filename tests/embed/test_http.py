@@ -637,6 +637,27 @@ def test_the_client_keeps_the_deadline_on_every_transport(
     assert embedder._fitted  # type: ignore[attr-defined]
 
 
+def test_a_client_that_cannot_be_fitted_is_given_up_from_outside_at_its_deadline(
+    shared: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A future httpx without httpcore's pools: each request runs on a thread of its own,
+    # abandoned at the deadline, rather than with no deadline at all.
+    from retrieval_gate.embed import net
+
+    def unfitted(client: Any) -> None:
+        raise net.Unfitted("no pools")
+
+    monkeypatch.setattr(net, "fit", unfitted)
+    shared.reset(
+        after_the_probe(Reply(raw=b"HTTP/1.1 200 OK\r\nX-Drip: ", drip=b"a", trickle=0.05))
+    )
+    embedder = load_embedder(http_spec(shared.base_url, timeout=SHORT), cache_dir=tmp_path)
+    assert not embedder._fitted  # type: ignore[attr-defined]
+    with pytest.raises(RunError) as caught:
+        embedder.encode_documents(["a"])
+    assert re.search(LATE, str(caught.value)), str(caught.value)
+
+
 # -- the hostile service: one row per attack ---------------------------------------------------------
 
 
@@ -810,7 +831,7 @@ HOSTILE: dict[str, Hostile] = {
         TOO_LARGE,
     ),
     "a-large-request-read-slowly": Hostile(
-        "hang",  # each send done within the timeout: 65934fb waited for the whole 20 s
+        "clear",  # a send blocked past the timeout, each on its own: httpx's WriteTimeout
         after_the_probe(Reply()),
         LATE[2:],
         texts=tuple(c * (4 << 20) for c in "abcd"),
@@ -888,7 +909,7 @@ HOSTILE: dict[str, Hostile] = {
         setup=bombs,
     ),
     "a-gzip-bomb-on-a-503-page": Hostile(
-        "handled",  # the page inflated whole, then cut
+        "hang",  # 64 MiB of the page inflated at once, then masked for a message: over 60 s
         lambda n, seen: (
             Reply(503, zeros_compressed(128, "gzip"), {"Content-Encoding": "gzip"})
             if n
@@ -919,6 +940,11 @@ HOSTILE: dict[str, Hostile] = {
         ),
         r"answered in Content-Encoding 'zstd', which was not asked for \(the request accepts "
         r"gzip, deflate\)",
+    ),
+    "a-503-page-in-brotli": Hostile(
+        "handled",  # its compressed bytes quoted as the page's text
+        after_the_probe(Reply(503, os.urandom(64), {"Content-Encoding": "br"})),
+        r"answered 503 \(tried once in \d\.\d s; 'retries' = 0\)",
     ),
     "gzip-cut-short": Hostile(
         "handled",  # "not JSON", the half it inflated quoted

@@ -523,11 +523,10 @@ class HttpEmbedder:
                         "service?"
                     ) from None
                 except net.BadEncoding as exc:
-                    raise self._fail(
-                        f"answered {response.status_code} but {exc}"
-                        if response.status_code != 200
-                        else str(exc)
-                    ) from None
+                    if response.status_code != 200:
+                        # An error page in a coding not read: its status says enough.
+                        return response.status_code, response.headers, b""
+                    raise self._fail(str(exc)) from None
                 return response.status_code, response.headers, payload
         except httpx.ConnectError as exc:
             reason = quoted(str(exc) or type(exc).__name__)
