@@ -1870,6 +1870,21 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "http-base-url-with-a-line-break",
+        "an http embedder whose base_url holds CR LF (and a header after it): refused rather than "
+        "sent with the line break dropped and the rest run into its path, without being echoed",
+        "ERROR: *pyproject.toml [system.svc]: invalid 'base_url': it holds '\\r' at position 21: "
+        "no URL holds spaces, tabs, line breaks or other control characters (a space in a path "
+        "is written %20)",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                http_system(base_url='"http://127.0.0.1:9/v1\\r\\nX-Injected: 1"')
+            ),
+        },
+    ),
+    BadInput(
         "http-base-url-with-password",
         "an http embedder whose base_url holds a user name and password: sent as Basic auth in "
         "place of the API key, refused without being echoed",
@@ -1940,7 +1955,7 @@ CASES: tuple[BadInput, ...] = (
         "a service that stops after the run's first request and is not back within the retries",
         "*pyproject.toml [system.svc]: embedding service http://127.0.0.1:*/v1/embeddings "
         "(model 'served-model'): could not connect (*Connection refused*) after it had answered "
-        "(tried 2 times; 'retries' = 1)",
+        "(tried 2 times in * s; 'retries' = 1)",
         "failed items",
         {"lineage.retrieval.yaml": LENIENT, **corpus()},
         setup=scripted_service(_down_after_the_probe, retries="1"),

@@ -584,7 +584,9 @@ def open_server(
 
     chromadb's HTTP client waits for an answer forever; a server that accepts the connection
     and never answers would hang the session. So the connection is made within ``timeout``
-    seconds (0 or None: no limit), and every later request is given that limit too.
+    seconds (0 or None: no limit), and every later request is given that limit too, whole:
+    connecting, sending and its whole answer, not each read (embed/net.py), and its answer is
+    read within ``CHROMA_ANSWER_MOST`` bytes, any gzip undone there.
     """
     from retrieval_gate.usercode import CallTimeout, call_bounded
 
@@ -593,6 +595,7 @@ def open_server(
 
     def connect() -> Any:
         client = chromadb.HttpClient(host=host, port=port, settings=_settings())
+        _limit_requests(client, timeout)  # the heartbeat too
         client.heartbeat()
         return client
 
@@ -620,21 +623,30 @@ def open_server(
             f"chroma server at {where} is not reachable: {_first_line(exc)}; "
             'start one with `chroma run` or use index = "chroma"'
         ) from exc
-    _limit_requests(client, timeout)  # every later request: the same limit, in the client
     return ChromaIndex(client, key, where=where, hnsw=hnsw)
 
 
+#: The most one answer of a chroma server may hold, read and decoded: far past any answer to
+#: the gate's requests (a search's ids and distances, a collection's ids), short of a gzip bomb.
+CHROMA_ANSWER_MOST = 256 << 20
+
+
 def _limit_requests(client: Any, timeout: float | None) -> None:
-    """Give the client's HTTP session a time limit per request (chromadb sets none)."""
-    if not timeout:
-        return
+    """Give the client's HTTP session a time limit per request, whole, and a byte limit per
+    answer (chromadb sets neither): embed/net.py's ``bind``. Where httpx's transports cannot
+    be fitted the limit is httpx's own, per read; searches are bounded by the system's
+    ``timeout`` from outside all the same (systems/embedding/system.py)."""
     session = getattr(getattr(client, "_server", None), "_session", None)
     if session is None:
         return
     import httpx
 
-    with contextlib.suppress(AttributeError, TypeError):
-        session.timeout = httpx.Timeout(timeout)
+    from retrieval_gate.embed import net
+
+    net.bind(session, float(timeout) if timeout else None, CHROMA_ANSWER_MOST)
+    if timeout:
+        with contextlib.suppress(AttributeError, TypeError):
+            session.timeout = httpx.Timeout(timeout)
 
 
 def _open(cache_dir: Path, key: str, options: Mapping[str, Any]) -> ChromaIndex:

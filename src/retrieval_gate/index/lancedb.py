@@ -279,7 +279,13 @@ def connect(uri: str, options: Mapping[str, Any]) -> Any:
         if options.get("region"):
             kwargs["region"] = options["region"]
         kwargs["client_config"] = {
-            "timeout_config": {"connect_timeout": timeout, "read_timeout": timeout * 6},
+            # read_timeout is per read; 'timeout' bounds each request whole (LanceDB has none
+            # by default), and one retry bounds the two together.
+            "timeout_config": {
+                "connect_timeout": timeout,
+                "read_timeout": timeout * 6,
+                "timeout": timeout * 6,
+            },
             "retry_config": {"retries": 1},
         }
     elif not _local(uri):

@@ -553,7 +553,17 @@ class RankingKind(SuiteKind):
         from retrieval_gate.metrics.ties import tie_stats
 
         judgments = [query.relevant for query in run.suite.queries]
-        return tie_stats(run.rankings, run.scores, judgments, metrics, gain=self.gain(run.suite))
+        # A system whose scores carry float noise (an embedding service's batching) says how
+        # much: results that close count as tied (docs/verdicts.md, "Ties at the cutoff").
+        noise = float(run.stats.get("score_noise") or 0.0)
+        return tie_stats(
+            run.rankings,
+            run.scores,
+            judgments,
+            metrics,
+            gain=self.gain(run.suite),
+            tolerance=noise,
+        )
 
     def explain(self, qid: str, now: QueryRecord, then: QueryRecord, metric: str) -> str:
         """A regressed query: its relevant documents' ranks before and after, and who took
