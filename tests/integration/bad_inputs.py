@@ -66,6 +66,36 @@ def _tampered_history(root: Path) -> None:
     _write_history(root, _history_line().replace(b'"P@1":0.5', b'"P@1":0.9'))
 
 
+def _history_nested_deep(root: Path) -> None:
+    """A history of suite ``lineage``: one record, then a line of 200,000 ``[``."""
+    _write_history(root, _history_line() + b"[" * 200_000 + b"\n")
+
+
+def _history_flood(root: Path) -> None:
+    """A history of suite ``lineage``: one record, then 10,000 lines that are no record."""
+    _write_history(root, _history_line() + b"not a record\n" * 10_000)
+
+
+def _linked_out(link: str, baseline: bool = False) -> Callable[[Path], None]:
+    """A setup: ``link`` in the project, a symbolic link to a folder beside the project (one per
+    project, ``<project>-elsewhere``), as if committed; with ``baseline``, that folder holds a
+    baseline of the plugin's and ``link`` leads to it."""
+
+    def make(root: Path) -> None:
+        elsewhere = root.parent / f"{root.name}-elsewhere"
+        elsewhere.mkdir()
+        target = elsewhere
+        if baseline:
+            target = elsewhere / "retrieval-baseline.json"
+            target.write_text(
+                '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", "runs": {}}\n'
+            )
+        (root / link).parent.mkdir(parents=True, exist_ok=True)
+        (root / link).symlink_to(target)
+
+    return make
+
+
 def _history_at_two_commits(root: Path) -> None:
     """A history of suite ``lineage``: records at commits abc1234... and abc1299..."""
     commits = ("abc1234" + "0" * 33, "abc1299" + "0" * 33)
@@ -2436,6 +2466,95 @@ CASES: tuple[BadInput, ...] = (
         "warning",
         {"lineage.retrieval.yaml": SUITE},
         setup=lambda root: _history_with_bytes(root),
+    ),
+    BadInput(
+        "history-nested-200000-deep",
+        "a history line of 200,000 '[' (read unbounded, it raised RecursionError at collection "
+        "and every gate of the suite was lost): one line skipped, the gates decided",
+        "history: *lineage.jsonl line 2: not a record (nested more than 16 levels deep); skipped",
+        "warning",
+        {"lineage.retrieval.yaml": LENIENT},
+        setup=lambda root: _history_nested_deep(root),
+    ),
+    BadInput(
+        "history-flood-of-bad-lines",
+        "a history with 10,000 lines that are no record: the first three named, the rest "
+        "counted in one line (not 10,000 lines of the terminal)",
+        "history: *lineage.jsonl: 9,997 more lines skipped (10,000 in all: 10,000 not a record)",
+        "warning",
+        {"lineage.retrieval.yaml": LENIENT},
+        setup=lambda root: _history_flood(root),
+    ),
+    BadInput(
+        "history-folder-linked-out",
+        "a history folder committed as a symbolic link out of the project, when saving a "
+        "baseline (the records were written there)",
+        "ERROR: *.retrieval-gate/history: the history not written: *.retrieval-gate/history is "
+        "a symbolic link to *elsewhere, outside the project (*): a link in the project must not "
+        "steer a write elsewhere; remove it, or name *elsewhere itself in the settings if that "
+        "is where it belongs",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-save-baseline",),
+        setup=_linked_out(".retrieval-gate/history"),
+    ),
+    BadInput(
+        "history-parent-linked-out",
+        "the plugin's folder .retrieval-gate committed as a symbolic link out of the project, "
+        "with --rg-record (a folder above the history, followed as well)",
+        "ERROR: *.retrieval-gate/history: the history not written: *.retrieval-gate is a "
+        "symbolic link to *elsewhere, outside the project *",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-record",),
+        setup=_linked_out(".retrieval-gate"),
+    ),
+    BadInput(
+        "cache-folder-linked-out",
+        "the default cache folder committed as a symbolic link out of the project (every run "
+        "wrote its cache there)",
+        "ERROR: the default cache folder *.retrieval-gate-cache: not written: "
+        "*.retrieval-gate-cache is a symbolic link to *elsewhere, outside the project (*): a "
+        "link in the project must not steer a write elsewhere; remove it, or name *elsewhere "
+        "itself in the settings if that is where it belongs",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        setup=_linked_out(".retrieval-gate-cache"),
+    ),
+    BadInput(
+        "report-folder-linked-out",
+        "a report path through a folder committed as a symbolic link out of the project",
+        "ERROR: --rg-report *out/report.md: not written: *out is a symbolic link to *elsewhere, "
+        "outside the project *",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-report=out/report.md",),
+        setup=_linked_out("out"),
+    ),
+    BadInput(
+        "baseline-linked-to-a-baseline-outside",
+        "a baseline committed as a symbolic link to a baseline of the plugin's outside the "
+        "project, when saving (it was written there)",
+        "ERROR: --rg-baseline *retrieval-baseline.json: not written: *retrieval-baseline.json "
+        "is a symbolic link to *elsewhere/retrieval-baseline.json, outside the project *",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-save-baseline",),
+        setup=_linked_out("retrieval-baseline.json", baseline=True),
+    ),
+    BadInput(
+        "baseline-saved-in-the-future",
+        "a baseline whose saved time is years ahead of the clock (it was taken as fresh for "
+        "ever): its age is unknown, said once",
+        "retrieval gate: warning: the baseline says it was saved at 2999-01-01T00:00:00Z, * "
+        "days ahead of this machine's clock (a wrong clock or an edit): its age is unknown; save "
+        "a fresh one on the main branch",
+        "warning",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"saved": {"commit": null, "time": "2999-01-01T00:00:00Z"}, "runs": {}}\n',
+        },
     ),
     BadInput(
         "plan-with-plots",

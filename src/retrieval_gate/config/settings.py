@@ -49,6 +49,7 @@ _SETTINGS_KEYS = frozenset(
         "verdicts",
         "resolution",
         "max_file_mb",
+        "lock_timeout",
     }
 )
 
@@ -103,6 +104,8 @@ class Settings:
 
     # The largest file the plugin reads, in MiB (files/read.py); 0: no limit.
     max_file_mb: float = 1024
+    # The longest the plugin waits for a lock another process holds, in seconds (files/lock.py).
+    lock_timeout: float = 600.0
     # [tool.retrieval_gate.history]: the history of quality, slow drift, baseline age.
     history: HistorySettings | None = None
 
@@ -369,6 +372,17 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
             path=source,
             entry="max_file_mb",
         )
+    lock_timeout = table.get("lock_timeout", 600)
+    if (
+        isinstance(lock_timeout, bool)
+        or not isinstance(lock_timeout, (int, float))
+        or not 0 < lock_timeout < math.inf
+    ):
+        raise ConfigError(
+            f"'lock_timeout' must be a finite number of seconds > 0, got {lock_timeout!r}",
+            path=source,
+            entry="lock_timeout",
+        )
     from retrieval_gate.config.history import parse_history
 
     history = parse_history(table.get("history", {}), source, base)
@@ -382,6 +396,7 @@ def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
     return Settings(
         history=history,
         max_file_mb=float(max_file_mb),
+        lock_timeout=float(lock_timeout),
         decision=decision,
         latency_sample=None if sample == "auto" else sample,
         root=base,

@@ -25,6 +25,7 @@ import numpy as np
 from retrieval_gate.display import page_text, quoted
 from retrieval_gate.embed import import_optional
 from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.files.lock import LockError
 from retrieval_gate.index import (
     HNSW_OPTIONS,
     IndexBackend,
@@ -159,7 +160,8 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
 
 @contextlib.contextmanager
 def _store_lock(lock_path: Path | None) -> Iterator[None]:
-    """Hold an exclusive advisory lock on an embedded store (none for a server, or on Windows).
+    """Hold an exclusive advisory lock on an embedded store (none for a server, or on Windows),
+    waited for at most ``lock_timeout`` and naming its holder past it (``files/lock.py``).
 
     chroma does not promise that two processes can share a `PersistentClient` store, and they
     cannot while one writes: creating a fresh store at once races on its schema, and a process
@@ -167,26 +169,15 @@ def _store_lock(lock_path: Path | None) -> Iterator[None]:
     are written) keeps failing its queries ("Nothing found on disk"). Creating the store,
     opening a collection and filling it, including the check of what it already holds, all
     happen under this lock, so a process only reads a collection whose writer has finished.
+    A file system without flock (some network mounts) goes unguarded.
     """
-    try:
-        import fcntl
-    except ImportError:
-        fcntl = None  # type: ignore[assignment]
-    if lock_path is None or fcntl is None:
+    if lock_path is None:
         yield
         return
-    with open(lock_path, "a+b") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        except OSError:
-            locked = False  # a file system without flock (some network mounts): go unguarded
-        else:
-            locked = True
-        try:
-            yield
-        finally:
-            if locked:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    from retrieval_gate.files.lock import held
+
+    with held(lock_path, what="the chroma store's lock", required=False):
+        yield
 
 
 def collection_name(key: str) -> str:
@@ -322,6 +313,8 @@ class ChromaIndex:
                     configuration=self._configuration(),
                     embedding_function=None,
                 )
+        except LockError:
+            raise  # one line naming the holder already
         except Exception as exc:
             problem = storage_problem(exc)
             if problem is not None:
@@ -550,6 +543,8 @@ def open_embedded(
         # already exists"), so the first one creates it under the lock.
         with _store_lock(lock_path):
             client = chromadb.PersistentClient(path=str(path), settings=_settings())
+    except LockError:
+        raise  # one line naming the holder already
     except Exception as exc:
         problem = storage_problem(exc)
         if problem is not None:
