@@ -8,12 +8,19 @@ from typing import Any
 
 import pytest
 
-from retrieval_gate.config.decision import DecisionSettings, parse_decision
+from retrieval_gate.config.decision import DecisionSettings
+from retrieval_gate.config.settings import parse_settings
 from retrieval_gate.errors import ConfigError
 from retrieval_gate.gates.decision import decide
 from retrieval_gate.records import RunRecord
 
 SOURCE = Path("pyproject.toml")
+
+
+def parse_decision(raw: Any, source: Path) -> DecisionSettings:
+    settings = parse_settings({"decision": raw}, source)
+    assert settings.decision is not None
+    return settings.decision
 
 
 def run(system: str, p5: float, r10: float, p50: float, **stats: Any) -> RunRecord:

@@ -10,17 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 from retrieval_gate.schema import (
     Check,
     Entries,
     Option,
     OptionTable,
-    Where,
     as_float,
-    parse_options,
 )
 
 LATENCY = "latency"
@@ -159,12 +155,3 @@ DECISION = Option(
     ),
     resolve=lambda values, _: DecisionSettings(**{**values, "weights": values["weights"] or {}}),
 )
-
-
-def parse_decision(raw: Any, source: Path) -> DecisionSettings:
-    """The ``decision`` setting; every problem is a ConfigError naming the table."""
-    where = Where(source=source, entry="", base=source.parent)
-    parsed: DecisionSettings = parse_options({"decision": DECISION}, {"decision": raw}, where)[
-        "decision"
-    ]
-    return parsed

@@ -16,10 +16,8 @@ from retrieval_gate.schema import (
     Entries,
     Option,
     OptionTable,
-    Where,
     as_float,
     at_least,
-    parse_options,
 )
 
 #: The slow-drift check looks back over this many records (accepted baselines and recorded runs)
@@ -175,12 +173,3 @@ HISTORY = Option(
     nested=lambda: HISTORY_OPTIONS,
     resolve=_history,
 )
-
-
-def parse_history(raw: Any, source: Path, root: Path) -> HistorySettings:
-    """The ``history`` setting (``history = false`` switches the history off)."""
-    where = Where(source=source, entry="", base=root)
-    parsed: HistorySettings = parse_options({"history": HISTORY}, {"history": raw}, where)[
-        "history"
-    ]
-    return parsed

@@ -53,12 +53,6 @@ __all__ = [
     "suite_systems",
 ]
 
-#: ``resolution:``: ``accept`` acknowledges that the suite's checks resolve more coarsely than
-#: their tolerances (the report still states it; the session's warning leaves the suite out).
-RESOLUTION_CHOICES = ("warn", "accept")
-#: ``missing_relevant:``: a relevant id the corpus lacks is an ``error`` of the suite's items, or
-#: a ``miss``: a relevant document no system can return (docs/suite-format.md).
-MISSING_RELEVANT_CHOICES = ("error", "miss")
 #: The kind a suite is when it names none and no kind selects it.
 FALLBACK_KIND = "ranking"
 
@@ -188,14 +182,15 @@ HEADER_OPTIONS: OptionTable = {
     "resolution": Option(
         str,
         "warn",
-        "`accept` acknowledges a resolution coarser than the tolerances (docs/verdicts.md)",
-        **choices(*RESOLUTION_CHOICES),
+        "`accept` acknowledges a resolution coarser than the tolerances: the report still states "
+        "it, the session's warning counts the suite on one line (docs/verdicts.md)",
+        **choices("warn", "accept"),
     ),
     "missing_relevant": Option(
         str,
         "error",
         "a relevant id the corpus lacks: an `error`, or a `miss` no system can return",
-        **choices(*MISSING_RELEVANT_CHOICES),
+        **choices("error", "miss"),
     ),
     "holdout": Option(
         (int, float),
@@ -259,8 +254,8 @@ class Suite:
     notes: tuple[str, ...] = ()  # what collection changed in the suite (ids mapped), for the report
     # The systems the suite is for (names or glob patterns, ``systems:``); None: every system.
     systems: tuple[str, ...] | None = None
-    resolution: str = "warn"  # RESOLUTION_CHOICES
-    missing_relevant: str = "error"  # MISSING_RELEVANT_CHOICES
+    resolution: str = "warn"  # "accept": a coarse resolution acknowledged
+    missing_relevant: str = "error"  # or "miss"
     # The system the report compares this suite's other systems against (``reference:``).
     reference: str | None = None
     # ``system_floors``: (system name or glob pattern, its floors), each replacing the suite's
