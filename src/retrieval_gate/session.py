@@ -62,7 +62,6 @@ class GateSession:
         read.configure(self.settings.max_file_mb)  # plugin.py resets it at unconfigure
         door.configure(self.rootpath)  # and these two: writes stay in the project,
         lock.configure(self.settings.lock_timeout, progress.say)  # locks are waited for so long
-        self.systems: tuple[SystemConfig, ...]
         self.systems = select_systems(self.settings, values.systems, self.rootpath)
         self.reference = select_reference(self.systems, values.reference, self.settings.reference)
         self.outputs = resolve_outputs(values, self.settings)
@@ -74,17 +73,13 @@ class GateSession:
             protected=(self.settings.source, config.inipath),
             save_baseline=values.save_baseline,
         )
-        self.run_options = RunOptions(
-            cache_dir=self.outputs.cache_dir,
-            use_cache=not values.no_cache,
-            progress=not self.is_worker,
-        )
+        out = self.outputs
+        self.run_options = RunOptions(out.cache_dir, not values.no_cache, not self.is_worker)
         if not self.is_worker and write_progress is not None:
             sink = progress.ProgressSink(write=write_progress, interactive=sys.stdout.isatty())
             progress.install(sink)
         self.save_baseline = values.save_baseline
         self.suggest_floors: str | None = config.getoption("rg_suggest_floors", None)
-        out = self.outputs
         own = (*out.files(), out.baseline, out.cache_dir)  # the plugin's files, not the user's
         self.store = open_store(out.baseline_url or out.baseline, own=own)
         self.baseline, self.baseline_problem = load_for_session(
