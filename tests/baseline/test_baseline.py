@@ -28,6 +28,7 @@ from retrieval_gate.gates.regressions import (
     family_size,
 )
 from retrieval_gate.gates.resolution import block_level, queries_needed, t_quantile
+from retrieval_gate.gates.rule import headline
 from retrieval_gate.metrics import metric_versions
 from retrieval_gate.records import QueryRecord, RegressionFigures, RunRecord, query_digest
 
@@ -207,7 +208,7 @@ def test_malformed_content_names_the_entry(tmp_path: Path, payload: Any, message
 # -- save_baseline ------------------------------------------------------------------------------
 
 
-def test_save_keeps_what_the_comparison_needs_and_drops_latency(tmp_path: Path) -> None:
+def test_save_keeps_what_the_comparison_needs_and_the_runs_latency(tmp_path: Path) -> None:
     path = tmp_path / "b.json"
     rec = record([query("q1", metrics={"P@1": 0.5}, ranking=["a", "q1-doc"])])
     save_baseline(path, [rec], None)
@@ -228,7 +229,9 @@ def test_save_keeps_what_the_comparison_needs_and_drops_latency(tmp_path: Path) 
             "relevant_ranks": {"q1-doc": 2},
         }
     }
-    assert "latency_ms" not in run
+    # The run's percentiles (a latency rule compares with them), no query's own time.
+    assert run["latency_ms"] == dict(rec.latency_ms)
+    assert "latency_ms" not in run["queries"]["q1"]
     # Nothing left behind by the atomic write.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.json"]
 
@@ -652,7 +655,7 @@ def test_regression_verdicts_on_the_tolerance_as_a_margin() -> None:
         strict=True,
     )
     assert (figures(strict).verdict, strict.passed) == ("underpowered", False)
-    assert strict.headline().startswith("P@1 regression over suite (s x sys): FAILED: underpowered")
+    assert headline(strict).startswith("P@1 regression over suite (s x sys): FAILED: underpowered")
     # The baseline's own run: no query changed, ok whatever the tolerance.
     [same] = check_regressions(then, base, shared, checks, alpha=0.05, policy="margin")
     assert (figures(same).verdict, same.passed, same.detail[0]) == (

@@ -203,6 +203,16 @@ def _check_run(run: Any, path: Path, key: str) -> None:
             entry=key,
         )
     _check_values(run.get("metrics", {}), path, key, "run")
+    latency = run.get("latency_ms", {})
+    if not isinstance(latency, dict) or any(
+        isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf
+        for v in latency.values()
+    ):
+        raise BaselineError(
+            "corrupt baseline: 'latency_ms' must map percentiles to milliseconds >= 0",
+            path=path,
+            entry=key,
+        )
     holdout = run.get("holdout")
     if holdout is not None:
         from retrieval_gate.records import HoldoutRecord
