@@ -119,7 +119,8 @@ class GateSession:
 
     def record(self, suite: Suite, system: SystemConfig) -> RunRecord:
         """The suite x system's run, measured once."""
-        return self.runs.record(suite, system, self.plan.metrics(suite))
+        plan = self.plan  # the tolerances go with the record, so a baseline saved keeps them
+        return self.runs.record(suite, system, plan.metrics(suite), plan.tolerances(suite))
 
     def regressions(self, suite: Suite, system: SystemConfig) -> Regressions:
         """The run compared with its baseline run (computed once)."""
@@ -196,6 +197,7 @@ class GateSession:
             try:
                 self.store.save(data.runs, self.baseline)
                 self.saved_baseline = self.store.location
+                data = data.saved(self.settings)  # the advice the saved baseline gives
             except (OSError, RetrievalGateError) as exc:
                 self._fail(session, f"could not save the baseline {atomic.failed_write(exc)}")
         data = self.history.finish(data, self.baseline, bool(self.saved_baseline), interrupted)

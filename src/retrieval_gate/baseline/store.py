@@ -213,6 +213,16 @@ def _check_run(run: Any, path: Path, key: str) -> None:
             path=path,
             entry=key,
         )
+    tolerance = run.get("tolerance", {})
+    if not isinstance(tolerance, dict) or any(
+        isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf
+        for v in tolerance.values()
+    ):
+        raise BaselineError(
+            "corrupt baseline: 'tolerance' must map regression checks to tolerances >= 0",
+            path=path,
+            entry=key,
+        )
     holdout = run.get("holdout")
     if holdout is not None:
         from retrieval_gate.records import HoldoutRecord
