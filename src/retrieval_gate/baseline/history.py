@@ -115,6 +115,10 @@ class HistoryRecord:
     # The metrics whose slow-drift item failed in the session that saved this baseline: the
     # drift accepted, so the drift window starts again here (gates/history.py).
     accepted_drift: tuple[str, ...] = ()
+    # The pass/fail verdicts this session's items revealed on the suite x system's visible units
+    # (the shelf-life ledger counts them, gates/shelflife.py); None in a record written before
+    # the count was kept, which the ledger counts as it did then.
+    verdicts: int | None = None
 
     def per_query(self, metric: str, *, exact: bool = False) -> dict[tuple[str, str], float]:
         """(query id, digest) -> value (under exact search with ``exact``), empty when
@@ -156,6 +160,8 @@ class HistoryRecord:
             body["exact"] = {m: list(v) for m, v in self.exact.items()}
         if self.accepted_drift:
             body["accepted_drift"] = list(self.accepted_drift)
+        if self.verdicts is not None:
+            body["verdicts"] = self.verdicts
         return body
 
     @classmethod
@@ -216,6 +222,7 @@ class HistoryRecord:
             holdout_values=held_values,
             exact=exact,
             accepted_drift=_strings(accepted, "accepted_drift"),
+            verdicts=None if data.get("verdicts") is None else _count(data["verdicts"], "verdicts"),
         )
 
     @classmethod
@@ -230,10 +237,11 @@ class HistoryRecord:
         tolerance: Mapping[str, float],
         holdout_decisions: int = 0,
         accepted_drift: tuple[str, ...] = (),
+        verdicts: int | None = None,
     ) -> HistoryRecord:
         """``holdout_decisions``: the verdicts the run's holdout items revealed;
         ``accepted_drift``: the metrics whose drift item failed in a session saving this run as
-        the baseline."""
+        the baseline; ``verdicts``: those its other items revealed."""
         queries = tuple(q.id for q in run.queries)
         held = run.holdout
         names = sorted({m for q in run.queries for m in q.metrics})
@@ -260,6 +268,7 @@ class HistoryRecord:
             holdout_values={} if held is None else dict(held.values),
             exact=_exact_values(run),
             accepted_drift=accepted_drift,
+            verdicts=verdicts,
         )
 
 
@@ -320,8 +329,14 @@ def distinct(records: Sequence[HistoryRecord]) -> tuple[tuple[HistoryRecord, ...
         accepted = tuple(sorted({*first.accepted_drift, *record.accepted_drift}))
         # An accepted drift counts only on a baseline (gates/history.py): kept with its source.
         source = "baseline" if "baseline" in (first.source, record.source) else merged.source
+        counts = [r.verdicts for r in (first, record) if r.verdicts is not None]
         kept[key] = dataclasses.replace(
-            merged, at=first.at, source=source, holdout_decisions=held, accepted_drift=accepted
+            merged,
+            at=first.at,
+            source=source,
+            holdout_decisions=held,
+            accepted_drift=accepted,
+            verdicts=max(counts) if counts else None,
         )
     return tuple(kept.values()), len(records) - len(kept)
 
@@ -454,6 +469,7 @@ KNOWN_KEYS = frozenset(
         "holdout",
         "exact",
         "accepted_drift",
+        "verdicts",
         "digest",
     }
 )

@@ -40,13 +40,13 @@ from retrieval_gate.config.history import HistorySettings
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.gates.changepoints import ChangePoint, change_points
 from retrieval_gate.gates.history import failed_metrics, find_anchor, merges
-from retrieval_gate.gates.holdout import revealed
+from retrieval_gate.gates.holdout import revealed, visible_verdicts
 from retrieval_gate.gates.regression import checked_scope
 from retrieval_gate.gates.shelflife import (
     ShelfLife,
-    decisions_made,
     holdout_decisions,
     holdout_shelf_life,
+    ledger,
     shelf_life,
 )
 from retrieval_gate.records import counted, plural
@@ -157,6 +157,7 @@ def _held(there: HistoryRecord | None, new: HistoryRecord) -> bool:
         there is not None
         and there.decided >= new.decided
         and there.holdout_decisions >= new.holdout_decisions
+        and (there.verdicts or 0) >= (new.verdicts or 0)
         and set(there.accepted_drift) >= set(new.accepted_drift)
     )
 
@@ -236,6 +237,9 @@ class Reported(Protocol):
 
     @property
     def comparisons(self) -> Mapping[tuple[str, str], Any]: ...
+
+    @property
+    def saved_advice(self) -> Sequence[Any]: ...
 
     def with_history(self: R, history: HistoryReport) -> R: ...
 
@@ -332,15 +336,21 @@ class HistoryKeeper:
         age = baseline_age(baseline, self.conf, self.root, now=self.now, runs=runs)
         if age is not None:
             self.lines += [f"retrieval gate: warning: {w}" for w in age.warnings]
-        shelf = tuple(self._shelf(runs, data.gates))
+        shelf = tuple(self._shelf(runs, data.gates, data.saved_advice))
         for suite in sorted({s.suite for s in shelf if s.spent}):
             spent = [s for s in shelf if s.suite == suite and s.spent]
             worst = max(spent, key=lambda s: s.now - s.tolerance)
+            fresh = (
+                f"{worst.fresh_units:,} fresh {worst.units} give {worst.fresh_decisions} more at "
+                f"tolerance {worst.tolerance:g}"
+                if worst.fresh_units is not None
+                else f"add fresh {worst.units}"
+            )
             self.lines.append(
                 f"retrieval gate: warning: the shelf life of suite {suite} is spent: after "
-                f"{counted(worst.decisions, 'decision')} its {worst.metric} resolution is "
-                f"+-{worst.now:.4g} > tolerance {worst.tolerance:g}; add fresh queries (a "
-                "changed suite starts a new ledger)"
+                f"{counted(worst.decisions, 'revealed verdict')} its {worst.metric} resolution "
+                f"is +-{worst.now:.4g} > tolerance {worst.tolerance:g}; {fresh} (a changed "
+                "suite starts a new ledger)"
             )
         for run in runs:
             records = self.history(run.suite).of(run.system)
@@ -382,6 +392,7 @@ class HistoryKeeper:
                 tolerance=self._tolerances(run, gates),
                 holdout_decisions=len(revealed(run, gates)),
                 accepted_drift=failed_metrics(run, gates) if saved else (),
+                verdicts=len(visible_verdicts(run, gates)),
             )
             for run in runs
         ]
@@ -428,17 +439,27 @@ class HistoryKeeper:
                 f"recorded, but could not compact the history {failed_write(exc)}"
             ) from None
 
-    def _shelf(self, runs: Sequence[RunRecord], gates: Sequence[Outcome]) -> list[ShelfLife]:
-        """Each gated metric's shelf life, for the suites with a history."""
+    def _shelf(
+        self, runs: Sequence[RunRecord], gates: Sequence[Outcome], saved: Sequence[Any] = ()
+    ) -> list[ShelfLife]:
+        """Each gated metric's shelf life, for the suites with a history. Its fresh figure is
+        the suite's advice: the items' resolution from the baseline they compared with, or, for
+        a metric no item compared in a session that saved a baseline (the first), the advice of
+        the baseline saved (``saved``: gates/plan.py's ``PlanRow``s), the figure every later
+        run states."""
         from retrieval_gate.gates.kernel import width
         from retrieval_gate.metrics import parse_metric
+        from retrieval_gate.suites import units_of
 
         out = []
         for run in runs:
             history = self.history(run.suite)
             if not history.records:
                 continue
-            decisions = decisions_made(history.records, str(run.fingerprint.get("suite_digest")))
+            found_ledger = ledger(history.records, str(run.fingerprint.get("suite_digest")))
+            decisions = found_ledger.decisions
+            # The verdicts a session like this one reveals on the suite: every system's.
+            per_session = sum(len(visible_verdicts(r, gates)) for r in runs if r.suite == run.suite)
             stated = {
                 g.metric: g.regression.planned_resolution
                 for g in gates
@@ -446,6 +467,9 @@ class HistoryKeeper:
                 and (g.suite, g.system) == run.key
                 and checked_scope(g) == "suite"
             }
+            for row in saved:  # a metric no item compared (a first baseline): the saved advice
+                if (row.suite, row.system) == run.key and row.scope == "suite":
+                    stated.setdefault(row.metric, row.resolution)
             for metric, tolerance in self._tolerances(run, gates, gated_only=True).items():
                 values = [q.metrics[metric] for q in run.queries if metric in q.metrics]
                 found = shelf_life(
@@ -458,9 +482,14 @@ class HistoryKeeper:
                     delta=self.settings.alpha,
                     decisions=decisions,
                     stated=stated.get(metric),
+                    per_session=per_session,
                 )
                 if found is not None:
-                    out.append(found)
+                    out.append(
+                        dataclasses.replace(
+                            found, older=found_ledger.older, units=units_of(run.kind)
+                        )
+                    )
             out += self._holdout_shelf(run, gates, history.records)
         return out
 
