@@ -1,7 +1,7 @@
 """Per-session state of an active gate, registered as a plugin object while ``--retrieval-gate``.
 
 What pytest sees: the hooks, wired to plain parts that know nothing of pytest (``options.py``,
-the ``RunCache``, the ``RegressionPlan``, the baseline store, the ``HistoryKeeper``, the
+the ``RunCache``, the ``RegressionPlan``, the run ledger, the ``HistoryKeeper``, the
 writers). Items hand their records over as an ``ItemPayload`` on their test reports, so the
 report is complete under xdist too: workers only attach, the controller gathers and writes.
 """
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from retrieval_gate import progress
-from retrieval_gate.baseline.store import load_for_session, open_store
+from retrieval_gate.baseline.ledger import load_for_session
 from retrieval_gate.config import Settings, load_settings
 from retrieval_gate.display import shown
 from retrieval_gate.errors import RetrievalGateError
@@ -81,13 +81,16 @@ class GateSession:
         self.save_baseline = values.save_baseline
         self.suggest_floors: str | None = config.getoption("rg_suggest_floors", None)
         own = (*out.files(), out.baseline, out.cache_dir)  # the plugin's files, not the user's
-        self.store = open_store(out.baseline_url or out.baseline, own=own)
+        self.runs = RunCache(self.settings, self.run_options, exclude=own, relpath=self.relpath)
+        self.plan = RegressionPlan(self.settings)
+        head, names = out.baseline_url or out.baseline, [s.name for s in self.systems]
+        self.history = HistoryKeeper(
+            self.settings, self.rootpath, self.plan, head, names, config.getoption, own
+        )
+        self.store = self.history.ledger  # the run ledger: its head (the baseline) and its log
         self.baseline, self.baseline_problem = load_for_session(
             self.store, named=bool(values.baseline), saving=self.save_baseline
         )
-        self.runs = RunCache(self.settings, self.run_options, exclude=own, relpath=self.relpath)
-        self.plan = RegressionPlan(self.settings)
-        self.history = HistoryKeeper(self.settings, self.rootpath, self.plan, config.getoption, own)
         self._comparisons: dict[tuple[Path, str], Regressions] = {}
         self.shared: dict[tuple[Path, str, str], Any] = {}  # the rules' (gates/context.py)
         self.rule_state: dict[str, Any] = {}
@@ -106,7 +109,7 @@ class GateSession:
     @property
     def where(self) -> str:
         """The baseline as messages and the report name it (a file relative to the rootdir)."""
-        path = getattr(self.store, "path", None)
+        path = getattr(self.store, "head_path", None)
         return self.relpath(path) if isinstance(path, Path) else self.store.location
 
     def relpath(self, path: Path) -> str:
@@ -194,7 +197,7 @@ class GateSession:
         )
         if self.save_baseline and data.runs and not interrupted:
             try:
-                self.store.save(data.runs, self.baseline)
+                self.store.save_head(data.runs, self.baseline)
                 self.saved_baseline = self.store.location
             except (OSError, RetrievalGateError) as exc:
                 self._fail(session, f"could not save the baseline {atomic.failed_write(exc)}")
@@ -244,4 +247,3 @@ class GateSession:
             terminalreporter.write_sep("-", shown(line))
         for line in [*self.history.lines, *self.closing_lines]:
             terminalreporter.write_line(shown(line))
-

@@ -13,7 +13,7 @@ import pytest
 
 from retrieval_gate import __version__
 from retrieval_gate.baseline.align import align, metric_definitions
-from retrieval_gate.baseline.store import (
+from retrieval_gate.baseline.head import (
     VERSION,
     Baseline,
     BaselineError,
@@ -910,13 +910,13 @@ _RUN = (
 @pytest.fixture
 def metric_bounds() -> Any:
     """The metric registry's bounds, as the plugin installs them in a session."""
-    from retrieval_gate.baseline import store
+    from retrieval_gate.baseline import entry
     from retrieval_gate.metrics.registry import bounds_by_name, format_bounds
 
-    before = store._bounds
-    store.use_metric_bounds(bounds_by_name, format_bounds)
+    before = entry._bounds
+    entry.use_metric_bounds(bounds_by_name, format_bounds)
     yield
-    store._bounds = before
+    entry._bounds = before
 
 
 @pytest.mark.parametrize(
