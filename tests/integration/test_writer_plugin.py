@@ -188,12 +188,14 @@ def test_a_plugin_writer_that_fails_fails_the_session_alone_and_the_completion_c
     from retrieval_gate.report.complete import main
 
     (with_writer.path / "toy_writer.py").write_text(
-        WRITER.replace("    path = targets.path(FOO)\n", "    raise OSError('quota exceeded')\n")
+        WRITER.replace(
+            "    path = targets.path(FOO)\n", "    raise RuntimeError('quota exceeded')\n"
+        )
     )
     result = with_writer.runpytest_subprocess("--retrieval-gate", "--rg-foo", "v.json")
     result.assert_outcomes(passed=5)  # every gate passed: the writer's failure is its own
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    line = f"report writer 'foo' ({ENTRY}) failed: raised OSError: quota exceeded"
+    line = f"report writer 'foo' ({ENTRY}) failed: raised RuntimeError: quota exceeded"
     result.stdout.fnmatch_lines([lit(f"retrieval gate: {line}")])
     assert "Traceback" not in "\n".join(result.outlines + result.errlines)
     # The other writers wrote; the JSON twin, last, says the session did not finish cleanly.
@@ -209,6 +211,27 @@ def test_a_plugin_writer_that_fails_fails_the_session_alone_and_the_completion_c
     verbose.stdout.fnmatch_lines(
         [lit(f"retrieval gate: {line}"), "Traceback (most recent call last):", "*toy_writer.py*"]
     )
+
+
+def test_a_plugin_output_defaulting_outside_the_rootdir_is_refused_before_anything_runs(
+    with_writer: pytest.Pytester,
+) -> None:
+    """Issue 40: declared defaults ``../x.json`` or an absolute path were written outside the
+    rootdir unasked."""
+    (with_writer.path / "toy_writer.py").write_text(
+        WRITER.replace('ini_help="gate verdicts file",', 'default="../escaped.json",').replace(
+            "    if path is None:\n        return []\n", ""
+        )
+    )
+    result = with_writer.runpytest_subprocess("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    line = (
+        f"ERROR: report writer 'foo' ({ENTRY}) declares the output 'foo': its default "
+        "'../escaped.json' leaves the rootdir: a default must be a relative path inside it "
+        "(only a path the user gives may point elsewhere)"
+    )
+    assert [text for text in result.errlines if text.startswith("ERROR")] == [line]
+    assert not (with_writer.path.parent / "escaped.json").exists()
 
 
 OTHER_DIST = {
@@ -283,7 +306,7 @@ def test_a_plugin_writers_item_properties_fail_alone(
     """A plug-in writer's JUnit properties of an item are its code too: each gate is still
     decided as it was, the failure is said once, and the session did not finish cleanly."""
     monkeypatch.setattr(writing, "WRITER_TIMEOUT_S", 0.3)
-    monkeypatch.setattr(writing, "_FAILED_PROPERTIES", set())
+    monkeypatch.setattr(writing, "_FAILED_PROPERTIES", {})
     write_suite(project, SUITE)
     project.makeconftest(PROPERTIES.format(body=body))
     try:

@@ -124,6 +124,12 @@ def _exit(data: ReportData, targets: Targets) -> Any:
     sys.exit(3)
 
 
+def _retarget(data: ReportData, targets: Targets) -> Any:
+    extra: Any = targets.extra
+    extra["bar"] = Path("/nonexistent/elsewhere.json")  # where the next writer would write
+    return []
+
+
 @dataclass(frozen=True)
 class Hostile:
     """A plug-in writer's ``write``, and the failure line it must give (fnmatch, ``{md}``,
@@ -192,6 +198,7 @@ HOSTILE = [
         f"{SOURCE} failed: changed {{json}}, which is not an output it declares*",
     ),
     Hostile("mutates-the-report", _mutate, None),
+    Hostile("retargets-another-output", _retarget, None),
     Hostile(
         "huge-message",
         _raise(ValueError("x" * 10_000_000)),

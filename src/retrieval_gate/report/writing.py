@@ -24,6 +24,7 @@ and surfaces with its traceback (and no completion marker is written).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import traceback
 from collections.abc import Sequence
@@ -137,11 +138,13 @@ def _plugin_write(
     if write is None:
         return []
     source = _source(registry, writer)
-    # Its own copy: a writer that changes the records changes nothing the others write.
+    # Its own copies: a writer that changes the records, or where the outputs go, changes
+    # nothing the others write.
     own = copy.deepcopy(data)
+    where = dataclasses.replace(targets, extra=dict(targets.extra))
     mine = _own_paths(writer, targets)
     others = {path: _signature(path) for path in _output_paths(targets) if path not in mine}
-    outcome = _bounded(lambda: write(own, targets))
+    outcome = _bounded(lambda: write(own, where))
     if isinstance(outcome, str):
         return _failure(source, outcome, None)
     ok, value = outcome
@@ -285,11 +288,11 @@ def item_properties(
         if registry.is_builtin(writer.name):
             out += properties(outcome)
             continue
-        if writer.name in _FAILED_PROPERTIES:
+        if id(writer) in _FAILED_PROPERTIES:
             continue
         found = _plugin_properties(registry, writer, properties, outcome)
         if isinstance(found, WriterFailure):
-            _FAILED_PROPERTIES.add(writer.name)
+            _FAILED_PROPERTIES[id(writer)] = writer  # held: its id stays its own
             if problems is not None:
                 problems.append(found.line)
             continue
@@ -297,8 +300,9 @@ def item_properties(
     return out
 
 
-#: Plug-in writers whose item properties failed in this process: not asked again.
-_FAILED_PROPERTIES: set[str] = set()
+#: Plug-in writers whose item properties failed in this process (by identity: a writer
+#: registered anew is asked again): not asked again.
+_FAILED_PROPERTIES: dict[int, Writer] = {}
 
 
 def _plugin_properties(
