@@ -34,7 +34,7 @@ from retrieval_gate.options import (
     select_systems,
 )
 from retrieval_gate.records import ItemPayload, Outcome, RunRecord
-from retrieval_gate.report.terminal import asked_detail, closing
+from retrieval_gate.report.terminal import asked_detail, closing, render
 from retrieval_gate.runs.cache import RunCache, run_failure
 from retrieval_gate.systems import RunOptions
 
@@ -100,7 +100,7 @@ class GateSession:
         self.closing_lines: list[str] = []  # suggested floors, outputs that failed: said last
         # Why the session did not finish cleanly: the JSON twin's completion marker is false.
         self.unfinished: list[str] = []
-        self._data: ReportData | None = None
+        self._summary: list[str] | None = None  # the terminal summary's lines, once rendered
 
     @property
     def is_worker(self) -> bool:  # an xdist worker: it attaches payloads, never writes
@@ -190,13 +190,13 @@ class GateSession:
         # No gate item ran: the reports say so, and why (pytest's exit status 5).
         ran = self.collected
         data = self._finish(session, interrupted) if ran else selection.nothing_ran(session)
+        self._summary = list(render(data)) if ran else None  # before the twin: nothing after it
         # The JSON twin last, its completion marker false when anything above did not finish.
         targets = Targets.of(self.outputs, os.environ)
         written = write_reports(data, targets, unfinished=self.unfinished)
         self.written = written.files
         for failure in written.failed:  # a gate whose report is lost has not done its job
             self._fail(session, failure.line, failure.detail)
-        self._data = data if self.collected else None
 
     def _finish(self, session: pytest.Session, interrupted: bool) -> ReportData:
         """The report, once the baseline is saved, the history appended and floors suggested."""
@@ -244,6 +244,6 @@ class GateSession:
             return
         saved, notes = self.saved_baseline, (*self.history.lines, *self.closing_lines)
         for sep, line in closing(
-            self._data, self.written, self.baseline_problem, saved, self.history.written, notes
+            self._summary, self.written, self.baseline_problem, saved, self.history.written, notes
         ):  # each line escaped and redacted there
             terminalreporter.write_sep(sep, line) if sep else terminalreporter.write_line(line)

@@ -26,7 +26,7 @@ def render(data: ReportData) -> Iterator[str]:
 
 
 def closing(
-    data: ReportData | None,
+    summary: Sequence[str] | None,
     written: Sequence[Path],
     replaced: str | None,
     saved: str | None,
@@ -34,12 +34,14 @@ def closing(
     notes: Sequence[str],
 ) -> Iterator[tuple[str, str]]:
     """The session's part of pytest's summary as ``(separator, line)`` pairs (``""``: a plain
-    line), each line escaped and redacted: the report's summary (``data``, none when no gate
-    ran), the files ``written``, the unreadable baseline ``replaced``, the baseline ``saved``,
-    the ``history`` files written, then ``notes`` (what the session says last)."""
-    if data is not None:
+    line), each line escaped and redacted: the report's ``summary`` (:func:`render`'s lines,
+    rendered before the JSON twin was written, so nothing that can fail comes after its
+    completion marker; none when no gate ran), the files ``written``, the unreadable baseline
+    ``replaced``, the baseline ``saved``, the ``history`` files written, then ``notes`` (what
+    the session says last)."""
+    if summary is not None:
         yield "=", "retrieval gate"
-        yield from (("", line) for line in render(data))
+        yield from (("", line) for line in summary)
     yield from (("-", shown(announced(path))) for path in written)
     if replaced is not None:
         yield "", shown(f"replaced an unreadable baseline: {replaced}")
