@@ -278,6 +278,7 @@ class RuleItem(pytest.Item):
         self.system = node.system
         self.check = check
         self.rg_payload = ItemPayload()
+        self.rg_unfinished: list[str] = []  # report/selection.py hands them to the session
         self.add_marker(pytest.mark.retrieval_gate)
         # All items of a suite x system share one worker, and so one retrieval run: under plain
         # -n N through RunGrouping (below), under an explicit --dist loadgroup through this.
@@ -321,8 +322,9 @@ class RuleItem(pytest.Item):
         self.rg_payload += ItemPayload(gates=(decided,))
         from retrieval_gate.report import item_properties
 
-        # JUnit XML carries these as <property> elements, so CI dashboards can chart the values.
-        self.user_properties.extend(item_properties(decided))
+        # JUnit XML carries these as <property> elements, so CI dashboards can chart the values;
+        # a plug-in writer's that fail are its failure, said by the session (rg_unfinished).
+        self.user_properties.extend(item_properties(decided, self.rg_unfinished))
         if not outcome.passed:
             raise GateFailed(outcome)
 

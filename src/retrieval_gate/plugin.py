@@ -383,6 +383,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from retrieval_gate.session import GateSession
 
     use_metric_bounds(bounds_by_name, format_bounds)  # a hand-edited P@10 of 5.0 is refused
+    session = None
     try:
         session = GateSession(
             config,
@@ -390,17 +391,21 @@ def pytest_configure(config: pytest.Config) -> None:
             suite_files=named_files(config),
             write_progress=progress_writer(config),
         )
+        # Reads the settings files again, under the size limit the session just installed: a
+        # settings file over its own max_file_mb is refused here, as a usage error.
+        _warn_ignored_settings(config, session)
     except RetrievalGateError as exc:
         from retrieval_gate.display import shown
         from retrieval_gate.files import door, lock, read
 
+        if session is not None:
+            session.close()
         read.configure(None)  # the session's size limit, set before it was refused
         door.configure(None)  # and its rootdir and lock timeout
         lock.configure(None)
         raise pytest.UsageError(shown(exc.format())) from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "retrieval_gate_session")
-    _warn_ignored_settings(config, session)
     from retrieval_gate.report.selection import PLUGIN_NAME, Selection
 
     config.pluginmanager.register(Selection(config), PLUGIN_NAME)

@@ -2148,6 +2148,19 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "max-file-mb-below-the-settings",
+        "a size limit smaller than the settings file itself",
+        "ERROR: *pyproject.toml: settings file is * bytes, over the 0 bytes limit on files the "
+        "gate reads (raise 'max_file_mb' in the settings; 0 for no limit)",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), "[tool.retrieval_gate]\nmax_file_mb = 1e-9\n"
+            ),
+        },
+    ),
+    BadInput(
         "max-file-mb-negative",
         "a negative size limit",
         "ERROR: *pyproject.toml: invalid 'max_file_mb': -1; expected integer or number (>= "
