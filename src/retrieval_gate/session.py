@@ -218,6 +218,7 @@ class GateSession:
                     self.baseline,
                     rootpath=self.rootpath,
                     cwd=self.config.invocation_params.dir,
+                    seed=self.settings.seed,
                 )
             except (OSError, RetrievalGateError) as exc:
                 self._fail(session, f"could not suggest floors: {atomic.failed_write(exc)}")
