@@ -46,6 +46,7 @@ __all__ = [
     "HeldOut",
     "distinctive",
     "folded",
+    "held_out_sealed",
     "held_out_words",
     "scrub_held_out",
     "seal_held_out",
@@ -272,6 +273,11 @@ def unseal_held_out() -> None:
     global _held, _visible, _seal
     with _lock:
         _held, _visible, _seal = (), (), None
+
+
+def held_out_sealed() -> bool:
+    """Whether any held-out string is sealed in this process (else nothing is masked)."""
+    return _seal is not None
 
 
 def scrub_held_out(text: str) -> str:

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from retrieval_gate.display import scrub_held_out
+from retrieval_gate.display import held_out_sealed, scrub_held_out
 
 PLUGIN_NAME = "retrieval_gate_channels"
 
@@ -42,6 +42,8 @@ class SealedRecords(logging.Filter):
     after this one get it sealed too)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if not held_out_sealed():
+            return True
         try:
             message = record.getMessage()
         except Exception:  # a malformed call: logging reports it (to stderr, which is captured)
@@ -61,6 +63,8 @@ class SealedRecords(logging.Filter):
 def seal_warning(message: warnings.WarningMessage) -> None:
     """``message`` (a recorded warning) with its text and the source line pytest prints under
     it sealed, changed in place; the warning's class is kept."""
+    if not held_out_sealed():
+        return
     warning = message.message
     text = str(warning)
     sealed = scrub_held_out(text)
@@ -84,6 +88,8 @@ def seal_warning(message: warnings.WarningMessage) -> None:
 def seal_report(report: pytest.TestReport | pytest.CollectReport) -> None:
     """A report's captured sections and failure text sealed, in place (plain text where
     something had to be masked; pytest's own repr, with its colours, otherwise)."""
+    if not held_out_sealed():
+        return
     report.sections = [(title, scrub_held_out(content)) for title, content in report.sections]
     longrepr: Any = report.longrepr
     if longrepr is None:

@@ -116,14 +116,17 @@ def holdout_tolerance(suite: Suite, metric: str, regression_tolerance: float) ->
 
 def held_out_strings(suite: Suite, hidden: frozenset[str]) -> tuple[list[str], list[str]]:
     """The ids and texts of ``suite``'s held-out units (``hidden``), and what is shown whole
-    even where one of them stands in it: the visible units' ids and texts, and every document
-    id the suite judges (a held-out query's id may be a document's too, as in a suite whose
-    queries are documents: in a visible query's ranking it names the document)."""
+    even where one of them stands in it: the visible units' ids and texts, the drift queries'
+    (shown by the drift items), and every document id the suite judges (a held-out query's id
+    may be a document's too, as in a suite whose queries are documents: in a visible query's
+    ranking it names the document)."""
     held: list[str] = []
     visible: list[str] = []
     for unit in suite.queries:
         (held if unit.id in hidden else visible).extend((unit.id, *unit.texts))
         visible.extend(unit.relevant)
+    for qid, text in suite.kind_object.drift_queries(suite):
+        visible += [qid, text]
     return held, list(dict.fromkeys(visible))
 
 
