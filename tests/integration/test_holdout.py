@@ -609,6 +609,23 @@ RAISE_ON_Q04 = (
 )
 
 ROWS = [
+    # Issue 40's own findings first (not counted among the new rows).
+    Hostile(
+        "issue40-warning-of-the-query",
+        "security",
+        "    warnings.warn(query)",
+        said=("*UserWarning: a held-out unit", "*UserWarning: ask zeta3x"),
+    ),
+    Hostile(
+        "issue40-raise-upper-cased-joined-with-underscores",
+        "security",
+        RAISE_ON_HELD.format("query.upper().replace(' ', '_')"),
+        said=(
+            "*[[]query a held-out unit]: retriever held_app:retrieve raised ValueError: "
+            "a held-out unit",
+        ),
+        ret=1,
+    ),
     Hostile(
         "print-to-stdout",
         "security",
