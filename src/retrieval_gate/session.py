@@ -22,7 +22,7 @@ from retrieval_gate.baseline.store import load_for_session, open_store
 from retrieval_gate.config import Settings, load_settings
 from retrieval_gate.display import shown
 from retrieval_gate.errors import RetrievalGateError
-from retrieval_gate.files import atomic, read
+from retrieval_gate.files import atomic, door, lock, read
 from retrieval_gate.gates.keeper import HistoryKeeper
 from retrieval_gate.gates.plan import RegressionPlan
 from retrieval_gate.options import (
@@ -59,6 +59,8 @@ class GateSession:
         self.rootpath = config.rootpath
         self.settings: Settings = load_settings(self.rootpath)
         read.configure(self.settings.max_file_mb)  # plugin.py resets it at unconfigure
+        door.configure(self.rootpath)  # and these two: writes stay in the project,
+        lock.configure(self.settings.lock_timeout, progress.say)  # locks are waited for so long
         self.systems: tuple[SystemConfig, ...]
         self.systems = select_systems(self.settings, values.systems, self.rootpath)
         self.reference = select_reference(self.systems, values.reference, self.settings.reference)

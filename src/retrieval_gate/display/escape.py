@@ -15,9 +15,11 @@ import re
 
 __all__ = ["escape"]
 
-# C0 controls, DEL, C1 controls, the bidi embeddings and overrides (U+202A-U+202E) and isolates
-# (U+2066-U+2069), lone surrogates; a block of lines keeps its newlines and tabs.
-_ALWAYS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+# C0 controls, DEL, C1 controls, the line and paragraph separators (U+2028, U+2029: a line
+# break to str.splitlines and to many viewers, so one line of user text would show as two), the
+# bidi embeddings and overrides (U+202A-U+202E) and isolates (U+2066-U+2069), lone surrogates;
+# a block of lines keeps its newlines and tabs.
+_ALWAYS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028-\u202e\u2066-\u2069\ud800-\udfff"
 _ONE_LINE = re.compile(f"[{_ALWAYS}\t\n]")
 _MULTI_LINE = re.compile(f"[{_ALWAYS}]")
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from retrieval_gate.baseline.history import (
+    CLOCK_SKEW_DAYS,
     DEFAULT_HISTORY_DIR,
     History,
     HistoryError,
@@ -114,8 +115,17 @@ def baseline_age(
     warnings = []
     days = commits = None
     when = None if saved is None else saved.when
-    if saved is not None and when is not None:
-        days = (now - when).total_seconds() / 86400.0
+    ahead = None if when is None else (when - now).total_seconds() / 86400.0
+    if saved is not None and when is not None and ahead is not None and ahead > CLOCK_SKEW_DAYS:
+        # A wrong clock or an edit: its age is unknown, not "fresh" (a time in the future
+        # would pass every baseline_max_age for ever).
+        warnings.append(
+            f"the baseline says it was saved at {saved.time}, {ahead:.0f} "
+            f"{plural(round(ahead), 'day')} ahead of this machine's clock (a wrong clock or an "
+            "edit): its age is unknown; save a fresh one on the main branch"
+        )
+    elif saved is not None and when is not None:
+        days = max(0.0, (now - when).total_seconds() / 86400.0)  # within the clock skew: now
         if conf.baseline_max_age and days > conf.baseline_max_age:
             shown_days = f"{days:.0f}"
             warnings.append(
@@ -217,12 +227,15 @@ class HistoryReport:
     age: BaselineAge | None = None
     trends: tuple[Trend, ...] = ()
     shelf: tuple[ShelfLife, ...] = ()
+    # What could not be read of the history: a few lines per file (the rest counted).
+    problems: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
             "baseline_age": None if self.age is None else self.age.to_json(),
             "trends": [t.to_json() for t in self.trends],
             "shelf_life": [s.to_json() for s in self.shelf],
+            "problems": list(self.problems),
         }
 
     def of(self, suite: str) -> list[Trend]:
@@ -281,6 +294,14 @@ class HistoryKeeper:
         self.store: HistoryStore | None = None
         if self.conf.enabled:
             self.store = open_history(self.conf.store or root / DEFAULT_HISTORY_DIR)
+            if isinstance(self.store, JsonLinesHistory) and (
+                record or option("rg_save_baseline", False)
+            ):
+                # Said before anything runs, as for the other outputs: a folder the session
+                # will write that a link leads out of the project (files/door.py).
+                from retrieval_gate.files import door
+
+                door.check(self.store.folder, what="the history", error=HistoryError)
         elif record or pin:
             flag = "--rg-record" if record else "--rg-pin"
             raise RetrievalGateError(
@@ -378,11 +399,10 @@ class HistoryKeeper:
         interrupted). ``lines`` says what was recorded and what could not be read;
         ``failures`` why the history could not be appended to."""
         runs = data.runs
-        self.lines = [
-            f"history: {p}"
-            for suite in sorted({r.suite for r in runs})
-            for p in self.history(suite).problems
+        problems = [
+            p for suite in sorted({r.suite for r in runs}) for p in self.history(suite).problems
         ]
+        self.lines = [f"history: {p}" for p in problems]
         age = baseline_age(baseline, self.conf, self.root, now=self.now, runs=runs)
         if age is not None:
             self.lines += [f"retrieval gate: warning: {w}" for w in age.warnings]
@@ -406,7 +426,7 @@ class HistoryKeeper:
                     "from uncommitted changes, so none is a drift anchor"
                 )
         trends = tuple(self._trends(runs, data.gates))
-        summary = HistoryReport(age=age, trends=trends, shelf=shelf)
+        summary = HistoryReport(age=age, trends=trends, shelf=shelf, problems=tuple(problems))
         if self.store is not None and runs and not interrupted and (saved or self.record_runs):
             try:
                 self._append(self.store, runs, data.gates, data.comparisons, saved)

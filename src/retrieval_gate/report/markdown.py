@@ -713,7 +713,16 @@ def ties_note(run: RunRecord, metrics: list[str]) -> str | None:
             f"({found['queries']} {units_of(run.kind, found['queries'])} with ties straddling "
             f"{cutoff})"
         )
-    return "ties at the cutoff: " + "; ".join(parts) if parts else None
+    if not parts:
+        return None
+    noise = run.stats.get("score_noise")
+    # An embedding service's float noise: results that close count as tied (metrics/ties.py).
+    within = (
+        f" (scores within {noise:g} of each other, the service's noise, count as tied)"
+        if noise
+        else ""
+    )
+    return "ties at the cutoff: " + "; ".join(parts) + within
 
 
 def _section(section: Section) -> Iterator[str]:
