@@ -409,6 +409,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from retrieval_gate.report.selection import PLUGIN_NAME, Selection
 
     config.pluginmanager.register(Selection(config), PLUGIN_NAME)
+    from retrieval_gate.report import channels
+
+    config.pluginmanager.register(channels.HeldOutChannels(config), channels.PLUGIN_NAME)
     if config.getoption("xmlpath", None):
         from retrieval_gate.report.junit import JunitNames
 
@@ -529,7 +532,7 @@ def retrieval_system(request: pytest.FixtureRequest) -> Any:
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
-        from retrieval_gate.display import forget_secrets
+        from retrieval_gate.display import forget_secrets, unseal_held_out
         from retrieval_gate.files import door, lock, read
 
         session.close()
@@ -537,11 +540,20 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         door.configure(None)  # its rootdir and lock_timeout too
         lock.configure(None)
         forget_secrets()  # the session's settings registered them; a later session, its own
+        unseal_held_out()  # so did its suites' holdouts
         config.pluginmanager.unregister(session)
         del config.stash[SESSION_KEY]
-    for name in ("retrieval_gate_junit", "retrieval_gate_selection", "retrieval_gate_run_grouping"):
+    for name in (
+        "retrieval_gate_junit",
+        "retrieval_gate_selection",
+        "retrieval_gate_run_grouping",
+        "retrieval_gate_channels",
+    ):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
+            close = getattr(plugin, "close", None)
+            if close is not None:
+                close()
             config.pluginmanager.unregister(plugin)
 
 

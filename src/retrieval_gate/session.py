@@ -225,7 +225,9 @@ class GateSession:
         if self.suggest_floors and not interrupted:
             where = {"rootpath": self.rootpath, "cwd": self.config.invocation_params.dir}
             try:
-                found = session_suggestions(self.suggest_floors, data.runs, self.baseline, **where)
+                found = session_suggestions(
+                    self.suggest_floors, data.runs, self.baseline, seed=self.settings.seed, **where
+                )
                 self.closing_lines += found
             except (OSError, RetrievalGateError) as exc:
                 self._fail(session, f"could not suggest floors: {atomic.failed_write(exc)}")

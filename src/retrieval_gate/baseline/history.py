@@ -100,9 +100,10 @@ class HistoryRecord:
     compacted: bool = False  # per-query values dropped by compaction (metrics kept)
     # Each metric's definition version (docs/baselines.md): drift is not read across a change.
     definitions: Mapping[str, str] = field(default_factory=dict)
-    # The suite's holdout (docs/verdicts.md): its version, its size, the verdicts its items
-    # revealed in this session (the holdout ledger's count) and its units' values keyed by the
-    # digest of id and content (``suites/holdout.py``), never by id.
+    # The suite's holdout (docs/verdicts.md): its version, its size and the verdicts its items
+    # revealed in this session (the holdout ledger's count); never a unit's value. A line
+    # written before 0.2 also holds its units' values keyed by the digest of id and content
+    # (``suites/holdout.py``): read and written back as they were, never written anew.
     holdout_digest: str = ""
     holdout_n: int = 0
     holdout_decisions: int = 0
@@ -149,8 +150,12 @@ class HistoryRecord:
                 "digest": self.holdout_digest,
                 "n": self.holdout_n,
                 "decisions": self.holdout_decisions,
-                "keys": list(self.holdout_keys),
-                "values": {m: list(v) for m, v in self.holdout_values.items()},
+                **({"keys": list(self.holdout_keys)} if self.holdout_keys else {}),
+                **(
+                    {"values": {m: list(v) for m, v in self.holdout_values.items()}}
+                    if self.holdout_keys
+                    else {}
+                ),
             }
         if self.exact:  # only then: every other record's line is as it was
             body["exact"] = {m: list(v) for m, v in self.exact.items()}
@@ -256,8 +261,6 @@ class HistoryRecord:
             holdout_digest="" if held is None else held.digest,
             holdout_n=0 if held is None else held.n,
             holdout_decisions=0 if held is None else holdout_decisions,
-            holdout_keys=() if held is None else held.keys,
-            holdout_values={} if held is None else dict(held.values),
             exact=_exact_values(run),
             accepted_drift=accepted_drift,
         )

@@ -221,6 +221,8 @@ def _check_run(run: Any, path: Path, key: str) -> None:
             found = HoldoutRecord.from_json(holdout)
             if not all(math.isfinite(x) for v in found.values.values() for x in v):
                 raise ValueError("values must be finite")
+            if not all(math.isfinite(x) for x in found.aggregates.values()):
+                raise ValueError("aggregates must be finite")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BaselineError(
                 f"corrupt baseline: 'holdout' is not a holdout ({exc})", path=path, entry=key
@@ -231,6 +233,7 @@ def _check_run(run: Any, path: Path, key: str) -> None:
             if values:
                 _check_bounds({name: min(values)}, path, key, f"{key} holdout")
                 _check_bounds({name: max(values)}, path, key, f"{key} holdout")
+        _check_bounds(dict(found.aggregates), path, key, f"{key} holdout")
     for qid, query in run["queries"].items():
         where = f"{key} query {qid}"
         if not isinstance(query, dict):

@@ -29,6 +29,8 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
+from retrieval_gate.display.held import scrub_held_out
+
 __all__ = [
     "MASK",
     "forget_secrets",
@@ -129,7 +131,10 @@ def _prose(match: re.Match[str]) -> bool:
 
 
 def redact(text: str) -> str:
-    """``text`` with every credential in it replaced by ``***`` (see the module docstring)."""
+    """``text`` with every credential in it replaced by ``***`` (see the module docstring), and
+    every sealed held-out unit by ``a held-out unit`` (``held.py``), first: a credential pattern
+    must not cut a held-out text in two."""
+    text = scrub_held_out(text)
     pattern = _registered_pattern
     if pattern is not None:
         text = pattern.sub(MASK, text)
