@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from retrieval_gate.display import escape, shown
+from retrieval_gate.display import shown
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.gates.floors import check_gate, check_query
 from retrieval_gate.gates.holdout import holdout_checks, holdout_outcomes
@@ -213,8 +213,9 @@ class SystemNode(pytest.Collector):
             )
         for query in suite.queries:
             if query.expect:
-                # The id is the user's: escaped, as the node id is printed and written as is.
-                name = f"query[{escape(query.id)}]"
+                # The id is the user's: shown (escaped, a credential in it masked), as pytest
+                # prints and writes the node id as it is.
+                name = f"query[{shown(query.id)}]"
                 # Given whole, the id is read as pytest reads any id given as text (the name
                 # "query", its parameters the query id), so the id pytest 9's --lf reads back
                 # from its cache equals this item's and a failed expect item is rerun.
@@ -336,8 +337,8 @@ class _SuiteItem(pytest.Item):
         self.add_marker(pytest.mark.retrieval_gate)
         # All items of a suite x system share one worker, and so one retrieval run: under plain
         # -n N through RunGrouping (below), under an explicit --dist loadgroup through this.
-        # (--dist loadgroup shows the group in node ids: the suite's name, escaped.)
-        self.add_marker(pytest.mark.xdist_group(escape(f"{suite.name}::{system.name}")))
+        # (--dist loadgroup shows the group in node ids: the suite's name, shown.)
+        self.add_marker(pytest.mark.xdist_group(shown(f"{suite.name}::{system.name}")))
 
     @property
     def gate_session(self) -> GateSession:
@@ -526,7 +527,7 @@ class HistoryDriftItem(_SuiteItem):
         found = gs.history.drift(self.suite, self.system.name, gs.record(self.suite, self.system))
         outcome = found[self.name.removeprefix(f"{DRIFT_SCOPE}::")]
         if isinstance(outcome, str):
-            raise pytest.skip.Exception(outcome, _use_item_location=True)
+            raise pytest.skip.Exception(shown(outcome), _use_item_location=True)
         return outcome
 
 
@@ -544,7 +545,7 @@ class HoldoutItem(_SuiteItem):
             [c for c in checks if c.metric == metric],
         )[metric]
         if isinstance(found, str):
-            raise pytest.skip.Exception(found, _use_item_location=True)
+            raise pytest.skip.Exception(shown(found), _use_item_location=True)
         return found
 
 

@@ -17,6 +17,8 @@ import json
 import sys
 from pathlib import Path
 
+from retrieval_gate.display import shown
+
 DEFAULT_REPORT = "retrieval-gate-report.json"
 
 
@@ -60,10 +62,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     path = Path(args[0] if args else DEFAULT_REPORT)
     found = problem(path)
+    # The path is the caller's and an error's text the system's: shown as display shows them.
     if found is not None:
-        print(f"retrieval gate: {found}", file=sys.stderr)
+        print(shown(f"retrieval gate: {found}"), file=sys.stderr)
         return 1
-    print(f"retrieval gate: {path} is complete and passed")
+    print(shown(f"retrieval gate: {path} is complete and passed"))
     return 0
 
 
