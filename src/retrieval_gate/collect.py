@@ -415,10 +415,12 @@ class _SuiteItem(pytest.Item):
 
     def add_report_section(self, when: str, key: str, content: str) -> None:
         # What libraries print while the run loads a model (transformers' load report, twice:
-        # stderr and log), their bars and colour codes stay out of the failure text.
+        # stderr and log), their bars and colour codes stay out of the failure text; what stays
+        # (a retriever's prints, a library's log lines quoting a URL) is shown as display shows
+        # it: pytest prints it under "Captured ..." and writes it into JUnit XML.
         from retrieval_gate.progress import clean_captured
 
-        cleaned = clean_captured(content)
+        cleaned = shown(clean_captured(content), multiline=True)
         if cleaned.strip():
             super().add_report_section(when, key, cleaned)
 

@@ -333,6 +333,14 @@ HOSTILE_ROWS = [
         "token=*** sent as ***",
         (),
     ),
+    # What only reads as an escape: a secret holding "%41", a value holding "%20".
+    Hostile(  # clear
+        "secret-holding-a-percent-sequence",
+        "bad p%41ss-word9 beside \\u0041",
+        "bad *** beside \\u0041",
+        ("p%41ss-word9",),
+    ),
+    Hostile("password-holding-a-percent-sequence", "password=ab%20cd x", "password=*** x", ()),
     # Invisible characters that break a line or make two ids look alike.
     Hostile(
         "line-separator-in-an-id", "id q\u2028FAILED fake", "id q\\u2028FAILED fake", ()

@@ -443,6 +443,24 @@ def test_an_exception_quoting_a_json_escaped_dsn_is_shown_masked(
     assert '"dsn": "postgresql:\\/\\/gate:***@db\\/vectors"}' in terminal
 
 
+def _keyword_with_a_key_read(
+    root: Path, monkeypatch: pytest.MonkeyPatch, ref: str = "search_app:retrieve"
+) -> None:
+    """Settings running the keyword retriever ``ref`` alone, beside an http system whose
+    ``api_key_env`` variable holds PASSWORD: read as the settings are, so PASSWORD is a
+    registered secret of the session, though no request is made."""
+    monkeypatch.setenv("RG_SECRET_KEY", PASSWORD)
+    (root / "pyproject.toml").write_text(
+        settings(
+            '[tool.retrieval_gate]\nsystems = ["keyword"]\n',
+            retriever_system(ref=ref),
+            '[tool.retrieval_gate.system.svc]\nembedder = "http"\nmodel = "m"\n'
+            'base_url = "http://127.0.0.1:9/v1"\nindex = "exact"\napi_key_env = "RG_SECRET_KEY"\n',
+        ),
+        encoding="utf-8",
+    )
+
+
 def test_a_secret_in_a_query_id_is_masked_in_its_node_id(
     secret_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -451,16 +469,7 @@ def test_a_secret_in_a_query_id_is_masked_in_its_node_id(
     the item's name is shown as display shows any id. (The baseline and the history keep ids
     as the suite file has them: docs/report.md.)"""
     root = secret_project.path
-    monkeypatch.setenv("RG_SECRET_KEY", PASSWORD)
-    (root / "pyproject.toml").write_text(
-        settings(
-            '[tool.retrieval_gate]\nsystems = ["keyword"]\n',
-            retriever_system(),
-            '[tool.retrieval_gate.system.svc]\nembedder = "http"\nmodel = "m"\n'
-            'base_url = "http://127.0.0.1:9/v1"\nindex = "exact"\napi_key_env = "RG_SECRET_KEY"\n',
-        ),
-        encoding="utf-8",
-    )
+    _keyword_with_a_key_read(root, monkeypatch)
     suite = LENIENT.replace(
         "  - id: customer_names\n",
         f"  - id: names-{PASSWORD}\n    expect: {{found_within: 3}}\n",
@@ -475,3 +484,39 @@ def test_a_secret_in_a_query_id_is_masked_in_its_node_id(
     outputs = dict(_outputs_written(root, result))
     for name in ("terminal", "junit.xml", "retrieval-gate-report.md", "retrieval-gate-report.json"):
         assert PASSWORD.encode() not in outputs[name], name
+
+
+PRINTING = f"""
+import logging
+
+from search_app import retrieve
+
+
+def retrieve_printing(query, k):
+    print("calling with key {PASSWORD} \\x1b]0;pwned\\x07")
+    logging.getLogger("client").warning("GET /v1/search?k={PASSWORD}")
+    return retrieve(query, k)
+"""
+
+
+def test_what_a_retriever_prints_or_logs_is_shown_masked_and_escaped(
+    secret_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest prints an item's captured output under "Captured stdout call" (here with -rA)
+    and writes it into JUnit XML (junit_logging): a retriever printing the key and an escape
+    sequence, and a library logging a URL holding it. On 65934fb: both raw."""
+    root = secret_project.path
+    secret_project.makepyfile(printing_app=PRINTING)
+    _keyword_with_a_key_read(root, monkeypatch, ref="printing_app:retrieve_printing")
+    (root / "lineage.retrieval.yaml").write_text(LENIENT, encoding="utf-8")
+    result = secret_project.runpytest(
+        "--retrieval-gate", "-rA", "--junitxml=junit.xml", "-o", "junit_logging=all"
+    )
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        ["calling with key [*][*][*] 0;pwned\\x07", "*GET /v1/search?k=[*][*][*]*"]
+    )
+    outputs = dict(_outputs_written(root, result))
+    for name in ("terminal", "junit.xml"):
+        assert PASSWORD.encode() not in outputs[name], name
+        assert b"\x1b" not in outputs[name], name

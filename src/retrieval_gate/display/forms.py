@@ -40,6 +40,8 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
+from itertools import accumulate, chain
 
 __all__ = ["Form", "Forms", "View", "Views", "fold", "forms_of", "mask_spans", "views"]
 
@@ -60,165 +62,193 @@ def fold(text: str) -> str:
 # Invisible format characters: soft hyphen, zero-width space and (non-)joiners, LRM and RLM,
 # the bidi embeddings, overrides and isolates, the word joiner and invisible operators, BOM.
 _FORMAT = "\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
-_IS_FORMAT = re.compile(f"[{_FORMAT}\x1b]")
-# Where a token may start: text without any of these is its own view (the common case, one
-# scan); a plain line break only matters to the joined view.
-_TOKEN_START = re.compile(f"[\\\\%&\x1b{_FORMAT}]")
-_TOKEN_OR_BREAK_START = re.compile(f"[\\\\%&\x1b\r\n{_FORMAT}]")
-_TOKEN = re.compile(
-    # An ANSI sequence, raw or as a string literal writes its ESC (a colour in a repr).
-    r"(?P<ansi>(?:\x1b|\\+(?:x1[bB]|u001[bB]|033|e))"
-    r"(?:\[[0-?]{0,32}[ -/]{0,8}[@-~]|\][^\x07\x1b]{0,256}(?:\x07|\x1b\\)?)|\x1b[@-Z\\-_]?)"
-    r"|(?P<brk>(?:\r\n|\r|\n|\\+[rn])[ \t]*)"
-    f"|(?P<fmt>[{_FORMAT}])"
-    r"|\\+(?:u(?P<u>[0-9a-fA-F]{4})|U(?P<U>[0-9a-fA-F]{8})|x(?P<x>[0-9a-fA-F]{2})"
-    r"|(?P<p>[!-/:-@\[-`{-~]))"
-    r"|(?P<pct>(?:%(?:25)*[0-9a-fA-F]{2})+)"
-    r"|(?P<ent>&(?:\#[0-9]{1,7}|\#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});)"
+_FORMAT_CHARACTERS = re.sub(
+    "(.)-(.)",
+    lambda m: "".join(map(chr, range(ord(m.group(1)), ord(m.group(2)) + 1))),
+    _FORMAT,
 )
+_IS_IGNORABLE = re.compile(f"[{_FORMAT}\x1b]")
+_ANSI_TAIL = r"(?:\[[0-?]{0,32}[ -/]{0,8}[@-~]|\][^\x07\x1b]{0,256}(?:\x07|\x1b\\)?)"
+# Each alternative starts with one character, so that the regex engine skips at C speed to
+# where one may start (a text without any is its own view: the common case, one scan).
+_ESCAPES = [
+    r"\x1b(?:" + _ANSI_TAIL + r"|[@-Z\\-_])?",  # an ANSI sequence
+    # A backslash escape, behind any number of backslashes (escaped again, as JSON in JSON):
+    # an ANSI sequence as a string literal writes it (a colour in a repr), a line break, a code
+    # point, a punctuation mark.
+    r"\\\\*(?:(?P<ansi>(?:x1[bB]|u001[bB]|033|e)" + _ANSI_TAIL + r")|(?P<brk>[rn])"
+    r"|u(?P<u>[0-9a-fA-F]{4})|U(?P<U>[0-9a-fA-F]{8})|x(?P<x>[0-9a-fA-F]{2})"
+    r"|(?P<p>[!-/:-@\[-`{-~]))",
+    r"%(?:25)*[0-9a-fA-F]{2}(?:%(?:25)*[0-9a-fA-F]{2})*",  # percent-encoded bytes
+    r"&(?:\#[0-9]{1,7}|\#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});",  # HTML references
+    *(re.escape(char) + f"[{_FORMAT}]*" for char in _FORMAT_CHARACTERS),  # a run of them
+]
+_BREAKS = [r"\r[\r\n \t]*", r"\n[\r\n \t]*"]  # a run of line breaks, with indentation
+_TOKEN = re.compile("|".join(_ESCAPES))
+_TOKEN_OR_BREAK = re.compile("|".join(_ESCAPES + _BREAKS))
 _PERCENT = re.compile(r"%(?:25)*([0-9a-fA-F]{2})")
 
 # What a token stands for in a view: a character or text, a line break, or nothing visible.
-_BREAK = "brk"
-_IGNORABLE = "ign"
-_TEXT = "txt"
+_BREAK = 0
+_IGNORABLE = 1
+_TEXT = 2
 
 
-@dataclass(frozen=True)
-class _Token:
-    start: int
-    end: int
-    kind: str
-    text: str  # the decoded text, for _TEXT
-
-
-def _decoded(match: re.Match[str], quotes: bool) -> _Token | None:
-    """What one escape, break or ignorable stands for; None where it is not one after all (an
-    entity HTML does not know, a code point past U+10FFFF) or not decoded (an escaped quote,
-    unless ``quotes``)."""
-    start, end = match.span()
-    kind = str(match.lastgroup)  # every alternative is a named group
-    if kind == "p" and not quotes and match.group("p") in "\"'":
-        return None
-    if kind == "ansi" or kind == "fmt":
-        return _Token(start, end, _IGNORABLE, "")
-    if kind == "brk":
-        return _Token(start, end, _BREAK, "")
-    if kind == "pct":
-        raw = bytes(int(code, 16) for code in _PERCENT.findall(match.group()))
-        text = raw.decode("utf-8", "replace")
-    elif kind == "ent":
-        text = html.unescape(match.group())
-        if text == match.group():
+def _decoded(match: re.Match[str], quotes: bool) -> tuple[int, str] | None:
+    """What one escape, break or ignorable stands for (its kind and text); None where it is not
+    one after all (an entity HTML does not know, a code point past U+10FFFF) or not decoded (an
+    escaped quote, unless ``quotes``)."""
+    found = match.group()
+    first = found[0]
+    if first == "\x1b":
+        return _IGNORABLE, ""
+    if first in "\r\n":
+        return _BREAK, ""
+    if first == "%":
+        text = bytes(int(code, 16) for code in _PERCENT.findall(found)).decode("utf-8", "replace")
+    elif first == "&":
+        text = html.unescape(found)
+        if text == found:
             return None
-    elif kind == "p":
-        text = match.group("p")
+    elif first != "\\":
+        return _IGNORABLE, ""  # a run of format characters
     else:
-        code = int(match.group(kind), 16)
-        if code > 0x10FFFF:
-            return None
-        text = chr(code)
+        kind = match.lastgroup
+        if kind == "ansi":
+            return _IGNORABLE, ""
+        if kind == "brk":
+            return _BREAK, ""
+        if kind == "p":
+            text = match.group("p")
+            if not quotes and text in "\"'":
+                return None
+        else:
+            code = int(match.group(str(kind)), 16)
+            if code > 0x10FFFF:
+                return None
+            text = chr(code)
     if text in ("\n", "\r"):
-        return _Token(start, end, _BREAK, "")
-    if _IS_FORMAT.fullmatch(text):
-        return _Token(start, end, _IGNORABLE, "")
-    return _Token(start, end, _TEXT, text)
+        return _BREAK, ""
+    if _IS_IGNORABLE.fullmatch(text):
+        return _IGNORABLE, ""
+    return _TEXT, text
 
 
-@dataclass(frozen=True)
 class View:
-    """A text as decoded (:func:`views`), with where each of its characters came from."""
+    """A text as decoded (:func:`views`), with where each of its characters came from (worked
+    out only when asked: most views are searched and nothing is found)."""
 
-    text: str
-    # Per token, in order: where it starts and ends in the view, and in the original text.
-    starts: tuple[int, ...]
-    spans: tuple[tuple[int, int, int, int], ...]
-    # The tokens that are ignorables (removed from the view, or a boundary in it).
-    ignorable: frozenset[int] = frozenset()
+    def __init__(self, text: str, tokens: _Tokens, shown: list[str], ignorable: list[bool]) -> None:
+        self.text = text
+        self._tokens = tokens
+        self._lengths = [len(part) for part in shown]
+        self._ignorable = ignorable
+
+    @cached_property
+    def _starts(self) -> list[int]:
+        """Where each token starts in the view."""
+        starts, ends = self._tokens.starts, self._tokens.ends
+        shifts = accumulate(
+            (
+                end - start - length
+                for start, end, length in zip(starts, ends, self._lengths, strict=True)
+            ),
+            initial=0,
+        )
+        # ``shifts`` has one more: the shift after the last token.
+        return [start - shift for start, shift in zip(starts, shifts, strict=False)]
 
     def origin(self, start: int, end: int) -> tuple[int, int]:
         """The span of the original text that the view's ``[start, end)`` came from, with the
         ignorables right after it (a bidi control ending a password is masked with it)."""
         first, last = self._at(start)[0], self._at(end - 1)[1]
-        i = bisect_left(self.starts, end)
-        while i < len(self.spans) and self.spans[i][:2] == (end, end) and i in self.ignorable:
-            last = self.spans[i][3]
+        starts = self._starts
+        i = bisect_left(starts, end)
+        while i < len(starts) and starts[i] == end and self._ignorable[i] and not self._lengths[i]:
+            last = self._tokens.ends[i]
             i += 1
         return first, last
 
     def _at(self, index: int) -> tuple[int, int]:
         """The original span of the view's character ``index``."""
-        i = bisect_right(self.starts, index) - 1
+        i = bisect_right(self._starts, index) - 1
         if i < 0:
             return index, index + 1
-        _, v_end, o_start, o_end = self.spans[i]
+        v_end = self._starts[i] + self._lengths[i]
         if index < v_end:
-            return o_start, o_end
-        at = o_end + index - v_end
+            return self._tokens.starts[i], self._tokens.ends[i]
+        at = self._tokens.ends[i] + index - v_end
         return at, at + 1
 
 
-def _view(text: str, tokens: list[_Token], ignorable: str, brk: str) -> View:
-    parts: list[str] = []
-    starts: list[int] = []
-    spans: list[tuple[int, int, int, int]] = []
-    ignorables = []
-    position = length = 0
-    for number, token in enumerate(tokens):
-        if token.kind == _IGNORABLE:
-            ignorables.append(number)
-        if token.start > position:
-            parts.append(text[position : token.start])
-            length += token.start - position
-        shown = (
-            token.text if token.kind == _TEXT else ignorable if token.kind == _IGNORABLE else brk
-        )
-        parts.append(shown)
-        starts.append(length)
-        spans.append((length, length + len(shown), token.start, token.end))
-        length += len(shown)
-        position = token.end
-    parts.append(text[position:])
-    return View("".join(parts), tuple(starts), tuple(spans), frozenset(ignorables))
-
-
 @dataclass(frozen=True)
-class Views:
-    """The views of a text a secret is looked for in (:func:`views`)."""
+class _Tokens:
+    """A text's escapes, breaks and ignorables, in order: where each starts and ends, its kind
+    and what it stands for."""
 
-    #: Escapes decoded; an ANSI sequence, format character or line break a boundary.
-    bounded: View
-    #: Escapes decoded; ANSI sequences and format characters removed, line breaks kept (where
-    #: redact.py's patterns look: a key coloured or with a bidi control in it).
-    unbroken: View
-    #: Escapes decoded; ANSI sequences, format characters and line breaks all removed (a
-    #: secret wrapped over lines).
-    joined: View | None
+    text: str
+    starts: list[int]
+    ends: list[int]
+    kinds: list[int]
+    texts: list[str]
+
+    def view(self, ignorable: str, brk: str) -> View:
+        shown = [
+            text if kind == _TEXT else ignorable if kind == _IGNORABLE else brk
+            for kind, text in zip(self.kinds, self.texts, strict=True)
+        ]
+        source = self.text
+        gaps = [source[end:start] for end, start in zip([0, *self.ends], self.starts, strict=False)]
+        decoded = (
+            "".join(chain.from_iterable(zip(gaps, shown, strict=True))) + source[self.ends[-1] :]
+        )
+        return View(decoded, self, shown, [kind == _IGNORABLE for kind in self.kinds])
+
+
+class Views:
+    """The views of a text a secret is looked for in (:func:`views`), each made when first
+    asked for."""
+
+    def __init__(self, tokens: _Tokens, joined: bool) -> None:
+        self._tokens = tokens
+        self._joins = joined and (_BREAK in tokens.kinds or _IGNORABLE in tokens.kinds)
+
+    @cached_property
+    def bounded(self) -> View:
+        """Escapes decoded; an ANSI sequence, format character or line break a boundary."""
+        return self._tokens.view("\n", "\n")
+
+    @cached_property
+    def unbroken(self) -> View:
+        """Escapes decoded; ANSI sequences and format characters removed, line breaks kept
+        (where redact.py's patterns look: a key coloured or with a bidi control in it)."""
+        return self._tokens.view("", "\n") if _IGNORABLE in self._tokens.kinds else self.bounded
+
+    @cached_property
+    def joined(self) -> View | None:
+        """Escapes decoded; ANSI sequences, format characters and line breaks all removed (a
+        secret wrapped over lines); None where it would be the bounded view."""
+        return self._tokens.view("", "") if self._joins else None
 
 
 def views(text: str, *, joined: bool = True, quotes: bool = True) -> Views | None:
     """The decoded views of ``text`` (the joined one only when ``joined``; an escaped quote
     ``\\"`` decoded only when ``quotes``: a pattern reading a quoted value needs it as it is);
-    None when it holds no escape, ignorable or (``joined``) line break: it is its own view,
-    the common case, found by one scan."""
-    tokens: list[_Token] = []
-    position = 0
-    # Tried only where one may start: a regex that starts with an alternation would be tried,
-    # and fail, at every character.
-    for candidate in (_TOKEN_OR_BREAK_START if joined else _TOKEN_START).finditer(text):
-        if candidate.start() < position:
-            continue
-        match = _TOKEN.match(text, candidate.start())
-        if match is not None and (token := _decoded(match, quotes)) is not None:
-            tokens.append(token)
-            position = token.end
-    if not tokens:
+    None when it holds no escape, ignorable or (``joined``) line break: it is its own view."""
+    starts: list[int] = []
+    ends: list[int] = []
+    kinds: list[int] = []
+    texts: list[str] = []
+    for match in (_TOKEN_OR_BREAK if joined else _TOKEN).finditer(text):
+        decoded = _decoded(match, quotes)
+        if decoded is not None:
+            starts.append(match.start())
+            ends.append(match.end())
+            kinds.append(decoded[0])
+            texts.append(decoded[1])
+    if not kinds:
         return None
-    kinds = {token.kind for token in tokens}
-    bounded = _view(text, tokens, "\n", "\n")
-    unbroken = _view(text, tokens, "", "\n") if _IGNORABLE in kinds else bounded
-    together = _view(text, tokens, "", "") if joined and kinds & {_BREAK, _IGNORABLE} else None
-    return Views(bounded, unbroken, together)
+    return Views(_Tokens(text, starts, ends, kinds, texts), joined)
 
 
 def _base64_cores(data: bytes) -> set[str]:
@@ -273,9 +303,15 @@ class Forms:
         where the caller has it."""
         if self._any is None:
             return []
+        # As written too: a secret may hold what reads as an escape ("p%41ss").
+        spans = self._found(self._any, fold(text))
         if decoded is None:
-            return self._found(self._any, fold(text))
-        spans: list[tuple[int, int]] = []
+            return spans
+        # A form found in the bounded view holds no boundary, so the joined view has it too:
+        # where the joined view has none, neither has the other.
+        widest = decoded.joined or decoded.bounded
+        if self._any.search(fold(widest.text)) is None:
+            return spans
         for view in (decoded.bounded, decoded.joined):
             if view is not None:
                 found = self._found(self._any, fold(view.text))
