@@ -408,11 +408,38 @@ def pytest_configure(config: pytest.Config) -> None:
     from retrieval_gate.report.selection import PLUGIN_NAME, Selection
 
     config.pluginmanager.register(Selection(config), PLUGIN_NAME)
+    config.pluginmanager.register(ShownWarnings(), "retrieval_gate_warnings")
     if config.getoption("xmlpath", None):
         from retrieval_gate.report.junit import JunitNames
 
         age = session.history.age_properties(session.baseline)
         config.pluginmanager.register(JunitNames(config, age), "retrieval_gate_junit")
+
+
+class ShownWarnings:
+    """Every warning of a gate session shown as display shows any text before pytest's warnings
+    summary prints it as it is (and before xdist sends it from a worker): a retriever's or a
+    library's ``warnings.warn`` quoting a key, a URL or a document with control characters in
+    it, and the source line pytest prints under it. (The plugin's own warnings are shown when
+    made: errors.GateWarning.)"""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_warning_recorded(self, warning_message: Any) -> None:
+        import linecache
+
+        from retrieval_gate.display import shown
+
+        if warning_message.line is None and warning_message.filename:
+            line = linecache.getline(warning_message.filename, warning_message.lineno or 0)
+            warning_message.line = shown(line.strip())
+        message = warning_message.message
+        if isinstance(message, Warning):
+            text = str(message)
+            inert = shown(text, multiline=True)
+            if inert != text:
+                message.args = (inert,)
+        elif isinstance(message, str):
+            warning_message.message = shown(message, multiline=True)
 
 
 def _check_plan_options(config: pytest.Config) -> None:

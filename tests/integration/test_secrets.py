@@ -520,3 +520,35 @@ def test_what_a_retriever_prints_or_logs_is_shown_masked_and_escaped(
     for name in ("terminal", "junit.xml"):
         assert PASSWORD.encode() not in outputs[name], name
         assert b"\x1b" not in outputs[name], name
+
+
+WARNING = """
+import os
+import warnings
+
+from search_app import retrieve
+
+
+def retrieve_warning(query, k):
+    key = os.environ["RG_SECRET_KEY"]
+    warnings.warn(f"slow index for key {key} \\x1b]0;pwned\\x07 sk-proj-abcdefghijklmnop")
+    return retrieve(query, k)
+"""
+
+
+def test_a_warning_a_retriever_raises_is_shown_masked_and_escaped(
+    secret_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest's warnings summary prints a warning's message as it is. On 65934fb: the key, the
+    escape sequence and the OpenAI key raw."""
+    root = secret_project.path
+    secret_project.makepyfile(warning_app=WARNING)
+    _keyword_with_a_key_read(root, monkeypatch, ref="warning_app:retrieve_warning")
+    (root / "lineage.retrieval.yaml").write_text(LENIENT, encoding="utf-8")
+    result = secret_project.runpytest("--retrieval-gate", "-W", "default::UserWarning")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        ["*UserWarning: slow index for key [*][*][*] \\x1b]0;pwned\\x07 [*][*][*]"]
+    )
+    terminal = result.stdout.str() + result.stderr.str()
+    assert PASSWORD not in terminal and "\x1b" not in terminal and "sk-proj" not in terminal
