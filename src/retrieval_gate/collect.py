@@ -58,7 +58,23 @@ def _marker(config: pytest.Config, name: str, what: str) -> pytest.MarkDecorator
     return getattr(pytest.mark, name)  # type: ignore[no-any-return]
 
 
+def _inert(found: str | TerminalRepr) -> str | TerminalRepr:
+    """pytest's own report of a failure, as display shows it: plain text only where something
+    had to be masked or escaped (pytest's own keeps the colours and the crash line of the short
+    summary)."""
+    text = str(found)
+    inert = shown(text, multiline=True)
+    return found if inert == text else inert
+
+
 class SuiteFile(pytest.File):
+    def repr_failure(  # type: ignore[override]  # pytest.Collector's signature
+        self, excinfo: ExceptionInfo[BaseException]
+    ) -> str | TerminalRepr:
+        # A collection error is ours, shown already (CollectError); anything else is the
+        # plugin's own bug, whose traceback may quote a DSN or a suite's text.
+        return _inert(super().repr_failure(excinfo))
+
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         gate_session = self.config.stash[SESSION_KEY]
         try:
@@ -182,6 +198,11 @@ def check_decision_suites(session: pytest.Session) -> None:
 
 
 class SystemNode(pytest.Collector):
+    def repr_failure(  # type: ignore[override]  # pytest.Collector's signature
+        self, excinfo: ExceptionInfo[BaseException]
+    ) -> str | TerminalRepr:
+        return _inert(super().repr_failure(excinfo))
+
     def __init__(self, *, suite: Suite, system: SystemConfig, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.suite = suite
@@ -294,6 +315,11 @@ class ScopeNode(pytest.Collector):
     """``suite``, ``category:x`` or ``difficulty:x``: one item per gate or regression check of
     that scope; a category or difficulty is a marker of everything below it."""
 
+    def repr_failure(  # type: ignore[override]  # pytest.Collector's signature
+        self, excinfo: ExceptionInfo[BaseException]
+    ) -> str | TerminalRepr:
+        return _inert(super().repr_failure(excinfo))
+
     def __init__(
         self,
         *,
@@ -398,10 +424,7 @@ class _SuiteItem(pytest.Item):
         # The plugin's own bug, with its traceback: a library's error in it may quote a DSN.
         # Plain text only where something had to be masked or escaped (pytest's own keeps the
         # colours and the crash line of the short summary).
-        found = super().repr_failure(excinfo, style=style)
-        text = str(found)
-        inert = shown(text, multiline=True)
-        return found if inert == text else inert
+        return _inert(super().repr_failure(excinfo, style=style))
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         # The scope as well as the metric: a suite floor, a category's floor and a regression
@@ -455,6 +478,11 @@ class RunItem(_SuiteItem):
 class RegressionNode(pytest.Collector):
     """``...::<system>::regression``: one item per gated metric and scope against the baseline;
     ``wide``: the markers its suite-scope items carry (:func:`_suite_wide_labels`)."""
+
+    def repr_failure(  # type: ignore[override]  # pytest.Collector's signature
+        self, excinfo: ExceptionInfo[BaseException]
+    ) -> str | TerminalRepr:
+        return _inert(super().repr_failure(excinfo))
 
     def __init__(
         self,

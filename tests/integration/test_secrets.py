@@ -552,3 +552,28 @@ def test_a_warning_a_retriever_raises_is_shown_masked_and_escaped(
     )
     terminal = result.stdout.str() + result.stderr.str()
     assert PASSWORD not in terminal and "\x1b" not in terminal and "sk-proj" not in terminal
+
+
+def test_a_bug_of_the_plugin_at_collection_is_shown_masked_and_escaped(
+    secret_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A collection error that is not the user's (the plugin's own bug: its traceback, as pytest
+    reports a collector's failure) quoting a DSN and an escape sequence, as a library's error
+    inside it may. On 65934fb: both raw in the collection error."""
+    import retrieval_gate.collect
+
+    def broken(path: Path) -> None:
+        raise RuntimeError(f"cannot reach postgresql://gate:{PASSWORD}@db \x1b]0;pwned\x07")
+
+    monkeypatch.setattr(retrieval_gate.collect, "load_suite", broken)
+    (secret_project.path / "pyproject.toml").write_text(
+        settings("[tool.retrieval_gate]\n", retriever_system()), encoding="utf-8"
+    )
+    (secret_project.path / "lineage.retrieval.yaml").write_text(LENIENT, encoding="utf-8")
+    result = secret_project.runpytest("--retrieval-gate", "--tb=long", "-l")
+    assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        ["E*RuntimeError: cannot reach postgresql://gate:[*][*][*]@db \\x1b]0;pwned\\x07"]
+    )
+    terminal = result.stdout.str() + result.stderr.str()
+    assert PASSWORD not in terminal and "\x1b" not in terminal
