@@ -286,6 +286,17 @@ HOSTILE_ROWS = [
         "login ***",
         ("pässwörd-ü1",),
     ),
+    Hostile(  # clear: the URL's password, by its shape
+        "url-userinfo-percent-encoded",
+        "postgresql://gate:p%40ss%2fw0rd%21x@db/gate",
+        "postgresql://gate:***@db/gate",
+        ("p@ss/w0rd!x",),
+    ),
+    Hostile(  # security
+        "query-string-percent-encoded-key",
+        "GET /v1/embeddings?key=Zq7kV3%2funique%2bkey%2f9xwAb&model=m",
+        "GET /v1/embeddings?key=***&model=m",
+    ),
     # A short password (a word of its own, below forms.WORD_LENGTH) and a very short one.
     Hostile(  # security
         "short-password-after-colour",
