@@ -11,7 +11,13 @@ from typing import Any
 
 import pytest
 
-from retrieval_gate.usercode import CallTimeout, UserCodeFailure, Worker, call_user_code
+from retrieval_gate.usercode import (
+    CallTimeout,
+    UserCodeFailure,
+    Worker,
+    call_user_code,
+    describe,
+)
 
 
 def test_calls_run_one_after_another_on_one_thread() -> None:
@@ -103,6 +109,33 @@ def test_a_call_past_its_limit_is_not_held_up_by_a_call_made_from_inside_it() ->
     worker.close()
     assert finished, "the outer call waited for the inner one past its own limit"
     assert len(outcome) == 1 and isinstance(outcome[0], CallTimeout)
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no")
+
+
+class _Unrepresentable:
+    def __repr__(self) -> str:
+        raise RuntimeError("no")
+
+
+def test_what_describes_the_users_failure_never_raises_and_stays_one_short_line() -> None:
+    # Raised while describing a failure, this was the plugin's own traceback, blaming nobody.
+    assert (
+        describe(_Unprintable())
+        == "raised _Unprintable: <str() of _Unprintable raised RuntimeError>"
+    )
+    assert describe(SystemExit(_Unrepresentable())) == (
+        "called sys.exit(<repr() of _Unrepresentable raised RuntimeError>)"
+    )
+    assert UserCodeFailure("r", error=_Unprintable()).brief == (
+        "_Unprintable: <str() of _Unprintable raised RuntimeError>"
+    )
+    found = describe(ValueError("line\nbreak " * 1000))
+    assert "\n" not in found
+    assert found.endswith("... (8,999 more characters)") and len(found) < 2100
 
 
 class Interrupted(BaseException):

@@ -22,6 +22,7 @@ from pathlib import Path, PurePath
 from retrieval_gate.baseline.store import url_scheme
 from retrieval_gate.config import Settings
 from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.files import door
 from retrieval_gate.files.outputs import (
     BUILTIN_OUTPUTS,
     JSON_OUTPUT,
@@ -283,6 +284,15 @@ def check_outputs(
         refused = refusal(path, kind, protected=kept)
         if refused is not None:
             raise RetrievalGateError(f"{flag} {path} {refused}")
+    # Through the door (files/door.py): nothing is written out of the project through a
+    # symbolic link, folders included; the cache folder too, which every run writes.
+    doors = [(flag, path) for flag, path, _ in written]
+    doors += [(o.flag, path) for o, path in outputs.written() if o.file_kind is None]
+    doors.append((cache_named, outputs.cache_dir))
+    for flag, path in doors:
+        escaped = door.escape(path)
+        if escaped is not None:
+            raise RetrievalGateError(f"{flag} {path}: not written: {escaped}")
     for output, path in outputs.written():
         if output.file_kind is None:  # a folder of plots
             check_plots_folder(path, cache, files, corpora)

@@ -398,9 +398,11 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     except RetrievalGateError as exc:
         from retrieval_gate.display import shown
-        from retrieval_gate.files import read
+        from retrieval_gate.files import door, lock, read
 
         read.configure(None)  # the session's size limit, set before it was refused
+        door.configure(None)  # and its rootdir and lock timeout
+        lock.configure(None)
         raise pytest.UsageError(shown(exc.format())) from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "retrieval_gate_session")
@@ -556,10 +558,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
         from retrieval_gate.display import forget_secrets
-        from retrieval_gate.files import read
+        from retrieval_gate.files import door, lock, read
 
         session.close()
         read.configure(None)  # the settings' max_file_mb, which the session installed
+        door.configure(None)  # its rootdir and lock_timeout too
+        lock.configure(None)
         forget_secrets()  # the session's settings registered them; a later session, its own
         config.pluginmanager.unregister(session)
         del config.stash[SESSION_KEY]

@@ -22,7 +22,7 @@ from retrieval_gate.baseline.store import load_for_session, open_store
 from retrieval_gate.config import Settings, load_settings
 from retrieval_gate.display import shown
 from retrieval_gate.errors import RetrievalGateError
-from retrieval_gate.files import atomic, read
+from retrieval_gate.files import atomic, door, lock, read
 from retrieval_gate.gates.keeper import HistoryKeeper
 from retrieval_gate.gates.plan import RegressionPlan
 from retrieval_gate.options import (
@@ -33,11 +33,12 @@ from retrieval_gate.options import (
     select_reference,
     select_systems,
 )
-from retrieval_gate.records import ItemPayload, Outcome, RunRecord
+from retrieval_gate.records import ItemPayload, RunRecord
 from retrieval_gate.runs.cache import RunCache, run_failure
 from retrieval_gate.systems import RunOptions
 
 if TYPE_CHECKING:
+    from retrieval_gate.gates.context import RunContext
     from retrieval_gate.gates.regressions import Regressions
     from retrieval_gate.report import ReportData
     from retrieval_gate.suites.suite import Suite
@@ -59,7 +60,8 @@ class GateSession:
         self.rootpath = config.rootpath
         self.settings: Settings = load_settings(self.rootpath)
         read.configure(self.settings.max_file_mb)  # plugin.py resets it at unconfigure
-        self.systems: tuple[SystemConfig, ...]
+        door.configure(self.rootpath)  # and these two: writes stay in the project,
+        lock.configure(self.settings.lock_timeout, progress.say)  # locks are waited for so long
         self.systems = select_systems(self.settings, values.systems, self.rootpath)
         self.reference = select_reference(self.systems, values.reference, self.settings.reference)
         self.outputs = resolve_outputs(values, self.settings)
@@ -71,17 +73,13 @@ class GateSession:
             protected=(self.settings.source, config.inipath),
             save_baseline=values.save_baseline,
         )
-        self.run_options = RunOptions(
-            cache_dir=self.outputs.cache_dir,
-            use_cache=not values.no_cache,
-            progress=not self.is_worker,
-        )
+        out = self.outputs
+        self.run_options = RunOptions(out.cache_dir, not values.no_cache, not self.is_worker)
         if not self.is_worker and write_progress is not None:
             sink = progress.ProgressSink(write=write_progress, interactive=sys.stdout.isatty())
             progress.install(sink)
         self.save_baseline = values.save_baseline
         self.suggest_floors: str | None = config.getoption("rg_suggest_floors", None)
-        out = self.outputs
         own = (*out.files(), out.baseline, out.cache_dir)  # the plugin's files, not the user's
         self.store = open_store(out.baseline_url or out.baseline, own=own)
         self.baseline, self.baseline_problem = load_for_session(
@@ -91,6 +89,8 @@ class GateSession:
         self.plan = RegressionPlan(self.settings)
         self.history = HistoryKeeper(self.settings, self.rootpath, self.plan, config.getoption, own)
         self._comparisons: dict[tuple[Path, str], Regressions] = {}
+        self.shared: dict[tuple[Path, str, str], Any] = {}  # the rules' (gates/context.py)
+        self.rule_state: dict[str, Any] = {}
         self._attached: set[tuple[Path, str]] = set()
         self._first_failures: dict[tuple[Path, str], str] = {}
         self.collected = ItemPayload()  # from this process's items, or the workers' under xdist
@@ -125,15 +125,14 @@ class GateSession:
         """The run compared with its baseline run (computed once)."""
         key = (suite.path, system.name)
         if key not in self._comparisons:
-            record = self.record(suite, system)
-            base = self.base_run(suite, system)
+            record, base = self.record(suite, system), self.base_run(suite, system)
             self._comparisons[key] = self.plan.compare(suite, record, base, path=self.where)
         return self._comparisons[key]
 
-    def drift(self, suite: Suite, system: SystemConfig) -> dict[str, Outcome] | str:
-        from retrieval_gate.gates.drift import drift_outcomes
+    def context(self, suite: Suite, system: SystemConfig) -> RunContext:
+        from retrieval_gate.gates.context import RunContext  # what the rules read (gates/rule.py)
 
-        return drift_outcomes(suite, self.record(suite, system), self.base_run(suite, system))
+        return RunContext(self, suite, system)
 
     def first_failed_item(self, suite: Suite, system: SystemConfig, nodeid: str) -> str:
         """The node id of the first item that reported this suite x system's failed run."""
@@ -245,3 +244,4 @@ class GateSession:
             terminalreporter.write_sep("-", shown(line))
         for line in [*self.history.lines, *self.closing_lines]:
             terminalreporter.write_line(shown(line))
+

@@ -14,9 +14,9 @@ and the run fails with the one-line error; being a daemon, the thread does not k
 alive at exit. A module whose import was abandoned stays half-imported in this process (its
 import lock held by the stuck thread): nothing imports it again in the same session.
 
-:class:`IsolatedFunction` (a retriever's ``isolate = true``) imports and calls the code in a
-child process instead: an interpreter exit there ends only that process, and a call past the
-limit is stopped with it.
+A retriever's ``isolate = true`` imports and calls the code in a child process instead
+(``retrieval_gate.isolated``): an interpreter exit there ends only that process, and a call past
+the limit is stopped with it.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from retrieval_gate.errors import RetrievalGateError
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "CallTimeout",
-    "IsolatedFunction",
     "Plugin",
     "PluginLoadError",
     "UserCodeFailure",
@@ -45,6 +44,7 @@ __all__ = [
     "describe",
     "import_failure",
     "import_object",
+    "import_reference",
     "plugins",
 ]
 
@@ -80,7 +80,7 @@ class UserCodeFailure(Exception):
     def brief(self) -> str:
         if self.error is None:
             return self.reason
-        text = " ".join(str(self.error).split())
+        text = _shown(self.error, str)
         return f"{type(self.error).__name__}: {text}" if text else type(self.error).__name__
 
 
@@ -211,9 +211,25 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, CallTimeout):
         return str(exc)
     if isinstance(exc, SystemExit):
-        return f"called sys.exit({exc.code!r})"
-    text = " ".join(str(exc).split())
+        return f"called sys.exit({_shown(exc.code, repr)})"
+    text = _shown(exc, str)
     return f"raised {type(exc).__name__}: {text}" if text else f"raised {type(exc).__name__}"
+
+
+#: The most characters of the user's exception text kept in the one line that describes it.
+MAX_REASON = 2000
+
+
+def _shown(value: object, how: Callable[[object], str]) -> str:
+    """``how(value)`` (the user's ``__str__`` or ``__repr__``) on one line of at most
+    :data:`MAX_REASON` characters; never raising, as what it describes already failed."""
+    try:
+        text = " ".join(how(value).split())
+    except BaseException as exc:  # the user's __str__, whatever it raises
+        text = f"<{how.__name__}() of {type(value).__name__} raised {type(exc).__name__}>"
+    if len(text) > MAX_REASON:
+        text = f"{text[:MAX_REASON]}... ({len(text) - MAX_REASON:,} more characters)"
+    return text
 
 
 def call_user_code(
@@ -253,126 +269,7 @@ def call_user_code(
 def import_object(ref: str, root: Path, *, timeout: float | None = DEFAULT_TIMEOUT_S) -> Any:
     """Import ``module:attribute`` (the settings folder is importable, as users expect) within
     ``timeout`` seconds; any failure, a timeout included, is a :class:`UserCodeFailure`."""
-    return call_user_code(lambda: _import(ref, root), timeout)
-
-
-#: Seconds a child process of :class:`IsolatedFunction` may take to start, before the user's
-#: code is imported in it (under its own limit).
-STARTUP_S = 120
-
-
-class IsolatedFunction:
-    """``module:attribute`` imported and called in a child process of its own (``isolate =
-    true``), so that whatever the code does to its interpreter (``os._exit(0)``, a crash in an
-    extension, a thread that never returns) ends that process, not pytest: the call fails
-    with a :class:`UserCodeFailure` saying so, and a call past ``timeout`` (0 or None: no
-    limit) has its process killed rather than abandoned. Arguments and results cross a pipe,
-    so they must pickle; a result that is an iterator is read there, at most
-    ``max_items`` of it."""
-
-    def __init__(
-        self, ref: str, root: Path, timeout: float | None, *, max_items: int = 1_000_000
-    ) -> None:
-        import multiprocessing
-
-        # spawn, not fork: pytest's process has threads (a forked child could inherit a held
-        # lock), and a fresh interpreter is what the user's code would otherwise have killed.
-        context = multiprocessing.get_context("spawn")
-        self.ref = ref
-        self.timeout = timeout or None
-        self._conn, child = context.Pipe()
-        self._process = context.Process(
-            target=_serve, args=(child, ref, str(root), max_items), daemon=True
-        )
-        self._process.start()
-        child.close()
-        # Starting an interpreter is not the user's code: it has a limit of its own (a loaded
-        # machine can take seconds), and the import then has the system's.
-        self._reply(STARTUP_S)
-        try:
-            kind, _, brief = self._reply(self.timeout)
-        except UserCodeFailure as exc:
-            # An import that ran past the limit was stopped with its process, not left running.
-            raise UserCodeFailure(exc.reason) from None
-        if kind != "ok":
-            raise UserCodeFailure(brief)
-
-    def __call__(self, *args: Any) -> Any:
-        if not self._process.is_alive():
-            raise UserCodeFailure(self._ended())
-        try:
-            self._conn.send(args)
-        except (OSError, EOFError):  # the process ended between the check and the send
-            raise UserCodeFailure(self._ended()) from None
-        kind, value, _ = self._reply(self.timeout)
-        if kind != "ok":
-            raise UserCodeFailure(value)
-        return value
-
-    def _reply(self, limit: float | None) -> tuple[str, Any, str]:
-        try:
-            ready = self._conn.poll(limit)
-        except (OSError, EOFError):
-            ready = True  # closed: recv says so
-        if not ready:
-            self.close()
-            raise UserCodeFailure(
-                f"did not return within {limit:g} s (its process was stopped)", timeout=limit
-            )
-        try:
-            found: tuple[str, Any, str] = self._conn.recv()
-        except (OSError, EOFError):
-            raise UserCodeFailure(self._ended()) from None
-        return found
-
-    def _ended(self) -> str:
-        self._process.join(5)
-        code = self._process.exitcode
-        self.close()
-        return (
-            f"ended its process (isolate = true) with exit status {code}: an interpreter exit "
-            "such as os._exit, or a crash, in the code; it would have ended pytest"
-        )
-
-    def close(self) -> None:
-        if self._process.is_alive():
-            self._process.kill()
-            self._process.join(5)
-        self._conn.close()
-
-
-def _serve(conn: Any, ref: str, root: str, max_items: int) -> None:
-    """The child's loop: import, say so, then answer each call until the pipe closes."""
-    import itertools
-
-    conn.send(("started", None, ""))
-    try:
-        function = _import(ref, Path(root))
-        if isinstance(function, type):  # as load_retriever refuses it (systems/retriever.py)
-            raise TypeError(
-                f"{ref} names a class; name an instance of it or a function f(query, k) -> "
-                "[(doc_id, score), ...]"
-            )
-        if not callable(function) and callable(getattr(function, "search", None)):
-            function = function.search
-        if not callable(function):
-            raise TypeError(f"{ref} is not callable")
-    except BaseException as exc:  # the user's code: whatever it raised is theirs to see
-        conn.send(("error", describe(exc), UserCodeFailure(describe(exc), error=exc).brief))
-        return
-    conn.send(("ok", None, ""))
-    while True:
-        try:
-            args = conn.recv()
-        except (EOFError, OSError):
-            return
-        try:
-            raw = function(*args)
-            if not isinstance(raw, (list, tuple, dict, str, bytes)) and hasattr(raw, "__iter__"):
-                raw = list(itertools.islice(raw, max_items))
-            conn.send(("ok", raw, ""))
-        except BaseException as exc:  # an unpicklable result included
-            conn.send(("error", describe(exc), ""))
+    return call_user_code(lambda: import_reference(ref, root), timeout)
 
 
 def import_failure(what: str, ref: str, failure: UserCodeFailure, system: str | None) -> str:
@@ -423,7 +320,9 @@ def plugins(group: str) -> Iterator[Plugin]:
         yield Plugin(name=ep.name, source=source, obj=loaded)
 
 
-def _import(ref: str, root: Path) -> Any:
+def import_reference(ref: str, root: Path) -> Any:
+    """``module:attribute`` imported (the settings folder ``root`` importable where the module
+    is not found otherwise), in the calling thread: no limit of its own."""
     import importlib
 
     module_name, _, attr = ref.partition(":")

@@ -28,6 +28,7 @@ from retrieval_gate.gates.regressions import (
     family_size,
 )
 from retrieval_gate.gates.resolution import block_level, queries_needed, t_quantile
+from retrieval_gate.gates.rule import headline
 from retrieval_gate.metrics import metric_versions
 from retrieval_gate.records import QueryRecord, RegressionFigures, RunRecord, query_digest
 
@@ -207,7 +208,7 @@ def test_malformed_content_names_the_entry(tmp_path: Path, payload: Any, message
 # -- save_baseline ------------------------------------------------------------------------------
 
 
-def test_save_keeps_what_the_comparison_needs_and_drops_latency(tmp_path: Path) -> None:
+def test_save_keeps_what_the_comparison_needs_and_the_runs_latency(tmp_path: Path) -> None:
     path = tmp_path / "b.json"
     rec = record([query("q1", metrics={"P@1": 0.5}, ranking=["a", "q1-doc"])])
     save_baseline(path, [rec], None)
@@ -228,7 +229,9 @@ def test_save_keeps_what_the_comparison_needs_and_drops_latency(tmp_path: Path) 
             "relevant_ranks": {"q1-doc": 2},
         }
     }
-    assert "latency_ms" not in run
+    # The run's percentiles (a latency rule compares with them), no query's own time.
+    assert run["latency_ms"] == dict(rec.latency_ms)
+    assert "latency_ms" not in run["queries"]["q1"]
     # Nothing left behind by the atomic write.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.json"]
 
@@ -652,7 +655,7 @@ def test_regression_verdicts_on_the_tolerance_as_a_margin() -> None:
         strict=True,
     )
     assert (figures(strict).verdict, strict.passed) == ("underpowered", False)
-    assert strict.headline().startswith("P@1 regression over suite (s x sys): FAILED: underpowered")
+    assert headline(strict).startswith("P@1 regression over suite (s x sys): FAILED: underpowered")
     # The baseline's own run: no query changed, ok whatever the tolerance.
     [same] = check_regressions(then, base, shared, checks, alpha=0.05, policy="margin")
     assert (figures(same).verdict, same.passed, same.detail[0]) == (
@@ -876,3 +879,72 @@ def test_a_baseline_written_by_0_1_0_loads_and_saves_back_byte_for_byte(tmp_path
     again = tmp_path / "b.json"
     save_baseline(again, [], loaded)
     assert again.read_bytes() == BASELINE_0_1_0.read_bytes()
+
+
+def test_saving_keeps_every_key_of_what_it_does_not_replace(tmp_path: Path) -> None:
+    # A newer version's keys, on a run this session does not run and on the file: re-encoded
+    # by this version's codec, they were dropped from the file, and no copy was kept anywhere.
+    path = tmp_path / "b.json"
+    save_baseline(path, [record([query("q1")], suite="a"), record([query("q1")], suite="c")], None)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["runs"]["a::sys"]["rerank"] = {"depth": 50}
+    data["runs"]["a::sys"]["queries"]["q1"]["judged"] = [1, 2]
+    data["team"] = {"owner": "search"}
+    path.write_text(json.dumps(data), encoding="utf-8")
+    previous = load_baseline(path)
+    assert previous is not None
+    save_baseline(path, [record([query("q1"), query("q2")], suite="c")], previous)
+    again = json.loads(path.read_text(encoding="utf-8"))
+    assert again["runs"]["a::sys"] == data["runs"]["a::sys"]  # every key, as it was
+    assert again["team"] == {"owner": "search"}
+    assert list(again["runs"]["c::sys"]["queries"]) == ["q1", "q2"]  # replaced: this session's
+    assert list(again)[:2] == ["version", "generator"]  # still recognised as the plugin's
+
+
+_RUN = (
+    '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", "runs": {"s::sys": {"queries": '
+    '{}, "metrics": {"P@1": %s}}}}'
+)
+
+
+@pytest.fixture
+def metric_bounds() -> Any:
+    """The metric registry's bounds, as the plugin installs them in a session."""
+    from retrieval_gate.baseline import store
+    from retrieval_gate.metrics.registry import bounds_by_name, format_bounds
+
+    before = store._bounds
+    store.use_metric_bounds(bounds_by_name, format_bounds)
+    yield
+    store._bounds = before
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param(_RUN % "-0.5", r"P@1 .* is -0\.5, outside its bounds \[0, 1\]", id="negative"),
+        pytest.param(_RUN % "Infinity", r"P@1 is inf; metric values must be finite", id="infinity"),
+        pytest.param(_RUN % "1e400", r"P@1 is inf; metric values must be finite", id="1e400"),
+        pytest.param(_RUN % "NaN", r"P@1 is nan; metric values must be finite", id="nan"),
+        pytest.param(_RUN % ("9" * 5000), r"an integer has more than \d+ digits", id="5000-digits"),
+        pytest.param(
+            '{"version": 1, "runs": {"s::sys": {"queries": {}}, "s::sys": {"queries": {}}}}',
+            r"key 's::sys' is given twice",
+            id="duplicate-run",
+        ),
+        pytest.param("[" * 200_000, r"nested more than 100 levels deep", id="200000-deep"),
+        pytest.param(
+            '{"version": 1, "runs": {"s::sys": {"queries": {}, "k": [1e400]}}}',
+            r"'k' must be a list of whole numbers >= 1",
+            id="cutoff-1e400",
+        ),
+    ],
+)
+def test_a_hostile_baseline_is_one_line_naming_it(
+    tmp_path: Path, text: str, message: str, metric_bounds: None
+) -> None:
+    path = tmp_path / "b.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(BaselineError, match=message) as raised:
+        load_baseline(path)
+    assert "\n" not in str(raised.value) and len(str(raised.value)) < 600

@@ -43,7 +43,7 @@ def test_strict_verdicts_without_the_margin_rule_is_an_error() -> None:
 
 def test_an_unknown_rule_names_the_known_ones() -> None:
     with pytest.raises(
-        ConfigError, match="'verdicts' must be one of 'tolerance', 'margin', got 'p'"
+        ConfigError, match=r"invalid 'verdicts': 'p'; expected string \(tolerance, margin\)"
     ):
         parse(verdicts="p")
 
@@ -59,17 +59,18 @@ def test_resolution_for_every_metric_or_per_metric() -> None:
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        (0, "resolution must be a finite number > 0, got 0"),
-        (True, "resolution must be a finite number > 0, got True"),
-        ({"nDCG@10": -1}, "resolution must be a finite number > 0, got -1"),
+        (0, "toml: invalid 'resolution': 0; expected integer or number or table of metric -> "),
+        (True, "toml: invalid 'resolution': True; expected "),
+        ({"nDCG@10": -1}, "toml [resolution]: invalid 'nDCG@10': -1; expected integer or number"),
         # An infinite resolution is no limit at all: leave the setting out instead.
-        (float("inf"), "resolution must be a finite number > 0, got inf"),
-        ({"nDCG@10": float("inf")}, "resolution must be a finite number > 0, got inf"),
-        ({"nope@3": 0.1}, "unknown metric"),
-        ({"latency_p95_ms": 5}, "latency is gated by ceilings, not baseline resolutions"),
+        (float("inf"), "toml: invalid 'resolution': inf; numbers must be finite"),
+        ({"nDCG@10": float("inf")}, "toml [resolution]: invalid 'nDCG@10': inf; numbers must be"),
+        ({"nope@3": 0.1}, "toml [resolution]: unknown metric 'nope@3'"),
+        ({"latency_p95_ms": 5}, "[resolution]: latency is gated by ceilings, not baseline resolu"),
+        ({"P@1": 0.1, "p@1": 0.2}, "toml [resolution]: P@1 is given twice"),
     ],
 )
 def test_bad_resolutions_are_named(value: Any, message: str) -> None:
-    with pytest.raises(ConfigError, match=message) as info:
+    with pytest.raises(ConfigError) as info:
         parse(resolution=value)
-    assert info.value.entry is not None and info.value.entry.startswith("resolution")
+    assert message in str(info.value)

@@ -138,6 +138,8 @@ HOSTILE = "\x1b]0;pwned\x07\x1b[2J"
         ("nul\x00 del\x7f c1\x85\x9b", "nul\\x00 del\\x7f c1\\x85\\x9b"),
         ("cr\rlf\ntab\t", "cr\\x0dlf\\x0atab\\x09"),
         ("lone \ud800 surrogate", "lone \\ud800 surrogate"),
+        # A line break to str.splitlines: one line of a record's text would be two.
+        ("line\u2028para\u2029end", "line\\u2028para\\u2029end"),
         # Printable text is left alone: accents, CJK, emoji, backslashes of a Windows path.
         ("café 検索 🙂 C:\\data\\x1b", "café 検索 🙂 C:\\data\\x1b"),
     ],

@@ -14,6 +14,7 @@ malformed answers a real server will not give on demand.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -26,6 +27,7 @@ import sys
 import threading
 import time
 import urllib.request
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -157,6 +159,20 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=20)
 
 
+@functools.cache
+def zeros_compressed(size_mib: int, *codings: str) -> bytes:
+    """``size_mib`` MiB of zero bytes under ``codings`` (applied in order, as Content-Encoding
+    lists them): a few hundred bytes to a few hundred KiB that inflate to the whole size."""
+    wbits = {"gzip": 31, "deflate": 15, "raw-deflate": -15}
+    packer = zlib.compressobj(9, zlib.DEFLATED, wbits[codings[0]])
+    block = bytes(1 << 20)
+    data = b"".join(packer.compress(block) for _ in range(size_mib)) + packer.flush()
+    for coding in codings[1:]:
+        packer = zlib.compressobj(9, zlib.DEFLATED, wbits[coding])
+        data = packer.compress(data) + packer.flush()
+    return data
+
+
 def hashed_vector(text: str, dim: int) -> list[float]:
     """A deterministic unit vector for ``text`` (its SHA-256 seeds the generator)."""
     seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
@@ -173,6 +189,17 @@ def vectors_body(texts: list[str], dim: int, *, model: str = "stand-in") -> byte
     return json.dumps({"object": "list", "model": model, "data": data}).encode()
 
 
+def http_answer(
+    body: bytes, *, status: str = "200 OK", headers: dict[str, str] | None = None
+) -> bytes:
+    """A whole HTTP/1.1 answer as bytes on the wire, for a ``Reply(raw=...)``: the status line,
+    a JSON content type and length (unless ``headers`` give their own), ``headers``, the body."""
+    fields = {"Content-Type": "application/json", "Content-Length": str(len(body))}
+    fields.update(headers or {})
+    head = "".join(f"{key}: {value}\r\n" for key, value in fields.items())
+    return f"HTTP/1.1 {status}\r\n{head}\r\n".encode("latin-1") + body
+
+
 @dataclass
 class Reply:
     """What the stand-in answers one request with: status, body, headers, and a delay first."""
@@ -187,6 +214,23 @@ class Reply:
     # Stop listening (and close every connection) before answering: a service going down for a
     # restart, which ``StandIn.start`` brings back on the same port.
     then_stop: bool = False
+    # Written to the socket in place of an answer (status line, headers and all): what no
+    # http.server handler would send (a 1xx storm, garbage, a header block without end).
+    raw: bytes | None = None
+    # After ``raw``: written again and again, ``trickle`` seconds apart, until the client hangs
+    # up or ``DRIP_MOST_S`` pass (a header dripped a byte at a time, ``102 Processing`` for
+    # ever, a chunked body without end).
+    drip: bytes | None = None
+    # After ``raw`` (and ``drip``): shut the sending side only (FIN) and keep the connection
+    # open until the client hangs up (a half-closed socket); else the connection is closed.
+    half_close: bool = False
+    # After ``raw`` (and ``drip``): say nothing more, the connection held open until the client
+    # hangs up (or ``DRIP_MOST_S`` pass).
+    hold: bool = False
+
+
+#: The longest a stand-in drips one answer: long past every deadline a test sets.
+DRIP_MOST_S = 30.0
 
 
 @dataclass
@@ -233,6 +277,9 @@ class StandIn:
         self._lock = threading.Lock()
         self._tls = tls
         self._connections: set[socket.socket] = set()
+        #: Seconds a request's body is read over, a KiB at a time (0: at once): a service
+        #: reading slowly, so that a large request's sending blocks.
+        self.read_slowly = 0.0
         self.port = 0
         self.start()
         scheme = "http" if tls is None else "https"
@@ -287,9 +334,56 @@ class StandIn:
     def vectors_body(self, texts: list[str]) -> bytes:
         return vectors_body(texts, self.dim)
 
+    def reset(self, script: Callable[[int, Seen], Reply] | None = None) -> None:
+        """Forget the requests seen and answer by ``script`` from now (a server shared by a
+        module's tests, each with its own faults)."""
+        with self._lock:
+            self.requests = []
+            self.peak = 0
+        self.script = script or (lambda n, seen: Reply())
+        self.read_slowly = 0.0
+
+    def _read_body(self, handler: BaseHTTPRequestHandler, length: int) -> bytes:
+        if not self.read_slowly or length < 1 << 20:  # slow for large bodies only
+            return handler.rfile.read(length)
+        pieces = []
+        pause = self.read_slowly / max(1, length // 1024)
+        while length > 0:
+            piece = handler.rfile.read(min(1024, length))
+            if not piece:
+                break
+            pieces.append(piece)
+            length -= len(piece)
+            time.sleep(pause)
+        return b"".join(pieces)
+
+    def _raw(self, handler: BaseHTTPRequestHandler, reply: Reply) -> None:
+        """Write ``reply.raw``, then ``reply.drip`` until the client hangs up, then close (or
+        half-close) the connection."""
+        handler.close_connection = True
+        if reply.raw:
+            handler.wfile.write(reply.raw)
+            handler.wfile.flush()
+        if reply.drip is not None:
+            ends = time.monotonic() + DRIP_MOST_S
+            while time.monotonic() < ends:
+                handler.wfile.write(reply.drip)
+                handler.wfile.flush()
+                if reply.trickle:
+                    time.sleep(reply.trickle)
+        if reply.half_close or reply.hold:
+            if reply.half_close:
+                handler.connection.shutdown(socket.SHUT_WR)
+            handler.connection.settimeout(DRIP_MOST_S)
+            with contextlib.suppress(OSError):
+                while handler.connection.recv(65536):
+                    pass
+            return
+        handler.connection.shutdown(socket.SHUT_RDWR)
+
     def _answer(self, handler: BaseHTTPRequestHandler) -> None:
         length = int(handler.headers.get("Content-Length") or 0)
-        body = json.loads(handler.rfile.read(length) or b"{}")
+        body = json.loads(self._read_body(handler, length) or b"{}")
         texts = list(body.get("input") or [])
         seen = Seen(texts, handler.headers.get("Authorization"), body, handler.path)
         with self._lock:
@@ -308,6 +402,9 @@ class StandIn:
             if reply.drop:
                 handler.close_connection = True
                 handler.connection.shutdown(socket.SHUT_RDWR)
+                return
+            if reply.raw is not None or reply.drip is not None or reply.hold:
+                self._raw(handler, reply)
                 return
             payload = reply.body if reply.body is not None else self.vectors_body(texts)
             handler.send_response(reply.status)
@@ -328,8 +425,8 @@ class StandIn:
                     time.sleep(reply.trickle)
             else:
                 handler.wfile.write(payload)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (a timeout test)
+        except OSError:
+            pass  # the client gave up (a timeout test) or hung up on a dripping answer
         finally:
             with self._lock:
                 self._inside -= 1

@@ -5,6 +5,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -359,6 +360,30 @@ def test_the_hub_is_asked_once_per_candidate(monkeypatch: pytest.MonkeyPatch) ->
         "package or Hugging Face cache entry) and the hub could not be reached to look for "
         "'down/model' (Connection refused); give a local path or an installed model package, "
         "or check the network"
+    )
+
+
+def test_a_hub_look_up_that_drips_ends_at_its_timeout_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # huggingface_hub's timeout is per read: a mirror (HF_ENDPOINT) answering a byte at a time
+    # held the look-up past it on 65934fb. It is given its timeout whole, from outside.
+    import huggingface_hub
+
+    import retrieval_gate.embed as embed
+    from retrieval_gate.embed import probe_hub
+
+    class DrippingApi:
+        def model_info(self, repo_id: str, *, timeout: float) -> object:
+            time.sleep(3)  # each read within the timeout, the whole past it
+            return object()
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", DrippingApi)
+    monkeypatch.setattr(embed, "HUB_PROBE_TIMEOUT_S", 0.2)
+    with pytest.raises(ConfigError) as info:
+        probe_hub(["slow/model"], what="model 'slow/model' could not be loaded")
+    assert "the hub could not be reached to look for 'slow/model' (no answer within 0.2 s)" in (
+        info.value.message
     )
 
 

@@ -63,3 +63,25 @@ def test_temps_of_dead_writers_are_swept_and_live_ones_kept(tmp_path: Path) -> N
     assert live.exists()  # its writer may still be renaming it into place
     assert other.exists()  # not a temporary of this file
     assert sweep_stale_temps(target) == []
+
+
+def test_nesting_is_measured_before_a_parser_recurses() -> None:
+    from retrieval_gate.files.structured import nested_deeper
+
+    assert not nested_deeper('{"a": [1, {"b": [2]}]}', 4)
+    assert nested_deeper('{"a": [1, {"b": [2]}]}', 3)
+    assert not nested_deeper('["[[[[[[", "{{{{"]', 1)  # brackets in strings are text
+    assert not nested_deeper('["\\"[[[[", 1]', 1)  # an escaped quote does not end the string
+    assert nested_deeper("[" * 200_000, 100)  # json.loads would raise RecursionError
+    assert not nested_deeper("[" * 100 + "]" * 100, 100)
+    assert nested_deeper("[]" * 10_000 + "[" * 101, 100)
+    assert not nested_deeper(("[" * 99 + "]" * 99) * 6_000, 100)  # many brackets, none deeper
+    assert nested_deeper(("[" * 99 + "]" * 99) * 6_000 + "[" * 101, 100)
+
+
+def test_json_nested_200000_deep_is_one_line(tmp_path: Path) -> None:
+    from retrieval_gate.errors import RetrievalGateError
+    from retrieval_gate.files.read import parse_structured
+
+    with pytest.raises(RetrievalGateError, match=r"x\.json: nested more than 100 levels deep"):
+        parse_structured("[" * 200_000, format="json", path=tmp_path / "x.json")

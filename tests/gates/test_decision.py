@@ -8,12 +8,19 @@ from typing import Any
 
 import pytest
 
-from retrieval_gate.config.decision import DecisionSettings, parse_decision
+from retrieval_gate.config.decision import DecisionSettings
+from retrieval_gate.config.settings import parse_settings
 from retrieval_gate.errors import ConfigError
 from retrieval_gate.gates.decision import decide
 from retrieval_gate.records import RunRecord
 
 SOURCE = Path("pyproject.toml")
+
+
+def parse_decision(raw: Any, source: Path) -> DecisionSettings:
+    settings = parse_settings({"decision": raw}, source)
+    assert settings.decision is not None
+    return settings.decision
 
 
 def run(system: str, p5: float, r10: float, p50: float, **stats: Any) -> RunRecord:
@@ -132,7 +139,7 @@ def test_only_kind_weights_leave_other_kinds_without_a_decision() -> None:
 
 
 def test_an_unknown_kind_is_named() -> None:
-    with pytest.raises(ConfigError, match=r"\[decision.by_kind.extractoin\]: unknown suite kind"):
+    with pytest.raises(ConfigError, match=r"\[decision.by_kind\]: unknown suite kind 'extractoin'"):
         parse_decision({"by_kind": {"extractoin": {"F1_micro": 1.0}}}, SOURCE)
 
 
@@ -159,36 +166,40 @@ def test_parse_reads_the_table_and_canonical_metric_names() -> None:
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ({"weights": {}}, r"\[decision.weights\]: 'weights' must map"),
+        ({}, r"\[decision\]: give 'weights' \(by metric name, 'latency', 'dims'\), or 'by_kind'"),
+        ({"weights": {}}, r"\[decision\]: invalid 'weights': \{\}; expected table of metric, "),
         (
             {"weights": {"P@5": -1}},
-            r"\[decision.weights.P@5\]: a weight must be a number from 0 to 1,000,000, got -1",
+            r"\[decision.weights\]: invalid 'P@5': -1; expected integer or number \(0 to 1,000,000",
         ),
         (
             {"weights": {"P@5": 1e308, "R@10": 1e308}},
-            r"\[decision.weights.P@5\]: a weight must be a number from 0 to 1,000,000, got 1e\+308",
+            r"\[decision.weights\]: invalid 'P@5': 1e\+308; expected integer or number \(0 to 1,000",
         ),
         (
             {"weights": {"P@5": float("inf")}},
-            r"\[decision.weights.P@5\]: a weight must be a number from 0 to 1,000,000, got inf",
+            r"\[decision.weights\]: invalid 'P@5': inf; numbers must be finite",
         ),
         (
             {"weights": {"P@5": 0, "latency": 0.0}},
-            r"\[decision.weights\]: every weight is 0: every system would score 0",
+            r"\[decision\]: invalid 'weights': .*; expected .*; one > 0, or every system scores 0\)",
         ),
         (
             {"weights": {"speed": 1}},
-            r"\[decision.weights.speed\]: unknown metric 'speed'.*'latency', 'dims'",
+            r"\[decision.weights\]: unknown metric 'speed'.*'latency', 'dims'",
         ),
         ({"weights": {"latency_p50_ms": 1}}, r"weigh latency with 'latency'"),
         (
             {"weights": {"P@5": 1}, "dims_budget": 0},
-            r"\[decision.dims_budget\]: 'dims_budget' must be a finite number > 0",
+            r"\[decision\]: invalid 'dims_budget': 0; expected integer or number \(> 0\)",
         ),
         (
             {"weights": {"P@5": 1}, "latency_budget_ms": float("nan")},
-            r"\[decision.latency_budget_ms\]: 'latency_budget_ms' must be a finite number > 0",
+            r"\[decision\]: invalid 'latency_budget_ms': nan; numbers must be finite",
         ),
+        ({"weights": {"P@5": 1, "p@5": 2}}, r"\[decision.weights\]: P@5 is given twice"),
+        ({"by_suite": {"s": {"P@5": "a"}}}, r"\[decision.by_suite.s\]: invalid 'P@5': 'a'"),
+        (3, r"pyproject.toml: invalid 'decision': 3; expected table"),
         ({"weights": {"P@5": 1}, "budget": 1}, r"\[decision\]: unknown key 'budget'"),
     ],
 )

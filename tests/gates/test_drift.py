@@ -9,6 +9,7 @@ import pytest
 
 from retrieval_gate.errors import SuiteError
 from retrieval_gate.gates.drift import check_drift
+from retrieval_gate.gates.rule import words
 from retrieval_gate.metrics.overlap import jaccard_at_k, rbo_ext
 from retrieval_gate.records import QueryRecord, RunRecord
 from retrieval_gate.suites.drift import DriftFloors
@@ -90,7 +91,7 @@ def test_floor_fails_when_rankings_churn() -> None:
     assert (rbo.metric, rbo.value, rbo.passed, rbo.n) == ("RBO@3", 0.5, False, 2)
     assert rbo.worst == (("q2", 0.0),)
     assert (jac.metric, jac.value, jac.passed) == ("Jaccard@3", 0.5, True)
-    assert rbo.lines()[0] == "RBO@3 over drift (s x sys): FAILED: 0.5 (needs >= 0.8 floor, n=2)"
+    assert words(rbo)[0] == "RBO@3 over drift (s x sys): FAILED: 0.5 (needs >= 0.8 floor, n=2)"
 
 
 def test_no_floor_no_outcome() -> None:
@@ -130,15 +131,20 @@ def test_suite_sections(tmp_path: Path) -> None:
     [
         ("unjudged: [two]\n", "[unjudged]: 'unjudged' queries are compared only by drift floors"),
         ("drift: {}\n", "[drift]: 'drift' needs min_rbo or min_jaccard"),
-        ("drift: {min_rbo: 1.5}\n", "[drift.min_rbo]: min_rbo must be a number in [0, 1], got 1.5"),
-        ("drift: {min_rbo: 0.8, p: 1}\n", "[drift.p]: p must be a number in (0, 1), got 1"),
-        ("drift: {min_rbo: 0.8, k: 20}\n", "[drift.k]: drift k must be an integer from 1 to the"),
-        ("drift: {min_rbo: 0.8, floor: 1}\n", "[drift.floor]: unknown key 'floor'; known keys: k,"),
+        ("drift: {min_rbo: 1.5}\n", "[drift]: invalid 'min_rbo': 1.5; expected integer or number"),
+        ("drift: {min_rbo: 0.8, p: 1}\n", "[drift]: invalid 'p': 1; expected integer or number"),
+        (
+            "drift: {min_rbo: 0.8, k: 20}\n",
+            "[drift.k]: drift k must be at most the suite's largest",
+        ),
+        ("drift: {min_rbo: 0.8, k: 0}\n", "[drift]: invalid 'k': 0; expected integer (>= 1)"),
+        ("drift: {min_rbo: 0.8, floor: 1}\n", "[drift]: unknown key 'floor'; known: k, min_jac"),
+        ("drift: 0.8\n", ": invalid 'drift': 0.8; expected table"),
         ("unjudged: [one, q1]\ndrift: {min_rbo: 0.8}\n", "[unjudged[1]]: duplicate query id 'q1'"),
         ("unjudged: ['  ']\ndrift: {min_rbo: 0.8}\n", "[unjudged[0]]: an unjudged query needs"),
         (
             "unjudged: []\ndrift: {min_rbo: 0.8}\n",
-            "[unjudged]: 'unjudged' must be a non-empty list",
+            ": invalid 'unjudged': []; expected list (not empty)",
         ),
     ],
 )

@@ -6,15 +6,25 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from retrieval_gate.baseline.history import HistoryRecord
 from retrieval_gate.baseline.provenance import Provenance
-from retrieval_gate.config.history import HistorySettings, parse_history
+from retrieval_gate.config.history import HistorySettings
+from retrieval_gate.config.settings import parse_settings
 from retrieval_gate.errors import ConfigError
 from retrieval_gate.gates.history import find_anchor
 from retrieval_gate.gates.keeper import BaselineAge
+
+
+def _history(raw: Any, source: Path, root: Path) -> HistorySettings:
+    """The history settings of ``raw`` in the settings file ``source`` (in ``root``)."""
+    assert source.parent == root
+    history = parse_settings({"history": raw}, source).history
+    assert history is not None
+    return history
 
 
 def _record(day: int, commit: str) -> HistoryRecord:
@@ -64,34 +74,35 @@ def test_a_pin_is_the_newest_record_at_that_commit() -> None:
 
 
 def test_drift_settings_and_their_defaults(tmp_path: Path) -> None:
-    found = parse_history(
+    found = _history(
         {"drift_window": "30d", "drift_tolerance": {"nDCG@10": 0.05}}, tmp_path / "p", tmp_path
     )
     assert (found.drift_records, found.drift_days) == (None, 30.0)
     assert found.tolerance_for("nDCG@10", 0.01) == 0.05
     assert found.tolerance_for("P@1", 0.01) == 0.02  # twice the regression tolerance
     assert (
-        parse_history({"drift_tolerance": 0.03}, tmp_path / "p", tmp_path).tolerance_for(
-            "P@1", 0.01
-        )
+        _history({"drift_tolerance": 0.03}, tmp_path / "p", tmp_path).tolerance_for("P@1", 0.01)
         == 0.03
     )
-    assert not parse_history(False, tmp_path / "p", tmp_path).enabled
+    assert not _history(False, tmp_path / "p", tmp_path).enabled
     with pytest.raises(ConfigError, match="drift_window"):
-        parse_history({"drift_window": 0}, tmp_path / "p", tmp_path)
+        _history({"drift_window": 0}, tmp_path / "p", tmp_path)
     with pytest.raises(ConfigError, match="baseline_max_commits"):
-        parse_history({"baseline_max_commits": 1.5}, tmp_path / "p", tmp_path)
+        _history({"baseline_max_commits": 1.5}, tmp_path / "p", tmp_path)
 
 
 def test_a_file_url_store_is_a_folder_relative_to_the_settings(tmp_path: Path) -> None:
     def store(text: str) -> str | None:
-        return parse_history({"store": text}, tmp_path / "p", tmp_path).store
+        return _history({"store": text}, tmp_path / "p", tmp_path).store
 
     assert store("file://quality") == str(tmp_path / "quality")
     assert store("file:///srv/quality") == "/srv/quality"
     assert store("s3://bucket/quality") == "s3://bucket/quality"
     # Not the rootdir itself, where the suites' history files would land among the project's.
-    with pytest.raises(ConfigError, match="file:// names no folder"):
+    with pytest.raises(
+        ConfigError,
+        match=r"\[history\]: invalid 'store': 'file://'; expected string \(a folder or a URL\)",
+    ):
         store("file://")
 
 

@@ -15,6 +15,7 @@ from retrieval_gate.baseline.align import align
 from retrieval_gate.baseline.store import load_baseline, save_baseline
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.gates.regressions import RegressionCheck, check_regressions
+from retrieval_gate.gates.rule import headline
 from retrieval_gate.index import INDEXES
 from retrieval_gate.records import QueryRecord, RunRecord
 from tests.baseline.test_baseline import base_of, figures, query, record
@@ -69,7 +70,7 @@ def test_the_index_alone_moving_passes_at_tolerance_0_and_says_so() -> None:
     assert (out.value, figures(out).baseline) == (pytest.approx(0.7), 1.0)
     assert figures(out).index_part == pytest.approx(-0.3)
     assert figures(out).decided_drop == 0.0
-    assert out.headline().endswith(f"n=10); {noise}")
+    assert headline(out).endswith(f"n=10); {noise}")
     assert ("index_noise", noise) in out.properties()
     # Without the exact-search decision the same runs fail: 0.3 > 0.
     plain = _decide(now, then, 0.0, steady=False)

@@ -432,6 +432,25 @@ def test_chroma_server_matches_exact_and_reuses(
     _check(again.search(QUERIES, k=5), EXPECTED_FULL, 1e-5)
 
 
+def test_chroma_servers_client_keeps_a_deadline_per_request_and_a_byte_limit_per_answer(
+    chroma_server: tuple[str, int], tmp_path: Path
+) -> None:
+    # chromadb's client sets no time limit, and httpx's is per read: every request through it is
+    # given its 'timeout' whole, and its answer a byte limit, decoded by the gate (embed/net.py).
+    from retrieval_gate.embed import net
+
+    host, port = chroma_server
+    index = make_index(
+        "chroma-server", cache_dir=tmp_path, key="bound", host=host, port=port, timeout=7
+    )
+    session = index._client._server._session  # type: ignore[attr-defined]
+    assert net.fitted(session)
+    assert [hook.__name__ for hook in session.event_hooks["request"]] == ["started"]
+    assert [hook.__name__ for hook in session.event_hooks["response"]] == ["answered"]
+    index.add(IDS, VECTORS)  # through the bounded client
+    _check(index.search(QUERIES, k=5), EXPECTED_FULL, 1e-5)
+
+
 def test_chroma_server_unreachable_is_a_config_error(tmp_path: Path) -> None:
     from tests.integration.chroma_server import free_port
 

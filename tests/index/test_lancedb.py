@@ -422,3 +422,20 @@ def test_two_fresh_builds_of_the_same_vectors_rank_the_same(tmp_path: Path, kind
     truth = [[d for d, _ in row] for row in exact.search(queries, 10)]
     # One partition of 16 probed: approximate, so which build is searched matters.
     assert index_recall([[d for d, _ in row] for row in found[0]], truth, 10) < 1.0
+
+
+def test_each_request_to_the_hosted_service_is_bounded_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # LanceDB's read_timeout is per read, and it sets no overall timeout by default: each
+    # request is given one (and one retry), so a service dripping its answer ends.
+    from retrieval_gate.index import lancedb as backend
+
+    asked: dict[str, Any] = {}
+    monkeypatch.setattr(lancedb, "connect", lambda uri, **kwargs: asked.update(kwargs))
+    monkeypatch.setenv("RG_LANCE_KEY", "lance-key-for-the-test")
+    backend.connect("db://project", {"api_key_env": "RG_LANCE_KEY", "connect_timeout": 5})
+    assert asked["client_config"] == {
+        "timeout_config": {"connect_timeout": 5, "read_timeout": 30, "timeout": 30},
+        "retry_config": {"retries": 1},
+    }

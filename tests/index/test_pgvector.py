@@ -307,6 +307,35 @@ def test_a_server_that_does_not_answer_times_out(tmp_path: Path) -> None:
     assert "secret" not in text
 
 
+def test_a_connection_ends_when_its_server_or_network_goes_away_mid_statement(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The statement timeouts are the server's to keep: a server gone away keeps none, and the
+    # client waited for its answer as long as the kernel's keepalive (two hours) on 65934fb.
+    asked: dict[str, Any] = {}
+
+    def connect(dsn: str, **kwargs: Any) -> Any:
+        asked.update(kwargs)
+        raise psycopg.OperationalError("stop here")
+
+    monkeypatch.setattr(psycopg, "connect", connect)
+    with pytest.raises(ConfigError):
+        make_index(
+            "pgvector",
+            cache_dir=tmp_path,
+            key="k",
+            dsn="postgresql://gate@127.0.0.1:9/db?keepalives_idle=30",
+            connect_timeout=6,
+        )
+    # Every one of them but the one the DSN gives itself.
+    assert {key: asked.get(key) for key in asked if key.startswith(("keep", "tcp"))} == {
+        "keepalives": 1,
+        "keepalives_interval": 2,
+        "keepalives_count": 3,
+        "tcp_user_timeout": 18000,
+    }
+
+
 def test_bad_credentials_are_one_line(postgres: tuple[str, Path | None], tmp_path: Path) -> None:
     dsn, data = postgres
     if data is None:

@@ -66,6 +66,36 @@ def _tampered_history(root: Path) -> None:
     _write_history(root, _history_line().replace(b'"P@1":0.5', b'"P@1":0.9'))
 
 
+def _history_nested_deep(root: Path) -> None:
+    """A history of suite ``lineage``: one record, then a line of 200,000 ``[``."""
+    _write_history(root, _history_line() + b"[" * 200_000 + b"\n")
+
+
+def _history_flood(root: Path) -> None:
+    """A history of suite ``lineage``: one record, then 10,000 lines that are no record."""
+    _write_history(root, _history_line() + b"not a record\n" * 10_000)
+
+
+def _linked_out(link: str, baseline: bool = False) -> Callable[[Path], None]:
+    """A setup: ``link`` in the project, a symbolic link to a folder beside the project (one per
+    project, ``<project>-elsewhere``), as if committed; with ``baseline``, that folder holds a
+    baseline of the plugin's and ``link`` leads to it."""
+
+    def make(root: Path) -> None:
+        elsewhere = root.parent / f"{root.name}-elsewhere"
+        elsewhere.mkdir()
+        target = elsewhere
+        if baseline:
+            target = elsewhere / "retrieval-baseline.json"
+            target.write_text(
+                '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", "runs": {}}\n'
+            )
+        (root / link).parent.mkdir(parents=True, exist_ok=True)
+        (root / link).symlink_to(target)
+
+    return make
+
+
 def _history_at_two_commits(root: Path) -> None:
     """A history of suite ``lineage``: records at commits abc1234... and abc1299..."""
     commits = ("abc1234" + "0" * 33, "abc1299" + "0" * 33)
@@ -628,22 +658,25 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "unknown-metric",
         "a metric name that does not exist",
-        "lineage.retrieval.yaml [gates.nDGC@10]: unknown metric 'nDGC@10'; known: P@k, *",
+        "lineage.retrieval.yaml [gates]: unknown metric 'nDGC@10'; known: P@k, *",
         "collection error",
         {"lineage.retrieval.yaml": SUITE.replace("P@1: 0.5", "nDGC@10: 0.5")},
     ),
     BadInput(
         "k-zero",
         "a cutoff below 1",
-        "lineage.retrieval.yaml [k]: cutoff k must be an integer >= 1, got 0",
+        "lineage.retrieval.yaml: invalid 'k': [0, 3]; expected integer or list (a cutoff or "
+        "a list of them, each 1 to 100000: every system retrieves that many results per "
+        "query)",
         "collection error",
         {"lineage.retrieval.yaml": SUITE.replace("k: [1, 3]", "k: [0, 3]")},
     ),
     BadInput(
         "k-huge",
         "an absurd cutoff",
-        "lineage.retrieval.yaml [k]: cutoff k must be at most 100000 (every system retrieves that "
-        "many results per query), got 1000000000000",
+        "lineage.retrieval.yaml: invalid 'k': [1, 1000000000000]; expected integer or list "
+        "(a cutoff or a list of them, each 1 to 100000: every system retrieves that many "
+        "results per query)",
         "collection error",
         {"lineage.retrieval.yaml": SUITE.replace("k: [1, 3]", "k: [1, 1000000000000]")},
     ),
@@ -665,8 +698,7 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "missing-relevant-choice",
         "a 'missing_relevant' that is neither error nor miss",
-        "lineage.retrieval.yaml [missing_relevant]: 'missing_relevant' must be one of error, miss, "
-        "got 'skip'",
+        "lineage.retrieval.yaml: invalid 'missing_relevant': 'skip'; expected string (error, miss)",
         "collection error",
         {"lineage.retrieval.yaml": "missing_relevant: skip\n" + SUITE},
     ),
@@ -681,7 +713,7 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "resolution-choice",
         "a suite's 'resolution' that is neither warn nor accept",
-        "lineage.retrieval.yaml [resolution]: 'resolution' must be one of warn, accept, got 0.1",
+        "lineage.retrieval.yaml: invalid 'resolution': 0.1; expected string (warn, accept)",
         "collection error",
         {"lineage.retrieval.yaml": "resolution: 0.1\n" + SUITE},
     ),
@@ -1048,8 +1080,8 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "tolerance-in-e-notation",
         "a tolerance written 1e-3, which YAML 1.1 reads as text",
-        "pairs.retrieval.yaml [tolerance.pearson]: tolerance must be a finite number >= 0, got "
-        "'1e-3' (YAML reads 1e-3 as text: write 1.0e-3)",
+        "pairs.retrieval.yaml [tolerance]: invalid 'pearson': '1e-3'; expected integer or "
+        "number (>= 0) (YAML reads 1e-3 as text: write 1.0e-3)",
         "collection error",
         {
             "pairs.retrieval.yaml": PAIR_SUITE + "tolerance: {pearson: 1e-3}\n",
@@ -1059,8 +1091,9 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "floor-in-e-notation",
         "a floor written 5e-1, which YAML 1.1 reads as text",
-        "pairs.retrieval.yaml [gates.pearson]: threshold must be a number, got '5e-1' (YAML "
-        "reads 5e-1 as text: write 5.0e-1)",
+        "pairs.retrieval.yaml [gates]: invalid 'pearson': '5e-1'; expected integer or "
+        "number (a floor within the metric's bounds, or a latency metric's ceiling in ms; "
+        "leave a metric out to leave it ungated) (YAML reads 5e-1 as text: write 5.0e-1)",
         "collection error",
         {
             "pairs.retrieval.yaml": PAIR_SUITE.replace("pearson: 0.1", "pearson: 5e-1"),
@@ -1739,8 +1772,9 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "latency-inf",
         "a latency ceiling of infinity",
-        "lineage.retrieval.yaml [gates.latency_p95_ms]: threshold must be finite, got inf; drop "
-        "the gate to leave latency_p95_ms ungated",
+        "lineage.retrieval.yaml [gates]: invalid 'latency_p95_ms': inf; numbers must be "
+        "finite; expected integer or number (a floor within the metric's bounds, or a "
+        "latency metric's ceiling in ms; leave a metric out to leave it ungated)",
         "collection error",
         {
             "lineage.retrieval.yaml": SUITE.replace(
@@ -1870,6 +1904,21 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "http-base-url-with-a-line-break",
+        "an http embedder whose base_url holds CR LF (and a header after it): refused rather than "
+        "sent with the line break dropped and the rest run into its path, without being echoed",
+        "ERROR: *pyproject.toml [system.svc]: invalid 'base_url': it holds '\\r' at position 21: "
+        "no URL holds spaces, tabs, line breaks or other control characters (a space in a path "
+        "is written %20)",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                http_system(base_url='"http://127.0.0.1:9/v1\\r\\nX-Injected: 1"')
+            ),
+        },
+    ),
+    BadInput(
         "http-base-url-with-password",
         "an http embedder whose base_url holds a user name and password: sent as Basic auth in "
         "place of the API key, refused without being echoed",
@@ -1940,7 +1989,7 @@ CASES: tuple[BadInput, ...] = (
         "a service that stops after the run's first request and is not back within the retries",
         "*pyproject.toml [system.svc]: embedding service http://127.0.0.1:*/v1/embeddings "
         "(model 'served-model'): could not connect (*Connection refused*) after it had answered "
-        "(tried 2 times; 'retries' = 1)",
+        "(tried 2 times in * s; 'retries' = 1)",
         "failed items",
         {"lineage.retrieval.yaml": LENIENT, **corpus()},
         setup=scripted_service(_down_after_the_probe, retries="1"),
@@ -1949,8 +1998,9 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "decision-weights-zero",
         "decision weights that are all zero",
-        "ERROR: *pyproject.toml [decision.weights]: every weight is 0: every system would score 0 "
-        "and none be recommended; give one a weight > 0",
+        "ERROR: *pyproject.toml [decision]: invalid 'weights': {'P@1': 0}; expected table "
+        "of metric, 'latency' or 'dims' -> integer or number (0 to 1,000,000: larger ones "
+        "overflow the scores; one > 0, or every system scores 0)",
         "usage error",
         {
             "lineage.retrieval.yaml": SUITE,
@@ -2100,8 +2150,8 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "max-file-mb-negative",
         "a negative size limit",
-        "ERROR: *pyproject.toml [max_file_mb]: 'max_file_mb' must be a finite number of MiB >= 0 "
-        "(0 for no limit), got -1",
+        "ERROR: *pyproject.toml: invalid 'max_file_mb': -1; expected integer or number (>= "
+        "0; 0 for no limit)",
         "usage error",
         {
             "lineage.retrieval.yaml": SUITE,
@@ -2113,7 +2163,8 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "tolerance-inf",
         "a regression tolerance of infinity",
-        "ERROR: *pyproject.toml [tolerance.P@1]: tolerance must be a finite number >= 0, got inf",
+        "ERROR: *pyproject.toml [tolerance]: invalid 'P@1': inf; numbers must be finite; "
+        "expected integer or number (>= 0)",
         "usage error",
         {
             "lineage.retrieval.yaml": SUITE,
@@ -2125,7 +2176,7 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "tolerance-twice",
         "a regression tolerance given twice under two spellings of one metric",
-        "ERROR: *pyproject.toml [tolerance.p@1]: P@1 is given twice",
+        "ERROR: *pyproject.toml [tolerance]: P@1 is given twice",
         "usage error",
         {
             "lineage.retrieval.yaml": SUITE,
@@ -2138,7 +2189,7 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "drift-tolerance-twice",
         "a drift tolerance given twice under two spellings of one metric",
-        "ERROR: *pyproject.toml [history.drift_tolerance.ndcg@3]: nDCG@3 is given twice",
+        "ERROR: *pyproject.toml [history.drift_tolerance]: nDCG@3 is given twice",
         "usage error",
         {
             "lineage.retrieval.yaml": SUITE,
@@ -2226,8 +2277,9 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "alpha-tiny",
         "a session delta too small for a critical value to exist",
-        "ERROR: *pyproject.toml [alpha]: 'alpha' must be at least 1e-06 (the session's delta; 0.05 "
-        "and 0.01 are usual), got 1e-17",
+        "ERROR: *pyproject.toml: invalid 'alpha': 1e-17; expected integer or number (1e-06 "
+        "to below 1; 0.05 and 0.01 are usual; below 1e-06, shared by every block and "
+        "metric, no critical value exists in 64-bit floats)",
         "usage error",
         {
             "lineage.retrieval.yaml": SUITE,
@@ -2239,7 +2291,8 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "resolution-inf",
         "a largest acceptable resolution of infinity",
-        "ERROR: *pyproject.toml [resolution]: resolution must be a finite number > 0, got inf",
+        "ERROR: *pyproject.toml: invalid 'resolution': inf; numbers must be finite; "
+        "expected integer or number or table of metric -> integer or number (> 0)",
         "usage error",
         {
             "lineage.retrieval.yaml": SUITE,
@@ -2251,15 +2304,16 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "suite-tolerance-inf",
         "a suite's regression tolerance of infinity",
-        "lineage.retrieval.yaml [tolerance.P@1]: tolerance must be a finite number >= 0, got inf",
+        "lineage.retrieval.yaml [tolerance]: invalid 'P@1': inf; numbers must be finite; "
+        "expected integer or number (>= 0)",
         "collection error",
         {"lineage.retrieval.yaml": "tolerance: {P@1: .inf}\n" + SUITE},
     ),
     BadInput(
         "suite-holdout-range",
         "a holdout fraction outside (0, 1)",
-        "lineage.retrieval.yaml [holdout]: 'holdout' must be a fraction of the queries strictly "
-        "between 0 and 1, got 1.5",
+        "lineage.retrieval.yaml: invalid 'holdout': 1.5; expected integer or number (a "
+        "fraction strictly between 0 and 1)",
         "collection error",
         {"lineage.retrieval.yaml": "holdout: 1.5\n" + SUITE},
     ),
@@ -2297,16 +2351,15 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "suite-holdout-tolerance-alone",
         "a holdout tolerance without a holdout",
-        "lineage.retrieval.yaml [holdout_tolerance]: 'holdout_tolerance' needs a 'holdout' "
-        "fraction",
+        "lineage.retrieval.yaml: 'holdout_tolerance' needs a 'holdout' fraction",
         "collection error",
         {"lineage.retrieval.yaml": "holdout_tolerance: {P@1: 0.1}\n" + SUITE},
     ),
     BadInput(
         "suite-holdout-tolerance-negative",
         "a negative holdout tolerance",
-        "lineage.retrieval.yaml [holdout_tolerance.P@1]: tolerance must be a finite number >= 0, "
-        "got -0.1",
+        "lineage.retrieval.yaml [holdout_tolerance]: invalid 'P@1': -0.1; expected integer "
+        "or number (>= 0)",
         "collection error",
         {"lineage.retrieval.yaml": "holdout: 0.5\nholdout_tolerance: {P@1: -0.1}\n" + SUITE},
     ),
@@ -2362,8 +2415,8 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "history-window",
         "a drift window that is neither records nor days",
-        "ERROR: *pyproject.toml [history.drift_window]: 'drift_window' must be a number of "
-        "records >= 1 or days such as \"30d\", got 'a week'",
+        "ERROR: *pyproject.toml [history]: invalid 'drift_window': 'a week'; expected "
+        'integer or string (records >= 1, or days such as "30d")',
         "usage error",
         {
             "lineage.retrieval.yaml": SUITE,
@@ -2421,6 +2474,95 @@ CASES: tuple[BadInput, ...] = (
         "warning",
         {"lineage.retrieval.yaml": SUITE},
         setup=lambda root: _history_with_bytes(root),
+    ),
+    BadInput(
+        "history-nested-200000-deep",
+        "a history line of 200,000 '[' (read unbounded, it raised RecursionError at collection "
+        "and every gate of the suite was lost): one line skipped, the gates decided",
+        "history: *lineage.jsonl line 2: not a record (nested more than 16 levels deep); skipped",
+        "warning",
+        {"lineage.retrieval.yaml": LENIENT},
+        setup=lambda root: _history_nested_deep(root),
+    ),
+    BadInput(
+        "history-flood-of-bad-lines",
+        "a history with 10,000 lines that are no record: the first three named, the rest "
+        "counted in one line (not 10,000 lines of the terminal)",
+        "history: *lineage.jsonl: 9,997 more lines skipped (10,000 in all: 10,000 not a record)",
+        "warning",
+        {"lineage.retrieval.yaml": LENIENT},
+        setup=lambda root: _history_flood(root),
+    ),
+    BadInput(
+        "history-folder-linked-out",
+        "a history folder committed as a symbolic link out of the project, when saving a "
+        "baseline (the records were written there)",
+        "ERROR: *.retrieval-gate/history: the history not written: *.retrieval-gate/history is "
+        "a symbolic link to *elsewhere, outside the project (*): a link in the project must not "
+        "steer a write elsewhere; remove it, or name *elsewhere itself in the settings if that "
+        "is where it belongs",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-save-baseline",),
+        setup=_linked_out(".retrieval-gate/history"),
+    ),
+    BadInput(
+        "history-parent-linked-out",
+        "the plugin's folder .retrieval-gate committed as a symbolic link out of the project, "
+        "with --rg-record (a folder above the history, followed as well)",
+        "ERROR: *.retrieval-gate/history: the history not written: *.retrieval-gate is a "
+        "symbolic link to *elsewhere, outside the project *",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-record",),
+        setup=_linked_out(".retrieval-gate"),
+    ),
+    BadInput(
+        "cache-folder-linked-out",
+        "the default cache folder committed as a symbolic link out of the project (every run "
+        "wrote its cache there)",
+        "ERROR: the default cache folder *.retrieval-gate-cache: not written: "
+        "*.retrieval-gate-cache is a symbolic link to *elsewhere, outside the project (*): a "
+        "link in the project must not steer a write elsewhere; remove it, or name *elsewhere "
+        "itself in the settings if that is where it belongs",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        setup=_linked_out(".retrieval-gate-cache"),
+    ),
+    BadInput(
+        "report-folder-linked-out",
+        "a report path through a folder committed as a symbolic link out of the project",
+        "ERROR: --rg-report *out/report.md: not written: *out is a symbolic link to *elsewhere, "
+        "outside the project *",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-report=out/report.md",),
+        setup=_linked_out("out"),
+    ),
+    BadInput(
+        "baseline-linked-to-a-baseline-outside",
+        "a baseline committed as a symbolic link to a baseline of the plugin's outside the "
+        "project, when saving (it was written there)",
+        "ERROR: --rg-baseline *retrieval-baseline.json: not written: *retrieval-baseline.json "
+        "is a symbolic link to *elsewhere/retrieval-baseline.json, outside the project *",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-save-baseline",),
+        setup=_linked_out("retrieval-baseline.json", baseline=True),
+    ),
+    BadInput(
+        "baseline-saved-in-the-future",
+        "a baseline whose saved time is years ahead of the clock (it was taken as fresh for "
+        "ever): its age is unknown, said once",
+        "retrieval gate: warning: the baseline says it was saved at 2999-01-01T00:00:00Z, * "
+        "days ahead of this machine's clock (a wrong clock or an edit): its age is unknown; save "
+        "a fresh one on the main branch",
+        "warning",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"saved": {"commit": null, "time": "2999-01-01T00:00:00Z"}, "runs": {}}\n',
+        },
     ),
     BadInput(
         "plan-with-plots",
@@ -2549,8 +2691,8 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "seed-negative",
         "a negative seed (numpy's generators take none)",
-        "ERROR: *pyproject.toml [seed]: 'seed' must be an integer from 0 to 4294967295 "
-        "(2**32 - 1), got -1",
+        "ERROR: *pyproject.toml: invalid 'seed': -1; expected integer (0 to 4294967295 "
+        "(2**32 - 1): numpy's generators take no negative seed)",
         "usage error",
         {
             "lineage.retrieval.yaml": SUITE,
@@ -2560,8 +2702,8 @@ CASES: tuple[BadInput, ...] = (
     BadInput(
         "decision-weight-huge",
         "a decision weight so large the scores overflow to nan",
-        "ERROR: *pyproject.toml [decision.weights.P@1]: a weight must be a number from 0 to "
-        "1,000,000, got 1e+308",
+        "ERROR: *pyproject.toml [decision.weights]: invalid 'P@1': 1e+308; expected integer "
+        "or number (0 to 1,000,000: larger ones overflow the scores)",
         "usage error",
         {
             "lineage.retrieval.yaml": SUITE,

@@ -24,10 +24,14 @@ def _collect_error(project: pytest.Pytester, line: str) -> None:
         ),
         (
             SUITE.replace("P@1: 0.5", "nDGC@10: 0.5"),
-            "*lineage.retrieval.yaml [gates.nDGC@10]: unknown metric 'nDGC@10'; known: P@k, *",
+            "*lineage.retrieval.yaml [gates]: unknown metric 'nDGC@10'; known: P@k, *",
         ),
-        (SUITE.replace("P@1: 0.5", "P@0: 0.5"), "*lineage.retrieval.yaml [gates.P@0]: *"),
-        (SUITE.replace("k: [1, 3]", "k: [0, 3]"), "*[k]: cutoff k must be an integer >= 1, got 0"),
+        (SUITE.replace("P@1: 0.5", "P@0: 0.5"), "*lineage.retrieval.yaml [gates]: *P@0*"),
+        (
+            SUITE.replace("k: [1, 3]", "k: [0, 3]"),
+            "*lineage.retrieval.yaml: invalid 'k': [0, 3]; expected integer or list (a cutoff or "
+            "a list of them, each 1 to 100000: *",
+        ),
         (
             SUITE.replace("id: refunds", "id: join_orders"),
             "*[queries[2] (id join_orders)]: duplicate query id 'join_orders' (first at queries[0])",
@@ -50,7 +54,7 @@ def _collect_error(project: pytest.Pytester, line: str) -> None:
         ),
         (
             SUITE.replace("gates:", "gate:"),
-            "*[gate]: unknown key 'gate'; known keys: *",
+            "*lineage.retrieval.yaml: unknown key 'gate'; known: categories, *",
         ),
         (
             SUITE.replace("    query: customer name\n", ""),
@@ -69,11 +73,11 @@ def _collect_error(project: pytest.Pytester, line: str) -> None:
         ),
         (
             SUITE.replace("  P@1: 0.5", "  P@1: 0.5\n  precision@1: 0.2"),
-            "*[gates.precision@1]: P@1 is given twice",
+            "*lineage.retrieval.yaml [gates]: P@1 is given twice",
         ),
         (
             "tolerance: {latency_p95_ms: 5}\n" + SUITE,
-            "*[tolerance.latency_p95_ms]: latency is gated by ceilings, not baseline tolerances",
+            "*lineage.retrieval.yaml [tolerance]: latency is gated by ceilings, not baseline tolerances",
         ),
     ],
     ids=[
@@ -279,7 +283,8 @@ def test_empty_systems_list_is_a_usage_error(project: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(
         [
             lit(
-                "ERROR: *pyproject.toml [systems]: 'systems' must be a non-empty list of system names"
+                "ERROR: *pyproject.toml: invalid 'systems': []; expected string or list (a system "
+                "name, or a non-empty list of them)"
             )
         ]
     )

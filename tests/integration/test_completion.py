@@ -148,3 +148,53 @@ def test_an_isolated_retriever_past_its_time_limit_is_stopped(project: pytest.Py
             "system.quitter) (5 gates not decided)"
         ]
     )
+
+
+# What the isolated retriever returns crosses as data: pickle ran the child's __reduce__ in
+# pytest, where raising was an internal error of 850 lines and os._exit(0) ended the session.
+UNPICKLED = """
+import os
+
+
+class Evil:
+    def __reduce__(self):
+        return {reduce}
+
+    def __repr__(self):
+        return "Evil()"
+
+
+def retrieve(query, k):
+    return [Evil()]
+"""
+
+REFUSED = (
+    "run failed: lineage x quitter: *lineage.retrieval.yaml [[]query join_orders[]]: retriever "
+    "quit_app:retrieve returned Evil() at position 0; expected (doc_id, score) (5 gates not "
+    "decided)"
+)
+
+
+def test_an_isolated_result_is_never_unpickled_in_pytest(project: pytest.Pytester) -> None:
+    """In a pytest of its own: before the fix, the child's bytes ended this very process."""
+    write_suite(project, SUITE)
+    project.makefile(".toml", pyproject=ISOLATED.format(timeout=60, both="false"))
+    project.makepyfile(quit_app=UNPICKLED.format(reduce="(os._exit, (0,))"))
+    result = project.runpytest_subprocess("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([REFUSED])
+    assert json.loads((project.path / "retrieval-gate-report.json").read_text())["complete"]
+
+
+def test_an_isolated_result_that_would_raise_when_unpickled_is_one_line(
+    project: pytest.Pytester,
+) -> None:
+    write_suite(project, SUITE)
+    project.makefile(".toml", pyproject=ISOLATED.format(timeout=60, both="false"))
+    project.makepyfile(quit_app=UNPICKLED.format(reduce='(int, ("not a number",))'))
+    result = project.runpytest("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=5, failed=5)
+    result.stdout.fnmatch_lines([REFUSED])
+    output = result.stdout.str()
+    assert "INTERNALERROR" not in output and "Traceback" not in output

@@ -13,6 +13,7 @@ import pytest
 
 from retrieval_gate.gates.shelflife import adaptive_epsilon
 
+from .conftest import lit
 from .history_project import STEP_DROP, TOLERANCE, commit, run_step, stepped_project
 
 MERGES = 30
@@ -516,3 +517,65 @@ def test_a_tracked_report_rewritten_by_the_last_run_leaves_the_baseline_clean(
     assert "uncommitted changes" not in result.stdout.str()
     saved = json.loads((pytester.path / "retrieval-baseline.json").read_text())["saved"]
     assert "dirty" not in saved, saved
+
+
+def test_a_held_history_lock_fails_the_record_in_one_line_naming_its_holder(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It waited for ever, saying nothing: a CI job stuck until its own timeout.
+    import fcntl
+    import os
+
+    stepped_project(pytester)
+    settings = pytester.path / "pyproject.toml"
+    settings.write_text(
+        settings.read_text().replace(
+            "[tool.retrieval_gate]\n", "[tool.retrieval_gate]\nlock_timeout = 0.2\n"
+        )
+    )
+    run_step(pytester, monkeypatch, 0, quality=0)
+    holder = os.open(pytester.path / ".retrieval-gate/history/.lock", os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # another open of it: as another process would
+    try:
+        result = run_step(pytester, monkeypatch, 1, quality=0)
+    finally:
+        os.close(holder)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    said = lit(
+        "; gave up after 0.2 s (lock_timeout in [tool.retrieval_gate]): wait for it to finish, "
+        "or end it"
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "retrieval gate: could not append to the history *.retrieval-gate/history/.lock: "
+            f"the history's lock is held by process {os.getpid()} (*){said}",
+        ]
+    )
+    history = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text()
+    assert history.count("\n") == 1  # the first record alone: nothing half written
+
+
+def test_a_flood_of_bad_history_lines_is_four_lines_everywhere(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 10,000 bad lines were 10,000 lines of the terminal (and none in the reports).
+    stepped_project(pytester)
+    run_step(pytester, monkeypatch, 0, quality=0)
+    path = pytester.path / ".retrieval-gate/history/merges.jsonl"
+    with open(path, "a") as out:
+        out.write("not a record\n" * 10_000)
+    result = pytester.runpytest("--retrieval-gate", "-rA")
+    assert result.ret == pytest.ExitCode.OK
+    said = [line for line in result.outlines if line.startswith("history: ")]
+    assert said == [
+        f"history: {path} line 2: not a record (a torn write or an edit); skipped",
+        f"history: {path} line 3: not a record (a torn write or an edit); skipped",
+        f"history: {path} line 4: not a record (a torn write or an edit); skipped",
+        f"history: {path}: 9,997 more lines skipped (10,000 in all: 10,000 not a record)",
+    ]
+    report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+    assert report["history"]["problems"] == [line.removeprefix("history: ") for line in said]
+    markdown = (pytester.path / "retrieval-gate-report.md").read_text()
+    assert markdown.count("> **History:** ") == 4
+    assert "10,000 in all: 10,000 not a record" in markdown
+    assert all(g["passed"] for g in report["gates"])  # the gate still decides

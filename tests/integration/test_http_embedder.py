@@ -221,6 +221,53 @@ def test_a_service_restarting_mid_run_is_waited_for_within_the_retries(
     assert_key_nowhere(result, pytester.path)
 
 
+def batching_noise(n: int, seen: Seen) -> Reply:
+    """The stand-in's vectors with a batching service's float noise: each text's first number
+    moved by 1e-6 times its place in the request, so that a text's vector depends on the texts
+    sent with it (as a server padding a batch, or merging requests into one, gives)."""
+    answer = json.loads(vectors_body(seen.texts, 8))
+    for place, row in enumerate(answer["data"]):
+        row["embedding"][0] += 1e-6 * place
+    return Reply(body=json.dumps(answer).encode())
+
+
+TWINS_SUITE = """
+name: lineage
+k: [1]
+gates:
+  P@1: 0.0
+queries:
+  - id: refunds
+    query: refund policy
+    relevant: [docs/a.md]
+"""
+
+
+@pytest.mark.parametrize("batch_size", [1, 64])
+def test_results_tied_within_the_services_noise_are_said_whatever_the_batching(
+    pytester: pytest.Pytester, keyed: None, batch_size: int
+) -> None:
+    # Two documents of the same text tie exactly when each is embedded alone; embedded in one
+    # batch they differ by the service's noise (about 1e-7 in their score), which decided P@1
+    # with no word on 65934fb. Scores within 'score_noise' count as tied, whatever the batching.
+    with stand_in(dim=8, script=batching_noise) as server:
+        http_project(pytester, server.base_url, batch_size=batch_size)
+        for name in ("a", "b"):
+            (pytester.path / "corpus" / "docs" / f"{name}.md").write_text("refund policy")
+        (pytester.path / "lineage.retrieval.yaml").write_text(TWINS_SUITE, encoding="utf-8")
+        result = pytester.runpytest("--retrieval-gate", "--rg-no-cache")
+    result.assert_outcomes(passed=1)
+    run = runs_by_system(pytester.path)["svc"]
+    assert run["stats"]["ties_at_cutoff"]["P@1"] == {"low": 0.0, "high": 1.0, "queries": 1}
+    assert run["stats"]["score_noise"] == 1e-5
+    markdown = (pytester.path / "retrieval-gate-report.md").read_text()
+    assert (
+        "ties at the cutoff: P@1 could be 0.0000-1.0000 depending on tie order (1 query with "
+        "ties straddling 1);"
+    ) in markdown
+    assert "(scores within 1e-05 of each other, the service's noise, count as tied)" in markdown
+
+
 def second_vector_starting(value: float, texts: list[str], *, width: int = 8) -> bytes:
     """The stand-in's answer for ``texts`` (at least two), 8 wide, its second vector's first
     component ``value``, written as Python's JSON writes it (``NaN``, ``Infinity``, ``1e+300``),
@@ -250,7 +297,7 @@ FAULTS: dict[str, tuple[dict[str, Any], Callable[[int, Seen], Reply], str]] = {
     "429 until the retries run out": (
         {"retries": 2},
         lambda n, seen: Reply(429, b"slow down", {"Retry-After": "0"}) if n else Reply(),
-        f"{SERVICE}: answered 429: slow down (tried 3 times; 'retries' = 2)",
+        f"{SERVICE}: answered 429: slow down (tried 3 times in * s; 'retries' = 2)",
     ),
     "429 asking for longer than the timeout": (
         {"timeout": 5},
@@ -267,14 +314,14 @@ FAULTS: dict[str, tuple[dict[str, Any], Callable[[int, Seen], Reply], str]] = {
     "500 echoing the key": (
         {"retries": 0},
         lambda n, seen: Reply(500, ECHO) if n else Reply(),
-        f'{SERVICE}: answered 500: {{"error": "bad key *** from Bearer ***"}} (tried once; '
-        "'retries' = 0)",
+        f'{SERVICE}: answered 500: {{"error": "bad key *** from Bearer ***"}} (tried once in '
+        "* s; 'retries' = 0)",
     ),
     "an answer slower than the timeout": (
         {"timeout": 1},
         lambda n, seen: Reply(delay=3) if n else Reply(),
-        f"{SERVICE}: no answer within 1 s (the system's 'timeout'); a slower service needs a "
-        "larger 'timeout'",
+        f"{SERVICE}: no answer within 1 s (the system's 'timeout'; tried once in * s); a slower "
+        "service needs a larger 'timeout'",
     ),
     "vectors of another width than the probe's": (
         {},
@@ -300,7 +347,7 @@ FAULTS: dict[str, tuple[dict[str, Any], Callable[[int, Seen], Reply], str]] = {
         {"retries": 0},
         lambda n, seen: Reply(502, PROXY_PAGE) if n else Reply(),
         f"{SERVICE}: answered 502: an HTML page titled 'example.com | 502: Bad gateway' (tried "
-        "once; 'retries' = 0)",
+        "once in * s; 'retries' = 0)",
     ),
     "vectors of unequal widths in one answer": (
         {},

@@ -186,8 +186,8 @@ def test_a_huge_returned_id_is_shown_by_its_start(terms: pytest.Pytester) -> Non
         ),
         (
             ("ontology: tiny.obo", "ontology: tiny.obo\nsimilarity: cosine"),
-            "terms.retrieval.yaml [similarity]: unknown similarity 'cosine'; known: hybrid, "
-            "depth, resnik, lin, jc",
+            "terms.retrieval.yaml: invalid 'similarity': 'cosine'; expected string (hybrid, "
+            "depth, resnik, lin, jc)",
         ),
         (
             ("ontology: tiny.obo", "ontology: missing.obo"),

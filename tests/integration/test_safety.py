@@ -147,8 +147,9 @@ def test_nan_in_a_baseline_is_refused(project: pytest.Pytester) -> None:
         (
             "huge.retrieval.yaml",
             SUITE.replace("k: [1, 3]", "k: [1, 1000000000000000000000000000000]"),
-            "huge.retrieval.yaml [k]: cutoff k must be at most 100000 (every system retrieves "
-            "that many results per query), got 1000000000000000000000000000000",
+            "huge.retrieval.yaml: invalid 'k': [1, 1000000000000000000000000000000]; expected "
+            "integer or list (a cutoff or a list of them, each 1 to 100000: every system "
+            "retrieves that many results per query)",
         ),
     ],
     ids=["yaml-duplicate", "json-duplicate", "k-too-large"],

@@ -339,7 +339,7 @@ def test_a_key_echoed_escaped_or_encoded_is_masked_in_every_output(
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     for form, (_, masked) in ECHOES.items():
         result.stdout.fnmatch_lines(
-            [f"run failed: lineage x {form}: *answered 500: {_literal(masked)} (tried once; *"]
+            [f"run failed: lineage x {form}: *answered 500: {_literal(masked)} (tried once*"]
         )
     outputs = dict(_outputs_written(root, result))
     assert set(outputs) >= {"terminal", "retrieval-gate-report.md", "retrieval-gate-report.json"}

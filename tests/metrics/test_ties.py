@@ -39,6 +39,16 @@ def test_tie_block(k: int, expected: tuple[int, int] | None) -> None:
     assert tie_block(SCORES, k) == expected
 
 
+def test_scores_within_the_tolerance_are_a_tied_block() -> None:
+    # An embedding service's float noise (score_noise): 0.9 and 0.9000004 are one tie, 0.7 is
+    # not; the block reaches every rank within the tolerance of ranks k and k + 1.
+    scores = (0.9000008, 0.9000004, 0.9, 0.8999995, 0.7)
+    assert tie_block(scores, 2) is None
+    assert tie_block(scores, 2, 1e-6) == (0, 4)
+    assert tie_block(scores, 4, 1e-6) is None  # 0.8999995 against 0.7
+    assert tie_block(scores, 1, 1e-7) is None
+
+
 def test_whole_ranking_tied() -> None:
     assert tie_block((1.0, 1.0, 1.0), 1) == (0, 3)
 

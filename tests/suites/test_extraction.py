@@ -343,7 +343,7 @@ def test_extraction_table_leaves_the_identity_alone() -> None:
             {"confidence": "max"},
             "[system.s.extraction]: invalid 'confidence': 'max'; expected string (best or mean)",
         ),
-        ("yes", "[system.s]: invalid 'extraction': 'yes'"),
+        ("yes", "[system.s]: invalid 'extraction': 'yes'; expected table"),
     ],
 )
 def test_extraction_table_errors(extraction: Any, message: str) -> None:

@@ -107,7 +107,10 @@ def test_the_setting_reads_auto_or_a_number(tmp_path: Path) -> None:
     assert _settings(tmp_path, latency_sample="auto").latency_sample is None
     assert _settings(tmp_path, latency_sample=7).latency_sample == 7
     for bad in (-1, 2.5, True, "all"):
-        with pytest.raises(ConfigError, match="'latency_sample' must be \"auto\" or a number"):
+        with pytest.raises(
+            ConfigError,
+            match=r"invalid 'latency_sample': .*; expected string or integer \(\"auto\" or a number",
+        ):
             _settings(tmp_path, latency_sample=bad)
 
 

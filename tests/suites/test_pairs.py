@@ -92,7 +92,7 @@ def test_tsv_json_and_jsonl_files_load_the_same_pairs(tmp_path: Path) -> None:
             "duplicate pair id 'p1' (first at pairs[0])",
             "pairs[1]",
         ),
-        ({"a": "x"}, {}, "'pairs' must be a file", "pairs"),
+        ({"a": "x"}, {}, "invalid 'pairs': {'a': 'x'}; expected list or string", None),
     ],
 )
 def test_bad_pairs_are_one_line_errors_naming_file_and_entry(

@@ -557,16 +557,6 @@ def test_an_encoder_failing_is_its_library_s_one_line_naming_the_text() -> None:
     assert "IndexError: token id 70000 out of range" in (info.value.traceback or "")
 
 
-def test_option_reference_in_the_docs_is_current() -> None:
-    from retrieval_gate.config.reference import BEGIN, END, option_reference
-
-    docs = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
-    start, end = docs.index(BEGIN), docs.index(END) + len(END)
-    assert docs[start:end] + "\n" == option_reference(), (
-        "docs/configuration.md is stale: paste `python -m retrieval_gate.config.reference`"
-    )
-
-
 # -- retriever ids against the corpus -------------------------------------------------------------
 
 

@@ -9,15 +9,23 @@ tampered and a line cut short by a killed writer (a torn tail) is named as torn;
 the records around it. Appends are safe under concurrent writers and ``kill -9``:
 
 * every append takes an exclusive ``flock`` on the folder's lock file (compaction takes the same
-  lock, so no writer appends to a file being replaced);
+  lock, so no writer appends to a file being replaced), waiting at most ``lock_timeout`` and
+  naming the process that holds it (``files/lock.py``);
 * a record is one ``write`` of one line to a descriptor opened with ``O_APPEND``, then ``fsync``;
 * a file whose last line was torn gets a newline first, so the torn fragment stays a line of its
   own (named when read) and the new record is whole.
 
+Reading never stops at a bad line (:func:`read_line`): each line is bounded before it is parsed
+(its nesting depth, then the parser's own refusals), so a hostile line is one line skipped, and
+a flood of them is counted, not printed line by line (:func:`parse_history`).
+
 Compaction (:meth:`JsonLinesHistory.compact`) keeps every record: it drops only the per-query
 values of records older than the newest ``keep_values`` ones (their metrics stay, marked
-``compacted``) and moves lines that are not valid records into ``<file>.rejected`` rather than
-deleting them.
+``compacted``), rewrites no other line, and moves lines that are not valid records whole into
+``<file>.rejected`` rather than deleting them.
+
+Every file and folder of the store is written through the door (``files/door.py``): a symbolic
+link that would lead a write out of the project is refused, the folder included.
 
 Another store is a URL whose scheme a package registers (:func:`register_history_store`, or the
 ``retrieval_gate.histories`` entry-point group), as baseline stores are (``store.py``).
@@ -36,6 +44,7 @@ import stat
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -151,51 +160,62 @@ class HistoryRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> HistoryRecord:
-        """A record from its JSON object; a ValueError (or KeyError / TypeError) when malformed."""
+        """A record from its JSON object; a ValueError (or KeyError / TypeError) when malformed.
+
+        Every field is checked for its type (a string where a list belongs would be read as its
+        letters, ``"false"`` as true) and its range: counts are whole numbers from 0 to
+        :data:`MAX_COUNT`, values finite, a commit hexadecimal."""
         at = Provenance.from_json(data)
         if at is None or at.time is None:
             raise ValueError("no valid commit and time")
-        queries = tuple(str(q) for q in data["queries"])
-        digests = tuple(str(d) for d in data["digests"])
-        values = {str(m): tuple(_number(x) for x in v) for m, v in data["values"].items()}
-        exact = {str(m): tuple(_number(x) for x in v) for m, v in data.get("exact", {}).items()}
+        if at.commit is not None and not _COMMIT.fullmatch(at.commit):
+            raise ValueError("its commit is not a commit id (4 to 64 hex digits)")
+        queries = _strings(data["queries"], "queries")
+        digests = _strings(data["digests"], "digests")
+        values = _series(data["values"], "values")
+        exact = _series(data.get("exact", {}), "exact")
         lists = [*values.values(), *exact.values()]
         if len(digests) != len(queries) or any(len(v) != len(queries) for v in lists):
             raise ValueError("per-query lists of different lengths")
         holdout = data.get("holdout") or {}
-        held_keys = tuple(str(k) for k in holdout.get("keys", ()))
-        held_values = {
-            str(m): tuple(_number(x) for x in v) for m, v in holdout.get("values", {}).items()
-        }
+        if not isinstance(holdout, dict):
+            raise ValueError("holdout is not an object")
+        held_keys = _strings(holdout.get("keys", []), "holdout keys")
+        held_values = _series(holdout.get("values", {}), "holdout values")
         if any(len(v) != len(held_keys) for v in held_values.values()):
             raise ValueError("holdout lists of different lengths")
         accepted = data.get("accepted_drift", [])
         if not isinstance(accepted, list):  # a string would be read as its letters
             raise ValueError("accepted_drift is not a list")
+        definitions = data.get("definitions", {})
+        if not isinstance(definitions, dict) or not all(
+            isinstance(v, str) for v in definitions.values()
+        ):
+            raise ValueError("definitions is not an object of strings")
         return cls(
-            suite=str(data["suite"]),
-            system=str(data["system"]),
+            suite=_string(data, "suite"),
+            system=_string(data, "system"),
             at=at,
-            suite_digest=str(data["suite_digest"]),
-            identity=str(data["identity"]),
-            source=str(data["source"]),
-            decided=bool(data["decided"]),
-            session=str(data["session"]),
-            n=int(data["n"]),
-            metrics={str(m): _number(v) for m, v in data["metrics"].items()},
-            tolerance={str(m): _number(v) for m, v in data["tolerance"].items()},
+            suite_digest=_string(data, "suite_digest"),
+            identity=_string(data, "identity"),
+            source=_string(data, "source"),
+            decided=_flag(data["decided"], "decided"),
+            session=_string(data, "session"),
+            n=_count(data["n"], "n"),
+            metrics=_numbers(data["metrics"], "metrics"),
+            tolerance=_numbers(data["tolerance"], "tolerance"),
             queries=queries,
             digests=digests,
             values=values,
-            compacted=bool(data.get("compacted", False)),
-            definitions={str(m): str(v) for m, v in data.get("definitions", {}).items()},
-            holdout_digest=str(holdout.get("digest", "")),
-            holdout_n=int(holdout.get("n", 0)),
-            holdout_decisions=int(holdout.get("decisions", 0)),
+            compacted=_flag(data.get("compacted", False), "compacted"),
+            definitions={str(m): v for m, v in definitions.items()},
+            holdout_digest=_string(holdout, "digest", ""),
+            holdout_n=_count(holdout.get("n", 0), "holdout n"),
+            holdout_decisions=_count(holdout.get("decisions", 0), "holdout decisions"),
             holdout_keys=held_keys,
             holdout_values=held_values,
             exact=exact,
-            accepted_drift=tuple(str(m) for m in accepted),
+            accepted_drift=_strings(accepted, "accepted_drift"),
         )
 
     @classmethod
@@ -315,10 +335,66 @@ def _exact_values(run: RunRecord) -> dict[str, tuple[float, ...]]:
     return {m: tuple(float((values or {})[m]) for values in found) for m in sorted(names)}
 
 
+#: The largest count a record may hold (queries, held-out units, revealed verdicts): far past
+#: any suite, short of what a hand edit to 10**18 would make of a ledger.
+MAX_COUNT = 10**9
+_COMMIT = re.compile(r"[0-9a-fA-F]{4,64}")
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
 def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"not a finite number: {value!r}")
-    return float(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"a value is not a number ({_kind(value)})")
+    try:
+        number = float(value)
+    except OverflowError:  # an integer past a float's range
+        raise ValueError("a value is not a finite number") from None
+    if not math.isfinite(number):
+        raise ValueError(f"a value is not a finite number ({number})")
+    return number
+
+
+def _kind(value: Any) -> str:
+    """A value's JSON type in words: a message never repeats the value (a line of 50 MB)."""
+    names = {str: "a string", list: "a list", dict: "an object", bool: "true or false"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def _string(data: Mapping[str, Any], key: str, default: str | None = None) -> str:
+    value = data[key] if default is None else data.get(key, default)
+    if not isinstance(value, str):
+        raise ValueError(f"{key} is {_kind(value)}, not a string")
+    return value
+
+
+def _flag(value: Any, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{key} is {_kind(value)}, not true or false")
+    return value
+
+
+def _count(value: Any, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        raise ValueError(f"{key} is not a whole number from 0 to {MAX_COUNT:,}")
+    return value
+
+
+def _strings(value: Any, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{key} is not a list of strings")
+    return tuple(value)
+
+
+def _numbers(value: Any, key: str) -> dict[str, float]:
+    if not isinstance(value, dict):
+        raise ValueError(f"{key} is {_kind(value)}, not an object")
+    return {str(m): _number(v) for m, v in value.items()}
+
+
+def _series(value: Any, key: str) -> dict[str, tuple[float, ...]]:
+    if not isinstance(value, dict) or not all(isinstance(v, list) for v in value.values()):
+        raise ValueError(f"{key} is not an object of lists")
+    return {str(m): tuple(_number(x) for x in v) for m, v in value.items()}
 
 
 def _canonical(body: Mapping[str, Any]) -> str:
@@ -352,41 +428,189 @@ class History:
         return tuple(r for r in self.records if r.system == system)
 
 
-def parse_history(text: str, *, suite: str, where: str) -> tuple[list[HistoryRecord], list[str]]:
-    """Every valid record of a JSON-lines history, and a sentence per line that is not one."""
+#: The keys a record of this version holds (``to_json``); a record with others was written by
+#: a newer version, whose fields a rewrite must keep (:meth:`JsonLinesHistory.compact`).
+KNOWN_KEYS = frozenset(
+    {
+        "v",
+        "suite",
+        "system",
+        "commit",
+        "time",
+        "dirty",
+        "suite_digest",
+        "identity",
+        "source",
+        "decided",
+        "session",
+        "n",
+        "metrics",
+        "tolerance",
+        "queries",
+        "digests",
+        "values",
+        "compacted",
+        "definitions",
+        "holdout",
+        "exact",
+        "accepted_drift",
+        "digest",
+    }
+)
+_HOLDOUT_KEYS = frozenset({"digest", "n", "decisions", "keys", "values"})
+#: The deepest nesting a line may have: a record nests four levels (its holdout's values), and
+#: a newer version's record has room for more.
+MAX_LINE_DEPTH = 16
+#: How many unreadable lines of one file are named one by one; the rest are counted.
+SHOWN_PROBLEMS = 3
+#: A record or baseline dated further ahead of this machine's clock than this (clock skew
+#: between machines) is not trusted to say when it was made.
+CLOCK_SKEW_DAYS = 1.0
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A line that is no record this version reads: why (``kind`` counts it among others), and
+    whether compaction leaves it where it is (``keep``: a newer version's record, one dated
+    ahead of the clock) rather than moving it whole to ``<file>.rejected``."""
+
+    why: str
+    kind: str
+    keep: bool = False
+
+
+@dataclass(frozen=True)
+class Line:
+    """A line that is a record: the record, and whether it holds keys this version does not
+    know (a newer version's fields, which a rewrite of the line must keep)."""
+
+    record: HistoryRecord
+    unknown_keys: bool
+
+
+def read_line(line: str, *, torn: bool = False, now: datetime | None = None) -> Line | Skipped:
+    """One line of a history file, bounded before it is parsed: nested no deeper than
+    :data:`MAX_LINE_DEPTH` (checked before the parser recurses: a line of 200,000 ``[`` is one
+    unreadable line, not the end of the run), a key given twice, ``NaN`` and ``Infinity`` and
+    integers of thousands of digits refused, its digest checked, every field checked
+    (:meth:`HistoryRecord.from_json`), its values within their metric's bounds, its time not
+    ahead of ``now`` by more than :data:`CLOCK_SKEW_DAYS`. ``torn``: the line is the file's
+    last and has no newline. A carriage return before the newline (a Windows checkout) is
+    not part of the line."""
+    from retrieval_gate.files.structured import DuplicateKeyError, load_json, nested_deeper
+
+    line = line.removesuffix("\r")
+    unreadable = Skipped(
+        "a torn tail (a write cut short)" if torn else "not a record (a torn write or an edit)",
+        "torn" if torn else "not a record",
+    )
+    if nested_deeper(line, MAX_LINE_DEPTH):
+        return Skipped(f"not a record (nested more than {MAX_LINE_DEPTH} levels deep)", "too deep")
+    try:
+        body = load_json(line, parse_constant=_no_constant)
+    except DuplicateKeyError as exc:
+        return Skipped(f"not a record (key {str(exc.key)[:40]!r} given twice)", "not a record")
+    except (ValueError, RecursionError):
+        return unreadable
+    if not isinstance(body, dict):
+        return unreadable
+    digest = body.get("digest")
+    if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
+        return Skipped("not a record (it carries no digest)", "not a record")
+    if digest != record_digest(body):
+        return Skipped("tampered (its content does not match its digest)", "tampered")
+    version = body.get("v")
+    if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
+        return Skipped(
+            f"written by a newer version of the plugin (record version {min(version, 10**6)}): "
+            "left as it is for that version",
+            "newer",
+            keep=True,
+        )
+    try:
+        if version != VERSION or isinstance(version, bool):
+            raise ValueError("no record version this plugin knows")
+        record = HistoryRecord.from_json(body)
+        _check_bounds(record)
+    except KeyError as exc:
+        return Skipped(f"not a record (no {str(exc.args[0])[:40]!r})", "not a record")
+    except (TypeError, ValueError, AttributeError) as exc:
+        return Skipped(f"not a record ({str(exc)[:120]})", "not a record")
+    when = record.at.when
+    current = now or datetime.now(UTC)
+    if when is not None and when > current + timedelta(days=CLOCK_SKEW_DAYS):
+        return Skipped(
+            f"dated {record.at.time}, ahead of this machine's clock by more than "
+            f"{CLOCK_SKEW_DAYS:g} day (a wrong clock or an edit): left as it is, not read",
+            "dated ahead",
+            keep=True,
+        )
+    holdout = body.get("holdout")
+    unknown = not KNOWN_KEYS.issuperset(body) or (
+        isinstance(holdout, dict) and not _HOLDOUT_KEYS.issuperset(holdout)
+    )
+    return Line(record, unknown)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _check_bounds(record: HistoryRecord) -> None:
+    """Every value within its metric's bounds, as a baseline's are (``store.py``): a P@1 of
+    1e300 would draw every trend flat and anchor drift on nothing."""
+    from retrieval_gate.baseline.store import metric_bounds
+
+    found = metric_bounds()
+    if found is None:
+        return
+    bounds_of, show = found
+    # Each metric's bounds looked up once, its values checked by their lowest and highest.
+    spans: dict[str, list[float]] = {m: [v] for m, v in record.metrics.items()}
+    for series in (record.values, record.exact, record.holdout_values):
+        for metric, values in series.items():
+            if values:
+                spans.setdefault(metric, []).extend((min(values), max(values)))
+    for metric, span in spans.items():
+        bounds = bounds_of(metric)
+        if bounds is None:
+            continue
+        lo, hi = bounds
+        for value in (min(span), max(span)):
+            if (lo is not None and value < lo) or (hi is not None and value > hi):
+                raise ValueError(f"a value of {metric[:40]} is {value:g}, outside {show(bounds)}")
+
+
+def parse_history(
+    text: str, *, suite: str, where: str, now: datetime | None = None
+) -> tuple[list[HistoryRecord], list[str]]:
+    """Every valid record of suite ``suite`` in a JSON-lines history, and what was skipped: the
+    first :data:`SHOWN_PROBLEMS` lines that are no record each named in a sentence, the rest
+    counted by kind in one more (10,000 bad lines are four lines of the terminal, not 10,000)."""
     records: list[HistoryRecord] = []
-    problems: list[str] = []
+    named: list[str] = []
+    kinds: Counter[str] = Counter()
     lines = text.split("\n")
     torn_tail = not text.endswith("\n") and text != ""
+    current = now or datetime.now(UTC)
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        last = number == len(lines)
-        try:
-            body = json.loads(line)
-            if not isinstance(body, dict):
-                raise ValueError("not an object")
-        except ValueError:
-            what = (
-                "a torn tail (a write cut short)"
-                if last and torn_tail
-                else "not a record (a torn write or an edit)"
-            )
-            problems.append(f"{where} line {number}: {what}; skipped")
+        found = read_line(line, torn=torn_tail and number == len(lines), now=current)
+        if isinstance(found, Skipped):
+            kinds[found.kind] += 1
+            if len(named) < SHOWN_PROBLEMS:
+                named.append(f"{where} line {number}: {found.why}; skipped")
             continue
-        if body.get("digest") != record_digest(body):
-            problems.append(
-                f"{where} line {number}: tampered (its content does not match its digest); skipped"
-            )
-            continue
-        try:
-            record = HistoryRecord.from_json(body)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            problems.append(f"{where} line {number}: not a record ({exc}); skipped")
-            continue
-        if record.suite == suite:
-            records.append(record)
-    return records, problems
+        if found.record.suite == suite:
+            records.append(found.record)
+    total = sum(kinds.values())
+    if total > len(named):
+        counts = ", ".join(f"{count:,} {kind}" for kind, count in kinds.most_common())
+        named.append(
+            f"{where}: {total - len(named):,} more lines skipped ({total:,} in all: {counts})"
+        )
+    return records, named
 
 
 # -- stores -------------------------------------------------------------------------------------
@@ -445,7 +669,7 @@ class JsonLinesHistory:
         if not by_suite:
             return
         self._check_folder()
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self._make_folder()
         with self._locked():
             for suite, found in by_suite.items():
                 self._append_locked(self.path(suite), found)
@@ -460,6 +684,15 @@ class JsonLinesHistory:
                 path=self.folder,
             )
 
+    def _make_folder(self) -> None:
+        """The folder, made when missing, through the door (``files/door.py``): a folder of
+        the project that is a link out of it (committed in place of the history) is refused,
+        not written through."""
+        from retrieval_gate.files import door
+
+        door.check(self.folder, what="the history", error=HistoryError)
+        self.folder.mkdir(parents=True, exist_ok=True)
+
     def _append_locked(self, path: Path, records: Iterable[HistoryRecord]) -> None:
         fd = _open_own(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
@@ -473,69 +706,72 @@ class JsonLinesHistory:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        fd = _open_own(self.folder / LOCK_NAME, os.O_RDWR | os.O_CREAT)
-        try:
-            try:
-                import fcntl
-            except ImportError:  # Windows: O_APPEND alone (one write per record)
-                yield
-                return
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
+        """The folder's lock, taken with the session's ``lock_timeout``; past it, one line
+        naming the process that holds it (``files/lock.py``)."""
+        from retrieval_gate.files.lock import held
+
+        with held(self.folder / LOCK_NAME, what="the history's lock", error=HistoryError):
+            yield
 
     def compact(self, suite: str, *, keep_values: int) -> tuple[int, int]:
         """Drop the per-query values of every record but the newest ``keep_values`` of its
         system (their metrics, n and provenance stay; the record is marked ``compacted`` and
-        gets a new digest), and move unreadable lines to ``<file>.rejected``. Returns (records compacted,
-        lines moved). Every record stays; the file is replaced atomically under the lock."""
+        gets a new digest), and move unreadable lines whole to ``<file>.rejected``. Returns
+        (records compacted, lines moved). The file is replaced atomically under the lock.
+
+        Nothing is lost: a line is rewritten only when it is compacted, and then with every key
+        it had; every other line stays byte for byte. A record holding keys this version does
+        not know (a newer version's fields, which it cannot say are per-query or not) is not
+        compacted; a newer version's record it cannot read, and one dated ahead of the clock,
+        stay where they are; only lines that are no record (torn, tampered, malformed) move."""
         from retrieval_gate.files.atomic import write_bytes_atomic
 
         path = self.path(suite)
-        if not path.exists():
+        if not os.path.lexists(path):
             return 0, 0
+        self._make_folder()
         with self._locked():
             text = _read_history(path)
+            lines = text.split("\n")
+            torn = not text.endswith("\n") and text != ""
+            now = datetime.now(UTC)
             kept: list[bytes] = []
             rejected: list[str] = []
-            records: list[tuple[int, HistoryRecord]] = []
-            for line in text.split("\n"):
+            records: list[tuple[int, Line]] = []
+            for number, line in enumerate(lines, start=1):
                 if not line.strip():
                     continue
-                found, problems = parse_history(line + "\n", suite=suite, where=str(path))
-                if problems or not found:
-                    if problems:
-                        rejected.append(line)
-                    else:
-                        kept.append(_bytes(line + "\n"))  # another suite's record: as it is
+                found = read_line(line, torn=torn and number == len(lines), now=now)
+                if isinstance(found, Skipped) and not found.keep:
+                    rejected.append(line)
                     continue
-                records.append((len(kept), found[0]))
-                kept.append(b"")
+                if isinstance(found, Line) and found.record.suite == suite:
+                    records.append((len(kept), found))
+                kept.append(_bytes(line + "\n"))  # as it is, unless compacted below
             compacted = 0
             # Counted per system, as the drift window is: counted over the file, a suite run
             # with more systems than keep_values / drift_window compacted every drift anchor.
-            per_system = Counter(record.system for _, record in records)
+            per_system = Counter(found.record.system for _, found in records)
             seen: Counter[str] = Counter()
-            for slot, record in records:
+            for slot, found in records:
+                record = found.record
                 position = seen[record.system]
                 seen[record.system] += 1
-                if position < per_system[record.system] - keep_values and not record.compacted:
-                    record = dataclasses.replace(
-                        record,
-                        queries=(),
-                        digests=(),
-                        values={},
-                        exact={},
-                        holdout_keys=(),
-                        holdout_values={},
-                        compacted=True,
+                old = position < per_system[record.system] - keep_values
+                if old and not record.compacted and not found.unknown_keys:
+                    kept[slot] = encode_line(
+                        dataclasses.replace(
+                            record,
+                            queries=(),
+                            digests=(),
+                            values={},
+                            exact={},
+                            holdout_keys=(),
+                            holdout_values={},
+                            compacted=True,
+                        )
                     )
                     compacted += 1
-                kept[slot] = encode_line(record)
             if rejected:
                 # Appended first: were the rewrite to fail, the lines are in both places.
                 out = _open_own(
@@ -572,8 +808,10 @@ def _open_own(path: Path, flags: int) -> int:
     link committed in its place, to a file elsewhere, would have the plugin append to that
     file lines the history's own file held, the rejected ones, or create it) and never on a
     pipe or device (a write with no reader would wait forever)."""
+    from retrieval_gate.files import door
     from retrieval_gate.files.read import special_kind
 
+    door.check(path, what="history file", error=HistoryError)
     try:
         status = os.lstat(path)
     except FileNotFoundError:

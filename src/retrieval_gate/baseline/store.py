@@ -42,6 +42,11 @@ class Baseline:
     runs: Mapping[str, RunRecord] = field(default_factory=dict)
     # The commit and time it was saved (``saved``; None in a file written before 0.3).
     saved: Provenance | None = None
+    # Each run's JSON object and the file's other keys, as read: a run this session does not
+    # replace is written back as it was, with every key (a newer version's too), never
+    # re-encoded by this version's codec, which knows only its own keys.
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def get(self, suite: str, system: str) -> RunRecord | None:
         return self.runs.get(run_key(suite, system))
@@ -87,7 +92,13 @@ def load_baseline(path: Path) -> Baseline | None:
         path=path,
         runs=runs,
         saved=Provenance.from_json(saved) if isinstance(saved, dict) else None,
+        raw=dict(data["runs"]),
+        extra={k: v for k, v in data.items() if k not in _FILE_KEYS},
     )
+
+
+#: The keys of a baseline file this version writes itself; any other is kept as it was.
+_FILE_KEYS = frozenset({"version", "generator", "saved", "runs"})
 
 
 def repair_advice(path: Path) -> str:
@@ -125,6 +136,14 @@ def use_metric_bounds(
     """Check loaded baselines' values against ``bounds_of(metric name)``, written by ``show``."""
     global _bounds
     _bounds = (bounds_of, show)
+
+
+def metric_bounds() -> (
+    tuple[MetricBounds, Callable[[tuple[float | None, float | None]], str]] | None
+):
+    """The bounds installed by :func:`use_metric_bounds` (the history checks its records'
+    values with them too), None before."""
+    return _bounds
 
 
 def _check_bounds(metrics: Mapping[str, Any], path: Path, key: str, where: str) -> None:
@@ -184,6 +203,16 @@ def _check_run(run: Any, path: Path, key: str) -> None:
             entry=key,
         )
     _check_values(run.get("metrics", {}), path, key, "run")
+    latency = run.get("latency_ms", {})
+    if not isinstance(latency, dict) or any(
+        isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf
+        for v in latency.values()
+    ):
+        raise BaselineError(
+            "corrupt baseline: 'latency_ms' must map percentiles to milliseconds >= 0",
+            path=path,
+            entry=key,
+        )
     holdout = run.get("holdout")
     if holdout is not None:
         from retrieval_gate.records import HoldoutRecord
@@ -268,16 +297,25 @@ def save_baseline(
     previous: Baseline | None,
     saved: Provenance | None = None,
 ) -> None:
-    """Write this session's runs, keeping the previous baseline's runs this session didn't run;
-    ``saved``: the commit and time it is saved at (the baseline's age is read from it)."""
-    runs: dict[str, RunRecord] = dict(previous.runs) if previous is not None else {}
+    """Write this session's runs, keeping the previous baseline's runs this session didn't run
+    as they were read (every key they had: ``Baseline.raw``), and the file's keys this version
+    does not write; ``saved``: the commit and time it is saved at (the baseline's age is read
+    from it)."""
+    runs: dict[str, Any] = dict(previous.raw) if previous is not None else {}
+    for key, run in (previous.runs if previous is not None else {}).items():
+        runs.setdefault(key, run.to_baseline_json())
     for record in records:
-        runs[run_key(record.suite, record.system)] = record
+        runs[run_key(record.suite, record.system)] = record.to_baseline_json()
     payload = {
         "version": VERSION,
         "generator": f"pytest-retrieval-gate {__version__}",
         **({"saved": saved.to_json()} if saved is not None else {}),
-        "runs": {key: runs[key].to_baseline_json() for key in sorted(runs)},
+        "runs": {key: runs[key] for key in sorted(runs)},
+        **(
+            {k: v for k, v in previous.extra.items() if k not in _FILE_KEYS}
+            if previous is not None
+            else {}
+        ),
     }
     write_text_atomic(path, json.dumps(payload, indent=1, sort_keys=False) + "\n")
 

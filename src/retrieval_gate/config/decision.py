@@ -3,18 +3,21 @@
 (:mod:`retrieval_gate.gates.decision`, which gives the formula and how a term a system cannot
 have is reweighted away) ranks systems by. The weights may differ per suite kind (``by_kind``:
 an extraction suite reports F1, not MRR) and per suite (``by_suite``); a suite takes its own
-weights, else its kind's, else ``weights``. Every problem is a
-:class:`~retrieval_gate.errors.ConfigError` naming the key."""
+weights, else its kind's, else ``weights``. Declared as an option table (:data:`DECISION`), parsed
+with the other settings (:mod:`retrieval_gate.config.settings`)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from retrieval_gate.errors import ConfigError
+from retrieval_gate.schema import (
+    Check,
+    Entries,
+    Option,
+    OptionTable,
+    as_float,
+)
 
 LATENCY = "latency"
 
@@ -25,8 +28,6 @@ DIMS = "dims"
 #: The largest weight. Weights are relative (a system's score is their weighted mean), and
 #: sums and products of larger ones overflow float64: 1e308 + 1e308 is inf, and the scores nan.
 MAX_WEIGHT = 1_000_000
-
-_KEYS = frozenset({"weights", "by_kind", "by_suite", "latency_budget_ms", "dims_budget"})
 
 
 @dataclass(frozen=True)
@@ -56,99 +57,8 @@ class DecisionSettings:
         return any(table.get(term, 0.0) > 0.0 for table in tables)
 
 
-def parse_decision(raw: Any, source: Path) -> DecisionSettings:
-    """Validate the ``decision`` table; every problem is a ConfigError naming the key."""
-    if not isinstance(raw, Mapping):
-        raise ConfigError("'decision' must be a table", path=source, entry="decision")
-    unknown = sorted(str(k) for k in raw if k not in _KEYS)
-    if unknown:
-        raise ConfigError(
-            f"unknown key {unknown[0]!r}; known: {', '.join(sorted(_KEYS))}",
-            path=source,
-            entry="decision",
-        )
-    by_kind = _tables(raw.get("by_kind"), source, "by_kind")
-    by_suite = _tables(raw.get("by_suite"), source, "by_suite")
-    if by_kind:
-        from retrieval_gate.suites import kinds
-
-        known = kinds()
-        for kind in by_kind:
-            if kind not in known:
-                raise ConfigError(
-                    f"unknown suite kind {kind!r}; known kinds: {', '.join(known)}",
-                    path=source,
-                    entry=f"decision.by_kind.{kind}",
-                )
-    if raw.get("weights") is None and (by_kind or by_suite):
-        parsed: dict[str, float] = {}  # only the suites and kinds named are scored
-    else:
-        parsed = _weights(raw.get("weights"), source, "decision.weights")
-    budgets = {}
-    for key, default in (("latency_budget_ms", 200.0), ("dims_budget", 1024.0)):
-        value = raw.get(key, default)
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not 0 < value < math.inf
-        ):
-            raise ConfigError(
-                f"'{key}' must be a finite number > 0, got {value!r}",
-                path=source,
-                entry=f"decision.{key}",
-            )
-        budgets[key] = float(value)
-    return DecisionSettings(weights=parsed, by_kind=by_kind, by_suite=by_suite, **budgets)
-
-
-def _tables(raw: Any, source: Path, key: str) -> dict[str, dict[str, float]]:
-    """``by_kind`` / ``by_suite``: a table of weight tables by kind or suite name."""
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise ConfigError(
-            f"'{key}' must map each {key.removeprefix('by_')} to its weights",
-            path=source,
-            entry=f"decision.{key}",
-        )
-    return {
-        str(name): _weights(weights, source, f"decision.{key}.{name}")
-        for name, weights in raw.items()
-    }
-
-
-def _weights(weights: Any, source: Path, where: str) -> dict[str, float]:
-    if not isinstance(weights, Mapping) or not weights:
-        raise ConfigError(
-            "'weights' must map metric names (and 'latency', 'dims') to weights",
-            path=source,
-            entry=where,
-        )
-    parsed: dict[str, float] = {}
-    for name, weight in weights.items():
-        entry = f"{where}.{name}"
-        if (
-            isinstance(weight, bool)
-            or not isinstance(weight, (int, float))
-            or not 0 <= weight <= MAX_WEIGHT
-        ):
-            raise ConfigError(
-                f"a weight must be a number from 0 to {MAX_WEIGHT:,}, got {weight!r}",
-                path=source,
-                entry=entry,
-            )
-        parsed[_term_name(str(name), source, entry)] = float(weight)
-    if not any(parsed.values()):
-        raise ConfigError(
-            "every weight is 0: every system would score 0 and none be recommended; give one "
-            "a weight > 0",
-            path=source,
-            entry=where,
-        )
-    return parsed
-
-
-def _term_name(name: str, source: Path, entry: str) -> str:
+def _term(name: str) -> str:
+    """A weight's key: a metric as the registry spells it, ``latency`` or ``dims``."""
     if name in (LATENCY, DIMS):
         return name
     from retrieval_gate.errors import UnknownMetricError
@@ -157,13 +67,91 @@ def _term_name(name: str, source: Path, entry: str) -> str:
     try:
         metric = parse_metric(name)
     except UnknownMetricError as exc:
-        raise ConfigError(
-            f"{exc.message}; or '{LATENCY}', '{DIMS}'", path=source, entry=entry
-        ) from None
+        raise ValueError(f"{exc.message}; or '{LATENCY}', '{DIMS}'") from None
     if metric.is_latency:
-        raise ConfigError(
-            f"weigh latency with '{LATENCY}' (scored against latency_budget_ms), not {metric.name}",
-            path=source,
-            entry=entry,
+        raise ValueError(
+            f"weigh latency with '{LATENCY}' (scored against latency_budget_ms), not {metric.name}"
         )
     return metric.name
+
+
+def _kind(name: str) -> str:
+    from retrieval_gate.suites import kinds
+
+    if name not in kinds():
+        raise ValueError(f"unknown suite kind {name!r}; known kinds: {', '.join(kinds())}")
+    return name
+
+
+_WEIGHTS = Option(
+    dict,
+    None,
+    "weights by metric name (as in gates), `latency` and `dims`, for every suite; they are "
+    "relative (a system's score is their weighted mean)",
+    check=lambda weights: any(weights.values()),
+    rule="one > 0, or every system scores 0",
+    entries=Entries(
+        f"metric, '{LATENCY}' or '{DIMS}'",
+        Option(
+            (int, float),
+            None,
+            "",
+            check=lambda weight: 0 <= weight <= MAX_WEIGHT,
+            rule=f"0 to {MAX_WEIGHT:,}: larger ones overflow the scores",
+            resolve=as_float,
+        ),
+        _term,
+    ),
+)
+
+DECISION_OPTIONS: OptionTable = {
+    "weights": _WEIGHTS,
+    "by_kind": Option(
+        dict,
+        {},
+        "weights of the suites of a kind (a registered suite kind), in place of `weights`",
+        entries=Entries("suite kind", _WEIGHTS, _kind),
+    ),
+    "by_suite": Option(
+        dict,
+        {},
+        "weights of one suite (by name), in place of its kind's and `weights`",
+        entries=Entries("suite", _WEIGHTS),
+    ),
+    "latency_budget_ms": Option(
+        (int, float),
+        200.0,
+        "the p50 latency (ms) that scores 0 on the `latency` term",
+        check=lambda value: value > 0,
+        rule="> 0",
+        resolve=as_float,
+    ),
+    "dims_budget": Option(
+        (int, float),
+        1024.0,
+        "the embedding dimension that scores 0 on the `dims` term",
+        check=lambda value: value > 0,
+        rule="> 0",
+        resolve=as_float,
+    ),
+}
+
+#: The ``decision`` key of the settings: the table of the decision score's weights and budgets.
+DECISION = Option(
+    dict,
+    None,
+    "the decision score that ranks each suite's systems (docs/report.md; its keys: the next "
+    "table); unset: no decision",
+    nested=lambda: DECISION_OPTIONS,
+    checks=(
+        Check(
+            "`weights` may be left out only when `by_kind` or `by_suite` gives weights",
+            lambda v: (
+                None
+                if v["weights"] is not None or v["by_kind"] or v["by_suite"]
+                else "give 'weights' (by metric name, 'latency', 'dims'), or 'by_kind' or 'by_suite'"
+            ),
+        ),
+    ),
+    resolve=lambda values, _: DecisionSettings(**{**values, "weights": values["weights"] or {}}),
+)

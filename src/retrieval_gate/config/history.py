@@ -1,19 +1,24 @@
 """The ``[tool.retrieval_gate.history]`` settings (docs/baselines.md): where the history of
 quality lives, the slow-drift check's window and tolerance, how old a baseline may be, and how
-many records keep their per-query values. Every problem is a
-:class:`~retrieval_gate.errors.ConfigError` naming the key."""
+many records keep their per-query values. Declared as an option table (:data:`HISTORY`), parsed
+with the other settings (:mod:`retrieval_gate.config.settings`)."""
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retrieval_gate.errors import ConfigError
 from retrieval_gate.records import plural
+from retrieval_gate.schema import (
+    Entries,
+    Option,
+    OptionTable,
+    as_float,
+    at_least,
+)
 
 #: The slow-drift check looks back over this many records (accepted baselines and recorded runs)
 #: by default: about a month of merges for a team that merges daily.
@@ -24,19 +29,6 @@ DEFAULT_DRIFT_FACTOR = 2.0
 DEFAULT_MAX_AGE_DAYS = 30.0
 DEFAULT_MAX_COMMITS = 200
 DEFAULT_KEEP_VALUES = 200
-
-_KEYS = frozenset(
-    {
-        "enabled",
-        "store",
-        "drift",
-        "drift_window",
-        "drift_tolerance",
-        "baseline_max_age",
-        "baseline_max_commits",
-        "keep_values",
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -66,113 +58,118 @@ class HistorySettings:
         return f"{self.drift_records} {plural(self.drift_records or 0, 'record')}"
 
 
-def _number(raw: Any, source: Path, entry: str, *, integer: bool = False) -> float:
-    bad = isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw)
-    if bad or raw < 0 or (integer and not isinstance(raw, int)):
-        kind = "a whole number" if integer else "a finite number"
-        raise ConfigError(f"{entry} must be {kind} >= 0, got {raw!r}", path=source, entry=entry)
-    return float(raw)
+def metric_keys(latency: str | None = None) -> Callable[[str], str]:
+    """An :class:`~retrieval_gate.schema.Entries` key: a metric as the registry spells it
+    (``latency``: why a latency metric is refused there; None: accepted). The metric registry is
+    imported only when a key is read: the settings are read without it."""
+
+    def key(text: str) -> str:
+        from retrieval_gate.suites.units import metric_key
+
+        return metric_key(text, latency)
+
+    return key
 
 
-def parse_history(raw: Any, source: Path, root: Path) -> HistorySettings:
-    """Validate the ``history`` table (``history = false`` switches the history off)."""
-    if raw is False:
+_DAYS = re.compile(r"\s*(\d+(?:\.\d+)?)\s*d(?:ays?)?\s*")
+
+
+def _days(text: str) -> float:
+    """The days of a window written ``"30d"``, ``"7 days"``; 0 for anything else."""
+    found = _DAYS.fullmatch(text)
+    return float(found.group(1)) if found else 0.0
+
+
+def _store(store: str, root: Path) -> str:
+    from retrieval_gate.baseline.store import url_scheme
+
+    if url_scheme(store) == "file":  # a folder, as the baseline's file:// is
+        store = store.partition("://")[2]
+    return str(root / store) if url_scheme(store) is None else store
+
+
+def _store_ok(store: str) -> bool:
+    return bool(store.strip() and store.strip().lower().removeprefix("file://").strip())
+
+
+def _history(values: Any, root: Path) -> HistorySettings:
+    if values is False:
         return HistorySettings(enabled=False)
-    if not isinstance(raw, Mapping):
-        raise ConfigError("'history' must be a table or false", path=source, entry="history")
-    unknown = sorted(str(k) for k in raw if k not in _KEYS)
-    if unknown:
-        raise ConfigError(
-            f"unknown key {unknown[0]!r}; known: {', '.join(sorted(_KEYS))}",
-            path=source,
-            entry="history",
-        )
-    for key in ("enabled", "drift"):
-        if not isinstance(raw.get(key, True), bool):
-            raise ConfigError(
-                f"'{key}' must be true or false, got {raw[key]!r}",
-                path=source,
-                entry=f"history.{key}",
-            )
-    store = raw.get("store")
-    if store is not None:
-        from retrieval_gate.baseline.store import url_scheme
-
-        if not isinstance(store, str) or not store.strip():
-            raise ConfigError(
-                f"'store' must be a folder or a URL, got {store!r}",
-                path=source,
-                entry="history.store",
-            )
-        if url_scheme(store) == "file":  # a folder, as the baseline's file:// is
-            store = store.partition("://")[2]
-            if not store.strip():
-                raise ConfigError(
-                    "'store' file:// names no folder", path=source, entry="history.store"
-                )
-        if url_scheme(store) is None:
-            store = str(root / store)
-    records, days = _window(raw.get("drift_window", DEFAULT_DRIFT_WINDOW), source)
+    window = values.pop("drift_window")
+    days = _days(window) if isinstance(window, str) else None
+    values["baseline_max_age"] = float(values["baseline_max_age"])
     return HistorySettings(
-        enabled=bool(raw.get("enabled", True)),
-        store=store,
-        drift=bool(raw.get("drift", True)),
-        drift_records=records,
-        drift_days=days,
-        drift_tolerance=_tolerances(raw.get("drift_tolerance"), source),
-        baseline_max_age=_number(
-            raw.get("baseline_max_age", DEFAULT_MAX_AGE_DAYS), source, "history.baseline_max_age"
-        ),
-        baseline_max_commits=int(
-            _number(
-                raw.get("baseline_max_commits", DEFAULT_MAX_COMMITS),
-                source,
-                "history.baseline_max_commits",
-                integer=True,
-            )
-        ),
-        keep_values=int(
-            _number(
-                raw.get("keep_values", DEFAULT_KEEP_VALUES),
-                source,
-                "history.keep_values",
-                integer=True,
-            )
-        ),
+        **values, drift_records=None if days else window, drift_days=days or None
     )
 
 
-def _window(raw: Any, source: Path) -> tuple[int | None, float | None]:
-    entry = "history.drift_window"
-    if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 1:
-        return raw, None
-    if isinstance(raw, str):
-        found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*d(?:ays?)?\s*", raw)
-        if found and float(found.group(1)) > 0:
-            return None, float(found.group(1))
-    raise ConfigError(
-        f"'drift_window' must be a number of records >= 1 or days such as \"30d\", got {raw!r}",
-        path=source,
-        entry=entry,
-    )
+def every_metric(value: Any, base: Path) -> dict[str, float]:
+    """A ``resolve``: one number for every metric (``"*"``), or a table of them."""
+    return value if isinstance(value, dict) else {"*": float(value)}
 
 
-def _tolerances(raw: Any, source: Path) -> dict[str, float]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        return {"*": _number(raw, source, "history.drift_tolerance")}
-    from retrieval_gate.errors import UnknownMetricError
-    from retrieval_gate.metrics import parse_metric
+_AMOUNT = Option((int, float), None, "", check=at_least(0), rule=">= 0", resolve=as_float)
 
-    out = {}
-    for name, value in raw.items():
-        entry = f"history.drift_tolerance.{name}"
-        try:
-            metric = parse_metric(str(name)).name
-        except UnknownMetricError as exc:
-            raise ConfigError(exc.message, path=source, entry=entry) from None
-        if metric in out:  # "P@1" and "p@1": the last would silently win
-            raise ConfigError(f"{metric} is given twice", path=source, entry=entry)
-        out[metric] = _number(value, source, entry)
-    return out
+HISTORY_OPTIONS: OptionTable = {
+    "enabled": Option(bool, True, "keep the history of quality (`false` as `history = false`)"),
+    "store": Option(
+        str,
+        None,
+        "where the history lives: a folder (or `file://` folder) relative to the settings file, "
+        "or a URL a package registers (`register_history_store`); default "
+        "`.retrieval-gate/history` in the rootdir",
+        check=_store_ok,
+        rule="a folder or a URL",
+        resolve=_store,
+    ),
+    "drift": Option(bool, True, "history-drift items once a suite x system has a history"),
+    "drift_window": Option(
+        (int, str),
+        DEFAULT_DRIFT_WINDOW,
+        "how far back the drift anchor is: the oldest of this many records, or of the records "
+        'within so many days (`"30d"`)',
+        check=lambda w: w >= 1 if isinstance(w, int) else _days(w) > 0,
+        rule='records >= 1, or days such as "30d"',
+    ),
+    "drift_tolerance": Option(
+        (int, float, dict),
+        {},
+        "the drop from the anchor a history-drift item allows, per metric or one number for "
+        "every metric; default twice the metric's regression tolerance",
+        entries=Entries("metric", _AMOUNT, metric_keys()),
+        resolve=every_metric,
+    ),
+    "baseline_max_age": Option(
+        (int, float),
+        DEFAULT_MAX_AGE_DAYS,
+        "days before a baseline is called old (a warning); 0: no limit",
+        check=at_least(0),
+        rule=">= 0",
+    ),
+    "baseline_max_commits": Option(
+        int,
+        DEFAULT_MAX_COMMITS,
+        "commits behind `HEAD` before a baseline is called old (needs git history); 0: no limit",
+        check=at_least(0),
+        rule=">= 0",
+    ),
+    "keep_values": Option(
+        int,
+        DEFAULT_KEEP_VALUES,
+        "records per system that keep their per-query values; older ones keep their metrics",
+        check=at_least(0),
+        rule=">= 0",
+    ),
+}
+
+#: The ``history`` key of the settings: its table, or ``false`` to switch the history off.
+HISTORY = Option(
+    (dict, bool),
+    {},
+    "the history of quality, slow drift and the baseline's age (docs/baselines.md; its keys: "
+    "the next table); `false` switches it off",
+    check=lambda value: value is False,
+    rule="a table, or false",
+    nested=lambda: HISTORY_OPTIONS,
+    resolve=_history,
+)

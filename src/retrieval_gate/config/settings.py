@@ -8,64 +8,215 @@ naming the file and the key.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.baseline.store import url_scheme
+from retrieval_gate.config.decision import DECISION
+from retrieval_gate.config.history import HISTORY, every_metric, metric_keys
 from retrieval_gate.errors import ConfigError
+from retrieval_gate.schema import (
+    Check,
+    Entries,
+    Option,
+    OptionTable,
+    Where,
+    as_float,
+    at_least,
+    choices,
+    non_empty,
+    parse_table,
+)
 
 if TYPE_CHECKING:
     from retrieval_gate.config.decision import DecisionSettings
     from retrieval_gate.config.history import HistorySettings
     from retrieval_gate.corpus import Corpus
     from retrieval_gate.systems.base import OpenContext, RunOptions
-from retrieval_gate.schema import OptionTable
 from retrieval_gate.systems.config import SystemConfig, parse_system
 
 DEFAULT_CACHE_DIR = ".retrieval-gate-cache"
 
+#: The smallest ``alpha``, whatever the blocks and metrics it is shared by; the largest
+#: ``seed``: 32 bits is the range every random-number library reads the same way.
+MIN_ALPHA, MAX_SEED = 1e-6, 2**32 - 1
+REGRESSION_SCOPES = ("suite", "category", "difficulty")
 
-_SETTINGS_KEYS = frozenset(
-    {
-        "decision",
-        "history",
-        "corpus",
-        "baseline",
-        "report",
-        "json",
-        "systems",
-        "system",
-        "cache_dir",
-        "alpha",
-        "seed",
+
+def _beside(value: str, base: Path) -> Path:
+    return base / value
+
+
+def _path(doc: str) -> Option:
+    """A path relative to the settings file."""
+    return Option(str, None, doc, check=non_empty, rule="a path", resolve=_beside)
+
+
+def _baseline_ok(value: str) -> bool:
+    return non_empty(value) and (url_scheme(value) != "file" or non_empty(value[7:]))
+
+
+def _named_systems(key: str) -> Check:
+    """``key`` names configured systems only."""
+
+    def fails(values: Mapping[str, Any]) -> str | None:
+        named = values[key]
+        for name in [named] if isinstance(named, str) else named or ():
+            if name not in values["system"]:
+                known = ", ".join(sorted(values["system"])) or "none configured"
+                return f"'{key}' names unknown system {name!r}; known systems: {known}"
+        return None
+
+    return Check(f"`{key}` names configured systems", fails)
+
+
+def _amount(check: Callable[[Any], bool], rule: str) -> Option:
+    return Option((int, float), None, "", check=check, rule=rule, resolve=as_float)
+
+
+#: The keys of ``[tool.retrieval_gate]`` (or ``retrieval-gate.yaml``); ``system`` holds the
+#: systems' tables, each parsed by its kind (systems/config.py).
+SETTINGS_OPTIONS: OptionTable = {
+    "corpus": _path("default corpus of the suites that name none"),
+    "baseline": Option(
+        str,
+        None,
+        "the accepted baseline (docs/baselines.md): a file relative to the settings file (or "
+        "`file://` one), or a URL a package registers; default `retrieval-baseline.json`",
+        check=_baseline_ok,
+        rule="a path or a URL",
+    ),
+    "report": _path(
+        "the markdown report (the JSON twin goes next to it); default "
+        "`retrieval-gate-report.md` in the rootdir"
+    ),
+    "json": _path("the JSON report; default: the report's path with `.json`"),
+    "cache_dir": _path(
+        f"embeddings, distilled models, indexes and search results; default `{DEFAULT_CACHE_DIR}`"
+    ),
+    "system": Option(dict, {}, "the systems under test, a table each by name (below)"),
+    "systems": Option(
+        (str, list),
+        None,
+        "the systems a session runs unless `--rg-system` says; default: every configured system",
+        check=lambda v: (
+            non_empty(v) and all(isinstance(s, str) for s in ([v] if isinstance(v, str) else v))
+        ),
+        rule="a system name, or a non-empty list of them",
+        resolve=lambda v, _: (v,) if isinstance(v, str) else tuple(v),
+    ),
+    "reference": Option(
+        str, None, "the system the report compares the others against (`--rg-reference`)"
+    ),
+    "alpha": Option(
+        (int, float),
+        0.05,
+        "the session's delta: regression resolutions hold at 1 - alpha",
+        check=lambda a: MIN_ALPHA <= a < 1,
+        rule=f"{MIN_ALPHA:g} to below 1; 0.05 and 0.01 are usual; below {MIN_ALPHA:g}, shared "
+        "by every block and metric, no critical value exists in 64-bit floats",
+        resolve=as_float,
+    ),
+    "seed": Option(
+        int,
+        0,
+        "seed of the report's comparisons, the bootstrap figures and the holdout",
+        check=lambda seed: 0 <= seed <= MAX_SEED,
+        rule=f"0 to {MAX_SEED} (2**32 - 1): numpy's generators take no negative seed",
+    ),
+    "tolerance": Option(
+        dict,
+        {},
+        "default regression tolerances by metric: the drop against the baseline a check "
+        "allows (suites may override)",
+        entries=Entries(
+            "metric",
+            _amount(at_least(0), ">= 0"),
+            metric_keys("latency is gated by ceilings, not baseline tolerances"),
+        ),
+    ),
+    "verdicts": Option(
+        str,
         "tolerance",
-        "reference",
-        "strict_verdicts",
-        "regression_scopes",
-        "latency_sample",
-        "verdicts",
-        "resolution",
-        "max_file_mb",
-    }
+        "the regression rule: `tolerance` (the observed drop against the tolerance) or "
+        "`margin` (fail only when the drop is shown beyond it; docs/verdicts.md)",
+        **choices("tolerance", "margin"),
+    ),
+    "resolution": Option(
+        (int, float, dict),
+        {},
+        "the largest resolution a suite may have, for every metric or per metric: a suite "
+        "resolving more coarsely is a collection error",
+        entries=Entries(
+            "metric",
+            _amount(lambda r: r > 0, "> 0"),
+            metric_keys("latency is gated by ceilings, not baseline resolutions"),
+        ),
+        resolve=every_metric,
+    ),
+    "strict_verdicts": Option(
+        bool, False, 'the margin rule only: an "underpowered" verdict fails instead of warning'
+    ),
+    "regression_scopes": Option(
+        list,
+        ["suite"],
+        "the scopes whose regressions are gated items (the others are diagnostics in the report)",
+        check=lambda scopes: all(s in REGRESSION_SCOPES for s in scopes),
+        rule="each of " + ", ".join(REGRESSION_SCOPES),
+        resolve=lambda scopes, _: tuple(dict.fromkeys(["suite", *scopes])),
+    ),
+    "latency_sample": Option(
+        (str, int),
+        "auto",
+        'queries timed per suite x system (docs/configuration.md, "Latency")',
+        check=lambda v: v == "auto" or (isinstance(v, int) and v >= 0),
+        rule='"auto" or a number of queries >= 0',
+        resolve=lambda v, _: None if v == "auto" else v,
+    ),
+    "max_file_mb": Option(
+        (int, float),
+        1024,
+        "the largest file the plugin reads (suite, corpus, run, baseline ...), in MiB",
+        check=at_least(0),
+        rule=">= 0; 0 for no limit",
+        resolve=as_float,
+    ),
+    "lock_timeout": Option(
+        (int, float),
+        600.0,
+        "the longest the plugin waits for a lock another process holds (the history's, an "
+        "index build's), in seconds; past it the run fails naming the holder (files/lock.py)",
+        check=lambda v: v > 0,
+        rule="> 0",
+        resolve=as_float,
+    ),
+    "history": HISTORY,
+    "decision": DECISION,
+}
+
+SETTINGS_CHECKS = (
+    _named_systems("systems"),
+    _named_systems("reference"),
+    Check(
+        '`strict_verdicts` only with `verdicts = "margin"`',
+        lambda v: (
+            "'strict_verdicts' applies to verdicts = \"margin\" only (the tolerance rule "
+            'has no underpowered verdict); drop it or set verdicts = "margin"'
+            if v["strict_verdicts"] and v["verdicts"] != "margin"
+            else None
+        ),
+    ),
 )
-
-#: The smallest ``alpha`` (the session's delta) the resolution's critical values can be
-#: computed at, whatever the number of blocks and metrics it is shared by.
-MIN_ALPHA = 1e-6
-
-#: The largest ``seed``: numpy's generators take any non-negative integer, and 32 bits is the
-#: range every random-number library reads the same way.
-MAX_SEED = 2**32 - 1
-
-#: The regression rules ``verdicts`` chooses between (docs/verdicts.md).
-VERDICT_POLICIES = ("tolerance", "margin")
 
 
 @dataclass(frozen=True)
 class Settings:
+    """The settings as parsed: each field a key of :data:`SETTINGS_OPTIONS` (its meaning there),
+    but ``systems`` (the parsed ``system`` tables), ``default_systems`` (``systems``) and
+    ``baseline_url`` (a ``baseline`` written as a URL)."""
+
     root: Path
     source: Path | None = None  # the file the settings came from, None when there is none
     corpus: Path | None = None
@@ -73,37 +224,28 @@ class Settings:
     report: Path | None = None
     json: Path | None = None
     cache_dir: Path | None = None
-    # A baseline store named by URL (``scheme://...``) rather than a file path.
     baseline_url: str | None = None
     systems: Mapping[str, SystemConfig] = field(default_factory=dict)
     default_systems: tuple[str, ...] = ()
     alpha: float = 0.05
     seed: int = 0
     tolerance: Mapping[str, float] = field(default_factory=dict)
-    reference: str | None = None  # the system others are compared against in the report
-    decision: DecisionSettings | None = None  # [tool.retrieval_gate.decision]
-    # An ``underpowered`` regression verdict fails instead of passing with a warning.
+    reference: str | None = None
+    decision: DecisionSettings | None = None
     strict_verdicts: bool = False
-    # Scopes whose regressions are items in the session's family ("suite" always; "category",
-    # "difficulty" on request); the others are diagnostics in the report.
     regression_scopes: tuple[str, ...] = ("suite",)
-    # Queries timed per suite x system through the single-query path: None ("auto") times
-    # AUTO_LATENCY_SAMPLE when a latency gate or decision weight reads latency, else none.
+    # None ("auto"): AUTO_LATENCY_SAMPLE when a latency gate or decision weight reads latency.
     latency_sample: int | None = None
-    # The regression rule: "tolerance" (the observed drop against the tolerance, with its
-    # resolution) or "margin" (the drop shown beyond the tolerance by a test).
     verdicts: str = "tolerance"
-    # The largest resolution a suite may have (per metric; "*" for every metric): a suite too
-    # small for it is a collection error.
     resolution: Mapping[str, float] = field(default_factory=dict)
 
     def max_resolution(self, metric: str) -> float | None:
         """The largest acceptable resolution of ``metric``, None when none is set."""
         return self.resolution.get(metric, self.resolution.get("*"))
 
-    # The largest file the plugin reads, in MiB (files/read.py); 0: no limit.
     max_file_mb: float = 1024
-    # [tool.retrieval_gate.history]: the history of quality, slow drift, baseline age.
+    # The longest the plugin waits for a lock another process holds, in seconds (files/lock.py).
+    lock_timeout: float = 600.0
     history: HistorySettings | None = None
 
     @property
@@ -226,233 +368,26 @@ def load_settings(root: Path) -> Settings:
 
 def parse_settings(table: Mapping[str, Any], source: Path) -> Settings:
     base = source.parent
-    unknown = sorted(str(k) for k in table if k not in _SETTINGS_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"unknown setting {unknown[0]!r}; known: {', '.join(sorted(_SETTINGS_KEYS))}",
-            path=source,
-            entry=unknown[0],
-        )
-    raw_systems = table.get("system", {})
-    if not isinstance(raw_systems, Mapping):
-        raise ConfigError("'system' must be a table of named systems", path=source, entry="system")
+    values = parse_table(SETTINGS_OPTIONS, table, Where(source, "", base), checks=SETTINGS_CHECKS)
     systems = {
         str(name): parse_system(str(name), spec, source, base, suite_system_options())
-        for name, spec in raw_systems.items()
+        for name, spec in values.pop("system").items()
     }
-    default = table.get("systems")
-    if default is None:
-        default_systems = tuple(systems)
-    else:
-        if isinstance(default, str):
-            default = [default]
-        if (
-            not isinstance(default, list)
-            or not default
-            or not all(isinstance(s, str) for s in default)
-        ):
-            raise ConfigError(
-                "'systems' must be a non-empty list of system names",
-                path=source,
-                entry="systems",
-            )
-        for name in default:
-            if name not in systems:
-                known = ", ".join(sorted(systems)) or "none configured"
-                raise ConfigError(
-                    f"unknown system {name!r}; known systems: {known}", path=source, entry="systems"
-                )
-        default_systems = tuple(default)
-
-    alpha = table.get("alpha", 0.05)
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        raise ConfigError(
-            f"'alpha' must be within (0, 1), got {alpha!r}", path=source, entry="alpha"
-        )
-    if alpha < MIN_ALPHA:
-        # Shared by every block and metric of the session, a smaller delta leaves each a level
-        # that 1 - level no longer tells from 1 in 64-bit floats: no critical value exists.
-        raise ConfigError(
-            f"'alpha' must be at least {MIN_ALPHA:g} (the session's delta; 0.05 and 0.01 are "
-            f"usual), got {alpha!r}",
-            path=source,
-            entry="alpha",
-        )
-    seed = table.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        # numpy's generators (bootstrap intervals, the randomisation tests, the resolution's
-        # joint draws) take a non-negative seed only: refused here, not as a traceback later.
-        raise ConfigError(
-            f"'seed' must be an integer from 0 to {MAX_SEED} (2**32 - 1), got {seed!r}",
-            path=source,
-            entry="seed",
-        )
-    tolerance = table.get("tolerance", {})
-    if not isinstance(tolerance, Mapping):
-        raise ConfigError("'tolerance' must map metric to amount", path=source, entry="tolerance")
-    parsed_tolerance = {}
-    for name, amount in tolerance.items():
-        if (
-            isinstance(amount, bool)
-            or not isinstance(amount, (int, float))
-            or not 0 <= amount < math.inf
-        ):
-            raise ConfigError(
-                f"tolerance must be a finite number >= 0, got {amount!r}",
-                path=source,
-                entry=f"tolerance.{name}",
-            )
-        metric = _metric_name(str(name), source, f"tolerance.{name}")
-        if metric in parsed_tolerance:  # "P@1" and "p@1": the last would silently win
-            raise ConfigError(f"{metric} is given twice", path=source, entry=f"tolerance.{name}")
-        parsed_tolerance[metric] = float(amount)
-    reference = table.get("reference")
-    if reference is not None and reference not in systems:
-        known = ", ".join(sorted(systems)) or "none configured"
-        raise ConfigError(
-            f"unknown system {reference!r}; known systems: {known}", path=source, entry="reference"
-        )
-    decision = None
-    if "decision" in table:
-        from retrieval_gate.config.decision import parse_decision
-
-        decision = parse_decision(table["decision"], source)
-    strict_verdicts = table.get("strict_verdicts", False)
-    if not isinstance(strict_verdicts, bool):
-        raise ConfigError(
-            f"'strict_verdicts' must be true or false, got {strict_verdicts!r}",
-            path=source,
-            entry="strict_verdicts",
-        )
-    scopes = table.get("regression_scopes", ["suite"])
-    if not isinstance(scopes, list) or any(
-        s not in ("suite", "category", "difficulty") for s in scopes
-    ):
-        raise ConfigError(
-            "'regression_scopes' must be a list of 'suite', 'category', 'difficulty', got "
-            f"{scopes!r}",
-            path=source,
-            entry="regression_scopes",
-        )
-    sample = table.get("latency_sample", "auto")
-    if sample != "auto" and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 0):
-        raise ConfigError(
-            f"'latency_sample' must be \"auto\" or a number of queries >= 0, got {sample!r}",
-            path=source,
-            entry="latency_sample",
-        )
-    verdicts = table.get("verdicts", "tolerance")
-    if verdicts not in VERDICT_POLICIES:
-        raise ConfigError(
-            f"'verdicts' must be one of {', '.join(repr(p) for p in VERDICT_POLICIES)}, got "
-            f"{verdicts!r}",
-            path=source,
-            entry="verdicts",
-        )
-    if strict_verdicts and verdicts != "margin":
-        raise ConfigError(
-            "'strict_verdicts' applies to verdicts = \"margin\" only (the tolerance rule has no "
-            'underpowered verdict); drop it or set verdicts = "margin"',
-            path=source,
-            entry="strict_verdicts",
-        )
-    resolution = _parse_resolution(table.get("resolution"), source)
-    max_file_mb = table.get("max_file_mb", 1024)
-    if (
-        isinstance(max_file_mb, bool)
-        or not isinstance(max_file_mb, (int, float))
-        or not 0 <= max_file_mb < math.inf
-    ):
-        raise ConfigError(
-            f"'max_file_mb' must be a finite number of MiB >= 0 (0 for no limit), got "
-            f"{max_file_mb!r}",
-            path=source,
-            entry="max_file_mb",
-        )
-    from retrieval_gate.config.history import parse_history
-
-    history = parse_history(table.get("history", {}), source, base)
-    raw_baseline = table.get("baseline")
-    baseline_url = None
-    if isinstance(raw_baseline, str) and url_scheme(raw_baseline) is not None:
-        if url_scheme(raw_baseline) == "file":
-            table = {**table, "baseline": raw_baseline.partition("://")[2]}
+    baseline, url = values.pop("baseline"), None
+    if baseline is not None and url_scheme(baseline) is not None:
+        if url_scheme(baseline) == "file":
+            baseline = baseline.partition("://")[2]
         else:
-            baseline_url = raw_baseline
+            baseline, url = None, baseline
     return Settings(
-        history=history,
-        max_file_mb=float(max_file_mb),
-        decision=decision,
-        latency_sample=None if sample == "auto" else sample,
         root=base,
         source=source,
-        corpus=_path(table, "corpus", source, base),
-        baseline=None if baseline_url else _path(table, "baseline", source, base),
-        baseline_url=baseline_url,
-        report=_path(table, "report", source, base),
-        json=_path(table, "json", source, base),
-        cache_dir=_path(table, "cache_dir", source, base),
         systems=systems,
-        default_systems=default_systems,
-        alpha=float(alpha),
-        seed=seed,
-        tolerance=parsed_tolerance,
-        reference=reference,
-        strict_verdicts=strict_verdicts,
-        regression_scopes=tuple(dict.fromkeys(["suite", *scopes])),
-        verdicts=verdicts,
-        resolution=resolution,
+        default_systems=values.pop("systems") or tuple(systems),
+        baseline=None if baseline is None else base / baseline,
+        baseline_url=url,
+        **values,
     )
-
-
-def _parse_resolution(raw: Any, source: Path) -> dict[str, float]:
-    """``resolution = 0.05`` (every metric) or ``resolution = { "nDCG@10" = 0.03 }``."""
-    if raw is None:
-        return {}
-
-    def amount(value: Any, entry: str) -> float:
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not 0 < value < math.inf
-        ):
-            raise ConfigError(
-                f"resolution must be a finite number > 0, got {value!r}", path=source, entry=entry
-            )
-        return float(value)
-
-    if isinstance(raw, Mapping):
-        return {
-            _metric_name(str(name), source, f"resolution.{name}", "resolutions"): amount(
-                value, f"resolution.{name}"
-            )
-            for name, value in raw.items()
-        }
-    return {"*": amount(raw, "resolution")}
-
-
-def _metric_name(text: str, source: Path, entry: str, what: str = "tolerances") -> str:
-    from retrieval_gate.errors import UnknownMetricError
-    from retrieval_gate.metrics import parse_metric
-
-    try:
-        metric = parse_metric(text)
-    except UnknownMetricError as exc:
-        raise ConfigError(exc.message, path=source, entry=entry) from None
-    if metric.is_latency:
-        raise ConfigError(
-            f"latency is gated by ceilings, not baseline {what}", path=source, entry=entry
-        )
-    return metric.name
-
-
-def _path(table: Mapping[str, Any], key: str, source: Path, base: Path) -> Path | None:
-    value = table.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"'{key}' must be a path, got {value!r}", path=source, entry=key)
-    return base / value
 
 
 def suite_system_options() -> OptionTable:

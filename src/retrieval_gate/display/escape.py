@@ -17,12 +17,14 @@ import re
 
 __all__ = ["escape"]
 
-# C0 controls, DEL, C1 controls, the bidi controls (the marks ALM, LRM, RLM, the embeddings and
-# overrides U+202A-U+202E, the isolates U+2066-U+2069), the line and paragraph separators, the
-# invisible zero-width space, word joiner and BOM, lone surrogates; a block of lines keeps its
-# newlines and tabs. (The zero-width joiners U+200C and U+200D stay: scripts and emoji need them.)
+# C0 controls, DEL, C1 controls, the line and paragraph separators (U+2028, U+2029: a line
+# break to str.splitlines and to many viewers, so one line of user text would show as two), the
+# bidi controls (the marks ALM, LRM, RLM, the embeddings and overrides U+202A-U+202E, the
+# isolates U+2066-U+2069), the invisible zero-width space, word joiner and BOM, lone surrogates;
+# a block of lines keeps its newlines and tabs. (The zero-width joiners U+200C and U+200D stay:
+# scripts and emoji need them.)
 _ALWAYS = (
-    "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e"
+    "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028-\u202e"
     "\u2060\u2066-\u2069\ufeff\ud800-\udfff"
 )
 _ONE_LINE = re.compile(f"[{_ALWAYS}\t\n]")

@@ -13,6 +13,7 @@ things that are the same on every machine with the same install (never absolute 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -260,12 +261,21 @@ def probe_hub(repo_ids: Sequence[str], *, what: str, entry: str | None = None) -
         from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
     except ImportError:
         return list(repo_ids)
+    from retrieval_gate.usercode import CallTimeout, call_bounded
+
     api = HfApi()
     found: list[str] = []
     unreachable: str | None = None
     for repo_id in repo_ids:
         try:
-            api.model_info(repo_id, timeout=HUB_PROBE_TIMEOUT_S)
+            # huggingface_hub's timeout is per read: the look-up is given it whole, from outside
+            # (the thread past it is abandoned, a daemon).
+            call_bounded(
+                functools.partial(api.model_info, repo_id, timeout=HUB_PROBE_TIMEOUT_S),
+                HUB_PROBE_TIMEOUT_S,
+            )
+        except CallTimeout:
+            unreachable = unreachable or f"no answer within {HUB_PROBE_TIMEOUT_S:g} s"
         except GatedRepoError:
             found.append(repo_id)
         except RepositoryNotFoundError:

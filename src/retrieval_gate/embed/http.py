@@ -7,9 +7,12 @@ httpx client. A 429 or a 5xx answer (and a connection the server dropped without
 or refused once the service had answered the probe: a restart) is tried again up to
 ``retries`` times, waiting what the server's ``Retry-After`` asks (at most the ``timeout``,
 ``RETRY_AFTER_MAX_S`` without one), else an exponential backoff, the first wait worth noticing
-said where progress goes; every request, its answer read whole, is bounded by the system's
-``timeout`` and by the size its vectors take. Every other fault (no service at ``base_url``
-when the run starts, a refused key, an answer that is not JSON or not in the OpenAI shape, a
+said where progress goes. Each try, from connecting to its answer's last byte, ends by the
+system's ``timeout``, and a request with all its tries and waits by its ``total_timeout``
+(deadlines kept by every step of the connection, not per read: embed/net.py); the answer is
+read within the size its vectors take, its gzip or deflate undone here within that limit.
+Every other fault (no service at ``base_url`` when the run starts, a refused key, an answer
+that is not HTTP, not JSON or not in the OpenAI shape, an embedding without its ``index``, a
 wrong number of vectors or of dimensions) ends the run at once with one line, and the requests
 beside it with it. The API key
 is read from the environment variable ``api_key_env`` names and sent as a Bearer token only: it
@@ -50,6 +53,7 @@ from retrieval_gate.embed import (
     encode_in_chunks,
     import_optional,
     make_identity,
+    net,
 )
 from retrieval_gate.errors import ConfigError, RunError
 from retrieval_gate.records import counted
@@ -85,9 +89,13 @@ BACKOFF_CAP_S = 30.0
 #: so, rather than hold a CI job for as long as it asks.
 RETRY_AFTER_MAX_S = 300.0
 
-#: The most an answer may hold, read as it arrives (its gzip undone): ``_BODY_SLACK`` bytes
-#: plus ``_BYTES_PER_NUMBER`` per number it should carry (a float written by JSON takes about
-#: 20, pretty-printed about 30). A probe's width is not known yet: ``_WIDEST`` numbers. An
+#: The longest model name an answer may give (it goes into the identity).
+_LONGEST_NAME = 256
+
+#: The most an answer may hold, read as it arrives: ``_BODY_SLACK`` bytes plus
+#: ``_BYTES_PER_NUMBER`` per number it should carry (a float written by JSON takes about 20,
+#: pretty-printed about 30), every byte that arrives and every byte its gzip or deflate layers
+#: give counted (embed/net.py). A probe's width is not known yet: ``_WIDEST`` numbers. An
 #: answer past it is no embeddings answer, and is not read on into memory until the timeout.
 _BODY_SLACK = 1 << 20
 _BYTES_PER_NUMBER = 64
@@ -97,6 +105,26 @@ _WIDEST = 65536
 def _url_ok(value: Any) -> bool:
     parts = urlsplit(value)
     return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+def _url_fault(url: str) -> str | None:
+    """What makes ``url`` no URL the embedder sends to, without quoting it (it may hold a
+    credential): a space, a tab, a line break or another control character, which urllib drops
+    or keeps silently and which would otherwise end up mangled into the request's path."""
+    for position, char in enumerate(url):
+        if char.isspace() or not char.isprintable():
+            return (
+                f"it holds {char!a} at position {position}: no URL holds spaces, tabs, "
+                "line breaks or other control characters (a space in a path is written %20)"
+            )
+    return None
+
+
+#: ``total_timeout`` when the system does not set it: ten minutes, or its ``timeout`` if longer.
+TOTAL_TIMEOUT_S = 600.0
+
+#: ``score_noise`` when the system does not set it (see docs/embedding.md, "Requests").
+SCORE_NOISE = 1e-5
 
 
 OPTIONS: OptionTable = {
@@ -138,18 +166,36 @@ OPTIONS: OptionTable = {
         "times a request is tried again after a 429, a 5xx, or a connection dropped or (once "
         "the service has answered) refused, waiting what Retry-After asks (at most the "
         f"`timeout`, else {RETRY_AFTER_MAX_S:g} s), else {BACKOFF_FIRST_S:g} s doubled each "
-        f"time (at most {BACKOFF_CAP_S:g} s)",
+        f"time (at most {BACKOFF_CAP_S:g} s); every try and wait within `total_timeout`",
         check=at_least(0),
         rule=">= 0",
     ),
-    # The system's own 'timeout' (the same key): how long one request and its answer may take.
+    # The system's own 'timeout' (the same key): how long one try of a request may take.
     "timeout": Option(
         (int, float),
         DEFAULT_TIMEOUT_S,
-        "seconds one request may take, its answer read whole (the system's `timeout`); 0 for "
-        "no limit",
+        "seconds one try of a request may take in all: connecting, sending, the answer's headers "
+        "and its whole body (the system's `timeout`); 0: no limit but `total_timeout`",
         check=lambda v: v >= 0,
-        rule=">= 0; 0 for no limit",
+        rule=">= 0; 0 for none",
+    ),
+    "total_timeout": Option(
+        (int, float),
+        None,
+        "seconds one request may take with all its tries and the waits between them; past it "
+        "the run ends in one line saying what the service answered, how many tries and how "
+        f"long; unset: {TOTAL_TIMEOUT_S:g} s, or the `timeout` when that is longer",
+        check=lambda v: v > 0,
+        rule="> 0",
+    ),
+    "score_noise": Option(
+        (int, float),
+        SCORE_NOISE,
+        "the service's float noise on a score: a query's results whose scores are closer than "
+        "this at a cutoff count as tied, so the report gives the metric's range over their "
+        "orders (the service's batching can order them either way); 0: exact ties only",
+        check=lambda v: 0 <= v < 1,
+        rule="0 to 1",
     ),
 }
 
@@ -161,6 +207,17 @@ def check_options(options: Mapping[str, Any], where: Where) -> None:
     if options.get("base_url") is None:
         raise ConfigError(
             "the http embedder needs 'base_url' (e.g. \"http://localhost:11434/v1\")",
+            path=where.source,
+            entry=where.entry,
+        )
+    fault = _url_fault(str(options["base_url"]))
+    if fault is not None:
+        raise ConfigError(f"invalid 'base_url': {fault}", path=where.source, entry=where.entry)
+    total, timeout = options.get("total_timeout"), options.get("timeout")
+    if total is not None and timeout and total < timeout:
+        raise ConfigError(
+            f"'total_timeout' ({total:g} s) is shorter than 'timeout' ({timeout:g} s), which one "
+            "try may take: raise 'total_timeout' or lower 'timeout'",
             path=where.source,
             entry=where.entry,
         )
@@ -253,6 +310,51 @@ def _sleep(seconds: float, stop: threading.Event | None = None) -> None:
         stop.wait(seconds)
 
 
+#: How httpcore begins the message of a connection the server closed (before an answer, or
+#: before its body's end): a fault worth another try, unlike an answer that is not HTTP.
+_DROPPED = ("Server disconnected", "peer closed connection")
+
+
+class _OutOfTime(Exception):
+    """A try past its deadline: the system's ``timeout``, or (``total``) the request's
+    ``total_timeout``."""
+
+    def __init__(self, *, total: bool) -> None:
+        super().__init__("out of time")
+        self.total = total
+
+
+#: The most of an answer a message looks at (an error page's, a body that is not JSON): its
+#: title or first words are near the start, and masking secrets in megabytes takes seconds.
+_PAGE_MOST = 1 << 16
+
+
+def _page(payload: bytes) -> str:
+    """What a message quotes of an answer's body: its HTML title or its text, from its first
+    ``_PAGE_MOST`` bytes, masked, escaped and cut (display/). A body cut here loses its last
+    word too: half a key at the cut would be no key to mask, and runs of blanks before it
+    close up when quoted."""
+    text = payload[:_PAGE_MOST].decode("utf-8", "replace")
+    if len(payload) > _PAGE_MOST:
+        if len(text.split(None, 1)) < 2:
+            return f"a body of more than {_PAGE_MOST >> 10} KiB without a blank"
+        text = text.rsplit(None, 1)[0]
+    return quoted(page_text(text))
+
+
+class _Tally:
+    """How many tries a request had and how long since its first began, as the line ending
+    the run says it: ``tried 3 times in 2.4 s``."""
+
+    def __init__(self, tries: int, started: float) -> None:
+        self.tries = tries
+        self.started = started
+
+    def __str__(self) -> str:
+        times = "once" if self.tries == 1 else f"{self.tries} times"
+        return f"tried {times} in {time.monotonic() - self.started:.1f} s"
+
+
 class _Abandoned(Exception):
     """A request given up unanswered because another request of the same texts failed."""
 
@@ -296,10 +398,21 @@ class HttpEmbedder:
         self._said_waiting = False  # see _say_waiting
         timeout = float(options.get("timeout", DEFAULT_TIMEOUT_S))
         self._timeout = timeout if timeout > 0 else None
+        total = options.get("total_timeout")
+        #: Seconds one request may take with all its tries and waits (``total_timeout``).
+        self._total = float(total) if total is not None else max(TOTAL_TIMEOUT_S, timeout)
+        #: Scores closer than this at a cutoff count as tied (``score_noise``): the run's tie
+        #: ranges read it (suites/ranking.py).
+        self.score_noise = float(options.get("score_noise", SCORE_NOISE))
+        fault = _url_fault(str(options["base_url"]))
+        if fault is not None:  # said when the settings are read; here for a spec made in code
+            raise ConfigError(f"invalid 'base_url': {fault}", entry=entry)
         env = options.get("api_key_env")
         self._key_env: str | None = env
         self._key: str | None = None
-        headers = {"User-Agent": "pytest-retrieval-gate"}
+        # Only the codings read here within a byte limit (embed/net.py): not br or zstd, which
+        # httpx would ask for when their packages happen to be installed.
+        headers = {"User-Agent": "pytest-retrieval-gate", "Accept-Encoding": net.ACCEPT_ENCODING}
         if env is not None:
             key = os.environ.get(env, "").strip()
             register_secret(key)  # masked in every message and output from here (display/)
@@ -328,6 +441,12 @@ class HttpEmbedder:
             # (a POST redirected is a misconfigured base_url, better said than guessed).
             follow_redirects=False,
         )
+        try:
+            net.fit(self._client)  # every step of a request within its deadline
+        except net.Unfitted:
+            self._fitted = False  # each request is then given up from outside at its deadline
+        else:
+            self._fitted = True
         # Closed when the embedder goes (the session keeps it to the end), before the garbage
         # collector could finalise its sockets one by one, each with a ResourceWarning.
         weakref.finalize(self, self._client.close)
@@ -365,41 +484,50 @@ class HttpEmbedder:
         kind = ConfigError if config else RunError
         return kind(f"{self._where}: {message}", entry=self._entry)
 
-    def _post(self, body: dict[str, Any], count: int) -> tuple[int, Mapping[str, str], bytes]:
-        """One POST of ``count`` texts, its answer read whole within the timeout (a server
-        trickling bytes is as slow as a silent one) and within the size their vectors take;
-        the status, headers and body."""
+    def _post(
+        self, body: dict[str, Any], count: int, until: float
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        """One POST of ``count`` texts: the status, headers and body, all of it (connecting,
+        sending, the headers, every body byte) within the try's deadline, the system's
+        ``timeout`` from now or ``until`` (the request's ``total_timeout``) if sooner, and the
+        body within the size its vectors take, read and decoded here (embed/net.py).
+        :class:`_OutOfTime` when the deadline passes."""
+        own = None if self._timeout is None else time.monotonic() + self._timeout
+        at = until if own is None or until <= own else own
+        try:
+            with net.deadline(at):
+                if self._fitted:
+                    return self._exchange(body, count)
+                return net.call_within(lambda: self._exchange(body, count), at)
+        except (self._httpx.TimeoutException, TimeoutError):
+            raise _OutOfTime(total=at == until) from None
+
+    def _exchange(self, body: dict[str, Any], count: int) -> tuple[int, Mapping[str, str], bytes]:
         httpx = self._httpx
         width = self._dimensions or self.dim or _WIDEST
         most = _BODY_SLACK + count * width * _BYTES_PER_NUMBER
-        deadline = None if self._timeout is None else time.monotonic() + self._timeout
-        slow = self._fail(
-            f"no answer within {self._timeout:g} s (the system's 'timeout'); a slower service "
-            "needs a larger 'timeout'"
-            if self._timeout is not None
-            else "no answer"
-        )
         try:
             with self._client.stream("POST", self._url, json=body) as response:
-                chunks = []
-                size = 0
-                for chunk in response.iter_bytes():
-                    chunks.append(chunk)
-                    size += len(chunk)
-                    if size > most:
-                        if response.status_code != 200:
-                            break  # an error page: its head is all a message quotes
-                        raise self._fail(
-                            f"answered more than {most / (1 << 20):.0f} MiB for "
-                            f"{counted(count, 'text')}, "
-                            "more than their embeddings take; is 'base_url' the embedding "
-                            "service?"
-                        )
-                    if deadline is not None and time.monotonic() > deadline:
-                        raise slow
-                return response.status_code, response.headers, b"".join(chunks)
-        except httpx.TimeoutException:
-            raise slow from None
+                if response.status_code != 200:
+                    most = min(most, _PAGE_MOST)  # an error page: a message quotes its head
+                try:
+                    payload = net.read_body(response, most)
+                except net.TooLarge as exc:
+                    if response.status_code != 200:
+                        # An error page: its head is all a message quotes.
+                        return response.status_code, response.headers, exc.head
+                    raise self._fail(
+                        f"answered more than {most / (1 << 20):.0f} MiB for "
+                        f"{counted(count, 'text')}, "
+                        "more than their embeddings take; is 'base_url' the embedding "
+                        "service?"
+                    ) from None
+                except net.BadEncoding as exc:
+                    if response.status_code != 200:
+                        # An error page in a coding not read: its status says enough.
+                        return response.status_code, response.headers, b""
+                    raise self._fail(str(exc)) from None
+                return response.status_code, response.headers, payload
         except httpx.ConnectError as exc:
             reason = quoted(str(exc) or type(exc).__name__)
             hint = _connect_hint(str(exc))
@@ -408,17 +536,30 @@ class HttpEmbedder:
                 what = f"could not connect ({reason}) after it had answered"
                 raise _Retry(what, None, "is unreachable") from None
             raise self._fail(f"could not connect ({reason}); {hint}") from None
-        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+        except httpx.RemoteProtocolError as exc:
+            text = str(exc) or type(exc).__name__
+            reason = quoted(text)
+            if text.startswith(_DROPPED):
+                raise _Retry(f"the connection broke ({reason})", None, "is unreachable") from None
+            # Not HTTP at all (an HTTP/0.9 answer, garbage, a header block past h11's limit):
+            # another service at base_url, said at once rather than tried again.
+            raise self._fail(
+                f"answered something that is not HTTP/1.1 ({reason}); is 'base_url' the "
+                "embedding service?"
+            ) from None
+        except (httpx.ReadError, httpx.WriteError) as exc:
             reason = quoted(str(exc) or type(exc).__name__)
             raise _Retry(f"the connection broke ({reason})", None, "is unreachable") from None
+        except httpx.TimeoutException:
+            raise
         except httpx.HTTPError as exc:
             reason = quoted(str(exc) or type(exc).__name__)
             raise self._fail(f"request failed: {type(exc).__name__}: {reason}") from None
 
     def _status_fault(self, status: int, headers: Mapping[str, str], payload: bytes) -> Exception:
-        text = quoted(page_text(payload.decode("utf-8", "replace")))
+        text = _page(payload)
         said = f": {text}" if text else ""
-        if status == 429 or status >= 500:
+        if status == 429 or 500 <= status < 600:
             after = _retry_after(headers.get("retry-after"))
             state = "is rate limiting" if status == 429 else "is unavailable"
             return _Retry(f"answered {status}{said}", after, state)
@@ -460,12 +601,16 @@ class HttpEmbedder:
     def _decode(self, payload: bytes, count: int) -> tuple[np.ndarray, str | None]:
         try:
             answer = json.loads(payload)
-        except ValueError:
-            text = quoted(page_text(payload.decode("utf-8", "replace"))) or "an empty body"
+        except json.JSONDecodeError:
+            text = _page(payload) or "an empty body"
             raise self._fail(f"answered something that is not JSON: {text}") from None
         except RecursionError:
             # Python's JSON reader recurses per level of nesting: no answer nests that deep.
             raise self._fail("answered JSON nested too deeply to be an embeddings answer") from None
+        except ValueError:
+            # Not a syntax error: a number Python will not read (an integer of more than 4,300
+            # digits), which no embedding is.
+            raise self._fail("answered JSON holding a number too long to be read") from None
         data = answer.get("data") if isinstance(answer, dict) else None
         if not isinstance(data, list):
             raise self._fail(self._not_openai(answer, payload))
@@ -475,15 +620,21 @@ class HttpEmbedder:
             )
         rows: list[Any] = [None] * count
         for position, item in enumerate(data):
-            index = item.get("index", position) if isinstance(item, dict) else None
-            vector = item.get("embedding") if isinstance(item, dict) else None
-            if not isinstance(index, int) or not 0 <= index < count or rows[index] is not None:
-                raise self._fail(f"answered embedding #{position} with a missing or bad 'index'")
+            if not isinstance(item, dict):
+                raise self._fail(f"answered embedding #{position} that is not a JSON object")
+            index = self._index(item, position, count)
+            if rows[index] is not None:
+                raise self._fail(
+                    f"answered two embeddings with 'index' {index} (#{rows[index][0]} and "
+                    f"#{position}): which text each is cannot be told"
+                )
+            vector = item.get("embedding")
             if not isinstance(vector, list) or not all(
                 isinstance(v, (int, float)) and not isinstance(v, bool) for v in vector
             ):
                 raise self._fail(f"answered embedding #{index} that is not a list of numbers")
-            rows[index] = vector
+            rows[index] = (position, vector)
+        rows = [vector for _, vector in rows]
         widths = {len(row) for row in rows}
         if len(widths) != 1 or 0 in widths:
             found = ", ".join(str(w) for w in sorted(widths))
@@ -519,9 +670,41 @@ class HttpEmbedder:
                 "infinity, or beyond +-3.4e38)"
             )
         served = answer.get("model")
-        # The identity is written to the cache, the baseline and the reports: a service that
-        # echoes the key (or any credential) as its model name must not put it there.
+        if isinstance(served, str) and (
+            len(served) > _LONGEST_NAME or not (served.isprintable() and served.strip())
+        ):
+            # The identity, which holds it, is written to the cache, the baseline and every
+            # report: a megabyte or a terminal escape is no model's name.
+            raise self._fail(
+                f"answered a 'model' of {counted(len(served), 'character')} that cannot be a "
+                f"model's name (blank, longer than {_LONGEST_NAME}, or holding control "
+                "characters)"
+            )
+        # A service that echoes the key (or any credential) as its model name must not put it
+        # in the identity.
         return vectors, redact(served) if isinstance(served, str) else None
+
+    def _index(self, item: Mapping[str, Any], position: int, count: int) -> int:
+        """The text an answer's embedding #``position`` belongs to: its ``index``, which every
+        embedding must give (the OpenAI protocol's field; vectors are never matched to texts
+        by their place in the list, which a server answering out of order would swap), a whole
+        number (not JSON's ``true``, which Python counts as 1) from 0 to ``count`` - 1."""
+        if "index" not in item:
+            raise self._fail(
+                f"answered embedding #{position} without an 'index': which text it is cannot be "
+                "told (the OpenAI protocol gives each embedding the position of its text)"
+            )
+        index = item["index"]
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < count:
+            if isinstance(index, (bool, int, float)) or index is None:
+                shown = json.dumps(index)[:40]  # true, 1.0, -1, null: said as JSON wrote them
+            else:
+                shown = "a string" if isinstance(index, str) else "a list or an object"
+            raise self._fail(
+                f"answered embedding #{position} with 'index' {shown}, not a whole number from "
+                f"0 to {count - 1} (the position of its text)"
+            )
+        return index
 
     def _not_openai(self, answer: Any, payload: bytes) -> str:
         """What to say of JSON without a ``data`` list: a service's native API (Ollama's
@@ -542,40 +725,61 @@ class HttpEmbedder:
                 "service's native API does (Ollama's /api, TEI's /embed): set 'base_url' to its "
                 "OpenAI-compatible address, which ends in /v1 for both"
             )
-        text = quoted(page_text(payload.decode("utf-8", "replace")))
+        text = _page(payload)
         return f"answered JSON without a 'data' list of embeddings: {text}"
 
     def _request(
         self, texts: list[str], stop: threading.Event | None = None
     ) -> tuple[np.ndarray, str | None]:
         """The vectors of ``texts`` from one request (tried again as the retries allow) and
-        the model name the answer gives. Once ``stop`` is set (a parallel request failed), it
-        is not tried again: the run ends on the first fault, not after every retry's wait."""
+        the model name the answer gives. Every try and every wait between them end within the
+        request's ``total_timeout``; the line that ends the run says how many tries there
+        were and how long they took. Once ``stop`` is set (a parallel request failed), it is
+        not tried again: the run ends on the first fault, not after every retry's wait."""
         body: dict[str, Any] = {"model": self._spec.model, "input": texts}
         if self._dimensions is not None:
             body["dimensions"] = self._dimensions
-        for attempt in range(self._retries + 1):
+        started = time.monotonic()
+        until = started + self._total
+        attempt = 0
+        while True:
+            tally = _Tally(attempt + 1, started)
             try:
-                status, headers, payload = self._post(body, len(texts))
+                status, headers, payload = self._post(body, len(texts), until)
                 if status != 200:
                     raise self._status_fault(status, headers, payload)
                 vectors, served = self._decode(payload, len(texts))
                 return vectors, served
-            except _Retry as fault:
-                if attempt == self._retries:
-                    tries = "once" if attempt == 0 else f"{attempt + 1} times"
+            except _OutOfTime as late:
+                if late.total:
                     raise self._fail(
-                        f"{fault.what} (tried {tries}; 'retries' = {self._retries})"
+                        f"no whole answer before the request's 'total_timeout' "
+                        f"({self._total:g} s) ran out ({tally}; 'retries' = {self._retries})"
                     ) from None
-                self._wait(fault, attempt, stop)
+                raise self._fail(
+                    f"no answer within {self._timeout:g} s (the system's 'timeout'; {tally}); "
+                    "a slower service needs a larger 'timeout'"
+                ) from None
+            except _Retry as fault:
+                if attempt >= self._retries:
+                    raise self._fail(
+                        f"{fault.what} ({tally}; 'retries' = {self._retries})"
+                    ) from None
+                delay = self._delay(fault, attempt)
+                if time.monotonic() + delay >= until:
+                    raise self._fail(
+                        f"{fault.what} ({tally}; waiting {delay:.1f} s more would pass the "
+                        f"request's 'total_timeout' of {self._total:g} s)"
+                    ) from None
+                self._say_waiting(fault, delay)
+                _sleep(delay, stop)
                 if stop is not None and stop.is_set():
                     raise _Abandoned from None
-        raise AssertionError("unreachable")  # the loop returns or raises
+            attempt += 1
 
-    def _wait(self, fault: _Retry, attempt: int, stop: threading.Event | None) -> None:
-        """Wait before the next try: what ``Retry-After`` asked, at most the system's
-        ``timeout`` (``RETRY_AFTER_MAX_S`` without one), else a jittered backoff; the first
-        wait long enough to notice is said where progress goes."""
+    def _delay(self, fault: _Retry, attempt: int) -> float:
+        """How long to wait before the next try: what ``Retry-After`` asked, at most the
+        system's ``timeout`` (``RETRY_AFTER_MAX_S`` without one), else a jittered backoff."""
         if fault.after is not None:
             longest = RETRY_AFTER_MAX_S if self._timeout is None else self._timeout
             if fault.after > longest:
@@ -587,12 +791,11 @@ class HttpEmbedder:
                 raise self._fail(
                     f"{fault.what}, asking to retry after {fault.after:g} s, longer than {bound}"
                 )
-            delay = fault.after
-        else:
-            # Jittered, so that concurrent requests refused together do not return together.
-            delay = min(BACKOFF_CAP_S, BACKOFF_FIRST_S * 2**attempt) * random.uniform(0.5, 1.0)
-        self._say_waiting(fault, delay)
-        _sleep(delay, stop)
+            return fault.after
+        # Jittered, so that concurrent requests refused together do not return together; the
+        # exponent stops growing once the cap is reached ('retries' may be a million).
+        step = BACKOFF_FIRST_S * 2.0 ** min(attempt, 16)
+        return min(BACKOFF_CAP_S, step) * random.uniform(0.5, 1.0)
 
     def _say_waiting(self, fault: _Retry, delay: float) -> None:
         """Say, once per embedder, that the service makes the run wait: a rate-limited run is

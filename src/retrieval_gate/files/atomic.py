@@ -67,6 +67,12 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
 
 
 def _write(path: Path, text: str | bytes) -> None:
+    from retrieval_gate.files import door
+
+    # Through the door: never out of the project through a symbolic link, folders included.
+    refused = door.refused(path)
+    if refused is not None:
+        raise refused
     # Renaming over a device or a pipe would replace it (as root, /dev/full with a report):
     # only a regular file, or a link (the link itself is replaced), is ever written over.
     try:

@@ -317,6 +317,10 @@ def parse_structured(
     if format == "json":
         import json
 
+        from retrieval_gate.files.structured import nested_deeper
+
+        if nested_deeper(text, MAX_DEPTH):  # before the parser recurses as deep as the text
+            raise fail(f"nested more than {MAX_DEPTH} levels deep; flatten it")
         try:
             constant = None if constants else _no_constant
             if strict:

@@ -21,15 +21,16 @@ with the label-free ranking drift items (``drift::RBO@10``, :mod:`~retrieval_gat
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from retrieval_gate.baseline.history import History, HistoryRecord, identity_digest
+from retrieval_gate.baseline.history import HistoryRecord, identity_digest
 from retrieval_gate.config.history import HistorySettings
 from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.gates.kernel import exceeds, paired, width
+from retrieval_gate.gates.rule import Check, Context, Rule
 from retrieval_gate.records import (
-    DRIFT_SCOPE,
     Outcome,
     RunRecord,
     counted,
@@ -38,7 +39,105 @@ from retrieval_gate.records import (
     resolution_words,
 )
 
-_TIE = 1e-12
+ORDER = 50
+
+#: The items' scope and the first part of their names: ``...::history-drift::nDCG@10``.
+SCOPE = "history-drift"
+
+
+class HistoryDriftRule(Rule):
+    name = SCOPE
+
+    def checks(self, context: Context) -> Iterator[Check]:
+        for check in drift_checks(context):
+            yield Check(self.name, f"{SCOPE}::{check.metric}", check, wide=True)
+
+    def decide(self, check: Check, context: Context) -> Outcome | str:
+        spec: DriftCheck = check.spec
+        found = context.once(self.name, lambda: _drift(context))
+        return found[spec.metric]
+
+    def headline(self, outcome: Outcome) -> str:
+        verdict = "ok" if outcome.passed else "FAILED"
+        return (
+            f"{outcome.metric} slow drift ({outcome.suite} x {outcome.system}): {verdict}: "
+            f"{format_value(outcome.value)} (needs >= {format_value(outcome.threshold)}: the "
+            f"anchor's value less the drift tolerance, n={outcome.n})"
+        )
+
+
+RULE = HistoryDriftRule()
+
+
+def _anchors(context: Context) -> dict[tuple[str, str], Anchor | str]:
+    """The session's anchors by (suite, system), registered at collection: the drift items are
+    a family of their own, one block per suite x system with an anchor."""
+    return context.state(SCOPE, dict)
+
+
+def drift_checks(context: Context) -> list[DriftCheck]:
+    """The suite x system's drift checks, registered as one block of the drift family: none
+    while it has no record older than the baseline; with ``--rg-pin`` and a history that lacks
+    the commit, items that say so (skipped) rather than none."""
+    keeper = context.history
+    if keeper.store is None or not keeper.conf.drift:
+        return []
+    suite, system = context.suite, context.system
+    records = keeper.history(suite.name).of(system)
+    anchor = find_anchor(records, keeper.conf, pin=keeper.pin, now=keeper.now)
+    if isinstance(anchor, str) and not (keeper.pin and records):
+        return []
+    if not isinstance(anchor, str) and anchor.how != "pinned" and anchor.record is records[-1]:
+        # Only the newest record: that is the baseline the regression items compare with
+        # already (a history of one record has no drift yet). Not so when records from
+        # uncommitted changes (no anchor) came after it: the baseline may be one of them.
+        return []
+    _anchors(context)[(suite.name, system)] = anchor
+    return [
+        DriftCheck(c.metric, keeper.conf.tolerance_for(c.metric, c.tolerance), c.tolerance)
+        for c in context.plan.checks(suite)
+        if c.gated and c.scope == "suite"
+    ]
+
+
+def _drift(context: Context) -> dict[str, Outcome | str]:
+    from retrieval_gate.gates.resolution import block_level
+
+    keeper, settings = context.history, context.settings
+    suite, system = context.suite, context.system
+    checks = drift_checks(context)
+    anchors = _anchors(context)
+    anchor = anchors[(suite.name, system)]
+    if isinstance(anchor, str):
+        return {c.metric: anchor for c in checks}
+    blocks = sum(1 for a in anchors.values() if not isinstance(a, str))
+    level = block_level(settings.alpha, blocks)
+    record = context.record()
+    # Each metric from its own anchor: the window's, or where a drift of it was accepted.
+    records = keeper.history(suite.name).of(system)
+    by_anchor: dict[int, tuple[Anchor, list[DriftCheck]]] = {}
+    for check in checks:
+        own = find_anchor(records, keeper.conf, pin=keeper.pin, now=keeper.now, metric=check.metric)
+        found = anchor if isinstance(own, str) else own
+        by_anchor.setdefault(id(found.record), (found, []))[1].append(check)
+    out: dict[str, Outcome | str] = {}
+    for found, group in by_anchor.values():
+        out.update(
+            drift_outcomes(record, found, group, level=level, alpha=settings.alpha, seed=settings.seed)
+        )
+    return out
+
+
+def failed_metrics(run: RunRecord, gates: Sequence[Outcome]) -> tuple[str, ...]:
+    """The metrics whose drift item of ``run``'s suite x system failed this session: a baseline
+    saved over them accepts their drift (the window starts again there)."""
+    return tuple(
+        sorted(
+            g.metric
+            for g in gates
+            if g.rule == SCOPE and not g.passed and (g.suite, g.system) == run.key
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -166,7 +265,7 @@ def _steps(anchor: Anchor, record: RunRecord, check: DriftCheck) -> tuple[int, i
     tolerances.append(check.step_tolerance)
     beyond = 0
     for before, after, t in zip(values, values[1:], tolerances, strict=False):
-        if before is not None and after is not None and before - after > t + _TIE:
+        if before is not None and after is not None and exceeds(before - after, t):
             beyond += 1
     return len(values) - 1, beyond
 
@@ -197,7 +296,6 @@ def drift_outcomes(
         and then_defs[c.metric] != now_defs[c.metric]
     }
     checks = [c for c in checks if c.metric not in redefined]
-    from retrieval_gate.gates.regressions import _width, paired
     from retrieval_gate.gates.resolution import block_resolution
     from retrieval_gate.gates.stats import is_mean
     from retrieval_gate.metrics import parse_metric
@@ -239,7 +337,7 @@ def drift_outcomes(
             continue
         then_values = [then[k] for k in keys]
         now_values = [today[k].metrics[check.metric] for k in keys]
-        width = _width(metric, now_values, then_values)
+        span = width(metric, now_values, then_values)
         names = (check.metric, *metric.spec.aggregation.components)
         series_then = {check.metric: then_values}
         series_now = {check.metric: now_values}
@@ -273,7 +371,7 @@ def drift_outcomes(
         found = paired(metric, check.metric, series_now, series_then, check.tolerance, seed)
         paired_values[check.metric] = (found.then, found.now, len(keys))
         if len(keys) >= 2:
-            spreads[check.metric] = found.spread(width)
+            spreads[check.metric] = found.spread(span)
     resolved = block_resolution(spreads, level, seed)
     outcomes: dict[str, Outcome | str] = {**redefined, **unpaired}
     for check in checks:
@@ -281,7 +379,7 @@ def drift_outcomes(
             continue
         if check.metric in paired_values:
             before, after, n = paired_values[check.metric]
-            over = f"shared {units}"  # as regression items say (gates/wording.py)
+            over = f"shared {units}"  # as regression items say (gates/regression.py)
         else:
             before = anchor.record.metrics.get(check.metric, float("nan"))
             after = record.metrics.get(check.metric, float("nan"))
@@ -298,11 +396,13 @@ def drift_outcomes(
         outcomes[check.metric] = Outcome(
             suite=record.suite,
             system=record.system,
-            scope=DRIFT_SCOPE,
+            scope=SCOPE,
+            rule=SCOPE,
+            summary=_statement(check, drop, anchor, steps, beyond),
             metric=check.metric,
             value=after,
             threshold=before - check.tolerance,
-            passed=not drop > check.tolerance + _TIE,
+            passed=not exceeds(drop, check.tolerance),
             n=n,
             detail=(
                 _statement(check, drop, anchor, steps, beyond),
@@ -330,12 +430,6 @@ def _statement(check: DriftCheck, drop: float, anchor: Anchor, steps: int, beyon
         "each within its tolerance" if beyond == 0 else f"{beyond} of them beyond their tolerance"
     )
     said += f", over {steps} {word} (accepted baselines and this run), {each}"
-    if drop > check.tolerance + _TIE:
+    if exceeds(drop, check.tolerance):
         said += f"; more than the drift tolerance {format_value(check.tolerance)}"
     return said
-
-
-def anchors_by_system(
-    history: History, systems: Sequence[str], settings: HistorySettings, pin: str | None
-) -> Mapping[str, Anchor | str]:
-    return {s: find_anchor(history.of(s), settings, pin=pin) for s in systems}

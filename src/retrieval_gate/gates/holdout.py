@@ -20,19 +20,58 @@ every run, so the bits are counted instead.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from retrieval_gate.gates.compared import TIE
-from retrieval_gate.records import HOLDOUT_SCOPE, Outcome, RunRecord
+from retrieval_gate.gates.kernel import exceeds
+from retrieval_gate.gates.rule import Check, Context, Rule
+from retrieval_gate.records import Outcome, RunRecord, format_value
 
 if TYPE_CHECKING:
-    from retrieval_gate.gates.regressions import RegressionCheck
+    from retrieval_gate.gates.compared import RegressionCheck
     from retrieval_gate.metrics import Metric
     from retrieval_gate.suites.suite import Suite
+
+ORDER = 60
+
+#: The items' scope and the first part of their names: ``...::holdout::nDCG@10``.
+SCOPE = "holdout"
+
+
+class HoldoutRule(Rule):
+    name = SCOPE
+
+    def checks(self, context: Context) -> Iterator[Check]:
+        if context.base is None:
+            return
+        for held in holdout_checks(context.suite, context.plan.checks(context.suite)):
+            yield Check(self.name, f"{SCOPE}::{held.metric}", held, wide=True)
+
+    def decide(self, check: Check, context: Context) -> Outcome | str:
+        spec: HoldoutCheck = check.spec
+        return holdout_outcomes(context.record(), context.base, [spec])[spec.metric]
+
+    def headline(self, outcome: Outcome) -> str:
+        verdict = "ok" if outcome.passed else "FAILED"
+        within = "within" if outcome.passed else "beyond"
+        return (
+            f"{outcome.metric} holdout ({outcome.suite} x {outcome.system}): {verdict}: its drop "
+            f"from the baseline is {within} the holdout tolerance "
+            f"{format_value(outcome.threshold)} (n={outcome.n} held-out units; values not "
+            "shown, docs/verdicts.md)"
+        )
+
+
+RULE = HoldoutRule()
+
+
+def revealed(run: RunRecord, gates: Sequence[Outcome]) -> list[Outcome]:
+    """The holdout verdicts ``run``'s suite x system revealed this session (the holdout
+    ledger counts them)."""
+    return [g for g in gates if g.rule == SCOPE and (g.suite, g.system) == run.key]
 
 
 @dataclass(frozen=True)
@@ -77,11 +116,13 @@ def holdout_outcomes(
         out[check.metric] = Outcome(
             suite=record.suite,
             system=record.system,
-            scope=HOLDOUT_SCOPE,  # which makes it hidden (Outcome.hidden): one bit shown
+            scope=SCOPE,
+            rule=SCOPE,
+            hidden=True,  # one bit shown
             metric=check.metric,
             value=float("nan"),  # not a figure anyone sees
             threshold=check.tolerance,
-            passed=not drop > check.tolerance + TIE,
+            passed=not exceeds(drop, check.tolerance),
             n=len(keys),
         )
     return out

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from retrieval_gate.baseline.history import (
+    CLOCK_SKEW_DAYS,
     DEFAULT_HISTORY_DIR,
     History,
     HistoryError,
@@ -38,14 +39,9 @@ from retrieval_gate.baseline.provenance import (
 from retrieval_gate.config.history import HistorySettings
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.gates.changepoints import ChangePoint, change_points
-from retrieval_gate.gates.history import (
-    Anchor,
-    DriftCheck,
-    drift_outcomes,
-    find_anchor,
-    merges,
-)
-from retrieval_gate.gates.resolution import block_level
+from retrieval_gate.gates.history import failed_metrics, find_anchor, merges
+from retrieval_gate.gates.holdout import revealed
+from retrieval_gate.gates.regression import checked_scope
 from retrieval_gate.gates.shelflife import (
     ShelfLife,
     decisions_made,
@@ -53,14 +49,13 @@ from retrieval_gate.gates.shelflife import (
     holdout_shelf_life,
     shelf_life,
 )
-from retrieval_gate.records import DRIFT_SCOPE, HOLDOUT_SCOPE, counted, plural
+from retrieval_gate.records import counted, plural
 
 if TYPE_CHECKING:
     from retrieval_gate.baseline.store import Baseline
     from retrieval_gate.config import Settings
     from retrieval_gate.gates.plan import RegressionPlan
     from retrieval_gate.records import Outcome, RunRecord
-    from retrieval_gate.suites.suite import Suite
 
 
 @dataclass(frozen=True)
@@ -114,8 +109,17 @@ def baseline_age(
     warnings = []
     days = commits = None
     when = None if saved is None else saved.when
-    if saved is not None and when is not None:
-        days = (now - when).total_seconds() / 86400.0
+    ahead = None if when is None else (when - now).total_seconds() / 86400.0
+    if saved is not None and when is not None and ahead is not None and ahead > CLOCK_SKEW_DAYS:
+        # A wrong clock or an edit: its age is unknown, not "fresh" (a time in the future
+        # would pass every baseline_max_age for ever).
+        warnings.append(
+            f"the baseline says it was saved at {saved.time}, {ahead:.0f} "
+            f"{plural(round(ahead), 'day')} ahead of this machine's clock (a wrong clock or an "
+            "edit): its age is unknown; save a fresh one on the main branch"
+        )
+    elif saved is not None and when is not None:
+        days = max(0.0, (now - when).total_seconds() / 86400.0)  # within the clock skew: now
         if conf.baseline_max_age and days > conf.baseline_max_age:
             shown_days = f"{days:.0f}"
             warnings.append(
@@ -155,23 +159,6 @@ def _held(there: HistoryRecord | None, new: HistoryRecord) -> bool:
         and there.holdout_decisions >= new.holdout_decisions
         and set(there.accepted_drift) >= set(new.accepted_drift)
     )
-
-
-def _failed_drift(run: RunRecord, gates: Sequence[Outcome]) -> tuple[str, ...]:
-    """The metrics whose slow-drift item failed for the run: saved as the baseline, the drift
-    is accepted (docs/baselines.md)."""
-    return tuple(
-        sorted(
-            g.metric
-            for g in gates
-            if g.scope == DRIFT_SCOPE and not g.passed and (g.suite, g.system) == run.key
-        )
-    )
-
-
-def _holdout_gates(run: RunRecord, gates: Sequence[Outcome]) -> list[Outcome]:
-    """The run's decided holdout items: each revealed one bit about the holdout."""
-    return [g for g in gates if g.scope == HOLDOUT_SCOPE and (g.suite, g.system) == run.key]
 
 
 @dataclass(frozen=True)
@@ -217,12 +204,15 @@ class HistoryReport:
     age: BaselineAge | None = None
     trends: tuple[Trend, ...] = ()
     shelf: tuple[ShelfLife, ...] = ()
+    # What could not be read of the history: a few lines per file (the rest counted).
+    problems: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
             "baseline_age": None if self.age is None else self.age.to_json(),
             "trends": [t.to_json() for t in self.trends],
             "shelf_life": [s.to_json() for s in self.shelf],
+            "problems": list(self.problems),
         }
 
     def of(self, suite: str) -> list[Trend]:
@@ -281,13 +271,20 @@ class HistoryKeeper:
         self.store: HistoryStore | None = None
         if self.conf.enabled:
             self.store = open_history(self.conf.store or root / DEFAULT_HISTORY_DIR)
+            if isinstance(self.store, JsonLinesHistory) and (
+                record or option("rg_save_baseline", False)
+            ):
+                # Said before anything runs, as for the other outputs: a folder the session
+                # will write that a link leads out of the project (files/door.py).
+                from retrieval_gate.files import door
+
+                door.check(self.store.folder, what="the history", error=HistoryError)
         elif record or pin:
             flag = "--rg-record" if record else "--rg-pin"
             raise RetrievalGateError(
                 f"{flag} needs the history, which the settings switch off (history = false)"
             )
         self._histories: dict[str, History] = {}
-        self._anchors: dict[tuple[str, str], Anchor | str] = {}  # str: why none (a pin)
 
     def history(self, suite: str) -> History:
         """The suite's history as this process first read it."""
@@ -314,56 +311,6 @@ class HistoryKeeper:
             self._histories[suite] = found
         return self._histories[suite]
 
-    def drift_checks(self, suite: Suite, system: str) -> list[DriftCheck]:
-        """The suite x system's drift checks, registered as one block of the drift family:
-        none while it has no record older than the baseline; with ``--rg-pin`` and a history
-        that lacks the commit, items that say so (skipped) rather than none."""
-        if self.store is None or not self.conf.drift:
-            return []
-        records = self.history(suite.name).of(system)
-        anchor = find_anchor(records, self.conf, pin=self.pin, now=self.now)
-        if isinstance(anchor, str) and not (self.pin and records):
-            return []
-        if not isinstance(anchor, str) and anchor.how != "pinned" and anchor.record is records[-1]:
-            # Only the newest record: that is the baseline the regression items compare with
-            # already (a history of one record has no drift yet). Not so when records from
-            # uncommitted changes (no anchor) came after it: the baseline may be one of them.
-            return []
-        self._anchors[(suite.name, system)] = anchor
-        return [
-            DriftCheck(c.metric, self.conf.tolerance_for(c.metric, c.tolerance), c.tolerance)
-            for c in self.plan.checks(suite)
-            if c.gated and c.scope == "suite"
-        ]
-
-    def drift(self, suite: Suite, system: str, record: RunRecord) -> dict[str, Outcome | str]:
-        checks = self.drift_checks(suite, system)
-        anchor = self._anchors[(suite.name, system)]
-        if isinstance(anchor, str):
-            return {c.metric: anchor for c in checks}
-        blocks = sum(1 for a in self._anchors.values() if not isinstance(a, str))
-        level = block_level(self.settings.alpha, blocks)
-        # Each metric from its own anchor: the window's, or where a drift of it was accepted.
-        records = self.history(suite.name).of(system)
-        by_anchor: dict[int, tuple[Anchor, list[DriftCheck]]] = {}
-        for check in checks:
-            own = find_anchor(records, self.conf, pin=self.pin, now=self.now, metric=check.metric)
-            found = anchor if isinstance(own, str) else own
-            by_anchor.setdefault(id(found.record), (found, []))[1].append(check)
-        out: dict[str, Outcome | str] = {}
-        for found, group in by_anchor.values():
-            out.update(
-                drift_outcomes(
-                    record,
-                    found,
-                    group,
-                    level=level,
-                    alpha=self.settings.alpha,
-                    seed=self.settings.seed,
-                )
-            )
-        return out
-
     def age_properties(self, baseline: Baseline | None) -> list[tuple[str, object]]:
         """The baseline's age as JUnit test-suite properties (without the suite digests, which
         need the runs)."""
@@ -378,11 +325,10 @@ class HistoryKeeper:
         interrupted). ``lines`` says what was recorded and what could not be read;
         ``failures`` why the history could not be appended to."""
         runs = data.runs
-        self.lines = [
-            f"history: {p}"
-            for suite in sorted({r.suite for r in runs})
-            for p in self.history(suite).problems
+        problems = [
+            p for suite in sorted({r.suite for r in runs}) for p in self.history(suite).problems
         ]
+        self.lines = [f"history: {p}" for p in problems]
         age = baseline_age(baseline, self.conf, self.root, now=self.now, runs=runs)
         if age is not None:
             self.lines += [f"retrieval gate: warning: {w}" for w in age.warnings]
@@ -406,7 +352,7 @@ class HistoryKeeper:
                     "from uncommitted changes, so none is a drift anchor"
                 )
         trends = tuple(self._trends(runs, data.gates))
-        summary = HistoryReport(age=age, trends=trends, shelf=shelf)
+        summary = HistoryReport(age=age, trends=trends, shelf=shelf, problems=tuple(problems))
         if self.store is not None and runs and not interrupted and (saved or self.record_runs):
             try:
                 self._append(self.store, runs, data.gates, data.comparisons, saved)
@@ -434,8 +380,8 @@ class HistoryKeeper:
                 decided=saved and run.key in decided,
                 session=self.session_id,
                 tolerance=self._tolerances(run, gates),
-                holdout_decisions=len(_holdout_gates(run, gates)),
-                accepted_drift=_failed_drift(run, gates) if saved else (),
+                holdout_decisions=len(revealed(run, gates)),
+                accepted_drift=failed_metrics(run, gates) if saved else (),
             )
             for run in runs
         ]
@@ -484,7 +430,7 @@ class HistoryKeeper:
 
     def _shelf(self, runs: Sequence[RunRecord], gates: Sequence[Outcome]) -> list[ShelfLife]:
         """Each gated metric's shelf life, for the suites with a history."""
-        from retrieval_gate.gates.regressions import _width
+        from retrieval_gate.gates.kernel import width
         from retrieval_gate.metrics import parse_metric
 
         out = []
@@ -498,7 +444,7 @@ class HistoryKeeper:
                 for g in gates
                 if g.regression is not None
                 and (g.suite, g.system) == run.key
-                and g.scope == "regression"
+                and checked_scope(g) == "suite"
             }
             for metric, tolerance in self._tolerances(run, gates, gated_only=True).items():
                 values = [q.metrics[metric] for q in run.queries if metric in q.metrics]
@@ -507,7 +453,7 @@ class HistoryKeeper:
                     run.system,
                     metric,
                     values,
-                    width=_width(parse_metric(metric), values, values),
+                    width=width(parse_metric(metric), values, values),
                     tolerance=tolerance,
                     delta=self.settings.alpha,
                     decisions=decisions,
@@ -523,14 +469,14 @@ class HistoryKeeper:
     ) -> list[ShelfLife]:
         """The holdout's shelf life per metric its items decided today: its own ledger, its
         own tolerance, and no figure read from its values (gates/shelflife.py)."""
-        from retrieval_gate.gates.regressions import _width
+        from retrieval_gate.gates.kernel import width
         from retrieval_gate.metrics import parse_metric
 
         if run.holdout is None:
             return []
         decisions = holdout_decisions(records, run.holdout.digest)
         out = []
-        for gate in _holdout_gates(run, gates):
+        for gate in revealed(run, gates):
             # An unbounded metric's range from the visible values: the holdout's would be read.
             visible = [q.metrics[gate.metric] for q in run.queries if gate.metric in q.metrics]
             found = holdout_shelf_life(
@@ -538,7 +484,7 @@ class HistoryKeeper:
                 run.system,
                 gate.metric,
                 run.holdout.n,
-                width=_width(parse_metric(gate.metric), visible, visible),
+                width=width(parse_metric(gate.metric), visible, visible),
                 tolerance=gate.threshold,
                 delta=self.settings.alpha,
                 decisions=decisions,
@@ -586,7 +532,7 @@ class HistoryKeeper:
             for g in gates
             if g.regression is not None
             and (g.suite, g.system) == run.key
-            and g.scope.removeprefix("regression").strip() in ("", "suite")
+            and checked_scope(g) == "suite"
         }
         if gated_only:
             return found

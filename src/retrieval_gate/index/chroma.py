@@ -25,6 +25,7 @@ import numpy as np
 from retrieval_gate.display import page_text, quoted
 from retrieval_gate.embed import import_optional
 from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.files.lock import LockError
 from retrieval_gate.index import (
     HNSW_OPTIONS,
     IndexBackend,
@@ -159,7 +160,8 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
 
 @contextlib.contextmanager
 def _store_lock(lock_path: Path | None) -> Iterator[None]:
-    """Hold an exclusive advisory lock on an embedded store (none for a server, or on Windows).
+    """Hold an exclusive advisory lock on an embedded store (none for a server, or on Windows),
+    waited for at most ``lock_timeout`` and naming its holder past it (``files/lock.py``).
 
     chroma does not promise that two processes can share a `PersistentClient` store, and they
     cannot while one writes: creating a fresh store at once races on its schema, and a process
@@ -167,26 +169,15 @@ def _store_lock(lock_path: Path | None) -> Iterator[None]:
     are written) keeps failing its queries ("Nothing found on disk"). Creating the store,
     opening a collection and filling it, including the check of what it already holds, all
     happen under this lock, so a process only reads a collection whose writer has finished.
+    A file system without flock (some network mounts) goes unguarded.
     """
-    try:
-        import fcntl
-    except ImportError:
-        fcntl = None  # type: ignore[assignment]
-    if lock_path is None or fcntl is None:
+    if lock_path is None:
         yield
         return
-    with open(lock_path, "a+b") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        except OSError:
-            locked = False  # a file system without flock (some network mounts): go unguarded
-        else:
-            locked = True
-        try:
-            yield
-        finally:
-            if locked:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    from retrieval_gate.files.lock import held
+
+    with held(lock_path, what="the chroma store's lock", required=False):
+        yield
 
 
 def collection_name(key: str) -> str:
@@ -322,6 +313,8 @@ class ChromaIndex:
                     configuration=self._configuration(),
                     embedding_function=None,
                 )
+        except LockError:
+            raise  # one line naming the holder already
         except Exception as exc:
             problem = storage_problem(exc)
             if problem is not None:
@@ -550,6 +543,8 @@ def open_embedded(
         # already exists"), so the first one creates it under the lock.
         with _store_lock(lock_path):
             client = chromadb.PersistentClient(path=str(path), settings=_settings())
+    except LockError:
+        raise  # one line naming the holder already
     except Exception as exc:
         problem = storage_problem(exc)
         if problem is not None:
@@ -584,7 +579,9 @@ def open_server(
 
     chromadb's HTTP client waits for an answer forever; a server that accepts the connection
     and never answers would hang the session. So the connection is made within ``timeout``
-    seconds (0 or None: no limit), and every later request is given that limit too.
+    seconds (0 or None: no limit), and every later request is given that limit too, whole:
+    connecting, sending and its whole answer, not each read (embed/net.py), and its answer is
+    read within ``CHROMA_ANSWER_MOST`` bytes, any gzip undone there.
     """
     from retrieval_gate.usercode import CallTimeout, call_bounded
 
@@ -593,6 +590,7 @@ def open_server(
 
     def connect() -> Any:
         client = chromadb.HttpClient(host=host, port=port, settings=_settings())
+        _limit_requests(client, timeout)  # the heartbeat too
         client.heartbeat()
         return client
 
@@ -620,21 +618,30 @@ def open_server(
             f"chroma server at {where} is not reachable: {_first_line(exc)}; "
             'start one with `chroma run` or use index = "chroma"'
         ) from exc
-    _limit_requests(client, timeout)  # every later request: the same limit, in the client
     return ChromaIndex(client, key, where=where, hnsw=hnsw)
 
 
+#: The most one answer of a chroma server may hold, read and decoded: far past any answer to
+#: the gate's requests (a search's ids and distances, a collection's ids), short of a gzip bomb.
+CHROMA_ANSWER_MOST = 256 << 20
+
+
 def _limit_requests(client: Any, timeout: float | None) -> None:
-    """Give the client's HTTP session a time limit per request (chromadb sets none)."""
-    if not timeout:
-        return
+    """Give the client's HTTP session a time limit per request, whole, and a byte limit per
+    answer (chromadb sets neither): embed/net.py's ``bind``. Where httpx's transports cannot
+    be fitted the limit is httpx's own, per read; searches are bounded by the system's
+    ``timeout`` from outside all the same (systems/embedding/system.py)."""
     session = getattr(getattr(client, "_server", None), "_session", None)
     if session is None:
         return
     import httpx
 
-    with contextlib.suppress(AttributeError, TypeError):
-        session.timeout = httpx.Timeout(timeout)
+    from retrieval_gate.embed import net
+
+    net.bind(session, float(timeout) if timeout else None, CHROMA_ANSWER_MOST)
+    if timeout:
+        with contextlib.suppress(AttributeError, TypeError):
+            session.timeout = httpx.Timeout(timeout)
 
 
 def _open(cache_dir: Path, key: str, options: Mapping[str, Any]) -> ChromaIndex:

@@ -35,6 +35,7 @@ import numpy as np
 
 from retrieval_gate.display import register_secret
 from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.files.lock import LockError
 from retrieval_gate.index import (
     IndexBackend,
     TableCensus,
@@ -229,27 +230,16 @@ def _ids_digest(ids: Sequence[str]) -> str:
 @contextlib.contextmanager
 def _folder_lock(uri: str) -> Iterator[None]:
     """An exclusive advisory lock on a local folder of tables while one is written (none for
-    remote URIs or without flock): xdist workers sharing a cache take turns."""
-    try:
-        import fcntl
-    except ImportError:
-        fcntl = None  # type: ignore[assignment]
-    if fcntl is None or not _local(uri):
+    remote URIs; unguarded without flock): xdist workers sharing a cache take turns, waiting at
+    most ``lock_timeout`` and naming the holder past it (``files/lock.py``)."""
+    if not _local(uri):
         yield
         return
+    from retrieval_gate.files.lock import held
+
     Path(uri).mkdir(parents=True, exist_ok=True)
-    with open(Path(uri) / LOCK_FILE, "a+b") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        except OSError:
-            locked = False
-        else:
-            locked = True
-        try:
-            yield
-        finally:
-            if locked:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    with held(Path(uri) / LOCK_FILE, what="the LanceDB folder's lock", required=False):
+        yield
 
 
 def _import_lancedb() -> Any:
@@ -279,7 +269,13 @@ def connect(uri: str, options: Mapping[str, Any]) -> Any:
         if options.get("region"):
             kwargs["region"] = options["region"]
         kwargs["client_config"] = {
-            "timeout_config": {"connect_timeout": timeout, "read_timeout": timeout * 6},
+            # read_timeout is per read; 'timeout' bounds each request whole (LanceDB has none
+            # by default), and one retry bounds the two together.
+            "timeout_config": {
+                "connect_timeout": timeout,
+                "read_timeout": timeout * 6,
+                "timeout": timeout * 6,
+            },
             "retry_config": {"retries": 1},
         }
     elif not _local(uri):
@@ -495,7 +491,7 @@ class LanceDBIndex:
         try:
             with _folder_lock(self.uri):
                 self._fill(id_list, array)
-        except (ConfigError, LanceDBError):
+        except (ConfigError, LanceDBError, LockError):
             raise
         except Exception as exc:
             raise self._failed("writing vectors", exc) from exc

@@ -53,33 +53,39 @@ class TieRange:
         return {"low": self.low, "high": self.high, "queries": self.queries}
 
 
-def tie_block(scores: Sequence[float], k: int) -> tuple[int, int] | None:
+def tie_block(scores: Sequence[float], k: int, tolerance: float = 0.0) -> tuple[int, int] | None:
     """0-based ``[start, stop)`` of the tied block straddling ``k``, None when there is none.
 
     ``scores`` are in rank order (descending). A block straddles k when the scores at ranks k
-    and k + 1 (indices k - 1 and k) are equal.
+    and k + 1 (indices k - 1 and k) are equal, or within ``tolerance`` of each other (the float
+    noise of an embedding service, which can order them either way); the block is then every
+    rank whose score is within ``tolerance`` of both (with 0: equal to them).
     """
-    if k < 1 or len(scores) <= k or scores[k - 1] != scores[k]:
+    if k < 1 or len(scores) <= k or scores[k - 1] - scores[k] > tolerance:
         return None
-    tied = scores[k - 1]
+    high, low = scores[k - 1], scores[k]
     start = k - 1
-    while start > 0 and scores[start - 1] == tied:
+    while start > 0 and scores[start - 1] - low <= tolerance:
         start -= 1
     stop = k + 1
-    while stop < len(scores) and scores[stop] == tied:
+    while stop < len(scores) and high - scores[stop] <= tolerance:
         stop += 1
     return start, stop
 
 
 def tie_orders(
-    ranking: Sequence[str], scores: Sequence[float], grades: Mapping[str, int], k: int
+    ranking: Sequence[str],
+    scores: Sequence[float],
+    grades: Mapping[str, int],
+    k: int,
+    tolerance: float = 0.0,
 ) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """(best, worst) reorderings of ``ranking`` within the block straddling ``k``; None if none.
 
     Best: the block's documents by grade descending, a judged grade-0 document before an unjudged
     one, ties between equal grades kept in their trec_eval order; worst: the exact reverse.
     """
-    block = tie_block(scores, k)
+    block = tie_block(scores, k, tolerance)
     if block is None:
         return None
     start, stop = block
@@ -120,6 +126,7 @@ def tie_ranges(
     metrics: Sequence[Metric],
     *,
     gain: str = "linear",
+    tolerance: float = 0.0,
 ) -> dict[str, TieRange]:
     """Each cutoff metric's suite-level range: the mean of per-query lows and of per-query highs.
 
@@ -139,7 +146,8 @@ def tie_ranges(
     qrels = dict(zip(qids, judgments, strict=True))
     for k, group in by_k.items():
         orders = [
-            tie_orders(r, s, g, k) for r, s, g in zip(rankings, scores, judgments, strict=True)
+            tie_orders(r, s, g, k, tolerance)
+            for r, s, g in zip(rankings, scores, judgments, strict=True)
         ]
         straddling = sum(o is not None for o in orders)
         if not straddling:
@@ -170,10 +178,12 @@ def tie_stats(
     metrics: Sequence[Metric],
     *,
     gain: str = "linear",
+    tolerance: float = 0.0,
 ) -> dict[str, Any]:
     """``{"ties_at_cutoff": {metric: {"low", "high", "queries"}}}`` for a run record's stats, or
-    ``{}`` when no query has a tie straddling any cutoff (see :func:`tie_ranges`)."""
-    ranges = tie_ranges(rankings, scores, judgments, metrics, gain=gain)
+    ``{}`` when no query has a tie straddling any cutoff (see :func:`tie_ranges`; scores within
+    ``tolerance`` of each other count as tied)."""
+    ranges = tie_ranges(rankings, scores, judgments, metrics, gain=gain, tolerance=tolerance)
     if not ranges:
         return {}
     return {"ties_at_cutoff": {name: r.to_json() for name, r in ranges.items()}}

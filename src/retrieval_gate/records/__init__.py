@@ -4,8 +4,8 @@ Each stage builds its record once and never changes it afterwards:
 
 * :class:`RunRecord` (with its :class:`QueryRecord`\\ s and :class:`GroupRecord`\\ s): one suite x
   system as measured, built by the evaluation stage (:mod:`.run`);
-* :class:`Outcome`: one gate's decision (a floor, a ceiling, a query's expectation or a regression
-  check, the last with its :class:`RegressionFigures`) and its wording (:mod:`.outcome`);
+* :class:`Outcome`: one item's decision, as plain data: the rule that decided it, its figures
+  (a comparison with the baseline's in :class:`RegressionFigures`) (:mod:`.outcome`);
 * :class:`BaselineComparison`: how a run lines up with the accepted baseline and what each
   regression check found (:mod:`.comparison`);
 * :class:`Section` and :class:`Table`: what a suite kind adds to the report (:mod:`.sections`);
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from retrieval_gate.records.codecs import KindCodec, RawExtras, UnitExtras, register_kind_codec
 from retrieval_gate.records.comparison import BaselineComparison, RegressionRow
-from retrieval_gate.records.outcome import DRIFT_SCOPE, HOLDOUT_SCOPE, Outcome, RegressionFigures
+from retrieval_gate.records.outcome import Outcome, RegressionFigures
 from retrieval_gate.records.run import (
     DEFAULT_KIND,
     GroupRecord,
@@ -53,8 +53,6 @@ from retrieval_gate.records.wording import (
 
 __all__ = [
     "DEFAULT_KIND",
-    "DRIFT_SCOPE",
-    "HOLDOUT_SCOPE",
     "BaselineComparison",
     "GroupRecord",
     "HoldoutRecord",

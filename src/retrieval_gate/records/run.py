@@ -337,6 +337,8 @@ class RunRecord:
             "fingerprint": dict(self.fingerprint),
             "k": list(self.k),
             "metrics": dict(self.metrics),
+            # What a rule may compare with (a latency rule): the run's timing, when it timed.
+            **({"latency_ms": dict(self.latency_ms)} if self.latency_measured else {}),
             "queries": {
                 q.id: {
                     "digest": q.digest,
@@ -357,8 +359,8 @@ class RunRecord:
     def from_baseline_json(cls, data: Mapping[str, Any], *, suite_path: str = "") -> RunRecord:
         """A run read back from a baseline file (validated by the baseline loader first).
 
-        What the compact form does not keep is empty: groups, latency and stats; each query's
-        latency is None.
+        What the compact form does not keep is empty: groups and stats; each query's latency is
+        None (the run's percentiles are kept when it timed its queries).
         """
         kind = data.get("kind", DEFAULT_KIND)
         queries = tuple(
@@ -375,8 +377,9 @@ class RunRecord:
             metrics=dict(data.get("metrics", {})),
             categories={},
             difficulties={},
-            latency_ms={},
-            stats={},
+            latency_ms=dict(data.get("latency_ms", {})),
+            # A run without its timing (a stored run file, an older baseline) measured none.
+            stats={} if "latency_ms" in data else {"latency_measured": False},
             queries=queries,
             kind=kind,
             drift_rankings=drift_from_json(data),

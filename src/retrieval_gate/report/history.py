@@ -77,11 +77,17 @@ def _shelf(history: HistoryReport, suite: str) -> Iterator[str]:
 
 
 def age_lines(history: HistoryReport | None) -> Iterator[str]:
-    if history is None or history.age is None or not history.age.warnings:
+    """The baseline's age warnings and what could not be read of the history (a few lines per
+    file, the rest counted: gates/keeper.py), at the top of the report."""
+    if history is None:
         return
-    for warning in history.age.warnings:
+    warnings = () if history.age is None else history.age.warnings
+    for warning in warnings:
         yield f"> **Warning:** {warning}."
-    yield ""
+    for problem in history.problems:
+        yield f"> **History:** {problem}"
+    if warnings or history.problems:
+        yield ""
 
 
 def _label(trend: Trend, i: int) -> str:

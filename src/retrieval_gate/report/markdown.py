@@ -11,10 +11,9 @@ from retrieval_gate.display import shown
 from retrieval_gate.display.markdown import inert
 from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.files.outputs import REPORT_OUTPUT
-from retrieval_gate.gates.floors import EPSILON
+from retrieval_gate.gates.kernel import TIE as EPSILON
 from retrieval_gate.metrics import parse_metric
 from retrieval_gate.records import (
-    DRIFT_SCOPE,
     BaselineComparison,
     Outcome,
     RegressionRow,
@@ -166,11 +165,12 @@ def lines(data: ReportData) -> Iterator[str]:
         ]
         yield from _table(["gate", "value", "needs", "n", "worst queries"], rows)
         yield ""
-        # A slow-drift item's value and floor do not say what it is against: its anchor (which
-        # commit, how many accepted steps ago), which its first line states (gates/history.py).
-        drifted = [g for g in data.failed if g.scope == DRIFT_SCOPE and g.detail]
-        yield from (f"- `{g.nodeid}`: {g.detail[0]}" for g in drifted)
-        yield from [""] if drifted else []
+        # Where value and floor do not say what an item is against (a slow drift's anchor:
+        # which commit, how many accepted steps ago), its rule's one-line statement does; a
+        # comparison with the baseline says it in its own section below.
+        stated = [g for g in data.failed if g.summary and g.regression is None]
+        yield from (f"- `{g.nodeid}`: {g.summary}" for g in stated)
+        yield from [""] if stated else []
     for suite in data.suites():
         yield from _suite(data, suite)
     if data.gates:
@@ -713,7 +713,16 @@ def ties_note(run: RunRecord, metrics: list[str]) -> str | None:
             f"({found['queries']} {units_of(run.kind, found['queries'])} with ties straddling "
             f"{cutoff})"
         )
-    return "ties at the cutoff: " + "; ".join(parts) if parts else None
+    if not parts:
+        return None
+    noise = run.stats.get("score_noise")
+    # An embedding service's float noise: results that close count as tied (metrics/ties.py).
+    within = (
+        f" (scores within {noise:g} of each other, the service's noise, count as tied)"
+        if noise
+        else ""
+    )
+    return "ties at the cutoff: " + "; ".join(parts) + within
 
 
 def _section(section: Section) -> Iterator[str]:

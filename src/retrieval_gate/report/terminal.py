@@ -62,16 +62,11 @@ def _lines(data: ReportData) -> Iterator[str]:
         else:
             yield f"  gates: {len(gates) - len(failed)} passed, {len(failed)} failed"
         for g in failed:
-            if g.regression is not None:
-                yield f"  FAILED {g.nodeid}: {g.detail[0]}"
-                continue
-            yield f"  FAILED {g.nodeid}: {g.measured} (needs {g.needed}, n={g.n})"
+            said = g.summary or f"{g.measured} (needs {g.needed}, n={g.n})"
+            yield f"  FAILED {g.nodeid}: {said}"
         for g in gates:
-            if g.passed and g.regression is not None and g.regression.verdict == "underpowered":
-                yield f"  UNDERPOWERED (passed) {g.nodeid}: {g.detail[0]}"
-            elif g.passed and g.regression is not None and g.regression.index_noise is not None:
-                # Decided on exact search: what the index's own ranking did is said here too.
-                yield f"  passed {g.nodeid}: {g.detail[0]}"
+            if g.passed and g.note:  # a pass worth a look (underpowered, index noise)
+                yield f"  {g.note} {g.nodeid}: {g.summary}"
     # One block for the session: counts by suite and scope; each check is listed in the report.
     units = {suite: units_of(data.runs_of(suite)[0].kind) for suite in data.suites()}
     comparisons = [c for run in data.runs if (c := data.comparison(run)) is not None]

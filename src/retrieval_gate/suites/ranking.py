@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import CorpusError, SuiteError
 from retrieval_gate.progress import task
-from retrieval_gate.suites.drift import DriftFloors, parse_drift, parse_unjudged
+from retrieval_gate.schema import Option, OptionTable, choices, non_empty
+from retrieval_gate.suites.drift import DRIFT, UNJUDGED, DriftFloors, parse_drift, parse_unjudged
 from retrieval_gate.suites.kind import Resources, SuiteKind, UnitRecord
 from retrieval_gate.suites.result import RunResult, fingerprint
 from retrieval_gate.suites.units import (
+    DEFAULT_K,
     Query,
     optional_label,
-    parse_cutoffs,
     parse_expect,
     read_units_file,
     type_name,
@@ -199,32 +200,25 @@ def _parse_relevant(item: Mapping[str, Any], path: Path, entry: str) -> dict[str
 def _collection_queries(
     data: Mapping[str, Any], fmt: str, path: Path
 ) -> tuple[list[Query], Path | None]:
-    """Queries and judgments from an existing BEIR or TREC collection the suite points at."""
+    """Queries and judgments from an existing BEIR or TREC collection the suite points at
+    (``data``: its keys parsed, paths resolved)."""
     from retrieval_gate import corpus as corpus_mod
 
-    base = path.parent
-
-    def resolve(key: str, default: str | None = None) -> Path:
-        value = data.get(key, default)
-        if not isinstance(value, str):
+    for key in ("topics", "qrels") if fmt == "trec" else ():
+        if data[key] is None:
             raise SuiteError(f"format: {fmt} needs '{key}' (a path)", path=path, entry=key)
-        return (base / value).resolve()
-
     try:
         if fmt == "beir":
-            folder = resolve("path", ".")
-            split = data.get("split", "test")
+            folder = data["path"] or path.parent.resolve()
             texts = corpus_mod.read_beir_queries(folder / "queries.jsonl")
-            qrels_path = folder / "qrels" / f"{split}.tsv"
+            qrels_path = folder / "qrels" / f"{data['split']}.tsv"
             qrels = corpus_mod.read_beir_qrels(qrels_path)
             corpus_path: Path | None = folder / "corpus.jsonl"
         else:
-            texts = corpus_mod.read_trec_topics(
-                resolve("topics"), field=str(data.get("topic_field", "title"))
-            )
-            qrels_path = resolve("qrels")
+            texts = corpus_mod.read_trec_topics(data["topics"], field=data["topic_field"])
+            qrels_path = data["qrels"]
             qrels = corpus_mod.read_trec_qrels(qrels_path)
-            corpus_path = resolve("corpus") if data.get("corpus") is not None else None
+            corpus_path = data["corpus"]
     except CorpusError as exc:
         raise SuiteError(exc.format(), path=path, entry=f"format: {fmt}") from None
 
@@ -421,72 +415,87 @@ class RankingSpec:
     queries_file: Path | None = None  # the file ``queries:`` names, when it names one
 
 
-_FORMAT_KEYS = frozenset({"format", "path", "split", "topics", "qrels", "topic_field"})
+def _beside_suite(value: str, folder: Path) -> Path:
+    return (folder / value).resolve()
+
+
+def _path(doc: str) -> Option:
+    """A path relative to the suite file."""
+    return Option(str, None, doc, check=non_empty, rule="a path", resolve=_beside_suite)
+
+
+#: The keys of a ranking suite besides the header.
+RANKING_OPTIONS: OptionTable = {
+    "queries": Option(
+        (list, str),
+        None,
+        "the queries (docs/suite-format.md), or a `.json`/`.yaml` file of them relative to the "
+        "suite file (a list, or a mapping with `queries`)",
+    ),
+    "corpus": _path("the suite's own corpus, relative to the suite file"),
+    "corpus_format": Option(
+        str,
+        None,
+        "the corpus' format; default: detected from its path (`trec` for a TREC collection's, "
+        "unless its name says JSONL)",
+        **choices("folder", "jsonl", "beir", "trec"),
+    ),
+    "gain": Option(
+        str,
+        "linear",
+        "nDCG's gain: linear (trec_eval's) or exponential (2^grade - 1)",
+        **choices(*GAINS),
+    ),
+    "unjudged": UNJUDGED,
+    "drift": DRIFT,
+    "format": Option(
+        str,
+        "native",
+        "where the queries are: `native` (`queries`), or a BEIR or TREC collection (below)",
+        **choices("native", "beir", "trec"),
+    ),
+    "path": _path("`format: beir`: the collection's folder; default: the suite's folder"),
+    "split": Option(str, "test", "`format: beir`: the qrels split read (`qrels/<split>.tsv`)"),
+    "topics": _path("`format: trec`: the topics file"),
+    "qrels": _path("`format: trec`: the qrels file"),
+    "topic_field": Option(str, "title", "`format: trec`: the topic field read as the query"),
+}
 
 
 class RankingKind(SuiteKind):
     """Queries with the documents that should come back, judged by the trec_eval family."""
 
     name = "ranking"
-    keys = frozenset(
-        {"queries", "corpus", "corpus_format", "gain", "unjudged", "drift", *_FORMAT_KEYS}
-    )
+    options = RANKING_OPTIONS
 
     def parse(self, data: Mapping[str, Any], path: Path) -> tuple[Sequence[Unit], Any]:
-        gain = data.get("gain", "linear")
-        if gain not in GAINS:
-            raise SuiteError(
-                f"'gain' must be one of {', '.join(GAINS)}, got {gain!r}", path=path, entry="gain"
-            )
-        fmt = data.get("format", "native")
-        corpus: Path | None = None
-        if data.get("corpus") is not None:
-            if not isinstance(data["corpus"], str):
-                raise SuiteError("'corpus' must be a path", path=path, entry="corpus")
-            corpus = (path.parent / data["corpus"]).resolve()
+        fmt, corpus = data["format"], data["corpus"]
         queries_file: Path | None = None  # the file ``queries:`` names, when it names one
         if fmt == "native":
-            raw_queries = data.get("queries")
+            raw_queries = data["queries"]
             if raw_queries is None:
                 raise SuiteError("no 'queries' in suite", path=path, entry="queries")
             if isinstance(raw_queries, str):
                 # A file of queries in its own shape (Phentrieve's case lists), left untouched.
                 raw_queries, queries_file = read_units_file(raw_queries, path, "queries")
-            if not isinstance(raw_queries, list):
-                raise SuiteError(
-                    "'queries' must be a list, or a file of them", path=path, entry="queries"
-                )
             queries = _parse_queries(raw_queries, queries_file or path)
-        elif fmt in ("beir", "trec"):
+        else:
             queries, collection_corpus = _collection_queries(data, fmt, path)
             corpus = corpus or collection_corpus
-        else:
-            raise SuiteError(
-                f"unknown format {fmt!r}; known formats: native, beir, trec",
-                path=path,
-                entry="format",
-            )
         # A TREC collection's corpus is read as TREC (a folder of TREC files would otherwise be
         # taken for a folder of text files), unless its name says JSONL: teams keep the corpus
         # their search indexes (docs.jsonl) beside topics and qrels from a judging round.
         from retrieval_gate.corpus import names_jsonl
 
         trec_default = fmt == "trec" and not (corpus is not None and names_jsonl(corpus))
-        corpus_format = data.get("corpus_format", "trec" if trec_default else None)
-        if corpus_format not in (None, "folder", "jsonl", "beir", "trec"):
-            raise SuiteError(
-                f"'corpus_format' must be one of folder, jsonl, beir, trec, got {corpus_format!r}",
-                path=path,
-                entry="corpus_format",
-            )
-        unjudged = parse_unjudged(data.get("unjudged"), path, {q.id for q in queries})
-        largest_k = max(parse_cutoffs(data.get("k"), path))
+        corpus_format = data["corpus_format"] or ("trec" if trec_default else None)
+        unjudged = parse_unjudged(data["unjudged"], path, {q.id for q in queries})
         spec = RankingSpec(
             corpus=corpus,
             corpus_format=corpus_format if corpus is not None else None,
-            gain=gain,
+            gain=data["gain"],
             unjudged=unjudged,
-            drift=parse_drift(data.get("drift"), path, largest_k, bool(unjudged)),
+            drift=parse_drift(data["drift"], path, max(data.get("k", DEFAULT_K)), bool(unjudged)),
             queries_file=queries_file,
         )
         return queries, spec
@@ -553,7 +562,17 @@ class RankingKind(SuiteKind):
         from retrieval_gate.metrics.ties import tie_stats
 
         judgments = [query.relevant for query in run.suite.queries]
-        return tie_stats(run.rankings, run.scores, judgments, metrics, gain=self.gain(run.suite))
+        # A system whose scores carry float noise (an embedding service's batching) says how
+        # much: results that close count as tied (docs/verdicts.md, "Ties at the cutoff").
+        noise = float(run.stats.get("score_noise") or 0.0)
+        return tie_stats(
+            run.rankings,
+            run.scores,
+            judgments,
+            metrics,
+            gain=self.gain(run.suite),
+            tolerance=noise,
+        )
 
     def explain(self, qid: str, now: QueryRecord, then: QueryRecord, metric: str) -> str:
         """A regressed query: its relevant documents' ranks before and after, and who took

@@ -2,10 +2,10 @@
 
 A suite is the file a team keeps next to its code: units (queries, documents, pairs: whatever its
 kind decides, see :mod:`retrieval_gate.suites`), the cutoffs to report and the floors to gate on.
-Every kind shares the header: ``name``, ``description``, ``kind``, ``k`` (where the kind takes
-cutoffs), ``gates``, ``categories``, ``difficulties``, ``tolerance`` and ``systems`` (the systems
-the suite is for: names or glob patterns); everything else is the kind's
-(:attr:`~retrieval_gate.suites.kind.SuiteKind.keys`).
+Every kind shares the header (:data:`HEADER_OPTIONS`, an option table: ``name``, ``kind``, ``k``
+where the kind takes cutoffs, the floors, the tolerances, the systems the suite is for ...);
+everything else is the kind's (:attr:`~retrieval_gate.suites.kind.SuiteKind.options`). Both are
+parsed by one code path (:func:`~retrieval_gate.schema.parse_table`).
 
 Every problem is a :class:`~retrieval_gate.errors.SuiteError` naming the file and the entry.
 """
@@ -15,66 +15,213 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from retrieval_gate.errors import SuiteError, UnknownMetricError
+from retrieval_gate.errors import SuiteError
 from retrieval_gate.metrics import Metric, parse_metric
 from retrieval_gate.records import parse_scope, scope_name
-from retrieval_gate.suites.units import (
-    DEFAULT_K,
-    MAX_K,
-    Unit,
-    parse_cutoffs,
-    threshold,
-    type_name,
-    yaml_number_hint,
+from retrieval_gate.schema import (
+    Check,
+    Entries,
+    Option,
+    OptionTable,
+    Where,
+    as_float,
+    at_least,
+    choices,
+    non_empty,
+    parse_table,
 )
+from retrieval_gate.suites.units import DEFAULT_K, MAX_K, Unit, metric_key, threshold, type_name
 
 if TYPE_CHECKING:
     from retrieval_gate.suites import SuiteKind
 
 __all__ = [
     "DEFAULT_K",
-    "HEADER_KEYS",
+    "HEADER_OPTIONS",
     "MAX_K",
     "Gate",
     "Suite",
     "load_suite",
     "parse_suite",
+    "suite_options",
     "suite_systems",
 ]
 
-#: The keys every kind's suite may give; ``k`` where the kind takes cutoffs.
-HEADER_KEYS = frozenset(
-    {
-        "name",
-        "description",
-        "kind",
-        "gates",
-        "categories",
-        "difficulties",
-        "tolerance",
-        "systems",
-        "resolution",
-        "missing_relevant",
-        "reference",
-        "system_floors",
-        "holdout",
-        "holdout_tolerance",
-    }
-)
-#: ``resolution:``: ``accept`` acknowledges that the suite's checks resolve more coarsely than
-#: their tolerances (the report still states it; the session's warning leaves the suite out).
-RESOLUTION_CHOICES = ("warn", "accept")
-#: ``missing_relevant:``: a relevant id the corpus lacks is an ``error`` of the suite's items, or
-#: a ``miss``: a relevant document no system can return (docs/suite-format.md).
-MISSING_RELEVANT_CHOICES = ("error", "miss")
 #: The kind a suite is when it names none and no kind selects it.
 FALLBACK_KIND = "ranking"
+
+
+def _cutoffs_ok(value: Any) -> bool:
+    cutoffs = value if isinstance(value, list) else [value]
+    return bool(cutoffs) and all(
+        isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= MAX_K for k in cutoffs
+    )
+
+
+def _names_ok(value: Any) -> bool:
+    return non_empty(value) and all(
+        isinstance(name, str) and non_empty(name)
+        for name in ([value] if isinstance(value, str) else value)
+    )
+
+
+_FLOOR = Option(
+    (int, float),
+    None,
+    "",
+    rule="a floor within the metric's bounds, or a latency metric's ceiling in ms; leave a "
+    "metric out to leave it ungated",
+)
+_GATES = Option(
+    dict,
+    {},
+    "floors on the whole suite's means, `metric: value` (a latency metric's value is a "
+    "ceiling, ms)",
+    entries=Entries("metric", _FLOOR, metric_key),
+)
+
+
+def _group_gates(group: str) -> Option:
+    key = partial(metric_key, latency="latency gates apply to the whole suite only")
+    floors = Option(dict, {}, "", entries=Entries("metric", _FLOOR, key))
+    return Option(
+        dict, {}, f"floors per {group}, in the grammar of `gates`", entries=Entries(group, floors)
+    )
+
+
+def _tolerance(doc: str) -> Option:
+    amount = Option((int, float), None, "", check=at_least(0), rule=">= 0", resolve=as_float)
+    key = partial(metric_key, latency="latency is gated by ceilings, not baseline tolerances")
+    return Option(dict, {}, doc, entries=Entries("metric", amount, key))
+
+
+#: The floors a suite gives, and each ``system_floors`` entry.
+FLOOR_OPTIONS: OptionTable = {
+    "gates": _GATES,
+    "categories": _group_gates("category"),
+    "difficulties": _group_gates("difficulty"),
+}
+
+#: The keys every kind's suite may give (``k`` where the kind takes cutoffs).
+HEADER_OPTIONS: OptionTable = {
+    "name": Option(
+        str,
+        None,
+        "the suite's name in node ids, the report and the baseline; default: the file name up "
+        "to its first dot",
+        check=non_empty,
+        rule="not empty",
+    ),
+    "description": Option(object, None, "free text, ignored"),
+    "kind": Option(
+        str,
+        None,
+        "the kind of suite: `ranking` (default), `extraction`, `pairs`, or a kind a plugin adds; "
+        "`ontology:` alone selects the ontology kind",
+    ),
+    "k": Option(
+        (int, list),
+        list(DEFAULT_K),
+        "cutoffs reported (the kinds that rank)",
+        check=_cutoffs_ok,
+        rule=f"a cutoff or a list of them, each 1 to {MAX_K}: every system retrieves that many "
+        "results per query",
+        resolve=lambda k, _: tuple(sorted(set(k if isinstance(k, list) else [k]))),
+    ),
+    **FLOOR_OPTIONS,
+    "tolerance": _tolerance("allowed drop per metric against the baseline (docs/verdicts.md)"),
+    "systems": Option(
+        (str, list),
+        None,
+        "the systems the suite is for (names or glob patterns); default: every system",
+        check=_names_ok,
+        rule="a system name or pattern, or a non-empty list of them",
+        resolve=lambda v, _: tuple(n.strip() for n in ([v] if isinstance(v, str) else v)),
+    ),
+    "system_floors": Option(
+        dict,
+        {},
+        "floors of one system (or glob pattern) in place of the suite's: `gates`, `categories` "
+        "and `difficulties`",
+        check=non_empty,
+        rule="not empty",
+        entries=Entries(
+            "system name or pattern",
+            Option(
+                dict,
+                None,
+                "",
+                nested=lambda: FLOOR_OPTIONS,
+                checks=(
+                    Check(
+                        "a `system_floors` entry gives floors",
+                        lambda v: (
+                            None
+                            if any(v.values())
+                            else "give 'gates', 'categories' or 'difficulties'"
+                        ),
+                    ),
+                ),
+            ),
+        ),
+    ),
+    "reference": Option(
+        str,
+        None,
+        "the system the report compares this suite's other systems against",
+        check=non_empty,
+        rule="a system name",
+        resolve=lambda v, _: v.strip(),
+    ),
+    "resolution": Option(
+        str,
+        "warn",
+        "`accept` acknowledges a resolution coarser than the tolerances: the report still states "
+        "it, the session's warning counts the suite on one line (docs/verdicts.md)",
+        **choices("warn", "accept"),
+    ),
+    "missing_relevant": Option(
+        str,
+        "error",
+        "a relevant id the corpus lacks: an `error`, or a `miss` no system can return",
+        **choices("error", "miss"),
+    ),
+    "holdout": Option(
+        (int, float),
+        None,
+        "the fraction of the units kept as a holdout, shown only as pass or fail",
+        check=lambda v: 0 < v < 1,
+        rule="a fraction strictly between 0 and 1",
+        resolve=as_float,
+    ),
+    "holdout_tolerance": _tolerance(
+        "the holdout's tolerance per metric; default: the regression tolerance / sqrt(holdout)"
+    ),
+}
+
+HEADER_CHECKS = (
+    Check(
+        "`holdout_tolerance` needs `holdout`",
+        lambda v: (
+            "'holdout_tolerance' needs a 'holdout' fraction"
+            if v["holdout_tolerance"] and v["holdout"] is None
+            else None
+        ),
+    ),
+)
+
+
+def suite_options(kind: SuiteKind) -> OptionTable:
+    """The keys a suite of ``kind`` may give: the header's (``k`` where the kind takes
+    cutoffs), then the kind's own."""
+    header = {key: o for key, o in HEADER_OPTIONS.items() if key != "k" or kind.takes_k}
+    return {**header, **kind.options}
 
 
 @dataclass(frozen=True)
@@ -107,8 +254,8 @@ class Suite:
     notes: tuple[str, ...] = ()  # what collection changed in the suite (ids mapped), for the report
     # The systems the suite is for (names or glob patterns, ``systems:``); None: every system.
     systems: tuple[str, ...] | None = None
-    resolution: str = "warn"  # RESOLUTION_CHOICES
-    missing_relevant: str = "error"  # MISSING_RELEVANT_CHOICES
+    resolution: str = "warn"  # "accept": a coarse resolution acknowledged
+    missing_relevant: str = "error"  # or "miss"
     # The system the report compares this suite's other systems against (``reference:``).
     reference: str | None = None
     # ``system_floors``: (system name or glob pattern, its floors), each replacing the suite's
@@ -190,7 +337,8 @@ def _read_structured(path: Path) -> Any:
 
 
 def parse_suite(data: Any, path: Path) -> Suite:
-    """Validate already-parsed suite data: the header here, the units by the suite's kind."""
+    """Validate already-parsed suite data: the header and the kind's keys here, the units by the
+    suite's kind."""
     from retrieval_gate.suites import kinds
 
     if isinstance(data, list):
@@ -204,27 +352,25 @@ def parse_suite(data: Any, path: Path) -> Suite:
         )
     registry = kinds()
     kind = _choose_kind(data, registry, path)
-    _check_keys(data, kind, registry, path)
-
-    name = data.get("name", path.name.split(".")[0])
-    if not isinstance(name, str) or not name.strip():
-        raise SuiteError("'name' must be a non-empty string", path=path, entry="name")
-    units, spec = kind.parse(data, path)
+    _other_kinds_keys(data, kind, registry, path)
+    where = Where(source=path, entry="", base=path.parent, error=SuiteError)
+    table = suite_options(kind)
+    values = parse_table(table, data, where, checks=HEADER_CHECKS, also=kind.keys)
+    units, spec = kind.parse({**data, **values}, path)
     if not units:
         raise SuiteError(f"suite has no {kind.units}", path=path, entry=kind.units_key)
-    k = parse_cutoffs(data.get("k"), path) if kind.takes_k else ()
-    gates = list(_parse_gates(data.get("gates"), "suite", path, "gates"))
-    gates += _parse_group_gates(data.get("categories"), "category", units, path)
-    gates += _parse_group_gates(data.get("difficulties"), "difficulty", units, path)
-    tolerance = _parse_tolerance(data.get("tolerance"), path)
-    holdout = _parse_holdout(data.get("holdout"), len(units), kind.units, path)
-    holdout_tolerance = _parse_tolerance(data.get("holdout_tolerance"), path, "holdout_tolerance")
-    if holdout_tolerance and holdout is None:
+    if values["holdout"] is not None and len(units) < 2:
         raise SuiteError(
-            "'holdout_tolerance' needs a 'holdout' fraction", path=path, entry="holdout_tolerance"
+            f"a holdout needs at least 2 {kind.units} (one on each side), the suite has "
+            f"{len(units)}",
+            path=path,
+            entry="holdout",
         )
-    system_gates = _parse_system_floors(data.get("system_floors"), units, path)
-    systems = _parse_systems(data.get("systems"), path)
+    gates = _gates(values, units, path)
+    system_gates = tuple(
+        (pattern, tuple(_gates(floors, units, path, f"system_floors.{pattern}.")))
+        for pattern, floors in values["system_floors"].items()
+    )
     units_file = kind.units_file(spec)
     named = [(g.metric, f"gates.{g.metric.name}", path) for g in gates]
     named += [
@@ -239,11 +385,9 @@ def parse_suite(data: Any, path: Path) -> Suite:
         for exp in q.expect
         if exp.metric is not None
     ]
-    named += [(parse_metric(metric), f"tolerance.{metric}", path) for metric in tolerance]
-    named += [
-        (parse_metric(metric), f"holdout_tolerance.{metric}", path) for metric in holdout_tolerance
-    ]
-    for metric, entry, where in named:
+    for key in ("tolerance", "holdout_tolerance"):
+        named += [(parse_metric(metric), f"{key}.{metric}", path) for metric in values[key]]
+    for metric, entry, where_ in named:
         problem = kind.check_metric(metric, spec)
         if problem is None and metric.spec.input not in kind.inputs:
             problem = (
@@ -251,123 +395,46 @@ def parse_suite(data: Any, path: Path) -> Suite:
                 f"{', '.join(_kind_metrics(kind))})"
             )
         if problem is not None:
-            raise SuiteError(problem, path=where, entry=entry)
+            raise SuiteError(problem, path=where_, entry=entry)
     return Suite(
         path=path,
-        name=name,
-        k=k or DEFAULT_K,
+        name=values["name"] or path.name.split(".")[0],
+        k=values.get("k", DEFAULT_K),
         queries=tuple(units),
         gates=tuple(gates),
-        tolerance=tolerance,
+        tolerance=values["tolerance"],
         kind=kind.name,
         spec=spec,
-        systems=systems,
-        resolution=_choice(data, "resolution", RESOLUTION_CHOICES, path),
-        missing_relevant=_choice(data, "missing_relevant", MISSING_RELEVANT_CHOICES, path),
-        reference=_reference(data.get("reference"), path),
+        systems=values["systems"],
+        resolution=values["resolution"],
+        missing_relevant=values["missing_relevant"],
+        reference=values["reference"],
         system_gates=system_gates,
-        holdout=holdout,
-        holdout_tolerance=holdout_tolerance,
+        holdout=values["holdout"],
+        holdout_tolerance=values["holdout_tolerance"],
     )
 
 
-def _parse_holdout(raw: Any, n: int, units: str, path: Path) -> float | None:
-    """``holdout``: a fraction strictly between 0 and 1 of a suite of at least two units (which
-    units it selects, and whether it leaves one on each side, is checked with the session's seed:
-    suites/holdout.py)."""
-    if raw is None:
-        return None
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 < raw < 1:
-        raise SuiteError(
-            f"'holdout' must be a fraction of the {units} strictly between 0 and 1, got {raw!r}",
-            path=path,
-            entry="holdout",
-        )
-    if n < 2:
-        raise SuiteError(
-            f"a holdout needs at least 2 {units} (one on each side), the suite has {n}",
-            path=path,
-            entry="holdout",
-        )
-    return float(raw)
-
-
-def _parse_system_floors(
-    raw: Any, units: Sequence[Unit], path: Path
-) -> tuple[tuple[str, tuple[Gate, ...]], ...]:
-    """``system_floors``: a system name or glob pattern -> its ``gates``, ``categories`` and
-    ``difficulties``, in the grammar of the suite's own."""
-    if raw is None:
-        return ()
-    if not isinstance(raw, Mapping) or not raw:
-        raise SuiteError(
-            "'system_floors' must map a system name (or pattern) to its gates, categories and "
-            "difficulties",
-            path=path,
-            entry="system_floors",
-        )
-    out = []
-    for pattern, table in raw.items():
-        where = f"system_floors.{pattern}"
-        if not isinstance(table, Mapping) or not table:
-            raise SuiteError(
-                "must give 'gates', 'categories' or 'difficulties'", path=path, entry=where
-            )
-        unknown = sorted(str(k) for k in table if k not in ("gates", "categories", "difficulties"))
-        if unknown:
-            raise SuiteError(
-                f"unknown key {unknown[0]!r}; known keys: categories, difficulties, gates",
-                path=path,
-                entry=f"{where}.{unknown[0]}",
-            )
-        gates = _parse_gates(table.get("gates"), "suite", path, f"{where}.gates")
-        for key, kind in (("categories", "category"), ("difficulties", "difficulty")):
-            gates += _parse_group_gates(table.get(key), kind, units, path, f"{where}.")
-        out.append((str(pattern), tuple(gates)))
-    return tuple(out)
-
-
-def _reference(raw: Any, path: Path) -> str | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, str) or not raw.strip():
-        raise SuiteError(
-            f"'reference' must be a system name, got {raw!r}", path=path, entry="reference"
-        )
-    return raw.strip()
-
-
-def _choice(data: Mapping[str, Any], key: str, choices: tuple[str, ...], path: Path) -> str:
-    """A header key that takes one of ``choices`` (the first when absent)."""
-    value = data.get(key, choices[0])
-    if value not in choices:
-        raise SuiteError(
-            f"'{key}' must be one of {', '.join(choices)}, got {value!r}", path=path, entry=key
-        )
-    return str(value)
-
-
-def _parse_systems(raw: Any, path: Path) -> tuple[str, ...] | None:
-    """``systems``: a name or glob pattern, or a list of them."""
-    if raw is None:
-        return None
-    items = [raw] if isinstance(raw, str) else raw
-    if not isinstance(items, list) or not items:
-        raise SuiteError(
-            "'systems' must be a system name or pattern, or a non-empty list of them",
-            path=path,
-            entry="systems",
-        )
-    out: list[str] = []
-    for i, item in enumerate(items):
-        if not isinstance(item, str) or not item.strip():
-            raise SuiteError(
-                f"a system name or pattern must be a non-empty string, got {item!r}",
-                path=path,
-                entry=f"systems[{i}]",
-            )
-        out.append(item.strip())
-    return tuple(out)
+def _gates(
+    floors: Mapping[str, Any], units: Sequence[Unit], path: Path, prefix: str = ""
+) -> list[Gate]:
+    """The suite's floors (or a ``system_floors`` entry's): ``gates`` over the whole suite, then
+    those of each category and difficulty, which some unit must have."""
+    found = [(f"{prefix}gates", "suite", floors["gates"])]
+    for key, group in (("categories", "category"), ("difficulties", "difficulty")):
+        present = {getattr(unit, group) for unit in units}
+        for name, table in floors[key].items():
+            if name not in present:
+                raise SuiteError(
+                    f"no query has {group} {name!r}", path=path, entry=f"{prefix}{key}.{name}"
+                )
+            found.append((f"{prefix}{key}.{name}", scope_name(group, name), table))
+    gates = []
+    for entry, scope, table in found:
+        for name, value in table.items():
+            metric = parse_metric(name)
+            gates.append(Gate(scope, metric, threshold(value, metric, path, f"{entry}.{name}")))
+    return gates
 
 
 def suite_systems(suite: Suite, configured: Sequence[str], session: Sequence[str]) -> list[str]:
@@ -424,22 +491,17 @@ def _choose_kind(
     return found
 
 
-def _check_keys(
+def _other_kinds_keys(
     data: Mapping[str, Any], kind: SuiteKind, registry: Mapping[str, SuiteKind], path: Path
 ) -> None:
-    """Only the header's keys and the kind's own: another kind's units are a hint to name that
-    kind, another kind's key does not apply, a key no kind knows is unknown."""
-    allowed = HEADER_KEYS | kind.keys | ({"k"} if kind.takes_k else set())
-    known = HEADER_KEYS.union({"k"}, *(other.keys for other in registry.values()))
+    """A key of another kind's, not this one's: another kind's units are a hint to name that
+    kind, another kind's key does not apply here (a key no kind knows is unknown: the one
+    message of :func:`~retrieval_gate.schema.parse_table`)."""
+    allowed = set(suite_options(kind)) | kind.keys
     for key in data:
-        if key in allowed:
+        owners = [o.name for o in registry.values() if key in set(suite_options(o)) | o.keys]
+        if key in allowed or not owners:
             continue
-        if key not in known:
-            raise SuiteError(
-                f"unknown key {str(key)!r}; known keys: {', '.join(sorted(known))}",
-                path=path,
-                entry=str(key),
-            )
         owner = next((o for o in registry.values() if o.units_key == key and o is not kind), None)
         if owner is not None:
             hint = "" if "kind" in data else f" (add 'kind: {owner.name}')"
@@ -448,7 +510,6 @@ def _check_keys(
                 path=path,
                 entry=key,
             )
-        owners = [o.name for o in registry.values() if key in o.keys or (key == "k" and o.takes_k)]
         raise SuiteError(
             f"'{key}' does not apply to {_a(kind.name)} suite "
             f"(a key of {', '.join(owners)} suites)",
@@ -468,75 +529,3 @@ def _kind_metrics(kind: SuiteKind) -> list[str]:
     return [
         form for family in REGISTRY.values() if family.input in kind.inputs for form in family.forms
     ]
-
-
-def _metric(text: Any, path: Path, entry: str) -> Metric:
-    if not isinstance(text, str):
-        raise SuiteError(f"metric name must be a string, got {text!r}", path=path, entry=entry)
-    try:
-        return parse_metric(text)
-    except UnknownMetricError as exc:
-        raise SuiteError(exc.message, path=path, entry=entry) from None
-
-
-def _parse_gates(raw: Any, scope: str, path: Path, entry: str) -> list[Gate]:
-    if raw is None:
-        return []
-    if not isinstance(raw, Mapping):
-        raise SuiteError("gates must be a mapping of 'metric: threshold'", path=path, entry=entry)
-    gates: list[Gate] = []
-    for name, value in raw.items():
-        where = f"{entry}.{name}"
-        metric = _metric(name, path, where)
-        if any(g.metric.name == metric.name for g in gates):
-            raise SuiteError(f"{metric.name} is given twice", path=path, entry=where)
-        if metric.is_latency and scope != "suite":
-            raise SuiteError("latency gates apply to the whole suite only", path=path, entry=where)
-        gates.append(Gate(scope, metric, threshold(value, metric, path, where)))
-    return gates
-
-
-def _parse_group_gates(
-    raw: Any, kind: str, queries: Sequence[Unit], path: Path, prefix: str = ""
-) -> list[Gate]:
-    key = prefix + ("categories" if kind == "category" else "difficulties")
-    if raw is None:
-        return []
-    if not isinstance(raw, Mapping):
-        raise SuiteError(f"'{key}' must map each {kind} to its gates", path=path, entry=key)
-    present = {getattr(q, kind) for q in queries}
-    gates = []
-    for group, group_gates in raw.items():
-        if group not in present:
-            raise SuiteError(f"no query has {kind} {group!r}", path=path, entry=f"{key}.{group}")
-        gates += _parse_gates(group_gates, scope_name(kind, group), path, f"{key}.{group}")
-    return gates
-
-
-def _parse_tolerance(raw: Any, path: Path, key: str = "tolerance") -> dict[str, float]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise SuiteError(f"'{key}' must be a mapping of 'metric: amount'", path=path, entry=key)
-    out = {}
-    for name, value in raw.items():
-        where = f"{key}.{name}"
-        metric = _metric(name, path, where)
-        if metric.is_latency:
-            raise SuiteError(
-                "latency is gated by ceilings, not baseline tolerances", path=path, entry=where
-            )
-        if metric.name in out:
-            raise SuiteError(f"{metric.name} is given twice", path=path, entry=where)
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not 0 <= value < math.inf
-        ):
-            raise SuiteError(
-                f"tolerance must be a finite number >= 0, got {value!r}{yaml_number_hint(value)}",
-                path=path,
-                entry=where,
-            )
-        out[metric.name] = float(value)
-    return out

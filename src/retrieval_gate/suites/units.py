@@ -16,6 +16,7 @@ from typing import Any
 from retrieval_gate.errors import SuiteError, UnknownMetricError
 from retrieval_gate.metrics import Metric, format_bounds, parse_metric
 from retrieval_gate.records import query_digest
+from retrieval_gate.schema import yaml_number_hint
 
 __all__ = [
     "DEFAULT_K",
@@ -24,8 +25,8 @@ __all__ = [
     "Expectation",
     "Query",
     "Unit",
+    "metric_key",
     "optional_label",
-    "parse_cutoffs",
     "parse_expect",
     "read_units_file",
     "threshold",
@@ -98,24 +99,17 @@ class Query(Unit):
     """A ranking suite's unit: a query and the documents that should come back."""
 
 
-def yaml_number_hint(value: Any) -> str:
-    """Why a number came as text: YAML 1.1 (PyYAML) reads ``1e-3`` as a string, because its
-    floats need a dot; the hint says how to write it."""
-    if not isinstance(value, str):
-        return ""
+def metric_key(text: str, latency: str | None = None) -> str:
+    """A metric's name as the registry spells it (``p@5``: ``P@5``), for a table keyed by metric
+    (:class:`~retrieval_gate.schema.Entries`): ValueError for an unknown one (listing the known
+    ones) and, where ``latency`` says why, for a latency metric."""
     try:
-        number = float(value)
-    except ValueError:
-        return ""
-    if not math.isfinite(number) or "e" not in value.lower():
-        return ""
-    mantissa, _, exponent = value.strip().lower().partition("e")
-    if "." in mantissa and exponent[:1] in ("+", "-"):
-        return ""  # YAML reads it as a number unquoted: it was quoted
-    # A YAML 1.1 float needs a dot in its mantissa and a sign in its exponent.
-    dotted = mantissa if "." in mantissa else f"{mantissa}.0"
-    signed = exponent if exponent[:1] in ("+", "-") else f"+{exponent}"
-    return f" (YAML reads {value.strip()} as text: write {dotted}e{signed})"
+        metric = parse_metric(text)
+    except UnknownMetricError as exc:
+        raise ValueError(exc.message) from None
+    if latency is not None and metric.is_latency:
+        raise ValueError(latency)
+    return metric.name
 
 
 def threshold(value: Any, metric: Metric, path: Path, entry: str) -> float:
@@ -203,30 +197,6 @@ def parse_expect(raw: Any, path: Path, entry: str) -> tuple[Expectation, ...]:
 def type_name(value: object) -> str:
     """The JSON/YAML type of a value as messages name it (``list``, ``str``)."""
     return type(value).__name__
-
-
-def parse_cutoffs(raw: Any, path: Path) -> tuple[int, ...]:
-    """A suite's ``k``: one cutoff or a list, each an integer in [1, MAX_K]; sorted, once each."""
-    if raw is None:
-        return DEFAULT_K
-    values = raw if isinstance(raw, list) else [raw]
-    if not values:
-        raise SuiteError("'k' must list at least one cutoff", path=path, entry="k")
-    out = []
-    for value in values:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise SuiteError(
-                f"cutoff k must be an integer >= 1, got {value!r}", path=path, entry="k"
-            )
-        if value > MAX_K:
-            raise SuiteError(
-                f"cutoff k must be at most {MAX_K} (every system retrieves that many results per "
-                f"query), got {value}",
-                path=path,
-                entry="k",
-            )
-        out.append(value)
-    return tuple(sorted(set(out)))
 
 
 def read_units_file(value: Any, path: Path, key: str) -> tuple[list[Any], Path]:

@@ -16,14 +16,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from retrieval_gate.display import redact
 from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.isolated import ChildFailure, IsolatedFunction, short_repr, type_name
 from retrieval_gate.records.wording import counted, shown_id
 from retrieval_gate.schema import Option, Where
 from retrieval_gate.systems.base import OpenContext, Query, Retrieved, SystemKind
 from retrieval_gate.usercode import DEFAULT_TIMEOUT_S as DEFAULT_TIMEOUT_S
 from retrieval_gate.usercode import CallTimeout as CallTimeout
 from retrieval_gate.usercode import (
-    IsolatedFunction,
     UserCodeFailure,
     Worker,
     call_user_code,
@@ -88,8 +89,9 @@ OPTIONS = {
         False,
         "run the retriever in a child process of its own: an interpreter exit or a crash in it "
         "(`os._exit(0)`) fails this system's run with one line instead of ending pytest, and a "
-        "call past `timeout` is stopped; results must pickle, and latency includes the trip "
-        "to the child (docs/ci.md)",
+        "call past `timeout` is stopped with everything it started; results cross as data "
+        "(ids, numbers, lists, mappings), and latency includes the trip to the child "
+        "(docs/ci.md)",
     ),
 }
 
@@ -131,6 +133,8 @@ def load_retriever(
 
 #: The most results a non-list iterable (a generator) of results is read for, beyond the depth.
 _ITER_SLACK = 10
+#: ... and at least this many.
+_ITER_MIN = 100_000
 
 
 def normalise_hits(
@@ -148,7 +152,7 @@ def normalise_hits(
     path, entry = where
     if isinstance(raw, (str, bytes)) or not isinstance(raw, Iterable):
         raise RunError(
-            f"{source} returned {type(raw).__name__}, expected a list of (doc_id, score)",
+            f"{source} returned {type_name(raw)}, expected a list of (doc_id, score)",
             path=path,
             entry=entry,
         )
@@ -158,7 +162,7 @@ def normalise_hits(
     elif isinstance(raw, Sized):
         items = list(raw)
     else:
-        limit = max(100_000, _ITER_SLACK * (depth or 0))
+        limit = max(_ITER_MIN, _ITER_SLACK * (depth or 0))
         items = list(itertools.islice(raw, limit + 1))
         if len(items) > limit:
             raise RunError(
@@ -174,26 +178,37 @@ def normalise_hits(
             doc, score = item, float(n - position)  # ids only: their order is the ranking
         elif isinstance(item, Mapping) and "id" in item:
             doc, score = item["id"], item.get("score", float(n - position))
-        elif isinstance(item, Sequence) and len(item) == 2:
+        elif isinstance(item, Sequence) and not isinstance(item, bytes) and len(item) == 2:
             doc, score = item
         else:
             raise RunError(
-                f"{source} returned {item!r} at position {position}; expected (doc_id, score)",
+                f"{source} returned {short_repr(item)} at position {position}; expected "
+                "(doc_id, score)",
                 path=path,
                 entry=entry,
             )
         if isinstance(doc, int) and not isinstance(doc, bool):
-            doc = str(doc)
+            try:
+                doc = str(doc)
+            except ValueError:  # more digits than Python writes out (4,300 by default)
+                raise RunError(
+                    f"{source} returned doc id {short_repr(doc)} at position {position}; ids "
+                    "are strings",
+                    path=path,
+                    entry=entry,
+                ) from None
         if not isinstance(doc, str):
             raise RunError(
-                f"{source} returned doc id {doc!r} at position {position}; ids are strings",
+                f"{source} returned doc id {short_repr(doc)} at position {position}; ids are "
+                "strings",
                 path=path,
                 entry=entry,
             )
         value = finite_score(score)
         if value is None:
             raise RunError(
-                f"{source} returned score {score!r} for {doc!r}; scores must be finite numbers",
+                f"{source} returned score {short_repr(score)} for {short_repr(doc)}; scores "
+                "must be finite numbers",
                 path=path,
                 entry=entry,
             )
@@ -250,7 +265,9 @@ class RetrieverSystem:
         path = where if where is not None else Path(self.ref)
         try:
             if self._isolated is not None:  # bounded, and stopped past its limit, in its process
-                raw = self._isolated(text, depth)
+                # An iterator is read there as far as normalise_hits reads one here.
+                read = max(_ITER_MIN, _ITER_SLACK * depth) + 1
+                raw = self._isolated.call((text, depth), read_at_most=read)
             else:
                 raw = call_user_code(
                     lambda: self._retrieve(text, depth), self.timeout, worker=self._worker
@@ -259,9 +276,12 @@ class RetrieverSystem:
             hint = ""
             if exc.timed_out:
                 hint = f" for query {qid} (the 'timeout' setting of system.{self.config.name})"
-            raise RunError(
+            error = RunError(
                 f"retriever {self.ref} {exc.reason}{hint}", path=path, entry=f"query {qid}"
-            ).behind(exc.error) from None  # its traceback for -v, not by default
+            ).behind(exc.error)  # its traceback for -v, not by default
+            if isinstance(exc, ChildFailure) and exc.traceback:
+                error.traceback = redact(exc.traceback)  # the one its process wrote
+            raise error from None
         return normalise_hits(
             raw, where=(path, f"query {qid}"), source=f"retriever {self.ref}", depth=depth
         )

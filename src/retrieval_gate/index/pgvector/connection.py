@@ -80,6 +80,29 @@ def _connect_seconds(options: Mapping[str, Any]) -> int:
     return int(options.get("connect_timeout") or OPTIONS["connect_timeout"].default)
 
 
+def _dead_peer(dsn: str, seconds: int) -> dict[str, int]:
+    """libpq settings that end a connection whose server or network went away mid-statement
+    (TCP keepalives, and how long sent data may stay unacknowledged) within a few
+    ``connect_timeout``: the statement timeouts are the server's to keep, and a server that is
+    gone keeps none, while the client would wait for its answer as long as the kernel's
+    keepalive (two hours). A busy server still answers the keepalives: a long build is not cut.
+    The DSN's own values of these win."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        given = set(conninfo_to_dict(dsn))
+    except Exception:
+        given = set()
+    wanted = {
+        "keepalives": 1,
+        "keepalives_idle": seconds,
+        "keepalives_interval": max(1, seconds // 3),
+        "keepalives_count": 3,
+        "tcp_user_timeout": seconds * 3 * 1000,
+    }
+    return {key: value for key, value in wanted.items() if key not in given}
+
+
 def connect(dsn: str, options: Mapping[str, Any]) -> Any:
     """A psycopg connection with the timeouts set; a one-line ``ConfigError`` when the server
     cannot be reached, does not answer in time or refuses the credentials."""
@@ -96,6 +119,7 @@ def connect(dsn: str, options: Mapping[str, Any]) -> Any:
             connect_timeout=timeout,
             autocommit=True,
             application_name="pytest-retrieval-gate",
+            **_dead_peer(dsn, timeout),
         )
     except psycopg.ProgrammingError as exc:  # a malformed DSN
         raise ConfigError(f"invalid pgvector dsn: {_first_line(exc)}") from None

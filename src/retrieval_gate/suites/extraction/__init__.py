@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_gate.errors import SuiteError
+from retrieval_gate.schema import Option, OptionTable
 from retrieval_gate.suites.extraction.settings import SYSTEM_OPTIONS
 from retrieval_gate.suites.kind import Resources, SuiteKind, UnitRecord
+from retrieval_gate.suites.ontology import ONTOLOGY_OPTIONS
 
 if TYPE_CHECKING:
     from retrieval_gate.corpus import Corpus
@@ -108,6 +110,17 @@ def _missed_and_extra(query: QueryRecord) -> str:
     return "; ".join(parts)
 
 
+#: The keys of an extraction suite besides the header.
+EXTRACTION_SUITE_OPTIONS: OptionTable = {
+    "documents": Option(
+        (list, str),
+        None,
+        "the documents and their terms (docs/extraction.md), or a file or folder of them",
+    ),
+    "ontology": ONTOLOGY_OPTIONS["ontology"],
+}
+
+
 class ExtractionKind(SuiteKind):
     """Documents with the terms a reader should find, judged by set-based P, R and F1."""
 
@@ -117,7 +130,7 @@ class ExtractionKind(SuiteKind):
     units_key = "documents"
     # Not 'similarity': it says how MaxOntSim@k scores a near miss, and an extraction suite's
     # metrics are set-based (a term is found or not), so the key would be read and ignored.
-    keys = frozenset({"documents", "ontology"})
+    options = EXTRACTION_SUITE_OPTIONS
     # No cutoffs either: a document's predicted set is cut by the system's extraction settings
     # (num_results, thresholds), and a 'k' would only have changed the suite's digest.
     takes_k = False
@@ -129,7 +142,7 @@ class ExtractionKind(SuiteKind):
         from retrieval_gate.suites.extraction.documents import parse_documents
         from retrieval_gate.suites.ontology import parse_ontology
 
-        if "documents" not in data:
+        if data["documents"] is None:
             raise SuiteError(
                 f"a {self.name} suite needs '{self.units_key}'", path=path, entry=self.units_key
             )

@@ -147,6 +147,9 @@ class EmbeddingIndex:
             **({"session_documents": self.from_session} if not options.use_cache else {}),
             "embedder": embedder.identity,
             "dims": embedder.dim,
+            # An embedder whose vectors carry float noise (an http service's 'score_noise'):
+            # results that close count as tied at a cutoff (suites/ranking.py).
+            **({"score_noise": float(opt["score_noise"])} if opt.get("score_noise") else {}),
         }
         if self.stored:
             self._counts["cached_documents"] = 0
