@@ -56,34 +56,40 @@ def gate_only_given(given: dict[str, object]) -> list[str]:
     return [flag for dest, flag in GATE_ONLY_OPTIONS.items() if given.get(dest)]
 
 
+def _refused(what: str, value: str, advice: str) -> argparse.ArgumentTypeError:
+    """A bad option value's usage error (pytest prints ``argument --rg-...: MESSAGE``): the value
+    quoted as display shows it, a key given by mistake masked and control characters escaped."""
+    from retrieval_gate.display import shown
+
+    return argparse.ArgumentTypeError(shown(f"invalid {what} {value!r}: {advice}"))
+
+
 def _system_name(value: str) -> str:
     if not value or not value.replace("-", "").replace("_", "").replace(".", "").isalnum():
-        raise argparse.ArgumentTypeError(
-            f"invalid system name {value!r}: use letters, digits, '-', '_' or '.'"
-        )
+        raise _refused("system name", value, "use letters, digits, '-', '_' or '.'")
     return value
 
 
 def _path_value(value: str) -> str:
     if not value.strip():
-        raise argparse.ArgumentTypeError(f"invalid path {value!r}: must not be empty")
+        raise _refused("path", value, "must not be empty")
     return value
 
 
 def _commit_value(value: str) -> str:
     if not (4 <= len(value) <= 64 and all(c in "0123456789abcdefABCDEF" for c in value)):
-        raise argparse.ArgumentTypeError(
-            f"invalid commit {value!r}: give a commit hash or its prefix (4 to 64 hex digits)"
-        )
+        raise _refused("commit", value, "give a commit hash or its prefix (4 to 64 hex digits)")
     return value
 
 
 def _floors_target(value: str) -> str:
     # The diff must never land on a suite file: it only ever proposes changes to them.
     if value != "-" and Path(value).suffix.lower() in SUITE_SUFFIXES:
-        raise argparse.ArgumentTypeError(
-            f"invalid path {value!r}: a {Path(value).suffix} file could be a suite; write the "
-            "diff to a .diff file, or '-' for the terminal"
+        raise _refused(
+            "path",
+            value,
+            f"a {Path(value).suffix} file could be a suite; write the diff to a .diff file, or "
+            "'-' for the terminal",
         )
     return _path_value(value)
 
@@ -409,6 +415,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from retrieval_gate.report.selection import PLUGIN_NAME, Selection
 
     config.pluginmanager.register(Selection(config), PLUGIN_NAME)
+    config.pluginmanager.register(ShownWarnings(), "retrieval_gate_warnings")
     from retrieval_gate.report import channels
 
     config.pluginmanager.register(channels.HeldOutChannels(config), channels.PLUGIN_NAME)
@@ -417,6 +424,32 @@ def pytest_configure(config: pytest.Config) -> None:
 
         age = session.history.age_properties(session.baseline)
         config.pluginmanager.register(JunitNames(config, age), "retrieval_gate_junit")
+
+
+class ShownWarnings:
+    """Every warning of a gate session shown as display shows any text before pytest's warnings
+    summary prints it as it is (and before xdist sends it from a worker): a retriever's or a
+    library's ``warnings.warn`` quoting a key, a URL or a document with control characters in
+    it, and the source line pytest prints under it. (The plugin's own warnings are shown when
+    made: errors.GateWarning.)"""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_warning_recorded(self, warning_message: Any) -> None:
+        import linecache
+
+        from retrieval_gate.display import shown
+
+        if warning_message.line is None and warning_message.filename:
+            line = linecache.getline(warning_message.filename, warning_message.lineno or 0)
+            warning_message.line = shown(line.strip())
+        message = warning_message.message
+        if isinstance(message, Warning):
+            text = str(message)
+            inert = shown(text, multiline=True)
+            if inert != text:
+                message.args = (inert,)
+        elif isinstance(message, str):
+            warning_message.message = shown(message, multiline=True)
 
 
 def _check_plan_options(config: pytest.Config) -> None:

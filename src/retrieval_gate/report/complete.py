@@ -27,6 +27,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from retrieval_gate.display import shown
+
 DEFAULT_REPORT = "retrieval-gate-report.json"
 #: The deepest nesting a report may have (the plugin writes about ten levels).
 MAX_DEPTH = 100
@@ -155,7 +157,6 @@ def problem(path: Path) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from retrieval_gate.display import shown
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) > 1 or (args and args[0].startswith("-")):
@@ -167,8 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     path = Path(args[0] if args else DEFAULT_REPORT)
     found = problem(path)
+    # The path is the caller's and an error's text the system's: shown as display shows them.
     if found is not None:
-        # The report's own text (a reason, an id) and the path, escaped: one line.
         print(shown(f"retrieval gate: {found}"), file=sys.stderr)
         return 1
     print(shown(f"retrieval gate: {path} is complete and passed"))
