@@ -447,7 +447,7 @@ def test_a_flood_of_bad_lines_is_counted_not_said_line_by_line(tmp_path: Path) -
         f"{path} line 2: not a record (a torn write or an edit); skipped",
         f"{path} line 3: not a record (a torn write or an edit); skipped",
         f"{path} line 4: not a record (a torn write or an edit); skipped",
-        "9,997 more lines skipped (10,000 in all: 9,990 not a record, 10 tampered)",
+        f"{path}: 9,997 more lines skipped (10,000 in all: 9,990 not a record, 10 tampered)",
     )
 
 

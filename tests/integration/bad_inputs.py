@@ -853,6 +853,20 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "baseline-holdout-aggregate-out-of-bounds",
+        "a baseline holding a holdout aggregate its metric cannot take (hand-edited)",
+        "ERROR: *retrieval-baseline.json [lineage::keyword holdout]: corrupt baseline: P@1 of "
+        "suite 'lineage', system 'keyword' is 5.0, outside its bounds [0, 1]; restore it from "
+        "version control or save a new one with --rg-save-baseline",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"runs": {"lineage::keyword": {"queries": {}, "holdout": {"fraction": 0.5, "digest": '
+            '"h", "keys": ["k1", "k2"], "aggregates": {"P@1": 5.0}}}}}',
+        },
+    ),
+    BadInput(
         "retriever-raises",
         "a retriever that raises",
         "lineage.retrieval.yaml [query join_orders]: retriever search_app:retrieve raised "
@@ -2130,6 +2144,19 @@ CASES: tuple[BadInput, ...] = (
                 retriever_system(), "[tool.retrieval_gate]\nmax_file_mb = 1\n"
             ),
             "corpus.jsonl.gz": gzip.compress(b" " * 3_000_000, mtime=0),
+        },
+    ),
+    BadInput(
+        "max-file-mb-below-the-settings",
+        "a size limit smaller than the settings file itself",
+        "ERROR: *pyproject.toml: settings file is * bytes, over the 0 bytes limit on files the "
+        "gate reads (raise 'max_file_mb' in the settings; 0 for no limit)",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), "[tool.retrieval_gate]\nmax_file_mb = 1e-9\n"
+            ),
         },
     ),
     BadInput(

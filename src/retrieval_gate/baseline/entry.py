@@ -178,6 +178,8 @@ def check_run(run: Any, key: str, detail: str = "full") -> None:
             found = HoldoutRecord.from_json(holdout)
             if not all(math.isfinite(x) for v in found.values.values() for x in v):
                 raise ValueError("values must be finite")
+            if not all(math.isfinite(x) for x in found.aggregates.values()):
+                raise ValueError("aggregates must be finite")
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise LedgerDataError(f"'holdout' is not a holdout ({exc})", key) from None
         # Checked like every other value (by their lowest and highest, which name no unit): a
@@ -186,6 +188,7 @@ def check_run(run: Any, key: str, detail: str = "full") -> None:
             if values:
                 _check_bounds({name: min(values)}, key, f"{key} holdout")
                 _check_bounds({name: max(values)}, key, f"{key} holdout")
+        _check_bounds(dict(found.aggregates), key, f"{key} holdout")
     for qid, query in run.get("queries", {}).items():
         _check_query(qid, query, key, detail)
     _check_bounds(run.get("metrics", {}), key, key)

@@ -41,7 +41,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from retrieval_gate.baseline.entry import Entry, Line, Skipped, distinct, encode_line, read_line
+from retrieval_gate.baseline.entry import (
+    Entry,
+    Line,
+    Skipped,
+    distinct,
+    encode_line,
+    read_line,
+    run_key,
+)
 from retrieval_gate.errors import RetrievalGateError
 
 DEFAULT_HISTORY_DIR = ".retrieval-gate/history"
@@ -146,22 +154,28 @@ class Tally:
 
 
 class Counting:
-    """A :class:`Tally` counted as entries stream past, without keeping them: every entry's
-    line counts (a copy of a line names its session again, which counts once), as an append
-    counts its own entries, so a log read whole and one kept up by appends agree."""
+    """A :class:`Tally` counted as entries stream past, without keeping them, each measurement
+    once (:func:`~.entry.run_key`: a rerun's or a copied line counts as the entry it repeats,
+    its decision and its holdout verdicts as what the most of its copies said, as
+    :func:`~.entry.distinct` reads them)."""
 
     def __init__(self) -> None:
+        self.seen: dict[int, tuple[bool, int]] = {}  # a measurement's decision and verdicts
         self.sessions: dict[str, set[str]] = {}
         self.holdout: Counter[str] = Counter()
         self.systems: Counter[str] = Counter()
         self.commits: dict[str, None] = {}
 
     def add(self, entry: Entry) -> None:
-        self.systems[entry.system] += 1
-        if entry.decided:
+        key = hash(run_key(entry))
+        decided, verdicts = self.seen.get(key, (False, 0))
+        if key not in self.seen:
+            self.systems[entry.system] += 1
+        if entry.decided and not decided:
             self.sessions.setdefault(entry.suite_digest, set()).add(entry.session)
-        if entry.holdout_digest:
-            self.holdout[entry.holdout_digest] += entry.holdout_decisions
+        if entry.holdout_digest and entry.holdout_decisions > verdicts:
+            self.holdout[entry.holdout_digest] += entry.holdout_decisions - verdicts
+        self.seen[key] = (decided or entry.decided, max(verdicts, entry.holdout_decisions))
         if entry.at.commit:
             self.commits[entry.at.commit[:12]] = None
 
@@ -504,6 +518,7 @@ class _Reader:
         self.found: list[Entry] = []  # newest first
         self.kinds: Counter[str] = Counter()
         self.named: list[str] = []
+        self.where: Path | None = None  # the first file a problem was found in
 
     def read(self, path: Path, counting: Counting | None = None) -> None:
         """The file's lines from its end; with ``counting`` the whole file (its problems named
@@ -520,6 +535,7 @@ class _Reader:
             if isinstance(found, Skipped):
                 self.kinds[found.kind] += 1
                 named.append((taken, found.why))
+                self.where = self.where or path
                 continue
             entry = found.entry
             if entry.suite != self.suite:
@@ -586,7 +602,10 @@ class _Reader:
         out = list(self.named)
         if total > len(out):
             counts = ", ".join(f"{count:,} {kind}" for kind, count in self.kinds.most_common())
-            out.append(f"{total - len(out):,} more lines skipped ({total:,} in all: {counts})")
+            out.append(
+                f"{self.where}: {total - len(out):,} more lines skipped ({total:,} in all: "
+                f"{counts})"
+            )
         return out
 
 

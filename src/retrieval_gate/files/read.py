@@ -113,10 +113,16 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
+def _limit(limit: int) -> str:
+    """The size limit as messages say it: whole MB as set, else its bytes (a limit of a
+    fraction of a MB is not "0 MB")."""
+    return f"{limit // _MIB} MB" if limit >= _MIB and not limit % _MIB else _size(limit)
+
+
 def _too_large(size: int, what: str, path: Path, entry: str | None, error: Error) -> Exception:
     limit = _max_bytes or 0
     return error(
-        f"{what} is {_size(size)}, over the {limit // _MIB} MB limit on files the gate reads "
+        f"{what} is {_size(size)}, over the {_limit(limit)} limit on files the gate reads "
         "(raise 'max_file_mb' in the settings; 0 for no limit)",
         path=path,
         entry=entry,
@@ -298,7 +304,7 @@ def _gunzip(
         raise error(f"cannot read {what}: {exc}", path=path, entry=entry) from None
     if limit is not None and len(out) > limit:
         raise error(
-            f"{what} decompresses to more than the {limit // _MIB} MB limit on files the gate "
+            f"{what} decompresses to more than the {_limit(limit)} limit on files the gate "
             "reads (raise 'max_file_mb' in the settings; 0 for no limit)",
             path=path,
             entry=entry,

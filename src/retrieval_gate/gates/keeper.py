@@ -311,6 +311,14 @@ class HistoryKeeper:
             self._histories[suite] = found
         return self._histories[suite]
 
+    def accepted(self, suite: str, system: str) -> Entry | None:
+        """The newest entry of ``suite`` x ``system`` saved as the baseline, as the log keeps it
+        (with the run's timing: what a rule comparing latency with the baseline reads)."""
+        found = [
+            e for e in self.history(suite).of(system) if e.source == "baseline" and not e.at.dirty
+        ]
+        return found[-1] if found else None
+
     def age_properties(self, baseline: Baseline | None) -> list[tuple[str, object]]:
         """The baseline's age as JUnit test-suite properties (without the suite digests, which
         need the runs)."""

@@ -151,23 +151,27 @@ class GroupRecord:
 
 @dataclass(frozen=True)
 class HoldoutRecord:
-    """A run's holdout (docs/verdicts.md): its units' values, never their ids. ``keys`` name the
-    units by a digest of id and content (``suites/holdout.py``), ``values`` each metric's values
-    in the order of ``keys``. The report's JSON twin shows only ``fraction`` and ``n``; the
-    baseline, the history and the xdist transport keep the values, so the next run can pair
-    them."""
+    """A run's holdout (docs/verdicts.md): never its units' ids, and nowhere its units' values
+    one by one. ``keys`` name the units by a digest of id and content (``suites/holdout.py``);
+    ``aggregates`` are each metric's aggregate over all of them, what the baseline, the history
+    and the xdist transport keep (the report's JSON twin shows only ``fraction`` and ``n``).
+    ``values`` are each metric's values in the order of ``keys``: held only in the process that
+    measured the run (the holdout items of this session read them to aggregate over the units a
+    baseline had), never written, and read back only from a baseline or history line written
+    before 0.2 kept aggregates (then compared unit by unit, as they were)."""
 
     fraction: float
     keys: tuple[str, ...]
     values: Mapping[str, tuple[float, ...]]
     digest: str  # the holdout's version (its fraction and units): its shelf-life ledger's key
+    aggregates: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
         return len(self.keys)
 
     def per_unit(self, metric: str) -> dict[str, float]:
-        """key -> value of ``metric`` (empty when not measured)."""
+        """key -> value of ``metric`` (empty when not measured, or not kept unit by unit)."""
         return dict(zip(self.keys, self.values.get(metric, ()), strict=False))
 
     def summary_json(self) -> dict[str, Any]:
@@ -175,20 +179,26 @@ class HoldoutRecord:
         return {"fraction": self.fraction, "n": self.n}
 
     def to_json(self) -> dict[str, Any]:
+        """What a baseline, a history line and the xdist transport keep: the units' keys and
+        each metric's aggregate, never a unit's value."""
         return {
             **self.summary_json(),
             "digest": self.digest,
             "keys": list(self.keys),
-            "values": {metric: list(values) for metric, values in self.values.items()},
+            "aggregates": dict(self.aggregates),
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> HoldoutRecord:
         keys = tuple(str(k) for k in data["keys"])
-        values = {str(m): tuple(float(x) for x in v) for m, v in data["values"].items()}
+        aggregates = {str(m): float(v) for m, v in data.get("aggregates", {}).items()}
+        # A line written before aggregates were kept holds each unit's value.
+        values = {str(m): tuple(float(x) for x in v) for m, v in data.get("values", {}).items()}
         if any(len(v) != len(keys) for v in values.values()):
             raise ValueError("holdout values of different lengths")
-        return cls(float(data["fraction"]), keys, values, str(data["digest"]))
+        if "aggregates" not in data and "values" not in data:
+            raise KeyError("aggregates")
+        return cls(float(data["fraction"]), keys, values, str(data["digest"]), aggregates)
 
 
 @dataclass(frozen=True)
@@ -345,8 +355,9 @@ class RunRecord:
             **({"fingerprint": dict(self.fingerprint)} if full else {}),
             "k": list(self.k),
             "metrics": dict(self.metrics),
-            # What a rule may compare with (a latency rule): the run's timing, when it timed.
-            **({"latency_ms": dict(self.latency_ms)} if self.latency_measured else {}),
+            # A history entry keeps the run's timing when it timed (what a latency rule compares
+            # with); the baseline does not, so a run saved twice writes the same baseline.
+            **({"latency_ms": dict(self.latency_ms)} if self.latency_measured and not full else {}),
         }
         if summary:
             return {**out, "n": self.n}
@@ -374,7 +385,8 @@ class RunRecord:
 
         What the ledger does not keep is empty: groups and stats, each query's latency (None),
         and, below ``full``, rankings; a ``summary`` has no query at all (its ``n`` says how
-        many it had). The run's latency percentiles are kept when it timed its queries.
+        many it had). A history entry keeps the run's latency percentiles when it timed its
+        queries; a baseline keeps none (it reads as a run that timed none).
         """
         kind = data.get("kind", DEFAULT_KIND)
         queries = tuple(
