@@ -383,7 +383,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from retrieval_gate.collect import group_runs_on_workers
 
     group_runs_on_workers(config)
-    from retrieval_gate.baseline.store import use_metric_bounds
+    from retrieval_gate.baseline.entry import use_metric_bounds
     from retrieval_gate.errors import RetrievalGateError
     from retrieval_gate.metrics.registry import bounds_by_name, format_bounds
     from retrieval_gate.session import GateSession

@@ -63,7 +63,7 @@ class Registry(MutableMapping[str, T], Generic[T]):
 
     ``what`` names the sort in messages ("suite kind"); ``kind`` is the class of its things;
     ``attr`` the module attribute holding a module's thing or things; ``group`` the entry-point
-    group (None: none); ``builtins`` returns the modules of the built-ins, in order (see
+    group (None: none), ``aliases`` its older names, whose entry points are read too; ``builtins`` returns the modules of the built-ins, in order (see
     :func:`package_modules`); ``name`` gives a thing's name; ``admit(thing, source)`` checks a
     thing before it is added and returns what is stored (raising the registry's error to refuse
     it; ``source`` says where it came from: a module's name, an entry point, ``register()``);
@@ -82,6 +82,7 @@ class Registry(MutableMapping[str, T], Generic[T]):
         kind: type[Any] | tuple[type[Any], ...],
         attr: str,
         group: str | None,
+        aliases: tuple[str, ...] = (),
         builtins: Callable[[], Iterable[ModuleType]],
         name: Callable[[T], str] | None = None,
         error: type[RetrievalGateError] | Callable[[str], Exception],
@@ -94,6 +95,7 @@ class Registry(MutableMapping[str, T], Generic[T]):
         self.kind = kind
         self.attr = attr
         self.group = group
+        self.aliases = aliases  # older names of the group, whose entry points are read too
         self._builtins = builtins
         # Most things carry their name: ``thing.name`` unless a registry says otherwise.
         self._name: Callable[[T], str] = name or operator.attrgetter("name")
@@ -129,8 +131,9 @@ class Registry(MutableMapping[str, T], Generic[T]):
                         self._builtin.add(self._name(thing))
                 if self.group is not None:
                     try:
-                        for plugin in plugins(self.group):
-                            self._load_plugin(plugin)
+                        for group in (self.group, *self.aliases):
+                            for plugin in plugins(group):
+                                self._load_plugin(plugin)
                     except PluginLoadError as exc:  # a broken third-party plugin: say which
                         raise self._error(exc.message) from None
             finally:

@@ -1,7 +1,7 @@
 """Per-session state of an active gate, registered as a plugin object while ``--retrieval-gate``.
 
 What pytest sees: the hooks, wired to plain parts that know nothing of pytest (``options.py``,
-the ``RunCache``, the ``RegressionPlan``, the baseline store, the ``HistoryKeeper``, the
+the ``RunCache``, the ``RegressionPlan``, the run ledger, the ``HistoryKeeper``, the
 writers). Items hand their records over as an ``ItemPayload`` on their test reports, so the
 report is complete under xdist too: workers only attach, the controller gathers and writes.
 """
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from retrieval_gate import progress
-from retrieval_gate.baseline.store import load_for_session, open_store
+from retrieval_gate.baseline.ledger import load_for_session
 from retrieval_gate.config import Settings, load_settings
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.files import atomic, door, lock, read
@@ -82,13 +82,14 @@ class GateSession:
         self.save_baseline = values.save_baseline
         self.suggest_floors: str | None = config.getoption("rg_suggest_floors", None)
         own = (*out.files(), out.baseline, out.cache_dir)  # the plugin's files, not the user's
-        self.store = open_store(out.baseline_url or out.baseline, own=own)
+        self.runs = RunCache(self.settings, self.run_options, exclude=own, relpath=self.relpath)
+        self.plan = RegressionPlan(self.settings)
+        ledger = (self.settings, self.rootpath, self.plan, out.baseline_url or out.baseline)
+        self.history = HistoryKeeper(*ledger, [s.name for s in self.systems], config.getoption, own)
+        self.store = self.history.ledger  # the run ledger: its head (the baseline) and its log
         self.baseline, self.baseline_problem = load_for_session(
             self.store, named=bool(values.baseline), saving=self.save_baseline
         )
-        self.runs = RunCache(self.settings, self.run_options, exclude=own, relpath=self.relpath)
-        self.plan = RegressionPlan(self.settings)
-        self.history = HistoryKeeper(self.settings, self.rootpath, self.plan, config.getoption, own)
         self._comparisons: dict[tuple[Path, str], Regressions] = {}
         self.shared: dict[tuple[Path, str, str], Any] = {}  # the rules' (gates/context.py)
         self.rule_state: dict[str, Any] = {}
@@ -98,8 +99,7 @@ class GateSession:
         self.written: list[Path] = []
         self.saved_baseline: str | None = None
         self.closing_lines: list[str] = []  # suggested floors, outputs that failed: said last
-        # Why the session did not finish cleanly: the JSON twin's completion marker is false.
-        self.unfinished: list[str] = []
+        self.unfinished: list[str] = []  # why the session did not finish cleanly (the marker)
         self._summary: list[str] | None = None  # the terminal summary's lines, once rendered
 
     @property
@@ -109,7 +109,7 @@ class GateSession:
     @property
     def where(self) -> str:
         """The baseline as messages and the report name it (a file relative to the rootdir)."""
-        path = getattr(self.store, "path", None)
+        path = getattr(self.store, "head_path", None)
         return self.relpath(path) if isinstance(path, Path) else self.store.location
 
     def relpath(self, path: Path) -> str:
@@ -215,7 +215,7 @@ class GateSession:
         )
         if self.save_baseline and data.runs and not interrupted:
             try:
-                self.store.save(data.runs, self.baseline)
+                self.store.save_head(data.runs, self.baseline)
                 self.saved_baseline = self.store.location
             except (OSError, RetrievalGateError) as exc:
                 self._fail(session, f"could not save the baseline {atomic.failed_write(exc)}")

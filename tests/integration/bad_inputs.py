@@ -27,26 +27,11 @@ PASSWORD = "hunter2pw"
 
 
 def _history_line(commit: str = "abc1234", day: int = 30, session: str = "s") -> bytes:
-    """One encoded history record of suite ``lineage`` x ``keyword`` (P@1 0.5) at ``commit``,
-    recorded on 2026-09-``day``."""
-    from retrieval_gate.baseline.history import HistoryRecord, encode_line
-    from retrieval_gate.baseline.provenance import Provenance
+    """One encoded history entry of suite ``lineage`` x ``keyword`` (P@1 0.5, 3 queries) at
+    ``commit``, recorded on 2026-09-``day``."""
+    from tests.ledger import line
 
-    return encode_line(
-        HistoryRecord(
-            suite="lineage",
-            system="keyword",
-            at=Provenance(commit=commit, time=f"2026-09-{day:02d}T12:00:00Z"),
-            suite_digest="s",
-            identity="i",
-            source="baseline",
-            decided=False,
-            session=session,
-            n=3,
-            metrics={"P@1": 0.5},
-            tolerance={"P@1": 0.01},
-        )
-    )
+    return line(commit=commit, time=f"2026-09-{day:02d}T12:00:00Z", session=session, n=3)
 
 
 def _write_history(root: Path, body: bytes) -> None:

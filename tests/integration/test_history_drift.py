@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from retrieval_gate.gates.shelflife import adaptive_epsilon
+from tests.ledger import entry
 
 from .conftest import lit
 from .history_project import STEP_DROP, TOLERANCE, commit, run_step, stepped_project
@@ -123,7 +124,7 @@ def test_thirty_unchanged_merges_raise_no_drift(
 def test_a_level_shift_at_step_15_is_named_in_the_report(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from retrieval_gate.baseline.history import HistoryRecord, JsonLinesHistory
+    from retrieval_gate.baseline.log import JsonLinesLog
     from retrieval_gate.baseline.provenance import Provenance
 
     stepped_project(pytester)
@@ -131,13 +132,10 @@ def test_a_level_shift_at_step_15_is_named_in_the_report(
     # wrong); today's run is at quality 10, P@1 = 0.8.
     wobble = [0.01, -0.01, 0.0]
     records = [
-        HistoryRecord(
+        entry(
             suite="merges",
             system="stepped",
             at=Provenance(commit(step), f"2026-09-{step // 2 + 1:02d}T12:00:00Z"),
-            suite_digest="s",
-            identity="i",
-            source="baseline",
             decided=True,
             session=str(step),
             n=50,
@@ -146,7 +144,7 @@ def test_a_level_shift_at_step_15_is_named_in_the_report(
         )
         for step in range(29)
     ]
-    JsonLinesHistory(pytester.path / ".retrieval-gate/history").append(records)
+    JsonLinesLog(pytester.path / ".retrieval-gate/history").append(records)
     monkeypatch.setenv("GITHUB_SHA", commit(29))
     (pytester.path / "step.txt").write_text("10", encoding="utf-8")
     pytester.runpytest("--retrieval-gate", "--rg-record")
@@ -242,14 +240,14 @@ def test_a_suite_spent_by_decisions_is_warned(
 ) -> None:
     import dataclasses
 
-    from retrieval_gate.baseline.history import JsonLinesHistory
+    from retrieval_gate.baseline.log import JsonLinesLog
 
     stepped_project(pytester)
     text = (pytester.path / "pyproject.toml").read_text()
     (pytester.path / "pyproject.toml").write_text(text.replace(repr(TOLERANCE), "0.1"))
     result = pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
-    store = JsonLinesHistory(pytester.path / ".retrieval-gate/history")
-    (first,) = store.read("merges").records
+    store = JsonLinesLog(pytester.path / ".retrieval-gate/history")
+    (first,) = store.read("merges").entries
     # Six earlier decisions on this version of the suite (sessions d0..d5, each at its own
     # commit: copies at one commit would be one measurement, counted once).
     store.append(
@@ -370,47 +368,63 @@ def test_a_metric_gated_since_the_anchor_is_not_compared_with_it(
 def test_compaction_keeps_each_systems_anchor_with_many_systems(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # keep_values counted over the file's records (both systems') compacted the anchor of a
-    # drift window of 2 of each system's records: decided on suite values, with no resolution.
+    """keep_values counts each system's entries: counted over the log (both systems') it
+    compacted the anchor of a drift window of 2 of each system's entries, deciding it on suite
+    values with no resolution. The live file is sealed at every append here (a segment of a
+    byte), so each step's entries are a segment that compaction may take."""
+    from retrieval_gate.baseline import log
+
+    monkeypatch.setattr(log, "SEGMENT_BYTES", 1)
     stepped_project(pytester)
     settings = (pytester.path / "pyproject.toml").read_text()
     settings = settings.replace('systems = ["stepped"]', 'systems = ["stepped", "twin"]')
     settings += '\n[tool.retrieval_gate.system.twin]\nretriever = "stepped_app:retrieve"\n'
     settings += "\n[tool.retrieval_gate.history]\nkeep_values = 2\ndrift_window = 2\n"
     (pytester.path / "pyproject.toml").write_text(settings)
-    for step in range(3):
+    for step in range(4):
         run_step(pytester, monkeypatch, step, quality=step)
     report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
     drift = [g for g in report["gates"] if g["scope"] == "history-drift"]
     assert [g["system"] for g in drift] == ["stepped", "twin"]
-    for gate in drift:  # anchor: merge 0 (P@1 1), now merge 2 (0.96)
-        assert gate["detail"][1].startswith("anchor 1 -> now 0.96 over 50 shared queries;")
-    lines = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text().splitlines()
-    assert [bool(json.loads(line).get("compacted")) for line in lines] == [True] * 2 + [False] * 4
+    for gate in drift:  # anchor: merge 1 (P@1 0.98), now merge 3 (0.94)
+        assert gate["detail"][1].startswith("anchor 0.98 -> now 0.94 over 50 shared queries;")
+    segments = pytester.path / ".retrieval-gate/history/merges.d"
+    compacted = [
+        [bool(json.loads(line).get("compacted")) for line in path.read_text().splitlines()]
+        for path in sorted(segments.glob("*.jsonl"))
+    ]
+    # Steps 0, 1 and 2 sealed; step 0's and step 1's have two newer entries of each system.
+    assert compacted == [[True, True], [True, True], [False, False]]
 
 
-def test_a_compaction_that_fails_after_the_append_says_the_records_are_in(
+def test_a_compaction_that_fails_after_the_append_says_the_entries_are_in(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # It said "could not append to the history", after appending: a rerun appends them twice.
+    from retrieval_gate.baseline import log
+
+    monkeypatch.setattr(log, "SEGMENT_BYTES", 1)
     stepped_project(pytester)
+    settings = (pytester.path / "pyproject.toml").read_text()
+    settings += "\n[tool.retrieval_gate.history]\nkeep_values = 2\n"
+    (pytester.path / "pyproject.toml").write_text(settings)
     run_step(pytester, monkeypatch, 0, quality=0)
-    folder = pytester.path / ".retrieval-gate/history"
-    with open(folder / "merges.jsonl", "a") as out:
-        out.write("not a record\n")
-    (folder / "merges.jsonl.rejected").symlink_to(pytester.path / "elsewhere")
-    result = run_step(pytester, monkeypatch, 1, quality=0)
+    run_step(pytester, monkeypatch, 1, quality=0)  # seals step 0's entry: due at the next
+    segment = pytester.path / ".retrieval-gate/history/merges.d/000001.jsonl"
+    outside = pytester.path.parent / f"{pytester.path.name}-elsewhere.jsonl"
+    segment.rename(outside)
+    segment.symlink_to(outside)  # a link out of the project: never written through
+    result = run_step(pytester, monkeypatch, 2, quality=0)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
             # Announced as the reports and the baseline written are, in the singular.
             "-* recorded 1 run in the retrieval gate history: * -*",
-            "retrieval gate: recorded, but could not compact the history "
-            "*merges.jsonl.rejected: history file is a symbolic link; refusing to write",
+            "retrieval gate: recorded, but could not compact the history *000001.jsonl*",
         ]
     )
-    assert (folder / "merges.jsonl").read_text().count("\n") == 3  # two records, the bad line
-    assert not (pytester.path / "elsewhere").exists()
+    live = pytester.path / ".retrieval-gate/history/merges.jsonl"
+    assert live.read_text().count("\n") == 1  # step 2's entry, appended once
 
 
 def test_a_run_from_uncommitted_changes_is_recorded_as_such_and_no_merge(

@@ -18,18 +18,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from retrieval_gate.baseline.history import (
-    CLOCK_SKEW_DAYS,
-    DEFAULT_HISTORY_DIR,
-    History,
-    HistoryError,
-    HistoryRecord,
-    HistoryStore,
-    JsonLinesHistory,
-    distinct,
-    open_history,
-    run_key,
-)
+from retrieval_gate.baseline.entry import CLOCK_SKEW_DAYS, Entry, run_key
+from retrieval_gate.baseline.ledger import FileLedger, Ledger, open_ledger
+from retrieval_gate.baseline.log import CompactionError, History, HistoryError, Request
 from retrieval_gate.baseline.provenance import (
     Provenance,
     commits_between,
@@ -42,17 +33,11 @@ from retrieval_gate.gates.changepoints import ChangePoint, change_points
 from retrieval_gate.gates.history import failed_metrics, find_anchor, merges
 from retrieval_gate.gates.holdout import revealed
 from retrieval_gate.gates.regression import checked_scope
-from retrieval_gate.gates.shelflife import (
-    ShelfLife,
-    decisions_made,
-    holdout_decisions,
-    holdout_shelf_life,
-    shelf_life,
-)
+from retrieval_gate.gates.shelflife import ShelfLife, holdout_shelf_life, shelf_life
 from retrieval_gate.records import counted, plural
 
 if TYPE_CHECKING:
-    from retrieval_gate.baseline.store import Baseline
+    from retrieval_gate.baseline.head import Baseline
     from retrieval_gate.config import Settings
     from retrieval_gate.gates.plan import RegressionPlan
     from retrieval_gate.records import Outcome, RunRecord
@@ -151,7 +136,7 @@ def baseline_age(
     return BaselineAge(saved, days, commits, tuple(other), tuple(warnings))
 
 
-def _held(there: HistoryRecord | None, new: HistoryRecord) -> bool:
+def _held(there: Entry | None, new: Entry) -> bool:
     """Whether ``there`` (the history's record of the same measurement) says all ``new`` does."""
     return (
         there is not None
@@ -241,17 +226,22 @@ class Reported(Protocol):
 
 
 class HistoryKeeper:
-    """Reads the history for the drift items and appends this session's records."""
+    """Reads the ledger's log for the drift items and appends this session's entries."""
 
     def __init__(
         self,
         settings: Settings,
         root: Path,
         plan: RegressionPlan,
+        head: str | Path,
+        systems: Iterable[str] = (),
         option: Callable[[str, Any], Any] = lambda name, default: default,
         own_files: Iterable[Path] = (),
     ) -> None:
-        """``option(name, default)``: a command-line option (``rg_record``, ``rg_pin``);
+        """``head``: where the ledger's head (the baseline) is, a path or a URL: the keeper opens
+        the session's ledger (``ledger``: its log is read and appended to here, its head by the
+        session); ``systems``: the session's systems, whose entries a read takes;
+        ``option(name, default)``: a command-line option (``rg_record``, ``rg_pin``);
         ``own_files``: the plugin's outputs (baseline, reports, caches), which a run rewrites
         and so do not make the working tree dirty."""
         record, pin = bool(option("rg_record", False)), option("rg_pin", None)
@@ -268,17 +258,21 @@ class HistoryKeeper:
         self.now = datetime.now().astimezone()
         self.session_id = uuid.uuid4().hex[:12]
         self.own_files = tuple(own_files)
-        self.store: HistoryStore | None = None
+        self.systems = frozenset(systems)
+        self.ledger = open_ledger(
+            head, self.conf.log(root), keep_values=self.conf.keep_values, own=self.own_files
+        )
+        ledger = self.ledger
+        self.store: Ledger | None = None
         if self.conf.enabled:
-            self.store = open_history(self.conf.store or root / DEFAULT_HISTORY_DIR)
-            if isinstance(self.store, JsonLinesHistory) and (
-                record or option("rg_save_baseline", False)
-            ):
+            self.store = ledger
+            log = ledger.log if isinstance(ledger, FileLedger) else None
+            if log is not None and (record or option("rg_save_baseline", False)):
                 # Said before anything runs, as for the other outputs: a folder the session
                 # will write that a link leads out of the project (files/door.py).
                 from retrieval_gate.files import door
 
-                door.check(self.store.folder, what="the history", error=HistoryError)
+                door.check(log.folder, what="the history", error=HistoryError)
         elif record or pin:
             flag = "--rg-record" if record else "--rg-pin"
             raise RetrievalGateError(
@@ -287,29 +281,43 @@ class HistoryKeeper:
         self._histories: dict[str, History] = {}
 
     def history(self, suite: str) -> History:
-        """The suite's history as this process first read it."""
+        """What the session needs of the suite's log (the drift window, the trend points, a
+        pinned entry, the ledgers' counts), as this process first read it."""
         if suite not in self._histories:
             if self.store is None:
                 found = History(suite)
             else:
+                pin = self.pin
+                request = Request(
+                    systems=self.systems,
+                    records=self.conf.drift_records or 0,
+                    days=self.conf.drift_days,
+                    pin=None if pin is None else lambda e: _at_commit(e, pin),
+                    now=self.now,
+                )
                 try:
-                    found = self.store.read(suite)
+                    found = self.store.read(suite, request)
                 except RetrievalGateError as exc:
                     found = History(suite, problems=(f"unreadable: {exc.format()}",))
-            # Each measurement once, however many lines hold it: a rerun CI job or a copied
-            # line would count twice in the window, the trend and the ledgers.
-            records, repeated = distinct(found.records)
-            if repeated:
+            # Each measurement once, however many lines hold it (log.py): a rerun CI job or a
+            # copied line would count twice in the window, the trend and the ledgers.
+            if found.repeated:
                 said = (
-                    f"{found.location or suite}: {counted(repeated, 'record')} "
-                    f"{plural(repeated, 'repeats', 'repeat')} an earlier one (the "
+                    f"{found.location or suite}: {counted(found.repeated, 'record')} "
+                    f"{plural(found.repeated, 'repeats', 'repeat')} an earlier one (the "
                     "same commit, system and figures: a rerun or a copied line); each counted once"
                 )
-                found = dataclasses.replace(
-                    found, records=records, problems=(*found.problems, said)
-                )
+                found = dataclasses.replace(found, problems=(*found.problems, said))
             self._histories[suite] = found
         return self._histories[suite]
+
+    def accepted(self, suite: str, system: str) -> Entry | None:
+        """The newest entry of ``suite`` x ``system`` saved as the baseline, as the log keeps it
+        (with the run's timing: what a rule comparing latency with the baseline reads)."""
+        found = [
+            e for e in self.history(suite).of(system) if e.source == "baseline" and not e.at.dirty
+        ]
+        return found[-1] if found else None
 
     def age_properties(self, baseline: Baseline | None) -> list[tuple[str, object]]:
         """The baseline's age as JUnit test-suite properties (without the suite digests, which
@@ -362,18 +370,19 @@ class HistoryKeeper:
 
     def _append(
         self,
-        store: HistoryStore,
+        store: Ledger,
         runs: Sequence[RunRecord],
         gates: Sequence[Outcome],
         compared: Iterable[tuple[str, str]],
         saved: bool,
     ) -> None:
-        own = [*self.own_files, *([store.folder] if isinstance(store, JsonLinesHistory) else [])]
+        log = store.log if isinstance(store, FileLedger) else None
+        own = [*self.own_files, *([log.folder] if log is not None else [])]
         changed = uncommitted_changes(self.root, own)
         at = provenance(self.root, dirty=bool(changed))
         decided = set(compared)
         made = [
-            HistoryRecord.of_run(
+            Entry.of_run(
                 run,
                 at=at,
                 source="baseline" if saved else "record",
@@ -387,7 +396,7 @@ class HistoryKeeper:
         ]
         # A measurement the history holds already (a rerun of the same job) is not appended
         # again, unless this one says more of it (a decision, more holdout verdicts).
-        held = {run_key(r): r for s in {r.suite for r in made} for r in self.history(s).records}
+        held = {run_key(r): r for s in {r.suite for r in made} for r in self.history(s).entries}
         records = [r for r in made if not _held(held.get(run_key(r)), r)]
         from retrieval_gate.files.atomic import failed_write
 
@@ -401,11 +410,20 @@ class HistoryKeeper:
             return
         try:
             store.append(records)
+        except CompactionError:
+            self._recorded(records, at, changed, store)
+            raise  # the entries are in: saying they are not would have a rerun add them twice
         except (OSError, HistoryError) as exc:
             raise HistoryError(f"could not append to the history {failed_write(exc)}") from None
+        self._recorded(records, at, changed, store)
+
+    def _recorded(
+        self, records: Sequence[Entry], at: Provenance, changed: Sequence[str], store: Ledger
+    ) -> None:
+        """What the terminal says of entries appended."""
         self.written.append(
             f"recorded {counted(len(records), 'run')} in the retrieval gate history: "
-            f"{store.location}"
+            f"{store.log_location}"
         )
         if at.dirty:
             # Named, so that a CI step that edits a tracked file (a lock file) is found: its
@@ -418,15 +436,6 @@ class HistoryKeeper:
                 f"recorded as {at.short}, counted in the shelf-life ledger but no drift anchor, "
                 "step or trend point (record from a clean checkout of the commit for that)"
             )
-        try:
-            if isinstance(store, JsonLinesHistory) and self.conf.keep_values:
-                for suite in sorted({r.suite for r in runs}):
-                    store.compact(suite, keep_values=self.conf.keep_values)
-        except (OSError, HistoryError) as exc:
-            # The records are in: saying they are not would have a rerun append them twice.
-            raise HistoryError(
-                f"recorded, but could not compact the history {failed_write(exc)}"
-            ) from None
 
     def _shelf(self, runs: Sequence[RunRecord], gates: Sequence[Outcome]) -> list[ShelfLife]:
         """Each gated metric's shelf life, for the suites with a history."""
@@ -436,9 +445,9 @@ class HistoryKeeper:
         out = []
         for run in runs:
             history = self.history(run.suite)
-            if not history.records:
+            if not history.tally.systems:
                 continue
-            decisions = decisions_made(history.records, str(run.fingerprint.get("suite_digest")))
+            decisions = history.tally.decisions.get(str(run.fingerprint.get("suite_digest")), 0)
             stated = {
                 g.metric: g.regression.planned_resolution
                 for g in gates
@@ -461,11 +470,11 @@ class HistoryKeeper:
                 )
                 if found is not None:
                     out.append(found)
-            out += self._holdout_shelf(run, gates, history.records)
+            out += self._holdout_shelf(run, gates, history)
         return out
 
     def _holdout_shelf(
-        self, run: RunRecord, gates: Sequence[Outcome], records: Sequence[HistoryRecord]
+        self, run: RunRecord, gates: Sequence[Outcome], history: History
     ) -> list[ShelfLife]:
         """The holdout's shelf life per metric its items decided today: its own ledger, its
         own tolerance, and no figure read from its values (gates/shelflife.py)."""
@@ -474,7 +483,7 @@ class HistoryKeeper:
 
         if run.holdout is None:
             return []
-        decisions = holdout_decisions(records, run.holdout.digest)
+        decisions = history.tally.holdout.get(run.holdout.digest, 0)
         out = []
         for gate in revealed(run, gates):
             # An unbounded metric's range from the visible values: the holdout's would be read.
@@ -539,3 +548,8 @@ class HistoryKeeper:
         for metric in run.metrics:
             found.setdefault(metric, self.settings.tolerance.get(metric, DEFAULT_TOLERANCE))
         return found
+
+
+def _at_commit(entry: Entry, pin: str) -> bool:
+    """Whether ``entry`` is of a committed tree at the commit ``pin`` names (or its prefix)."""
+    return not entry.at.dirty and (entry.at.commit or "").lower().startswith(pin.lower())

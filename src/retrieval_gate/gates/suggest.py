@@ -41,7 +41,7 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
-from retrieval_gate.baseline.store import Baseline
+from retrieval_gate.baseline.head import Baseline
 from retrieval_gate.display import HeldOut
 from retrieval_gate.errors import RetrievalGateError, UnknownMetricError
 from retrieval_gate.metrics import parse_metric

@@ -31,7 +31,7 @@ from retrieval_gate.registry import Registry
 from retrieval_gate.usercode import PluginLoadError
 
 if TYPE_CHECKING:
-    from retrieval_gate.baseline.store import Baseline
+    from retrieval_gate.baseline.head import Baseline
     from retrieval_gate.config.decision import DecisionSettings
     from retrieval_gate.gates.decision import Decision
     from retrieval_gate.gates.keeper import HistoryReport
