@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import pytest
@@ -15,7 +16,14 @@ from retrieval_gate.gates.shelflife import adaptive_epsilon
 from tests.ledger import entry
 
 from .conftest import lit
-from .history_project import STEP_DROP, TOLERANCE, commit, run_step, stepped_project
+from .history_project import (
+    SETTINGS,
+    STEP_DROP,
+    TOLERANCE,
+    commit,
+    run_step,
+    stepped_project,
+)
 
 MERGES = 30
 
@@ -121,43 +129,111 @@ def test_thirty_unchanged_merges_raise_no_drift(
     assert len(trend["points"]) == MERGES  # the 29 earlier records and this run
 
 
-def test_a_level_shift_at_step_15_is_named_in_the_report(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+def _recorded(
+    pytester: pytest.Pytester, values: list[float], accepted: tuple[int, ...] = ()
 ) -> None:
+    """One record of P@1 per merge, merge ``step`` at ``commit(step)`` on 2026-09-(step + 1),
+    its drift accepted at the merges ``accepted`` (as a baseline saved over a failing drift item
+    records it)."""
     from retrieval_gate.baseline.log import JsonLinesLog
     from retrieval_gate.baseline.provenance import Provenance
 
-    stepped_project(pytester)
-    # 29 recorded merges: P@1 0.9 with +-0.01 wobble, then 0.8 from merge 15 (5 more queries
-    # wrong); today's run is at quality 10, P@1 = 0.8.
-    wobble = [0.01, -0.01, 0.0]
     records = [
         entry(
             suite="merges",
             system="stepped",
-            at=Provenance(commit(step), f"2026-09-{step // 2 + 1:02d}T12:00:00Z"),
+            at=Provenance(commit(step), f"2026-09-{step + 1:02d}T12:00:00Z"),
+            suite_digest="s",
+            identity="i",
+            source="baseline",
             decided=True,
             session=str(step),
             n=50,
-            metrics={"P@1": (0.9 if step < 15 else 0.8) + wobble[step % 3]},
+            metrics={"P@1": value},
             tolerance={"P@1": TOLERANCE},
+            accepted_drift=("P@1",) if step in accepted else (),
         )
-        for step in range(29)
+        for step, value in enumerate(values)
     ]
     JsonLinesLog(pytester.path / ".retrieval-gate/history").append(records)
+
+
+def test_a_level_shift_at_step_15_is_named_in_the_report(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stepped_project(pytester)
+    # 29 recorded merges: P@1 0.9 with +-0.01 wobble, then 0.8 from merge 15 (5 more queries
+    # wrong); today's run is at quality 10, P@1 = 0.8.
+    wobble = [0.01, -0.01, 0.0]
+    _recorded(pytester, [(0.9 if step < 15 else 0.8) + wobble[step % 3] for step in range(29)])
     monkeypatch.setenv("GITHUB_SHA", commit(29))
     (pytester.path / "step.txt").write_text("10", encoding="utf-8")
     pytester.runpytest("--retrieval-gate", "--rg-record")
     report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
     (trend,) = report["history"]["trends"]
     (change,) = trend["change_points"]
-    assert abs(change["index"] - 15) <= 1
-    assert change["commit"] == commit(change["index"])[:7]
+    assert change["index"] == 15 and change["commit"] == commit(15)[:7]
+    assert change["date"] == "2026-09-16"
     assert change["shift"] == pytest.approx(-0.1, abs=0.01)
     markdown = (pytester.path / "retrieval-gate-report.md").read_text()
-    assert f"change point at `{change['commit']}`: " in markdown
-    assert f'"{change["commit"]} (change)"' in markdown  # marked on the chart's x axis
+    assert f"a step at `{change['commit']}` (2026-09-16): 0.9 -> 0.8 (-0.1000)" in markdown
+    # Marked on the chart's x axis with its commit and date.
+    assert f'"{change["commit"]} 2026-09-16 (change)"' in markdown
+    assert trend["slides"] == []
     assert "line [" in markdown
+
+
+def test_a_steady_slide_is_one_slide_named_alike_on_every_run(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ten merges each losing 0.6 x the tolerance of P@1 (0.02 of 0.0333), the drift accepted
+    at merges 4 and 8 (where the thirty-merge test fails it); today's run (P@1 0.8) is the
+    eleventh point. Two runs of that history under two seeds name one slide, in the same words:
+    no merge is blamed for it."""
+    stepped_project(pytester)
+    _recorded(pytester, [1.0 - STEP_DROP * step for step in range(10)], accepted=(4, 8))
+    monkeypatch.setenv("GITHUB_SHA", commit(10))
+    (pytester.path / "step.txt").write_text("10", encoding="utf-8")
+    seen = []
+    for seed in (0, 7):
+        pytester.makefile(
+            ".toml",
+            pyproject=SETTINGS.replace(
+                "[tool.retrieval_gate]\n", f"[tool.retrieval_gate]\nseed = {seed}\n"
+            ),
+        )
+        for old in pytester.path.glob("retrieval-gate-report.*"):
+            old.unlink()
+        assert pytester.runpytest("--retrieval-gate").ret == 0
+        report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+        markdown = (pytester.path / "retrieval-gate-report.md").read_text()
+        history = markdown.split("### History", 1)[1].split("\n### ", 1)[0]  # not latencies
+        seen.append((report["history"]["trends"], history))
+    assert seen[0] == seen[1]
+    (trend,), history = seen[0]
+    assert trend["change_points"] == []
+    (slide,) = trend["slides"]
+    assert (slide["from"], slide["to"], slide["merges"], slide["ongoing"]) == (
+        commit(0)[:7],
+        "now",
+        10,
+        True,
+    )
+    assert slide["slope"] == pytest.approx(-STEP_DROP)
+    assert (slide["first"], slide["last"]) == pytest.approx((1.0, 0.8))
+    assert trend["anchor"] == commit(8)[:7]  # the newest accepted drift
+    assert trend["accepted"] == [commit(4)[:7], commit(8)[:7]]
+    assert (
+        f"P@1 has slid 0.02 per merge (0.6 x its tolerance) over the last 10 merges, since "
+        f"`{commit(0)[:7]}` (2026-09-01): 1 -> 0.8 on its fitted line" in history
+    )
+    assert "change point" not in history and "a step at" not in history
+    # The x axis: each point's commit and date, the slide's start, the accepted anchors marked.
+    assert f'"{commit(0)[:7]} 2026-09-01 (slide)"' in history
+    assert f'"{commit(4)[:7]} 2026-09-05 (accepted)"' in history
+    assert f'"{commit(8)[:7]} 2026-09-09 (anchor, accepted)"' in history
+    assert f'"{commit(9)[:7]} 2026-09-10"' in history
+    assert re.search(rf'"now {commit(10)[:7]} \d{{4}}-\d\d-\d\d"', history)
 
 
 def _drift_gate(pytester: pytest.Pytester) -> dict[str, Any]:

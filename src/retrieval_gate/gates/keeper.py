@@ -14,7 +14,7 @@ import dataclasses
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -24,12 +24,13 @@ from retrieval_gate.baseline.log import CompactionError, History, HistoryError, 
 from retrieval_gate.baseline.provenance import (
     Provenance,
     commits_between,
+    current_commit,
     provenance,
     uncommitted_changes,
 )
 from retrieval_gate.config.history import HistorySettings
 from retrieval_gate.errors import RetrievalGateError
-from retrieval_gate.gates.changepoints import ChangePoint, change_points
+from retrieval_gate.gates.changepoints import NOISE_FLOOR, ChangePoint, Slide, shape
 from retrieval_gate.gates.history import failed_metrics, find_anchor, merges
 from retrieval_gate.gates.holdout import revealed
 from retrieval_gate.gates.regression import checked_scope
@@ -149,7 +150,11 @@ def _held(there: Entry | None, new: Entry) -> bool:
 @dataclass(frozen=True)
 class Trend:
     """One metric of one suite x system over its history and today (the last point): the
-    points' labels (short commits, ``now``), values, the anchor's index and the change points."""
+    points' labels (short commits, ``now``) and dates, values, the anchor's index, the records
+    where a drift of the metric was accepted, and what the history's shape says
+    (gates/changepoints.py): its steps (change points) and its slides. ``tolerance``: the
+    metric's regression tolerance, whose share ``NOISE_FLOOR`` is the least noise the shape
+    assumes; ``noise``: the noise it did assume."""
 
     suite: str
     system: str
@@ -158,6 +163,23 @@ class Trend:
     values: tuple[float, ...]
     anchor: int | None
     changes: tuple[ChangePoint, ...]
+    slides: tuple[Slide, ...] = ()
+    dates: tuple[str, ...] = ()
+    accepted: tuple[int, ...] = ()
+    tolerance: float | None = None
+    noise: float = 0.0
+    head: str | None = None  # the commit this run measured (``now``), where git or CI says
+
+    def date(self, i: int) -> str:
+        return self.dates[i] if i < len(self.dates) else ""
+
+    def point(self, i: int) -> str:
+        """A point as the report names it: its commit and date (``abc1234 2026-09-30``; this
+        run's ``now abc1299 2026-10-01``)."""
+        label, date = self.labels[i], self.date(i)
+        if i == len(self.labels) - 1 and self.head:
+            label = f"{label} {self.head[:7]}"
+        return f"{label} {date}" if date and not label.startswith(date) else label
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -165,19 +187,38 @@ class Trend:
             "system": self.system,
             "metric": self.metric,
             "points": [
-                {"commit": c, "value": v} for c, v in zip(self.labels, self.values, strict=True)
+                {"commit": c, "date": self.date(i) or None, "value": v}
+                for i, (c, v) in enumerate(zip(self.labels, self.values, strict=True))
             ],
+            "head": self.head,
             "anchor": None if self.anchor is None else self.labels[self.anchor],
+            "accepted": [self.labels[i] for i in self.accepted],
+            "tolerance": self.tolerance,
+            "noise": self.noise,
             "change_points": [
                 {
                     "commit": self.labels[c.index],
+                    "date": self.date(c.index) or None,
                     "index": c.index,
                     "before": c.before,
                     "after": c.after,
                     "shift": c.shift,
-                    "p_value": c.p_value,
                 }
                 for c in self.changes
+            ],
+            "slides": [
+                {
+                    "from": self.labels[s.start],
+                    "to": self.labels[s.end],
+                    "from_index": s.start,
+                    "to_index": s.end,
+                    "merges": s.steps,
+                    "slope": s.slope,
+                    "first": s.first,
+                    "last": s.last,
+                    "ongoing": s.end == len(self.values) - 1,
+                }
+                for s in self.slides
             ],
         }
 
@@ -504,15 +545,24 @@ class HistoryKeeper:
 
     def _trends(self, runs: Sequence[RunRecord], gates: Sequence[Outcome]) -> list[Trend]:
         """Each gated metric's trend (every metric of a run without regression items is too
-        many charts: then its first three), with the anchor and the change points."""
+        many charts: then its first three), with the anchor, the accepted drifts, and the steps
+        and slides of its line (gates/changepoints.py: deterministic, so the same records give
+        the same words on every run)."""
         out = []
+        head: str | None = None  # read once, for the first run with a history
         for run in runs:
             # The merges only: a record from uncommitted changes is no point of the line.
             records = merges(self.history(run.suite).of(run.system))
             if not records:
                 continue
+            tolerances = self._tolerances(run, gates)
+            if head is None:
+                head = current_commit(self.root) or ""
             gated = [m for m in self._tolerances(run, gates, gated_only=True) if m in run.metrics]
             labels = (*(r.at.short for r in records), "now")
+            # Dates as the records keep their times: in UTC.
+            today = self.now.astimezone(UTC).date().isoformat()
+            dates = (*((r.at.time or "")[:10] for r in records), today)
             for metric in gated or list(run.metrics)[:3]:
                 try:
                     anchor = find_anchor(
@@ -527,8 +577,27 @@ class HistoryKeeper:
                 )
                 if any(v != v for v in values):
                     continue  # a metric the older records did not measure
-                found = change_points(values, seed=self.settings.seed)
-                out.append(Trend(run.suite, run.system, metric, labels, values, at, tuple(found)))
+                tolerance = tolerances.get(metric)
+                floor = 0.0 if tolerance is None else NOISE_FLOOR * tolerance
+                found = shape(values, floor=floor)
+                accepted = tuple(i for i, r in enumerate(records) if metric in r.accepted_drift)
+                out.append(
+                    Trend(
+                        run.suite,
+                        run.system,
+                        metric,
+                        labels,
+                        values,
+                        anchor=at,
+                        changes=found.changes,
+                        slides=found.slides,
+                        dates=dates,
+                        accepted=accepted,
+                        tolerance=tolerance,
+                        noise=found.sigma,
+                        head=head or None,
+                    )
+                )
         return out
 
     def _tolerances(
