@@ -360,6 +360,17 @@ class JsonLinesLog:
 
     # -- writing --------------------------------------------------------------------------------
 
+    def reindex(self, suite: str) -> None:
+        """The suite's index written anew from its files (after a merge of two branches' logs,
+        or segments copied in by hand): every file it does not hold as it is is read again."""
+        self._check_folder()
+        self._make_folder(self.folder)
+        with self._locked():
+            self._make_folder(self.segments_folder(suite))
+            index = self._index(suite, scan_live=True)
+            live = index.live or Segment(self.path(suite).name, 0, Tally())
+            self._write_index(suite, index.segments, live)
+
     def append(self, entries: Sequence[Entry]) -> None:
         """Add entries (one line each, by suite); seal a live file grown past its size, and
         compact one sealed segment when one is due. Never rewrites or loses an entry. Reads
