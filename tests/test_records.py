@@ -96,10 +96,8 @@ def test_run_record_json_keeps_the_documented_layout() -> None:
 
 
 def test_baseline_form_keeps_what_a_comparison_reads_and_round_trips() -> None:
-    data = _through_json(RUN.to_baseline_json())
-    keys = ["suite", "system", "fingerprint", "k", "metrics", "latency_ms", "queries"]
-    assert list(data) == keys
-    assert data["latency_ms"] == dict(RUN.latency_ms)  # what a latency rule compares with
+    data = _through_json(RUN.to_ledger_json())
+    assert list(data) == ["suite", "system", "fingerprint", "k", "metrics", "queries"]
     assert data["queries"]["q1"] == {
         "digest": QUERY.digest,
         "category": "joins",
@@ -108,12 +106,15 @@ def test_baseline_form_keeps_what_a_comparison_reads_and_round_trips() -> None:
         "ranking": ["d1", "d2"],
         "relevant_ranks": {"d1": 1, "d9": None},
     }
-    back = RunRecord.from_baseline_json(data)
+    back = RunRecord.from_ledger_json(data)
     # What the compact form does not keep comes back empty; the rest is the same.
-    assert back.to_baseline_json() == data
-    assert (back.n, back.latency_ms, back.stats, back.categories) == (2, RUN.latency_ms, {}, {})
-    untimed = RunRecord.from_baseline_json({k: v for k, v in data.items() if k != "latency_ms"})
-    assert not untimed.latency_measured  # a baseline of a stored run, or an older file
+    assert back.to_ledger_json() == data
+    assert (back.n, back.latency_ms, back.categories) == (2, {}, {})
+    assert not back.latency_measured  # a baseline keeps no timing: a run saved twice is equal
+    # A history entry keeps the run's timing (a latency rule compares with it), no ranking.
+    entry = _through_json(RUN.to_ledger_json("values"))
+    assert entry["latency_ms"] == dict(RUN.latency_ms) and "ranking" not in entry["queries"]["q1"]
+    assert RunRecord.from_ledger_json(entry).latency_ms == RUN.latency_ms
     assert back.query("q1").latency_ms is None
 
 

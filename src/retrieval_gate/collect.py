@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from retrieval_gate.display import escape, shown
+from retrieval_gate.display import shown
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.keys import SESSION_KEY
 from retrieval_gate.records import ItemPayload, Outcome, Undecided, parse_scope, scope_name
@@ -49,7 +49,23 @@ def _marker(config: pytest.Config, name: str, what: str) -> pytest.MarkDecorator
     return getattr(pytest.mark, name)  # type: ignore[no-any-return]
 
 
+def _inert(found: str | TerminalRepr) -> str | TerminalRepr:
+    """pytest's own report of a failure, as display shows it: plain text only where something
+    had to be masked or escaped (pytest's own keeps the colours and the crash line of the short
+    summary)."""
+    text = str(found)
+    inert = shown(text, multiline=True)
+    return found if inert == text else inert
+
+
 class SuiteFile(pytest.File):
+    # A collection error is ours, shown already (CollectError); anything else is the plugin's
+    # own bug, whose traceback may quote a DSN or a suite's text.
+    def repr_failure(  # type: ignore[override]  # pytest.Collector's signature
+        self, excinfo: ExceptionInfo[BaseException]
+    ) -> str | TerminalRepr:
+        return _inert(super().repr_failure(excinfo))
+
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         gate_session = self.config.stash[SESSION_KEY]
         try:
@@ -176,6 +192,11 @@ class SystemNode(pytest.Collector):
     """``...::<system>``: the items every verdict rule adds for this suite x system
     (gates/rule.py), in the rules' order, under the collectors their checks name."""
 
+    def repr_failure(  # type: ignore[override]  # pytest.Collector's signature
+        self, excinfo: ExceptionInfo[BaseException]
+    ) -> str | TerminalRepr:
+        return _inert(super().repr_failure(excinfo))
+
     def __init__(self, *, suite: Suite, system: SystemConfig, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.suite = suite
@@ -249,6 +270,11 @@ class GroupNode(pytest.Collector):
     """``suite``, ``category:x``, ``difficulty:x`` or ``regression``: the items of the checks
     below it; a category or difficulty is a marker of everything below it."""
 
+    def repr_failure(  # type: ignore[override]  # pytest.Collector's signature
+        self, excinfo: ExceptionInfo[BaseException]
+    ) -> str | TerminalRepr:
+        return _inert(super().repr_failure(excinfo))
+
     def __init__(
         self, *, checks: list[Check], wide: list[pytest.MarkDecorator], **kwargs: Any
     ) -> None:
@@ -278,11 +304,12 @@ class RuleItem(pytest.Item):
         self.system = node.system
         self.check = check
         self.rg_payload = ItemPayload()
+        self.rg_unfinished: list[str] = []  # report/selection.py hands them to the session
         self.add_marker(pytest.mark.retrieval_gate)
         # All items of a suite x system share one worker, and so one retrieval run: under plain
         # -n N through RunGrouping (below), under an explicit --dist loadgroup through this.
-        # (--dist loadgroup shows the group in node ids: the suite's name, escaped.)
-        self.add_marker(pytest.mark.xdist_group(escape(f"{self.suite.name}::{self.system.name}")))
+        # (--dist loadgroup shows the group in node ids: the suite's name, shown.)
+        self.add_marker(pytest.mark.xdist_group(shown(f"{self.suite.name}::{self.system.name}")))
 
     @property
     def gate_session(self) -> GateSession:
@@ -321,8 +348,9 @@ class RuleItem(pytest.Item):
         self.rg_payload += ItemPayload(gates=(decided,))
         from retrieval_gate.report import item_properties
 
-        # JUnit XML carries these as <property> elements, so CI dashboards can chart the values.
-        self.user_properties.extend(item_properties(decided))
+        # JUnit XML carries these as <property> elements, so CI dashboards can chart the values;
+        # a plug-in writer's that fail are its failure, said by the session (rg_unfinished).
+        self.user_properties.extend(item_properties(decided, self.rg_unfinished))
         if not outcome.passed:
             raise GateFailed(outcome)
 
@@ -349,10 +377,7 @@ class RuleItem(pytest.Item):
         # The plugin's own bug, with its traceback: a library's error in it may quote a DSN.
         # Plain text only where something had to be masked or escaped (pytest's own keeps the
         # colours and the crash line of the short summary).
-        found = super().repr_failure(excinfo, style=style)
-        text = str(found)
-        inert = shown(text, multiline=True)
-        return found if inert == text else inert
+        return _inert(super().repr_failure(excinfo, style=style))
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         # The scope as well as the metric: a suite floor, a category's floor and a regression
@@ -366,10 +391,12 @@ class RuleItem(pytest.Item):
 
     def add_report_section(self, when: str, key: str, content: str) -> None:
         # What libraries print while the run loads a model (transformers' load report, twice:
-        # stderr and log), their bars and colour codes stay out of the failure text.
+        # stderr and log), their bars and colour codes stay out of the failure text; what stays
+        # (a retriever's prints, a library's log lines quoting a URL) is shown as display shows
+        # it: pytest prints it under "Captured ..." and writes it into JUnit XML.
         from retrieval_gate.progress import clean_captured
 
-        cleaned = clean_captured(content)
+        cleaned = shown(clean_captured(content), multiline=True)
         if cleaned.strip():
             super().add_report_section(when, key, cleaned)
 

@@ -13,7 +13,7 @@ import pytest
 
 from retrieval_gate import __version__
 from retrieval_gate.baseline.align import align, metric_definitions
-from retrieval_gate.baseline.store import (
+from retrieval_gate.baseline.head import (
     VERSION,
     Baseline,
     BaselineError,
@@ -208,7 +208,7 @@ def test_malformed_content_names_the_entry(tmp_path: Path, payload: Any, message
 # -- save_baseline ------------------------------------------------------------------------------
 
 
-def test_save_keeps_what_the_comparison_needs_and_the_runs_latency(tmp_path: Path) -> None:
+def test_save_keeps_what_the_comparison_needs_and_drops_latency(tmp_path: Path) -> None:
     path = tmp_path / "b.json"
     rec = record([query("q1", metrics={"P@1": 0.5}, ranking=["a", "q1-doc"])])
     save_baseline(path, [rec], None)
@@ -229,9 +229,8 @@ def test_save_keeps_what_the_comparison_needs_and_the_runs_latency(tmp_path: Pat
             "relevant_ranks": {"q1-doc": 2},
         }
     }
-    # The run's percentiles (a latency rule compares with them), no query's own time.
-    assert run["latency_ms"] == dict(rec.latency_ms)
-    assert "latency_ms" not in run["queries"]["q1"]
+    # No timing: the same run saved twice writes the same baseline (the history keeps it).
+    assert "latency_ms" not in run and "latency_ms" not in run["queries"]["q1"]
     # Nothing left behind by the atomic write.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.json"]
 
@@ -919,13 +918,13 @@ _RUN = (
 @pytest.fixture
 def metric_bounds() -> Any:
     """The metric registry's bounds, as the plugin installs them in a session."""
-    from retrieval_gate.baseline import store
+    from retrieval_gate.baseline import entry
     from retrieval_gate.metrics.registry import bounds_by_name, format_bounds
 
-    before = store._bounds
-    store.use_metric_bounds(bounds_by_name, format_bounds)
+    before = entry._bounds
+    entry.use_metric_bounds(bounds_by_name, format_bounds)
     yield
-    store._bounds = before
+    entry._bounds = before
 
 
 @pytest.mark.parametrize(

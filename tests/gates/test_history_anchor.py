@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 
-from retrieval_gate.baseline.history import HistoryRecord
+from retrieval_gate.baseline.entry import Entry
 from retrieval_gate.baseline.provenance import Provenance
 from retrieval_gate.config.history import HistorySettings
 from retrieval_gate.config.settings import parse_settings
 from retrieval_gate.errors import ConfigError
 from retrieval_gate.gates.history import find_anchor
 from retrieval_gate.gates.keeper import BaselineAge
+from tests.ledger import entry
 
 
 def _history(raw: Any, source: Path, root: Path) -> HistorySettings:
@@ -27,19 +28,16 @@ def _history(raw: Any, source: Path, root: Path) -> HistorySettings:
     return history
 
 
-def _record(day: int, commit: str) -> HistoryRecord:
-    return HistoryRecord(
+def _record(day: int, commit: str) -> Entry:
+    return entry(
         suite="s",
         system="x",
         at=Provenance(commit, f"2026-09-{day:02d}T12:00:00Z"),
         suite_digest="d",
-        identity="i",
-        source="baseline",
         decided=True,
         session=commit,
         n=1,
         metrics={"P@1": 1.0},
-        tolerance={"P@1": 0.01},
     )
 
 
@@ -121,7 +119,7 @@ def test_junit_properties_of_the_baseline_age_hold_only_what_is_known() -> None:
     ]
 
 
-def _dirty(record: HistoryRecord) -> HistoryRecord:
+def _dirty(record: Entry) -> Entry:
     return dataclasses.replace(record, at=dataclasses.replace(record.at, dirty=True))
 
 
@@ -178,7 +176,7 @@ def test_a_drift_accepted_at_a_commit_ci_had_recorded_still_starts_the_window_ag
     # CI recorded day 20's commit (--rg-record); the team then saved the first baseline there
     # over a failing P@1 drift item (no earlier baseline: not a decision). Both lines are one
     # measurement (the same commit and figures), read once: the drift is still accepted.
-    from retrieval_gate.baseline.history import distinct
+    from retrieval_gate.baseline.entry import distinct
 
     recorded = dataclasses.replace(RECORDS[3], source="record", decided=False, session="ci")
     saved = dataclasses.replace(

@@ -27,26 +27,11 @@ PASSWORD = "hunter2pw"
 
 
 def _history_line(commit: str = "abc1234", day: int = 30, session: str = "s") -> bytes:
-    """One encoded history record of suite ``lineage`` x ``keyword`` (P@1 0.5) at ``commit``,
-    recorded on 2026-09-``day``."""
-    from retrieval_gate.baseline.history import HistoryRecord, encode_line
-    from retrieval_gate.baseline.provenance import Provenance
+    """One encoded history entry of suite ``lineage`` x ``keyword`` (P@1 0.5, 3 queries) at
+    ``commit``, recorded on 2026-09-``day``."""
+    from tests.ledger import line
 
-    return encode_line(
-        HistoryRecord(
-            suite="lineage",
-            system="keyword",
-            at=Provenance(commit=commit, time=f"2026-09-{day:02d}T12:00:00Z"),
-            suite_digest="s",
-            identity="i",
-            source="baseline",
-            decided=False,
-            session=session,
-            n=3,
-            metrics={"P@1": 0.5},
-            tolerance={"P@1": 0.01},
-        )
-    )
+    return line(commit=commit, time=f"2026-09-{day:02d}T12:00:00Z", session=session, n=3)
 
 
 def _write_history(root: Path, body: bytes) -> None:
@@ -839,6 +824,19 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "baseline-tolerance-not-a-tolerance",
+        "a baseline whose kept tolerance of a regression check is not a tolerance (hand-edited)",
+        "ERROR: *retrieval-baseline.json [lineage::keyword]: corrupt baseline: 'tolerance' must "
+        "map regression checks to tolerances >= 0; restore it from version control or save a new "
+        "one with --rg-save-baseline",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"runs": {"lineage::keyword": {"tolerance": {"P@1": -0.5}, "queries": {}}}}',
+        },
+    ),
+    BadInput(
         "baseline-rank-not-a-rank",
         "a baseline whose rank of a relevant document is not a rank (hand-edited)",
         "ERROR: *retrieval-baseline.json [lineage::keyword query join_orders]: corrupt baseline: "
@@ -865,6 +863,20 @@ CASES: tuple[BadInput, ...] = (
             "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
             '"runs": {"lineage::keyword": {"queries": {}, "holdout": {"fraction": 0.5, "digest": '
             '"h", "keys": ["k1", "k2"], "values": {"P@1": [1.0, 5.0]}}}}}',
+        },
+    ),
+    BadInput(
+        "baseline-holdout-aggregate-out-of-bounds",
+        "a baseline holding a holdout aggregate its metric cannot take (hand-edited)",
+        "ERROR: *retrieval-baseline.json [lineage::keyword holdout]: corrupt baseline: P@1 of "
+        "suite 'lineage', system 'keyword' is 5.0, outside its bounds [0, 1]; restore it from "
+        "version control or save a new one with --rg-save-baseline",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"runs": {"lineage::keyword": {"queries": {}, "holdout": {"fraction": 0.5, "digest": '
+            '"h", "keys": ["k1", "k2"], "aggregates": {"P@1": 5.0}}}}}',
         },
     ),
     BadInput(
@@ -2145,6 +2157,19 @@ CASES: tuple[BadInput, ...] = (
                 retriever_system(), "[tool.retrieval_gate]\nmax_file_mb = 1\n"
             ),
             "corpus.jsonl.gz": gzip.compress(b" " * 3_000_000, mtime=0),
+        },
+    ),
+    BadInput(
+        "max-file-mb-below-the-settings",
+        "a size limit smaller than the settings file itself",
+        "ERROR: *pyproject.toml: settings file is * bytes, over the 0 bytes limit on files the "
+        "gate reads (raise 'max_file_mb' in the settings; 0 for no limit)",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), "[tool.retrieval_gate]\nmax_file_mb = 1e-9\n"
+            ),
         },
     ),
     BadInput(

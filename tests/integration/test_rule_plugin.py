@@ -3,8 +3,8 @@
 reports its items with no file of the plugin changed (docs/architecture.md, "Verdict rules").
 
 The rule here is the one a team asks for first: p95 latency may not grow by more than 20 % over
-the accepted baseline's (with 250 ms of slack, so the noise of a fast system's timer is no
-failure).
+the accepted baseline's, as the ledger recorded it (with 250 ms of slack, so the noise of a fast
+system's timer is no failure).
 """
 
 from __future__ import annotations
@@ -30,15 +30,15 @@ class LatencyGrowth(Rule):
     title = "latency growth ceiling"
 
     def checks(self, context):
-        base = context.base
-        if base is not None and "p95" in base.latency_ms:
-            yield Check(self.name, "latency-growth::p95", wide=True)
+        accepted = context.history.accepted(context.suite.name, context.system)
+        if accepted is not None and "p95" in accepted.run.latency_ms:
+            yield Check(self.name, "latency-growth::p95", accepted.run.latency_ms["p95"], wide=True)
 
     def decide(self, check, context):
-        run, base = context.record(), context.base
+        run, before = context.record(), check.spec
         if not run.latency_measured:
             return "this run did not time its queries"
-        before, now = base.latency_ms["p95"], run.latency_ms["p95"]
+        now = run.latency_ms["p95"]
         ceiling = max(before * GROWTH, before + SLACK_MS)
         return Outcome(
             suite=run.suite,
@@ -121,13 +121,14 @@ def test_a_rule_from_an_entry_point_gates_every_run(
     rule_project: pytest.Pytester, workers: list[str]
 ) -> None:
     """Three sessions of pytest (the slow one sleeps 0.6 s a query): save, unchanged, slower.
-    Under xdist in a process of its own: xdist gives its workers the sys.path this test process
-    started with, which has no entry point of the project's."""
-    saved = rule_project.runpytest("--retrieval-gate", "--rg-save-baseline")
+    Each in a process of its own, as a project that installed the rule runs it (an entry point
+    is read once per process, and xdist gives its workers the sys.path this test process
+    started with, which has no entry point of the project's)."""
+    run = rule_project.runpytest_subprocess
+    saved = run("--retrieval-gate", "--rg-save-baseline")
     saved.assert_outcomes(passed=1)  # no baseline yet: the rule adds no item
     assert _gates(rule_project) == []
 
-    run = rule_project.runpytest_subprocess if workers else rule_project.runpytest
     again = run("--retrieval-gate", "-v", *workers)
     again.assert_outcomes(passed=3)  # the floor, the regression item and the rule's
     again.stdout.re_match_lines(

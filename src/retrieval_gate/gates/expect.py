@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from retrieval_gate.display import escape
+from retrieval_gate.display import shown
 from retrieval_gate.gates.kernel import meets
 from retrieval_gate.gates.rule import Check, Context, Rule
 from retrieval_gate.records import Outcome, QueryRecord, RunRecord, format_value, shorten
@@ -26,8 +26,9 @@ class ExpectRule(Rule):
                     for kind in ("category", "difficulty")
                     if (label := getattr(query, kind)) is not None
                 )
-                # The id is the user's: escaped, as the node id is printed and written as is.
-                yield Check(self.name, f"query[{escape(query.id)}]", query, labels=labels)
+                # The id is the user's: shown (escaped, a credential in it masked), as pytest
+                # prints and writes the node id as it is.
+                yield Check(self.name, f"query[{shown(query.id)}]", query, labels=labels)
 
     def decide(self, check: Check, context: Context) -> Outcome:
         query: Unit = check.spec

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from retrieval_gate.baseline.history import HistoryRecord, identity_digest
+from retrieval_gate.baseline.entry import Entry, identity_digest
 from retrieval_gate.config.history import HistorySettings
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.gates.kernel import exceeds, paired, width
@@ -146,9 +146,9 @@ class Anchor:
     window), ``accepted`` (the newest baseline saved over a failing drift item, within the
     window) or ``pinned`` (``--rg-pin``); ``rule`` says which in words."""
 
-    record: HistoryRecord
+    record: Entry
     how: str
-    later: tuple[HistoryRecord, ...]  # the records after it, oldest first
+    later: tuple[Entry, ...]  # the records after it, oldest first
     rule: str = ""
 
     def describe(self) -> str:
@@ -158,7 +158,7 @@ class Anchor:
 
 
 def find_anchor(
-    records: Sequence[HistoryRecord],
+    records: Sequence[Entry],
     settings: HistorySettings,
     *,
     pin: str | None = None,
@@ -232,7 +232,7 @@ def find_anchor(
     return Anchor(records[first], "window", tuple(records[first + 1 :]), rule)
 
 
-def merges(records: Sequence[HistoryRecord]) -> tuple[HistoryRecord, ...]:
+def merges(records: Sequence[Entry]) -> tuple[Entry, ...]:
     """The records of committed trees: the points of the history's line (anchors, steps,
     trends). A record made from uncommitted changes (``at.dirty``) stays in the history and in
     the shelf-life ledger (a decision the suite informed however it was made) but is no merge."""

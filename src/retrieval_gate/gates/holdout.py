@@ -4,10 +4,13 @@ A suite with ``holdout: f`` keeps a fixed, seeded part of its units apart
 (:mod:`~retrieval_gate.suites.holdout`): every visible figure (floors, regressions, drift, the
 report's tables) is over the other units, and the holdout is decided by items of its own,
 ``...::<system>::holdout::<metric>``, one per metric the suite's regression items gate. Each
-compares the holdout units the run and the baseline share (same id and content, paired through
-their keys, never their ids) and fails when the drop of the metric's aggregate over them is
-larger than the holdout's tolerance (``holdout_tolerance``, by default the regression tolerance
-/ sqrt(f)).
+compares the metric's aggregate over the baseline's holdout units with the run's aggregate over
+the same units (same id and content, paired through their keys, never their ids), and fails
+when the drop is larger than the holdout's tolerance (``holdout_tolerance``, by default the
+regression tolerance / sqrt(f)). A baseline keeps the aggregate only, never a unit's value
+(records/run.py ``HoldoutRecord``): units added since are left out of the run's side, and a
+baseline unit that was edited or removed since leaves the item undecided until a baseline is
+saved with the holdout as it is.
 
 What an item reveals is its one bit, pass or fail (Thresholdout's idea: Dwork et al., "The
 reusable holdout", Science 2015): not the values, not the drop, not a resolution (which would
@@ -28,7 +31,7 @@ import numpy as np
 
 from retrieval_gate.gates.kernel import exceeds
 from retrieval_gate.gates.rule import Check, Context, Rule
-from retrieval_gate.records import Outcome, RunRecord, format_value
+from retrieval_gate.records import Outcome, RunRecord, counted, format_value, plural
 
 if TYPE_CHECKING:
     from retrieval_gate.gates.compared import RegressionCheck
@@ -108,18 +111,38 @@ def holdout_outcomes(
             continue
         metric = parse_metric(check.metric)
         names = (check.metric, *metric.spec.aggregation.components)
-        if any(name not in now.values or name not in then.values for name in names):
+        measured = (
+            all(name in then.values for name in names)
+            if then.values
+            else check.metric in then.aggregates
+        )
+        if not measured or any(name not in now.values for name in names):
             out[check.metric] = f"{check.metric} is not measured on both sides of the holdout"
             continue
-        before, after = then.per_unit(check.metric), now.per_unit(check.metric)
-        keys = [k for k in after if k in before]
-        if not keys:
-            out[check.metric] = "the baseline shares no holdout unit with this run"
-            continue
-
-        drop = _aggregate(metric, names, keys, before, then.values) - _aggregate(
-            metric, names, keys, after, now.values
-        )
+        after = now.per_unit(check.metric)
+        if then.values:  # a baseline written before aggregates were kept: unit by unit
+            before = then.per_unit(check.metric)
+            keys = [k for k in after if k in before]
+            if not keys:
+                out[check.metric] = "the baseline shares no holdout unit with this run"
+                continue
+            drop = _aggregate(metric, names, keys, before, then.values) - _aggregate(
+                metric, names, keys, after, now.values
+            )
+        else:
+            gone = sum(1 for k in then.keys if k not in after)
+            if gone:
+                out[check.metric] = (
+                    f"{counted(gone, 'held-out unit')} of the baseline's holdout "
+                    f"{plural(gone, 'was', 'were')} edited or removed since it was saved, and "
+                    "the baseline keeps the holdout's aggregate only (never a unit's value); "
+                    "save a baseline with --rg-save-baseline"
+                )
+                continue
+            keys = list(then.keys)
+            drop = then.aggregates[check.metric] - _aggregate(
+                metric, names, keys, after, now.values
+            )
         out[check.metric] = Outcome(
             suite=record.suite,
             system=record.system,

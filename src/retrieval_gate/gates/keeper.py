@@ -14,45 +14,31 @@ import dataclasses
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from retrieval_gate.baseline.history import (
-    CLOCK_SKEW_DAYS,
-    DEFAULT_HISTORY_DIR,
-    History,
-    HistoryError,
-    HistoryRecord,
-    HistoryStore,
-    JsonLinesHistory,
-    distinct,
-    open_history,
-    run_key,
-)
+from retrieval_gate.baseline.entry import CLOCK_SKEW_DAYS, Entry, run_key
+from retrieval_gate.baseline.ledger import FileLedger, Ledger, open_ledger
+from retrieval_gate.baseline.log import CompactionError, History, HistoryError, Request
 from retrieval_gate.baseline.provenance import (
     Provenance,
     commits_between,
+    current_commit,
     provenance,
     uncommitted_changes,
 )
 from retrieval_gate.config.history import HistorySettings
 from retrieval_gate.errors import RetrievalGateError
-from retrieval_gate.gates.changepoints import ChangePoint, change_points
+from retrieval_gate.gates.changepoints import NOISE_FLOOR, ChangePoint, Slide, shape
 from retrieval_gate.gates.history import failed_metrics, find_anchor, merges
 from retrieval_gate.gates.holdout import revealed, visible_verdicts
 from retrieval_gate.gates.regression import checked_scope
-from retrieval_gate.gates.shelflife import (
-    ShelfLife,
-    holdout_decisions,
-    holdout_shelf_life,
-    ledger,
-    shelf_life,
-)
+from retrieval_gate.gates.shelflife import ShelfLife, holdout_shelf_life, shelf_life
 from retrieval_gate.records import counted, plural
 
 if TYPE_CHECKING:
-    from retrieval_gate.baseline.store import Baseline
+    from retrieval_gate.baseline.head import Baseline
     from retrieval_gate.config import Settings
     from retrieval_gate.gates.plan import RegressionPlan
     from retrieval_gate.records import Outcome, RunRecord
@@ -151,7 +137,7 @@ def baseline_age(
     return BaselineAge(saved, days, commits, tuple(other), tuple(warnings))
 
 
-def _held(there: HistoryRecord | None, new: HistoryRecord) -> bool:
+def _held(there: Entry | None, new: Entry) -> bool:
     """Whether ``there`` (the history's record of the same measurement) says all ``new`` does."""
     return (
         there is not None
@@ -165,7 +151,11 @@ def _held(there: HistoryRecord | None, new: HistoryRecord) -> bool:
 @dataclass(frozen=True)
 class Trend:
     """One metric of one suite x system over its history and today (the last point): the
-    points' labels (short commits, ``now``), values, the anchor's index and the change points."""
+    points' labels (short commits, ``now``) and dates, values, the anchor's index, the records
+    where a drift of the metric was accepted, and what the history's shape says
+    (gates/changepoints.py): its steps (change points) and its slides. ``tolerance``: the
+    metric's regression tolerance, whose share ``NOISE_FLOOR`` is the least noise the shape
+    assumes; ``noise``: the noise it did assume."""
 
     suite: str
     system: str
@@ -174,6 +164,23 @@ class Trend:
     values: tuple[float, ...]
     anchor: int | None
     changes: tuple[ChangePoint, ...]
+    slides: tuple[Slide, ...] = ()
+    dates: tuple[str, ...] = ()
+    accepted: tuple[int, ...] = ()
+    tolerance: float | None = None
+    noise: float = 0.0
+    head: str | None = None  # the commit this run measured (``now``), where git or CI says
+
+    def date(self, i: int) -> str:
+        return self.dates[i] if i < len(self.dates) else ""
+
+    def point(self, i: int) -> str:
+        """A point as the report names it: its commit and date (``abc1234 2026-09-30``; this
+        run's ``now abc1299 2026-10-01``)."""
+        label, date = self.labels[i], self.date(i)
+        if i == len(self.labels) - 1 and self.head:
+            label = f"{label} {self.head[:7]}"
+        return f"{label} {date}" if date and not label.startswith(date) else label
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -181,19 +188,38 @@ class Trend:
             "system": self.system,
             "metric": self.metric,
             "points": [
-                {"commit": c, "value": v} for c, v in zip(self.labels, self.values, strict=True)
+                {"commit": c, "date": self.date(i) or None, "value": v}
+                for i, (c, v) in enumerate(zip(self.labels, self.values, strict=True))
             ],
+            "head": self.head,
             "anchor": None if self.anchor is None else self.labels[self.anchor],
+            "accepted": [self.labels[i] for i in self.accepted],
+            "tolerance": self.tolerance,
+            "noise": self.noise,
             "change_points": [
                 {
                     "commit": self.labels[c.index],
+                    "date": self.date(c.index) or None,
                     "index": c.index,
                     "before": c.before,
                     "after": c.after,
                     "shift": c.shift,
-                    "p_value": c.p_value,
                 }
                 for c in self.changes
+            ],
+            "slides": [
+                {
+                    "from": self.labels[s.start],
+                    "to": self.labels[s.end],
+                    "from_index": s.start,
+                    "to_index": s.end,
+                    "merges": s.steps,
+                    "slope": s.slope,
+                    "first": s.first,
+                    "last": s.last,
+                    "ongoing": s.end == len(self.values) - 1,
+                }
+                for s in self.slides
             ],
         }
 
@@ -241,21 +267,28 @@ class Reported(Protocol):
     @property
     def saved_advice(self) -> Sequence[Any]: ...
 
+    def saved(self: R, settings: Settings) -> R: ...
+
     def with_history(self: R, history: HistoryReport) -> R: ...
 
 
 class HistoryKeeper:
-    """Reads the history for the drift items and appends this session's records."""
+    """Reads the ledger's log for the drift items and appends this session's entries."""
 
     def __init__(
         self,
         settings: Settings,
         root: Path,
         plan: RegressionPlan,
+        head: str | Path,
+        systems: Iterable[str] = (),
         option: Callable[[str, Any], Any] = lambda name, default: default,
         own_files: Iterable[Path] = (),
     ) -> None:
-        """``option(name, default)``: a command-line option (``rg_record``, ``rg_pin``);
+        """``head``: where the ledger's head (the baseline) is, a path or a URL: the keeper opens
+        the session's ledger (``ledger``: its log is read and appended to here, its head by the
+        session); ``systems``: the session's systems, whose entries a read takes;
+        ``option(name, default)``: a command-line option (``rg_record``, ``rg_pin``);
         ``own_files``: the plugin's outputs (baseline, reports, caches), which a run rewrites
         and so do not make the working tree dirty."""
         record, pin = bool(option("rg_record", False)), option("rg_pin", None)
@@ -272,17 +305,21 @@ class HistoryKeeper:
         self.now = datetime.now().astimezone()
         self.session_id = uuid.uuid4().hex[:12]
         self.own_files = tuple(own_files)
-        self.store: HistoryStore | None = None
+        self.systems = frozenset(systems)
+        self.ledger = open_ledger(
+            head, self.conf.log(root), keep_values=self.conf.keep_values, own=self.own_files
+        )
+        ledger = self.ledger
+        self.store: Ledger | None = None
         if self.conf.enabled:
-            self.store = open_history(self.conf.store or root / DEFAULT_HISTORY_DIR)
-            if isinstance(self.store, JsonLinesHistory) and (
-                record or option("rg_save_baseline", False)
-            ):
+            self.store = ledger
+            log = ledger.log if isinstance(ledger, FileLedger) else None
+            if log is not None and (record or option("rg_save_baseline", False)):
                 # Said before anything runs, as for the other outputs: a folder the session
                 # will write that a link leads out of the project (files/door.py).
                 from retrieval_gate.files import door
 
-                door.check(self.store.folder, what="the history", error=HistoryError)
+                door.check(log.folder, what="the history", error=HistoryError)
         elif record or pin:
             flag = "--rg-record" if record else "--rg-pin"
             raise RetrievalGateError(
@@ -291,29 +328,43 @@ class HistoryKeeper:
         self._histories: dict[str, History] = {}
 
     def history(self, suite: str) -> History:
-        """The suite's history as this process first read it."""
+        """What the session needs of the suite's log (the drift window, the trend points, a
+        pinned entry, the ledgers' counts), as this process first read it."""
         if suite not in self._histories:
             if self.store is None:
                 found = History(suite)
             else:
+                pin = self.pin
+                request = Request(
+                    systems=self.systems,
+                    records=self.conf.drift_records or 0,
+                    days=self.conf.drift_days,
+                    pin=None if pin is None else lambda e: _at_commit(e, pin),
+                    now=self.now,
+                )
                 try:
-                    found = self.store.read(suite)
+                    found = self.store.read(suite, request)
                 except RetrievalGateError as exc:
                     found = History(suite, problems=(f"unreadable: {exc.format()}",))
-            # Each measurement once, however many lines hold it: a rerun CI job or a copied
-            # line would count twice in the window, the trend and the ledgers.
-            records, repeated = distinct(found.records)
-            if repeated:
+            # Each measurement once, however many lines hold it (log.py): a rerun CI job or a
+            # copied line would count twice in the window, the trend and the ledgers.
+            if found.repeated:
                 said = (
-                    f"{found.location or suite}: {counted(repeated, 'record')} "
-                    f"{plural(repeated, 'repeats', 'repeat')} an earlier one (the "
+                    f"{found.location or suite}: {counted(found.repeated, 'record')} "
+                    f"{plural(found.repeated, 'repeats', 'repeat')} an earlier one (the "
                     "same commit, system and figures: a rerun or a copied line); each counted once"
                 )
-                found = dataclasses.replace(
-                    found, records=records, problems=(*found.problems, said)
-                )
+                found = dataclasses.replace(found, problems=(*found.problems, said))
             self._histories[suite] = found
         return self._histories[suite]
+
+    def accepted(self, suite: str, system: str) -> Entry | None:
+        """The newest entry of ``suite`` x ``system`` saved as the baseline, as the log keeps it
+        (with the run's timing: what a rule comparing latency with the baseline reads)."""
+        found = [
+            e for e in self.history(suite).of(system) if e.source == "baseline" and not e.at.dirty
+        ]
+        return found[-1] if found else None
 
     def age_properties(self, baseline: Baseline | None) -> list[tuple[str, object]]:
         """The baseline's age as JUnit test-suite properties (without the suite digests, which
@@ -327,7 +378,10 @@ class HistoryKeeper:
         """The report's history part (the baseline's age, each run's trend), and a record per
         run appended when the baseline was saved or ``--rg-record`` asked (not when
         interrupted). ``lines`` says what was recorded and what could not be read;
-        ``failures`` why the history could not be appended to."""
+        ``failures`` why the history could not be appended to. A session that saved the
+        baseline reports the advice that baseline gives (gates/plan.py, ``advice_of_runs``)."""
+        if saved:
+            data = data.saved(self.settings)
         runs = data.runs
         problems = [
             p for suite in sorted({r.suite for r in runs}) for p in self.history(suite).problems
@@ -372,18 +426,19 @@ class HistoryKeeper:
 
     def _append(
         self,
-        store: HistoryStore,
+        store: Ledger,
         runs: Sequence[RunRecord],
         gates: Sequence[Outcome],
         compared: Iterable[tuple[str, str]],
         saved: bool,
     ) -> None:
-        own = [*self.own_files, *([store.folder] if isinstance(store, JsonLinesHistory) else [])]
+        log = store.log if isinstance(store, FileLedger) else None
+        own = [*self.own_files, *([log.folder] if log is not None else [])]
         changed = uncommitted_changes(self.root, own)
         at = provenance(self.root, dirty=bool(changed))
         decided = set(compared)
         made = [
-            HistoryRecord.of_run(
+            Entry.of_run(
                 run,
                 at=at,
                 source="baseline" if saved else "record",
@@ -398,7 +453,7 @@ class HistoryKeeper:
         ]
         # A measurement the history holds already (a rerun of the same job) is not appended
         # again, unless this one says more of it (a decision, more holdout verdicts).
-        held = {run_key(r): r for s in {r.suite for r in made} for r in self.history(s).records}
+        held = {run_key(r): r for s in {r.suite for r in made} for r in self.history(s).entries}
         records = [r for r in made if not _held(held.get(run_key(r)), r)]
         from retrieval_gate.files.atomic import failed_write
 
@@ -412,11 +467,20 @@ class HistoryKeeper:
             return
         try:
             store.append(records)
+        except CompactionError:
+            self._recorded(records, at, changed, store)
+            raise  # the entries are in: saying they are not would have a rerun add them twice
         except (OSError, HistoryError) as exc:
             raise HistoryError(f"could not append to the history {failed_write(exc)}") from None
+        self._recorded(records, at, changed, store)
+
+    def _recorded(
+        self, records: Sequence[Entry], at: Provenance, changed: Sequence[str], store: Ledger
+    ) -> None:
+        """What the terminal says of entries appended."""
         self.written.append(
             f"recorded {counted(len(records), 'run')} in the retrieval gate history: "
-            f"{store.location}"
+            f"{store.log_location}"
         )
         if at.dirty:
             # Named, so that a CI step that edits a tracked file (a lock file) is found: its
@@ -429,15 +493,6 @@ class HistoryKeeper:
                 f"recorded as {at.short}, counted in the shelf-life ledger but no drift anchor, "
                 "step or trend point (record from a clean checkout of the commit for that)"
             )
-        try:
-            if isinstance(store, JsonLinesHistory) and self.conf.keep_values:
-                for suite in sorted({r.suite for r in runs}):
-                    store.compact(suite, keep_values=self.conf.keep_values)
-        except (OSError, HistoryError) as exc:
-            # The records are in: saying they are not would have a rerun append them twice.
-            raise HistoryError(
-                f"recorded, but could not compact the history {failed_write(exc)}"
-            ) from None
 
     def _shelf(
         self, runs: Sequence[RunRecord], gates: Sequence[Outcome], saved: Sequence[Any] = ()
@@ -454,10 +509,11 @@ class HistoryKeeper:
         out = []
         for run in runs:
             history = self.history(run.suite)
-            if not history.records:
+            if not history.tally.systems:
                 continue
-            found_ledger = ledger(history.records, str(run.fingerprint.get("suite_digest")))
-            decisions = found_ledger.decisions
+            digest = str(run.fingerprint.get("suite_digest"))
+            decisions = history.tally.decisions.get(digest, 0)
+            older = history.tally.older.get(digest, 0)
             # The verdicts a session like this one reveals on the suite: every system's.
             per_session = sum(len(visible_verdicts(r, gates)) for r in runs if r.suite == run.suite)
             stated = {
@@ -485,16 +541,12 @@ class HistoryKeeper:
                     per_session=per_session,
                 )
                 if found is not None:
-                    out.append(
-                        dataclasses.replace(
-                            found, older=found_ledger.older, units=units_of(run.kind)
-                        )
-                    )
-            out += self._holdout_shelf(run, gates, history.records)
+                    out.append(dataclasses.replace(found, older=older, units=units_of(run.kind)))
+            out += self._holdout_shelf(run, gates, history)
         return out
 
     def _holdout_shelf(
-        self, run: RunRecord, gates: Sequence[Outcome], records: Sequence[HistoryRecord]
+        self, run: RunRecord, gates: Sequence[Outcome], history: History
     ) -> list[ShelfLife]:
         """The holdout's shelf life per metric its items decided today: its own ledger, its
         own tolerance, and no figure read from its values (gates/shelflife.py)."""
@@ -503,7 +555,7 @@ class HistoryKeeper:
 
         if run.holdout is None:
             return []
-        decisions = holdout_decisions(records, run.holdout.digest)
+        decisions = history.tally.holdout.get(run.holdout.digest, 0)
         out = []
         for gate in revealed(run, gates):
             # An unbounded metric's range from the visible values: the holdout's would be read.
@@ -524,15 +576,24 @@ class HistoryKeeper:
 
     def _trends(self, runs: Sequence[RunRecord], gates: Sequence[Outcome]) -> list[Trend]:
         """Each gated metric's trend (every metric of a run without regression items is too
-        many charts: then its first three), with the anchor and the change points."""
+        many charts: then its first three), with the anchor, the accepted drifts, and the steps
+        and slides of its line (gates/changepoints.py: deterministic, so the same records give
+        the same words on every run)."""
         out = []
+        head: str | None = None  # read once, for the first run with a history
         for run in runs:
             # The merges only: a record from uncommitted changes is no point of the line.
             records = merges(self.history(run.suite).of(run.system))
             if not records:
                 continue
+            tolerances = self._tolerances(run, gates)
+            if head is None:
+                head = current_commit(self.root) or ""
             gated = [m for m in self._tolerances(run, gates, gated_only=True) if m in run.metrics]
             labels = (*(r.at.short for r in records), "now")
+            # Dates as the records keep their times: in UTC.
+            today = self.now.astimezone(UTC).date().isoformat()
+            dates = (*((r.at.time or "")[:10] for r in records), today)
             for metric in gated or list(run.metrics)[:3]:
                 try:
                     anchor = find_anchor(
@@ -547,8 +608,27 @@ class HistoryKeeper:
                 )
                 if any(v != v for v in values):
                     continue  # a metric the older records did not measure
-                found = change_points(values, seed=self.settings.seed)
-                out.append(Trend(run.suite, run.system, metric, labels, values, at, tuple(found)))
+                tolerance = tolerances.get(metric)
+                floor = 0.0 if tolerance is None else NOISE_FLOOR * tolerance
+                found = shape(values, floor=floor)
+                accepted = tuple(i for i, r in enumerate(records) if metric in r.accepted_drift)
+                out.append(
+                    Trend(
+                        run.suite,
+                        run.system,
+                        metric,
+                        labels,
+                        values,
+                        anchor=at,
+                        changes=found.changes,
+                        slides=found.slides,
+                        dates=dates,
+                        accepted=accepted,
+                        tolerance=tolerance,
+                        noise=found.sigma,
+                        head=head or None,
+                    )
+                )
         return out
 
     def _tolerances(
@@ -568,3 +648,8 @@ class HistoryKeeper:
         for metric in run.metrics:
             found.setdefault(metric, self.settings.tolerance.get(metric, DEFAULT_TOLERANCE))
         return found
+
+
+def _at_commit(entry: Entry, pin: str) -> bool:
+    """Whether ``entry`` is of a committed tree at the commit ``pin`` names (or its prefix)."""
+    return not entry.at.dirty and (entry.at.commit or "").lower().startswith(pin.lower())

@@ -105,6 +105,12 @@ class RegressionPlan:
         """The suite's regression checks: what its items are and what its runs must compute."""
         return regression_checks(suite, self.settings.tolerance, self.settings.regression_scopes)
 
+    def needs(self, suite: Suite) -> tuple[tuple[Metric, ...], dict[str, float]]:
+        """What a run of ``suite`` must compute for its checks (:meth:`metrics`), and the
+        tolerances it records (:meth:`tolerances`), so that a baseline saved from it keeps
+        them."""
+        return self.metrics(suite), self.tolerances(suite)
+
     def tolerances(self, suite: Suite) -> dict[str, float]:
         """The tolerance of each gated check of ``suite`` by its name, in the plan's order:
         what a run records and a baseline keeps (``RunRecord.tolerance``)."""

@@ -11,10 +11,12 @@ Each stage builds its record once and never changes it afterwards:
 * :class:`Section` and :class:`Table`: what a suite kind adds to the report (:mod:`.sections`);
 * :class:`ItemPayload`: what an item hands the session, the xdist transport (:mod:`.transport`).
 
-JSON exists only at the edges (the report's JSON twin, the baseline file, the xdist transport),
-and each type has one serializer pair (``to_json`` / ``from_json``). The baseline file keeps a run
-in its own compact form (queries keyed by id, no latency): :meth:`RunRecord.to_baseline_json` and
-:meth:`RunRecord.from_baseline_json` are that form's one codec. What both forms share (each suite
+JSON exists only at the edges (the report's JSON twin, the ledger's files, the xdist transport),
+and each type has one serializer pair (``to_json`` / ``from_json``). The ledger (the accepted
+baseline and the history, baseline/) keeps a run in its own compact form (queries keyed by id,
+at a detail level: rankings for the baseline, values for a history entry, figures only once
+compacted): :meth:`RunRecord.to_ledger_json` and :meth:`RunRecord.from_ledger_json` are the one
+codec of a run there. What both forms share (each suite
 kind's codec of its extras, the drift rankings) is :mod:`.codecs`; how values and scopes are
 written in messages, :mod:`.wording`. Importers use this package's names.
 

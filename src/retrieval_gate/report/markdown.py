@@ -116,6 +116,13 @@ def _cell(text: str) -> str:
 def lines(data: ReportData) -> Iterator[str]:
     yield "# Retrieval gate report"
     yield ""
+    for reason in data.unfinished:
+        yield f"**Did not finish cleanly**: {reason}."
+        yield ""
+    if data.nothing_ran is not None:
+        yield f"**NOTHING RAN**: {data.nothing_ran}; no gate was decided."
+        yield ""
+        return
     n_failed = len(data.failed)
     verdict = "PASSED" if data.passed else "FAILED"
     undecided = (

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from retrieval_gate.display import shown
 from retrieval_gate.records import RunRecord, counted
@@ -12,7 +13,7 @@ from retrieval_gate.report.markdown import headline_metrics
 from retrieval_gate.report.resolution import render_plan, session_coarse, session_warning
 from retrieval_gate.suites import units_of
 
-__all__ = ["announced", "render", "render_plan"]
+__all__ = ["announced", "asked_detail", "closing", "render", "render_plan"]
 
 #: Added, removed or edited ids named in a ``vs baseline`` line (more are counted).
 NAMED_IDS = 3
@@ -22,6 +23,39 @@ def render(data: ReportData) -> Iterator[str]:
     """The summary's lines, as they may be shown: names, ids and messages escaped and redacted."""
     for line in _lines(data):
         yield shown(line)
+
+
+def closing(
+    summary: Sequence[str] | None,
+    written: Sequence[Path],
+    replaced: str | None,
+    saved: str | None,
+    history: Sequence[str],
+    notes: Sequence[str],
+) -> Iterator[tuple[str, str]]:
+    """The session's part of pytest's summary as ``(separator, line)`` pairs (``""``: a plain
+    line), each line escaped and redacted: the report's ``summary`` (:func:`render`'s lines,
+    rendered before the JSON twin was written, so nothing that can fail comes after its
+    completion marker; none when no gate ran), the files ``written``, the unreadable baseline
+    ``replaced``, the baseline ``saved``, the ``history`` files written, then ``notes`` (what
+    the session says last)."""
+    if summary is not None:
+        yield "=", "retrieval gate"
+        yield from (("", line) for line in summary)
+    yield from (("-", shown(announced(path))) for path in written)
+    if replaced is not None:
+        yield "", shown(f"replaced an unreadable baseline: {replaced}")
+    if saved is not None:
+        yield "-", shown(f"saved retrieval gate baseline: {saved}")
+    yield from (("-", shown(line)) for line in history)
+    yield from (("", shown(line)) for line in notes)
+
+
+def asked_detail(getoption: Callable[..., Any], detail: str | None) -> list[str]:
+    """The lines of ``detail`` (a plug-in's traceback) for who asks for tracebacks (``-v``,
+    ``--tb=long`` or ``native``; ``getoption``: pytest's), else none."""
+    asked = getoption("verbose", 0) > 0 or getoption("tbstyle", "auto") in ("long", "native")
+    return detail.rstrip("\n").splitlines() if detail and asked else []
 
 
 def announced(path: Path) -> str:
