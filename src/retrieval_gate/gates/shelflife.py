@@ -20,8 +20,10 @@ across items). H counts the *decisions* the suite has informed, each a bit the t
 pass/fail verdict a recorded session revealed on it, each item of each system one (five systems
 x three regression items reveal 15 per session), for this suite digest (a changed suite starts a
 new ledger). A history record written before that count was kept counts as it did then: one per
-session whose saved baseline was accepted after a gate run (:func:`ledger` says how many such
-sessions there were, and the report says so). The suite can inform decisions until epsilon_H
+session whose saved baseline was accepted after a gate run, and the report says how many such
+sessions there were. The log counts it as its entries stream past (baseline/log.py's ``Tally``:
+``decisions`` and ``older`` by suite digest); :func:`ledger` is the same count over a list of
+entries. The suite can inform decisions until epsilon_H
 exceeds the tolerance; ``remaining`` is how many more, and :func:`fresh_queries` how many fresh
 queries would give a number more (what a team can do when few or none are left).
 

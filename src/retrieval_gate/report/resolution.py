@@ -88,7 +88,8 @@ class Coarse:
             "system": self.system,
             "scope": self.scope,
             "metric": self.metric,
-            "planned_resolution": self.resolution,
+            # None where no figure exists (fewer than 2 shared units): JSON has no infinity.
+            "planned_resolution": self.resolution if math.isfinite(self.resolution) else None,
             "tolerance": self.tolerance,
             "reliability": self.reliability,
             "n": self.n,
