@@ -2447,6 +2447,19 @@ CASES: tuple[BadInput, ...] = (
         ("--rg-record",),
     ),
     BadInput(
+        "pin-without-drift",
+        "--rg-pin where the settings switch the drift items off",
+        "ERROR: --rg-pin needs the drift items, which the settings switch off (drift = false)",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), "[tool.retrieval_gate.history]\ndrift = false\n"
+            ),
+        },
+        ("--rg-pin", "v1.0"),
+    ),
+    BadInput(
         "history-window",
         "a drift window that is neither records nor days",
         "ERROR: *pyproject.toml [history]: invalid 'drift_window': 'a week'; expected "

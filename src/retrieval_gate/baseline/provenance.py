@@ -191,10 +191,16 @@ def resolve_ref(root: Path, ref: str) -> ResolvedRef:
         )
     listed = _git(root, "rev-list", f"--max-count={PIN_ANCESTORS}", commit) or ""
     ancestors = tuple(c.lower() for c in listed.split() if re.fullmatch(r"[0-9a-fA-F]{40,64}", c))
+    time = _git(root, "show", "-s", "--format=%cI", commit)
+    try:
+        if time is not None:
+            parse_time(time)
+    except ValueError:
+        time = None  # not a time: the nearest records are then the oldest
     return ResolvedRef(
         commit,
         ancestors=ancestors or (commit,),
-        time=_git(root, "show", "-s", "--format=%cI", commit),
+        time=time,
         shallow=_git(root, "rev-parse", "--is-shallow-repository") == "true",
     )
 

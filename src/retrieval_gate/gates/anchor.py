@@ -158,13 +158,17 @@ class Unpinned:
     near: tuple[Entry, ...] = ()
 
 
-def pinned_words(found: Anchor | Unpinned | str, pin: Pin, suite: str, system: str) -> str:
-    """What a pin anchored a suite x system on, in one sentence (the terminal, the report)."""
+def pinned_words(
+    found: Anchor | Unpinned | str, pin: Pin, suite: str, system: str
+) -> tuple[str, str]:
+    """What a pin anchored a suite x system on (``pin``: its record at the pinned commit,
+    ``ancestor``, ``none``: no record at either, ``no history``), and that in one sentence (the
+    terminal, the report)."""
     if isinstance(found, Anchor):
-        return found.pin_words()
+        return ("ancestor" if found.rank else "pin"), found.pin_words()
     if isinstance(found, Unpinned):
-        return found.said
-    return (
+        return "none", found.said
+    return "no history", (
         f"pinned to {pin.named}: {suite} x {system} has no record in the history yet, so no "
         "drift item"
     )

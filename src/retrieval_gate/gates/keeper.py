@@ -236,7 +236,8 @@ class Trend:
 class PinnedRun:
     """What ``--rg-pin`` anchored one suite x system on: ``how`` is ``pin`` (its record at the
     pinned commit), ``ancestor`` (at its newest recorded ancestor), ``none`` (no record at
-    either: its drift items fail) or ``no history`` (no record at all: no drift item)."""
+    either: its drift items fail), ``no history`` (no record at all: no drift item) or
+    ``ambiguous`` (a commit prefix two recorded commits start with: the collection failed)."""
 
     suite: str
     system: str
@@ -369,6 +370,10 @@ class HistoryKeeper:
                 f"{flag} needs the history, which the settings switch off (history = false)"
             )
         if pin is not None and self.store is not None:
+            if not self.conf.drift:
+                raise RetrievalGateError(
+                    "--rg-pin needs the drift items, which the settings switch off (drift = false)"
+                )
             # Resolved once, by git, before anything runs: a ref git does not know is a usage
             # error, not a drift check that checks nothing.
             self.pin = pin_of(root, pin)
@@ -432,32 +437,14 @@ class HistoryKeeper:
         out = []
         for run in runs:
             try:
-                found = self.anchor(run.suite, run.system)
+                found: Anchor | Unpinned | str = self.anchor(run.suite, run.system)
             except RetrievalGateError as exc:  # an ambiguous commit prefix: the collection said
-                found = exc.message
-            how = (
-                ("ancestor" if found.rank else "pin")
-                if isinstance(found, Anchor)
-                else "none"
-                if isinstance(found, Unpinned)
-                else "no history"
-            )
+                out.append(PinnedRun(run.suite, run.system, "ambiguous", exc.message))
+                continue
+            how, said = pinned_words(found, pin, run.suite, run.system)
             at = found.record.at if isinstance(found, Anchor) else None
-            said = (
-                found
-                if isinstance(found, str) and found.startswith("--rg-pin")
-                else pinned_words(found, pin, run.suite, run.system)
-            )
-            out.append(
-                PinnedRun(
-                    run.suite,
-                    run.system,
-                    how,
-                    said,
-                    None if at is None else at.commit,
-                    None if at is None else at.time,
-                )
-            )
+            commit, time = (None, None) if at is None else (at.commit, at.time)
+            out.append(PinnedRun(run.suite, run.system, how, said, commit, time))
         return PinReport(pin, tuple(out))
 
     def accepted(self, suite: str, system: str) -> Entry | None:
