@@ -7,6 +7,10 @@ which get a wrong document first. P@1 is (50 - step) / 50, so each step drops P@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from collections.abc import Callable
+
 import pytest
 
 QUERIES = 50
@@ -70,3 +74,38 @@ def run_step(
     (pytester.path / "step.txt").write_text(str(quality), encoding="utf-8")
     monkeypatch.setenv("GITHUB_SHA", commit(step))
     return pytester.runpytest("--retrieval-gate", "--rg-save-baseline", "-rA", *args)
+
+
+def git_repository(pytester: pytest.Pytester) -> Callable[..., str]:
+    """The stepped project as a git repository of its own, its inputs committed; returns
+    ``git(*args)``, git's output stripped (skips the test where git is not installed). The
+    plugin's outputs stay untracked: they do not make a run's tree dirty."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "tag.gpgSign=false", *args],
+            cwd=pytester.path,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    git("add", "pyproject.toml", "stepped_app.py", "merges.retrieval.yaml", "step.txt")
+    git("commit", "-q", "-m", "the project")
+    return git
+
+
+def merge(
+    pytester: pytest.Pytester, git: Callable[..., str], quality: int, *args: str
+) -> tuple[str, pytest.RunResult]:
+    """One merge on main in the repository: the retriever at ``quality`` committed, then the run
+    on main that saves the baseline and records it (the documented workflow). Returns the
+    merge's commit and the run."""
+    (pytester.path / "step.txt").write_text(str(quality), encoding="utf-8")
+    git("commit", "-q", "-a", "--allow-empty", "-m", f"quality {quality}")
+    result = pytester.runpytest("--retrieval-gate", "--rg-save-baseline", "-rA", *args)
+    return git("rev-parse", "HEAD"), result
