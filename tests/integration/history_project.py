@@ -7,6 +7,8 @@ which get a wrong document first. P@1 is (50 - step) / 50, so each step drops P@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 QUERIES = 50
@@ -70,3 +72,46 @@ def run_step(
     (pytester.path / "step.txt").write_text(str(quality), encoding="utf-8")
     monkeypatch.setenv("GITHUB_SHA", commit(step))
     return pytester.runpytest("--retrieval-gate", "--rg-save-baseline", "-rA", *args)
+
+
+def git(root: Path, *args: str) -> str:
+    """Run git in ``root`` as a test's author, and return what it printed (stripped); a test
+    whose machine has no git is skipped."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    done = subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+            *args,
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def git_project(pytester: pytest.Pytester) -> pytest.Pytester:
+    """The stepped project as the first commit of a git repository's ``main`` branch."""
+    stepped_project(pytester)
+    git(pytester.path, "init", "-q")
+    git(
+        pytester.path,
+        "add",
+        "pyproject.toml",
+        "stepped_app.py",
+        "merges.retrieval.yaml",
+        "step.txt",
+    )
+    git(pytester.path, "commit", "-q", "-m", "the project")
+    return pytester

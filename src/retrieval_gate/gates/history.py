@@ -119,12 +119,18 @@ def _drift(context: Context) -> dict[str, Outcome | str]:
     for check in checks:
         own = find_anchor(records, keeper.conf, pin=keeper.pin, now=keeper.now, metric=check.metric)
         found = anchor if isinstance(own, str) else own
+        # A drop its pull request accepted: from that pull request's baseline (gates/accept.py).
+        found = keeper.accepting.anchor(suite.name, system, check.metric, found) or found
         by_anchor.setdefault(id(found.record), (found, []))[1].append(check)
     out: dict[str, Outcome | str] = {}
     for found, group in by_anchor.values():
-        out.update(
-            drift_outcomes(record, found, group, level=level, alpha=settings.alpha, seed=settings.seed)
+        decided = drift_outcomes(
+            record, found, group, level=level, alpha=settings.alpha, seed=settings.seed
         )
+        if found.how == "pull request":
+            said = keeper.accepting.said
+            decided = {m: o if isinstance(o, str) else said(o) for m, o in decided.items()}
+        out.update(decided)
     return out
 
 
@@ -143,8 +149,9 @@ def failed_metrics(run: RunRecord, gates: Sequence[Outcome]) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class Anchor:
     """The record today is compared with, and how it was chosen: ``window`` (the oldest in the
-    window), ``accepted`` (the newest baseline saved over a failing drift item, within the
-    window) or ``pinned`` (``--rg-pin``); ``rule`` says which in words."""
+    window), ``accepted`` (the newest entry that accepted a drift of the metric, within the
+    window), ``pinned`` (``--rg-pin``) or ``pull request`` (the accepted baseline, whose pull
+    request accepted a drop of the metric: gates/accept.py); ``rule`` says which in words."""
 
     record: Entry
     how: str
@@ -218,16 +225,17 @@ def find_anchor(
     # A drift accepted (a baseline saved over a failing drift item, as a regression is
     # accepted) is where the window starts again: the drop before it was seen and taken.
     # Per metric: a drift of MRR@5 accepted says nothing of P@1, whose drop would add up unseen.
-    accepted = [
-        i for i, r in enumerate(records) if metric in r.accepted_drift and r.source == "baseline"
-    ]
+    # A record (--rg-record) carries one only where its pull request accepted the drop.
+    accepted = [i for i, r in enumerate(records) if metric in r.accepted_drift]
     if accepted and accepted[-1] > first:
         first = accepted[-1]
         return Anchor(
             records[first],
             "accepted",
             tuple(records[first + 1 :]),
-            f"the newest baseline saved over a failing {metric} drift item",
+            f"the newest baseline saved over a failing {metric} drift item"
+            if records[first].source == "baseline"
+            else f"the merge that recorded the {metric} drop its pull request accepted",
         )
     return Anchor(records[first], "window", tuple(records[first + 1 :]), rule)
 
