@@ -219,3 +219,20 @@ def test_show_file_gives_bytes_and_refuses_what_is_no_file(tmp_path: Path) -> No
     with pytest.raises(GitFileError) as info:
         show_file(tmp_path, "HEAD", "-p", max_bytes=None)
     assert info.value.kind == "missing"
+
+
+def test_a_git_that_never_answers_is_given_up_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every call to git together is bounded: a hung git (a blobless clone fetching over a dead
+    # network, a wrapper waiting on a lock) ends the reading with one line, not the session.
+    _repo(tmp_path)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "git").write_text("#!/bin/sh\nexec sleep 30\n")
+    (fake / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:/usr/bin:/bin")
+    with pytest.raises(GitFileError) as info:
+        show_file(tmp_path, "main", "retrieval-baseline.json", max_bytes=None, timeout=0.3)
+    assert info.value.kind == "git"
+    assert info.value.message == "git is not installed, or did not answer within 0.3 s"

@@ -131,3 +131,30 @@ def test_the_words_of_what_is_accepted() -> None:
         ("accepted:s::bm25::MRR@10", "0.6351 -> 0.5385"),
     ]
     assert AcceptanceReport().empty and not report.empty
+
+
+def test_a_baseline_in_a_store_is_no_file_git_holds_and_says_so(tmp_path: object) -> None:
+    from datetime import datetime
+    from types import SimpleNamespace
+
+    from retrieval_gate.baseline.log import History
+    from retrieval_gate.config.history import HistorySettings
+    from retrieval_gate.gates.accept import Acceptor
+
+    keeper = SimpleNamespace(
+        root=tmp_path,
+        conf=HistorySettings(),
+        pin=None,
+        now=datetime.now().astimezone(),
+        ledger=SimpleNamespace(location="s3://bucket/baseline.json"),
+        store=None,
+        history=History,
+    )
+    found = Acceptor(keeper, "origin/main", saving=False).base()
+    assert found is not None and found.baseline is None
+    assert found.problem == (
+        "cannot read the baseline of origin/main (--rg-base origin/main): the baseline is kept in "
+        "a store (s3://bucket/baseline.json), not a file git holds; what this baseline accepts "
+        "against it is not named"
+    )
+    assert Acceptor(keeper, None, saving=False).base() is None  # no target branch named

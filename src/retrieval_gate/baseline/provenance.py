@@ -207,30 +207,43 @@ def show_file(
 ) -> tuple[str, bytes]:
     """The commit ``ref`` names and the bytes of ``path`` (relative to the top of the
     repository around ``root``) there, as ``git show REF:path`` gives them: bounded in time
-    (``timeout`` seconds each call to git) and size (``max_bytes``, read from git's own count
-    before the bytes are), or a :class:`GitFileError` saying why not."""
+    (``timeout`` seconds for every call to git together: a blobless clone fetches the file
+    over the network) and size (``max_bytes``, read from git's own count before the bytes
+    are), or a :class:`GitFileError` saying why not."""
+    import time
+
+    deadline = time.monotonic() + timeout
+
+    def run(*args: str) -> tuple[int, bytes] | None:
+        left = deadline - time.monotonic()
+        return None if left <= 0 else _git_bytes(root, left, *args)
+
     if not _REF.fullmatch(ref) or ".." in ref.split("/") or ":" in ref:
         raise GitFileError("name", f"{ref!r} is not a ref git could name")
     if not path or path.startswith(("/", "-")) or "\n" in path:
         raise GitFileError("missing", f"{path!r} is not a path inside the repository")
-    found = _git_bytes(root, timeout, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    found = run("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     if found is None:
-        raise GitFileError("git", "git is not installed, or did not answer")
+        raise GitFileError("git", f"git is not installed, or did not answer within {timeout:g} s")
     code, out = found
     commit = out.decode("ascii", "replace").strip()
     if code != 0 or not re.fullmatch(r"[0-9a-f]{7,64}", commit):
-        inside = _git_bytes(root, timeout, "rev-parse", "--is-shallow-repository")
-        if inside is None or inside[0] != 0:
+        inside = run("rev-parse", "--is-shallow-repository")
+        if inside is None:
+            raise GitFileError("timeout", f"git did not answer within {timeout:g} s")
+        if inside[0] != 0:
             raise GitFileError("git", f"{root} is not inside a git repository")
         shallow = inside[1].strip() == b"true"
         raise GitFileError("shallow" if shallow else "ref", f"git has no {ref} here")
     spec = f"{commit}:{path}"
-    kind = _git_bytes(root, timeout, "cat-file", "-t", spec)
-    if kind is None or kind[0] != 0:
+    kind = run("cat-file", "-t", spec)
+    if kind is None:
+        raise GitFileError("timeout", f"git did not answer within {timeout:g} s", commit)
+    if kind[0] != 0:
         raise GitFileError("missing", f"{ref} ({commit[:7]}) has no {path}", commit)
     if kind[1].strip() != b"blob":
         raise GitFileError("type", f"{path} at {ref} ({commit[:7]}) is not a file", commit)
-    size = _git_bytes(root, timeout, "cat-file", "-s", spec)
+    size = run("cat-file", "-s", spec)
     count = size[1].strip() if size is not None and size[0] == 0 else b""
     if not count.isdigit():
         raise GitFileError("git", f"git did not say the size of {path} at {ref}", commit)
@@ -241,7 +254,7 @@ def show_file(
             f"{max_bytes:,} (max_file_mb)",
             commit,
         )
-    blob = _git_bytes(root, timeout, "cat-file", "blob", spec)
+    blob = run("cat-file", "blob", spec)
     if blob is None or blob[0] != 0:
         raise GitFileError("timeout", f"git did not give {path} at {ref} within {timeout:g} s")
     return commit, blob[1]

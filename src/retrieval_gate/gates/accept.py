@@ -27,12 +27,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from retrieval_gate.baseline.base import BaseHead
 from retrieval_gate.baseline.head import AcceptedChange
 from retrieval_gate.gates.kernel import TIE
 from retrieval_gate.records import format_delta, format_value
 
 if TYPE_CHECKING:
-    from retrieval_gate.baseline.base import BaseHead
     from retrieval_gate.baseline.head import Accepted, Baseline
     from retrieval_gate.baseline.ledger import Ledger
     from retrieval_gate.baseline.log import History
@@ -383,6 +383,14 @@ class Acceptor:
                 found = read_base(
                     self.keeper.root, ledger.head_path, *named, max_bytes=max_file_bytes()
                 )
+            elif named is not None:
+                # A store a package registers is no file a pull request's diff holds.
+                problem = (
+                    f"cannot read the baseline of {named[0]} ({named[1]}): the baseline is kept "
+                    f"in a store ({ledger.location}), not a file git holds; what this baseline "
+                    "accepts against it is not named"
+                )
+                found = BaseHead(*named, problem=problem)
             self._base = (found,)
         return self._base[0]
 
