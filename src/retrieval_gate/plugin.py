@@ -77,14 +77,26 @@ def _path_value(value: str) -> str:
     return value
 
 
-def _commit_value(value: str) -> str:
-    if not (4 <= len(value) <= 64 and all(c in "0123456789abcdefABCDEF" for c in value)):
-        raise _refused("commit", value, "give a commit hash or its prefix (4 to 64 hex digits)")
+def _ref_value(value: str) -> str:
+    # Passed to git as a revision (baseline/provenance.py): never a word git could read as an
+    # option, nor a control character or space, which no tag, branch or commit holds.
+    if (
+        not value
+        or len(value) > 255
+        or value.startswith("-")
+        or any(c.isspace() or ord(c) < 32 or c == "\x7f" for c in value)
+    ):
+        raise _refused(
+            "ref",
+            value,
+            "give a tag, a branch or a commit (a name without spaces or a leading '-')",
+        )
     return value
 
 
-def _ref_value(value: str) -> str:
-    # Handed to git: never an option (a leading -), nor a path into the tree (REF:path).
+def _base_value(value: str) -> str:
+    # Read with git show REF:path (baseline/base.py): never an option (a leading -), nor a path
+    # into the tree itself (REF:path), nor what no branch, tag or commit is spelled with.
     allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./@{}^~+-")
     if not value or value.startswith("-") or ":" in value or not set(value) <= allowed:
         raise _refused("ref", value, "give a branch, tag or commit git knows (origin/main)")
@@ -325,18 +337,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--rg-pin",
         dest="rg_pin",
-        metavar="COMMIT",
-        type=_commit_value,
+        metavar="REF",
+        type=_ref_value,
         default=None,
-        help="compare slow drift with the history's record at COMMIT (a release; a prefix "
-        "only one commit of the history starts with) instead of the oldest record in the drift "
-        "window (default: the window)",
+        help="compare slow drift with the history's record at REF (a tag, branch or commit git "
+        "resolves: a release), or at its newest recorded ancestor, instead of the oldest record "
+        "in the drift window (default: the window)",
     )
     group.addoption(
         "--rg-base",
         dest="rg_base",
         metavar="REF",
-        type=_ref_value,
+        type=_base_value,
         default=None,
         help="the pull request's target branch (a branch, tag or commit git has, such as "
         "origin/main): name what the baseline accepts against its baseline, and record it when "

@@ -28,11 +28,18 @@ from retrieval_gate.baseline.provenance import Provenance, current_commit
 from tests.ledger import entry
 
 
-def record(i: int, suite: str = "lineage", system: str = "keyword") -> Entry:
+def record(
+    i: int, suite: str = "lineage", system: str = "keyword", *, hashed: bool = False
+) -> Entry:
+    """Entry ``i``; ``hashed``: at a commit that shares no leading digits with the others'
+    (the index keeps commits by their first 12)."""
+    import hashlib
+
+    commit = hashlib.sha1(str(i).encode()).hexdigest() if hashed else f"{i:040x}"
     return entry(
         suite=suite,
         system=system,
-        commit=f"{i:040x}",
+        commit=commit,
         suite_digest="s1",
         identity="i1",
         decided=i > 0,
@@ -206,11 +213,57 @@ def test_a_read_takes_only_the_entries_it_needs(
     before = read.bytes_read()
     store.append([record(300)])
     assert read.bytes_read() - before <= index  # the index, nothing of the entries
-    pinned = Request(
-        systems=frozenset({"keyword"}), records=5, pin=lambda e: e.session == "session7"
-    )
+    pinned = Request(systems=frozenset({"keyword"}), records=5, pin=_ranks({7: 0}))
     found = store.read("lineage", pinned)  # a pinned entry is looked for back to where it is
     assert "session7" in [e.session for e in found.entries]
+
+
+def _ranks(ranked: dict[int, int], hashed: bool = False) -> Callable[[str], int | None]:
+    """A pin's ``rank`` over the commits of ``record(i)``: {i: its rank among the ancestors}."""
+    commits = {record(i, hashed=hashed).at.commit or "": rank for i, rank in ranked.items()}
+
+    def rank(commit: str) -> int | None:
+        found = [r for c, r in commits.items() if c.startswith(commit) or commit.startswith(c)]
+        return min(found, default=None)
+
+    return rank
+
+
+def test_a_pin_reads_back_only_while_a_nearer_ancestor_may_be_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a pin, each system's entry at the nearest recorded ancestor: found in a newer
+    segment, the older ones are not opened (the index's commits say none is nearer); an older
+    ancestor recorded first is still farther, and a nearer one further back is read back to.
+    With none, the system's records nearest the pin are kept to be named."""
+    from retrieval_gate.files import read
+
+    monkeypatch.setattr(log, "SEGMENT_BYTES", 10_000)
+    store = JsonLinesLog(tmp_path, keep_values=0)
+    for i in range(120):
+        store.append([record(i, hashed=True), record(i, system="other", hashed=True)])
+    total = sum(p.stat().st_size for p in tmp_path.rglob("*.jsonl"))
+    newest = [f"session{i}" for i in range(110, 120)]
+
+    def pinned(ranked: dict[int, int], **more: Any) -> tuple[log.History, int]:
+        before = read.bytes_read()
+        request = Request(
+            frozenset({"keyword"}), records=5, trend=10, pin=_ranks(ranked, True), **more
+        )
+        found = store.read("lineage", request)
+        return found, read.bytes_read() - before
+
+    found, took = pinned({100: 1, 7: 2})  # 100 nearer: the segments before its are not read
+    assert [e.session for e in found.entries] == ["session100", *newest]
+    assert found.unread == {"keyword": 9}  # 101 ... 109: passed over, not kept
+    assert took < total / 2, (took, total)
+    found, took = pinned({100: 2, 7: 1})  # 7 nearer, further back: read back to it
+    assert [e.session for e in found.entries] == ["session7", *newest]
+    assert found.unread == {"keyword": 102} and found.near == {}
+    # No ancestor recorded: read to the end, the nearest (here the oldest) three kept.
+    found, _ = pinned({}, near=lambda e: 0.0)
+    assert [e.session for e in found.near["keyword"]] == ["session0", "session1", "session2"]
+    assert [e.session for e in found.entries] == newest  # nothing more kept
 
 
 def test_a_log_0x_wrote_is_read_and_sealed_at_its_first_append(tmp_path: Path) -> None:

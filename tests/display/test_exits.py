@@ -55,9 +55,10 @@ def test_a_registered_secret_in_a_warning_is_masked_in_its_encoded_forms() -> No
     [
         # On 65934fb: the key quoted whole (issue 40).
         (
-            plugin._commit_value,
-            "sk-proj-abcdef1234567890XYZ",
-            "invalid commit '***': give a commit hash or its prefix (4 to 64 hex digits)",
+            plugin._ref_value,
+            "sk-proj-abcdef1234567890XYZ now",
+            "invalid ref '*** now': give a tag, a branch or a commit (a name without spaces or a "
+            "leading '-')",
         ),
         (
             plugin._system_name,
@@ -72,7 +73,7 @@ def test_a_registered_secret_in_a_warning_is_masked_in_its_encoded_forms() -> No
             "a .diff file, or '-' for the terminal",
         ),
     ],
-    ids=["commit", "system", "path", "floors"],
+    ids=["ref", "system", "path", "floors"],
 )
 def test_a_bad_option_value_is_quoted_masked_in_its_usage_error(
     parse: Callable[[str], str], value: str, message: str

@@ -195,7 +195,7 @@ def test_each_index_declares_whether_it_ranks_the_same_every_run() -> None:
 def _anchor(run: RunRecord) -> Any:
     from retrieval_gate.baseline.entry import Entry
     from retrieval_gate.baseline.provenance import Provenance
-    from retrieval_gate.gates.history import Anchor
+    from retrieval_gate.gates.anchor import Anchor
 
     at = Provenance(commit="a" * 40, time="2026-11-01T00:00:00+00:00")
     record = Entry.of_run(

@@ -2426,10 +2426,10 @@ CASES: tuple[BadInput, ...] = (
         ("--rg-plan", "--rg-record"),
     ),
     BadInput(
-        "pin-not-a-commit",
-        "--rg-pin given a tag rather than a commit",
-        "error: argument --rg-pin: invalid commit 'v1.0': give a commit hash or its prefix (4 to "
-        "64 hex digits)",
+        "pin-unknown-ref",
+        "--rg-pin given a tag outside a git repository (git cannot resolve it)",
+        "ERROR: --rg-pin v1.0: git cannot resolve it here (not a git repository); give a tag, a "
+        "branch or a commit of this repository",
         "usage error",
         {"lineage.retrieval.yaml": SUITE},
         ("--rg-pin", "v1.0"),
@@ -2453,6 +2453,28 @@ CASES: tuple[BadInput, ...] = (
         ("--rg-base", "main:secrets.txt"),
     ),
     BadInput(
+        "pin-option-like",
+        "--rg-pin given a word git would read as an option",
+        "error: argument --rg-pin: invalid ref '--output=x': give a tag, a branch or a commit (a "
+        "name without spaces or a leading '-')",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-pin=--output=x",),
+    ),
+    BadInput(
+        "pin-without-a-record",
+        "--rg-pin given a commit no record of the history is at (outside git: no ancestor to "
+        "look for)",
+        "pinned to beef (git cannot resolve it here: not a git repository; matched as a commit "
+        "prefix), which no record of lineage x keyword is at: the nearest recorded commits are "
+        "abc1234 of 2026-09-01 and abc1299 of 2026-09-02; record the pinned commit (check it out "
+        "and run with --rg-record) or pin a recorded one",
+        "failed items",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-pin", "beef"),
+        setup=lambda root: _history_at_two_commits(root),
+    ),
+    BadInput(
         "pin-ambiguous",
         "--rg-pin given a commit prefix that two commits of the history start with",
         "--rg-pin abc1: ambiguous: the history has records at abc1234 and abc1299; give more "
@@ -2474,6 +2496,19 @@ CASES: tuple[BadInput, ...] = (
             ),
         },
         ("--rg-record",),
+    ),
+    BadInput(
+        "pin-without-drift",
+        "--rg-pin where the settings switch the drift items off",
+        "ERROR: --rg-pin needs the drift items, which the settings switch off (drift = false)",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), "[tool.retrieval_gate.history]\ndrift = false\n"
+            ),
+        },
+        ("--rg-pin", "v1.0"),
     ),
     BadInput(
         "history-window",

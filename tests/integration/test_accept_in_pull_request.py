@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from .conftest import lit
-from .history_project import TOLERANCE, git, git_project
+from .history_project import TOLERANCE, git, git_repository, stepped_project
 
 #: Queries the pull request makes wrong: P@1 1 -> 0.9, a drop of 0.1, 3 x the tolerance.
 DROPPED = 5
@@ -29,7 +29,8 @@ def _main_with_history(pytester: pytest.Pytester) -> str:
     all committed; ``origin/main`` names its tip, as a fetched remote branch does. Returns the
     tip."""
     root = pytester.path
-    git_project(pytester)
+    stepped_project(pytester)
+    git_repository(pytester)
     pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
     git(root, "add", "retrieval-baseline.json", ".retrieval-gate/history")
     git(root, "commit", "-q", "-m", "the baseline")

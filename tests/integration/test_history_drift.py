@@ -350,16 +350,61 @@ def test_a_suite_spent_by_decisions_is_warned(
     )
 
 
-def test_a_pin_the_history_lacks_is_said_not_dropped(
+def test_a_pin_the_history_lacks_fails_never_skips(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Issue 39: a pin with no record skipped the drift item and the session exited 0, the
+    # reason shown only under -rs. Outside git, a commit prefix is matched against the records.
     stepped_project(pytester)
     run_step(pytester, monkeypatch, 0, quality=0)
-    result = pytester.runpytest("--retrieval-gate", "--rg-pin", "beef", "-rs")
-    result.assert_outcomes(passed=2, skipped=1)
+    result = pytester.runpytest("--retrieval-gate", "--rg-pin", "beef")
+    result.assert_outcomes(passed=2, failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
-        ["SKIPPED*--rg-pin beef: no record of this suite and system at that commit"]
+        [
+            "  pinned to beef (git cannot resolve it here: not a git repository; matched as a "
+            "commit prefix), which no record of merges x stepped is at: the nearest recorded "
+            f"commits are {commit(0)[:7]} of {_day(pytester, 0)}; record the pinned commit "
+            "(check it out and run with --rg-record) or pin a recorded one",
+            "  FAILED merges.retrieval.yaml::stepped::history-drift::P@1: pinned to beef: no "
+            "record at it or at an ancestor of it, nothing to compare with",
+        ]
     )
+
+
+def test_a_failing_drift_names_the_queries_that_slid_and_each_steps_value(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 39: the drift failure named no query and no value between the anchor and today.
+    stepped_project(pytester)
+    for step in range(4):
+        run_step(pytester, monkeypatch, step, quality=step)
+    result = run_step(pytester, monkeypatch, 4, quality=4)  # q0 ... q3 now rank wrong first
+    slid = (
+        'slid most since the anchor (anchor -> now): q0 "question 0" 1 -> 0 (-1.0000), '
+        'q1 "question 1" 1 -> 0 (-1.0000), q2 "question 2" 1 -> 0 (-1.0000), q3 "question 3" '
+        "1 -> 0 (-1.0000); 4 of the 50 queries worse, 0 better"
+    )
+    steps = (
+        f"P@1 at each step: {commit(0)[:7]} 1 (anchor), {commit(1)[:7]} 0.98, "
+        f"{commit(2)[:7]} 0.96, {commit(3)[:7]} 0.94, now 0.92"
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "P@1 slow drift (merges x stepped): FAILED: 0.92 *",
+            "P@1 is 0.08 below the anchor of *",
+            "anchor 1 -> now 0.92 over 50 shared queries; *",
+            slid,
+            steps,
+        ]
+    )
+    drift = _drift_gate(pytester)
+    assert drift["worst"] == [
+        {"id": f"q{i}", "value": -1.0, "text": f"question {i}"} for i in range(4)
+    ]
+    assert drift["detail"][2:] == [slid, steps]
+    markdown = (pytester.path / "retrieval-gate-report.md").read_text()
+    assert f"  - {slid}\n  - {steps}\n" in markdown
 
 
 def test_xdist_gives_the_same_drift_verdicts_and_writes_once(

@@ -436,6 +436,33 @@ def test_a_history_copied_twice_counts_each_run_once(
     assert history.read_text().count("\n") == lines
 
 
+def test_a_drift_failure_names_the_visible_queries_that_slid_never_a_held_out_one(
+    held: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 39: a failing history-drift item names the queries that slid most since its anchor
+    # and the values at each step; two visible and two held-out queries slid, and only the
+    # visible are named, anywhere.
+    def run(commit: str, *args: str) -> pytest.RunResult:
+        monkeypatch.setenv("GITHUB_SHA", commit * 40)
+        return held.runpytest("--retrieval-gate", "-rA", *args)
+
+    run("a", "--rg-save-baseline")
+    run("b", "--rg-save-baseline")
+    spoil(held, "q00", "q01", "q02", "q04")
+    result = run("c")
+    assert outcomes(result)["history-drift::P@1"] == "FAILED"
+    result.stdout.fnmatch_lines(
+        [
+            'slid most since the anchor (anchor -> now): q01 "ask zeta1x" 1 -> 0 (-1.0000), '
+            'q02 "ask zeta2x" 1 -> 0 (-1.0000); 2 of the 13 queries worse, 0 better',
+            "P@1 at each step: aaaaaaa 1 (anchor), bbbbbbb 1, now 0.8462",
+        ]
+    )
+    shown = everything_shown(held, result)
+    for qid in HELD_OUT:
+        assert qid not in shown and text_of(qid) not in shown, qid
+
+
 # -- Stale labels, unknown ids: held-out units counted, never named --------------------------------
 
 CORPUS = "\n".join(f'{{"id": "d{i}", "text": "document {i}"}}' for i in range(QUERIES)) + "\n"

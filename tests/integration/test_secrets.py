@@ -374,10 +374,11 @@ def _outputs_written(root: Path, result: pytest.RunResult) -> Iterator[tuple[str
 #: Per row: the arguments, and the line pytest prints (an fnmatch pattern). Each row's outcome
 #: on 65934fb in its comment.
 COMMAND_LINE: dict[str, tuple[tuple[str, ...], str]] = {
-    # security: argparse quoted the key whole
+    # security: argparse quoted the key whole (a ref since issue 39: git's refusal masks it)
     "pin-given-an-api-key": (
         ("--rg-pin=sk-proj-abcdef1234567890XYZ",),
-        "*error: argument --rg-pin: invalid commit '[*][*][*]': give a commit hash or its prefix*",
+        "ERROR: --rg-pin [*][*][*]: git cannot resolve it here (*); give a tag, a branch or a "
+        "commit of this repository",
     ),
     "system-given-a-dsn": (  # security
         (f"--rg-system=postgresql://gate:{PASSWORD}@db/x",),
@@ -395,7 +396,7 @@ COMMAND_LINE: dict[str, tuple[tuple[str, ...], str]] = {
     ),
     "pin-given-a-terminal-escape": (  # clear: argparse's repr wrote it out
         ("--rg-pin=ab\x1b]0;pwned\x07",),
-        "*error: argument --rg-pin: invalid commit 'ab\\x1b]0;pwned\\x07': give*",
+        "*error: argument --rg-pin: invalid ref 'ab\\x1b]0;pwned\\x07': give*",
     ),
     "baseline-given-a-dsn": (  # clear: the store's error masked it
         (f"--rg-baseline=postgresql://gate:{PASSWORD}@db/x.json",),

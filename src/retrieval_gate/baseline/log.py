@@ -9,9 +9,10 @@ segment folder ``<suite>.d/`` as the next numbered segment, and summarised in th
 ``index.json`` (its size, its entries per system, the decisions and holdout verdicts it counts,
 its commits). So a run reads what its verdicts need and no more (:meth:`JsonLinesLog.read`): the
 live file, then sealed segments from the newest back, each from its end (``files/read.py``'s
-``tail_lines``), only until every system has its drift window and trend points (and a pinned
-commit, when one is asked for); the ledgers' counts come from the index. An entry appended reads
-none of the log (its size only), and compaction is incremental: once all of a sealed segment's
+``tail_lines``), only until every system has its drift window and trend points (and, with a
+pin, its entry at the pinned commit or its nearest recorded ancestor: read back only while the
+index's commits say a nearer one may remain); the ledgers' counts come from the index. An
+entry appended reads none of the log (its size only), and compaction is incremental: once all of a sealed segment's
 entries are older than the newest ``keep_values`` of their system, that one segment is rewritten
 with its entries' per-query values dropped (their figures kept), one segment per append at most.
 A history written by 0.x (one file per suite, records of version 1) is read as it is; its file
@@ -64,6 +65,8 @@ SHOWN_PROBLEMS = 3
 #: The trend points a run reads of each suite x system by default (its charts and change
 #: points): the newest merges.
 TREND_POINTS = 60
+#: The records of a system a pin with no recorded ancestor names, nearest first.
+NEAREST = 3
 
 
 class HistoryError(RetrievalGateError):
@@ -90,14 +93,23 @@ def suite_file_name(suite: str) -> str:
 class Request:
     """What a run needs of a suite's log: for each of ``systems`` (None: every system) its
     newest ``records`` merges (entries of committed trees) or those of the last ``days``, the
-    newest ``trend`` merges, and, with ``pin``, the newest entry it accepts (a pinned commit).
-    ``whole``: every entry (a tool reading the whole log; a run never asks for it)."""
+    newest ``trend`` merges, and, with ``pin``, its merge at the pinned commit or, lacking one,
+    at the nearest ancestor of it. ``whole``: every entry (a tool reading the whole log; a run
+    never asks for it).
+
+    ``pin(commit)``: how far back a commit (its hex digits as an entry or the index holds them)
+    is from the pinned one: 0 the pinned commit, n its n-th ancestor, None none of them. Each
+    system's entry of the least rank is kept (the newest of its equals), and the read goes back
+    only while the index's commits of the files left say a nearer one may be there. A system
+    that has none: ``near(entry)`` says how far each of its merges is from the pin (less is
+    nearer), and its :data:`NEAREST` nearest are kept, to be named."""
 
     systems: frozenset[str] | None = None
     records: int = 0
     days: float | None = None
     trend: int = TREND_POINTS
-    pin: Callable[[Entry], bool] | None = None
+    pin: Callable[[str], int | None] | None = None
+    near: Callable[[Entry], float] | None = None
     whole: bool = False
     now: datetime | None = None
 
@@ -197,6 +209,12 @@ class History:
     location: str = ""
     tally: Tally = field(default_factory=Tally)
     repeated: int = 0  # the entries read that repeated an earlier one (each counted once)
+    # With a pin: per system, the merges between its pinned entry and the newest ones that the
+    # read passed over without keeping (steps of the drift whose values were not kept), ...
+    unread: Mapping[str, int] = field(default_factory=dict)
+    # ... and, for a system with no entry at the pinned commit or an ancestor, its merges
+    # nearest the pin (Request.near), nearest first: what its drift items name.
+    near: Mapping[str, tuple[Entry, ...]] = field(default_factory=dict)
 
     def of(self, system: str) -> tuple[Entry, ...]:
         return tuple(e for e in self.entries if e.system == system)
@@ -293,7 +311,17 @@ class JsonLinesLog:
         now = request.now or datetime.now(UTC)
         reader = _Reader(suite, request, now)
         tally = sum((s.tally for s in index.segments), Tally())
-        if os.path.lexists(live):
+        has_live = os.path.lexists(live)
+        # With a pin, the least rank among the commits of each file and those older than it:
+        # how near an entry still unread can be (a file whose commits the index does not hold
+        # may hold the pinned commit itself).
+        floors = _floors(
+            request.pin,
+            [None if index.live is None else index.live.commits] if has_live else [],
+            [s.commits for s in reversed(index.segments)],
+        )
+        if has_live:
+            reader.floor = floors[0]
             if index.live is not None:  # its tally known: read only as far as needed
                 reader.read(live)
                 tally = tally + index.live.tally
@@ -302,13 +330,16 @@ class JsonLinesLog:
                 reader.read(live, counting=counting)
                 tally = tally + counting.tally()
         folder = self.segments_folder(suite)
-        for segment in reversed(index.segments):
+        for i, segment in enumerate(reversed(index.segments)):
+            reader.floor = floors[i + int(has_live)]
             if reader.satisfied():
                 break
             reader.read(folder / segment.name)
         entries, repeated = distinct(reader.entries_oldest_first())
         problems = (*index.problems, *reader.problems())
-        return History(suite, entries, problems, str(live), tally, repeated)
+        return History(
+            suite, entries, problems, str(live), tally, repeated, reader.unread, reader.nearest()
+        )
 
     def _check_folder(self) -> None:
         """A file where the folder should be is said as such (reading it would find no history
@@ -359,6 +390,17 @@ class JsonLinesLog:
         return _Index(segments, live, problems)
 
     # -- writing --------------------------------------------------------------------------------
+
+    def reindex(self, suite: str) -> None:
+        """The suite's index written anew from its files (after a merge of two branches' logs,
+        or segments copied in by hand): every file it does not hold as it is is read again."""
+        self._check_folder()
+        self._make_folder(self.folder)
+        with self._locked():
+            self._make_folder(self.segments_folder(suite))
+            index = self._index(suite, scan_live=True)
+            live = index.live or Segment(self.path(suite).name, 0, Tally())
+            self._write_index(suite, index.segments, live)
 
     def append(self, entries: Sequence[Entry]) -> None:
         """Add entries (one line each, by suite); seal a live file grown past its size, and
@@ -503,6 +545,27 @@ class JsonLinesLog:
             yield
 
 
+def _floors(
+    rank: Callable[[str], int | None] | None,
+    live: list[tuple[str, ...] | None],
+    segments: list[tuple[str, ...]],
+) -> list[int | None]:
+    """Per file, newest first (the live file, then the sealed segments from the newest back):
+    the least rank of a commit in it or in any file older than it; None where none is ranked
+    (nothing nearer the pin is left). A file whose commits are not known ranks 0."""
+    files: list[tuple[str, ...] | None] = [*live, *segments]
+    if rank is None:
+        return [None] * len(files)
+    out: list[int | None] = []
+    least: int | None = None
+    for commits in reversed(files):
+        ranks = [0] if commits is None else [r for c in commits if (r := rank(c)) is not None]
+        if ranks:
+            least = min(ranks) if least is None else min(least, *ranks)
+        out.append(least)
+    return out[::-1]
+
+
 class _Reader:
     """Reads a suite's files newest line first, keeping what the request needs."""
 
@@ -514,7 +577,15 @@ class _Reader:
         self.needed = max(request.records, request.trend)
         self.merges: Counter[str] = Counter()
         self.oldest: dict[str, datetime] = {}
-        self.pinned: set[str] = set()  # the systems whose pinned entry was found
+        # With a pin: per system, the least rank found, its entry and whether it was kept for
+        # the pin alone (not in the window: dropped when a nearer one is found); the merges kept; the merges passed over newer than the pinned entry;
+        # the nearest merges of a system with none ranked; the least rank left to read.
+        self.pinned: dict[str, tuple[int, Entry, bool]] = {}
+        self.kept: Counter[str] = Counter()
+        self.unread: dict[str, int] = {}
+        self.near: dict[str, list[tuple[float, int, Entry]]] = {}
+        self.floor: int | None = None
+        self.seen = 0
         self.found: list[Entry] = []  # newest first
         self.kinds: Counter[str] = Counter()
         self.named: list[str] = []
@@ -563,21 +634,64 @@ class _Reader:
         wanted = request.systems is None or entry.system in request.systems
         if not wanted:
             return False
-        pinned = False
-        if request.pin is not None and entry.system not in self.pinned and request.pin(entry):
-            self.pinned.add(entry.system)
-            pinned = True
         if request.whole:
             return True
         if entry.at.dirty:
-            # No point of the line (gates/history.py), kept while the system's window is open.
-            return pinned or self.merges[entry.system] < self.needed
-        self.merges[entry.system] += 1
+            # No point of the line (gates/history.py), kept while the system's window is open;
+            # nor a pinned entry: it names a commit it was not.
+            return self.merges[entry.system] < self.needed
+        system = entry.system
+        self.merges[system] += 1
         when = entry.at.when
         if when is not None:
-            self.oldest[entry.system] = min(self.oldest.get(entry.system, when), when)
+            self.oldest[system] = min(self.oldest.get(system, when), when)
         within_days = self.since is not None and (when is None or when >= self.since)
-        return pinned or self.merges[entry.system] <= self.needed or within_days
+        window = self.merges[system] <= self.needed or within_days
+        pinned = self._pin(entry, window)
+        if window:
+            self.kept[system] += 1
+        return pinned or window
+
+    def _pin(self, entry: Entry, window: bool) -> bool:
+        """Whether ``entry`` is its system's nearest entry to the pin so far (kept: an entry
+        of a farther ancestor kept for the pin alone is dropped); else, while its system has
+        none, it may be among the nearest to name."""
+        rank = None
+        if self.request.pin is not None and entry.at.commit:
+            rank = self.request.pin(entry.at.commit)
+        system = entry.system
+        if rank is None:
+            if self.request.pin is not None and system not in self.pinned:
+                self._note_near(entry)
+            return False
+        before = self.pinned.get(system)
+        if before is not None and before[0] <= rank:
+            return False
+        if before is not None and before[2]:
+            self.found = [e for e in self.found if e is not before[1]]
+        self.pinned[system] = (rank, entry, not window)
+        # The merges newer than it that were read but not kept: steps whose values are unread.
+        self.unread[system] = self.merges[system] - 1 - self.kept[system]
+        self.near.pop(system, None)
+        return True
+
+    def _note_near(self, entry: Entry) -> None:
+        measure = self.request.near
+        if measure is None:
+            return
+        self.seen += 1
+        near = self.near.setdefault(entry.system, [])
+        near.append((measure(entry), -self.seen, entry))  # of equals, the older (read later)
+        near.sort(key=lambda item: (item[0], item[1]))
+        del near[NEAREST:]
+
+    def nearest(self) -> dict[str, tuple[Entry, ...]]:
+        """The nearest merges of each system that has none at the pin or an ancestor."""
+        return {
+            system: tuple(e for _, _, e in found)
+            for system, found in self.near.items()
+            if system not in self.pinned and found
+        }
 
     def satisfied(self) -> bool:
         """Whether every requested system has what it needs (a read of every system, or of the
@@ -590,9 +704,15 @@ class _Reader:
                 return False
             if self.since is not None and self.oldest.get(system, self.now) >= self.since:
                 return False
-            if request.pin is not None and system not in self.pinned:
+            if request.pin is not None and not self._pin_found(system):
                 return False
         return True
+
+    def _pin_found(self, system: str) -> bool:
+        """Whether no entry left to read can be nearer the pin than the one found. A system
+        with none found reads on (to its end: its nearest records are named)."""
+        found = self.pinned.get(system)
+        return found is not None and (self.floor is None or found[0] <= self.floor)
 
     def entries_oldest_first(self) -> list[Entry]:
         return list(reversed(self.found))

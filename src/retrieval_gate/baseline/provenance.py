@@ -109,7 +109,27 @@ def commits_between(root: Path, older: str, newer: str = "HEAD") -> int | None:
     return int(found) if found is not None and found.isdigit() else None
 
 
+#: How long one git call may take, in seconds: git is asked where a run comes from, never
+#: waited on for ever (a hung credential helper, a repository on a dead network mount).
+GIT_SECONDS = 10
+
+#: The ancestors of a pinned commit (``--rg-pin``) read, newest first, to find the nearest one
+#: the history holds a record of: years of merges on a busy main branch, in well under a second.
+PIN_ANCESTORS = 10_000
+
+
 def _git(root: Path, *args: str, strip: bool = True) -> str | None:
+    found = _git_call(root, *args)
+    if isinstance(found, str):
+        return None
+    code, out = found
+    # Unstripped where the first character is data (``git status --porcelain``'s " M").
+    out = out.strip() if strip else out
+    return out if code == 0 and out else None
+
+
+def _git_call(root: Path, *args: str) -> tuple[int, str] | str:
+    """git's exit status and output, or why git gave none (not installed, no answer in time)."""
     try:
         done = subprocess.run(
             ["git", *args],
@@ -117,14 +137,72 @@ def _git(root: Path, *args: str, strip: bool = True) -> str | None:
             capture_output=True,
             text=True,
             errors="surrogateescape",  # a file name that is not UTF-8 is still a path
-            timeout=10,
+            timeout=GIT_SECONDS,
             check=False,
         )
+    except subprocess.TimeoutExpired:
+        return f"git did not answer within {GIT_SECONDS} s"
     except (OSError, subprocess.SubprocessError):
-        return None
-    # Unstripped where the first character is data (``git status --porcelain``'s " M").
-    out = done.stdout.strip() if strip else done.stdout
-    return out if done.returncode == 0 and out else None
+        return "git is not installed here"
+    return done.returncode, done.stdout
+
+
+@dataclass(frozen=True)
+class ResolvedRef:
+    """What git says a ref (``--rg-pin``: a tag, a branch, a commit-ish) names in the repository:
+    the commit, its ancestors newest first (itself first, at most :data:`PIN_ANCESTORS`), its
+    committer time, and whether the clone is shallow (its ancestry cut short); or, ``commit``
+    None, why git could not say (``why``)."""
+
+    commit: str | None
+    ancestors: tuple[str, ...] = ()
+    time: str | None = None
+    shallow: bool = False
+    why: str = ""
+
+
+def resolve_ref(root: Path, ref: str) -> ResolvedRef:
+    """The commit ``ref`` names in the repository around ``root`` (``git rev-parse --verify
+    REF^{commit}``) and its ancestry (``git rev-list``), each call bounded in time. ``ref`` comes
+    from the command line: one that git could take for an option (a leading ``-``) or that holds
+    a control character is not passed to git at all."""
+    if (
+        not ref
+        or ref.startswith("-")
+        or any(c.isspace() or ord(c) < 32 or c == "\x7f" for c in ref)
+    ):
+        return ResolvedRef(None, why="not a name git takes")
+    found = _git_call(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    if isinstance(found, str):
+        return ResolvedRef(None, why=found)
+    code, out = found
+    commit = out.strip().lower()
+    if code != 0 or not re.fullmatch(r"[0-9a-f]{40,64}", commit):
+        inside = _git_call(root, "rev-parse", "--git-dir")
+        if isinstance(inside, str):
+            return ResolvedRef(None, why=inside)
+        if inside[0] != 0:
+            return ResolvedRef(None, why="not a git repository")
+        shallow = _git(root, "rev-parse", "--is-shallow-repository") == "true"
+        return ResolvedRef(
+            None,
+            why="no commit of this repository by that name"
+            + (" (a shallow clone: fetch the tag or more history)" if shallow else ""),
+        )
+    listed = _git(root, "rev-list", f"--max-count={PIN_ANCESTORS}", commit) or ""
+    ancestors = tuple(c.lower() for c in listed.split() if re.fullmatch(r"[0-9a-fA-F]{40,64}", c))
+    time = _git(root, "show", "-s", "--format=%cI", commit)
+    try:
+        if time is not None:
+            parse_time(time)
+    except ValueError:
+        time = None  # not a time: the nearest records are then the oldest
+    return ResolvedRef(
+        commit,
+        ancestors=ancestors or (commit,),
+        time=time,
+        shallow=_git(root, "rev-parse", "--is-shallow-repository") == "true",
+    )
 
 
 def uncommitted_changes(root: Path, ignore: Iterable[Path] = ()) -> tuple[str, ...]:

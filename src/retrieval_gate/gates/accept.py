@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from retrieval_gate.baseline.log import History
     from retrieval_gate.baseline.provenance import Provenance
     from retrieval_gate.config.history import HistorySettings
-    from retrieval_gate.gates.history import Anchor
+    from retrieval_gate.gates.anchor import Anchor, Pin, Unpinned
     from retrieval_gate.records import Outcome, RunRecord
 
 #: How the terminal lists a slow-drift item decided from its pull request's accepted baseline.
@@ -341,7 +341,7 @@ class Keeper(Protocol):
 
     root: Path
     conf: HistorySettings
-    pin: str | None
+    pin: Pin | None
     now: datetime
 
     @property
@@ -351,6 +351,9 @@ class Keeper(Protocol):
     def store(self) -> Ledger | None: ...
 
     def history(self, suite: str) -> History: ...
+
+    def anchor(self, suite: str, system: str, metric: str | None = None) -> Anchor | Unpinned | str:
+        ...
 
 
 class Acceptor:
@@ -420,14 +423,14 @@ class Acceptor:
         pin overrides every acceptance."""
         from retrieval_gate.baseline.entry import Entry
         from retrieval_gate.baseline.provenance import Provenance
-        from retrieval_gate.gates.history import Anchor, merges
+        from retrieval_gate.gates.anchor import Anchor, merges
 
         head = self.head
         found = self.accepts(suite, system, metric)
         run = None if head is None else head.get(suite, system)
         if found is None or run is None or head is None or head.accepted is None:
             return None
-        if own.how == "pinned" or self.keeper.pin:
+        if own.how == "pinned" or self.keeper.pin is not None:
             return None
         records = merges(self.keeper.history(suite).of(system))
         at = max(
@@ -501,7 +504,7 @@ class Acceptor:
 
     def _newest_merge(self, suite: str, system: str) -> str | None:
         """The commit of the newest record of a committed tree of ``suite`` x ``system``."""
-        from retrieval_gate.gates.history import merges
+        from retrieval_gate.gates.anchor import merges
 
         if self.keeper.store is None:
             return None
@@ -589,7 +592,8 @@ class Acceptor:
         each failing slow-drift item (since its anchor); and, for entries appended (``at``:
         their provenance), each drift their pull request accepted."""
         from retrieval_gate.errors import RetrievalGateError
-        from retrieval_gate.gates.history import SCOPE, find_anchor
+        from retrieval_gate.gates.anchor import Anchor
+        from retrieval_gate.gates.history import SCOPE
 
         keeper = self.keeper
         by_key = {run.key: run for run in runs}
@@ -613,14 +617,11 @@ class Acceptor:
                     scope=g.scope.removeprefix("regression").strip() or "suite",
                 )
             elif saved and not g.passed and g.rule == SCOPE:
-                records = keeper.history(g.suite).of(g.system)
                 try:
-                    found = find_anchor(
-                        records, keeper.conf, pin=keeper.pin, now=keeper.now, metric=g.metric
-                    )
-                except RetrievalGateError:
+                    found = keeper.anchor(g.suite, g.system, g.metric)
+                except RetrievalGateError:  # an ambiguous pin: the collection said so
                     continue
-                if isinstance(found, str):
+                if not isinstance(found, Anchor):
                     continue
                 moved = change(g.metric, found.record.run, run)
                 then = found.record.metrics.get(g.metric, g.value)

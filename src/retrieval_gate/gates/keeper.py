@@ -33,8 +33,17 @@ from retrieval_gate.baseline.provenance import (
 from retrieval_gate.config.history import HistorySettings
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.gates.accept import AcceptanceReport, Acceptor, accepted_metrics
+from retrieval_gate.gates.anchor import (
+    Anchor,
+    Pin,
+    Unpinned,
+    find_anchor,
+    merges,
+    pin_of,
+    pinned_words,
+)
 from retrieval_gate.gates.changepoints import NOISE_FLOOR, ChangePoint, Slide, shape
-from retrieval_gate.gates.history import failed_metrics, find_anchor, merges
+from retrieval_gate.gates.history import failed_metrics
 from retrieval_gate.gates.holdout import revealed
 from retrieval_gate.gates.regression import checked_scope
 from retrieval_gate.gates.shelflife import ShelfLife, holdout_shelf_life, shelf_life
@@ -227,6 +236,45 @@ class Trend:
 
 
 @dataclass(frozen=True)
+class PinnedRun:
+    """What ``--rg-pin`` anchored one suite x system on: ``how`` is ``pin`` (its record at the
+    pinned commit), ``ancestor`` (at its newest recorded ancestor), ``none`` (no record at
+    either: its drift items fail), ``no history`` (no record at all: no drift item) or
+    ``ambiguous`` (a commit prefix two recorded commits start with: the collection failed)."""
+
+    suite: str
+    system: str
+    how: str
+    said: str
+    commit: str | None = None  # the anchor's commit
+    time: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "suite": self.suite,
+            "system": self.system,
+            "anchored_on": self.how,
+            "anchor_commit": self.commit,
+            "anchor_time": self.time,
+            "said": self.said,
+        }
+
+
+@dataclass(frozen=True)
+class PinReport:
+    """``--rg-pin``: the ref as given, the commit it resolved to, and each run's anchor."""
+
+    pin: Pin
+    runs: tuple[PinnedRun, ...] = ()
+
+    def of(self, suite: str) -> list[PinnedRun]:
+        return [r for r in self.runs if r.suite == suite]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.pin.to_json(), "runs": [r.to_json() for r in self.runs]}
+
+
+@dataclass(frozen=True)
 class HistoryReport:
     """What the report says of the history: the baseline's age and each metric's trend."""
 
@@ -235,6 +283,7 @@ class HistoryReport:
     shelf: tuple[ShelfLife, ...] = ()
     # What could not be read of the history: a few lines per file (the rest counted).
     problems: tuple[str, ...] = ()
+    pin: PinReport | None = None  # with --rg-pin: what each run's drift was anchored on
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -242,6 +291,7 @@ class HistoryReport:
             "trends": [t.to_json() for t in self.trends],
             "shelf_life": [s.to_json() for s in self.shelf],
             "problems": list(self.problems),
+            **({"pin": self.pin.to_json()} if self.pin is not None else {}),
         }
 
     def of(self, suite: str) -> list[Trend]:
@@ -300,7 +350,7 @@ class HistoryKeeper:
         self.root = root
         self.plan = plan
         self.record_runs = record
-        self.pin = pin
+        self.pin: Pin | None = None
         self.now = datetime.now().astimezone()
         self.session_id = uuid.uuid4().hex[:12]
         self.own_files = tuple(own_files)
@@ -324,6 +374,14 @@ class HistoryKeeper:
             raise RetrievalGateError(
                 f"{flag} needs the history, which the settings switch off (history = false)"
             )
+        if pin is not None and self.store is not None:
+            if not self.conf.drift:
+                raise RetrievalGateError(
+                    "--rg-pin needs the drift items, which the settings switch off (drift = false)"
+                )
+            # Resolved once, by git, before anything runs: a ref git does not know is a usage
+            # error, not a drift check that checks nothing.
+            self.pin = pin_of(root, pin)
         self._histories: dict[str, History] = {}
         # What a pull request's baseline accepts against its target branch (gates/accept.py).
         self.accepting = Acceptor(self, option("rg_base", None), option("rg_save_baseline", False))
@@ -340,7 +398,8 @@ class HistoryKeeper:
                     systems=self.systems,
                     records=self.conf.drift_records or 0,
                     days=self.conf.drift_days,
-                    pin=None if pin is None else lambda e: _at_commit(e, pin),
+                    pin=None if pin is None else pin.rank,
+                    near=None if pin is None else pin.distance,
                     now=self.now,
                 )
                 try:
@@ -358,6 +417,42 @@ class HistoryKeeper:
                 found = dataclasses.replace(found, problems=(*found.problems, said))
             self._histories[suite] = found
         return self._histories[suite]
+
+    def anchor(
+        self, suite: str, system: str, metric: str | None = None
+    ) -> Anchor | Unpinned | str:
+        """The drift anchor of ``suite`` x ``system`` (of ``metric``'s item; None: the window's
+        own), or, with ``--rg-pin`` and no record at the pin or an ancestor, why its items fail;
+        or why it has none (gates/anchor.py's ``find_anchor``)."""
+        history = self.history(suite)
+        return find_anchor(
+            history.of(system),
+            self.conf,
+            pin=self.pin,
+            now=self.now,
+            metric=metric,
+            unread=history.unread.get(system, 0),
+            near=history.near.get(system, ()),
+        )
+
+    def pinned(self, runs: Sequence[RunRecord]) -> PinReport | None:
+        """With ``--rg-pin``: what each run's drift was anchored on, for the terminal and the
+        report (as the drift items found it: the same history, the same rule)."""
+        pin = self.pin
+        if pin is None:
+            return None
+        out = []
+        for run in runs:
+            try:
+                found: Anchor | Unpinned | str = self.anchor(run.suite, run.system)
+            except RetrievalGateError as exc:  # an ambiguous commit prefix: the collection said
+                out.append(PinnedRun(run.suite, run.system, "ambiguous", exc.message))
+                continue
+            how, said = pinned_words(found, pin, run.suite, run.system)
+            at = found.record.at if isinstance(found, Anchor) else None
+            commit, time = (None, None) if at is None else (at.commit, at.time)
+            out.append(PinnedRun(run.suite, run.system, how, said, commit, time))
+        return PinReport(pin, tuple(out))
 
     def accepted(self, suite: str, system: str) -> Entry | None:
         """The newest entry of ``suite`` x ``system`` saved as the baseline, as the log keeps it
@@ -426,7 +521,9 @@ class HistoryKeeper:
                     "from uncommitted changes, so none is a drift anchor"
                 )
         trends = tuple(self._trends(runs, data.gates))
-        summary = HistoryReport(age=age, trends=trends, shelf=shelf, problems=tuple(problems))
+        summary = HistoryReport(
+            age=age, trends=trends, shelf=shelf, problems=tuple(problems), pin=self.pinned(runs)
+        )
         at = None  # the entries' provenance, once appended
         if self.store is not None and runs and not interrupted and (saved or self.record_runs):
             try:
@@ -605,12 +702,10 @@ class HistoryKeeper:
             dates = (*((r.at.time or "")[:10] for r in records), today)
             for metric in gated or list(run.metrics)[:3]:
                 try:
-                    anchor = find_anchor(
-                        records, self.conf, pin=self.pin, now=self.now, metric=metric
-                    )
+                    anchor = self.anchor(run.suite, run.system, metric)
                 except RetrievalGateError:  # an ambiguous --rg-pin, an error of the collection
                     anchor = "no anchor"
-                at = None if isinstance(anchor, str) else records.index(anchor.record)
+                at = records.index(anchor.record) if isinstance(anchor, Anchor) else None
                 values = (
                     *(r.metrics.get(metric, float("nan")) for r in records),
                     run.metrics[metric],
@@ -658,7 +753,3 @@ class HistoryKeeper:
             found.setdefault(metric, self.settings.tolerance.get(metric, DEFAULT_TOLERANCE))
         return found
 
-
-def _at_commit(entry: Entry, pin: str) -> bool:
-    """Whether ``entry`` is of a committed tree at the commit ``pin`` names (or its prefix)."""
-    return not entry.at.dirty and (entry.at.commit or "").lower().startswith(pin.lower())

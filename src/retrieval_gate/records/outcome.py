@@ -185,7 +185,8 @@ class Outcome:
             ("scope", self.scope),
             ("metric", self.metric),
             ("value", self.value),
-            ("threshold", self.threshold),
+            # None: nothing to hold the value against (a pinned drift item with no anchor).
+            *([("threshold", self.threshold)] if self.threshold == self.threshold else []),
             ("comparison", self.comparison),
             ("n", self.n),
             ("verdict", self.verdict),
@@ -230,6 +231,8 @@ class Outcome:
             return f"<= rank {self.threshold:.0f}"
         if self.unit == "ms":
             return f"<= {self.threshold:g} ms"
+        if self.threshold != self.threshold:  # none: its rule's summary says why
+            return "-"
         return f"{self.comparison} {format_value(self.threshold)}"
 
     def to_json(self) -> dict[str, Any]:
@@ -240,7 +243,8 @@ class Outcome:
             "scope": self.scope,
             "metric": self.metric,
             "value": None if self.hidden else self.value,
-            "threshold": self.threshold,
+            # JSON has no NaN: a threshold there is none of (no anchor to compare with) is null.
+            "threshold": None if self.threshold != self.threshold else self.threshold,
             "comparison": self.comparison,
             "passed": self.passed,
             "n": self.n,
@@ -268,7 +272,7 @@ class Outcome:
             scope=data["scope"],
             metric=data["metric"],
             value=float("nan") if data["value"] is None else data["value"],
-            threshold=data["threshold"],
+            threshold=float("nan") if data["threshold"] is None else data["threshold"],
             passed=data["passed"],
             n=data["n"],
             ceiling=data["comparison"] == "<=",

@@ -79,8 +79,9 @@ def _shelf(history: HistoryReport, suite: str) -> Iterator[str]:
 
 
 def age_lines(history: HistoryReport | None) -> Iterator[str]:
-    """The baseline's age warnings and what could not be read of the history (a few lines per
-    file, the rest counted: gates/keeper.py), at the top of the report."""
+    """The baseline's age warnings, what could not be read of the history (a few lines per
+    file, the rest counted: gates/keeper.py) and what ``--rg-pin`` anchored each run's drift
+    on, at the top of the report."""
     if history is None:
         return
     warnings = () if history.age is None else history.age.warnings
@@ -88,8 +89,22 @@ def age_lines(history: HistoryReport | None) -> Iterator[str]:
         yield f"> **Warning:** {warning}."
     for problem in history.problems:
         yield f"> **History:** {problem}"
-    if warnings or history.problems:
+    pinned = pin_lines(history)
+    yield from pinned
+    if warnings or history.problems or pinned:
         yield ""
+
+
+def pin_lines(history: HistoryReport | None, suite: str | None = None) -> list[str]:
+    """With ``--rg-pin``: the ref, the commit it resolved to, and what each run (of ``suite``;
+    None: every suite) anchored its drift on, one line each."""
+    pin = None if history is None else history.pin
+    if pin is None:
+        return []
+    runs = pin.runs if suite is None else pin.of(suite)
+    if suite is None and not runs:
+        return [f"> **Drift:** pinned to {pin.pin.named}."]
+    return [f"> **Drift:** {run.said}." for run in runs]
 
 
 def marks(trend: Trend, i: int) -> list[str]:

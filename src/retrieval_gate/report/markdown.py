@@ -178,7 +178,11 @@ def lines(data: ReportData) -> Iterator[str]:
         # which commit, how many accepted steps ago), its rule's one-line statement does; a
         # comparison with the baseline says it in its own section below.
         stated = [g for g in data.failed if g.summary and g.regression is None]
-        yield from (f"- `{g.nodeid}`: {g.summary}" for g in stated)
+        for g in stated:
+            yield f"- `{g.nodeid}`: {g.summary}"
+            # Its rule's other lines: the figures, what moved most and when (a slow drift's
+            # queries that slid and its values at each step).
+            yield from (f"  - {line}" for line in g.detail if line != g.summary)
         yield from [""] if stated else []
     for suite in data.suites():
         yield from _suite(data, suite)
@@ -195,6 +199,8 @@ def _value_and_need(gate: Outcome) -> tuple[str, str]:
     one; a rank, milliseconds, a drop or a hidden value in its own words, as the failing gates
     table says them (a found_within rank is not "1.0000", nor "-1.0000" when not retrieved)."""
     if gate.regression is None and not gate.hidden and gate.measured == format_value(gate.value):
+        if gate.threshold != gate.threshold:  # no threshold (a pinned drift with no anchor)
+            return fmt(gate.value), gate.needed
         return fmt(gate.value), f"{gate.comparison} {fmt(gate.threshold)}"
     return _measured(gate), _needed(gate)
 

@@ -91,6 +91,9 @@ def _lines(data: ReportData) -> Iterator[str]:
             best = decisions[0]
             yield f"  recommended: {best.system} (decision score {best.score:.4f})"
         yield from _against_baseline(data, runs)
+        # What --rg-pin anchored each system's drift on: its record, an ancestor's, or none.
+        pin = None if data.history is None else data.history.pin
+        yield from (f"  {run.said}" for run in (() if pin is None else pin.of(suite)))
         failed = [g for g in gates if not g.passed]
         if (ungated := data.ungated(suite)) is not None:
             yield f"  gates: none: {ungated}"
