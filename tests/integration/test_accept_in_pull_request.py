@@ -163,6 +163,10 @@ def test_an_intended_drop_saved_in_its_pull_request_passes_it_and_is_named_every
     )
     assert properties["accepted_base"] == f"origin/main ({tip[:7]})"
     assert properties["accepted:merges::stepped::P@1"] == "1 -> 0.9"
+    # A pin is the team's own anchor (a release), whatever a pull request accepted since.
+    pinned = pytester.runpytest("--retrieval-gate", "-rA", "--rg-pin", first)
+    assert _verdicts(pinned)["history-drift::P@1"] == "FAILED"
+    assert "ACCEPTED" not in pinned.stdout.str()
 
     # Merged: main records the merge (--rg-record), the drift accepted there and carried.
     monkeypatch.delenv("GITHUB_BASE_REF")

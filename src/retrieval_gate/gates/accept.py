@@ -352,8 +352,9 @@ class Keeper(Protocol):
 
     def history(self, suite: str) -> History: ...
 
-    def anchor(self, suite: str, system: str, metric: str | None = None) -> Anchor | Unpinned | str:
-        ...
+    def anchor(
+        self, suite: str, system: str, metric: str | None = None
+    ) -> Anchor | Unpinned | str: ...
 
 
 class Acceptor:
