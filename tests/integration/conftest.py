@@ -27,13 +27,10 @@ def _no_ci_commit(monkeypatch: pytest.MonkeyPatch) -> None:
     """The runs see no commit of the CI running these tests (``GITHUB_SHA`` there): a test
     names its commits itself, so it records the same history locally and in CI (runs at one
     commit with the same figures are one measurement, recorded once: docs/baselines.md)."""
-    from retrieval_gate.baseline.base import BASE_VARIABLE
     from retrieval_gate.baseline.provenance import COMMIT_VARIABLES
 
     for name in COMMIT_VARIABLES:
         monkeypatch.delenv(name, raising=False)
-    # Nor the target branch of a pull request these tests run for: a test names it itself.
-    monkeypatch.delenv(BASE_VARIABLE, raising=False)
 
 
 @pytest.fixture(scope="session")
