@@ -33,6 +33,7 @@ from retrieval_gate.usercode import PluginLoadError
 if TYPE_CHECKING:
     from retrieval_gate.baseline.head import Baseline
     from retrieval_gate.config.decision import DecisionSettings
+    from retrieval_gate.gates.accept import AcceptanceReport
     from retrieval_gate.gates.decision import Decision
     from retrieval_gate.gates.keeper import HistoryReport
     from retrieval_gate.options import Outputs
@@ -57,6 +58,9 @@ class ReportData:
     partial: str | None = None
     # The history of quality: the baseline's age, trends (gates/keeper.py); None without one.
     history: HistoryReport | None = None
+    # What a pull request's baseline accepts against its target branch, and what a baseline
+    # saved over failing items accepts (gates/accept.py); None when nothing is said of it.
+    acceptance: AcceptanceReport | None = None
 
     # The session reached its end (not interrupted): the JSON twin's completion marker, which
     # a CI step checks (report/complete.py), as a run ended by an interpreter exit writes none.
@@ -78,6 +82,9 @@ class ReportData:
 
     def with_history(self, history: HistoryReport) -> ReportData:
         return dataclasses.replace(self, history=history)
+
+    def with_acceptance(self, acceptance: AcceptanceReport | None) -> ReportData:
+        return dataclasses.replace(self, acceptance=acceptance)
 
     @classmethod
     def build(
