@@ -43,6 +43,7 @@ GATE_ONLY_OPTIONS: dict[str, str] = {
     **{output.dest: output.flag for output in OPTIONAL_OUTPUTS},
     "rg_record": "--rg-record",
     "rg_pin": "--rg-pin",
+    "rg_base": "--rg-base",
 }
 
 #: The outputs of the writers from the ``retrieval_gate.writers`` entry-point group whose options
@@ -90,6 +91,17 @@ def _ref_value(value: str) -> str:
             value,
             "give a tag, a branch or a commit (a name without spaces or a leading '-')",
         )
+    return value
+
+
+def _base_value(value: str) -> str:
+    # Read with git show REF:path (baseline/base.py): never an option (a leading -), nor a path
+    # into the tree itself (REF:path), nor what no branch, tag or commit is spelled with.
+    allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./@{}^~+-")
+    if not value or value.startswith("-") or ":" in value or not set(value) <= allowed:
+        raise _refused("ref", value, "give a branch, tag or commit git knows (origin/main)")
+    if len(value) > 256 or ".." in value.split("/"):
+        raise _refused("ref", value, "give a branch, tag or commit git knows (origin/main)")
     return value
 
 
@@ -333,6 +345,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "in the drift window (default: the window)",
     )
     group.addoption(
+        "--rg-base",
+        dest="rg_base",
+        metavar="REF",
+        type=_base_value,
+        default=None,
+        help="the pull request's target branch (a branch, tag or commit git has, such as "
+        "origin/main): name what the baseline accepts against its baseline, and record it when "
+        "saving (default: origin/$GITHUB_BASE_REF in a GitHub pull-request run, else none)",
+    )
+    group.addoption(
         "--rg-no-cache",
         action="store_true",
         dest="rg_no_cache",
@@ -434,7 +456,12 @@ def pytest_configure(config: pytest.Config) -> None:
         from retrieval_gate.report.junit import JunitNames
 
         age = session.history.age_properties(session.baseline)
-        config.pluginmanager.register(JunitNames(config, age), "retrieval_gate_junit")
+        collected = session.history.accepting.properties  # read once every item ran
+
+        def accepted() -> list[tuple[str, object]]:
+            return collected(session.collected.runs, session.collected.gates)
+
+        config.pluginmanager.register(JunitNames(config, age, accepted), "retrieval_gate_junit")
 
 
 class ShownWarnings:

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from retrieval_gate import progress
-from retrieval_gate.baseline.ledger import load_for_session
 from retrieval_gate.config import Settings, load_settings
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.files import atomic, door, lock, read
@@ -87,8 +86,8 @@ class GateSession:
         ledger = (self.settings, self.rootpath, self.plan, out.baseline_url or out.baseline)
         self.history = HistoryKeeper(*ledger, [s.name for s in self.systems], config.getoption, own)
         self.store = self.history.ledger  # the run ledger: its head (the baseline) and its log
-        self.baseline, self.baseline_problem = load_for_session(
-            self.store, named=bool(values.baseline), saving=self.save_baseline
+        self.baseline, self.baseline_problem = self.history.load_head(
+            named=bool(values.baseline), saving=self.save_baseline
         )
         self._comparisons: dict[tuple[Path, str], Regressions] = {}
         self.shared: dict[tuple[Path, str, str], Any] = {}  # the rules' (gates/context.py)
@@ -215,7 +214,7 @@ class GateSession:
         )
         if self.save_baseline and data.runs and not interrupted:
             try:
-                self.store.save_head(data.runs, self.baseline)
+                self.history.save_head(data.runs, self.baseline)  # with what it accepts
                 self.saved_baseline = self.store.location
             except (OSError, RetrievalGateError) as exc:
                 self._fail(session, f"could not save the baseline {atomic.failed_write(exc)}")

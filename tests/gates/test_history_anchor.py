@@ -228,11 +228,17 @@ def test_an_accepted_drift_starts_that_metrics_window_again() -> None:
     # Older than the window's oldest, it is nothing: the window is the later start.
     narrow = find_anchor(records, HistorySettings(drift_records=2), now=NOW, metric="MRR@5")
     assert isinstance(narrow, Anchor) and narrow.record is RECORDS[3]
-    # Saved from uncommitted changes, or only recorded: no merge to start again from.
-    for other in (_dirty(accepted), dataclasses.replace(accepted, source="record")):
-        rest = [*RECORDS[:2], other, *RECORDS[3:]]
-        found = find_anchor(rest, settings, now=NOW, metric="MRR@5")
-        assert isinstance(found, Anchor) and found.record is RECORDS[0]
+    # Saved from uncommitted changes: no merge to start again from.
+    rest = [*RECORDS[:2], _dirty(accepted), *RECORDS[3:]]
+    found = find_anchor(rest, settings, now=NOW, metric="MRR@5")
+    assert isinstance(found, Anchor) and found.record is RECORDS[0]
+    # A merge recorded (--rg-record) carries an accepted drift only where its pull request's
+    # baseline accepted the drop (gates/accept.py): the window starts again there too.
+    recorded = dataclasses.replace(accepted, source="record")
+    rest = [*RECORDS[:2], recorded, *RECORDS[3:]]
+    found = find_anchor(rest, settings, now=NOW, metric="MRR@5")
+    assert isinstance(found, Anchor) and found.record is recorded and found.how == "accepted"
+    assert found.rule == "the merge that recorded the MRR@5 drop its pull request accepted"
     # A pin is the team's own anchor, whatever was accepted since.
     pinned = find_anchor(records, settings, pin=Pin("0000001"), now=NOW, metric="MRR@5")
     assert isinstance(pinned, Anchor) and pinned.record is RECORDS[0]

@@ -783,6 +783,39 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "baseline-accepts-a-drop-it-does-not-hold",
+        "a baseline whose acceptance in its pull request names a value its run does not hold "
+        "(hand-edited to silence the slow-drift check)",
+        "ERROR: *retrieval-baseline.json [accepted change 1]: corrupt baseline: 'accepted' says "
+        "P@10 of lineage::keyword is 0.2 over all 1 of its queries, but the run holds 0.5; "
+        "restore it from version control or save a new one with --rg-save-baseline",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"accepted": {"base": "origin/main", "commit": null, "changes": [{"suite": '
+            '"lineage", "system": "keyword", "metric": "P@10", "from": 0.9, "to": 0.2, "n": 1}]}, '
+            '"runs": {"lineage::keyword": {"metrics": {"P@10": 0.5}, "queries": {"q1": {"digest": '
+            '"d", "metrics": {"P@10": 0.5}, "ranking": [], "relevant_ranks": {}}}}}}',
+        },
+    ),
+    BadInput(
+        "baseline-accepts-for-a-run-it-lacks",
+        "a baseline whose acceptance in its pull request names a suite x system it holds no run "
+        "of (hand-edited)",
+        "ERROR: *retrieval-baseline.json [accepted change 1]: corrupt baseline: 'accepted' names "
+        "lineage x other, which has no run here; restore it from version control or save a new "
+        "one with --rg-save-baseline",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"accepted": {"base": "origin/main", "commit": null, "changes": [{"suite": '
+            '"lineage", "system": "other", "metric": "P@10", "from": 0.9, "to": 0.2, "n": 1}]}, '
+            '"runs": {}}',
+        },
+    ),
+    BadInput(
         "baseline-exact-search-not-an-object",
         "a baseline whose exact-search values (an index that does not rank the same every run) "
         "are not an object (hand-edited)",
@@ -2413,6 +2446,24 @@ CASES: tuple[BadInput, ...] = (
         "usage error",
         {"lineage.retrieval.yaml": SUITE},
         ("--rg-pin", "v1.0"),
+    ),
+    BadInput(
+        "base-an-option",
+        "--rg-base given something git would read as an option, not a ref",
+        "error: argument --rg-base: invalid ref '--output=x': give a branch, tag or commit git "
+        "knows (origin/main)",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-base=--output=x",),
+    ),
+    BadInput(
+        "base-a-path-in-a-ref",
+        "--rg-base given a file at a ref (REF:path) rather than a ref",
+        "error: argument --rg-base: invalid ref 'main:secrets.txt': give a branch, tag or commit "
+        "git knows (origin/main)",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-base", "main:secrets.txt"),
     ),
     BadInput(
         "pin-option-like",

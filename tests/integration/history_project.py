@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -76,27 +77,34 @@ def run_step(
     return pytester.runpytest("--retrieval-gate", "--rg-save-baseline", "-rA", *args)
 
 
+def git(root: Path, *args: str) -> str:
+    """Run git in ``root`` as a test's author (no signing, ``main`` the first branch), and
+    return what it printed, stripped; a test whose machine has no git is skipped."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    config = ("user.name=t", "user.email=t@t", "tag.gpgSign=false", "init.defaultBranch=main")
+    done = subprocess.run(
+        ["git", *(x for c in config for x in ("-c", c)), *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
 def git_repository(pytester: pytest.Pytester) -> Callable[..., str]:
     """The stepped project as a git repository of its own, its inputs committed; returns
     ``git(*args)``, git's output stripped (skips the test where git is not installed). The
     plugin's outputs stay untracked: they do not make a run's tree dirty."""
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
 
-    def git(*args: str) -> str:
-        done = subprocess.run(
-            ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "tag.gpgSign=false", *args],
-            cwd=pytester.path,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return done.stdout.strip()
+    def run(*args: str) -> str:
+        return git(pytester.path, *args)
 
-    git("init", "-q", "-b", "main")
-    git("add", "pyproject.toml", "stepped_app.py", "merges.retrieval.yaml", "step.txt")
-    git("commit", "-q", "-m", "the project")
-    return git
+    run("init", "-q", "-b", "main")
+    run("add", "pyproject.toml", "stepped_app.py", "merges.retrieval.yaml", "step.txt")
+    run("commit", "-q", "-m", "the project")
+    return run
 
 
 def merge(

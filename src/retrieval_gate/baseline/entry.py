@@ -115,6 +115,13 @@ def _check_values(metrics: Mapping[str, Any], entry: str, whose: str) -> None:
             )
 
 
+def check_metrics(metrics: Mapping[str, Any], key: str, where: str, whose: str) -> None:
+    """Each of ``metrics`` a finite number within its metric's bounds, else a
+    :class:`LedgerDataError` naming ``where`` (``key``: the run's ``suite::system``)."""
+    _check_values(metrics, where, whose)
+    _check_bounds(metrics, key, where)
+
+
 def _short(value: Any) -> str:
     """A value as a message quotes it: its ``repr``, cut (a hand edit may hold megabytes)."""
     text = repr(value)

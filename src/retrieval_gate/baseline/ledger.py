@@ -23,7 +23,13 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from retrieval_gate.baseline.entry import Entry
-from retrieval_gate.baseline.head import Baseline, BaselineError, load_baseline, save_baseline
+from retrieval_gate.baseline.head import (
+    Accepted,
+    Baseline,
+    BaselineError,
+    load_baseline,
+    save_baseline,
+)
 from retrieval_gate.baseline.log import History, HistoryError, JsonLinesLog, Request
 from retrieval_gate.baseline.provenance import commit_provenance
 from retrieval_gate.errors import RetrievalGateError
@@ -101,12 +107,19 @@ class FileLedger:
     def head(self) -> Baseline | None:
         return load_baseline(self.head_path)
 
-    def save_head(self, runs: Iterable[RunRecord], previous: Baseline | None) -> None:
+    def save_head(
+        self,
+        runs: Iterable[RunRecord],
+        previous: Baseline | None,
+        accepted: Accepted | None = None,
+    ) -> None:
+        """``accepted``: what it accepts against its pull request's target branch (a file in
+        git is what a pull request reviews, so only the file ledger records it)."""
         # Its own file and the history beside it are the plugin's outputs: rewritten by a run
         # and committed after it, they do not make the tree dirty.
         own = (self.head_path, self.head_path.parent / DEFAULT_OWN_DIR, *self.own)
         saved = commit_provenance(self.head_path.parent, ignore=own)
-        save_baseline(self.head_path, runs, previous, saved)
+        save_baseline(self.head_path, runs, previous, saved, accepted)
 
     def read(self, suite: str, request: Request) -> History:
         if self.log is None:

@@ -111,9 +111,10 @@ def pin_of(root: Path, ref: str) -> Pin:
 @dataclass(frozen=True)
 class Anchor:
     """The record today is compared with, and how it was chosen: ``window`` (the oldest in the
-    window), ``accepted`` (the newest baseline saved over a failing drift item, within the
-    window) or ``pinned`` (``--rg-pin``: ``pin``, and ``rank``, 0 at the pinned commit, more at
-    its newest recorded ancestor); ``rule`` says which in words. ``unread``: the merges between
+    window), ``accepted`` (the newest entry that accepted a drift of the metric, within the
+    window), ``pinned`` (``--rg-pin``: ``pin``, and ``rank``, 0 at the pinned commit, more at
+    its newest recorded ancestor) or ``pull request`` (the accepted baseline, whose pull
+    request accepted a drop of the metric: gates/accept.py); ``rule`` says which in words. ``unread``: the merges between
     it and ``later`` that the history's read passed over (a pin far back)."""
 
     record: Entry
@@ -223,16 +224,17 @@ def find_anchor(
     # A drift accepted (a baseline saved over a failing drift item, as a regression is
     # accepted) is where the window starts again: the drop before it was seen and taken.
     # Per metric: a drift of MRR@5 accepted says nothing of P@1, whose drop would add up unseen.
-    accepted = [
-        i for i, r in enumerate(records) if metric in r.accepted_drift and r.source == "baseline"
-    ]
+    # A record (--rg-record) carries one only where its pull request accepted the drop.
+    accepted = [i for i, r in enumerate(records) if metric in r.accepted_drift]
     if accepted and accepted[-1] > first:
         first = accepted[-1]
         return Anchor(
             records[first],
             "accepted",
             tuple(records[first + 1 :]),
-            f"the newest baseline saved over a failing {metric} drift item",
+            f"the newest baseline saved over a failing {metric} drift item"
+            if records[first].source == "baseline"
+            else f"the merge that recorded the {metric} drop its pull request accepted",
         )
     return Anchor(records[first], "window", tuple(records[first + 1 :]), rule)
 

@@ -138,12 +138,18 @@ def _drift(context: Context) -> dict[str, Outcome | str]:
     for check in checks:
         own = keeper.anchor(suite.name, system, check.metric)
         found = own if isinstance(own, Anchor) else anchor
+        # A drop its pull request accepted: from that pull request's baseline (gates/accept.py).
+        found = keeper.accepting.anchor(suite.name, system, check.metric, found) or found
         by_anchor.setdefault(id(found.record), (found, []))[1].append(check)
     out: dict[str, Outcome | str] = {}
     for found, group in by_anchor.values():
-        out.update(
-            drift_outcomes(record, found, group, level=level, alpha=settings.alpha, seed=settings.seed)
+        decided = drift_outcomes(
+            record, found, group, level=level, alpha=settings.alpha, seed=settings.seed
         )
+        if found.how == "pull request":
+            said = keeper.accepting.said
+            decided = {m: o if isinstance(o, str) else said(o) for m, o in decided.items()}
+        out.update(decided)
     return out
 
 

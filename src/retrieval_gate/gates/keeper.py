@@ -1,7 +1,9 @@
 """The session's part in the history of quality (docs/baselines.md): what the session reads from
 the history when it starts (the anchors of the drift items, how old the baseline is), and what
 it appends when it finishes (one record per suite x system, on ``--rg-save-baseline`` and on
-``--rg-record``; only in the controller, never in an xdist worker).
+``--rg-record``; only in the controller, never in an xdist worker). It reads and saves the
+ledger's head (the accepted baseline) for the session too, with what a pull request's baseline
+accepts against its target branch (gates/accept.py).
 
 Every process reads the history once, when it first needs a suite's records, and never again,
 so the items of one session see one history however the session is run (serial or ``-n N``).
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from retrieval_gate.baseline.entry import CLOCK_SKEW_DAYS, Entry, run_key
-from retrieval_gate.baseline.ledger import FileLedger, Ledger, open_ledger
+from retrieval_gate.baseline.ledger import FileLedger, Ledger, load_for_session, open_ledger
 from retrieval_gate.baseline.log import CompactionError, History, HistoryError, Request
 from retrieval_gate.baseline.provenance import (
     Provenance,
@@ -30,6 +32,7 @@ from retrieval_gate.baseline.provenance import (
 )
 from retrieval_gate.config.history import HistorySettings
 from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.gates.accept import AcceptanceReport, Acceptor, accepted_metrics
 from retrieval_gate.gates.anchor import (
     Anchor,
     Pin,
@@ -321,6 +324,8 @@ class Reported(Protocol):
 
     def with_history(self: R, history: HistoryReport) -> R: ...
 
+    def with_acceptance(self: R, acceptance: AcceptanceReport | None) -> R: ...
+
 
 class HistoryKeeper:
     """Reads the ledger's log for the drift items and appends this session's entries."""
@@ -384,6 +389,8 @@ class HistoryKeeper:
             # error, not a drift check that checks nothing.
             self.pin = pin_of(root, pin)
         self._histories: dict[str, History] = {}
+        # What a pull request's baseline accepts against its target branch (gates/accept.py).
+        self.accepting = Acceptor(self, option("rg_base", None), option("rg_save_baseline", False))
 
     def history(self, suite: str) -> History:
         """What the session needs of the suite's log (the drift window, the trend points, a
@@ -461,6 +468,24 @@ class HistoryKeeper:
         ]
         return found[-1] if found else None
 
+    # -- the head, and what a pull request's baseline accepts (gates/accept.py) ------------------
+
+    def load_head(self, *, named: bool, saving: bool) -> tuple[Baseline | None, str | None]:
+        """The accepted baseline the session compares with, and why an unreadable one it saves
+        over was unreadable (baseline/ledger.py ``load_for_session``)."""
+        head, problem = load_for_session(self.ledger, named=named, saving=saving)
+        self.accepting.head = head
+        return head, problem
+
+    def save_head(self, runs: Sequence[RunRecord], previous: Baseline | None) -> None:
+        """Save the ledger's head with this session's runs; a file, with what it accepts
+        against its target branch when git gives that branch's baseline."""
+        ledger = self.ledger
+        if isinstance(ledger, FileLedger):
+            ledger.save_head(runs, previous, self.accepting.recorded(runs, previous))
+        else:
+            ledger.save_head(runs, previous)
+
     def age_properties(self, baseline: Baseline | None) -> list[tuple[str, object]]:
         """The baseline's age as JUnit test-suite properties (without the suite digests, which
         need the runs)."""
@@ -514,12 +539,17 @@ class HistoryKeeper:
         summary = HistoryReport(
             age=age, trends=trends, shelf=shelf, problems=tuple(problems), pin=self.pinned(runs)
         )
+        at = None  # the entries' provenance, once appended
         if self.store is not None and runs and not interrupted and (saved or self.record_runs):
             try:
-                self._append(self.store, runs, data.gates, data.comparisons, saved)
+                at = self._append(self.store, runs, data.gates, data.comparisons, saved)
             except RetrievalGateError as exc:
                 self.failures.append(exc.message)  # the session fails with it
-        return data.with_history(summary)
+        acceptance = self.accepting.report(runs, data.gates, saved)
+        over = tuple(self.accepting.saved_over(runs, data.gates, baseline, saved, at, acceptance))
+        if over:
+            acceptance = dataclasses.replace(acceptance or AcceptanceReport(), saved_over=over)
+        return data.with_history(summary).with_acceptance(acceptance)
 
     def _append(
         self,
@@ -528,7 +558,8 @@ class HistoryKeeper:
         gates: Sequence[Outcome],
         compared: Iterable[tuple[str, str]],
         saved: bool,
-    ) -> None:
+    ) -> Provenance:
+        """Append an entry of each run; returns the provenance they carry."""
         log = store.log if isinstance(store, FileLedger) else None
         own = [*self.own_files, *([log.folder] if log is not None else [])]
         changed = uncommitted_changes(self.root, own)
@@ -543,7 +574,15 @@ class HistoryKeeper:
                 session=self.session_id,
                 tolerance=self._tolerances(run, gates),
                 holdout_decisions=len(revealed(run, gates)),
-                accepted_drift=failed_metrics(run, gates) if saved else (),
+                # A drift accepted: by saving over its failing item, or in its pull request.
+                accepted_drift=tuple(
+                    sorted(
+                        {
+                            *(failed_metrics(run, gates) if saved else ()),
+                            *accepted_metrics(run, gates),
+                        }
+                    )
+                ),
                 verdicts=len(visible_verdicts(run, gates)),
             )
             for run in runs
@@ -561,7 +600,7 @@ class HistoryKeeper:
                 "(the same commit, system and figures): not appended again"
             )
         if not records:
-            return
+            return at
         try:
             store.append(records)
         except CompactionError:
@@ -570,6 +609,7 @@ class HistoryKeeper:
         except (OSError, HistoryError) as exc:
             raise HistoryError(f"could not append to the history {failed_write(exc)}") from None
         self._recorded(records, at, changed, store)
+        return at
 
     def _recorded(
         self, records: Sequence[Entry], at: Provenance, changed: Sequence[str], store: Ledger

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from retrieval_gate.baseline.head import Baseline
     from retrieval_gate.config import Settings
     from retrieval_gate.config.decision import DecisionSettings
+    from retrieval_gate.gates.accept import AcceptanceReport
     from retrieval_gate.gates.decision import Decision
     from retrieval_gate.gates.keeper import HistoryReport
     from retrieval_gate.gates.plan import PlanRow
@@ -59,6 +60,9 @@ class ReportData:
     partial: str | None = None
     # The history of quality: the baseline's age, trends (gates/keeper.py); None without one.
     history: HistoryReport | None = None
+    # What a pull request's baseline accepts against its target branch, and what a baseline
+    # saved over failing items accepts (gates/accept.py); None when nothing is said of it.
+    acceptance: AcceptanceReport | None = None
 
     # The session reached its end (not interrupted): the JSON twin's completion marker, which
     # a CI step checks (report/complete.py), as a run ended by an interpreter exit writes none.
@@ -90,6 +94,9 @@ class ReportData:
         from retrieval_gate.gates.plan import advice_of_runs
 
         return dataclasses.replace(self, saved_advice=tuple(advice_of_runs(settings, self.runs)))
+
+    def with_acceptance(self, acceptance: AcceptanceReport | None) -> ReportData:
+        return dataclasses.replace(self, acceptance=acceptance)
 
     @classmethod
     def build(

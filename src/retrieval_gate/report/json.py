@@ -72,6 +72,8 @@ def render(data: ReportData) -> dict[str, Any]:
         **_decisions(data),
         **_resolution_warning(data),
         **({"history": data.history.to_json()} if data.history is not None else {}),
+        # What a pull request's baseline accepts, and what a baseline saved over failing items.
+        **({"accepted": data.acceptance.to_json()} if data.acceptance is not None else {}),
         # Why no gate item ran (pytest's exit status 5): the report decided nothing.
         **({"nothing_ran": data.nothing_ran} if data.nothing_ran is not None else {}),
         # Why the session did not finish cleanly (complete is false then), each in one line.

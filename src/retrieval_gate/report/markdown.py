@@ -25,6 +25,7 @@ from retrieval_gate.records import (
     plural,
 )
 from retrieval_gate.report import ReportData, Writer
+from retrieval_gate.report.accepted import markdown_lines
 from retrieval_gate.report.history import age_lines, history_lines
 from retrieval_gate.suites import kinds, units_of
 from retrieval_gate.systems.timings import latency_notes
@@ -151,6 +152,7 @@ def lines(data: ReportData) -> Iterator[str]:
         )
         yield ""
     yield from age_lines(data.history)
+    yield from markdown_lines(data.acceptance)
     if data.errors:
         yield "## Runs that failed"
         yield ""

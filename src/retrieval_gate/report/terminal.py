@@ -9,6 +9,7 @@ from typing import Any
 from retrieval_gate.display import shown
 from retrieval_gate.records import RunRecord, counted
 from retrieval_gate.report import ReportData
+from retrieval_gate.report.accepted import terminal_lines
 from retrieval_gate.report.markdown import headline_metrics
 from retrieval_gate.report.resolution import render_plan, session_coarse, session_warning
 from retrieval_gate.suites import units_of
@@ -104,6 +105,8 @@ def _lines(data: ReportData) -> Iterator[str]:
         for g in gates:
             if g.passed and g.note:  # a pass worth a look (underpowered, index noise)
                 yield f"  {g.note} {g.nodeid}: {g.summary}"
+    # What a pull request's baseline accepts, and what a baseline saved over failing items does.
+    yield from terminal_lines(data.acceptance)
     # One block for the session: counts by suite and scope; each check is listed in the report.
     units = {suite: units_of(data.runs_of(suite)[0].kind) for suite in data.suites()}
     yield from session_warning(session_coarse(data), units)
