@@ -61,7 +61,10 @@ count of shared words) whose ties are reordered and nothing else. From the basel
 suite (200 such suites) the queries a target needs; then the smallest size at which simulated
 changes state a median resolution within the target: ``swap`` (the neutral swap between the two
 rankers) and ``gone`` (the first ranker's queries losing everything, a true drop of tolerance +
-target). ``--plan-without-loss`` plans from the baseline's spread alone, as before the loss term.
+target), each for every pair. ``--plan-without-loss`` plans from the baseline's spread alone, as
+before the loss term. After the cells, one line per baseline (data set, first ranker, metric,
+target): the plan's one figure against the larger need of the two changes on it, which that one
+figure promises, and whether it lies within 0.8-1.25x (issue 39; docs/verdicts.md).
 
 ``--margin`` and ``--calibration`` are the margin rule's study (issue 10, docs/verdicts.md,
 ``verdicts = "margin"``), unchanged:
@@ -751,6 +754,18 @@ def planned_queries(then: np.ndarray, target: float, level: float) -> int | None
     return queries_needed(sample_sd(list(then)), 1.0, target, level)
 
 
+def plan_parts(then: np.ndarray, target: float, level: float) -> tuple[int, int]:
+    """The two parts of the plan's figure (its larger): the queries for a change as large as
+    the baseline's own spread (a change of ranker family), and for whole queries losing their
+    answers adding up to tolerance + target (gates/resolution.py's ``planned_queries``)."""
+    from retrieval_gate.gates.resolution import loss_spread, queries_needed, sample_sd
+
+    spread = queries_needed(sample_sd(list(then)), 1.0, target, level) or 0
+    loss = loss_spread(then, TOLERANCE + target)
+    lost = 0 if loss is None else queries_needed(loss[0], 1.0, target, level, m3=loss[1]) or 0
+    return spread, lost
+
+
 def plan_cell(args: tuple[str, tuple[str, str], int, str, float, int, int]) -> dict[str, object]:
     """The queries the baseline of a 35-query suite says a target needs, against the smallest
     size at which simulated changes have a median stated resolution within the target."""
@@ -770,13 +785,16 @@ def plan_cell(args: tuple[str, tuple[str, str], int, str, float, int, int]) -> d
     q = 0.0 if change == "swap" else (TOLERANCE + target) / float(a.mean())
     model = "lose" if change == "swap" else "gone"
     planned = []
+    parts = []
     for _ in range(200):
         idx = rng.integers(0, a.size, PLAN_SUITE)
         then = (
             np.where(rng.random(PLAN_SUITE) < 0.5, a[idx], b[idx]) if change == "swap" else a[idx]
         )
         planned.append(planned_queries(then, target, level) or 0)
+        parts.append(plan_parts(then, target, level))
     needed = int(np.median(planned))
+    spread_part, loss_part = (int(x) for x in np.median(np.asarray(parts), axis=0))
     pops = [(a[:, None], b[:, None])]
 
     # Streams of their own, so that the size simulation finds does not depend on the plan (the
@@ -797,6 +815,7 @@ def plan_cell(args: tuple[str, tuple[str, str], int, str, float, int, int]) -> d
         "needed": needed,
         "spread": (float(np.percentile(planned, 10)), float(np.percentile(planned, 90))),
         "simulated": None,
+        "parts": (spread_part, loss_part),
     }
     if abs(q) > 1.0:  # no such drop: the ranker's mean is below it
         row["change"] = f"{change} (no drop of {TOLERANCE + target:g})"
@@ -836,7 +855,9 @@ def plan(reps: int, jobs: int, datasets: tuple[str, ...] = DATASETS, seed: int =
             for change in ("swap", "gone")
             for target in PLAN_TARGETS
         )
-        if data in datasets and (change == "swap" or pair == PLAN_PAIRS[0] or pair[0] == "count")
+        # Every baseline ranker meets both changes (a swap of rankers and its answers lost):
+        # the one figure is the larger of the two, and is measured against the larger need.
+        if data in datasets
     ]
     print(
         f"queries needed (one metric, one system, delta {DELTA}) from the baseline of a "
@@ -844,33 +865,96 @@ def plan(reps: int, jobs: int, datasets: tuple[str, ...] = DATASETS, seed: int =
         f"changes at that size; the smallest size whose median stated resolution is within the "
         f"target ({PLAN_PROBE} sessions per probe); ratio = planned / simulated"
     )
-    print(
-        "| data | ranker(s) | metric | change | target | planned queries (10-90 %) "
-        "| median stated resolution there | share within the target | simulated | ratio |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|")
     if jobs > 1:
         from multiprocessing import Pool
 
         with Pool(jobs) as pool:
             results: Iterable[dict[str, object]] = pool.imap(plan_cell, cells, chunksize=1)
-            _plan_rows(results)
+            found = _plan_rows(results)
     else:
-        _plan_rows(plan_cell(cell) for cell in cells)
+        found = _plan_rows(plan_cell(cell) for cell in cells)
+    _one_figure(found)
 
 
-def _plan_rows(results: Iterable[dict[str, object]]) -> None:
+def _ratio(planned: object, simulated: object) -> str:
+    if not isinstance(simulated, int) or not simulated or not isinstance(planned, int):
+        return "-"
+    return f"{planned / simulated:.2f}"
+
+
+def _plan_rows(results: Iterable[dict[str, object]]) -> list[dict[str, object]]:
+    """The table per cell, each cell's ratio planned / simulated, and the ratio of the part of
+    the plan the cell's change is about (the spread part for a swap, the loss part for lost
+    answers): which part is calibrated, and which is an assumption about the next change."""
+    print(
+        "| data | ranker(s) | metric | change | target | planned queries (10-90 %) "
+        "| median stated resolution there | share within the target | simulated | ratio "
+        "| its part: spread / loss (ratio of the change's part) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    rows = []
     for r in results:
+        rows.append(r)
         lo, hi = r["spread"]  # type: ignore[misc]
         sim = r["simulated"]
         median = f"{r['median']:.3f}" if "median" in r else "-"
         within = f"{r['within']:.2f}" if "within" in r else "-"
-        ratio = f"{int(r['needed']) / int(sim):.2f}" if isinstance(sim, int) and sim else "-"  # type: ignore[call-overload]
+        spread, loss = r["parts"]  # type: ignore[misc]
+        own = spread if str(r["change"]).startswith("swap") else loss
         print(
             f"| {r['data']} | {r['pair']} | {r['metric']} | {r['change']} | {r['target']} "
-            f"| {r['needed']} ({lo:.0f}-{hi:.0f}) | {median} | {within} | {sim or '-'} | {ratio} |",
+            f"| {r['needed']} ({lo:.0f}-{hi:.0f}) | {median} | {within} | {sim or '-'} "
+            f"| {_ratio(r['needed'], sim)} | {spread} / {loss} ({_ratio(own, sim)}) |",
             flush=True,
         )
+    return rows
+
+
+#: The band the one figure is held to, against the larger simulated need of its baseline.
+BAND = (0.8, 1.25)
+
+
+def _one_figure(rows: list[dict[str, object]]) -> None:
+    """Per baseline (data set, ranker, metric, target): the plan's one figure against the larger
+    of the simulated needs of the changes it meets (a swap of rankers, its answers lost), since
+    one figure per baseline is what ``--rg-plan`` gives and it promises the larger. The figure is
+    the larger of the two cells' medians (their baselines differ: a swap's mixes two rankers)."""
+    groups: dict[tuple[str, str, str, float], list[dict[str, object]]] = {}
+    for r in rows:
+        ranker = str(r["pair"]).split("/")[0]
+        groups.setdefault(
+            (str(r["data"]), ranker, str(r["metric"]), float(r["target"])), []
+        ).append(r)  # type: ignore[arg-type]
+    print()
+    print(
+        "one figure per baseline against the larger simulated need of the changes it meets; "
+        f"band {BAND[0]}-{BAND[1]}"
+    )
+    print(
+        "| data | ranker | metric | target | planned | simulated: swap / lost | ratio | in band |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    ratios = []
+    for (data, ranker, metric, target), found in groups.items():
+        sims = {str(r["change"]).split(" ")[0]: r["simulated"] for r in found}
+        needs = [v for v in sims.values() if isinstance(v, int) and v]
+        planned = max(int(r["needed"]) for r in found)  # type: ignore[call-overload]
+        if not needs:
+            continue
+        ratio = planned / max(needs)
+        ratios.append(ratio)
+        band = "yes" if BAND[0] <= ratio <= BAND[1] else "**no**"
+        shown = " / ".join(str(sims.get(c) or "-") for c in ("swap", "gone"))
+        print(
+            f"| {data} | {ranker} | {metric} | {target} | {planned} | {shown} | {ratio:.2f} "
+            f"| {band} |",
+            flush=True,
+        )
+    inside = sum(1 for x in ratios if BAND[0] <= x <= BAND[1])
+    print(
+        f"\n{inside} of {len(ratios)} baselines within {BAND[0]}-{BAND[1]}; ratios "
+        f"{min(ratios):.2f} to {max(ratios):.2f}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

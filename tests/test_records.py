@@ -229,7 +229,7 @@ def test_a_tolerance_rule_outcome_states_its_resolution_everywhere() -> None:
     assert (data["p_value"], data["p_adjusted"], data["family"]) == (None, None, None)
     assert headline(TOLERANCE_RULE) == (
         "nDCG@10 regression over suite (s x sys): FAILED: regressed: 0.668 vs baseline 0.81 "
-        "(drop 0.142, tolerance 0.01, resolution +-0.06 at 95 %, n=35)"
+        "(drop 0.142, tolerance 0.01, this run's resolution +-0.06 at 95 %, n=35)"
     )
     assert dict(TOLERANCE_RULE.properties()) == {
         "scope": "regression",
@@ -325,7 +325,7 @@ def test_comparison_round_trips_and_keeps_the_report_shape() -> None:
     shown = comparison.to_json()
     assert list(shown) == [
         "path", "comparable", "reason", "shared", "added", "removed", "edited", "notes", "means",
-        "metrics",
+        "advice_changed", "metrics",
     ]  # fmt: skip
     assert shown["metrics"]["P@1"]["not_compared"] is None
     assert (shown["metrics"]["P@1"]["verdict"], shown["metrics"]["P@1"]["diagnostic"]) == (

@@ -120,8 +120,8 @@ class GateSession:
         return None if self.baseline is None else self.baseline.get(suite.name, system.name)
 
     def record(self, suite: Suite, system: SystemConfig) -> RunRecord:
-        """The suite x system's run, measured once."""
-        return self.runs.record(suite, system, self.plan.metrics(suite))
+        """The suite x system's run, measured once, with its checks' tolerances."""
+        return self.runs.record(suite, system, *self.plan.needs(suite))
 
     def regressions(self, suite: Suite, system: SystemConfig) -> Regressions:
         """The run compared with its baseline run (computed once)."""

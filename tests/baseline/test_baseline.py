@@ -500,20 +500,26 @@ def test_the_default_rule_fails_an_observed_drop_beyond_the_tolerance() -> None:
     assert figures(out).resolution == pytest.approx(0.4337585970)
     assert (figures(out).p_value, figures(out).detectable_drop) == (None, None)
     assert out.detail[0] == (
-        "regressed: P@1 dropped 0.5 > tolerance 0.01 (resolution +-0.4338 at 95 %)"
+        "regressed: P@1 dropped 0.5 > tolerance 0.01 (this run's resolution +-0.4338 at 95 %)"
     )
     assert out.detail[2] == (
-        "resolution +-0.4338 at 95 % reliability, shared over the session's 1 suite x system "
-        "scope (c 2.262): a true drop above 0.4438 fails and a true gain above 0.4238 passes"
+        "this run's resolution +-0.4338 at 95 % reliability, shared over the session's 1 suite "
+        "x system scope (c 2.262): a true drop above 0.4438 fails and a true gain above 0.4238 "
+        "passes"
     )
-    # Wider than the tolerance: the item says what would resolve it. Today's drops have sd
-    # sqrt(2.5 / 9) = 0.527; the baseline has none.
-    needed = queries_needed(math.sqrt(2.5 / 9), 1.0, 0.01, 0.05)
-    assert figures(out).queries_needed == needed
+    # The advice is the baseline's, not today's drops': its values (every P@1 at 1) have no
+    # spread, so its resolution is the pseudo-query's, c sqrt(w / (9 + w)) / sqrt(10) =
+    # 2.2621572 x sqrt(1.2793388 / 10.2793388) / sqrt(10) = 0.2523672, and its queries are
+    # those whole lost answers need (1,039 at a loss of 0.02: test above).
+    c = 2.2621572
+    advice = c * math.sqrt(c * c / 4 / (9 + c * c / 4)) / math.sqrt(10)
+    assert figures(out).planned_resolution == pytest.approx(advice, rel=1e-6)
+    assert figures(out).planned_resolution == pytest.approx(0.2523672, abs=1e-6)
+    assert figures(out).queries_needed == 1039
     assert out.detail[3] == (
         "coarse: changes with no real effect on P@1 will often fail over this suite; set a "
-        "tolerance of at least 0.4338 (what today's 10 queries resolve), or grow the suite to "
-        f"about {needed:,} queries for 0.01"
+        "tolerance of at least 0.2524 (what the baseline's 10 queries resolve), or grow the "
+        "suite to about 1,039 queries for 0.01"
     )
     assert out.detail[4] == "q0: P@1 1 -> 0; q0-doc 1 -> - (displaced by spam)"
     # The same drop within a tolerance of 0.5 (equal: not larger) passes; one of 0.49 fails.
@@ -521,7 +527,9 @@ def test_the_default_rule_fails_an_observed_drop_beyond_the_tolerance() -> None:
         now, base, shared, [RegressionCheck("suite", "P@1", 0.5)], alpha=0.05
     )
     assert (figures(equal).verdict, equal.passed) == ("ok", True)
-    assert equal.detail[0].startswith("ok: P@1 dropped 0.5 <= tolerance 0.5 (resolution +-")
+    assert equal.detail[0].startswith(
+        "ok: P@1 dropped 0.5 <= tolerance 0.5 (this run's resolution +-"
+    )
     [over] = check_regressions(
         now, base, shared, [RegressionCheck("suite", "P@1", 0.49)], alpha=0.05
     )
@@ -530,13 +538,14 @@ def test_the_default_rule_fails_an_observed_drop_beyond_the_tolerance() -> None:
     [rose] = check_regressions(
         then, base_of(now), shared, [RegressionCheck("suite", "P@1", 0.0)], alpha=0.05
     )
-    assert rose.passed and rose.detail[0].startswith("ok: P@1 rose 0.5 (tolerance 0) (resolution")
+    assert rose.passed
+    assert rose.detail[0].startswith("ok: P@1 rose 0.5 (tolerance 0) (this run's resolution")
     [same] = check_regressions(
         then, base, shared, [RegressionCheck("suite", "P@1", 0.0)], alpha=0.05
     )
     assert same.passed
     assert same.detail[0] == (
-        "ok: P@1: no compared query changed (tolerance 0) (resolution +-0.2524 at 95 %)"
+        "ok: P@1: no compared query changed (tolerance 0) (this run's resolution +-0.2524 at 95 %)"
     )
 
 

@@ -872,3 +872,29 @@ def test_a_lock_note_of_a_dead_process_and_a_lock_linked_inside_the_folder(
     with pytest.raises(HistoryError, match=r"\.lock: the history's lock is a named pipe"):
         store.append([record(1)])
     assert [r.session for r in store.read("lineage").entries] == ["session0"]
+
+
+def test_the_shelf_life_ledger_counts_verdicts_and_older_entries_as_they_were(
+    tmp_path: Path,
+) -> None:
+    # Each entry says how many pass/fail verdicts its session revealed on its suite x system
+    # (3 items of one system); an entry written before that count was kept counts as it did
+    # then, one per decided session. The tally a sealed segment's index keeps carries both, and
+    # an index written before ``older`` was kept counted every decision by its session.
+    from retrieval_gate.baseline.log import Tally
+
+    store = JsonLinesLog(tmp_path)
+    old = [dataclasses.replace(record(i), verdicts=None) for i in range(3)]  # 2 decided
+    new = [dataclasses.replace(record(i), verdicts=3) for i in range(3, 6)]
+    rerun = dataclasses.replace(new[-1], session="rerun")  # the same measurement: counted once
+    store.append([*old, *new, rerun])
+    tally = store.read("lineage").tally
+    assert tally.decisions == {"s1": 2 + 3 * 3} and tally.older == {"s1": 2}
+    assert Tally.from_json(tally.to_json()) == tally
+    assert "verdicts" not in old[0].to_json() and new[0].to_json()["verdicts"] == 3
+    assert Entry.from_json(new[0].to_json()).verdicts == 3
+    assert Entry.from_json(old[0].to_json()).verdicts is None
+    written_before = {"decisions": {"s1": 4}, "holdout": {}, "systems": {"keyword": 5}}
+    assert Tally.from_json(written_before).older == {"s1": 4}
+    with pytest.raises(ValueError, match="verdicts is not a whole number"):
+        Entry.from_json({**new[0].to_json(), "verdicts": -1})

@@ -152,3 +152,66 @@ def test_the_resolution_error_names_what_the_coarsest_check_needs(tmp_path: Path
         "larger 'resolution' (1 other check too coarse as well, none needing more; --rg-plan lists "
         "them)"
     )
+
+
+def test_a_saved_baseline_advises_what_the_plan_will_read_from_it(tmp_path: Path) -> None:
+    # The session that saves a baseline says its advice from its own runs (under xdist its
+    # controller collects nothing): the figures the plan then reads from that baseline, the
+    # same to the last digit, for two systems of one suite (two blocks, joint c).
+    import dataclasses
+
+    from retrieval_gate.gates.plan import advice_of_runs
+
+    suite = _suite(tmp_path)
+    settings = parse_settings({"regression_scopes": ["category"]}, tmp_path / "pyproject.toml")
+    plan = RegressionPlan(settings)
+    runs = [
+        dataclasses.replace(
+            _baseline(suite, values), system=system, tolerance=plan.tolerances(suite)
+        )
+        for system, values in (("a", HALF), ("b", [1.0, 1.0, 0.0, 1.0, 0.5, 1.0, 0.0, 1.0]))
+    ]
+    # The run keeps the gated checks' tolerances by name, in the plan's order.
+    assert runs[0].tolerance == {"P@1": 0.01, "category:c1::P@1": 0.01}
+    for run in runs:
+        plan.register(suite, run.system, run)
+    planned = [(r.system, r.scope, r.resolution, r.needed) for r in plan.rows()]
+    saved = [(r.system, r.scope, r.resolution, r.needed) for r in advice_of_runs(settings, runs)]
+    assert saved == planned
+    # c1 and the suite per system; queries needed for the suite scope only.
+    assert [(system, scope, needed is None) for system, scope, _, needed in saved] == [
+        ("a", "category:c1", True),
+        ("a", "suite", False),
+        ("b", "category:c1", True),
+        ("b", "suite", False),
+    ]
+    # The margin rule states no resolution: nothing to advise.
+    margin = parse_settings({"verdicts": "margin"}, tmp_path / "pyproject.toml")
+    assert advice_of_runs(margin, runs) == []
+
+
+def test_the_advice_changes_with_the_suite_or_a_tolerance_only(tmp_path: Path) -> None:
+    import dataclasses
+
+    from retrieval_gate.gates.regressions import advice_changed
+
+    suite = _suite(tmp_path)
+    base = dataclasses.replace(
+        _baseline(suite, HALF), fingerprint={"suite_digest": "v1"}, tolerance={"P@1": 0.01}
+    )
+    # Other rankings, the same suite and tolerance: the baseline's advice holds.
+    now = dataclasses.replace(_baseline(suite, [0.0] * 8), fingerprint={"suite_digest": "v1"})
+    assert advice_changed(dataclasses.replace(now, tolerance={"P@1": 0.01}), base) == ()
+    assert advice_changed(
+        dataclasses.replace(now, tolerance={"P@1": 0.02, "category:c1::P@1": 0.01}), base
+    ) == (
+        "tolerance changed since the baseline: P@1 0.01 -> 0.02",
+        "gated since the baseline: category:c1::P@1",
+    )
+    edited = dataclasses.replace(now, fingerprint={"suite_digest": "v2"}, tolerance=base.tolerance)
+    assert advice_changed(edited, base) == ("the suite changed since the baseline",)
+    # A baseline saved before tolerances were kept: they count as unchanged, the suite's
+    # digest is still compared.
+    older = dataclasses.replace(base, tolerance={})
+    assert advice_changed(dataclasses.replace(now, tolerance={"P@1": 0.5}), older) == ()
+    assert advice_changed(edited, older) == ("the suite changed since the baseline",)

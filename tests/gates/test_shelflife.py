@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
 from retrieval_gate.gates.shelflife import (
     adaptive_epsilon,
     decisions_made,
+    fresh_queries,
     holdout_decisions,
     holdout_shelf_life,
+    ledger,
     shelf_life,
     upper_t_quantile,
 )
@@ -40,7 +43,7 @@ def test_the_adaptive_resolution_by_hand() -> None:
 def test_the_decisions_left_at_a_tolerance() -> None:
     # Values 0 and sqrt(2): their sample sd is 1 (mean 1/sqrt 2, each 1/sqrt 2 from it).
     values = [0.0, math.sqrt(2)]
-    kw = {"width": 1.0, "tolerance": 2.0, "delta": 0.5}
+    kw: dict[str, Any] = {"width": 1.0, "tolerance": 2.0, "delta": 0.5}
     fresh = shelf_life("s", "x", "P@1", values, decisions=0, **kw)
     assert fresh is not None and fresh.remaining == 1 and not fresh.spent  # 1.707 <= 2 < 3.555
     spent = shelf_life("s", "x", "P@1", values, decisions=2, **kw)
@@ -53,7 +56,7 @@ def test_the_items_stated_figure_is_the_fresh_one_and_grows_by_the_bounds_factor
     # 1.70711 / 0.70711 = 1 + sqrt 2, to H = 2 it is 5.02734, so 0.35 -> 0.84497 -> 1.75957.
     # At tolerance 1.0 one more decision fits (0.845 <= 1 < 1.760): remaining 1 from H = 0.
     values = [0.0, math.sqrt(2)]
-    kw = {"width": 1.0, "tolerance": 1.0, "delta": 0.5, "stated": 0.35}
+    kw: dict[str, Any] = {"width": 1.0, "tolerance": 1.0, "delta": 0.5, "stated": 0.35}
     fresh = shelf_life("s", "x", "P@1", values, decisions=0, **kw)
     assert fresh is not None
     assert fresh.fresh == fresh.now == pytest.approx(0.35, rel=1e-12)
@@ -97,6 +100,60 @@ def test_the_ledger_counts_sessions_of_this_suite_version() -> None:
     assert decisions_made(records, "v2") == 1
 
 
+@dataclass(frozen=True)
+class _Counted:
+    session: str
+    decided: bool
+    suite_digest: str
+    verdicts: int | None
+
+
+def test_the_ledger_counts_every_verdict_a_recorded_session_revealed() -> None:
+    # Five systems x three regression items: 15 verdicts a session, each a bit the team saw.
+    # A session records one line per system, each with its own three.
+    records = [_Counted(s, True, "v1", 3) for s in ("a", "b") for _ in range(5)]
+    assert ledger(records, "v1").decisions == 2 * 5 * 3
+    assert ledger(records, "v1").sessions == 2 and ledger(records, "v1").older == 0
+    # A --rg-record run revealed its verdicts too, decided or not; another digest is another
+    # ledger; a record written before the count was kept (verdicts None) counts as it did then,
+    # one per decided session, and is said (older).
+    more = [
+        _Counted("c", False, "v1", 2),
+        _Counted("d", True, "v1", None),
+        _Counted("d", True, "v1", None),  # the same old decision, another system
+        _Counted("e", False, "v1", None),  # an old --rg-record run: no decision then
+        _Counted("f", True, "v2", 3),
+    ]
+    found = ledger([*records, *more], "v1")
+    assert (found.decisions, found.sessions, found.older) == (30 + 2 + 1, 5, 1)
+    assert decisions_made([*records, *more], "v1") == 33
+
+
+def test_fresh_queries_for_more_decisions_by_hand() -> None:
+    # n = 2, sd = 1, R = 1, delta = 0.5 (the module docstring): epsilon_1 = 1.70711 <= 2, so
+    # two fresh queries give one decision at tolerance 2; two decisions need epsilon_2 <= 2,
+    # 3.55487 at n = 2: more queries, the fewest whose epsilon_2 is within 2.
+    assert fresh_queries(1.0, 1.0, 2.0, 0.5, 1) == 2
+    n = fresh_queries(1.0, 1.0, 2.0, 0.5, 2)
+    assert n is not None and n > 2
+    assert adaptive_epsilon(1.0, n, 1.0, 0.5, 2) <= 2.0 < adaptive_epsilon(1.0, n - 1, 1.0, 0.5, 2)
+    # The item's stated figure scales it as the table does: twice the figure needs more.
+    doubled = fresh_queries(1.0, 1.0, 2.0, 0.5, 2, scale=2.0)
+    assert doubled is not None and doubled > n
+    # A tolerance of 0 is resolved by no size.
+    assert fresh_queries(1.0, 1.0, 0.0, 0.5, 2) is None
+
+
+def test_the_shelf_life_offers_fresh_queries_for_ten_sessions() -> None:
+    values = [0.0, math.sqrt(2)]
+    found = shelf_life(
+        "s", "x", "P@1", values, width=1.0, tolerance=2.0, delta=0.5, decisions=2, per_session=3
+    )
+    assert found is not None and found.spent
+    assert found.fresh_decisions == 30
+    assert found.fresh_units == fresh_queries(1.0, 1.0, 2.0, 0.5, 30)
+
+
 def test_the_holdout_resolution_by_hand() -> None:
     """A holdout of n = 2 units, R = 1: sd is R / 2 = 0.5 whatever its values. At delta = 0.5,
     w = c^2 / 4 and spread^2 = ((n - 1) sd^2 + w R^2) / (n - 1 + w):
@@ -107,7 +164,7 @@ def test_the_holdout_resolution_by_hand() -> None:
                spread^2 = (0.25 + 1.45711) / 2.45711 = 0.69476,
                epsilon = 2.41421 x 0.83352 / sqrt 2 = 1.42292
     """
-    kw = {"width": 1.0, "tolerance": 1.0, "delta": 0.5}
+    kw: dict[str, Any] = {"width": 1.0, "tolerance": 1.0, "delta": 0.5}
     fresh = holdout_shelf_life("s", "x", "P@1", 2, decisions=0, **kw)
     assert fresh is not None and fresh.metric == "holdout::P@1"
     assert fresh.now == pytest.approx(math.sqrt(0.2), rel=1e-9)

@@ -857,6 +857,19 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "baseline-tolerance-not-a-tolerance",
+        "a baseline whose kept tolerance of a regression check is not a tolerance (hand-edited)",
+        "ERROR: *retrieval-baseline.json [lineage::keyword]: corrupt baseline: 'tolerance' must "
+        "map regression checks to tolerances >= 0; restore it from version control or save a new "
+        "one with --rg-save-baseline",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"runs": {"lineage::keyword": {"tolerance": {"P@1": -0.5}, "queries": {}}}}',
+        },
+    ),
+    BadInput(
         "baseline-rank-not-a-rank",
         "a baseline whose rank of a relevant document is not a rank (hand-edited)",
         "ERROR: *retrieval-baseline.json [lineage::keyword query join_orders]: corrupt baseline: "

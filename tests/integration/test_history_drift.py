@@ -89,23 +89,39 @@ def test_thirty_small_merges_fail_drift_when_they_add_up(
     assert [g["passed"] for g in drift_gates] == [True]  # one merge after merge 28 accepted
     history = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text()
     assert history.count("\n") == MERGES
-    # Shelf life: merges 1 to 28 were decisions (a baseline accepted after a gate run); today P@1
-    # has 21 ones and 29 zeros: sum of squares 50 * 0.42 * 0.58 = 21 * 29 / 50, sd^2 = that / 49.
+    # Shelf life: each recorded merge revealed its items' verdicts, each a decision the team
+    # saw: merge 0 its P@1 floor (no baseline yet), merge 1 the floor and the regression item,
+    # merges 2 to 28 those and the drift item: 1 + 2 + 27 x 3 = 84 (this run, merge 29, is not
+    # in the history it read). Today P@1 has 21 ones and 29 zeros: sum of squares 50 * 0.42 *
+    # 0.58 = 21 * 29 / 50, sd^2 = that / 49.
     (shelf,) = report["history"]["shelf_life"]
-    assert shelf["decisions"] == MERGES - 2
+    assert shelf["decisions"] == 1 + 2 + 27 * 3
     sd = math.sqrt(21 * 29 / 50 / 49)
     # The fresh figure is the P@1 regression item's planned one (one figure per item), grown by
-    # the bound's factor epsilon_28 / epsilon_0 of the formula.
+    # the bound's factor epsilon_84 / epsilon_0 of the formula.
     (item,) = [g for g in report["gates"] if g["scope"] == "regression" and g["metric"] == "P@1"]
     planned = item["planned_resolution"]
-    factor = adaptive_epsilon(sd, 50, 1.0, 0.05, 28) / adaptive_epsilon(sd, 50, 1.0, 0.05, 0)
+    fresh = adaptive_epsilon(sd, 50, 1.0, 0.05, 0)
+    factor = adaptive_epsilon(sd, 50, 1.0, 0.05, 84) / fresh
     assert shelf["resolution_fresh"] == pytest.approx(planned)
     assert shelf["resolution_now"] == pytest.approx(planned * factor)
     # 50 queries cannot resolve 0.0333 even fresh: the resolution warning says so, not this.
     assert shelf["resolution_fresh"] > TOLERANCE and not shelf["spent"]
-    # Nor does the table read "0" decisions left, as if used up.
+    # Nor does the table read "none": it says what fresh queries would give, ten sessions like
+    # this one (3 verdicts each) at the tolerance: the fewest n whose epsilon_30 is within it.
+    from retrieval_gate.gates.shelflife import fresh_queries
+
+    units = fresh_queries(sd, 1.0, TOLERANCE, 0.05, 30, planned / fresh)
+    assert shelf["fresh_units"] == units and shelf["fresh_decisions"] == 30
+    assert units is not None
+    assert adaptive_epsilon(sd, units, 1.0, 0.05, 30) * planned / fresh <= TOLERANCE
+    assert adaptive_epsilon(sd, units - 1, 1.0, 0.05, 30) * planned / fresh > TOLERANCE
     markdown = (pytester.path / "retrieval-gate-report.md").read_text()
-    assert "| 0.0333 | none: too few units even fresh |" in markdown
+    assert (
+        f"| 0.0333 | 0 (+-{planned:.4f} even fresh) | {units:,} fresh queries give 30 more "
+        "decisions at tolerance 0.0333 |" in markdown
+    )
+    assert "none: too few" not in markdown
 
 
 def test_thirty_unchanged_merges_raise_no_drift(
@@ -324,8 +340,11 @@ def test_a_suite_spent_by_decisions_is_warned(
     result = pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
     store = JsonLinesLog(pytester.path / ".retrieval-gate/history")
     (first,) = store.read("merges").entries
-    # Six earlier decisions on this version of the suite (sessions d0..d5, each at its own
-    # commit: copies at one commit would be one measurement, counted once).
+    # The baseline's own session revealed one verdict (its P@1 floor), and six earlier
+    # decisions on this version of the suite are entries written before the verdicts were
+    # counted (no "verdicts": sessions d0..d5, each at its own commit, since copies at one
+    # commit would be one measurement): each counts one, as it did then.
+    assert first.verdicts == 1
     store.append(
         [
             dataclasses.replace(
@@ -333,21 +352,28 @@ def test_a_suite_spent_by_decisions_is_warned(
                 at=dataclasses.replace(first.at, commit=commit(i)),
                 decided=True,
                 session=f"d{i}",
+                verdicts=None,
             )
             for i in range(6)
         ]
     )
+    line = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text().splitlines()[-1]
+    assert '"verdicts"' not in line
     result = pytester.runpytest("--retrieval-gate")
     report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
     (shelf,) = report["history"]["shelf_life"]
-    assert shelf["decisions"] == 6
-    assert shelf["resolution_fresh"] <= 0.1 < shelf["resolution_now"]  # 0.040, 0.126
+    assert shelf["decisions"] == 7 and shelf["older_sessions"] == 6
+    assert shelf["resolution_fresh"] <= 0.1 < shelf["resolution_now"]  # 0.040, 0.133
     result.stdout.fnmatch_lines(
-        ["retrieval gate: warning: the shelf life of suite merges is spent: after 6 decisions*"]
+        [
+            "retrieval gate: warning: the shelf life of suite merges is spent: after 7 revealed "
+            "verdicts its P@1 resolution is +-* > tolerance 0.1; * fresh queries give 30 more at "
+            "tolerance 0.1 (a changed suite starts a new ledger)"
+        ]
     )
-    assert (
-        "| `stepped` | P@1 | 50 | 6 |" in (pytester.path / "retrieval-gate-report.md").read_text()
-    )
+    markdown = (pytester.path / "retrieval-gate-report.md").read_text()
+    assert "| `stepped` | P@1 | 50 | 7 |" in markdown
+    assert "6 sessions recorded before the count was kept count one each" in markdown
 
 
 def test_a_pin_the_history_lacks_fails_never_skips(

@@ -209,7 +209,7 @@ def test_a_worse_model_regresses_against_the_baseline_by_the_paired_bootstrap(
     result.stdout.fnmatch_lines(
         [
             "*FAILED sim.retrieval.yaml::angles::regression::pearson: regressed: pearson dropped "
-            "* > tolerance 0.02 (resolution +-* at 95 %)"
+            "* > tolerance 0.02 (this run's resolution +-* at 95 %)"
         ]
     )
     (gate,) = [g for g in run_json(proj)["gates"] if "::regression::" in g["nodeid"]]
@@ -408,8 +408,8 @@ def test_the_baseline_comparison_counts_pairs_not_queries(proj: pytest.Pytester)
     markdown = (proj.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
     assert "Compared on 6 pairs shared with `retrieval-baseline.json`." in markdown
     assert (
-        "| system | metric | pairs | tolerance | resolution | from the baseline (--rg-plan) "
-        "| pairs for the tolerance |" in markdown
+        "| system | metric | pairs | tolerance | this run's resolution | from the baseline "
+        "(--rg-plan) | pairs for the tolerance (--rg-plan) |" in markdown
     )
     assert "queries" not in markdown
 

@@ -179,6 +179,12 @@ def check_run(run: Any, key: str, detail: str = "full") -> None:
         for v in latency.values()
     ):
         raise LedgerDataError("'latency_ms' must map percentiles to milliseconds >= 0", key)
+    tolerance = run.get("tolerance", {})
+    if not isinstance(tolerance, dict) or any(
+        isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf
+        for v in tolerance.values()
+    ):
+        raise LedgerDataError("'tolerance' must map regression checks to tolerances >= 0", key)
     holdout = run.get("holdout")
     if holdout is not None:
         try:
@@ -256,6 +262,10 @@ class Entry:
     holdout_decisions: int = 0
     accepted_drift: tuple[str, ...] = ()
     compacted: bool = False  # per-query values no longer kept (the run's figures are)
+    # The pass/fail verdicts this session's items revealed on the run's visible units (the
+    # suite's shelf-life ledger counts them, gates/shelflife.py); None in an entry written
+    # before the count was kept, which the ledger counts as it did then.
+    verdicts: int | None = None
 
     @property
     def suite(self) -> str:
@@ -315,6 +325,8 @@ class Entry:
             }
         if self.accepted_drift:
             body["accepted_drift"] = list(self.accepted_drift)
+        if self.verdicts is not None:
+            body["verdicts"] = self.verdicts
         return body
 
     @classmethod
@@ -364,6 +376,7 @@ class Entry:
             holdout_decisions=_count(holdout.get("decisions", 0), "holdout decisions"),
             accepted_drift=_strings(accepted, "accepted_drift"),
             compacted=compacted,
+            verdicts=None if data.get("verdicts") is None else _count(data["verdicts"], "verdicts"),
         )
 
     @classmethod
@@ -378,8 +391,10 @@ class Entry:
         tolerance: Mapping[str, float],
         holdout_decisions: int = 0,
         accepted_drift: tuple[str, ...] = (),
+        verdicts: int | None = None,
     ) -> Entry:
-        """The entry of a run measured in this session."""
+        """The entry of a run measured in this session; ``verdicts``: the pass/fail verdicts
+        its items but the holdout's revealed."""
         held = run.holdout
         return cls(
             run=run,
@@ -395,6 +410,7 @@ class Entry:
             holdout_n=0 if held is None else held.n,
             holdout_decisions=0 if held is None else holdout_decisions,
             accepted_drift=accepted_drift,
+            verdicts=verdicts,
         )
 
 
@@ -535,8 +551,8 @@ def distinct(entries: Sequence[Entry]) -> tuple[tuple[Entry, ...], int]:
     entries repeated an earlier one. The one kept says what any of its copies said: a decision
     if one was (``decided``, its session), a saved baseline if one was (``source``: CI's
     ``--rg-record`` line and the team's baseline at the same commit), the most holdout verdicts
-    one revealed, every drift one accepted, and the per-query values of a copy the ledger kept
-    them on."""
+    one revealed (and the most verdicts), every drift one accepted, and the per-query values of a
+    copy the ledger kept them on."""
     kept: dict[tuple[Any, ...], Entry] = {}
     for entry in entries:
         key = run_key(entry)
@@ -554,8 +570,14 @@ def distinct(entries: Sequence[Entry]) -> tuple[tuple[Entry, ...], int]:
         accepted = tuple(sorted({*first.accepted_drift, *entry.accepted_drift}))
         # An accepted drift counts only on a baseline (gates/history.py): kept with its source.
         source = "baseline" if "baseline" in (first.source, entry.source) else merged.source
+        counts = [e.verdicts for e in (first, entry) if e.verdicts is not None]
         kept[key] = dataclasses.replace(
-            merged, at=first.at, source=source, holdout_decisions=held, accepted_drift=accepted
+            merged,
+            at=first.at,
+            source=source,
+            holdout_decisions=held,
+            accepted_drift=accepted,
+            verdicts=max(counts) if counts else None,
         )
     return tuple(kept.values()), len(entries) - len(kept)
 
@@ -603,6 +625,7 @@ KNOWN_KEYS = frozenset(
         "v", "suite", "system", "commit", "time", "dirty", "source", "decided", "session",
         "suite_digest", "identity", "tolerance", "run", "compacted", "definitions", "holdout",
         "accepted_drift", "digest", "n", "metrics", "queries", "digests", "values", "exact",
+        "verdicts",
     }
 )  # fmt: skip
 _HOLDOUT_KEYS = frozenset({"digest", "n", "decisions", "keys", "values"})

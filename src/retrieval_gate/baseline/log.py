@@ -116,13 +116,17 @@ class Request:
 
 @dataclass(frozen=True)
 class Tally:
-    """The ledgers' counts over a part of the log: by suite digest, the sessions whose accepted
-    baseline was a decision (``decisions``); by holdout digest, the verdicts its items revealed
-    (``holdout``); the entries per system (``systems``)."""
+    """The ledgers' counts over a part of the log: by suite digest, the decisions the suite
+    informed (``decisions``: every pass/fail verdict a recorded session revealed on it, each
+    item of each system one; an entry written before that count was kept counts as it did
+    then, one per session whose accepted baseline was a decision, and ``older`` counts those
+    sessions); by holdout digest, the verdicts its items revealed (``holdout``); the entries
+    per system (``systems``)."""
 
     decisions: Mapping[str, int] = field(default_factory=dict)
     holdout: Mapping[str, int] = field(default_factory=dict)
     systems: Mapping[str, int] = field(default_factory=dict)
+    older: Mapping[str, int] = field(default_factory=dict)
 
     def __add__(self, other: Tally) -> Tally:
         def add(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
@@ -135,6 +139,7 @@ class Tally:
             add(self.decisions, other.decisions),
             add(self.holdout, other.holdout),
             add(self.systems, other.systems),
+            add(self.older, other.older),
         )
 
     @classmethod
@@ -149,6 +154,7 @@ class Tally:
             "decisions": dict(self.decisions),
             "holdout": dict(self.holdout),
             "systems": dict(self.systems),
+            "older": dict(self.older),
         }
 
     @classmethod
@@ -162,7 +168,10 @@ class Tally:
 
         if not isinstance(data, dict):
             raise ValueError("not an object")
-        return cls(counts(data["decisions"]), counts(data["holdout"]), counts(data["systems"]))
+        decisions = counts(data["decisions"])
+        # An index written before verdicts were counted counted every decision by its session.
+        older = counts(data["older"]) if "older" in data else dict(decisions)
+        return cls(decisions, counts(data["holdout"]), counts(data["systems"]), older)
 
 
 class Counting:
@@ -172,28 +181,40 @@ class Counting:
     :func:`~.entry.distinct` reads them)."""
 
     def __init__(self) -> None:
-        self.seen: dict[int, tuple[bool, int]] = {}  # a measurement's decision and verdicts
-        self.sessions: dict[str, set[str]] = {}
+        # A measurement's decision, holdout verdicts and visible verdicts.
+        self.seen: dict[int, tuple[bool, int, int]] = {}
+        self.sessions: dict[str, set[str]] = {}  # decided sessions of entries without verdicts
+        self.verdicts: Counter[str] = Counter()
         self.holdout: Counter[str] = Counter()
         self.systems: Counter[str] = Counter()
         self.commits: dict[str, None] = {}
 
     def add(self, entry: Entry) -> None:
         key = hash(run_key(entry))
-        decided, verdicts = self.seen.get(key, (False, 0))
+        decided, verdicts, visible = self.seen.get(key, (False, 0, 0))
         if key not in self.seen:
             self.systems[entry.system] += 1
-        if entry.decided and not decided:
-            self.sessions.setdefault(entry.suite_digest, set()).add(entry.session)
+        if entry.verdicts is None:
+            if entry.decided and not decided:
+                self.sessions.setdefault(entry.suite_digest, set()).add(entry.session)
+        elif entry.verdicts > visible:
+            self.verdicts[entry.suite_digest] += entry.verdicts - visible
         if entry.holdout_digest and entry.holdout_decisions > verdicts:
             self.holdout[entry.holdout_digest] += entry.holdout_decisions - verdicts
-        self.seen[key] = (decided or entry.decided, max(verdicts, entry.holdout_decisions))
+        self.seen[key] = (
+            decided or entry.decided,
+            max(verdicts, entry.holdout_decisions),
+            max(visible, entry.verdicts or 0),
+        )
         if entry.at.commit:
             self.commits[entry.at.commit[:12]] = None
 
     def tally(self) -> Tally:
-        decisions = {d: len(s) for d, s in self.sessions.items()}
-        return Tally(decisions, dict(self.holdout), dict(self.systems))
+        older = {d: len(s) for d, s in self.sessions.items()}
+        decisions = dict(self.verdicts)
+        for digest, count in older.items():
+            decisions[digest] = decisions.get(digest, 0) + count
+        return Tally(decisions, dict(self.holdout), dict(self.systems), older)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,21 @@ class RegressionCheck:
     gated: bool = True  # an item in the session's family; False: a diagnostic the report shows
     accepted: bool = False  # the suite acknowledged its coarse resolution (``resolution: accept``)
 
+    @property
+    def name(self) -> str:
+        """How the report and the baseline name it: ``nDCG@10``, ``category:x::P@5``."""
+        return check_name(self.scope, self.metric)
+
+
+def check_name(scope: str, metric: str) -> str:
+    return metric if scope == "suite" else f"{scope}::{metric}"
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """(scope, metric) of a check's name (:func:`check_name`)."""
+    scope, _, metric = name.rpartition("::")
+    return scope or "suite", metric
+
 
 @dataclass(frozen=True)
 class IndexNoise:
@@ -95,7 +110,15 @@ class Compared:
 class Resolved:
     """An item's resolution figures, computed once (gates/regressions.py) and stated as they are."""
 
-    epsilon: float | None
-    planned: float | None  # epsilon a change as large as the baseline's spread would get
-    needed: int | None  # queries for epsilon <= tolerance
+    epsilon: float | None  # this run's: from today's drops
+    # The suite's advice, one figure from the accepted baseline (``--rg-plan``'s): the epsilon a
+    # change as large as the baseline's spread would get, and the queries for one within the
+    # tolerance. Neither reads today's run, so they hold from one pull request to the next.
+    planned: float | None
+    needed: int | None
     c: float
+
+    def coarse(self, tolerance: float) -> bool:
+        """The advice resolves more coarsely than ``tolerance`` (what the coarse advice and the
+        resolution warning are about; this run's own epsilon is stated, never advised on)."""
+        return self.planned is not None and self.planned > tolerance

@@ -77,6 +77,13 @@ def revealed(run: RunRecord, gates: Sequence[Outcome]) -> list[Outcome]:
     return [g for g in gates if g.rule == SCOPE and (g.suite, g.system) == run.key]
 
 
+def visible_verdicts(run: RunRecord, gates: Sequence[Outcome]) -> list[Outcome]:
+    """The pass/fail verdicts ``run``'s suite x system revealed this session on its visible
+    units: every decided item but the holdout's (the suite's shelf-life ledger counts them,
+    gates/shelflife.py)."""
+    return [g for g in gates if g.rule != SCOPE and (g.suite, g.system) == run.key]
+
+
 @dataclass(frozen=True)
 class HoldoutCheck:
     metric: str

@@ -44,7 +44,7 @@ from retrieval_gate.gates.anchor import (
 )
 from retrieval_gate.gates.changepoints import NOISE_FLOOR, ChangePoint, Slide, shape
 from retrieval_gate.gates.history import failed_metrics
-from retrieval_gate.gates.holdout import revealed
+from retrieval_gate.gates.holdout import revealed, visible_verdicts
 from retrieval_gate.gates.regression import checked_scope
 from retrieval_gate.gates.shelflife import ShelfLife, holdout_shelf_life, shelf_life
 from retrieval_gate.records import counted, plural
@@ -155,6 +155,7 @@ def _held(there: Entry | None, new: Entry) -> bool:
         there is not None
         and there.decided >= new.decided
         and there.holdout_decisions >= new.holdout_decisions
+        and (there.verdicts or 0) >= (new.verdicts or 0)
         and set(there.accepted_drift) >= set(new.accepted_drift)
     )
 
@@ -315,6 +316,11 @@ class Reported(Protocol):
 
     @property
     def comparisons(self) -> Mapping[tuple[str, str], Any]: ...
+
+    @property
+    def saved_advice(self) -> Sequence[Any]: ...
+
+    def saved(self: R, settings: Settings) -> R: ...
 
     def with_history(self: R, history: HistoryReport) -> R: ...
 
@@ -492,7 +498,10 @@ class HistoryKeeper:
         """The report's history part (the baseline's age, each run's trend), and a record per
         run appended when the baseline was saved or ``--rg-record`` asked (not when
         interrupted). ``lines`` says what was recorded and what could not be read;
-        ``failures`` why the history could not be appended to."""
+        ``failures`` why the history could not be appended to. A session that saved the
+        baseline reports the advice that baseline gives (gates/plan.py, ``advice_of_runs``)."""
+        if saved:
+            data = data.saved(self.settings)
         runs = data.runs
         problems = [
             p for suite in sorted({r.suite for r in runs}) for p in self.history(suite).problems
@@ -501,15 +510,21 @@ class HistoryKeeper:
         age = baseline_age(baseline, self.conf, self.root, now=self.now, runs=runs)
         if age is not None:
             self.lines += [f"retrieval gate: warning: {w}" for w in age.warnings]
-        shelf = tuple(self._shelf(runs, data.gates))
+        shelf = tuple(self._shelf(runs, data.gates, data.saved_advice))
         for suite in sorted({s.suite for s in shelf if s.spent}):
             spent = [s for s in shelf if s.suite == suite and s.spent]
             worst = max(spent, key=lambda s: s.now - s.tolerance)
+            fresh = (
+                f"{worst.fresh_units:,} fresh {worst.units} give {worst.fresh_decisions} more at "
+                f"tolerance {worst.tolerance:g}"
+                if worst.fresh_units is not None
+                else f"add fresh {worst.units}"
+            )
             self.lines.append(
                 f"retrieval gate: warning: the shelf life of suite {suite} is spent: after "
-                f"{counted(worst.decisions, 'decision')} its {worst.metric} resolution is "
-                f"+-{worst.now:.4g} > tolerance {worst.tolerance:g}; add fresh queries (a "
-                "changed suite starts a new ledger)"
+                f"{counted(worst.decisions, 'revealed verdict')} its {worst.metric} resolution "
+                f"is +-{worst.now:.4g} > tolerance {worst.tolerance:g}; {fresh} (a changed "
+                "suite starts a new ledger)"
             )
         for run in runs:
             records = self.history(run.suite).of(run.system)
@@ -568,6 +583,7 @@ class HistoryKeeper:
                         }
                     )
                 ),
+                verdicts=len(visible_verdicts(run, gates)),
             )
             for run in runs
         ]
@@ -615,17 +631,28 @@ class HistoryKeeper:
                 "step or trend point (record from a clean checkout of the commit for that)"
             )
 
-    def _shelf(self, runs: Sequence[RunRecord], gates: Sequence[Outcome]) -> list[ShelfLife]:
-        """Each gated metric's shelf life, for the suites with a history."""
+    def _shelf(
+        self, runs: Sequence[RunRecord], gates: Sequence[Outcome], saved: Sequence[Any] = ()
+    ) -> list[ShelfLife]:
+        """Each gated metric's shelf life, for the suites with a history. Its fresh figure is
+        the suite's advice: the items' resolution from the baseline they compared with, or, for
+        a metric no item compared in a session that saved a baseline (the first), the advice of
+        the baseline saved (``saved``: gates/plan.py's ``PlanRow``s), the figure every later
+        run states."""
         from retrieval_gate.gates.kernel import width
         from retrieval_gate.metrics import parse_metric
+        from retrieval_gate.suites import units_of
 
         out = []
         for run in runs:
             history = self.history(run.suite)
             if not history.tally.systems:
                 continue
-            decisions = history.tally.decisions.get(str(run.fingerprint.get("suite_digest")), 0)
+            digest = str(run.fingerprint.get("suite_digest"))
+            decisions = history.tally.decisions.get(digest, 0)
+            older = history.tally.older.get(digest, 0)
+            # The verdicts a session like this one reveals on the suite: every system's.
+            per_session = sum(len(visible_verdicts(r, gates)) for r in runs if r.suite == run.suite)
             stated = {
                 g.metric: g.regression.planned_resolution
                 for g in gates
@@ -633,6 +660,9 @@ class HistoryKeeper:
                 and (g.suite, g.system) == run.key
                 and checked_scope(g) == "suite"
             }
+            for row in saved:  # a metric no item compared (a first baseline): the saved advice
+                if (row.suite, row.system) == run.key and row.scope == "suite":
+                    stated.setdefault(row.metric, row.resolution)
             for metric, tolerance in self._tolerances(run, gates, gated_only=True).items():
                 values = [q.metrics[metric] for q in run.queries if metric in q.metrics]
                 found = shelf_life(
@@ -645,9 +675,10 @@ class HistoryKeeper:
                     delta=self.settings.alpha,
                     decisions=decisions,
                     stated=stated.get(metric),
+                    per_session=per_session,
                 )
                 if found is not None:
-                    out.append(found)
+                    out.append(dataclasses.replace(found, older=older, units=units_of(run.kind)))
             out += self._holdout_shelf(run, gates, history)
         return out
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.gates.compared import split_name
 from retrieval_gate.gates.regressions import (
     RegressionCheck,
     Regressions,
@@ -60,10 +61,17 @@ class PlanRow:
     width: float = 1.0  # the metric's range: a resolution as wide resolves no drop
     target: float | None = None  # the ``resolution`` setting, when set
     needed_target: int | None = None  # units for it
+    accepted: bool = False  # the suite acknowledged its coarse resolution (resolution: accept)
+    units: str = "queries"  # what the suite kind's units are called
 
     @property
     def too_coarse(self) -> bool:
         return self.target is not None and self.resolution > self.target
+
+    @property
+    def coarse(self) -> bool:
+        """Resolves more coarsely than its tolerance: what the resolution warning is about."""
+        return self.resolution > self.tolerance
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,7 @@ class _Planned:
     spread: ItemSpread  # "drops" are the baseline's values: their spread stands in
     sd: float
     shared: int  # units unchanged since the baseline (the margin rule's family counts these)
+    units: str = "queries"
 
 
 class RegressionPlan:
@@ -95,6 +104,17 @@ class RegressionPlan:
     def checks(self, suite: Suite) -> list[RegressionCheck]:
         """The suite's regression checks: what its items are and what its runs must compute."""
         return regression_checks(suite, self.settings.tolerance, self.settings.regression_scopes)
+
+    def needs(self, suite: Suite) -> tuple[tuple[Metric, ...], dict[str, float]]:
+        """What a run of ``suite`` must compute for its checks (:meth:`metrics`), and the
+        tolerances it records (:meth:`tolerances`), so that a baseline saved from it keeps
+        them."""
+        return self.metrics(suite), self.tolerances(suite)
+
+    def tolerances(self, suite: Suite) -> dict[str, float]:
+        """The tolerance of each gated check of ``suite`` by its name, in the plan's order:
+        what a run records and a baseline keeps (``RunRecord.tolerance``)."""
+        return {check.name: check.tolerance for check in self.checks(suite) if check.gated}
 
     def metrics(self, suite: Suite) -> tuple[Metric, ...]:
         """What the suite's runs must compute for its checks: a metric only a tolerance names
@@ -137,7 +157,7 @@ class RegressionPlan:
             spread, sd = spread_of_values(check.metric, base, ids, self.settings.seed)
             key = (str(suite.path), system, check.scope)
             out.setdefault(key, {})[check.metric] = _Planned(
-                suite.name, system, check, spread, sd, len(ids)
+                suite.name, system, check, spread, sd, len(ids), _units(suite)
             )
         return out
 
@@ -188,6 +208,8 @@ class RegressionPlan:
                         reliability=1.0 - alpha,
                         needed=None,
                         target=target,
+                        accepted=p.check.accepted,
+                        units=p.units,
                     )
                 )
                 continue
@@ -220,6 +242,8 @@ class RegressionPlan:
                     width=width,
                     target=target,
                     needed_target=None if target is None else needed(target),
+                    accepted=p.check.accepted,
+                    units=p.units,
                 )
             )
         return out
@@ -279,10 +303,10 @@ class RegressionPlan:
     ) -> Regressions:
         """``record`` compared with its baseline run ``base``, every check decided; ``path``
         names the baseline in the report."""
-        # The plan's own figure for each gated check, so the report's "from the baseline" is
-        # the number --rg-plan printed.
+        # The plan's own figures for each gated check, so the item's advice and the report's
+        # "from the baseline" are the numbers --rg-plan printed.
         planned = {
-            (row.scope, row.metric): row.resolution
+            (row.scope, row.metric): (row.resolution, row.needed)
             for key, block in self._blocks.items()
             if key[:2] == (str(suite.path), record.system)
             for row in self._rows(block, self.blocks)
@@ -312,6 +336,33 @@ class RegressionPlan:
             return base
         kept = tuple(q for q in base.queries if q.id not in hidden)
         return dataclasses.replace(base, queries=kept, n=len(kept))
+
+
+def advice_of_runs(settings: Settings, runs: Iterable[RunRecord]) -> list[PlanRow]:
+    """The advice a baseline saved from ``runs`` will give: the rows ``--rg-plan`` and every
+    later run print against it, from the runs alone (each records the tolerances of its gated
+    checks, ``RunRecord.tolerance``, in the plan's order; every unit of a run is shared with a
+    baseline of itself). Said by the session that saves the baseline, under xdist too, whose
+    controller collects nothing. Only under the tolerance rule, the one that states a
+    resolution."""
+    from retrieval_gate.gates.regressions import spread_of_values
+    from retrieval_gate.suites import units_of
+
+    plan = RegressionPlan(settings)
+    if settings.verdicts != "tolerance":
+        return []
+    for run in runs:
+        accepted = bool(run.stats.get("resolution_accepted", False))
+        for name, tolerance in run.tolerance.items():
+            scope, metric = split_name(name)
+            ids = run.scope_ids(scope)
+            spread, sd = spread_of_values(metric, run, ids, settings.seed)
+            check = RegressionCheck(scope, metric, tolerance, True, accepted)
+            key = (run.suite_path, run.system, scope)
+            plan._blocks.setdefault(key, {})[metric] = _Planned(
+                run.suite, run.system, check, spread, sd, len(ids), units_of(run.kind)
+            )
+    return plan.rows()
 
 
 def _units(suite: Suite) -> str:

@@ -97,11 +97,12 @@ class RegressionRule(Rule):
             return super().headline(outcome)
         where = checked_scope(outcome)
         status = figures.verdict if outcome.passed else f"FAILED: {figures.verdict}"
-        resolution = (
-            f", {resolution_words(figures.resolution, figures.width, figures.reliability)}"
-            if figures.policy == "tolerance" and figures.resolution is not None
-            else ""
-        )
+        resolution = ""
+        if figures.policy == "tolerance" and figures.resolution is not None:
+            said = resolution_words(
+                figures.resolution, figures.width, figures.reliability, this_run=True
+            )
+            resolution = f", {said}"
         return (
             f"{outcome.metric} regression over {where} ({outcome.suite} x {outcome.system}): "
             f"{status}: {_fmt(outcome.value)} vs baseline {_fmt(figures.baseline)} (drop "
@@ -135,9 +136,10 @@ def _percent(alpha: float) -> str:
 
 
 def _resolution_words(item: Compared, epsilon: float, alpha: float) -> str:
-    """ "resolution +-0.06 at 95 %", or, as wide as the metric's range, that nothing resolves."""
+    """ "this run's resolution +-0.06 at 95 %", or, as wide as the metric's range, that this
+    run resolves no drop."""
     width = None if item.spread is None else item.spread.width
-    return resolution_words(epsilon, width, 1.0 - alpha)
+    return resolution_words(epsilon, width, 1.0 - alpha, this_run=True)
 
 
 def _statement(item: Compared, epsilon: float | None, alpha: float) -> str:
@@ -186,7 +188,9 @@ def tolerance_outcome(
         shared = f"shared over the session's {scopes} (c {resolved.c:.3f})"
         if resolves_nothing(epsilon, item.spread.width):
             said = cannot_resolve(check.metric, check.scope, item.spread.n, units)
-            detail.append(f"resolution: {said} at {_percent(alpha)} reliability, {shared}")
+            detail.append(
+                f"this run's resolution: {said} at {_percent(alpha)} reliability, {shared}"
+            )
         else:
             lower = t - epsilon
             # Below zero the lower edge is a gain: say so rather than "a drop below -0.12".
@@ -194,11 +198,13 @@ def tolerance_outcome(
                 f"one below {_fmt(lower)}" if lower >= 0 else f"a true gain above {_fmt(-lower)}"
             )
             detail.append(
-                f"resolution +-{_fmt(epsilon)} at {_percent(alpha)} reliability, {shared}: a true "
-                f"drop above {_fmt(t + epsilon)} fails and {passes} passes"
+                f"this run's resolution +-{_fmt(epsilon)} at {_percent(alpha)} reliability, "
+                f"{shared}: a true drop above {_fmt(t + epsilon)} fails and {passes} passes"
             )
-        if epsilon > t:
-            detail.append(_too_coarse(item, epsilon, resolved.needed, units))
+        if resolved.coarse(t) and resolved.planned is not None:
+            # The advice is the suite's, from the baseline (the same in every run against it),
+            # never this run's epsilon, which moves with each change's drops.
+            detail.append(_too_coarse(item, resolved.planned, resolved.needed, units))
     worse = deltas(item)
     if item.missing is not None:
         detail = [f"not compared: {item.missing}"]
@@ -211,9 +217,9 @@ def tolerance_outcome(
 
 
 def _too_coarse(item: Compared, epsilon: float, needed: int | None, units: str) -> str:
-    """The item's advice when its resolution is wider than its tolerance (the same words the
-    terminal summary and the report use: :func:`~retrieval_gate.gates.resolution.coarse_advice`).
-    """
+    """The item's advice when the suite's resolution from the baseline (``epsilon``, the plan's)
+    is wider than its tolerance (the same words the terminal summary and the report use:
+    :func:`~retrieval_gate.gates.resolution.coarse_advice`)."""
     from retrieval_gate.gates.resolution import coarse_advice, scope_words
 
     check = item.check

@@ -236,7 +236,7 @@ def check_regressions(
     strict: bool = False,
     policy: str = DEFAULT_POLICY,
     blocks: int = 1,
-    planned: Mapping[tuple[str, str], float] | None = None,
+    planned: Mapping[tuple[str, str], tuple[float, int | None]] | None = None,
     changes: tuple[str, ...] = (),
     steady: bool = False,
 ) -> list[Outcome]:
@@ -259,9 +259,10 @@ def check_regressions(
     (:func:`~retrieval_gate.gates.stats.bootstrap_margin_test`, seeded with ``seed``) instead.
 
     Either way a metric in ``redefined`` (metric -> reason) is not compared: its definition
-    changed since the baseline. ``planned``: each gated check's resolution from the baseline,
-    by (scope, metric), as ``--rg-plan`` computed it (:class:`~retrieval_gate.gates.plan.
-    RegressionPlan`), so the report's figure is the plan's; ``changes``: what was measured that
+    changed since the baseline. ``planned``: each gated check's advice from the baseline, its
+    resolution and the queries its tolerance needs, by (scope, metric), as ``--rg-plan``
+    computed them (:class:`~retrieval_gate.gates.plan.RegressionPlan`), so every place shows
+    the plan's figures; ``changes``: what was measured that
     differs from the baseline (model, options, corpus), named in each regressed item.
 
     ``steady``: nothing naming the system's inputs changed since the baseline. Then a check
@@ -311,30 +312,31 @@ def _resolution_figures(
     epsilon: float | None,
     block: BlockResolution | None,
     level: float,
-    from_plan: float | None,
+    from_plan: tuple[float, int | None] | None,
 ) -> Resolved:
-    """The item's figures, computed once here and read by every writer: today's epsilon, the
-    plan's (``from_plan``, else the same formula on the baseline's spread for a check the plan
-    does not hold, a diagnostic), and, for the suite scope only, the units its tolerance needs
-    (a category's own figure would ask for a suite many times its size: docs/verdicts.md)."""
-    from retrieval_gate.gates.resolution import planned_epsilon, planned_queries
+    """The item's figures, computed once here and read by every writer: this run's epsilon, and
+    the suite's advice from the accepted baseline (``from_plan``: the plan's resolution and
+    queries needed, ``--rg-plan``'s own figures). A check the plan does not hold (a diagnostic)
+    gets the same formula on the baseline's spread, at one metric's critical value: from the
+    baseline alone too, so it does not move with the run either. Queries needed are for the
+    suite scope only (a category's own figure would ask for a suite many times its size:
+    docs/verdicts.md)."""
+    from retrieval_gate.gates.resolution import planned_epsilon, planned_queries, t_quantile
 
     if epsilon is None or block is None or item.spread is None:
         return Resolved(None, None, None, 0.0)
+    if from_plan is not None:
+        planned, needed = from_plan
+        return Resolved(epsilon, None if math.isinf(planned) else planned, needed, block.c)
     n = item.spread.n
-    planned = from_plan
-    if planned is None:
-        planned = planned_epsilon(item.planned_sd, n, item.spread.width, block.c)
+    c = t_quantile(1.0 - level / 2.0, n - 1)
+    planned = planned_epsilon(item.planned_sd, n, item.spread.width, c)
     needed = None
     if item.check.scope == "suite":
-        # Today's spread of the drops when a change shows one, else the baseline's (planning).
-        sd = max(item.spread.unit_sd(), item.planned_sd)
-        joint = block.c_normal if len(block.epsilon) > 1 else None
-        # As the plan does (gates/plan.py), with an all-or-nothing loss of the baseline's values.
         values = None if item.spread.drops is None else np.asarray(item.then, dtype=np.float64)
         tolerance = item.check.tolerance
         needed = planned_queries(
-            values, sd, item.spread.width, tolerance, level, tolerance=tolerance, joint=joint
+            values, item.planned_sd, item.spread.width, tolerance, level, tolerance=tolerance
         )
     return Resolved(epsilon, planned, needed, block.c)
 
@@ -361,7 +363,7 @@ def compare_with_baseline(
     strict: bool = False,
     policy: str = DEFAULT_POLICY,
     blocks: int = 1,
-    planned: Mapping[tuple[str, str], float] | None = None,
+    planned: Mapping[tuple[str, str], tuple[float, int | None]] | None = None,
 ) -> Regressions:
     """Align a run with its baseline run and decide every regression check (see
     :func:`check_regressions`); ``path`` names the baseline file in the report."""
@@ -385,6 +387,7 @@ def compare_with_baseline(
             notes=alignment.notes,
             means=dict(base.metrics),
             rows=rows,
+            advice_changed=advice_changed(record, base),
         )
 
     if alignment.not_comparable is not None:
@@ -410,8 +413,7 @@ def compare_with_baseline(
         figures = outcome.regression
         if outcome.n == 0 or figures is None:
             continue  # a metric one side lacks has no values to show
-        name = outcome.metric if check.scope == "suite" else f"{check.scope}::{outcome.metric}"
-        rows[name] = RegressionRow(
+        rows[check.name] = RegressionRow(
             baseline=figures.baseline,
             current=outcome.value,
             p_value=figures.p_value,
@@ -438,6 +440,29 @@ def compare_with_baseline(
         comparison(rows),
         {(c.scope, c.metric): o for c, o in zip(checks, outcomes, strict=True)},
     )
+
+
+def advice_changed(record: RunRecord, base: RunRecord) -> tuple[str, ...]:
+    """Why the suite's advice may differ from what its baseline gave: the suite changed since
+    the baseline was saved (its digest), or a gated check's tolerance did, or a check is new. A
+    baseline saved before tolerances were kept has none: its tolerances count as unchanged."""
+    from retrieval_gate.records import format_value
+
+    out = []
+    if record.fingerprint.get("suite_digest") != base.fingerprint.get("suite_digest"):
+        out.append("the suite changed since the baseline")
+    if base.tolerance:
+        moved = [
+            f"{name} {format_value(base.tolerance[name])} -> {format_value(t)}"
+            for name, t in record.tolerance.items()
+            if name in base.tolerance and base.tolerance[name] != t
+        ]
+        new = [name for name in record.tolerance if name not in base.tolerance]
+        if moved:
+            out.append(f"tolerance changed since the baseline: {', '.join(moved)}")
+        if new:
+            out.append(f"gated since the baseline: {', '.join(new)}")
+    return tuple(out)
 
 
 def _not_compared(metric: str, ids: list[str], record: RunRecord, base: RunRecord) -> str | None:

@@ -469,16 +469,17 @@ def coarse_advice(
     tolerance: float,
     needed: int | None,
 ) -> str:
-    """What a team can do about a check whose resolution is wider than its tolerance, first the
-    tolerance today's size resolves; a suite size only for the suite scope (a category grows
-    with its suite, and a category's own figure would ask for a suite of thousands)."""
+    """What a team can do about a check whose resolution from the baseline (``epsilon``, the
+    suite's advice) is wider than its tolerance, first the tolerance the baseline's units
+    resolve; a suite size only for the suite scope (a category grows with its suite, and a
+    category's own figure would ask for a suite of thousands)."""
     tol = format_value(tolerance)
     if resolves_nothing(epsilon, width):
         hint = ": gate this metric at the suite scope" if scope != "suite" else ""
         return cannot_resolve(metric, scope, n, units) + hint
     eps = format_value(epsilon)
     where = "" if scope == "suite" else f" of {scope}"
-    out = f"set a tolerance of at least {eps} (what today's {n} {units}{where} resolve)"
+    out = f"set a tolerance of at least {eps} (what the baseline's {n} {units}{where} resolve)"
     if scope == "suite" and needed is not None:
         out += f", or grow the suite to about {needed:,} {units} for {tol}"
     return out

@@ -16,10 +16,16 @@ metric's range and w = c^2 / 4:
     c_H       = t quantile at 1 - delta / 2^(H + 1), n - 1 degrees of freedom
 
 epsilon_0 is the resolution a fresh suite has (the ``--rg-plan`` figure before multiplicity
-across items). H counts the *decisions* the suite has informed: the sessions whose saved
-baseline was accepted after a gate run against an earlier one, for this suite digest (a changed
-suite starts a new ledger). The suite can inform decisions until epsilon_H exceeds the tolerance;
-``remaining`` is how many more.
+across items). H counts the *decisions* the suite has informed, each a bit the team saw: every
+pass/fail verdict a recorded session revealed on it, each item of each system one (five systems
+x three regression items reveal 15 per session), for this suite digest (a changed suite starts a
+new ledger). A history record written before that count was kept counts as it did then: one per
+session whose saved baseline was accepted after a gate run, and the report says how many such
+sessions there were. The log counts it as its entries stream past (baseline/log.py's ``Tally``:
+``decisions`` and ``older`` by suite digest); :func:`ledger` is the same count over a list of
+entries. The suite can inform decisions until epsilon_H
+exceeds the tolerance; ``remaining`` is how many more, and :func:`fresh_queries` how many fresh
+queries would give a number more (what a team can do when few or none are left).
 
 A suite's holdout (gates/holdout.py) keeps a ledger of its own: H counts the pass/fail verdicts
 its items revealed (each a bit, one adaptive decision on the holdout), per holdout version (its
@@ -73,10 +79,28 @@ def adaptive_epsilon(sd: float, n: int, width: float, delta: float, decisions: i
     return planned_epsilon(sd, n, width, upper_t_quantile(tail, n - 1))
 
 
+#: The sessions a team is offered fresh queries for: "N fresh queries give the verdicts of ten
+#: more sessions like this one at the tolerance".
+FRESH_SESSIONS = 10
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """H of a suite version: the verdicts recorded sessions revealed on it (``decisions``), the
+    recorded sessions, and how many of those were recorded before the count was kept (each
+    counted as one decision, as it was then)."""
+
+    decisions: int
+    sessions: int
+    older: int
+
+
 @dataclass(frozen=True)
 class ShelfLife:
     """One suite x system x metric: the decisions made on this suite digest, the resolution a
-    fresh suite has and the one that holds after them, and how many more fit the tolerance."""
+    fresh suite has and the one that holds after them, how many more fit the tolerance, and the
+    fresh units that would give ``fresh_decisions`` more (``fresh_units``; None: more than can
+    be planned, or nothing to plan from)."""
 
     suite: str
     system: str
@@ -87,6 +111,11 @@ class ShelfLife:
     fresh: float  # epsilon_0
     now: float  # epsilon_H
     remaining: int  # decisions left before epsilon exceeds the tolerance (MAX_DECISIONS: more)
+    fresh_units: int | None = None
+    fresh_decisions: int = 0
+    # Sessions recorded before the ledger counted verdicts, each counted as one decision.
+    older: int = 0
+    units: str = "queries"  # what the suite kind's units are called
 
     @property
     def spent(self) -> bool:
@@ -106,6 +135,9 @@ class ShelfLife:
             "resolution_now": self.now,
             "remaining": self.remaining,
             "spent": self.spent,
+            "fresh_units": self.fresh_units,
+            "fresh_decisions": self.fresh_decisions,
+            "older_sessions": self.older,
         }
 
 
@@ -120,20 +152,25 @@ def shelf_life(
     delta: float,
     decisions: int,
     stated: float | None = None,
+    per_session: int = 0,
 ) -> ShelfLife | None:
     """The shelf life of one metric from today's per-query ``values``; None under 2 queries.
 
-    ``stated``: the resolution the metric's regression item states from the plan (its
-    ``planned_resolution``, the report's plan column), when it has one: the fresh figure is then
-    that one, not a second figure for the same item, and epsilon_H is it times the formula's
-    epsilon_H / epsilon_0."""
+    ``stated``: the suite's advice for the metric, the resolution from the baseline its
+    regression item states (``planned_resolution``, ``--rg-plan``'s figure), when it has one:
+    the fresh figure is then that one, not a second figure for the same item, and epsilon_H is
+    it times the formula's epsilon_H / epsilon_0. ``per_session``: the verdicts a session like
+    this one reveals on the suite; the fresh units offered are for :data:`FRESH_SESSIONS` of
+    them."""
     from retrieval_gate.gates.resolution import sample_sd
 
     if len(values) < 2:
         return None
     sd = sample_sd(values)
     n = len(values)
-    return _shelf(suite, system, metric, sd, n, width, tolerance, delta, decisions, stated)
+    return _shelf(
+        suite, system, metric, sd, n, width, tolerance, delta, decisions, stated, per_session
+    )
 
 
 def holdout_shelf_life(
@@ -170,6 +207,7 @@ def _shelf(
     delta: float,
     decisions: int,
     stated: float | None = None,
+    per_session: int = 0,
 ) -> ShelfLife:
     scale = 1.0
     if stated is not None:
@@ -199,12 +237,62 @@ def _shelf(
                 else:
                     hi = mid
         remaining = lo - decisions
-    return ShelfLife(suite, system, metric, n, decisions, tolerance, fresh, now, remaining)
+    more = min(MAX_DECISIONS, max(1, per_session) * FRESH_SESSIONS)
+    units = fresh_queries(sd, width, tolerance, delta, more, scale)
+    return ShelfLife(
+        suite, system, metric, n, decisions, tolerance, fresh, now, remaining, units, more
+    )
+
+
+def fresh_queries(
+    sd: float,
+    width: float,
+    tolerance: float,
+    delta: float,
+    decisions: int,
+    scale: float = 1.0,
+    limit: int = 10_000_000,
+) -> int | None:
+    """The fewest fresh units (a new version of the suite, whose ledger starts at 0) whose
+    epsilon after ``decisions`` decisions is within ``tolerance``, their spread taken as
+    today's (``sd``) and the item's figure as ``scale`` times the formula's (as
+    :func:`shelf_life` states it); None when more than ``limit`` would be needed."""
+
+    def within(n: int) -> bool:
+        return adaptive_epsilon(sd, n, width, delta, decisions) * scale <= tolerance
+
+    if tolerance <= 0 or not within(limit):
+        return None
+    lo, hi = 2, 4
+    while not within(hi):
+        lo, hi = hi, hi * 2
+    if within(lo):
+        return lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if within(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def ledger(records: Sequence[Any], suite_digest: str) -> Ledger:
+    """H of this suite digest: the verdicts each record says its session revealed (``verdicts``:
+    every pass/fail verdict of the suite x system's items but the holdout's, each a bit the
+    team saw), summed over the records of every system; a record without the count (written
+    before it was kept) counts as it did then, one per session whose accepted baseline was a
+    decision."""
+    mine = [r for r in records if r.suite_digest == suite_digest]
+    counted = sum(r.verdicts for r in mine if getattr(r, "verdicts", None) is not None)
+    older = {r.session for r in mine if getattr(r, "verdicts", None) is None and r.decided}
+    sessions = {r.session for r in mine}
+    return Ledger(counted + len(older), len(sessions), len(older))
 
 
 def decisions_made(records: Sequence[Any], suite_digest: str) -> int:
-    """H: the sessions whose accepted baseline was a decision on this suite digest."""
-    return len({r.session for r in records if r.decided and r.suite_digest == suite_digest})
+    """H: the decisions this suite digest informed (:func:`ledger`)."""
+    return ledger(records, suite_digest).decisions
 
 
 def holdout_decisions(records: Sequence[Any], holdout_digest: str) -> int:

@@ -82,6 +82,10 @@ class BaselineComparison:
     notes: tuple[str, ...]
     means: Mapping[str, float]  # the baseline run's own suite means
     rows: Mapping[str, RegressionRow] | None = None  # None when not comparable
+    # Why the suite's advice (each check's resolution from the baseline and the queries it
+    # needs) may not be the one the baseline gave: the suite or a tolerance changed since it was
+    # saved. Only then is the resolution warning said (docs/verdicts.md, "One figure to act on").
+    advice_changed: tuple[str, ...] = ()
 
     @property
     def key(self) -> tuple[str, str]:
@@ -99,6 +103,7 @@ class BaselineComparison:
             "edited": list(self.edited),
             "notes": list(self.notes),
             "means": dict(self.means),
+            "advice_changed": list(self.advice_changed),
         }
         if self.rows is not None:
             out["metrics"] = {name: row.to_json() for name, row in self.rows.items()}
@@ -125,4 +130,5 @@ class BaselineComparison:
             rows=None
             if rows is None
             else {name: RegressionRow.from_json(row) for name, row in rows.items()},
+            advice_changed=tuple(data.get("advice_changed", ())),
         )

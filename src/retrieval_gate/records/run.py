@@ -225,6 +225,11 @@ class RunRecord:
     # The suite's holdout (``holdout:``): kept apart from ``queries`` so that nothing that shows
     # queries can show one of its units; every figure above is over the other units.
     holdout: HoldoutRecord | None = None
+    # The tolerance of each gated regression check the run was measured for, by check name
+    # (``nDCG@10``, ``category:x::P@5``), in the plan's order. The baseline keeps it, so that a
+    # later run knows whether a tolerance changed since (the resolution warning's trigger:
+    # docs/verdicts.md, "One figure to act on"); a baseline saved before has none.
+    tolerance: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -295,7 +300,11 @@ class RunRecord:
             **self._kind_json(),
             **drift_json(self.drift_rankings),
             **self._holdout_json(holdout_values),
+            **self._tolerance_json(),
         }
+
+    def _tolerance_json(self) -> dict[str, Any]:
+        return {"tolerance": dict(self.tolerance)} if self.tolerance else {}
 
     def _holdout_json(self, values: bool) -> dict[str, Any]:
         if self.holdout is None:
@@ -337,6 +346,7 @@ class RunRecord:
             intervals={name: (lo, hi) for name, (lo, hi) in data.get("intervals", {}).items()},
             drift_rankings=drift_from_json(data),
             holdout=_holdout_from_json(data),
+            tolerance=dict(data.get("tolerance", {})),
         )
 
     def to_ledger_json(self, detail: str = "full") -> dict[str, Any]:
@@ -376,7 +386,13 @@ class RunRecord:
             }
             for q in self.queries
         }
-        return {**out, **(drift_json(self.drift_rankings) if full else {}), **self._holdout_json(True)}
+        return {
+            **out,
+            **(drift_json(self.drift_rankings) if full else {}),
+            **self._holdout_json(True),
+            # The baseline keeps the gated checks' tolerances (the resolution warning's trigger).
+            **(self._tolerance_json() if full else {}),
+        }
 
     @classmethod
     def from_ledger_json(cls, data: Mapping[str, Any], *, suite_path: str = "") -> RunRecord:
@@ -410,6 +426,7 @@ class RunRecord:
             kind=kind,
             drift_rankings=drift_from_json(data),
             holdout=_holdout_from_json(data),
+            tolerance=dict(data.get("tolerance", {})),
         )
 
 

@@ -83,10 +83,15 @@ def resolves_nothing(epsilon: float, width: float | None) -> bool:
     return width is not None and width > 0 and epsilon >= width
 
 
-def resolution_words(epsilon: float, width: float | None, reliability: float) -> str:
+def resolution_words(
+    epsilon: float, width: float | None, reliability: float, *, this_run: bool = False
+) -> str:
     """An item's resolution as every message says it: ``resolution +-0.06 at 95 %``, or, as
-    wide as the metric's range ``width``, ``resolves no drop at 95 %`` (docs/verdicts.md)."""
+    wide as the metric's range ``width``, ``resolves no drop at 95 %`` (docs/verdicts.md).
+    ``this_run``: the run's own, of its own drops, labelled so (``this run's resolution
+    +-0.06 at 95 %``), apart from the suite's advice from the baseline."""
     percent = f"{100.0 * reliability:.4g} %"
     if resolves_nothing(epsilon, width):
-        return f"resolves no drop at {percent}"
-    return f"resolution +-{format_value(epsilon)} at {percent}"
+        return f"{'this run ' if this_run else ''}resolves no drop at {percent}"
+    whose = "this run's " if this_run else ""
+    return f"{whose}resolution +-{format_value(epsilon)} at {percent}"

@@ -32,10 +32,12 @@ from retrieval_gate.usercode import PluginLoadError
 
 if TYPE_CHECKING:
     from retrieval_gate.baseline.head import Baseline
+    from retrieval_gate.config import Settings
     from retrieval_gate.config.decision import DecisionSettings
     from retrieval_gate.gates.accept import AcceptanceReport
     from retrieval_gate.gates.decision import Decision
     from retrieval_gate.gates.keeper import HistoryReport
+    from retrieval_gate.gates.plan import PlanRow
     from retrieval_gate.options import Outputs
     from retrieval_gate.report.writing import Written
 
@@ -65,6 +67,10 @@ class ReportData:
     # The session reached its end (not interrupted): the JSON twin's completion marker, which
     # a CI step checks (report/complete.py), as a run ended by an interpreter exit writes none.
     complete: bool = True
+    # The advice of the baseline this session saved (gates/plan.py, ``advice_of_runs``): each
+    # gated check's resolution and queries needed, as every later run against it states them;
+    # empty when it saved none.
+    saved_advice: tuple[PlanRow, ...] = ()
     # Why the session did not finish cleanly (an interrupt, a baseline that could not be saved,
     # a writer that failed ...): with any, the completion marker is false (:meth:`finished`).
     unfinished: tuple[str, ...] = ()
@@ -82,6 +88,12 @@ class ReportData:
 
     def with_history(self, history: HistoryReport) -> ReportData:
         return dataclasses.replace(self, history=history)
+
+    def saved(self, settings: Settings) -> ReportData:
+        """The report of a session whose runs were saved as the baseline: with their advice."""
+        from retrieval_gate.gates.plan import advice_of_runs
+
+        return dataclasses.replace(self, saved_advice=tuple(advice_of_runs(settings, self.runs)))
 
     def with_acceptance(self, acceptance: AcceptanceReport | None) -> ReportData:
         return dataclasses.replace(self, acceptance=acceptance)

@@ -9,11 +9,12 @@ import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from retrieval_gate.records import counted, format_delta, format_value
+from retrieval_gate.records import counted, format_delta, format_value, plural
 
 if TYPE_CHECKING:
     from retrieval_gate.gates.changepoints import ChangePoint, Slide
     from retrieval_gate.gates.keeper import HistoryReport, Trend
+    from retrieval_gate.gates.shelflife import ShelfLife
 
 #: The colour of the trend lines (one series per chart).
 LINE_COLOUR = "#e15759"
@@ -33,17 +34,30 @@ def history_lines(history: HistoryReport | None, suite: str) -> Iterator[str]:
 
 
 def _shelf(history: HistoryReport, suite: str) -> Iterator[str]:
+    from retrieval_gate.gates.shelflife import FRESH_SESSIONS
+
     rows = history.shelf_of(suite)
     if not rows:
         return
     visible = [s for s in rows if not s.metric.startswith("holdout::")]
     held = [s for s in rows if s.metric.startswith("holdout::")]
     if visible:
+        first = visible[0]
+        older = (
+            f"; {counted(first.older, 'session')} recorded before the count was kept "
+            f"{plural(first.older, 'counts', 'count')} one each"
+            if first.older
+            else ""
+        )
+        pace = first.fresh_decisions // FRESH_SESSIONS
         yield (
-            f"Shelf life: {counted(visible[0].decisions, 'decision')} informed by this version "
-            "of the "
-            "suite; the resolution after them (ease.ml/ci's adaptive bound, docs/verdicts.md) "
-            "next to a fresh suite's, and the decisions left at the tolerance:"
+            f"Shelf life: {counted(first.decisions, 'pass/fail verdict')} seen on this version "
+            f"of the suite, each a decision it informed (every item of every system in a "
+            f"recorded session counts one: {pace} in a session like this one{older}); the "
+            "resolution after them (ease.ml/ci's adaptive bound, docs/verdicts.md) next to a "
+            "fresh suite's (the suite's advice, from the baseline), the verdicts left at the "
+            f"tolerance, and what fresh {first.units} would give ({FRESH_SESSIONS} sessions like "
+            "this one):"
         )
     if held:
         # The holdout's own ledger: its items' revealed verdicts, at its own tolerance, with
@@ -55,27 +69,45 @@ def _shelf(history: HistoryReport, suite: str) -> Iterator[str]:
             "holdout, at its own tolerance, with no figure read from its values."
         )
     yield ""
-    yield "| system | metric | n | decisions | resolution fresh | resolution now | tolerance | left |"
-    yield "|---|---|---|---|---|---|---|---|"
+    yield (
+        "| system | metric | n | verdicts seen | resolution fresh | resolution now | tolerance "
+        "| left | to go on |"
+    )
+    yield "|---|---|---|---|---|---|---|---|---|"
     from retrieval_gate.gates.resolution import resolution_cell
     from retrieval_gate.report.resolution import metric_width
 
     for s in rows:
-        left = (
-            "spent" if s.spent else (f"{s.remaining}+" if s.remaining >= 1000 else str(s.remaining))
-        )
-        if s.fresh > s.tolerance:
-            # Not spent by use: even a fresh suite this size resolves no drop at the tolerance
-            # (the resolution warning's case); "0" would read as used up.
-            left = "none: too few units even fresh"
         # No figure beyond the metric's range: "none (range)" says it resolves no drop.
         width = metric_width(s.metric.removeprefix("holdout::"))
+        left = f"{s.remaining}+" if s.remaining >= 1000 else str(s.remaining)
+        if s.spent:
+            left = "0 (spent by use)"
+        elif s.fresh > s.tolerance:
+            # Not spent by use: even a fresh suite this size does not resolve the tolerance (the
+            # resolution warning's case); a bare "0" would read as used up.
+            cell = resolution_cell(s.fresh, width)
+            left = f"0 ({'resolves no drop' if cell.startswith('none') else cell} even fresh)"
         yield (
             f"| `{s.system}` | {s.metric} | {s.n} | {s.decisions} | "
             f"{resolution_cell(s.fresh, width)} | {resolution_cell(s.now, width)} | "
-            f"{format_value(s.tolerance)} | {left} |"
+            f"{format_value(s.tolerance)} | {left} | {_to_go_on(s)} |"
         )
     yield ""
+
+
+def _to_go_on(s: ShelfLife) -> str:
+    """What a team can do: "1,204 fresh queries give 150 more decisions at tolerance 0.01"
+    (a new version of the suite, whose ledger starts again), when fewer are left than that."""
+    if s.remaining >= s.fresh_decisions:
+        return "-"
+    units = "units" if s.metric.startswith("holdout::") else s.units
+    if s.fresh_units is None:
+        return f"no size of fresh {units} resolves tolerance {format_value(s.tolerance)}"
+    return (
+        f"{s.fresh_units:,} fresh {units} give {s.fresh_decisions} more decisions at tolerance "
+        f"{format_value(s.tolerance)}"
+    )
 
 
 def age_lines(history: HistoryReport | None) -> Iterator[str]:

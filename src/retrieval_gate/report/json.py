@@ -70,6 +70,7 @@ def render(data: ReportData) -> dict[str, Any]:
         # Only when a selection (-k, -m, node ids) left gates out: the full report has no key.
         **({"partial": data.partial} if data.partial is not None else {}),
         **_decisions(data),
+        **_resolution_warning(data),
         **({"history": data.history.to_json()} if data.history is not None else {}),
         # What a pull request's baseline accepts, and what a baseline saved over failing items.
         **({"accepted": data.acceptance.to_json()} if data.acceptance is not None else {}),
@@ -82,6 +83,17 @@ def render(data: ReportData) -> dict[str, Any]:
         # (docs/ci.md).
         "complete": data.complete and not data.unfinished,
     }
+
+
+def _resolution_warning(data: ReportData) -> dict[str, Any]:
+    """``resolution_warning``: only when the terminal says it (the suite or a tolerance changed
+    since the baseline, or a baseline saved now), each coarse check with its advice."""
+    from retrieval_gate.report.resolution import said, session_coarse
+
+    found = said(session_coarse(data))
+    if not found:
+        return {}
+    return {"resolution_warning": {"checks": [c.to_json() for c in found]}}
 
 
 def _decisions(data: ReportData) -> dict[str, Any]:

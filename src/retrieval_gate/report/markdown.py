@@ -419,15 +419,17 @@ def _resolution(data: ReportData, runs: list[RunRecord], units: str) -> Iterator
     """Once per suite: what its regression checks resolve, and the warning when that is wider
     than a tolerance (docs/verdicts.md)."""
     from retrieval_gate.report.resolution import (
-        coarse_checks,
         report_warning,
         resolution_header,
         resolution_rows,
+        session_coarse,
     )
 
     comparisons = [c for run in runs if (c := data.comparison(run)) is not None]
     rows = resolution_rows(comparisons)
-    if not rows:
+    suite = runs[0].suite
+    warning, loud = report_warning([c for c in session_coarse(data) if c.suite == suite], units)
+    if not rows and not warning:
         return
     yield "### Resolution of the regression checks"
     yield ""
@@ -436,15 +438,18 @@ def _resolution(data: ReportData, runs: list[RunRecord], units: str) -> Iterator
         f"An item fails when its observed drop is larger than its tolerance. With probability "
         f"{reliability} over the session, a true drop above tolerance + resolution fails and one "
         f"below tolerance - resolution passes; *none (range)*: as wide as the metric's range, "
-        f"no drop is resolved. *From the baseline*: the resolution a change as large as the "
-        f"baseline's own spread would get, as `--rg-plan` states it before a run."
+        f"no drop is resolved. *This run's resolution* reads this run's per-query drops. *From "
+        f"the baseline*: the suite's advice, the resolution a change as large as the baseline's "
+        f"own spread would get and the {units} its tolerance needs, as `--rg-plan` states them: "
+        f"the same in every run against this baseline while the suite and its tolerances are."
     )
     yield ""
-    yield from _table(resolution_header(units), rows)
-    yield ""
-    warning = report_warning(coarse_checks(comparisons, data.gates), units)
+    if rows:
+        yield from _table(resolution_header(units), rows)
+        yield ""
     if warning:
-        yield f"**{warning[0]}**"
+        # Bold only when said as a warning; the advice as the baseline gave it is plain.
+        yield f"**{warning[0]}**" if loud else warning[0]
         yield ""
         for line in warning[1:]:
             yield f"- {line}"

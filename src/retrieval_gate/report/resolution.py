@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from retrieval_gate.gates.plan import PlanRow
 from retrieval_gate.gates.regression import checked_scope
@@ -24,21 +25,29 @@ from retrieval_gate.records import (
     resolves_nothing,
 )
 
+if TYPE_CHECKING:
+    from retrieval_gate.report import ReportData
+
 
 @dataclass(frozen=True)
 class Coarse:
-    """A gated tolerance-rule check whose resolution is wider than its tolerance: its item's own
-    figures and what a team can do about it."""
+    """A gated tolerance-rule check whose advice (its resolution from the accepted baseline,
+    ``--rg-plan``'s figure) is wider than its tolerance, and what a team can do about it.
+    ``reason``: why it is said now (the suite or its tolerance changed since the baseline, the
+    session saved a baseline, ``--rg-plan``); None: the advice is the one the baseline gave, and
+    the warning is not repeated."""
 
     suite: str
     system: str
     scope: str  # "suite" | "category:x" | "difficulty:x"
     metric: str
-    row: RegressionRow
-
-    @property
-    def resolution(self) -> float:
-        return self.row.resolution or 0.0
+    resolution: float  # the advice's: from the baseline
+    tolerance: float
+    reliability: float
+    n: int
+    needed: int | None
+    accepted: bool = False
+    reason: str | None = None
 
     @property
     def width(self) -> float:
@@ -53,12 +62,12 @@ class Coarse:
         return coarse_advice(
             metric=self.metric,
             scope=self.scope,
-            n=self.row.n,
+            n=self.n,
             units=units,
             epsilon=self.resolution,
             width=self.width,
-            tolerance=self.row.tolerance,
-            needed=self.row.queries_needed,
+            tolerance=self.tolerance,
+            needed=self.needed,
         )
 
     def line(self, units: str) -> str:
@@ -68,9 +77,26 @@ class Coarse:
             return f"{self.system} {self.metric}{where}: {self.advice(units)}"
         return (
             f"{self.system} {self.metric}{where}: +-{format_value(self.resolution)} at "
-            f"{100 * self.row.reliability:.4g} % against tolerance "
-            f"{format_value(self.row.tolerance)}: {self.advice(units)}"
+            f"{100 * self.reliability:.4g} % against tolerance "
+            f"{format_value(self.tolerance)}: {self.advice(units)}"
         )
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON twin's ``resolution_warning.checks`` entry (docs/report.md)."""
+        return {
+            "suite": self.suite,
+            "system": self.system,
+            "scope": self.scope,
+            "metric": self.metric,
+            # None where no figure exists (fewer than 2 shared units): JSON has no infinity.
+            "planned_resolution": self.resolution if math.isfinite(self.resolution) else None,
+            "tolerance": self.tolerance,
+            "reliability": self.reliability,
+            "n": self.n,
+            "queries_needed": self.needed,
+            "accepted": self.accepted,
+            "reason": self.reason,
+        }
 
 
 def metric_width(metric: str) -> float:
@@ -90,12 +116,19 @@ def _scope_and_metric(name: str) -> tuple[str, str]:
     return scope or "suite", metric
 
 
+#: Why the warning is said in a session that saves a baseline, and by ``--rg-plan``.
+SAVED = "the baseline saved now"
+PLANNED = "--rg-plan"
+
+
 def coarse_checks(
     comparisons: Iterable[BaselineComparison], decided: Iterable[Outcome] | None = None
 ) -> list[Coarse]:
-    """Every gated tolerance-rule check whose resolution is wider than its tolerance; with
-    ``decided`` (the session's outcomes), only the checks whose item ran: one that ``-k``
-    deselected decided nothing, so it is no cause for a warning."""
+    """Every gated tolerance-rule check whose advice (its resolution from the baseline) is wider
+    than its tolerance, each with the reason its comparison gives to say so now (none when the
+    suite and its tolerances are the baseline's); with ``decided`` (the session's outcomes),
+    only the checks whose item ran: one that ``-k`` deselected decided nothing, so it is no
+    cause for a warning."""
     ran = None
     if decided is not None:
         ran = {
@@ -105,16 +138,69 @@ def coarse_checks(
         }
     out = []
     for comparison in comparisons:
+        reason = "; ".join(comparison.advice_changed) or None
         for name, row in (comparison.rows or {}).items():
             if row.policy != "tolerance" or row.diagnostic or row.not_compared:
                 continue
-            if row.resolution is None or row.resolution <= row.tolerance:
+            advice = row.planned_resolution
+            if advice is None or advice <= row.tolerance:
                 continue
             scope, metric = _scope_and_metric(name)
             if ran is not None and (comparison.suite, comparison.system, scope, metric) not in ran:
                 continue
-            out.append(Coarse(comparison.suite, comparison.system, scope, metric, row))
+            out.append(
+                Coarse(
+                    comparison.suite,
+                    comparison.system,
+                    scope,
+                    metric,
+                    advice,
+                    row.tolerance,
+                    row.reliability,
+                    row.n,
+                    row.queries_needed,
+                    row.accepted,
+                    reason,
+                )
+            )
     return out
+
+
+def planned_coarse(rows: Iterable[PlanRow], reason: str) -> list[Coarse]:
+    """The plan's rows (``--rg-plan``, or the advice of a baseline saved now) whose resolution
+    is wider than their tolerance, said for ``reason``."""
+    return [
+        Coarse(
+            row.suite,
+            row.system,
+            row.scope,
+            row.metric,
+            row.resolution,
+            row.tolerance,
+            row.reliability,
+            row.n,
+            row.needed,
+            row.accepted,
+            reason,
+        )
+        for row in rows
+        if row.coarse and row.n > 0
+    ]
+
+
+def session_coarse(data: ReportData) -> list[Coarse]:
+    """The session's coarse checks: in a session that saved a baseline, those of the advice it
+    saved (what every later run will state); otherwise those of its comparisons, each with the
+    reason to say it now, if any."""
+    if data.saved_advice:
+        return planned_coarse(data.saved_advice, SAVED)
+    comparisons = [c for run in data.runs if (c := data.comparison(run)) is not None]
+    return coarse_checks(comparisons, data.gates)
+
+
+def said(coarse: Iterable[Coarse]) -> list[Coarse]:
+    """The coarse checks the warning names now: those with a reason to say it."""
+    return [c for c in coarse if c.reason is not None]
 
 
 def _scope_kind(scope: str) -> str:
@@ -137,22 +223,27 @@ def _counts(found: list[Coarse]) -> str:
 
 
 def session_warning(coarse: list[Coarse], units: dict[str, str]) -> list[str]:
-    """The session's one warning block: a headline, then one line per suite with its counts by
-    scope and its widest suite-scope check (that item's own figures), then the suites that
-    accepted theirs (``resolution: accept``) counted on one line. ``units``: each suite's unit
-    word ("queries", "pairs")."""
-    open_ = [c for c in coarse if not c.row.accepted]
-    accepted = [c for c in coarse if c.row.accepted]
+    """The session's one warning block, said only for the checks with a reason (the suite or
+    its tolerance changed since the baseline, a baseline saved now, ``--rg-plan``): a passing
+    pull request whose suite and tolerances are the baseline's says nothing, however coarse,
+    since its figures are the ones said when they last changed. A headline, then one line per
+    suite with why it is said, its counts by scope and its widest suite-scope check, then the
+    suites that accepted theirs (``resolution: accept``) counted on one line. ``units``: each
+    suite's unit word ("queries", "pairs")."""
+    coarse = said(coarse)
+    open_ = [c for c in coarse if not c.accepted]
+    accepted = [c for c in coarse if c.accepted]
     if not open_:
         return []
     out = [
         f"WARNING: {counted(len(open_), 'regression check')} "
-        f"{plural(len(open_), 'resolves', 'resolve')} more coarsely than the tolerance, so changes with no "
-        "real effect may fail (each is listed in the report):"
+        f"{plural(len(open_), 'resolves', 'resolve')} more coarsely than the tolerance, so "
+        "changes with no real effect may fail (each is listed in the report):"
     ]
     for suite in dict.fromkeys(c.suite for c in open_):
         mine = [c for c in open_ if c.suite == suite]
-        line = f"  {suite}: {_counts(mine)}"
+        why = "; ".join(dict.fromkeys(str(c.reason) for c in mine))
+        line = f"  {suite} ({why}): {_counts(mine)}"
         at_suite = [c for c in mine if c.scope == "suite"]
         if at_suite:
             widest = max(at_suite, key=lambda c: c.resolution)
@@ -167,28 +258,38 @@ def session_warning(coarse: list[Coarse], units: dict[str, str]) -> list[str]:
     return out
 
 
-def report_warning(coarse: list[Coarse], units: str) -> list[str]:
-    """The report's list for one suite: a headline, then every coarse check with its advice."""
+def report_warning(coarse: list[Coarse], units: str) -> tuple[list[str], bool]:
+    """The report's list for one suite: a headline, then every coarse check with its advice,
+    and whether it is a warning: said as the terminal says it (:func:`session_warning`) when
+    there is a reason to, else the same list under a quiet headline (the advice as the
+    baseline gave it, for the reader who looks, not a warning on every pull request)."""
     if not coarse:
-        return []
-    out = [
-        "The resolution is wider than the tolerance: changes with no real effect will often "
-        "fail these checks"
-        + (
-            " (accepted by the suite: resolution: accept)"
-            if all(c.row.accepted for c in coarse)
-            else ""
+        return [], False
+    now = said(coarse)
+    listed = now or coarse
+    accepted = (
+        " (accepted by the suite: resolution: accept)" if all(c.accepted for c in listed) else ""
+    )
+    if now:
+        why = "; ".join(dict.fromkeys(str(c.reason) for c in now))
+        head = (
+            f"The resolution is wider than the tolerance ({why}): changes with no real effect "
+            f"will often fail these checks{accepted}:"
         )
-        + ":"
-    ]
-    out += [c.line(units) + (" (accepted)" if c.row.accepted else "") for c in coarse]
-    return out
+    else:
+        head = (
+            "The suite's advice, as when the baseline was saved (a warning only where the "
+            "suite, a tolerance or the baseline changes): these checks resolve more coarsely "
+            f"than their tolerance{accepted}:"
+        )
+    lines = [c.line(units) + (" (accepted)" if c.accepted else "") for c in listed]
+    return [head, *lines], bool(now)
 
 
 def resolution_rows(comparisons: Iterable[BaselineComparison]) -> list[list[str]]:
     """The report's table: per system and gated tolerance-rule check, its units, tolerance,
-    today's resolution, the resolution from the baseline alone (``--rg-plan``'s figure) and the
-    units the tolerance needs (the suite scope only)."""
+    this run's resolution, and the suite's advice from the baseline alone (``--rg-plan``'s
+    figures): its resolution and the units the tolerance needs (the suite scope only)."""
     rows = []
     for comparison in comparisons:
         for name, row in (comparison.rows or {}).items():
@@ -221,9 +322,9 @@ def resolution_header(units: str) -> list[str]:
         "metric",
         units,
         "tolerance",
-        "resolution",
+        "this run's resolution",
         "from the baseline (--rg-plan)",
-        f"{units} for the tolerance",
+        f"{units} for the tolerance (--rg-plan)",
     ]
 
 
@@ -254,9 +355,10 @@ def render_plan(
         "of the tolerance plus the resolution sought)"
     )
     yield (
-        "a run states the resolution of its own per-query drops, which this plan cannot see: the "
-        "report shows both, this figure as 'from the baseline (--rg-plan)'; queries are planned "
-        "for the suite scope (a category grows with its suite)"
+        "these are the suite's advice, the same in every run against this baseline (each item's "
+        "advice, the report's 'from the baseline (--rg-plan)' columns, the shelf-life table); a "
+        "run also states its own resolution, of its own per-query drops, labelled as this run's; "
+        "queries are planned for the suite scope (a category grows with its suite)"
     )
     targets = any(row.target is not None for row in rows)
     header = ["suite", "system", "metric", "queries", "tolerance", "resolution", "for tolerance"]
@@ -291,3 +393,6 @@ def render_plan(
             "query edited since the baseline is not shared: save a baseline after editing a "
             "suite, or grow it)"
         )
+    coarse = planned_coarse(rows, PLANNED)
+    units = {row.suite: row.units for row in rows}
+    yield from session_warning(coarse, units)

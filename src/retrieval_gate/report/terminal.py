@@ -11,7 +11,7 @@ from retrieval_gate.records import RunRecord, counted
 from retrieval_gate.report import ReportData
 from retrieval_gate.report.accepted import terminal_lines
 from retrieval_gate.report.markdown import headline_metrics
-from retrieval_gate.report.resolution import coarse_checks, render_plan, session_warning
+from retrieval_gate.report.resolution import render_plan, session_coarse, session_warning
 from retrieval_gate.suites import units_of
 
 __all__ = ["announced", "asked_detail", "closing", "render", "render_plan"]
@@ -109,8 +109,7 @@ def _lines(data: ReportData) -> Iterator[str]:
     yield from terminal_lines(data.acceptance)
     # One block for the session: counts by suite and scope; each check is listed in the report.
     units = {suite: units_of(data.runs_of(suite)[0].kind) for suite in data.suites()}
-    comparisons = [c for run in data.runs if (c := data.comparison(run)) is not None]
-    yield from session_warning(coarse_checks(comparisons, data.gates), units)
+    yield from session_warning(session_coarse(data), units)
     for suite, systems, message in data.failed_runs():
         not_decided = sum(1 for u in data.undecided if u.suite == suite and u.system in systems)
         yield (

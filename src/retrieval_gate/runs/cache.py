@@ -13,7 +13,8 @@ pytest here (tests/runs/test_cache.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -151,14 +152,22 @@ class RunCache:
                 self._records[(suite.path, system.name)] = self._hidden(exc, suite)
 
     def record(
-        self, suite: Suite, system: SystemConfig, extra: tuple[Metric, ...] = ()
+        self,
+        suite: Suite,
+        system: SystemConfig,
+        extra: tuple[Metric, ...] = (),
+        tolerance: Mapping[str, float] | None = None,
     ) -> RunRecord:
         """The suite x system's run, measured: run once, shared by every item that reads it.
-        ``extra``: metrics only a regression check names (they need per-unit values too)."""
+        ``extra``: metrics only a regression check names (they need per-unit values too);
+        ``tolerance``: the gated regression checks' tolerances, which the record (and a baseline
+        saved from it) keeps."""
         key = (suite.path, system.name)
         found = self._records.get(key)
         if found is None:
             found = self._records[key] = self._measure(suite, system, extra)
+            if not isinstance(found, BaseException) and tolerance:
+                found = self._records[key] = dataclasses.replace(found, tolerance=dict(tolerance))
         if isinstance(found, BaseException):
             raise found
         return found

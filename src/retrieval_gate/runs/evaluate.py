@@ -278,6 +278,9 @@ def record_run(evaluation: Evaluation, suite_path: str, *, seed: int = 0) -> Run
         **({"suite_reference": suite.reference} if suite.reference else {}),
         **kind.run_stats(_shown_run(run, evaluation.hidden), metrics),
         "gated_metrics": list(evaluation.gated),
+        # The suite acknowledged its coarse resolution (``resolution: accept``): a baseline saved
+        # from this run warns of it as the items do (gates/plan.py, ``advice_of_runs``).
+        **({"resolution_accepted": True} if suite.accepts_resolution else {}),
     }
     if timed is not None and "latency_queries" in stats:
         stats["latency_queries"] = len(timed)  # latency is over the visible queries too
