@@ -257,12 +257,15 @@ def test_a_plugin_writers_traceback_is_kept_for_who_asks(
 
 
 def _refuse_json(monkeypatch: pytest.MonkeyPatch) -> None:
-    from retrieval_gate.report import json as json_report
+    """The JSON writer's disk is full. Patched where the registered writer looks the function
+    up (its own module's globals): an earlier in-process pytester run may have loaded the
+    registry with a copy of ``report.json`` that ``sys.modules`` no longer holds."""
+    from retrieval_gate.report import _WRITERS
 
     def full(path: Path, text: str) -> None:
         raise OSError(28, "No space left on device", str(path))
 
-    monkeypatch.setattr(json_report, "write_text_atomic", full)
+    monkeypatch.setitem(_WRITERS["json"].write.__globals__, "write_text_atomic", full)
 
 
 @pytest.mark.parametrize("earlier", ["complete", "none"])
