@@ -265,7 +265,9 @@ def _refuse_json(monkeypatch: pytest.MonkeyPatch) -> None:
     def full(path: Path, text: str) -> None:
         raise OSError(28, "No space left on device", str(path))
 
-    monkeypatch.setitem(_WRITERS["json"].write.__globals__, "write_text_atomic", full)
+    write = _WRITERS["json"].write
+    assert write is not None
+    monkeypatch.setitem(write.__globals__, "write_text_atomic", full)
 
 
 @pytest.mark.parametrize("earlier", ["complete", "none"])
