@@ -167,6 +167,20 @@ def _measure(tree: Path, project: Path, args: list[str], commit: int) -> tuple[f
     return float(seconds), int(kib) / 1024
 
 
+def _fresh(template: Path, project: Path) -> None:
+    """A copy of ``template`` to run in: the files a run may append to copied, the sealed
+    segments linked (a compaction replaces a segment whole, never writes into it)."""
+    shutil.rmtree(project, ignore_errors=True)
+
+    def copy(source: str, target: str) -> None:
+        if Path(source).parent.name.endswith(".d") and Path(source).name != "index.json":
+            os.link(source, target)
+        else:
+            shutil.copy2(source, target)
+
+    shutil.copytree(template, project, copy_function=copy)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--before", type=Path, help="a checkout of the release before the ledger")
@@ -180,38 +194,37 @@ def main() -> None:
     trees = [("after", REPO, "segments")]
     if args.before is not None:
         trees.insert(0, ("before", args.before.resolve(), "v1"))
-    rows: list[dict[str, Any]] = []
+    templates: dict[tuple[str, int], Path] = {}
     for n in args.sizes:
-        templates = {}
         for label, _, layout in trees:
             if label == "before" and n > args.before_max:
                 continue
-            templates[label] = args.work / f"{label}-{n}"
-            _project(templates[label], n, layout)
-        runs: dict[tuple[str, str], list[tuple[float, float]]] = {}
-        for round_ in range(args.repeat):
+            templates[(label, n)] = args.work / f"{label}-{n}"
+            _project(templates[(label, n)], n, layout)
+    # Rounds over every size and both trees, alternated, so that a busy moment of a shared
+    # machine falls on all of them alike; the medians of the rounds are compared.
+    runs: dict[tuple[int, str, str], list[tuple[float, float]]] = {}
+    for round_ in range(args.repeat):
+        for n in args.sizes:
             for label, tree, _ in trees:
-                if label not in templates:
+                if (label, n) not in templates:
                     continue
                 for kind, extra in (("run", []), ("record", ["--rg-record"])):
-                    project = args.work / f"run-{label}-{n}"
-                    shutil.rmtree(project, ignore_errors=True)
-                    shutil.copytree(templates[label], project)
+                    project = args.work / "run"
+                    _fresh(templates[(label, n)], project)
                     found = _measure(tree, project, extra, 10**9 + round_)
-                    runs.setdefault((label, kind), []).append(found)
-                    shutil.rmtree(project)
-        for (label, kind), found in sorted(runs.items()):
-            row = {
-                "records": n,
-                "tree": label,
-                "step": kind,
-                "seconds": statistics.median(s for s, _ in found),
-                "peak_mib": statistics.median(m for _, m in found),
-            }
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-        for label in templates:
-            shutil.rmtree(templates[label])
+                    runs.setdefault((n, label, kind), []).append(found)
+                    print(json.dumps([n, label, kind, *found]), flush=True)
+    rows = [
+        {
+            "records": n,
+            "tree": label,
+            "step": kind,
+            "seconds": statistics.median(s for s, _ in found),
+            "peak_mib": statistics.median(m for _, m in found),
+        }
+        for (n, label, kind), found in sorted(runs.items())
+    ]
     base = {(r["tree"], r["step"]): r for r in rows if r["records"] == min(args.sizes)}
     print()
     print("| records | tree | step | median s | x smallest | peak MiB |")
