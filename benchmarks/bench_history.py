@@ -161,9 +161,11 @@ def _measure(tree: Path, project: Path, args: list[str], commit: int) -> tuple[f
         text=True,
         check=False,
     )
-    if found.returncode != 0:
-        raise SystemExit(f"gate run failed in {project} ({tree}):\n{found.stdout}\n{found.stderr}")
-    seconds, kib = found.stderr.strip().splitlines()[-1].split()
+    *said, last = found.stderr.strip().splitlines()
+    seconds, kib = last.split()[-2:]
+    if found.returncode != 0:  # reported in the table, the other measurements go on
+        error = next((line for line in reversed(said) if "Error" in line), said[-1] if said else "")
+        raise RuntimeError(f"failed after {seconds} s at {int(kib) // 1024:,} MiB: {error[-160:]}")
     return float(seconds), int(kib) / 1024
 
 
@@ -204,15 +206,23 @@ def main() -> None:
     # Rounds over every size and both trees, alternated, so that a busy moment of a shared
     # machine falls on all of them alike; the medians of the rounds are compared.
     runs: dict[tuple[int, str, str], list[tuple[float, float]]] = {}
+    failed: dict[tuple[int, str, str], str] = {}
     for round_ in range(args.repeat):
         for n in args.sizes:
             for label, tree, _ in trees:
                 if (label, n) not in templates:
                     continue
                 for kind, extra in (("run", []), ("record", ["--rg-record"])):
+                    if (n, label, kind) in failed:
+                        continue
                     project = args.work / "run"
                     _fresh(templates[(label, n)], project)
-                    found = _measure(tree, project, extra, 10**9 + round_)
+                    try:
+                        found = _measure(tree, project, extra, 10**9 + round_)
+                    except RuntimeError as exc:
+                        failed[(n, label, kind)] = str(exc)
+                        print(json.dumps([n, label, kind, str(exc)]), flush=True)
+                        continue
                     runs.setdefault((n, label, kind), []).append(found)
                     print(json.dumps([n, label, kind, *found]), flush=True)
     rows = [
@@ -235,6 +245,8 @@ def main() -> None:
             f"| {r['records']:,} | {r['tree']} | {r['step']} | {r['seconds']:.2f} | "
             f"{ratio:.2f} | {r['peak_mib']:.0f} |"
         )
+    for (n, label, kind), why in sorted(failed.items()):
+        print(f"| {n:,} | {label} | {kind} | {why} | | |")
 
 
 if __name__ == "__main__":
