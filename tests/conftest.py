@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import inspect
 import os
+import pkgutil
 import re
 import shutil
 import tempfile
@@ -13,6 +15,7 @@ from typing import Any
 
 import pytest
 
+import retrieval_gate
 from retrieval_gate.embed import EMBEDDERS
 from retrieval_gate.index import INDEXES
 
@@ -22,11 +25,24 @@ from retrieval_gate.index import INDEXES
 # import would make new ones (isinstance fails between them).
 EMBEDDERS.load()
 INDEXES.load()
+# Every module of the plugin, for the same reason and for speed: one first imported inside an
+# in-process run is dropped after it, so each run imported (and assertion-rewrote) again the
+# dozens it uses lazily, about a tenth of a second a run. Half a second, once; none of them
+# imports a heavy library at module level (tests/integration/test_inert.py).
+for _module in pkgutil.walk_packages(retrieval_gate.__path__, "retrieval_gate."):
+    importlib.import_module(_module.name)
 # pylance's Rust extension sets a process-wide trace dispatcher when it is first imported; one
 # imported inside an in-process run is dropped with the run's modules, and importing it again
 # panics ("a global default trace dispatcher has already been set"). Loaded once, up front.
 with contextlib.suppress(ImportError):
     importlib.import_module("lance")
+
+# Every pytest process the tests start (pytester's subprocess runs, xdist's workers, a gate
+# session of its own) imports the plugin's modules, which pytest rewrites for its assertions
+# since an installed plug-in is theirs: with PYTHONDONTWRITEBYTECODE set (as in some CI
+# images), each did both again, about 0.4 s of CPU a process. Python's default, caching them
+# in __pycache__, for those processes; this one's own setting is left as it was.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 #: Dimensions of the one distilled model the tests share (at most the tiny model's width).
 DISTILLED_PCA_DIMS = 8
@@ -120,6 +136,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.reverse()
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Everything imported so far (torch, transformers, chromadb, the test modules: about half a
+    million objects) lives to the end of the session: frozen, Python's collector no longer walks
+    it. Each full collection took 0.3 to 0.4 s of CPU, one every few in-process pytester runs."""
+    gc.collect()
+    gc.freeze()
+
+
 @pytest.fixture(scope="session")
 def distilled_cache(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Path:
     """A cache folder holding one model2vec model distilled from the tiny model.
@@ -169,9 +193,10 @@ def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pa
         shutil.rmtree(data, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[Any]:
-    """One local Ray cluster for the session: two CPUs (two actors), no dashboard."""
+    """One local Ray cluster for the module using it: two CPUs (two actors), no dashboard.
+    Shut down after it: left running, its processes kept using CPU to the end of the session."""
     ray = pytest.importorskip("ray", reason="ray is needed (pip install '.[ray]')")
     if not ray.is_initialized():
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
