@@ -3,6 +3,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import importlib
+import importlib.util
 import inspect
 import os
 import pkgutil
@@ -36,6 +37,12 @@ for _module in pkgutil.walk_packages(retrieval_gate.__path__, "retrieval_gate.")
 # panics ("a global default trace dispatcher has already been set"). Loaded once, up front.
 with contextlib.suppress(ImportError):
     importlib.import_module("lance")
+# The same for the other native libraries the in-process runs use, where installed: dropped after
+# a run, a second import in one process panics or aborts (lancedb, pyarrow), or costs as much as
+# the run (chromadb). Every test module may rely on them being here.
+for _name in ("lancedb", "pyarrow", "chromadb", "psycopg", "httpx", "model2vec"):
+    if importlib.util.find_spec(_name) is not None:
+        importlib.import_module(_name)
 
 # Every pytest process the tests start (pytester's subprocess runs, xdist's workers, a gate
 # session of its own) imports the plugin's modules, which pytest rewrites for its assertions
