@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import ast
 import contextlib
 import gc
 import importlib
@@ -10,10 +11,12 @@ import pkgutil
 import re
 import shutil
 import tempfile
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import _pytest._code.code
 import pytest
 
 import retrieval_gate
@@ -37,11 +40,21 @@ for _module in pkgutil.walk_packages(retrieval_gate.__path__, "retrieval_gate.")
 # panics ("a global default trace dispatcher has already been set"). Loaded once, up front.
 with contextlib.suppress(ImportError):
     importlib.import_module("lance")
-# The same for the other native libraries the in-process runs use, where installed: dropped after
-# a run, a second import in one process panics or aborts (lancedb, pyarrow), or costs as much as
-# the run (chromadb). Every test module may rely on them being here.
-for _name in ("lancedb", "pyarrow", "chromadb", "psycopg", "httpx", "model2vec"):
-    if importlib.util.find_spec(_name) is not None:
+# The same for the other libraries the in-process runs use, where installed: dropped after a run,
+# a second import in one process panics or aborts (lancedb, pyarrow), or is paid again by every
+# run (chromadb, the ontology readers, xdist's controller). Every test module may rely on them.
+for _name in (
+    "lancedb",
+    "pyarrow",
+    "chromadb",
+    "psycopg",
+    "httpx",
+    "model2vec",
+    "pronto",
+    "xdist.dsession",
+    "xdist.workermanage",
+):
+    if importlib.util.find_spec(_name.partition(".")[0]) is not None:
         importlib.import_module(_name)
 
 # Every pytest process the tests start (pytester's subprocess runs, xdist's workers, a gate
@@ -50,6 +63,29 @@ for _name in ("lancedb", "pyarrow", "chromadb", "psycopg", "httpx", "model2vec")
 # images), each did both again, about 0.4 s of CPU a process. Python's default, caching them
 # in __pycache__, for those processes; this one's own setting is left as it was.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+# pytest formats a traceback by parsing each of its frames' source files (to find the statement a
+# line belongs to), and parses them again for every traceback: an in-process run whose collection
+# fails parsed a dozen of pytest's own modules for its "Interrupted" line (a third of a second a
+# run). The same text gives the same tree: parsed once a process, here and in the runs inside it.
+_statement_range = _pytest._code.code.getstatementrange_ast
+_parsed: dict[str, ast.AST] = {}
+
+
+def _statement_range_of_parsed(
+    lineno: int, source: Any, assertion: bool = False, astnode: ast.AST | None = None
+) -> Any:
+    if astnode is None:
+        text = str(source)
+        astnode = _parsed.get(text)
+        if astnode is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                astnode = _parsed[text] = ast.parse(text, "source", "exec")
+    return _statement_range(lineno, source, assertion, astnode)
+
+
+_pytest._code.code.getstatementrange_ast = _statement_range_of_parsed  # type: ignore[assignment]
 
 #: Dimensions of the one distilled model the tests share (at most the tiny model's width).
 DISTILLED_PCA_DIMS = 8
