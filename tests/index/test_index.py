@@ -549,20 +549,19 @@ import numpy as np
 import retrieval_gate.index.chroma as chroma
 from retrieval_gate.index import make_index
 
-chroma.SYNC_EVERY = int(sys.argv[2])
+chroma.SYNC_EVERY = int(sys.argv[1])
 rng = np.random.default_rng(0)
 docs = rng.standard_normal((60, 16)).astype(np.float32)
 queries = rng.standard_normal((12, 16)).astype(np.float32)
 ids = [f"doc{i:03d}" for i in range(60)]
 coarse = {"hnsw_max_neighbors": 4, "hnsw_ef_search": 4, "hnsw_ef_construction": 8}
-cache = Path(sys.argv[1])
-if sys.argv[3] == "build":
+for cache in map(Path, sys.argv[3:]):
     index = make_index("chroma", cache_dir=cache, key="padded", **coarse)
-    index.add(ids, docs)
-    print(len(index))
-else:
-    index = make_index("chroma", cache_dir=cache, key="padded", **coarse)
-    print(json.dumps([list(hits) for hits in index.search(queries, k=10)]))
+    if sys.argv[2] == "build":
+        index.add(ids, docs)
+        print(len(index))
+    else:
+        print(json.dumps([list(hits) for hits in index.search(queries, k=10)]))
 """
 
 
@@ -579,20 +578,21 @@ def test_a_reproducible_build_persisted_in_steps_ranks_the_same_in_every_process
     script = tmp_path / "build.py"
     script.write_text(_PADDED_BUILD, encoding="utf-8")
 
-    def run(cache: Path, what: str) -> str:
+    def run(what: str, *caches: Path) -> list[str]:
         done = subprocess.run(
-            [sys.executable, str(script), str(cache), "32", what],
+            [sys.executable, str(script), "32", what, *map(str, caches)],
             capture_output=True,
             text=True,
             timeout=300,
             check=True,
         )
-        return done.stdout.strip()
+        return done.stdout.splitlines()
 
-    results = []
-    for build in range(3):
-        cache = tmp_path / f"cache{build}"
-        assert run(cache, "build") == "60"
-        results += [run(cache, "search"), run(cache, "search")]
-    assert len(set(results)) == 1
+    # Three builds, each in a process of its own; then two more processes, each reopening every
+    # build and searching it.
+    caches = [tmp_path / f"cache{build}" for build in range(3)]
+    for cache in caches:
+        assert run("build", cache) == ["60"]
+    results = run("search", *caches) + run("search", *caches)
+    assert len(results) == 6 and len(set(results)) == 1
     assert "padding" not in results[0]
