@@ -305,7 +305,7 @@ def test_a_killed_run_leaves_a_table_the_next_run_uses(
     killed = pytester.runpytest_subprocess("--retrieval-gate", cache, f"--rg-system={system}")
     assert killed.ret == -9
     monkeypatch.delenv("RG_KILL")
-    result = pytester.runpytest_subprocess("--retrieval-gate", cache)
+    result = pytester.runpytest("--retrieval-gate", cache)  # the next run: in this process
     result.assert_outcomes(passed=2)
     done = runs(pytester.path)
     assert rankings(done[system], 3) == rankings(done["exact"], 3)
