@@ -9,14 +9,16 @@ import inspect
 import os
 import pkgutil
 import re
+import resource
 import shutil
 import tempfile
 import warnings
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import _pytest._code.code
+import _pytest._code.source
 import pytest
 
 import retrieval_gate
@@ -68,7 +70,7 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 # line belongs to), and parses them again for every traceback: an in-process run whose collection
 # fails parsed a dozen of pytest's own modules for its "Interrupted" line (a third of a second a
 # run). The same text gives the same tree: parsed once a process, here and in the runs inside it.
-_statement_range = _pytest._code.code.getstatementrange_ast
+_statement_range = _pytest._code.source.getstatementrange_ast
 _parsed: dict[str, ast.AST] = {}
 
 
@@ -85,7 +87,8 @@ def _statement_range_of_parsed(
     return _statement_range(lineno, source, assertion, astnode)
 
 
-_pytest._code.code.getstatementrange_ast = _statement_range_of_parsed  # type: ignore[assignment]
+# Where pytest's traceback formatting looks it up (imported by name there).
+_pytest._code.code.getstatementrange_ast = _statement_range_of_parsed  # type: ignore[attr-defined]
 
 #: Dimensions of the one distilled model the tests share (at most the tiny model's width).
 DISTILLED_PCA_DIMS = 8
@@ -171,12 +174,77 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run the tests in reverse order: no test may depend on what another left behind "
         "(CI runs the suite once this way)",
     )
+    parser.addoption(
+        "--cpu-durations",
+        type=int,
+        default=None,
+        metavar="N",
+        help="list the N tests that used the most CPU (user + system seconds of this process "
+        "and of the processes it waited for, from setup to teardown; 0 for all), marking each "
+        f"over {CPU_RULE_S:g} s whose test function has no docstring saying why "
+        "(docs/performance.md)",
+    )
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("reverse_order"):
         items.reverse()
+
+
+#: CPU seconds above which a test says in its docstring why it needs them.
+CPU_RULE_S = 5.0
+_CPU_AT_SETUP = pytest.StashKey[float]()
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU of this process and of the child processes it has waited for (a child
+    not yet waited for is counted where it is, which may be a later test)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.config.getoption("cpu_durations") is not None:
+        item.stash[_CPU_AT_SETUP] = _cpu_seconds()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if call.when == "teardown" and _CPU_AT_SETUP in item.stash:
+        # On the report, so that an xdist worker's figures reach the controller's summary.
+        function = getattr(item, "function", None)
+        explained = bool(function is not None and (function.__doc__ or "").strip())
+        cpu = _cpu_seconds() - item.stash[_CPU_AT_SETUP]
+        report.user_properties.append(("cpu_seconds", (round(cpu, 3), explained)))
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    wanted = config.getoption("cpu_durations")
+    if wanted is None:
+        return
+    used: list[tuple[float, bool, str]] = []
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "teardown":
+                continue
+            for name, value in getattr(report, "user_properties", ()):
+                if name == "cpu_seconds":
+                    used.append((value[0], value[1], report.nodeid))
+    used.sort(reverse=True)
+    shown = used if wanted == 0 else used[:wanted]
+    terminalreporter.write_sep("=", f"CPU seconds per test: the {len(shown)} most")
+    for seconds, explained, nodeid in shown:
+        flag = "" if seconds <= CPU_RULE_S or explained else "  (no docstring saying why)"
+        terminalreporter.write_line(f"{seconds:8.2f}s  {nodeid}{flag}")
+    total = sum(seconds for seconds, _, _ in used)
+    terminalreporter.write_line(f"{total:8.2f}s  all {len(used)} tests together")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
