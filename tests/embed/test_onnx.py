@@ -49,6 +49,8 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_onnx_vectors_equal_pytorch_and_int8_stays_close(exported: Path) -> None:
+    """About 6 s of CPU, most of it the module's `exported` fixture: MiniLM exported to ONNX and
+    quantized to int8 once, so that the real model's export is checked against PyTorch."""
     torch_vectors = load_embedder(_spec(), cache_dir=exported)
     onnx = load_embedder(_spec("onnx"), cache_dir=exported)
     int8 = load_embedder(_spec("onnx-int8"), cache_dir=exported)

@@ -568,6 +568,8 @@ for cache in map(Path, sys.argv[3:]):
 def test_a_reproducible_build_persisted_in_steps_ranks_the_same_in_every_process(
     tmp_path: Path,
 ) -> None:
+    """About 5 s of CPU: five processes (three builds, two that reopen them all), each
+    importing chromadb: a replay's order differs only between processes."""
     # chroma's cost per insert grows with the inserts not yet persisted, so a build persists
     # every SYNC_EVERY inserts (here 32) and pads the last step with records it then deletes:
     # 60 documents and 4 padding records, all persisted, none ever returned. Without the

@@ -90,6 +90,9 @@ def tiny(case: BadInput, request: pytest.FixtureRequest) -> Path | None:
 def test_bad_input_is_the_documented_line(
     tiny: Path | None, project: pytest.Pytester, case: BadInput
 ) -> None:
+    """A row runs in this process in a tenth of a second; a row that needs a fresh interpreter
+    (``subprocess``) takes what that interpreter imports: the ONNX row, about 7 s of CPU for
+    sentence-transformers, torch.onnx and onnxruntime, which cannot be imported twice here."""
     for package in case.needs:
         # Looked for, not imported: a native module imported inside this test is dropped with
         # pytester's modules after it, and importing it again panics.

@@ -70,6 +70,8 @@ def test_two_sessions_filling_one_cold_cache_agree_with_a_clean_run(
     pytester: pytest.Pytester,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """About 16 s of CPU: the two racing sessions are real processes started together, each
+    importing sentence-transformers (about 6 s) as a user's CI job does; that is the race."""
     cache = tmp_path / "shared-cache"
     first = start(project, cache, tmp_path / "a.md", *NO_CACHE_WARNING)
     second = start(project, cache, tmp_path / "b.md", *NO_CACHE_WARNING)
@@ -108,6 +110,8 @@ def test_a_session_killed_mid_write_leaves_entries_whole_or_absent(
     pytester: pytest.Pytester,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Up to about 7 s of CPU: the killed session is a real process (SIGKILL), killed while it
+    builds its collection, after importing sentence-transformers (about 6 s)."""
     cache = tmp_path / "cache"
     chroma = cache / "chroma"
 

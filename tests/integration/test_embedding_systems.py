@@ -287,6 +287,8 @@ def backends_session(
 
 
 def test_onnx_backends_rank_like_pytorch_in_a_gate_run(backends_session: dict[str, Any]) -> None:
+    """About 8 s of CPU for the session it reads (`backends_session`, shared with the NaN
+    test): a fresh interpreter importing sentence-transformers, torch.onnx and both runtimes."""
     if not BACKENDS:
         pytest.skip("neither onnxruntime nor openvino is installed")
     backends = BACKENDS
@@ -662,6 +664,8 @@ def test_retrieval_system_fixture_reports_a_bad_setting_in_one_line(
 def test_a_model_that_gives_nan_fails_its_run_in_the_documented_line(
     backends_session: dict[str, Any],
 ) -> None:
+    """About 8 s of CPU when it runs first (as under --reverse-order): the session it reads is
+    the ONNX test's above, made by whichever of the two runs first."""
     # The tiny BERT with a NaN embedding for "refund" (`backends_session`). Every backend's
     # bad vector is the boundary's one line (docs/embedding.md, "Time limits and bad vectors"),
     # naming the system, the settings file and the document.

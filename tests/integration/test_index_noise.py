@@ -116,6 +116,8 @@ def _check_items(
 def test_an_unchanged_system_on_a_noisy_index_passes_at_tolerance_0_and_states_the_noise(
     pytester: pytest.Pytester,
 ) -> None:
+    """About 8 s of CPU: three builds in three processes (chromadb's insertion order is seeded
+    anew in each: the noise), each importing chromadb, on a corpus large enough to show it."""
     pytest.importorskip("chromadb")
     pytest.importorskip("model2vec")
     terms = write_project(

@@ -57,6 +57,9 @@ def _runs(pytester: pytest.Pytester) -> dict[str, Any]:
 def test_a_chroma_baseline_saved_under_xdist_is_reproduced_by_every_later_run(
     pytester: pytest.Pytester,
 ) -> None:
+    """About 10 s of CPU: reproducibility across processes needs processes (two -n 2 runs'
+    workers, a reopening and a rebuild, each importing chromadb), and the coarse graph needs a
+    corpus large enough that two different graphs rank differently."""
     pytest.importorskip("chromadb")
     pytest.importorskip("model2vec")
     pytest.importorskip("xdist")
@@ -177,6 +180,8 @@ def _reproduced(pytester: pytest.Pytester, first: str, second: tuple[str, str]) 
 def test_a_lancedb_ann_baseline_is_reproduced_by_every_later_run_and_a_rebuild(
     pytester: pytest.Pytester,
 ) -> None:
+    """About 13 s of CPU: as the chroma test (processes import lancedb, about 1.3 s each), with
+    two ANN indexes trained in each build."""
     pytest.importorskip("lancedb")
     pytest.importorskip("lance", reason="pylance trains the gate's LanceDB index")
     pytest.importorskip("model2vec")
@@ -189,6 +194,8 @@ def test_a_pgvector_ann_baseline_is_reproduced_by_every_later_run(
     postgres: tuple[str, Path | None],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """About 10 s of CPU: as the chroma test, against the session's PostgreSQL (which builds
+    the indexes in its own server processes)."""
     pytest.importorskip("model2vec")
     pytest.importorskip("xdist")
     monkeypatch.setenv("RG_TEST_DSN", postgres[0])
