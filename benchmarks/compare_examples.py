@@ -1,9 +1,17 @@
-"""Every example's rankings and figures from this tree and from another checkout, compared.
+"""Every example's rankings, figures and verdicts from this tree and from another checkout,
+compared.
 
     python benchmarks/compare_examples.py --before /path/to/older/worktree \\
-        [--work /tmp/rg-compare-examples] [--examples quickstart vaswani extraction pairs]
+        [--work /tmp/rg-compare-examples] [--examples quickstart vaswani extraction pairs] \\
+        [--workers 2]
     python benchmarks/compare_examples.py --xdist [--examples ...]
     python benchmarks/compare_examples.py --before ... --examples vaswani --system minilm-exact
+
+Verdicts: each tree saves the example's baseline (``--rg-save-baseline`` to a file of its own in
+``WORK``), then gates against it, and every item's outcome (node id, passed, verdict) of both runs
+is compared: floors, expectations and the regression items against the baseline. ``--workers
+N`` runs both trees under ``-n N``. The history each save appends in the example's folder is
+removed after, where the example had none.
 
 With ``--xdist`` this tree runs each example twice, serially and under ``-n 2``, each from an
 empty cache of its own (so each builds its indexes and embeds everything itself), and the two
@@ -56,6 +64,7 @@ def _report(
     extra: tuple[str, ...] = (),
     systems: tuple[str, ...] = (),
 ) -> dict[str, Any]:
+    baseline = out.with_name(out.stem + "-baseline.json")
     env = {**os.environ, "PYTHONPATH": str(tree / "src"), "HF_HUB_OFFLINE": "1"}
     args = [
         sys.executable,
@@ -71,17 +80,43 @@ def _report(
         f"--rg-report={out}",
         *extra,
     ]
-    done = subprocess.run(args, cwd=tree, env=env, capture_output=True, text=True, check=False)
-    if done.returncode not in (0, 1) or " skipped" in done.stdout:
-        raise SystemExit(f"{example} in {tree}:\n{done.stdout[-3000:]}")
-    data = json.loads(out.with_suffix(".json").read_text())
+    history = tree / "examples" / example / ".retrieval-gate"
+    kept = history.exists()
+    verdicts: dict[str, Any] = {}
+    try:
+        for step in (["--rg-save-baseline"], []):
+            done = subprocess.run(
+                [*args, f"--rg-baseline={baseline}", *step],
+                cwd=tree,
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if done.returncode not in (0, 1) or " skipped" in done.stdout:
+                raise SystemExit(f"{example} in {tree}:\n{done.stdout[-3000:]}")
+            data = json.loads(out.with_suffix(".json").read_text())
+            verdicts.update(
+                {
+                    f"{'saving' if step else 'gating'} {g['nodeid']}": (
+                        g["passed"],
+                        g.get("verdict", "ok" if g["passed"] else "failed"),
+                    )
+                    for g in data["gates"]
+                }
+            )
+    finally:
+        if not kept:
+            import shutil
+
+            shutil.rmtree(history, ignore_errors=True)
     return {
         f"{run['suite']} x {run['system']}": {
             "rankings": {q["id"]: q["ranking"] for q in run["queries"]},
             "metrics": run["metrics"],
         }
         for run in data["runs"]
-    }
+    } | {"verdicts": verdicts}
 
 
 def main() -> None:
@@ -92,6 +127,7 @@ def main() -> None:
         "--xdist", action="store_true", help="compare this tree serial with this tree under -n 2"
     )
     parser.add_argument("--work", type=Path, default=Path("/tmp/rg-compare-examples"))
+    parser.add_argument("--workers", type=int, default=0, help="run both trees under -n N")
     parser.add_argument(
         "--examples", nargs="+", default=["quickstart", "vaswani", "extraction", "pairs"]
     )
@@ -126,10 +162,17 @@ def main() -> None:
                 systems,
             )
         else:
-            this = _report(REPO, example, cache, work / f"{example}-this.md", (), systems)
+            workers = ("-n", str(args.workers)) if args.workers else ()
+            this = _report(REPO, example, cache, work / f"{example}-this.md", workers, systems)
             before = _report(
-                args.before.resolve(), example, cache, work / f"{example}-before.md", (), systems
+                args.before.resolve(),
+                example,
+                cache,
+                work / f"{example}-before.md",
+                workers,
+                systems,
             )
+        this_verdicts, before_verdicts = this.pop("verdicts"), before.pop("verdicts")
         queries = sum(len(v["rankings"]) for v in this.values())
         same_rankings = {k: v["rankings"] for k, v in this.items()} == {
             k: v["rankings"] for k, v in before.items()
@@ -137,13 +180,19 @@ def main() -> None:
         same_metrics = {k: v["metrics"] for k, v in this.items()} == {
             k: v["metrics"] for k, v in before.items()
         }
-        differ |= not (same_rankings and same_metrics)
+        same_verdicts = this_verdicts == before_verdicts
+        differ |= not (same_rankings and same_metrics and same_verdicts)
         print(
             f"{example}: {len(this)} runs, {queries} queries or documents; rankings identical: "
             f"{same_rankings}; metrics identical: {same_metrics}; "
+            f"{len(this_verdicts)} verdicts identical: {same_verdicts}; "
             f"{time.perf_counter() - began:,.0f} s wall",
             flush=True,
         )
+        if not same_verdicts:
+            for key in sorted(set(this_verdicts) | set(before_verdicts)):
+                if this_verdicts.get(key) != before_verdicts.get(key):
+                    print(f"  {key}: {before_verdicts.get(key)} -> {this_verdicts.get(key)}")
     sys.exit(1 if differ else 0)
 
 

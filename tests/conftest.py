@@ -166,6 +166,14 @@ def raising_in(module: str, error: BaseException) -> Any:
     return namespace["broken"]
 
 
+@pytest.fixture(autouse=True)
+def _no_target_branch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test sees the target branch of a pull request these tests run for (GitHub sets
+    ``GITHUB_BASE_REF`` there, and the gate would read that branch's baseline from git): a test
+    names it itself (gates/accept.py)."""
+    monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--reverse-order",

@@ -65,3 +65,16 @@ def test_main_uploads_the_history_with_the_baseline_from_a_full_clone() -> None:
     assert upload["with"]["include-hidden-files"] is True  # else .retrieval-gate/ is left out
     (checkout,) = [s for s in _steps() if str(s.get("uses", "")).startswith("actions/checkout")]
     assert checkout["with"]["fetch-depth"] == 0
+
+
+def test_a_pull_request_accepts_its_drop_itself_against_its_target_branch() -> None:
+    # docs/ci.md, "Accepting a drop in its pull request": the check reads origin/$GITHUB_BASE_REF
+    # (GitHub sets it on pull requests: the gate there names no --rg-base), which a full clone
+    # has; the workflow says how a pull request saves its acceptance.
+    gated = {s.get("if"): s["run"] for s in _steps() if "--retrieval-gate" in s.get("run", "")}
+    assert "--rg-base" not in gated["github.event_name == 'pull_request'"]
+    (checkout,) = [s for s in _steps() if str(s.get("uses", "")).startswith("actions/checkout")]
+    assert checkout["with"]["fetch-depth"] == 0
+    text = WORKFLOW.read_text(encoding="utf-8")
+    assert "pytest --retrieval-gate --rg-save-baseline --rg-base origin/main" in text
+    assert "required check" in text

@@ -199,3 +199,20 @@ def test_a_manifest_the_plugin_did_not_write_is_never_read_as_its_list(tmp_path:
     (folder / PLOTS_MANIFEST).rmdir()
     (folder / PLOTS_MANIFEST).write_text("s--P@1.png\n../pyproject.toml\n")
     assert plots_manifest(folder) == "it names files other than plots"
+
+
+def test_every_option_of_the_group_is_in_the_documented_table(
+    pytestconfig: pytest.Config,
+) -> None:
+    """docs/configuration.md's "Command-line options" table names every option of the
+    ``retrieval gate`` group as this session registered it (issue 39: --rg-record and --rg-pin
+    were missing), and nothing the group does not have."""
+    import re
+
+    group = pytestconfig._parser.getgroup("retrieval gate")
+    offered = {name for option in group.options for name in option.names() if name[:2] == "--"}
+    doc = (Path(__file__).parents[1] / "docs" / "configuration.md").read_text(encoding="utf-8")
+    section = doc.split("## Command-line options", 1)[1].split("\n## ", 1)[0]
+    table = "\n".join(line for line in section.splitlines() if line.startswith("| "))
+    documented = set(re.findall(r"^\| `(--[a-z-]+)", table, flags=re.MULTILINE))
+    assert documented == offered

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from retrieval_gate.gates.rule import headline, words
 from retrieval_gate.records import (
     BaselineComparison,
     GroupRecord,
@@ -95,7 +96,7 @@ def test_run_record_json_keeps_the_documented_layout() -> None:
 
 
 def test_baseline_form_keeps_what_a_comparison_reads_and_round_trips() -> None:
-    data = _through_json(RUN.to_baseline_json())
+    data = _through_json(RUN.to_ledger_json())
     assert list(data) == ["suite", "system", "fingerprint", "k", "metrics", "queries"]
     assert data["queries"]["q1"] == {
         "digest": QUERY.digest,
@@ -105,10 +106,15 @@ def test_baseline_form_keeps_what_a_comparison_reads_and_round_trips() -> None:
         "ranking": ["d1", "d2"],
         "relevant_ranks": {"d1": 1, "d9": None},
     }
-    back = RunRecord.from_baseline_json(data)
+    back = RunRecord.from_ledger_json(data)
     # What the compact form does not keep comes back empty; the rest is the same.
-    assert back.to_baseline_json() == data
-    assert (back.n, back.latency_ms, back.stats, back.categories) == (2, {}, {}, {})
+    assert back.to_ledger_json() == data
+    assert (back.n, back.latency_ms, back.categories) == (2, {}, {})
+    assert not back.latency_measured  # a baseline keeps no timing: a run saved twice is equal
+    # A history entry keeps the run's timing (a latency rule compares with it), no ranking.
+    entry = _through_json(RUN.to_ledger_json("values"))
+    assert entry["latency_ms"] == dict(RUN.latency_ms) and "ranking" not in entry["queries"]["q1"]
+    assert RunRecord.from_ledger_json(entry).latency_ms == RUN.latency_ms
     assert back.query("q1").latency_ms is None
 
 
@@ -151,6 +157,7 @@ FLOOR = Outcome(
     n=2,
     worst=(("q2", 0.0), ("q1", 1.0)),
     nodeid="s.retrieval.yaml::sys::category:joins::P@1",
+    rule="floor",
 )
 REGRESSION = Outcome(
     suite="s",
@@ -179,6 +186,7 @@ REGRESSION = Outcome(
         fewest_worse=4,
     ),
     nodeid="s.retrieval.yaml::sys::regression::P@1",
+    rule="margin",
 )
 
 
@@ -204,6 +212,7 @@ TOLERANCE_RULE = Outcome(
         queries_needed=1300,
     ),
     nodeid="s.retrieval.yaml::sys::regression::nDCG@10",
+    rule="regression",
 )
 
 
@@ -218,7 +227,7 @@ def test_a_tolerance_rule_outcome_states_its_resolution_everywhere() -> None:
     }
     # No test under this rule: no p-values.
     assert (data["p_value"], data["p_adjusted"], data["family"]) == (None, None, None)
-    assert TOLERANCE_RULE.headline() == (
+    assert headline(TOLERANCE_RULE) == (
         "nDCG@10 regression over suite (s x sys): FAILED: regressed: 0.668 vs baseline 0.81 "
         "(drop 0.142, tolerance 0.01, resolution +-0.06 at 95 %, n=35)"
     )
@@ -270,15 +279,15 @@ def test_outcome_json_flattens_the_regression_figures_as_documented() -> None:
 
 
 def test_outcome_lines_read_as_a_failure_message() -> None:
-    assert FLOOR.lines() == [
+    assert words(FLOOR) == [
         "P@1 over category:joins (s x sys): FAILED: 0.5 (needs >= 0.6 floor, n=2)",
         "worst queries: q2 (0), q1 (1)",
     ]
-    assert REGRESSION.lines()[0] == (
+    assert words(REGRESSION)[0] == (
         "P@1 regression over suite (s x sys): underpowered: 0.5 vs baseline 1 "
         "(drop 0.5, tolerance 0.01, n=10)"
     )
-    assert REGRESSION.lines()[1] == "most dropped: q1 (-1.0000)"
+    assert words(REGRESSION)[1] == "most dropped: q1 (-1.0000)"
 
 
 def test_comparison_round_trips_and_keeps_the_report_shape() -> None:

@@ -1,9 +1,10 @@
-"""The suite file as a pytest collector and its gate / query items.
+"""The suite file as a pytest collector, and the items of its verdict rules.
 
-Tree: ``suite.retrieval.yaml`` > system > scope > metric, so node ids read
-``lineage.retrieval.yaml::minilm::suite::P@5``, ``...::minilm::category:join::P@5``,
-``...::minilm::latency_p95_ms`` and ``...::minilm::query[join_001]``. Every item of a suite x
-system reads the same shared run; a failing item shows value, floor, n and the worst queries.
+Tree: ``suite.retrieval.yaml`` > system > the collectors a rule's checks name > item, so node ids
+read ``lineage.retrieval.yaml::minilm::suite::P@5``, ``...::minilm::category:join::P@5``,
+``...::minilm::latency_p95_ms``, ``...::minilm::query[join_001]``,
+``...::minilm::regression::MRR@10``. Each item asks its rule (gates/rule.py) to decide; every
+item of a suite x system reads the same shared run.
 """
 
 from __future__ import annotations
@@ -15,30 +16,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from retrieval_gate.display import escape, shown
+from retrieval_gate.display import shown
 from retrieval_gate.errors import RetrievalGateError
-from retrieval_gate.gates.floors import check_gate, check_query
-from retrieval_gate.gates.holdout import holdout_checks, holdout_outcomes
-from retrieval_gate.gates.regressions import RegressionCheck
 from retrieval_gate.keys import SESSION_KEY
-from retrieval_gate.records import (
-    DRIFT_SCOPE,
-    HOLDOUT_SCOPE,
-    ItemPayload,
-    Outcome,
-    Undecided,
-    parse_scope,
-    scope_name,
-)
+from retrieval_gate.records import ItemPayload, Outcome, Undecided, parse_scope, scope_name
 from retrieval_gate.runs.cache import InternalRunError
-from retrieval_gate.suites.suite import Gate, Suite, load_suite, suite_systems
-from retrieval_gate.suites.units import Unit
+from retrieval_gate.suites.suite import Suite, load_suite, suite_systems
 from retrieval_gate.systems.config import SystemConfig
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
 
-    from retrieval_gate.records import RunRecord
+    from retrieval_gate.gates.rule import Check
     from retrieval_gate.session import GateSession
 
 
@@ -48,7 +37,9 @@ class RunNotDecided(RetrievalGateError):
 
 class GateFailed(Exception):
     def __init__(self, outcome: Outcome) -> None:
-        super().__init__(outcome.headline())
+        from retrieval_gate.gates.rule import headline
+
+        super().__init__(headline(outcome))
         self.outcome = outcome
 
 
@@ -58,7 +49,23 @@ def _marker(config: pytest.Config, name: str, what: str) -> pytest.MarkDecorator
     return getattr(pytest.mark, name)  # type: ignore[no-any-return]
 
 
+def _inert(found: str | TerminalRepr) -> str | TerminalRepr:
+    """pytest's own report of a failure, as display shows it: plain text only where something
+    had to be masked or escaped (pytest's own keeps the colours and the crash line of the short
+    summary)."""
+    text = str(found)
+    inert = shown(text, multiline=True)
+    return found if inert == text else inert
+
+
 class SuiteFile(pytest.File):
+    # A collection error is ours, shown already (CollectError); anything else is the plugin's
+    # own bug, whose traceback may quote a DSN or a suite's text.
+    def repr_failure(  # type: ignore[override]  # pytest.Collector's signature
+        self, excinfo: ExceptionInfo[BaseException]
+    ) -> str | TerminalRepr:
+        return _inert(super().repr_failure(excinfo))
+
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         gate_session = self.config.stash[SESSION_KEY]
         try:
@@ -182,102 +189,72 @@ def check_decision_suites(session: pytest.Session) -> None:
 
 
 class SystemNode(pytest.Collector):
+    """``...::<system>``: the items every verdict rule adds for this suite x system
+    (gates/rule.py), in the rules' order, under the collectors their checks name."""
+
+    def repr_failure(  # type: ignore[override]  # pytest.Collector's signature
+        self, excinfo: ExceptionInfo[BaseException]
+    ) -> str | TerminalRepr:
+        return _inert(super().repr_failure(excinfo))
+
     def __init__(self, *, suite: Suite, system: SystemConfig, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.suite = suite
         self.system = system
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
-        suite, system = self.suite, self.system
-        by_scope: dict[str, list[Gate]] = {}
-        latency = []
-        gates = list(suite.gates_for(system.name))  # the suite's floors, or this system's own
-        for gate in gates:
-            if gate.metric.is_latency:
-                latency.append(gate)
-            else:
-                by_scope.setdefault(gate.scope, []).append(gate)
-        gate_session = self.config.stash[SESSION_KEY]
-        base = gate_session.base_run(suite, system)
-        checks = gate_session.plan.checks(suite)
-        wide = _suite_wide_labels(self.config, suite, gates, checks, base)
-        for scope, gates in by_scope.items():
-            node = ScopeNode.from_parent(self, name=scope, suite=suite, system=system, specs=gates)
-            yield _marked(node, wide) if scope == "suite" else node
-        for gate in latency:
-            yield _marked(
-                GateItem.from_parent(
-                    self, name=gate.metric.name, suite=suite, system=system, gate=gate
-                ),
-                wide,
-            )
-        for query in suite.queries:
-            if query.expect:
-                # The id is the user's: escaped, as the node id is printed and written as is.
-                name = f"query[{escape(query.id)}]"
-                # Given whole, the id is read as pytest reads any id given as text (the name
-                # "query", its parameters the query id), so the id pytest 9's --lf reads back
-                # from its cache equals this item's and a failed expect item is rerun.
-                yield QueryItem.from_parent(
-                    self,
-                    name=name,
-                    nodeid=f"{self.nodeid}::{name}",
-                    suite=suite,
-                    system=system,
-                    query=query,
-                )
-        if base is None:
-            gate_session.plan.register(suite, system.name, None)  # --rg-plan says it is missing
-        elif any(c.gated for c in checks):
-            yield RegressionNode.from_parent(
-                self, name="regression", suite=suite, system=system, wide=wide
-            )
-        drift = suite.kind_object.drift(suite)
-        if drift is not None and base is not None:
-            for name in drift.metrics:
-                item = DriftItem.from_parent(
-                    self, name=f"drift::{name}", suite=suite, system=system
-                )
-                yield _marked(item, wide)
+        from retrieval_gate.gates.rule import rules
+
+        context = self.config.stash[SESSION_KEY].context(self.suite, self.system)
         try:
-            drifts = gate_session.history.drift_checks(suite, system.name)
+            checks = [check for rule in rules() for check in rule.checks(context)]
         except RetrievalGateError as exc:  # an ambiguous --rg-pin
             raise self.CollectError(shown(exc.format())) from None
-        for check in drifts:
-            name = f"{DRIFT_SCOPE}::{check.metric}"
-            history = HistoryDriftItem.from_parent(self, name=name, suite=suite, system=system)
-            yield _marked(history, wide)
-        if base is not None:
-            for held in holdout_checks(suite, checks):
-                holdout = HoldoutItem.from_parent(
-                    self, name=f"{HOLDOUT_SCOPE}::{held.metric}", suite=suite, system=system
-                )
-                yield _marked(holdout, wide)
-        if not gates and not any(q.expect for q in suite.queries):
-            # A suite without floors still runs, so its numbers reach the report.
-            yield _marked(RunItem.from_parent(self, name="run", suite=suite, system=system), wide)
+        own = {check.scope for check in checks if check.scope is not None}
+        wide = [
+            _marker(self.config, label, kind)
+            for kind, labels in (
+                ("category", self.suite.categories),
+                ("difficulty", self.suite.difficulties),
+            )
+            for label in labels
+            if scope_name(kind, label) not in own
+        ]
+        yield from _tree(self, checks, wide)
 
 
-def _suite_wide_labels(
-    config: pytest.Config,
-    suite: Suite,
-    gates: list[Gate],
-    checks: list[RegressionCheck],
-    base: RunRecord | None,
-) -> list[pytest.MarkDecorator]:
-    """The markers of the categories and difficulties that have no item of their own for this
-    system (no floor, no regression item): their queries are gated only by the suite-wide items,
-    so those carry them, and ``-m hard`` selects the items that decide about the hard queries
-    with or without a ``difficulties:`` floor (docs/suite-format.md, "Markers")."""
-    own = {gate.scope for gate in gates if not gate.metric.is_latency}
-    if base is not None:
-        own |= {check.scope for check in checks if check.gated}
-    return [
-        _marker(config, label, kind)
-        for kind, labels in (("category", suite.categories), ("difficulty", suite.difficulties))
-        for label in labels
-        if scope_name(kind, label) not in own
-    ]
+def _tree(
+    parent: pytest.Collector, checks: list[Check], wide: list[pytest.MarkDecorator]
+) -> Iterator[pytest.Item | pytest.Collector]:
+    """The nodes below ``parent``: each check's item, under a :class:`GroupNode` per first name
+    of its ``parents`` (made where that name first appears, so the order is the checks')."""
+    groups: dict[str, list[Check]] = {}
+    order: list[Check | str] = []
+    for check in checks:
+        if not check.parents:
+            order.append(check)
+            continue
+        head = check.parents[0]
+        if head not in groups:
+            groups[head] = []
+            order.append(head)
+        groups[head].append(dataclasses.replace(check, parents=check.parents[1:]))
+    for entry in order:
+        if isinstance(entry, str):
+            yield GroupNode.from_parent(parent, name=entry, checks=groups[entry], wide=wide)
+            continue
+        item = RuleItem.from_parent(
+            parent,
+            name=entry.name,
+            # Given whole, the id is read as pytest reads any id given as text (a query
+            # item's name "query", its parameters the query id), so the id pytest 9's --lf
+            # reads back from its cache equals this item's and a failed item is rerun.
+            nodeid=f"{parent.nodeid}::{entry.name}",
+            check=entry,
+        )
+        for kind, label in entry.labels:
+            item.add_marker(_marker(parent.config, label, kind))
+        yield _marked(item, wide) if entry.wide else item
 
 
 _Node = TypeVar("_Node", pytest.Item, pytest.Collector)
@@ -289,67 +266,63 @@ def _marked(node: _Node, markers: list[pytest.MarkDecorator]) -> _Node:
     return node
 
 
-class ScopeNode(pytest.Collector):
-    """``suite``, ``category:x`` or ``difficulty:x``: one item per gate or regression check of
-    that scope; a category or difficulty is a marker of everything below it."""
+class GroupNode(pytest.Collector):
+    """``suite``, ``category:x``, ``difficulty:x`` or ``regression``: the items of the checks
+    below it; a category or difficulty is a marker of everything below it."""
+
+    def repr_failure(  # type: ignore[override]  # pytest.Collector's signature
+        self, excinfo: ExceptionInfo[BaseException]
+    ) -> str | TerminalRepr:
+        return _inert(super().repr_failure(excinfo))
 
     def __init__(
-        self,
-        *,
-        suite: Suite,
-        system: SystemConfig,
-        specs: list[Gate] | list[RegressionCheck],
-        **kwargs: Any,
+        self, *, checks: list[Check], wide: list[pytest.MarkDecorator], **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
-        self.suite = suite
-        self.system = system
-        self.specs = specs
-        group = parse_scope(specs[0].scope)
+        self.checks = checks
+        self.wide = wide
+        group = parse_scope(self.name) if ":" in self.name else None
         if group is not None:
             kind, label = group
             self.add_marker(_marker(self.config, label, kind))
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
-        for spec in self.specs:
-            yield _item_for(self, spec, self.suite, self.system)
+        yield from _tree(self, self.checks, self.wide)
 
 
-def _item_for(
-    parent: pytest.Collector, spec: Gate | RegressionCheck, suite: Suite, system: SystemConfig
-) -> pytest.Item:
-    if isinstance(spec, Gate):
-        return GateItem.from_parent(
-            parent, name=spec.metric.name, suite=suite, system=system, gate=spec
-        )
-    return RegressionItem.from_parent(
-        parent, name=spec.metric, suite=suite, system=system, check=spec
-    )
+class RuleItem(pytest.Item):
+    """One check of a verdict rule: its ``runtest`` asks the rule to decide it."""
 
-
-class _SuiteItem(pytest.Item):
-    def __init__(self, *, suite: Suite, system: SystemConfig, **kwargs: Any) -> None:
+    def __init__(self, *, check: Check, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.suite = suite
-        self.system = system
+        node = self.parent
+        while node is not None and not isinstance(node, SystemNode):
+            node = node.parent
+        if node is None:
+            raise TypeError("a RuleItem is made below its suite's SystemNode")
+        self.suite = node.suite
+        self.system = node.system
+        self.check = check
         self.rg_payload = ItemPayload()
+        self.rg_unfinished: list[str] = []  # report/selection.py hands them to the session
         self.add_marker(pytest.mark.retrieval_gate)
         # All items of a suite x system share one worker, and so one retrieval run: under plain
         # -n N through RunGrouping (below), under an explicit --dist loadgroup through this.
-        # (--dist loadgroup shows the group in node ids: the suite's name, escaped.)
-        self.add_marker(pytest.mark.xdist_group(escape(f"{suite.name}::{system.name}")))
+        # (--dist loadgroup shows the group in node ids: the suite's name, shown.)
+        self.add_marker(pytest.mark.xdist_group(shown(f"{self.suite.name}::{self.system.name}")))
 
     @property
     def gate_session(self) -> GateSession:
         return self.config.stash[SESSION_KEY]
 
-    def check(self) -> Outcome | None:
-        raise NotImplementedError
-
     def runtest(self) -> None:
+        from retrieval_gate.gates.rule import rule_named
+
         gs = self.gate_session
         try:
-            outcome = self.check()
+            outcome = rule_named(self.check.rule).decide(
+                self.check, gs.context(self.suite, self.system)
+            )
         except (RetrievalGateError, InternalRunError):
             # The run could not complete: this gate is not decided. The first item of the run
             # shows why; the others point there instead of repeating it.
@@ -365,14 +338,19 @@ class _SuiteItem(pytest.Item):
         finally:
             # Attached whether the run passed, failed its gate or errored: the report needs it.
             self.rg_payload += gs.payload_for(self.suite, self.system)
+        if isinstance(outcome, str):
+            # Not decided (no comparable baseline, no anchor): reported at the suite item, not
+            # at this line of the plugin.
+            raise pytest.skip.Exception(shown(outcome), _use_item_location=True)
         if outcome is None:
             return
         decided = dataclasses.replace(outcome, nodeid=self.nodeid)
         self.rg_payload += ItemPayload(gates=(decided,))
         from retrieval_gate.report import item_properties
 
-        # JUnit XML carries these as <property> elements, so CI dashboards can chart the values.
-        self.user_properties.extend(item_properties(decided))
+        # JUnit XML carries these as <property> elements, so CI dashboards can chart the values;
+        # a plug-in writer's that fail are its failure, said by the session (rg_unfinished).
+        self.user_properties.extend(item_properties(decided, self.rg_unfinished))
         if not outcome.passed:
             raise GateFailed(outcome)
 
@@ -382,7 +360,9 @@ class _SuiteItem(pytest.Item):
         # Each line shown escaped and redacted: a query's text or a server's message is the
         # user's or the server's, and a newline in it must not make a line of its own.
         if isinstance(excinfo.value, GateFailed):
-            return "\n".join(shown(line) for line in excinfo.value.outcome.lines())
+            from retrieval_gate.gates.rule import words
+
+            return "\n".join(shown(line) for line in words(excinfo.value.outcome))
         if isinstance(excinfo.value, RetrievalGateError):
             line = shown(excinfo.value.format())
             # A library's failure (errors.LibraryError) keeps its traceback for who asks for
@@ -397,10 +377,7 @@ class _SuiteItem(pytest.Item):
         # The plugin's own bug, with its traceback: a library's error in it may quote a DSN.
         # Plain text only where something had to be masked or escaped (pytest's own keeps the
         # colours and the crash line of the short summary).
-        found = super().repr_failure(excinfo, style=style)
-        text = str(found)
-        inert = shown(text, multiline=True)
-        return found if inert == text else inert
+        return _inert(super().repr_failure(excinfo, style=style))
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         # The scope as well as the metric: a suite floor, a category's floor and a regression
@@ -414,138 +391,14 @@ class _SuiteItem(pytest.Item):
 
     def add_report_section(self, when: str, key: str, content: str) -> None:
         # What libraries print while the run loads a model (transformers' load report, twice:
-        # stderr and log), their bars and colour codes stay out of the failure text.
+        # stderr and log), their bars and colour codes stay out of the failure text; what stays
+        # (a retriever's prints, a library's log lines quoting a URL) is shown as display shows
+        # it: pytest prints it under "Captured ..." and writes it into JUnit XML.
         from retrieval_gate.progress import clean_captured
 
-        cleaned = clean_captured(content)
+        cleaned = shown(clean_captured(content), multiline=True)
         if cleaned.strip():
             super().add_report_section(when, key, cleaned)
-
-
-class GateItem(_SuiteItem):
-    def __init__(self, *, gate: Gate, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.gate = gate
-
-    def check(self) -> Outcome:
-        return check_gate(self.gate, self.gate_session.record(self.suite, self.system))
-
-
-class QueryItem(_SuiteItem):
-    def __init__(self, *, query: Unit, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.query = query
-        for kind in ("category", "difficulty"):
-            label = getattr(query, kind)
-            if label is not None:
-                self.add_marker(_marker(self.config, label, kind))
-
-    def check(self) -> Outcome:
-        return check_query(self.query, self.gate_session.record(self.suite, self.system))
-
-
-class RunItem(_SuiteItem):
-    def check(self) -> None:
-        self.gate_session.record(self.suite, self.system)
-
-
-class RegressionNode(pytest.Collector):
-    """``...::<system>::regression``: one item per gated metric and scope against the baseline;
-    ``wide``: the markers its suite-scope items carry (:func:`_suite_wide_labels`)."""
-
-    def __init__(
-        self,
-        *,
-        suite: Suite,
-        system: SystemConfig,
-        wide: list[pytest.MarkDecorator],
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self.suite = suite
-        self.system = system
-        self.wide = wide
-
-    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
-        gate_session = self.config.stash[SESSION_KEY]
-        # Diagnostics (category and difficulty regressions not named in regression_scopes) are
-        # compared for the report but are no items, so they take no share of the family's alpha.
-        checks = [c for c in gate_session.plan.checks(self.suite) if c.gated]
-        base = gate_session.base_run(self.suite, self.system)
-        gate_session.plan.register(self.suite, self.system.name, base)
-        scoped: dict[str, list[RegressionCheck]] = {}
-        for check in checks:
-            if check.scope == "suite":
-                yield _marked(_item_for(self, check, self.suite, self.system), self.wide)
-            else:
-                scoped.setdefault(check.scope, []).append(check)
-        for scope, group in scoped.items():
-            yield ScopeNode.from_parent(
-                self, name=scope, suite=self.suite, system=self.system, specs=group
-            )
-
-
-class RegressionItem(_SuiteItem):
-    def __init__(self, *, check: RegressionCheck, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.check_spec = check
-
-    def check(self) -> Outcome:
-        found = self.gate_session.regressions(self.suite, self.system)
-        if found.reason is not None:
-            reason = f"baseline not comparable: {found.reason}"
-        else:
-            outcome = found.outcomes[(self.check_spec.scope, self.check_spec.metric)]
-            missing = None if outcome.regression is None else outcome.regression.not_compared
-            if missing is None:
-                # An underpowered pass is listed by the terminal summary and the reports.
-                return outcome
-            reason = f"not compared with the baseline: {missing}"
-        # Reported at the suite item, not at this line of the plugin.
-        raise pytest.skip.Exception(shown(reason), _use_item_location=True)
-
-
-class DriftItem(_SuiteItem):
-    """``...::<system>::drift::RBO@10``: a floor on how much the rankings moved from the
-    baseline's, judged or not (drift.py)."""
-
-    def check(self) -> Outcome:
-        found = self.gate_session.drift(self.suite, self.system)
-        if isinstance(found, str):
-            raise pytest.skip.Exception(shown(found), _use_item_location=True)
-        return found[self.name.removeprefix("drift::")]
-
-
-class HistoryDriftItem(_SuiteItem):
-    """``...::<system>::history-drift::nDCG@10``: today against an anchor in the history of
-    quality, so that accepted changes each within their tolerance cannot add up unseen
-    (gates/history.py)."""
-
-    def check(self) -> Outcome:
-        gs = self.gate_session
-        found = gs.history.drift(self.suite, self.system.name, gs.record(self.suite, self.system))
-        outcome = found[self.name.removeprefix(f"{DRIFT_SCOPE}::")]
-        if isinstance(outcome, str):
-            raise pytest.skip.Exception(outcome, _use_item_location=True)
-        return outcome
-
-
-class HoldoutItem(_SuiteItem):
-    """``...::<system>::holdout::nDCG@10``: the suite's held-out units against the baseline's,
-    pass or fail only (gates/holdout.py)."""
-
-    def check(self) -> Outcome:
-        gs = self.gate_session
-        metric = self.name.removeprefix(f"{HOLDOUT_SCOPE}::")
-        checks = holdout_checks(self.suite, gs.plan.checks(self.suite))
-        found = holdout_outcomes(
-            gs.record(self.suite, self.system),
-            gs.base_run(self.suite, self.system),
-            [c for c in checks if c.metric == metric],
-        )[metric]
-        if isinstance(found, str):
-            raise pytest.skip.Exception(found, _use_item_location=True)
-        return found
 
 
 # -- xdist: one worker per suite x system ------------------------------------------------------

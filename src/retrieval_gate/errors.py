@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Self
 
-from retrieval_gate.display import redact
+from retrieval_gate.display import redact, shown
 
 
 class RetrievalGateError(Exception):
@@ -111,12 +111,21 @@ class MissingExtraError(RetrievalGateError, ImportError):
     """An optional dependency is not installed; the message says what to install."""
 
 
-class CacheWarning(UserWarning):
+class GateWarning(UserWarning):
+    """A warning of the plugin's. Its message is shown as display shows any text (credentials
+    masked, control characters escaped) when made: pytest's warnings summary prints it as it is,
+    and it quotes paths, a library's error, a system's name."""
+
+    def __init__(self, message: object = "") -> None:
+        super().__init__(shown(str(message)))
+
+
+class CacheWarning(GateWarning):
     """A cache (embeddings, search results, a parsed ontology) found damaged or unwritable data:
     it was dropped or not written, and the run went on (its entries are computed again)."""
 
 
-class VectorWarning(UserWarning):
+class VectorWarning(GateWarning):
     """Vectors a search cannot rank by direction: an embedder's all-zero vectors, or a team's
     table's rows with a NULL vector. The run goes on; the warning and the report say how many."""
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
-from retrieval_gate.baseline.store import url_scheme
+from retrieval_gate.baseline.ledger import url_scheme
 from retrieval_gate.config import Settings
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.files import door
@@ -69,7 +69,7 @@ class Outputs:
     # output that is off (plots without a folder) has none.
     paths: Mapping[str, Path] = field(default_factory=dict)
     declared: tuple[OutputOption, ...] = BUILTIN_OUTPUTS
-    # A baseline store named by URL (``scheme://...``, baseline/store.py) rather than a file.
+    # A baseline store named by URL (``scheme://...``, baseline/ledger.py) rather than a file.
     baseline_url: str | None = None
     # The file --rg-suggest-floors writes (relative to where pytest runs); None for none or "-".
     floors: Path | None = None

@@ -43,6 +43,7 @@ GATE_ONLY_OPTIONS: dict[str, str] = {
     **{output.dest: output.flag for output in OPTIONAL_OUTPUTS},
     "rg_record": "--rg-record",
     "rg_pin": "--rg-pin",
+    "rg_base": "--rg-base",
 }
 
 #: The outputs of the writers from the ``retrieval_gate.writers`` entry-point group whose options
@@ -56,34 +57,62 @@ def gate_only_given(given: dict[str, object]) -> list[str]:
     return [flag for dest, flag in GATE_ONLY_OPTIONS.items() if given.get(dest)]
 
 
+def _refused(what: str, value: str, advice: str) -> argparse.ArgumentTypeError:
+    """A bad option value's usage error (pytest prints ``argument --rg-...: MESSAGE``): the value
+    quoted as display shows it, a key given by mistake masked and control characters escaped."""
+    from retrieval_gate.display import shown
+
+    return argparse.ArgumentTypeError(shown(f"invalid {what} {value!r}: {advice}"))
+
+
 def _system_name(value: str) -> str:
     if not value or not value.replace("-", "").replace("_", "").replace(".", "").isalnum():
-        raise argparse.ArgumentTypeError(
-            f"invalid system name {value!r}: use letters, digits, '-', '_' or '.'"
-        )
+        raise _refused("system name", value, "use letters, digits, '-', '_' or '.'")
     return value
 
 
 def _path_value(value: str) -> str:
     if not value.strip():
-        raise argparse.ArgumentTypeError(f"invalid path {value!r}: must not be empty")
+        raise _refused("path", value, "must not be empty")
     return value
 
 
-def _commit_value(value: str) -> str:
-    if not (4 <= len(value) <= 64 and all(c in "0123456789abcdefABCDEF" for c in value)):
-        raise argparse.ArgumentTypeError(
-            f"invalid commit {value!r}: give a commit hash or its prefix (4 to 64 hex digits)"
+def _ref_value(value: str) -> str:
+    # Passed to git as a revision (baseline/provenance.py): never a word git could read as an
+    # option, nor a control character or space, which no tag, branch or commit holds.
+    if (
+        not value
+        or len(value) > 255
+        or value.startswith("-")
+        or any(c.isspace() or ord(c) < 32 or c == "\x7f" for c in value)
+    ):
+        raise _refused(
+            "ref",
+            value,
+            "give a tag, a branch or a commit (a name without spaces or a leading '-')",
         )
+    return value
+
+
+def _base_value(value: str) -> str:
+    # Read with git show REF:path (baseline/base.py): never an option (a leading -), nor a path
+    # into the tree itself (REF:path), nor what no branch, tag or commit is spelled with.
+    allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./@{}^~+-")
+    if not value or value.startswith("-") or ":" in value or not set(value) <= allowed:
+        raise _refused("ref", value, "give a branch, tag or commit git knows (origin/main)")
+    if len(value) > 256 or ".." in value.split("/"):
+        raise _refused("ref", value, "give a branch, tag or commit git knows (origin/main)")
     return value
 
 
 def _floors_target(value: str) -> str:
     # The diff must never land on a suite file: it only ever proposes changes to them.
     if value != "-" and Path(value).suffix.lower() in SUITE_SUFFIXES:
-        raise argparse.ArgumentTypeError(
-            f"invalid path {value!r}: a {Path(value).suffix} file could be a suite; write the "
-            "diff to a .diff file, or '-' for the terminal"
+        raise _refused(
+            "path",
+            value,
+            f"a {Path(value).suffix} file could be a suite; write the diff to a .diff file, or "
+            "'-' for the terminal",
         )
     return _path_value(value)
 
@@ -308,12 +337,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--rg-pin",
         dest="rg_pin",
-        metavar="COMMIT",
-        type=_commit_value,
+        metavar="REF",
+        type=_ref_value,
         default=None,
-        help="compare slow drift with the history's record at COMMIT (a release; a prefix "
-        "only one commit of the history starts with) instead of the oldest record in the drift "
-        "window (default: the window)",
+        help="compare slow drift with the history's record at REF (a tag, branch or commit git "
+        "resolves: a release), or at its newest recorded ancestor, instead of the oldest record "
+        "in the drift window (default: the window)",
+    )
+    group.addoption(
+        "--rg-base",
+        dest="rg_base",
+        metavar="REF",
+        type=_base_value,
+        default=None,
+        help="the pull request's target branch (a branch, tag or commit git has, such as "
+        "origin/main): name what the baseline accepts against its baseline, and record it when "
+        "saving (default: origin/$GITHUB_BASE_REF in a GitHub pull-request run, else none)",
     )
     group.addoption(
         "--rg-no-cache",
@@ -377,12 +416,13 @@ def pytest_configure(config: pytest.Config) -> None:
     from retrieval_gate.collect import group_runs_on_workers
 
     group_runs_on_workers(config)
-    from retrieval_gate.baseline.store import use_metric_bounds
+    from retrieval_gate.baseline.entry import use_metric_bounds
     from retrieval_gate.errors import RetrievalGateError
     from retrieval_gate.metrics.registry import bounds_by_name, format_bounds
     from retrieval_gate.session import GateSession
 
     use_metric_bounds(bounds_by_name, format_bounds)  # a hand-edited P@10 of 5.0 is refused
+    session = None
     try:
         session = GateSession(
             config,
@@ -390,25 +430,64 @@ def pytest_configure(config: pytest.Config) -> None:
             suite_files=named_files(config),
             write_progress=progress_writer(config),
         )
+        # Reads the settings files again, under the size limit the session just installed: a
+        # settings file over its own max_file_mb is refused here, as a usage error.
+        _warn_ignored_settings(config, session)
     except RetrievalGateError as exc:
         from retrieval_gate.display import shown
         from retrieval_gate.files import door, lock, read
 
+        if session is not None:
+            session.close()
         read.configure(None)  # the session's size limit, set before it was refused
         door.configure(None)  # and its rootdir and lock timeout
         lock.configure(None)
         raise pytest.UsageError(shown(exc.format())) from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "retrieval_gate_session")
-    _warn_ignored_settings(config, session)
     from retrieval_gate.report.selection import PLUGIN_NAME, Selection
 
     config.pluginmanager.register(Selection(config), PLUGIN_NAME)
+    config.pluginmanager.register(ShownWarnings(), "retrieval_gate_warnings")
+    from retrieval_gate.report import channels
+
+    config.pluginmanager.register(channels.HeldOutChannels(config), channels.PLUGIN_NAME)
     if config.getoption("xmlpath", None):
         from retrieval_gate.report.junit import JunitNames
 
         age = session.history.age_properties(session.baseline)
-        config.pluginmanager.register(JunitNames(config, age), "retrieval_gate_junit")
+        collected = session.history.accepting.properties  # read once every item ran
+
+        def accepted() -> list[tuple[str, object]]:
+            return collected(session.collected.runs, session.collected.gates)
+
+        config.pluginmanager.register(JunitNames(config, age, accepted), "retrieval_gate_junit")
+
+
+class ShownWarnings:
+    """Every warning of a gate session shown as display shows any text before pytest's warnings
+    summary prints it as it is (and before xdist sends it from a worker): a retriever's or a
+    library's ``warnings.warn`` quoting a key, a URL or a document with control characters in
+    it, and the source line pytest prints under it. (The plugin's own warnings are shown when
+    made: errors.GateWarning.)"""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_warning_recorded(self, warning_message: Any) -> None:
+        import linecache
+
+        from retrieval_gate.display import shown
+
+        if warning_message.line is None and warning_message.filename:
+            line = linecache.getline(warning_message.filename, warning_message.lineno or 0)
+            warning_message.line = shown(line.strip())
+        message = warning_message.message
+        if isinstance(message, Warning):
+            text = str(message)
+            inert = shown(text, multiline=True)
+            if inert != text:
+                message.args = (inert,)
+        elif isinstance(message, str):
+            warning_message.message = shown(message, multiline=True)
 
 
 def _check_plan_options(config: pytest.Config) -> None:
@@ -524,7 +603,7 @@ def retrieval_system(request: pytest.FixtureRequest) -> Any:
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
-        from retrieval_gate.display import forget_secrets
+        from retrieval_gate.display import forget_secrets, unseal_held_out
         from retrieval_gate.files import door, lock, read
 
         session.close()
@@ -532,11 +611,20 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         door.configure(None)  # its rootdir and lock_timeout too
         lock.configure(None)
         forget_secrets()  # the session's settings registered them; a later session, its own
+        unseal_held_out()  # so did its suites' holdouts
         config.pluginmanager.unregister(session)
         del config.stash[SESSION_KEY]
-    for name in ("retrieval_gate_junit", "retrieval_gate_selection", "retrieval_gate_run_grouping"):
+    for name in (
+        "retrieval_gate_junit",
+        "retrieval_gate_selection",
+        "retrieval_gate_run_grouping",
+        "retrieval_gate_channels",
+    ):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
+            close = getattr(plugin, "close", None)
+            if close is not None:
+                close()
             config.pluginmanager.unregister(plugin)
 
 

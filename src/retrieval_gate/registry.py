@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from contextvars import ContextVar
 from types import ModuleType
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.usercode import Plugin, PluginLoadError, plugins
@@ -54,17 +54,22 @@ def package_modules(package: str, attr: str) -> list[ModuleType]:
     )
 
 
+def _from(source: str, dist: str) -> str:
+    return f"{source}, distribution {dist}" if dist else source
+
+
 class Registry(MutableMapping[str, T], Generic[T]):
     """Things of one sort by name, in registration order, loaded on the first look-up.
 
     ``what`` names the sort in messages ("suite kind"); ``kind`` is the class of its things;
     ``attr`` the module attribute holding a module's thing or things; ``group`` the entry-point
-    group (None: none); ``builtins`` returns the modules of the built-ins, in order (see
+    group (None: none), ``aliases`` its older names, whose entry points are read too; ``builtins`` returns the modules of the built-ins, in order (see
     :func:`package_modules`); ``name`` gives a thing's name; ``admit(thing, source)`` checks a
     thing before it is added and returns what is stored (raising the registry's error to refuse
     it; ``source`` says where it came from: a module's name, an entry point, ``register()``);
     ``replace``: whether a name taken again replaces the first thing (else refused, unless it is
-    the same thing again); ``error``: the registry's error class; ``from_plugin`` replaces the
+    the same thing again); ``"builtins"``: only a built-in's name may be taken again (a plugin
+    overrides a built-in; two plugins of one name are refused, naming both); ``error``: the registry's error class; ``from_plugin`` replaces the
     default reading of an entry point (the baseline stores' name is the entry point's);
     ``modules_register``: an entry point may name a module without ``attr`` that registers its
     things when imported (elsewhere such a module is an error: most likely a wrong name).
@@ -77,11 +82,12 @@ class Registry(MutableMapping[str, T], Generic[T]):
         kind: type[Any] | tuple[type[Any], ...],
         attr: str,
         group: str | None,
+        aliases: tuple[str, ...] = (),
         builtins: Callable[[], Iterable[ModuleType]],
         name: Callable[[T], str] | None = None,
         error: type[RetrievalGateError] | Callable[[str], Exception],
         admit: Callable[[T, str], T] | None = None,
-        replace: bool = False,
+        replace: bool | Literal["builtins"] = False,
         from_plugin: Callable[[Registry[T], Plugin], None] | None = None,
         modules_register: bool = False,
     ) -> None:
@@ -89,6 +95,7 @@ class Registry(MutableMapping[str, T], Generic[T]):
         self.kind = kind
         self.attr = attr
         self.group = group
+        self.aliases = aliases  # older names of the group, whose entry points are read too
         self._builtins = builtins
         # Most things carry their name: ``thing.name`` unless a registry says otherwise.
         self._name: Callable[[T], str] = name or operator.attrgetter("name")
@@ -99,6 +106,8 @@ class Registry(MutableMapping[str, T], Generic[T]):
         self._modules_register = modules_register
         self._things: dict[str, T] = {}
         self._sources: dict[str, str] = {}
+        self._dists: dict[str, str] = {}  # the distribution of an entry point's thing
+        self._builtin: set[str] = set()  # names a built-in holds
         self._loaded = False
         self._load_lock = threading.RLock()  # held while loading: other threads wait
         self._lock = threading.Lock()  # held while the table changes, briefly
@@ -119,10 +128,12 @@ class Registry(MutableMapping[str, T], Generic[T]):
                 for module in self._builtins():
                     for thing in self._things_of(getattr(module, self.attr), module.__name__):
                         self._add(thing, module.__name__)
+                        self._builtin.add(self._name(thing))
                 if self.group is not None:
                     try:
-                        for plugin in plugins(self.group):
-                            self._load_plugin(plugin)
+                        for group in (self.group, *self.aliases):
+                            for plugin in plugins(group):
+                                self._load_plugin(plugin)
                     except PluginLoadError as exc:  # a broken third-party plugin: say which
                         raise self._error(exc.message) from None
             finally:
@@ -143,14 +154,14 @@ class Registry(MutableMapping[str, T], Generic[T]):
             if held is None and self._modules_register:
                 return
             for thing in self._things_of(held, plugin.source):
-                self._add(thing, plugin.source)
+                self._add(thing, plugin.source, dist=plugin.dist)
             return
         if not isinstance(obj, self.kind) and callable(obj):
             obj = plugin.call()  # a function that registers its things itself or returns them
             if obj is None:
                 return
         for thing in self._things_of(obj, plugin.source):
-            self._add(thing, plugin.source)
+            self._add(thing, plugin.source, dist=plugin.dist)
 
     def _things_of(self, obj: Any, source: str) -> list[T]:
         if isinstance(obj, self.kind):
@@ -172,32 +183,48 @@ class Registry(MutableMapping[str, T], Generic[T]):
         self.load()
         return self._add(thing, source, name)
 
-    def _add(self, thing: T, source: str, name: str | None = None) -> T:
+    def _add(self, thing: T, source: str, name: str | None = None, *, dist: str = "") -> T:
         with self._lock:
-            return self._add_locked(thing, source, name)
+            return self._add_locked(thing, source, name, dist)
 
-    def _add_locked(self, thing: T, source: str, name: str | None) -> T:
+    def _add_locked(self, thing: T, source: str, name: str | None, dist: str) -> T:
         if not isinstance(thing, self.kind):
             raise self._error(f"{source} gave {thing!r}, not a {self.what}")
         key = self._name(thing) if name is None else name
         if not key:
             raise self._error(f"{source} gave {thing!r}, a {self.what} without a name")
         owner = self._things.get(key)
-        if owner is not None and not self._replace:
+        replaces = self._replace is True or (self._replace == "builtins" and key in self._builtin)
+        if owner is not None and not replaces:
             if owner is thing or owner == thing:
                 return owner  # registered already (a module's KIND that an entry point names)
             raise self._error(
-                f"{source}: {self.what} {key!r} is already registered ({self._sources[key]})"
+                f"{_from(source, dist)}: {self.what} {key!r} is already registered "
+                f"({self.described(key)}); uninstall one of them"
+                if self._replace == "builtins"
+                else f"{source}: {self.what} {key!r} is already registered ({self._sources[key]})"
             )
         stored = self._admit(thing, source) if self._admit is not None else thing
         self._things[key] = stored
         self._sources[key] = source
+        self._dists[key] = dist
+        self._builtin.discard(key)  # a plugin's now: a second plugin may not take it again
         return stored
 
     def source_of(self, name: str) -> str:
         """Where the thing of ``name`` came from: its module, entry point or ``register()``."""
         self.load()
         return self._sources[name]
+
+    def described(self, name: str) -> str:
+        """:meth:`source_of`, with the distribution an entry point came from when known."""
+        self.load()
+        return _from(self._sources[name], self._dists.get(name, ""))
+
+    def is_builtin(self, name: str) -> bool:
+        """Whether the thing of ``name`` is a built-in (not replaced by a plugin)."""
+        self.load()
+        return name in self._builtin
 
     # -- the mapping -------------------------------------------------------------------------
 
@@ -214,6 +241,8 @@ class Registry(MutableMapping[str, T], Generic[T]):
         with self._lock:
             del self._things[name]
             del self._sources[name]
+            self._dists.pop(name, None)
+            self._builtin.discard(name)
 
     def __iter__(self) -> Iterator[str]:
         self.load()

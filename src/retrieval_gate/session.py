@@ -1,7 +1,7 @@
 """Per-session state of an active gate, registered as a plugin object while ``--retrieval-gate``.
 
 What pytest sees: the hooks, wired to plain parts that know nothing of pytest (``options.py``,
-the ``RunCache``, the ``RegressionPlan``, the baseline store, the ``HistoryKeeper``, the
+the ``RunCache``, the ``RegressionPlan``, the run ledger, the ``HistoryKeeper``, the
 writers). Items hand their records over as an ``ItemPayload`` on their test reports, so the
 report is complete under xdist too: workers only attach, the controller gathers and writes.
 """
@@ -18,13 +18,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from retrieval_gate import progress
-from retrieval_gate.baseline.store import load_for_session, open_store
 from retrieval_gate.config import Settings, load_settings
-from retrieval_gate.display import shown
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.files import atomic, door, lock, read
 from retrieval_gate.gates.keeper import HistoryKeeper
 from retrieval_gate.gates.plan import RegressionPlan
+from retrieval_gate.gates.suggest import session_suggestions
 from retrieval_gate.options import (
     OptionValues,
     check_outputs,
@@ -33,11 +32,13 @@ from retrieval_gate.options import (
     select_reference,
     select_systems,
 )
-from retrieval_gate.records import ItemPayload, Outcome, RunRecord
+from retrieval_gate.records import ItemPayload, RunRecord
+from retrieval_gate.report.terminal import asked_detail, closing, render
 from retrieval_gate.runs.cache import RunCache, run_failure
 from retrieval_gate.systems import RunOptions
 
 if TYPE_CHECKING:
+    from retrieval_gate.gates.context import RunContext
     from retrieval_gate.gates.regressions import Regressions
     from retrieval_gate.report import ReportData
     from retrieval_gate.suites.suite import Suite
@@ -61,7 +62,6 @@ class GateSession:
         read.configure(self.settings.max_file_mb)  # plugin.py resets it at unconfigure
         door.configure(self.rootpath)  # and these two: writes stay in the project,
         lock.configure(self.settings.lock_timeout, progress.say)  # locks are waited for so long
-        self.systems: tuple[SystemConfig, ...]
         self.systems = select_systems(self.settings, values.systems, self.rootpath)
         self.reference = select_reference(self.systems, values.reference, self.settings.reference)
         self.outputs = resolve_outputs(values, self.settings)
@@ -73,33 +73,33 @@ class GateSession:
             protected=(self.settings.source, config.inipath),
             save_baseline=values.save_baseline,
         )
-        self.run_options = RunOptions(
-            cache_dir=self.outputs.cache_dir,
-            use_cache=not values.no_cache,
-            progress=not self.is_worker,
-        )
+        out = self.outputs
+        self.run_options = RunOptions(out.cache_dir, not values.no_cache, not self.is_worker)
         if not self.is_worker and write_progress is not None:
             sink = progress.ProgressSink(write=write_progress, interactive=sys.stdout.isatty())
             progress.install(sink)
         self.save_baseline = values.save_baseline
         self.suggest_floors: str | None = config.getoption("rg_suggest_floors", None)
-        out = self.outputs
         own = (*out.files(), out.baseline, out.cache_dir)  # the plugin's files, not the user's
-        self.store = open_store(out.baseline_url or out.baseline, own=own)
-        self.baseline, self.baseline_problem = load_for_session(
-            self.store, named=bool(values.baseline), saving=self.save_baseline
-        )
         self.runs = RunCache(self.settings, self.run_options, exclude=own, relpath=self.relpath)
         self.plan = RegressionPlan(self.settings)
-        self.history = HistoryKeeper(self.settings, self.rootpath, self.plan, config.getoption, own)
+        ledger = (self.settings, self.rootpath, self.plan, out.baseline_url or out.baseline)
+        self.history = HistoryKeeper(*ledger, [s.name for s in self.systems], config.getoption, own)
+        self.store = self.history.ledger  # the run ledger: its head (the baseline) and its log
+        self.baseline, self.baseline_problem = self.history.load_head(
+            named=bool(values.baseline), saving=self.save_baseline
+        )
         self._comparisons: dict[tuple[Path, str], Regressions] = {}
+        self.shared: dict[tuple[Path, str, str], Any] = {}  # the rules' (gates/context.py)
+        self.rule_state: dict[str, Any] = {}
         self._attached: set[tuple[Path, str]] = set()
         self._first_failures: dict[tuple[Path, str], str] = {}
         self.collected = ItemPayload()  # from this process's items, or the workers' under xdist
         self.written: list[Path] = []
         self.saved_baseline: str | None = None
         self.closing_lines: list[str] = []  # suggested floors, outputs that failed: said last
-        self._data: ReportData | None = None
+        self.unfinished: list[str] = []  # why the session did not finish cleanly (the marker)
+        self._summary: list[str] | None = None  # the terminal summary's lines, once rendered
 
     @property
     def is_worker(self) -> bool:  # an xdist worker: it attaches payloads, never writes
@@ -108,7 +108,7 @@ class GateSession:
     @property
     def where(self) -> str:
         """The baseline as messages and the report name it (a file relative to the rootdir)."""
-        path = getattr(self.store, "path", None)
+        path = getattr(self.store, "head_path", None)
         return self.relpath(path) if isinstance(path, Path) else self.store.location
 
     def relpath(self, path: Path) -> str:
@@ -127,15 +127,14 @@ class GateSession:
         """The run compared with its baseline run (computed once)."""
         key = (suite.path, system.name)
         if key not in self._comparisons:
-            record = self.record(suite, system)
-            base = self.base_run(suite, system)
+            record, base = self.record(suite, system), self.base_run(suite, system)
             self._comparisons[key] = self.plan.compare(suite, record, base, path=self.where)
         return self._comparisons[key]
 
-    def drift(self, suite: Suite, system: SystemConfig) -> dict[str, Outcome] | str:
-        from retrieval_gate.gates.drift import drift_outcomes
+    def context(self, suite: Suite, system: SystemConfig) -> RunContext:
+        from retrieval_gate.gates.context import RunContext  # what the rules read (gates/rule.py)
 
-        return drift_outcomes(suite, self.record(suite, system), self.base_run(suite, system))
+        return RunContext(self, suite, system)
 
     def first_failed_item(self, suite: Suite, system: SystemConfig, nodeid: str) -> str:
         """The node id of the first item that reported this suite x system's failed run."""
@@ -178,10 +177,28 @@ class GateSession:
             self.collected += ItemPayload.from_json(json.loads(blob))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.is_worker or not self.collected:
+        from retrieval_gate.report import Targets, selection, write_reports
+
+        if self.is_worker or selection.nothing_to_report(self.config):
             return
+        self.unfinished += selection.unfinished(session, exitstatus)  # interrupted, -x, crashed
+        for line in selection.plugin_failures(self.config):  # a plug-in's item properties
+            self._fail(session, line)
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
-        from retrieval_gate.report import ReportData, Targets, write_reports
+        # No gate item ran: the reports say so, and why (pytest's exit status 5).
+        ran = self.collected
+        data = self._finish(session, interrupted) if ran else selection.nothing_ran(session)
+        self._summary = list(render(data)) if ran else None  # before the twin: nothing after it
+        # The JSON twin last, its completion marker false when anything above did not finish.
+        targets = Targets.of(self.outputs, os.environ)
+        written = write_reports(data, targets, unfinished=self.unfinished)
+        self.written = written.files
+        for failure in written.failed:  # a gate whose report is lost has not done its job
+            self._fail(session, failure.line, failure.detail)
+
+    def _finish(self, session: pytest.Session, interrupted: bool) -> ReportData:
+        """The report, once the baseline is saved, the history appended and floors suggested."""
+        from retrieval_gate.report import ReportData
         from retrieval_gate.report.selection import partial_of
 
         data = ReportData.gathered(
@@ -197,53 +214,36 @@ class GateSession:
         )
         if self.save_baseline and data.runs and not interrupted:
             try:
-                self.store.save(data.runs, self.baseline)
+                self.history.save_head(data.runs, self.baseline)  # with what it accepts
                 self.saved_baseline = self.store.location
             except (OSError, RetrievalGateError) as exc:
                 self._fail(session, f"could not save the baseline {atomic.failed_write(exc)}")
         data = self.history.finish(data, self.baseline, bool(self.saved_baseline), interrupted)
         for message in self.history.failures:  # the history could not be appended to
             self._fail(session, message)
-        written = write_reports(data, Targets.of(self.outputs, os.environ))
-        self.written = written.files
-        for writer, error in written.failed:
-            # A gate whose report is lost has not done its job: the session fails.
-            self._fail(session, f"could not write the {writer.noun} {atomic.failed_write(error)}")
-        self._data = data
         if self.suggest_floors and not interrupted:
-            from retrieval_gate.gates.suggest import session_suggestions
-
+            where = {"rootpath": self.rootpath, "cwd": self.config.invocation_params.dir}
             try:
-                self.closing_lines += session_suggestions(
-                    self.suggest_floors,
-                    data.runs,
-                    self.baseline,
-                    rootpath=self.rootpath,
-                    cwd=self.config.invocation_params.dir,
+                found = session_suggestions(
+                    self.suggest_floors, data.runs, self.baseline, seed=self.settings.seed, **where
                 )
+                self.closing_lines += found
             except (OSError, RetrievalGateError) as exc:
                 self._fail(session, f"could not suggest floors: {atomic.failed_write(exc)}")
+        return data
 
-    def _fail(self, session: pytest.Session, message: str) -> None:
+    def _fail(self, session: pytest.Session, message: str, detail: str | None = None) -> None:
+        """The session fails, unfinished (the marker says why), saying ``message`` last."""
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        self.unfinished.append(message)
         self.closing_lines.append(f"retrieval gate: {message}")  # not mid-line after the dots
+        self.closing_lines += asked_detail(self.config.getoption, detail)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        data = self._data
-        if data is None or self.is_worker:
+        if self.is_worker:
             return
-        from retrieval_gate.report.terminal import announced, render
-
-        terminalreporter.write_sep("=", "retrieval gate")
-        for line in render(data):
-            terminalreporter.write_line(line)  # escaped and redacted there
-        for path in self.written:
-            terminalreporter.write_sep("-", shown(announced(path)))
-        if (problem := self.baseline_problem) is not None:
-            terminalreporter.write_line(shown(f"replaced an unreadable baseline: {problem}"))
-        if (saved := self.saved_baseline) is not None:
-            terminalreporter.write_sep("-", shown(f"saved retrieval gate baseline: {saved}"))
-        for line in self.history.written:
-            terminalreporter.write_sep("-", shown(line))
-        for line in [*self.history.lines, *self.closing_lines]:
-            terminalreporter.write_line(shown(line))
+        saved, notes = self.saved_baseline, (*self.history.lines, *self.closing_lines)
+        for sep, line in closing(
+            self._summary, self.written, self.baseline_problem, saved, self.history.written, notes
+        ):  # each line escaped and redacted there
+            terminalreporter.write_sep(sep, line) if sep else terminalreporter.write_line(line)

@@ -290,11 +290,14 @@ class PluginLoadError(RetrievalGateError):
 @dataclass(frozen=True)
 class Plugin:
     """One loaded entry point: its ``name``, ``source`` (how messages name it) and the loaded
-    ``obj``; a registry that accepts a function registering itself calls it with :meth:`call`."""
+    ``obj``; a registry that accepts a function registering itself calls it with :meth:`call`.
+    ``dist``: the distribution that declares it (``name version``), empty when unknown: two
+    distributions may declare entry points of the same name and value."""
 
     name: str
     source: str
     obj: Any
+    dist: str = ""
 
     def call(self) -> Any:
         """``obj()`` as the user's code: the same limit, any failure a PluginLoadError."""
@@ -317,7 +320,18 @@ def plugins(group: str) -> Iterator[Plugin]:
             loaded = call_user_code(ep.load, DEFAULT_TIMEOUT_S)
         except UserCodeFailure as exc:
             raise PluginLoadError(f"{source} cannot be loaded: {exc.brief}") from None
-        yield Plugin(name=ep.name, source=source, obj=loaded)
+        yield Plugin(name=ep.name, source=source, obj=loaded, dist=_distribution(ep))
+
+
+def _distribution(ep: Any) -> str:
+    """``name version`` of the distribution that declares ``ep``, empty when unknown."""
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return ""
+    try:
+        return f"{dist.name} {dist.version}".strip()
+    except Exception:  # metadata without a name or a version: the entry point still names it
+        return ""
 
 
 def import_reference(ref: str, root: Path) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
 
@@ -184,3 +185,221 @@ def test_quoted_text_is_one_line_masked_escaped_and_cut() -> None:
     assert quoted("key hunter2-the-secret\n\x1b[2J  refused") == "key *** \\x1b[2J refused"
     assert quoted("x" * 1000) == "x" * 157 + "..."
     assert quoted("x" * 50, limit=20) == "x" * 17 + "..."
+
+
+# -- hostile rows: a secret as a service, a library or a log gives it back ----------------------
+
+#: A key of no known shape, holding "/" and "+" as AWS secret keys and base64 tokens do.
+KEY = "Zq7kV3/unique+KEY/9xwAb"
+
+
+@dataclass(frozen=True)
+class Hostile:
+    """A text as display shows it (``shown``, a block of lines) with ``secrets`` registered."""
+
+    id: str
+    text: str
+    expected: str
+    secrets: tuple[str, ...] = (KEY,)
+
+
+# Each row's outcome on 65934fb (before display/forms.py) is in its comment.
+HOSTILE_ROWS = [
+    # Broken over lines: by the service, a log's wrapping, MIME base64 (76 columns).
+    Hostile(  # security: both halves shown
+        "split-over-two-lines",
+        "bad key Zq7kV3/uni\nque+KEY/9xwAb refused",
+        "bad key ***\n*** refused",
+    ),
+    Hostile(  # security
+        "split-with-indentation",
+        "error:\n  bad key Zq7kV3/unique+\n      KEY/9xwAb",
+        "error:\n  bad key ***\n***",
+    ),
+    Hostile("split-crlf", "bad key Zq7kV3\r\n/unique+KEY/9xwAb", "bad key ***\\x0d\n***"),  # sec.
+    Hostile(  # security
+        "split-by-json-newline-escape",
+        '{"e": "Zq7kV3/un\\nique+KEY/9xwAb"}',
+        '{"e": "***"}',
+    ),
+    Hostile(  # security: base64 of 49 bytes then the key, wrapped at 76 columns
+        "base64-wrapped-at-76",
+        "eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eFpxN2tWMy91\n"
+        "bmlxdWUrS0VZLzl4d0Fi",
+        "eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eF***\n***",
+    ),
+    # In another case, escaped in ways and depths a JSON writer or a repr chooses.
+    Hostile("upper-case", "BAD KEY ZQ7KV3/UNIQUE+KEY/9XWAB", "BAD KEY ***"),  # security
+    Hostile("mixed-case-and-escapes", "key zQ7Kv3\\/UNIQUE+key\\/9XWaB", "key ***"),  # security
+    Hostile(  # security
+        "json-within-json",
+        '{"body": "{\\"error\\": \\"bad key Zq7kV3\\\\/unique+KEY\\\\/9xwAb\\"}"}',
+        '{"body": "{\\"error\\": \\"bad key ***\\"}"}',
+    ),
+    Hostile(  # security
+        "python-repr-x-escapes",
+        "ValueError('\\x5aq7kV3\\x2funique\\x2bKEY\\x2f9xwAb')",
+        "ValueError('***')",
+    ),
+    Hostile("u-escapes-upper-hex-and-U", "k=\\u005Aq7\\U0000006bV3/unique+KEY/9xwAb", "k=***"),
+    Hostile(  # security
+        "percent-encoded-twice", "next=Zq7kV3%252Funique%252BKEY%252F9xwAb", "next=***"
+    ),
+    Hostile("html-decimal-entities", "Zq7kV3&#47;unique&#0043;KEY&#47;9xwAb", "***"),  # security
+    Hostile(  # security
+        "hex-upper-case", "bytes 5A71376B56332F756E697175652B4B45592F3978774162", "bytes ***"
+    ),
+    Hostile(  # security: base64 in a query string
+        "in-a-query-string-base64",
+        "GET /v1?auth=WnE3a1YzL3VuaXF1ZStLRVkvOXh3QWI=",
+        "GET /v1?auth=***I=",
+    ),
+    # Coloured, or with invisible characters between its characters.
+    Hostile(  # security: "m" before the key made it look inside a word
+        "ansi-colour-around", "\x1b[31mZq7kV3/unique+KEY/9xwAb\x1b[0m", "\\x1b[31m***"
+    ),
+    Hostile("ansi-colour-inside", "Zq7kV3/u\x1b[1mnique+KEY/9xwAb", "***"),  # security
+    Hostile(  # security
+        "bidi-controls-between", "Zq7kV\u202e3/uni\u202eque+K\u202eEY/9x\u202ewAb", "***"
+    ),
+    Hostile("zero-width-space-inside", "Zq7k\u200bV3/unique+KEY/9xwAb", "***"),  # security
+    # Where it stands: inside a longer word, or overlapping another secret.
+    Hostile(  # security: "Zq7kV3/" shown
+        "substring-of-another-secret",
+        "Zq7kV3/unique+KEY/9xwAbCDEF12",
+        "***",
+        (KEY, "unique+KEY/9xwAbCDEF12"),
+    ),
+    Hostile(  # security
+        "inside-a-file-name",
+        "cannot read corpus/xZq7kV3/unique+KEY/9xwAb.md",
+        "cannot read corpus/x***.md",
+    ),
+    # A DSN's password, percent-encoded in lower case (the upper case form was masked).
+    Hostile(  # security
+        "percent-lowercase",
+        "user gate with p%40ss%2fw0rd%21x",
+        "user gate with ***",
+        ("p@ss/w0rd!x",),
+    ),
+    Hostile(  # security
+        "percent-utf8-lowercase",
+        "login p%c3%a4ssw%c3%b6rd-%c3%bc1",
+        "login ***",
+        ("pässwörd-ü1",),
+    ),
+    Hostile(  # clear: the URL's password, by its shape
+        "url-userinfo-percent-encoded",
+        "postgresql://gate:p%40ss%2fw0rd%21x@db/gate",
+        "postgresql://gate:***@db/gate",
+        ("p@ss/w0rd!x",),
+    ),
+    Hostile(  # security
+        "query-string-percent-encoded-key",
+        "GET /v1/embeddings?key=Zq7kV3%2funique%2bkey%2f9xwAb&model=m",
+        "GET /v1/embeddings?key=***&model=m",
+    ),
+    # A short password (a word of its own, below forms.WORD_LENGTH) and a very short one.
+    Hostile(  # security
+        "short-password-after-colour",
+        "\x1b[1mpostgres\x1b[0m refused",
+        "\\x1b[1m*** refused",
+        ("postgres",),
+    ),
+    Hostile(  # clear
+        "short-password-in-a-longer-word",
+        "postgresql://postgres@db",
+        "postgresql://***@db",
+        ("postgres",),
+    ),
+    Hostile(  # clear: below MIN_SECRET_LENGTH, masked only where it stands as a credential
+        "five-characters-stay-readable", "ab1cd password=ab1cd", "ab1cd password=***", ("ab1cd",)
+    ),
+    # Credentials no one registered, found by their shape in the text as decoded.
+    Hostile(  # security
+        "unregistered-openai-key-json-escaped",
+        '{"error": "bad key \\u0073k-proj-abcdefghijklmnop"}',
+        '{"error": "bad key ***"}',
+        (),
+    ),
+    Hostile(  # security
+        "unregistered-openai-key-coloured",
+        "\x1b[31msk-proj-abcdefghijklmn\x1b[0m",
+        "\\x1b[31m***",
+        (),
+    ),
+    Hostile(  # security
+        "unregistered-dsn-json-escaped",
+        '{"dsn": "postgresql:\\/\\/gate:Zq7pw99@db\\/x"}',
+        '{"dsn": "postgresql:\\/\\/gate:***@db\\/x"}',
+        (),
+    ),
+    Hostile(  # security: a URL given where a path goes loses a slash
+        "dsn-through-a-path",
+        "cannot read postgresql:/gate:Zq7pw99@db/x.json",
+        "cannot read postgresql:/gate:***@db/x.json",
+        (),
+    ),
+    Hostile(  # security: the base64 of the token a pattern found
+        "token-and-its-base64-beside-it",
+        "token=Zq7abcdefgh1 sent as WnE3YWJjZGVmZ2gx",
+        "token=*** sent as ***",
+        (),
+    ),
+    # What only reads as an escape: a secret holding "%41", a value holding "%20".
+    Hostile(  # clear
+        "secret-holding-a-percent-sequence",
+        "bad p%41ss-word9 beside \\u0041",
+        "bad *** beside \\u0041",
+        ("p%41ss-word9",),
+    ),
+    Hostile("password-holding-a-percent-sequence", "password=ab%20cd x", "password=*** x", ()),
+    # Invisible characters that break a line or make two ids look alike.
+    Hostile(
+        "line-separator-in-an-id", "id q\u2028FAILED fake", "id q\\u2028FAILED fake", ()
+    ),  # silent
+    Hostile(
+        "zero-width-space-in-an-id", "id jo\u200bin_orders", "id jo\\u200bin_orders", ()
+    ),  # silent
+]
+
+
+@pytest.mark.parametrize("row", HOSTILE_ROWS, ids=[row.id for row in HOSTILE_ROWS])
+def test_a_hostile_text_is_shown_masked_and_inert(row: Hostile) -> None:
+    for secret in row.secrets:
+        register_secret(secret)
+    assert shown(row.text, multiline=True) == row.expected
+    assert shown(row.expected, multiline=True) == row.expected  # nothing left to mask or escape
+
+
+@pytest.mark.parametrize(
+    ("echoed", "expected"),
+    [
+        ('{"error": "bad key Zq7kV3\\/unique+KEY\\/9xwAb"}', '{"error": "bad key ***"}'),
+        ("bad key \\u005aq7kV3/\\u0075nique+KEY/9xwAb", "bad key ***"),
+        # base64("user:" + key), HTTP Basic's: the characters that also hold the bytes beside
+        # the key stay (2 or 4 of its bits each).
+        ("Basic dXNlcjpacTdrVjMvdW5pcXVlK0tFWS85eHdBYg==", "Basic dXNlcjp***g=="),
+        ("WnE3a1YzL3VuaXF1ZStLRVkvOXh3QWI=", "***I="),  # base64 of the key
+        ("YWJacTdrVjMvdW5pcXVlK0tFWS85eHdBYg", "YWJ***g"),  # base64url of "ab" + key
+        ("5a71376b56332f756e697175652b4b45592f3978774162", "***"),  # hex
+        ("?k=Zq7kV3%2Funique%2BKEY%2F9xwAb", "?k=***"),  # percent-encoded
+        ("Zq7kV3&#x2F;unique&plus;KEY&sol;9xwAb", "***"),  # HTML character references
+    ],
+    ids=["json-slash", "json-u", "base64-basic", "base64", "base64url", "hex", "percent", "html"],
+)
+def test_a_registered_secret_is_masked_in_its_escaped_and_encoded_forms(
+    echoed: str, expected: str
+) -> None:
+    register_secret(KEY)
+    assert redact(echoed) == expected
+
+
+def test_the_base64_of_a_secret_is_found_at_each_alignment_of_a_longer_text() -> None:
+    import base64
+
+    register_secret(KEY)
+    for prefix in ("", "u", "us", "user:", "Bearer:x"):
+        encoded = base64.b64encode(f"{prefix}{KEY}:".encode()).decode()
+        masked = redact(encoded)
+        assert masked.count("***") == 1 and len(masked) < len(encoded) - 24, (prefix, masked)

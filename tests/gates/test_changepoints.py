@@ -1,208 +1,182 @@
-"""gates/changepoints.py: E-divisive means with a permutation test."""
+"""gates/changepoints.py: a history's steps and slides, from a piecewise model of levels and
+lines chosen by a penalised least-squares criterion; deterministic."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
 
-from retrieval_gate.gates import changepoints
-from retrieval_gate.gates.changepoints import ChangePoint, _q_statistics, change_points
+from retrieval_gate.gates.changepoints import noise, penalties, shape
+
+#: The history project's tolerance (tests/integration/history_project.py): 0.02 / 0.6.
+TOLERANCE = 0.02 / 0.6
+FLOOR = TOLERANCE / 4  # the least noise the keeper assumes
 
 
-def test_a_level_shift_at_step_15_is_named_there() -> None:
-    rng = np.random.default_rng(7)
-    values = np.r_[rng.normal(0.70, 0.01, 15), rng.normal(0.66, 0.01, 15)]
-    found = change_points(values)
-    assert len(found) == 1
-    assert abs(found[0].index - 15) <= 1
-    assert -0.05 < found[0].shift < -0.03
+def test_a_steady_slide_of_ten_merges_is_one_slide_since_its_first_record() -> None:
+    # Ten merges each losing 0.6 x the tolerance (0.02): the first record and ten more.
+    values = [1.0 - 0.02 * k for k in range(11)]
+    found = shape(values, floor=FLOOR)
+    assert found.changes == ()
+    (slide,) = found.slides
+    assert (slide.start, slide.end, slide.steps) == (0, 10, 10)
+    assert slide.slope == pytest.approx(-0.02)
+    assert (slide.first, slide.last) == pytest.approx((1.0, 0.8))
 
 
-def test_an_unchanged_history_has_no_change_point() -> None:
-    assert change_points([0.7] * 30) == []
+def test_an_uneven_slide_is_still_one_slide_with_its_mean_slope() -> None:
+    # Each merge loses 0.6 x the tolerance give or take 40 % (0.012 to 0.028), as real merges do.
+    drops = [0.020, 0.012, 0.028, 0.016, 0.024, 0.020, 0.028, 0.012, 0.020, 0.020]
+    values = np.r_[0.9, 0.9 - np.cumsum(drops)]
+    found = shape(values, floor=FLOOR)
+    assert found.changes == ()
+    (slide,) = found.slides
+    assert (slide.start, slide.end) == (0, 10)
+    # The least-squares slope: sum (t - 5)(x_t - mean) / sum (t - 5)^2, near the mean drop 0.02.
+    t = np.arange(11)
+    expected = float(np.sum((t - 5) * (values - values.mean())) / np.sum((t - 5) ** 2))
+    assert slide.slope == pytest.approx(expected)
+    assert -0.022 < slide.slope < -0.018
 
 
-def test_the_statistic_by_hand() -> None:
-    # x = 0, 0, 1, 1 split at 2 (two points each side, the minimum here): A, the mean
-    # |x_i - x_j| across the split, is 1; B and C, within each side, are 0; so
-    # Q = 2 * 2 / 4 * (2 * 1 - 0 - 0) = 2.
-    q = _q_statistics(np.array([0.0, 0.0, 1.0, 1.0]), 2)
-    assert q[2] == 2.0
+def test_a_slide_is_named_alike_at_every_length_of_its_history() -> None:
+    # Each run of the gate sees the history one merge longer: from the fourth merge on, each
+    # names the same slide, from the same first record, at the same slope.
+    values = [1.0 - 0.02 * k for k in range(11)]
+    for length in range(5, 12):
+        (slide,) = shape(values[:length], floor=FLOOR).slides
+        assert (slide.start, slide.end) == (0, length - 1), length
+        assert slide.slope == pytest.approx(-0.02), length
 
 
-def test_same_series_same_answer() -> None:
+def test_the_same_values_give_the_same_shape_whatever_ran_before() -> None:
+    # Nothing is drawn at random: no seed to pass, and numpy's global state does not matter.
     rng = np.random.default_rng(3)
-    values = rng.normal(0.5, 0.02, 25)
-    assert change_points(values, seed=5) == change_points(values, seed=5)
+    values = np.r_[rng.normal(0.7, 0.01, 12), 0.7 - 0.01 * np.arange(1, 13)]
+    first = shape(values, floor=FLOOR)
+    np.random.seed(99)
+    np.random.random(1000)
+    assert shape(values.copy(), floor=FLOOR) == first
+    assert shape(list(values), floor=FLOOR) == first
 
 
-def _reference_change_points(
-    values: np.ndarray, *, level: float, permutations: int, seed: int, min_size: int = 3
-) -> list[ChangePoint]:
-    """The implementation before the permutation test stopped scoring decided splits: a loop
-    over tau for every permutation. The current one must give exactly its answers."""
-
-    def best_split(x: np.ndarray) -> tuple[int, float]:
-        n = len(x)
-        d = np.abs(x[:, None] - x[None, :])
-        s = np.zeros((n + 1, n + 1))
-        s[1:, 1:] = d.cumsum(0).cumsum(1)
-        out = np.full(n + 1, -np.inf)
-        for tau in range(min_size, n - min_size + 1):
-            m = n - tau
-            a = (s[tau, n] - s[tau, tau]) / (tau * m)
-            b = s[tau, tau] / 2.0 / (tau * (tau - 1) / 2.0)
-            c = (s[n, n] - s[tau, n] - s[n, tau] + s[tau, tau]) / 2.0 / (m * (m - 1) / 2.0)
-            out[tau] = tau * m / n * (2.0 * a - b - c)
-        best = int(np.argmax(out))
-        return best, float(out[best])
-
-    x = np.asarray(values, dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    found: list[int] = []
-    p_values: dict[int, float] = {}
-    segments = [(0, len(x))]
-    while segments:
-        lo, hi = segments.pop()
-        part = x[lo:hi]
-        if len(part) < 2 * min_size or float(np.ptp(part)) == 0.0:
-            continue
-        tau, q = best_split(part)
-        if q <= 0.0:
-            continue
-        exceed = sum(best_split(rng.permutation(part))[1] >= q - 1e-12 for _ in range(permutations))
-        p = (1 + exceed) / (1 + permutations)
-        if p > level:
-            continue
-        found.append(lo + tau)
-        p_values[lo + tau] = p
-        segments += [(lo, lo + tau), (lo + tau, hi)]
-    found.sort()
-    bounds = [0, *found, len(x)]
-    return [
-        ChangePoint(
-            index,
-            float(x[bounds[i] : index].mean()),
-            float(x[index : bounds[i + 2]].mean()),
-            p_values[index],
-        )
-        for i, index in enumerate(found)
-    ]
+def test_a_level_then_a_slide_starts_the_slide_at_the_levels_last_record() -> None:
+    # Five merges at 0.9, then ten each losing 0.02: the slide began after index 4, where the
+    # level's last value is the line's first.
+    values = [0.9] * 5 + [0.9 - 0.02 * k for k in range(1, 11)]
+    found = shape(values, floor=FLOOR)
+    assert found.changes == ()
+    (slide,) = found.slides
+    assert (slide.start, slide.end, slide.steps) == (4, 14, 10)
+    assert slide.first == pytest.approx(0.9)
 
 
-def _seeded_histories() -> list[np.ndarray]:
-    """Continuous noise, coarse metric values (many ties: P@1 over 4 or 10 queries), level
-    shifts of each, constant series and runs of one value, short and longer histories."""
-    out = []
-    for i in range(24):
-        rng = np.random.default_rng(500 + i)
-        n = int(rng.integers(6, 48))
-        if i % 3 == 0:
-            values = rng.normal(0.7, 0.01, n)
-        else:
-            values = rng.integers(0, 4 if i % 3 == 1 else 10, n) / (4 if i % 3 == 1 else 10)
-        if i % 2:
-            values[n // 2 :] += 0.5
-        out.append(values)
-    out += [
-        np.full(20, 0.7),
-        np.r_[np.full(10, 0.5), np.full(10, 0.75)],
-        np.r_[np.full(8, 1.0), np.full(8, 0.0), np.full(8, 1.0)],
-        np.tile([0.0, 1.0], 12),
-    ]
-    return out
+def test_a_slide_that_ended_runs_into_the_level_it_reached() -> None:
+    # 0.9 for six records, eight merges losing 0.02 each, then 0.74 for six: the slide's last
+    # drop lands on index 13, the first record of the new level.
+    values = [0.9] * 6 + [0.9 - 0.02 * k for k in range(1, 9)] + [0.74] * 6
+    found = shape(values, floor=FLOOR)
+    assert found.changes == ()
+    (slide,) = found.slides
+    assert (slide.start, slide.end) == (5, 13)
+    assert (slide.first, slide.last) == pytest.approx((0.9, 0.74))
 
 
-@pytest.mark.parametrize("quick_from", [changepoints.QUICK_FROM, 0])
-@pytest.mark.parametrize(("level", "permutations"), [(0.01, 199), (0.05, 99), (0.2, 29)])
-def test_the_same_change_points_and_p_values_as_scoring_every_permutation(
-    level: float, permutations: int, quick_from: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # quick_from 0: every segment's permutations are scored in O(n log n), as long ones are.
-    monkeypatch.setattr(changepoints, "QUICK_FROM", quick_from)
-    for seed, values in enumerate(_seeded_histories()):
-        expected = _reference_change_points(
-            values, level=level, permutations=permutations, seed=seed
-        )
-        found = change_points(values, level=level, permutations=permutations, seed=seed)
-        assert found == expected, (seed, values)
+def test_a_one_step_drop_is_one_change_point_at_its_commit() -> None:
+    # Eight records at 0.9, then seven at 0.8: one step, at index 8, no slide.
+    found = shape([0.9] * 8 + [0.8] * 7, floor=FLOOR)
+    assert found.slides == ()
+    (change,) = found.changes
+    assert change.index == 8
+    assert (change.before, change.after) == pytest.approx((0.9, 0.8))
 
 
-def test_a_long_history_has_the_same_change_points_and_p_values() -> None:
-    # 160 points: its segments past QUICK_FROM score permutations in O(n log n), at the default.
-    rng = np.random.default_rng(13)
-    values = np.r_[rng.normal(0.7, 0.01, 100), rng.normal(0.68, 0.01, 60)]
-    expected = _reference_change_points(values, level=0.01, permutations=199, seed=1)
-    assert [c.index for c in expected] == [101]  # the shift at 100, as this noise places it
-    assert change_points(values, seed=1) == expected
+def test_a_step_in_a_wobbling_history_is_one_change_point() -> None:
+    # 0.9 then 0.8 from index 15, with a wobble of +-0.01 (the history tests' pattern).
+    wobble = [0.01, -0.01, 0.0] * 10
+    values = [(0.9 if i < 15 else 0.8) + wobble[i] for i in range(30)]
+    found = shape(values, floor=FLOOR)
+    assert found.slides == ()
+    (change,) = found.changes
+    assert change.index == 15
+    assert change.shift == pytest.approx(-0.1, abs=0.005)
 
 
-def test_a_rejected_split_stops_scoring_permutations_once_decided(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # An unchanged, noisy history: its first split is rejected (no change point). With
-    # p = (1 + exceed) / 200 <= 0.01 needing exceed <= 1, scoring stops at the second permuted
-    # series whose max Q reaches the observed one, not after all 199.
-    monkeypatch.setattr(changepoints, "QUICK_FROM", 0)
-    scored = []
-    quick_max = changepoints._quick_max
-
-    def counting(x: np.ndarray, size: int) -> float:
-        scored.append(len(x))
-        return quick_max(x, size)
-
-    monkeypatch.setattr(changepoints, "_quick_max", counting)
-    values = np.random.default_rng(10_000).normal(0.7, 0.01, 30)
-    assert change_points(values, seed=0) == []
-    assert 2 <= len(scored) < 199
+def test_a_step_of_one_tolerance_in_a_history_without_noise_is_named() -> None:
+    found = shape([0.9] * 8 + [0.9 - TOLERANCE] * 7, floor=FLOOR)
+    assert [c.index for c in found.changes] == [8] and found.slides == ()
 
 
-def test_permutations_are_scored_in_o_n_log_n_and_decided_exactly(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # A shift of 5 sd at step 40 of 80: the first split passes all 199 permutations, each
-    # scored by _quick_max, far below the observed max Q; the n x n computation runs once per
-    # segment searched (the observed series), not once per permutation.
-    exact = []
-    call = changepoints._SplitScores.__call__
-
-    def counting(self: changepoints._SplitScores, x: np.ndarray) -> np.ndarray:
-        exact.append(len(x))
-        return call(self, x)
-
-    monkeypatch.setattr(changepoints._SplitScores, "__call__", counting)
-    monkeypatch.setattr(changepoints, "QUICK_FROM", 0)
-    rng = np.random.default_rng(11)
-    values = np.r_[rng.normal(0.70, 0.01, 40), rng.normal(0.65, 0.01, 40)]
-    (found,) = change_points(values, seed=0)
-    assert found.index == 40 and found.p_value == 1 / 200
-    assert exact[0] == 80 and len(exact) <= 3  # the series, then (at most) its two sides
+def test_a_step_inside_a_slide_is_a_step_between_two_slides() -> None:
+    values = [0.9 - 0.01 * k for k in range(10)] + [0.8 - 0.01 * k for k in range(10, 20)]
+    found = shape(values, floor=FLOOR)
+    (change,) = found.changes
+    assert change.index == 10
+    # Beyond the slide's own 0.01 per record, the step is 0.1: 0.81 -> 0.70.
+    assert (change.before, change.after) == pytest.approx((0.81, 0.70))
+    assert [(s.start, s.end) for s in found.slides] == [(0, 9), (10, 19)]
+    assert all(s.slope == pytest.approx(-0.01) for s in found.slides)
 
 
-def test_the_quick_max_is_within_a_hundredth_of_its_rounding_bound() -> None:
-    rng = np.random.default_rng(12)
-    for trial in range(120):
-        n = int(rng.integers(6, 300))
-        values = [
-            rng.normal(0.7, 0.01, n),
-            rng.integers(0, 4, n) / 4,  # ties
-            1e6 + rng.normal(0.0, 1.0, n),  # far from 0: the centring's case
-            np.r_[rng.normal(0.7, 0.01, n // 2), rng.normal(0.5, 0.01, n - n // 2)],
-        ][trial % 4]
-        spread = float(np.ptp(values))
-        if spread == 0.0:
-            continue
-        exact = float(np.max(changepoints._SplitScores(n, 3)(values)))
-        quick = changepoints._quick_max(values, 3)
-        assert abs(quick - exact) <= changepoints._rounding_bound(n, spread) / 100, (trial, n)
+@pytest.mark.parametrize("seed", range(10))
+def test_a_flat_noisy_history_names_nothing(seed: int) -> None:
+    values = np.random.default_rng(10_000 + seed).normal(0.7, 0.01, 30)
+    found = shape(values, floor=FLOOR)
+    assert (found.changes, found.slides) == ((), ())
 
 
-def test_the_n_x_n_computation_alone_gives_the_same_answers(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # An infinite bound sends every permutation to the n x n computation: the fallback path.
-    monkeypatch.setattr(changepoints, "_rounding_bound", lambda n, spread: float("inf"))
-    monkeypatch.setattr(changepoints, "QUICK_FROM", 0)
-    for seed, values in enumerate(_seeded_histories()[:12]):
-        expected = _reference_change_points(values, level=0.05, permutations=99, seed=seed)
-        assert change_points(values, level=0.05, permutations=99, seed=seed) == expected
+def test_a_flat_history_of_coarse_values_names_nothing() -> None:
+    # P@1 over 50 queries of an unchanged nondeterministic system: 40 to 42 right, in steps of 0.02.
+    values = np.random.default_rng(4).binomial(50, 0.82, 30) / 50
+    found = shape(values, floor=FLOOR)
+    assert (found.changes, found.slides) == ((), ())
+
+
+def test_identical_values_name_nothing() -> None:
+    found = shape([0.7] * 30, floor=FLOOR)
+    assert (found.changes, found.slides, found.sigma) == ((), (), 0.0)
+    assert shape([0.7, 0.6, 0.5]).slides == ()  # three points: no slide has room
+
+
+def test_a_slide_is_named_once_its_fit_beats_a_level_by_the_slope_penalty() -> None:
+    # Ten records on a line of slope b with no noise, sigma = the floor 1 (known: the penalties
+    # without their part for a sigma read from the values). A level leaves RSS = b^2 * sum
+    # (t - 4.5)^2 = 82.5 b^2; a line leaves 0 and costs the slope penalty 7.5 + 0.75 ln 10 =
+    # 9.227; two levels of five leave 2 * 10 b^2 and cost a cut, 11 + 1.5 ln 10 = 14.454, more
+    # than the line at every b. So a slide from b^2 > 9.227 / 82.5, b > 0.3344.
+    step_penalty, slope_penalty = penalties(10, known=True)
+    assert step_penalty == pytest.approx(11 + 1.5 * math.log(10))
+    assert slope_penalty == pytest.approx(7.5 + 0.75 * math.log(10))
+    assert math.sqrt(slope_penalty / 82.5) == pytest.approx(0.3344, abs=1e-4)
+    below = shape([0.33 * t for t in range(10)], floor=1.0)
+    above = shape([0.34 * t for t in range(10)], floor=1.0)
+    assert (below.changes, below.slides, below.sigma) == ((), (), 1.0)
+    assert above.changes == () and [s.slope for s in above.slides] == [pytest.approx(0.34)]
+    # Read from the values, sigma is loose: each penalty carries 60 / n more.
+    assert penalties(10) == pytest.approx((step_penalty + 6, slope_penalty + 6))
+
+
+def test_the_first_guess_of_the_noise_by_hand() -> None:
+    # Second differences of 0, 1, 2, 4: 0 and 1; their median 0.5; 1.4826 * 0.5 / sqrt(6).
+    assert noise([0.0, 1.0, 2.0, 4.0]) == pytest.approx(1.4826 * 0.5 / math.sqrt(6))
+    # A level turning into a slide is no noise: its second differences are 0 but one.
+    assert noise([0.9, 0.9, 0.9, 0.9, 0.88, 0.86, 0.84]) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_sigma_is_the_residual_sd_of_the_fit_it_chose() -> None:
+    # Independent noise, nothing named: sigma is the sample standard deviation (n - 1).
+    values = np.random.default_rng(10_001).normal(0.7, 0.01, 30)
+    found = shape(values)
+    assert (found.changes, found.slides) == ((), ())
+    assert found.sigma == pytest.approx(float(np.std(values, ddof=1)))
+
+
+def test_the_floor_holds_small_changes_of_a_noiseless_history_back() -> None:
+    # A step of 0.2 x the tolerance in values that repeat exactly: sigma is the floor (a
+    # quarter of the tolerance), and 0.2 tolerance over 8 and 7 records does not pay its cut:
+    # (0.2 / 0.25)^2 * 8 * 7 / 15 = 2.39 < 11 + 3 ln 15 + 2 = 21.1.
+    found = shape([0.9] * 8 + [0.9 - 0.2 * TOLERANCE] * 7, floor=FLOOR)
+    assert (found.changes, found.slides) == ((), ())
+    assert found.sigma == pytest.approx(FLOOR)

@@ -9,6 +9,7 @@ import pytest
 
 from retrieval_gate.errors import SuiteError
 from retrieval_gate.gates.drift import check_drift
+from retrieval_gate.gates.rule import words
 from retrieval_gate.metrics.overlap import jaccard_at_k, rbo_ext
 from retrieval_gate.records import QueryRecord, RunRecord
 from retrieval_gate.suites.drift import DriftFloors
@@ -90,7 +91,7 @@ def test_floor_fails_when_rankings_churn() -> None:
     assert (rbo.metric, rbo.value, rbo.passed, rbo.n) == ("RBO@3", 0.5, False, 2)
     assert rbo.worst == (("q2", 0.0),)
     assert (jac.metric, jac.value, jac.passed) == ("Jaccard@3", 0.5, True)
-    assert rbo.lines()[0] == "RBO@3 over drift (s x sys): FAILED: 0.5 (needs >= 0.8 floor, n=2)"
+    assert words(rbo)[0] == "RBO@3 over drift (s x sys): FAILED: 0.5 (needs >= 0.8 floor, n=2)"
 
 
 def test_no_floor_no_outcome() -> None:

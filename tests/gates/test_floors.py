@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from retrieval_gate.gates.floors import check_gate, check_query
+from retrieval_gate.gates.expect import check_query
+from retrieval_gate.gates.floors import check_gate
+from retrieval_gate.gates.rule import words
 from retrieval_gate.metrics import parse_metric
 from retrieval_gate.records import GroupRecord, QueryRecord, RunRecord
 from retrieval_gate.suites.suite import Gate
@@ -46,7 +48,7 @@ def test_floor_lists_only_imperfect_queries_with_their_text() -> None:
     # Mean (1 + 0 + 1) / 3 = 0.6667 under 0.9; q1 and q3 are perfect and not "worst".
     assert (out.passed, out.value, out.n) == (False, 2 / 3, 3)
     assert out.worst == (("q2", 0.0),)
-    assert out.lines()[1] == 'worst queries: q2 "text of q2" (0)'
+    assert words(out)[1] == 'worst queries: q2 "text of q2" (0)'
 
 
 def test_scoped_floor_reads_the_group() -> None:
@@ -58,7 +60,7 @@ def test_latency_ceiling_lists_the_slowest_with_the_unit() -> None:
     out = check_gate(Gate("suite", parse_metric("latency_p95_ms"), 2.5), RECORD)
     assert (out.passed, out.value, out.ceiling) == (False, 2.9, True)
     assert out.worst == (("q2", 3.0), ("q3", 2.0), ("q1", 1.0))
-    assert out.lines()[1].startswith('slowest queries: q2 "text of q2" (3 ms), q3')
+    assert words(out)[1].startswith('slowest queries: q2 "text of q2" (3 ms), q3')
 
 
 def test_expectation_names_the_query_and_its_text() -> None:
@@ -70,7 +72,7 @@ def test_expectation_names_the_query_and_its_text() -> None:
     )
     out = check_query(query, RECORD)
     assert not out.passed
-    assert out.lines()[:2] == [
+    assert words(out)[:2] == [
         'expect on query[q2] "text of q2" (s x sys): FAILED',
         "found_within 1: first relevant at rank 2",
     ]

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from retrieval_gate.baseline.align import align
-from retrieval_gate.baseline.store import load_baseline, save_baseline
+from retrieval_gate.baseline.head import load_baseline, save_baseline
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.gates.regressions import RegressionCheck, check_regressions
+from retrieval_gate.gates.rule import headline
 from retrieval_gate.index import INDEXES
 from retrieval_gate.records import QueryRecord, RunRecord
 from tests.baseline.test_baseline import base_of, figures, query, record
@@ -69,7 +70,7 @@ def test_the_index_alone_moving_passes_at_tolerance_0_and_says_so() -> None:
     assert (out.value, figures(out).baseline) == (pytest.approx(0.7), 1.0)
     assert figures(out).index_part == pytest.approx(-0.3)
     assert figures(out).decided_drop == 0.0
-    assert out.headline().endswith(f"n=10); {noise}")
+    assert headline(out).endswith(f"n=10); {noise}")
     assert ("index_noise", noise) in out.properties()
     # Without the exact-search decision the same runs fail: 0.3 > 0.
     plain = _decide(now, then, 0.0, steady=False)
@@ -151,11 +152,11 @@ def test_exact_search_values_survive_the_baseline_file_and_the_report_json(
 def test_a_corrupt_exact_search_value_in_a_baseline_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exact: Any, message: str
 ) -> None:
-    from retrieval_gate.baseline import store
+    from retrieval_gate.baseline import entry
     from retrieval_gate.metrics.registry import bounds_by_name, format_bounds
 
     # As the plugin sets it when the gate is on (plugin.py).
-    monkeypatch.setattr(store, "_bounds", (bounds_by_name, format_bounds))
+    monkeypatch.setattr(entry, "_bounds", (bounds_by_name, format_bounds))
     path = tmp_path / "b.json"
     save_baseline(path, [record([noisy("q0", index=1.0, exact=1.0)])], None)
     data = json.loads(path.read_text())
@@ -192,16 +193,16 @@ def test_each_index_declares_whether_it_ranks_the_same_every_run() -> None:
 
 
 def _anchor(run: RunRecord) -> Any:
-    from retrieval_gate.baseline.history import HistoryRecord
+    from retrieval_gate.baseline.entry import Entry
     from retrieval_gate.baseline.provenance import Provenance
-    from retrieval_gate.gates.history import Anchor
+    from retrieval_gate.gates.anchor import Anchor
 
     at = Provenance(commit="a" * 40, time="2026-11-01T00:00:00+00:00")
-    record = HistoryRecord.of_run(
+    record = Entry.of_run(
         run, at=at, source="baseline", decided=False, session="s", tolerance={"P@1": 0.0}
     )
     # As the history file keeps it, read back.
-    return Anchor(HistoryRecord.from_json(json.loads(json.dumps(record.to_json()))), "window", ())
+    return Anchor(Entry.from_json(json.loads(json.dumps(record.to_json()))), "window", ())
 
 
 def test_slow_drift_of_an_unchanged_system_is_decided_on_exact_search_too() -> None:
@@ -213,7 +214,7 @@ def test_slow_drift_of_an_unchanged_system_is_decided_on_exact_search_too() -> N
         + [noisy(f"q{i}", index=1.0, exact=1.0) for i in range(3, 10)]
     )
     anchor = _anchor(then)
-    assert anchor.record.exact == {"P@1": (1.0,) * 10}
+    assert sorted(anchor.record.per_query("P@1", exact=True).values()) == [1.0] * 10
     check = [DriftCheck("P@1", 0.0, 0.0)]
     found = drift_outcomes(now, anchor, check, level=0.05, alpha=0.05)["P@1"]
     assert not isinstance(found, str)

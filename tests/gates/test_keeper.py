@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_gate.baseline.head import Baseline
 from retrieval_gate.baseline.provenance import Provenance
-from retrieval_gate.baseline.store import Baseline
 from retrieval_gate.config.history import HistorySettings
 from retrieval_gate.gates.keeper import baseline_age
 

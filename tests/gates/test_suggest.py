@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_gate.baseline.store import Baseline
+from retrieval_gate.baseline.head import Baseline
 from retrieval_gate.gates.suggest import (
     floors_diff,
     lower_bound,

@@ -27,26 +27,11 @@ PASSWORD = "hunter2pw"
 
 
 def _history_line(commit: str = "abc1234", day: int = 30, session: str = "s") -> bytes:
-    """One encoded history record of suite ``lineage`` x ``keyword`` (P@1 0.5) at ``commit``,
-    recorded on 2026-09-``day``."""
-    from retrieval_gate.baseline.history import HistoryRecord, encode_line
-    from retrieval_gate.baseline.provenance import Provenance
+    """One encoded history entry of suite ``lineage`` x ``keyword`` (P@1 0.5, 3 queries) at
+    ``commit``, recorded on 2026-09-``day``."""
+    from tests.ledger import line
 
-    return encode_line(
-        HistoryRecord(
-            suite="lineage",
-            system="keyword",
-            at=Provenance(commit=commit, time=f"2026-09-{day:02d}T12:00:00Z"),
-            suite_digest="s",
-            identity="i",
-            source="baseline",
-            decided=False,
-            session=session,
-            n=3,
-            metrics={"P@1": 0.5},
-            tolerance={"P@1": 0.01},
-        )
-    )
+    return line(commit=commit, time=f"2026-09-{day:02d}T12:00:00Z", session=session, n=3)
 
 
 def _write_history(root: Path, body: bytes) -> None:
@@ -774,6 +759,39 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "baseline-accepts-a-drop-it-does-not-hold",
+        "a baseline whose acceptance in its pull request names a value its run does not hold "
+        "(hand-edited to silence the slow-drift check)",
+        "ERROR: *retrieval-baseline.json [accepted change 1]: corrupt baseline: 'accepted' says "
+        "P@10 of lineage::keyword is 0.2 over all 1 of its queries, but the run holds 0.5; "
+        "restore it from version control or save a new one with --rg-save-baseline",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"accepted": {"base": "origin/main", "commit": null, "changes": [{"suite": '
+            '"lineage", "system": "keyword", "metric": "P@10", "from": 0.9, "to": 0.2, "n": 1}]}, '
+            '"runs": {"lineage::keyword": {"metrics": {"P@10": 0.5}, "queries": {"q1": {"digest": '
+            '"d", "metrics": {"P@10": 0.5}, "ranking": [], "relevant_ranks": {}}}}}}',
+        },
+    ),
+    BadInput(
+        "baseline-accepts-for-a-run-it-lacks",
+        "a baseline whose acceptance in its pull request names a suite x system it holds no run "
+        "of (hand-edited)",
+        "ERROR: *retrieval-baseline.json [accepted change 1]: corrupt baseline: 'accepted' names "
+        "lineage x other, which has no run here; restore it from version control or save a new "
+        "one with --rg-save-baseline",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"accepted": {"base": "origin/main", "commit": null, "changes": [{"suite": '
+            '"lineage", "system": "other", "metric": "P@10", "from": 0.9, "to": 0.2, "n": 1}]}, '
+            '"runs": {}}',
+        },
+    ),
+    BadInput(
         "baseline-exact-search-not-an-object",
         "a baseline whose exact-search values (an index that does not rank the same every run) "
         "are not an object (hand-edited)",
@@ -841,6 +859,20 @@ CASES: tuple[BadInput, ...] = (
             "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
             '"runs": {"lineage::keyword": {"queries": {}, "holdout": {"fraction": 0.5, "digest": '
             '"h", "keys": ["k1", "k2"], "values": {"P@1": [1.0, 5.0]}}}}}',
+        },
+    ),
+    BadInput(
+        "baseline-holdout-aggregate-out-of-bounds",
+        "a baseline holding a holdout aggregate its metric cannot take (hand-edited)",
+        "ERROR: *retrieval-baseline.json [lineage::keyword holdout]: corrupt baseline: P@1 of "
+        "suite 'lineage', system 'keyword' is 5.0, outside its bounds [0, 1]; restore it from "
+        "version control or save a new one with --rg-save-baseline",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "retrieval-baseline.json": '{"version": 1, "generator": "pytest-retrieval-gate 0.2.0", '
+            '"runs": {"lineage::keyword": {"queries": {}, "holdout": {"fraction": 0.5, "digest": '
+            '"h", "keys": ["k1", "k2"], "aggregates": {"P@1": 5.0}}}}}',
         },
     ),
     BadInput(
@@ -2125,6 +2157,19 @@ CASES: tuple[BadInput, ...] = (
         },
     ),
     BadInput(
+        "max-file-mb-below-the-settings",
+        "a size limit smaller than the settings file itself",
+        "ERROR: *pyproject.toml: settings file is * bytes, over the 0 bytes limit on files the "
+        "gate reads (raise 'max_file_mb' in the settings; 0 for no limit)",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), "[tool.retrieval_gate]\nmax_file_mb = 1e-9\n"
+            ),
+        },
+    ),
+    BadInput(
         "max-file-mb-negative",
         "a negative size limit",
         "ERROR: *pyproject.toml: invalid 'max_file_mb': -1; expected integer or number (>= "
@@ -2358,13 +2403,53 @@ CASES: tuple[BadInput, ...] = (
         ("--rg-plan", "--rg-record"),
     ),
     BadInput(
-        "pin-not-a-commit",
-        "--rg-pin given a tag rather than a commit",
-        "error: argument --rg-pin: invalid commit 'v1.0': give a commit hash or its prefix (4 to "
-        "64 hex digits)",
+        "pin-unknown-ref",
+        "--rg-pin given a tag outside a git repository (git cannot resolve it)",
+        "ERROR: --rg-pin v1.0: git cannot resolve it here (not a git repository); give a tag, a "
+        "branch or a commit of this repository",
         "usage error",
         {"lineage.retrieval.yaml": SUITE},
         ("--rg-pin", "v1.0"),
+    ),
+    BadInput(
+        "base-an-option",
+        "--rg-base given something git would read as an option, not a ref",
+        "error: argument --rg-base: invalid ref '--output=x': give a branch, tag or commit git "
+        "knows (origin/main)",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-base=--output=x",),
+    ),
+    BadInput(
+        "base-a-path-in-a-ref",
+        "--rg-base given a file at a ref (REF:path) rather than a ref",
+        "error: argument --rg-base: invalid ref 'main:secrets.txt': give a branch, tag or commit "
+        "git knows (origin/main)",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-base", "main:secrets.txt"),
+    ),
+    BadInput(
+        "pin-option-like",
+        "--rg-pin given a word git would read as an option",
+        "error: argument --rg-pin: invalid ref '--output=x': give a tag, a branch or a commit (a "
+        "name without spaces or a leading '-')",
+        "usage error",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-pin=--output=x",),
+    ),
+    BadInput(
+        "pin-without-a-record",
+        "--rg-pin given a commit no record of the history is at (outside git: no ancestor to "
+        "look for)",
+        "pinned to beef (git cannot resolve it here: not a git repository; matched as a commit "
+        "prefix), which no record of lineage x keyword is at: the nearest recorded commits are "
+        "abc1234 of 2026-09-01 and abc1299 of 2026-09-02; record the pinned commit (check it out "
+        "and run with --rg-record) or pin a recorded one",
+        "failed items",
+        {"lineage.retrieval.yaml": SUITE},
+        ("--rg-pin", "beef"),
+        setup=lambda root: _history_at_two_commits(root),
     ),
     BadInput(
         "pin-ambiguous",
@@ -2388,6 +2473,19 @@ CASES: tuple[BadInput, ...] = (
             ),
         },
         ("--rg-record",),
+    ),
+    BadInput(
+        "pin-without-drift",
+        "--rg-pin where the settings switch the drift items off",
+        "ERROR: --rg-pin needs the drift items, which the settings switch off (drift = false)",
+        "usage error",
+        {
+            "lineage.retrieval.yaml": SUITE,
+            "pyproject.toml": settings(
+                retriever_system(), "[tool.retrieval_gate.history]\ndrift = false\n"
+            ),
+        },
+        ("--rg-pin", "v1.0"),
     ),
     BadInput(
         "history-window",

@@ -7,6 +7,11 @@ which get a wrong document first. P@1 is (50 - step) / 50, so each step drops P@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 
 QUERIES = 50
@@ -70,3 +75,45 @@ def run_step(
     (pytester.path / "step.txt").write_text(str(quality), encoding="utf-8")
     monkeypatch.setenv("GITHUB_SHA", commit(step))
     return pytester.runpytest("--retrieval-gate", "--rg-save-baseline", "-rA", *args)
+
+
+def git(root: Path, *args: str) -> str:
+    """Run git in ``root`` as a test's author (no signing, ``main`` the first branch), and
+    return what it printed, stripped; a test whose machine has no git is skipped."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    config = ("user.name=t", "user.email=t@t", "tag.gpgSign=false", "init.defaultBranch=main")
+    done = subprocess.run(
+        ["git", *(x for c in config for x in ("-c", c)), *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def git_repository(pytester: pytest.Pytester) -> Callable[..., str]:
+    """The stepped project as a git repository of its own, its inputs committed; returns
+    ``git(*args)``, git's output stripped (skips the test where git is not installed). The
+    plugin's outputs stay untracked: they do not make a run's tree dirty."""
+
+    def run(*args: str) -> str:
+        return git(pytester.path, *args)
+
+    run("init", "-q", "-b", "main")
+    run("add", "pyproject.toml", "stepped_app.py", "merges.retrieval.yaml", "step.txt")
+    run("commit", "-q", "-m", "the project")
+    return run
+
+
+def merge(
+    pytester: pytest.Pytester, git: Callable[..., str], quality: int, *args: str
+) -> tuple[str, pytest.RunResult]:
+    """One merge on main in the repository: the retriever at ``quality`` committed, then the run
+    on main that saves the baseline and records it (the documented workflow). Returns the
+    merge's commit and the run."""
+    (pytester.path / "step.txt").write_text(str(quality), encoding="utf-8")
+    git("commit", "-q", "-a", "--allow-empty", "-m", f"quality {quality}")
+    result = pytester.runpytest("--retrieval-gate", "--rg-save-baseline", "-rA", *args)
+    return git("rev-parse", "HEAD"), result

@@ -141,3 +141,32 @@ def test_markdown_in_ids_and_texts_renders_as_text_in_the_report(
     assert tags <= own, sorted(tags - own)
     # The suite's section, after the failures that name the id, is still there for a reader.
     assert html.index("q&lt;!--1") < html.index("<h2>Suite <code>lineage")
+
+
+def test_a_warning_quoting_a_hostile_path_reaches_the_warnings_summary_escaped(
+    pytester: pytest.Pytester,
+) -> None:
+    """pytest prints a warning's message as it is: the plugin's warnings are shown (escaped,
+    masked) when made (errors.GateWarning). A damaged vector shard in a cache folder whose name
+    holds an escape sequence: the warning names the shard."""
+    from .bad_inputs import LENIENT, corpus, settings, static_model, static_system
+
+    root = pytester.path
+    static_model(root)
+    for name, text in corpus().items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(str(text), encoding="utf-8")
+    (root / "pyproject.toml").write_text(
+        settings('[tool.retrieval_gate]\ncorpus = "corpus"\n', static_system()), encoding="utf-8"
+    )
+    (root / "lineage.retrieval.yaml").write_text(LENIENT, encoding="utf-8")
+    cache = f"cache{HOSTILE}"
+    pytester.runpytest("--retrieval-gate", f"--rg-cache-dir={cache}").assert_outcomes(passed=4)
+    (shard,) = (root / cache / "embeddings").glob("*/shard-*.npz")
+    shard.write_bytes(b"not a shard")
+    result = pytester.runpytest(
+        "--retrieval-gate", f"--rg-cache-dir={cache}", "-W", "default::UserWarning"
+    )
+    terminal = result.stdout.str() + result.stderr.str()
+    assert _raw(terminal) == []
+    assert f"embedding cache shard {root}/cache{ESCAPED}/embeddings/" in terminal

@@ -7,14 +7,23 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import pytest
 
 from retrieval_gate.gates.shelflife import adaptive_epsilon
+from tests.ledger import entry
 
 from .conftest import lit
-from .history_project import STEP_DROP, TOLERANCE, commit, run_step, stepped_project
+from .history_project import (
+    SETTINGS,
+    STEP_DROP,
+    TOLERANCE,
+    commit,
+    run_step,
+    stepped_project,
+)
 
 MERGES = 30
 
@@ -120,46 +129,111 @@ def test_thirty_unchanged_merges_raise_no_drift(
     assert len(trend["points"]) == MERGES  # the 29 earlier records and this run
 
 
-def test_a_level_shift_at_step_15_is_named_in_the_report(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+def _recorded(
+    pytester: pytest.Pytester, values: list[float], accepted: tuple[int, ...] = ()
 ) -> None:
-    from retrieval_gate.baseline.history import HistoryRecord, JsonLinesHistory
+    """One record of P@1 per merge, merge ``step`` at ``commit(step)`` on 2026-09-(step + 1),
+    its drift accepted at the merges ``accepted`` (as a baseline saved over a failing drift item
+    records it)."""
+    from retrieval_gate.baseline.log import JsonLinesLog
     from retrieval_gate.baseline.provenance import Provenance
 
-    stepped_project(pytester)
-    # 29 recorded merges: P@1 0.9 with +-0.01 wobble, then 0.8 from merge 15 (5 more queries
-    # wrong); today's run is at quality 10, P@1 = 0.8.
-    wobble = [0.01, -0.01, 0.0]
     records = [
-        HistoryRecord(
+        entry(
             suite="merges",
             system="stepped",
-            at=Provenance(commit(step), f"2026-09-{step // 2 + 1:02d}T12:00:00Z"),
+            at=Provenance(commit(step), f"2026-09-{step + 1:02d}T12:00:00Z"),
             suite_digest="s",
             identity="i",
             source="baseline",
             decided=True,
             session=str(step),
             n=50,
-            metrics={"P@1": (0.9 if step < 15 else 0.8) + wobble[step % 3]},
+            metrics={"P@1": value},
             tolerance={"P@1": TOLERANCE},
+            accepted_drift=("P@1",) if step in accepted else (),
         )
-        for step in range(29)
+        for step, value in enumerate(values)
     ]
-    JsonLinesHistory(pytester.path / ".retrieval-gate/history").append(records)
+    JsonLinesLog(pytester.path / ".retrieval-gate/history").append(records)
+
+
+def test_a_level_shift_at_step_15_is_named_in_the_report(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stepped_project(pytester)
+    # 29 recorded merges: P@1 0.9 with +-0.01 wobble, then 0.8 from merge 15 (5 more queries
+    # wrong); today's run is at quality 10, P@1 = 0.8.
+    wobble = [0.01, -0.01, 0.0]
+    _recorded(pytester, [(0.9 if step < 15 else 0.8) + wobble[step % 3] for step in range(29)])
     monkeypatch.setenv("GITHUB_SHA", commit(29))
     (pytester.path / "step.txt").write_text("10", encoding="utf-8")
     pytester.runpytest("--retrieval-gate", "--rg-record")
     report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
     (trend,) = report["history"]["trends"]
     (change,) = trend["change_points"]
-    assert abs(change["index"] - 15) <= 1
-    assert change["commit"] == commit(change["index"])[:7]
+    assert change["index"] == 15 and change["commit"] == commit(15)[:7]
+    assert change["date"] == "2026-09-16"
     assert change["shift"] == pytest.approx(-0.1, abs=0.01)
     markdown = (pytester.path / "retrieval-gate-report.md").read_text()
-    assert f"change point at `{change['commit']}`: " in markdown
-    assert f'"{change["commit"]} (change)"' in markdown  # marked on the chart's x axis
+    assert f"a step at `{change['commit']}` (2026-09-16): 0.9 -> 0.8 (-0.1000)" in markdown
+    # Marked on the chart's x axis with its commit and date.
+    assert f'"{change["commit"]} 2026-09-16 (change)"' in markdown
+    assert trend["slides"] == []
     assert "line [" in markdown
+
+
+def test_a_steady_slide_is_one_slide_named_alike_on_every_run(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ten merges each losing 0.6 x the tolerance of P@1 (0.02 of 0.0333), the drift accepted
+    at merges 4 and 8 (where the thirty-merge test fails it); today's run (P@1 0.8) is the
+    eleventh point. Two runs of that history under two seeds name one slide, in the same words:
+    no merge is blamed for it."""
+    stepped_project(pytester)
+    _recorded(pytester, [1.0 - STEP_DROP * step for step in range(10)], accepted=(4, 8))
+    monkeypatch.setenv("GITHUB_SHA", commit(10))
+    (pytester.path / "step.txt").write_text("10", encoding="utf-8")
+    seen = []
+    for seed in (0, 7):
+        pytester.makefile(
+            ".toml",
+            pyproject=SETTINGS.replace(
+                "[tool.retrieval_gate]\n", f"[tool.retrieval_gate]\nseed = {seed}\n"
+            ),
+        )
+        for old in pytester.path.glob("retrieval-gate-report.*"):
+            old.unlink()
+        assert pytester.runpytest("--retrieval-gate").ret == 0
+        report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
+        markdown = (pytester.path / "retrieval-gate-report.md").read_text()
+        history = markdown.split("### History", 1)[1].split("\n### ", 1)[0]  # not latencies
+        seen.append((report["history"]["trends"], history))
+    assert seen[0] == seen[1]
+    (trend,), history = seen[0]
+    assert trend["change_points"] == []
+    (slide,) = trend["slides"]
+    assert (slide["from"], slide["to"], slide["merges"], slide["ongoing"]) == (
+        commit(0)[:7],
+        "now",
+        10,
+        True,
+    )
+    assert slide["slope"] == pytest.approx(-STEP_DROP)
+    assert (slide["first"], slide["last"]) == pytest.approx((1.0, 0.8))
+    assert trend["anchor"] == commit(8)[:7]  # the newest accepted drift
+    assert trend["accepted"] == [commit(4)[:7], commit(8)[:7]]
+    assert (
+        f"P@1 has slid 0.02 per merge (0.6 x its tolerance) over the last 10 merges, since "
+        f"`{commit(0)[:7]}` (2026-09-01): 1 -> 0.8 on its fitted line" in history
+    )
+    assert "change point" not in history and "a step at" not in history
+    # The x axis: each point's commit and date, the slide's start, the accepted anchors marked.
+    assert f'"{commit(0)[:7]} 2026-09-01 (slide)"' in history
+    assert f'"{commit(4)[:7]} 2026-09-05 (accepted)"' in history
+    assert f'"{commit(8)[:7]} 2026-09-09 (anchor, accepted)"' in history
+    assert f'"{commit(9)[:7]} 2026-09-10"' in history
+    assert re.search(rf'"now {commit(10)[:7]} \d{{4}}-\d\d-\d\d"', history)
 
 
 def _drift_gate(pytester: pytest.Pytester) -> dict[str, Any]:
@@ -242,14 +316,14 @@ def test_a_suite_spent_by_decisions_is_warned(
 ) -> None:
     import dataclasses
 
-    from retrieval_gate.baseline.history import JsonLinesHistory
+    from retrieval_gate.baseline.log import JsonLinesLog
 
     stepped_project(pytester)
     text = (pytester.path / "pyproject.toml").read_text()
     (pytester.path / "pyproject.toml").write_text(text.replace(repr(TOLERANCE), "0.1"))
     result = pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
-    store = JsonLinesHistory(pytester.path / ".retrieval-gate/history")
-    (first,) = store.read("merges").records
+    store = JsonLinesLog(pytester.path / ".retrieval-gate/history")
+    (first,) = store.read("merges").entries
     # Six earlier decisions on this version of the suite (sessions d0..d5, each at its own
     # commit: copies at one commit would be one measurement, counted once).
     store.append(
@@ -276,16 +350,61 @@ def test_a_suite_spent_by_decisions_is_warned(
     )
 
 
-def test_a_pin_the_history_lacks_is_said_not_dropped(
+def test_a_pin_the_history_lacks_fails_never_skips(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Issue 39: a pin with no record skipped the drift item and the session exited 0, the
+    # reason shown only under -rs. Outside git, a commit prefix is matched against the records.
     stepped_project(pytester)
     run_step(pytester, monkeypatch, 0, quality=0)
-    result = pytester.runpytest("--retrieval-gate", "--rg-pin", "beef", "-rs")
-    result.assert_outcomes(passed=2, skipped=1)
+    result = pytester.runpytest("--retrieval-gate", "--rg-pin", "beef")
+    result.assert_outcomes(passed=2, failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
-        ["SKIPPED*--rg-pin beef: no record of this suite and system at that commit"]
+        [
+            "  pinned to beef (git cannot resolve it here: not a git repository; matched as a "
+            "commit prefix), which no record of merges x stepped is at: the nearest recorded "
+            f"commits are {commit(0)[:7]} of {_day(pytester, 0)}; record the pinned commit "
+            "(check it out and run with --rg-record) or pin a recorded one",
+            "  FAILED merges.retrieval.yaml::stepped::history-drift::P@1: pinned to beef: no "
+            "record at it or at an ancestor of it, nothing to compare with",
+        ]
     )
+
+
+def test_a_failing_drift_names_the_queries_that_slid_and_each_steps_value(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 39: the drift failure named no query and no value between the anchor and today.
+    stepped_project(pytester)
+    for step in range(4):
+        run_step(pytester, monkeypatch, step, quality=step)
+    result = run_step(pytester, monkeypatch, 4, quality=4)  # q0 ... q3 now rank wrong first
+    slid = (
+        'slid most since the anchor (anchor -> now): q0 "question 0" 1 -> 0 (-1.0000), '
+        'q1 "question 1" 1 -> 0 (-1.0000), q2 "question 2" 1 -> 0 (-1.0000), q3 "question 3" '
+        "1 -> 0 (-1.0000); 4 of the 50 queries worse, 0 better"
+    )
+    steps = (
+        f"P@1 at each step: {commit(0)[:7]} 1 (anchor), {commit(1)[:7]} 0.98, "
+        f"{commit(2)[:7]} 0.96, {commit(3)[:7]} 0.94, now 0.92"
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "P@1 slow drift (merges x stepped): FAILED: 0.92 *",
+            "P@1 is 0.08 below the anchor of *",
+            "anchor 1 -> now 0.92 over 50 shared queries; *",
+            slid,
+            steps,
+        ]
+    )
+    drift = _drift_gate(pytester)
+    assert drift["worst"] == [
+        {"id": f"q{i}", "value": -1.0, "text": f"question {i}"} for i in range(4)
+    ]
+    assert drift["detail"][2:] == [slid, steps]
+    markdown = (pytester.path / "retrieval-gate-report.md").read_text()
+    assert f"  - {slid}\n  - {steps}\n" in markdown
 
 
 def test_xdist_gives_the_same_drift_verdicts_and_writes_once(
@@ -368,47 +487,63 @@ def test_a_metric_gated_since_the_anchor_is_not_compared_with_it(
 def test_compaction_keeps_each_systems_anchor_with_many_systems(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # keep_values counted over the file's records (both systems') compacted the anchor of a
-    # drift window of 2 of each system's records: decided on suite values, with no resolution.
+    """keep_values counts each system's entries: counted over the log (both systems') it
+    compacted the anchor of a drift window of 2 of each system's entries, deciding it on suite
+    values with no resolution. The live file is sealed at every append here (a segment of a
+    byte), so each step's entries are a segment that compaction may take."""
+    from retrieval_gate.baseline import log
+
+    monkeypatch.setattr(log, "SEGMENT_BYTES", 1)
     stepped_project(pytester)
     settings = (pytester.path / "pyproject.toml").read_text()
     settings = settings.replace('systems = ["stepped"]', 'systems = ["stepped", "twin"]')
     settings += '\n[tool.retrieval_gate.system.twin]\nretriever = "stepped_app:retrieve"\n'
     settings += "\n[tool.retrieval_gate.history]\nkeep_values = 2\ndrift_window = 2\n"
     (pytester.path / "pyproject.toml").write_text(settings)
-    for step in range(3):
+    for step in range(4):
         run_step(pytester, monkeypatch, step, quality=step)
     report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
     drift = [g for g in report["gates"] if g["scope"] == "history-drift"]
     assert [g["system"] for g in drift] == ["stepped", "twin"]
-    for gate in drift:  # anchor: merge 0 (P@1 1), now merge 2 (0.96)
-        assert gate["detail"][1].startswith("anchor 1 -> now 0.96 over 50 shared queries;")
-    lines = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text().splitlines()
-    assert [bool(json.loads(line).get("compacted")) for line in lines] == [True] * 2 + [False] * 4
+    for gate in drift:  # anchor: merge 1 (P@1 0.98), now merge 3 (0.94)
+        assert gate["detail"][1].startswith("anchor 0.98 -> now 0.94 over 50 shared queries;")
+    segments = pytester.path / ".retrieval-gate/history/merges.d"
+    compacted = [
+        [bool(json.loads(line).get("compacted")) for line in path.read_text().splitlines()]
+        for path in sorted(segments.glob("*.jsonl"))
+    ]
+    # Steps 0, 1 and 2 sealed; step 0's and step 1's have two newer entries of each system.
+    assert compacted == [[True, True], [True, True], [False, False]]
 
 
-def test_a_compaction_that_fails_after_the_append_says_the_records_are_in(
+def test_a_compaction_that_fails_after_the_append_says_the_entries_are_in(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # It said "could not append to the history", after appending: a rerun appends them twice.
+    from retrieval_gate.baseline import log
+
+    monkeypatch.setattr(log, "SEGMENT_BYTES", 1)
     stepped_project(pytester)
+    settings = (pytester.path / "pyproject.toml").read_text()
+    settings += "\n[tool.retrieval_gate.history]\nkeep_values = 2\n"
+    (pytester.path / "pyproject.toml").write_text(settings)
     run_step(pytester, monkeypatch, 0, quality=0)
-    folder = pytester.path / ".retrieval-gate/history"
-    with open(folder / "merges.jsonl", "a") as out:
-        out.write("not a record\n")
-    (folder / "merges.jsonl.rejected").symlink_to(pytester.path / "elsewhere")
-    result = run_step(pytester, monkeypatch, 1, quality=0)
+    run_step(pytester, monkeypatch, 1, quality=0)  # seals step 0's entry: due at the next
+    segment = pytester.path / ".retrieval-gate/history/merges.d/000001.jsonl"
+    outside = pytester.path.parent / f"{pytester.path.name}-elsewhere.jsonl"
+    segment.rename(outside)
+    segment.symlink_to(outside)  # a link out of the project: never written through
+    result = run_step(pytester, monkeypatch, 2, quality=0)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
             # Announced as the reports and the baseline written are, in the singular.
             "-* recorded 1 run in the retrieval gate history: * -*",
-            "retrieval gate: recorded, but could not compact the history "
-            "*merges.jsonl.rejected: history file is a symbolic link; refusing to write",
+            "retrieval gate: recorded, but could not compact the history *000001.jsonl*",
         ]
     )
-    assert (folder / "merges.jsonl").read_text().count("\n") == 3  # two records, the bad line
-    assert not (pytester.path / "elsewhere").exists()
+    live = pytester.path / ".retrieval-gate/history/merges.jsonl"
+    assert live.read_text().count("\n") == 1  # step 2's entry, appended once
 
 
 def test_a_run_from_uncommitted_changes_is_recorded_as_such_and_no_merge(

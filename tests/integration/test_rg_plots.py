@@ -192,3 +192,46 @@ def test_a_correlation_is_drawn_as_each_pairs_share_of_its_change(
     red, green = _near(counts, WORSE), _near(counts, BETTER)
     assert green > 50
     assert 1.6 < red / green < 2.5
+
+
+def test_the_history_plot_labels_each_tick_with_commit_date_and_marks() -> None:
+    from retrieval_gate.gates.changepoints import ChangePoint, Slide
+    from retrieval_gate.gates.keeper import Trend
+    from retrieval_gate.report.plots import WORSE, _trend_figure
+
+    # 60 points, so the ticks are thinned to every second one: the marked points keep theirs
+    # (the accepted drift at 5, the anchor at 9, the step at 21, the slide from 30, today).
+    values = tuple([0.9] * 21 + [0.8] * 10 + [0.8 - 0.01 * k for k in range(29)])
+    labels = (*(f"abc{i:04x}" for i in range(59)), "now")
+    dates = (*(f"2026-09-{i % 28 + 1:02d}" for i in range(59)), "2026-10-01")
+    trend = Trend(
+        suite="s",
+        system="bm25",
+        metric="MRR@10",
+        labels=labels,
+        values=values,
+        anchor=9,
+        changes=(ChangePoint(21, 0.9, 0.8),),
+        slides=(Slide(30, 59, -0.01, 0.8, 0.52),),
+        dates=dates,
+        accepted=(5, 9),
+        tolerance=0.02,
+        head="abcdef0123",
+    )
+    axes = _trend_figure(trend).axes[0]
+    shown = zip(axes.get_xticks(), axes.get_xticklabels(), strict=True)
+    ticks = {int(x): text.get_text() for x, text in shown}
+    assert ticks[0] == "abc0000 2026-09-01"
+    assert ticks[5] == "abc0005 2026-09-06 (accepted)"
+    assert ticks[9] == "abc0009 2026-09-10 (anchor, accepted)"
+    assert ticks[21] == "abc0015 2026-09-22 (change)"
+    assert ticks[30] == "abc001e 2026-09-03 (slide)"
+    assert ticks[59] == "now abcdef0 2026-10-01"
+    assert 1 not in ticks  # unmarked points are thinned
+    # The slide's fitted line, in the colour of a drop, and its slope per merge.
+    assert any(
+        list(line.get_xdata()) == [30, 59] and line.get_color() == WORSE for line in axes.lines
+    )
+    texts = [t.get_text() for t in axes.texts]
+    assert "-0.0100 per merge since abc001e" in texts and "-0.1000 at abc0015" in texts
+    assert [t.get_text() for t in axes.get_legend().get_texts()] == ["anchor", "drift accepted"]

@@ -86,6 +86,7 @@ def test_report_and_json_written_with_the_documented_layout(project: pytest.Pyte
                 {"id": "customer_names", "value": pytest.approx(2 / 3), "text": "customer name"},
             ],
             "detail": [],
+            "rule": "floor",  # the verdict rule that decided it (docs/architecture.md)
         }
     ]
     markdown = (project.path / "retrieval-gate-report.md").read_text()

@@ -11,6 +11,9 @@ import json
 
 import pytest
 
+# Imported before any pytester run (its snapshot of sys.modules would drop them afterwards).
+from retrieval_gate.report import _WRITERS, writing
+
 from .conftest import SUITE, lit, write_suite
 
 WRITER = '''
@@ -147,8 +150,8 @@ def test_a_plugin_output_taking_a_built_in_option_is_named(with_writer: pytest.P
             "*"
             + lit(
                 "report writer 'foo' (entry point 'foo' (toy_writer) of group "
-                "retrieval_gate.writers) declares the output 'foo': its option '--rg-report' "
-                "is already --rg-report's"
+                "retrieval_gate.writers, distribution toy-writer 1.0) declares the output 'foo': "
+                "its option '--rg-report' is already --rg-report's"
             )
         ]
     )
@@ -168,3 +171,153 @@ def test_a_plugin_writer_that_cannot_be_loaded_is_named_before_anything_runs(
         ]
     )
     assert "Traceback" not in "\n".join(result.outlines + result.errlines)
+
+
+ENTRY = (
+    "entry point 'foo' (toy_writer) of group retrieval_gate.writers, distribution toy-writer 1.0"
+)
+
+
+def test_a_plugin_writer_that_fails_fails_the_session_alone_and_the_completion_check(
+    with_writer: pytest.Pytester,
+) -> None:
+    """Issue 40: a writer raising in write() ended the session with a raw traceback, and the
+    JSON report still said complete and passed, so the completion check passed a crashed
+    session. Two runs in fresh processes (the writer is an installed entry point): plain, and
+    -v for its traceback."""
+    from retrieval_gate.report.complete import main
+
+    (with_writer.path / "toy_writer.py").write_text(
+        WRITER.replace(
+            "    path = targets.path(FOO)\n", "    raise RuntimeError('quota exceeded')\n"
+        )
+    )
+    result = with_writer.runpytest_subprocess("--retrieval-gate", "--rg-foo", "v.json")
+    result.assert_outcomes(passed=5)  # every gate passed: the writer's failure is its own
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    line = f"report writer 'foo' ({ENTRY}) failed: raised RuntimeError: quota exceeded"
+    result.stdout.fnmatch_lines([lit(f"retrieval gate: {line}")])
+    assert "Traceback" not in "\n".join(result.outlines + result.errlines)
+    # The other writers wrote; the JSON twin, last, says the session did not finish cleanly.
+    assert (
+        (with_writer.path / "retrieval-gate-report.md")
+        .read_text()
+        .startswith(f"# Retrieval gate report\n\n**Did not finish cleanly**: {line}.")
+    )
+    report = json.loads((with_writer.path / "retrieval-gate-report.json").read_text())
+    assert (report["passed"], report["complete"], report["unfinished"]) == (True, False, [line])
+    assert main([str(with_writer.path / "retrieval-gate-report.json")]) == 1
+    verbose = with_writer.runpytest_subprocess("--retrieval-gate", "--rg-foo", "v.json", "-v")
+    verbose.stdout.fnmatch_lines(
+        [lit(f"retrieval gate: {line}"), "Traceback (most recent call last):", "*toy_writer.py*"]
+    )
+
+
+def test_a_plugin_output_defaulting_outside_the_rootdir_is_refused_before_anything_runs(
+    with_writer: pytest.Pytester,
+) -> None:
+    """Issue 40: declared defaults ``../x.json`` or an absolute path were written outside the
+    rootdir unasked."""
+    (with_writer.path / "toy_writer.py").write_text(
+        WRITER.replace('ini_help="gate verdicts file",', 'default="../escaped.json",').replace(
+            "    if path is None:\n        return []\n", ""
+        )
+    )
+    result = with_writer.runpytest_subprocess("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    line = (
+        f"ERROR: report writer 'foo' ({ENTRY}) declares the output 'foo': its default "
+        "'../escaped.json' leaves the rootdir: a default must be a relative path inside it "
+        "(only a path the user gives may point elsewhere)"
+    )
+    assert [text for text in result.errlines if text.startswith("ERROR")] == [line]
+    assert not (with_writer.path.parent / "escaped.json").exists()
+
+
+OTHER_DIST = {
+    "METADATA": "Metadata-Version: 2.1\nName: other-writer\nVersion: 2.0\n",
+    "entry_points.txt": "[retrieval_gate.writers]\nbar = other_writer\n",
+}
+
+
+@pytest.mark.parametrize("same", ["output", "writer name"])
+def test_two_distributions_declaring_one_output_are_both_named(
+    with_writer: pytest.Pytester, same: str
+) -> None:
+    """Issue 40: two distributions declaring the same output: one silently replaced the
+    other. Either may be loaded first (the order of the installed distributions)."""
+    if same == "output":  # another writer, the same --rg-foo
+        other = WRITER.replace('Writer(name="foo"', 'Writer(name="bar"')
+    else:  # another output, the same writer name
+        other = WRITER.replace("foo", "baz").replace('Writer(name="baz"', 'Writer(name="foo"')
+    with_writer.makepyfile(other_writer=other)
+    dist = with_writer.path / "other_writer-2.0.dist-info"
+    dist.mkdir()
+    for name, text in OTHER_DIST.items():
+        (dist / name).write_text(text)
+    result = with_writer.runpytest_subprocess("--retrieval-gate")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    bar = "entry point 'bar' (other_writer) of group retrieval_gate.writers, distribution " + (
+        "other-writer 2.0"
+    )
+    if same == "output":
+        first, second = (f"report writer 'foo' ({ENTRY})", f"report writer 'bar' ({bar})")
+        lines = [
+            f"{a} declares the output 'foo': its name 'foo' is already --rg-foo's, declared by {b}"
+            for a, b in ((first, second), (second, first))
+        ]
+    else:
+        lines = [
+            f"{a}: report writer 'foo' is already registered ({b}); uninstall one of them"
+            for a, b in ((ENTRY, bar), (bar, ENTRY))
+        ]
+    (error,) = [line for line in result.errlines if line.startswith("ERROR: ")]
+    assert error.removeprefix("ERROR: ") in lines
+    assert "Traceback" not in "\n".join(result.outlines + result.errlines)
+
+
+PROPERTIES = """
+import time
+
+from retrieval_gate.report import Writer, register_writer
+
+
+def properties(outcome):
+    {body}
+
+
+register_writer(Writer(name="props", item_properties=properties))
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ("raise ValueError('no')", "raised ValueError: no"),
+        ("time.sleep(5)", "did not return within 0.3 s (it is left running in the background)"),
+        ("return {'metric': 1}", "returned dict: a list of at most 1000 (name, value) pairs"),
+        ("return [('metric', object())]", "gave property 'metric' a object, not a plain value"),
+    ],
+    ids=["raises", "hangs", "returns-a-dict", "returns-an-object"],
+)
+def test_a_plugin_writers_item_properties_fail_alone(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, body: str, reason: str
+) -> None:
+    """A plug-in writer's JUnit properties of an item are its code too: each gate is still
+    decided as it was, the failure is said once, and the session did not finish cleanly."""
+    monkeypatch.setattr(writing, "WRITER_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(writing, "_FAILED_PROPERTIES", {})
+    write_suite(project, SUITE)
+    project.makeconftest(PROPERTIES.format(body=body))
+    try:
+        result = project.runpytest("--retrieval-gate", "--junitxml=junit.xml")
+    finally:
+        _WRITERS.pop("props", None)
+    result.assert_outcomes(passed=5)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    line = f"report writer 'props' (register()) (item properties) failed: {reason}"
+    said = [text for text in result.outlines if "(item properties)" in text]
+    assert said == [f"retrieval gate: {line}"]
+    report = json.loads((project.path / "retrieval-gate-report.json").read_text())
+    assert (report["passed"], report["complete"], report["unfinished"]) == (True, False, [line])
+    assert 'name="metric"' in (project.path / "junit.xml").read_text()  # the built-in's

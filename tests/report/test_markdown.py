@@ -9,8 +9,6 @@ from pathlib import Path
 from retrieval_gate.records import (
     GroupRecord,
     ItemPayload,
-    Outcome,
-    QueryRecord,
     RunFailure,
     RunRecord,
     Undecided,
@@ -18,35 +16,8 @@ from retrieval_gate.records import (
 from retrieval_gate.report import ReportData, Targets, item_properties, markdown, write_reports
 from retrieval_gate.suites.pairs import PairExtras
 
-
-def _run(suite: str, system: str, p1: float, kind: str = "ranking") -> RunRecord:
-    queries = tuple(
-        QueryRecord(
-            id=f"q{i}",
-            digest=f"d{i}",
-            category=None,
-            difficulty=None,
-            metrics={"P@1": float(i == 0), "nDCG@3": 0.5, "R@3": 0.5, "MRR@3": 0.5},
-            ranking=("a", "b", "c"),
-            relevant_ranks={"a": 1},
-            latency_ms=1.0,
-            text=f"query {i}",
-        )
-        for i in range(2)
-    )
-    return RunRecord(
-        suite=suite, suite_path=f"{suite}.retrieval.yaml", system=system, n=2, k=(1, 3),
-        fingerprint={}, metrics={"P@1": p1, "nDCG@3": 0.5, "R@3": 0.5, "MRR@3": 0.5},
-        categories={}, difficulties={}, latency_ms={"p50": 1.0, "p95": 1.0, "p99": 1.0, "mean": 1.0},
-        stats={}, queries=queries, kind=kind,
-    )  # fmt: skip
-
-
-def _gate(nodeid: str, passed: bool, suite: str = "s", system: str = "x") -> Outcome:
-    return Outcome(
-        suite=suite, system=system, scope="suite", metric="P@1", value=0.5 if passed else 0.1,
-        threshold=0.4, passed=passed, n=2, nodeid=nodeid,
-    )  # fmt: skip
+from .builders import gate as _gate
+from .builders import run_record as _run
 
 
 def test_the_report_does_not_depend_on_the_order_items_arrive_in() -> None:

@@ -47,6 +47,12 @@ class HistorySettings:
     baseline_max_commits: int = DEFAULT_MAX_COMMITS  # 0: no limit
     keep_values: int = DEFAULT_KEEP_VALUES
 
+    def log(self, root: Path) -> str | Path | None:
+        """Where the ledger's log lives (None: it keeps none, ``enabled = false``)."""
+        from retrieval_gate.baseline.log import DEFAULT_HISTORY_DIR
+
+        return None if not self.enabled else (self.store or root / DEFAULT_HISTORY_DIR)
+
     def tolerance_for(self, metric: str, regression_tolerance: float) -> float:
         found = self.drift_tolerance.get(metric, self.drift_tolerance.get("*"))
         return DEFAULT_DRIFT_FACTOR * regression_tolerance if found is None else found
@@ -81,7 +87,7 @@ def _days(text: str) -> float:
 
 
 def _store(store: str, root: Path) -> str:
-    from retrieval_gate.baseline.store import url_scheme
+    from retrieval_gate.baseline.ledger import url_scheme
 
     if url_scheme(store) == "file":  # a folder, as the baseline's file:// is
         store = store.partition("://")[2]

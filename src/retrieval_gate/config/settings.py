@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from retrieval_gate.baseline.store import url_scheme
+from retrieval_gate.baseline.ledger import url_scheme
 from retrieval_gate.config.decision import DECISION
 from retrieval_gate.config.history import HISTORY, every_metric, metric_keys
 from retrieval_gate.errors import ConfigError

@@ -43,5 +43,6 @@ def page_text(text: str) -> str:
 def quoted(text: str, limit: int = QUOTED) -> str:
     """``text`` as a message may quote it: credentials masked (the secrets registered so far
     among them), control characters escaped, on one line, at most ``limit`` characters."""
-    inert = escape(redact(" ".join(text.split())))
+    # Masked before its lines are joined: a secret wrapped over two lines is found whole.
+    inert = escape(" ".join(redact(text).split()))
     return inert if len(inert) <= limit else inert[: limit - 3] + "..."

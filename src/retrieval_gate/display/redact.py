@@ -6,7 +6,8 @@ quotes a setting (a LanceDB ``uri``, a Ray address), or a library quotes it in i
 whether it parses or not:
 
 - a URL's password: ``postgresql://gate:***@host/db`` (up to the last ``@`` of the word, so a
-  password holding ``@`` or a URL that does not parse is masked all the same);
+  password holding ``@`` or a URL that does not parse is masked all the same; also after one
+  slash, as a URL reads once it went through a path);
 - the value of a key that names a credential, written ``key=value`` (libpq keyword DSNs, query
   strings, environment assignments) or ``key: value`` (headers, YAML, a printed mapping), the
   value bare or quoted: ``password``, ``sslpassword``, ``secret``, ``token``, ``api_key``,
@@ -14,9 +15,15 @@ whether it parses or not:
   ending in one of the words of ``_KEY_WORDS``);
 - an ``Authorization`` header's credentials and a bearer token;
 - an API key known by its prefix (``sk-...``, ``ghp_...``, ``hf_...``), also cut short;
-- every occurrence (not inside a longer word) of a value registered with
-  :func:`register_secret`: what code that reads a secret (the DSN a ``dsn_env`` variable holds,
-  an API key) knows to be one, wherever it shows up, however the text around it looks.
+- every occurrence of a value registered with :func:`register_secret`: what code that reads a
+  secret (the DSN a ``dsn_env`` variable holds, an API key) knows to be one, wherever it shows
+  up, however the text around it looks (a value shorter than ``forms.WORD_LENGTH`` where it
+  stands as a word of its own).
+
+Each of them in every form display/forms.py finds: escaped (JSON ``\\/`` and ``\\u``, percent,
+HTML entities), in another letter case, broken over lines or by an invisible character, in
+base64 or hex. The patterns read the text as decoded (``\\u0073k-...`` is a key), and what they
+find is masked in its other forms in the same text too.
 
 It masks more rather than less: a word that only looks like a credential is masked too.
 """
@@ -27,7 +34,9 @@ import re
 import threading
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import quote
+
+from retrieval_gate.display.forms import Forms, fold, mask_spans, views
+from retrieval_gate.display.held import scrub_held_out
 
 __all__ = [
     "MASK",
@@ -47,8 +56,11 @@ MIN_SECRET_LENGTH = 6
 
 # scheme://user:password@ ; the password runs to the last "@" before a space or a quote. Each
 # part has a bound, so that no text (a long run of "a.a.a" or "http://a") takes quadratic time.
+# Also after one slash, as a URL reads once it went through a path ("postgresql:/gate:pw@db"),
+# where the scheme is longer than a drive letter.
 _URL_PASSWORD = re.compile(
-    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s:/?#@\[\]\"'<>]{0,256}:)"
+    r"(?P<head>\b[A-Za-z](?:[A-Za-z0-9+.\-]{0,31}://|[A-Za-z0-9+.\-]{1,31}:/)"
+    r"[^\s:/?#@\[\]\"'<>]{0,256}:)"
     r"(?P<secret>[^\s\"'<>]{0,1024})@"
 )
 
@@ -93,31 +105,26 @@ _PREFIXED_KEY = re.compile(
 )
 
 _PATTERNS = (_URL_PASSWORD, _AUTHORIZATION, _KEY_VALUE, _BEARER, _PREFIXED_KEY)
+# Per pattern, what every text it matches holds (in lower case): a text without it is not
+# scanned by the pattern (most text is not: one search for a literal start, at C speed).
+_NEEDED: dict[re.Pattern[str], re.Pattern[str]] = {
+    _URL_PASSWORD: re.compile(":/"),
+    _AUTHORIZATION: re.compile("authorization"),
+    _KEY_VALUE: re.compile(r"(?:passw(?:or)?d|pwd|secret|token|key|credentials?)[\"']?\s*[=:]"),
+    _BEARER: re.compile("bearer"),
+    _PREFIXED_KEY: re.compile("sk-|gh[pousr]_|github_pat_|hf_"),
+}
 
 _lock = threading.Lock()
-_registered: tuple[str, ...] = ()  # longest first, so a secret inside another is masked whole
-# Every registered value, where it stands alone: not inside a longer word, so a password
-# "postgres" masks "postgres@db" but leaves "postgresql://" readable.
-_registered_pattern: re.Pattern[str] | None = None
+_registered: tuple[str, ...] = ()
+# Every form of every registered value (display/forms.py), compiled once per registration.
+_registered_forms: Forms | None = None
 
 
 def _set_registered(values: Iterable[str]) -> None:
-    global _registered, _registered_pattern
+    global _registered, _registered_forms
     _registered = tuple(sorted(set(values), key=lambda s: (-len(s), s)))
-    alternatives = "|".join(re.escape(secret) for secret in _registered)
-    _registered_pattern = (
-        re.compile(f"(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])") if _registered else None
-    )
-
-
-def _masked(match: re.Match[str]) -> str:
-    secret = match.group("secret")
-    if secret == MASK or _prose(match):
-        return match.group(0)
-    quote_char = secret[:1] if secret[:1] in "\"'" else ""
-    tail = "@" if match.re is _URL_PASSWORD else ""
-    closing = quote_char if quote_char and secret.endswith(quote_char) and len(secret) > 1 else ""
-    return f"{match.group('head')}{quote_char}{MASK}{closing}{tail}"
+    _registered_forms = Forms(_registered) if _registered else None
 
 
 def _prose(match: re.Match[str]) -> bool:
@@ -129,13 +136,49 @@ def _prose(match: re.Match[str]) -> bool:
 
 
 def redact(text: str) -> str:
-    """``text`` with every credential in it replaced by ``***`` (see the module docstring)."""
-    pattern = _registered_pattern
-    if pattern is not None:
-        text = pattern.sub(MASK, text)
-    for pattern in _PATTERNS:
-        text = pattern.sub(_masked, text)
+    """``text`` with every credential in it replaced by ``***`` (see the module docstring), and
+    every sealed held-out unit by ``a held-out unit`` (``held.py``), first: a credential pattern
+    must not cut a held-out text in two."""
+    text = scrub_held_out(text)
+    registered = _registered_forms
+    if registered is not None:
+        text = registered.mask(text, MASK)
+    found: list[str] = []
+    spans = _credentials_in(text, found)
+    # And in the text as decoded: escapes written out (``\\u0073k-...``, ``https:\\/\\/u:pw@h``),
+    # colours and invisible characters gone (display/forms.py).
+    decoded = views(text, joined=False, quotes=False)
+    if decoded is not None:
+        view = decoded.unbroken
+        spans += [view.origin(start, end) for start, end in _credentials_in(view.text, found)]
+    if spans:
+        text = mask_spans(text, spans, MASK)
+    # What a pattern found is masked in its other forms too (its base64 beside it).
+    found = [secret.strip() for secret in found if len(secret.strip()) >= MIN_SECRET_LENGTH]
+    if found:
+        text = Forms(found).mask(text, MASK)
     return text
+
+
+def _credentials_in(text: str, found: list[str]) -> list[tuple[int, int]]:
+    """Where the patterns find credentials in ``text``: the spans of their values, without
+    the quotes around them; each value is added to ``found``."""
+    spans = []
+    folded = fold(text)
+    for pattern in _PATTERNS:
+        if _NEEDED[pattern].search(folded) is None:
+            continue
+        for match in pattern.finditer(text):
+            secret = match.group("secret")
+            start, end = match.span("secret")
+            if secret[:1] in "\"'":
+                start += 1
+                end -= 1 if len(secret) > 1 and secret.endswith(secret[0]) else 0
+            if start >= end or text[start:end] == MASK or _prose(match):
+                continue
+            found.append(text[start:end])
+            spans.append((start, end))
+    return spans
 
 
 def redact_tree(value: Any) -> Any:
@@ -166,16 +209,16 @@ def secrets_in(text: str) -> list[str]:
 
 
 def register_secret(value: str | None) -> None:
-    """Mask every occurrence of ``value`` and its URL-escaped form (not inside a longer word)
-    from now on, in this process. For code that reads a secret: the DSN a ``dsn_env`` variable
-    holds, an API key. Values shorter than ``MIN_SECRET_LENGTH`` are left to the patterns."""
-    if not value or len(value) < MIN_SECRET_LENGTH:
+    """Mask every occurrence of ``value`` from now on, in this process, in every form
+    display/forms.py knows (escaped, encoded, broken over lines, in any letter case), where it
+    stands alone if it is shorter than ``forms.WORD_LENGTH``. For code that reads a secret: the
+    DSN a ``dsn_env`` variable holds, an API key. Values shorter than ``MIN_SECRET_LENGTH`` are
+    left to the patterns."""
+    if not value or len(value.strip()) < MIN_SECRET_LENGTH:
         return
-    forms = {value, quote(value, safe=""), value.strip()}
     with _lock:
-        new = {form for form in forms if len(form) >= MIN_SECRET_LENGTH} - set(_registered)
-        if new:
-            _set_registered([*_registered, *new])
+        if value.strip() not in _registered:
+            _set_registered([*_registered, value.strip()])
 
 
 def register_secrets_in(text: str | None) -> None:
@@ -193,5 +236,5 @@ def register_secrets_in(text: str | None) -> None:
 def forget_secrets(values: Iterable[str] | None = None) -> None:
     """Stop masking ``values`` (every registered value when None): for tests."""
     with _lock:
-        drop = set(_registered if values is None else values)
+        drop = set(_registered if values is None else (value.strip() for value in values))
         _set_registered(s for s in _registered if s not in drop)

@@ -34,6 +34,7 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
@@ -63,6 +64,14 @@ MAX_VALUES = 20_000_000
 
 _MIB = 1 << 20
 _max_bytes: int | None = DEFAULT_MAX_FILE_MB * _MIB
+#: Bytes read through :func:`read_bytes` and :func:`tail_lines` in this process (a test counts
+#: what a step read: an entry appended to a long history reads none of it).
+_read_total = 0
+
+
+def bytes_read() -> int:
+    """The bytes this process has read through this door's readers so far."""
+    return _read_total
 
 Error = type[RetrievalGateError]
 
@@ -104,10 +113,16 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
+def _limit(limit: int) -> str:
+    """The size limit as messages say it: whole MB as set, else its bytes (a limit of a
+    fraction of a MB is not "0 MB")."""
+    return f"{limit // _MIB} MB" if limit >= _MIB and not limit % _MIB else _size(limit)
+
+
 def _too_large(size: int, what: str, path: Path, entry: str | None, error: Error) -> Exception:
     limit = _max_bytes or 0
     return error(
-        f"{what} is {_size(size)}, over the {limit // _MIB} MB limit on files the gate reads "
+        f"{what} is {_size(size)}, over the {_limit(limit)} limit on files the gate reads "
         "(raise 'max_file_mb' in the settings; 0 for no limit)",
         path=path,
         entry=entry,
@@ -178,6 +193,8 @@ def read_bytes(
             raise _too_large(status.st_size, what, path, entry, error)
         with os.fdopen(fd, "rb", closefd=False) as handle:
             data = handle.read() if limit is None else handle.read(limit + 1)
+        global _read_total
+        _read_total += len(data)
     except OSError as exc:
         raise error(f"cannot read {what}: {_reason(exc)}", path=path, entry=entry) from None
     finally:
@@ -212,6 +229,67 @@ def open_regular(
     return os.fdopen(fd, "rb")
 
 
+#: How much :func:`tail_lines` reads at a time, from the end of the file back.
+TAIL_BLOCK = 1 << 20
+
+
+def tail_lines(
+    path: Path, *, what: str, error: Error = RetrievalGateError
+) -> Iterator[tuple[bytes, bool]]:
+    """The lines of the regular file ``path``, the last first, read from its end back a block
+    at a time (:data:`TAIL_BLOCK`), so a reader that needs the newest lines of a long file
+    reads only them. Each is ``(line without its newline, torn)``: ``torn`` for a last line
+    with no newline (a write cut short). A line longer than ``max_file_mb`` is refused
+    (``error``): lines are read whole. Stops when the caller stops iterating."""
+    global _read_total
+    from collections import deque
+
+    limit = _max_bytes
+    with open_regular(path, what=what, error=error) as handle:
+        fd = handle.fileno()
+        position = os.fstat(fd).st_size
+        rest: deque[bytes] = deque()  # the line being read, its chunks in the file's order
+        rest_size = 0
+        last = True  # the next line completed is the file's last
+        while position > 0:
+            step = min(TAIL_BLOCK, position)
+            position -= step
+            block = os.pread(fd, step, position)
+            _read_total += len(block)
+            cut = block.rfind(b"\n")
+            if cut < 0:
+                rest.appendleft(block)
+                rest_size += len(block)
+                if limit is not None and rest_size > limit:
+                    raise _too_large(rest_size, f"a line of {what}", path, None, error)
+                continue
+            line = block[cut + 1 :] + b"".join(rest)
+            if not (last and line == b""):  # a file ending with a newline has no line after it
+                yield line, last
+            last = False
+            parts = block[:cut].split(b"\n")
+            for part in reversed(parts[1:]):
+                yield part, False
+            rest = deque([parts[0]])
+            rest_size = len(parts[0])
+        line = b"".join(rest).removeprefix(b"\xef\xbb\xbf")  # a byte-order mark opens no line
+        if line:
+            yield line, last
+
+
+def count_lines(path: Path, *, what: str, error: Error = RetrievalGateError) -> int:
+    """How many lines the regular file ``path`` has (a last line without its newline counts),
+    counted in blocks without keeping them: to name a line found from the end by its number."""
+    global _read_total
+    lines, last = 0, b"\n"
+    with open_regular(path, what=what, error=error) as handle:
+        while block := handle.read(TAIL_BLOCK):
+            _read_total += len(block)
+            lines += block.count(b"\n")
+            last = block[-1:]
+    return lines + (last != b"\n")
+
+
 def _gunzip(
     data: bytes, limit: int | None, what: str, path: Path, entry: str | None, error: Error
 ) -> bytes:
@@ -226,7 +304,7 @@ def _gunzip(
         raise error(f"cannot read {what}: {exc}", path=path, entry=entry) from None
     if limit is not None and len(out) > limit:
         raise error(
-            f"{what} decompresses to more than the {limit // _MIB} MB limit on files the gate "
+            f"{what} decompresses to more than the {_limit(limit)} limit on files the gate "
             "reads (raise 'max_file_mb' in the settings; 0 for no limit)",
             path=path,
             entry=entry,

@@ -1,5 +1,5 @@
-"""A regression check and what it compares, before any rule decides (gates/regressions.py)
-and before an outcome says it (gates/wording.py)."""
+"""A regression check and what it compares (gates/regressions.py), before a regression rule
+decides (regression.py, margin.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from retrieval_gate.gates.kernel import TIE
+
 if TYPE_CHECKING:
     from retrieval_gate.gates.resolution import ItemSpread
     from retrieval_gate.gates.stats import BootstrapMarginTest, MarginTest
-
-# An observed drop within this much of the tolerance is equal to it (float noise of two means).
-TIE = 1e-9
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,11 @@ churn among unjudged ones, nDCG may not move while users see different results."
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from retrieval_gate.gates.kernel import meets
+from retrieval_gate.gates.rule import Check, Context, Rule
 from retrieval_gate.metrics.overlap import jaccard_at_k, rbo_ext
 from retrieval_gate.records import Outcome, RunRecord, counted, format_value
 from retrieval_gate.suites.drift import DriftFloors
@@ -15,8 +17,33 @@ from retrieval_gate.suites.drift import DriftFloors
 if TYPE_CHECKING:
     from retrieval_gate.suites.suite import Suite
 
+ORDER = 40
+
 #: How many of the most changed queries a drift outcome lists.
 SHOWN = 5
+
+
+class RankingDriftRule(Rule):
+    """``...::<system>::drift::RBO@10``: a floor on how much the rankings moved from the
+    baseline's, judged or not."""
+
+    name = "drift"
+
+    def checks(self, context: Context) -> Iterator[Check]:
+        floors = context.suite.kind_object.drift(context.suite)
+        if floors is None or context.base is None:
+            return
+        for name in floors.metrics:
+            yield Check(self.name, f"drift::{name}", name, wide=True)
+
+    def decide(self, check: Check, context: Context) -> Outcome | str:
+        found = context.once(
+            self.name, lambda: drift_outcomes(context.suite, context.record(), context.base)
+        )
+        return found if isinstance(found, str) else found[check.spec]
+
+
+RULE = RankingDriftRule()
 
 
 def drift_rankings(
@@ -64,7 +91,8 @@ def check_drift(
                 metric=name,
                 value=mean,
                 threshold=floor,
-                passed=mean >= floor - 1e-9,
+                passed=meets(mean, floor),
+                rule=RULE.name,
                 n=len(values),
                 worst=tuple(moved[:SHOWN]),
                 texts={q: t for q, t in (texts or {}).items() if q in shown},

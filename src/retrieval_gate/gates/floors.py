@@ -1,30 +1,46 @@
-"""Floors, ceilings and per-unit expectations, decided on typed records. Pure.
+"""The ``floor`` rule: a floor on a metric over the suite, a category or a difficulty, and a
+ceiling on a latency figure, decided on the run alone. Pure.
 
-Each check reads a :class:`~retrieval_gate.records.RunRecord` and returns an
-:class:`~retrieval_gate.records.Outcome`: the items turn it into a pass or a readable failure
-(value, floor, n, the worst units) and the report into a table row.
+Items: ``...::<system>::suite::P@5``, ``...::category:joins::P@5``, ``...::latency_p95_ms``.
+A failing item shows the value, the floor, n and the worst units (value, floor, n, the worst
+units); the report a table row.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from retrieval_gate.gates.kernel import meets
+from retrieval_gate.gates.rule import Check, Context, Rule
 from retrieval_gate.metrics import parse_metric
-from retrieval_gate.records import (
-    Outcome,
-    QueryRecord,
-    RunRecord,
-    format_value,
-)
+from retrieval_gate.records import Outcome, RunRecord
 from retrieval_gate.suites import kinds
 from retrieval_gate.suites.suite import Gate
-from retrieval_gate.suites.units import Expectation, Unit
 
-# Means of per-query fractions are not exact in binary: 3 of 5 queries at P@5 = 0.6 can average to
-# 0.5999999999999999. A floor is met when the value is within this of it, so a suite that sits
-# exactly on its floor passes on every machine.
-EPSILON = 1e-9
+ORDER = 10
 
 
-_fmt = format_value
+class FloorRule(Rule):
+    name = "floor"
+
+    def checks(self, context: Context) -> Iterator[Check]:
+        gates = context.suite.gates_for(context.system)  # the suite's floors, or the system's own
+        for gate in gates:
+            if not gate.metric.is_latency:
+                suite_wide = gate.scope == "suite"
+                yield Check(
+                    self.name, gate.metric.name, gate, (gate.scope,), wide=suite_wide, scope=gate.scope
+                )
+        for gate in gates:
+            if gate.metric.is_latency:
+                yield Check(self.name, gate.metric.name, gate, wide=True)
+
+    def decide(self, check: Check, context: Context) -> Outcome:
+        gate: Gate = check.spec
+        return check_gate(gate, context.record())
+
+
+RULE = FloorRule()
 
 
 def check_gate(gate: Gate, record: RunRecord, worst: int = 5) -> Outcome:
@@ -41,10 +57,8 @@ def check_gate(gate: Gate, record: RunRecord, worst: int = 5) -> Outcome:
             "(a stored run file); gate latency on a system that retrieves",
         )
         shown = ()
-    elif metric.is_latency:
-        passed = value <= gate.threshold + EPSILON
     else:
-        passed = value >= gate.threshold - EPSILON
+        passed = meets(value, gate.threshold, ceiling=metric.is_latency)
     kind = kinds().get(record.kind)
     if not passed and not metric.is_latency and kind is not None:
         # What the worst units got wrong, in their kind's terms (an extraction document's missed
@@ -63,6 +77,9 @@ def check_gate(gate: Gate, record: RunRecord, worst: int = 5) -> Outcome:
         worst=shown,
         texts=_texts(record, shown),
         detail=detail,
+        rule=RULE.name,
+        unit="ms" if metric.is_latency else "",
+        worst_label="slowest queries" if metric.is_latency else "worst queries",
     )
 
 
@@ -98,60 +115,3 @@ def _texts(record: RunRecord, shown: tuple[tuple[str, float], ...]) -> dict[str,
     return {qid: text for qid, text in found.items() if text}
 
 
-def check_query(query: Unit, record: RunRecord) -> Outcome:
-    """All of a query's ``expect`` assertions; the outcome fails if any of them does."""
-    measured = record.query(query.id)
-    ranks = measured.relevant_ranks
-    checks = [(exp, *_check_expectation(exp, measured)) for exp in query.expect]
-    failures = [text for _, ok, _, text in checks if not ok]
-    # The outcome's value and threshold are those of the first failing assertion (else the first).
-    shown_exp, _, value, _ = next((c for c in checks if not c[1]), checks[0])
-    found = ", ".join(
-        f"{measured.named(doc)} at {'-' if rank is None else rank}"
-        for doc, rank in sorted(ranks.items())
-    )
-    top = ", ".join(measured.named(doc) for doc in measured.ranking[:5]) or "(none)"
-    detail = [*failures, f"relevant: {found}", f"top results: {top}"]
-    return Outcome(
-        suite=record.suite,
-        system=record.system,
-        scope=f"query[{query.id}]",
-        metric=shown_exp.label,
-        value=value,
-        threshold=shown_exp.value,
-        passed=not failures,
-        n=1,
-        ceiling=shown_exp.metric is None,
-        detail=tuple(detail),
-        texts={query.id: query.text},
-    )
-
-
-def _check_expectation(exp: Expectation, measured: QueryRecord) -> tuple[bool, float, str]:
-    """(passed, measured value, failure line)."""
-    if exp.metric is not None:
-        value = measured.metrics[exp.metric.name]
-        return (
-            value >= exp.value - EPSILON,
-            value,
-            f"{exp.metric.name} = {_fmt(value)}, expected >= {_fmt(exp.value)}",
-        )
-    ranks = measured.relevant_ranks
-    present = [r for r in ranks.values() if r is not None]
-    limit = int(exp.value)
-    if exp.kind == "found_within":
-        best = min(present) if present else None
-        ok = best is not None and best <= limit
-        shown = "not retrieved" if best is None else f"first relevant at rank {best}"
-        return ok, float(best if best is not None else -1), f"found_within {limit}: {shown}"
-    # all_found_within
-    missing = [doc for doc, r in ranks.items() if r is None or r > limit]
-    worst_rank = max(present) if len(present) == len(ranks) else None
-    ok = not missing
-    named = ", ".join(measured.named(doc) for doc in sorted(missing))
-    shown = f"{len(missing)} relevant not within {limit}: {named}"
-    return (
-        ok,
-        float(worst_rank if worst_rank is not None else -1),
-        f"all_found_within {limit}: {shown}",
-    )

@@ -6,6 +6,11 @@ drift check compares today with an *anchor* instead: the oldest record within th
 (``drift_window``: records or days) or the record ``--rg-pin`` names, with its own tolerance
 (``drift_tolerance``, by default twice the regression tolerance; docs/baselines.md).
 
+Which record is the anchor is :mod:`~retrieval_gate.gates.anchor`'s: with a pin that has no
+record at its commit or an ancestor, the suite x system's drift items fail saying so, never
+skipped. A failing item names the queries that slid most since the anchor (anchor -> now) and
+the metric's value at each step between.
+
 The rule is the regression rule (docs/verdicts.md): an item fails when the drop of its metric
 from the anchor, over the queries both hold unchanged (same id, same content digest), is larger
 than its drift tolerance; its resolution epsilon comes from the paired per-query drops the
@@ -21,132 +26,164 @@ with the label-free ranking drift items (``drift::RBO@10``, :mod:`~retrieval_gat
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 
-from retrieval_gate.baseline.history import History, HistoryRecord, identity_digest
-from retrieval_gate.config.history import HistorySettings
-from retrieval_gate.errors import RetrievalGateError
+from retrieval_gate.baseline.entry import identity_digest
+from retrieval_gate.gates.anchor import Anchor, Unpinned
+from retrieval_gate.gates.kernel import exceeds, paired, width
+from retrieval_gate.gates.rule import Check, Context, Rule
 from retrieval_gate.records import (
-    DRIFT_SCOPE,
     Outcome,
     RunRecord,
     counted,
+    format_delta,
     format_value,
     plural,
     resolution_words,
+    shorten,
 )
 
-_TIE = 1e-12
+ORDER = 50
+
+#: The items' scope and the first part of their names: ``...::history-drift::nDCG@10``.
+SCOPE = "history-drift"
 
 
-@dataclass(frozen=True)
-class Anchor:
-    """The record today is compared with, and how it was chosen: ``window`` (the oldest in the
-    window), ``accepted`` (the newest baseline saved over a failing drift item, within the
-    window) or ``pinned`` (``--rg-pin``); ``rule`` says which in words."""
+class HistoryDriftRule(Rule):
+    name = SCOPE
 
-    record: HistoryRecord
-    how: str
-    later: tuple[HistoryRecord, ...]  # the records after it, oldest first
-    rule: str = ""
+    def checks(self, context: Context) -> Iterator[Check]:
+        for check in drift_checks(context):
+            yield Check(self.name, f"{SCOPE}::{check.metric}", check, wide=True)
 
-    def describe(self) -> str:
-        day = (self.record.at.time or "")[:10]
-        pinned = "pinned " if self.how == "pinned" else ""
-        return f"the {pinned}anchor of {day} ({self.record.at.short})"
+    def decide(self, check: Check, context: Context) -> Outcome | str:
+        spec: DriftCheck = check.spec
+        found = context.once(self.name, lambda: _drift(context))
+        return found[spec.metric]
 
-
-def find_anchor(
-    records: Sequence[HistoryRecord],
-    settings: HistorySettings,
-    *,
-    pin: str | None = None,
-    now: datetime | None = None,
-    metric: str | None = None,
-) -> Anchor | str:
-    """The anchor among one suite x system's ``records`` (oldest first), or why there is none.
-    ``pin``: a commit (or its prefix): the newest record at that commit. Otherwise the oldest of
-    the last ``drift_records`` records, or of those within ``drift_days`` of ``now``.
-
-    Only records of committed trees take part (:func:`merges`): a record made from uncommitted
-    changes names a commit it was not, so it is neither an anchor, nor counted in the window,
-    nor a step after the anchor.
-
-    ``metric``: the anchor of that metric's item, which starts again at the newest baseline
-    saved over a failing drift item of that metric (an accepted drift); without it, the
-    window's own anchor (the trends' mark, whether drift items exist at all)."""
-    if not records:
-        return "no history for this suite and system yet"
-    removed = [r for r in records if r.at.dirty]
-    records = merges(records)
-    if not records and pin is None:
-        return (
-            f"no record of a committed tree yet (the {len(removed)} in the history were made from "
-            "uncommitted changes)"
-        )
-    if pin is not None:
-        wanted = pin.lower()
-        matches = sorted(
-            {c for r in records if (c := (r.at.commit or "").lower()).startswith(wanted)}
-        )
-        if len(matches) > 1:
-            # The newest match would be a guess at which release the user meant.
-            raise RetrievalGateError(
-                f"--rg-pin {pin}: ambiguous: the history has records at {_listed(matches)}; "
-                "give more digits of the commit"
+    def headline(self, outcome: Outcome) -> str:
+        verdict = "ok" if outcome.passed else "FAILED"
+        if outcome.threshold != outcome.threshold:  # no anchor: a pin with no record (Unpinned)
+            return (
+                f"{outcome.metric} slow drift ({outcome.suite} x {outcome.system}): {verdict}: "
+                f"{format_value(outcome.value)} today, with no record to compare it with (n="
+                f"{outcome.n})"
             )
-        for i in range(len(records) - 1, -1, -1):
-            commit = records[i].at.commit or ""
-            if commit.lower().startswith(wanted):
-                return Anchor(records[i], "pinned", tuple(records[i + 1 :]), "pinned by --rg-pin")
-        return f"--rg-pin {pin}: no record of this suite and system at that commit" + (
-            " (only records made from uncommitted changes on top of it, which are no anchor)"
-            if any((r.at.commit or "").lower().startswith(wanted) for r in removed)
-            else ""
+        return (
+            f"{outcome.metric} slow drift ({outcome.suite} x {outcome.system}): {verdict}: "
+            f"{format_value(outcome.value)} (needs >= {format_value(outcome.threshold)}: the "
+            f"anchor's value less the drift tolerance, n={outcome.n})"
         )
-    if settings.drift_days is not None:
-        since = (now or datetime.now().astimezone()) - timedelta(days=settings.drift_days)
-        inside = [i for i, r in enumerate(records) if (r.at.when or since) >= since]
-        if not inside:
-            return f"no record within the last {settings.window_text}"
-        first = inside[0]
-        rule = f"the oldest record within {settings.window_text}"
-    else:
-        first = max(0, len(records) - (settings.drift_records or 1))
-        rule = f"the oldest of the last {settings.window_text}"
-    # A drift accepted (a baseline saved over a failing drift item, as a regression is
-    # accepted) is where the window starts again: the drop before it was seen and taken.
-    # Per metric: a drift of MRR@5 accepted says nothing of P@1, whose drop would add up unseen.
-    accepted = [
-        i for i, r in enumerate(records) if metric in r.accepted_drift and r.source == "baseline"
+
+    def lines(self, outcome: Outcome) -> list[str]:
+        """The headline and the detail: the statement, the figures, the queries that slid most
+        (their anchor -> now values, which ``worst`` alone does not hold) and the values at
+        each step."""
+        return [self.headline(outcome), *outcome.detail]
+
+
+RULE = HistoryDriftRule()
+
+
+def _anchors(context: Context) -> dict[tuple[str, str], Anchor | Unpinned | str]:
+    """The session's anchors by (suite, system), registered at collection: the drift items are
+    a family of their own, one block per suite x system with an anchor."""
+    return context.state(SCOPE, dict)
+
+
+def drift_checks(context: Context) -> list[DriftCheck]:
+    """The suite x system's drift checks, registered as one block of the drift family: none
+    while it has no record older than the baseline; with ``--rg-pin`` and a history that has
+    no record at the pin or an ancestor of it, items that fail saying so (never none, never
+    skipped)."""
+    keeper = context.history
+    if keeper.store is None or not keeper.conf.drift:
+        return []
+    suite, system = context.suite, context.system
+    records = keeper.history(suite.name).of(system)
+    anchor = keeper.anchor(suite.name, system)
+    if isinstance(anchor, str):
+        return []
+    if isinstance(anchor, Anchor) and anchor.how != "pinned" and anchor.record is records[-1]:
+        # Only the newest record: that is the baseline the regression items compare with
+        # already (a history of one record has no drift yet). Not so when records from
+        # uncommitted changes (no anchor) came after it: the baseline may be one of them.
+        return []
+    _anchors(context)[(suite.name, system)] = anchor
+    return [
+        DriftCheck(c.metric, keeper.conf.tolerance_for(c.metric, c.tolerance), c.tolerance)
+        for c in context.plan.checks(suite)
+        if c.gated and c.scope == "suite"
     ]
-    if accepted and accepted[-1] > first:
-        first = accepted[-1]
-        return Anchor(
-            records[first],
-            "accepted",
-            tuple(records[first + 1 :]),
-            f"the newest baseline saved over a failing {metric} drift item",
+
+
+def _drift(context: Context) -> dict[str, Outcome | str]:
+    from retrieval_gate.gates.resolution import block_level
+
+    keeper, settings = context.history, context.settings
+    suite, system = context.suite, context.system
+    checks = drift_checks(context)
+    anchors = _anchors(context)
+    anchor = anchors[(suite.name, system)]
+    if isinstance(anchor, str):
+        return {c.metric: anchor for c in checks}
+    record = context.record()
+    if isinstance(anchor, Unpinned):
+        return {c.metric: unpinned_outcome(record, c, anchor) for c in checks}
+    blocks = sum(1 for a in anchors.values() if isinstance(a, Anchor))
+    level = block_level(settings.alpha, blocks)
+    # Each metric from its own anchor: the window's, or where a drift of it was accepted.
+    by_anchor: dict[int, tuple[Anchor, list[DriftCheck]]] = {}
+    for check in checks:
+        own = keeper.anchor(suite.name, system, check.metric)
+        found = own if isinstance(own, Anchor) else anchor
+        # A drop its pull request accepted: from that pull request's baseline (gates/accept.py).
+        found = keeper.accepting.anchor(suite.name, system, check.metric, found) or found
+        by_anchor.setdefault(id(found.record), (found, []))[1].append(check)
+    out: dict[str, Outcome | str] = {}
+    for found, group in by_anchor.values():
+        decided = drift_outcomes(
+            record, found, group, level=level, alpha=settings.alpha, seed=settings.seed
         )
-    return Anchor(records[first], "window", tuple(records[first + 1 :]), rule)
+        if found.how == "pull request":
+            said = keeper.accepting.said
+            decided = {m: o if isinstance(o, str) else said(o) for m, o in decided.items()}
+        out.update(decided)
+    return out
 
 
-def merges(records: Sequence[HistoryRecord]) -> tuple[HistoryRecord, ...]:
-    """The records of committed trees: the points of the history's line (anchors, steps,
-    trends). A record made from uncommitted changes (``at.dirty``) stays in the history and in
-    the shelf-life ledger (a decision the suite informed however it was made) but is no merge."""
-    return tuple(r for r in records if not r.at.dirty)
+def failed_metrics(run: RunRecord, gates: Sequence[Outcome]) -> tuple[str, ...]:
+    """The metrics whose drift item of ``run``'s suite x system failed this session: a baseline
+    saved over them accepts their drift (the window starts again there)."""
+    return tuple(
+        sorted(
+            g.metric
+            for g in gates
+            if g.rule == SCOPE and not g.passed and (g.suite, g.system) == run.key
+        )
+    )
 
 
-def _listed(commits: Sequence[str]) -> str:
-    """Distinct commits, each as short as tells it from the others (at least 7 digits)."""
-    digits = 7
-    while len({c[:digits] for c in commits}) < len(commits):
-        digits += 1
-    names = [c[:digits] for c in commits]
-    return ", ".join(names[:-1]) + " and " + names[-1]
+def unpinned_outcome(record: RunRecord, check: DriftCheck, found: Unpinned) -> Outcome:
+    """A drift item of a pin with no record to compare with: failed, saying why (no
+    threshold: there is nothing to hold today's value against)."""
+    return Outcome(
+        suite=record.suite,
+        system=record.system,
+        scope=SCOPE,
+        rule=SCOPE,
+        summary=(
+            f"pinned to {found.pin.named}: no record at it or at an ancestor of it, nothing to "
+            "compare with"
+        ),
+        metric=check.metric,
+        value=record.metrics.get(check.metric, float("nan")),
+        threshold=float("nan"),
+        passed=False,
+        n=record.n,
+        detail=(found.said,),
+    )
 
 
 @dataclass(frozen=True)
@@ -156,19 +193,84 @@ class DriftCheck:
     step_tolerance: float  # the regression tolerance each accepted step was held to today
 
 
+#: The units a failing drift item names with their anchor -> now values (the rest counted).
+SLID_SHOWN = 5
+#: The steps a failing drift item lists with their values: the first few after the anchor and
+#: the newest, the others counted between them.
+STEPS_SHOWN = 24
+STEPS_FIRST = 6
+
+
 def _steps(anchor: Anchor, record: RunRecord, check: DriftCheck) -> tuple[int, int]:
     """(steps from the anchor to today, how many of them dropped more than their tolerance),
-    each step read from the suite values of two consecutive records."""
+    each step read from the suite values of two consecutive records (the steps the read passed
+    over, ``anchor.unread``, counted but not read)."""
     chain = [anchor.record, *anchor.later]
     values = [r.metrics.get(check.metric) for r in chain]
     tolerances = [r.tolerance.get(check.metric, check.step_tolerance) for r in chain[1:]]
     values.append(record.metrics.get(check.metric))
     tolerances.append(check.step_tolerance)
     beyond = 0
-    for before, after, t in zip(values, values[1:], tolerances, strict=False):
-        if before is not None and after is not None and before - after > t + _TIE:
+    for i, (before, after, t) in enumerate(zip(values, values[1:], tolerances, strict=False)):
+        if i == 0 and anchor.unread:
+            continue  # the anchor and the oldest step read are not consecutive
+        if before is not None and after is not None and exceeds(before - after, t):
             beyond += 1
-    return len(values) - 1, beyond
+    return len(values) - 1 + anchor.unread, beyond
+
+
+def step_values(anchor: Anchor, record: RunRecord, metric: str) -> str:
+    """ "P@1 at each step: abc0000 1 (anchor), abc0001 0.98, ..., now 0.92": the anchor, each
+    accepted step after it (commit and value; past :data:`STEPS_SHOWN`, the first and the
+    newest, the others counted) and today."""
+
+    def value(v: float | None) -> str:
+        return "n/a" if v is None else format_value(v)
+
+    steps = [f"{r.at.short} {value(r.metrics.get(metric))}" for r in anchor.later]
+    head = [f"{anchor.record.at.short} {value(anchor.record.metrics.get(metric))} (anchor)"]
+    if anchor.unread:
+        head.append(f"{anchor.unread} {plural(anchor.unread, 'step')} not read")
+    if len(steps) > STEPS_SHOWN:
+        hidden = len(steps) - STEPS_SHOWN
+        steps = [
+            *steps[:STEPS_FIRST],
+            f"and {hidden} more",
+            *steps[len(steps) - (STEPS_SHOWN - STEPS_FIRST) :],
+        ]
+    now = f"now {value(record.metrics.get(metric))}"
+    return f"{metric} at each step: " + ", ".join([*head, *steps, now])
+
+
+def slid_units(
+    keys: Sequence[tuple[str, str]],
+    then: Sequence[float],
+    now: Sequence[float],
+    texts: dict[str, str],
+    units: str,
+) -> tuple[tuple[tuple[str, float], ...], str]:
+    """The units that slid most since the anchor (``worst``: id and change, most first) and the
+    line naming them with their anchor -> now values, the others counted. Only units of both
+    sides are here: a held-out unit is in neither (records keep the holdout apart)."""
+    moved = [(key[0], a, b) for key, a, b in zip(keys, then, now, strict=True) if b < a]
+    moved.sort(key=lambda m: (m[2] - m[1], m[0]))
+    better = sum(1 for a, b in zip(then, now, strict=True) if b > a)
+    if not moved:
+        return (), ""
+
+    def named(qid: str) -> str:
+        text = texts.get(qid)
+        return f'{qid} "{shorten(text)}"' if text else qid
+
+    shown = moved[:SLID_SHOWN]
+    listed = ", ".join(
+        f"{named(qid)} {format_value(a)} -> {format_value(b)} ({format_delta(b - a)})"
+        for qid, a, b in shown
+    )
+    return tuple((qid, b - a) for qid, a, b in shown), (
+        f"slid most since the anchor (anchor -> now): {listed}; {len(moved)} of the "
+        f"{len(keys)} {units} worse, {better} better"
+    )
 
 
 def drift_outcomes(
@@ -197,7 +299,6 @@ def drift_outcomes(
         and then_defs[c.metric] != now_defs[c.metric]
     }
     checks = [c for c in checks if c.metric not in redefined]
-    from retrieval_gate.gates.regressions import _width, paired
     from retrieval_gate.gates.resolution import block_resolution
     from retrieval_gate.gates.stats import is_mean
     from retrieval_gate.metrics import parse_metric
@@ -210,6 +311,7 @@ def drift_outcomes(
     # spread its resolution reads (the paired drops of a mean; the bootstrap's of another
     # aggregate, such as micro F1, which is not the mean of its per-unit values).
     paired_values: dict[str, tuple[float, float, int]] = {}
+    slid: dict[str, tuple[tuple[tuple[str, float], ...], str]] = {}
     spreads = {}
     unpaired: dict[str, str] = {}
     # An unchanged system on an index that does not rank the same every run: decided on exact
@@ -239,7 +341,7 @@ def drift_outcomes(
             continue
         then_values = [then[k] for k in keys]
         now_values = [today[k].metrics[check.metric] for k in keys]
-        width = _width(metric, now_values, then_values)
+        span = width(metric, now_values, then_values)
         names = (check.metric, *metric.spec.aggregation.components)
         series_then = {check.metric: then_values}
         series_now = {check.metric: now_values}
@@ -272,8 +374,14 @@ def drift_outcomes(
         # mean; the bootstrap's spread of another aggregate, such as micro F1.
         found = paired(metric, check.metric, series_now, series_then, check.tolerance, seed)
         paired_values[check.metric] = (found.then, found.now, len(keys))
+        # Each unit's own change, as the decision read it (under exact search for index noise).
+        side_then = series_then.get(check.metric, then_values)
+        side_now = series_now.get(check.metric, now_values)
+        slid[check.metric] = slid_units(
+            keys, side_then, side_now, {k[0]: today[k].text for k in keys}, units
+        )
         if len(keys) >= 2:
-            spreads[check.metric] = found.spread(width)
+            spreads[check.metric] = found.spread(span)
     resolved = block_resolution(spreads, level, seed)
     outcomes: dict[str, Outcome | str] = {**redefined, **unpaired}
     for check in checks:
@@ -281,7 +389,7 @@ def drift_outcomes(
             continue
         if check.metric in paired_values:
             before, after, n = paired_values[check.metric]
-            over = f"shared {units}"  # as regression items say (gates/wording.py)
+            over = f"shared {units}"  # as regression items say (gates/regression.py)
         else:
             before = anchor.record.metrics.get(check.metric, float("nan"))
             after = record.metrics.get(check.metric, float("nan"))
@@ -295,20 +403,38 @@ def drift_outcomes(
             if epsilon is None
             else f"; {resolution_words(epsilon, spreads[check.metric].width, 1.0 - alpha)}"
         )
+        passed = not exceeds(drop, check.tolerance)
+        worst: tuple[tuple[str, float], ...] = ()
+        named: list[str] = []
+        if not passed:
+            # What slid and when: the units that moved most since the anchor, and the metric
+            # at each accepted step between (the regression failure's "most dropped" for drift).
+            worst, line = slid.get(check.metric, ((), ""))
+            named = [line] if line else []
+            named.append(step_values(anchor, record, check.metric))
+        if anchor.how == "pinned" and anchor.pin is not None:
+            named.append(anchor.pin_words())
+        texts = {q.id: q.text for q in record.queries if q.text}
         outcomes[check.metric] = Outcome(
             suite=record.suite,
             system=record.system,
-            scope=DRIFT_SCOPE,
+            scope=SCOPE,
+            rule=SCOPE,
+            summary=_statement(check, drop, anchor, steps, beyond),
             metric=check.metric,
             value=after,
             threshold=before - check.tolerance,
-            passed=not drop > check.tolerance + _TIE,
+            passed=passed,
             n=n,
+            worst=worst,
+            texts={qid: texts[qid] for qid, _ in worst if qid in texts},
+            worst_label="slid most",
             detail=(
                 _statement(check, drop, anchor, steps, beyond),
                 f"anchor {format_value(before)} -> now {format_value(after)} over {n} {over}; "
                 f"drift tolerance {format_value(check.tolerance)} (anchor: {anchor.rule})"
                 f"{resolution}",
+                *named,
                 *([noise[check.metric]] if check.metric in noise else []),
             ),
         )
@@ -329,13 +455,15 @@ def _statement(check: DriftCheck, drop: float, anchor: Anchor, steps: int, beyon
     each = (
         "each within its tolerance" if beyond == 0 else f"{beyond} of them beyond their tolerance"
     )
+    if anchor.unread:
+        # The steps the read passed over are counted, not read: their own drops are unknown.
+        read = steps - anchor.unread - 1
+        each = (
+            f"each of the {read} read within its tolerance"
+            if beyond == 0
+            else f"{beyond} of the {read} read beyond their tolerance"
+        )
     said += f", over {steps} {word} (accepted baselines and this run), {each}"
-    if drop > check.tolerance + _TIE:
+    if exceeds(drop, check.tolerance):
         said += f"; more than the drift tolerance {format_value(check.tolerance)}"
     return said
-
-
-def anchors_by_system(
-    history: History, systems: Sequence[str], settings: HistorySettings, pin: str | None
-) -> Mapping[str, Anchor | str]:
-    return {s: find_anchor(history.of(s), settings, pin=pin) for s in systems}

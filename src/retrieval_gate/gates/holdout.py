@@ -4,10 +4,13 @@ A suite with ``holdout: f`` keeps a fixed, seeded part of its units apart
 (:mod:`~retrieval_gate.suites.holdout`): every visible figure (floors, regressions, drift, the
 report's tables) is over the other units, and the holdout is decided by items of its own,
 ``...::<system>::holdout::<metric>``, one per metric the suite's regression items gate. Each
-compares the holdout units the run and the baseline share (same id and content, paired through
-their keys, never their ids) and fails when the drop of the metric's aggregate over them is
-larger than the holdout's tolerance (``holdout_tolerance``, by default the regression tolerance
-/ sqrt(f)).
+compares the metric's aggregate over the baseline's holdout units with the run's aggregate over
+the same units (same id and content, paired through their keys, never their ids), and fails
+when the drop is larger than the holdout's tolerance (``holdout_tolerance``, by default the
+regression tolerance / sqrt(f)). A baseline keeps the aggregate only, never a unit's value
+(records/run.py ``HoldoutRecord``): units added since are left out of the run's side, and a
+baseline unit that was edited or removed since leaves the item undecided until a baseline is
+saved with the holdout as it is.
 
 What an item reveals is its one bit, pass or fail (Thresholdout's idea: Dwork et al., "The
 reusable holdout", Science 2015): not the values, not the drop, not a resolution (which would
@@ -20,19 +23,58 @@ every run, so the bits are counted instead.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from retrieval_gate.gates.compared import TIE
-from retrieval_gate.records import HOLDOUT_SCOPE, Outcome, RunRecord
+from retrieval_gate.gates.kernel import exceeds
+from retrieval_gate.gates.rule import Check, Context, Rule
+from retrieval_gate.records import Outcome, RunRecord, counted, format_value, plural
 
 if TYPE_CHECKING:
-    from retrieval_gate.gates.regressions import RegressionCheck
+    from retrieval_gate.gates.compared import RegressionCheck
     from retrieval_gate.metrics import Metric
     from retrieval_gate.suites.suite import Suite
+
+ORDER = 60
+
+#: The items' scope and the first part of their names: ``...::holdout::nDCG@10``.
+SCOPE = "holdout"
+
+
+class HoldoutRule(Rule):
+    name = SCOPE
+
+    def checks(self, context: Context) -> Iterator[Check]:
+        if context.base is None:
+            return
+        for held in holdout_checks(context.suite, context.plan.checks(context.suite)):
+            yield Check(self.name, f"{SCOPE}::{held.metric}", held, wide=True)
+
+    def decide(self, check: Check, context: Context) -> Outcome | str:
+        spec: HoldoutCheck = check.spec
+        return holdout_outcomes(context.record(), context.base, [spec])[spec.metric]
+
+    def headline(self, outcome: Outcome) -> str:
+        verdict = "ok" if outcome.passed else "FAILED"
+        within = "within" if outcome.passed else "beyond"
+        return (
+            f"{outcome.metric} holdout ({outcome.suite} x {outcome.system}): {verdict}: its drop "
+            f"from the baseline is {within} the holdout tolerance "
+            f"{format_value(outcome.threshold)} (n={outcome.n} held-out units; values not "
+            "shown, docs/verdicts.md)"
+        )
+
+
+RULE = HoldoutRule()
+
+
+def revealed(run: RunRecord, gates: Sequence[Outcome]) -> list[Outcome]:
+    """The holdout verdicts ``run``'s suite x system revealed this session (the holdout
+    ledger counts them)."""
+    return [g for g in gates if g.rule == SCOPE and (g.suite, g.system) == run.key]
 
 
 @dataclass(frozen=True)
@@ -62,26 +104,48 @@ def holdout_outcomes(
             continue
         metric = parse_metric(check.metric)
         names = (check.metric, *metric.spec.aggregation.components)
-        if any(name not in now.values or name not in then.values for name in names):
+        measured = (
+            all(name in then.values for name in names)
+            if then.values
+            else check.metric in then.aggregates
+        )
+        if not measured or any(name not in now.values for name in names):
             out[check.metric] = f"{check.metric} is not measured on both sides of the holdout"
             continue
-        before, after = then.per_unit(check.metric), now.per_unit(check.metric)
-        keys = [k for k in after if k in before]
-        if not keys:
-            out[check.metric] = "the baseline shares no holdout unit with this run"
-            continue
-
-        drop = _aggregate(metric, names, keys, before, then.values) - _aggregate(
-            metric, names, keys, after, now.values
-        )
+        after = now.per_unit(check.metric)
+        if then.values:  # a baseline written before aggregates were kept: unit by unit
+            before = then.per_unit(check.metric)
+            keys = [k for k in after if k in before]
+            if not keys:
+                out[check.metric] = "the baseline shares no holdout unit with this run"
+                continue
+            drop = _aggregate(metric, names, keys, before, then.values) - _aggregate(
+                metric, names, keys, after, now.values
+            )
+        else:
+            gone = sum(1 for k in then.keys if k not in after)
+            if gone:
+                out[check.metric] = (
+                    f"{counted(gone, 'held-out unit')} of the baseline's holdout "
+                    f"{plural(gone, 'was', 'were')} edited or removed since it was saved, and "
+                    "the baseline keeps the holdout's aggregate only (never a unit's value); "
+                    "save a baseline with --rg-save-baseline"
+                )
+                continue
+            keys = list(then.keys)
+            drop = then.aggregates[check.metric] - _aggregate(
+                metric, names, keys, after, now.values
+            )
         out[check.metric] = Outcome(
             suite=record.suite,
             system=record.system,
-            scope=HOLDOUT_SCOPE,  # which makes it hidden (Outcome.hidden): one bit shown
+            scope=SCOPE,
+            rule=SCOPE,
+            hidden=True,  # one bit shown
             metric=check.metric,
             value=float("nan"),  # not a figure anyone sees
             threshold=check.tolerance,
-            passed=not drop > check.tolerance + TIE,
+            passed=not exceeds(drop, check.tolerance),
             n=len(keys),
         )
     return out

@@ -1,7 +1,9 @@
 """The session's part in the history of quality (docs/baselines.md): what the session reads from
 the history when it starts (the anchors of the drift items, how old the baseline is), and what
 it appends when it finishes (one record per suite x system, on ``--rg-save-baseline`` and on
-``--rg-record``; only in the controller, never in an xdist worker).
+``--rg-record``; only in the controller, never in an xdist worker). It reads and saves the
+ledger's head (the accepted baseline) for the session too, with what a pull request's baseline
+accepts against its target branch (gates/accept.py).
 
 Every process reads the history once, when it first needs a suite's records, and never again,
 so the items of one session see one history however the session is run (serial or ``-n N``).
@@ -14,54 +16,44 @@ import dataclasses
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from retrieval_gate.baseline.history import (
-    CLOCK_SKEW_DAYS,
-    DEFAULT_HISTORY_DIR,
-    History,
-    HistoryError,
-    HistoryRecord,
-    HistoryStore,
-    JsonLinesHistory,
-    distinct,
-    open_history,
-    run_key,
-)
+from retrieval_gate.baseline.entry import CLOCK_SKEW_DAYS, Entry, run_key
+from retrieval_gate.baseline.ledger import FileLedger, Ledger, load_for_session, open_ledger
+from retrieval_gate.baseline.log import CompactionError, History, HistoryError, Request
 from retrieval_gate.baseline.provenance import (
     Provenance,
     commits_between,
+    current_commit,
     provenance,
     uncommitted_changes,
 )
 from retrieval_gate.config.history import HistorySettings
 from retrieval_gate.errors import RetrievalGateError
-from retrieval_gate.gates.changepoints import ChangePoint, change_points
-from retrieval_gate.gates.history import (
+from retrieval_gate.gates.accept import AcceptanceReport, Acceptor, accepted_metrics
+from retrieval_gate.gates.anchor import (
     Anchor,
-    DriftCheck,
-    drift_outcomes,
+    Pin,
+    Unpinned,
     find_anchor,
     merges,
+    pin_of,
+    pinned_words,
 )
-from retrieval_gate.gates.resolution import block_level
-from retrieval_gate.gates.shelflife import (
-    ShelfLife,
-    decisions_made,
-    holdout_decisions,
-    holdout_shelf_life,
-    shelf_life,
-)
-from retrieval_gate.records import DRIFT_SCOPE, HOLDOUT_SCOPE, counted, plural
+from retrieval_gate.gates.changepoints import NOISE_FLOOR, ChangePoint, Slide, shape
+from retrieval_gate.gates.history import failed_metrics
+from retrieval_gate.gates.holdout import revealed
+from retrieval_gate.gates.regression import checked_scope
+from retrieval_gate.gates.shelflife import ShelfLife, holdout_shelf_life, shelf_life
+from retrieval_gate.records import counted, plural
 
 if TYPE_CHECKING:
-    from retrieval_gate.baseline.store import Baseline
+    from retrieval_gate.baseline.head import Baseline
     from retrieval_gate.config import Settings
     from retrieval_gate.gates.plan import RegressionPlan
     from retrieval_gate.records import Outcome, RunRecord
-    from retrieval_gate.suites.suite import Suite
 
 
 @dataclass(frozen=True)
@@ -157,7 +149,7 @@ def baseline_age(
     return BaselineAge(saved, days, commits, tuple(other), tuple(warnings))
 
 
-def _held(there: HistoryRecord | None, new: HistoryRecord) -> bool:
+def _held(there: Entry | None, new: Entry) -> bool:
     """Whether ``there`` (the history's record of the same measurement) says all ``new`` does."""
     return (
         there is not None
@@ -167,27 +159,14 @@ def _held(there: HistoryRecord | None, new: HistoryRecord) -> bool:
     )
 
 
-def _failed_drift(run: RunRecord, gates: Sequence[Outcome]) -> tuple[str, ...]:
-    """The metrics whose slow-drift item failed for the run: saved as the baseline, the drift
-    is accepted (docs/baselines.md)."""
-    return tuple(
-        sorted(
-            g.metric
-            for g in gates
-            if g.scope == DRIFT_SCOPE and not g.passed and (g.suite, g.system) == run.key
-        )
-    )
-
-
-def _holdout_gates(run: RunRecord, gates: Sequence[Outcome]) -> list[Outcome]:
-    """The run's decided holdout items: each revealed one bit about the holdout."""
-    return [g for g in gates if g.scope == HOLDOUT_SCOPE and (g.suite, g.system) == run.key]
-
-
 @dataclass(frozen=True)
 class Trend:
     """One metric of one suite x system over its history and today (the last point): the
-    points' labels (short commits, ``now``), values, the anchor's index and the change points."""
+    points' labels (short commits, ``now``) and dates, values, the anchor's index, the records
+    where a drift of the metric was accepted, and what the history's shape says
+    (gates/changepoints.py): its steps (change points) and its slides. ``tolerance``: the
+    metric's regression tolerance, whose share ``NOISE_FLOOR`` is the least noise the shape
+    assumes; ``noise``: the noise it did assume."""
 
     suite: str
     system: str
@@ -196,6 +175,23 @@ class Trend:
     values: tuple[float, ...]
     anchor: int | None
     changes: tuple[ChangePoint, ...]
+    slides: tuple[Slide, ...] = ()
+    dates: tuple[str, ...] = ()
+    accepted: tuple[int, ...] = ()
+    tolerance: float | None = None
+    noise: float = 0.0
+    head: str | None = None  # the commit this run measured (``now``), where git or CI says
+
+    def date(self, i: int) -> str:
+        return self.dates[i] if i < len(self.dates) else ""
+
+    def point(self, i: int) -> str:
+        """A point as the report names it: its commit and date (``abc1234 2026-09-30``; this
+        run's ``now abc1299 2026-10-01``)."""
+        label, date = self.labels[i], self.date(i)
+        if i == len(self.labels) - 1 and self.head:
+            label = f"{label} {self.head[:7]}"
+        return f"{label} {date}" if date and not label.startswith(date) else label
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -203,21 +199,79 @@ class Trend:
             "system": self.system,
             "metric": self.metric,
             "points": [
-                {"commit": c, "value": v} for c, v in zip(self.labels, self.values, strict=True)
+                {"commit": c, "date": self.date(i) or None, "value": v}
+                for i, (c, v) in enumerate(zip(self.labels, self.values, strict=True))
             ],
+            "head": self.head,
             "anchor": None if self.anchor is None else self.labels[self.anchor],
+            "accepted": [self.labels[i] for i in self.accepted],
+            "tolerance": self.tolerance,
+            "noise": self.noise,
             "change_points": [
                 {
                     "commit": self.labels[c.index],
+                    "date": self.date(c.index) or None,
                     "index": c.index,
                     "before": c.before,
                     "after": c.after,
                     "shift": c.shift,
-                    "p_value": c.p_value,
                 }
                 for c in self.changes
             ],
+            "slides": [
+                {
+                    "from": self.labels[s.start],
+                    "to": self.labels[s.end],
+                    "from_index": s.start,
+                    "to_index": s.end,
+                    "merges": s.steps,
+                    "slope": s.slope,
+                    "first": s.first,
+                    "last": s.last,
+                    "ongoing": s.end == len(self.values) - 1,
+                }
+                for s in self.slides
+            ],
         }
+
+
+@dataclass(frozen=True)
+class PinnedRun:
+    """What ``--rg-pin`` anchored one suite x system on: ``how`` is ``pin`` (its record at the
+    pinned commit), ``ancestor`` (at its newest recorded ancestor), ``none`` (no record at
+    either: its drift items fail), ``no history`` (no record at all: no drift item) or
+    ``ambiguous`` (a commit prefix two recorded commits start with: the collection failed)."""
+
+    suite: str
+    system: str
+    how: str
+    said: str
+    commit: str | None = None  # the anchor's commit
+    time: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "suite": self.suite,
+            "system": self.system,
+            "anchored_on": self.how,
+            "anchor_commit": self.commit,
+            "anchor_time": self.time,
+            "said": self.said,
+        }
+
+
+@dataclass(frozen=True)
+class PinReport:
+    """``--rg-pin``: the ref as given, the commit it resolved to, and each run's anchor."""
+
+    pin: Pin
+    runs: tuple[PinnedRun, ...] = ()
+
+    def of(self, suite: str) -> list[PinnedRun]:
+        return [r for r in self.runs if r.suite == suite]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.pin.to_json(), "runs": [r.to_json() for r in self.runs]}
 
 
 @dataclass(frozen=True)
@@ -229,6 +283,7 @@ class HistoryReport:
     shelf: tuple[ShelfLife, ...] = ()
     # What could not be read of the history: a few lines per file (the rest counted).
     problems: tuple[str, ...] = ()
+    pin: PinReport | None = None  # with --rg-pin: what each run's drift was anchored on
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -236,6 +291,7 @@ class HistoryReport:
             "trends": [t.to_json() for t in self.trends],
             "shelf_life": [s.to_json() for s in self.shelf],
             "problems": list(self.problems),
+            **({"pin": self.pin.to_json()} if self.pin is not None else {}),
         }
 
     def of(self, suite: str) -> list[Trend]:
@@ -262,19 +318,26 @@ class Reported(Protocol):
 
     def with_history(self: R, history: HistoryReport) -> R: ...
 
+    def with_acceptance(self: R, acceptance: AcceptanceReport | None) -> R: ...
+
 
 class HistoryKeeper:
-    """Reads the history for the drift items and appends this session's records."""
+    """Reads the ledger's log for the drift items and appends this session's entries."""
 
     def __init__(
         self,
         settings: Settings,
         root: Path,
         plan: RegressionPlan,
+        head: str | Path,
+        systems: Iterable[str] = (),
         option: Callable[[str, Any], Any] = lambda name, default: default,
         own_files: Iterable[Path] = (),
     ) -> None:
-        """``option(name, default)``: a command-line option (``rg_record``, ``rg_pin``);
+        """``head``: where the ledger's head (the baseline) is, a path or a URL: the keeper opens
+        the session's ledger (``ledger``: its log is read and appended to here, its head by the
+        session); ``systems``: the session's systems, whose entries a read takes;
+        ``option(name, default)``: a command-line option (``rg_record``, ``rg_pin``);
         ``own_files``: the plugin's outputs (baseline, reports, caches), which a run rewrites
         and so do not make the working tree dirty."""
         record, pin = bool(option("rg_record", False)), option("rg_pin", None)
@@ -287,103 +350,135 @@ class HistoryKeeper:
         self.root = root
         self.plan = plan
         self.record_runs = record
-        self.pin = pin
+        self.pin: Pin | None = None
         self.now = datetime.now().astimezone()
         self.session_id = uuid.uuid4().hex[:12]
         self.own_files = tuple(own_files)
-        self.store: HistoryStore | None = None
+        self.systems = frozenset(systems)
+        self.ledger = open_ledger(
+            head, self.conf.log(root), keep_values=self.conf.keep_values, own=self.own_files
+        )
+        ledger = self.ledger
+        self.store: Ledger | None = None
         if self.conf.enabled:
-            self.store = open_history(self.conf.store or root / DEFAULT_HISTORY_DIR)
-            if isinstance(self.store, JsonLinesHistory) and (
-                record or option("rg_save_baseline", False)
-            ):
+            self.store = ledger
+            log = ledger.log if isinstance(ledger, FileLedger) else None
+            if log is not None and (record or option("rg_save_baseline", False)):
                 # Said before anything runs, as for the other outputs: a folder the session
                 # will write that a link leads out of the project (files/door.py).
                 from retrieval_gate.files import door
 
-                door.check(self.store.folder, what="the history", error=HistoryError)
+                door.check(log.folder, what="the history", error=HistoryError)
         elif record or pin:
             flag = "--rg-record" if record else "--rg-pin"
             raise RetrievalGateError(
                 f"{flag} needs the history, which the settings switch off (history = false)"
             )
+        if pin is not None and self.store is not None:
+            if not self.conf.drift:
+                raise RetrievalGateError(
+                    "--rg-pin needs the drift items, which the settings switch off (drift = false)"
+                )
+            # Resolved once, by git, before anything runs: a ref git does not know is a usage
+            # error, not a drift check that checks nothing.
+            self.pin = pin_of(root, pin)
         self._histories: dict[str, History] = {}
-        self._anchors: dict[tuple[str, str], Anchor | str] = {}  # str: why none (a pin)
+        # What a pull request's baseline accepts against its target branch (gates/accept.py).
+        self.accepting = Acceptor(self, option("rg_base", None), option("rg_save_baseline", False))
 
     def history(self, suite: str) -> History:
-        """The suite's history as this process first read it."""
+        """What the session needs of the suite's log (the drift window, the trend points, a
+        pinned entry, the ledgers' counts), as this process first read it."""
         if suite not in self._histories:
             if self.store is None:
                 found = History(suite)
             else:
+                pin = self.pin
+                request = Request(
+                    systems=self.systems,
+                    records=self.conf.drift_records or 0,
+                    days=self.conf.drift_days,
+                    pin=None if pin is None else pin.rank,
+                    near=None if pin is None else pin.distance,
+                    now=self.now,
+                )
                 try:
-                    found = self.store.read(suite)
+                    found = self.store.read(suite, request)
                 except RetrievalGateError as exc:
                     found = History(suite, problems=(f"unreadable: {exc.format()}",))
-            # Each measurement once, however many lines hold it: a rerun CI job or a copied
-            # line would count twice in the window, the trend and the ledgers.
-            records, repeated = distinct(found.records)
-            if repeated:
+            # Each measurement once, however many lines hold it (log.py): a rerun CI job or a
+            # copied line would count twice in the window, the trend and the ledgers.
+            if found.repeated:
                 said = (
-                    f"{found.location or suite}: {counted(repeated, 'record')} "
-                    f"{plural(repeated, 'repeats', 'repeat')} an earlier one (the "
+                    f"{found.location or suite}: {counted(found.repeated, 'record')} "
+                    f"{plural(found.repeated, 'repeats', 'repeat')} an earlier one (the "
                     "same commit, system and figures: a rerun or a copied line); each counted once"
                 )
-                found = dataclasses.replace(
-                    found, records=records, problems=(*found.problems, said)
-                )
+                found = dataclasses.replace(found, problems=(*found.problems, said))
             self._histories[suite] = found
         return self._histories[suite]
 
-    def drift_checks(self, suite: Suite, system: str) -> list[DriftCheck]:
-        """The suite x system's drift checks, registered as one block of the drift family:
-        none while it has no record older than the baseline; with ``--rg-pin`` and a history
-        that lacks the commit, items that say so (skipped) rather than none."""
-        if self.store is None or not self.conf.drift:
-            return []
-        records = self.history(suite.name).of(system)
-        anchor = find_anchor(records, self.conf, pin=self.pin, now=self.now)
-        if isinstance(anchor, str) and not (self.pin and records):
-            return []
-        if not isinstance(anchor, str) and anchor.how != "pinned" and anchor.record is records[-1]:
-            # Only the newest record: that is the baseline the regression items compare with
-            # already (a history of one record has no drift yet). Not so when records from
-            # uncommitted changes (no anchor) came after it: the baseline may be one of them.
-            return []
-        self._anchors[(suite.name, system)] = anchor
-        return [
-            DriftCheck(c.metric, self.conf.tolerance_for(c.metric, c.tolerance), c.tolerance)
-            for c in self.plan.checks(suite)
-            if c.gated and c.scope == "suite"
-        ]
+    def anchor(
+        self, suite: str, system: str, metric: str | None = None
+    ) -> Anchor | Unpinned | str:
+        """The drift anchor of ``suite`` x ``system`` (of ``metric``'s item; None: the window's
+        own), or, with ``--rg-pin`` and no record at the pin or an ancestor, why its items fail;
+        or why it has none (gates/anchor.py's ``find_anchor``)."""
+        history = self.history(suite)
+        return find_anchor(
+            history.of(system),
+            self.conf,
+            pin=self.pin,
+            now=self.now,
+            metric=metric,
+            unread=history.unread.get(system, 0),
+            near=history.near.get(system, ()),
+        )
 
-    def drift(self, suite: Suite, system: str, record: RunRecord) -> dict[str, Outcome | str]:
-        checks = self.drift_checks(suite, system)
-        anchor = self._anchors[(suite.name, system)]
-        if isinstance(anchor, str):
-            return {c.metric: anchor for c in checks}
-        blocks = sum(1 for a in self._anchors.values() if not isinstance(a, str))
-        level = block_level(self.settings.alpha, blocks)
-        # Each metric from its own anchor: the window's, or where a drift of it was accepted.
-        records = self.history(suite.name).of(system)
-        by_anchor: dict[int, tuple[Anchor, list[DriftCheck]]] = {}
-        for check in checks:
-            own = find_anchor(records, self.conf, pin=self.pin, now=self.now, metric=check.metric)
-            found = anchor if isinstance(own, str) else own
-            by_anchor.setdefault(id(found.record), (found, []))[1].append(check)
-        out: dict[str, Outcome | str] = {}
-        for found, group in by_anchor.values():
-            out.update(
-                drift_outcomes(
-                    record,
-                    found,
-                    group,
-                    level=level,
-                    alpha=self.settings.alpha,
-                    seed=self.settings.seed,
-                )
-            )
-        return out
+    def pinned(self, runs: Sequence[RunRecord]) -> PinReport | None:
+        """With ``--rg-pin``: what each run's drift was anchored on, for the terminal and the
+        report (as the drift items found it: the same history, the same rule)."""
+        pin = self.pin
+        if pin is None:
+            return None
+        out = []
+        for run in runs:
+            try:
+                found: Anchor | Unpinned | str = self.anchor(run.suite, run.system)
+            except RetrievalGateError as exc:  # an ambiguous commit prefix: the collection said
+                out.append(PinnedRun(run.suite, run.system, "ambiguous", exc.message))
+                continue
+            how, said = pinned_words(found, pin, run.suite, run.system)
+            at = found.record.at if isinstance(found, Anchor) else None
+            commit, time = (None, None) if at is None else (at.commit, at.time)
+            out.append(PinnedRun(run.suite, run.system, how, said, commit, time))
+        return PinReport(pin, tuple(out))
+
+    def accepted(self, suite: str, system: str) -> Entry | None:
+        """The newest entry of ``suite`` x ``system`` saved as the baseline, as the log keeps it
+        (with the run's timing: what a rule comparing latency with the baseline reads)."""
+        found = [
+            e for e in self.history(suite).of(system) if e.source == "baseline" and not e.at.dirty
+        ]
+        return found[-1] if found else None
+
+    # -- the head, and what a pull request's baseline accepts (gates/accept.py) ------------------
+
+    def load_head(self, *, named: bool, saving: bool) -> tuple[Baseline | None, str | None]:
+        """The accepted baseline the session compares with, and why an unreadable one it saves
+        over was unreadable (baseline/ledger.py ``load_for_session``)."""
+        head, problem = load_for_session(self.ledger, named=named, saving=saving)
+        self.accepting.head = head
+        return head, problem
+
+    def save_head(self, runs: Sequence[RunRecord], previous: Baseline | None) -> None:
+        """Save the ledger's head with this session's runs; a file, with what it accepts
+        against its target branch when git gives that branch's baseline."""
+        ledger = self.ledger
+        if isinstance(ledger, FileLedger):
+            ledger.save_head(runs, previous, self.accepting.recorded(runs, previous))
+        else:
+            ledger.save_head(runs, previous)
 
     def age_properties(self, baseline: Baseline | None) -> list[tuple[str, object]]:
         """The baseline's age as JUnit test-suite properties (without the suite digests, which
@@ -426,42 +521,59 @@ class HistoryKeeper:
                     "from uncommitted changes, so none is a drift anchor"
                 )
         trends = tuple(self._trends(runs, data.gates))
-        summary = HistoryReport(age=age, trends=trends, shelf=shelf, problems=tuple(problems))
+        summary = HistoryReport(
+            age=age, trends=trends, shelf=shelf, problems=tuple(problems), pin=self.pinned(runs)
+        )
+        at = None  # the entries' provenance, once appended
         if self.store is not None and runs and not interrupted and (saved or self.record_runs):
             try:
-                self._append(self.store, runs, data.gates, data.comparisons, saved)
+                at = self._append(self.store, runs, data.gates, data.comparisons, saved)
             except RetrievalGateError as exc:
                 self.failures.append(exc.message)  # the session fails with it
-        return data.with_history(summary)
+        acceptance = self.accepting.report(runs, data.gates, saved)
+        over = tuple(self.accepting.saved_over(runs, data.gates, baseline, saved, at, acceptance))
+        if over:
+            acceptance = dataclasses.replace(acceptance or AcceptanceReport(), saved_over=over)
+        return data.with_history(summary).with_acceptance(acceptance)
 
     def _append(
         self,
-        store: HistoryStore,
+        store: Ledger,
         runs: Sequence[RunRecord],
         gates: Sequence[Outcome],
         compared: Iterable[tuple[str, str]],
         saved: bool,
-    ) -> None:
-        own = [*self.own_files, *([store.folder] if isinstance(store, JsonLinesHistory) else [])]
+    ) -> Provenance:
+        """Append an entry of each run; returns the provenance they carry."""
+        log = store.log if isinstance(store, FileLedger) else None
+        own = [*self.own_files, *([log.folder] if log is not None else [])]
         changed = uncommitted_changes(self.root, own)
         at = provenance(self.root, dirty=bool(changed))
         decided = set(compared)
         made = [
-            HistoryRecord.of_run(
+            Entry.of_run(
                 run,
                 at=at,
                 source="baseline" if saved else "record",
                 decided=saved and run.key in decided,
                 session=self.session_id,
                 tolerance=self._tolerances(run, gates),
-                holdout_decisions=len(_holdout_gates(run, gates)),
-                accepted_drift=_failed_drift(run, gates) if saved else (),
+                holdout_decisions=len(revealed(run, gates)),
+                # A drift accepted: by saving over its failing item, or in its pull request.
+                accepted_drift=tuple(
+                    sorted(
+                        {
+                            *(failed_metrics(run, gates) if saved else ()),
+                            *accepted_metrics(run, gates),
+                        }
+                    )
+                ),
             )
             for run in runs
         ]
         # A measurement the history holds already (a rerun of the same job) is not appended
         # again, unless this one says more of it (a decision, more holdout verdicts).
-        held = {run_key(r): r for s in {r.suite for r in made} for r in self.history(s).records}
+        held = {run_key(r): r for s in {r.suite for r in made} for r in self.history(s).entries}
         records = [r for r in made if not _held(held.get(run_key(r)), r)]
         from retrieval_gate.files.atomic import failed_write
 
@@ -472,14 +584,24 @@ class HistoryKeeper:
                 "(the same commit, system and figures): not appended again"
             )
         if not records:
-            return
+            return at
         try:
             store.append(records)
+        except CompactionError:
+            self._recorded(records, at, changed, store)
+            raise  # the entries are in: saying they are not would have a rerun add them twice
         except (OSError, HistoryError) as exc:
             raise HistoryError(f"could not append to the history {failed_write(exc)}") from None
+        self._recorded(records, at, changed, store)
+        return at
+
+    def _recorded(
+        self, records: Sequence[Entry], at: Provenance, changed: Sequence[str], store: Ledger
+    ) -> None:
+        """What the terminal says of entries appended."""
         self.written.append(
             f"recorded {counted(len(records), 'run')} in the retrieval gate history: "
-            f"{store.location}"
+            f"{store.log_location}"
         )
         if at.dirty:
             # Named, so that a CI step that edits a tracked file (a lock file) is found: its
@@ -492,33 +614,24 @@ class HistoryKeeper:
                 f"recorded as {at.short}, counted in the shelf-life ledger but no drift anchor, "
                 "step or trend point (record from a clean checkout of the commit for that)"
             )
-        try:
-            if isinstance(store, JsonLinesHistory) and self.conf.keep_values:
-                for suite in sorted({r.suite for r in runs}):
-                    store.compact(suite, keep_values=self.conf.keep_values)
-        except (OSError, HistoryError) as exc:
-            # The records are in: saying they are not would have a rerun append them twice.
-            raise HistoryError(
-                f"recorded, but could not compact the history {failed_write(exc)}"
-            ) from None
 
     def _shelf(self, runs: Sequence[RunRecord], gates: Sequence[Outcome]) -> list[ShelfLife]:
         """Each gated metric's shelf life, for the suites with a history."""
-        from retrieval_gate.gates.regressions import _width
+        from retrieval_gate.gates.kernel import width
         from retrieval_gate.metrics import parse_metric
 
         out = []
         for run in runs:
             history = self.history(run.suite)
-            if not history.records:
+            if not history.tally.systems:
                 continue
-            decisions = decisions_made(history.records, str(run.fingerprint.get("suite_digest")))
+            decisions = history.tally.decisions.get(str(run.fingerprint.get("suite_digest")), 0)
             stated = {
                 g.metric: g.regression.planned_resolution
                 for g in gates
                 if g.regression is not None
                 and (g.suite, g.system) == run.key
-                and g.scope == "regression"
+                and checked_scope(g) == "suite"
             }
             for metric, tolerance in self._tolerances(run, gates, gated_only=True).items():
                 values = [q.metrics[metric] for q in run.queries if metric in q.metrics]
@@ -527,7 +640,7 @@ class HistoryKeeper:
                     run.system,
                     metric,
                     values,
-                    width=_width(parse_metric(metric), values, values),
+                    width=width(parse_metric(metric), values, values),
                     tolerance=tolerance,
                     delta=self.settings.alpha,
                     decisions=decisions,
@@ -535,22 +648,22 @@ class HistoryKeeper:
                 )
                 if found is not None:
                     out.append(found)
-            out += self._holdout_shelf(run, gates, history.records)
+            out += self._holdout_shelf(run, gates, history)
         return out
 
     def _holdout_shelf(
-        self, run: RunRecord, gates: Sequence[Outcome], records: Sequence[HistoryRecord]
+        self, run: RunRecord, gates: Sequence[Outcome], history: History
     ) -> list[ShelfLife]:
         """The holdout's shelf life per metric its items decided today: its own ledger, its
         own tolerance, and no figure read from its values (gates/shelflife.py)."""
-        from retrieval_gate.gates.regressions import _width
+        from retrieval_gate.gates.kernel import width
         from retrieval_gate.metrics import parse_metric
 
         if run.holdout is None:
             return []
-        decisions = holdout_decisions(records, run.holdout.digest)
+        decisions = history.tally.holdout.get(run.holdout.digest, 0)
         out = []
-        for gate in _holdout_gates(run, gates):
+        for gate in revealed(run, gates):
             # An unbounded metric's range from the visible values: the holdout's would be read.
             visible = [q.metrics[gate.metric] for q in run.queries if gate.metric in q.metrics]
             found = holdout_shelf_life(
@@ -558,7 +671,7 @@ class HistoryKeeper:
                 run.system,
                 gate.metric,
                 run.holdout.n,
-                width=_width(parse_metric(gate.metric), visible, visible),
+                width=width(parse_metric(gate.metric), visible, visible),
                 tolerance=gate.threshold,
                 delta=self.settings.alpha,
                 decisions=decisions,
@@ -569,31 +682,57 @@ class HistoryKeeper:
 
     def _trends(self, runs: Sequence[RunRecord], gates: Sequence[Outcome]) -> list[Trend]:
         """Each gated metric's trend (every metric of a run without regression items is too
-        many charts: then its first three), with the anchor and the change points."""
+        many charts: then its first three), with the anchor, the accepted drifts, and the steps
+        and slides of its line (gates/changepoints.py: deterministic, so the same records give
+        the same words on every run)."""
         out = []
+        head: str | None = None  # read once, for the first run with a history
         for run in runs:
             # The merges only: a record from uncommitted changes is no point of the line.
             records = merges(self.history(run.suite).of(run.system))
             if not records:
                 continue
+            tolerances = self._tolerances(run, gates)
+            if head is None:
+                head = current_commit(self.root) or ""
             gated = [m for m in self._tolerances(run, gates, gated_only=True) if m in run.metrics]
             labels = (*(r.at.short for r in records), "now")
+            # Dates as the records keep their times: in UTC.
+            today = self.now.astimezone(UTC).date().isoformat()
+            dates = (*((r.at.time or "")[:10] for r in records), today)
             for metric in gated or list(run.metrics)[:3]:
                 try:
-                    anchor = find_anchor(
-                        records, self.conf, pin=self.pin, now=self.now, metric=metric
-                    )
+                    anchor = self.anchor(run.suite, run.system, metric)
                 except RetrievalGateError:  # an ambiguous --rg-pin, an error of the collection
                     anchor = "no anchor"
-                at = None if isinstance(anchor, str) else records.index(anchor.record)
+                at = records.index(anchor.record) if isinstance(anchor, Anchor) else None
                 values = (
                     *(r.metrics.get(metric, float("nan")) for r in records),
                     run.metrics[metric],
                 )
                 if any(v != v for v in values):
                     continue  # a metric the older records did not measure
-                found = change_points(values, seed=self.settings.seed)
-                out.append(Trend(run.suite, run.system, metric, labels, values, at, tuple(found)))
+                tolerance = tolerances.get(metric)
+                floor = 0.0 if tolerance is None else NOISE_FLOOR * tolerance
+                found = shape(values, floor=floor)
+                accepted = tuple(i for i, r in enumerate(records) if metric in r.accepted_drift)
+                out.append(
+                    Trend(
+                        run.suite,
+                        run.system,
+                        metric,
+                        labels,
+                        values,
+                        anchor=at,
+                        changes=found.changes,
+                        slides=found.slides,
+                        dates=dates,
+                        accepted=accepted,
+                        tolerance=tolerance,
+                        noise=found.sigma,
+                        head=head or None,
+                    )
+                )
         return out
 
     def _tolerances(
@@ -606,10 +745,11 @@ class HistoryKeeper:
             for g in gates
             if g.regression is not None
             and (g.suite, g.system) == run.key
-            and g.scope.removeprefix("regression").strip() in ("", "suite")
+            and checked_scope(g) == "suite"
         }
         if gated_only:
             return found
         for metric in run.metrics:
             found.setdefault(metric, self.settings.tolerance.get(metric, DEFAULT_TOLERANCE))
         return found
+

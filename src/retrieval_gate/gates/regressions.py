@@ -1,10 +1,10 @@
-"""Regression checks against the accepted baseline, decided on typed records. Pure.
+"""A run compared with its accepted baseline: the evidence the regression rules decide on. Pure.
 
-Each check compares a :class:`~retrieval_gate.records.RunRecord` with its baseline run on the units
-both share (:mod:`retrieval_gate.baseline.align`) and returns an
-:class:`~retrieval_gate.records.Outcome` with its :class:`~retrieval_gate.records.RegressionFigures`;
-the statistics are in :mod:`.stats`, the session's family in :mod:`.plan` (docs/verdicts.md), what
-a check compares in :mod:`.compared` and what its outcome says in :mod:`.wording`.
+Each regression check compares a :class:`~retrieval_gate.records.RunRecord` with its baseline run
+on the units both share (:mod:`retrieval_gate.baseline.align`), through the comparison kernel
+(:mod:`.kernel`), and the session's resolution is shared by the blocks of the plan
+(:mod:`.plan`, docs/verdicts.md). The rule the ``verdicts`` setting names (regression.py,
+margin.py) judges each check; the report's comparison table is built from the same figures.
 """
 
 from __future__ import annotations
@@ -12,19 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from retrieval_gate.gates.compared import Compared, IndexNoise, RegressionCheck, Resolved
+from retrieval_gate.gates.explain import explain, stale_labels, with_changes
+from retrieval_gate.gates.kernel import paired, planned_sd, width
 from retrieval_gate.gates.resolution import BlockResolution, ItemSpread, sample_sd
-from retrieval_gate.gates.wording import (
-    explain,
-    margin_outcome,
-    stale_labels,
-    tolerance_outcome,
-    with_changes,
-)
 from retrieval_gate.metrics import parse_metric
 from retrieval_gate.records import (
     BaselineComparison,
@@ -35,16 +29,13 @@ from retrieval_gate.records import (
 )
 from retrieval_gate.suites.suite import Suite
 
-if TYPE_CHECKING:
-    from retrieval_gate.gates.stats import BootstrapMarginTest, MarginTest
-    from retrieval_gate.metrics import Metric
-
 # Re-exported: callers and tests import the check and the explanation helpers from here.
 __all__ = [
     "DEFAULT_POLICY",
     "DEFAULT_REGRESSION_SCOPES",
     "DEFAULT_TOLERANCE",
     "POLICIES",
+    "Compared",
     "RegressionCheck",
     "Regressions",
     "check_regressions",
@@ -115,10 +106,11 @@ def family_size(shared_counts: list[int], alpha: float) -> int:
         k += 1
 
 
-#: The two decision rules (docs/verdicts.md): ``tolerance`` fails an item when the observed drop
-#: is larger than its tolerance, and states the resolution of that decision; ``margin`` fails it
-#: only when a test shows the drop larger than the tolerance (three verdicts).
-POLICIES = ("tolerance", "margin")
+#: The ``verdicts`` setting's choices and the rule each names (docs/verdicts.md): ``tolerance``
+#: fails an item when the observed drop is larger than its tolerance, and states the resolution
+#: of that decision (regression.py); ``margin`` fails it only when a test shows the drop larger
+#: than the tolerance, with three verdicts (margin.py).
+POLICIES = {"tolerance": "regression", "margin": "margin"}
 DEFAULT_POLICY = "tolerance"
 
 
@@ -131,7 +123,7 @@ def _compare(
     seed: int,
     steady: bool = False,
 ) -> Compared:
-    from retrieval_gate.gates.stats import bootstrap_sd, is_mean
+    from retrieval_gate.gates.stats import is_mean
 
     in_scope = [qid for qid in record.scope_ids(check.scope) if qid in shared]
     missing = redefined.get(check.metric) if in_scope else None
@@ -150,21 +142,19 @@ def _compare(
         noise = replace(noise, index_part=noise.index_part - (sum(now) - sum(then)) / len(ids))
     else:
         noise = None
-    width = _width(metric, now, then)
+    span = width(metric, now, then)
     n = len(ids)
     shares = None
     if is_mean(metric):
         series_now, series_then = {check.metric: now}, {check.metric: then}
-        planned = sample_sd(then)
     else:
         names = (check.metric, *metric.spec.aggregation.components)
         series_now = {c: [record.query(q).metrics[c] for q in ids] for c in names}
         series_then = {c: [base.query(q).metrics[c] for q in ids] for c in names}
-        # As a per-unit sd, so planning reads both kinds alike: sd_boot * sqrt(n).
-        planned = bootstrap_sd(metric, _arrays(series_then), seed) * math.sqrt(n) if n > 1 else 0.0
         from retrieval_gate.suites import kind_named
 
         shares = kind_named(record.kind).contributions(check.metric, ids, record, base)
+    planned = planned_sd(metric, series_then, check.metric, seed)
     found = paired(metric, check.metric, series_now, series_then, check.tolerance, seed)
     return Compared(
         check,
@@ -174,65 +164,12 @@ def _compare(
         missing,
         found.now,
         found.then,
-        found.spread(width) if n else None,
+        found.spread(span) if n else None,
         planned,
         found.test,
         shares,
         noise,
     )
-
-
-@dataclass(frozen=True)
-class Paired:
-    """A metric's aggregate on both sides over the same ``n`` units (``now``, ``then``), the test
-    the margin rule reads, and the spread the resolution reads: a mean's paired per-unit drops,
-    or another aggregate's bootstrap sd (:meth:`spread`)."""
-
-    n: int
-    now: float
-    then: float
-    test: MarginTest | BootstrapMarginTest
-    drops: np.ndarray | None = None
-    bootstrap_sd: float = 0.0
-
-    def spread(self, width: float) -> ItemSpread:
-        if self.drops is not None:
-            return ItemSpread(n=self.n, width=width, drops=self.drops)
-        return ItemSpread(n=self.n, width=width, bootstrap_sd=self.bootstrap_sd)
-
-
-def paired(
-    metric: Metric,
-    name: str,
-    now: Mapping[str, list[float]],
-    then: Mapping[str, list[float]],
-    tolerance: float,
-    seed: int,
-) -> Paired:
-    """``metric`` (named ``name``) over the same units on both sides: ``now`` and ``then`` map
-    its name (and, for an aggregate that is not a mean, each component it reads) to the units'
-    values in one order. Shared by the regression items and the slow-drift items
-    (gates/history.py), so both read a change alike."""
-    from retrieval_gate.gates.stats import bootstrap_margin_test, is_mean, margin_test
-
-    n = len(now[name])
-    if is_mean(metric):
-        return Paired(
-            n=n,
-            now=sum(now[name]) / n if n else 0.0,
-            then=sum(then[name]) / n if n else 0.0,
-            test=margin_test(now[name], then[name], tolerance),
-            drops=np.asarray(then[name], dtype=np.float64)
-            - np.asarray(now[name], dtype=np.float64),
-        )
-    # Micro F1, a correlation: the aggregate is not a mean of per-unit values, so the units
-    # are resampled together with the components the aggregate reads.
-    test = bootstrap_margin_test(metric, _arrays(now), _arrays(then), tolerance, seed)
-    return Paired(n=n, now=test.now, then=test.then, test=test, bootstrap_sd=test.sd)
-
-
-def _arrays(series: Mapping[str, list[float]]) -> dict[str, np.ndarray]:
-    return {name: np.array(values) for name, values in series.items()}
 
 
 def _index_noise(
@@ -274,25 +211,16 @@ def spread_of_values(
     metric = parse_metric(metric_name)
     ids = [qid for qid in ids if metric_name in base.query(qid).metrics]
     values = [base.query(qid).metrics[metric_name] for qid in ids]
-    width = _width(metric, values, values)
+    span = width(metric, values, values)
     n = len(ids)
     if is_mean(metric):
-        return ItemSpread(n, width, drops=np.asarray(values, dtype=np.float64)), sample_sd(values)
+        return ItemSpread(n, span, drops=np.asarray(values, dtype=np.float64)), sample_sd(values)
     names = (metric_name, *metric.spec.aggregation.components)
     if any(c not in base.query(qid).metrics for qid in ids for c in names):
-        return ItemSpread(0, width, bootstrap_sd=0.0), 0.0
+        return ItemSpread(0, span, bootstrap_sd=0.0), 0.0
     series = {c: np.array([base.query(q).metrics[c] for q in ids]) for c in names}
     sd = bootstrap_sd(metric, series, seed)
-    return ItemSpread(n, width, bootstrap_sd=sd), sd * math.sqrt(n)
-
-
-def _width(metric: Metric, now: list[float], then: list[float]) -> float:
-    """R, the width of the metric's range; for an unbounded metric the observed range."""
-    lo, hi = metric.bounds
-    if lo is not None and hi is not None:
-        return float(hi - lo)
-    values = [*now, *then]
-    return float(max(values) - min(values)) if values else 0.0
+    return ItemSpread(n, span, bootstrap_sd=sd), sd * math.sqrt(n)
 
 
 def check_regressions(
@@ -342,9 +270,11 @@ def check_regressions(
     index's noise (docs/verdicts.md, "Index noise").
     """
     from retrieval_gate.gates.resolution import block_level, block_resolution
+    from retrieval_gate.gates.rule import rule_named
 
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+    judge = rule_named(POLICIES[policy]).judge  # type: ignore[attr-defined]
     shared_set = set(shared)
     compared = [
         _compare(check, record, base, shared_set, redefined or {}, seed, steady) for check in checks
@@ -361,10 +291,17 @@ def check_regressions(
         epsilon = None if block is None else block.epsilon.get(item.check.metric)
         from_plan = (planned or {}).get((item.check.scope, item.check.metric))
         figures = _resolution_figures(item, epsilon, block, level, from_plan)
-        if policy == "tolerance":
-            outcome = tolerance_outcome(record, base, item, alpha, blocks, figures)
-        else:
-            outcome = margin_outcome(record, base, item, alpha, family, strict, seed, figures)
+        outcome = judge(
+            record,
+            base,
+            item,
+            figures,
+            alpha=alpha,
+            blocks=blocks,
+            family=family,
+            strict=strict,
+            seed=seed,
+        )
         outcomes.append(with_changes(outcome, changes))
     return outcomes
 

@@ -41,7 +41,8 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
-from retrieval_gate.baseline.store import Baseline
+from retrieval_gate.baseline.head import Baseline
+from retrieval_gate.display import HeldOut
 from retrieval_gate.errors import RetrievalGateError, UnknownMetricError
 from retrieval_gate.metrics import parse_metric
 from retrieval_gate.records import RunRecord, parse_scope, scope_name
@@ -241,8 +242,19 @@ def _threshold_spans(text: str, path: Path) -> dict[tuple[str, str, str], tuple[
     return spans
 
 
-def floors_diff(suggestions: Sequence[FloorSuggestion], rootpath: Path) -> str:
-    """A unified diff of every suite file with its suggested floors; "" when there are none."""
+def floors_diff(suggestions: Sequence[FloorSuggestion], rootpath: Path, *, seed: int = 0) -> str:
+    """A unified diff of every suite file with its suggested floors; "" when there are none.
+    Its context lines name no held-out unit (the suite's holdout under ``seed``): a file whose
+    three lines of context would show one's line gets fewer, down to none (which ``git apply
+    --unidiff-zero`` applies), as it takes."""
+    return _floors_diff(suggestions, rootpath, seed)[0]
+
+
+def _floors_diff(
+    suggestions: Sequence[FloorSuggestion], rootpath: Path, seed: int
+) -> tuple[str, bool]:
+    """The diff, and whether a file's hunks have no context at all."""
+    bare = False
     by_file: dict[Path, list[FloorSuggestion]] = {}
     for s in suggestions:
         by_file.setdefault(s.suite.path, []).append(s)
@@ -263,17 +275,35 @@ def floors_diff(suggestions: Sequence[FloorSuggestion], rootpath: Path) -> str:
             name = path.resolve().relative_to(rootpath.resolve()).as_posix()
         except ValueError:
             name = path.as_posix()
-        chunks.append(
-            "".join(
+        held = _held_out(found[0].suite, seed)
+        for context in (3, 2, 1, 0):
+            diff = "".join(
                 difflib.unified_diff(
                     text.splitlines(keepends=True),
                     changed.splitlines(keepends=True),
                     fromfile=f"a/{name}",
                     tofile=f"b/{name}",
+                    n=context,
                 )
             )
-        )
-    return "".join(chunks)
+            shown = [line for line in diff.splitlines() if line.startswith(" ")]
+            if not any(held.scrub(line) != line for line in shown):
+                break
+        bare = bare or (context == 0 and bool(diff))
+        chunks.append(diff)
+    return "".join(chunks), bare
+
+
+def _held_out(suite: Suite, seed: int) -> HeldOut:
+    """What names a held-out unit of ``suite`` (its ids and texts, whatever their length)."""
+    from retrieval_gate.errors import SuiteError
+    from retrieval_gate.suites.holdout import held_out_strings, holdout_ids
+
+    try:
+        hidden = holdout_ids(suite, seed)
+    except SuiteError:
+        hidden = frozenset()
+    return HeldOut(held_out_strings(suite, hidden)[0])
 
 
 def _left_out_line(s: FloorSuggestion) -> str:
@@ -296,8 +326,10 @@ def session_suggestions(
     *,
     rootpath: Path,
     cwd: Path,
+    seed: int = 0,
 ) -> list[str]:
-    """What ``--rg-suggest-floors TARGET`` does at the end of a session, as terminal lines.
+    """What ``--rg-suggest-floors TARGET`` does at the end of a session, as terminal lines
+    (``seed``: the settings', which decides each suite's holdout).
 
     The suites are those this session ran (each run's ``suite_path``, read again from disk), the
     systems those it ran them with. ``TARGET`` is a file (relative to ``cwd``) the diff is written
@@ -318,7 +350,12 @@ def session_suggestions(
             continue
         # Each suite with the systems it ran on (its `systems:` within the session's selection).
         found += suggest_floors([suite], baseline, names)
-    diff = floors_diff(found, rootpath)
+    diff, bare = _floors_diff(found, rootpath, seed)
+    apply = (
+        "git apply --unidiff-zero it (no context: the lines around a floor name a held-out unit)"
+        if bare
+        else "git apply it"
+    )
     files = len({s.suite.path for s in found})
     summary = f"{len(found)} floors in {files} suite files"
     lines += [f"suggested floors: {_left_out_line(s)}" for s in found if s.left_out]
@@ -333,4 +370,4 @@ def session_suggestions(
     out = out if out.is_absolute() else cwd / out
     # The header tells the next run this file is its own to replace; git apply skips it.
     write_text_atomic(out, f"{FLOORS_HEADER}\n{diff}")
-    return [*lines, f"suggested floors ({summary}) written to {out}; review, then git apply it"]
+    return [*lines, f"suggested floors ({summary}) written to {out}; review, then {apply}"]

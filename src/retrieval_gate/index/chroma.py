@@ -223,15 +223,41 @@ def read_build(path: Path, key: str) -> str | None:
         # A bare id, written before records were sealed: stale, not damaged (built again unsaid).
         record.unlink(missing_ok=True)
         return None
+    existed = record.is_file()
     found = check_files_record(
         record, collection_name(key), what="chroma collection", again="building it again"
     )
     if found is None:
         with contextlib.suppress(OSError):
             record.unlink(missing_ok=True)
+        if existed and key.endswith(REPRODUCIBLE_TAG):
+            # Named damaged (a warning said so): chroma would load its graph again while it is
+            # rebuilt (to count what the collection holds) and fail on a damaged file, so the
+            # rebuild starts from no graph at all. Only a reproducible build's graph is vouched
+            # for, and only its rebuild makes the collection anew (ChromaIndex._build_reproducibly).
+            _discard_graph(path, collection_name(key))
         return None
     build = found[0].get("build") if isinstance(found[0], dict) else None
     return str(build) if build else None
+
+
+def _discard_graph(path: Path, name: str) -> None:
+    """Remove the folder(s) of collection ``name``'s HNSW graph in the embedded store at
+    ``path`` (the plugin's own cache): each is first renamed aside, so a process that looks
+    meanwhile finds the graph whole or gone, never half deleted. What cannot be removed is left
+    (the rebuild then says what chroma says of it)."""
+    import shutil
+    import uuid
+
+    for folder in sorted({file.parent for file in _graph_files(path, name)}):
+        if folder.parent != path or folder.is_symlink():
+            continue  # only a segment folder of this store, never what a link leads to
+        aside = path / f".discarded-{folder.name}-{uuid.uuid4().hex[:8]}"
+        try:
+            folder.rename(aside)
+        except OSError:
+            continue
+        shutil.rmtree(aside, ignore_errors=True)
 
 
 def _graph_files(path: Path, name: str) -> list[Path]:

@@ -4,17 +4,19 @@ Each stage builds its record once and never changes it afterwards:
 
 * :class:`RunRecord` (with its :class:`QueryRecord`\\ s and :class:`GroupRecord`\\ s): one suite x
   system as measured, built by the evaluation stage (:mod:`.run`);
-* :class:`Outcome`: one gate's decision (a floor, a ceiling, a query's expectation or a regression
-  check, the last with its :class:`RegressionFigures`) and its wording (:mod:`.outcome`);
+* :class:`Outcome`: one item's decision, as plain data: the rule that decided it, its figures
+  (a comparison with the baseline's in :class:`RegressionFigures`) (:mod:`.outcome`);
 * :class:`BaselineComparison`: how a run lines up with the accepted baseline and what each
   regression check found (:mod:`.comparison`);
 * :class:`Section` and :class:`Table`: what a suite kind adds to the report (:mod:`.sections`);
 * :class:`ItemPayload`: what an item hands the session, the xdist transport (:mod:`.transport`).
 
-JSON exists only at the edges (the report's JSON twin, the baseline file, the xdist transport),
-and each type has one serializer pair (``to_json`` / ``from_json``). The baseline file keeps a run
-in its own compact form (queries keyed by id, no latency): :meth:`RunRecord.to_baseline_json` and
-:meth:`RunRecord.from_baseline_json` are that form's one codec. What both forms share (each suite
+JSON exists only at the edges (the report's JSON twin, the ledger's files, the xdist transport),
+and each type has one serializer pair (``to_json`` / ``from_json``). The ledger (the accepted
+baseline and the history, baseline/) keeps a run in its own compact form (queries keyed by id,
+at a detail level: rankings for the baseline, values for a history entry, figures only once
+compacted): :meth:`RunRecord.to_ledger_json` and :meth:`RunRecord.from_ledger_json` are the one
+codec of a run there. What both forms share (each suite
 kind's codec of its extras, the drift rankings) is :mod:`.codecs`; how values and scopes are
 written in messages, :mod:`.wording`. Importers use this package's names.
 
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 from retrieval_gate.records.codecs import KindCodec, RawExtras, UnitExtras, register_kind_codec
 from retrieval_gate.records.comparison import BaselineComparison, RegressionRow
-from retrieval_gate.records.outcome import DRIFT_SCOPE, HOLDOUT_SCOPE, Outcome, RegressionFigures
+from retrieval_gate.records.outcome import Outcome, RegressionFigures
 from retrieval_gate.records.run import (
     DEFAULT_KIND,
     GroupRecord,
@@ -53,8 +55,6 @@ from retrieval_gate.records.wording import (
 
 __all__ = [
     "DEFAULT_KIND",
-    "DRIFT_SCOPE",
-    "HOLDOUT_SCOPE",
     "BaselineComparison",
     "GroupRecord",
     "HoldoutRecord",

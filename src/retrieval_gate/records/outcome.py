@@ -1,5 +1,5 @@
-"""A gate's decision (:class:`Outcome`) and what a regression check measured
-(:class:`RegressionFigures`), with the wording messages, tables and JUnit properties show."""
+"""An item's decision (:class:`Outcome`) and what a comparison with the baseline measured
+(:class:`RegressionFigures`), as plain data; the rule that decided words it (gates/rule.py)."""
 
 from __future__ import annotations
 
@@ -7,18 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from retrieval_gate.records.wording import (
-    format_delta,
-    format_value,
-    resolution_words,
-    resolves_nothing,
-    shorten,
-)
-
-#: The scope of the holdout items (gates/holdout.py): only pass or fail is shown of them.
-HOLDOUT_SCOPE = "holdout"
-#: The scope of the slow-drift items (gates/history.py): against an anchor, not a floor.
-DRIFT_SCOPE = "history-drift"
+from retrieval_gate.records.wording import format_value, resolves_nothing
 
 
 @dataclass(frozen=True)
@@ -139,8 +128,15 @@ class RegressionFigures:
 
 @dataclass(frozen=True)
 class Outcome:
-    """One gate's decision: a floor or ceiling over a scope, a query's expectations, or a
-    regression check against the baseline (then ``regression`` holds its figures)."""
+    """One item's decision, as plain data: the ``rule`` that decided it (gates/rule.py; the rule
+    words it, the report lays it out), what it measured against what, whether it passed, and
+    the figures the rule computed (a comparison with the baseline: ``regression``).
+
+    ``unit``: how ``value`` and ``threshold`` read ("" a metric value, "ms", "rank");
+    ``hidden``: only pass or fail may be shown (the holdout's items: ``value`` is no figure);
+    ``summary``: the one line a rule states the decision in, where value against threshold does
+    not say it (a comparison's drop against its tolerance); ``note``: how the terminal lists a
+    passing item worth a look ("UNDERPOWERED (passed)")."""
 
     suite: str
     system: str
@@ -156,82 +152,21 @@ class Outcome:
     detail: tuple[str, ...] = field(default_factory=tuple)
     regression: RegressionFigures | None = None
     nodeid: str = ""  # the pytest item that decided it; set where the item is known
-
-    @property
-    def hidden(self) -> bool:
-        """A holdout item (gates/holdout.py): only pass or fail is shown; ``value`` is not a
-        figure (NaN), ``threshold`` is the holdout's tolerance, ``n`` the paired holdout units."""
-        return self.scope == HOLDOUT_SCOPE
+    rule: str = ""
+    unit: str = ""
+    hidden: bool = False
+    worst_label: str = "worst queries"
+    summary: str = ""
+    note: str = ""
 
     @property
     def comparison(self) -> str:
         return "<=" if self.ceiling else ">="
 
-    def headline(self) -> str:
-        verdict = "ok" if self.passed else "FAILED"
-        if self.hidden:
-            within = "within" if self.passed else "beyond"
-            return (
-                f"{self.metric} holdout ({self.suite} x {self.system}): {verdict}: its drop from "
-                f"the baseline is {within} the holdout tolerance {format_value(self.threshold)} "
-                f"(n={self.n} held-out units; values not shown, docs/verdicts.md)"
-            )
-        if self.scope.startswith("query["):
-            qid = self.scope.removeprefix("query[").removesuffix("]")
-            text = f' "{shorten(self.texts[qid])}"' if self.texts.get(qid) else ""
-            return f"expect on {self.scope}{text} ({self.suite} x {self.system}): {verdict}"
-        if self.regression is not None:
-            figures = self.regression
-            where = self.scope.removeprefix("regression").strip() or "suite"
-            status = figures.verdict
-            status = status if self.passed else f"FAILED: {status}"
-            resolution = (
-                f", {resolution_words(figures.resolution, figures.width, figures.reliability)}"
-                if figures.policy == "tolerance" and figures.resolution is not None
-                else ""
-            )
-            return (
-                f"{self.metric} regression over {where} ({self.suite} x {self.system}): "
-                f"{status}: {format_value(self.value)} vs baseline "
-                f"{format_value(figures.baseline)} (drop "
-                f"{format_value(figures.baseline - self.value)}, tolerance "
-                f"{format_value(figures.tolerance)}{resolution}, n={self.n})"
-                + (f"; {figures.index_noise}" if figures.index_noise is not None else "")
-            )
-        if self.scope == DRIFT_SCOPE:
-            return (
-                f"{self.metric} slow drift ({self.suite} x {self.system}): {verdict}: "
-                f"{format_value(self.value)} (needs >= {format_value(self.threshold)}: the "
-                f"anchor's value less the drift tolerance, n={self.n})"
-            )
-        what = "ceiling" if self.ceiling else "floor"
-        return (
-            f"{self.metric} over {self.scope} ({self.suite} x {self.system}): {verdict}: "
-            f"{format_value(self.value)} (needs {self.comparison} "
-            f"{format_value(self.threshold)} {what}, n={self.n})"
-        )
-
-    def lines(self) -> list[str]:
-        out = [self.headline()]
-        if self.worst and self.regression is not None:
-            out.append(
-                "most dropped: "
-                + ", ".join(f"{self._named(q)} ({format_delta(v)})" for q, v in self.worst)
-            )
-        elif self.worst:
-            label = "slowest queries" if self.ceiling else "worst queries"
-            unit = " ms" if self.ceiling and self.scope == "latency" else ""
-            out.append(
-                f"{label}: "
-                + ", ".join(f"{self._named(q)} ({format_value(v)}{unit})" for q, v in self.worst)
-            )
-        out.extend(self.detail)
-        return out
-
     @property
     def verdict(self) -> str:
-        """``ok``/``failed`` for a floor, ceiling or expectation; a regression check's own verdict
-        (``regressed``, ``ok``, ``underpowered``)."""
+        """``ok``/``failed``; a comparison's own verdict (``regressed``, ``ok``,
+        ``underpowered``)."""
         if self.regression is not None:
             return self.regression.verdict
         return "ok" if self.passed else "failed"
@@ -250,7 +185,8 @@ class Outcome:
             ("scope", self.scope),
             ("metric", self.metric),
             ("value", self.value),
-            ("threshold", self.threshold),
+            # None: nothing to hold the value against (a pinned drift item with no anchor).
+            *([("threshold", self.threshold)] if self.threshold == self.threshold else []),
             ("comparison", self.comparison),
             ("n", self.n),
             ("verdict", self.verdict),
@@ -280,9 +216,9 @@ class Outcome:
         """The measured value in its own unit: a rank, milliseconds, or a metric value."""
         if self.hidden:
             return "not shown (holdout)"
-        if self.scope.startswith("query[") and self.ceiling:
+        if self.unit == "rank":
             return "not retrieved" if self.value < 0 else f"rank {self.value:.0f}"
-        if self.scope == "latency":
+        if self.unit == "ms":
             return f"{self.value:.1f} ms"
         return format_value(self.value)
 
@@ -291,15 +227,13 @@ class Outcome:
         """The threshold in the same unit, with its direction: ``>= 0.8``, ``<= rank 3``."""
         if self.hidden:
             return f"drop <= {format_value(self.threshold)}"
-        if self.scope.startswith("query[") and self.ceiling:
+        if self.unit == "rank":
             return f"<= rank {self.threshold:.0f}"
-        if self.scope == "latency":
+        if self.unit == "ms":
             return f"<= {self.threshold:g} ms"
+        if self.threshold != self.threshold:  # none: its rule's summary says why
+            return "-"
         return f"{self.comparison} {format_value(self.threshold)}"
-
-    def _named(self, qid: str) -> str:
-        text = self.texts.get(qid)
-        return f'{qid} "{shorten(text)}"' if text else qid
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -309,7 +243,8 @@ class Outcome:
             "scope": self.scope,
             "metric": self.metric,
             "value": None if self.hidden else self.value,
-            "threshold": self.threshold,
+            # JSON has no NaN: a threshold there is none of (no anchor to compare with) is null.
+            "threshold": None if self.threshold != self.threshold else self.threshold,
             "comparison": self.comparison,
             "passed": self.passed,
             "n": self.n,
@@ -319,6 +254,11 @@ class Outcome:
             ],
             "detail": list(self.detail),
             **({"hidden": True} if self.hidden else {}),
+            "rule": self.rule,
+            **({"unit": self.unit} if self.unit else {}),
+            **({"worst_label": self.worst_label} if self.worst_label != "worst queries" else {}),
+            **({"summary": self.summary} if self.summary else {}),
+            **({"note": self.note} if self.note else {}),
         }
         if self.regression is not None:
             out.update(self.regression.to_json())
@@ -332,7 +272,7 @@ class Outcome:
             scope=data["scope"],
             metric=data["metric"],
             value=float("nan") if data["value"] is None else data["value"],
-            threshold=data["threshold"],
+            threshold=float("nan") if data["threshold"] is None else data["threshold"],
             passed=data["passed"],
             n=data["n"],
             ceiling=data["comparison"] == "<=",
@@ -341,4 +281,10 @@ class Outcome:
             detail=tuple(data["detail"]),
             regression=RegressionFigures.from_json(data) if "baseline" in data else None,
             nodeid=data["nodeid"],
+            rule=data.get("rule", ""),
+            unit=data.get("unit", ""),
+            hidden=bool(data.get("hidden", False)),
+            worst_label=data.get("worst_label", "worst queries"),
+            summary=data.get("summary", ""),
+            note=data.get("note", ""),
         )

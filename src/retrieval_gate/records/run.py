@@ -2,9 +2,9 @@
 evaluation stage) with its :class:`QueryRecord`\\ s and :class:`GroupRecord`\\ s, and
 :class:`RunFailure` (a run that could not complete).
 
-Each type has its JSON codec here (``to_json`` / ``from_json``); the baseline file keeps a run in
-its own compact form (queries keyed by id, no latency): :meth:`RunRecord.to_baseline_json` and
-:meth:`RunRecord.from_baseline_json` are that form's one codec.
+Each type has its JSON codec here (``to_json`` / ``from_json``); the ledger (the baseline and the
+history) keeps a run in its own compact form, queries keyed by id, at a detail level:
+:meth:`RunRecord.to_ledger_json` and :meth:`RunRecord.from_ledger_json` are that form's one codec.
 """
 
 from __future__ import annotations
@@ -115,20 +115,21 @@ class QueryRecord:
     @classmethod
     def from_json(cls, data: Mapping[str, Any], kind: str = DEFAULT_KIND) -> QueryRecord:
         exact = data.get("exact_ranking")
+        exact_values = data.get("exact_metrics")
         return cls(
             id=data["id"],
             digest=data["digest"],
             category=data.get("category"),
             difficulty=data.get("difficulty"),
             metrics=dict(data["metrics"]),
-            ranking=tuple(data["ranking"]),
-            relevant_ranks=dict(data["relevant_ranks"]),
+            ranking=tuple(data.get("ranking", ())),
+            relevant_ranks=dict(data.get("relevant_ranks", {})),
             latency_ms=data.get("latency_ms"),
             text=data.get("text", ""),
             unjudged=tuple(data.get("unjudged", ())),
             extras=decode_extras(kind, data),
             labels=dict(data.get("labels", {})),
-            exact_metrics=None if exact is None else dict(data.get("exact_metrics", {})),
+            exact_metrics=None if exact_values is None else dict(exact_values),
             exact_ranking=None if exact is None else tuple(exact),
         )
 
@@ -150,23 +151,27 @@ class GroupRecord:
 
 @dataclass(frozen=True)
 class HoldoutRecord:
-    """A run's holdout (docs/verdicts.md): its units' values, never their ids. ``keys`` name the
-    units by a digest of id and content (``suites/holdout.py``), ``values`` each metric's values
-    in the order of ``keys``. The report's JSON twin shows only ``fraction`` and ``n``; the
-    baseline, the history and the xdist transport keep the values, so the next run can pair
-    them."""
+    """A run's holdout (docs/verdicts.md): never its units' ids, and nowhere its units' values
+    one by one. ``keys`` name the units by a digest of id and content (``suites/holdout.py``);
+    ``aggregates`` are each metric's aggregate over all of them, what the baseline, the history
+    and the xdist transport keep (the report's JSON twin shows only ``fraction`` and ``n``).
+    ``values`` are each metric's values in the order of ``keys``: held only in the process that
+    measured the run (the holdout items of this session read them to aggregate over the units a
+    baseline had), never written, and read back only from a baseline or history line written
+    before 0.2 kept aggregates (then compared unit by unit, as they were)."""
 
     fraction: float
     keys: tuple[str, ...]
     values: Mapping[str, tuple[float, ...]]
     digest: str  # the holdout's version (its fraction and units): its shelf-life ledger's key
+    aggregates: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
         return len(self.keys)
 
     def per_unit(self, metric: str) -> dict[str, float]:
-        """key -> value of ``metric`` (empty when not measured)."""
+        """key -> value of ``metric`` (empty when not measured, or not kept unit by unit)."""
         return dict(zip(self.keys, self.values.get(metric, ()), strict=False))
 
     def summary_json(self) -> dict[str, Any]:
@@ -174,20 +179,26 @@ class HoldoutRecord:
         return {"fraction": self.fraction, "n": self.n}
 
     def to_json(self) -> dict[str, Any]:
+        """What a baseline, a history line and the xdist transport keep: the units' keys and
+        each metric's aggregate, never a unit's value."""
         return {
             **self.summary_json(),
             "digest": self.digest,
             "keys": list(self.keys),
-            "values": {metric: list(values) for metric, values in self.values.items()},
+            "aggregates": dict(self.aggregates),
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> HoldoutRecord:
         keys = tuple(str(k) for k in data["keys"])
-        values = {str(m): tuple(float(x) for x in v) for m, v in data["values"].items()}
+        aggregates = {str(m): float(v) for m, v in data.get("aggregates", {}).items()}
+        # A line written before aggregates were kept holds each unit's value.
+        values = {str(m): tuple(float(x) for x in v) for m, v in data.get("values", {}).items()}
         if any(len(v) != len(keys) for v in values.values()):
             raise ValueError("holdout values of different lengths")
-        return cls(float(data["fraction"]), keys, values, str(data["digest"]))
+        if "aggregates" not in data and "values" not in data:
+            raise KeyError("aggregates")
+        return cls(float(data["fraction"]), keys, values, str(data["digest"]), aggregates)
 
 
 @dataclass(frozen=True)
@@ -328,60 +339,87 @@ class RunRecord:
             holdout=_holdout_from_json(data),
         )
 
-    def to_baseline_json(self) -> dict[str, Any]:
-        """The compact form a baseline file keeps: what a later comparison reads, queries by id."""
-        return {
+    def to_ledger_json(self, detail: str = "full") -> dict[str, Any]:
+        """The run as the ledger keeps it (the baseline and the history: docs/baselines.md),
+        queries by id, at one of three ``detail`` levels: ``full`` (the accepted baseline: what
+        a later comparison reads, rankings and relevant ranks included), ``values`` (a history
+        entry: each query's digest, labels and values, no ranking) and ``summary`` (an entry
+        whose per-query values the ledger no longer keeps: the run's figures only)."""
+        if detail not in LEDGER_DETAIL:
+            raise ValueError(f"detail must be one of {', '.join(LEDGER_DETAIL)}, got {detail!r}")
+        full, summary = detail == "full", detail == "summary"
+        out: dict[str, Any] = {
             "suite": self.suite,
             "system": self.system,
             **({"kind": self.kind} if self.kind != DEFAULT_KIND else {}),
-            "fingerprint": dict(self.fingerprint),
+            **({"fingerprint": dict(self.fingerprint)} if full else {}),
             "k": list(self.k),
             "metrics": dict(self.metrics),
-            "queries": {
-                q.id: {
-                    "digest": q.digest,
-                    "category": q.category,
-                    "difficulty": q.difficulty,
-                    "metrics": dict(q.metrics),
-                    "ranking": list(q.ranking),
-                    "relevant_ranks": dict(q.relevant_ranks),
-                    **q.exact_json(),
-                }
-                for q in self.queries
-            },
-            **drift_json(self.drift_rankings),
-            **self._holdout_json(True),
+            # A history entry keeps the run's timing when it timed (what a latency rule compares
+            # with); the baseline does not, so a run saved twice writes the same baseline.
+            **({"latency_ms": dict(self.latency_ms)} if self.latency_measured and not full else {}),
         }
+        if summary:
+            return {**out, "n": self.n}
+        out["queries"] = {
+            q.id: {
+                "digest": q.digest,
+                "category": q.category,
+                "difficulty": q.difficulty,
+                "metrics": dict(q.metrics),
+                **(
+                    {"ranking": list(q.ranking), "relevant_ranks": dict(q.relevant_ranks)}
+                    if full
+                    else {}
+                ),
+                **(q.exact_json() if full else _exact_values_json(q)),
+            }
+            for q in self.queries
+        }
+        return {**out, **(drift_json(self.drift_rankings) if full else {}), **self._holdout_json(True)}
 
     @classmethod
-    def from_baseline_json(cls, data: Mapping[str, Any], *, suite_path: str = "") -> RunRecord:
-        """A run read back from a baseline file (validated by the baseline loader first).
+    def from_ledger_json(cls, data: Mapping[str, Any], *, suite_path: str = "") -> RunRecord:
+        """A run read back from the ledger, at whatever detail it was kept (validated by the
+        ledger's reader first).
 
-        What the compact form does not keep is empty: groups, latency and stats; each query's
-        latency is None.
+        What the ledger does not keep is empty: groups and stats, each query's latency (None),
+        and, below ``full``, rankings; a ``summary`` has no query at all (its ``n`` says how
+        many it had). A history entry keeps the run's latency percentiles when it timed its
+        queries; a baseline keeps none (it reads as a run that timed none).
         """
         kind = data.get("kind", DEFAULT_KIND)
         queries = tuple(
             QueryRecord.from_json({"id": qid, **query}, kind)
-            for qid, query in data["queries"].items()
+            for qid, query in data.get("queries", {}).items()
         )
         return cls(
             suite=data.get("suite", ""),
             suite_path=suite_path,
             system=data.get("system", ""),
-            n=len(queries),
+            n=len(queries) if "queries" in data else int(data.get("n", 0)),
             k=tuple(data.get("k", ())),
             fingerprint=dict(data.get("fingerprint", {})),
             metrics=dict(data.get("metrics", {})),
             categories={},
             difficulties={},
-            latency_ms={},
-            stats={},
+            latency_ms=dict(data.get("latency_ms", {})),
+            # A run without its timing (a stored run file, an older baseline) measured none.
+            stats={} if "latency_ms" in data else {"latency_measured": False},
             queries=queries,
             kind=kind,
             drift_rankings=drift_from_json(data),
             holdout=_holdout_from_json(data),
         )
+
+
+#: The ledger's detail levels of a run (:meth:`RunRecord.to_ledger_json`), most first.
+LEDGER_DETAIL = ("full", "values", "summary")
+
+
+def _exact_values_json(q: QueryRecord) -> dict[str, Any]:
+    """A history entry keeps exact search's values of a unit, not its ranking."""
+    return {} if q.exact_metrics is None else {"exact_metrics": dict(q.exact_metrics)}
 
 
 def _holdout_from_json(data: Mapping[str, Any]) -> HoldoutRecord | None:

@@ -11,9 +11,10 @@ summary (:mod:`.terminal`) renders the same data for pytest's own summary.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -30,11 +31,13 @@ from retrieval_gate.registry import Registry
 from retrieval_gate.usercode import PluginLoadError
 
 if TYPE_CHECKING:
-    from retrieval_gate.baseline.store import Baseline
+    from retrieval_gate.baseline.head import Baseline
     from retrieval_gate.config.decision import DecisionSettings
+    from retrieval_gate.gates.accept import AcceptanceReport
     from retrieval_gate.gates.decision import Decision
     from retrieval_gate.gates.keeper import HistoryReport
     from retrieval_gate.options import Outputs
+    from retrieval_gate.report.writing import Written
 
 
 @dataclass(frozen=True)
@@ -55,13 +58,33 @@ class ReportData:
     partial: str | None = None
     # The history of quality: the baseline's age, trends (gates/keeper.py); None without one.
     history: HistoryReport | None = None
+    # What a pull request's baseline accepts against its target branch, and what a baseline
+    # saved over failing items accepts (gates/accept.py); None when nothing is said of it.
+    acceptance: AcceptanceReport | None = None
 
     # The session reached its end (not interrupted): the JSON twin's completion marker, which
     # a CI step checks (report/complete.py), as a run ended by an interpreter exit writes none.
     complete: bool = True
+    # Why the session did not finish cleanly (an interrupt, a baseline that could not be saved,
+    # a writer that failed ...): with any, the completion marker is false (:meth:`finished`).
+    unfinished: tuple[str, ...] = ()
+    # Why no gate item ran (pytest's exit status 5, report/selection.py), else None: the report
+    # says so rather than pass over nothing.
+    nothing_ran: str | None = None
+
+    def finished(self, problems: Sequence[str]) -> ReportData:
+        """This report with ``problems`` added to why the session did not finish cleanly; with
+        any, it is not complete."""
+        if not problems:
+            return self
+        unfinished = tuple(dict.fromkeys((*self.unfinished, *problems)))
+        return dataclasses.replace(self, complete=False, unfinished=unfinished)
 
     def with_history(self, history: HistoryReport) -> ReportData:
         return dataclasses.replace(self, history=history)
+
+    def with_acceptance(self, acceptance: AcceptanceReport | None) -> ReportData:
+        return dataclasses.replace(self, acceptance=acceptance)
 
     @classmethod
     def build(
@@ -132,6 +155,9 @@ class ReportData:
 
     @property
     def passed(self) -> bool:
+        """Every gate passed, and some gate ran: a session that ran none decided nothing."""
+        if self.nothing_ran is not None:
+            return False
         return not self.failed and not self.errors and not self.undecided
 
     @property
@@ -288,7 +314,8 @@ def _registry(builtins: Callable[[], list[ModuleType]]) -> Registry[Writer]:
         group=ENTRY_POINT_GROUP,
         builtins=builtins,
         error=PluginLoadError,
-        replace=True,  # a package may override a built-in
+        # A package may override a built-in; two packages taking one name are refused.
+        replace="builtins",
     )
 
 
@@ -296,7 +323,8 @@ _WRITERS = _registry(_builtins)
 
 
 def register_writer(writer: Writer) -> Writer:
-    """Add an output; a name already taken is replaced (a package may override a built-in)."""
+    """Add an output; a built-in's name is replaced (a package may override a built-in), a
+    plug-in's is refused."""
     return _WRITERS.register(writer)
 
 
@@ -312,21 +340,25 @@ def plugin_outputs(offered: Sequence[OutputOption]) -> list[tuple[OutputOption, 
     registry reads them: the built-in writers import numpy, which an xdist worker must not load
     before it sizes its thread pools (``plugin.share_cores``). A writer that declares an output
     already offered (a built-in writer replaced, with the same output) adds nothing; one whose
-    output would take another's name, option or ini key, whose option is not an ``--rg-``
-    path, or that names a settings key, is refused in one line naming it."""
+    output would take another's name, option or ini key (a built-in's, or another plug-in's:
+    both are named), whose option is not an ``--rg-`` path, whose default path would leave the
+    rootdir, or that names a settings key, is refused in one line naming it."""
     only_plugins = _registry(list)
-    taken = list(offered)
+    # Compared by equality, never hashed: a plug-in's declaration may hold anything.
+    taken: list[tuple[OutputOption, str]] = [(output, "the plugin") for output in offered]
     found: list[tuple[OutputOption, str]] = []
     for writer in only_plugins.values():
-        source = f"report writer {writer.name!r} ({only_plugins.source_of(writer.name)})"
+        source = f"report writer {writer.name!r} ({only_plugins.described(writer.name)})"
         for output in writer.outputs:
-            if output in taken:
-                continue
-            problem = _declaration_problem(output, taken)
+            if output in offered or (output, source) in taken:
+                continue  # a built-in writer replaced with its output; or said twice
+            problem = _declaration_problem(
+                output, [o for o, _ in taken], declared_by=lambda o: _by(taken, o)
+            )
             if problem is not None:
                 name = getattr(output, "name", output)
                 raise PluginLoadError(f"{source} declares the output {name!r}: {problem}")
-            taken.append(output)
+            taken.append((output, source))
             found.append((output, source))
     return found
 
@@ -334,21 +366,61 @@ def plugin_outputs(offered: Sequence[OutputOption]) -> list[tuple[OutputOption, 
 #: The names of the paths in ``OptionValues.ini`` that are not an output's, and their ini keys.
 _RESERVED = ("baseline", "cache_dir")
 _RESERVED_INI = ("retrieval_gate_files", "retrieval_gate_baseline", "retrieval_gate_cache_dir")
+#: What a plug-in's output may be called: pytest derives an attribute from its option, and its
+#: name keys the paths; nothing a terminal or an ini file could take for something else.
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_FLAG = re.compile(r"--rg-[a-z0-9][a-z0-9-]{0,63}")
+_INI = re.compile(r"retrieval_gate_[a-z0-9_]{1,64}")
+_SUFFIX = re.compile(r"\.[A-Za-z0-9][A-Za-z0-9_.-]{0,31}")
+#: Text a declaration shows (its help in --help, its noun in messages) is the plug-in's: no
+#: control characters, bidi overrides or line breaks, and of a bounded length.
+_SHOWN_FIELDS = ("help", "ini_help", "metavar", "noun")
+_MAX_SHOWN = 2000
 
 
-def _declaration_problem(output: OutputOption, taken: Sequence[OutputOption]) -> str | None:
+def _by(taken: Sequence[tuple[OutputOption, str]], output: OutputOption) -> str | None:
+    return next((source for other, source in taken if other is output), None)
+
+
+def _declaration_problem(
+    output: OutputOption,
+    taken: Sequence[OutputOption],
+    *,
+    declared_by: Callable[[OutputOption], str | None] | None = None,
+) -> str | None:
+    """Why a plug-in writer may not declare ``output`` beside the outputs ``taken``, or None;
+    ``declared_by`` names who declared a taken output (a refusal names both)."""
     if not isinstance(output, OutputOption):
         return f"{output!r} is not an OutputOption (retrieval_gate.files.outputs)"
-    if not output.flag.startswith("--rg-") or output.flag == "--rg-":
+    flag = output.flag
+    if not isinstance(flag, str) or not flag.startswith("--rg-") or flag == "--rg-":
         return f"its option {output.flag!r} must start with --rg- (the plugin's options do)"
+    if not _FLAG.fullmatch(output.flag):
+        return f"its option {output.flag!r} must be --rg- then lower-case letters, digits and -"
+    if not isinstance(output.name, str) or not _NAME.fullmatch(output.name):
+        return f"its name {output.name!r} must be lower-case letters, digits and _"
     if output.ini is not None and (
-        not output.ini.startswith("retrieval_gate_") or output.ini in _RESERVED_INI
+        not isinstance(output.ini, str)
+        or not output.ini.startswith("retrieval_gate_")
+        or output.ini in _RESERVED_INI
     ):
         return f"its ini key {output.ini!r} must be a retrieval_gate_ key of its own"
+    if output.ini is not None and not _INI.fullmatch(output.ini):
+        return f"its ini key {output.ini!r} must be lower-case letters, digits and _"
     if output.setting is not None:
         return "it names a [tool.retrieval_gate] key (setting), which only the built-ins may"
     if output.kind not in ("markdown", "json", "plots"):
         return f"its kind {output.kind!r} is not one of markdown, json, plots"
+    for field_name in _SHOWN_FIELDS:
+        text = getattr(output, field_name)
+        if not isinstance(text, str) or len(text) > _MAX_SHOWN or _unprintable(text):
+            return (
+                f"its {field_name} {_short(text)} must be printable text of at most "
+                f"{_MAX_SHOWN} characters (it is shown in --help and messages)"
+            )
+    problem = _default_problem(output, taken)
+    if problem is not None:
+        return problem
     for other in taken:
         for what, mine, theirs in (
             ("name", output.name, other.name),
@@ -356,41 +428,72 @@ def _declaration_problem(output: OutputOption, taken: Sequence[OutputOption]) ->
             ("ini key", output.ini, other.ini),
         ):
             if mine is not None and mine == theirs:
-                return f"its {what} {mine!r} is already {other.flag}'s"
+                by = declared_by(other) if declared_by is not None else None
+                where = f", declared by {by}" if by and by != "the plugin" else ""
+                return f"its {what} {mine!r} is already {other.flag}'s{where}"
     if output.name in _RESERVED:
         return f"its name {output.name!r} is the plugin's own"
     return None
 
 
-@dataclass(frozen=True)
-class Written:
-    """What ``write_reports`` did: the files written (announced in the summary) and each
-    writer whose write failed, with its error (the session fails, naming each)."""
+def _default_problem(output: OutputOption, taken: Sequence[OutputOption]) -> str | None:
+    """A path a plug-in's output takes unasked stays inside the rootdir: its ``default`` is a
+    relative path with no ``..`` (only a path the user gives may point elsewhere); a twin
+    follows an output declared before it, with a plain suffix."""
+    default = output.default
+    if default is not None:
+        if not isinstance(default, str) or not default.strip() or _unprintable(default):
+            return f"its default {_short(default)} must be a file name in the rootdir"
+        parts = PurePosixPath(default.replace("\\", "/")).parts
+        if (
+            PurePosixPath(default).is_absolute()
+            or PureWindowsPath(default).drive
+            or default.startswith(("/", "\\", "~"))
+            or ".." in parts
+        ):
+            return (
+                f"its default {default!r} leaves the rootdir: a default must be a relative path "
+                "inside it (only a path the user gives may point elsewhere)"
+            )
+        if output.twin_of is not None:
+            return "it gives both a default and twin_of; give one"
+    if output.twin_of is not None:
+        if output.twin_of not in [o.name for o in taken]:
+            return f"its twin_of {output.twin_of!r} names no output declared before it"
+        if not isinstance(output.suffix, str) or not _SUFFIX.fullmatch(output.suffix):
+            return (
+                f"its suffix {_short(output.suffix)} must be a plain file suffix such as "
+                "'.html' (it replaces the twin's)"
+            )
+    return None
 
-    files: list[Path]
-    failed: list[tuple[Writer, OSError]]
+
+def _unprintable(text: str) -> bool:
+    from retrieval_gate.display.escape import escape
+
+    return escape(text) != text  # a control character, a line break, a bidi override
 
 
-def write_reports(data: ReportData, targets: Targets) -> Written:
-    """Every writer's output, in registry order. A writer that fails with an OSError (a full
-    disk, an unwritable folder) does not stop the others: the reports that could be written are
-    written and announced."""
-    files: list[Path] = []
-    failed: list[tuple[Writer, OSError]] = []
-    for writer in writers():
-        if writer.write is None:
-            continue
-        try:
-            files += writer.write(data, targets)
-        except OSError as exc:
-            failed.append((writer, exc))
-    return Written(files, failed)
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
-def item_properties(outcome: Outcome) -> list[tuple[str, object]]:
-    """The properties every writer attaches to a decided item."""
-    out: list[tuple[str, object]] = []
-    for writer in writers():
-        if writer.item_properties is not None:
-            out += writer.item_properties(outcome)
-    return out
+def write_reports(data: ReportData, targets: Targets, *, unfinished: Sequence[str] = ()) -> Written:
+    """Every writer's output; the JSON twin, which carries the completion marker, last
+    (report/writing.py). A writer that fails (a full disk; a plug-in's error, timeout or wrong
+    answer) does not stop the others: the reports that could be written are written and
+    announced. ``unfinished``: why the session did not finish cleanly before the writers ran."""
+    from retrieval_gate.report.writing import write_all
+
+    return write_all(_WRITERS, data, targets, unfinished)
+
+
+def item_properties(
+    outcome: Outcome, problems: list[str] | None = None
+) -> list[tuple[str, object]]:
+    """The properties every writer attaches to a decided item; a plug-in writer's that fail
+    add their one line to ``problems`` (report/writing.py)."""
+    from retrieval_gate.report.writing import item_properties as properties
+
+    return properties(_WRITERS, outcome, problems)

@@ -1,6 +1,7 @@
 """The report's history section (docs/baselines.md): per suite, the baseline's age, and each
-gated metric's trend per system as a mermaid line chart GitHub renders, its anchor and change
-points marked on the x axis and listed by commit."""
+gated metric's trend per system as a mermaid line chart GitHub renders, each point labelled with
+its commit and date, its anchor, accepted drifts, steps and slides marked on the x axis, then
+said in one line: each slide with its slope per merge since it began, each step at its commit."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from retrieval_gate.records import counted, format_value
+from retrieval_gate.records import counted, format_delta, format_value
 
 if TYPE_CHECKING:
+    from retrieval_gate.gates.changepoints import ChangePoint, Slide
     from retrieval_gate.gates.keeper import HistoryReport, Trend
 
 #: The colour of the trend lines (one series per chart).
@@ -77,8 +79,9 @@ def _shelf(history: HistoryReport, suite: str) -> Iterator[str]:
 
 
 def age_lines(history: HistoryReport | None) -> Iterator[str]:
-    """The baseline's age warnings and what could not be read of the history (a few lines per
-    file, the rest counted: gates/keeper.py), at the top of the report."""
+    """The baseline's age warnings, what could not be read of the history (a few lines per
+    file, the rest counted: gates/keeper.py) and what ``--rg-pin`` anchored each run's drift
+    on, at the top of the report."""
     if history is None:
         return
     warnings = () if history.age is None else history.age.warnings
@@ -86,18 +89,86 @@ def age_lines(history: HistoryReport | None) -> Iterator[str]:
         yield f"> **Warning:** {warning}."
     for problem in history.problems:
         yield f"> **History:** {problem}"
-    if warnings or history.problems:
+    pinned = pin_lines(history)
+    yield from pinned
+    if warnings or history.problems or pinned:
         yield ""
 
 
-def _label(trend: Trend, i: int) -> str:
-    marks = []
+def pin_lines(history: HistoryReport | None, suite: str | None = None) -> list[str]:
+    """With ``--rg-pin``: the ref, the commit it resolved to, and what each run (of ``suite``;
+    None: every suite) anchored its drift on, one line each."""
+    pin = None if history is None else history.pin
+    if pin is None:
+        return []
+    runs = pin.runs if suite is None else pin.of(suite)
+    if suite is None and not runs:
+        return [f"> **Drift:** pinned to {pin.pin.named}."]
+    return [f"> **Drift:** {run.said}." for run in runs]
+
+
+def marks(trend: Trend, i: int) -> list[str]:
+    """What a point of the line is besides a value: the drift anchor, a drift accepted there,
+    a step (change point), the first point of a slide. The chart and the PNG mark the same."""
+    out = []
     if trend.anchor == i:
-        marks.append("anchor")
+        out.append("anchor")
+    if i in trend.accepted:
+        out.append("accepted")
     if any(c.index == i for c in trend.changes):
-        marks.append("change")
-    text = trend.labels[i]
-    return f"{text} ({', '.join(marks)})" if marks else text
+        out.append("change")
+    if any(s.start == i for s in trend.slides):
+        out.append("slide")
+    return out
+
+
+def label(trend: Trend, i: int) -> str:
+    """A point's label on the chart's x axis: its commit and date, then its marks
+    (``abc0009 2026-09-05 (anchor, accepted)``)."""
+    said = marks(trend, i)
+    text = trend.point(i)
+    return f"{text} ({', '.join(said)})" if said else text
+
+
+def slide_words(trend: Trend, slide: Slide) -> str:
+    """A slide as one sentence, the same for the same records on every run: its slope per
+    merge (against the tolerance), how many merges shared it and since which commit."""
+    fell = slide.slope < 0
+    verb = (
+        ("has slid" if fell else "has risen")
+        if _ongoing(trend, slide)
+        else ("slid" if fell else "rose")
+    )
+    per = f"{format_value(abs(slide.slope))} per merge"
+    if trend.tolerance:
+        per += f" ({abs(slide.slope) / trend.tolerance:.2g} x its tolerance)"
+    start = f"`{trend.labels[slide.start]}`" + (
+        f" ({trend.date(slide.start)})" if trend.date(slide.start) else ""
+    )
+    if _ongoing(trend, slide):
+        span = f"over the last {counted(slide.steps, 'merge')}, since {start}"
+    else:
+        end = f"`{trend.labels[slide.end]}`" + (
+            f" ({trend.date(slide.end)})" if trend.date(slide.end) else ""
+        )
+        span = f"over {counted(slide.steps, 'merge')}, from {start} to {end}"
+    return (
+        f"{trend.metric} {verb} {per} {span}: {format_value(slide.first)} -> "
+        f"{format_value(slide.last)} on its fitted line"
+    )
+
+
+def step_words(trend: Trend, change: ChangePoint) -> str:
+    date = trend.date(change.index)
+    return (
+        f"a step at `{trend.labels[change.index]}`" + (f" ({date})" if date else "") + ": "
+        f"{format_value(change.before)} -> {format_value(change.after)} "
+        f"({format_delta(change.shift)})"
+    )
+
+
+def _ongoing(trend: Trend, slide: Slide) -> bool:
+    return slide.end == len(trend.values) - 1
 
 
 def _trend(trend: Trend) -> Iterator[str]:
@@ -113,8 +184,8 @@ def _trend(trend: Trend) -> Iterator[str]:
     yield '%%{init: {"themeVariables": {"xyChart": {"plotColorPalette": "' + LINE_COLOUR + '"}}}}%%'
     yield "xychart-beta"
     yield f"    title {quoted(f'{trend.suite}: {trend.system}: {trend.metric}')}"
-    labels = [_label(trend, i) for i in range(len(values))]
-    yield f"    x-axis [{', '.join(quoted(label) for label in labels)}]"
+    labels = [label(trend, i) for i in range(len(values))]
+    yield f"    x-axis [{', '.join(quoted(text) for text in labels)}]"
     yield f"    y-axis {quoted(trend.metric)} {low:g} --> {high:g}"
     yield f"    line [{', '.join(f'{v:.4f}' for v in values)}]"
     yield "```"
@@ -122,12 +193,17 @@ def _trend(trend: Trend) -> Iterator[str]:
     said = []
     if trend.anchor is not None:
         said.append(f"anchor `{trend.labels[trend.anchor]}` ({format_value(values[trend.anchor])})")
-    for change in trend.changes:
+    if trend.accepted:
         said.append(
-            f"change point at `{trend.labels[change.index]}`: {format_value(change.before)} -> "
-            f"{format_value(change.after)} ({change.shift:+.4f}, p = {change.p_value:.3f})"
+            "drift accepted at " + ", ".join(f"`{trend.labels[i]}`" for i in trend.accepted)
         )
-    if not trend.changes:
-        said.append("no change point")
+    # In the order of the line: what happened first is read first.
+    events = sorted(
+        [(s.start, slide_words(trend, s)) for s in trend.slides]
+        + [(c.index, step_words(trend, c)) for c in trend.changes]
+    )
+    said += [words for _, words in events]
+    if not events:
+        said.append("no step and no slide")
     yield f"`{trend.system}` {trend.metric}: " + "; ".join(said) + "."
     yield ""

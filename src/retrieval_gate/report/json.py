@@ -71,9 +71,16 @@ def render(data: ReportData) -> dict[str, Any]:
         **({"partial": data.partial} if data.partial is not None else {}),
         **_decisions(data),
         **({"history": data.history.to_json()} if data.history is not None else {}),
-        # Last, and only once the session has reached its end: `python -m
-        # retrieval_gate.report.complete` checks it (docs/ci.md).
-        "complete": data.complete,
+        # What a pull request's baseline accepts, and what a baseline saved over failing items.
+        **({"accepted": data.acceptance.to_json()} if data.acceptance is not None else {}),
+        # Why no gate item ran (pytest's exit status 5): the report decided nothing.
+        **({"nothing_ran": data.nothing_ran} if data.nothing_ran is not None else {}),
+        # Why the session did not finish cleanly (complete is false then), each in one line.
+        **({"unfinished": list(data.unfinished)} if data.unfinished else {}),
+        # Last, written after every other writer, and true only when the session and every
+        # writer finished cleanly: `python -m retrieval_gate.report.complete` checks it
+        # (docs/ci.md).
+        "complete": data.complete and not data.unfinished,
     }
 
 

@@ -13,6 +13,7 @@ where the XML is written (the xdist controller too), from the test reports alone
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -54,10 +55,16 @@ class JunitNames:
     with ``--junitxml``."""
 
     def __init__(
-        self, config: pytest.Config, suite_properties: list[tuple[str, object]] | None = None
+        self,
+        config: pytest.Config,
+        suite_properties: list[tuple[str, object]] | None = None,
+        at_end: Callable[[], list[tuple[str, object]]] | None = None,
     ) -> None:
+        """``suite_properties``: the test suite's properties known at the start (the baseline's
+        age); ``at_end``: those known once every item ran (what the session accepts)."""
         self.config = config
         self.suite_properties = suite_properties or []
+        self.at_end = at_end
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """The session's own figures (the baseline's age, docs/baselines.md) as properties of
@@ -67,6 +74,16 @@ class JunitNames:
             return
         for name, value in self.suite_properties:
             xml.add_global_property(name, value)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """The properties known once every item ran, before pytest's writer writes the file
+        (it writes in its own ``pytest_sessionfinish``, which runs before the gate's)."""
+        xml = _log_xml(self.config)
+        if self.at_end is None or xml is None or not hasattr(xml, "add_global_property"):
+            return
+        for name, value in self.at_end():
+            xml.add_global_property(shown(name), shown(value) if isinstance(value, str) else value)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

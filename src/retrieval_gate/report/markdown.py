@@ -11,10 +11,9 @@ from retrieval_gate.display import shown
 from retrieval_gate.display.markdown import inert
 from retrieval_gate.files.atomic import write_text_atomic
 from retrieval_gate.files.outputs import REPORT_OUTPUT
-from retrieval_gate.gates.floors import EPSILON
+from retrieval_gate.gates.kernel import TIE as EPSILON
 from retrieval_gate.metrics import parse_metric
 from retrieval_gate.records import (
-    DRIFT_SCOPE,
     BaselineComparison,
     Outcome,
     RegressionRow,
@@ -26,6 +25,7 @@ from retrieval_gate.records import (
     plural,
 )
 from retrieval_gate.report import ReportData, Writer
+from retrieval_gate.report.accepted import markdown_lines
 from retrieval_gate.report.history import age_lines, history_lines
 from retrieval_gate.suites import kinds, units_of
 from retrieval_gate.systems.timings import latency_notes
@@ -117,6 +117,13 @@ def _cell(text: str) -> str:
 def lines(data: ReportData) -> Iterator[str]:
     yield "# Retrieval gate report"
     yield ""
+    for reason in data.unfinished:
+        yield f"**Did not finish cleanly**: {reason}."
+        yield ""
+    if data.nothing_ran is not None:
+        yield f"**NOTHING RAN**: {data.nothing_ran}; no gate was decided."
+        yield ""
+        return
     n_failed = len(data.failed)
     verdict = "PASSED" if data.passed else "FAILED"
     undecided = (
@@ -145,6 +152,7 @@ def lines(data: ReportData) -> Iterator[str]:
         )
         yield ""
     yield from age_lines(data.history)
+    yield from markdown_lines(data.acceptance)
     if data.errors:
         yield "## Runs that failed"
         yield ""
@@ -166,11 +174,16 @@ def lines(data: ReportData) -> Iterator[str]:
         ]
         yield from _table(["gate", "value", "needs", "n", "worst queries"], rows)
         yield ""
-        # A slow-drift item's value and floor do not say what it is against: its anchor (which
-        # commit, how many accepted steps ago), which its first line states (gates/history.py).
-        drifted = [g for g in data.failed if g.scope == DRIFT_SCOPE and g.detail]
-        yield from (f"- `{g.nodeid}`: {g.detail[0]}" for g in drifted)
-        yield from [""] if drifted else []
+        # Where value and floor do not say what an item is against (a slow drift's anchor:
+        # which commit, how many accepted steps ago), its rule's one-line statement does; a
+        # comparison with the baseline says it in its own section below.
+        stated = [g for g in data.failed if g.summary and g.regression is None]
+        for g in stated:
+            yield f"- `{g.nodeid}`: {g.summary}"
+            # Its rule's other lines: the figures, what moved most and when (a slow drift's
+            # queries that slid and its values at each step).
+            yield from (f"  - {line}" for line in g.detail if line != g.summary)
+        yield from [""] if stated else []
     for suite in data.suites():
         yield from _suite(data, suite)
     if data.gates:
@@ -186,6 +199,8 @@ def _value_and_need(gate: Outcome) -> tuple[str, str]:
     one; a rank, milliseconds, a drop or a hidden value in its own words, as the failing gates
     table says them (a found_within rank is not "1.0000", nor "-1.0000" when not retrieved)."""
     if gate.regression is None and not gate.hidden and gate.measured == format_value(gate.value):
+        if gate.threshold != gate.threshold:  # no threshold (a pinned drift with no anchor)
+            return fmt(gate.value), gate.needed
         return fmt(gate.value), f"{gate.comparison} {fmt(gate.threshold)}"
     return _measured(gate), _needed(gate)
 

@@ -13,7 +13,8 @@ with a short digest of the names as given, so two suites never share a file.
   share of its change: :func:`unit_deltas`); one per metric a regression item gates and per metric that
   regressed (a diagnostic scope's too), else for the first headline metric.
 * ``<suite>--<system>--history-<metric>.png`` for a run with a history: the metric at each
-  record and today, the drift anchor dashed, each change point a line labelled with its shift.
+  record and today, each tick its commit and date, the drift anchor dashed, accepted drifts
+  dotted, each step a line labelled with its shift, each slide its fitted line and slope.
 
 The value plots' metrics are those the suite's summary shows (gated ones, then its kind's
 headline). Drawn
@@ -230,13 +231,21 @@ def _delta_figure(run: RunRecord, base: RunRecord, metric: str) -> Any:
 
 
 def _trend_figure(trend: Trend) -> Any:
-    """The metric over the history and today, the anchor a dashed grey line, each change point
-    a red line labelled with its shift."""
+    """The metric over the history and today: the anchor a dashed grey line, each accepted
+    drift a dotted one, each step a red (or green) line labelled with its shift, each slide its
+    fitted line labelled with its slope per merge; every marked point's tick carries its commit,
+    date and marks as the markdown chart's x axis does (report/history.py)."""
+    from retrieval_gate.report.history import label
+
     figure, axes = _figure(max(5.0, min(16.0, 0.3 * len(trend.values) + 3.0)))
     xs = range(len(trend.values))
     axes.plot(xs, trend.values, marker="o", color=COLOUR, linewidth=1.2, markersize=4)
     if trend.anchor is not None:
         axes.axvline(trend.anchor, color="grey", linestyle="--", linewidth=1.0, label="anchor")
+    for n, i in enumerate(i for i in trend.accepted if i != trend.anchor):
+        axes.axvline(
+            i, color="grey", linestyle=":", linewidth=1.0, label=None if n else "drift accepted"
+        )
     for change in trend.changes:
         axes.axvline(change.index - 0.5, color=WORSE if change.shift < 0 else BETTER, linewidth=1.2)
         axes.annotate(
@@ -247,11 +256,35 @@ def _trend_figure(trend: Trend) -> Any:
             va="top",
             ha="right",
         )
-    axes.set_title(f"{trend.suite} x {trend.system}: {trend.metric} over its history", fontsize=10)
+    for slide in trend.slides:
+        colour = WORSE if slide.slope < 0 else BETTER
+        axes.plot(
+            [slide.start, slide.end],
+            [slide.first, slide.last],
+            color=colour,
+            linestyle="--",
+            linewidth=1.5,
+        )
+        axes.annotate(
+            f"{slide.slope:+.4f} per merge since {trend.labels[slide.start]}",
+            ((slide.start + slide.end) / 2, (slide.first + slide.last) / 2),
+            fontsize=8,
+            color=colour,
+            ha="left",
+            va="bottom",
+        )
+    axes.set_title(
+        shown(f"{trend.suite} x {trend.system}: {trend.metric} over its history"), fontsize=10
+    )
     axes.set_ylabel(trend.metric)
-    step = max(1, len(trend.labels) // 30)
-    axes.set_xticks(list(xs)[::step], list(trend.labels)[::step], rotation=90, fontsize=7)
-    if trend.anchor is not None:
+    # Every marked point and today keep their ticks; the rest are thinned to about 30.
+    step = max(1, len(trend.values) // 30)
+    marked = {trend.anchor, *trend.accepted, *(c.index for c in trend.changes)}
+    marked.add(len(trend.values) - 1)
+    marked |= {s.start for s in trend.slides}
+    ticks = sorted({*range(0, len(trend.values), step), *(i for i in marked if i is not None)})
+    axes.set_xticks(ticks, [label(trend, i) for i in ticks], rotation=90, fontsize=7)
+    if trend.anchor is not None or trend.accepted:
         axes.legend(fontsize=8)
     return figure
 

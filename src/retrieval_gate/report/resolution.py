@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from retrieval_gate.gates.plan import PlanRow
+from retrieval_gate.gates.regression import checked_scope
 from retrieval_gate.gates.resolution import coarse_advice, resolution_cell
 from retrieval_gate.records import (
     BaselineComparison,
@@ -98,7 +99,7 @@ def coarse_checks(
     ran = None
     if decided is not None:
         ran = {
-            (g.suite, g.system, g.scope.removeprefix("regression").strip() or "suite", g.metric)
+            (g.suite, g.system, checked_scope(g), g.metric)
             for g in decided
             if g.regression is not None
         }

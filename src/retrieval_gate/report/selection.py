@@ -1,7 +1,10 @@
 """Whether a session's report covers every gate its suites define, or only those ``-k``, ``-m``,
 ``--deselect`` or node ids selected: a partial report says so (markdown, JSON twin, terminal),
 so it is never mistaken for the full one it replaces. A session that runs nothing at all
-(pytest's exit status 5) is told why in one line (:meth:`Selection.why_nothing_ran`).
+(pytest's exit status 5) is told why in one line (:meth:`Selection.why_nothing_ran`), and its
+reports say so (:func:`nothing_ran`). What kept the session from finishing cleanly, as pytest,
+xdist and the items tell it, is gathered here too (:func:`unfinished`): the JSON twin's
+completion marker is false then.
 
 :class:`Selection` counts the gate items pytest deselected. Under xdist every worker collects
 (and deselects) the whole session; each sends its count through ``workeroutput`` and the
@@ -10,11 +13,15 @@ controller, which writes the report, keeps the largest.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from retrieval_gate.records import counted, plural
+
+if TYPE_CHECKING:
+    from retrieval_gate.report import ReportData
 
 #: The marker every gate item carries (collect.py).
 GATE_MARKER = "retrieval_gate"
@@ -33,12 +40,37 @@ class Selection:
         # Why each suite that got no items got none (its 'systems:' against the session's),
         # in collect.py's words.
         self.without_items: list[str] = []
+        # What went wrong beside the gates: a plug-in writer's item properties that failed (in
+        # any process: plugin_failures), an xdist worker that crashed (unfinished).
+        self.failures: list[str] = []
+        self.crashed: list[str] = []
 
     def suite_collected(self, without_items: str | None = None) -> None:
         """A suite file was collected; ``without_items`` says why it has none, if it has none."""
         self.suites += 1
         if without_items is not None:
             self.without_items.append(without_items)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        found = getattr(item, "rg_unfinished", None)
+        if found and report.when == "call":  # a list of strings: it crosses xdist as it is
+            report.retrieval_gate_unfinished = list(found)  # type: ignore[attr-defined]
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # A plug-in writer's item properties that failed (report/writing.py), in any process:
+        # said once however many items.
+        for line in getattr(report, "retrieval_gate_unfinished", None) or ():
+            if line not in self.failures:
+                self.failures.append(str(line))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str) -> None:  # xdist, in the controller
+        self.crashed.append(f"an xdist worker crashed while running {crashitem}")
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.deselected += sum(1 for item in items if item.get_closest_marker(GATE_MARKER))
@@ -108,3 +140,56 @@ def partial_of(config: pytest.Config) -> str | None:
     """The session's :meth:`Selection.partial`, None where no Selection is registered."""
     selection = config.pluginmanager.get_plugin(PLUGIN_NAME)
     return selection.partial() if isinstance(selection, Selection) else None
+
+
+def nothing_to_report(config: pytest.Config) -> bool:
+    """Sessions that write no report: ``--collect-only`` and ``--rg-plan`` run nothing by
+    design, and replace no report."""
+    return bool(config.getoption("collectonly", False) or config.getoption("rg_plan", False))
+
+
+def nothing_ran(session: pytest.Session) -> ReportData:
+    """The report of a session whose items handed over nothing: no gate item ran, and why (what
+    the report, its JSON twin's ``nothing_ran`` and the completion check say)."""
+    from retrieval_gate.report import ReportData
+
+    config = session.config
+    selection = config.pluginmanager.get_plugin(PLUGIN_NAME)
+    if session.exitstatus == pytest.ExitCode.INTERRUPTED:
+        why = "the session was interrupted before any gate item ran"
+    elif isinstance(selection, Selection):
+        why = selection.why_nothing_ran(config.getini("retrieval_gate_files"))
+    else:
+        why = "no gate item ran"
+    return ReportData(runs=(), gates=(), errors=(), comparisons={}, nothing_ran=why)
+
+
+#: pytest's exit statuses of a session that ran to its end (failed gates are an end too).
+_CLEAN = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED)
+
+
+def plugin_failures(config: pytest.Config) -> list[str]:
+    """The items' plug-in failures (a writer's item properties), each once: the session fails
+    with each line, and the JSON twin's completion marker is false."""
+    selection = config.pluginmanager.get_plugin(PLUGIN_NAME)
+    return list(selection.failures) if isinstance(selection, Selection) else []
+
+
+def unfinished(session: pytest.Session, exitstatus: int) -> list[str]:
+    """Why the session did not finish cleanly, as pytest and xdist tell: an interrupt, an
+    internal error, a stop before every item ran (``-x``, ``--maxfail``), an xdist worker that
+    crashed; empty when none. The JSON twin's completion marker is false with any
+    (report/writing.py)."""
+    selection = session.config.pluginmanager.get_plugin(PLUGIN_NAME)
+    found = list(selection.crashed) if isinstance(selection, Selection) else []
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        found.append(
+            "pytest interrupted the session (exit status 2: Ctrl-C, or an error during "
+            "collection) before every item ran"
+        )
+    elif exitstatus not in _CLEAN:
+        name = getattr(exitstatus, "name", str(exitstatus)).lower().replace("_", " ")
+        found.append(f"pytest ended the session with exit status {int(exitstatus)} ({name})")
+    elif stopped := session.shouldfail or session.shouldstop:
+        found.append(f"the session stopped before every item ran ({stopped})")
+    return found

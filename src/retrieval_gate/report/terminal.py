@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from retrieval_gate.display import shown
 from retrieval_gate.records import RunRecord, counted
 from retrieval_gate.report import ReportData
+from retrieval_gate.report.accepted import terminal_lines
 from retrieval_gate.report.markdown import headline_metrics
 from retrieval_gate.report.resolution import coarse_checks, render_plan, session_warning
 from retrieval_gate.suites import units_of
 
-__all__ = ["announced", "render", "render_plan"]
+__all__ = ["announced", "asked_detail", "closing", "render", "render_plan"]
 
 #: Added, removed or edited ids named in a ``vs baseline`` line (more are counted).
 NAMED_IDS = 3
@@ -22,6 +24,39 @@ def render(data: ReportData) -> Iterator[str]:
     """The summary's lines, as they may be shown: names, ids and messages escaped and redacted."""
     for line in _lines(data):
         yield shown(line)
+
+
+def closing(
+    summary: Sequence[str] | None,
+    written: Sequence[Path],
+    replaced: str | None,
+    saved: str | None,
+    history: Sequence[str],
+    notes: Sequence[str],
+) -> Iterator[tuple[str, str]]:
+    """The session's part of pytest's summary as ``(separator, line)`` pairs (``""``: a plain
+    line), each line escaped and redacted: the report's ``summary`` (:func:`render`'s lines,
+    rendered before the JSON twin was written, so nothing that can fail comes after its
+    completion marker; none when no gate ran), the files ``written``, the unreadable baseline
+    ``replaced``, the baseline ``saved``, the ``history`` files written, then ``notes`` (what
+    the session says last)."""
+    if summary is not None:
+        yield "=", "retrieval gate"
+        yield from (("", line) for line in summary)
+    yield from (("-", shown(announced(path))) for path in written)
+    if replaced is not None:
+        yield "", shown(f"replaced an unreadable baseline: {replaced}")
+    if saved is not None:
+        yield "-", shown(f"saved retrieval gate baseline: {saved}")
+    yield from (("-", shown(line)) for line in history)
+    yield from (("", shown(line)) for line in notes)
+
+
+def asked_detail(getoption: Callable[..., Any], detail: str | None) -> list[str]:
+    """The lines of ``detail`` (a plug-in's traceback) for who asks for tracebacks (``-v``,
+    ``--tb=long`` or ``native``; ``getoption``: pytest's), else none."""
+    asked = getoption("verbose", 0) > 0 or getoption("tbstyle", "auto") in ("long", "native")
+    return detail.rstrip("\n").splitlines() if detail and asked else []
 
 
 def announced(path: Path) -> str:
@@ -56,22 +91,22 @@ def _lines(data: ReportData) -> Iterator[str]:
             best = decisions[0]
             yield f"  recommended: {best.system} (decision score {best.score:.4f})"
         yield from _against_baseline(data, runs)
+        # What --rg-pin anchored each system's drift on: its record, an ancestor's, or none.
+        pin = None if data.history is None else data.history.pin
+        yield from (f"  {run.said}" for run in (() if pin is None else pin.of(suite)))
         failed = [g for g in gates if not g.passed]
         if (ungated := data.ungated(suite)) is not None:
             yield f"  gates: none: {ungated}"
         else:
             yield f"  gates: {len(gates) - len(failed)} passed, {len(failed)} failed"
         for g in failed:
-            if g.regression is not None:
-                yield f"  FAILED {g.nodeid}: {g.detail[0]}"
-                continue
-            yield f"  FAILED {g.nodeid}: {g.measured} (needs {g.needed}, n={g.n})"
+            said = g.summary or f"{g.measured} (needs {g.needed}, n={g.n})"
+            yield f"  FAILED {g.nodeid}: {said}"
         for g in gates:
-            if g.passed and g.regression is not None and g.regression.verdict == "underpowered":
-                yield f"  UNDERPOWERED (passed) {g.nodeid}: {g.detail[0]}"
-            elif g.passed and g.regression is not None and g.regression.index_noise is not None:
-                # Decided on exact search: what the index's own ranking did is said here too.
-                yield f"  passed {g.nodeid}: {g.detail[0]}"
+            if g.passed and g.note:  # a pass worth a look (underpowered, index noise)
+                yield f"  {g.note} {g.nodeid}: {g.summary}"
+    # What a pull request's baseline accepts, and what a baseline saved over failing items does.
+    yield from terminal_lines(data.acceptance)
     # One block for the session: counts by suite and scope; each check is listed in the report.
     units = {suite: units_of(data.runs_of(suite)[0].kind) for suite in data.suites()}
     comparisons = [c for run in data.runs if (c := data.comparison(run)) is not None]

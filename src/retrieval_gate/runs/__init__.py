@@ -64,6 +64,10 @@ def run_suite(
 ) -> RunResult:
     """Run ``suite`` against ``system`` the way the suite's kind runs; ``corpus``: the one the
     session loaded for it (None: the system loads the configured one)."""
+    import dataclasses
+
+    from retrieval_gate.suites.holdout import holdout_ids
+
     kind = suite.kind_object
     sample = latency_sample(suite, settings)
     context = settings.context(
@@ -75,6 +79,7 @@ def run_suite(
         latency_needed=sample > 0,
         latency_sample=sample,
     )
+    context = dataclasses.replace(context, held_out=holdout_ids(suite, settings.seed))
     from retrieval_gate.progress import about
 
     # Every progress line of the run (embedding, querying, extracting) names whose run it is.

@@ -123,12 +123,12 @@ class RunCache:
 
     def prepare(self, suite: Suite) -> Suite:
         """The suite with its ids checked and mapped by its kind, and its holdout checked (a
-        fraction that leaves a side empty is a collection error naming the file)."""
-        from retrieval_gate.suites.holdout import holdout_ids
+        fraction that leaves a side empty is a collection error naming the file) and sealed:
+        from now on nothing the session shows names its distinctive held-out units
+        (suites/holdout.py)."""
+        from retrieval_gate.suites.holdout import seal
 
-        prepared = suite.kind_object.prepare(suite, self)
-        holdout_ids(prepared, self.settings.seed)
-        return prepared
+        return seal(suite.kind_object.prepare(suite, self), self.settings.seed)
 
     def corpus_for(self, suite: Suite, system: SystemConfig) -> Corpus | None:
         """The corpus ``suite`` runs against with ``system``: the kind decides (the suite's own,
@@ -139,12 +139,14 @@ class RunCache:
     def check(self, suite: Suite, systems: Sequence[SystemConfig]) -> None:
         """Collection-time checks of the suite against each system's corpus. Stale labels
         (relevant ids the corpus lacks) fail that suite x system's run, not the session: its
-        items error with the one message, the other suites run and the report is written."""
+        items error with the one message, the other suites run and the report is written.
+        Held-out units are counted there, never named (suites/holdout.py)."""
         from retrieval_gate.errors import MissingRelevantError
+        from retrieval_gate.suites.holdout import check_labels
 
         for system in systems:
             try:
-                suite.kind_object.check(suite, self.corpus_for(suite, system))
+                check_labels(suite, self.corpus_for(suite, system), self.settings.seed)
             except MissingRelevantError as exc:
                 self._records[(suite.path, system.name)] = self._hidden(exc, suite)
 
@@ -188,8 +190,11 @@ class RunCache:
         except Warning as exc:
             # A warning the project's filters turned into an error (filterwarnings = error,
             # -W error::...CacheWarning): asked for by the user, so one line, no traceback.
-            return RetrievalGateError(
-                f"{type(exc).__name__} (made an error by the warning filters): {exc}"
+            return self._hidden(
+                RetrievalGateError(
+                    f"{type(exc).__name__} (made an error by the warning filters): {exc}"
+                ),
+                suite,
             )
         except Exception as exc:
             # A library the user configured raising outside any step that says what it was

@@ -342,16 +342,25 @@ def _shown_run(run: RunResult, hidden: frozenset[int]) -> RunResult:
 
 
 def _holdout(evaluation: Evaluation, columns: Mapping[str, list[float]]) -> HoldoutRecord:
-    """The holdout units' values, each unit named by its :func:`holdout_key` only."""
+    """The holdout units' values (this process's only), each unit named by its
+    :func:`holdout_key` only, and each metric's aggregate over them (what is kept)."""
     from retrieval_gate.suites.holdout import holdout_digest, holdout_key
 
     suite = evaluation.run.suite
     rows = sorted(evaluation.hidden)
     keys = tuple(holdout_key(suite.queries[i].id, suite.queries[i].digest) for i in rows)
     fraction = float(suite.holdout or 0.0)
+    at = np.array(rows, dtype=np.int64)
+    found = {
+        m.name: float(m.aggregate(evaluation.values[m.name][at], evaluation.components(m, at)))
+        for m in evaluation.metrics
+        if m.name in columns
+    }
+    aggregates = {name: value for name, value in found.items() if math.isfinite(value)}
     return HoldoutRecord(
         fraction=fraction,
         keys=keys,
         values={name: tuple(column[i] for i in rows) for name, column in columns.items()},
         digest=holdout_digest(fraction, keys),
+        aggregates=aggregates,
     )

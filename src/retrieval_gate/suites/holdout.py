@@ -15,20 +15,30 @@ itself later, without writing its id.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import re
 from collections.abc import Iterable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
+from retrieval_gate.display import HELD_OUT_NAME
 from retrieval_gate.errors import RetrievalGateError, SuiteError
 from retrieval_gate.suites.suite import Suite
+
+if TYPE_CHECKING:
+    from retrieval_gate.corpus import Corpus
 
 E = TypeVar("E", bound=RetrievalGateError)
 
 __all__ = [
+    "HELD_OUT_NAME",
+    "check_labels",
+    "held_out_strings",
     "hide_held_out",
     "holdout_ids",
     "holdout_key",
     "holdout_tolerance",
+    "seal",
 ]
 
 
@@ -104,16 +114,54 @@ def holdout_tolerance(suite: Suite, metric: str, regression_tolerance: float) ->
     return float(regression_tolerance / suite.holdout**0.5)
 
 
-#: What an error says in place of a held-out unit's id or text.
-HELD_OUT_NAME = "a held-out unit"
+def held_out_strings(suite: Suite, hidden: frozenset[str]) -> tuple[list[str], list[str]]:
+    """The ids and texts of ``suite``'s held-out units (``hidden``), and what is shown whole
+    even where one of them stands in it: the visible units' ids and texts, the drift queries'
+    (shown by the drift items), and every document id the suite judges (a held-out query's id
+    may be a document's too, as in a suite whose queries are documents: in a visible query's
+    ranking it names the document)."""
+    held: list[str] = []
+    visible: list[str] = []
+    for unit in suite.queries:
+        (held if unit.id in hidden else visible).extend((unit.id, *unit.texts))
+        visible.extend(unit.relevant)
+    for qid, text in suite.kind_object.drift_queries(suite):
+        visible += [qid, text]
+    return held, list(dict.fromkeys(visible))
+
+
+def seal(suite: Suite, seed: int) -> Suite:
+    """``suite`` as the session keeps it once prepared, before anything runs: its distinctive
+    held-out ids and texts masked in everything the session shows or writes from now on
+    (display/held.py), and its notes (what preparing it changed: an ontology's alternative ids
+    mapped, ``<id>: ...``) counted rather than said for its held-out units."""
+    from retrieval_gate.display import seal_held_out
+    from retrieval_gate.records import counted
+
+    hidden = holdout_ids(suite, seed)
+    if not hidden:
+        return suite
+    seal_held_out(*held_out_strings(suite, hidden))
+    kept = [n for n in suite.notes if n.partition(": ")[0] not in hidden]
+    if len(kept) == len(suite.notes):
+        return suite
+    units = suite.kind_object
+    count = len(suite.notes) - len(kept)
+    kept.append(
+        f"{counted(count, 'note')} on held-out {units.units} not shown (the holdout shows only "
+        "pass or fail)"
+    )
+    return dataclasses.replace(suite, notes=tuple(kept))
 
 
 def hide_held_out(error: E, suite: Suite, seed: int) -> E:
-    """``error`` (a run's failure: a retriever that raised on a query, stale labels) with each
-    held-out unit's id and text written as :data:`HELD_OUT_NAME`, whole words only, in its entry
-    and its message, so that a failed run names no held-out unit either. The same exception,
-    changed in place (its traceback and cause are kept)."""
-    import re
+    """``error`` (a run's failure: a retriever that raised on a query, a library's error) with
+    its held-out units written as :data:`HELD_OUT_NAME`, in its entry, its message and its
+    traceback, in any case and separator (display/held.py), so that a failed run names no
+    held-out unit either: every distinctive held-out id and text, and those of a held-out unit
+    the error is about (its entry or message says ``query <id>``, ``id <id>``), whatever their
+    length. The same exception, changed in place (its traceback and cause are kept)."""
+    from retrieval_gate.display import HeldOut, distinctive, folded
 
     try:
         hidden = holdout_ids(suite, seed)
@@ -121,17 +169,32 @@ def hide_held_out(error: E, suite: Suite, seed: int) -> E:
         return error  # the suite's own holdout error, raised at collection
     if not hidden:
         return error
-    words = sorted(
-        {*hidden, *(u.text for u in suite.queries if u.id in hidden and u.text)},
-        key=len,
-        reverse=True,
-    )
-    pattern = re.compile(
-        r"(?<![\w.:/-])(?:" + "|".join(re.escape(w) for w in words) + r")(?![\w.:/-])"
+    held, visible = held_out_strings(suite, hidden)
+    noun = suite.kind_object.unit
+    by_name = {
+        folded(name): unit
+        for unit in suite.queries
+        if unit.id in hidden
+        for name in (f"{noun} {unit.id}", f"id {unit.id}")
+    }
+    about = f"{error.entry or ''}\n{error.message}"
+    named = [by_name[key] for key in HeldOut(by_name).found(about) if key in by_name]
+    own = [text for unit in named for text in (unit.id, *unit.texts)]
+    mask = HeldOut([*own, *(h for h in held if distinctive(h))], visible)
+    # The unit's own strings as written first, whole (an id's own punctuation included, which
+    # the mask by words would leave: "q(4)]|^"), then any form of them.
+    literal = (
+        re.compile(
+            "|".join(rf"(?<![^\W_]){re.escape(t)}(?![^\W_])" for t in sorted(own, key=len)[::-1])
+        )
+        if own
+        else None
     )
 
     def scrub(text: str) -> str:
-        return pattern.sub(HELD_OUT_NAME, text)
+        if literal is not None:
+            text = literal.sub(HELD_OUT_NAME, text)
+        return mask.scrub(text)
 
     error.message = scrub(error.message)
     if error.traceback is not None:  # a library's, which may quote a query
@@ -140,3 +203,56 @@ def hide_held_out(error: E, suite: Suite, seed: int) -> E:
         error.entry = scrub(error.entry)
     error.args = (error.format(),)
     return error
+
+
+def check_labels(suite: Suite, corpus: Corpus | None, seed: int) -> None:
+    """The kind's check of ``suite``'s labels against ``corpus`` (relevant ids the corpus
+    lacks: :class:`~retrieval_gate.errors.MissingRelevantError`), the held-out units said only
+    by their count: the error names the visible units and their documents as before, and adds
+    how many held-out units name documents the corpus lacks, never which, their documents or
+    their positions."""
+    from retrieval_gate.errors import MissingRelevantError
+    from retrieval_gate.records import counted
+
+    kind = suite.kind_object
+    hidden = holdout_ids(suite, seed)
+    if not hidden:
+        kind.check(suite, corpus)
+        return
+    visible = dataclasses.replace(
+        suite, queries=tuple(u for u in suite.queries if u.id not in hidden)
+    )
+    found: MissingRelevantError | None = None
+    try:
+        kind.check(visible, corpus)
+    except MissingRelevantError as exc:
+        found = exc
+    stale = 0
+    for unit in suite.queries:
+        if unit.id in hidden:
+            try:
+                kind.check(dataclasses.replace(suite, queries=(unit,)), corpus)
+            except MissingRelevantError:
+                stale += 1
+    if not stale:
+        if found is not None:
+            raise found
+        return
+    corpus_name = "the corpus" if found is not None or corpus is None else f"corpus {corpus.source}"
+    said = (
+        f"{counted(stale, f'held-out {kind.unit}', f'held-out {kind.units}')} "
+        f"{'names' if stale == 1 else 'name'} documents not in {corpus_name} (which, and which "
+        "documents, is not shown: the holdout shows only pass or fail)"
+    )
+    if found is not None:
+        raise MissingRelevantError(
+            f"{found.message}; and {said}", path=found.path, entry=found.entry
+        )
+    source = suite.units_source
+    where = "" if source == suite.path else f" in {suite.path.name}"
+    raise MissingRelevantError(
+        f"{said}; fix the labels (a run without 'holdout' lists them), or count them as misses "
+        f"with 'missing_relevant: miss'{where}",
+        path=source,
+        entry=kind.units_key,
+    )

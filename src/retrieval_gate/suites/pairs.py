@@ -48,6 +48,10 @@ class TextPair(Unit):
     def digest_extra(self) -> tuple[Any, ...]:
         return ([self.text_b, self.gold],)
 
+    @property
+    def texts(self) -> tuple[str, ...]:
+        return tuple(t for t in (self.text, self.text_b) if t)
+
 
 @dataclass(frozen=True)
 class PairExtras:

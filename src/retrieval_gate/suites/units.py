@@ -74,6 +74,11 @@ class Unit:
     expect: tuple[Expectation, ...] = ()
     position: int = 0  # index in the file's list of units, for messages
 
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """The unit's own texts, which a holdout hides with its id (suites/holdout.py)."""
+        return (self.text,) if self.text else ()
+
     def located(self, path: Path, units_key: str) -> tuple[Path, str]:
         """The file and entry a message names for this unit; ``path`` is the file its kind read
         the units from."""

@@ -68,7 +68,9 @@ class OpenContext:
     a suite's queries are timed through the single-query path when the system also ranks in
     batches (0: none; every query when the suite has no more). ``query_ids`` are the ids of the
     queries the run will ask (a ranking suite's judged queries; empty where unknown), so a
-    stored run can say at once which of them it does not answer.
+    stored run can say at once which of them it does not answer. ``held_out`` are the ids of
+    the suite's held-out units (suites/holdout.py): a system's notes and warnings about the ids
+    it returned or did not answer count theirs and name none of them.
     """
 
     options: RunOptions
@@ -80,6 +82,7 @@ class OpenContext:
     latency_needed: bool = False
     latency_sample: int = 0
     query_ids: tuple[str, ...] = ()
+    held_out: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -258,7 +258,12 @@ class RetrieverSystem:
         self._ids = (
             None
             if context.corpus is None
-            else IdCheck(context.corpus, source=f"retriever {self.ref}", where=Path(self.ref))
+            else IdCheck(
+                context.corpus,
+                source=f"retriever {self.ref}",
+                where=Path(self.ref),
+                held_out=context.held_out,
+            )
         )
 
     def _call(self, qid: str, text: str, depth: int, where: Path | None) -> dict[str, float]:
@@ -303,7 +308,7 @@ class RetrieverSystem:
             return out
         if where is not None:
             self._ids.where = where
-        mapped = self._ids.map([result.hits for result in out])
+        mapped = self._ids.map([result.hits for result in out], [qid for qid, _ in queries])
         return [Retrieved(h, result.latency_ms) for h, result in zip(mapped, out, strict=True)]
 
     def identity(self) -> Mapping[str, Any]:
@@ -379,26 +384,44 @@ class IdCheck:
     a suite of up to 20, and one chunk's worth in an extraction document): a query whose every
     hit lies outside the corpus (an obsolete term, another collection's document) is a
     non-relevant answer, not a run whose ids are all wrong.
+
+    ``held_out``: the suite's held-out query ids (suites/holdout.py). What only they returned is
+    counted, never shown: an example is always an id a visible query returned.
     """
 
-    def __init__(self, corpus: Corpus, *, source: str, where: Path) -> None:
+    def __init__(
+        self,
+        corpus: Corpus,
+        *,
+        source: str,
+        where: Path,
+        held_out: frozenset[str] = frozenset(),
+    ) -> None:
         self._corpus = corpus
         self._ids = frozenset(corpus.ids)
         self._source = source
         self.where = where  # the suite file a failure names (the latest asking)
+        self._held_out = held_out
         self._mapping: dict[str, str | None] = {}
         self._returned = self._known = 0
         self._mapped: dict[str, str] = {}
         self._unknown: dict[str, None] = {}
+        self._seen: set[str] = set()  # the ids a visible query returned: the ones examples name
 
-    def map(self, results: Sequence[Mapping[str, float]]) -> list[dict[str, float]]:
-        """Each result's ids mapped onto the corpus (see the class), tallied for :meth:`notes`."""
+    def map(
+        self, results: Sequence[Mapping[str, float]], qids: Sequence[str] | None = None
+    ) -> list[dict[str, float]]:
+        """Each result's ids mapped onto the corpus (see the class), tallied for :meth:`notes`;
+        ``qids``: whose result each is (None: no query is held out)."""
         ids = self._ids
         out: list[dict[str, float]] = []
-        for hits in results:
+        for position, hits in enumerate(results):
+            visible = qids is None or qids[position] not in self._held_out
             fixed: dict[str, float] = {}
             for doc, score in hits.items():
                 self._returned += 1
+                if visible:
+                    self._seen.add(doc)
                 target = doc
                 if doc not in ids:
                     if doc not in self._mapping:
@@ -415,29 +438,48 @@ class IdCheck:
             out.append(fixed)
         return out
 
+    def _held_only(self, docs: Sequence[str]) -> str:
+        """How many of ``docs`` only held-out queries returned, said as a count."""
+        held = sum(1 for doc in docs if doc not in self._seen)
+        if not held:
+            return ""
+        return f" ({held} of them returned only for held-out queries: not shown)"
+
     def notes(self) -> tuple[str, ...]:
         """The run's notes on its ids so far; a :class:`RunError` when it returned ids and none
         is a corpus id."""
         missing = list(self._unknown)
+        shown = [doc for doc in missing if doc in self._seen]
         if self._returned and not self._known:
+            examples = (
+                f", e.g. {_examples(shown)}{_stem_hint(shown, self._corpus)}" if shown else ""
+            )
             raise RunError(
                 f"none of the {counted(len(missing), 'document id')} {self._source} returned "
                 f"is in the corpus {self._corpus.source} "
-                f"({counted(len(self._ids), 'document')}), e.g. "
-                f"{_examples(missing)}{_stem_hint(missing, self._corpus)}",
+                f"({counted(len(self._ids), 'document')}){examples}{self._held_only(missing)}",
                 path=self.where,
             )
         notes = []
         if self._mapped:
-            first, target = next(iter(self._mapped.items()))
+            mapped = [doc for doc in self._mapped if doc in self._seen]
+            example = (
+                f", e.g. {shown_id(mapped[0])} -> {shown_id(self._mapped[mapped[0]])}"
+                if mapped
+                else ""
+            )
             notes.append(
-                f"mapped {counted(len(self._mapped), 'id')} by path suffix onto corpus ids, e.g. "
-                f"{shown_id(first)} -> {shown_id(target)}"
+                f"mapped {counted(len(self._mapped), 'id')} by path suffix onto corpus ids"
+                f"{example}{self._held_only(list(self._mapped))}"
             )
         if missing:
+            examples = (
+                f", e.g. {_examples(shown)}{_stem_hint(shown, self._corpus)}" if shown else ""
+            )
             notes.append(
-                f"{len(missing)} returned ids are not in the corpus and count as non-relevant, "
-                f"e.g. {_examples(missing)}{_stem_hint(missing, self._corpus)}"
+                # "1 returned ids": the wording tests and docs quote since 0.1
+                f"{len(missing)} returned ids are not in the corpus and count as "
+                f"non-relevant{examples}{self._held_only(missing)}"
             )
         return tuple(notes)
 

@@ -166,26 +166,39 @@ class RunFileSystem:
             )
         self._corpus = context.corpus
         self._unanswered: set[str] = set()
-        self._ids = None if context.corpus is None else _id_check(context.corpus, self.path)
+        self._held_out = context.held_out
+        self._ids = (
+            None
+            if context.corpus is None
+            else _id_check(context.corpus, self.path, context.held_out)
+        )
         self._warnings = self._coverage(context.query_ids)
 
     def _coverage(self, asked: Sequence[str]) -> tuple[str, ...]:
         """An error when the run answers none of the suite's queries (every metric would be 0),
-        a warning shown in the terminal when it answers only some."""
+        a warning shown in the terminal when it answers only some. Held-out queries are counted,
+        never named (suites/holdout.py)."""
         missing = [qid for qid in asked if qid not in self.run]
         if not missing:
             return ()
+        held = self._held_out
         if len(missing) == len(asked):
+            visible = [qid for qid in asked if qid not in held]
             raise RunError(
                 f"the run answers none of the suite's {counted(len(asked), 'query')}: its "
                 "query ids "
-                f"({_examples(sorted(self.run))}) are not the suite's ({_examples(list(asked))})",
+                f"({_examples(sorted(self.run))}) are not the suite's ({_examples(visible)})",
                 path=self.path,
             )
+        shown = [qid for qid in missing if qid not in held]
+        hidden = len(missing) - len(shown)
+        said = [f"e.g. {_examples(shown)}"] if shown else []
+        if hidden:
+            said.append(f"{counted(hidden, 'held-out query', 'held-out queries')}, not shown")
         return (
             f"{self.written} answers {len(asked) - len(missing)} of the suite's "
             f"{counted(len(asked), 'query')}; the {len(missing)} it does not answer "
-            f"{plural(len(missing), 'scores', 'score')} 0 (e.g. {_examples(missing)})",
+            f"{plural(len(missing), 'scores', 'score')} 0 ({'; '.join(said)})",
         )
 
     def retrieve(
@@ -202,7 +215,7 @@ class RunFileSystem:
         self._unanswered.update(qid for qid, _ in queries if qid not in self.run)
         hits = [dict(self.run.get(qid, {})) for qid, _ in queries]
         if self._ids is not None:
-            hits = self._ids.map(hits)
+            hits = self._ids.map(hits, [qid for qid, _ in queries])
         return [Retrieved(h, 0.0) for h in hits]
 
     def identity(self) -> Mapping[str, Any]:
@@ -234,10 +247,10 @@ class RunFileSystem:
         pass
 
 
-def _id_check(corpus: Corpus, path: Path) -> IdCheck:
+def _id_check(corpus: Corpus, path: Path, held_out: frozenset[str]) -> IdCheck:
     from retrieval_gate.systems.retriever import IdCheck
 
-    return IdCheck(corpus, source="the run file", where=path)
+    return IdCheck(corpus, source="the run file", where=path, held_out=held_out)
 
 
 def _identity(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""baseline/history.py: the append-only history of quality, under concurrent writers, kill -9
-and hand edits: every record written stays readable, and what is not a record is named."""
+"""baseline/log.py and entry.py: the ledger's log, append-only, under concurrent writers, kill -9
+and hand edits: every entry written stays readable, what is not an entry is named, a read takes
+what it needs from the end, and compaction takes one sealed segment at a time."""
 
 from __future__ import annotations
 
@@ -19,30 +20,30 @@ from typing import Any
 
 import pytest
 
-from retrieval_gate.baseline.history import (
-    HistoryError,
-    HistoryRecord,
-    JsonLinesHistory,
-    encode_line,
-    open_history,
-    suite_file_name,
-)
+from retrieval_gate.baseline import log
+from retrieval_gate.baseline.entry import Entry, encode_line, line_digest
+from retrieval_gate.baseline.ledger import open_ledger
+from retrieval_gate.baseline.log import HistoryError, JsonLinesLog, Request, suite_file_name
 from retrieval_gate.baseline.provenance import Provenance, current_commit
+from tests.ledger import entry
 
 
-def record(i: int, suite: str = "lineage", system: str = "keyword") -> HistoryRecord:
-    return HistoryRecord(
+def record(
+    i: int, suite: str = "lineage", system: str = "keyword", *, hashed: bool = False
+) -> Entry:
+    """Entry ``i``; ``hashed``: at a commit that shares no leading digits with the others'
+    (the index keeps commits by their first 12)."""
+    import hashlib
+
+    commit = hashlib.sha1(str(i).encode()).hexdigest() if hashed else f"{i:040x}"
+    return entry(
         suite=suite,
         system=system,
-        at=Provenance(commit=f"{i:040x}", time="2026-09-30T12:00:00Z"),
+        commit=commit,
         suite_digest="s1",
         identity="i1",
-        source="baseline",
         decided=i > 0,
         session=f"session{i}",
-        n=2,
-        metrics={"P@1": 0.5},
-        tolerance={"P@1": 0.01},
         queries=("q1", "q2"),
         digests=("d1", "d2"),
         values={"P@1": (1.0, 0.0)},
@@ -50,66 +51,74 @@ def record(i: int, suite: str = "lineage", system: str = "keyword") -> HistoryRe
 
 
 def test_records_round_trip_one_line_each(tmp_path: Path) -> None:
-    store = JsonLinesHistory(tmp_path)
+    store = JsonLinesLog(tmp_path)
     store.append([record(0), record(1)])
     text = store.path("lineage").read_text()
     assert text.count("\n") == 2 and text.endswith("\n")
     found = store.read("lineage")
-    assert found.records == (record(0), record(1))
+    assert found.entries == (record(0), record(1))
     assert found.problems == ()
-    assert found.records[1].per_query("P@1") == {("q1", "d1"): 1.0, ("q2", "d2"): 0.0}
+    assert found.entries[1].per_query("P@1") == {("q1", "d1"): 1.0, ("q2", "d2"): 0.0}
+    # The run inside is the ledger's one codec of a run, at its "values" detail: no rankings.
+    line = json.loads(text.splitlines()[0])
+    assert line["v"] == 2 and set(line["run"]["queries"]["q1"]) == {
+        "digest",
+        "category",
+        "difficulty",
+        "metrics",
+    }
 
 
 def test_a_tampered_record_is_named_and_the_others_stay(tmp_path: Path) -> None:
-    store = JsonLinesHistory(tmp_path)
+    store = JsonLinesLog(tmp_path)
     store.append([record(0), record(1), record(2)])
     path = store.path("lineage")
     lines = path.read_text().splitlines()
     body = json.loads(lines[1])
-    body["metrics"]["P@1"] = 0.9  # an edit that keeps the line valid JSON
+    body["run"]["metrics"]["P@1"] = 0.9  # an edit that keeps the line valid JSON
     lines[1] = json.dumps(body)
     path.write_text("\n".join(lines) + "\n")
     found = store.read("lineage")
-    assert [r.session for r in found.records] == ["session0", "session2"]
-    assert len(found.problems) == 1
-    assert "line 2: tampered" in found.problems[0]
+    assert [r.session for r in found.entries] == ["session0", "session2"]
+    assert found.problems == (
+        f"{path} line 2: tampered (its content does not match its digest); skipped",
+    )
 
 
 def test_a_torn_tail_is_named_and_the_next_append_is_whole(tmp_path: Path) -> None:
-    store = JsonLinesHistory(tmp_path)
+    store = JsonLinesLog(tmp_path)
     store.append([record(0)])
     path = store.path("lineage")
     whole = encode_line(record(1))
     with open(path, "ab") as out:
         out.write(whole[: len(whole) // 2])  # a writer killed mid-write
     found = store.read("lineage")
-    assert found.records == (record(0),)
+    assert found.entries == (record(0),)
     assert found.problems == (f"{path} line 2: a torn tail (a write cut short); skipped",)
     store.append([record(2)])
     found = store.read("lineage")
-    assert found.records == (record(0), record(2))
+    assert found.entries == (record(0), record(2))
     assert found.problems == (f"{path} line 2: not a record (a torn write or an edit); skipped",)
 
 
 _WRITER = """
 import sys
-from retrieval_gate.baseline.history import HistoryRecord, JsonLinesHistory
-from retrieval_gate.baseline.provenance import Provenance
+from pathlib import Path
+
+from retrieval_gate.baseline import log
+from tests.ledger import entry
 
 folder, tag, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
-compact = len(sys.argv) > 4  # also compact after each append, as a session does
-store = JsonLinesHistory(__import__("pathlib").Path(folder))
+if len(sys.argv) > 4:  # seal and compact as a long history does: segments of 256 KiB
+    log.SEGMENT_BYTES = 256 << 10
+store = log.JsonLinesLog(Path(folder), keep_values=5)
 values = tuple(float(i % 7) / 7 for i in range(2000))  # a long line: many write() calls' worth
+queries = tuple(f"q{j}" for j in range(2000))
 for i in range(count):
-    store.append([HistoryRecord(
-        suite="lineage", system=tag, at=Provenance(commit=None, time="2026-09-30T12:00:00Z"),
-        suite_digest="s", identity="i", source="record", decided=False, session=f"{tag}{i}",
-        n=2000, metrics={"P@1": 0.5}, tolerance={},
-        queries=tuple(f"q{j}" for j in range(2000)), digests=tuple("d" for _ in range(2000)),
-        values={"P@1": values},
+    store.append([entry(
+        system=tag, commit=None, source="record", session=f"{tag}{i}", tolerance={},
+        queries=queries, digests=tuple("d" for _ in queries), values={"P@1": values},
     )])
-    if compact:
-        store.compact("lineage", keep_values=5)
 """
 
 
@@ -121,67 +130,177 @@ def _writer(tmp_path: Path, tag: str, count: int, *extra: str) -> subprocess.Pop
     return subprocess.Popen(args, env=env)
 
 
-def test_two_processes_appending_and_compacting_lose_nothing(tmp_path: Path) -> None:
-    # Compaction replaces the file; without the shared lock an append to the replaced file is
-    # lost. Both writers compact after every append, as a session does.
-    first, second = _writer(tmp_path, "a", 40, "compact"), _writer(tmp_path, "b", 40, "compact")
+def test_two_processes_appending_sealing_and_compacting_lose_nothing(tmp_path: Path) -> None:
+    """Two interpreters appending 40 entries of 2,000 values each (about 4 s of CPU): a seal
+    or a compaction without the shared lock loses an append to the file it replaces."""
+    first, second = _writer(tmp_path, "a", 40, "small"), _writer(tmp_path, "b", 40, "small")
     assert first.wait(timeout=120) == 0 and second.wait(timeout=120) == 0
-    found = JsonLinesHistory(tmp_path / "h").read("lineage")
+    store = JsonLinesLog(tmp_path / "h")
+    found = store.read("lineage")
     assert found.problems == ()
-    assert sorted(r.session for r in found.records) == sorted(
+    assert sorted(r.session for r in found.entries) == sorted(
         [f"a{i}" for i in range(40)] + [f"b{i}" for i in range(40)]
     )
+    assert found.tally.systems == {"a": 40, "b": 40}
+    assert len(list(store.segments_folder("lineage").glob("*.jsonl"))) > 2
+    assert any(e.compacted for e in found.entries) and not found.entries[-1].compacted
 
 
 def test_kill_9_during_appends_keeps_every_whole_record(tmp_path: Path) -> None:
     writer = _writer(tmp_path, "k", 100_000)
-    path = JsonLinesHistory(tmp_path / "h").path("lineage")
+    path = JsonLinesLog(tmp_path / "h").path("lineage")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not path.exists() or path.stat().st_size < 200_000):
         time.sleep(0.01)
     writer.send_signal(signal.SIGKILL)
     writer.wait(timeout=30)
-    store = JsonLinesHistory(tmp_path / "h")
+    store = JsonLinesLog(tmp_path / "h")
     found = store.read("lineage")
     text = path.read_text()
     whole = text.count("\n")
-    assert len(found.records) == whole > 0
-    assert [r.session for r in found.records] == [f"k{i}" for i in range(whole)]
+    assert len(found.entries) == whole > 0
+    assert [r.session for r in found.entries] == [f"k{i}" for i in range(whole)]
     # Killed between writes the file ends whole; killed mid-write the tail is named, not lost.
     assert found.problems == () if text.endswith("\n") else len(found.problems) == 1
     store.append([record(0)])
-    assert store.read("lineage").records[-1] == record(0)
+    assert store.read("lineage").entries[-1] == record(0)
 
 
-def test_compaction_drops_old_per_query_values_but_no_record(tmp_path: Path) -> None:
-    store = JsonLinesHistory(tmp_path)
-    store.append([record(i) for i in range(5)])
-    with open(store.path("lineage"), "a") as out:
-        out.write("not json\n")
-    assert store.compact("lineage", keep_values=2) == (3, 1)
+def test_a_segment_is_compacted_once_each_system_has_enough_newer_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A segment of a byte: every append seals the live file first.
+    monkeypatch.setattr(log, "SEGMENT_BYTES", 1)
+    store = JsonLinesLog(tmp_path, keep_values=2)
+    for i in range(5):
+        store.append([record(i)])
     found = store.read("lineage")
-    assert [r.session for r in found.records] == [f"session{i}" for i in range(5)]
-    assert [r.compacted for r in found.records] == [True, True, True, False, False]
-    assert found.records[0].metrics == {"P@1": 0.5} and found.records[0].values == {}
+    assert [r.session for r in found.entries] == [f"session{i}" for i in range(5)]
+    assert [r.compacted for r in found.entries] == [True, True, True, False, False]
+    assert found.entries[0].metrics == {"P@1": 0.5} and found.entries[0].per_query("P@1") == {}
     assert found.problems == ()
-    rejected = store.path("lineage").with_name("lineage.jsonl.rejected")
-    assert rejected.read_text() == "not json\n"
+    segments = sorted(p.name for p in store.segments_folder("lineage").iterdir())
+    assert segments == [
+        "000001.jsonl",
+        "000002.jsonl",
+        "000003.jsonl",
+        "000004.jsonl",
+        "index.json",
+    ]
+    # The ledgers' counts over every entry, from the index and the live file's summary.
+    assert found.tally.decisions == {"s1": 4} and found.tally.systems == {"keyword": 5}
 
 
-def test_no_file_of_the_history_is_written_through_a_link(tmp_path: Path) -> None:
-    # A link committed in place of the rejected lines' file (or the lock) would have the plugin
-    # append the history's own lines, which anyone can write, to a file elsewhere.
-    store = JsonLinesHistory(tmp_path / "history")
+def test_a_read_takes_only_the_entries_it_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The drift window and the trend points of one system, from the end: the older segments
+    are never opened, and an append reads none of the log but its index."""
+    from retrieval_gate.files import read
+
+    monkeypatch.setattr(log, "SEGMENT_BYTES", 20_000)
+    store = JsonLinesLog(tmp_path, keep_values=0)
+    for i in range(300):
+        store.append([record(i), record(i, system="other")])
+    total = sum(p.stat().st_size for p in tmp_path.rglob("*.jsonl"))
+    before = read.bytes_read()
+    found = store.read("lineage", Request(systems=frozenset({"keyword"}), records=5, trend=10))
+    took = read.bytes_read() - before
+    assert [e.session for e in found.entries] == [f"session{i}" for i in range(290, 300)]
+    assert found.tally.systems == {"keyword": 300, "other": 300}  # counted over all of it
+    assert took < total / 10, (took, total)
+    index = (store.segments_folder("lineage") / "index.json").stat().st_size
+    before = read.bytes_read()
+    store.append([record(300)])
+    assert read.bytes_read() - before <= index  # the index, nothing of the entries
+    pinned = Request(systems=frozenset({"keyword"}), records=5, pin=_ranks({7: 0}))
+    found = store.read("lineage", pinned)  # a pinned entry is looked for back to where it is
+    assert "session7" in [e.session for e in found.entries]
+
+
+def _ranks(ranked: dict[int, int], hashed: bool = False) -> Callable[[str], int | None]:
+    """A pin's ``rank`` over the commits of ``record(i)``: {i: its rank among the ancestors}."""
+    commits = {record(i, hashed=hashed).at.commit or "": rank for i, rank in ranked.items()}
+
+    def rank(commit: str) -> int | None:
+        found = [r for c, r in commits.items() if c.startswith(commit) or commit.startswith(c)]
+        return min(found, default=None)
+
+    return rank
+
+
+def test_a_pin_reads_back_only_while_a_nearer_ancestor_may_be_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a pin, each system's entry at the nearest recorded ancestor: found in a newer
+    segment, the older ones are not opened (the index's commits say none is nearer); an older
+    ancestor recorded first is still farther, and a nearer one further back is read back to.
+    With none, the system's records nearest the pin are kept to be named."""
+    from retrieval_gate.files import read
+
+    monkeypatch.setattr(log, "SEGMENT_BYTES", 10_000)
+    store = JsonLinesLog(tmp_path, keep_values=0)
+    for i in range(120):
+        store.append([record(i, hashed=True), record(i, system="other", hashed=True)])
+    total = sum(p.stat().st_size for p in tmp_path.rglob("*.jsonl"))
+    newest = [f"session{i}" for i in range(110, 120)]
+
+    def pinned(ranked: dict[int, int], **more: Any) -> tuple[log.History, int]:
+        before = read.bytes_read()
+        request = Request(
+            frozenset({"keyword"}), records=5, trend=10, pin=_ranks(ranked, True), **more
+        )
+        found = store.read("lineage", request)
+        return found, read.bytes_read() - before
+
+    found, took = pinned({100: 1, 7: 2})  # 100 nearer: the segments before its are not read
+    assert [e.session for e in found.entries] == ["session100", *newest]
+    assert found.unread == {"keyword": 9}  # 101 ... 109: passed over, not kept
+    assert took < total / 2, (took, total)
+    found, took = pinned({100: 2, 7: 1})  # 7 nearer, further back: read back to it
+    assert [e.session for e in found.entries] == ["session7", *newest]
+    assert found.unread == {"keyword": 102} and found.near == {}
+    # No ancestor recorded: read to the end, the nearest (here the oldest) three kept.
+    found, _ = pinned({}, near=lambda e: 0.0)
+    assert [e.session for e in found.near["keyword"]] == ["session0", "session1", "session2"]
+    assert [e.session for e in found.entries] == newest  # nothing more kept
+
+
+def test_a_log_0x_wrote_is_read_and_sealed_at_its_first_append(tmp_path: Path) -> None:
+    """The history file of 65934fb, one record per line (version 1, per-query values in
+    columns), read as entries; its first append keeps it whole as the live file, and a later
+    seal moves it byte for byte."""
+    old = (DATA / "history-v1.jsonl").read_bytes()
+    store = JsonLinesLog(tmp_path)
+    store.path("lineage").write_bytes(old)
+    found = store.read("lineage")
+    assert found.problems == ()
+    assert [e.at.short for e in found.entries] == [e.at.short for e in found.entries]
+    assert len(found.entries) == old.count(b"\n") and found.entries[0].per_query("P@1")
+    store.append([record(9)])
+    assert store.path("lineage").read_bytes().startswith(old)
+
+
+DATA = Path(__file__).parents[1] / "data" / "ledger-65934fb"
+
+
+def test_no_file_of_the_history_is_written_through_a_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A link committed in place of the segment folder (or the lock) would have the plugin write
+    # the history's own lines, which anyone can write, to a place elsewhere.
+    monkeypatch.setattr(log, "SEGMENT_BYTES", 1)
+    store = JsonLinesLog(tmp_path / "history")
     store.append([record(0)])
-    with open(store.path("lineage"), "a") as out:
-        out.write("echo pwned\n")
-    elsewhere = tmp_path / "elsewhere.sh"
-    elsewhere.write_text("original\n")
-    store.path("lineage").with_name("lineage.jsonl.rejected").symlink_to(elsewhere)
-    with pytest.raises(HistoryError, match=r"lineage\.jsonl\.rejected: .*symbolic link"):
-        store.compact("lineage", keep_values=200)
-    assert elsewhere.read_text() == "original\n"
-    assert "echo pwned" in store.path("lineage").read_text()  # nothing lost either
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.rmtree(store.segments_folder("lineage"))
+    store.segments_folder("lineage").symlink_to(elsewhere)
+    with pytest.raises(HistoryError, match=r"lineage\.d: .*symbolic link; refusing to write"):
+        store.append([record(1)])
+    assert list(elsewhere.iterdir()) == []
+    assert store.read("lineage").entries == (record(0),)  # nothing lost either
+    store.segments_folder("lineage").unlink()
     lock = tmp_path / "history" / ".lock"
     lock.unlink()
     lock.symlink_to(tmp_path / "created-elsewhere")
@@ -193,14 +312,16 @@ def test_no_file_of_the_history_is_written_through_a_link(tmp_path: Path) -> Non
 def test_a_pipe_in_place_of_the_history_is_refused_not_written(tmp_path: Path) -> None:
     # A write to a pipe no one reads waits forever once past the pipe's buffer (a record of a
     # large suite is): refused before anything is written.
-    store = JsonLinesHistory(tmp_path)
+    store = JsonLinesLog(tmp_path)
     os.mkfifo(store.path("lineage"))
     with pytest.raises(HistoryError, match=r"lineage\.jsonl: .*a named pipe \(FIFO\), not a"):
         store.append([record(0)])
 
 
-def test_bytes_that_are_not_utf8_cost_their_line_only(tmp_path: Path) -> None:
-    store = JsonLinesHistory(tmp_path)
+def test_bytes_that_are_not_ascii_cost_their_line_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = JsonLinesLog(tmp_path, keep_values=1)
     store.append([record(0)])
     with open(store.path("lineage"), "ab") as out:
         out.write(b"caf\xe9 \xff\n")  # an editor's Latin-1
@@ -208,15 +329,19 @@ def test_bytes_that_are_not_utf8_cost_their_line_only(tmp_path: Path) -> None:
     with open(store.path("lineage"), "ab") as out:
         out.write(b"\x00\x00\x00")  # a write lost to a power cut
     found = store.read("lineage")
-    assert [r.session for r in found.records] == ["session0", "session1"]
+    assert [r.session for r in found.entries] == ["session0", "session1"]
     assert [p.rsplit(" line ", 1)[1] for p in found.problems] == [
         "2: not a record (a torn write or an edit); skipped",
         "4: a torn tail (a write cut short); skipped",
     ]
-    assert store.compact("lineage", keep_values=200) == (0, 2)
-    rejected = store.path("lineage").with_name("lineage.jsonl.rejected")
-    assert rejected.read_bytes() == b"caf\xe9 \xff\n\x00\x00\x00\n"  # byte for byte
-    assert [r.session for r in store.read("lineage").records] == ["session0", "session1"]
+    # Sealed and compacted, the lines that are no entry stay byte for byte.
+    monkeypatch.setattr(log, "SEGMENT_BYTES", 1)
+    store.append([record(2)])
+    store.append([record(3)])
+    segment = (store.segments_folder("lineage") / "000001.jsonl").read_bytes().split(b"\n")
+    assert segment[1] == b"caf\xe9 \xff" and segment[3] == b"\x00\x00\x00"
+    assert json.loads(segment[0])["compacted"] is True
+    assert [r.session for r in store.read("lineage").entries] == [f"session{i}" for i in range(4)]
 
 
 def test_a_suite_name_is_a_safe_file_name() -> None:
@@ -231,9 +356,10 @@ def test_the_commit_comes_from_ci_before_git(tmp_path: Path) -> None:
 
 
 def test_an_unknown_history_scheme_names_the_known(tmp_path: Path) -> None:
-    assert open_history(tmp_path) == JsonLinesHistory(tmp_path)
+    ledger = open_ledger(tmp_path / "b.json", tmp_path / "h")
+    assert ledger.log_location == str(tmp_path / "h")
     with pytest.raises(HistoryError, match=r"unknown history store 'nope'.*known: file"):
-        open_history("nope://x")
+        open_ledger(tmp_path / "b.json", "nope://x")
 
 
 def _git(root: Path, *args: str) -> None:
@@ -284,9 +410,7 @@ def test_a_tree_is_dirty_by_its_tracked_files_not_the_plugins_own(tmp_path: Path
 
 
 def test_a_run_recorded_twice_is_one_measurement() -> None:
-    import dataclasses
-
-    from retrieval_gate.baseline.history import distinct
+    from retrieval_gate.baseline.entry import distinct
 
     first = dataclasses.replace(record(1), decided=False, holdout_digest="h", holdout_decisions=1)
     copied = first  # a line copied, a file merged twice
@@ -298,7 +422,9 @@ def test_a_run_recorded_twice_is_one_measurement() -> None:
         holdout_decisions=2,
     )
     later = record(2)
-    moved = dataclasses.replace(first, metrics={"P@1": 0.25})  # another result: not the same
+    moved = dataclasses.replace(  # another result: not the same measurement
+        first, run=dataclasses.replace(first.run, metrics={"P@1": 0.25})
+    )
     records, repeated = distinct([first, later, copied, rerun, moved])
     assert repeated == 2
     assert [r.at.commit for r in records] == [first.at.commit, later.at.commit, first.at.commit]
@@ -313,51 +439,35 @@ def test_a_run_recorded_twice_is_one_measurement() -> None:
     assert distinct([nowhere, dataclasses.replace(nowhere, session="other")])[1] == 0
 
 
-def test_a_measurement_keeps_the_per_query_values_of_the_copy_compaction_left_them_on(
-    tmp_path: Path,
-) -> None:
-    import dataclasses
+def test_a_measurement_keeps_the_per_query_values_of_the_copy_that_kept_them() -> None:
+    from retrieval_gate.baseline.entry import distinct
 
-    from retrieval_gate.baseline.history import distinct
-
-    # A baseline, then its CI job rerun at the same commit (same figures): compaction keeping
-    # one record's values drops the older copy's, the one distinct keeps where it stood.
+    # A baseline, then its CI job rerun at the same commit (same figures), the first copy's
+    # segment compacted since: the measurement keeps the values, where the first stood.
     first = dataclasses.replace(record(1), decided=False)
     rerun = dataclasses.replace(first, session="rerun")
-    store = JsonLinesHistory(tmp_path)
-    store.append([first, rerun])
-    assert store.compact("lineage", keep_values=1) == (1, 0)
-    found = store.read("lineage")
-    assert found.problems == () and found.records[0].compacted
-    (kept,), repeated = distinct(found.records)
+    (kept,), repeated = distinct([first.compact(), rerun])
     assert repeated == 1 and not kept.compacted and kept.session == first.session
     assert kept.per_query("P@1") == {("q1", "d1"): 1.0, ("q2", "d2"): 0.0}
-    # The kept copy decided the baseline: it stays the one kept, with the values too.
-    decided = dataclasses.replace(found.records[0], decided=True)
-    (kept,), _ = distinct([found.records[1], decided])
+    # The compacted copy decided the baseline: it stays the one kept, with the values too.
+    decided = dataclasses.replace(first.compact(), decided=True)
+    (kept,), _ = distinct([rerun, decided])
     assert kept.decided and kept.per_query("P@1") == {("q1", "d1"): 1.0, ("q2", "d2"): 0.0}
-    # Kept as read back: its line verifies.
-    store.append([kept])
-    assert store.read("lineage").problems == ()
 
 
 def test_an_accepted_drift_round_trips_and_a_malformed_one_is_no_record() -> None:
-    import dataclasses
-
-    from retrieval_gate.baseline.history import parse_history, record_digest
+    from retrieval_gate.baseline.entry import Line, Skipped, read_line
 
     accepted = dataclasses.replace(record(1), accepted_drift=("MRR@5", "P@1"))
-    line = encode_line(accepted).decode()
-    (found,), problems = parse_history(line, suite="lineage", where="h.jsonl")
-    assert found == accepted and not problems
-    assert "accepted_drift" not in encode_line(record(1)).decode()  # other lines as they were
+    found = read_line(encode_line(accepted).rstrip(b"\n"))
+    assert isinstance(found, Line) and found.entry == accepted and not found.unknown_keys
+    assert b"accepted_drift" not in encode_line(record(1))  # other lines as they were
     # Written with a valid digest, a string in its place is no record (not "P", "@", "1").
-    body = {**json.loads(line), "accepted_drift": "P@1"}
-    body["digest"] = record_digest(body)
-    records, problems = parse_history(json.dumps(body) + "\n", suite="lineage", where="h.jsonl")
-    assert records == [] and problems == [
-        "h.jsonl line 1: not a record (accepted_drift is not a list); skipped"
-    ]
+    body = {**json.loads(encode_line(accepted)), "accepted_drift": "P@1"}
+    body["digest"] = line_digest(body)
+    assert read_line(json.dumps(body).encode()) == Skipped(
+        "not a record (accepted_drift is not a list)", "not a record"
+    )
 
 
 # -- hostile input: every line bounded, nothing lost, no flood, no write out of the project ------
@@ -365,29 +475,26 @@ def test_an_accepted_drift_round_trips_and_a_malformed_one_is_no_record() -> Non
 
 def test_a_line_nested_200000_deep_is_one_line_skipped(tmp_path: Path) -> None:
     # json.loads would recurse 200,000 deep (RecursionError): its depth is measured first.
-    store = JsonLinesHistory(tmp_path)
+    store = JsonLinesLog(tmp_path)
     store.append([record(0)])
     with open(store.path("lineage"), "ab") as out:
         out.write(b"[" * 200_000 + b"\n")
     store.append([record(1)])
     found = store.read("lineage")
-    assert [r.session for r in found.records] == ["session0", "session1"]
+    assert [r.session for r in found.entries] == ["session0", "session1"]
     assert found.problems == (
         f"{store.path('lineage')} line 2: not a record (nested more than 16 levels deep); skipped",
     )
-    assert store.compact("lineage", keep_values=200) == (0, 1)
-    rejected = store.path("lineage").with_name("lineage.jsonl.rejected")
-    assert rejected.read_bytes() == b"[" * 200_000 + b"\n"
 
 
 def test_a_flood_of_bad_lines_is_counted_not_said_line_by_line(tmp_path: Path) -> None:
-    store = JsonLinesHistory(tmp_path)
+    store = JsonLinesLog(tmp_path)
     store.append([record(0)])
     tampered = encode_line(record(1)).replace(b'"P@1":0.5', b'"P@1":0.9')
     with open(store.path("lineage"), "ab") as out:
         out.write(b"not json\n" * 9_990 + tampered * 10)
     found = store.read("lineage")
-    assert [r.session for r in found.records] == ["session0"]
+    assert [r.session for r in found.entries] == ["session0"]
     path = store.path("lineage")
     assert found.problems == (
         f"{path} line 2: not a record (a torn write or an edit); skipped",
@@ -397,27 +504,31 @@ def test_a_flood_of_bad_lines_is_counted_not_said_line_by_line(tmp_path: Path) -
     )
 
 
-def test_compaction_keeps_every_key_of_every_line(tmp_path: Path) -> None:
-    # A newer version's field on a record: rewriting the line without it loses data no
-    # .rejected file holds. Lines that are not compacted stay byte for byte.
-    from retrieval_gate.baseline.history import record_digest
-
-    store = JsonLinesHistory(tmp_path)
+def test_compaction_keeps_every_key_of_every_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A newer version's field on an entry: rewriting the line without it loses data. Lines
+    # that are not compacted stay byte for byte.
+    store = JsonLinesLog(tmp_path, keep_values=1)
     body = json.loads(encode_line(record(0)))
     body["rerank_depth"] = {"P@1": [1, 2]}  # a key this version does not know
-    body["digest"] = record_digest(body)
+    body["digest"] = line_digest(body)
     newer = (json.dumps(body) + "\n").encode()
+    inner = json.loads(encode_line(record(4)))
+    inner["run"]["queries"]["q1"]["rerank"] = 3  # one inside a query of the run
+    inner["digest"] = line_digest(inner)
+    newer_inside = (json.dumps(inner) + "\n").encode()
     other = encode_line(record(1, suite="other"))  # another suite's line in this file
     windows = encode_line(record(2)).replace(b"\n", b"\r\n")  # a CRLF checkout
-    store.path("lineage").write_bytes(newer + other + windows + encode_line(record(3)))
-    assert store.compact("lineage", keep_values=1) == (1, 0)
-    lines = store.path("lineage").read_bytes().splitlines(keepends=True)
-    assert lines[0] == newer and lines[1] == other  # as they were: not compacted, not moved
-    assert json.loads(lines[2])["compacted"] is True  # the old record this version knows whole
-    assert lines[3] == encode_line(record(3))
-    assert not store.path("lineage").with_name("lineage.jsonl.rejected").exists()
-    assert [r.session for r in store.read("lineage").records] == [
+    store.path("lineage").write_bytes(newer + newer_inside + other + windows)
+    monkeypatch.setattr(log, "SEGMENT_BYTES", 1)
+    store.append([record(3)])  # seals the file; its segment is due at once (keep_values 1)
+    lines = (store.segments_folder("lineage") / "000001.jsonl").read_bytes().splitlines(True)
+    assert lines[:3] == [newer, newer_inside, other]  # as they were: not compacted
+    assert json.loads(lines[3])["compacted"] is True  # the entry this version knows whole
+    assert [r.session for r in store.read("lineage").entries] == [
         "session0",
+        "session4",
         "session2",
         "session3",
     ]
@@ -429,7 +540,7 @@ def test_a_held_lock_fails_the_append_in_one_line_naming_its_holder(tmp_path: Pa
 
     from retrieval_gate.files import lock
 
-    store = JsonLinesHistory(tmp_path)
+    store = JsonLinesLog(tmp_path)
     store.append([record(0)])
     holder = os.open(tmp_path / ".lock", os.O_RDWR)
     fcntl.flock(holder, fcntl.LOCK_EX)  # another open of it: as another process would
@@ -457,7 +568,7 @@ def test_a_held_lock_fails_the_append_in_one_line_naming_its_holder(tmp_path: Pa
         "; gave up after 0.2 s (lock_timeout in [tool.retrieval_gate]): wait for it to finish, "
         "or end it"
     )
-    assert [r.session for r in store.read("lineage").records] == ["session0"]
+    assert [r.session for r in store.read("lineage").entries] == ["session0"]
 
 
 def test_a_history_folder_linked_out_of_the_project_is_not_written(tmp_path: Path) -> None:
@@ -467,38 +578,49 @@ def test_a_history_folder_linked_out_of_the_project_is_not_written(tmp_path: Pat
     (project / ".retrieval-gate").mkdir(parents=True)
     elsewhere.mkdir()
     (project / ".retrieval-gate/history").symlink_to(elsewhere)  # committed in the repository
-    store = JsonLinesHistory(project / ".retrieval-gate/history")
+    store = JsonLinesLog(project / ".retrieval-gate/history")
     door.configure(project)
     try:
         with pytest.raises(
             HistoryError, match=r"history is a symbolic link to .*elsewhere, outside"
         ):
             store.append([record(0)])
-        store.path("lineage").write_bytes(encode_line(record(0)) + b"x\n")  # as if committed
+        store.path("lineage").write_bytes(encode_line(record(0)))  # as if committed
+        assert [r.session for r in store.read("lineage").entries] == ["session0"]  # read
         with pytest.raises(HistoryError, match=r"outside the project"):
-            store.compact("lineage", keep_values=0)
+            store.append([record(1)])
     finally:
         door.configure(None)
     assert [p.name for p in elsewhere.iterdir()] == ["lineage.jsonl"]  # nothing written there
-    assert store.path("lineage").read_bytes() == encode_line(record(0)) + b"x\n"
+    assert store.path("lineage").read_bytes() == encode_line(record(0))
 
 
 @dataclass(frozen=True)
 class Hostile:
-    """A line in a history file (between two records), what reading it gives (``read``: a
-    record, or a problem holding ``said``) and where compaction leaves it (``kept``: in the
-    file as it was, else moved whole to ``.rejected``). ``before``: what 65934fb did."""
+    """A line in a history file (between two entries), and what reading it gives: a problem
+    holding ``said``; compaction of its segment leaves it byte for byte. ``before``: what
+    65934fb did with the same line (as a record of its version)."""
 
     id: str
     line: Callable[[], bytes]
-    said: str | None
-    kept: bool = False
+    said: str
     before: str = "clear"
 
 
 def _body(**changed: Any) -> dict[str, Any]:
-    """record(7)'s JSON object without its digest, ``changed`` applied."""
+    """record(7)'s JSON object without its digest, ``changed`` applied (``run`` merged)."""
     body: dict[str, Any] = json.loads(encode_line(record(7)))
+    del body["digest"]
+    run = changed.pop("run", None)
+    body.update(changed)
+    if run is not None:
+        body["run"] = {**body["run"], **run}
+    return body
+
+
+def _v1_body(**changed: Any) -> dict[str, Any]:
+    """record(7) as 0.x wrote a record (version 1: values in columns), ``changed`` applied."""
+    body: dict[str, Any] = json.loads((DATA / "history-v1.jsonl").read_bytes().splitlines()[0])
     del body["digest"]
     body.update(changed)
     return body
@@ -506,42 +628,37 @@ def _body(**changed: Any) -> dict[str, Any]:
 
 def _signed(body: dict[str, Any]) -> bytes:
     """``body`` as a line with a digest that matches it (anyone can compute one)."""
-    from retrieval_gate.baseline.history import record_digest
-
-    return json.dumps({**body, "digest": record_digest(body)}).encode()
+    return json.dumps({**body, "digest": line_digest(body)}).encode()
 
 
 def _replaced(body: dict[str, Any], old: str, new: str) -> bytes:
     return _signed(body).replace(old.encode(), new.encode(), 1)
 
 
+TORN = "not a record (a torn write or an edit)"
 HOSTILE = [
-    Hostile("json-null", lambda: b"null", "not a record (a torn write or an edit)"),
-    Hostile("json-true", lambda: b"true", "not a record (a torn write or an edit)"),
-    Hostile("json-number", lambda: b"-0.0e5", "not a record (a torn write or an edit)"),
-    Hostile("json-string", lambda: b'"a record"', "not a record (a torn write or an edit)"),
-    Hostile("json-list", lambda: b"[1, {}]", "not a record (a torn write or an edit)"),
+    Hostile("json-null", lambda: b"null", TORN),
+    Hostile("json-true", lambda: b"true", TORN),
+    Hostile("json-number", lambda: b"-0.0e5", TORN),
+    Hostile("json-string", lambda: b'"a record"', TORN),
+    Hostile("json-list", lambda: b"[1, {}]", TORN),
     Hostile("json-empty-object", lambda: b"{}", "not a record (it carries no digest)"),
     Hostile(
         "float-1e400",
-        lambda: _replaced(_body(metrics={"P@1": math.inf}), "Infinity", "1e400"),
-        "not a record (a value is not a finite number (inf))",
+        lambda: _replaced(_body(run={"metrics": {"P@1": math.inf}}), "Infinity", "1e400"),
+        "not a record (P@1 is inf; metric values must be finite)",
     ),
     Hostile(
         "int-of-5000-digits",
-        lambda: _signed(_body()).replace(b'"n": 2', b'"n": ' + b"9" * 5000),
-        "not a record (a torn write or an edit)",
+        lambda: _signed(_body(tolerance={"P@1": 7777777})).replace(b"7777777", b"9" * 5000),
+        TORN,
     ),
-    Hostile(
-        "nan",
-        lambda: _signed(_body(metrics={"P@1": math.nan})),
-        "not a record (a torn write or an edit)",
-    ),
+    Hostile("nan", lambda: _signed(_body(run={"metrics": {"P@1": math.nan}})), TORN),
     Hostile(
         "duplicate-key",
-        # Read last-wins, the second n (with a digest made for it) hid behind the first.
-        lambda: b'{"n": 2, ' + _signed(_body(n=1_000_000))[1:],
-        "not a record (key 'n' given twice)",
+        # Read last-wins, the second session (with a digest made for it) hid behind the first.
+        lambda: b'{"session": "x", ' + _signed(_body(session="y"))[1:],
+        "not a record (key 'session' given twice)",
         before="silent",
     ),
     Hostile(
@@ -551,29 +668,35 @@ HOSTILE = [
     ),
     Hostile(
         "deep-but-short",
-        lambda: _signed(_body(definitions={"P@1": "1"}, extra=[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]])),
+        lambda: _signed(_body(extra=[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]])),
         "not a record (nested more than 16 levels deep)",
         before="lost record",  # read, then its unknown key dropped by compaction
     ),
     Hostile(
         "dated-in-the-year-2999",
-        # Inside every "30d" drift window for ever, ahead of every record after it.
+        # Inside every "30d" drift window for ever, ahead of every entry after it.
         lambda: _signed(_body(time="2999-01-01T00:00:00Z")),
         "dated 2999-01-01T00:00:00Z, ahead of this machine's clock by more than 1 day",
-        kept=True,
         before="silent",
     ),
     Hostile(
         "newer-record-version",
-        lambda: _signed(_body(v=2, values={"P@1": {"layout": "v2"}})),
-        "written by a newer version of the plugin (record version 2)",
-        kept=True,
+        lambda: _signed(_body(v=3, run={"layout": "v3"})),
+        "written by a newer version of the plugin (record version 3)",
         before="handled",  # "not a finite number: 'layout'", moved out of that version's sight
     ),
     Hostile(
         "absurd-n",
-        lambda: _signed(_body(n=10**18)),
-        "not a record (n is not a whole number from 0 to 1,000,000,000)",
+        lambda: _signed(_body(compacted=True, run={"queries": None, "n": 10**18})),
+        "not a record (run has no 'queries')",
+        before="silent",
+    ),
+    Hostile(
+        "absurd-n-of-a-summary",
+        lambda: _signed(
+            {**_body(compacted=True), "run": {"k": [], "metrics": {"P@1": 0.5}, "n": 10**18}}
+        ),
+        "not a record (run has no 'n' (a whole number to 1,000,000,000))",
         before="silent",
     ),
     Hostile(
@@ -591,8 +714,20 @@ HOSTILE = [
     ),
     Hostile(
         "queries-as-a-string",
-        lambda: _signed(_body(queries="q1", digests="d1", values={"P@1": [1, 0]})),
+        lambda: _signed(_body(run={"queries": "q1"})),
+        "not a record (run has no 'queries')",
+        before="silent",
+    ),
+    Hostile(
+        "v1-queries-as-a-string",
+        lambda: _signed(_v1_body(queries="q1", digests="d1", values={"P@1": [1, 0]})),
         "not a record (queries is not a list of strings)",
+        before="silent",
+    ),
+    Hostile(
+        "v1-value-out-of-bounds",
+        lambda: _signed(_v1_body(metrics={"P@1": 7.0})),
+        "not a record (P@1 of suite 'lineage', system 'keyword' is 7.0, outside its bounds",
         before="silent",
     ),
     Hostile(
@@ -603,14 +738,14 @@ HOSTILE = [
     ),
     Hostile(
         "metric-out-of-bounds",
-        lambda: _signed(_body(metrics={"P@1": 1e300})),
-        "not a record (a value of P@1 is 1e+300, outside [0, 1])",
+        lambda: _signed(_body(run={"metrics": {"P@1": 1e300}})),
+        "not a record (P@1 of suite 'lineage', system 'keyword' is 1e+300, outside its bounds",
         before="silent",
     ),
     Hostile(
         "value-as-a-huge-string",
-        lambda: _signed(_body(metrics={"P@1": "9" * 100_000})),
-        "not a record (a value is not a number (a string))",
+        lambda: _signed(_body(run={"metrics": {"P@1": "9" * 100_000}})),
+        "not a record (run metric values must be numbers, P@1 is '99999",
         before="handled",  # the message repeated the 100,000 characters
     ),
     Hostile(
@@ -625,51 +760,46 @@ HOSTILE = [
 @pytest.fixture
 def metric_bounds() -> Iterator[None]:
     """The metric registry's bounds, as the plugin installs them in a session."""
-    from retrieval_gate.baseline import store
+    from retrieval_gate.baseline import entry as module
     from retrieval_gate.metrics.registry import bounds_by_name, format_bounds
 
-    before = store._bounds
-    store.use_metric_bounds(bounds_by_name, format_bounds)
+    before = module._bounds
+    module.use_metric_bounds(bounds_by_name, format_bounds)
     try:
         yield
     finally:
-        store._bounds = before
+        module._bounds = before
 
 
 @pytest.mark.parametrize("case", HOSTILE, ids=[c.id for c in HOSTILE])
 def test_a_hostile_line_costs_its_line_and_compaction_loses_nothing(
-    tmp_path: Path, case: Hostile, metric_bounds: None
+    tmp_path: Path, case: Hostile, metric_bounds: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The line of 50 MB takes about a second: it is read, hashed and moved whole."""
-    store = JsonLinesHistory(tmp_path)
+    """The line of 50 MB takes about a second: it is read, hashed and kept whole."""
+    store = JsonLinesLog(tmp_path, keep_values=1)
     line = case.line()
     path = store.path("lineage")
     path.write_bytes(encode_line(record(0)) + line + b"\n" + encode_line(record(1)))
     found = store.read("lineage")
-    assert [r.session for r in found.records] == ["session0", "session1"]
+    assert [r.session for r in found.entries] == ["session0", "session1"]
     (problem,) = found.problems
     assert problem.startswith(f"{path} line 2: ") and problem.endswith("; skipped")
-    assert case.said is not None and case.said in problem
+    assert case.said in problem
     assert len(problem) < 400
-    assert store.compact("lineage", keep_values=0) == (2, 0 if case.kept else 1)
-    rejected = path.with_name("lineage.jsonl.rejected")
-    lines = path.read_bytes().split(b"\n")
-    if case.kept:
-        assert lines[1] == line and not rejected.exists()
-    else:
-        assert rejected.read_bytes() == line + b"\n" and line not in lines
-    assert [r.session for r in store.read("lineage").records] == ["session0", "session1"]
+    monkeypatch.setattr(log, "SEGMENT_BYTES", 1)
+    store.append([record(2)])  # sealed and compacted at once (keep_values 1)
+    lines = (store.segments_folder("lineage") / "000001.jsonl").read_bytes().split(b"\n")
+    assert lines[1] == line and all(json.loads(lines[i])["compacted"] for i in (0, 2))
+    assert [r.session for r in store.read("lineage").entries] == [f"session{i}" for i in range(3)]
 
 
 def test_a_record_holding_a_unicode_line_separator_is_one_line(tmp_path: Path) -> None:
     # U+2028 and U+0085 end a line for str.splitlines: the history splits on "\n" alone.
-    store = JsonLinesHistory(tmp_path)
-    odd = dataclasses.replace(record(0), system="key\u2028word\x85")
-    body = json.loads(encode_line(odd))
-    raw = (json.dumps(body, ensure_ascii=False) + "\n").encode()  # the separators as such
-    store.path("lineage").write_bytes(raw + encode_line(record(1)))
+    store = JsonLinesLog(tmp_path)
+    odd = record(0, system="key\u2028word\x85")
+    store.path("lineage").write_bytes(encode_line(odd) + encode_line(record(1)))
     found = store.read("lineage")
-    assert found.problems == () and [r.system for r in found.records] == [
+    assert found.problems == () and [r.system for r in found.entries] == [
         "key\u2028word\x85",
         "keyword",
     ]
@@ -681,7 +811,7 @@ def test_a_record_holding_a_unicode_line_separator_is_one_line(tmp_path: Path) -
 def test_a_history_file_that_is_no_file_of_records_is_said_in_one_line(
     tmp_path: Path, kind: str
 ) -> None:
-    store = JsonLinesHistory(tmp_path / "h")
+    store = JsonLinesLog(tmp_path / "h")
     (tmp_path / "h").mkdir()
     path = store.path("lineage")
     if kind == "fifo":
@@ -700,34 +830,33 @@ def test_a_history_file_that_is_no_file_of_records_is_said_in_one_line(
     if kind in ("fifo", "folder", "device"):
         with pytest.raises(HistoryError, match=r"lineage\.jsonl: history is a"):
             store.read("lineage")
-        with pytest.raises(HistoryError, match=r"lineage\.jsonl: history file is"):
+        with pytest.raises(HistoryError, match=r"lineage\.jsonl: history (file )?is a"):
             store.append([record(1)])
         return
     found = store.read("lineage")  # a link is read as any file the user put there
     assert found.problems == ()
-    assert len(found.records) == (1 if kind.startswith("link") else 0)
+    assert len(found.entries) == (1 if kind.startswith("link") else 0)
     if kind.startswith("link"):
         with pytest.raises(HistoryError, match="symbolic link; refusing to write"):
             store.append([record(1)])
     else:
         store.append([record(1)])
-        assert [r.session for r in store.read("lineage").records] == ["session1"]
+        assert [r.session for r in store.read("lineage").entries] == ["session1"]
 
 
 def test_a_folder_of_10000_other_files_costs_nothing(tmp_path: Path) -> None:
-    store = JsonLinesHistory(tmp_path)
+    store = JsonLinesLog(tmp_path)
     for i in range(10_000):
         os.close(os.open(tmp_path / f"suite-{i}.jsonl", os.O_CREAT | os.O_WRONLY, 0o644))
     store.append([record(0)])
     found = store.read("lineage")
-    assert found.problems == () and [r.session for r in found.records] == ["session0"]
-    assert store.compact("lineage", keep_values=0) == (1, 0)
+    assert found.problems == () and [r.session for r in found.entries] == ["session0"]
 
 
 def test_a_lock_note_of_a_dead_process_and_a_lock_linked_inside_the_folder(
     tmp_path: Path,
 ) -> None:
-    store = JsonLinesHistory(tmp_path)
+    store = JsonLinesLog(tmp_path)
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     (tmp_path / ".lock").write_text(json.dumps({"pid": child.pid, "host": os.uname().nodename}))
@@ -742,4 +871,4 @@ def test_a_lock_note_of_a_dead_process_and_a_lock_linked_inside_the_folder(
     os.mkfifo(tmp_path / ".lock")
     with pytest.raises(HistoryError, match=r"\.lock: the history's lock is a named pipe"):
         store.append([record(1)])
-    assert [r.session for r in store.read("lineage").records] == ["session0"]
+    assert [r.session for r in store.read("lineage").entries] == ["session0"]
