@@ -1,18 +1,27 @@
 from __future__ import annotations
 
+import ast
 import contextlib
+import gc
 import importlib
+import importlib.util
 import inspect
 import os
+import pkgutil
 import re
+import resource
 import shutil
 import tempfile
-from collections.abc import Iterator
+import warnings
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
+import _pytest._code.code
+import _pytest._code.source
 import pytest
 
+import retrieval_gate
 from retrieval_gate.embed import EMBEDDERS
 from retrieval_gate.index import INDEXES
 
@@ -22,11 +31,64 @@ from retrieval_gate.index import INDEXES
 # import would make new ones (isinstance fails between them).
 EMBEDDERS.load()
 INDEXES.load()
+# Every module of the plugin, for the same reason and for speed: one first imported inside an
+# in-process run is dropped after it, so each run imported (and assertion-rewrote) again the
+# dozens it uses lazily, about a tenth of a second a run. Half a second, once; none of them
+# imports a heavy library at module level (tests/integration/test_inert.py).
+for _module in pkgutil.walk_packages(retrieval_gate.__path__, "retrieval_gate."):
+    importlib.import_module(_module.name)
 # pylance's Rust extension sets a process-wide trace dispatcher when it is first imported; one
 # imported inside an in-process run is dropped with the run's modules, and importing it again
 # panics ("a global default trace dispatcher has already been set"). Loaded once, up front.
 with contextlib.suppress(ImportError):
     importlib.import_module("lance")
+# The same for the other libraries the in-process runs use, where installed: dropped after a run,
+# a second import in one process panics or aborts (lancedb, pyarrow), or is paid again by every
+# run (chromadb, the ontology readers, xdist's controller). Every test module may rely on them.
+for _name in (
+    "lancedb",
+    "pyarrow",
+    "chromadb",
+    "psycopg",
+    "httpx",
+    "model2vec",
+    "pronto",
+    "xdist.dsession",
+    "xdist.workermanage",
+):
+    if importlib.util.find_spec(_name.partition(".")[0]) is not None:
+        importlib.import_module(_name)
+
+# Every pytest process the tests start (pytester's subprocess runs, xdist's workers, a gate
+# session of its own) imports the plugin's modules, which pytest rewrites for its assertions
+# since an installed plug-in is theirs: with PYTHONDONTWRITEBYTECODE set (as in some CI
+# images), each did both again, about 0.4 s of CPU a process. Python's default, caching them
+# in __pycache__, for those processes; this one's own setting is left as it was.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+# pytest formats a traceback by parsing each of its frames' source files (to find the statement a
+# line belongs to), and parses them again for every traceback: an in-process run whose collection
+# fails parsed a dozen of pytest's own modules for its "Interrupted" line (a third of a second a
+# run). The same text gives the same tree: parsed once a process, here and in the runs inside it.
+_statement_range = _pytest._code.source.getstatementrange_ast
+_parsed: dict[str, ast.AST] = {}
+
+
+def _statement_range_of_parsed(
+    lineno: int, source: Any, assertion: bool = False, astnode: ast.AST | None = None
+) -> Any:
+    if astnode is None:
+        text = str(source)
+        astnode = _parsed.get(text)
+        if astnode is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                astnode = _parsed[text] = ast.parse(text, "source", "exec")
+    return _statement_range(lineno, source, assertion, astnode)
+
+
+# Where pytest's traceback formatting looks it up (imported by name there).
+_pytest._code.code.getstatementrange_ast = _statement_range_of_parsed  # type: ignore[attr-defined]
 
 #: Dimensions of the one distilled model the tests share (at most the tiny model's width).
 DISTILLED_PCA_DIMS = 8
@@ -120,12 +182,85 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run the tests in reverse order: no test may depend on what another left behind "
         "(CI runs the suite once this way)",
     )
+    parser.addoption(
+        "--cpu-durations",
+        type=int,
+        default=None,
+        metavar="N",
+        help="list the N tests that used the most CPU (user + system seconds of this process "
+        "and of the processes it waited for, from setup to teardown; 0 for all), marking each "
+        f"over {CPU_RULE_S:g} s whose test function has no docstring saying why "
+        "(docs/performance.md)",
+    )
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("reverse_order"):
         items.reverse()
+
+
+#: CPU seconds above which a test says in its docstring why it needs them.
+CPU_RULE_S = 5.0
+_CPU_AT_SETUP = pytest.StashKey[float]()
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU of this process and of the child processes it has waited for (a child
+    not yet waited for is counted where it is, which may be a later test)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.config.getoption("cpu_durations") is not None:
+        item.stash[_CPU_AT_SETUP] = _cpu_seconds()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if call.when == "teardown" and _CPU_AT_SETUP in item.stash:
+        # On the report, so that an xdist worker's figures reach the controller's summary.
+        function = getattr(item, "function", None)
+        explained = bool(function is not None and (function.__doc__ or "").strip())
+        cpu = _cpu_seconds() - item.stash[_CPU_AT_SETUP]
+        report.user_properties.append(("cpu_seconds", (round(cpu, 3), explained)))
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    wanted = config.getoption("cpu_durations")
+    if wanted is None:
+        return
+    used: list[tuple[float, bool, str]] = []
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "teardown":
+                continue
+            for name, value in getattr(report, "user_properties", ()):
+                if name == "cpu_seconds":
+                    used.append((value[0], value[1], report.nodeid))
+    used.sort(reverse=True)
+    shown = used if wanted == 0 else used[:wanted]
+    terminalreporter.write_sep("=", f"CPU seconds per test: the {len(shown)} most")
+    for seconds, explained, nodeid in shown:
+        flag = "" if seconds <= CPU_RULE_S or explained else "  (no docstring saying why)"
+        terminalreporter.write_line(f"{seconds:8.2f}s  {nodeid}{flag}")
+    total = sum(seconds for seconds, _, _ in used)
+    terminalreporter.write_line(f"{total:8.2f}s  all {len(used)} tests together")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Everything imported so far (torch, transformers, chromadb, the test modules: about half a
+    million objects) lives to the end of the session: frozen, Python's collector no longer walks
+    it. Each full collection took 0.3 to 0.4 s of CPU, one every few in-process pytester runs."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(scope="session")
@@ -177,9 +312,10 @@ def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pa
         shutil.rmtree(data, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[Any]:
-    """One local Ray cluster for the session: two CPUs (two actors), no dashboard."""
+    """One local Ray cluster for the module using it: two CPUs (two actors), no dashboard.
+    Shut down after it: left running, its processes kept using CPU to the end of the session."""
     ray = pytest.importorskip("ray", reason="ray is needed (pip install '.[ray]')")
     if not ray.is_initialized():
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")

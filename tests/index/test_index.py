@@ -200,35 +200,67 @@ def test_chroma_records_a_build_id_per_build_and_keeps_it_on_reopen(tmp_path: Pa
     assert read_build(tmp_path / "chroma", key) not in (None, build, rebuilt)
 
 
+_DAMAGED_IDS = [f"doc{i:03d}" for i in range(120)]
+
+
+@pytest.fixture(scope="module")
+def two_collections(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """``build`` -> a cache folder holding two chroma collections of the same 120 vectors
+    ("mine", and "other" with them reversed, whose files stand in for mine's), the graph file of
+    each (relative to the store), and mine's search results for six queries before any damage.
+    Built once for the module (two builds of one vector per insert); each test copies them."""
+    made: dict[str, tuple[Path, Any, Path, Path]] = {}
+
+    def get(build: str) -> tuple[Path, Any, Path, Path]:
+        if build not in made:
+            cache = tmp_path_factory.mktemp(f"chroma-{build}")
+            store = cache / "chroma"
+            docs = _random(120, 8, seed=5)
+            queries = _random(6, 8, seed=6)
+            make_index("chroma", cache_dir=cache, key="mine", build=build).add(_DAMAGED_IDS, docs)
+            clean = make_index("chroma", cache_dir=cache, key="mine", build=build).search(
+                queries, k=10
+            )
+            (graph,) = [p for p in store.glob("*/data_level0.bin")]
+            make_index("chroma", cache_dir=cache, key="other", build=build).add(
+                _DAMAGED_IDS, docs[::-1].copy()
+            )
+            (other,) = [p for p in store.glob("*/data_level0.bin") if p != graph]
+            made[build] = (cache, clean, graph.relative_to(store), other.relative_to(store))
+        return made[build]
+
+    return get
+
+
 @pytest.mark.parametrize(
     ("how", "what", "build"),
     [(how, what, "reproducible") for how in DAMAGES for what in ("graph", "record")]
     + [(how, "record", "batched") for how in DAMAGES],
 )
 def test_a_damaged_chroma_build_is_said_in_one_line_and_built_again(
-    tmp_path: Path, how: str, what: str, build: str
+    tmp_path: Path, how: str, what: str, build: str, two_collections: Any
 ) -> None:
     # chroma loads an HNSW graph with a flipped byte without complaint and ranks by it: the
     # build record (files/sealed.py) holds the sha256 of each of the graph's files.
+    import shutil
     import warnings
 
     from retrieval_gate.errors import CacheWarning
     from retrieval_gate.index.chroma import build_file, embedded_key, read_build
 
+    built, clean, graph_name, other_name = two_collections(build)
+    shutil.copytree(built, tmp_path, dirs_exist_ok=True)
     store = tmp_path / "chroma"
-    ids = [f"doc{i:03d}" for i in range(120)]
+    ids = _DAMAGED_IDS
     docs = _random(120, 8, seed=5)
     queries = _random(6, 8, seed=6)
-    make_index("chroma", cache_dir=tmp_path, key="mine", build=build).add(ids, docs)
-    clean = make_index("chroma", cache_dir=tmp_path, key="mine", build=build).search(queries, k=10)
     key = embedded_key("mine", build)
     record = build_file(store, key)
     first_build = read_build(store, key)
-    (graph,) = [p for p in store.glob("*/data_level0.bin")]
+    graph = store / graph_name
     # Another collection of the same width, whose files stand in for this one's.
-    make_index("chroma", cache_dir=tmp_path, key="other", build=build).add(ids, docs[::-1].copy())
     other_record = build_file(store, embedded_key("other", build))
-    (other_graph,) = [p for p in store.glob("*/data_level0.bin") if p != graph]
+    other_graph = store / other_name
     target, foreign = (graph, other_graph) if what == "graph" else (record, other_record)
     damage(target, how, foreign=foreign)
     with pytest.warns(CacheWarning) as caught:
@@ -517,26 +549,27 @@ import numpy as np
 import retrieval_gate.index.chroma as chroma
 from retrieval_gate.index import make_index
 
-chroma.SYNC_EVERY = int(sys.argv[2])
+chroma.SYNC_EVERY = int(sys.argv[1])
 rng = np.random.default_rng(0)
 docs = rng.standard_normal((60, 16)).astype(np.float32)
 queries = rng.standard_normal((12, 16)).astype(np.float32)
 ids = [f"doc{i:03d}" for i in range(60)]
 coarse = {"hnsw_max_neighbors": 4, "hnsw_ef_search": 4, "hnsw_ef_construction": 8}
-cache = Path(sys.argv[1])
-if sys.argv[3] == "build":
+for cache in map(Path, sys.argv[3:]):
     index = make_index("chroma", cache_dir=cache, key="padded", **coarse)
-    index.add(ids, docs)
-    print(len(index))
-else:
-    index = make_index("chroma", cache_dir=cache, key="padded", **coarse)
-    print(json.dumps([list(hits) for hits in index.search(queries, k=10)]))
+    if sys.argv[2] == "build":
+        index.add(ids, docs)
+        print(len(index))
+    else:
+        print(json.dumps([list(hits) for hits in index.search(queries, k=10)]))
 """
 
 
 def test_a_reproducible_build_persisted_in_steps_ranks_the_same_in_every_process(
     tmp_path: Path,
 ) -> None:
+    """About 5 s of CPU: five processes (three builds, two that reopen them all), each
+    importing chromadb: a replay's order differs only between processes."""
     # chroma's cost per insert grows with the inserts not yet persisted, so a build persists
     # every SYNC_EVERY inserts (here 32) and pads the last step with records it then deletes:
     # 60 documents and 4 padding records, all persisted, none ever returned. Without the
@@ -547,20 +580,21 @@ def test_a_reproducible_build_persisted_in_steps_ranks_the_same_in_every_process
     script = tmp_path / "build.py"
     script.write_text(_PADDED_BUILD, encoding="utf-8")
 
-    def run(cache: Path, what: str) -> str:
+    def run(what: str, *caches: Path) -> list[str]:
         done = subprocess.run(
-            [sys.executable, str(script), str(cache), "32", what],
+            [sys.executable, str(script), "32", what, *map(str, caches)],
             capture_output=True,
             text=True,
             timeout=300,
             check=True,
         )
-        return done.stdout.strip()
+        return done.stdout.splitlines()
 
-    results = []
-    for build in range(3):
-        cache = tmp_path / f"cache{build}"
-        assert run(cache, "build") == "60"
-        results += [run(cache, "search"), run(cache, "search")]
-    assert len(set(results)) == 1
+    # Three builds, each in a process of its own; then two more processes, each reopening every
+    # build and searching it.
+    caches = [tmp_path / f"cache{build}" for build in range(3)]
+    for cache in caches:
+        assert run("build", cache) == ["60"]
+    results = run("search", *caches) + run("search", *caches)
+    assert len(results) == 6 and len(set(results)) == 1
     assert "padding" not in results[0]

@@ -100,8 +100,9 @@ class BadInput:
 
     Besides text files (``files``; bytes for binary ones), a case may make symbolic links
     (``links``: link -> target), named pipes (``fifos``), sparse files of a given size
-    (``sparse``), or anything else in ``setup`` (called with the project folder). Every file
-    the project holds before the run must hold the same bytes after it: nothing written over.
+    (``sparse``), the tests' tiny BERT (``tiny_model``), or anything else in ``setup`` (called
+    with the project folder). Every file the project holds before the run must hold the same
+    bytes after it: nothing written over.
     """
 
     id: str
@@ -117,6 +118,9 @@ class BadInput:
     sparse: Mapping[str, int] = field(default_factory=dict)
     setup: Callable[[Path], None] | None = None
     needs: tuple[str, ...] = ()  # optional packages the case's setup or system imports
+    # The tests' tiny BERT (tests/conftest.py, built once a session) copied to ./tiny (its
+    # sentence-transformers folder ./tiny/model), before ``setup`` runs.
+    tiny_model: bool = False
     # Run in a fresh interpreter: for a case about what a module import does, which an
     # in-process run would find already imported by the tests themselves.
     subprocess: bool = False
@@ -250,13 +254,13 @@ def team_lance_table(root: Path) -> None:
     """The ``static_model`` and a team's LanceDB table of its corpus at ``root/team`` (table
     ``docs``), in which one document was loaded twice (a second row for sql/orders.sql)."""
     static_model(root)
-    _in_child("write_team_lance", str(root / "team"), "repeated")
+    write_team_lance(str(root / "team"), "repeated")
 
 
 def team_lance_nan_table(root: Path) -> None:
     """`team_lance_table` with no id twice, and a NaN in sql/orders.sql's vector."""
     static_model(root)
-    _in_child("write_team_lance", str(root / "team"), "nan")
+    write_team_lance(str(root / "team"), "nan")
 
 
 def team_lance_case(case: str, what: str, line: str, setup: Callable[[Path], None]) -> BadInput:
@@ -277,7 +281,6 @@ def team_lance_case(case: str, what: str, line: str, setup: Callable[[Path], Non
         },
         setup=setup,
         needs=("model2vec", "lancedb"),
-        subprocess=True,
     )
 
 
@@ -303,17 +306,6 @@ def write_team_lance(folder: str, fault: str) -> None:
         lance.write_dataset(table, f"{folder}/docs.lance")
         return
     lancedb.connect(folder).create_table("docs", table)
-
-
-def _in_child(function: str, *args: str) -> None:
-    """This module's ``function(*args)`` in a child process: lancedb's native module, imported
-    during an in-process run, is dropped with the run's modules, and a second import panics."""
-    import subprocess
-    import sys
-
-    call = f"import sys; from tests.integration.bad_inputs import {function}; {function}(*sys.argv[1:])"
-    repo = Path(__file__).resolve().parents[2]
-    subprocess.run([sys.executable, "-c", call, *args], cwd=repo, check=True, capture_output=True)
 
 
 def silent_server(root: Path) -> None:
@@ -451,26 +443,10 @@ def _down_after_the_probe(n: int, seen: Any) -> Any:
     return Reply(then_stop=n == 0)
 
 
-def tiny_transformer(root: Path) -> None:
-    """The tests' tiny BERT (tests/conftest.py) at ``root/tiny``, built in a child process:
-    transformers imported here would be undone after the test (pytester restores the modules
-    it found), and a later test would find it half there."""
-    import subprocess
-    import sys
-
-    (root / "tiny").mkdir()
-    build = "import sys; from tests.conftest import build_tiny_model; build_tiny_model(sys.argv[1])"
-    repo = Path(__file__).resolve().parents[2]
-    subprocess.run(
-        [sys.executable, "-c", build, str(root / "tiny")], cwd=repo, check=True, capture_output=True
-    )
-
-
 def mismatched_tokenizer(root: Path) -> None:
-    """The tiny BERT (``tiny_transformer``) whose tokenizer gives 'refunds' an id past the
+    """The tiny BERT (a case's ``tiny_model``) whose tokenizer gives 'refunds' an id past the
     model's vocabulary, as a tokenizer from another model would: loading works, encoding a
     text with that word raises inside the library."""
-    tiny_transformer(root)
     path = root / "tiny" / "model" / "tokenizer.json"
     tokenizer = json.loads(path.read_text(encoding="utf-8"))
     tokenizer["model"]["vocab"]["refunds"] = 5000
@@ -1317,10 +1293,8 @@ CASES: tuple[BadInput, ...] = (
             "lineage.retrieval.yaml": LENIENT,
             **corpus(),
         },
-        setup=tiny_transformer,
+        tiny_model=True,
         needs=("sentence_transformers",),
-        # In-process, the run's first import of the model's modules would be undone after it.
-        subprocess=True,
     ),
     BadInput(
         "chroma-server-not-chroma",
@@ -1544,8 +1518,8 @@ CASES: tuple[BadInput, ...] = (
         "failed items",
         {"lineage.retrieval.yaml": LENIENT, "pyproject.toml": tiny_system(), **corpus()},
         setup=mismatched_tokenizer,
+        tiny_model=True,
         needs=("sentence_transformers",),
-        subprocess=True,
     ),
     BadInput(
         "onnx-fails-at-run-time",
@@ -1560,7 +1534,10 @@ CASES: tuple[BadInput, ...] = (
             **corpus(),
         },
         setup=mismatched_tokenizer,
+        tiny_model=True,
         needs=("sentence_transformers", "onnxruntime", "onnx"),
+        # In-process, the export's first imports (torch.onnx and the runtimes, native) would be
+        # dropped after the run, and a second import in this process is not safe.
         subprocess=True,
     ),
     BadInput(

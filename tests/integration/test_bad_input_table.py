@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -26,7 +27,7 @@ _CODES = {
 }
 
 
-def _make(root: Path, case: BadInput) -> None:
+def _make(root: Path, case: BadInput, tiny_model: Path | None = None) -> None:
     for name, content in case.files.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -47,6 +48,8 @@ def _make(root: Path, case: BadInput) -> None:
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.symlink_to(target)
+    if tiny_model is not None:
+        shutil.copytree(tiny_model, root / "tiny" / "model")
     if case.setup is not None:
         case.setup(root)
 
@@ -71,14 +74,31 @@ def _contents(root: Path) -> dict[str, bytes]:
     return out
 
 
+@pytest.fixture
+def tiny(case: BadInput, request: pytest.FixtureRequest) -> Path | None:
+    """The session's tiny BERT for a case that copies it (None for the others), loaded in this
+    process first for an in-process run: set up before pytester, which would drop its modules."""
+    if not case.tiny_model:
+        return None
+    model: Path = request.getfixturevalue("tiny_model")
+    if not case.subprocess:
+        request.getfixturevalue("tiny_in_process")
+    return model
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_bad_input_is_the_documented_line(project: pytest.Pytester, case: BadInput) -> None:
+def test_bad_input_is_the_documented_line(
+    tiny: Path | None, project: pytest.Pytester, case: BadInput
+) -> None:
+    """A row runs in this process in a tenth of a second; a row that needs a fresh interpreter
+    (``subprocess``) takes what that interpreter imports: the ONNX row, about 7 s of CPU for
+    sentence-transformers, torch.onnx and onnxruntime, which cannot be imported twice here."""
     for package in case.needs:
-        # Looked for, not imported: a native module (lancedb's) imported inside this test is
-        # dropped with pytester's modules after it, and importing it again panics.
+        # Looked for, not imported: a native module imported inside this test is dropped with
+        # pytester's modules after it, and importing it again panics.
         if importlib.util.find_spec(package) is None:
             pytest.skip(f"{package} is not installed")
-    _make(project.path, case)
+    _make(project.path, case, tiny)
     before = _contents(project.path)
     run = project.runpytest_subprocess if case.subprocess else project.runpytest
     result = run("--retrieval-gate", *case.args)

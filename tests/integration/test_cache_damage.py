@@ -3,11 +3,13 @@ file, the entry computed again, and the run's rankings and metrics equal to a cl
 
 The project is tests/integration/cache_project.py's (160 documents, a chroma and an exact system
 over the same vectors). Each shard is flipped, truncated, or replaced by the other kind's shard
-(docs/embedding.md, "Caches that cannot lie").
+(docs/embedding.md, "Caches that cannot lie"). The cold run that fills the cache is made once
+for the module; each test damages a copy of its cache folder.
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -29,14 +31,37 @@ def _run(pytester: pytest.Pytester, *extra: str) -> pytest.RunResult:
     )
 
 
+@pytest.fixture(scope="module")
+def _cold_once() -> dict[str, Any]:
+    return {}
+
+
+@pytest.fixture
+def clean(
+    tiny_in_process: Path,
+    pytester: pytest.Pytester,
+    tmp_path_factory: pytest.TempPathFactory,
+    _cold_once: dict[str, Any],
+) -> dict[str, Any]:
+    """The project written here and the cache folder of a cold run of it: the rankings and
+    metrics of that run. The run is made once for the module (by the first test to ask, in its
+    folder); every test gets a copy of what it left in the cache folder."""
+    write_project(pytester.path, tiny_in_process)
+    if not _cold_once:
+        _run(pytester).assert_outcomes(passed=2)
+        kept = tmp_path_factory.mktemp("cold") / "cache"
+        shutil.move(pytester.path / "cache", kept)
+        _cold_once.update(cache=kept, outcome=outcome(pytester.path / "report.md"))
+    shutil.copytree(_cold_once["cache"], pytester.path / "cache")
+    result: dict[str, Any] = _cold_once["outcome"]
+    return result
+
+
 @pytest.mark.parametrize("how", DAMAGES)
 @pytest.mark.parametrize("kind", ["documents", "queries"])
 def test_a_damaged_vector_shard_is_one_line_and_the_run_equals_a_clean_one(
-    pytester: pytest.Pytester, tiny_model: Path, kind: str, how: str
+    pytester: pytest.Pytester, clean: dict[str, Any], kind: str, how: str
 ) -> None:
-    write_project(pytester.path, tiny_model)
-    _run(pytester).assert_outcomes(passed=2)
-    clean: dict[str, Any] = outcome(pytester.path / "report.md")
     (documents,) = (pytester.path / "cache" / "embeddings").glob("*/shard-*.npz")
     (queries,) = (pytester.path / "cache" / "embeddings").glob("*/queries/*/shard-*.npz")
     shard, other = (documents, queries) if kind == "documents" else (queries, documents)
@@ -61,13 +86,10 @@ def test_a_damaged_vector_shard_is_one_line_and_the_run_equals_a_clean_one(
     ],
 )
 def test_a_damaged_chroma_graph_is_one_line_and_the_run_equals_a_clean_one(
-    pytester: pytest.Pytester, tiny_model: Path, part: str, how: str
+    pytester: pytest.Pytester, clean: dict[str, Any], part: str, how: str
 ) -> None:
     # The warm run would answer from the result cache without opening chroma: the build id it
     # keys them by is vouched for by the graph's digests, so a damaged graph's results go too.
-    write_project(pytester.path, tiny_model)
-    _run(pytester).assert_outcomes(passed=2)
-    clean: dict[str, Any] = outcome(pytester.path / "report.md")
     store = pytester.path / "cache" / "chroma"
     (graph,) = store.glob(f"*/{part}")
     other = pytester.path / "other.bin"

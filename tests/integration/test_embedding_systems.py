@@ -223,41 +223,82 @@ def test_minilm_in_chroma_and_exact_agree_on_quickstart(
     assert "index recall@5 vs exact search 1.0000" in markdown
 
 
-def test_onnx_backends_rank_like_pytorch_in_a_gate_run(
-    pytester: pytest.Pytester, tiny_model: Path
-) -> None:
-    # Looked up, not imported: pytester drops what a test imports, and these native runtimes
-    # cannot be imported a second time in one process.
-    backends = [
-        backend
-        for runtime, backend in (("onnxruntime", "onnx"), ("openvino", "openvino"))
-        if importlib.util.find_spec(runtime) is not None
-    ]
-    if not backends:
-        pytest.skip("neither onnxruntime nor openvino is installed")
-    # The tiny BERT: exporting and running it is the same path as MiniLM's, at a fraction of
-    # the cost (tests/embed/test_onnx.py checks MiniLM's export against PyTorch). Its own cache:
-    # the export goes into `models/`, which the distillation test expects empty.
-    tiny = f'embedder = "sentence-transformers"\nmodel = "{tiny_model.as_posix()}"\n'
-    make_project(
-        pytester,
-        {
-            "torch": tiny + 'index = "exact"',
-            **{b: tiny + f'index = "exact"\nbackend = "{b}"' for b in backends},
-        },
-        suite=ANY_MODEL_SUITE,
-    )
+#: The runtimes installed of onnxruntime and OpenVINO, as backends. Looked up, not imported:
+#: pytester drops what a test imports, and these native runtimes cannot be imported a second
+#: time in one process.
+BACKENDS = [
+    backend
+    for runtime, backend in (("onnxruntime", "onnx"), ("openvino", "openvino"))
+    if importlib.util.find_spec(runtime) is not None
+]
+
+
+@pytest.fixture(scope="module")
+def _backends_once() -> dict[str, Any]:
+    return {}
+
+
+@pytest.fixture
+def backends_session(
+    pytester: pytest.Pytester, tiny_model: Path, tmp_path: Path, _backends_once: dict[str, Any]
+) -> dict[str, Any]:
+    """One gate session (made once for the module) of the tiny BERT under torch and each installed
+    runtime ("torch", "onnx", "openvino"), and of the same model with a NaN embedding for
+    "refund" under each ("nan-torch", ...): ``result`` (its RunResult) and ``report`` (its JSON
+    report). The two tests below read it: one session, one import of sentence-transformers.
+
+    The tiny BERT: exporting and running it is the same path as MiniLM's, at a fraction of the
+    cost (tests/embed/test_onnx.py checks MiniLM's export against PyTorch). Its own cache: the
+    export goes into `models/`, which the distillation test expects empty. The broken model:
+    attention spreads the NaN over the whole text, so billing/refunds.md's vector is NaN and
+    the others are finite.
+    """
+    if _backends_once:
+        return _backends_once
+    from safetensors.numpy import load_file, save_file
+    from transformers import AutoTokenizer
+
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_model, broken)
+    (weights,) = broken.rglob("model.safetensors")
+    tensors = load_file(weights)
+    (key,) = [name for name in tensors if name.endswith("word_embeddings.weight")]
+    token = AutoTokenizer.from_pretrained(weights.parent).convert_tokens_to_ids("refund")
+    tensors[key][token] = float("nan")
+    save_file(tensors, weights, metadata={"format": "pt"})
+    systems = {}
+    for prefix, model in (("", tiny_model), ("nan-", broken)):
+        body = f'embedder = "sentence-transformers"\nmodel = "{model.as_posix()}"\n'
+        systems[f"{prefix}torch"] = body + 'index = "exact"'
+        systems.update(
+            {f"{prefix}{b}": body + f'index = "exact"\nbackend = "{b}"' for b in BACKENDS}
+        )
+    make_project(pytester, systems, suite=ANY_MODEL_SUITE)
     # In a subprocess: in this process, after an in-process run with onnxruntime dropped the
     # modules it imported, OpenVINO aborted the interpreter. One session with the torch, onnx
     # and openvino systems together runs fine, as a user's would.
     result = pytester.runpytest_subprocess(
         "--retrieval-gate",
-        "--rg-system=torch",
-        *(f"--rg-system={b}" for b in backends),
+        *(f"--rg-system={name}" for name in systems),
         f"--rg-cache-dir={pytester.path / 'cache'}",
     )
-    result.assert_outcomes(passed=7 * (1 + len(backends)))
-    runs = runs_by_system(report(pytester.path))
+    _backends_once.update(result=result, report=report(pytester.path))
+    return _backends_once
+
+
+def test_onnx_backends_rank_like_pytorch_in_a_gate_run(backends_session: dict[str, Any]) -> None:
+    """About 8 s of CPU for the session it reads (`backends_session`, shared with the NaN
+    test): a fresh interpreter importing sentence-transformers, torch.onnx and both runtimes."""
+    if not BACKENDS:
+        pytest.skip("neither onnxruntime nor openvino is installed")
+    backends = BACKENDS
+    # Each of the good model's systems has its 7 items, every one passed (the broken model's
+    # items fail: the test below's).
+    good = {"torch", *backends}
+    gates = [g for g in backends_session["report"]["gates"] if g["system"] in good]
+    assert len(gates) == 7 * len(good) and all(g["passed"] for g in gates), gates
+    assert backends_session["result"].parseoutcomes()["passed"] == 7 * len(good)
+    runs = runs_by_system(backends_session["report"])
     reference = runs["torch"]
     for backend in backends:
         other = runs[backend]
@@ -621,37 +662,16 @@ def test_retrieval_system_fixture_reports_a_bad_setting_in_one_line(
 
 
 def test_a_model_that_gives_nan_fails_its_run_in_the_documented_line(
-    pytester: pytest.Pytester, tiny_model: Path, tmp_path: Path
+    backends_session: dict[str, Any],
 ) -> None:
-    # The tiny BERT with a NaN embedding for "refund": attention spreads it over the whole
-    # text, so billing/refunds.md's vector is NaN and the others are finite. Every backend's
+    """About 8 s of CPU when it runs first (as under --reverse-order): the session it reads is
+    the ONNX test's above, made by whichever of the two runs first."""
+    # The tiny BERT with a NaN embedding for "refund" (`backends_session`). Every backend's
     # bad vector is the boundary's one line (docs/embedding.md, "Time limits and bad vectors"),
     # naming the system, the settings file and the document.
-    from safetensors.numpy import load_file, save_file
-    from transformers import AutoTokenizer
-
-    broken = tmp_path / "broken"
-    shutil.copytree(tiny_model, broken)
-    (weights,) = broken.rglob("model.safetensors")
-    tensors = load_file(weights)
-    (key,) = [name for name in tensors if name.endswith("word_embeddings.weight")]
-    token = AutoTokenizer.from_pretrained(weights.parent).convert_tokens_to_ids("refund")
-    tensors[key][token] = float("nan")
-    save_file(tensors, weights, metadata={"format": "pt"})
-    model = f'embedder = "sentence-transformers"\nmodel = "{broken.as_posix()}"\nindex = "exact"\n'
-    backends = [
-        backend
-        for runtime, backend in (("onnxruntime", "onnx"), ("openvino", "openvino"))
-        if importlib.util.find_spec(runtime) is not None
-    ]
-    systems = {"torch": model, **{b: model + f'backend = "{b}"' for b in backends}}
-    make_project(pytester, systems, suite=ANY_MODEL_SUITE)
-    # In a subprocess, as the ONNX test above (native runtimes imported once per process).
-    result = pytester.runpytest_subprocess(
-        "--retrieval-gate", *(f"--rg-system={name}" for name in systems)
-    )
+    result: pytest.RunResult = backends_session["result"]
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    for name in systems:
+    for name in [f"nan-{backend}" for backend in ("torch", *BACKENDS)]:
         result.stdout.fnmatch_lines(
             [
                 f"*pyproject.toml [[]system.{name}[]]: embedder 'sentence-transformers' returned "

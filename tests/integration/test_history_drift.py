@@ -444,9 +444,7 @@ def test_xdist_gives_the_same_drift_verdicts_and_writes_once(
     serial = _drift_gate(pytester)
     lines = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text().count("\n")
     monkeypatch.setenv("GITHUB_SHA", commit(4))
-    result = pytester.runpytest_subprocess(
-        "--retrieval-gate", "--rg-record", "-n", "2", "-p", "no:benchmark"
-    )
+    result = pytester.runpytest("--retrieval-gate", "--rg-record", "-n", "2", "-p", "no:benchmark")
     assert result.ret == 1  # the drift item fails: 0.08 below merge 0's record, over 4 steps
     parallel = _drift_gate(pytester)
     # The report's failing gates say what the item is against, as the terminal does.

@@ -41,13 +41,14 @@ def _report(pytester: pytest.Pytester) -> dict[str, Any]:
 
 
 def _run(
-    pytester: pytest.Pytester, cache: str, *args: str
+    pytester: pytest.Pytester, cache: str, *args: str, process: bool = True
 ) -> tuple[pytest.RunResult, dict[str, Any]]:
-    # A process per run, each with a cache folder of its own: a new folder builds the collection
-    # from nothing; an existing one answers from its result cache, so it ranks as it did.
-    result = pytester.runpytest_subprocess(
-        "--retrieval-gate", "-p", "no:randomly", f"--rg-cache-dir={cache}", *args
-    )
+    # Each run with a cache folder of its own: a new folder builds the collection from nothing,
+    # in a process of its own (chromadb's insertion order is seeded anew in every process); an
+    # existing one answers from its result cache, so it ranks as it did, and a build that is
+    # not about the noise (or a server's) needs no process of its own: those run in this one.
+    run = pytester.runpytest_subprocess if process else pytester.runpytest
+    result = run("--retrieval-gate", "-p", "no:randomly", f"--rg-cache-dir={cache}", *args)
     return result, _report(pytester)
 
 
@@ -115,6 +116,8 @@ def _check_items(
 def test_an_unchanged_system_on_a_noisy_index_passes_at_tolerance_0_and_states_the_noise(
     pytester: pytest.Pytester,
 ) -> None:
+    """About 8 s of CPU: three builds in three processes (chromadb's insertion order is seeded
+    anew in each: the noise), each importing chromadb, on a corpus large enough to show it."""
     pytest.importorskip("chromadb")
     pytest.importorskip("model2vec")
     terms = write_project(
@@ -136,10 +139,14 @@ def test_an_unchanged_system_on_a_noisy_index_passes_at_tolerance_0_and_states_t
     junit = pytester.path / "junit.xml"
     result, second = _run(pytester, "cache-y", f"--junitxml={junit}")
     _check_items(pytester, result, second, first, junit)
-    saved, again = _run(pytester, "cache-y", "--rg-save-baseline", "--rg-baseline=y.json")
+    saved, again = _run(
+        pytester, "cache-y", "--rg-save-baseline", "--rg-baseline=y.json", process=False
+    )
     saved.assert_outcomes(passed=1)
     assert _rankings(again) == _rankings(second)
-    result, back = _run(pytester, "cache-x", "--rg-baseline=y.json", f"--junitxml={junit}")
+    result, back = _run(
+        pytester, "cache-x", "--rg-baseline=y.json", f"--junitxml={junit}", process=False
+    )
     assert _rankings(back) == _rankings(first)
     _check_items(pytester, result, back, again, junit)
     assert _rankings(second) != _rankings(first)
@@ -157,7 +164,7 @@ def test_an_unchanged_system_on_a_noisy_index_passes_at_tolerance_0_and_states_t
     settings = pytester.path / "pyproject.toml"
     text = settings.read_text()
     settings.write_text(text.replace(str(pytester.path / "static-model"), str(small)))
-    result, report = _run(pytester, "cache-small")
+    result, report = _run(pytester, "cache-small", process=False)
     failed = [g for g in report["gates"] if g["scope"] == "regression" and not g["passed"]]
     assert failed
     assert all("index_noise" not in g for g in report["gates"])
@@ -188,7 +195,7 @@ def test_a_fresh_chroma_server_is_index_noise_and_the_unchanged_system_passes(
             system=SERVER_CHROMA.format(port=port),
             settings=TOLERANCE_0,
         )
-        saved, first = _run(pytester, "cache", "--rg-save-baseline")
+        saved, first = _run(pytester, "cache", "--rg-save-baseline", process=False)
         saved.assert_outcomes(passed=1)
     text = settings.read_text()
     # A new server, as after a restart or on another CI runner: the collection is built again
@@ -196,7 +203,7 @@ def test_a_fresh_chroma_server_is_index_noise_and_the_unchanged_system_passes(
     with chroma_server(pytester.path / "server-b") as other:
         settings.write_text(text.replace(f"port = {port}", f"port = {other}"))
         junit = pytester.path / "junit.xml"
-        result, second = _run(pytester, "cache", f"--junitxml={junit}")
+        result, second = _run(pytester, "cache", f"--junitxml={junit}", process=False)
         _check_items(pytester, result, second, first, junit)
     # The new server's graph ranks otherwise (chroma-server declares itself not reproducible).
     assert _rankings(second) != _rankings(first)

@@ -31,8 +31,7 @@ def test_a_librarys_failure_is_one_line_with_no_traceback(
     if args:
         pytest.importorskip("xdist")
     _project(project)
-    run = project.runpytest_subprocess if args else project.runpytest
-    result = run("--retrieval-gate", *args)
+    result = project.runpytest("--retrieval-gate", *args)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([lit(LINE)])
     assert "Traceback" not in result.stdout.str()

@@ -42,6 +42,8 @@ JOINS = "lineage.retrieval.yaml::keyword::category:joins::MRR@3"
 def test_a_difficulty_without_floors_selects_the_suite_wide_items(
     project: pytest.Pytester, workers: tuple[str, ...]
 ) -> None:
+    """Under xdist about 7 s of CPU: five -m expressions, a session each, each session starting
+    two worker processes (where the selection is made)."""
     if workers:
         pytest.importorskip("xdist")
     write_suite(project, NO_DIFFICULTY_FLOORS)
@@ -73,6 +75,7 @@ def test_a_difficulty_with_floors_selects_only_its_own_items(
 def test_regression_items_follow_the_same_rule(
     project: pytest.Pytester, workers: tuple[str, ...]
 ) -> None:
+    """Under xdist about 5 s of CPU: three -m sessions, each starting two worker processes."""
     if workers:
         pytest.importorskip("xdist")
     _settings(project, 'regression_scopes = ["suite", "difficulty"]')

@@ -25,6 +25,8 @@ FAILING = {
 def test_lf_and_node_ids_rerun_exactly_the_failed_items(
     project: pytest.Pytester, workers: tuple[str, ...]
 ) -> None:
+    """Under xdist about 10 s of CPU: each of its seven sessions (the run, --lf, each failed
+    item's id alone) starts two worker processes, and each id is its own session."""
     if workers:
         pytest.importorskip("xdist")
     # --lf needs pytest's cache, which the shared settings turn off.

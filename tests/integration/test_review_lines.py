@@ -177,7 +177,7 @@ def test_a_settings_table_the_yaml_overrides_is_named_once(
     (project.path / "retrieval-gate.yaml").write_text(
         "system:\n  keyword: {retriever: 'search_app:retrieve'}\n"
     )
-    result = project.runpytest_subprocess("--retrieval-gate", *workers)
+    result = project.runpytest("--retrieval-gate", *workers)
     line = (
         "retrieval gate: warning: retrieval-gate.yaml holds the settings; the "
         "[tool.retrieval_gate] table in pyproject.toml is not read (move what it needs into "

@@ -67,8 +67,6 @@ def test_columns_keep_declared_order_whichever_items_ran(pytester: pytest.Pytest
     assert _header(only_passing) == expected
 
     # Under xdist the records reach the controller through the workers' reports.
-    distributed = pytester.runpytest_subprocess(
-        "--retrieval-gate", "-p", "no:cacheprovider", "-n", "2"
-    )
+    distributed = pytester.runpytest("--retrieval-gate", "-p", "no:cacheprovider", "-n", "2")
     distributed.assert_outcomes(passed=1, failed=1)
     assert _header(distributed) == expected

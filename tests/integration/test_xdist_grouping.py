@@ -67,7 +67,7 @@ def test_each_run_stays_on_one_worker(
     pytester.syspathinsert()
     for name in ("alpha", "beta"):
         (pytester.path / f"{name}.retrieval.yaml").write_text(suite(name))
-    result = pytester.runpytest_subprocess("--retrieval-gate", "-n", "2", "-p", "no:benchmark")
+    result = pytester.runpytest("--retrieval-gate", "-n", "2", "-p", "no:benchmark")
     result.assert_outcomes(passed=20)
     pids: dict[tuple[str, str], set[str]] = defaultdict(set)
     calls: dict[tuple[str, str], int] = defaultdict(int)
@@ -112,6 +112,6 @@ def test_threads_the_user_sized_are_left_alone(
     pytester.makepyfile(logged_app=APP)
     pytester.syspathinsert()
     (pytester.path / "alpha.retrieval.yaml").write_text(suite("alpha"))
-    pytester.runpytest_subprocess("--retrieval-gate", "-n", "2", "-p", "no:benchmark")
+    pytester.runpytest("--retrieval-gate", "-n", "2", "-p", "no:benchmark")
     lines = (pytester.path / "calls.log").read_text().splitlines()
     assert {line.split()[3] for line in lines} == {"3"}
