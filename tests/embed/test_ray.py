@@ -191,6 +191,8 @@ class Weightless(RayEmbedder):
 def test_an_actors_creation_error_is_whole_in_one_line_without_colour_codes(
     ray_cluster: Any, models: Path, local: Embedder
 ) -> None:
+    """About 5 s of CPU: Ray starts the actors that fail, each a process importing torch and
+    sentence-transformers before its creation task raises (what the test is about)."""
     # The workers cannot find the model: before, the line was cut after "ray::_Encoder.__init__()"
     # and printed with the raw ESC [36m colour codes around it.
     missing = EmbedderSpec(kind="sentence-transformers", model="/no/such/model-folder")

@@ -605,6 +605,9 @@ def test_the_quickstart_through_a_real_service_equals_the_local_model(
     minilm_service: Infinity,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
+    """About 12 s of CPU, most of it two real infinity servers starting (each imports torch and
+    loads MiniLM): the module's, started once for this module, and one serving a changed
+    model behind the same name, which is the point of the test's last part."""
     from retrieval_gate.corpus import load_corpus
 
     quickstart_with_service(pytester, minilm_service.base_url)
@@ -655,6 +658,8 @@ def test_the_quickstart_through_a_real_service_equals_the_local_model(
 def test_a_real_service_refusing_the_key_ends_in_one_line(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, minilm_service: Infinity
 ) -> None:
+    """Up to 12 s of CPU when it runs first in its module (alone, or in reverse order): it
+    then starts the module's real infinity server (torch and MiniLM loaded in it)."""
     monkeypatch.setenv(KEY_ENV, KEY + "-wrong")
     http_project(pytester, minilm_service.base_url)
     wrong = pytester.runpytest("--retrieval-gate")
