@@ -43,14 +43,22 @@ def _main_with_history(pytester: pytest.Pytester) -> str:
 
 
 def _pull_request(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, *, base: bool = True
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    base: bool = True,
+    committed: bool = False,
 ) -> pytest.RunResult:
     """The pull request: a cheaper ranker (P@1 0.9), its baseline saved by the developer before
     committing (``--rg-save-baseline``; against ``origin/main`` when ``base``, as
-    ``GITHUB_BASE_REF`` says in a pull-request run), then committed with it. Returns the save."""
+    ``GITHUB_BASE_REF`` says in a pull-request run), then committed with it; with
+    ``committed``, the change is committed first and the baseline saved at that commit (its
+    record is then one of the history's merges). Returns the save."""
     root = pytester.path
     git(root, "checkout", "-q", "-b", "cheaper-ranker")
     (root / "step.txt").write_text(str(DROPPED))
+    if committed:
+        git(root, "commit", "-q", "-a", "-m", "a cheaper ranker")
     if base:
         monkeypatch.setenv("GITHUB_BASE_REF", "main")
     saved = pytester.runpytest("--retrieval-gate", "--rg-save-baseline", "-rA")
@@ -225,6 +233,42 @@ def test_main_saving_its_baseline_after_the_merge_carries_the_acceptance_and_rec
     assert (last["commit"], last["source"], last["accepted_drift"]) == (merge, "baseline", ["P@1"])
     # main's baseline accepts nothing of its own: the merge's record carries the acceptance.
     assert "accepted" not in json.loads((root / "retrieval-baseline.json").read_text())
+
+
+def test_a_drop_saved_at_its_committed_change_is_accepted_there_and_on_main(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The change committed first, then the baseline saved at that commit and committed (the
+    order a team took in a trial by hand): the save's own record, at the pull request's commit,
+    is a merge of the history carrying the acceptance, newer than where the acceptance stands.
+    Before, the pull request's drift item then passed against that record unsaid (not
+    ACCEPTED), and main's save after the merge said nothing of it and recorded no
+    ``accepted_drift``."""
+    root = pytester.path
+    _main_with_history(pytester)
+    saved = _pull_request(pytester, monkeypatch, committed=True)
+    assert saved.ret == pytest.ExitCode.TESTS_FAILED
+    monkeypatch.setenv("GITHUB_BASE_REF", "main")
+    gate = pytester.runpytest("--retrieval-gate", "-rA")
+    monkeypatch.delenv("GITHUB_BASE_REF")
+    assert gate.ret == pytest.ExitCode.OK, gate.stdout.str()
+    gate.stdout.fnmatch_lines(
+        ["  ACCEPTED (passed) *history-drift::P@1: accepted in its pull request: *"]
+    )
+    git(root, "checkout", "-q", "main")
+    git(root, "merge", "-q", "--no-ff", "cheaper-ranker", "-m", "merge")
+    merge = git(root, "rev-parse", "HEAD")
+    result = pytester.runpytest("--retrieval-gate", "--rg-save-baseline", "-rA")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "  ACCEPTED (passed) *history-drift::P@1: accepted in its pull request: *",
+            f"accepted in its pull request: P@1 of stepped (merges), 1 -> 0.9 against origin/main "
+            f"(*); drift anchor now {merge[:7]}",
+        ]
+    )
+    last = json.loads((root / ".retrieval-gate/history/merges.jsonl").read_text().splitlines()[-1])
+    assert (last["commit"], last["source"], last["accepted_drift"]) == (merge, "baseline", ["P@1"])
 
 
 def test_a_drop_saved_without_its_target_branch_is_named_as_not_recorded(

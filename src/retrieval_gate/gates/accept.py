@@ -439,7 +439,17 @@ class Acceptor:
             default=-1,
         )
         mine = next((i for i, r in enumerate(records) if r is own.record), -1)
-        if mine > at:
+        # The save of this baseline recorded the run at its own commit when the change was
+        # committed first: that record carries the acceptance, and is no later merge.
+        saved_here = (
+            own.how == "accepted"
+            and own.record.source == "baseline"
+            and metric in own.record.accepted_drift
+            and head.saved is not None
+            and bool(own.record.at.commit)
+            and own.record.at.commit == head.saved.commit
+        )
+        if mine > at and not saved_here:
             return None
         entry = Entry.of_run(
             run,
