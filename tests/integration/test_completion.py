@@ -199,6 +199,7 @@ def test_an_isolated_result_that_would_raise_when_unpickled_is_one_line(
     output = result.stdout.str()
     assert "INTERNALERROR" not in output and "Traceback" not in output
 
+
 # -- a session that did not finish cleanly never writes "complete": true ---------------------
 
 

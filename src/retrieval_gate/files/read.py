@@ -73,6 +73,7 @@ def bytes_read() -> int:
     """The bytes this process has read through this door's readers so far."""
     return _read_total
 
+
 Error = type[RetrievalGateError]
 
 

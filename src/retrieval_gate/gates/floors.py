@@ -29,7 +29,12 @@ class FloorRule(Rule):
             if not gate.metric.is_latency:
                 suite_wide = gate.scope == "suite"
                 yield Check(
-                    self.name, gate.metric.name, gate, (gate.scope,), wide=suite_wide, scope=gate.scope
+                    self.name,
+                    gate.metric.name,
+                    gate,
+                    (gate.scope,),
+                    wide=suite_wide,
+                    scope=gate.scope,
                 )
         for gate in gates:
             if gate.metric.is_latency:
@@ -113,5 +118,3 @@ def _texts(record: RunRecord, shown: tuple[tuple[str, float], ...]) -> dict[str,
         for qid, _ in shown
     }
     return {qid: text for qid, text in found.items() if text}
-
-

@@ -424,9 +424,7 @@ class HistoryKeeper:
             self._histories[suite] = found
         return self._histories[suite]
 
-    def anchor(
-        self, suite: str, system: str, metric: str | None = None
-    ) -> Anchor | Unpinned | str:
+    def anchor(self, suite: str, system: str, metric: str | None = None) -> Anchor | Unpinned | str:
         """The drift anchor of ``suite`` x ``system`` (of ``metric``'s item; None: the window's
         own), or, with ``--rg-pin`` and no record at the pin or an ancestor, why its items fail;
         or why it has none (gates/anchor.py's ``find_anchor``)."""
@@ -783,4 +781,3 @@ class HistoryKeeper:
         for metric in run.metrics:
             found.setdefault(metric, self.settings.tolerance.get(metric, DEFAULT_TOLERANCE))
         return found
-

@@ -158,5 +158,3 @@ def _verdict_words(verdict: str, drop: float, tolerance: float, unchanged: bool)
         f"neither a drop larger than the tolerance ({_fmt(tolerance)}) nor one within it can be "
         f"shown (observed drop {_fmt(drop)}): too few queries or too much noise for this tolerance"
     )
-
-

@@ -301,5 +301,3 @@ def outcome_of(
             **margin,
         ),
     )
-
-

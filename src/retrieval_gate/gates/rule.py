@@ -155,7 +155,9 @@ class Rule:
             unit = f" {outcome.unit}" if outcome.unit == "ms" else ""
             out.append(
                 f"{outcome.worst_label}: "
-                + ", ".join(f"{named(outcome, q)} ({format_value(v)}{unit})" for q, v in outcome.worst)
+                + ", ".join(
+                    f"{named(outcome, q)} ({format_value(v)}{unit})" for q, v in outcome.worst
+                )
             )
         out.extend(outcome.detail)
         return out
