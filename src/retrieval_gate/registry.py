@@ -232,6 +232,12 @@ class Registry(MutableMapping[str, T], Generic[T]):
         self.load()
         return self._things[name]
 
+    def get(self, name: str, default: Any = None) -> Any:
+        """The thing of ``name``, else ``default``: one dictionary look-up (``Mapping.get``
+        raised and caught a KeyError for every miss, and the ledger asks per stored value)."""
+        self.load()
+        return self._things.get(name, default)
+
     def __setitem__(self, name: str, thing: T) -> None:
         self.register(thing, name=name)
 

@@ -77,6 +77,12 @@ def use_metric_bounds(
     """Check the ledger's values against ``bounds_of(metric name)``, written by ``show``."""
     global _bounds
     _bounds = (bounds_of, show)
+    _bounds_of_name.clear()
+
+
+#: The bounds of each metric name asked this session (a history holds the same few names on
+#: every stored value: parsing each name again cost more than reading the values).
+_bounds_of_name: dict[str, tuple[float | None, float | None] | None] = {}
 
 
 def _check_bounds(metrics: Mapping[str, Any], key: str, where: str) -> None:
@@ -90,7 +96,11 @@ def _check_bounds(metrics: Mapping[str, Any], key: str, where: str) -> None:
     for name, value in metrics.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue  # said by the type check
-        bounds = bounds_of(str(name))
+        name = str(name)
+        if name in _bounds_of_name:
+            bounds = _bounds_of_name[name]
+        else:
+            bounds = _bounds_of_name[name] = bounds_of(name)
         if bounds is None:
             continue
         lo, hi = bounds
