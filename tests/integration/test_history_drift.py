@@ -411,6 +411,12 @@ def test_a_failing_drift_names_the_queries_that_slid_and_each_steps_value(
         'q1 "question 1" 1 -> 0 (-1.0000), q2 "question 2" 1 -> 0 (-1.0000), q3 "question 3" '
         "1 -> 0 (-1.0000); 4 of the 50 queries worse, 0 better"
     )
+    # Who holds the places above each one's relevant document today (the anchor kept no
+    # rankings, so not who displaced it): what a team reads to find the cause.
+    above = (
+        "ranked above them now: q0: d0 at 2, below d1; q1: d1 at 2, below d2; q2: d2 at 2, "
+        "below d3; q3: d3 at 2, below d4"
+    )
     steps = (
         f"P@1 at each step: {commit(0)[:7]} 1 (anchor), {commit(1)[:7]} 0.98, "
         f"{commit(2)[:7]} 0.96, {commit(3)[:7]} 0.94, now 0.92"
@@ -421,6 +427,7 @@ def test_a_failing_drift_names_the_queries_that_slid_and_each_steps_value(
             "P@1 is 0.08 below the anchor of *",
             "anchor 1 -> now 0.92 over 50 shared queries; *",
             slid,
+            above,
             steps,
         ]
     )
@@ -428,9 +435,9 @@ def test_a_failing_drift_names_the_queries_that_slid_and_each_steps_value(
     assert drift["worst"] == [
         {"id": f"q{i}", "value": -1.0, "text": f"question {i}"} for i in range(4)
     ]
-    assert drift["detail"][2:] == [slid, steps]
+    assert drift["detail"][2:] == [slid, above, steps]
     markdown = (pytester.path / "retrieval-gate-report.md").read_text()
-    assert f"  - {slid}\n  - {steps}\n" in markdown
+    assert f"  - {slid}\n  - {above}\n  - {steps}\n" in markdown
 
 
 def test_xdist_gives_the_same_drift_verdicts_and_writes_once(

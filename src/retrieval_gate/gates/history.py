@@ -273,6 +273,39 @@ def slid_units(
     )
 
 
+#: The documents named above a slid query's relevant ones (the rest counted).
+AHEAD_SHOWN = 3
+
+
+def ranked_above_now(record: RunRecord, worst: Sequence[tuple[str, float]]) -> str:
+    """Where each unit that slid most ranks its best relevant document today, and what ranks
+    above it: the anchor keeps per-unit values, not rankings, so a drift item cannot say who
+    displaced a document as a regression item does, only who holds the places above it now
+    ("q0: d0 at 2, below d1"). Units of kinds without relevant documents ranked (pairs,
+    extraction documents), and those whose relevant document ranks first, say nothing."""
+    said = []
+    for qid, _ in worst:
+        if not record.has_query(qid):
+            continue
+        unit = record.query(qid)
+        ranks = sorted((r, doc) for doc, r in unit.relevant_ranks.items() if r is not None)
+        if not unit.relevant_ranks or (ranks and ranks[0][0] == 1):
+            continue
+        if ranks:
+            rank, doc = ranks[0]
+            ahead = [d for d in unit.ranking[: rank - 1] if d != doc]
+            where = f"{unit.named(doc)} at {rank}"
+        else:
+            ahead = list(unit.ranking)
+            where = f"no relevant document in its top {len(unit.ranking)}"
+        if not ahead:
+            continue
+        more = f" and {len(ahead) - AHEAD_SHOWN} more" if len(ahead) > AHEAD_SHOWN else ""
+        names = ", ".join(unit.named(d) for d in ahead[:AHEAD_SHOWN])
+        said.append(f"{qid}: {where}, below {names}{more}")
+    return f"ranked above them now: {'; '.join(said)}" if said else ""
+
+
 def drift_outcomes(
     record: RunRecord,
     anchor: Anchor,
@@ -411,6 +444,9 @@ def drift_outcomes(
             # at each accepted step between (the regression failure's "most dropped" for drift).
             worst, line = slid.get(check.metric, ((), ""))
             named = [line] if line else []
+            above = ranked_above_now(record, worst)
+            if above:
+                named.append(above)
             named.append(step_values(anchor, record, check.metric))
         if anchor.how == "pinned" and anchor.pin is not None:
             named.append(anchor.pin_words())
