@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from contextvars import ContextVar
 from types import ModuleType
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, overload
 
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.usercode import Plugin, PluginLoadError, plugins
@@ -31,6 +31,7 @@ from retrieval_gate.usercode import Plugin, PluginLoadError, plugins
 __all__ = ["Registry", "package_modules"]
 
 T = TypeVar("T")
+D = TypeVar("D")
 
 #: The registries this context is loading. The user's code runs in a thread of its own with
 #: the caller's context (usercode.py), so a plugin that registers itself while its registry
@@ -232,7 +233,13 @@ class Registry(MutableMapping[str, T], Generic[T]):
         self.load()
         return self._things[name]
 
-    def get(self, name: str, default: Any = None) -> Any:
+    @overload
+    def get(self, name: str, /) -> T | None: ...
+
+    @overload
+    def get(self, name: str, /, default: T | D) -> T | D: ...
+
+    def get(self, name: str, /, default: Any = None) -> Any:
         """The thing of ``name``, else ``default``: one dictionary look-up (``Mapping.get``
         raised and caught a KeyError for every miss, and the ledger asks per stored value)."""
         self.load()
