@@ -1,6 +1,6 @@
 """The one builder of ledger entries the tests use (baseline/entry.py's ``Entry``), from the
 figures a test cares about: a suite x system at a commit and time, its metrics and, per query,
-its values."""
+its values; and of a run known by its rankings alone (``ranked_run``)."""
 
 from __future__ import annotations
 
@@ -97,6 +97,37 @@ def entry(
         accepted_drift=tuple(accepted_drift),
         compacted=compacted,
     )
+
+
+def ranked_run(
+    rankings: Mapping[str, Sequence[str]],
+    relevant: Mapping[str, Mapping[str, int | None]] | None = None,
+    *,
+    labels: Mapping[str, str] | None = None,
+) -> RunRecord:
+    """A run of suite ``s`` x system ``sys`` whose queries rank ``rankings`` (query id -> its
+    document ids), each with its relevant documents' ranks from ``relevant``, no values."""
+    relevant = relevant or {}
+    return RunRecord(
+        suite="s",
+        suite_path="s.retrieval.yaml",
+        system="sys",
+        n=len(rankings),
+        k=(3,),
+        fingerprint={},
+        metrics={},
+        categories={},
+        difficulties={},
+        latency_ms={},
+        stats={},
+        queries=tuple(
+            QueryRecord(
+                id=q, digest=q, category=None, difficulty=None, metrics={}, ranking=tuple(r),
+                relevant_ranks=dict(relevant.get(q, {})), labels=dict(labels or {}),
+            )
+            for q, r in rankings.items()
+        ),
+    )  # fmt: skip
 
 
 def line(**fields: object) -> bytes:

@@ -11,9 +11,10 @@ from retrieval_gate.errors import SuiteError
 from retrieval_gate.gates.drift import check_drift
 from retrieval_gate.gates.rule import words
 from retrieval_gate.metrics.overlap import jaccard_at_k, rbo_ext
-from retrieval_gate.records import QueryRecord, RunRecord
+from retrieval_gate.records import RunRecord
 from retrieval_gate.suites.drift import DriftFloors
 from retrieval_gate.suites.suite import Suite, load_suite
+from tests.ledger import ranked_run
 
 
 def test_identical_and_disjoint() -> None:
@@ -61,26 +62,7 @@ def test_jaccard() -> None:
 
 
 def _record(rankings: dict[str, tuple[str, ...]]) -> RunRecord:
-    return RunRecord(
-        suite="s",
-        suite_path="s.retrieval.yaml",
-        system="sys",
-        n=len(rankings),
-        k=(3,),
-        fingerprint={},
-        metrics={},
-        categories={},
-        difficulties={},
-        latency_ms={},
-        stats={},
-        queries=tuple(
-            QueryRecord(
-                id=q, digest=q, category=None, difficulty=None, metrics={}, ranking=r,
-                relevant_ranks={},
-            )
-            for q, r in rankings.items()
-        ),
-    )  # fmt: skip
+    return ranked_run(rankings)
 
 
 def test_floor_fails_when_rankings_churn() -> None:
