@@ -23,8 +23,9 @@ import pytest
 from retrieval_gate.baseline import log
 from retrieval_gate.baseline.entry import Entry, encode_line, line_digest
 from retrieval_gate.baseline.ledger import open_ledger
-from retrieval_gate.baseline.log import HistoryError, JsonLinesLog, Request, suite_file_name
+from retrieval_gate.baseline.log import HistoryError, JsonLinesLog, suite_file_name
 from retrieval_gate.baseline.provenance import Provenance, current_commit
+from retrieval_gate.baseline.window import Request
 from tests.ledger import entry
 
 

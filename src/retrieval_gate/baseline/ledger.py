@@ -30,8 +30,9 @@ from retrieval_gate.baseline.head import (
     load_baseline,
     save_baseline,
 )
-from retrieval_gate.baseline.log import History, HistoryError, JsonLinesLog, Request
+from retrieval_gate.baseline.log import History, HistoryError, JsonLinesLog
 from retrieval_gate.baseline.provenance import commit_provenance
+from retrieval_gate.baseline.window import Request
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.records import RunRecord
 from retrieval_gate.registry import Registry

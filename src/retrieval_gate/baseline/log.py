@@ -7,7 +7,8 @@ and a line cut short by a killed writer as torn, neither hiding the entries arou
 the live file passes :data:`SEGMENT_BYTES` it is sealed: renamed, whole, into the suite's
 segment folder ``<suite>.d/`` as the next numbered segment, and summarised in the folder's
 ``index.json`` (its size, its entries per system, the decisions and holdout verdicts it counts,
-its commits). So a run reads what its verdicts need and no more (:meth:`JsonLinesLog.read`): the
+its commits). So a run reads what its verdicts need and no more (:meth:`JsonLinesLog.read`, asking
+window.py's :class:`~.window.Request` of a :class:`~.window.Reader`): the
 live file, then sealed segments from the newest back, each from its end (``files/read.py``'s
 ``tail_lines``), only until every system has its drift window and trend points (and, with a
 pin, its entry at the pinned commit or its nearest recorded ancestor: read back only while the
@@ -36,21 +37,22 @@ import os
 import re
 import stat
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from retrieval_gate.baseline.entry import (
     Entry,
     Line,
-    Skipped,
     distinct,
     encode_line,
     read_line,
     run_key,
 )
+from retrieval_gate.baseline.window import Reader, Request
+from retrieval_gate.baseline.window import floors as read_floors
 from retrieval_gate.errors import RetrievalGateError
 
 DEFAULT_HISTORY_DIR = ".retrieval-gate/history"
@@ -60,13 +62,6 @@ INDEX_VERSION = 1
 #: A live file past this many bytes is sealed as a segment at the next append: about a
 #: thousand entries with their per-query values, tens of thousands without.
 SEGMENT_BYTES = 4 << 20
-#: How many unreadable lines of one read are named one by one; the rest are counted.
-SHOWN_PROBLEMS = 3
-#: The trend points a run reads of each suite x system by default (its charts and change
-#: points): the newest merges.
-TREND_POINTS = 60
-#: The records of a system a pin with no recorded ancestor names, nearest first.
-NEAREST = 3
 
 
 class HistoryError(RetrievalGateError):
@@ -87,31 +82,6 @@ def suite_file_name(suite: str) -> str:
 
 
 # -- what a read asks for and gives ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Request:
-    """What a run needs of a suite's log: for each of ``systems`` (None: every system) its
-    newest ``records`` merges (entries of committed trees) or those of the last ``days``, the
-    newest ``trend`` merges, and, with ``pin``, its merge at the pinned commit or, lacking one,
-    at the nearest ancestor of it. ``whole``: every entry (a tool reading the whole log; a run
-    never asks for it).
-
-    ``pin(commit)``: how far back a commit (its hex digits as an entry or the index holds them)
-    is from the pinned one: 0 the pinned commit, n its n-th ancestor, None none of them. Each
-    system's entry of the least rank is kept (the newest of its equals), and the read goes back
-    only while the index's commits of the files left say a nearer one may be there. A system
-    that has none: ``near(entry)`` says how far each of its merges is from the pin (less is
-    nearer), and its :data:`NEAREST` nearest are kept, to be named."""
-
-    systems: frozenset[str] | None = None
-    records: int = 0
-    days: float | None = None
-    trend: int = TREND_POINTS
-    pin: Callable[[str], int | None] | None = None
-    near: Callable[[Entry], float] | None = None
-    whole: bool = False
-    now: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -330,13 +300,13 @@ class JsonLinesLog:
         live = self.path(suite)
         index = self._index(suite)
         now = request.now or datetime.now(UTC)
-        reader = _Reader(suite, request, now)
+        reader = Reader(suite, request, now, HistoryError)
         tally = sum((s.tally for s in index.segments), Tally())
         has_live = os.path.lexists(live)
         # With a pin, the least rank among the commits of each file and those older than it:
         # how near an entry still unread can be (a file whose commits the index does not hold
         # may hold the pinned commit itself).
-        floors = _floors(
+        floors = read_floors(
             request.pin,
             [None if index.live is None else index.live.commits] if has_live else [],
             [s.commits for s in reversed(index.segments)],
@@ -348,7 +318,7 @@ class JsonLinesLog:
                 tally = tally + index.live.tally
             else:  # read whole for its tally (a log 0.x wrote, until its first append)
                 counting = Counting()
-                reader.read(live, counting=counting)
+                reader.read(live, counting=counting.add)
                 tally = tally + counting.tally()
         folder = self.segments_folder(suite)
         for i, segment in enumerate(reversed(index.segments)):
@@ -564,190 +534,6 @@ class JsonLinesLog:
 
         with held(self.folder / LOCK_NAME, what="the history's lock", error=HistoryError):
             yield
-
-
-def _floors(
-    rank: Callable[[str], int | None] | None,
-    live: list[tuple[str, ...] | None],
-    segments: list[tuple[str, ...]],
-) -> list[int | None]:
-    """Per file, newest first (the live file, then the sealed segments from the newest back):
-    the least rank of a commit in it or in any file older than it; None where none is ranked
-    (nothing nearer the pin is left). A file whose commits are not known ranks 0."""
-    files: list[tuple[str, ...] | None] = [*live, *segments]
-    if rank is None:
-        return [None] * len(files)
-    out: list[int | None] = []
-    least: int | None = None
-    for commits in reversed(files):
-        ranks = [0] if commits is None else [r for c in commits if (r := rank(c)) is not None]
-        if ranks:
-            least = min(ranks) if least is None else min(least, *ranks)
-        out.append(least)
-    return out[::-1]
-
-
-class _Reader:
-    """Reads a suite's files newest line first, keeping what the request needs."""
-
-    def __init__(self, suite: str, request: Request, now: datetime) -> None:
-        self.suite = suite
-        self.request = request
-        self.now = now
-        self.since = None if request.days is None else now - timedelta(days=request.days)
-        self.needed = max(request.records, request.trend)
-        self.merges: Counter[str] = Counter()
-        self.oldest: dict[str, datetime] = {}
-        # With a pin: per system, the least rank found, its entry and whether it was kept for
-        # the pin alone (not in the window: dropped when a nearer one is found); the merges kept; the merges passed over newer than the pinned entry;
-        # the nearest merges of a system with none ranked; the least rank left to read.
-        self.pinned: dict[str, tuple[int, Entry, bool]] = {}
-        self.kept: Counter[str] = Counter()
-        self.unread: dict[str, int] = {}
-        self.near: dict[str, list[tuple[float, int, Entry]]] = {}
-        self.floor: int | None = None
-        self.seen = 0
-        self.found: list[Entry] = []  # newest first
-        self.kinds: Counter[str] = Counter()
-        self.named: list[str] = []
-        self.where: Path | None = None  # the first file a problem was found in
-
-    def read(self, path: Path, counting: Counting | None = None) -> None:
-        """The file's lines from its end; with ``counting`` the whole file (its problems named
-        by line number), else only until the request is satisfied (named from the end)."""
-        from retrieval_gate.files.read import tail_lines
-
-        taken = 0
-        named: list[tuple[int, str]] = []
-        for raw, torn in tail_lines(path, what="history", error=HistoryError):
-            taken += 1
-            if not raw.strip():
-                continue
-            found = read_line(raw, torn=torn, now=self.now)
-            if isinstance(found, Skipped):
-                self.kinds[found.kind] += 1
-                named.append((taken, found.why))
-                self.where = self.where or path
-                continue
-            entry = found.entry
-            if entry.suite != self.suite:
-                continue
-            if counting is not None:
-                counting.add(entry)
-            if self._wanted(entry):
-                self.found.append(entry)
-            if counting is None and self.satisfied():
-                break
-        if not named or len(self.named) >= SHOWN_PROBLEMS:
-            return
-        # Named by their line numbers, in the file's order: the first few of the part read (a
-        # part read from the end counts the file's lines to number them).
-        from retrieval_gate.files.read import count_lines
-
-        total = taken if counting is not None else count_lines(path, what="history")
-        for back, why in reversed(named[-SHOWN_PROBLEMS:]):
-            if len(self.named) >= SHOWN_PROBLEMS:
-                break
-            self.named.append(f"{path} line {total - back + 1}: {why}; skipped")
-
-    def _wanted(self, entry: Entry) -> bool:
-        request = self.request
-        wanted = request.systems is None or entry.system in request.systems
-        if not wanted:
-            return False
-        if request.whole:
-            return True
-        if entry.at.dirty:
-            # No point of the line (gates/history.py), kept while the system's window is open;
-            # nor a pinned entry: it names a commit it was not.
-            return self.merges[entry.system] < self.needed
-        system = entry.system
-        self.merges[system] += 1
-        when = entry.at.when
-        if when is not None:
-            self.oldest[system] = min(self.oldest.get(system, when), when)
-        within_days = self.since is not None and (when is None or when >= self.since)
-        window = self.merges[system] <= self.needed or within_days
-        pinned = self._pin(entry, window)
-        if window:
-            self.kept[system] += 1
-        return pinned or window
-
-    def _pin(self, entry: Entry, window: bool) -> bool:
-        """Whether ``entry`` is its system's nearest entry to the pin so far (kept: an entry
-        of a farther ancestor kept for the pin alone is dropped); else, while its system has
-        none, it may be among the nearest to name."""
-        rank = None
-        if self.request.pin is not None and entry.at.commit:
-            rank = self.request.pin(entry.at.commit)
-        system = entry.system
-        if rank is None:
-            if self.request.pin is not None and system not in self.pinned:
-                self._note_near(entry)
-            return False
-        before = self.pinned.get(system)
-        if before is not None and before[0] <= rank:
-            return False
-        if before is not None and before[2]:
-            self.found = [e for e in self.found if e is not before[1]]
-        self.pinned[system] = (rank, entry, not window)
-        # The merges newer than it that were read but not kept: steps whose values are unread.
-        self.unread[system] = self.merges[system] - 1 - self.kept[system]
-        self.near.pop(system, None)
-        return True
-
-    def _note_near(self, entry: Entry) -> None:
-        measure = self.request.near
-        if measure is None:
-            return
-        self.seen += 1
-        near = self.near.setdefault(entry.system, [])
-        near.append((measure(entry), -self.seen, entry))  # of equals, the older (read later)
-        near.sort(key=lambda item: (item[0], item[1]))
-        del near[NEAREST:]
-
-    def nearest(self) -> dict[str, tuple[Entry, ...]]:
-        """The nearest merges of each system that has none at the pin or an ancestor."""
-        return {
-            system: tuple(e for _, _, e in found)
-            for system, found in self.near.items()
-            if system not in self.pinned and found
-        }
-
-    def satisfied(self) -> bool:
-        """Whether every requested system has what it needs (a read of every system, or of the
-        whole log, reads it all)."""
-        request = self.request
-        if request.whole or request.systems is None:
-            return False
-        for system in request.systems:
-            if self.merges[system] < self.needed:
-                return False
-            if self.since is not None and self.oldest.get(system, self.now) >= self.since:
-                return False
-            if request.pin is not None and not self._pin_found(system):
-                return False
-        return True
-
-    def _pin_found(self, system: str) -> bool:
-        """Whether no entry left to read can be nearer the pin than the one found. A system
-        with none found reads on (to its end: its nearest records are named)."""
-        found = self.pinned.get(system)
-        return found is not None and (self.floor is None or found[0] <= self.floor)
-
-    def entries_oldest_first(self) -> list[Entry]:
-        return list(reversed(self.found))
-
-    def problems(self) -> list[str]:
-        total = sum(self.kinds.values())
-        out = list(self.named)
-        if total > len(out):
-            counts = ", ".join(f"{count:,} {kind}" for kind, count in self.kinds.most_common())
-            out.append(
-                f"{self.where}: {total - len(out):,} more lines skipped ({total:,} in all: "
-                f"{counts})"
-            )
-        return out
 
 
 def _load_index(path: Path) -> tuple[list[Segment], Segment | None]:

@@ -21,8 +21,8 @@ from functools import cached_property
 from pathlib import Path
 
 from retrieval_gate.baseline.entry import Entry
-from retrieval_gate.baseline.log import NEAREST
 from retrieval_gate.baseline.provenance import PIN_ANCESTORS, parse_time, resolve_ref
+from retrieval_gate.baseline.window import NEAREST
 from retrieval_gate.config.history import HistorySettings
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.records import counted, plural

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from retrieval_gate.baseline.entry import CLOCK_SKEW_DAYS, Entry, run_key
 from retrieval_gate.baseline.ledger import FileLedger, Ledger, load_for_session, open_ledger
-from retrieval_gate.baseline.log import CompactionError, History, HistoryError, Request
+from retrieval_gate.baseline.log import CompactionError, History, HistoryError
 from retrieval_gate.baseline.provenance import (
     Provenance,
     commits_between,
@@ -30,6 +30,7 @@ from retrieval_gate.baseline.provenance import (
     provenance,
     uncommitted_changes,
 )
+from retrieval_gate.baseline.window import Request
 from retrieval_gate.config.history import HistorySettings
 from retrieval_gate.errors import RetrievalGateError
 from retrieval_gate.gates.accept import AcceptanceReport, Acceptor, accepted_metrics
