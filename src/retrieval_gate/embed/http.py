@@ -29,7 +29,6 @@ not part of it: the same model served on a laptop and in CI shares the cache and
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import random
@@ -46,7 +45,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import numpy as np
 
 from retrieval_gate import progress
-from retrieval_gate.display import page_text, quoted, redact, register_secret
+from retrieval_gate.display import quoted, register_secret
 from retrieval_gate.embed import (
     EmbedderBackend,
     EmbedderSpec,
@@ -55,6 +54,7 @@ from retrieval_gate.embed import (
     make_identity,
     net,
 )
+from retrieval_gate.embed.answer import PAGE_MOST, AnswerError, page, read_answer
 from retrieval_gate.errors import ConfigError, RunError
 from retrieval_gate.records import counted
 from retrieval_gate.schema import Option, OptionTable, Where, at_least, between
@@ -88,9 +88,6 @@ BACKOFF_CAP_S = 30.0
 #: request): a server asking for more (a daily quota's reset) ends the run in one line saying
 #: so, rather than hold a CI job for as long as it asks.
 RETRY_AFTER_MAX_S = 300.0
-
-#: The longest model name an answer may give (it goes into the identity).
-_LONGEST_NAME = 256
 
 #: The most an answer may hold, read as it arrives: ``_BODY_SLACK`` bytes plus
 #: ``_BYTES_PER_NUMBER`` per number it should carry (a float written by JSON takes about 20,
@@ -324,24 +321,6 @@ class _OutOfTime(Exception):
         self.total = total
 
 
-#: The most of an answer a message looks at (an error page's, a body that is not JSON): its
-#: title or first words are near the start, and masking secrets in megabytes takes seconds.
-_PAGE_MOST = 1 << 16
-
-
-def _page(payload: bytes) -> str:
-    """What a message quotes of an answer's body: its HTML title or its text, from its first
-    ``_PAGE_MOST`` bytes, masked, escaped and cut (display/). A body cut here loses its last
-    word too: half a key at the cut would be no key to mask, and runs of blanks before it
-    close up when quoted."""
-    text = payload[:_PAGE_MOST].decode("utf-8", "replace")
-    if len(payload) > _PAGE_MOST:
-        if len(text.split(None, 1)) < 2:
-            return f"a body of more than {_PAGE_MOST >> 10} KiB without a blank"
-        text = text.rsplit(None, 1)[0]
-    return quoted(page_text(text))
-
-
 class _Tally:
     """How many tries a request had and how long since its first began, as the line ending
     the run says it: ``tried 3 times in 2.4 s``."""
@@ -509,7 +488,7 @@ class HttpEmbedder:
         try:
             with self._client.stream("POST", self._url, json=body) as response:
                 if response.status_code != 200:
-                    most = min(most, _PAGE_MOST)  # an error page: a message quotes its head
+                    most = min(most, PAGE_MOST)  # an error page: a message quotes its head
                 try:
                     payload = net.read_body(response, most)
                 except net.TooLarge as exc:
@@ -557,7 +536,7 @@ class HttpEmbedder:
             raise self._fail(f"request failed: {type(exc).__name__}: {reason}") from None
 
     def _status_fault(self, status: int, headers: Mapping[str, str], payload: bytes) -> Exception:
-        text = _page(payload)
+        text = page(payload)
         said = f": {text}" if text else ""
         if status == 429 or 500 <= status < 600:
             after = _retry_after(headers.get("retry-after"))
@@ -599,134 +578,17 @@ class HttpEmbedder:
         return self._fail(f"answered {status}{said}")
 
     def _decode(self, payload: bytes, count: int) -> tuple[np.ndarray, str | None]:
+        """The answer's vectors and served model name (answer.py), a fault said naming the
+        service; the width they must have: the 'dimensions' setting's, else the probe's."""
+        why = (
+            "its 'dimensions' setting"
+            if self._dimensions
+            else "the width of its first answer, the probe"
+        )
         try:
-            answer = json.loads(payload)
-        except json.JSONDecodeError:
-            text = _page(payload) or "an empty body"
-            raise self._fail(f"answered something that is not JSON: {text}") from None
-        except RecursionError:
-            # Python's JSON reader recurses per level of nesting: no answer nests that deep.
-            raise self._fail("answered JSON nested too deeply to be an embeddings answer") from None
-        except ValueError:
-            # Not a syntax error: a number Python will not read (an integer of more than 4,300
-            # digits), which no embedding is.
-            raise self._fail("answered JSON holding a number too long to be read") from None
-        data = answer.get("data") if isinstance(answer, dict) else None
-        if not isinstance(data, list):
-            raise self._fail(self._not_openai(answer, payload))
-        if len(data) != count:
-            raise self._fail(
-                f"answered {counted(len(data), 'embedding')} for {counted(count, 'text')}"
-            )
-        rows: list[Any] = [None] * count
-        for position, item in enumerate(data):
-            if not isinstance(item, dict):
-                raise self._fail(f"answered embedding #{position} that is not a JSON object")
-            index = self._index(item, position, count)
-            if rows[index] is not None:
-                raise self._fail(
-                    f"answered two embeddings with 'index' {index} (#{rows[index][0]} and "
-                    f"#{position}): which text each is cannot be told"
-                )
-            vector = item.get("embedding")
-            if not isinstance(vector, list) or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) for v in vector
-            ):
-                raise self._fail(f"answered embedding #{index} that is not a list of numbers")
-            rows[index] = (position, vector)
-        rows = [vector for _, vector in rows]
-        widths = {len(row) for row in rows}
-        if len(widths) != 1 or 0 in widths:
-            found = ", ".join(str(w) for w in sorted(widths))
-            raise self._fail(f"answered embeddings of unequal or zero width ({found} dimensions)")
-        (width,) = widths
-        expected = self._dimensions or self.dim
-        if expected and width != expected:
-            why = (
-                "its 'dimensions' setting"
-                if self._dimensions
-                else "the width of its first answer, the probe"
-            )
-            raise self._fail(f"answered {width} dimensions, expected {expected} ({why})")
-        # Python's JSON reads NaN and Infinity, and a number past float32's range becomes inf
-        # in float32: said here, naming the service and the vector, before any index sees it.
-        # An integer past float64's range cannot be converted at all: it is said the same way.
-        with np.errstate(over="ignore"):
-            try:
-                vectors = np.asarray(rows, dtype=np.float32)
-            except OverflowError:
-                vectors = np.asarray(
-                    [
-                        [v if isinstance(v, float) or abs(v) < 2**128 else math.inf for v in row]
-                        for row in rows
-                    ],
-                    dtype=np.float32,
-                )
-        finite = np.isfinite(vectors).all(axis=1)
-        if not finite.all():
-            bad = int(np.flatnonzero(~finite)[0])
-            raise self._fail(
-                f"answered embedding #{bad} with a value that is not a finite float32 (NaN, "
-                "infinity, or beyond +-3.4e38)"
-            )
-        served = answer.get("model")
-        if isinstance(served, str) and (
-            len(served) > _LONGEST_NAME or not (served.isprintable() and served.strip())
-        ):
-            # The identity, which holds it, is written to the cache, the baseline and every
-            # report: a megabyte or a terminal escape is no model's name.
-            raise self._fail(
-                f"answered a 'model' of {counted(len(served), 'character')} that cannot be a "
-                f"model's name (blank, longer than {_LONGEST_NAME}, or holding control "
-                "characters)"
-            )
-        # A service that echoes the key (or any credential) as its model name must not put it
-        # in the identity.
-        return vectors, redact(served) if isinstance(served, str) else None
-
-    def _index(self, item: Mapping[str, Any], position: int, count: int) -> int:
-        """The text an answer's embedding #``position`` belongs to: its ``index``, which every
-        embedding must give (the OpenAI protocol's field; vectors are never matched to texts
-        by their place in the list, which a server answering out of order would swap), a whole
-        number (not JSON's ``true``, which Python counts as 1) from 0 to ``count`` - 1."""
-        if "index" not in item:
-            raise self._fail(
-                f"answered embedding #{position} without an 'index': which text it is cannot be "
-                "told (the OpenAI protocol gives each embedding the position of its text)"
-            )
-        index = item["index"]
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < count:
-            if isinstance(index, (bool, int, float)) or index is None:
-                shown = json.dumps(index)[:40]  # true, 1.0, -1, null: said as JSON wrote them
-            else:
-                shown = "a string" if isinstance(index, str) else "a list or an object"
-            raise self._fail(
-                f"answered embedding #{position} with 'index' {shown}, not a whole number from "
-                f"0 to {count - 1} (the position of its text)"
-            )
-        return index
-
-    def _not_openai(self, answer: Any, payload: bytes) -> str:
-        """What to say of JSON without a ``data`` list: a service's native API (Ollama's
-        ``/api/embed`` answers ``{"embeddings": [...]}``, its older ``/api/embeddings``
-        ``{"embedding": [...]}``, TEI's ``/embed`` a bare list) is a ``base_url`` pointing
-        beside the OpenAI-compatible endpoint; anything else (an error said with status 200) is
-        quoted."""
-        if isinstance(answer, list) or (
-            isinstance(answer, dict) and ("embeddings" in answer or "embedding" in answer)
-        ):
-            shape = (
-                "a bare list"
-                if isinstance(answer, list)
-                else ("'embeddings'" if "embeddings" in answer else "'embedding'")
-            )
-            return (
-                f"answered JSON with {shape} where the OpenAI protocol has a 'data' list, as a "
-                "service's native API does (Ollama's /api, TEI's /embed): set 'base_url' to its "
-                "OpenAI-compatible address, which ends in /v1 for both"
-            )
-        text = _page(payload)
-        return f"answered JSON without a 'data' list of embeddings: {text}"
+            return read_answer(payload, count, expected=self._dimensions or self.dim, why=why)
+        except AnswerError as fault:
+            raise self._fail(str(fault)) from None
 
     def _request(
         self, texts: list[str], stop: threading.Event | None = None
