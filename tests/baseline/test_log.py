@@ -899,3 +899,16 @@ def test_the_shelf_life_ledger_counts_verdicts_and_older_entries_as_they_were(
     assert Tally.from_json(written_before).older == {"s1": 4}
     with pytest.raises(ValueError, match="verdicts is not a whole number"):
         Entry.from_json({**new[0].to_json(), "verdicts": -1})
+
+
+def test_the_holdout_ledger_counts_revealed_verdicts_of_each_holdout() -> None:
+    """The index's holdout count (log.Counting): the verdicts each version of a holdout (its
+    digest) revealed over every recorded session and system; a copy of a measurement counts
+    once, and a record from before the suite had a holdout counts in none."""
+    counting = log.Counting()
+    revealed = [("h1", 0, 0), ("h1", 2, 1), ("h1", 1, 2), ("h2", 1, 3), ("", 0, 4), ("h1", 2, 1)]
+    for digest, decisions, i in revealed:  # the last: a copy of the second measurement
+        counting.add(
+            dataclasses.replace(record(i), holdout_digest=digest, holdout_decisions=decisions)
+        )
+    assert counting.tally().holdout == {"h1": 3, "h2": 1}

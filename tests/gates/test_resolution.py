@@ -100,7 +100,6 @@ def test_a_mean_metric_spread_by_hand() -> None:
     # standard error sqrt(0.75 + 1) / 4 = 0.3307189.
     spread = ItemSpread(4, 1.0, drops=np.array([1.0, 0.0, 0.0, 0.0]))
     assert spread.standard_error() == pytest.approx(math.sqrt(1.75) / 4)
-    assert spread.unit_sd() == pytest.approx(0.5)  # sqrt(0.75 / 3)
     block = block_resolution({"MRR@10": spread}, 0.05)
     # One metric, one block: c = t_{0.975, 3} = 3.1824463; the pseudo-query weighs c^2 / 4 =
     # 2.5319911: s = sqrt((0.75 + 2.5319911) / (3 + 2.5319911)) = 0.7702433 and c s / sqrt(4) =
@@ -139,7 +138,6 @@ def test_an_aggregate_that_is_not_a_mean_reads_its_bootstrap_sd() -> None:
     # 2.0930241 * sqrt(0.0025 + 0.0027380) = 0.1514801.
     spread = ItemSpread(20, 1.0, bootstrap_sd=0.05)
     assert spread.standard_error() == pytest.approx(math.sqrt(0.0025 + 0.0025))
-    assert spread.unit_sd() == pytest.approx(0.05 * math.sqrt(20))
     block = block_resolution({"F1_micro": spread}, 0.05)
     assert block.epsilon["F1_micro"] == pytest.approx(0.1514801279)
 

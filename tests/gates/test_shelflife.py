@@ -20,9 +20,7 @@ import pytest
 
 from retrieval_gate.gates.shelflife import (
     adaptive_epsilon,
-    decisions_made,
     fresh_queries,
-    holdout_decisions,
     holdout_shelf_life,
     ledger,
     shelf_life,
@@ -96,8 +94,8 @@ def test_the_ledger_counts_sessions_of_this_suite_version() -> None:
         _Record("c", True, "v1"),
         _Record("d", True, "v2"),  # another version of the suite: another ledger
     ]
-    assert decisions_made(records, "v1") == 2
-    assert decisions_made(records, "v2") == 1
+    assert ledger(records, "v1").decisions == 2
+    assert ledger(records, "v2").decisions == 1
 
 
 @dataclass(frozen=True)
@@ -126,7 +124,6 @@ def test_the_ledger_counts_every_verdict_a_recorded_session_revealed() -> None:
     ]
     found = ledger([*records, *more], "v1")
     assert (found.decisions, found.sessions, found.older) == (30 + 2 + 1, 5, 1)
-    assert decisions_made([*records, *more], "v1") == 33
 
 
 def test_fresh_queries_for_more_decisions_by_hand() -> None:
@@ -176,21 +173,3 @@ def test_the_holdout_resolution_by_hand() -> None:
     assert one.now == pytest.approx(c * math.sqrt((0.25 + w) / (1 + w)) / math.sqrt(2), rel=1e-9)
     assert one.now == pytest.approx(1.42292, abs=1e-5)
     assert one.spent  # 0.447 <= 1 < 1.423
-
-
-@dataclass(frozen=True)
-class _Held:
-    holdout_digest: str
-    holdout_decisions: int
-
-
-def test_the_holdout_ledger_counts_revealed_verdicts_of_this_holdout() -> None:
-    records = [
-        _Held("h1", 0),  # the first baseline: no verdict revealed
-        _Held("h1", 2),  # two systems' (or metrics') verdicts in one session: two bits
-        _Held("h1", 1),
-        _Held("h2", 1),  # another holdout (a held-out query edited): another ledger
-        _Held("", 0),  # a record from before the suite had a holdout
-    ]
-    assert holdout_decisions(records, "h1") == 3
-    assert holdout_decisions(records, "h2") == 1

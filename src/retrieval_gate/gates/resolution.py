@@ -265,12 +265,6 @@ class ItemSpread:
             return 0.0
         return float(((self.drops - self.drops.mean()) ** 3).mean())
 
-    def unit_sd(self) -> float:
-        """The spread of the drops per unit: their sample sd, or sd_boot * sqrt(n)."""
-        if self.drops is not None:
-            return float(self.drops.std(ddof=1)) if self.n > 1 else 0.0
-        return (self.bootstrap_sd or 0.0) * math.sqrt(self.n)
-
 
 @dataclass(frozen=True)
 class BlockResolution:

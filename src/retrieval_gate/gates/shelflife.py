@@ -288,15 +288,3 @@ def ledger(records: Sequence[Any], suite_digest: str) -> Ledger:
     older = {r.session for r in mine if getattr(r, "verdicts", None) is None and r.decided}
     sessions = {r.session for r in mine}
     return Ledger(counted + len(older), len(sessions), len(older))
-
-
-def decisions_made(records: Sequence[Any], suite_digest: str) -> int:
-    """H: the decisions this suite digest informed (:func:`ledger`)."""
-    return ledger(records, suite_digest).decisions
-
-
-def holdout_decisions(records: Sequence[Any], holdout_digest: str) -> int:
-    """H of a holdout: the pass/fail verdicts its items revealed, over every recorded session
-    and system, for this version of the holdout (its fraction and units): each revealed bit is
-    one adaptive decision on it."""
-    return sum(r.holdout_decisions for r in records if r.holdout_digest == holdout_digest)
