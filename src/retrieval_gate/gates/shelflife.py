@@ -36,6 +36,7 @@ sd = R / 2, so that it reads no figure of the holdout.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -47,10 +48,12 @@ from retrieval_gate.gates.resolution import _incomplete_beta, planned_epsilon
 MAX_DECISIONS = 1000
 
 
+@functools.lru_cache(maxsize=4096)
 def upper_t_quantile(tail: float, df: float) -> float:
     """x with P(T > x) = ``tail`` for Student's t with ``df`` degrees of freedom, for tails far
     below 1e-16, where 1 - tail rounds to 1 (bisection on the tail 0.5 I_{df/(df+x^2)}(df/2,
-    1/2), in logs)."""
+    1/2), in logs). Kept per (tail, df): a session asks for the same few, once per metric and
+    per fresh-query count it tries (a bisection is some fifty incomplete betas)."""
     if not 0.0 < tail < 0.5:
         raise ValueError(f"tail must be within (0, 0.5), got {tail}")
     target = math.log(tail)
