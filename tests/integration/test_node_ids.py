@@ -1,8 +1,8 @@
-"""Every item's node id works as pytest's own do: ``--lf`` reruns exactly the items that failed
-and each failed item's id, given on the command line, runs that item alone, serially and under
-xdist. A category's or difficulty's items sit below ``category:<label>`` (not
-``category[<label>]``, which pytest read as parameters: docs/suite-format.md, "Node ids on the
-command line")."""
+"""Every item's node id works as pytest's own do, serially and under xdist: ``--lf`` reruns
+exactly the items that failed, and each failed item's id, given on the command line, runs that
+item alone (under xdist the ids are given together, and run exactly those items). A category's or
+difficulty's items sit below ``category:<label>`` (not ``category[<label>]``, which pytest read as
+parameters: docs/suite-format.md, "Node ids on the command line")."""
 
 from __future__ import annotations
 
@@ -25,8 +25,12 @@ FAILING = {
 def test_lf_and_node_ids_rerun_exactly_the_failed_items(
     project: pytest.Pytester, workers: tuple[str, ...]
 ) -> None:
-    """Under xdist about 10 s of CPU: each of its seven sessions (the run, --lf, each failed
-    item's id alone) starts two worker processes, and each id is its own session."""
+    """Serially each failed item's id is a session of its own. Under xdist, where a session
+    starts two worker processes (about 1.4 s of CPU each), the ids are given together in one:
+    what xdist changes is that the workers collect and select from the ids the controller
+    passes on; each id still must be found (no 'not found'), and together they must run
+    exactly the failed items, each once, so none selects another's item or more than its own.
+    Three sessions under xdist, about 5 s of CPU."""
     if workers:
         pytest.importorskip("xdist")
     # --lf needs pytest's cache, which the shared settings turn off.
@@ -45,7 +49,13 @@ def test_lf_and_node_ids_rerun_exactly_the_failed_items(
     assert "known failures not in selected tests" not in rerun.stdout.str()
     assert item_verdicts(rerun) == dict.fromkeys(failed, "FAILED")
 
-    for nodeid in sorted(failed):
-        alone = project.runpytest("--retrieval-gate", "-v", nodeid, *workers)
-        assert "not found" not in alone.stdout.str() + alone.stderr.str()
-        assert item_verdicts(alone) == {nodeid: "FAILED"}
+    if not workers:
+        for nodeid in sorted(failed):
+            alone = project.runpytest("--retrieval-gate", "-v", nodeid)
+            assert "not found" not in alone.stdout.str() + alone.stderr.str()
+            assert item_verdicts(alone) == {nodeid: "FAILED"}
+        return
+    together = project.runpytest("--retrieval-gate", "-v", *sorted(failed), *workers)
+    assert "not found" not in together.stdout.str() + together.stderr.str()
+    assert item_verdicts(together) == dict.fromkeys(failed, "FAILED")
+    assert together.parseoutcomes() == {"failed": len(failed)}
