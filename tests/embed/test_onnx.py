@@ -48,14 +48,22 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return cache
 
 
-def test_onnx_vectors_equal_pytorch_and_int8_stays_close(exported: Path) -> None:
+@pytest.fixture(scope="module")
+def reference(exported: Path) -> tuple[np.ndarray, np.ndarray]:
+    """PyTorch's vectors of TEXTS, as documents and as queries: what each runtime must equal
+    (computed once: a second MiniLM pass over TEXTS cost a second of CPU)."""
+    torch_vectors = load_embedder(_spec(), cache_dir=exported)
+    return torch_vectors.encode_documents(TEXTS), torch_vectors.encode_queries(TEXTS)
+
+
+def test_onnx_vectors_equal_pytorch_and_int8_stays_close(
+    exported: Path, reference: tuple[np.ndarray, np.ndarray]
+) -> None:
     """About 6 s of CPU, most of it the module's `exported` fixture: MiniLM exported to ONNX and
     quantized to int8 once, so that the real model's export is checked against PyTorch."""
-    torch_vectors = load_embedder(_spec(), cache_dir=exported)
     onnx = load_embedder(_spec("onnx"), cache_dir=exported)
     int8 = load_embedder(_spec("onnx-int8"), cache_dir=exported)
-    ref_docs = torch_vectors.encode_documents(TEXTS)
-    ref_queries = torch_vectors.encode_queries(TEXTS)
+    ref_docs, ref_queries = reference
     assert onnx.dim == int8.dim == 384
     np.testing.assert_allclose(onnx.encode_documents(TEXTS), ref_docs, atol=1e-5)
     np.testing.assert_allclose(onnx.encode_queries(TEXTS), ref_queries, atol=1e-5)
@@ -66,18 +74,16 @@ def test_onnx_vectors_equal_pytorch_and_int8_stays_close(exported: Path) -> None
     assert not np.allclose(cosines, 1.0, atol=1e-4)  # int8 is really quantized
 
 
-def test_openvino_runs_the_export_in_float32_and_equals_pytorch(exported: Path) -> None:
+def test_openvino_runs_the_export_in_float32_and_equals_pytorch(
+    exported: Path, reference: tuple[np.ndarray, np.ndarray]
+) -> None:
     pytest.importorskip("openvino")
-    reference = load_embedder(_spec(), cache_dir=exported)
     openvino = load_embedder(_spec("openvino"), cache_dir=exported)
     assert openvino.dim == 384
     # float32, not the bfloat16 OpenVINO picks by default on CPUs that have it (8e-4 off here).
-    np.testing.assert_allclose(
-        openvino.encode_documents(TEXTS), reference.encode_documents(TEXTS), atol=1e-5
-    )
-    np.testing.assert_allclose(
-        openvino.encode_queries(TEXTS), reference.encode_queries(TEXTS), atol=1e-5
-    )
+    ref_docs, ref_queries = reference
+    np.testing.assert_allclose(openvino.encode_documents(TEXTS), ref_docs, atol=1e-5)
+    np.testing.assert_allclose(openvino.encode_queries(TEXTS), ref_queries, atol=1e-5)
     # No second export: OpenVINO reads the float32 ONNX file onnxruntime runs.
     (folder,) = (exported / "models").iterdir()
     assert sorted(p.name for p in folder.iterdir()) == [

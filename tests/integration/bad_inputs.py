@@ -1536,9 +1536,6 @@ CASES: tuple[BadInput, ...] = (
         setup=mismatched_tokenizer,
         tiny_model=True,
         needs=("sentence_transformers", "onnxruntime", "onnx"),
-        # In-process, the export's first imports (torch.onnx and the runtimes, native) would be
-        # dropped after the run, and a second import in this process is not safe.
-        subprocess=True,
     ),
     BadInput(
         "embedder-plugin-raises",

