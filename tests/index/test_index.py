@@ -610,12 +610,11 @@ def test_a_reproducible_build_persisted_in_steps_ranks_the_same_in_every_process
     rng = np.random.default_rng(0)
     rng.standard_normal((60, 16))  # the script's documents, drawn first
     queries = rng.standard_normal((12, 16)).astype(np.float32)
-    coarse = {"hnsw_max_neighbors": 4, "hnsw_ef_search": 4, "hnsw_ef_construction": 8}
     here = [
         json.dumps(
             [
                 list(hits)
-                for hits in make_index("chroma", cache_dir=cache, key="padded", **coarse).search(
+                for hits in make_index("chroma", cache_dir=cache, key="padded", **COARSE).search(
                     queries, k=10
                 )
             ]
