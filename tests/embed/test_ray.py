@@ -191,8 +191,10 @@ class Weightless(RayEmbedder):
 def test_an_actors_creation_error_is_whole_in_one_line_without_colour_codes(
     ray_cluster: Any, models: Path, local: Embedder
 ) -> None:
-    """About 5 s of CPU: Ray starts the actors that fail, each a process importing torch and
-    sentence-transformers before its creation task raises (what the test is about)."""
+    """About 4 s of CPU counted here, most of it not its own: as the module's last test it
+    ends the module's cluster, whose processes' CPU is counted when they are waited for (2.5 s
+    with no actor started at all, e.g. ``-k never_be_scheduled`` alone). Its own is one actor's
+    start, a process that imports Ray and the embedder before its creation task raises."""
     # The workers cannot find the model: before, the line was cut after "ray::_Encoder.__init__()"
     # and printed with the raw ESC [36m colour codes around it.
     missing = EmbedderSpec(kind="sentence-transformers", model="/no/such/model-folder")
