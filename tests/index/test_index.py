@@ -555,9 +555,9 @@ docs = rng.standard_normal((60, 16)).astype(np.float32)
 queries = rng.standard_normal((12, 16)).astype(np.float32)
 ids = [f"doc{i:03d}" for i in range(60)]
 coarse = {"hnsw_max_neighbors": 4, "hnsw_ef_search": 4, "hnsw_ef_construction": 8}
-for cache in map(Path, sys.argv[3:]):
-    index = make_index("chroma", cache_dir=cache, key="padded", **coarse)
-    if sys.argv[2] == "build":
+for what, cache in (arg.split("=", 1) for arg in sys.argv[2:]):
+    index = make_index("chroma", cache_dir=Path(cache), key="padded", **coarse)
+    if what == "build":
         index.add(ids, docs)
         print(len(index))
     else:
@@ -568,8 +568,9 @@ for cache in map(Path, sys.argv[3:]):
 def test_a_reproducible_build_persisted_in_steps_ranks_the_same_in_every_process(
     tmp_path: Path,
 ) -> None:
-    """About 5 s of CPU: five processes (three builds, two that reopen them all), each
-    importing chromadb: a replay's order differs only between processes."""
+    """About 3 s of CPU: three processes, each importing chromadb (a replay's order differs
+    only between processes): the first builds one collection; the second builds another and
+    reopens the first; the third reopens both."""
     # chroma's cost per insert grows with the inserts not yet persisted, so a build persists
     # every SYNC_EVERY inserts (here 32) and pads the last step with records it then deletes:
     # 60 documents and 4 padding records, all persisted, none ever returned. Without the
@@ -580,9 +581,9 @@ def test_a_reproducible_build_persisted_in_steps_ranks_the_same_in_every_process
     script = tmp_path / "build.py"
     script.write_text(_PADDED_BUILD, encoding="utf-8")
 
-    def run(what: str, *caches: Path) -> list[str]:
+    def run(*steps: tuple[str, Path]) -> list[str]:
         done = subprocess.run(
-            [sys.executable, str(script), "32", what, *map(str, caches)],
+            [sys.executable, str(script), "32", *(f"{what}={cache}" for what, cache in steps)],
             capture_output=True,
             text=True,
             timeout=300,
@@ -590,11 +591,11 @@ def test_a_reproducible_build_persisted_in_steps_ranks_the_same_in_every_process
         )
         return done.stdout.splitlines()
 
-    # Three builds, each in a process of its own; then two more processes, each reopening every
-    # build and searching it.
-    caches = [tmp_path / f"cache{build}" for build in range(3)]
-    for cache in caches:
-        assert run("build", cache) == ["60"]
-    results = run("search", *caches) + run("search", *caches)
-    assert len(results) == 6 and len(set(results)) == 1
+    one, two = tmp_path / "cache-one", tmp_path / "cache-two"
+    assert run(("build", one)) == ["60"]
+    built, *results = run(("build", two), ("search", one))
+    assert built == "60"
+    results += run(("search", one), ("search", two))
+    # The first build as the second and the third process read it, and the second build.
+    assert len(results) == 3 and len(set(results)) == 1
     assert "padding" not in results[0]
