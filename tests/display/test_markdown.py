@@ -20,8 +20,12 @@ OWN_TAGS |= {"blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "pre"}
 TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9-]*|!--)")
 
 
+# Built once: building the parser cost more than rendering a report's lines with it.
+_PARSER = MarkdownIt("commonmark", {"html": True}).enable("table")
+
+
 def _render(markdown: str) -> str:
-    return str(MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown))
+    return str(_PARSER.render(markdown))
 
 
 def _tags(html: str) -> set[str]:

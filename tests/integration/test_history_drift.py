@@ -1,7 +1,11 @@
-"""Slow drift (gates/history.py): thirty merges, each dropping P@1 by 0.6 of its regression
+"""Slow drift (gates/history.py): ten merges, each dropping P@1 by 0.6 of its regression
 tolerance and each saving a baseline. Every regression item passes; the history-drift item
 fails at the first merge where the drop from its anchor exceeds the drift tolerance (twice the
-regression tolerance by default), naming the anchor. Thirty unchanged merges raise nothing."""
+regression tolerance by default), naming the anchor, and again four merges after the baseline
+saved over it accepted the drop. Thirty unchanged merges raise nothing.
+
+Each pytester run here is a merge or a run a user makes; a test replays only the merges its
+claim needs (records a history needs but no claim looks at are written, not run)."""
 
 from __future__ import annotations
 
@@ -25,7 +29,13 @@ from .history_project import (
     stepped_project,
 )
 
-MERGES = 30
+#: Merges replayed for real by the sliding test: failures at 4 and at 8 (the drop accepted at 4
+#: re-anchors the window), and a passing merge 9 after the acceptance at 8. A longer replay
+#: repeats the same period (the 20-record window never binds while a drift is accepted every
+#: fourth merge); the window's own bound is the unchanged test's.
+MERGES = 10
+#: The unchanged merges: enough that the drift window (20 records) is full and slides.
+UNCHANGED = 30
 
 
 def _outcomes(result: pytest.RunResult) -> dict[str, str]:
@@ -39,9 +49,51 @@ def _outcomes(result: pytest.RunResult) -> dict[str, str]:
     return out
 
 
-def test_thirty_small_merges_fail_drift_when_they_add_up(
+def _names_the_queries_that_slid(pytester: pytest.Pytester, result: pytest.RunResult) -> None:
+    """Merge 4's failing drift item (q0 ... q3 now rank wrong first) in the terminal, the JSON
+    twin and the markdown report. Issue 39: the drift failure named no query and no value
+    between the anchor and today."""
+    slid = (
+        'slid most since the anchor (anchor -> now): q0 "question 0" 1 -> 0 (-1.0000), '
+        'q1 "question 1" 1 -> 0 (-1.0000), q2 "question 2" 1 -> 0 (-1.0000), q3 "question 3" '
+        "1 -> 0 (-1.0000); 4 of the 50 queries worse, 0 better"
+    )
+    # Who holds the places above each one's relevant document today (the anchor kept no
+    # rankings, so not who displaced it): what a team reads to find the cause.
+    above = (
+        "ranked above them now: q0: d0 at 2, below d1; q1: d1 at 2, below d2; q2: d2 at 2, "
+        "below d3; q3: d3 at 2, below d4"
+    )
+    steps = (
+        f"P@1 at each step: {commit(0)[:7]} 1 (anchor), {commit(1)[:7]} 0.98, "
+        f"{commit(2)[:7]} 0.96, {commit(3)[:7]} 0.94, now 0.92"
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "P@1 slow drift (merges x stepped): FAILED: 0.92 *",
+            "P@1 is 0.08 below the anchor of *",
+            "anchor 1 -> now 0.92 over 50 shared queries; *",
+            slid,
+            above,
+            steps,
+        ]
+    )
+    drift = _drift_gate(pytester)
+    assert drift["worst"] == [
+        {"id": f"q{i}", "value": -1.0, "text": f"question {i}"} for i in range(4)
+    ]
+    assert drift["detail"][2:] == [slid, above, steps]
+    markdown = (pytester.path / "retrieval-gate-report.md").read_text()
+    assert f"  - {slid}\n  - {above}\n  - {steps}\n" in markdown
+
+
+def test_small_merges_fail_drift_when_they_add_up(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """One replay of ten merges, its runs checked for every claim about a sliding suite: when the
+    drift item fails and against which anchor, what its failure names (the queries that slid,
+    who ranks above them, each step's value) in the terminal and the report, and the shelf
+    life the recorded decisions leave."""
     stepped_project(pytester)
     drift_tolerance = 2 * TOLERANCE  # 0.0667: the default, twice the regression tolerance
     failures = []
@@ -73,6 +125,7 @@ def test_thirty_small_merges_fail_drift_when_they_add_up(
                     "the oldest of the last 20 records); resolution *",
                 ]
             )
+            _names_the_queries_that_slid(pytester, result)
         if step == 8:
             # Saved over the failing item at merge 4, the drop was accepted there (as a
             # regression is): the item fails again once four more merges add up.
@@ -83,26 +136,26 @@ def test_thirty_small_merges_fail_drift_when_they_add_up(
                     "(anchor: the newest baseline saved over a failing P@1 drift item); *",
                 ]
             )
-    assert failures == [4, 8, 12, 16, 20, 24, 28]
+    assert failures == [4, 8]
     report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
     drift_gates = [g for g in report["gates"] if g["scope"] == "history-drift"]
-    assert [g["passed"] for g in drift_gates] == [True]  # one merge after merge 28 accepted
+    assert [g["passed"] for g in drift_gates] == [True]  # one merge after merge 8 accepted
     history = (pytester.path / ".retrieval-gate/history/merges.jsonl").read_text()
     assert history.count("\n") == MERGES
     # Shelf life: each recorded merge revealed its items' verdicts, each a decision the team
     # saw: merge 0 its P@1 floor (no baseline yet), merge 1 the floor and the regression item,
-    # merges 2 to 28 those and the drift item: 1 + 2 + 27 x 3 = 84 (this run, merge 29, is not
-    # in the history it read). Today P@1 has 21 ones and 29 zeros: sum of squares 50 * 0.42 *
-    # 0.58 = 21 * 29 / 50, sd^2 = that / 49.
+    # merges 2 to 8 those and the drift item: 1 + 2 + 7 x 3 = 24 (this run, merge 9, is not
+    # in the history it read). Today P@1 has 41 ones and 9 zeros: sum of squares 50 * 0.82 *
+    # 0.18 = 41 * 9 / 50, sd^2 = that / 49.
     (shelf,) = report["history"]["shelf_life"]
-    assert shelf["decisions"] == 1 + 2 + 27 * 3
-    sd = math.sqrt(21 * 29 / 50 / 49)
+    assert shelf["decisions"] == 1 + 2 + 7 * 3
+    sd = math.sqrt(41 * 9 / 50 / 49)
     # The fresh figure is the P@1 regression item's planned one (one figure per item), grown by
-    # the bound's factor epsilon_84 / epsilon_0 of the formula.
+    # the bound's factor epsilon_24 / epsilon_0 of the formula.
     (item,) = [g for g in report["gates"] if g["scope"] == "regression" and g["metric"] == "P@1"]
     planned = item["planned_resolution"]
     fresh = adaptive_epsilon(sd, 50, 1.0, 0.05, 0)
-    factor = adaptive_epsilon(sd, 50, 1.0, 0.05, 84) / fresh
+    factor = adaptive_epsilon(sd, 50, 1.0, 0.05, 24) / fresh
     assert shelf["resolution_fresh"] == pytest.approx(planned)
     assert shelf["resolution_now"] == pytest.approx(planned * factor)
     # 50 queries cannot resolve 0.0333 even fresh: the resolution warning says so, not this.
@@ -127,11 +180,31 @@ def test_thirty_small_merges_fail_drift_when_they_add_up(
 def test_thirty_unchanged_merges_raise_no_drift(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Merges 0 to 2 run for real (no drift item, then none against the baseline alone, then a
+    passing one); merges 3 to 28 are merge 2's own record at their commits, as those runs of the
+    unchanged project would record it; merge 29 runs for real against a full window of 20."""
+    import dataclasses
+
+    from retrieval_gate.baseline.log import JsonLinesLog
+
     stepped_project(pytester)
-    for step in range(MERGES):
+    for step in range(3):
         result = run_step(pytester, monkeypatch, step, quality=5)
         assert result.ret == 0, step
         assert _outcomes(result).get("history-drift::P@1") == (None if step <= 1 else "PASSED")
+    store = JsonLinesLog(pytester.path / ".retrieval-gate/history")
+    *_, last = store.read("merges").entries
+    store.append(
+        [
+            dataclasses.replace(
+                last, at=dataclasses.replace(last.at, commit=commit(step)), session=f"m{step}"
+            )
+            for step in range(3, UNCHANGED - 1)
+        ]
+    )
+    result = run_step(pytester, monkeypatch, UNCHANGED - 1, quality=5)
+    assert result.ret == 0
+    assert _outcomes(result).get("history-drift::P@1") == "PASSED"
     drift = _drift_gate(pytester)
     assert drift["passed"] and drift["value"] == drift["threshold"] + 2 * TOLERANCE
     # The window holds the last 20 of the 29 earlier records: its oldest is merge 9.
@@ -142,7 +215,7 @@ def test_thirty_unchanged_merges_raise_no_drift(
     report = json.loads((pytester.path / "retrieval-gate-report.json").read_text())
     (trend,) = report["history"]["trends"]
     assert trend["change_points"] == [] and trend["anchor"] == commit(9)[:7]
-    assert len(trend["points"]) == MERGES  # the 29 earlier records and this run
+    assert len(trend["points"]) == UNCHANGED  # the 29 earlier records and this run
 
 
 def _recorded(
@@ -278,24 +351,11 @@ def test_k_drift_selects_both_kinds_and_history_drift_only_these(
     assert "merges.retrieval.yaml::stepped::history-drift::P@1" in result.outlines
 
 
-def test_a_pinned_anchor_is_named(
+def test_a_pin_is_named_and_one_matching_two_commits_is_a_usage_error_naming_them(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    stepped_project(pytester)
-    for step in range(3):
-        run_step(pytester, monkeypatch, step, quality=step)
-    run_step(pytester, monkeypatch, 3, 3, "--rg-pin", commit(1)[:7])
-    drift = _drift_gate(pytester)
-    assert drift["passed"]  # 2 merges of 0.02 = 0.04 <= 0.0667
-    assert drift["detail"][0] == (
-        f"P@1 is 0.04 below the pinned anchor of {_day(pytester, 1)} ({commit(1)[:7]}), over 2 "
-        "steps (accepted baselines and this run), each within its tolerance"
-    )
-
-
-def test_a_pin_that_matches_two_commits_is_a_usage_error_naming_them(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
+    """Three merges recorded; a pin matching them all is refused, then merge 3 pinned to merge 1
+    is compared with it."""
     stepped_project(pytester)
     for step in range(3):
         run_step(pytester, monkeypatch, step, quality=step)
@@ -309,8 +369,14 @@ def test_a_pin_that_matches_two_commits_is_a_usage_error_naming_them(
             f"{commit(1)[:7]} and {commit(2)[:7]}; give more digits of the commit"
         ]
     )
-    result = pytester.runpytest("--retrieval-gate", "--rg-pin", commit(1)[:7])
+    result = run_step(pytester, monkeypatch, 3, 3, "--rg-pin", commit(1)[:7])
     assert result.ret == 0
+    drift = _drift_gate(pytester)
+    assert drift["passed"]  # 2 merges of 0.02 = 0.04 <= 0.0667
+    assert drift["detail"][0] == (
+        f"P@1 is 0.04 below the pinned anchor of {_day(pytester, 1)} ({commit(1)[:7]}), over 2 "
+        "steps (accepted baselines and this run), each within its tolerance"
+    )
 
 
 def test_a_file_url_store_is_relative_to_the_rootdir_from_a_subfolder(
@@ -396,48 +462,6 @@ def test_a_pin_the_history_lacks_fails_never_skips(
             "record at it or at an ancestor of it, nothing to compare with",
         ]
     )
-
-
-def test_a_failing_drift_names_the_queries_that_slid_and_each_steps_value(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Issue 39: the drift failure named no query and no value between the anchor and today.
-    stepped_project(pytester)
-    for step in range(4):
-        run_step(pytester, monkeypatch, step, quality=step)
-    result = run_step(pytester, monkeypatch, 4, quality=4)  # q0 ... q3 now rank wrong first
-    slid = (
-        'slid most since the anchor (anchor -> now): q0 "question 0" 1 -> 0 (-1.0000), '
-        'q1 "question 1" 1 -> 0 (-1.0000), q2 "question 2" 1 -> 0 (-1.0000), q3 "question 3" '
-        "1 -> 0 (-1.0000); 4 of the 50 queries worse, 0 better"
-    )
-    # Who holds the places above each one's relevant document today (the anchor kept no
-    # rankings, so not who displaced it): what a team reads to find the cause.
-    above = (
-        "ranked above them now: q0: d0 at 2, below d1; q1: d1 at 2, below d2; q2: d2 at 2, "
-        "below d3; q3: d3 at 2, below d4"
-    )
-    steps = (
-        f"P@1 at each step: {commit(0)[:7]} 1 (anchor), {commit(1)[:7]} 0.98, "
-        f"{commit(2)[:7]} 0.96, {commit(3)[:7]} 0.94, now 0.92"
-    )
-    result.stdout.fnmatch_lines(
-        [
-            "P@1 slow drift (merges x stepped): FAILED: 0.92 *",
-            "P@1 is 0.08 below the anchor of *",
-            "anchor 1 -> now 0.92 over 50 shared queries; *",
-            slid,
-            above,
-            steps,
-        ]
-    )
-    drift = _drift_gate(pytester)
-    assert drift["worst"] == [
-        {"id": f"q{i}", "value": -1.0, "text": f"question {i}"} for i in range(4)
-    ]
-    assert drift["detail"][2:] == [slid, above, steps]
-    markdown = (pytester.path / "retrieval-gate-report.md").read_text()
-    assert f"  - {slid}\n  - {above}\n  - {steps}\n" in markdown
 
 
 def test_xdist_gives_the_same_drift_verdicts_and_writes_once(

@@ -207,32 +207,29 @@ def _run(held: pytest.Pytester, env: dict[str, str], *args: str) -> pytest.RunRe
         return held.runpytest(*args)
 
 
-@pytest.mark.parametrize(
-    ("spoiled", "holdout_tolerance", "regression", "holdout"),
-    [
-        ((), 0.1, "PASSED", "PASSED"),  # nothing changed
-        (("q03",), 0.1, "FAILED", "PASSED"),  # visible: 1/13 = 0.0769 > 0.01; holdout unchanged
-        (("q04",), 0.1, "PASSED", "FAILED"),  # held out: 1/7 = 0.1429 > 0.1; visible unchanged
-        (("q04",), 0.15, "PASSED", "PASSED"),  # held out: 1/7 = 0.1429 <= 0.15
-        (("q04", "q09"), 0.15, "PASSED", "FAILED"),  # held out: 2/7 = 0.2857 > 0.15
-    ],
-)
-def test_the_holdout_item_fails_on_the_holdout_alone(
-    held: pytest.Pytester,
-    spoiled: tuple[str, ...],
-    holdout_tolerance: float,
-    regression: str,
-    holdout: str,
-) -> None:
+#: (spoiled queries, holdout tolerance, regression item, holdout item) against one baseline.
+HOLDOUT_ALONE = [
+    ((), 0.1, "PASSED", "PASSED"),  # nothing changed
+    (("q03",), 0.1, "FAILED", "PASSED"),  # visible: 1/13 = 0.0769 > 0.01; holdout unchanged
+    (("q04",), 0.1, "PASSED", "FAILED"),  # held out: 1/7 = 0.1429 > 0.1; visible unchanged
+    (("q04",), 0.15, "PASSED", "PASSED"),  # held out: 1/7 = 0.1429 <= 0.15
+    (("q04", "q09"), 0.15, "PASSED", "FAILED"),  # held out: 2/7 = 0.2857 > 0.15
+]
+
+
+def test_the_holdout_item_fails_on_the_holdout_alone(held: pytest.Pytester) -> None:
+    """One baseline of the unspoiled project; each case a run against it (a run that saves
+    nothing, so the cases see the same baseline and no history)."""
     assert held.runpytest("--retrieval-gate", "--rg-save-baseline").ret == 0
-    (held.path / "heldout.retrieval.yaml").write_text(suite_text(holdout_tolerance))
-    spoil(held, *spoiled)
-    result = held.runpytest("--retrieval-gate", "-rA")
-    assert outcomes(result) == {
-        "suite::P@1": "PASSED",
-        "regression::P@1": regression,
-        "holdout::P@1": holdout,
-    }
+    for spoiled, holdout_tolerance, regression, holdout in HOLDOUT_ALONE:
+        (held.path / "heldout.retrieval.yaml").write_text(suite_text(holdout_tolerance))
+        spoil(held, *spoiled)
+        result = held.runpytest("--retrieval-gate", "-rA")
+        assert outcomes(result) == {
+            "suite::P@1": "PASSED",
+            "regression::P@1": regression,
+            "holdout::P@1": holdout,
+        }, (spoiled, holdout_tolerance)
 
 
 def test_the_same_holdout_serial_and_under_xdist(held: pytest.Pytester) -> None:

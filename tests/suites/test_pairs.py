@@ -267,3 +267,51 @@ def test_bootstrap_detectable_drop_grows_as_units_shrink() -> None:
     assert small is not None and large is not None
     assert 0.02 < large < small
     assert detectable_drop_bootstrap(metric, _series(sims[:1], gold[:1]), 0.02, 0.05) is None
+
+
+# -- which pairs moved a correlation ---------------------------------------------------------
+
+
+def test_a_pair_whose_cosine_fell_into_its_gold_order_is_better_not_worse() -> None:
+    # Gold ranks ascend 0.2 < 1 < 2 < 3 < 4 < 5 (t5, t4, t3, t2, t1, t0). Then: t4 and t5 out of
+    # order (d = 1 each), rho = 1 - 6 * 2 / 210. Now: t5's cosine falls (60 -> 70 degrees) into
+    # its gold order and t4 follows (d = 0), while t0/t1 and t2/t3 swap (d = 1 each):
+    # rho = 1 - 6 * 4 / 210, a drop of 12 / 210 = 0.057143. Each swapped pair lowers rho by
+    # 6 / 210 = 0.028571 and each mended one raises it by as much: 4 worse, 2 better. Raw cosine
+    # change would call t0, t2 and t5 worse (their cosines fell) and t1 better. (The regression
+    # item that words these shares runs in tests/integration/test_pair_suites.py.)
+    from retrieval_gate.suites.pairs import KIND
+    from tests.ledger import entry
+
+    ids = [f"t{i}" for i in range(6)]
+    gold = [5.0, 4.0, 3.0, 2.0, 1.0, 0.2]
+
+    cos_then = np.cos(np.radians([10.0, 20.0, 30.0, 40.0, 65.0, 60.0]))
+    cos_now = np.cos(np.radians([20.0, 10.0, 45.0, 40.0, 65.0, 70.0]))
+    assert spearman(cos_then, np.array(gold)) == pytest.approx(1 - 12 / 210)
+    assert spearman(cos_now, np.array(gold)) == pytest.approx(1 - 24 / 210)
+    then, now = (
+        entry(queries=ids, values={"cosine": list(cos), "gold_score": gold}).run
+        for cos in (cos_then, cos_now)
+    )
+    found = KIND.contributions("spearman", ids, now, then)
+    assert found is not None
+    shares = {qid: share for qid, (share, _) in found.items()}
+    assert shares == pytest.approx(
+        {
+            "t0": -6 / 210,
+            "t1": -6 / 210,
+            "t2": -6 / 210,
+            "t3": -6 / 210,
+            "t4": 6 / 210,
+            "t5": 6 / 210,
+        }
+    )
+    # Similarity ranks ascend with the cosine: t0 was 6th (as its gold), is 5th now; t4 was 1st
+    # against its gold 2nd, and is 2nd now.
+    assert found["t0"][1] == (
+        "t0: similarity rank 6 -> 5 of 6, gold rank 6 (displacement 0 -> 1): spearman -0.0286"
+    )
+    assert found["t4"][1] == (
+        "t4: similarity rank 1 -> 2 of 6, gold rank 2 (displacement 1 -> 0): spearman +0.0286"
+    )
