@@ -51,8 +51,8 @@ from retrieval_gate.embed import (
     EmbedderSpec,
     encode_in_chunks,
     import_optional,
-    make_identity,
     net,
+    spec_identity,
 )
 from retrieval_gate.embed.answer import PAGE_MOST, AnswerError, page, read_answer
 from retrieval_gate.errors import ConfigError, RunError
@@ -438,16 +438,14 @@ class HttpEmbedder:
         self.dim = int(probe.shape[1])
         #: The model name the service's answer gave (None if it gave none).
         self.served = served
-        self.identity = make_identity(
+        self.identity = spec_identity(
+            spec,
             kind=KIND,
             model=spec.model,
             served=served,
             probe=probe_digest(probe[0]),
             dims=self.dim,
             dimensions=self._dimensions,
-            query_prompt=spec.query_prompt,
-            document_prompt=spec.document_prompt,
-            normalize=spec.normalize,
         )
 
     def __repr__(self) -> str:

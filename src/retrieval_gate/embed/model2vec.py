@@ -30,13 +30,12 @@ from retrieval_gate.embed import (
     ResolvedModel,
     cached_hub_folder,
     encode_in_chunks,
-    folder_digest,
     hub_candidates,
     hub_offline,
     import_optional,
-    make_identity,
     probe_hub,
     resolve_model_ref,
+    spec_identity,
     torch_device,
 )
 from retrieval_gate.embed.sentence_transformers import source_identity
@@ -332,12 +331,7 @@ def _distilled_folder(
         src_folder = cached_hub_folder(candidates)
     source = source_identity(src, src_folder)
     final = models / distilled_key(source, spec.option("pca_dims"))
-    info = {
-        "distilled_from": source,
-        "pca_dims": spec.option("pca_dims"),
-        "model2vec": _model2vec_version(),
-    }
-    _save_atomically(static, final, info)
+    _save_atomically(static, final, _distilled_fields(source, spec))
     return final, source
 
 
@@ -351,16 +345,6 @@ def _distilled_fields(source: dict[str, str], spec: EmbedderSpec) -> dict[str, A
     }
 
 
-def _identity(fields: dict[str, Any], spec: EmbedderSpec) -> str:
-    return make_identity(
-        kind=KIND,
-        **fields,
-        query_prompt=spec.query_prompt,
-        document_prompt=spec.document_prompt,
-        normalize=spec.normalize,
-    )
-
-
 def identify_model2vec(spec: EmbedderSpec, *, entry: str | None = None) -> str | None:
     """The identity `load_model2vec` gives `spec`, without importing model2vec or distilling:
     from the model's (or the distillation source's) local files. None when those are a hub id
@@ -372,12 +356,14 @@ def identify_model2vec(spec: EmbedderSpec, *, entry: str | None = None) -> str |
         )
         if src_folder is None:
             return None
-        return _identity(_distilled_fields(source_identity(src, src_folder), spec), spec)
+        return spec_identity(
+            spec, kind=KIND, **_distilled_fields(source_identity(src, src_folder), spec)
+        )
     resolved = resolve_model_ref(spec.model, entry=entry)
     found = resolved.path if resolved.path is not None else cached_hub_folder([resolved.ref])
     if found is None:
         return None
-    return _identity({"model": resolved.name, "files": folder_digest(found)}, spec)
+    return spec_identity(spec, kind=KIND, **source_identity(resolved, found))
 
 
 def load_model2vec(
@@ -393,11 +379,10 @@ def load_model2vec(
     else:
         model, resolved, found = _load_plain(static_model, spec, entry)
         folder = found if found is not None else Path(resolved.ref)
-        fields = {
-            "model": resolved.name,
-            "files": folder_digest(found) if found is not None else "unresolved",
-        }
-    return Model2VecEmbedder(model, spec, identity=_identity(fields, spec), path=folder)
+        fields = source_identity(resolved, found)
+    return Model2VecEmbedder(
+        model, spec, identity=spec_identity(spec, kind=KIND, **fields), path=folder
+    )
 
 
 def _load(spec: EmbedderSpec, cache_dir: Path, entry: str | None) -> Embedder:

@@ -22,9 +22,9 @@ from retrieval_gate.embed import (
     hub_candidates,
     hub_offline,
     import_optional,
-    make_identity,
     probe_hub,
     resolve_model_ref,
+    spec_identity,
     torch_device,
 )
 from retrieval_gate.errors import ConfigError
@@ -212,16 +212,6 @@ def source_identity(resolved: ResolvedModel, folder: Path | None) -> dict[str, s
     }
 
 
-def _identity(resolved: ResolvedModel, folder: Path | None, spec: EmbedderSpec) -> str:
-    return make_identity(
-        kind=KIND,
-        **source_identity(resolved, folder),
-        query_prompt=spec.query_prompt,
-        document_prompt=spec.document_prompt,
-        normalize=spec.normalize,
-    )
-
-
 def identify_sentence_transformer(spec: EmbedderSpec, *, entry: str | None = None) -> str | None:
     """The identity `load_sentence_transformer` gives `spec`, without importing the library:
     from the local folder, the model package or the Hugging Face cache's copy of a hub id.
@@ -232,7 +222,7 @@ def identify_sentence_transformer(spec: EmbedderSpec, *, entry: str | None = Non
         folder = cached_hub_folder(hub_candidates(resolved.ref))
         if folder is None:
             return None
-    return _identity(resolved, folder, spec)
+    return spec_identity(spec, kind=KIND, **source_identity(resolved, folder))
 
 
 def load_sentence_transformer(
@@ -243,7 +233,7 @@ def load_sentence_transformer(
     )
     resolved = resolve_model_ref(spec.model, entry=entry)
     model, folder = _load_model(st, resolved, spec, entry)
-    identity = _identity(resolved, folder, spec)
+    identity = spec_identity(spec, kind=KIND, **source_identity(resolved, folder))
     return SentenceTransformerEmbedder(model, spec, identity=identity, dim=_dimension(model))
 
 
