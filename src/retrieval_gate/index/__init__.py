@@ -41,6 +41,9 @@ __all__ = [
     "make_index",
     "named_errors",
     "register_index",
+    "table_identity",
+    "table_mode",
+    "team_table",
 ]
 
 
@@ -207,6 +210,30 @@ def hnsw_settings(options: Mapping[str, Any]) -> dict[str, int]:
         for name in HNSW_OPTIONS
         if options.get(name) is not None
     }
+
+
+def table_mode(options: Mapping[str, Any]) -> tuple[bool, bool]:
+    """``mode`` of a table backend (pgvector, LanceDB): approximate with an ``ann_index``,
+    rebuildable only on the gate's own table (a team's table and its index are theirs)."""
+    approximate = options.get("ann_index", "none") != "none"
+    return approximate, approximate and options.get("table") is None
+
+
+def team_table(options: Mapping[str, Any]) -> bool:
+    """``stored`` of a table backend: a team's ``table`` holds the documents' vectors."""
+    return options.get("table") is not None
+
+
+def table_identity(options: Mapping[str, Any], parameters: Sequence[str]) -> dict[str, Any]:
+    """``identity`` of a table backend: its ANN index, those of its ``parameters`` set, and a
+    team's table and columns."""
+    out: dict[str, Any] = {}
+    if options.get("ann_index", "none") != "none":
+        out["ann_index"] = options["ann_index"]
+    out |= {name: options[name] for name in parameters if options.get(name) is not None}
+    if options.get("table") is not None:
+        out |= {key: options[key] for key in ("table", "id_column", "vector_column")}
+    return out
 
 
 def index_identity(options: Mapping[str, Any]) -> dict[str, Any]:

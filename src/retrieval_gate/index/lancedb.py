@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import hashlib
 import json
 import math
@@ -44,6 +45,9 @@ from retrieval_gate.index import (
     check_vectors,
     hnsw_settings,
     named_errors,
+    table_identity,
+    table_mode,
+    team_table,
 )
 from retrieval_gate.schema import Option, OptionTable, at_least, beside_settings, one_of
 
@@ -157,11 +161,6 @@ class LanceDBError(RunError):
     """LanceDB failed while the gate wrote or searched a table: a one-line run error."""
 
 
-def _mode(options: Mapping[str, Any]) -> tuple[bool, bool]:
-    approximate = options.get("ann_index", "none") != "none"
-    return approximate, approximate and options.get("table") is None
-
-
 #: ANN indexes whose build from nothing the gate makes reproducible: it trains them itself.
 _SEEDED_ANN = ("ivf_flat", "ivf_pq")
 
@@ -170,27 +169,16 @@ def _reproducible(options: Mapping[str, Any]) -> bool:
     """Whether the same vectors rank the same after any rebuild (docs/embedding.md): exact scans;
     the gate's own IVF tables, trained here with a seed; not a team's table, not the hosted
     service (it trains its own index), not ``ivf_hnsw_sq`` (LanceDB builds its HNSW at random)."""
-    approximate, owned = _mode(options)
+    approximate, owned = table_mode(options)
     if not approximate:
         return True
     hosted = str(options.get("uri") or "").startswith("db://")
     return owned and not hosted and options.get("ann_index") in _SEEDED_ANN
 
 
-def _identity(options: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if options.get("ann_index", "none") != "none":
-        out["ann_index"] = options["ann_index"]
-    for name in ("num_partitions", "num_sub_vectors", "nprobes", "refine_factor"):
-        if options.get(name) is not None:
-            out[name] = options[name]
-    if options.get("table") is not None:
-        out |= {key: options[key] for key in ("table", "id_column", "vector_column")}
-    return out
-
-
-def _stored(options: Mapping[str, Any]) -> bool:
-    return options.get("table") is not None
+_identity = functools.partial(
+    table_identity, parameters=("num_partitions", "num_sub_vectors", "nprobes", "refine_factor")
+)
 
 
 def table_name(key: str, options: Mapping[str, Any]) -> str:
@@ -751,10 +739,10 @@ BACKEND = IndexBackend(
     summary="a LanceDB table (the gate's own in a folder, object storage or the hosted "
     "service, or a team's read-only), exact by default",
     built=read_build,
-    mode=_mode,
+    mode=table_mode,
     identity=_identity,
     scratch=open_scratch,
-    stored=_stored,
+    stored=team_table,
     reproducible=_reproducible,
     zero_vectors="LanceDB leaves a zero document vector out of every result, and finds nothing "
     "for a zero query vector (its cosine distance is undefined), where exact search scores "
