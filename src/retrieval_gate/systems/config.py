@@ -125,14 +125,12 @@ def parse_system(
 
     where = Where(source=source, entry=f"system.{name}", base=base)
     if not valid_system_name(name):
-        raise ConfigError(
+        raise where.fail(
             f"invalid system name {name!r}: use letters, digits, '-', '_' or '.' "
-            "(the names --rg-system accepts)",
-            path=source,
-            entry=where.entry,
+            "(the names --rg-system accepts)"
         )
     if not isinstance(spec, Mapping):
-        raise ConfigError("a system must be a table", path=source, entry=where.entry)
+        raise where.fail("a system must be a table")
     registry = kinds()
     keys = [kind.key for kind in registry.values()]
     listed = ", ".join(f"'{key}'" for key in keys[:-1]) + f" or '{keys[-1]}'"
@@ -143,18 +141,16 @@ def parse_system(
             message = "give either 'retriever' or 'embedder', not both"  # the 0.1 message
         else:
             message = f"give one of {listed}, not " + " and ".join(f"'{k}'" for k in sorted(given))
-        raise ConfigError(message, path=source, entry=where.entry)
+        raise where.fail(message)
     shared = {**COMMON_SYSTEM_OPTIONS, **(suite_options or {})}
     if not chosen:
         anywhere = set(shared).union(*(kind.options for kind in registry.values()))
         unknown = sorted(str(k) for k in spec if k not in anywhere)
         if unknown:
             raise unknown_key(unknown[0], anywhere, where)
-        raise ConfigError(
+        raise where.fail(
             f"a system needs one of {listed} ('retriever = \"module:function\"', 'embedder' "
-            "with 'model', 'run = \"path/to/run.trec\"')",
-            path=source,
-            entry=where.entry,
+            "with 'model', 'run = \"path/to/run.trec\"')"
         )
     (kind,) = chosen
     tables: list[OptionTable] = [shared, kind.options]

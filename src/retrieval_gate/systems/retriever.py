@@ -48,11 +48,7 @@ def _check(options: Mapping[str, Any], where: Where) -> None:
     # The exact message users have seen since 0.1.0 (the generic "invalid" would do too).
     ref = options["retriever"]
     if not isinstance(ref, str) or not _module_function(ref):
-        raise ConfigError(
-            f"'retriever' must be 'module:function', got {ref!r}",
-            path=where.source,
-            entry=where.entry,
-        )
+        raise where.fail(f"'retriever' must be 'module:function', got {ref!r}")
 
 
 #: The longest time limit, in seconds (about 11.6 days): a thread waits at most
