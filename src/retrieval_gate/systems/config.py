@@ -14,8 +14,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from retrieval_gate.errors import ConfigError
-
 if TYPE_CHECKING:
     pass
 from retrieval_gate.schema import (
@@ -188,19 +186,11 @@ def _parse_stages(raw: list[Any], where: Where) -> tuple[StageConfig, ...]:
     for position, item in enumerate(raw):
         at = Where(source=where.source, entry=f"{where.entry}.stages[{position}]", base=where.base)
         if not isinstance(item, Mapping) or not isinstance(item.get("stage"), str):
-            raise ConfigError(
-                'a stage must be a table naming its kind: {stage = "NAME", ...}',
-                path=where.source,
-                entry=at.entry,
-            )
+            raise at.fail('a stage must be a table naming its kind: {stage = "NAME", ...}')
         stage = registry.get(item["stage"])
         if stage is None:
             known = ", ".join(sorted(registry)) or "none registered"
-            raise ConfigError(
-                f"unknown stage {item['stage']!r}; known: {known}",
-                path=where.source,
-                entry=at.entry,
-            )
+            raise at.fail(f"unknown stage {item['stage']!r}; known: {known}")
         unknown = sorted(str(k) for k in item if k != "stage" and k not in stage.options)
         if unknown:
             raise unknown_key(unknown[0], ["stage", *stage.options], at)
