@@ -39,7 +39,7 @@ from retrieval_gate.embed import (
     torch_device,
 )
 from retrieval_gate.embed.sentence_transformers import source_identity
-from retrieval_gate.errors import ConfigError
+from retrieval_gate.errors import ConfigError, first_line
 from retrieval_gate.schema import Option, at_least, beside_settings
 
 KIND = "model2vec"
@@ -49,11 +49,6 @@ _CHUNK = 16384
 
 #: Written last into a distilled model's folder; its presence marks the folder complete.
 MARKER = "retrieval-gate-distill.json"
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
 
 
 def _model2vec_version() -> str:
@@ -121,7 +116,7 @@ def _load_static(static_model: Any, where: str, ref: str, entry: str | None) -> 
         return static_model.from_pretrained(where, force_download=False)
     except Exception as exc:
         raise ConfigError(
-            f"model '{ref}' could not be loaded: {_first_line(exc)}; "
+            f"model '{ref}' could not be loaded: {first_line(exc)}; "
             "give a local path or an installed model package",
             entry=entry,
         ) from exc
@@ -209,7 +204,7 @@ def _distill(
                 )
         except Exception as exc:
             error = exc
-    reason = _first_line(error) if error is not None else "nothing to distil from"
+    reason = first_line(error) if error is not None else "nothing to distil from"
     raise ConfigError(
         f"could not distil a model2vec model from '{ref}': {reason}; "
         "give a local path or an installed model package",

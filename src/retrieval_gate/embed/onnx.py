@@ -58,6 +58,7 @@ from retrieval_gate.errors import (
     ConfigError,
     RetrievalGateError,
     extension_call,
+    first_line,
     library_failures,
 )
 
@@ -471,7 +472,7 @@ def load_onnx(spec: EmbedderSpec, cache_dir: Path, entry: str | None = None) -> 
         except RetrievalGateError:
             raise
         except Exception as exc:
-            first = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+            first = first_line(exc)
             if not repairs:
                 raise ConfigError(
                     f"the ONNX export of model '{spec.model}' cannot be loaded even when made "

@@ -27,7 +27,7 @@ from retrieval_gate.embed import (
     spec_identity,
     torch_device,
 )
-from retrieval_gate.errors import ConfigError
+from retrieval_gate.errors import ConfigError, first_line
 from retrieval_gate.schema import Option, one_of
 
 KIND = "sentence-transformers"
@@ -35,11 +35,6 @@ KIND = "sentence-transformers"
 # Rows handed to one encode() call when a progress bar is wanted; without a bar everything goes
 # in one call so the library can sort all texts by length for tight padding.
 _PROGRESS_CHUNK_BATCHES = 16
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
 
 
 def _construct(st: Any, where: str, spec: EmbedderSpec, *, local_only: bool) -> Any:
@@ -55,7 +50,7 @@ def _load_model(
             return _construct(st, str(resolved.path), spec, local_only=True), resolved.path
         except Exception as exc:
             raise ConfigError(
-                f"model '{resolved.ref}' ({resolved.path}) could not be loaded: {_first_line(exc)}",
+                f"model '{resolved.ref}' ({resolved.path}) could not be loaded: {first_line(exc)}",
                 entry=entry,
             ) from exc
 
@@ -78,7 +73,7 @@ def _load_model(
         raise
     except Exception as exc:
         raise ConfigError(
-            f"model '{resolved.ref}' could not be loaded: {_first_line(exc)}; "
+            f"model '{resolved.ref}' could not be loaded: {first_line(exc)}; "
             "give a local path or an installed model package",
             entry=entry,
         ) from exc

@@ -24,7 +24,7 @@ import numpy as np
 
 from retrieval_gate.display import page_text, quoted
 from retrieval_gate.embed import import_optional
-from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.errors import ConfigError, RunError, first_line
 from retrieval_gate.files.lock import LockError
 from retrieval_gate.index import (
     HNSW_OPTIONS,
@@ -131,19 +131,14 @@ def storage_message(problem: str, path: str, exc: BaseException) -> str:
     if problem == "full":
         return (
             f"chroma store at {path} could not be written: no space left on the device "
-            f"({_first_line(exc)}); free space there, or give a cache folder on another disk "
+            f"({first_line(exc)}); free space there, or give a cache folder on another disk "
             "with --rg-cache-dir"
         )
     return (
         f"chroma store at {path} cannot be written (read-only or not permitted: "
-        f"{_first_line(exc)}); give a writable cache folder with --rg-cache-dir, or use "
+        f"{first_line(exc)}); give a writable cache folder with --rg-cache-dir, or use "
         'index = "exact"'
     )
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -348,8 +343,7 @@ class ChromaIndex:
                     storage_message(problem, where, exc), problem=problem
                 ) from exc
             raise ConfigError(
-                f"chroma collection '{self.name}' at {where} could not be opened: "
-                f"{_first_line(exc)}"
+                f"chroma collection '{self.name}' at {where} could not be opened: {first_line(exc)}"
             ) from exc
         try:
             self._batch = int(client.get_max_batch_size()) or _FALLBACK_BATCH
@@ -370,7 +364,7 @@ class ChromaIndex:
             error.problem = problem
             return error
         return ChromaError(
-            f"chroma collection '{self.name}' at {self.where} {what}: {_first_line(exc)}"
+            f"chroma collection '{self.name}' at {self.where} {what}: {first_line(exc)}"
         )
 
     def _count(self) -> int:
@@ -578,7 +572,7 @@ def open_embedded(
                 storage_message(problem, str(path), exc), problem=problem
             ) from exc
         raise ConfigError(
-            f"chroma store at {path} could not be opened: {_first_line(exc)}; "
+            f"chroma store at {path} could not be opened: {first_line(exc)}; "
             "delete that folder to rebuild it"
         ) from exc
     return ChromaIndex(
@@ -641,7 +635,7 @@ def open_server(
                 f"{quoted(page_text(str(exc) or type(exc).__name__))}; check 'host' and 'port'"
             ) from exc
         raise ConfigError(
-            f"chroma server at {where} is not reachable: {_first_line(exc)}; "
+            f"chroma server at {where} is not reachable: {first_line(exc)}; "
             'start one with `chroma run` or use index = "chroma"'
         ) from exc
     return ChromaIndex(client, key, where=where, hnsw=hnsw)

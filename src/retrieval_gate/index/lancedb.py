@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from retrieval_gate.display import register_secret
-from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.errors import ConfigError, RunError, first_line
 from retrieval_gate.files.lock import LockError
 from retrieval_gate.index import (
     IndexBackend,
@@ -202,11 +202,6 @@ def _local(uri: str) -> bool:
     return not uri.startswith(_REMOTE) and "://" not in uri
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
-
-
 def _ids_digest(ids: Sequence[str]) -> str:
     digest = hashlib.sha256()
     for doc_id in sorted(ids):
@@ -273,7 +268,7 @@ def connect(uri: str, options: Mapping[str, Any]) -> Any:
     try:
         return lancedb.connect(uri, **kwargs)
     except Exception as exc:
-        raise ConfigError(f"LanceDB at {uri} could not be opened: {_first_line(exc)}") from None
+        raise ConfigError(f"LanceDB at {uri} could not be opened: {first_line(exc)}") from None
 
 
 def _record(table: Any) -> dict[str, Any] | None:
@@ -347,7 +342,7 @@ class LanceDBIndex:
         return f"LanceDB table {self.name!r} at {self.uri}"
 
     def _failed(self, what: str, exc: BaseException) -> LanceDBError:
-        return LanceDBError(f"{self.where}: {what} failed: {_first_line(exc)}")
+        return LanceDBError(f"{self.where}: {what} failed: {first_line(exc)}")
 
     def _open_team_table(self) -> None:
         try:
@@ -355,7 +350,7 @@ class LanceDBIndex:
         except Exception as exc:
             if "not found" in str(exc).lower() or "does not exist" in str(exc).lower():
                 raise ConfigError(f"{self.where} does not exist") from None
-            raise ConfigError(f"{self.where} could not be opened: {_first_line(exc)}") from None
+            raise ConfigError(f"{self.where} could not be opened: {first_line(exc)}") from None
         fields = {field.name: field for field in table.schema}
         for column in (self.id_column, self.vector_column):
             if column not in fields:

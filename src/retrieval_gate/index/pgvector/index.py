@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.errors import ConfigError, RunError, first_line
 from retrieval_gate.index import (
     TableCensus,
     check_census,
@@ -25,7 +25,7 @@ from retrieval_gate.index import (
     check_vectors,
     named_errors,
 )
-from retrieval_gate.index.pgvector.connection import _first_line, _is_database_error
+from retrieval_gate.index.pgvector.connection import _is_database_error
 
 __all__ = ["MARK", "PgvectorError", "PgvectorIndex"]
 
@@ -198,11 +198,11 @@ class PgvectorIndex:
         if isinstance(exc, psycopg.errors.QueryCanceled):
             return PgvectorError(
                 f"{self.where}: {what} on table {self.table} was cancelled after the "
-                f"statement timeout ({_first_line(exc)}); raise 'statement_timeout' or "
+                f"statement timeout ({first_line(exc)}); raise 'statement_timeout' or "
                 "'build_timeout'"
             )
         return PgvectorError(
-            f"{self.where}: {what} on table {self.table} failed: {_first_line(exc)}"
+            f"{self.where}: {what} on table {self.table} failed: {first_line(exc)}"
         )
 
     # -- catalogue ------------------------------------------------------------------------
