@@ -32,6 +32,7 @@ __all__ = [
     "Index",
     "IndexBackend",
     "TableCensus",
+    "best_first",
     "check_census",
     "check_ids",
     "check_vectors",
@@ -83,6 +84,15 @@ def check_ids(ids: Sequence[str]) -> list[str]:
             raise ValueError(f"duplicate id {doc_id!r} in one add() call")
         seen.add(doc_id)
     return out
+
+
+def best_first(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """``(doc_id, score)`` pairs in the one tie policy (score descending, ties by id descending),
+    as the exact index orders them."""
+    from retrieval_gate.metrics import rank_scored
+
+    scores = dict(pairs)
+    return [(doc_id, scores[doc_id]) for doc_id in rank_scored(scores)]
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from retrieval_gate.files.lock import LockError
 from retrieval_gate.index import (
     HNSW_OPTIONS,
     IndexBackend,
+    best_first,
     check_ids,
     check_vectors,
     hnsw_settings,
@@ -286,14 +287,6 @@ def _chunks(n: int, size: int) -> Iterator[slice]:
         yield slice(start, min(start + size, n))
 
 
-def _best_first(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    # The one tie policy (score descending, ties by id descending), as the exact index orders.
-    from retrieval_gate.metrics import rank_scored
-
-    scores = dict(pairs)
-    return [(doc_id, scores[doc_id]) for doc_id in rank_scored(scores)]
-
-
 class ChromaIndex:
     """One chroma collection in cosine space; scores are ``1 - cosine distance``.
 
@@ -538,7 +531,7 @@ class ChromaIndex:
                     (str(doc_id), 1.0 - float(dist))
                     for doc_id, dist in zip(ids_row, dist_row, strict=True)
                 ]
-                results.append(_best_first(pairs))
+                results.append(best_first(pairs))
         return results
 
 

@@ -40,6 +40,7 @@ from retrieval_gate.files.lock import LockError
 from retrieval_gate.index import (
     IndexBackend,
     TableCensus,
+    best_first,
     check_census,
     check_ids,
     check_vectors,
@@ -288,13 +289,6 @@ def _build_of(table: Any) -> str | None:
     if record is None:
         return None
     return f"{record['build']}:{table.version}"
-
-
-def _best_first(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    from retrieval_gate.metrics import rank_scored
-
-    scores = dict(pairs)
-    return [(doc_id, scores[doc_id]) for doc_id in rank_scored(scores)]
 
 
 def _least_id(found: Any) -> str | None:
@@ -658,7 +652,7 @@ class LanceDBIndex:
                     rows[int(position)].append((str(doc_id), 1.0 - float(distance)))
                 # An id on two rows of a team's table was refused by its census
                 # (`check_table`), once, not per search.
-                results.extend(_best_first(pairs)[:k] for pairs in rows)
+                results.extend(best_first(pairs)[:k] for pairs in rows)
         except (ConfigError, LanceDBError):
             raise
         except Exception as exc:

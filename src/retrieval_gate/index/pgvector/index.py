@@ -20,6 +20,7 @@ import numpy as np
 from retrieval_gate.errors import ConfigError, RunError, first_line
 from retrieval_gate.index import (
     TableCensus,
+    best_first,
     check_census,
     check_ids,
     check_vectors,
@@ -127,13 +128,6 @@ def _vector_literal(row: np.ndarray) -> str:
 
 def _array_literal(rows: np.ndarray) -> str:
     return "{" + ",".join(f'"{_vector_literal(row)}"' for row in rows) + "}"
-
-
-def _best_first(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    from retrieval_gate.metrics import rank_scored
-
-    scores = dict(pairs)
-    return [(doc_id, scores[doc_id]) for doc_id in rank_scored(scores)]
 
 
 class PgvectorIndex:
@@ -612,7 +606,7 @@ class PgvectorIndex:
                         )
                 # An id on two rows of a team's table was refused by its census
                 # (`check_table`), once, not per search.
-                results.extend(_best_first(pairs) for pairs in found)
+                results.extend(best_first(pairs) for pairs in found)
         return results
 
     def close(self) -> None:
