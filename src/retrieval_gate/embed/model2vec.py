@@ -24,7 +24,6 @@ import numpy as np
 
 from retrieval_gate import progress
 from retrieval_gate.embed import (
-    Embedder,
     EmbedderBackend,
     EmbedderSpec,
     ResolvedModel,
@@ -362,7 +361,7 @@ def identify_model2vec(spec: EmbedderSpec, *, entry: str | None = None) -> str |
 
 
 def load_model2vec(
-    spec: EmbedderSpec, *, cache_dir: Path, entry: str | None = None
+    spec: EmbedderSpec, cache_dir: Path, entry: str | None = None
 ) -> Model2VecEmbedder:
     m2v = import_optional("model2vec", package="model2vec", extra="model2vec")
     static_model = m2v.StaticModel
@@ -378,10 +377,6 @@ def load_model2vec(
     return Model2VecEmbedder(
         model, spec, identity=spec_identity(spec, kind=KIND, **fields), path=folder
     )
-
-
-def _load(spec: EmbedderSpec, cache_dir: Path, entry: str | None) -> Embedder:
-    return load_model2vec(spec, cache_dir=Path(cache_dir), entry=entry)
 
 
 def _identify(spec: EmbedderSpec, cache_dir: Path, entry: str | None) -> str | None:
@@ -404,7 +399,7 @@ BACKEND = EmbedderBackend(
             int, 256, "dimensions a distilled model keeps", check=at_least(1), rule=">= 1"
         ),
     },
-    load=_load,
+    load=load_model2vec,
     summary="static embeddings: a model2vec model, or one distilled from a transformer",
     identify=_identify,
     makes_model="distill_from",
