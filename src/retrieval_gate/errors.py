@@ -271,6 +271,12 @@ def _hands_on(frame: Any, code: Any) -> bool:
     return False
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message, or its type's name when it has none."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
 def _brief(exc: BaseException) -> str:
     """``Type: first line of the message`` (a library's message may run to pages)."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]

@@ -150,14 +150,7 @@ def option_values(config: pytest.Config) -> OptionValues:
 
 def _add_option(group: Any, output: OutputOption) -> None:
     """Offer a report writer's output on the command line, as it declares it."""
-    group.addoption(
-        output.flag,
-        dest=output.dest,
-        metavar=output.metavar,
-        type=_path_value,
-        default=None,
-        help=output.help,
-    )
+    group.addoption(output.flag, metavar=output.metavar, type=_path_value, help=output.help)
 
 
 def _add_ini(parser: pytest.Parser, output: OutputOption) -> None:
@@ -267,60 +260,46 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--retrieval-gate",
         action="store_true",
-        dest="retrieval_gate",
-        default=False,
         help="collect retrieval suites and gate on their metrics (default: off)",
     )
     group.addoption(
         "--rg-system",
         action="append",
-        dest="rg_system",
         metavar="NAME",
         type=_system_name,
-        default=None,
         help="run this configured system; repeatable (default: the 'systems' setting, else all)",
     )
     group.addoption(
         "--rg-reference",
-        dest="rg_reference",
         metavar="NAME",
         type=_system_name,
-        default=None,
         help="system the report compares the others against "
         "(default: 'reference' setting, else the first system)",
     )
     group.addoption(
         "--rg-baseline",
-        dest="rg_baseline",
         metavar="PATH",
         type=_path_value,
-        default=None,
         help="baseline file to compare against (default: 'baseline' setting, "
         "else retrieval-baseline.json)",
     )
     group.addoption(
         "--rg-save-baseline",
         action="store_true",
-        dest="rg_save_baseline",
-        default=False,
         help="write this run's results as the accepted baseline (default: off)",
     )
     for output in WRITTEN_OUTPUTS:
         _add_option(group, output)
     group.addoption(
         "--rg-suggest-floors",
-        dest="rg_suggest_floors",
         metavar="PATH",
         type=_floors_target,
-        default=None,
         help="write floors from the baseline's lower 95%% bounds as a diff of the suite files "
         "to PATH ('-': the terminal); never changes a suite (default: off)",
     )
     group.addoption(
         "--rg-plan",
         action="store_true",
-        dest="rg_plan",
-        default=False,
         help="print each suite's regression resolution and the queries a tolerance needs, from "
         "the baseline, and run nothing (default: off)",
     )
@@ -329,27 +308,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--rg-record",
         action="store_true",
-        dest="rg_record",
-        default=False,
         help="append this run to the history of quality without saving a baseline, as on the "
         "main branch (docs/baselines.md) (default: only runs that save a baseline)",
     )
     group.addoption(
         "--rg-pin",
-        dest="rg_pin",
         metavar="REF",
         type=_ref_value,
-        default=None,
         help="compare slow drift with the history's record at REF (a tag, branch or commit git "
         "resolves: a release), or at its newest recorded ancestor, instead of the oldest record "
         "in the drift window (default: the window)",
     )
     group.addoption(
         "--rg-base",
-        dest="rg_base",
         metavar="REF",
         type=_base_value,
-        default=None,
         help="the pull request's target branch (a branch, tag or commit git has, such as "
         "origin/main): name what the baseline accepts against its baseline, and record it when "
         "saving (default: origin/$GITHUB_BASE_REF in a GitHub pull-request run, else none)",
@@ -357,16 +330,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--rg-no-cache",
         action="store_true",
-        dest="rg_no_cache",
-        default=False,
         help="embed and index from scratch, ignoring and not writing the cache (default: off)",
     )
     group.addoption(
         "--rg-cache-dir",
-        dest="rg_cache_dir",
         metavar="PATH",
         type=_path_value,
-        default=None,
         help="embedding and index cache folder (default: .retrieval-gate-cache in the rootdir)",
     )
     parser.addini(

@@ -503,11 +503,11 @@ def test_exact_index_orders_ties_as_rank_scored() -> None:
             assert [doc for doc, _ in row] == rank_scored(scores)[:k]
 
 
-def test_chroma_order_is_rank_scored() -> None:
-    from retrieval_gate.index.chroma import _best_first
+def test_a_backends_hits_are_ordered_as_rank_scored_orders() -> None:
+    from retrieval_gate.index import best_first
 
     pairs = [("a", 0.5), ("c", 0.75), ("b", 0.5), ("d", 0.5)]
-    assert _best_first(list(pairs)) == [("c", 0.75), ("d", 0.5), ("b", 0.5), ("a", 0.5)]
+    assert best_first(list(pairs)) == [("c", 0.75), ("d", 0.5), ("b", 0.5), ("a", 0.5)]
 
 
 def test_chunk_hits_tied_at_the_cut_keep_the_document_trec_eval_ranks_first() -> None:

@@ -57,6 +57,7 @@ __all__ = [
     "probe_hub",
     "register_embedder",
     "resolve_model_ref",
+    "spec_identity",
     "torch_device",
 ]
 
@@ -369,6 +370,17 @@ def folder_digest(folder: Path) -> str:
 def make_identity(**fields: Any) -> str:
     """Identity string: a version tag and the fields as sorted JSON (readable, unambiguous)."""
     return f"{IDENTITY_VERSION} {json.dumps(fields, sort_keys=True, separators=(',', ':'))}"
+
+
+def spec_identity(spec: EmbedderSpec, **fields: Any) -> str:
+    """`make_identity` of ``fields`` and the spec's prompts and normalisation, which every
+    built-in embedder's identity holds."""
+    return make_identity(
+        **fields,
+        query_prompt=spec.query_prompt,
+        document_prompt=spec.document_prompt,
+        normalize=spec.normalize,
+    )
 
 
 def _progress_bar(total: int, desc: str) -> Any:

@@ -51,8 +51,8 @@ from retrieval_gate.embed import (
     EmbedderSpec,
     encode_in_chunks,
     import_optional,
-    make_identity,
     net,
+    spec_identity,
 )
 from retrieval_gate.embed.answer import PAGE_MOST, AnswerError, page, read_answer
 from retrieval_gate.errors import ConfigError, RunError
@@ -202,30 +202,22 @@ def check_options(options: Mapping[str, Any], where: Where) -> None:
     credentials (a key pasted into ``api_key_env`` is refused as every ``secret_env`` option's
     is, in schema.py)."""
     if options.get("base_url") is None:
-        raise ConfigError(
-            "the http embedder needs 'base_url' (e.g. \"http://localhost:11434/v1\")",
-            path=where.source,
-            entry=where.entry,
-        )
+        raise where.fail("the http embedder needs 'base_url' (e.g. \"http://localhost:11434/v1\")")
     fault = _url_fault(str(options["base_url"]))
     if fault is not None:
-        raise ConfigError(f"invalid 'base_url': {fault}", path=where.source, entry=where.entry)
+        raise where.fail(f"invalid 'base_url': {fault}")
     total, timeout = options.get("total_timeout"), options.get("timeout")
     if total is not None and timeout and total < timeout:
-        raise ConfigError(
+        raise where.fail(
             f"'total_timeout' ({total:g} s) is shorter than 'timeout' ({timeout:g} s), which one "
-            "try may take: raise 'total_timeout' or lower 'timeout'",
-            path=where.source,
-            entry=where.entry,
+            "try may take: raise 'total_timeout' or lower 'timeout'"
         )
     if "@" in urlsplit(options["base_url"]).netloc:
         # httpx would send them as Basic auth in place of the Bearer key (not quoted here).
-        raise ConfigError(
+        raise where.fail(
             "invalid 'base_url': it holds a user name or password ('user:password@'), which "
             "would be sent in place of the API key; drop them from the URL and put the key in "
-            "the environment variable that 'api_key_env' names",
-            path=where.source,
-            entry=where.entry,
+            "the environment variable that 'api_key_env' names"
         )
 
 
@@ -438,16 +430,14 @@ class HttpEmbedder:
         self.dim = int(probe.shape[1])
         #: The model name the service's answer gave (None if it gave none).
         self.served = served
-        self.identity = make_identity(
+        self.identity = spec_identity(
+            spec,
             kind=KIND,
             model=spec.model,
             served=served,
             probe=probe_digest(probe[0]),
             dims=self.dim,
             dimensions=self._dimensions,
-            query_prompt=spec.query_prompt,
-            document_prompt=spec.document_prompt,
-            normalize=spec.normalize,
         )
 
     def __repr__(self) -> str:

@@ -24,23 +24,21 @@ import numpy as np
 
 from retrieval_gate import progress
 from retrieval_gate.embed import (
-    Embedder,
     EmbedderBackend,
     EmbedderSpec,
     ResolvedModel,
     cached_hub_folder,
     encode_in_chunks,
-    folder_digest,
     hub_candidates,
     hub_offline,
     import_optional,
-    make_identity,
     probe_hub,
     resolve_model_ref,
+    spec_identity,
     torch_device,
 )
 from retrieval_gate.embed.sentence_transformers import source_identity
-from retrieval_gate.errors import ConfigError
+from retrieval_gate.errors import ConfigError, first_line
 from retrieval_gate.schema import Option, at_least, beside_settings
 
 KIND = "model2vec"
@@ -50,11 +48,6 @@ _CHUNK = 16384
 
 #: Written last into a distilled model's folder; its presence marks the folder complete.
 MARKER = "retrieval-gate-distill.json"
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
 
 
 def _model2vec_version() -> str:
@@ -122,7 +115,7 @@ def _load_static(static_model: Any, where: str, ref: str, entry: str | None) -> 
         return static_model.from_pretrained(where, force_download=False)
     except Exception as exc:
         raise ConfigError(
-            f"model '{ref}' could not be loaded: {_first_line(exc)}; "
+            f"model '{ref}' could not be loaded: {first_line(exc)}; "
             "give a local path or an installed model package",
             entry=entry,
         ) from exc
@@ -210,7 +203,7 @@ def _distill(
                 )
         except Exception as exc:
             error = exc
-    reason = _first_line(error) if error is not None else "nothing to distil from"
+    reason = first_line(error) if error is not None else "nothing to distil from"
     raise ConfigError(
         f"could not distil a model2vec model from '{ref}': {reason}; "
         "give a local path or an installed model package",
@@ -332,12 +325,7 @@ def _distilled_folder(
         src_folder = cached_hub_folder(candidates)
     source = source_identity(src, src_folder)
     final = models / distilled_key(source, spec.option("pca_dims"))
-    info = {
-        "distilled_from": source,
-        "pca_dims": spec.option("pca_dims"),
-        "model2vec": _model2vec_version(),
-    }
-    _save_atomically(static, final, info)
+    _save_atomically(static, final, _distilled_fields(source, spec))
     return final, source
 
 
@@ -351,16 +339,6 @@ def _distilled_fields(source: dict[str, str], spec: EmbedderSpec) -> dict[str, A
     }
 
 
-def _identity(fields: dict[str, Any], spec: EmbedderSpec) -> str:
-    return make_identity(
-        kind=KIND,
-        **fields,
-        query_prompt=spec.query_prompt,
-        document_prompt=spec.document_prompt,
-        normalize=spec.normalize,
-    )
-
-
 def identify_model2vec(spec: EmbedderSpec, *, entry: str | None = None) -> str | None:
     """The identity `load_model2vec` gives `spec`, without importing model2vec or distilling:
     from the model's (or the distillation source's) local files. None when those are a hub id
@@ -372,16 +350,18 @@ def identify_model2vec(spec: EmbedderSpec, *, entry: str | None = None) -> str |
         )
         if src_folder is None:
             return None
-        return _identity(_distilled_fields(source_identity(src, src_folder), spec), spec)
+        return spec_identity(
+            spec, kind=KIND, **_distilled_fields(source_identity(src, src_folder), spec)
+        )
     resolved = resolve_model_ref(spec.model, entry=entry)
     found = resolved.path if resolved.path is not None else cached_hub_folder([resolved.ref])
     if found is None:
         return None
-    return _identity({"model": resolved.name, "files": folder_digest(found)}, spec)
+    return spec_identity(spec, kind=KIND, **source_identity(resolved, found))
 
 
 def load_model2vec(
-    spec: EmbedderSpec, *, cache_dir: Path, entry: str | None = None
+    spec: EmbedderSpec, cache_dir: Path, entry: str | None = None
 ) -> Model2VecEmbedder:
     m2v = import_optional("model2vec", package="model2vec", extra="model2vec")
     static_model = m2v.StaticModel
@@ -393,15 +373,10 @@ def load_model2vec(
     else:
         model, resolved, found = _load_plain(static_model, spec, entry)
         folder = found if found is not None else Path(resolved.ref)
-        fields = {
-            "model": resolved.name,
-            "files": folder_digest(found) if found is not None else "unresolved",
-        }
-    return Model2VecEmbedder(model, spec, identity=_identity(fields, spec), path=folder)
-
-
-def _load(spec: EmbedderSpec, cache_dir: Path, entry: str | None) -> Embedder:
-    return load_model2vec(spec, cache_dir=Path(cache_dir), entry=entry)
+        fields = source_identity(resolved, found)
+    return Model2VecEmbedder(
+        model, spec, identity=spec_identity(spec, kind=KIND, **fields), path=folder
+    )
 
 
 def _identify(spec: EmbedderSpec, cache_dir: Path, entry: str | None) -> str | None:
@@ -424,7 +399,7 @@ BACKEND = EmbedderBackend(
             int, 256, "dimensions a distilled model keeps", check=at_least(1), rule=">= 1"
         ),
     },
-    load=_load,
+    load=load_model2vec,
     summary="static embeddings: a model2vec model, or one distilled from a transformer",
     identify=_identify,
     makes_model="distill_from",

@@ -51,13 +51,14 @@ from retrieval_gate.embed import (
     folder_digest,
     hub_candidates,
     import_optional,
-    make_identity,
     resolve_model_ref,
+    spec_identity,
 )
 from retrieval_gate.errors import (
     ConfigError,
     RetrievalGateError,
     extension_call,
+    first_line,
     library_failures,
 )
 
@@ -97,13 +98,11 @@ def _identity(spec: EmbedderSpec, name: str, folder: Path, truncation: tuple[int
     """`identify_onnx`'s identity, for the model in ``folder`` that truncates as ``truncation``
     (`_truncation`) says."""
     length, declared = truncation
-    return make_identity(
+    return spec_identity(
+        spec,
         kind="sentence-transformers",
         model=name,
         files=folder_digest(folder),
-        query_prompt=spec.query_prompt,
-        document_prompt=spec.document_prompt,
-        normalize=spec.normalize,
         backend=spec.option("backend"),
         # The export recipe: a changed one must not compare with vectors of the old.
         export=f"torchscript-opset{_OPSET}"
@@ -473,7 +472,7 @@ def load_onnx(spec: EmbedderSpec, cache_dir: Path, entry: str | None = None) -> 
         except RetrievalGateError:
             raise
         except Exception as exc:
-            first = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+            first = first_line(exc)
             if not repairs:
                 raise ConfigError(
                     f"the ONNX export of model '{spec.model}' cannot be loaded even when made "

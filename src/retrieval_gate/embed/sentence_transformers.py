@@ -22,12 +22,12 @@ from retrieval_gate.embed import (
     hub_candidates,
     hub_offline,
     import_optional,
-    make_identity,
     probe_hub,
     resolve_model_ref,
+    spec_identity,
     torch_device,
 )
-from retrieval_gate.errors import ConfigError
+from retrieval_gate.errors import ConfigError, first_line
 from retrieval_gate.schema import Option, one_of
 
 KIND = "sentence-transformers"
@@ -35,11 +35,6 @@ KIND = "sentence-transformers"
 # Rows handed to one encode() call when a progress bar is wanted; without a bar everything goes
 # in one call so the library can sort all texts by length for tight padding.
 _PROGRESS_CHUNK_BATCHES = 16
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
 
 
 def _construct(st: Any, where: str, spec: EmbedderSpec, *, local_only: bool) -> Any:
@@ -55,7 +50,7 @@ def _load_model(
             return _construct(st, str(resolved.path), spec, local_only=True), resolved.path
         except Exception as exc:
             raise ConfigError(
-                f"model '{resolved.ref}' ({resolved.path}) could not be loaded: {_first_line(exc)}",
+                f"model '{resolved.ref}' ({resolved.path}) could not be loaded: {first_line(exc)}",
                 entry=entry,
             ) from exc
 
@@ -78,7 +73,7 @@ def _load_model(
         raise
     except Exception as exc:
         raise ConfigError(
-            f"model '{resolved.ref}' could not be loaded: {_first_line(exc)}; "
+            f"model '{resolved.ref}' could not be loaded: {first_line(exc)}; "
             "give a local path or an installed model package",
             entry=entry,
         ) from exc
@@ -212,16 +207,6 @@ def source_identity(resolved: ResolvedModel, folder: Path | None) -> dict[str, s
     }
 
 
-def _identity(resolved: ResolvedModel, folder: Path | None, spec: EmbedderSpec) -> str:
-    return make_identity(
-        kind=KIND,
-        **source_identity(resolved, folder),
-        query_prompt=spec.query_prompt,
-        document_prompt=spec.document_prompt,
-        normalize=spec.normalize,
-    )
-
-
 def identify_sentence_transformer(spec: EmbedderSpec, *, entry: str | None = None) -> str | None:
     """The identity `load_sentence_transformer` gives `spec`, without importing the library:
     from the local folder, the model package or the Hugging Face cache's copy of a hub id.
@@ -232,7 +217,7 @@ def identify_sentence_transformer(spec: EmbedderSpec, *, entry: str | None = Non
         folder = cached_hub_folder(hub_candidates(resolved.ref))
         if folder is None:
             return None
-    return _identity(resolved, folder, spec)
+    return spec_identity(spec, kind=KIND, **source_identity(resolved, folder))
 
 
 def load_sentence_transformer(
@@ -243,7 +228,7 @@ def load_sentence_transformer(
     )
     resolved = resolve_model_ref(spec.model, entry=entry)
     model, folder = _load_model(st, resolved, spec, entry)
-    identity = _identity(resolved, folder, spec)
+    identity = spec_identity(spec, kind=KIND, **source_identity(resolved, folder))
     return SentenceTransformerEmbedder(model, spec, identity=identity, dim=_dimension(model))
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "Index",
     "IndexBackend",
     "TableCensus",
+    "best_first",
     "check_census",
     "check_ids",
     "check_vectors",
@@ -41,6 +42,9 @@ __all__ = [
     "make_index",
     "named_errors",
     "register_index",
+    "table_identity",
+    "table_mode",
+    "team_table",
 ]
 
 
@@ -80,6 +84,15 @@ def check_ids(ids: Sequence[str]) -> list[str]:
             raise ValueError(f"duplicate id {doc_id!r} in one add() call")
         seen.add(doc_id)
     return out
+
+
+def best_first(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """``(doc_id, score)`` pairs in the one tie policy (score descending, ties by id descending),
+    as the exact index orders them."""
+    from retrieval_gate.metrics import rank_scored
+
+    scores = dict(pairs)
+    return [(doc_id, scores[doc_id]) for doc_id in rank_scored(scores)]
 
 
 @dataclass(frozen=True)
@@ -207,6 +220,30 @@ def hnsw_settings(options: Mapping[str, Any]) -> dict[str, int]:
         for name in HNSW_OPTIONS
         if options.get(name) is not None
     }
+
+
+def table_mode(options: Mapping[str, Any]) -> tuple[bool, bool]:
+    """``mode`` of a table backend (pgvector, LanceDB): approximate with an ``ann_index``,
+    rebuildable only on the gate's own table (a team's table and its index are theirs)."""
+    approximate = options.get("ann_index", "none") != "none"
+    return approximate, approximate and options.get("table") is None
+
+
+def team_table(options: Mapping[str, Any]) -> bool:
+    """``stored`` of a table backend: a team's ``table`` holds the documents' vectors."""
+    return options.get("table") is not None
+
+
+def table_identity(options: Mapping[str, Any], parameters: Sequence[str]) -> dict[str, Any]:
+    """``identity`` of a table backend: its ANN index, those of its ``parameters`` set, and a
+    team's table and columns."""
+    out: dict[str, Any] = {}
+    if options.get("ann_index", "none") != "none":
+        out["ann_index"] = options["ann_index"]
+    out |= {name: options[name] for name in parameters if options.get(name) is not None}
+    if options.get("table") is not None:
+        out |= {key: options[key] for key in ("table", "id_column", "vector_column")}
+    return out
 
 
 def index_identity(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -24,11 +24,12 @@ import numpy as np
 
 from retrieval_gate.display import page_text, quoted
 from retrieval_gate.embed import import_optional
-from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.errors import ConfigError, RunError, first_line
 from retrieval_gate.files.lock import LockError
 from retrieval_gate.index import (
     HNSW_OPTIONS,
     IndexBackend,
+    best_first,
     check_ids,
     check_vectors,
     hnsw_settings,
@@ -131,19 +132,14 @@ def storage_message(problem: str, path: str, exc: BaseException) -> str:
     if problem == "full":
         return (
             f"chroma store at {path} could not be written: no space left on the device "
-            f"({_first_line(exc)}); free space there, or give a cache folder on another disk "
+            f"({first_line(exc)}); free space there, or give a cache folder on another disk "
             "with --rg-cache-dir"
         )
     return (
         f"chroma store at {path} cannot be written (read-only or not permitted: "
-        f"{_first_line(exc)}); give a writable cache folder with --rg-cache-dir, or use "
+        f"{first_line(exc)}); give a writable cache folder with --rg-cache-dir, or use "
         'index = "exact"'
     )
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -291,14 +287,6 @@ def _chunks(n: int, size: int) -> Iterator[slice]:
         yield slice(start, min(start + size, n))
 
 
-def _best_first(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    # The one tie policy (score descending, ties by id descending), as the exact index orders.
-    from retrieval_gate.metrics import rank_scored
-
-    scores = dict(pairs)
-    return [(doc_id, scores[doc_id]) for doc_id in rank_scored(scores)]
-
-
 class ChromaIndex:
     """One chroma collection in cosine space; scores are ``1 - cosine distance``.
 
@@ -348,8 +336,7 @@ class ChromaIndex:
                     storage_message(problem, where, exc), problem=problem
                 ) from exc
             raise ConfigError(
-                f"chroma collection '{self.name}' at {where} could not be opened: "
-                f"{_first_line(exc)}"
+                f"chroma collection '{self.name}' at {where} could not be opened: {first_line(exc)}"
             ) from exc
         try:
             self._batch = int(client.get_max_batch_size()) or _FALLBACK_BATCH
@@ -370,7 +357,7 @@ class ChromaIndex:
             error.problem = problem
             return error
         return ChromaError(
-            f"chroma collection '{self.name}' at {self.where} {what}: {_first_line(exc)}"
+            f"chroma collection '{self.name}' at {self.where} {what}: {first_line(exc)}"
         )
 
     def _count(self) -> int:
@@ -544,7 +531,7 @@ class ChromaIndex:
                     (str(doc_id), 1.0 - float(dist))
                     for doc_id, dist in zip(ids_row, dist_row, strict=True)
                 ]
-                results.append(_best_first(pairs))
+                results.append(best_first(pairs))
         return results
 
 
@@ -578,7 +565,7 @@ def open_embedded(
                 storage_message(problem, str(path), exc), problem=problem
             ) from exc
         raise ConfigError(
-            f"chroma store at {path} could not be opened: {_first_line(exc)}; "
+            f"chroma store at {path} could not be opened: {first_line(exc)}; "
             "delete that folder to rebuild it"
         ) from exc
     return ChromaIndex(
@@ -641,7 +628,7 @@ def open_server(
                 f"{quoted(page_text(str(exc) or type(exc).__name__))}; check 'host' and 'port'"
             ) from exc
         raise ConfigError(
-            f"chroma server at {where} is not reachable: {_first_line(exc)}; "
+            f"chroma server at {where} is not reachable: {first_line(exc)}; "
             'start one with `chroma run` or use index = "chroma"'
         ) from exc
     return ChromaIndex(client, key, where=where, hnsw=hnsw)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import hashlib
 import json
 import math
@@ -34,16 +35,20 @@ from typing import Any
 import numpy as np
 
 from retrieval_gate.display import register_secret
-from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.errors import ConfigError, RunError, first_line
 from retrieval_gate.files.lock import LockError
 from retrieval_gate.index import (
     IndexBackend,
     TableCensus,
+    best_first,
     check_census,
     check_ids,
     check_vectors,
     hnsw_settings,
     named_errors,
+    table_identity,
+    table_mode,
+    team_table,
 )
 from retrieval_gate.schema import Option, OptionTable, at_least, beside_settings, one_of
 
@@ -157,11 +162,6 @@ class LanceDBError(RunError):
     """LanceDB failed while the gate wrote or searched a table: a one-line run error."""
 
 
-def _mode(options: Mapping[str, Any]) -> tuple[bool, bool]:
-    approximate = options.get("ann_index", "none") != "none"
-    return approximate, approximate and options.get("table") is None
-
-
 #: ANN indexes whose build from nothing the gate makes reproducible: it trains them itself.
 _SEEDED_ANN = ("ivf_flat", "ivf_pq")
 
@@ -170,27 +170,16 @@ def _reproducible(options: Mapping[str, Any]) -> bool:
     """Whether the same vectors rank the same after any rebuild (docs/embedding.md): exact scans;
     the gate's own IVF tables, trained here with a seed; not a team's table, not the hosted
     service (it trains its own index), not ``ivf_hnsw_sq`` (LanceDB builds its HNSW at random)."""
-    approximate, owned = _mode(options)
+    approximate, owned = table_mode(options)
     if not approximate:
         return True
     hosted = str(options.get("uri") or "").startswith("db://")
     return owned and not hosted and options.get("ann_index") in _SEEDED_ANN
 
 
-def _identity(options: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if options.get("ann_index", "none") != "none":
-        out["ann_index"] = options["ann_index"]
-    for name in ("num_partitions", "num_sub_vectors", "nprobes", "refine_factor"):
-        if options.get(name) is not None:
-            out[name] = options[name]
-    if options.get("table") is not None:
-        out |= {key: options[key] for key in ("table", "id_column", "vector_column")}
-    return out
-
-
-def _stored(options: Mapping[str, Any]) -> bool:
-    return options.get("table") is not None
+_identity = functools.partial(
+    table_identity, parameters=("num_partitions", "num_sub_vectors", "nprobes", "refine_factor")
+)
 
 
 def table_name(key: str, options: Mapping[str, Any]) -> str:
@@ -212,11 +201,6 @@ def _uri(cache_dir: Path, options: Mapping[str, Any]) -> str:
 
 def _local(uri: str) -> bool:
     return not uri.startswith(_REMOTE) and "://" not in uri
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
 
 
 def _ids_digest(ids: Sequence[str]) -> str:
@@ -285,7 +269,7 @@ def connect(uri: str, options: Mapping[str, Any]) -> Any:
     try:
         return lancedb.connect(uri, **kwargs)
     except Exception as exc:
-        raise ConfigError(f"LanceDB at {uri} could not be opened: {_first_line(exc)}") from None
+        raise ConfigError(f"LanceDB at {uri} could not be opened: {first_line(exc)}") from None
 
 
 def _record(table: Any) -> dict[str, Any] | None:
@@ -305,13 +289,6 @@ def _build_of(table: Any) -> str | None:
     if record is None:
         return None
     return f"{record['build']}:{table.version}"
-
-
-def _best_first(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    from retrieval_gate.metrics import rank_scored
-
-    scores = dict(pairs)
-    return [(doc_id, scores[doc_id]) for doc_id in rank_scored(scores)]
 
 
 def _least_id(found: Any) -> str | None:
@@ -359,7 +336,7 @@ class LanceDBIndex:
         return f"LanceDB table {self.name!r} at {self.uri}"
 
     def _failed(self, what: str, exc: BaseException) -> LanceDBError:
-        return LanceDBError(f"{self.where}: {what} failed: {_first_line(exc)}")
+        return LanceDBError(f"{self.where}: {what} failed: {first_line(exc)}")
 
     def _open_team_table(self) -> None:
         try:
@@ -367,7 +344,7 @@ class LanceDBIndex:
         except Exception as exc:
             if "not found" in str(exc).lower() or "does not exist" in str(exc).lower():
                 raise ConfigError(f"{self.where} does not exist") from None
-            raise ConfigError(f"{self.where} could not be opened: {_first_line(exc)}") from None
+            raise ConfigError(f"{self.where} could not be opened: {first_line(exc)}") from None
         fields = {field.name: field for field in table.schema}
         for column in (self.id_column, self.vector_column):
             if column not in fields:
@@ -675,7 +652,7 @@ class LanceDBIndex:
                     rows[int(position)].append((str(doc_id), 1.0 - float(distance)))
                 # An id on two rows of a team's table was refused by its census
                 # (`check_table`), once, not per search.
-                results.extend(_best_first(pairs)[:k] for pairs in rows)
+                results.extend(best_first(pairs)[:k] for pairs in rows)
         except (ConfigError, LanceDBError):
             raise
         except Exception as exc:
@@ -751,10 +728,10 @@ BACKEND = IndexBackend(
     summary="a LanceDB table (the gate's own in a folder, object storage or the hosted "
     "service, or a team's read-only), exact by default",
     built=read_build,
-    mode=_mode,
+    mode=table_mode,
     identity=_identity,
     scratch=open_scratch,
-    stored=_stored,
+    stored=team_table,
     reproducible=_reproducible,
     zero_vectors="LanceDB leaves a zero document vector out of every result, and finds nothing "
     "for a zero query vector (its cosine distance is undefined), where exact search scores "

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from retrieval_gate.records.wording import format_value, resolves_nothing
+
+#: Written only with ``index_noise``.
+_INDEX_NOISE = ("index_noise", "index_part", "decided_drop")
 
 
 @dataclass(frozen=True)
@@ -30,13 +33,19 @@ class RegressionFigures:
     ``regressed``. None under the tolerance policy.
     """
 
+    # In the order of an item's JSON keys (docs/report.md).
     baseline: float  # the baseline's mean over the compared queries
     tolerance: float
+    policy: str = "margin"
+    resolution: float | None = None
+    reliability: float = 0.95
+    planned_resolution: float | None = None
+    queries_needed: int | None = None
+    width: float | None = None  # the metric's range: a resolution as wide resolves no drop
     p_value: float | None = None
     p_adjusted: float | None = None
     improved: int = 0
     degraded: int = 0
-    not_compared: str | None = None  # why the check could not be decided, when it could not
     verdict: str = "ok"
     p_within: float | None = None
     alpha: float | None = None  # the level each test of this item is held to
@@ -44,12 +53,7 @@ class RegressionFigures:
     detectable_drop: float | None = None
     fewest_worse: int | None = None
     diagnostic: bool = False  # reported only: not an item, not in the family
-    policy: str = "margin"
-    resolution: float | None = None
-    reliability: float = 0.95
-    planned_resolution: float | None = None
-    queries_needed: int | None = None
-    width: float | None = None  # the metric's range: a resolution as wide resolves no drop
+    not_compared: str | None = None  # why the check could not be decided, when it could not
     # An item of an unchanged system whose index may rank differently each run is decided on
     # exact search over the same vectors (docs/verdicts.md, "Index noise"): ``index_noise`` says
     # how many units the index ranked otherwise and its part of the change, ``index_part`` that
@@ -63,62 +67,19 @@ class RegressionFigures:
         return resolves_nothing(self.resolution or 0.0, self.width)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "baseline": self.baseline,
-            "tolerance": self.tolerance,
-            "policy": self.policy,
-            "resolution": self.resolution,
-            "reliability": self.reliability,
-            "planned_resolution": self.planned_resolution,
-            "queries_needed": self.queries_needed,
-            "width": self.width,
-            "p_value": self.p_value,
-            "p_adjusted": self.p_adjusted,
-            "improved": self.improved,
-            "degraded": self.degraded,
-            "verdict": self.verdict,
-            "p_within": self.p_within,
-            "alpha": self.alpha,
-            "family": self.family,
-            "detectable_drop": self.detectable_drop,
-            "fewest_worse": self.fewest_worse,
-            "diagnostic": self.diagnostic,
-        }
-        if self.not_compared is not None:
-            out["not_compared"] = self.not_compared
-        if self.index_noise is not None:
-            out["index_noise"] = self.index_noise
-            out["index_part"] = self.index_part
-            out["decided_drop"] = self.decided_drop
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.not_compared is None:
+            del out["not_compared"]
+        if self.index_noise is None:
+            for name in _INDEX_NOISE:
+                del out[name]
         return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RegressionFigures:
-        return cls(
-            baseline=data["baseline"],
-            tolerance=data["tolerance"],
-            p_value=data["p_value"],
-            p_adjusted=data["p_adjusted"],
-            improved=data["improved"],
-            degraded=data["degraded"],
-            not_compared=data.get("not_compared"),
-            verdict=data["verdict"],
-            p_within=data["p_within"],
-            alpha=data["alpha"],
-            family=data["family"],
-            detectable_drop=data["detectable_drop"],
-            fewest_worse=data["fewest_worse"],
-            diagnostic=data["diagnostic"],
-            policy=data.get("policy", "margin"),
-            resolution=data.get("resolution"),
-            reliability=data.get("reliability", 0.95),
-            planned_resolution=data.get("planned_resolution"),
-            queries_needed=data.get("queries_needed"),
-            width=data.get("width"),
-            index_noise=data.get("index_noise"),
-            index_part=data.get("index_part"),
-            decided_drop=data.get("decided_drop"),
-        )
+        """The figures :meth:`to_json` wrote (an item's JSON, where they sit beside its own
+        keys); a key a figure lacks there keeps its default."""
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
 
     @property
     def percent(self) -> str:

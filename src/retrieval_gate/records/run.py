@@ -469,9 +469,4 @@ class RunFailure:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunFailure:
-        return cls(
-            suite=data["suite"],
-            system=data["system"],
-            error=data["error"],
-            traceback=data.get("traceback"),
-        )
+        return cls(**data)

@@ -4,7 +4,7 @@ it travels through under xdist, and why an item was not decided (:class:`Undecid
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from retrieval_gate.records.comparison import BaselineComparison
@@ -21,11 +21,11 @@ class Undecided:
     nodeid: str
 
     def to_json(self) -> dict[str, str]:
-        return {"suite": self.suite, "system": self.system, "nodeid": self.nodeid}
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Undecided:
-        return cls(suite=data["suite"], system=data["system"], nodeid=data["nodeid"])
+        return cls(**data)
 
 
 @dataclass(frozen=True)

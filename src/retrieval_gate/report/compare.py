@@ -61,28 +61,22 @@ def against_reference(
                     0.0,
                     seed,
                 )
-                out.append(
-                    Comparison(
-                        system=run.system,
-                        metric=metric,
-                        reference_value=boot.then,
-                        value=boot.now,
-                        p_value=min(1.0, 2.0 * min(boot.p_worse, boot.p_within)),
-                        improved=boot.improved,
-                        degraded=boot.degraded,
-                    )
-                )
-                continue
-            test = paired_randomisation(now, then, alternative="two-sided", seed=seed)
+                p_value = min(1.0, 2.0 * min(boot.p_worse, boot.p_within))
+                figures = (boot.then, boot.now, p_value, boot.improved, boot.degraded)
+            else:
+                test = paired_randomisation(now, then, alternative="two-sided", seed=seed)
+                mean_then, mean_now = sum(then) / len(then), sum(now) / len(now)
+                figures = (mean_then, mean_now, test.p_value, test.improved, test.degraded)
+            reference_value, value, p_value, improved, degraded = figures
             out.append(
                 Comparison(
                     system=run.system,
                     metric=metric,
-                    reference_value=sum(then) / len(then),
-                    value=sum(now) / len(now),
-                    p_value=test.p_value,
-                    improved=test.improved,
-                    degraded=test.degraded,
+                    reference_value=reference_value,
+                    value=value,
+                    p_value=p_value,
+                    improved=improved,
+                    degraded=degraded,
                 )
             )
     return out

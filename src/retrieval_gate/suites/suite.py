@@ -449,24 +449,19 @@ def suite_systems(suite: Suite, configured: Sequence[str], session: Sequence[str
             path=suite.path,
             entry="reference",
         )
-    for pattern, _ in suite.system_gates:
+    named = [(pattern, f"system_floors.{pattern}") for pattern, _ in suite.system_gates]
+    listed = suite.systems or ()
+    named += [(p, f"systems[{i}]" if len(listed) > 1 else "systems") for i, p in enumerate(listed)]
+    for pattern, entry in named:
         if not any(fnmatch.fnmatchcase(name, pattern) for name in configured):
             raise SuiteError(
                 f"no configured system matches {pattern!r}; configured systems: "
                 f"{', '.join(sorted(configured))}",
                 path=suite.path,
-                entry=f"system_floors.{pattern}",
+                entry=entry,
             )
     if suite.systems is None:
         return list(session)
-    for i, pattern in enumerate(suite.systems):
-        if not any(fnmatch.fnmatchcase(name, pattern) for name in configured):
-            raise SuiteError(
-                f"no configured system matches {pattern!r}; configured systems: "
-                f"{', '.join(sorted(configured))}",
-                path=suite.path,
-                entry=f"systems[{i}]" if len(suite.systems) > 1 else "systems",
-            )
     return [
         name
         for name in session

@@ -14,8 +14,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from retrieval_gate.errors import ConfigError
-
 if TYPE_CHECKING:
     pass
 from retrieval_gate.schema import (
@@ -125,14 +123,12 @@ def parse_system(
 
     where = Where(source=source, entry=f"system.{name}", base=base)
     if not valid_system_name(name):
-        raise ConfigError(
+        raise where.fail(
             f"invalid system name {name!r}: use letters, digits, '-', '_' or '.' "
-            "(the names --rg-system accepts)",
-            path=source,
-            entry=where.entry,
+            "(the names --rg-system accepts)"
         )
     if not isinstance(spec, Mapping):
-        raise ConfigError("a system must be a table", path=source, entry=where.entry)
+        raise where.fail("a system must be a table")
     registry = kinds()
     keys = [kind.key for kind in registry.values()]
     listed = ", ".join(f"'{key}'" for key in keys[:-1]) + f" or '{keys[-1]}'"
@@ -143,18 +139,16 @@ def parse_system(
             message = "give either 'retriever' or 'embedder', not both"  # the 0.1 message
         else:
             message = f"give one of {listed}, not " + " and ".join(f"'{k}'" for k in sorted(given))
-        raise ConfigError(message, path=source, entry=where.entry)
+        raise where.fail(message)
     shared = {**COMMON_SYSTEM_OPTIONS, **(suite_options or {})}
     if not chosen:
         anywhere = set(shared).union(*(kind.options for kind in registry.values()))
         unknown = sorted(str(k) for k in spec if k not in anywhere)
         if unknown:
             raise unknown_key(unknown[0], anywhere, where)
-        raise ConfigError(
+        raise where.fail(
             f"a system needs one of {listed} ('retriever = \"module:function\"', 'embedder' "
-            "with 'model', 'run = \"path/to/run.trec\"')",
-            path=source,
-            entry=where.entry,
+            "with 'model', 'run = \"path/to/run.trec\"')"
         )
     (kind,) = chosen
     tables: list[OptionTable] = [shared, kind.options]
@@ -192,19 +186,11 @@ def _parse_stages(raw: list[Any], where: Where) -> tuple[StageConfig, ...]:
     for position, item in enumerate(raw):
         at = Where(source=where.source, entry=f"{where.entry}.stages[{position}]", base=where.base)
         if not isinstance(item, Mapping) or not isinstance(item.get("stage"), str):
-            raise ConfigError(
-                'a stage must be a table naming its kind: {stage = "NAME", ...}',
-                path=where.source,
-                entry=at.entry,
-            )
+            raise at.fail('a stage must be a table naming its kind: {stage = "NAME", ...}')
         stage = registry.get(item["stage"])
         if stage is None:
             known = ", ".join(sorted(registry)) or "none registered"
-            raise ConfigError(
-                f"unknown stage {item['stage']!r}; known: {known}",
-                path=where.source,
-                entry=at.entry,
-            )
+            raise at.fail(f"unknown stage {item['stage']!r}; known: {known}")
         unknown = sorted(str(k) for k in item if k != "stage" and k not in stage.options)
         if unknown:
             raise unknown_key(unknown[0], ["stage", *stage.options], at)

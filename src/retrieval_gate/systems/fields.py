@@ -67,7 +67,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from retrieval_gate.errors import ConfigError, CorpusError
+from retrieval_gate.errors import CorpusError
 from retrieval_gate.records import counted, plural
 from retrieval_gate.schema import Option, OptionTable, Where, one_of
 
@@ -165,20 +165,19 @@ def check_fields(options: Mapping[str, Any], where: Where) -> None:
     """Cross-key checks: ``multi_vector`` needs ``fields``, which exclude chunking, and the
     strategy's fields (and ``all_weighted``'s weights) must be among them."""
 
-    def error(message: str) -> ConfigError:
-        return ConfigError(message, path=where.source, entry=where.entry)
-
     fields = options.get("fields")
     if fields is None:
         if options.get("multi_vector"):
-            raise error("'multi_vector' needs 'fields' (the fields to embed one by one)")
+            raise where.fail("'multi_vector' needs 'fields' (the fields to embed one by one)")
     elif options.get("chunk_size") is not None:
-        raise error("'fields' and 'chunk_size' exclude each other: a field text is not chunked")
+        raise where.fail(
+            "'fields' and 'chunk_size' exclude each other: a field text is not chunked"
+        )
     if not options.get("multi_vector"):
         # Set, they would be ignored without a word: a single vector has nothing to aggregate.
         for key, default in (("aggregation", "label_synonyms_max"), ("weights", DEFAULT_WEIGHTS)):
             if key in options and options[key] != default:
-                raise error(
+                raise where.fail(
                     f"'{key}' is set but 'multi_vector' is not true: a single-vector system "
                     f"has nothing to aggregate; set 'multi_vector = true' or drop '{key}'"
                 )
@@ -192,7 +191,7 @@ def check_fields(options: Mapping[str, Any], where: Where) -> None:
     missing = [name for name in needed if name not in fields]
     if missing:
         what = "weights name" if aggregation == "all_weighted" else f"{aggregation!r} reads"
-        raise error(f"{what} {', '.join(map(repr, missing))}, not in 'fields' {fields!r}")
+        raise where.fail(f"{what} {', '.join(map(repr, missing))}, not in 'fields' {fields!r}")
 
 
 def field_identity(options: Mapping[str, Any]) -> dict[str, Any]:

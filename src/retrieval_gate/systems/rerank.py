@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.errors import ConfigError, RunError, first_line
 from retrieval_gate.schema import Option, OptionTable, at_least, beside_settings
 from retrieval_gate.systems.base import OpenContext, Stage, StageKind, System
 from retrieval_gate.systems.retriever import finite_score
@@ -120,7 +120,7 @@ def load_scorer(
     try:
         model = st.CrossEncoder(where, device="cpu", local_files_only=local)
     except Exception as exc:
-        first = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+        first = first_line(exc)
         raise ConfigError(f"reranker {ref!r} could not be loaded: {first}", entry=entry) from None
     digest = folder_digest(resolved.path) if resolved.path is not None else "hub"
     return _CrossEncoderScorer(model, batch_size), f"cross-encoder:{resolved.name}:{digest}"

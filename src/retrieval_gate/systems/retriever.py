@@ -48,11 +48,7 @@ def _check(options: Mapping[str, Any], where: Where) -> None:
     # The exact message users have seen since 0.1.0 (the generic "invalid" would do too).
     ref = options["retriever"]
     if not isinstance(ref, str) or not _module_function(ref):
-        raise ConfigError(
-            f"'retriever' must be 'module:function', got {ref!r}",
-            path=where.source,
-            entry=where.entry,
-        )
+        raise where.fail(f"'retriever' must be 'module:function', got {ref!r}")
 
 
 #: The longest time limit, in seconds (about 11.6 days): a thread waits at most
@@ -150,12 +146,15 @@ def normalise_hits(
     ``10 * depth`` (at least 100,000) results: one that never ends is an error, not a hang.
     """
     path, entry = where
+
+    def fail(message: str) -> RunError:
+        return RunError(message, path=path, entry=entry)
+
+    def not_an_id(doc: Any, position: int) -> str:
+        return f"{source} returned doc id {short_repr(doc)} at position {position}; ids are strings"
+
     if isinstance(raw, (str, bytes)) or not isinstance(raw, Iterable):
-        raise RunError(
-            f"{source} returned {type_name(raw)}, expected a list of (doc_id, score)",
-            path=path,
-            entry=entry,
-        )
+        raise fail(f"{source} returned {type_name(raw)}, expected a list of (doc_id, score)")
     # {doc_id: score}, the run shape of pytrec_eval and evaluate(), is pairs too.
     if isinstance(raw, Mapping):
         items = list(raw.items())
@@ -165,11 +164,9 @@ def normalise_hits(
         limit = max(_ITER_MIN, _ITER_SLACK * (depth or 0))
         items = list(itertools.islice(raw, limit + 1))
         if len(items) > limit:
-            raise RunError(
+            raise fail(
                 f"{source} returned an iterator of more than {limit} results (one that never "
-                "ends?); return a list of the top k",
-                path=path,
-                entry=entry,
+                "ends?); return a list of the top k"
             )
     hits: dict[str, float] = {}
     n = len(items)
@@ -181,36 +178,22 @@ def normalise_hits(
         elif isinstance(item, Sequence) and not isinstance(item, bytes) and len(item) == 2:
             doc, score = item
         else:
-            raise RunError(
+            raise fail(
                 f"{source} returned {short_repr(item)} at position {position}; expected "
-                "(doc_id, score)",
-                path=path,
-                entry=entry,
+                "(doc_id, score)"
             )
         if isinstance(doc, int) and not isinstance(doc, bool):
             try:
                 doc = str(doc)
             except ValueError:  # more digits than Python writes out (4,300 by default)
-                raise RunError(
-                    f"{source} returned doc id {short_repr(doc)} at position {position}; ids "
-                    "are strings",
-                    path=path,
-                    entry=entry,
-                ) from None
+                raise fail(not_an_id(doc, position)) from None
         if not isinstance(doc, str):
-            raise RunError(
-                f"{source} returned doc id {short_repr(doc)} at position {position}; ids are "
-                "strings",
-                path=path,
-                entry=entry,
-            )
+            raise fail(not_an_id(doc, position))
         value = finite_score(score)
         if value is None:
-            raise RunError(
+            raise fail(
                 f"{source} returned score {short_repr(score)} for {short_repr(doc)}; scores "
-                "must be finite numbers",
-                path=path,
-                entry=entry,
+                "must be finite numbers"
             )
         if doc not in hits or value > hits[doc]:
             hits[doc] = value

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_gate.errors import ConfigError
-from retrieval_gate.index import IndexBackend
+from retrieval_gate.index import IndexBackend, table_mode, team_table
 from retrieval_gate.index.pgvector.connection import (
     _ensure_extension,
     connect,
@@ -47,8 +47,6 @@ from retrieval_gate.index.pgvector.options import (
     OPTIONS,
     _check_options,
     _identity,
-    _mode,
-    _stored,
     table_name,
 )
 
@@ -151,14 +149,14 @@ BACKEND = IndexBackend(
     summary="a PostgreSQL table with pgvector (the gate's own, or a team's read-only), exact "
     "by default",
     built=read_build,
-    mode=_mode,
+    mode=table_mode,
     identity=_identity,
     scratch=open_scratch,
-    stored=_stored,
+    stored=team_table,
     # An ANN index, the team's or the gate's own: a build after DROP TABLE draws HNSW levels and
     # the IVFFlat k-means start from PostgreSQL's random generator, which SQL cannot seed
     # (docs/embedding.md, "Reproducible ANN builds"), so such a system is decided on exact search.
-    reproducible=lambda options: not _mode(options)[0],
+    reproducible=lambda options: not table_mode(options)[0],
     zero_vectors="pgvector's exact scan scores a zero vector 0, as exact search does (an hnsw "
     "or ivfflat index ranks it last)",
 )

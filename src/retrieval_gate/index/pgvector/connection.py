@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from retrieval_gate.display import register_secret, register_secrets_in
-from retrieval_gate.errors import ConfigError
+from retrieval_gate.errors import ConfigError, first_line
 from retrieval_gate.index.pgvector.options import OPTIONS
 
 __all__ = ["connect", "describe", "resolve_dsn"]
@@ -57,11 +57,6 @@ def describe(dsn: str) -> str:
     if db:
         where += f"/{db}"
     return f"PostgreSQL at {where}"
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
 
 
 _CREDENTIAL_WORDS = (
@@ -122,9 +117,9 @@ def connect(dsn: str, options: Mapping[str, Any]) -> Any:
             **_dead_peer(dsn, timeout),
         )
     except psycopg.ProgrammingError as exc:  # a malformed DSN
-        raise ConfigError(f"invalid pgvector dsn: {_first_line(exc)}") from None
+        raise ConfigError(f"invalid pgvector dsn: {first_line(exc)}") from None
     except psycopg.Error as exc:
-        text = _first_line(exc)
+        text = first_line(exc)
         lower = str(exc).lower()
         if "timeout" in lower:
             raise ConfigError(
@@ -161,11 +156,11 @@ def _ensure_extension(conn: Any, where: str, options: Mapping[str, Any]) -> None
     except psycopg.errors.QueryCanceled as exc:
         raise ConfigError(
             f"{where} did not answer the pgvector extension lookup within {seconds} s "
-            f"(connect_timeout): {_first_line(exc)}"
+            f"(connect_timeout): {first_line(exc)}"
         ) from None
     except psycopg.Error as exc:
         raise ConfigError(
-            f"{where}: looking up the pgvector extension failed: {_first_line(exc)}"
+            f"{where}: looking up the pgvector extension failed: {first_line(exc)}"
         ) from None
     try:
         with conn.transaction(), conn.cursor() as cur:
@@ -181,5 +176,5 @@ def _ensure_extension(conn: Any, where: str, options: Mapping[str, Any]) -> None
     except Exception as exc:
         raise ConfigError(
             f"{where}: the pgvector extension is not installed in this database and could not "
-            f"be created ({_first_line(exc)}); run CREATE EXTENSION vector as its owner"
+            f"be created ({first_line(exc)}); run CREATE EXTENSION vector as its owner"
         ) from None

@@ -17,15 +17,16 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_gate.errors import ConfigError, RunError
+from retrieval_gate.errors import ConfigError, RunError, first_line
 from retrieval_gate.index import (
     TableCensus,
+    best_first,
     check_census,
     check_ids,
     check_vectors,
     named_errors,
 )
-from retrieval_gate.index.pgvector.connection import _first_line, _is_database_error
+from retrieval_gate.index.pgvector.connection import _is_database_error
 
 __all__ = ["MARK", "PgvectorError", "PgvectorIndex"]
 
@@ -129,13 +130,6 @@ def _array_literal(rows: np.ndarray) -> str:
     return "{" + ",".join(f'"{_vector_literal(row)}"' for row in rows) + "}"
 
 
-def _best_first(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    from retrieval_gate.metrics import rank_scored
-
-    scores = dict(pairs)
-    return [(doc_id, scores[doc_id]) for doc_id in rank_scored(scores)]
-
-
 class PgvectorIndex:
     """One pgvector table searched by cosine distance; scores are ``1 - distance``.
 
@@ -198,11 +192,11 @@ class PgvectorIndex:
         if isinstance(exc, psycopg.errors.QueryCanceled):
             return PgvectorError(
                 f"{self.where}: {what} on table {self.table} was cancelled after the "
-                f"statement timeout ({_first_line(exc)}); raise 'statement_timeout' or "
+                f"statement timeout ({first_line(exc)}); raise 'statement_timeout' or "
                 "'build_timeout'"
             )
         return PgvectorError(
-            f"{self.where}: {what} on table {self.table} failed: {_first_line(exc)}"
+            f"{self.where}: {what} on table {self.table} failed: {first_line(exc)}"
         )
 
     # -- catalogue ------------------------------------------------------------------------
@@ -612,7 +606,7 @@ class PgvectorIndex:
                         )
                 # An id on two rows of a team's table was refused by its census
                 # (`check_table`), once, not per search.
-                results.extend(_best_first(pairs) for pairs in found)
+                results.extend(best_first(pairs) for pairs in found)
         return results
 
     def close(self) -> None:

@@ -4,6 +4,7 @@ shapes a build (the system's identity, the gate's table name), and the checks ac
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -12,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from retrieval_gate.errors import ConfigError
-from retrieval_gate.index import hnsw_settings
+from retrieval_gate.index import hnsw_settings, table_identity
 from retrieval_gate.schema import Option, OptionTable, at_least, between, one_of
 
 __all__ = ["OPTIONS", "table_name"]
@@ -120,26 +121,7 @@ OPTIONS: OptionTable = {
 # -- settings ---------------------------------------------------------------------------------
 
 
-def _mode(options: Mapping[str, Any]) -> tuple[bool, bool]:
-    approximate = options.get("ann_index", "none") != "none"
-    # A team's table and its index are theirs: never built a second time.
-    return approximate, approximate and options.get("table") is None
-
-
-def _identity(options: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if options.get("ann_index", "none") != "none":
-        out["ann_index"] = options["ann_index"]
-    for name in ("ivfflat_lists", "ivfflat_probes"):
-        if options.get(name) is not None:
-            out[name] = options[name]
-    if options.get("table") is not None:
-        out |= {key: options[key] for key in ("table", "id_column", "vector_column")}
-    return out
-
-
-def _stored(options: Mapping[str, Any]) -> bool:
-    return options.get("table") is not None
+_identity = functools.partial(table_identity, parameters=("ivfflat_lists", "ivfflat_probes"))
 
 
 def table_name(key: str, options: Mapping[str, Any]) -> str:

@@ -25,7 +25,7 @@ from retrieval_gate.systems.embedding.diagnostics import (
 )
 from retrieval_gate.systems.embedding.index import EmbeddingIndex
 from retrieval_gate.systems.embedding.options import DEVICES, OPTIONS, index_options
-from retrieval_gate.systems.embedding.system import KIND, EmbeddingSystem, latency_gated
+from retrieval_gate.systems.embedding.system import KIND, EmbeddingSystem
 from retrieval_gate.systems.embedding.units import require_corpus
 from retrieval_gate.systems.embedding.vectors import (
     QUERY_IDENTITY_SUFFIX,
@@ -46,7 +46,6 @@ __all__ = [
     "embed_texts",
     "embedding_call",
     "index_options",
-    "latency_gated",
     "load_system_embedder",
     "recall_positions",
     "require_corpus",

@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from retrieval_gate.errors import ConfigError
 from retrieval_gate.schema import (
     Option,
     OptionTable,
@@ -130,26 +129,14 @@ def backend_options(spec: Mapping[str, Any], where: Where) -> OptionTable:
 
     embedder = spec.get("embedder")
     if not isinstance(embedder, str) or embedder not in EMBEDDERS:
-        raise ConfigError(
-            f"unknown embedder {embedder!r}; known: {', '.join(sorted(EMBEDDERS))}",
-            path=where.source,
-            entry=where.entry,
-        )
+        raise where.fail(f"unknown embedder {embedder!r}; known: {', '.join(sorted(EMBEDDERS))}")
     for key, why in EMBEDDERS[embedder].not_applicable.items():
         if key in spec:
             # Refused rather than ignored: the user meant it to change something.
-            raise ConfigError(
-                f"'{key}' does not apply to the {embedder} embedder ({why}); drop it",
-                path=where.source,
-                entry=where.entry,
-            )
+            raise where.fail(f"'{key}' does not apply to the {embedder} embedder ({why}); drop it")
     index = spec.get("index", "chroma")
     if not isinstance(index, str) or index not in INDEXES:
-        raise ConfigError(
-            f"unknown index {index!r}; known: {', '.join(sorted(INDEXES))}",
-            path=where.source,
-            entry=where.entry,
-        )
+        raise where.fail(f"unknown index {index!r}; known: {', '.join(sorted(INDEXES))}")
     return {**EMBEDDERS[embedder].options, **INDEXES[index].options}
 
 
@@ -161,37 +148,27 @@ def check_options(options: Mapping[str, Any], where: Where) -> None:
     maker = embedder.makes_model if embedder is not None else None  # model2vec's distill_from
     made = isinstance(options.get(maker), str) if maker is not None else False
     if not isinstance(options["model"], str) and not made:
-        raise ConfigError("an embedding system needs 'model'", path=where.source, entry=where.entry)
+        raise where.fail("an embedding system needs 'model'")
     if isinstance(options["model"], str) and made:
-        raise ConfigError(
+        raise where.fail(
             f"'model' and '{maker}' exclude each other: {maker} makes the model "
-            "(the other would be ignored); keep one",
-            path=where.source,
-            entry=where.entry,
+            "(the other would be ignored); keep one"
         )
     size, overlap = options["chunk_size"], options["chunk_overlap"]
     if size is None and overlap:
-        raise ConfigError(
+        raise where.fail(
             f"'chunk_overlap' ({overlap}) needs 'chunk_size': without it documents are not "
-            "chunked and the overlap means nothing",
-            path=where.source,
-            entry=where.entry,
+            "chunked and the overlap means nothing"
         )
     if size is not None and overlap >= size:
         # Said here, naming the system, rather than by the chunker when the run starts.
-        raise ConfigError(
-            f"'chunk_overlap' ({overlap}) must be smaller than 'chunk_size' ({size})",
-            path=where.source,
-            entry=where.entry,
-        )
+        raise where.fail(f"'chunk_overlap' ({overlap}) must be smaller than 'chunk_size' ({size})")
     check_fields(options, where)  # systems/fields.py
     if options.get("ray_address") is not None and options["embed_executor"] != "ray":
-        raise ConfigError(
+        raise where.fail(
             f"'ray_address' is set but 'embed_executor' is {options['embed_executor']!r}: "
             'documents are embedded in this process; set embed_executor = "ray" or drop '
-            "'ray_address'",
-            path=where.source,
-            entry=where.entry,
+            "'ray_address'"
         )
     if embedder is not None and embedder.check is not None:
         embedder.check(options, where)  # the backend's own checks across its keys
@@ -200,11 +177,8 @@ def check_options(options: Mapping[str, Any], where: Where) -> None:
     backend = INDEXES.get(str(options.get("index")))
     stored = backend is not None and backend.stores_documents(options)
     if stored and (options["chunk_size"] is not None or options.get("fields")):
-        raise ConfigError(
-            "a team's table ('table') holds whole documents: 'chunk_size' and 'fields' do "
-            "not apply",
-            path=where.source,
-            entry=where.entry,
+        raise where.fail(
+            "a team's table ('table') holds whole documents: 'chunk_size' and 'fields' do not apply"
         )
 
 

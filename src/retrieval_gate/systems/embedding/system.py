@@ -29,13 +29,6 @@ if TYPE_CHECKING:
     from retrieval_gate.systems.config import SystemConfig
 
 
-def latency_gated(context: OpenContext) -> bool:
-    """Whether the run's query latency counts: a ``latency_*`` gate in the suite, or a latency
-    weight in the decision settings. Then every query is embedded live and timed; otherwise
-    cached query vectors are used and the latency is the search's alone."""
-    return context.latency_needed
-
-
 class EmbeddingSystem:
     """An :class:`EmbeddingIndex` behind the system protocol; with an approximate index, its
     recall against exact search on the same vectors.
@@ -57,7 +50,7 @@ class EmbeddingSystem:
     def __init__(self, config: SystemConfig, context: OpenContext) -> None:
         self.config = config
         corpus = require_corpus(context, config)
-        gated = latency_gated(context)
+        gated = context.latency_needed
         self.timings = Timings()
         # A timed search must be a real one: the result cache only serves runs whose latency
         # is not measured.
