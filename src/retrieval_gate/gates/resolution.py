@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -367,15 +367,16 @@ def queries_needed(
     if eps(limit) > target:
         return None
     lo, hi = 2, limit
-    if eps(lo) <= target:
-        return lo
+    return lo if eps(lo) <= target else last_true(lambda n: eps(n) > target, lo, hi) + 1
+
+
+def last_true(holds: Callable[[int], bool], lo: int, hi: int) -> int:
+    """The last n in [lo, hi) where ``holds``, by bisection: it holds at lo, not at hi, and
+    holds up to a point."""
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if eps(mid) <= target:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+        lo, hi = (mid, hi) if holds(mid) else (lo, mid)
+    return lo
 
 
 def loss_spread(values: np.ndarray, drop: float) -> tuple[float, float] | None:
