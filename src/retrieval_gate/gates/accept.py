@@ -60,27 +60,17 @@ class Moved:
 
 
 @dataclass(frozen=True)
-class Change:
+class Change(AcceptedChange):
     """One metric of one suite x system moved from the target branch's baseline to this one:
     ``before`` -> ``after`` over the ``n`` queries both hold unchanged (``units``: what they
     are called), the queries that moved most, the metric's regression ``tolerance`` where this
     session knows it, and whether the baseline records it as accepted (``recorded``: the drift
     check takes it; a drop it does not record, the main branch's drift check will count)."""
 
-    suite: str
-    system: str
-    metric: str
-    before: float
-    after: float
-    n: int
     moved: tuple[Moved, ...] = ()
     tolerance: float | None = None
     recorded: bool = False
     units: str = "queries"
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.suite, self.system, self.metric)
 
     @property
     def drop(self) -> bool:
@@ -167,7 +157,7 @@ def change(metric: str, then: RunRecord, now: RunRecord) -> Change | None:
         sides[0],
         sides[1],
         len(pairs),
-        tuple(moved[:MOVED]),
+        moved=tuple(moved[:MOVED]),
         units=units_of(now.kind, len(pairs)),
     )
 
@@ -682,7 +672,7 @@ def _anchor_now(at: Provenance | None, recorded: bool) -> str | None:
     return None
 
 
-def _same(one: Change | AcceptedChange, other: Change | AcceptedChange) -> bool:
+def _same(one: AcceptedChange, other: AcceptedChange) -> bool:
     """Whether two changes of a metric say the same values (as written and read back)."""
     return abs(one.before - other.before) <= TIE and abs(one.after - other.after) <= TIE
 
