@@ -53,7 +53,6 @@ from retrieval_gate.records import counted, plural
 if TYPE_CHECKING:
     from retrieval_gate.baseline.head import Baseline
     from retrieval_gate.config import Settings
-    from retrieval_gate.gates.plan import RegressionPlan
     from retrieval_gate.records import Outcome, RegressionFigures, RunRecord
 
 
@@ -335,7 +334,6 @@ class HistoryKeeper:
         self,
         settings: Settings,
         root: Path,
-        plan: RegressionPlan,
         head: str | Path,
         systems: Iterable[str] = (),
         option: Callable[[str, Any], Any] = lambda name, default: default,
@@ -355,7 +353,6 @@ class HistoryKeeper:
         self.conf = settings.history or HistorySettings()
         self.settings = settings
         self.root = root
-        self.plan = plan
         self.record_runs = record
         self.pin: Pin | None = None
         self.now = datetime.now().astimezone()
@@ -365,11 +362,9 @@ class HistoryKeeper:
         self.ledger = open_ledger(
             head, self.conf.log(root), keep_values=self.conf.keep_values, own=self.own_files
         )
-        ledger = self.ledger
-        self.store: Ledger | None = None
-        if self.conf.enabled:
-            self.store = ledger
-            log = ledger.log if isinstance(ledger, FileLedger) else None
+        self.store: Ledger | None = self.ledger if self.conf.enabled else None
+        if self.store is not None:
+            log = self.store.log if isinstance(self.store, FileLedger) else None
             if log is not None and (record or option("rg_save_baseline", False)):
                 # Said before anything runs, as for the other outputs: a folder the session
                 # will write that a link leads out of the project (files/door.py).
