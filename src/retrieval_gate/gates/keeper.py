@@ -212,9 +212,7 @@ class Trend:
                 {
                     "commit": self.labels[c.index],
                     "date": self.date(c.index) or None,
-                    "index": c.index,
-                    "before": c.before,
-                    "after": c.after,
+                    **dataclasses.asdict(c),
                     "shift": c.shift,
                 }
                 for c in self.changes
@@ -457,9 +455,7 @@ class HistoryKeeper:
     def accepted(self, suite: str, system: str) -> Entry | None:
         """The newest entry of ``suite`` x ``system`` saved as the baseline, as the log keeps it
         (with the run's timing: what a rule comparing latency with the baseline reads)."""
-        found = [
-            e for e in self.history(suite).of(system) if e.source == "baseline" and not e.at.dirty
-        ]
+        found = [e for e in merges(self.history(suite).of(system)) if e.source == "baseline"]
         return found[-1] if found else None
 
     # -- the head, and what a pull request's baseline accepts (gates/accept.py) ------------------

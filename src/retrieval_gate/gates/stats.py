@@ -237,15 +237,10 @@ MARGIN_RESAMPLES = 10_000
 
 
 @dataclass(frozen=True)
-class BootstrapMarginTest:
-    """:func:`bootstrap_margin_test`'s answer, shaped like :class:`MarginTest`."""
+class BootstrapMarginTest(MarginTest):
+    """:func:`bootstrap_margin_test`'s answer (``mean_difference``: aggregate(now) -
+    aggregate(then) over the shared units), with the aggregates and the difference's spread."""
 
-    n: int
-    mean_difference: float  # aggregate(now) - aggregate(then) over the shared units
-    p_worse: float
-    p_within: float
-    improved: int
-    degraded: int
     exact: bool = False
     now: float = 0.0  # the aggregates over the shared units
     then: float = 0.0
