@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from retrieval_gate.errors import RetrievalGateError
-from retrieval_gate.gates.compared import split_name
+from retrieval_gate.gates.compared import RegressionCheck, split_name
 from retrieval_gate.gates.regressions import (
-    RegressionCheck,
     Regressions,
     compare_with_baseline,
     family_size,

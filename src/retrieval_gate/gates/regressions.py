@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from retrieval_gate.gates.compared import Compared, IndexNoise, RegressionCheck, Resolved
-from retrieval_gate.gates.explain import explain, stale_labels, with_changes
+from retrieval_gate.gates.explain import with_changes
 from retrieval_gate.gates.kernel import paired, planned_sd, width
 from retrieval_gate.gates.resolution import BlockResolution, ItemSpread, sample_sd
 from retrieval_gate.metrics import parse_metric
@@ -28,25 +28,6 @@ from retrieval_gate.records import (
     parse_scope,
 )
 from retrieval_gate.suites.suite import Suite
-
-# Re-exported: callers and tests import the check and the explanation helpers from here.
-__all__ = [
-    "DEFAULT_POLICY",
-    "DEFAULT_REGRESSION_SCOPES",
-    "DEFAULT_TOLERANCE",
-    "POLICIES",
-    "Compared",
-    "RegressionCheck",
-    "Regressions",
-    "check_regressions",
-    "compare_with_baseline",
-    "explain",
-    "family_size",
-    "regression_checks",
-    "spread_of_values",
-    "stale_labels",
-]
-
 
 DEFAULT_TOLERANCE = 0.01
 
