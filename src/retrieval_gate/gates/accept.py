@@ -23,7 +23,6 @@ import dataclasses
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -37,7 +36,6 @@ if TYPE_CHECKING:
     from retrieval_gate.baseline.ledger import Ledger
     from retrieval_gate.baseline.log import History
     from retrieval_gate.baseline.provenance import Provenance
-    from retrieval_gate.config.history import HistorySettings
     from retrieval_gate.gates.anchor import Anchor, Pin, Unpinned
     from retrieval_gate.records import Outcome, RunRecord
 
@@ -330,9 +328,7 @@ class Keeper(Protocol):
     """What the acceptor reads of the session's history keeper (gates/keeper.py)."""
 
     root: Path
-    conf: HistorySettings
     pin: Pin | None
-    now: datetime
 
     @property
     def ledger(self) -> Ledger: ...
