@@ -271,7 +271,6 @@ class BlockResolution:
     """The block's critical value and each item's epsilon (by the keys it was given)."""
 
     c: float
-    level: float
     df: int
     epsilon: Mapping[str, float]
     c_normal: float = 0.0  # the normal max quantile c was scaled from (planning reads it)
@@ -287,7 +286,7 @@ def block_resolution(
     units: an empty result."""
     usable = {k: v for k, v in items.items() if v.n >= 2}
     if not usable:
-        return BlockResolution(0.0, level, 0, {})
+        return BlockResolution(0.0, 0, {})
     names = list(usable)
     n = max(v.n for v in usable.values())
     corr = np.eye(len(names))
@@ -299,7 +298,6 @@ def block_resolution(
     c = joint_quantile(corr, level, n - 1, seed)
     return BlockResolution(
         c=c,
-        level=level,
         df=n - 1,
         epsilon={k: _epsilon(usable[k], c) for k in names},
         c_normal=normal_joint_quantile(corr, level, seed),
