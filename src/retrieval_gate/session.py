@@ -83,7 +83,7 @@ class GateSession:
         own = (*out.files(), out.baseline, out.cache_dir)  # the plugin's files, not the user's
         self.runs = RunCache(self.settings, self.run_options, exclude=own, relpath=self.relpath)
         self.plan = RegressionPlan(self.settings)
-        ledger = (self.settings, self.rootpath, self.plan, out.baseline_url or out.baseline)
+        ledger = (self.settings, self.rootpath, out.baseline_url or out.baseline)
         self.history = HistoryKeeper(*ledger, [s.name for s in self.systems], config.getoption, own)
         self.store = self.history.ledger  # the run ledger: its head (the baseline) and its log
         self.baseline, self.baseline_problem = self.history.load_head(

@@ -20,13 +20,9 @@ from retrieval_gate.baseline.head import (
     load_baseline,
     save_baseline,
 )
-from retrieval_gate.gates.regressions import (
-    RegressionCheck,
-    check_regressions,
-    compare_with_baseline,
-    explain,
-    family_size,
-)
+from retrieval_gate.gates.compared import RegressionCheck
+from retrieval_gate.gates.explain import explain
+from retrieval_gate.gates.regressions import check_regressions, compare_with_baseline, family_size
 from retrieval_gate.gates.resolution import block_level, queries_needed, t_quantile
 from retrieval_gate.gates.rule import headline
 from retrieval_gate.metrics import metric_versions

@@ -14,7 +14,8 @@ import pytest
 from retrieval_gate.baseline.align import align
 from retrieval_gate.baseline.head import load_baseline, save_baseline
 from retrieval_gate.errors import RetrievalGateError
-from retrieval_gate.gates.regressions import RegressionCheck, check_regressions
+from retrieval_gate.gates.compared import RegressionCheck
+from retrieval_gate.gates.regressions import check_regressions
 from retrieval_gate.gates.rule import headline
 from retrieval_gate.index import INDEXES
 from retrieval_gate.records import QueryRecord, RunRecord

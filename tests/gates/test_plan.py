@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from retrieval_gate.config import parse_settings
+from retrieval_gate.gates.compared import RegressionCheck
 from retrieval_gate.gates.plan import RegressionPlan
-from retrieval_gate.gates.regressions import RegressionCheck
 from retrieval_gate.records import QueryRecord, RunRecord
 from retrieval_gate.suites.suite import Suite, parse_suite
 

@@ -118,7 +118,7 @@ def test_suggestions_and_the_diff(tmp_path: Path) -> None:
         ("suite", "nDCG@3", 0.5, 5),
         ("category:c", "nDCG@3", 0.45, 3),
     ]
-    diff = floors_diff(found, tmp_path)
+    diff = floors_diff(found, tmp_path)[0]
     assert diff.splitlines() == [
         "--- a/s.retrieval.yaml",
         "+++ b/s.retrieval.yaml",
@@ -191,7 +191,7 @@ def test_a_system_with_its_own_floor_gets_its_own_suggestion(tmp_path: Path) -> 
         ("", "category:c", 0.45, ("sys",), (("sys", pytest.approx(0.7)), ("weak", 0.3))),
         ("weak", "suite", 0.07, ("weak",), ()),
     ]
-    diff = floors_diff(found, tmp_path)
+    diff = floors_diff(found, tmp_path)[0]
     assert "-  weak: {gates: {nDCG@3: 0.05}}" in diff.splitlines()
     assert "+  weak: {gates: {nDCG@3: 0.07}}" in diff.splitlines()
 
@@ -208,7 +208,7 @@ def test_no_change_no_diff(tmp_path: Path) -> None:
     path.write_text(SUITE.replace("0.2  #", "0.50  #").replace("0.9}", "0.45}"), encoding="utf-8")
     baseline = _baseline(tmp_path / "b.json", {"sys": VALUES})
     assert suggest_floors([load_suite(path)], baseline, ["sys"]) == []
-    assert floors_diff([], tmp_path) == ""
+    assert floors_diff([], tmp_path) == ("", False)
 
 
 def test_without_a_baseline_it_says_so(tmp_path: Path) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from retrieval_gate.errors import UnknownMetricError
-from retrieval_gate.gates.regressions import RegressionCheck, check_regressions, stale_labels
+from retrieval_gate.gates.compared import RegressionCheck
+from retrieval_gate.gates.explain import stale_labels
+from retrieval_gate.gates.regressions import check_regressions
 from retrieval_gate.metrics import Metric, compute, evaluate, judge, parse_metric
 from retrieval_gate.metrics.ranking import _judge_scored
 from retrieval_gate.records import QueryRecord, RunRecord

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from retrieval_gate.baseline.entry import Entry
 from retrieval_gate.baseline.head import (
@@ -162,8 +162,7 @@ class _Parts:
         (found or self.head_part.save)(runs, previous)
 
     def read(self, suite: str, request: Request) -> History:
-        found: History = self.log_part.read(suite, request)
-        return found
+        return cast(History, self.log_part.read(suite, request))
 
     def append(self, entries: Sequence[Entry]) -> None:
         self.log_part.append(entries)

@@ -326,7 +326,7 @@ class JsonLinesLog:
             if reader.satisfied():
                 break
             reader.read(folder / segment.name)
-        entries, repeated = distinct(reader.entries_oldest_first())
+        entries, repeated = distinct(reader.found[::-1])
         problems = (*index.problems, *reader.problems())
         return History(
             suite, entries, problems, str(live), tally, repeated, reader.unread, reader.nearest()

@@ -224,9 +224,6 @@ class Reader:
         found = self.pinned.get(system)
         return found is not None and (self.floor is None or found[0] <= self.floor)
 
-    def entries_oldest_first(self) -> list[Entry]:
-        return list(reversed(self.found))
-
     def problems(self) -> list[str]:
         total = sum(self.kinds.values())
         out = list(self.named)

@@ -23,7 +23,6 @@ import dataclasses
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -37,7 +36,6 @@ if TYPE_CHECKING:
     from retrieval_gate.baseline.ledger import Ledger
     from retrieval_gate.baseline.log import History
     from retrieval_gate.baseline.provenance import Provenance
-    from retrieval_gate.config.history import HistorySettings
     from retrieval_gate.gates.anchor import Anchor, Pin, Unpinned
     from retrieval_gate.records import Outcome, RunRecord
 
@@ -60,27 +58,17 @@ class Moved:
 
 
 @dataclass(frozen=True)
-class Change:
+class Change(AcceptedChange):
     """One metric of one suite x system moved from the target branch's baseline to this one:
     ``before`` -> ``after`` over the ``n`` queries both hold unchanged (``units``: what they
     are called), the queries that moved most, the metric's regression ``tolerance`` where this
     session knows it, and whether the baseline records it as accepted (``recorded``: the drift
     check takes it; a drop it does not record, the main branch's drift check will count)."""
 
-    suite: str
-    system: str
-    metric: str
-    before: float
-    after: float
-    n: int
     moved: tuple[Moved, ...] = ()
     tolerance: float | None = None
     recorded: bool = False
     units: str = "queries"
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.suite, self.system, self.metric)
 
     @property
     def drop(self) -> bool:
@@ -167,7 +155,7 @@ def change(metric: str, then: RunRecord, now: RunRecord) -> Change | None:
         sides[0],
         sides[1],
         len(pairs),
-        tuple(moved[:MOVED]),
+        moved=tuple(moved[:MOVED]),
         units=units_of(now.kind, len(pairs)),
     )
 
@@ -340,9 +328,7 @@ class Keeper(Protocol):
     """What the acceptor reads of the session's history keeper (gates/keeper.py)."""
 
     root: Path
-    conf: HistorySettings
     pin: Pin | None
-    now: datetime
 
     @property
     def ledger(self) -> Ledger: ...
@@ -682,7 +668,7 @@ def _anchor_now(at: Provenance | None, recorded: bool) -> str | None:
     return None
 
 
-def _same(one: Change | AcceptedChange, other: Change | AcceptedChange) -> bool:
+def _same(one: AcceptedChange, other: AcceptedChange) -> bool:
     """Whether two changes of a metric say the same values (as written and read back)."""
     return abs(one.before - other.before) <= TIE and abs(one.after - other.after) <= TIE
 

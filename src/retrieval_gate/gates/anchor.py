@@ -327,5 +327,4 @@ def _listed(commits: Sequence[str]) -> str:
     digits = 7
     while len({c[:digits] for c in commits}) < len(commits):
         digits += 1
-    names = [c[:digits] for c in commits]
-    return ", ".join(names[:-1]) + " and " + names[-1]
+    return _and([c[:digits] for c in commits])

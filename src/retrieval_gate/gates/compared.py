@@ -11,7 +11,7 @@ from retrieval_gate.gates.kernel import TIE
 
 if TYPE_CHECKING:
     from retrieval_gate.gates.resolution import ItemSpread
-    from retrieval_gate.gates.stats import BootstrapMarginTest, MarginTest
+    from retrieval_gate.gates.stats import MarginTest
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ class Compared:
     mean_then: float
     spread: ItemSpread | None  # what the check adds to its block's resolution
     planned_sd: float  # the spread planning assumes for the drops (docs/verdicts.md)
-    test: MarginTest | BootstrapMarginTest
+    test: MarginTest  # or its BootstrapMarginTest
     # For an aggregate its kind decomposes (a correlation): each unit's share of the change and
     # why (SuiteKind.contributions); worse and better units are counted and explained by these.
     shares: Mapping[str, tuple[float, str]] | None = None

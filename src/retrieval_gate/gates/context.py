@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
     from retrieval_gate.config import Settings
@@ -35,27 +35,22 @@ class RunContext:
 
     @property
     def settings(self) -> Settings:
-        found: Settings = self.session.settings
-        return found
+        return cast("Settings", self.session.settings)
 
     @property
     def plan(self) -> RegressionPlan:
-        found: RegressionPlan = self.session.plan
-        return found
+        return cast("RegressionPlan", self.session.plan)
 
     @property
     def history(self) -> HistoryKeeper:
-        found: HistoryKeeper = self.session.history
-        return found
+        return cast("HistoryKeeper", self.session.history)
 
     @property
     def base(self) -> RunRecord | None:
-        found: RunRecord | None = self.session.base_run(self.suite, self.config)
-        return found
+        return cast("RunRecord | None", self.session.base_run(self.suite, self.config))
 
     def record(self) -> RunRecord:
-        found: RunRecord = self.session.record(self.suite, self.config)
-        return found
+        return cast("RunRecord", self.session.record(self.suite, self.config))
 
     def once(self, key: str, compute: Callable[[], T]) -> T:
         found = self.session.shared
@@ -68,5 +63,4 @@ class RunContext:
         return self.session.rule_state.setdefault(key, make())  # type: ignore[no-any-return]
 
     def comparison(self) -> Regressions:
-        found: Regressions = self.session.regressions(self.suite, self.config)
-        return found
+        return cast("Regressions", self.session.regressions(self.suite, self.config))

@@ -34,9 +34,7 @@ from retrieval_gate.gates.rule import Check, Context, Rule
 from retrieval_gate.records import Outcome, RunRecord, counted, format_value, plural
 
 if TYPE_CHECKING:
-    from retrieval_gate.gates.compared import RegressionCheck
     from retrieval_gate.metrics import Metric
-    from retrieval_gate.suites.suite import Suite
 
 ORDER = 60
 
@@ -48,14 +46,20 @@ class HoldoutRule(Rule):
     name = SCOPE
 
     def checks(self, context: Context) -> Iterator[Check]:
-        if context.base is None:
+        """One per metric the suite-scope regression items gate, at the holdout's tolerance;
+        none without a ``holdout``."""
+        from retrieval_gate.suites.holdout import holdout_tolerance
+
+        suite = context.suite
+        if context.base is None or suite.holdout is None:
             return
-        for held in holdout_checks(context.suite, context.plan.checks(context.suite)):
-            yield Check(self.name, f"{SCOPE}::{held.metric}", held, wide=True)
+        for c in context.plan.checks(suite):
+            if c.gated and c.scope == "suite":
+                held = HoldoutCheck(c.metric, holdout_tolerance(suite, c.metric, c.tolerance))
+                yield Check(self.name, f"{SCOPE}::{c.metric}", held, wide=True)
 
     def decide(self, check: Check, context: Context) -> Outcome | str:
-        spec: HoldoutCheck = check.spec
-        return holdout_outcomes(context.record(), context.base, [spec])[spec.metric]
+        return holdout_outcome(context.record(), context.base, check.spec)
 
     def headline(self, outcome: Outcome) -> str:
         verdict = "ok" if outcome.passed else "FAILED"
@@ -90,72 +94,62 @@ class HoldoutCheck:
     tolerance: float  # the holdout's tolerance for this metric
 
 
-def holdout_outcomes(
-    record: RunRecord, base: RunRecord | None, checks: Sequence[HoldoutCheck]
-) -> dict[str, Outcome | str]:
-    """One outcome per check, or why it is not decided (no baseline, no shared holdout unit,
+def holdout_outcome(
+    record: RunRecord, base: RunRecord | None, check: HoldoutCheck
+) -> Outcome | str:
+    """The check's outcome, or why it is not decided (no baseline, no shared holdout unit,
     a metric one side lacks)."""
     from retrieval_gate.metrics import parse_metric
 
     now, then = record.holdout, None if base is None else base.holdout
-    out: dict[str, Outcome | str] = {}
-    for check in checks:
-        if now is None:
-            out[check.metric] = "the run has no holdout"
-            continue
-        if base is None or then is None:
-            out[check.metric] = (
-                "the baseline has no holdout values (saved before the suite had a holdout); "
+    if now is None:
+        return "the run has no holdout"
+    if base is None or then is None:
+        return (
+            "the baseline has no holdout values (saved before the suite had a holdout); "
+            "save a baseline with --rg-save-baseline"
+        )
+    metric = parse_metric(check.metric)
+    names = (check.metric, *metric.spec.aggregation.components)
+    measured = (
+        all(name in then.values for name in names)
+        if then.values
+        else check.metric in then.aggregates
+    )
+    if not measured or any(name not in now.values for name in names):
+        return f"{check.metric} is not measured on both sides of the holdout"
+    after = now.per_unit(check.metric)
+    if then.values:  # a baseline written before aggregates were kept: unit by unit
+        before = then.per_unit(check.metric)
+        keys = [k for k in after if k in before]
+        if not keys:
+            return "the baseline shares no holdout unit with this run"
+        drop = _aggregate(metric, names, keys, before, then.values) - _aggregate(
+            metric, names, keys, after, now.values
+        )
+    else:
+        gone = sum(1 for k in then.keys if k not in after)
+        if gone:
+            return (
+                f"{counted(gone, 'held-out unit')} of the baseline's holdout "
+                f"{plural(gone, 'was', 'were')} edited or removed since it was saved, and "
+                "the baseline keeps the holdout's aggregate only (never a unit's value); "
                 "save a baseline with --rg-save-baseline"
             )
-            continue
-        metric = parse_metric(check.metric)
-        names = (check.metric, *metric.spec.aggregation.components)
-        measured = (
-            all(name in then.values for name in names)
-            if then.values
-            else check.metric in then.aggregates
-        )
-        if not measured or any(name not in now.values for name in names):
-            out[check.metric] = f"{check.metric} is not measured on both sides of the holdout"
-            continue
-        after = now.per_unit(check.metric)
-        if then.values:  # a baseline written before aggregates were kept: unit by unit
-            before = then.per_unit(check.metric)
-            keys = [k for k in after if k in before]
-            if not keys:
-                out[check.metric] = "the baseline shares no holdout unit with this run"
-                continue
-            drop = _aggregate(metric, names, keys, before, then.values) - _aggregate(
-                metric, names, keys, after, now.values
-            )
-        else:
-            gone = sum(1 for k in then.keys if k not in after)
-            if gone:
-                out[check.metric] = (
-                    f"{counted(gone, 'held-out unit')} of the baseline's holdout "
-                    f"{plural(gone, 'was', 'were')} edited or removed since it was saved, and "
-                    "the baseline keeps the holdout's aggregate only (never a unit's value); "
-                    "save a baseline with --rg-save-baseline"
-                )
-                continue
-            keys = list(then.keys)
-            drop = then.aggregates[check.metric] - _aggregate(
-                metric, names, keys, after, now.values
-            )
-        out[check.metric] = Outcome(
-            suite=record.suite,
-            system=record.system,
-            scope=SCOPE,
-            rule=SCOPE,
-            hidden=True,  # one bit shown
-            metric=check.metric,
-            value=float("nan"),  # not a figure anyone sees
-            threshold=check.tolerance,
-            passed=not exceeds(drop, check.tolerance),
-            n=len(keys),
-        )
-    return out
+        keys = list(then.keys)
+        drop = then.aggregates[check.metric] - _aggregate(metric, names, keys, after, now.values)
+    return Outcome(
+        suite=record.suite,
+        system=record.system,
+        scope=SCOPE,
+        rule=SCOPE,
+        hidden=True,  # one bit shown
+        metric=check.metric,
+        value=float("nan"),  # not a figure anyone sees
+        threshold=check.tolerance,
+        passed=not exceeds(drop, check.tolerance),
+        n=len(keys),
+    )
 
 
 def _aggregate(
@@ -172,17 +166,3 @@ def _aggregate(
     series = np.array([side[k] for k in keys], dtype=np.float64)
     parts = {c: np.asarray(values[c], dtype=np.float64)[rows] for c in names[1:]}
     return float(metric.aggregate(series, parts))
-
-
-def holdout_checks(suite: Suite, checks: Sequence[RegressionCheck]) -> list[HoldoutCheck]:
-    """The suite's holdout checks: one per metric its suite-scope regression items gate, at the
-    holdout's tolerance; none without a ``holdout``."""
-    from retrieval_gate.suites.holdout import holdout_tolerance
-
-    if suite.holdout is None:
-        return []
-    return [
-        HoldoutCheck(c.metric, holdout_tolerance(suite, c.metric, c.tolerance))
-        for c in checks
-        if c.gated and c.scope == "suite"
-    ]

@@ -53,8 +53,7 @@ from retrieval_gate.records import counted, plural
 if TYPE_CHECKING:
     from retrieval_gate.baseline.head import Baseline
     from retrieval_gate.config import Settings
-    from retrieval_gate.gates.plan import RegressionPlan
-    from retrieval_gate.records import Outcome, RunRecord
+    from retrieval_gate.records import Outcome, RegressionFigures, RunRecord
 
 
 @dataclass(frozen=True)
@@ -213,9 +212,7 @@ class Trend:
                 {
                     "commit": self.labels[c.index],
                     "date": self.date(c.index) or None,
-                    "index": c.index,
-                    "before": c.before,
-                    "after": c.after,
+                    **dataclasses.asdict(c),
                     "shift": c.shift,
                 }
                 for c in self.changes
@@ -335,7 +332,6 @@ class HistoryKeeper:
         self,
         settings: Settings,
         root: Path,
-        plan: RegressionPlan,
         head: str | Path,
         systems: Iterable[str] = (),
         option: Callable[[str, Any], Any] = lambda name, default: default,
@@ -355,7 +351,6 @@ class HistoryKeeper:
         self.conf = settings.history or HistorySettings()
         self.settings = settings
         self.root = root
-        self.plan = plan
         self.record_runs = record
         self.pin: Pin | None = None
         self.now = datetime.now().astimezone()
@@ -365,11 +360,9 @@ class HistoryKeeper:
         self.ledger = open_ledger(
             head, self.conf.log(root), keep_values=self.conf.keep_values, own=self.own_files
         )
-        ledger = self.ledger
-        self.store: Ledger | None = None
-        if self.conf.enabled:
-            self.store = ledger
-            log = ledger.log if isinstance(ledger, FileLedger) else None
+        self.store: Ledger | None = self.ledger if self.conf.enabled else None
+        if self.store is not None:
+            log = self.store.log if isinstance(self.store, FileLedger) else None
             if log is not None and (record or option("rg_save_baseline", False)):
                 # Said before anything runs, as for the other outputs: a folder the session
                 # will write that a link leads out of the project (files/door.py).
@@ -462,9 +455,7 @@ class HistoryKeeper:
     def accepted(self, suite: str, system: str) -> Entry | None:
         """The newest entry of ``suite`` x ``system`` saved as the baseline, as the log keeps it
         (with the run's timing: what a rule comparing latency with the baseline reads)."""
-        found = [
-            e for e in self.history(suite).of(system) if e.source == "baseline" and not e.at.dirty
-        ]
+        found = [e for e in merges(self.history(suite).of(system)) if e.source == "baseline"]
         return found[-1] if found else None
 
     # -- the head, and what a pull request's baseline accepts (gates/accept.py) ------------------
@@ -652,17 +643,12 @@ class HistoryKeeper:
             older = history.tally.older.get(digest, 0)
             # The verdicts a session like this one reveals on the suite: every system's.
             per_session = sum(len(visible_verdicts(r, gates)) for r in runs if r.suite == run.suite)
-            stated = {
-                g.metric: g.regression.planned_resolution
-                for g in gates
-                if g.regression is not None
-                and (g.suite, g.system) == run.key
-                and checked_scope(g) == "suite"
-            }
+            gated = _gated(run, gates)
+            stated = {m: figures.planned_resolution for m, figures in gated.items()}
             for row in saved:  # a metric no item compared (a first baseline): the saved advice
                 if (row.suite, row.system) == run.key and row.scope == "suite":
                     stated.setdefault(row.metric, row.resolution)
-            for metric, tolerance in self._tolerances(run, gates, gated_only=True).items():
+            for metric, figures in gated.items():
                 values = [q.metrics[metric] for q in run.queries if metric in q.metrics]
                 found = shelf_life(
                     run.suite,
@@ -670,7 +656,7 @@ class HistoryKeeper:
                     metric,
                     values,
                     width=width(parse_metric(metric), values, values),
-                    tolerance=tolerance,
+                    tolerance=figures.tolerance,
                     delta=self.settings.alpha,
                     decisions=decisions,
                     stated=stated.get(metric),
@@ -678,36 +664,26 @@ class HistoryKeeper:
                 )
                 if found is not None:
                     out.append(dataclasses.replace(found, older=older, units=units_of(run.kind)))
-            out += self._holdout_shelf(run, gates, history)
-        return out
-
-    def _holdout_shelf(
-        self, run: RunRecord, gates: Sequence[Outcome], history: History
-    ) -> list[ShelfLife]:
-        """The holdout's shelf life per metric its items decided today: its own ledger, its
-        own tolerance, and no figure read from its values (gates/shelflife.py)."""
-        from retrieval_gate.gates.kernel import width
-        from retrieval_gate.metrics import parse_metric
-
-        if run.holdout is None:
-            return []
-        decisions = history.tally.holdout.get(run.holdout.digest, 0)
-        out = []
-        for gate in revealed(run, gates):
-            # An unbounded metric's range from the visible values: the holdout's would be read.
-            visible = [q.metrics[gate.metric] for q in run.queries if gate.metric in q.metrics]
-            found = holdout_shelf_life(
-                run.suite,
-                run.system,
-                gate.metric,
-                run.holdout.n,
-                width=width(parse_metric(gate.metric), visible, visible),
-                tolerance=gate.threshold,
-                delta=self.settings.alpha,
-                decisions=decisions,
-            )
-            if found is not None:
-                out.append(found)
+            # The holdout's, per metric its items decided today: its own ledger, its own
+            # tolerance, and no figure read from its values (gates/shelflife.py).
+            if run.holdout is None:
+                continue
+            held = history.tally.holdout.get(run.holdout.digest, 0)
+            for gate in revealed(run, gates):
+                # An unbounded metric's range from the visible values: the holdout's would be read.
+                visible = [q.metrics[gate.metric] for q in run.queries if gate.metric in q.metrics]
+                found = holdout_shelf_life(
+                    run.suite,
+                    run.system,
+                    gate.metric,
+                    run.holdout.n,
+                    width=width(parse_metric(gate.metric), visible, visible),
+                    tolerance=gate.threshold,
+                    delta=self.settings.alpha,
+                    decisions=held,
+                )
+                if found is not None:
+                    out.append(found)
         return out
 
     def _trends(self, runs: Sequence[RunRecord], gates: Sequence[Outcome]) -> list[Trend]:
@@ -725,7 +701,7 @@ class HistoryKeeper:
             tolerances = self._tolerances(run, gates)
             if head is None:
                 head = current_commit(self.root) or ""
-            gated = [m for m in self._tolerances(run, gates, gated_only=True) if m in run.metrics]
+            gated = [m for m in _gated(run, gates) if m in run.metrics]
             labels = (*(r.at.short for r in records), "now")
             # Dates as the records keep their times: in UTC.
             today = self.now.astimezone(UTC).date().isoformat()
@@ -765,20 +741,22 @@ class HistoryKeeper:
                 )
         return out
 
-    def _tolerances(
-        self, run: RunRecord, gates: Sequence[Outcome], gated_only: bool = False
-    ) -> Mapping[str, float]:
+    def _tolerances(self, run: RunRecord, gates: Sequence[Outcome]) -> Mapping[str, float]:
+        """Each metric's tolerance: its regression item's, else the settings'."""
         from retrieval_gate.gates.regressions import DEFAULT_TOLERANCE
 
-        found = {
-            g.metric: g.regression.tolerance
-            for g in gates
-            if g.regression is not None
-            and (g.suite, g.system) == run.key
-            and checked_scope(g) == "suite"
-        }
-        if gated_only:
-            return found
+        found = {m: figures.tolerance for m, figures in _gated(run, gates).items()}
         for metric in run.metrics:
             found.setdefault(metric, self.settings.tolerance.get(metric, DEFAULT_TOLERANCE))
         return found
+
+
+def _gated(run: RunRecord, gates: Sequence[Outcome]) -> dict[str, RegressionFigures]:
+    """The figures of ``run``'s regression items over the suite, by metric."""
+    return {
+        g.metric: g.regression
+        for g in gates
+        if g.regression is not None
+        and (g.suite, g.system) == run.key
+        and checked_scope(g) == "suite"
+    }

@@ -19,7 +19,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from retrieval_gate.gates.resolution import ItemSpread
-    from retrieval_gate.gates.stats import BootstrapMarginTest, MarginTest
+    from retrieval_gate.gates.stats import MarginTest
     from retrieval_gate.metrics import Metric
 
 #: Two values within this much of each other are equal: means of per-unit fractions are not
@@ -57,7 +57,7 @@ class Paired:
     n: int
     now: float
     then: float
-    test: MarginTest | BootstrapMarginTest
+    test: MarginTest  # or its BootstrapMarginTest
     drops: np.ndarray | None = None
     bootstrap_sd: float = 0.0
 

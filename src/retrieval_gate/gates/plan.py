@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from retrieval_gate.errors import RetrievalGateError
-from retrieval_gate.gates.compared import split_name
+from retrieval_gate.gates.compared import RegressionCheck, split_name
 from retrieval_gate.gates.regressions import (
-    RegressionCheck,
     Regressions,
     compare_with_baseline,
     family_size,
@@ -193,25 +192,23 @@ class RegressionPlan:
         joint = block.c_normal if len(items) > 1 else None
         out = []
         for metric, p in planned.items():
-            target = self.settings.max_resolution(metric)
+            row = PlanRow(
+                suite=p.suite,
+                system=p.system,
+                scope=p.check.scope,
+                metric=metric,
+                n=p.spread.n,
+                tolerance=p.check.tolerance,
+                resolution=math.inf,
+                reliability=1.0 - alpha,
+                needed=None,
+                target=self.settings.max_resolution(metric),
+                accepted=p.check.accepted,
+                units=p.units,
+            )
             if metric not in block.epsilon:
                 # Fewer than 2 shared units: no spread, no resolution, whatever the target.
-                out.append(
-                    PlanRow(
-                        suite=p.suite,
-                        system=p.system,
-                        scope=p.check.scope,
-                        metric=metric,
-                        n=p.spread.n,
-                        tolerance=p.check.tolerance,
-                        resolution=math.inf,
-                        reliability=1.0 - alpha,
-                        needed=None,
-                        target=target,
-                        accepted=p.check.accepted,
-                        units=p.units,
-                    )
-                )
+                out.append(row)
                 continue
             width = p.spread.width
 
@@ -227,23 +224,14 @@ class RegressionPlan:
                 )
 
             out.append(
-                PlanRow(
-                    suite=p.suite,
-                    system=p.system,
-                    scope=p.check.scope,
-                    metric=metric,
-                    n=p.spread.n,
-                    tolerance=p.check.tolerance,
+                dataclasses.replace(
+                    row,
                     resolution=block.epsilon[metric],
-                    reliability=1.0 - alpha,
                     # A category grows with its suite: its own figure would ask for a suite
                     # many times the size the suite scope needs (docs/verdicts.md).
                     needed=needed(p.check.tolerance) if p.check.scope == "suite" else None,
                     width=width,
-                    target=target,
-                    needed_target=None if target is None else needed(target),
-                    accepted=p.check.accepted,
-                    units=p.units,
+                    needed_target=None if row.target is None else needed(row.target),
                 )
             )
         return out

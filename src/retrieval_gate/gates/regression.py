@@ -89,7 +89,55 @@ class RegressionRule(Rule):
         seed: int,
     ) -> Outcome:
         """One check's outcome from what it compared (``item``) and its resolution figures."""
-        return tolerance_outcome(record, base, item, alpha, blocks, resolved)
+        from retrieval_gate.suites import units_of
+
+        units = units_of(record.kind)
+        check, epsilon = item.check, resolved.epsilon
+        regressed = bool(item.ids) and exceeds(item.drop, check.tolerance)
+        verdict = "regressed" if regressed else "ok"
+        passed = not regressed or not check.gated or item.missing is not None
+        detail = [
+            f"{verdict}: {_statement(item, epsilon, alpha)}",
+            common_detail(item, units_of(record.kind, len(item.ids))),
+        ]
+        if epsilon is not None and item.spread is not None:
+            from retrieval_gate.gates.resolution import cannot_resolve
+
+            t = check.tolerance
+            scopes = counted(blocks, "suite x system scope")
+            shared = f"shared over the session's {scopes} (c {resolved.c:.3f})"
+            if resolves_nothing(epsilon, item.spread.width):
+                said = cannot_resolve(check.metric, check.scope, item.spread.n, units)
+                detail.append(
+                    f"this run's resolution: {said} at {_percent(alpha)} reliability, {shared}"
+                )
+            else:
+                lower = t - epsilon
+                # Below zero the lower edge is a gain: say so rather than "a drop below -0.12".
+                passes = (
+                    f"one below {_fmt(lower)}"
+                    if lower >= 0
+                    else f"a true gain above {_fmt(-lower)}"
+                )
+                detail.append(
+                    f"this run's resolution +-{_fmt(epsilon)} at {_percent(alpha)} reliability, "
+                    f"{shared}: a true drop above {_fmt(t + epsilon)} fails and {passes} passes"
+                )
+            if resolved.coarse(t) and resolved.planned is not None:
+                # The advice is the suite's, from the baseline (the same in every run against it),
+                # never this run's epsilon, which moves with each change's drops.
+                detail.append(_too_coarse(item, resolved.planned, resolved.needed, units))
+        worse = deltas(item)
+        if item.missing is not None:
+            detail = [f"not compared: {item.missing}"]
+        if not check.gated:
+            detail.append("diagnostic: not a gated item (see regression_scopes)")
+        if regressed and item.missing is None:
+            detail += explanations(record, base, item, worse)
+        detail = with_noise(item, detail, units)
+        return outcome_of(
+            record, item, passed, verdict, detail, worse, alpha, resolved, "tolerance"
+        )
 
     def headline(self, outcome: Outcome) -> str:
         figures = outcome.regression
@@ -159,61 +207,6 @@ def _statement(item: Compared, epsilon: float | None, alpha: float) -> str:
     if epsilon is not None:
         said += f" ({_resolution_words(item, epsilon, alpha)})"
     return said
-
-
-def tolerance_outcome(
-    record: RunRecord,
-    base: RunRecord,
-    item: Compared,
-    alpha: float,
-    blocks: int,
-    resolved: Resolved,
-) -> Outcome:
-    from retrieval_gate.suites import units_of
-
-    units = units_of(record.kind)
-    check, epsilon = item.check, resolved.epsilon
-    regressed = bool(item.ids) and exceeds(item.drop, check.tolerance)
-    verdict = "regressed" if regressed else "ok"
-    passed = not regressed or not check.gated or item.missing is not None
-    detail = [
-        f"{verdict}: {_statement(item, epsilon, alpha)}",
-        common_detail(item, units_of(record.kind, len(item.ids))),
-    ]
-    if epsilon is not None and item.spread is not None:
-        from retrieval_gate.gates.resolution import cannot_resolve
-
-        t = check.tolerance
-        scopes = counted(blocks, "suite x system scope")
-        shared = f"shared over the session's {scopes} (c {resolved.c:.3f})"
-        if resolves_nothing(epsilon, item.spread.width):
-            said = cannot_resolve(check.metric, check.scope, item.spread.n, units)
-            detail.append(
-                f"this run's resolution: {said} at {_percent(alpha)} reliability, {shared}"
-            )
-        else:
-            lower = t - epsilon
-            # Below zero the lower edge is a gain: say so rather than "a drop below -0.12".
-            passes = (
-                f"one below {_fmt(lower)}" if lower >= 0 else f"a true gain above {_fmt(-lower)}"
-            )
-            detail.append(
-                f"this run's resolution +-{_fmt(epsilon)} at {_percent(alpha)} reliability, "
-                f"{shared}: a true drop above {_fmt(t + epsilon)} fails and {passes} passes"
-            )
-        if resolved.coarse(t) and resolved.planned is not None:
-            # The advice is the suite's, from the baseline (the same in every run against it),
-            # never this run's epsilon, which moves with each change's drops.
-            detail.append(_too_coarse(item, resolved.planned, resolved.needed, units))
-    worse = deltas(item)
-    if item.missing is not None:
-        detail = [f"not compared: {item.missing}"]
-    if not check.gated:
-        detail.append("diagnostic: not a gated item (see regression_scopes)")
-    if regressed and item.missing is None:
-        detail += explanations(record, base, item, worse)
-    detail = with_noise(item, detail, units)
-    return outcome_of(record, item, passed, verdict, detail, worse, alpha, resolved, "tolerance")
 
 
 def _too_coarse(item: Compared, epsilon: float, needed: int | None, units: str) -> str:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
 from retrieval_gate.gates.compared import Compared, IndexNoise, RegressionCheck, Resolved
-from retrieval_gate.gates.explain import explain, stale_labels, with_changes
+from retrieval_gate.gates.explain import with_changes
 from retrieval_gate.gates.kernel import paired, planned_sd, width
 from retrieval_gate.gates.resolution import BlockResolution, ItemSpread, sample_sd
 from retrieval_gate.metrics import parse_metric
@@ -28,25 +28,6 @@ from retrieval_gate.records import (
     parse_scope,
 )
 from retrieval_gate.suites.suite import Suite
-
-# Re-exported: callers and tests import the check and the explanation helpers from here.
-__all__ = [
-    "DEFAULT_POLICY",
-    "DEFAULT_REGRESSION_SCOPES",
-    "DEFAULT_TOLERANCE",
-    "POLICIES",
-    "Compared",
-    "RegressionCheck",
-    "Regressions",
-    "check_regressions",
-    "compare_with_baseline",
-    "explain",
-    "family_size",
-    "regression_checks",
-    "spread_of_values",
-    "stale_labels",
-]
-
 
 DEFAULT_TOLERANCE = 0.01
 
@@ -413,28 +394,18 @@ def compare_with_baseline(
         figures = outcome.regression
         if outcome.n == 0 or figures is None:
             continue  # a metric one side lacks has no values to show
+        # The row shows the figures it shares with the outcome's under the same names.
+        same = {
+            f.name: getattr(figures, f.name)
+            for f in fields(RegressionRow)
+            if hasattr(figures, f.name)
+        }
         rows[check.name] = RegressionRow(
-            baseline=figures.baseline,
+            **same,
             current=outcome.value,
-            p_value=figures.p_value,
-            p_adjusted=figures.p_adjusted,
-            improved=figures.improved,
-            degraded=figures.degraded,
             passed=outcome.passed,
             n=outcome.n,
-            not_compared=figures.not_compared,
-            tolerance=figures.tolerance,
-            verdict=figures.verdict,
-            detectable_drop=figures.detectable_drop,
-            fewest_worse=figures.fewest_worse,
-            diagnostic=figures.diagnostic,
-            policy=figures.policy,
-            resolution=figures.resolution,
-            reliability=figures.reliability,
-            planned_resolution=figures.planned_resolution,
-            queries_needed=figures.queries_needed,
             accepted=check.accepted,
-            index_noise=figures.index_noise,
         )
     return Regressions(
         comparison(rows),

@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -271,7 +271,6 @@ class BlockResolution:
     """The block's critical value and each item's epsilon (by the keys it was given)."""
 
     c: float
-    level: float
     df: int
     epsilon: Mapping[str, float]
     c_normal: float = 0.0  # the normal max quantile c was scaled from (planning reads it)
@@ -287,7 +286,7 @@ def block_resolution(
     units: an empty result."""
     usable = {k: v for k, v in items.items() if v.n >= 2}
     if not usable:
-        return BlockResolution(0.0, level, 0, {})
+        return BlockResolution(0.0, 0, {})
     names = list(usable)
     n = max(v.n for v in usable.values())
     corr = np.eye(len(names))
@@ -299,7 +298,6 @@ def block_resolution(
     c = joint_quantile(corr, level, n - 1, seed)
     return BlockResolution(
         c=c,
-        level=level,
         df=n - 1,
         epsilon={k: _epsilon(usable[k], c) for k in names},
         c_normal=normal_joint_quantile(corr, level, seed),
@@ -367,15 +365,16 @@ def queries_needed(
     if eps(limit) > target:
         return None
     lo, hi = 2, limit
-    if eps(lo) <= target:
-        return lo
+    return lo if eps(lo) <= target else last_true(lambda n: eps(n) > target, lo, hi) + 1
+
+
+def last_true(holds: Callable[[int], bool], lo: int, hi: int) -> int:
+    """The last n in [lo, hi) where ``holds``, by bisection: it holds at lo, not at hi, and
+    holds up to a point."""
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if eps(mid) <= target:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+        lo, hi = (mid, hi) if holds(mid) else (lo, mid)
+    return lo
 
 
 def loss_spread(values: np.ndarray, drop: float) -> tuple[float, float] | None:

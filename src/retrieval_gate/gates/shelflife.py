@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval_gate.gates.resolution import _incomplete_beta, planned_epsilon
+from retrieval_gate.gates.resolution import _incomplete_beta, last_true, planned_epsilon
 
 #: Decisions beyond this many are not counted further (2^-1000 is near the smallest float).
 MAX_DECISIONS = 1000
@@ -233,12 +233,7 @@ def _shelf(
         if hi >= MAX_DECISIONS and epsilon(hi) <= tolerance:
             lo = MAX_DECISIONS
         else:
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                if epsilon(mid) <= tolerance:
-                    lo = mid
-                else:
-                    hi = mid
+            lo = last_true(lambda h: epsilon(h) <= tolerance, lo, hi)
         remaining = lo - decisions
     more = min(MAX_DECISIONS, max(1, per_session) * FRESH_SESSIONS)
     units = fresh_queries(sd, width, tolerance, delta, more, scale)
@@ -269,15 +264,7 @@ def fresh_queries(
     lo, hi = 2, 4
     while not within(hi):
         lo, hi = hi, hi * 2
-    if within(lo):
-        return lo
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if within(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return lo if within(lo) else last_true(lambda n: not within(n), lo, hi) + 1
 
 
 def ledger(records: Sequence[Any], suite_digest: str) -> Ledger:

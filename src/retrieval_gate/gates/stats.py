@@ -47,6 +47,24 @@ class PairedTest:
     degraded: int  # queries where current < reference
 
 
+def _differences(
+    current: Sequence[float] | np.ndarray, reference: Sequence[float] | np.ndarray
+) -> tuple[np.ndarray, int, int, int]:
+    """current - reference, with its size and how many rose and fell."""
+    a = np.asarray(current, dtype=np.float64)
+    b = np.asarray(reference, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"paired samples differ in length: {a.shape} vs {b.shape}")
+    diff = a - b
+    return diff, int(diff.size), int((diff > 0).sum()), int((diff < 0).sum())
+
+
+def _every_sign(m: int) -> np.ndarray:
+    """Every sign pattern of m values, as rows of a (2^m, m) matrix of +-1."""
+    codes = np.arange(2**m, dtype=np.int64)[:, None]
+    return 1.0 - 2.0 * ((codes >> np.arange(m)) & 1)
+
+
 def paired_randomisation(
     current: Sequence[float] | np.ndarray,
     reference: Sequence[float] | np.ndarray,
@@ -61,14 +79,7 @@ def paired_randomisation(
     negative); ``"greater"`` asks "is current better?"; ``"two-sided"`` uses absolute means.
     Edge cases: no pairs, or all differences zero, give p = 1.0.
     """
-    a = np.asarray(current, dtype=np.float64)
-    b = np.asarray(reference, dtype=np.float64)
-    if a.shape != b.shape:
-        raise ValueError(f"paired samples differ in length: {a.shape} vs {b.shape}")
-    diff = a - b
-    n = int(diff.size)
-    improved = int((diff > 0).sum())
-    degraded = int((diff < 0).sum())
+    diff, n, improved, degraded = _differences(current, reference)
     if n == 0:
         return PairedTest(0, 0.0, 1.0, 0, 0)
     observed = float(diff.mean())
@@ -77,10 +88,7 @@ def paired_randomisation(
     if m == 0:
         return PairedTest(n, observed, 1.0, improved, degraded)
     if m <= EXACT_LIMIT:
-        # Every sign pattern, as rows of a (2^m, m) matrix of +-1.
-        codes = np.arange(2**m, dtype=np.int64)[:, None]
-        signs = 1.0 - 2.0 * ((codes >> np.arange(m)) & 1)
-        means = (signs * nonzero).sum(axis=1) / n
+        means = (_every_sign(m) * nonzero).sum(axis=1) / n
         total = means.size
         extreme = _count(means, observed, alternative)
         p = extreme / total
@@ -159,14 +167,7 @@ def margin_test(
     Edge cases: no pairs give p = 1 both ways; all x_i = 0 (each query dropped by exactly the
     tolerance, or tolerance 0 and nothing changed) gives p = 1 both ways.
     """
-    a = np.asarray(current, dtype=np.float64)
-    b = np.asarray(reference, dtype=np.float64)
-    if a.shape != b.shape:
-        raise ValueError(f"paired samples differ in length: {a.shape} vs {b.shape}")
-    diff = a - b
-    n = int(diff.size)
-    improved = int((diff > 0).sum())
-    degraded = int((diff < 0).sum())
+    diff, n, improved, degraded = _differences(current, reference)
     if n == 0:
         return MarginTest(0, 0.0, 1.0, 1.0, 0, 0, True)
     x = diff + tolerance
@@ -177,9 +178,7 @@ def margin_test(
         return MarginTest(n, mean, 1.0, 1.0, improved, degraded, n <= MARGIN_EXACT_LIMIT)
     total = float(x.sum())
     if n <= MARGIN_EXACT_LIMIT:
-        codes = np.arange(2**n, dtype=np.int64)[:, None]
-        signs = 1.0 - 2.0 * ((codes >> np.arange(n)) & 1)
-        sums = (signs * x).sum(axis=1)
+        sums = (_every_sign(n) * x).sum(axis=1)
         worse = float((sums <= total + _TIE).sum()) / sums.size
         within = float((sums >= total - _TIE).sum()) / sums.size
         return MarginTest(n, mean, worse, within, improved, degraded, True)
@@ -238,15 +237,10 @@ MARGIN_RESAMPLES = 10_000
 
 
 @dataclass(frozen=True)
-class BootstrapMarginTest:
-    """:func:`bootstrap_margin_test`'s answer, shaped like :class:`MarginTest`."""
+class BootstrapMarginTest(MarginTest):
+    """:func:`bootstrap_margin_test`'s answer (``mean_difference``: aggregate(now) -
+    aggregate(then) over the shared units), with the aggregates and the difference's spread."""
 
-    n: int
-    mean_difference: float  # aggregate(now) - aggregate(then) over the shared units
-    p_worse: float
-    p_within: float
-    improved: int
-    degraded: int
     exact: bool = False
     now: float = 0.0  # the aggregates over the shared units
     then: float = 0.0
@@ -328,16 +322,9 @@ def detectable_drop_bootstrap(
     """:func:`detectable_drop` for an aggregate that is not a mean: the same formula with the sd
     of the difference taken as sqrt(2) times the bootstrap sd of the baseline's aggregate (units
     resampled as in :func:`bootstrap_ci`). None with fewer than 2 units."""
-    name = metric.name
-    b = np.asarray(then[name], dtype=np.float64)
-    n = int(b.size)
-    if n < 2:
+    if len(then[metric.name]) < 2:
         return None
-    parts = [np.asarray(then[c], dtype=np.float64) for c in metric.spec.aggregation.components]
-    statistic = _statistic(metric)
-    draws = _resample_indices(n, resamples, seed)
-    boot = np.array([statistic(b[i], [p[i] for p in parts]) for i in draws])
-    sd_d = math.sqrt(2.0) * float(boot.std(ddof=1))
+    sd_d = math.sqrt(2.0) * bootstrap_sd(metric, then, seed, resamples=resamples)
     return tolerance + (z_quantile(1.0 - alpha) + z_quantile(POWER)) * sd_d
 
 

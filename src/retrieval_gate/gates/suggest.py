@@ -48,18 +48,6 @@ from retrieval_gate.metrics import parse_metric
 from retrieval_gate.records import RunRecord, parse_scope, scope_name
 from retrieval_gate.suites.suite import Gate, Suite, load_suite
 
-__all__ = [
-    "TERMINAL",
-    "FloorSuggestion",
-    "floors_diff",
-    "lower_bound",
-    "round_down",
-    "session_suggestions",
-    "suggest_floors",
-    "t_quantile",
-    "wilson_lower",
-]
-
 #: ``--rg-suggest-floors -``: the diff goes to the terminal summary instead of a file.
 TERMINAL = "-"
 
@@ -242,18 +230,13 @@ def _threshold_spans(text: str, path: Path) -> dict[tuple[str, str, str], tuple[
     return spans
 
 
-def floors_diff(suggestions: Sequence[FloorSuggestion], rootpath: Path, *, seed: int = 0) -> str:
-    """A unified diff of every suite file with its suggested floors; "" when there are none.
-    Its context lines name no held-out unit (the suite's holdout under ``seed``): a file whose
-    three lines of context would show one's line gets fewer, down to none (which ``git apply
-    --unidiff-zero`` applies), as it takes."""
-    return _floors_diff(suggestions, rootpath, seed)[0]
-
-
-def _floors_diff(
-    suggestions: Sequence[FloorSuggestion], rootpath: Path, seed: int
+def floors_diff(
+    suggestions: Sequence[FloorSuggestion], rootpath: Path, seed: int = 0
 ) -> tuple[str, bool]:
-    """The diff, and whether a file's hunks have no context at all."""
+    """A unified diff of every suite file with its suggested floors ("" when there are none),
+    and whether a file's hunks have no context at all. Its context lines name no held-out unit
+    (the suite's holdout under ``seed``): a file whose three lines of context would show one's
+    line gets fewer, down to none (which ``git apply --unidiff-zero`` applies), as it takes."""
     bare = False
     by_file: dict[Path, list[FloorSuggestion]] = {}
     for s in suggestions:
@@ -350,7 +333,7 @@ def session_suggestions(
             continue
         # Each suite with the systems it ran on (its `systems:` within the session's selection).
         found += suggest_floors([suite], baseline, names)
-    diff, bare = _floors_diff(found, rootpath, seed)
+    diff, bare = floors_diff(found, rootpath, seed)
     apply = (
         "git apply --unidiff-zero it (no context: the lines around a floor name a held-out unit)"
         if bare
