@@ -65,17 +65,34 @@ def with_writer(project: pytest.Pytester) -> pytest.Pytester:
     return project
 
 
+@pytest.fixture
+def fresh_writers(with_writer: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """``with_writer`` for in-process sessions: the writer registry reads its entry points once
+    per process, so this test's sessions get an empty one, loaded anew as a fresh process loads
+    it (the project's folder, with its dist-info, is on sys.path: ``project``), and this
+    process's own comes back afterwards. The outputs' declarations are read by a registry of
+    their own at each session's start (``report.plugin_outputs``). One real installed-package
+    session in fresh processes stays: test_a_plugin_writer_writes_where_its_own_option_says."""
+    for attr, empty in (("_things", {}), ("_sources", {}), ("_dists", {}), ("_builtin", set())):
+        monkeypatch.setattr(_WRITERS, attr, empty)
+    monkeypatch.setattr(_WRITERS, "_loaded", False)
+    return with_writer
+
+
 def _output(result: pytest.RunResult) -> pytest.LineMatcher:
     """What the user sees, stdout and stderr (a usage error is on stderr)."""
     return pytest.LineMatcher(result.outlines + result.errlines)
 
 
-def test_a_plugin_writer_writes_where_its_own_option_says(with_writer: pytest.Pytester) -> None:
-    # A fresh process, as a project that installed the plugin and the writer's package has it.
-    result = with_writer.runpytest_subprocess("--retrieval-gate", "--rg-foo", "out/verdicts.json")
+def test_a_plugin_writer_writes_where_its_own_option_says(fresh_writers: pytest.Pytester) -> None:
+    """Its first two sessions run in fresh processes, as a project that installed the plugin
+    and the writer's package has them: the one real installed-package wiring, and under xdist
+    the workers, processes of their own, offer the option too. The ini key's session, like this
+    file's other tests, loads the entry point anew in this process (``fresh_writers``)."""
+    result = fresh_writers.runpytest_subprocess("--retrieval-gate", "--rg-foo", "out/verdicts.json")
     result.assert_outcomes(passed=5)
     assert result.ret == pytest.ExitCode.OK
-    target = with_writer.path / "out" / "verdicts.json"
+    target = fresh_writers.path / "out" / "verdicts.json"
     data = json.loads(target.read_text())
     # The suite's five gates (P@1, R@3; the joins category's MRR@3, the hard difficulty's
     # Hit@3; one query's expectation), each passed: the writer got the path its option named.
@@ -86,21 +103,21 @@ def test_a_plugin_writer_writes_where_its_own_option_says(with_writer: pytest.Py
     # Its own file from the run before is the plugin's to write over, under xdist too (each
     # worker offers the option as well); the ini key names it too.
     target.write_text('{"version": 1, "generator": "pytest-retrieval-gate toy-writer"}\n')
-    again = with_writer.runpytest_subprocess(
+    again = fresh_writers.runpytest_subprocess(
         "--retrieval-gate", "--rg-foo", "out/verdicts.json", "-n", "2"
     )
     again.assert_outcomes(passed=5)
     assert json.loads(target.read_text()) == data
-    settings = with_writer.path / "pyproject.toml"
+    settings = fresh_writers.path / "pyproject.toml"
     settings.write_text(
         settings.read_text().replace(
             "[tool.pytest.ini_options]\n",
             '[tool.pytest.ini_options]\nretrieval_gate_foo = "from-ini.json"\n',
         )
     )
-    by_ini = with_writer.runpytest_subprocess("--retrieval-gate")
+    by_ini = fresh_writers.runpytest("--retrieval-gate")
     by_ini.assert_outcomes(passed=5)
-    assert json.loads((with_writer.path / "from-ini.json").read_text())["version"] == 1
+    assert json.loads((fresh_writers.path / "from-ini.json").read_text())["version"] == 1
 
 
 @pytest.mark.parametrize(
@@ -113,20 +130,20 @@ def test_a_plugin_writer_writes_where_its_own_option_says(with_writer: pytest.Py
     ],
 )
 def test_a_plugin_writers_path_is_refused_like_the_built_ins(
-    with_writer: pytest.Pytester, target: str, refused: str | None
+    fresh_writers: pytest.Pytester, target: str, refused: str | None
 ) -> None:
-    settings = (with_writer.path / "pyproject.toml").read_text()
-    result = with_writer.runpytest_subprocess(
+    settings = (fresh_writers.path / "pyproject.toml").read_text()
+    result = fresh_writers.runpytest(
         "--retrieval-gate", "lineage.retrieval.yaml", "--rg-foo", target
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    path = with_writer.path / target
+    path = fresh_writers.path / target
     if refused is None:
         line = f"--rg-report and --rg-foo are both {path}; each output needs its own path"
     else:
         line = f"--rg-foo {path} {refused}"
     _output(result).fnmatch_lines(["*" + lit(line) + "*"])
-    assert (with_writer.path / "pyproject.toml").read_text() == settings  # nothing written
+    assert (fresh_writers.path / "pyproject.toml").read_text() == settings  # nothing written
     assert "Traceback" not in "\n".join(result.outlines + result.errlines)
 
 
@@ -139,11 +156,11 @@ def test_without_the_gate_a_plugin_writers_option_is_not_offered(
     result.stderr.fnmatch_lines(["*unrecognized arguments: --rg-foo*"])
 
 
-def test_a_plugin_output_taking_a_built_in_option_is_named(with_writer: pytest.Pytester) -> None:
-    (with_writer.path / "toy_writer.py").write_text(
+def test_a_plugin_output_taking_a_built_in_option_is_named(fresh_writers: pytest.Pytester) -> None:
+    (fresh_writers.path / "toy_writer.py").write_text(
         WRITER.replace('flag="--rg-foo"', 'flag="--rg-report"')
     )
-    result = with_writer.runpytest_subprocess("--retrieval-gate")
+    result = fresh_writers.runpytest("--retrieval-gate")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     _output(result).fnmatch_lines(
         [
@@ -159,10 +176,10 @@ def test_a_plugin_output_taking_a_built_in_option_is_named(with_writer: pytest.P
 
 
 def test_a_plugin_writer_that_cannot_be_loaded_is_named_before_anything_runs(
-    with_writer: pytest.Pytester,
+    fresh_writers: pytest.Pytester,
 ) -> None:
-    (with_writer.path / "toy_writer.py").write_text("raise RuntimeError('half installed')\n")
-    result = with_writer.runpytest_subprocess("--retrieval-gate")
+    (fresh_writers.path / "toy_writer.py").write_text("raise RuntimeError('half installed')\n")
+    result = fresh_writers.runpytest("--retrieval-gate")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     _output(result).fnmatch_lines(
         [
@@ -179,20 +196,20 @@ ENTRY = (
 
 
 def test_a_plugin_writer_that_fails_fails_the_session_alone_and_the_completion_check(
-    with_writer: pytest.Pytester,
+    fresh_writers: pytest.Pytester,
 ) -> None:
     """Issue 40: a writer raising in write() ended the session with a raw traceback, and the
     JSON report still said complete and passed, so the completion check passed a crashed
-    session. Two runs in fresh processes (the writer is an installed entry point): plain, and
-    -v for its traceback."""
+    session. Two runs, each loading the installed entry point anew (``fresh_writers``): plain,
+    and -v for its traceback."""
     from retrieval_gate.report.complete import main
 
-    (with_writer.path / "toy_writer.py").write_text(
+    (fresh_writers.path / "toy_writer.py").write_text(
         WRITER.replace(
             "    path = targets.path(FOO)\n", "    raise RuntimeError('quota exceeded')\n"
         )
     )
-    result = with_writer.runpytest_subprocess("--retrieval-gate", "--rg-foo", "v.json")
+    result = fresh_writers.runpytest("--retrieval-gate", "--rg-foo", "v.json")
     result.assert_outcomes(passed=5)  # every gate passed: the writer's failure is its own
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     line = f"report writer 'foo' ({ENTRY}) failed: raised RuntimeError: quota exceeded"
@@ -200,30 +217,30 @@ def test_a_plugin_writer_that_fails_fails_the_session_alone_and_the_completion_c
     assert "Traceback" not in "\n".join(result.outlines + result.errlines)
     # The other writers wrote; the JSON twin, last, says the session did not finish cleanly.
     assert (
-        (with_writer.path / "retrieval-gate-report.md")
+        (fresh_writers.path / "retrieval-gate-report.md")
         .read_text()
         .startswith(f"# Retrieval gate report\n\n**Did not finish cleanly**: {line}.")
     )
-    report = json.loads((with_writer.path / "retrieval-gate-report.json").read_text())
+    report = json.loads((fresh_writers.path / "retrieval-gate-report.json").read_text())
     assert (report["passed"], report["complete"], report["unfinished"]) == (True, False, [line])
-    assert main([str(with_writer.path / "retrieval-gate-report.json")]) == 1
-    verbose = with_writer.runpytest_subprocess("--retrieval-gate", "--rg-foo", "v.json", "-v")
+    assert main([str(fresh_writers.path / "retrieval-gate-report.json")]) == 1
+    verbose = fresh_writers.runpytest("--retrieval-gate", "--rg-foo", "v.json", "-v")
     verbose.stdout.fnmatch_lines(
         [lit(f"retrieval gate: {line}"), "Traceback (most recent call last):", "*toy_writer.py*"]
     )
 
 
 def test_a_plugin_output_defaulting_outside_the_rootdir_is_refused_before_anything_runs(
-    with_writer: pytest.Pytester,
+    fresh_writers: pytest.Pytester,
 ) -> None:
     """Issue 40: declared defaults ``../x.json`` or an absolute path were written outside the
     rootdir unasked."""
-    (with_writer.path / "toy_writer.py").write_text(
+    (fresh_writers.path / "toy_writer.py").write_text(
         WRITER.replace('ini_help="gate verdicts file",', 'default="../escaped.json",').replace(
             "    if path is None:\n        return []\n", ""
         )
     )
-    result = with_writer.runpytest_subprocess("--retrieval-gate")
+    result = fresh_writers.runpytest("--retrieval-gate")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     line = (
         f"ERROR: report writer 'foo' ({ENTRY}) declares the output 'foo': its default "
@@ -231,7 +248,7 @@ def test_a_plugin_output_defaulting_outside_the_rootdir_is_refused_before_anythi
         "(only a path the user gives may point elsewhere)"
     )
     assert [text for text in result.errlines if text.startswith("ERROR")] == [line]
-    assert not (with_writer.path.parent / "escaped.json").exists()
+    assert not (fresh_writers.path.parent / "escaped.json").exists()
 
 
 OTHER_DIST = {
@@ -242,7 +259,7 @@ OTHER_DIST = {
 
 @pytest.mark.parametrize("same", ["output", "writer name"])
 def test_two_distributions_declaring_one_output_are_both_named(
-    with_writer: pytest.Pytester, same: str
+    fresh_writers: pytest.Pytester, same: str
 ) -> None:
     """Issue 40: two distributions declaring the same output: one silently replaced the
     other. Either may be loaded first (the order of the installed distributions)."""
@@ -250,12 +267,12 @@ def test_two_distributions_declaring_one_output_are_both_named(
         other = WRITER.replace('Writer(name="foo"', 'Writer(name="bar"')
     else:  # another output, the same writer name
         other = WRITER.replace("foo", "baz").replace('Writer(name="baz"', 'Writer(name="foo"')
-    with_writer.makepyfile(other_writer=other)
-    dist = with_writer.path / "other_writer-2.0.dist-info"
+    fresh_writers.makepyfile(other_writer=other)
+    dist = fresh_writers.path / "other_writer-2.0.dist-info"
     dist.mkdir()
     for name, text in OTHER_DIST.items():
         (dist / name).write_text(text)
-    result = with_writer.runpytest_subprocess("--retrieval-gate")
+    result = fresh_writers.runpytest("--retrieval-gate")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     bar = "entry point 'bar' (other_writer) of group retrieval_gate.writers, distribution " + (
         "other-writer 2.0"
