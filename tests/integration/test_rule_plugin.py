@@ -116,42 +116,49 @@ def _gates(pytester: pytest.Pytester) -> list[dict[str, Any]]:
     return [g for g in report["gates"] if g["rule"] == "latency-growth"]
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
-def test_a_rule_from_an_entry_point_gates_every_run(
-    rule_project: pytest.Pytester, workers: list[str]
-) -> None:
-    """Three sessions of pytest (the slow one sleeps 0.6 s a query): save, unchanged, slower.
-    Each in a process of its own, as a project that installed the rule runs it (an entry point
-    is read once per process, and xdist gives its workers the sys.path this test process
-    started with, which has no entry point of the project's)."""
+def _forget_reports(pytester: pytest.Pytester) -> None:
+    for name in ("retrieval-gate-report.json", "retrieval-gate-report.md"):
+        (pytester.path / name).unlink()
+
+
+def test_a_rule_from_an_entry_point_gates_every_run(rule_project: pytest.Pytester) -> None:
+    """Five sessions of pytest on one project (the slow ones sleep 0.6 s a query): save, then
+    unchanged and slower, each serial and under xdist, against the one saved baseline. Each in
+    a process of its own, as a project that installed the rule runs it (an entry point is read
+    once per process, and xdist gives its workers the sys.path this test process started
+    with, which has no entry point of the project's)."""
     run = rule_project.runpytest_subprocess
     saved = run("--retrieval-gate", "--rg-save-baseline")
     saved.assert_outcomes(passed=1)  # no baseline yet: the rule adds no item
     assert _gates(rule_project) == []
 
-    again = run("--retrieval-gate", "-v", *workers)
-    again.assert_outcomes(passed=3)  # the floor, the regression item and the rule's
-    again.stdout.re_match_lines(
-        [
-            r".*(lineage.retrieval.yaml::words::latency-growth::p95 PASSED|PASSED lineage.retrieval.yaml::words::latency-growth::p95).*"
-        ]
-    )
-    (passed,) = _gates(rule_project)
-    assert passed["passed"] is True and passed["metric"] == "latency_p95_ms"
+    for workers in ([], ["-n", "2"]):
+        _forget_reports(rule_project)  # each session's claims are read from its own report
+        again = run("--retrieval-gate", "-v", *workers)
+        again.assert_outcomes(passed=3)  # the floor, the regression item and the rule's
+        again.stdout.re_match_lines(
+            [
+                r".*(lineage.retrieval.yaml::words::latency-growth::p95 PASSED|PASSED lineage.retrieval.yaml::words::latency-growth::p95).*"
+            ]
+        )
+        (passed,) = _gates(rule_project)
+        assert passed["passed"] is True and passed["metric"] == "latency_p95_ms"
 
     (rule_project.path / "SLOW").write_text("")
-    slow = run("--retrieval-gate", "-v", *workers)
-    slow.assert_outcomes(passed=2, failed=1)
-    # Worded by the rule's own title, in the failure text and the terminal summary.
-    slow.stdout.fnmatch_lines(
-        [
-            "latency_p95_ms over latency (lineage x words): FAILED: * (needs <= *"
-            " latency growth ceiling, n=2)",
-            "the baseline's p95 was * ms",
-        ]
-    )
-    slow.stdout.fnmatch_lines(["*FAILED *latency-growth::p95: * ms (needs <= * ms, n=2)"])
-    (failed,) = _gates(rule_project)
-    assert failed["passed"] is False and failed["value"] > failed["threshold"] >= 250.0
-    markdown = (rule_project.path / "retrieval-gate-report.md").read_text()
-    assert "`lineage.retrieval.yaml::words::latency-growth::p95`" in markdown
+    for workers in ([], ["-n", "2"]):
+        _forget_reports(rule_project)
+        slow = run("--retrieval-gate", "-v", *workers)
+        slow.assert_outcomes(passed=2, failed=1)
+        # Worded by the rule's own title, in the failure text and the terminal summary.
+        slow.stdout.fnmatch_lines(
+            [
+                "latency_p95_ms over latency (lineage x words): FAILED: * (needs <= *"
+                " latency growth ceiling, n=2)",
+                "the baseline's p95 was * ms",
+            ]
+        )
+        slow.stdout.fnmatch_lines(["*FAILED *latency-growth::p95: * ms (needs <= * ms, n=2)"])
+        (failed,) = _gates(rule_project)
+        assert failed["passed"] is False and failed["value"] > failed["threshold"] >= 250.0
+        markdown = (rule_project.path / "retrieval-gate-report.md").read_text()
+        assert "`lineage.retrieval.yaml::words::latency-growth::p95`" in markdown

@@ -231,8 +231,11 @@ def test_a_damaged_result_shard_is_searched_again_and_rewritten(
     assert json.loads(damaged.read_text()) == before
     assert _shards(pytester) == shards
 
-    modules, again = _run(pytester)
-    assert modules == []
+    # The rewritten shard answers the next run whole: chroma is not opened. In this process,
+    # for what it imports is the warm chroma test's claim, not this one's.
+    again = _run_here(pytester)
+    assert again["stats"]["index_opened"] is False
+    assert again["stats"]["cached_results"] == 6
     assert _per_query(again) == _per_query(cold)
 
 
