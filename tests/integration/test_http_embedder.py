@@ -106,6 +106,9 @@ def keyed(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_service_is_a_system_its_vectors_cached_its_key_sent_and_never_shown(
     pytester: pytest.Pytester, keyed: None
 ) -> None:
+    """About 1 s of CPU, up to 9 s when it is the module's last test (in reverse order): the
+    module's real infinity server is stopped after it, and the server's CPU (torch, MiniLM) is
+    counted when it is waited for."""
     with stand_in(dim=8) as server:
         http_project(pytester, server.base_url, batch_size=2)
         first = pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
