@@ -850,7 +850,7 @@ ROWS = [
         "clear",
         "    print(query)",
         args=("-k", "q04"),
-        said=("*nothing ran: 1 gate items deselected by -k 'q04'*",),
+        said=("*nothing ran: 1 gate item deselected by -k 'q04'*",),
         ids_allowed=("q04",),
         ret=5,
     ),

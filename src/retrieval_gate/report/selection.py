@@ -128,7 +128,7 @@ class Selection:
         parts = []
         if self.deselected:
             by = f" by {', '.join(how)}" if how else ""
-            parts.append(f"{self.deselected} gate items deselected{by}")
+            parts.append(f"{counted(self.deselected, 'gate item')} deselected{by}")
         ids = [arg for arg in self.config.args if "::" in arg]
         if ids:
             shown = ", ".join(ids[:3]) + (" ..." if len(ids) > 3 else "")
