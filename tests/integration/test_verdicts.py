@@ -124,6 +124,8 @@ def test_detectable_drop_and_fewest_worse_by_hand(proj: pytest.Pytester) -> None
 
 
 def test_family_spans_the_session_and_is_the_same_under_xdist(proj: pytest.Pytester) -> None:
+    """Most of its CPU is the two xdist workers: two, so that the three suites' items are split
+    between processes and the family must still span the session."""
     pytest.importorskip("xdist")
     write(proj, suite_text(40))
     write(proj, suite_text(12, name="other"), name="other.retrieval.yaml")
