@@ -7,7 +7,9 @@ the acceptance; a target branch git cannot give is one line saying what to fetch
 from __future__ import annotations
 
 import json
+import shutil
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,11 +26,23 @@ CHANGE = (
 )
 
 
-def _main_with_history(pytester: pytest.Pytester) -> str:
+@pytest.fixture(scope="module")
+def main_built() -> dict[str, Path]:
+    """Where the first test that asked for it left main (see :func:`_main_with_history`): built
+    once a module, copied into each test's folder after."""
+    return {}
+
+
+def _main_with_history(pytester: pytest.Pytester, built: dict[str, Path]) -> str:
     """main: the project, a baseline saved at its first commit and a run recorded at the next,
     all committed; ``origin/main`` names its tip, as a fetched remote branch does. Returns the
-    tip."""
+    tip. Built by the module's first test that asks (two sessions and six git commands), copied
+    by the others: the same commits, baseline and history, with nothing of the test's own yet."""
     root = pytester.path
+    if "main" in built:
+        shutil.copytree(built["main"], root, symlinks=True, dirs_exist_ok=True)
+        pytester.syspathinsert()
+        return git(root, "rev-parse", "HEAD")
     stepped_project(pytester)
     git_repository(pytester)
     pytester.runpytest("--retrieval-gate", "--rg-save-baseline")
@@ -39,6 +53,9 @@ def _main_with_history(pytester: pytest.Pytester) -> str:
     git(root, "commit", "-q", "-m", "the history")
     tip = git(root, "rev-parse", "HEAD")
     git(root, "update-ref", "refs/remotes/origin/main", tip)
+    template = pytester.path.parent / f"{root.name}-main"
+    shutil.copytree(root, template, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    built["main"] = template
     return tip
 
 
@@ -83,10 +100,10 @@ def _verdicts(result: pytest.RunResult) -> dict[str, str]:
 
 
 def test_an_intended_drop_saved_in_its_pull_request_passes_it_and_is_named_everywhere(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, main_built: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = pytester.path
-    tip = _main_with_history(pytester)
+    tip = _main_with_history(pytester, main_built)
     first = git(root, "rev-parse", "HEAD~2")[:7]  # the baseline's commit, the drift anchor
     saved = _pull_request(pytester, monkeypatch)
     # Saved over its failing items: what it accepts is said, and where the drift anchor moves.
@@ -216,10 +233,10 @@ def test_an_intended_drop_saved_in_its_pull_request_passes_it_and_is_named_every
 
 
 def test_main_saving_its_baseline_after_the_merge_carries_the_acceptance_and_records_none(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, main_built: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = pytester.path
-    _main_with_history(pytester)
+    _main_with_history(pytester, main_built)
     _pull_request(pytester, monkeypatch)
     git(root, "checkout", "-q", "main")
     git(root, "merge", "-q", "--no-ff", "cheaper-ranker", "-m", "merge")
@@ -236,7 +253,7 @@ def test_main_saving_its_baseline_after_the_merge_carries_the_acceptance_and_rec
 
 
 def test_a_drop_saved_at_its_committed_change_is_accepted_there_and_on_main(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, main_built: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The change committed first, then the baseline saved at that commit and committed (the
     order a team took in a trial by hand): the save's own record, at the pull request's commit,
@@ -245,7 +262,7 @@ def test_a_drop_saved_at_its_committed_change_is_accepted_there_and_on_main(
     ACCEPTED), and main's save after the merge said nothing of it and recorded no
     ``accepted_drift``."""
     root = pytester.path
-    _main_with_history(pytester)
+    _main_with_history(pytester, main_built)
     saved = _pull_request(pytester, monkeypatch, committed=True)
     assert saved.ret == pytest.ExitCode.TESTS_FAILED
     monkeypatch.setenv("GITHUB_BASE_REF", "main")
@@ -272,12 +289,12 @@ def test_a_drop_saved_at_its_committed_change_is_accepted_there_and_on_main(
 
 
 def test_a_drop_saved_without_its_target_branch_is_named_as_not_recorded(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, main_built: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Saved without --rg-base (and outside a pull-request run): the baseline records nothing,
     # so the drift check would count the drop on main; the pull request's gate says so.
     root = pytester.path
-    tip = _main_with_history(pytester)
+    tip = _main_with_history(pytester, main_built)
     _pull_request(pytester, monkeypatch, base=False)
     assert "accepted" not in json.loads((root / "retrieval-baseline.json").read_text())
     monkeypatch.setenv("GITHUB_BASE_REF", "main")
@@ -298,8 +315,9 @@ def test_a_drop_saved_without_its_target_branch_is_named_as_not_recorded(
 
 def test_rg_base_naming_a_ref_git_lacks_is_one_line_and_the_gate_goes_on(
     pytester: pytest.Pytester,
+    main_built: dict[str, Path],
 ) -> None:
-    _main_with_history(pytester)
+    _main_with_history(pytester, main_built)
     result = pytester.runpytest("--retrieval-gate", "--rg-base", "origin/release")
     assert result.ret == pytest.ExitCode.OK
     line = (
@@ -314,11 +332,11 @@ def test_rg_base_naming_a_ref_git_lacks_is_one_line_and_the_gate_goes_on(
 
 
 def test_a_shallow_clone_is_told_what_to_fetch_and_keeps_what_the_baseline_records(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, main_built: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # actions/checkout's default: the pull request's commit alone, without origin/main.
     root = pytester.path
-    tip = _main_with_history(pytester)
+    tip = _main_with_history(pytester, main_built)
     _pull_request(pytester, monkeypatch)
     clone = root.parent / f"{root.name}-shallow"
     git(

@@ -22,15 +22,20 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _line_pixels(path: object) -> int:
-    target = bytes.fromhex(LINE_COLOUR.removeprefix("#"))
-    width, height, rows = png_rgb(path)  # type: ignore[arg-type]
-    return sum(
-        1
-        for y in range(height)
-        for x in range(width)
-        if all(abs(a - b) <= 12 for a, b in zip(rows[y][3 * x : 3 * x + 3], target, strict=True))
-    )
+def _line_pixels(path: object, enough: int = 20) -> int:
+    """Pixels within 12 of the line colour on each channel, counted up to ``enough``: pure
+    Python over a whole chart is most of this test's CPU, and the test asks only whether the
+    line is there."""
+    tr, tg, tb = bytes.fromhex(LINE_COLOUR.removeprefix("#"))
+    _, _, rows = png_rgb(path)  # type: ignore[arg-type]
+    found = 0
+    for row in rows:
+        for x in range(0, len(row), 3):
+            if abs(row[x] - tr) <= 12 and abs(row[x + 1] - tg) <= 12 and abs(row[x + 2] - tb) <= 12:
+                found += 1
+                if found == enough:
+                    return found
+    return found
 
 
 def test_every_systems_trend_line_is_drawn(pytester: pytest.Pytester) -> None:

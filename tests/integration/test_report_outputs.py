@@ -19,23 +19,47 @@ def _cases(path: str) -> list[tuple[str, str]]:
     return [(case.get("classname", ""), case.get("name", "")) for case in root.iter("testcase")]
 
 
-@pytest.mark.parametrize("workers", [(), ("-n", "2", "-p", "no:benchmark")])
-def test_junit_test_cases_are_named_by_their_gate(
-    project: pytest.Pytester, workers: tuple[str, ...]
-) -> None:
-    if workers:
-        pytest.importorskip("xdist")
+JUNIT_CASES = [
+    ("lineage_retrieval_yaml.keyword", "query[customer_names]"),
+    ("lineage_retrieval_yaml.keyword.category:joins", "MRR@3"),
+    ("lineage_retrieval_yaml.keyword.difficulty:hard", "Hit@3"),
+    ("lineage_retrieval_yaml.keyword.suite", "P@1"),
+    ("lineage_retrieval_yaml.keyword.suite", "R@3"),
+]
+
+
+def test_junit_test_cases_are_named_by_their_gate(project: pytest.Pytester) -> None:
     write_suite(project, SUITE)
-    project.runpytest("--retrieval-gate", "--junitxml=junit.xml", *workers)
+    project.runpytest("--retrieval-gate", "--junitxml=junit.xml")
     cases = sorted(_cases(str(project.path / "junit.xml")))
-    assert cases == [
-        ("lineage_retrieval_yaml.keyword", "query[customer_names]"),
-        ("lineage_retrieval_yaml.keyword.category:joins", "MRR@3"),
-        ("lineage_retrieval_yaml.keyword.difficulty:hard", "Hit@3"),
-        ("lineage_retrieval_yaml.keyword.suite", "P@1"),
-        ("lineage_retrieval_yaml.keyword.suite", "R@3"),
-    ]
+    assert cases == JUNIT_CASES
     assert not any(name.endswith("]") and "[" not in name for _, name in cases)
+
+
+def test_under_xdist_junit_names_each_gate_and_the_workers_deselection_is_counted(
+    project: pytest.Pytester,
+) -> None:
+    """One xdist session for two claims that do not touch each other (its workers are most of
+    the CPU): the JUnit cases the controller writes from the workers' reports keep their gate
+    names (the query item's bracket included), and the report counts the gate items the workers
+    deselected (the controller collects nothing: selection.py)."""
+    pytest.importorskip("xdist")
+    write_suite(project, SUITE)
+    project.runpytest(
+        "--retrieval-gate",
+        "--junitxml=junit.xml",
+        "-k",
+        "not suite",
+        "-n",
+        "2",
+        "-p",
+        "no:benchmark",
+    )
+    cases = sorted(_cases(str(project.path / "junit.xml")))
+    assert cases == [case for case in JUNIT_CASES if not case[0].endswith(".suite")]
+    assert not any(name.endswith("]") and "[" not in name for _, name in cases)
+    data = json.loads((project.path / "retrieval-gate-report.json").read_text())
+    assert data["partial"] == "2 gate items deselected by -k 'not suite'"
 
 
 def test_a_regression_row_shows_its_verdict_and_the_drop_it_allows(
@@ -80,16 +104,6 @@ def test_a_k_selection_says_the_report_is_partial(project: pytest.Pytester) -> N
     assert data["partial"] == why
     markdown = (project.path / "retrieval-gate-report.md").read_text(encoding="utf-8")
     assert f"**Partial run**: {why}." in markdown
-
-
-def test_a_partial_run_under_xdist_counts_the_workers_deselection(
-    project: pytest.Pytester,
-) -> None:
-    pytest.importorskip("xdist")
-    write_suite(project, SUITE)
-    project.runpytest("--retrieval-gate", "-k", "joins", "-n", "2", "-p", "no:benchmark")
-    data = json.loads((project.path / "retrieval-gate-report.json").read_text())
-    assert data["partial"] == "4 gate items deselected by -k 'joins'"
 
 
 def test_node_ids_on_the_command_line_make_a_partial_report(project: pytest.Pytester) -> None:

@@ -212,7 +212,9 @@ def _report(pytester: pytest.Pytester) -> dict[str, Any]:
 
 
 def test_a_kind_from_an_entry_point_runs_end_to_end(qa_project: pytest.Pytester) -> None:
-    # A fresh process, as a project that installed the plugin and the kind's package has it.
+    """Three sessions, each a fresh process: the registries read the entry points once per
+    process (registry.py), so an in-process session would find the suite kinds this test
+    process loaded before the kind's distribution was on its path, without ``qa``."""
     saved = qa_project.runpytest_subprocess("--retrieval-gate", "-v", "--rg-save-baseline")
     saved.assert_outcomes(passed=1)
     saved.stdout.fnmatch_lines(["*qa.retrieval.yaml::words::suite::Hit@3 PASSED*"])
@@ -257,6 +259,7 @@ def test_a_kind_from_an_entry_point_runs_end_to_end(qa_project: pytest.Pytester)
 
 
 def test_a_kind_package_that_fails_to_load_is_named(qa_project: pytest.Pytester) -> None:
+    """A fresh process: the entry points are loaded once per process (see the test above)."""
     (qa_project.path / "qa_kind.py").write_text("raise RuntimeError('half installed')\n")
     result = qa_project.runpytest_subprocess("--retrieval-gate")
     assert result.ret != 0
@@ -267,6 +270,8 @@ def test_a_kind_package_that_fails_to_load_is_named(qa_project: pytest.Pytester)
 
 
 def test_a_suite_of_an_unknown_kind_lists_the_installed_ones(qa_project: pytest.Pytester) -> None:
+    """A fresh process: the installed kinds listed include the entry point's, loaded once per
+    process (see the first test)."""
     Path(qa_project.path / "qa.retrieval.yaml").write_text(SUITE.replace("kind: qa", "kind: quiz"))
     result = qa_project.runpytest_subprocess("--retrieval-gate")
     known = "ranking, ontology, extraction, pairs, qa"
