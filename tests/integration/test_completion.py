@@ -47,6 +47,8 @@ def _run_check(root: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_an_interpreter_exit_passes_pytest_and_fails_the_check(project: pytest.Pytester) -> None:
+    """In a pytest of its own: the retriever's os._exit would end this very process. The
+    workflow's check runs as its shell runs it, the one test of that command line."""
     write_suite(project, SUITE)
     project.makepyfile(search_app=EXITING)
     result = project.runpytest_subprocess("--retrieval-gate")
