@@ -212,11 +212,10 @@ def test_no_output_holds_the_password(
 def test_no_output_holds_the_password_under_xdist(
     secret_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The worker reads the DSN and fails; the controller writes every output from what it
-    # sends. One worker is that boundary; a second would only start another interpreter.
+    # The workers read the DSN and fail; the controller writes every output from what they send.
     pytest.importorskip("xdist")
     (setting,) = [s for s in SETTINGS if s.id == "pgvector-dsn-env-malformed"]
-    leaks, _ = _leaks(secret_project, setting, monkeypatch, "-n", "1", "-p", "no:benchmark")
+    leaks, _ = _leaks(secret_project, setting, monkeypatch, "-n", "2", "-p", "no:benchmark")
     assert leaks == []
 
 
