@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -394,18 +394,28 @@ def compare_with_baseline(
         figures = outcome.regression
         if outcome.n == 0 or figures is None:
             continue  # a metric one side lacks has no values to show
-        # The row shows the figures it shares with the outcome's under the same names.
-        same = {
-            f.name: getattr(figures, f.name)
-            for f in fields(RegressionRow)
-            if hasattr(figures, f.name)
-        }
         rows[check.name] = RegressionRow(
-            **same,
+            baseline=figures.baseline,
             current=outcome.value,
+            p_value=figures.p_value,
+            p_adjusted=figures.p_adjusted,
+            improved=figures.improved,
+            degraded=figures.degraded,
             passed=outcome.passed,
             n=outcome.n,
+            not_compared=figures.not_compared,
+            tolerance=figures.tolerance,
+            verdict=figures.verdict,
+            detectable_drop=figures.detectable_drop,
+            fewest_worse=figures.fewest_worse,
+            diagnostic=figures.diagnostic,
+            policy=figures.policy,
+            resolution=figures.resolution,
+            reliability=figures.reliability,
+            planned_resolution=figures.planned_resolution,
+            queries_needed=figures.queries_needed,
             accepted=check.accepted,
+            index_noise=figures.index_noise,
         )
     return Regressions(
         comparison(rows),
